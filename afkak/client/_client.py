@@ -1,0 +1,494 @@
+"""KafkaClient: afkak's documented cluster-aware client, on the modern protocol.
+
+This module is the facade: argument checks, the documented attributes and
+methods, and the bookkeeping that lets :meth:`KafkaClient.close` cancel every
+pending operation.  Routing and metadata live in :mod:`._cluster`, the
+per-API encoding in the ``_*_call`` modules.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from twisted.application.internet import backoffPolicy
+from twisted.internet import defer
+from twisted.internet.defer import Deferred, fail
+from twisted.internet.endpoints import HostnameEndpoint
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from afkak.common import (
+    CancelledError,
+    ClientError,
+    FetchRequest,
+    KafkaUnavailableError,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    OffsetRequest,
+    ProduceRequest,
+    TopicAndPartition,
+)
+from afkak.connection._connection import BrokerConnection
+
+from . import _validate as check
+from ._cluster import Cluster
+from ._commit_calls import OffsetCommitCall, OffsetFetchCall
+from ._fanout import fan_out, finish
+from ._fetch_call import FetchCall
+from ._hosts import format_host_port, parse_hosts
+from ._list_offsets_call import ListOffsetsCall
+from ._pool import ConnectionPool
+from ._produce_call import ProduceCall, encode_messages
+from ._routing import group_by_broker, payload_key
+
+log = Logger()
+
+_DEFAULT_RETRY_POLICY = backoffPolicy()
+_ACKS = (-1, 0, 1)
+
+
+class KafkaClient:
+    """Cluster-aware Kafka client.
+
+    Keeps a cache of cluster metadata (brokers, topic partitions, leaders,
+    group coordinators) and routes each request to the right broker.  It is
+    bootstrapped from the *hosts* given; use :meth:`close` to dispose of it.
+    Do not set or mutate its attributes; it is not meant to be subclassed.
+
+    :param hosts: ``"host[:port],..."``, or a list of ``"host[:port]"``
+        strings or ``(host, port)`` tuples; IPv6 literals in brackets when a
+        port follows; the default port is 9092.
+    :param clientId: ``str`` sent to brokers to identify the client.
+    :param timeout: client-side request timeout, in **milliseconds**
+        (available as :attr:`timeout` in seconds).  Fetch and produce requests
+        get the server-side wait on top.
+    :param disconnect_on_timeout: drop a broker's connection when a request to
+        it times out.
+    :param correlation_id: kept for compatibility; correlation ids are now
+        per connection.
+    :param reactor: provides IReactorTime and what *endpoint_factory* needs;
+        by default the global reactor.
+    :param endpoint_factory: ``(reactor, host, port) -> IStreamClientEndpoint``.
+    :param retry_policy: seconds to wait before reconnecting to a broker, given
+        the number of consecutive failures.
+    :param metadata_max_age: seconds between periodic metadata refreshes of
+        the known topics (``None``: never).
+    """
+
+    clientId = "afkak-client"
+    DEFAULT_REQUEST_TIMEOUT_MSECS = 10000
+    DEFAULT_FETCH_SERVER_WAIT_MSECS = 5000
+    DEFAULT_FETCH_MIN_BYTES = 4096
+    DEFAULT_REPLICAS_ACK_MSECS = 1000
+    DEFAULT_METADATA_MAX_AGE = 300.0
+
+    def __init__(
+        self,
+        hosts: Any,
+        clientId: str | None = None,
+        timeout: float = DEFAULT_REQUEST_TIMEOUT_MSECS,
+        disconnect_on_timeout: bool = False,
+        correlation_id: int = 0,
+        reactor: Any = None,
+        endpoint_factory: Callable[[Any, str, int], Any] = HostnameEndpoint,
+        retry_policy: Callable[[int], float] = _DEFAULT_RETRY_POLICY,
+        metadata_max_age: float | None = DEFAULT_METADATA_MAX_AGE,
+    ) -> None:
+        bootstrap = parse_hosts(hosts)
+        if clientId is not None:
+            if not isinstance(clientId, str):
+                raise TypeError(f"clientId must be a str, not {clientId!r}")
+            self.clientId = clientId
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise TypeError(f"timeout must be a number of milliseconds, not {timeout!r}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, not {timeout!r}")
+        if metadata_max_age is not None and not metadata_max_age > 0:
+            raise ValueError(f"metadata_max_age must be positive or None, not {metadata_max_age!r}")
+        if not callable(endpoint_factory) or not callable(retry_policy):
+            raise TypeError("endpoint_factory and retry_policy must be callable")
+        self.correlation_id = check.integer("correlation_id", correlation_id, 0, check.INT32_MAX)
+        self.timeout = timeout / 1000.0
+        if reactor is None:
+            from twisted.internet import reactor  # type: ignore[no-redef]
+        self.reactor = reactor
+        self._disconnect_on_timeout = bool(disconnect_on_timeout)
+        pool = ConnectionPool(
+            reactor, endpoint_factory, retry_policy, self.clientId, self.timeout, self._request_timed_out
+        )
+        self._cluster = Cluster(reactor, pool, bootstrap, metadata_max_age)
+        self._pending: set[Deferred[Any]] = set()
+        self._closed: Deferred[None] | None = None
+
+    def __repr__(self) -> str:
+        hosts = ",".join(format_host_port(h, p) for h, p in self._cluster.bootstrap_hosts)
+        return f"<KafkaClient clientId={self.clientId} hosts={hosts} timeout={self.timeout}>"
+
+    # -- documented attributes ---------------------------------------------
+
+    @property
+    def topic_partitions(self) -> dict[str, list[int]]:
+        """Topic name -> sorted partition numbers."""
+        return self._cluster.cache.topic_partitions
+
+    @property
+    def topics_to_brokers(self) -> dict[TopicAndPartition, Any]:
+        """TopicAndPartition -> leader's BrokerMetadata (``None``: no leader)."""
+        return self._cluster.cache.topics_to_brokers
+
+    @property
+    def partition_meta(self) -> dict[TopicAndPartition, Any]:
+        """TopicAndPartition -> PartitionMetadata."""
+        return self._cluster.cache.partition_meta
+
+    @property
+    def topic_errors(self) -> dict[str, int]:
+        """Topic name -> error code of its last metadata."""
+        return self._cluster.cache.topic_errors
+
+    @property
+    def clients(self) -> dict[int, BrokerConnection]:
+        """Node id -> connection (private despite the name)."""
+        return self._cluster.pool.clients
+
+    @property
+    def _brokers(self) -> dict[int, Any]:
+        """Node id -> BrokerMetadata of every known broker."""
+        return self._cluster.cache.brokers
+
+    # -- metadata -----------------------------------------------------------
+
+    def update_cluster_hosts(self, hosts: Any) -> None:
+        """Advise the client of new bootstrap hosts, used when no known broker answers."""
+        self._cluster.bootstrap_hosts = parse_hosts(hosts)
+
+    def reset_topic_metadata(self, *topics: str) -> None:
+        """Forget the cached metadata of these topics."""
+        self._cluster.cache.reset_topics(*(check.topic_name(t) for t in topics))
+
+    def reset_consumer_group_metadata(self, *groups: str) -> None:
+        """Forget which brokers coordinate these groups."""
+        self._cluster.cache.reset_groups(*(check.group_name(g) for g in groups))
+
+    def reset_all_metadata(self) -> None:
+        """Forget all cached topic and coordinator metadata."""
+        self._cluster.cache.reset_all()
+
+    def has_metadata_for_topic(self, topic: str) -> bool:
+        return check.topic_name(topic) in self._cluster.cache.topic_partitions
+
+    def metadata_error_for_topic(self, topic: str) -> int:
+        """The topic's error code from its last metadata (3, unknown topic, if none)."""
+        return self._cluster.cache.error_for_topic(check.topic_name(topic))
+
+    def partition_fully_replicated(self, topic_and_part: TopicAndPartition) -> bool:
+        """Whether all of the partition's replicas are in sync, as last known."""
+        return self._cluster.cache.partition_fully_replicated(topic_and_part)
+
+    def topic_fully_replicated(self, topic: str) -> bool:
+        """Whether the topic has partitions and all their replicas are in sync, as last known."""
+        return self._cluster.cache.topic_fully_replicated(check.topic_name(topic))
+
+    def load_metadata_for_topics(self, *topics: str) -> Deferred[bool | None]:
+        """Load metadata for *topics* (all topics when none is given).
+
+        Naming topics may auto-create them (if the brokers allow it).  Fires
+        ``True`` on success, ``None`` if cancelled; fails with
+        :exc:`KafkaUnavailableError`.
+        """
+        names = tuple(check.topic_name(t) for t in topics)
+        return self._operation(self._load_metadata(names or None))
+
+    async def _load_metadata(self, topics: tuple[str, ...] | None) -> bool | None:
+        try:
+            await self._cluster.load_metadata(topics)
+        except (CancelledError, defer.CancelledError):
+            if self._closed is not None:
+                raise
+            return None
+        except KafkaUnavailableError:
+            raise
+        except Exception as e:
+            raise KafkaUnavailableError(f"Failed to load metadata for topics={topics!r}: {e}") from e
+        return True
+
+    def load_coordinator_for_group(self, group: str) -> Deferred[bool]:
+        """Look up the group's coordinator: fires ``True``, or fails with :exc:`CoordinatorNotAvailable`."""
+        group = check.group_name(group)
+        return self._operation(self._load_coordinator(group))
+
+    async def _load_coordinator(self, group: str) -> bool:
+        await self._cluster.load_coordinator(group)
+        return True
+
+    def load_consumer_metadata_for_group(self, group: str) -> Deferred[bool]:
+        """Deprecated alias of :meth:`load_coordinator_for_group`."""
+        warnings.warn(
+            "load_consumer_metadata_for_group() has been renamed load_coordinator_for_group()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.load_coordinator_for_group(group)
+
+    # -- partition requests --------------------------------------------------
+
+    def send_produce_request(
+        self,
+        payloads: Sequence[ProduceRequest] | None = None,
+        acks: int = 1,
+        timeout: int = DEFAULT_REPLICAS_ACK_MSECS,
+        fail_on_error: bool = True,
+        callback: Callable[[Any], Any] | None = None,
+    ) -> Deferred[list[Any]]:
+        """Write each payload's messages to its partition's leader, one request per broker.
+
+        Fires with a :class:`ProduceResponse` per payload, in payload order (an
+        empty list with ``acks=0``, which gets no response).
+        """
+        items = check.payload_list(payloads, ProduceRequest)
+        if acks not in _ACKS or isinstance(acks, bool):
+            raise ValueError(f"acks must be one of {_ACKS}, not {acks!r}")
+        check.integer("timeout", timeout, 0, check.INT32_MAX)
+        check.optional_callable("callback", callback)
+        now_ms = int(self.reactor.seconds() * 1000)
+        batches = {(p.topic, p.partition): encode_messages(p.messages, now_ms) for p in items}
+
+        def make_call(batch: Sequence[ProduceRequest]) -> ProduceCall:
+            return ProduceCall(batch, acks, timeout, batches, self._cluster.cache.topic_ids)
+
+        return self._operation(
+            self._to_leaders(items, make_call, fail_on_error, callback, timeout / 1000, expect_response=acks != 0)
+        )
+
+    def send_fetch_request(
+        self,
+        payloads: Sequence[FetchRequest] | None = None,
+        fail_on_error: bool = True,
+        callback: Callable[[Any], Any] | None = None,
+        max_wait_time: int = DEFAULT_FETCH_SERVER_WAIT_MSECS,
+        min_bytes: int = DEFAULT_FETCH_MIN_BYTES,
+    ) -> Deferred[list[Any]]:
+        """Fetch from each payload's partition leader, one request per broker.
+
+        Fires with a :class:`FetchResponse` per payload, whose ``messages``
+        decode lazily to :class:`OffsetAndMessage` tuples from the payload's
+        offset on.
+        """
+        items = check.payload_list(payloads, FetchRequest)
+        for p in items:
+            check.integer("fetch offset", p.offset, 0, check.INT64_MAX)
+            check.integer("max_bytes", p.max_bytes, 0, check.INT32_MAX)
+        check.integer("max_wait_time", max_wait_time, 0, check.INT32_MAX)
+        check.integer("min_bytes", min_bytes, 0, check.INT32_MAX)
+        check.optional_callable("callback", callback)
+
+        def make_call(batch: Sequence[FetchRequest]) -> FetchCall:
+            return FetchCall(batch, max_wait_time, min_bytes, self._cluster.cache.topic_ids)
+
+        return self._operation(self._to_leaders(items, make_call, fail_on_error, callback, max_wait_time / 1000))
+
+    def send_offset_request(
+        self,
+        payloads: Sequence[OffsetRequest] | None = None,
+        fail_on_error: bool = True,
+        callback: Callable[[Any], Any] | None = None,
+    ) -> Deferred[list[Any]]:
+        """Look up offsets by time (-1 latest, -2 earliest) at each partition's leader.
+
+        Fires with an :class:`OffsetResponse` per payload; ``offsets`` is a
+        1-tuple (``max_offsets`` is ignored by modern brokers).
+        """
+        items = check.payload_list(payloads, OffsetRequest)
+        for p in items:
+            check.integer("time", p.time, check.INT64_MIN, check.INT64_MAX)
+        check.optional_callable("callback", callback)
+        timeout_ms = int(self.timeout * 1000)
+        return self._operation(
+            self._to_leaders(items, lambda batch: ListOffsetsCall(batch, timeout_ms), fail_on_error, callback, 0)
+        )
+
+    async def _to_leaders(
+        self,
+        payloads: Sequence[Any],
+        make_call: Callable[[Sequence[Any]], Any],
+        fail_on_error: bool,
+        callback: Callable[[Any], Any] | None,
+        server_wait: float,
+        expect_response: bool = True,
+    ) -> list[Any]:
+        leaders = await self._cluster.leaders(payload_key(p) for p in payloads)
+        batches = group_by_broker(payloads, lambda p: leaders[payload_key(p)])
+
+        def lost(batch: Sequence[Any], failure: Failure) -> None:
+            self._cluster.note_lost_leader((payload_key(p) for p in batch), failure)
+
+        outcomes = await fan_out(
+            self._cluster,
+            batches,
+            make_call,
+            lost,
+            expect_response=expect_response,
+            timeout=self.timeout + server_wait,
+        )
+        return finish(self._cluster, payloads, outcomes, fail_on_error, callback, expect_response=expect_response)
+
+    # -- group requests ------------------------------------------------------
+
+    def send_offset_commit_request(
+        self,
+        group: str,
+        payloads: Sequence[OffsetCommitRequest] | None = None,
+        fail_on_error: bool = True,
+        callback: Callable[[Any], Any] | None = None,
+        group_generation_id: int = -1,
+        consumer_id: str = "",
+    ) -> Deferred[list[Any]]:
+        """Commit offsets for *group* at its coordinator; each offset is stored as given.
+
+        Fires with an :class:`OffsetCommitResponse` per payload.
+        """
+        group = check.group_name(group)
+        items = check.payload_list(payloads, OffsetCommitRequest)
+        for p in items:
+            check.integer("offset", p.offset, check.INT64_MIN, check.INT64_MAX)
+        check.integer("group_generation_id", group_generation_id, -(2**31), check.INT32_MAX)
+        if not isinstance(consumer_id, str):
+            raise TypeError(f"consumer_id must be a str, not {consumer_id!r}")
+        check.optional_callable("callback", callback)
+        OffsetCommitCall(group, items, group_generation_id, consumer_id, {})  # checks the metadata
+
+        def make_call(batch: Sequence[OffsetCommitRequest]) -> OffsetCommitCall:
+            ids = self._cluster.cache.topic_ids
+            return OffsetCommitCall(group, batch, group_generation_id, consumer_id, ids)
+
+        return self._operation(self._to_coordinator(group, items, make_call, fail_on_error, callback))
+
+    def send_offset_fetch_request(
+        self,
+        group: str,
+        payloads: Sequence[OffsetFetchRequest] | None = None,
+        fail_on_error: bool = True,
+        callback: Callable[[Any], Any] | None = None,
+    ) -> Deferred[list[Any]]:
+        """Fetch *group*'s committed offsets (-1 where none) from its coordinator.
+
+        Fires with an :class:`OffsetFetchResponse` per payload; ``metadata``
+        is ``bytes`` (``None`` when unset).
+        """
+        group = check.group_name(group)
+        items = check.payload_list(payloads, OffsetFetchRequest)
+        check.optional_callable("callback", callback)
+
+        def make_call(batch: Sequence[OffsetFetchRequest]) -> OffsetFetchCall:
+            return OffsetFetchCall(group, batch, self._cluster.cache.topic_ids)
+
+        return self._operation(self._to_coordinator(group, items, make_call, fail_on_error, callback))
+
+    async def _to_coordinator(
+        self,
+        group: str,
+        payloads: Sequence[Any],
+        make_call: Callable[[Sequence[Any]], Any],
+        fail_on_error: bool,
+        callback: Callable[[Any], Any] | None,
+    ) -> list[Any]:
+        coordinator = await self._cluster.coordinator(group)
+
+        def lost(batch: Sequence[Any], failure: Failure) -> None:
+            self._cluster.note_lost_coordinator(group, failure)
+
+        outcomes = await fan_out(self._cluster, {coordinator: payloads}, make_call, lost, timeout=self.timeout)
+        return finish(self._cluster, payloads, outcomes, fail_on_error, callback, group=group)
+
+    # -- raw requests, for afkak's higher layers ------------------------------
+
+    def send_request_to_coordinator(
+        self,
+        group: str,
+        request: Any,
+        *,
+        min_version: int | None = None,
+        max_version: int | None = None,
+        timeout: float | None = None,
+    ) -> Deferred[Any]:
+        """Send a protocol request (message or builder) to *group*'s coordinator.
+
+        For the group membership APIs.  Fires with the decoded response; a
+        top-level NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE error in it, or a
+        lost connection, makes the client look the coordinator up again next
+        time.  *timeout* is in seconds (default: the client's).
+        """
+        group = check.group_name(group)
+        return self._operation(
+            self._cluster.request_coordinator(
+                group,
+                request,
+                min_version=min_version,
+                max_version=max_version,
+                timeout=self.timeout if timeout is None else timeout,
+            )
+        )
+
+    def send_request_to_any_broker(
+        self, request: Any, *, min_version: int | None = None, max_version: int | None = None
+    ) -> Deferred[Any]:
+        """Send a protocol request that any broker can answer; fires with the response.
+
+        Fails with :exc:`KafkaUnavailableError` when no broker (known or
+        bootstrap) answers.
+        """
+        return self._operation(self._cluster.request_any(request, min_version, max_version))
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def close(self) -> Deferred[None]:
+        """Permanently dispose of the client.
+
+        Pending operations fail with :exc:`CancelledError`, later ones with
+        :exc:`ClientError`; cached metadata is cleared and every broker
+        connection closed.  Fires once all resources are released.
+        """
+        if self._closed is None:
+            log.debug("{client!r}: close", client=self)
+            closed = self._closed = Deferred()
+            for d in list(self._pending):
+                d.cancel()
+            self._cluster.close().chainDeferred(closed)
+        waiter: Deferred[None] = Deferred()
+        self._closed.addBoth(_fire_and_pass, waiter)
+        return waiter
+
+    def _operation(self, coro: Coroutine[Any, Any, Any]) -> Deferred[Any]:
+        """Run a public operation: cancellable, and cancelled by :meth:`close`."""
+        if self._closed is not None:
+            coro.close()
+            return fail(ClientError(f"{self!r} has been closed"))
+        d = Deferred.fromCoroutine(coro)
+        if not d.called:
+            self._pending.add(d)
+            d.addBoth(self._settled, d)
+        return d.addErrback(_cancelled_as_afkak)
+
+    def _settled(self, result: Any, d: Deferred[Any]) -> Any:
+        self._pending.discard(d)
+        return result
+
+    def _request_timed_out(self, conn: BrokerConnection, request_sent: bool) -> None:
+        if self._disconnect_on_timeout:
+            log.info("Disconnecting {conn!r} after a request timed out", conn=conn)
+            conn.disconnect()
+
+
+def _cancelled_as_afkak(failure: Failure) -> Failure:
+    """Report Twisted's cancellation as afkak's :exc:`CancelledError`, as the connection does."""
+    if failure.check(defer.CancelledError):
+        return Failure(CancelledError(message=str(failure.value) or "cancelled"))
+    return failure
+
+
+def _fire_and_pass(result: Any, waiter: Deferred[None]) -> Any:
+    waiter.callback(None)
+    return result
+

@@ -1,0 +1,308 @@
+"""Reaching the cluster: which broker to ask, and keeping metadata current.
+
+:class:`Cluster` owns the metadata cache and the connection pool.  It sends a
+request to a given broker, to any broker (connected ones first, then the
+bootstrap hosts), to a partition's leader or to a group's coordinator; it
+loads metadata (coalescing concurrent loads), refreshes it every
+``metadata_max_age`` seconds, closes connections to brokers that left the
+cluster, and forgets what failed requests proved stale.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from typing import Any
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.interfaces import IDelayedCall
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from afkak.common import (
+    BrokerConnectionError,
+    BrokerMetadata,
+    CancelledError,
+    CoordinatorNotAvailable,
+    KafkaError,
+    KafkaUnavailableError,
+    LeaderUnavailableError,
+    PartitionUnavailableError,
+    TopicAndPartition,
+)
+from afkak.connection._connection import BrokerConnection
+from afkak.connection._lifecycle import State
+
+from ._coalesce import MetadataCoalescer, SharedResult
+from ._coordinator_call import FindCoordinatorCall
+from ._hosts import HostPort, format_host_port
+from ._metadata import BrokerChanges, MetadataCache
+from ._metadata_call import MetadataCall
+from ._pool import ConnectionPool
+from ._stale import COORDINATOR_MOVED, lost_broker
+
+log = Logger()
+
+
+class Cluster:
+    """Routing and metadata for one :class:`~afkak.client.KafkaClient`."""
+
+    def __init__(
+        self,
+        reactor: Any,
+        pool: ConnectionPool,
+        bootstrap_hosts: tuple[HostPort, ...],
+        metadata_max_age: float | None,
+    ) -> None:
+        self.reactor = reactor
+        self.pool = pool
+        self.cache = MetadataCache()
+        self.bootstrap_hosts = bootstrap_hosts
+        self._max_age = metadata_max_age
+        self._refresh_call: IDelayedCall | None = None
+        self._loads = MetadataCoalescer(self._fetch_metadata)
+        self._coordinator_loads: dict[str, SharedResult] = {}
+        self._random = random.Random()
+        self.closed = False
+
+    # -- sending ------------------------------------------------------------
+
+    def request(
+        self,
+        broker: BrokerMetadata,
+        call: Any,
+        *,
+        min_version: int | None = None,
+        max_version: int | None = None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+    ) -> Deferred[Any]:
+        """Send *call* (a request message or builder) to *broker*.
+
+        Version bounds default to the call's own ``min_version`` and
+        ``max_version`` attributes, which the client's calls have.
+        """
+        conn = self.pool.connection(broker)
+        bounds = _bounds(call, min_version, max_version)
+        d = conn.request(call, **bounds, expect_response=expect_response, timeout=timeout)
+        return d.addErrback(self._explain_discard, conn)
+
+    def _explain_discard(self, failure: Failure, conn: BrokerConnection) -> Failure:
+        """A request cancelled because its broker left the cluster lost its broker, retriably."""
+        if failure.check(CancelledError) and conn in self.pool.discarded:
+            return Failure(BrokerConnectionError(f"{conn.host}:{conn.port} left the cluster or moved"))
+        return failure
+
+    async def request_any(self, call: Any, min_version: int | None = None, max_version: int | None = None) -> Any:
+        """The response to *call* from any broker that answers.
+
+        Known brokers are tried first, connected ones before the others, in
+        random order, skipping those that failed to connect last time; then the
+        bootstrap hosts, each over a connection of its own.  A broker that
+        cannot be reached, drops the connection, times out or sends garbage
+        is skipped; a broker error in a decoded response is the caller's.
+
+        :raises KafkaUnavailableError: no broker answered.
+        """
+        bounds = _bounds(call, min_version, max_version)
+        errors: list[str] = []
+        for broker in self._candidates():
+            conn = self.pool.connection(broker)
+            try:
+                return await self._attempt(conn, call, bounds)
+            except CancelledError:
+                raise
+            except KafkaError as e:
+                errors.append(f"{format_host_port(broker.host, broker.port)}: {e}")
+        hosts = list(self.bootstrap_hosts)
+        self._random.shuffle(hosts)
+        for host, port in hosts:
+            conn = self.pool.open(host, port)
+            try:
+                return await self._attempt(conn, call, bounds)
+            except CancelledError:
+                raise
+            except KafkaError as e:
+                errors.append(f"{format_host_port(host, port)}: {e}")
+            finally:
+                self.pool.release(conn)
+        raise KafkaUnavailableError(
+            f"no broker answered {type(call).__name__}: " + "; ".join(errors or ["no hosts known"])
+        )
+
+    def _candidates(self) -> list[BrokerMetadata]:
+        ready, others = [], []
+        for broker in self.cache.brokers.values():
+            conn = self.pool.clients.get(broker.node_id)
+            state = None if conn is None else conn.state
+            if state is State.READY:
+                ready.append(broker)
+            elif state is not State.BACKING_OFF:
+                others.append(broker)
+        self._random.shuffle(ready)
+        self._random.shuffle(others)
+        return ready + others
+
+    def _attempt(self, conn: BrokerConnection, call: Any, bounds: dict[str, Any]) -> Deferred[Any]:
+        """Send *call* on *conn*, failing at once if the connection attempt fails."""
+        refused: list[Failure] = []
+        sent: list[Deferred[Any]] = []
+
+        def connect_failed(reason: Failure) -> None:
+            refused.append(reason)
+            if sent:
+                sent[0].cancel()
+
+        def explain(result: Any) -> Any:
+            unsubscribe()
+            if refused and isinstance(result, Failure) and result.check(CancelledError):
+                return Failure(BrokerConnectionError(f"cannot connect: {refused[0].getErrorMessage()}"))
+            return result
+
+        unsubscribe = self.pool.on_connect_failure(conn, connect_failed)
+        d = conn.request(call, **bounds)
+        sent.append(d)
+        if refused:
+            d.cancel()
+        return d.addBoth(explain)
+
+    # -- metadata -----------------------------------------------------------
+
+    def load_metadata(self, topics: Iterable[str] | None) -> Deferred[None]:
+        """Load metadata for *topics* (``None``: all topics), coalesced with other loads."""
+        return self._loads.load(topics)
+
+    def _fetch_metadata(self, topics: tuple[str, ...] | None) -> Deferred[None]:
+        return Deferred.fromCoroutine(self._metadata_round(topics))
+
+    async def _metadata_round(self, topics: tuple[str, ...] | None) -> None:
+        call = MetadataCall(topics)
+        response = await self.request_any(call)
+        [snapshot] = call.parse(response)
+        if self.closed:
+            return
+        self._apply(self.cache.merge(snapshot))
+        self._schedule_refresh()
+
+    def _apply(self, changes: BrokerChanges) -> None:
+        for node_id in changes.removed | changes.moved:
+            self.pool.discard(node_id)
+
+    def _schedule_refresh(self) -> None:
+        if self._max_age is None or self.closed:
+            return
+        if self._refresh_call is None or not self._refresh_call.active():
+            self._refresh_call = self.reactor.callLater(self._max_age, self._refresh)
+
+    def _refresh(self) -> None:
+        """Reload the metadata of every known topic (and the broker list)."""
+        self._refresh_call = None
+        topics = sorted(set(self.cache.topic_partitions) | set(self.cache.topic_errors))
+        d = self.load_metadata(topics)
+        d.addErrback(self._refresh_failed)
+
+    def _refresh_failed(self, failure: Failure) -> None:
+        log.failure("Periodic metadata refresh failed", failure)
+        self._schedule_refresh()
+
+    async def leaders(self, keys: Iterable[TopicAndPartition]) -> dict[TopicAndPartition, BrokerMetadata]:
+        """The leader of each partition, loading the metadata of unknown ones in one request.
+
+        :raises PartitionUnavailableError: a partition is not in the metadata.
+        :raises LeaderUnavailableError: a partition has no leader.
+        """
+        keys = list(keys)
+        missing = {k.topic for k in keys if self.cache.leader(k) is None}
+        if missing:
+            await self.load_metadata(missing)
+        leaders = {}
+        for key in keys:
+            try:
+                broker = self.cache.topics_to_brokers[key]
+            except KeyError:
+                raise PartitionUnavailableError(f"{key} not available") from None
+            if broker is None:
+                raise LeaderUnavailableError(f"leader not available for topic {key.topic} partition {key.partition}")
+            leaders[key] = broker
+        return leaders
+
+    # -- coordinators -------------------------------------------------------
+
+    def coordinator(self, group: str) -> Deferred[BrokerMetadata]:
+        """The coordinator of *group*, from the cache or looked up."""
+        known = self.cache.coordinators.get(group)
+        return succeed(known) if known is not None else self.load_coordinator(group)
+
+    def load_coordinator(self, group: str) -> Deferred[BrokerMetadata]:
+        """Look up *group*'s coordinator; concurrent lookups share one request.
+
+        :raises CoordinatorNotAvailable: (in the Deferred) it could not be determined.
+        """
+        shared = self._coordinator_loads.get(group)
+        if shared is None:
+            shared = self._coordinator_loads[group] = SharedResult()
+            d = Deferred.fromCoroutine(self._coordinator_round(group))
+            d.addBoth(self._coordinator_found, group, shared)
+        return shared.wait()
+
+    async def _coordinator_round(self, group: str) -> BrokerMetadata:
+        call = FindCoordinatorCall(group)
+        try:
+            [broker] = call.parse(await self.request_any(call))
+        except CancelledError:
+            raise
+        except KafkaError as e:
+            self.cache.reset_groups(group)
+            raise CoordinatorNotAvailable(f"coordinator for group {group!r} not available: {e}") from e
+        if not self.closed:
+            self._apply(self.cache.update_brokers([broker], complete=False))
+            self.cache.coordinators[group] = broker
+        return broker
+
+    def _coordinator_found(self, result: Any, group: str, shared: SharedResult) -> None:
+        del self._coordinator_loads[group]
+        shared.settle(result)
+
+    async def request_coordinator(self, group: str, call: Any, **options: Any) -> Any:
+        """Send *call* to *group*'s coordinator; forget the coordinator if it moved.
+
+        *options* are those of :meth:`request`.
+        """
+        broker = await self.coordinator(group)
+        try:
+            response = await self.request(broker, call, **options)
+        except KafkaError:
+            self.note_lost_coordinator(group, Failure())
+            raise
+        if getattr(response, "error_code", 0) in COORDINATOR_MOVED:
+            self.cache.reset_groups(group)
+        return response
+
+    # -- invalidation and shutdown ------------------------------------------
+
+    def note_lost_leader(self, keys: Iterable[TopicAndPartition], failure: Failure) -> None:
+        if lost_broker(failure):
+            for key in keys:
+                self.cache.reset_leader(key)
+
+    def note_lost_coordinator(self, group: str, failure: Failure) -> None:
+        if lost_broker(failure):
+            self.cache.reset_groups(group)
+
+    def close(self) -> Deferred[Any]:
+        self.closed = True
+        if self._refresh_call is not None and self._refresh_call.active():
+            self._refresh_call.cancel()
+        self._refresh_call = None
+        self.cache.reset_all()
+        self.cache.brokers.clear()
+        return self.pool.close()
+
+
+
+def _bounds(call: Any, min_version: int | None, max_version: int | None) -> dict[str, Any]:
+    """Version bounds: those given, else the call's own (the client's calls carry them)."""
+    return {
+        "min_version": getattr(call, "min_version", None) if min_version is None else min_version,
+        "max_version": getattr(call, "max_version", None) if max_version is None else max_version,
+    }

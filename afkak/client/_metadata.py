@@ -1,0 +1,175 @@
+"""The client's cache of cluster metadata: brokers, partitions, leaders, coordinators.
+
+The cache is plain data plus the rules for merging a Metadata response into it
+and for forgetting exactly what an error proved stale.  It does no I/O; the
+client decides when to ask a broker and hands the converted answer here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from uuid import UUID
+
+import attrs
+
+from afkak.common import BrokerMetadata, PartitionMetadata, TopicAndPartition, TopicMetadata
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+@attrs.frozen
+class MetadataSnapshot:
+    """One Metadata response converted to afkak's structs.
+
+    ``topics`` maps each topic name to its :class:`TopicMetadata` (whose
+    ``partition_metadata`` is a ``{partition: PartitionMetadata}`` dict);
+    ``topic_ids`` holds the ids of the topics that have one (Metadata v10+).
+    """
+
+    brokers: Mapping[int, BrokerMetadata]
+    topics: Mapping[str, TopicMetadata]
+    topic_ids: Mapping[str, UUID] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class BrokerChanges:
+    """What a merge did to the set of brokers: the client closes these connections."""
+
+    removed: frozenset[int]
+    moved: frozenset[int]
+
+
+class MetadataCache:
+    """Mutable cluster metadata, exposed through the client's documented attributes.
+
+    The dicts are mutated in place, never replaced, so a reference taken from
+    the client stays current.
+    """
+
+    def __init__(self) -> None:
+        self.brokers: dict[int, BrokerMetadata] = {}
+        self.topic_partitions: dict[str, list[int]] = {}
+        self.topics_to_brokers: dict[TopicAndPartition, BrokerMetadata | None] = {}
+        self.partition_meta: dict[TopicAndPartition, PartitionMetadata] = {}
+        self.topic_errors: dict[str, int] = {}
+        self.topic_ids: dict[str, UUID] = {}
+        self.coordinators: dict[str, BrokerMetadata] = {}
+
+    # -- merging ------------------------------------------------------------
+
+    def merge(self, snapshot: MetadataSnapshot) -> BrokerChanges:
+        """Merge a Metadata response; report brokers that left or changed address.
+
+        Every Metadata response lists all live brokers, so a broker missing from
+        a non-empty list has left the cluster: its leaderships and coordinator
+        roles are forgotten.
+        """
+        changes = self.update_brokers(snapshot.brokers.values(), complete=bool(snapshot.brokers))
+        for topic, topic_meta in snapshot.topics.items():
+            self._merge_topic(topic, topic_meta, snapshot.brokers)
+            topic_id = snapshot.topic_ids.get(topic)
+            if topic_id is not None:
+                self.topic_ids[topic] = topic_id
+        return changes
+
+    def update_brokers(self, brokers: Iterable[BrokerMetadata], complete: bool) -> BrokerChanges:
+        """Record broker addresses; with *complete*, drop brokers not listed."""
+        listed = {b.node_id: b for b in brokers}
+        moved = frozenset(
+            node_id
+            for node_id, b in listed.items()
+            if node_id in self.brokers and self.brokers[node_id] != b
+        )
+        removed = frozenset(set(self.brokers) - set(listed)) if complete else frozenset()
+        self.brokers.update(listed)
+        for node_id in removed:
+            del self.brokers[node_id]
+        if moved or removed:
+            self._repoint(moved, removed)
+        return BrokerChanges(removed=removed, moved=moved)
+
+    def _repoint(self, moved: frozenset[int], removed: frozenset[int]) -> None:
+        for key, broker in self.topics_to_brokers.items():
+            if broker is None:
+                continue
+            if broker.node_id in removed:
+                self.topics_to_brokers[key] = None
+            elif broker.node_id in moved:
+                self.topics_to_brokers[key] = self.brokers[broker.node_id]
+        for group, broker in list(self.coordinators.items()):
+            if broker.node_id in removed:
+                del self.coordinators[group]
+            elif broker.node_id in moved:
+                self.coordinators[group] = self.brokers[broker.node_id]
+
+    def _merge_topic(
+        self, topic: str, meta: TopicMetadata, brokers: Mapping[int, BrokerMetadata]
+    ) -> None:
+        self.reset_topics(topic)
+        self.topic_errors[topic] = meta.topic_error_code
+        partitions = meta.partition_metadata
+        if not partitions:
+            return
+        self.topic_partitions[topic] = sorted(partitions)
+        for partition, part_meta in partitions.items():
+            key = TopicAndPartition(topic, partition)
+            self.partition_meta[key] = part_meta
+            self.topics_to_brokers[key] = brokers.get(part_meta.leader)
+
+    # -- queries ------------------------------------------------------------
+
+    def leader(self, key: TopicAndPartition) -> BrokerMetadata | None:
+        """The known leader of a partition, or ``None`` when it must be (re)loaded."""
+        return self.topics_to_brokers.get(key)
+
+    def error_for_topic(self, topic: str) -> int:
+        return self.topic_errors.get(topic, UNKNOWN_TOPIC_OR_PARTITION)
+
+    def partition_fully_replicated(self, key: TopicAndPartition) -> bool:
+        meta = self.partition_meta.get(key)
+        return meta is not None and len(meta.replicas) == len(meta.isr)
+
+    def topic_fully_replicated(self, topic: str) -> bool:
+        partitions = self.topic_partitions.get(topic)
+        return bool(partitions) and all(
+            self.partition_fully_replicated(TopicAndPartition(topic, p)) for p in partitions
+        )
+
+    # -- invalidation -------------------------------------------------------
+
+    def reset_topics(self, *topics: str) -> None:
+        """Forget everything about these topics."""
+        for topic in topics:
+            for partition in self.topic_partitions.pop(topic, ()):
+                key = TopicAndPartition(topic, partition)
+                self.topics_to_brokers.pop(key, None)
+                self.partition_meta.pop(key, None)
+            self.topic_errors.pop(topic, None)
+            self.topic_ids.pop(topic, None)
+
+    def reset_leader(self, key: TopicAndPartition) -> None:
+        """Forget one partition's leader: the next request for it reloads its topic."""
+        if key in self.topics_to_brokers:
+            self.topics_to_brokers[key] = None
+
+    def reset_leaders_on(self, node_id: int) -> list[str]:
+        """Forget every leadership held by a broker; return the affected topics."""
+        topics = []
+        for key, broker in self.topics_to_brokers.items():
+            if broker is not None and broker.node_id == node_id:
+                self.topics_to_brokers[key] = None
+                topics.append(key.topic)
+        return topics
+
+    def reset_groups(self, *groups: str) -> None:
+        for group in groups:
+            self.coordinators.pop(group, None)
+
+    def reset_all(self) -> None:
+        """Forget topics and coordinators (brokers stay: they are how to reach the cluster)."""
+        self.topic_partitions.clear()
+        self.topics_to_brokers.clear()
+        self.partition_meta.clear()
+        self.topic_errors.clear()
+        self.topic_ids.clear()
+        self.coordinators.clear()

@@ -1,0 +1,58 @@
+"""Metadata request (api key 3): ask any broker for brokers and topic layouts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from afkak.common import BrokerMetadata, PartitionMetadata, TopicMetadata
+from afkak.protocol._primitives import ZERO_UUID
+from afkak.protocol.messages import MetadataRequest
+
+from ._call import VersionedCall, check_top_level_error
+from ._metadata import MetadataSnapshot
+
+
+class MetadataCall(VersionedCall):
+    """Metadata for *topics*; ``None`` asks for every topic, ``()`` for brokers only.
+
+    Asking for named topics may auto-create them (if the broker allows it);
+    asking for all topics never does.  "All topics" is a null list, which
+    exists from v1 on.
+    """
+
+    request_class = MetadataRequest
+
+    def __init__(self, topics: Sequence[str] | None) -> None:
+        self.topics = None if topics is None else tuple(topics)
+        self.min_version = 1 if topics is None else None
+
+    def build(self, version: int) -> Any:
+        if self.topics is None:
+            return MetadataRequest(topics=None)
+        topic = MetadataRequest.MetadataRequestTopic
+        return MetadataRequest(topics=[topic(name=t) for t in self.topics])
+
+    def parse(self, response: Any) -> list[MetadataSnapshot]:
+        check_top_level_error(response.error_code)
+        brokers = {b.node_id: BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers}
+        topics = {}
+        topic_ids = {}
+        for t in response.topics:
+            if t.name is None:
+                continue
+            partitions = {
+                p.partition_index: PartitionMetadata(
+                    t.name,
+                    p.partition_index,
+                    p.error_code,
+                    p.leader_id,
+                    tuple(p.replica_nodes),
+                    tuple(p.isr_nodes),
+                )
+                for p in t.partitions
+            }
+            topics[t.name] = TopicMetadata(t.name, t.error_code, partitions)
+            if t.topic_id != ZERO_UUID:
+                topic_ids[t.name] = t.topic_id
+        return [MetadataSnapshot(brokers=brokers, topics=topics, topic_ids=topic_ids)]

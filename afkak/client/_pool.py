@@ -1,0 +1,155 @@
+"""The client's broker connections: one per node id, plus short-lived bootstrap ones.
+
+Every connection's endpoint is wrapped so the pool hears about failed
+connection attempts.  A :class:`~afkak.connection.BrokerConnection` keeps a
+request queued while it retries; for a request that any broker can answer
+(Metadata, FindCoordinator) the client would rather try the next broker at
+once, and :meth:`ConnectionPool.on_connect_failure` lets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.interfaces import IStreamClientEndpoint
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from afkak.common import BrokerMetadata
+from afkak.connection._connection import BrokerConnection
+
+log = Logger()
+
+EndpointFactory = Callable[[Any, str, int], IStreamClientEndpoint]
+
+
+@implementer(IStreamClientEndpoint)
+class _WatchedEndpoint:
+    """An endpoint that reports failed connection attempts to its watch."""
+
+    def __init__(self, endpoint: IStreamClientEndpoint, watch: _ConnectWatch) -> None:
+        self._endpoint = endpoint
+        self._watch = watch
+
+    def connect(self, factory: Any) -> Deferred[Any]:
+        d = self._endpoint.connect(factory)
+        d.addErrback(self._watch.failed)
+        return d
+
+
+class _ConnectWatch:
+    """Callbacks to run when one connection's next attempt to connect fails."""
+
+    def __init__(self, endpoint_factory: EndpointFactory) -> None:
+        self._endpoint_factory = endpoint_factory
+        self.callbacks: list[Callable[[Failure], None]] = []
+
+    def endpoint(self, reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
+        return _WatchedEndpoint(self._endpoint_factory(reactor, host, port), self)
+
+    def failed(self, failure: Failure) -> Failure:
+        callbacks, self.callbacks = self.callbacks, []
+        for callback in callbacks:
+            callback(failure)
+        return failure
+
+
+class ConnectionPool:
+    """Creates, hands out and closes :class:`BrokerConnection` objects.
+
+    ``clients`` maps node ids to their connections (the client's documented
+    ``clients`` attribute).  A connection to a broker that left the cluster or
+    moved is *discarded*: closed, and its in-flight requests then fail.
+    """
+
+    def __init__(
+        self,
+        reactor: Any,
+        endpoint_factory: EndpointFactory,
+        retry_policy: Callable[[int], float],
+        client_id: str,
+        request_timeout: float,
+        on_timeout: Callable[[BrokerConnection, bool], None],
+    ) -> None:
+        self._reactor = reactor
+        self._endpoint_factory = endpoint_factory
+        self._retry_policy = retry_policy
+        self._client_id = client_id
+        self._request_timeout = request_timeout
+        self._on_timeout = on_timeout
+        self.clients: dict[int, BrokerConnection] = {}
+        self._watches: dict[BrokerConnection, _ConnectWatch] = {}
+        self._closing: list[Deferred[Any]] = []
+        self._ephemeral: set[BrokerConnection] = set()
+        self.discarded: set[BrokerConnection] = set()
+
+    def connection(self, broker: BrokerMetadata) -> BrokerConnection:
+        """The connection to *broker*, created on first use."""
+        conn = self.clients.get(broker.node_id)
+        if conn is None:
+            conn = self.clients[broker.node_id] = self._new(broker.host, broker.port)
+        return conn
+
+    def open(self, host: str, port: int) -> BrokerConnection:
+        """A new connection not kept in ``clients`` (bootstrap): :meth:`release` it after use."""
+        conn = self._new(host, port)
+        self._ephemeral.add(conn)
+        return conn
+
+    def _new(self, host: str, port: int) -> BrokerConnection:
+        watch = _ConnectWatch(self._endpoint_factory)
+        conn = BrokerConnection(
+            self._reactor,
+            host,
+            port,
+            client_id=self._client_id,
+            endpoint_factory=watch.endpoint,
+            retry_policy=self._retry_policy,
+            request_timeout=self._request_timeout,
+            on_timeout=self._on_timeout,
+        )
+        self._watches[conn] = watch
+        return conn
+
+    def on_connect_failure(self, conn: BrokerConnection, callback: Callable[[Failure], None]) -> Callable[[], None]:
+        """Run *callback* if *conn*'s next connection attempt fails; return an unsubscriber."""
+        callbacks = self._watches[conn].callbacks
+        callbacks.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in callbacks:
+                callbacks.remove(callback)
+
+        return unsubscribe
+
+    def discard(self, node_id: int) -> None:
+        """Close and forget the connection to a broker that left or moved."""
+        conn = self.clients.pop(node_id, None)
+        if conn is not None:
+            log.info("Closing the connection to departed or moved broker {node_id}: {conn!r}", node_id=node_id, conn=conn)
+            self.discarded.add(conn)
+            self.release(conn)
+
+    def release(self, conn: BrokerConnection) -> None:
+        """Close a connection; :meth:`close` waits for it."""
+        self._watches.pop(conn, None)
+        self._ephemeral.discard(conn)
+        d = conn.close()
+        self._closing.append(d)
+        d.addBoth(self._closed, d, conn)
+
+    def _closed(self, result: Any, d: Deferred[Any], conn: BrokerConnection) -> None:
+        self._closing.remove(d)
+        self.discarded.discard(conn)
+        if isinstance(result, Failure):
+            log.failure("Closing {conn!r} failed", result, conn=conn)
+
+    def close(self) -> Deferred[Any]:
+        """Close every connection; fire once all are closed."""
+        for conn in [*self.clients.values(), *self._ephemeral]:
+            self.release(conn)
+        self.clients.clear()
+        return DeferredList(list(self._closing), consumeErrors=True).addCallback(lambda _: None)

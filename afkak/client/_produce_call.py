@@ -1,0 +1,104 @@
+"""Produce request (api key 0) for afkak's ``ProduceRequest`` payloads.
+
+Each payload's messages become one record batch v2, compressed with the
+payload's ``MessageSet.codec`` when it has one.  Batches are encoded when the
+call is made, so bad messages fail before anything is sent.  Messages without
+a timestamp get the reactor's current time.  From v13 on, topics are named by
+id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+from afkak.codec import CODEC_NONE
+from afkak.common import ProduceRequest, ProduceResponse
+from afkak.protocol._primitives import ZERO_UUID
+from afkak.protocol.messages import ProduceRequest as ProduceMsg
+from afkak.records.builder import build_batch
+
+from ._call import TopicIds, VersionedCall, group_by_topic
+
+TOPIC_ID_VERSION = 13
+
+
+def encode_messages(messages: Any, now_ms: int) -> bytes:
+    """One record batch holding *messages* (a list of Message, or a MessageSet).
+
+    :raises TypeError: a message is not a 4-tuple, or its key or value is not
+        ``bytes`` or ``None``.
+    :raises ValueError: there are no messages.
+    """
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a list of Message, not {messages!r}")
+    if not messages:
+        raise ValueError("a produce payload needs at least one message")
+    try:
+        keys = [m[2] for m in messages]
+        values = [m[3] for m in messages]
+    except (TypeError, IndexError):
+        raise TypeError(f"messages must be afkak.common.Message tuples: {messages!r}") from None
+    for field in (keys, values):
+        for item in field:
+            if item is not None and type(item) is not bytes:
+                raise TypeError(f"message keys and values must be bytes or None, not {item!r}")
+    stamps = [getattr(m, "timestamp", None) for m in messages]
+    headers = [getattr(m, "headers", ()) for m in messages]
+    return build_batch(
+        values,
+        None if all(k is None for k in keys) else keys,
+        headers=headers if any(headers) else None,
+        timestamps=None if all(s is None for s in stamps) else [now_ms if s is None else s for s in stamps],
+        timestamp=now_ms,
+        codec=getattr(messages, "codec", CODEC_NONE),
+    )
+
+
+class ProduceCall(VersionedCall):
+    """Write each payload's messages as one batch to its partition."""
+
+    request_class = ProduceMsg
+
+    def __init__(
+        self,
+        payloads: Sequence[ProduceRequest],
+        acks: int,
+        timeout_ms: int,
+        batches: Mapping[tuple[str, int], bytes],
+        topic_ids: Mapping[str, UUID],
+    ) -> None:
+        self.payloads = payloads
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.batches = batches
+        self.ids = TopicIds({p.topic for p in payloads}, topic_ids, TOPIC_ID_VERSION - 1)
+        self.max_version = self.ids.cap
+
+    def build(self, version: int) -> Any:
+        by_id = version >= TOPIC_ID_VERSION
+        topic = ProduceMsg.TopicProduceData
+        part = ProduceMsg.PartitionProduceData
+        return ProduceMsg(
+            acks=self.acks,
+            timeout_ms=self.timeout_ms,
+            topic_data=[
+                topic(
+                    name="" if by_id else name,
+                    topic_id=self.ids.by_name[name] if by_id else ZERO_UUID,
+                    partition_data=[
+                        part(index=p.partition, records=self.batches[name, p.partition]) for p in group
+                    ],
+                )
+                for name, group in group_by_topic(self.payloads).items()
+            ],
+        )
+
+    def parse(self, response: Any) -> list[ProduceResponse]:
+        by_id = self.version >= TOPIC_ID_VERSION
+        return [
+            ProduceResponse(self.ids.name_of(t.topic_id if by_id else t.name), p.index, p.error_code, p.base_offset)
+            for t in response.responses
+            for p in t.partition_responses
+        ]

@@ -1,0 +1,29 @@
+"""One connection to one Kafka broker: framing, version negotiation, pipelining, reconnection."""
+
+from afkak.connection._connection import (
+    Authenticator,
+    BrokerConnection,
+    Send,
+    default_endpoint_factory,
+)
+from afkak.connection._lifecycle import TRANSITIONS, Event, State
+from afkak.connection._request import RequestBuilder, VersionedRequest
+from afkak.connection._versions import ApiVersionRanges, choose_version
+from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE, FramedProtocol, FrameTooLargeError
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "TRANSITIONS",
+    "ApiVersionRanges",
+    "Authenticator",
+    "BrokerConnection",
+    "Event",
+    "FrameTooLargeError",
+    "FramedProtocol",
+    "RequestBuilder",
+    "Send",
+    "State",
+    "VersionedRequest",
+    "choose_version",
+    "default_endpoint_factory",
+]

@@ -1,0 +1,545 @@
+"""A connection to one Kafka broker that outlives its TCP connections.
+
+:class:`BrokerConnection` queues requests, negotiates API versions on every
+new TCP connection, pipelines up to ``max_in_flight`` requests, times them
+out, and reconnects with back-off.  Its lifecycle is the table in
+:mod:`afkak.connection._lifecycle`; the entry action of each state is listed
+in :attr:`BrokerConnection._ENTRY_ACTIONS`.
+
+Requests in flight when a connection drops fail with
+:class:`~afkak.common.BrokerConnectionError` and are never resent (a resent
+produce request could be written twice): the layer above decides.  Requests
+still queued are sent on the next connection.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from twisted.application.internet import backoffPolicy
+from twisted.internet.defer import Deferred, fail, maybeDeferred, succeed
+from twisted.internet.endpoints import HostnameEndpoint
+from twisted.internet.interfaces import IDelayedCall, IStreamClientEndpoint
+from twisted.internet.protocol import Factory
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from afkak import __version__
+from afkak._broker_errors import BrokerResponseError, RequestTimedOutError
+from afkak._errors import BrokerConnectionError, CancelledError, ClientError
+from afkak.connection._lifecycle import CONNECTED_STATES, Event, State, next_state
+from afkak.connection._protocol import BrokerProtocol
+from afkak.connection._request import PendingRequest
+from afkak.connection._versions import (
+    UNSUPPORTED_VERSION,
+    ApiVersionRanges,
+    choose_version,
+    decode_api_versions,
+    ranges_of,
+    retry_version,
+)
+from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE
+from afkak.protocol.messages import ApiVersionsRequest
+
+log = Logger()
+
+Send = Callable[..., "Deferred[Any]"]
+"""``send(msg_or_builder, *, min_version=None, max_version=None) -> Deferred``."""
+
+Authenticator = Callable[[Send], "Deferred[None] | None"]
+"""Authenticates a new connection (SASL) with ``send``, which writes at once, ahead of the queue."""
+
+
+def default_endpoint_factory(reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
+    return HostnameEndpoint(reactor, host, port)
+
+
+class _ApiVersionsExchange(PendingRequest):
+    """The ApiVersions request of the negotiation, read with the KIP-511 fallbacks."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        request = ApiVersionsRequest(
+            client_software_name="afkak", client_software_version=__version__
+        )
+        super().__init__(request, None, None, True)
+
+    def decode(self, frame: bytes) -> Any:
+        return decode_api_versions(frame, self.version)
+
+
+class _ProtocolFactory(Factory):
+    noisy = False
+
+    def __init__(self, build: Callable[[], BrokerProtocol]) -> None:
+        self._build = build
+
+    def buildProtocol(self, addr: Any) -> BrokerProtocol:
+        return self._build()
+
+
+class BrokerConnection:
+    """Requests to one broker over one TCP connection at a time, re-established as needed.
+
+    :param reactor: provides ``callLater`` (IReactorTime), and whatever
+        ``endpoint_factory`` needs to connect.
+    :param endpoint_factory: ``(reactor, host, port) -> IStreamClientEndpoint``;
+        by default a :class:`HostnameEndpoint`.
+    :param retry_policy: seconds to wait before reconnecting, given the number
+        of consecutive failures (1, 2, ...); reset once a connection is ready.
+        By default Twisted's jittered :func:`backoffPolicy`.
+    :param request_timeout: seconds from :meth:`request` until a request fails
+        with :class:`~afkak.common.RequestTimedOutError`, queueing included.
+    :param connect_timeout: seconds a TCP connection attempt may take.
+    :param max_in_flight: requests written and awaiting a response, at most.
+    :param max_frame_size: largest response accepted, in bytes.
+    :param authenticator: runs on every new connection after version
+        negotiation and before queued requests are written (SASL); its Deferred
+        failing drops the connection.
+    :param on_timeout: called as ``on_timeout(connection, request_sent)`` after
+        a request timed out; a client can call :meth:`disconnect` from it.
+
+    Reading backpressure: :meth:`pause_reading` stops reading responses from
+    the socket (the broker then stalls on TCP flow control) until
+    :meth:`resume_reading`; call it while the layer above holds too many
+    unprocessed response bytes.  Request timeouts keep running meanwhile.
+    """
+
+    def __init__(
+        self,
+        reactor: Any,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = "afkak",
+        endpoint_factory: Callable[
+            [Any, str, int], IStreamClientEndpoint
+        ] = default_endpoint_factory,
+        retry_policy: Callable[[int], float] | None = None,
+        request_timeout: float = 30.0,
+        connect_timeout: float = 30.0,
+        max_in_flight: int = 5,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        authenticator: Authenticator | None = None,
+        on_timeout: Callable[[BrokerConnection, bool], None] | None = None,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
+        self.host = host
+        self.port = port
+        self._reactor = reactor
+        self._client_id = client_id
+        self._endpoint_factory = endpoint_factory
+        self._retry_policy = backoffPolicy() if retry_policy is None else retry_policy
+        self._request_timeout = request_timeout
+        self._connect_timeout = connect_timeout
+        self._max_in_flight = max_in_flight
+        self._max_frame_size = max_frame_size
+        self._authenticator = authenticator
+        self._on_timeout = on_timeout
+
+        self._state = State.IDLE
+        self._queue: deque[PendingRequest] = deque()
+        self._api_versions: ApiVersionRanges | None = None
+        self._protocol: BrokerProtocol | None = None
+        self._attempt: Deferred[BrokerProtocol] | None = None
+        self._connect_timer: IDelayedCall | None = None
+        self._retry_call: IDelayedCall | None = None
+        self._failures = 0
+        self._reading_paused = False
+        self._pumping = False
+        self._closing: BrokerProtocol | None = None
+        self._close_waiters: list[Deferred[None]] = []
+
+    def __repr__(self) -> str:
+        return f"<BrokerConnection {self.host}:{self.port} {self._state.value}>"
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def api_versions(self) -> ApiVersionRanges | None:
+        """The broker's version ranges by API key, from the latest negotiation (``None`` before)."""
+        return self._api_versions
+
+    # Public API
+
+    def connect(self) -> None:
+        """Start connecting now rather than on the first request; no-op unless idle."""
+        if self._state is State.IDLE:
+            self._fire(Event.CONNECT)
+
+    def request(
+        self,
+        msg_or_builder: Any,
+        *,
+        min_version: int | None = None,
+        max_version: int | None = None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+    ) -> Deferred[Any]:
+        """Send a request once ready; fire with the decoded response.
+
+        :param msg_or_builder: a request message, or a
+            :class:`~afkak.connection.RequestBuilder` for a message whose shape
+            depends on the version.
+        :param min_version: lowest acceptable version; ``max_version`` the highest.
+            The version used is the highest one within these bounds, the
+            message class's range and the broker's.  With none in common the
+            Deferred fails with :class:`~afkak.common.NoCommonVersionError` and
+            nothing is sent.
+        :param expect_response: ``False`` for requests the broker does not
+            answer (produce with acks=0): the Deferred fires with ``None`` once
+            the bytes are written.
+        :param timeout: seconds instead of the connection's ``request_timeout``.
+        :returns: a Deferred, whose cancellation fails it with
+            :class:`~afkak.common.CancelledError` telling whether the request
+            had been sent.
+        """
+        if self._state is State.CLOSED:
+            return fail(ClientError(f"{self!r} is closed"))
+        request = PendingRequest(
+            msg_or_builder, min_version, max_version, expect_response, self._cancel
+        )
+        if timeout is None:
+            timeout = self._request_timeout
+        request.timer = self._reactor.callLater(timeout, self._time_out, request, timeout, True)
+        self._queue.append(request)
+        if self._state is State.READY:
+            self._pump()
+        elif self._state is State.IDLE:
+            self._fire(Event.CONNECT)
+        return request.deferred
+
+    def pause_reading(self) -> None:
+        """Stop reading responses until :meth:`resume_reading`, on this and later connections."""
+        self._reading_paused = True
+        if self._state is State.READY:
+            self._transport().pauseProducing()
+
+    def resume_reading(self) -> None:
+        self._reading_paused = False
+        if self._state is State.READY:
+            self._transport().resumeProducing()
+
+    def disconnect(self) -> None:
+        """Drop the TCP connection, if there is one, and reconnect after the retry policy's delay.
+
+        Requests in flight fail with :class:`~afkak.common.BrokerConnectionError`;
+        queued ones wait for the next connection.
+        """
+        if self._state in CONNECTED_STATES:
+            self._fire(Event.DROPPED, ClientError("disconnect() was called"))
+
+    def close(self) -> Deferred[None]:
+        """Close for good; fires once the TCP connection (if any) is closed.
+
+        Queued and in-flight requests fail with
+        :class:`~afkak.common.CancelledError`; later requests with
+        :class:`~afkak.common.ClientError`.  No timer is left behind.
+        """
+        if self._state is not State.CLOSED:
+            self._fire(Event.CLOSE)
+        if self._closing is None:
+            return succeed(None)
+        waiter: Deferred[None] = Deferred()
+        self._close_waiters.append(waiter)
+        return waiter
+
+    # The state machine
+
+    def _fire(self, event: Event, *args: Any) -> None:
+        old = self._state
+        self._state = new = next_state(old, event)
+        log.debug(
+            "{broker}: {old} -> {new} ({event})",
+            broker=self,
+            old=old.value,
+            new=new.value,
+            event=event.value,
+        )
+        self._ENTRY_ACTIONS[new](self, *args)
+
+    def _start_connecting(self) -> None:
+        build = partial(BrokerProtocol, self, self._client_id, self._max_frame_size)
+        factory = _ProtocolFactory(build)
+        attempt = self._attempt = maybeDeferred(
+            lambda: self._endpoint_factory(self._reactor, self.host, self.port).connect(factory)
+        )
+        self._connect_timer = self._reactor.callLater(self._connect_timeout, attempt.cancel)
+        attempt.addCallbacks(
+            self._connected, self._connect_failed, callbackArgs=(attempt,), errbackArgs=(attempt,)
+        )
+
+    def _negotiate_versions(self, protocol: BrokerProtocol) -> None:
+        self._protocol = protocol
+        self._send_api_versions(protocol, ApiVersionsRequest.MAX_VERSION)
+
+    def _authenticate(self, api_versions: ApiVersionRanges) -> None:
+        self._api_versions = api_versions
+        if self._authenticator is None:
+            self._fire(Event.AUTHENTICATED)
+            return
+        protocol = self._protocol
+        assert protocol is not None
+        authenticating = maybeDeferred(self._authenticator, partial(self._send_now, protocol))
+        authenticating.addCallbacks(
+            self._authenticated,
+            self._handshake_failed,
+            callbackArgs=(protocol,),
+            errbackArgs=(protocol, "authentication"),
+        )
+
+    def _become_ready(self) -> None:
+        self._failures = 0
+        log.info("{broker}: ready", broker=self)
+        if self._reading_paused:
+            self._transport().pauseProducing()
+        self._pump()
+
+    def _back_off(self, reason: BaseException) -> None:
+        self._failures += 1
+        delay = self._retry_policy(self._failures)
+        log.warn(
+            "{broker}: {reason}; reconnecting in {delay:.3g} s",
+            broker=self,
+            reason=reason,
+            delay=delay,
+        )
+        self._retry_call = self._reactor.callLater(delay, self._retry)
+        # Last, as the requests' callbacks may close this connection.
+        protocol, self._protocol = self._protocol, None
+        if protocol is not None:
+            lost = BrokerConnectionError(f"connection to {self.host}:{self.port} lost: {reason}")
+            self._abandon(protocol, lost)
+
+    def _shut_down(self) -> None:
+        for timer in (self._retry_call, self._connect_timer):
+            if timer is not None and timer.active():
+                timer.cancel()
+        self._retry_call = self._connect_timer = None
+        attempt, self._attempt = self._attempt, None
+        if attempt is not None:
+            attempt.cancel()
+        protocol, self._protocol = self._protocol, None
+        if protocol is not None:
+            protocol.stopFraming()
+            if not protocol.lost:
+                self._closing = protocol
+                protocol.transport.loseConnection()
+            for request in protocol.take_in_flight():
+                if not request.abandoned:
+                    request.fail(CancelledError(request_sent=True, message=f"{self!r} was closed"))
+        queued = list(self._queue)
+        self._queue.clear()
+        for request in queued:
+            request.fail(CancelledError(request_sent=False, message=f"{self!r} was closed"))
+
+    _ENTRY_ACTIONS: dict[State, Callable[..., None]] = {
+        State.CONNECTING: _start_connecting,
+        State.NEGOTIATING: _negotiate_versions,
+        State.AUTHENTICATING: _authenticate,
+        State.READY: _become_ready,
+        State.BACKING_OFF: _back_off,
+        State.CLOSED: _shut_down,
+    }
+
+    # Connecting
+
+    def _connected(self, protocol: BrokerProtocol, attempt: Deferred[BrokerProtocol]) -> None:
+        if attempt is not self._attempt:  # closed meanwhile; the endpoint ignored the cancellation
+            protocol.transport.abortConnection()
+            return
+        self._end_attempt()
+        if protocol.lost:
+            self._fire(Event.CONNECT_FAILED, BrokerConnectionError("connection lost at once"))
+        else:
+            self._fire(Event.CONNECTED, protocol)
+
+    def _connect_failed(self, failure: Failure, attempt: Deferred[BrokerProtocol]) -> None:
+        if attempt is not self._attempt:
+            return
+        timed_out = self._connect_timer is not None and not self._connect_timer.active()
+        self._end_attempt()
+        if timed_out:
+            reason: BaseException = BrokerConnectionError(
+                f"connecting timed out after {self._connect_timeout} s"
+            )
+        else:
+            reason = failure.value
+        self._fire(Event.CONNECT_FAILED, reason)
+
+    def _end_attempt(self) -> None:
+        self._attempt = None
+        if self._connect_timer is not None and self._connect_timer.active():
+            self._connect_timer.cancel()
+        self._connect_timer = None
+
+    def _retry(self) -> None:
+        self._retry_call = None
+        self._fire(Event.RETRY)
+
+    # Negotiation and authentication
+
+    def _send_api_versions(self, protocol: BrokerProtocol, version: int) -> None:
+        request = _ApiVersionsExchange()
+        request.timer = self._reactor.callLater(
+            self._request_timeout, self._time_out, request, self._request_timeout, False
+        )
+        request.deferred.addCallbacks(
+            self._versions_received,
+            self._handshake_failed,
+            callbackArgs=(protocol, version),
+            errbackArgs=(protocol, "version negotiation"),
+        )
+        protocol.send(request, request.message(version))
+
+    def _versions_received(self, response: Any, protocol: BrokerProtocol, version: int) -> None:
+        if protocol is not self._protocol:
+            return
+        if response.error_code == 0:
+            self._fire(Event.NEGOTIATED, ranges_of(response))
+        elif response.error_code == UNSUPPORTED_VERSION and version > 0:
+            retry = retry_version(response, version)
+            log.info(
+                "{broker}: ApiVersions v{version} is unsupported, retrying with v{retry}",
+                broker=self,
+                version=version,
+                retry=retry,
+            )
+            self._send_api_versions(protocol, retry)
+        else:
+            self._fire(
+                Event.DROPPED,
+                BrokerResponseError.from_errno(response.error_code, f"ApiVersions v{version}"),
+            )
+
+    def _send_now(
+        self,
+        protocol: BrokerProtocol,
+        msg_or_builder: Any,
+        *,
+        min_version: int | None = None,
+        max_version: int | None = None,
+    ) -> Deferred[Any]:
+        """Write a handshake request on ``protocol`` at once, bypassing the queue."""
+        request = PendingRequest(msg_or_builder, min_version, max_version, True)
+        if protocol is not self._protocol:
+            request.fail(BrokerConnectionError(f"connection to {self.host}:{self.port} lost"))
+        else:
+            request.timer = self._reactor.callLater(
+                self._request_timeout, self._time_out, request, self._request_timeout, False
+            )
+            self._send(protocol, request)
+        return request.deferred
+
+    def _authenticated(self, _: object, protocol: BrokerProtocol) -> None:
+        if protocol is self._protocol and self._state is State.AUTHENTICATING:
+            self._fire(Event.AUTHENTICATED)
+
+    def _handshake_failed(self, failure: Failure, protocol: BrokerProtocol, step: str) -> None:
+        if protocol is self._protocol and self._state in CONNECTED_STATES:
+            self._fire(Event.DROPPED, ClientError(f"{step} failed: {failure.getErrorMessage()}"))
+
+    # Sending requests
+
+    def _pump(self) -> None:
+        """Write queued requests while ready, writable, and below the in-flight bound."""
+        if self._pumping:
+            return  # a callback of a request being written queued another one
+        self._pumping = True
+        try:
+            protocol = self._protocol
+            queue = self._queue
+            limit = self._max_in_flight
+            while (
+                queue
+                and self._state is State.READY
+                and self._protocol is protocol
+                and not protocol.write_paused  # type: ignore[union-attr]
+                and len(protocol.in_flight) < limit  # type: ignore[union-attr]
+            ):
+                self._send(protocol, queue.popleft())  # type: ignore[arg-type]
+        finally:
+            self._pumping = False
+
+    def _send(self, protocol: BrokerProtocol, request: PendingRequest) -> None:
+        try:
+            version = choose_version(
+                request.request_class,
+                self._api_versions or {},
+                request.min_version,
+                request.max_version,
+            )
+            protocol.send(request, request.message(version))
+        except Exception as error:
+            request.fail(error)
+            return
+        if not request.expect_response:
+            request.succeed(None)
+
+    def _time_out(self, request: PendingRequest, timeout: float, notify: bool) -> None:
+        request.timer = None
+        sent = request.sent
+        if sent:
+            request.abandoned = True  # its response, if it comes, frees the slot
+            error = RequestTimedOutError(
+                f"no response to {request.api_name} from {self.host}:{self.port} within {timeout} s"
+            )
+        else:
+            self._queue.remove(request)
+            error = RequestTimedOutError(
+                f"{request.api_name} request to {self.host}:{self.port} not sent within {timeout} s"
+            )
+        request.fail(error)
+        if notify and self._on_timeout is not None:
+            self._on_timeout(self, sent)
+
+    def _cancel(self, request: PendingRequest) -> None:
+        if request.sent:
+            request.abandoned = True
+        else:
+            self._queue.remove(request)
+        request.fail(
+            CancelledError(
+                request_sent=request.sent, message=f"{request.api_name} request was cancelled"
+            )
+        )
+
+    def _abandon(self, protocol: BrokerProtocol, error: BrokerConnectionError) -> None:
+        """Close ``protocol`` (if it is still open) and fail its requests in flight."""
+        protocol.stopFraming()
+        if not protocol.lost:
+            protocol.transport.abortConnection()
+        for request in protocol.take_in_flight():
+            if not request.abandoned:
+                request.fail(error)
+
+    def _transport(self) -> Any:
+        assert self._protocol is not None
+        return self._protocol.transport
+
+    # Reports from the protocol
+
+    def _protocol_failed(self, protocol: BrokerProtocol, error: Exception) -> None:
+        if protocol is self._protocol:
+            log.error("{broker}: closing the connection: {error}", broker=self, error=error)
+            self._fire(Event.DROPPED, error)
+
+    def _protocol_writable(self, protocol: BrokerProtocol) -> None:
+        if protocol is self._protocol:
+            self._pump()
+
+    def _protocol_lost(self, protocol: BrokerProtocol, reason: Failure) -> None:
+        if protocol is self._protocol:
+            self._fire(Event.DROPPED, reason.value)
+        elif protocol is self._closing:
+            self._closing = None
+            waiters, self._close_waiters = self._close_waiters, []
+            for waiter in waiters:
+                waiter.callback(None)

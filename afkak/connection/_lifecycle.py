@@ -1,0 +1,71 @@
+"""The lifecycle of a broker connection, as one table of states and transitions.
+
+::
+
+    IDLE ──connect──▶ CONNECTING ──connected──▶ NEGOTIATING ──negotiated──▶ AUTHENTICATING
+                        ▲     │                      │                           │
+                        │  connect_failed         dropped                 authenticated
+                      retry    ▼                     ▼                           ▼
+                        └─ BACKING_OFF ◀──────────dropped──────────────────── READY
+
+    every state except CLOSED ──close──▶ CLOSED
+
+NEGOTIATING exchanges ApiVersions; AUTHENTICATING runs the authenticator
+(SASL plugs in here) and passes straight through when there is none.  Only
+READY writes queued requests.  ``dropped`` covers everything that ends a
+connection after it was made: the peer closing it, a response that fails to
+decode, a failed negotiation or authentication, :meth:`disconnect`.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class State(enum.Enum):
+    IDLE = "idle"
+    CONNECTING = "connecting"
+    NEGOTIATING = "negotiating"
+    AUTHENTICATING = "authenticating"
+    READY = "ready"
+    BACKING_OFF = "backing off"
+    CLOSED = "closed"
+
+
+class Event(enum.Enum):
+    CONNECT = "connect"
+    CONNECTED = "connected"
+    CONNECT_FAILED = "connect failed"
+    NEGOTIATED = "negotiated"
+    AUTHENTICATED = "authenticated"
+    DROPPED = "dropped"
+    RETRY = "retry"
+    CLOSE = "close"
+
+
+TRANSITIONS: dict[tuple[State, Event], State] = {
+    (State.IDLE, Event.CONNECT): State.CONNECTING,
+    (State.CONNECTING, Event.CONNECTED): State.NEGOTIATING,
+    (State.CONNECTING, Event.CONNECT_FAILED): State.BACKING_OFF,
+    (State.NEGOTIATING, Event.NEGOTIATED): State.AUTHENTICATING,
+    (State.NEGOTIATING, Event.DROPPED): State.BACKING_OFF,
+    (State.AUTHENTICATING, Event.AUTHENTICATED): State.READY,
+    (State.AUTHENTICATING, Event.DROPPED): State.BACKING_OFF,
+    (State.READY, Event.DROPPED): State.BACKING_OFF,
+    (State.BACKING_OFF, Event.RETRY): State.CONNECTING,
+    **{(state, Event.CLOSE): State.CLOSED for state in State if state is not State.CLOSED},
+}
+
+CONNECTED_STATES = frozenset({State.NEGOTIATING, State.AUTHENTICATING, State.READY})
+"""States in which a TCP connection is open."""
+
+
+def next_state(state: State, event: Event) -> State:
+    """The state ``event`` leads to from ``state``.
+
+    :raises RuntimeError: the table has no such transition (a bug in the caller).
+    """
+    try:
+        return TRANSITIONS[state, event]
+    except KeyError:
+        raise RuntimeError(f"no transition from {state.name} on {event.name}") from None

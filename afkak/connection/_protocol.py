@@ -1,0 +1,125 @@
+"""One TCP connection to a broker: writes requests and matches responses to them.
+
+:class:`BrokerProtocol` holds what dies with the TCP connection: the requests
+in flight by correlation id, the correlation counter, and whether the
+transport has asked us to stop writing.  What to send, and when, is decided by
+its owner, a :class:`~afkak.connection.BrokerConnection`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from twisted.internet.interfaces import IPushProducer
+from twisted.internet.protocol import connectionDone
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from afkak._errors import DecodeError
+from afkak.connection._request import PendingRequest
+from afkak.connection.framing import FramedProtocol, FrameTooLargeError
+from afkak.protocol.header import encode_request, peek_correlation_id
+
+log = Logger()
+
+
+class ProtocolOwner(Protocol):
+    """What a :class:`BrokerProtocol` reports to the connection that owns it."""
+
+    def _protocol_failed(self, protocol: BrokerProtocol, error: Exception) -> None:
+        """The peer sent bytes that break the protocol; the connection must be dropped."""
+
+    def _protocol_writable(self, protocol: BrokerProtocol) -> None:
+        """A response freed a pipelining slot, or the transport resumed writes."""
+
+    def _protocol_lost(self, protocol: BrokerProtocol, reason: Failure) -> None:
+        """The TCP connection is gone."""
+
+
+@implementer(IPushProducer)
+class BrokerProtocol(FramedProtocol):
+    """Kafka's client side of one TCP connection.
+
+    It registers as a streaming producer with its transport, so
+    :attr:`write_paused` follows the transport's write buffer; the owner
+    checks it before writing queued requests and is told by
+    :meth:`resumeProducing` when it may write again.
+    """
+
+    def __init__(self, owner: ProtocolOwner, client_id: str | None, max_frame_size: int) -> None:
+        super().__init__(max_frame_size)
+        self._owner = owner
+        self._client_id = client_id
+        self._correlation_id = 0
+        self.in_flight: dict[int, PendingRequest] = {}
+        self.write_paused = False
+        self.lost = False
+
+    def connectionMade(self) -> None:
+        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        if set_no_delay is not None:
+            set_no_delay(True)
+        self.transport.registerProducer(self, True)
+
+    def send(self, request: PendingRequest, message: Any) -> None:
+        """Write ``message`` for ``request`` at ``request.version``.
+
+        :raises EncodeError: the message cannot be encoded at that version;
+            nothing was written.
+        """
+        correlation_id = self._correlation_id
+        self._correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+        frame = encode_request(message, request.version, correlation_id, self._client_id)
+        self.transport.write(frame)
+        request.sent = True
+        if request.expect_response:
+            self.in_flight[correlation_id] = request
+
+    def take_in_flight(self) -> list[PendingRequest]:
+        """Forget and return the requests in flight (the connection is going away)."""
+        requests = list(self.in_flight.values())
+        self.in_flight = {}
+        return requests
+
+    def frameReceived(self, frame: bytes) -> None:
+        try:
+            correlation_id = peek_correlation_id(frame)
+        except DecodeError as error:
+            self._owner._protocol_failed(self, error)
+            return
+        request = self.in_flight.pop(correlation_id, None)
+        if request is None:
+            # Brokers answer acks=0 produce requests, which Kafka itself does not.
+            log.debug(
+                "Dropping a response nobody waits for (correlation id {cid})", cid=correlation_id
+            )
+            return
+        if not request.abandoned:
+            try:
+                response = request.decode(frame)
+            except DecodeError as error:
+                request.fail(error)
+                self._owner._protocol_failed(self, error)
+                return
+            request.succeed(response)
+        self._owner._protocol_writable(self)
+
+    def frameTooLarge(self, error: FrameTooLargeError) -> None:
+        self._owner._protocol_failed(self, error)
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        self.lost = True
+        self.write_paused = True
+        self._owner._protocol_lost(self, reason)
+
+    # IPushProducer: the transport's write buffer is full (pause) or drained (resume).
+    def pauseProducing(self) -> None:
+        self.write_paused = True
+
+    def resumeProducing(self) -> None:
+        self.write_paused = False
+        self._owner._protocol_writable(self)
+
+    def stopProducing(self) -> None:
+        self.write_paused = True

@@ -1,0 +1,118 @@
+"""A request on its way through a broker connection, and builders of version-dependent requests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import attrs
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IDelayedCall
+
+from afkak.protocol.header import decode_response
+
+
+class RequestBuilder(Protocol):
+    """Builds a request whose shape depends on the version the connection chose.
+
+    ``request_class`` names the API (and bounds the versions); calling the
+    builder with the chosen version returns an instance of it.
+    """
+
+    request_class: Any
+
+    def __call__(self, version: int) -> Any: ...
+
+
+@attrs.frozen
+class VersionedRequest:
+    """A :class:`RequestBuilder` made of a request class and a function of the version."""
+
+    request_class: Any
+    build: Callable[[int], Any]
+
+    def __call__(self, version: int) -> Any:
+        return self.build(version)
+
+
+class PendingRequest:
+    """One request from :meth:`BrokerConnection.request` until its Deferred fires.
+
+    ``sent`` is set once its bytes are written; ``abandoned`` once it timed
+    out or was cancelled after that, so that its response (still owed by the
+    broker, still holding a pipelining slot) is dropped on arrival.
+    """
+
+    __slots__ = (
+        "request_class",
+        "_message",
+        "_builder",
+        "min_version",
+        "max_version",
+        "expect_response",
+        "deferred",
+        "timer",
+        "version",
+        "sent",
+        "abandoned",
+    )
+
+    def __init__(
+        self,
+        msg_or_builder: Any,
+        min_version: int | None,
+        max_version: int | None,
+        expect_response: bool,
+        canceller: Callable[[PendingRequest], None] | None = None,
+    ) -> None:
+        request_class = getattr(msg_or_builder, "request_class", None)
+        self._builder = request_class is not None
+        self.request_class = request_class if self._builder else type(msg_or_builder)
+        if getattr(self.request_class, "API_KEY", None) is None:
+            raise TypeError(f"not a request message or RequestBuilder: {msg_or_builder!r}")
+        self._message = msg_or_builder
+        self.min_version = min_version
+        self.max_version = max_version
+        self.expect_response = expect_response
+        self.deferred: Deferred[Any] = Deferred(
+            None if canceller is None else (lambda _: canceller(self))
+        )
+        self.timer: IDelayedCall | None = None
+        self.version = -1
+        self.sent = False
+        self.abandoned = False
+
+    @property
+    def api_name(self) -> str:
+        return str(self.request_class.API_NAME)
+
+    def message(self, version: int) -> Any:
+        """The message to send at ``version``, built now if a builder was given."""
+        self.version = version
+        message = self._message
+        if not self._builder:
+            return message
+        built = message(version)
+        if type(built) is not self.request_class:
+            raise TypeError(
+                f"{message!r} built {type(built).__name__}, not {self.request_class.__name__}"
+            )
+        return built
+
+    def decode(self, frame: bytes) -> Any:
+        """The response message in ``frame`` (without size prefix)."""
+        return decode_response(frame, self.request_class.API_KEY, self.version)[1]
+
+    def succeed(self, result: Any) -> None:
+        self._stop_timer()
+        self.deferred.callback(result)
+
+    def fail(self, error: BaseException) -> None:
+        self._stop_timer()
+        self.deferred.errback(error)
+
+    def _stop_timer(self) -> None:
+        if self.timer is not None:
+            if self.timer.active():
+                self.timer.cancel()
+            self.timer = None

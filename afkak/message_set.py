@@ -1,0 +1,115 @@
+"""Message construction for ``KafkaClient.send_produce_request()``.
+
+afkak 21 compressed a message set by wrapping it in one compressed message.
+afkak now writes only record batch v2, where compression applies to a whole
+batch, so :func:`create_message_set` returns the plain messages in a
+:class:`MessageSet` whose ``codec`` the client applies when it encodes the
+batch.
+"""
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from afkak.codec import (
+    CODEC_GZIP,
+    CODEC_LZ4,
+    CODEC_NAMES,
+    CODEC_NONE,
+    CODEC_SNAPPY,
+    CODEC_ZSTD,
+    has_gzip,
+    has_lz4,
+    has_snappy,
+    has_zstd,
+)
+from afkak.common import Message, UnsupportedCodecError
+
+# Codec -> whether its library is installed.
+_AVAILABLE: dict[int, Callable[[], bool]] = {
+    CODEC_NONE: lambda: True,
+    CODEC_GZIP: has_gzip,
+    CODEC_SNAPPY: has_snappy,
+    CODEC_LZ4: has_lz4,
+    CODEC_ZSTD: has_zstd,
+}
+
+
+class MessageSet(list[Message]):
+    """A list of messages to be written as one record batch compressed with ``codec``.
+
+    It is a :class:`list` in every other respect.  Two message sets are equal
+    when their messages and codecs are; a message set and a plain list compare
+    as lists.
+
+    :raises UnsupportedCodecError: if ``codec`` is not one of the
+        ``afkak.codec.CODEC_*`` constants, or its optional library is not
+        installed.
+    """
+
+    __slots__ = ("codec",)
+
+    def __init__(self, messages: Iterable[Message] = (), codec: int = CODEC_NONE) -> None:
+        available = _AVAILABLE.get(codec) if type(codec) is int else None
+        if available is None:
+            raise UnsupportedCodecError(f"unknown compression codec {codec!r}")
+        if not available():
+            name = CODEC_NAMES[codec]
+            raise UnsupportedCodecError(
+                f"{name} compression needs an optional package: pip install afkak[{name}]"
+            )
+        super().__init__(messages)
+        self.codec = codec
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MessageSet) and self.codec != other.codec:
+            return False
+        return list.__eq__(self, other)  # type: ignore[operator]
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"MessageSet({list.__repr__(self)}, codec={self.codec})"
+
+
+def create_message(payload: bytes | None, key: bytes | None = None) -> Message:
+    """Construct a :class:`~afkak.common.Message`.
+
+    :param payload: The value to send to Kafka, ``bytes`` or ``None`` (a
+        tombstone on a compacted topic).
+    :param key: ``bytes`` or ``None``.  It routes the message when
+        partitioning and gives its identity on a compacted topic.
+    :raises TypeError: if ``payload`` or ``key`` is neither ``bytes`` nor ``None``.
+    """
+    if payload is not None and not isinstance(payload, bytes):
+        raise TypeError(f"payload must be bytes or None, not {type(payload).__name__}")
+    if key is not None and not isinstance(key, bytes):
+        raise TypeError(f"key must be bytes or None, not {type(key).__name__}")
+    return Message(0, 0, key, payload)
+
+
+def create_message_set(requests: Iterable[Any], codec: int = CODEC_NONE) -> MessageSet:
+    """Create a message set from a list of requests.
+
+    Each request is a :class:`~afkak.common.SendRequest` (or a tuple of the
+    same shape: topic, key, messages, deferred) and contributes one message per
+    item of its ``messages``, all with its ``key``.
+
+    Unlike afkak 21, which returned a single codec-encoded wrapper message when
+    ``codec`` was not ``CODEC_NONE``, this always returns the plain messages;
+    the :class:`MessageSet`'s ``codec`` tells the client how to compress the
+    record batch it writes them in.
+
+    :param codec: One of ``CODEC_NONE``, ``CODEC_GZIP``, ``CODEC_SNAPPY``,
+        ``CODEC_LZ4`` or ``CODEC_ZSTD``.
+    :raises UnsupportedCodecError: for an unknown codec, or one whose optional
+        library is not installed.
+    :raises TypeError: for a message or key that is neither ``bytes`` nor ``None``.
+    """
+    messages = MessageSet(codec=codec)
+    for _topic, key, payloads, _deferred in requests:
+        messages.extend([create_message(payload, key) for payload in payloads])
+    return messages

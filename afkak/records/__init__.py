@@ -1,0 +1,32 @@
+"""Kafka record batches: building v2 batches, reading v2 and legacy ones.
+
+Pure functions and value types, no I/O.  See :func:`read_batches` for the
+consumer side and :func:`build_batch` / :class:`RecordBatchBuilder` for the
+producer side.
+"""
+
+from afkak.records.batch import RecordBatch
+from afkak.records.builder import (
+    BATCH_HEADER_SIZE,
+    RecordBatchBuilder,
+    build_batch,
+    build_batches,
+    build_control_batch,
+)
+from afkak.records.reader import read_batches
+from afkak.records.record import ControlMarker, ControlType, Header, Record, TimestampType
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "ControlMarker",
+    "ControlType",
+    "Header",
+    "Record",
+    "RecordBatch",
+    "RecordBatchBuilder",
+    "TimestampType",
+    "build_batch",
+    "build_batches",
+    "build_control_batch",
+    "read_batches",
+]

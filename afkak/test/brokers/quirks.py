@@ -1,0 +1,119 @@
+"""What each test broker does differently from Apache Kafka 4.x.
+
+Tests adjust to a broker through its ``quirks`` value instead of naming brokers, so a
+quirk that disappears in a broker upgrade only needs changing here. Every quirk that
+differs from Kafka's behaviour carries a one-line reason that ``skip_if`` reports.
+"""
+
+from __future__ import annotations
+
+import unittest
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+#: Lowest version of each API that actually works on all three brokers: they speak
+#: only record batch v2 (Produce >= 3, Fetch >= 4), which is also Kafka 4.x's floor.
+RECORD_BATCH_V2_FLOOR: Mapping[int, int] = MappingProxyType({0: 3, 1: 4})
+
+
+def _frozen_map(value: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen(kw_only=True)
+class Quirks:
+    """A broker's documented deviations from Kafka; the defaults are Kafka's behaviour."""
+
+    broker: str
+    #: How many brokers the cluster has (a capability, not a deviation).
+    broker_count: int = 1
+    #: Partitions a topic gets when Metadata auto-creates it (Kafka: 1, num.partitions).
+    auto_create_partitions: int = 1
+    #: CreateTopics is implemented (AdminClient.create_topics works).
+    supports_create_topics: bool = True
+    #: DescribeGroups and ListGroups are implemented.
+    supports_describe_groups: bool = True
+    #: Fault injection (broker down/up, RTT, pushed errors) is available (a capability).
+    supports_fault_injection: bool = False
+    #: Data survives a broker restart (SIGKILL included).
+    persistent_storage: bool = True
+    #: ListOffsets(LATEST) gives the last batch's base offset + 1, not the log-end offset.
+    list_offsets_latest_is_last_batch_base_plus_one: bool = False
+    #: ListOffsets by timestamp always answers offset 0.
+    list_offsets_by_timestamp_returns_zero: bool = False
+    #: Fetch beyond the high watermark answers no error (Kafka: OFFSET_OUT_OF_RANGE).
+    no_offset_out_of_range: bool = False
+    #: Produce to an unknown topic or partition succeeds (Kafka: UNKNOWN_TOPIC_OR_PARTITION).
+    produce_to_unknown_topic_succeeds: bool = False
+    #: An empty Fetch answers at once instead of waiting up to max_wait_ms.
+    no_fetch_long_poll: bool = False
+    #: An empty Fetch answers at about max_wait_ms / 2.
+    fetch_long_poll_wakes_early: bool = False
+    #: An empty Fetch waits the whole max_wait_ms even when new records arrive.
+    fetch_long_poll_ignores_new_data: bool = False
+    #: At most one record batch per partition in each Fetch response.
+    one_batch_per_fetch: bool = False
+    #: read_committed consumers also get records of aborted transactions.
+    read_committed_returns_aborted: bool = False
+    #: Idempotent producer sequence numbers are not checked (no dedup, no sequence errors).
+    no_idempotence_checks: bool = False
+    #: Every JoinGroup is held for session_timeout_ms / 2: use 1-6 s session timeouts.
+    join_group_waits_half_session_timeout: bool = False
+    #: A follower's SyncGroup may fail with INVALID_REQUEST when the leader synced first.
+    sync_group_follower_may_fail: bool = False
+    #: LeaveGroup v3+ (batched members) is misread.
+    leave_group_v3_misread: bool = False
+    #: OffsetCommit metadata strings are not stored (OffsetFetch returns none).
+    commit_metadata_not_stored: bool = False
+    #: Records older than the retention (7 days) by timestamp vanish: use current timestamps.
+    retention_applies_to_record_timestamps: bool = False
+    #: Only the last 5 MiB of each partition is kept.
+    retains_only_last_5mib: bool = False
+    #: ApiVersions above v2 gets UNSUPPORTED_VERSION in a non-standard body: read the
+    #: error code from the first 2 bytes and retry with v0.
+    api_versions_above_v2_nonstandard_error: bool = False
+    #: Answers Produce with acks=0 (Kafka sends nothing): a pipelining client must drop it.
+    answers_acks0_produce: bool = False
+    #: {api_key: lowest working version}; lower versions are advertised but fail or
+    #: close the connection.
+    min_working_versions: Mapping[int, int] = attrs.field(
+        default=RECORD_BATCH_V2_FLOOR, converter=_frozen_map
+    )
+    #: {quirk name: one-line reason}, for every quirk that differs from Kafka.
+    reasons: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen_map)
+
+    def __attrs_post_init__(self) -> None:
+        unknown = set(self.reasons) - _QUIRK_NAMES
+        if unknown:
+            raise ValueError(f"reasons for unknown quirks: {sorted(unknown)}")
+        missing = [
+            name
+            for name in _QUIRK_NAMES
+            if self.differs(name) and name not in self.reasons
+        ]
+        if missing:
+            raise ValueError(f"{self.broker}: quirks without a reason: {missing}")
+
+    def differs(self, name: str) -> bool:
+        """Whether quirk ``name`` differs from Kafka's behaviour (its default)."""
+        return bool(getattr(self, name) != _DEFAULTS[name])
+
+    def reason(self, name: str) -> str:
+        """The reason for quirk ``name``, prefixed with the broker's name."""
+        return f"{self.broker}: {self.reasons.get(name, 'behaves like Kafka')}"
+
+    def skip_if(self, *names: str) -> None:
+        """Raise unittest.SkipTest if any of the named quirks differs from Kafka."""
+        for name in names:
+            if self.differs(name):
+                raise unittest.SkipTest(self.reason(name))
+
+
+_NOT_QUIRKS = ("broker", "reasons", "broker_count", "supports_fault_injection")
+_DEFAULTS = {
+    a.name: a.default for a in attrs.fields(Quirks) if a.name not in _NOT_QUIRKS
+}
+_QUIRK_NAMES = frozenset(_DEFAULTS)

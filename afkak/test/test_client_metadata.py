@@ -1,0 +1,191 @@
+"""The client's metadata cache and the Metadata request/response conversion."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.client._metadata import MetadataCache, MetadataSnapshot
+from afkak.client._metadata_call import MetadataCall
+from afkak.common import (
+    BrokerMetadata,
+    LeaderNotAvailableError,
+    PartitionMetadata,
+    TopicAndPartition,
+    TopicMetadata,
+)
+from afkak.protocol.messages import MetadataRequest, MetadataResponse
+
+B1 = BrokerMetadata(1, "h1", 9092)
+B2 = BrokerMetadata(2, "h2", 9092)
+B3 = BrokerMetadata(3, "h3", 9092)
+TID = UUID(int=7)
+
+
+def topic(name: str, leaders: list[int], error: int = 0, isr_short: bool = False) -> TopicMetadata:
+    parts = {
+        i: PartitionMetadata(name, i, 0, leader, (1, 2), (1,) if isr_short else (1, 2))
+        for i, leader in enumerate(leaders)
+    }
+    return TopicMetadata(name, error, parts)
+
+
+def snapshot(brokers: list[BrokerMetadata], *topics: TopicMetadata, ids: dict[str, UUID] | None = None) -> MetadataSnapshot:
+    return MetadataSnapshot(
+        brokers={b.node_id: b for b in brokers},
+        topics={t.topic: t for t in topics},
+        topic_ids=ids or {},
+    )
+
+
+class MetadataCacheTests(SynchronousTestCase):
+    def test_merge_fills_documented_maps(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [2, 1, -1]), ids={"t": TID}))
+        self.assertEqual(cache.brokers, {1: B1, 2: B2})
+        self.assertEqual(cache.topic_partitions, {"t": [0, 1, 2]})
+        self.assertEqual(cache.topics_to_brokers[TopicAndPartition("t", 0)], B2)
+        self.assertEqual(cache.topics_to_brokers[TopicAndPartition("t", 1)], B1)
+        self.assertIsNone(cache.topics_to_brokers[TopicAndPartition("t", 2)])
+        self.assertEqual(cache.partition_meta[TopicAndPartition("t", 1)].leader, 1)
+        self.assertEqual(cache.topic_ids, {"t": TID})
+        self.assertEqual(cache.error_for_topic("t"), 0)
+        self.assertEqual(cache.error_for_topic("unknown"), 3)
+
+    def test_topic_error_without_partitions(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1], TopicMetadata("t", LeaderNotAvailableError.errno, {})))
+        self.assertEqual(cache.error_for_topic("t"), 5)
+        self.assertNotIn("t", cache.topic_partitions)
+
+    def test_merge_replaces_stale_partitions(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2, 1])))
+        cache.merge(snapshot([B1, B2], topic("t", [2])))
+        self.assertEqual(cache.topic_partitions["t"], [0])
+        self.assertEqual(set(cache.topics_to_brokers), {TopicAndPartition("t", 0)})
+        self.assertEqual(set(cache.partition_meta), {TopicAndPartition("t", 0)})
+
+    def test_departed_broker_is_forgotten_everywhere(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2]), topic("u", [2])))
+        cache.coordinators["g"] = B2
+        cache.coordinators["h"] = B1
+        changes = cache.merge(snapshot([B1, B3], topic("t", [1, 3])))
+        self.assertEqual(changes.removed, frozenset({2}))
+        self.assertEqual(cache.brokers, {1: B1, 3: B3})
+        self.assertIsNone(cache.leader(TopicAndPartition("u", 0)))
+        self.assertEqual(cache.leader(TopicAndPartition("t", 1)), B3)
+        self.assertEqual(cache.coordinators, {"h": B1})
+
+    def test_moved_broker_is_repointed(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [2])))
+        cache.coordinators["g"] = B2
+        moved = BrokerMetadata(2, "elsewhere", 1234)
+        changes = cache.merge(snapshot([B1, moved]))
+        self.assertEqual(changes.moved, frozenset({2}))
+        self.assertEqual(cache.leader(TopicAndPartition("t", 0)), moved)
+        self.assertEqual(cache.coordinators["g"], moved)
+
+    def test_partial_broker_update_removes_nothing(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2]))
+        changes = cache.update_brokers([B3], complete=False)
+        self.assertEqual(changes.removed, frozenset())
+        self.assertEqual(set(cache.brokers), {1, 2, 3})
+
+    def test_reset_topic_and_leader(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2]), topic("u", [2]), ids={"t": TID}))
+        cache.reset_leader(TopicAndPartition("t", 0))
+        self.assertIsNone(cache.leader(TopicAndPartition("t", 0)))
+        self.assertEqual(cache.leader(TopicAndPartition("t", 1)), B2)
+        cache.reset_topics("t", "nonexistent")
+        self.assertNotIn("t", cache.topic_partitions)
+        self.assertNotIn("t", cache.topic_ids)
+        self.assertNotIn(TopicAndPartition("t", 1), cache.partition_meta)
+        self.assertEqual(cache.error_for_topic("t"), 3)
+        self.assertIn("u", cache.topic_partitions)
+
+    def test_reset_leaders_on_broker(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2]), topic("u", [2])))
+        self.assertEqual(sorted(cache.reset_leaders_on(2)), ["t", "u"])
+        self.assertEqual(cache.leader(TopicAndPartition("t", 0)), B1)
+        self.assertIsNone(cache.leader(TopicAndPartition("u", 0)))
+
+    def test_reset_all_keeps_brokers(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1], topic("t", [1])))
+        cache.coordinators["g"] = B1
+        topics_to_brokers = cache.topics_to_brokers
+        cache.reset_all()
+        self.assertEqual(cache.brokers, {1: B1})
+        self.assertEqual((cache.topic_partitions, cache.coordinators, topics_to_brokers), ({}, {}, {}))
+        self.assertIs(cache.topics_to_brokers, topics_to_brokers)
+
+    def test_replication(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("full", [1, 2]), topic("short", [1, 2], isr_short=True)))
+        cache.merge(snapshot([B1, B2], TopicMetadata("empty", 0, {})))
+        self.assertTrue(cache.topic_fully_replicated("full"))
+        self.assertFalse(cache.topic_fully_replicated("short"))
+        self.assertFalse(cache.topic_fully_replicated("empty"))
+        self.assertFalse(cache.topic_fully_replicated("unknown"))
+        self.assertTrue(cache.partition_fully_replicated(TopicAndPartition("full", 1)))
+        self.assertFalse(cache.partition_fully_replicated(TopicAndPartition("short", 0)))
+        self.assertFalse(cache.partition_fully_replicated(TopicAndPartition("nope", 0)))
+
+
+class MetadataCallTests(SynchronousTestCase):
+    def test_named_topics_request_allows_auto_creation(self) -> None:
+        call = MetadataCall(("a", "b"))
+        request = call(12)
+        self.assertEqual([t.name for t in request.topics], ["a", "b"])
+        self.assertTrue(request.allow_auto_topic_creation)
+        self.assertIsNone(call.min_version)
+        request.encode(12)
+
+    def test_all_topics_is_a_null_list(self) -> None:
+        call = MetadataCall(None)
+        self.assertEqual(call.min_version, 1)
+        request = call(1)
+        self.assertIsNone(request.topics)
+        self.assertEqual(MetadataRequest.decode(request.encode(1), 1).topics, None)
+
+    def test_brokers_only_is_an_empty_list(self) -> None:
+        self.assertEqual(MetadataCall(()).build(9).topics, [])
+
+    def test_parse(self) -> None:
+        r = MetadataResponse
+        response = r(
+            brokers=[r.MetadataResponseBroker(node_id=1, host="h1", port=9092)],
+            topics=[
+                r.MetadataResponseTopic(
+                    name="t",
+                    topic_id=TID,
+                    partitions=[
+                        r.MetadataResponsePartition(
+                            partition_index=0, leader_id=1, replica_nodes=[1], isr_nodes=[1]
+                        )
+                    ],
+                ),
+                r.MetadataResponseTopic(name="gone", error_code=3),
+            ],
+        )
+        call = MetadataCall(("t", "gone"))
+        call(12)
+        [snap] = call.parse(MetadataResponse.decode(response.encode(12), 12))
+        self.assertEqual(snap.brokers, {1: B1})
+        self.assertEqual(snap.topics["t"], TopicMetadata("t", 0, {0: PartitionMetadata("t", 0, 0, 1, (1,), (1,))}))
+        self.assertEqual(snap.topics["gone"], TopicMetadata("gone", 3, {}))
+        self.assertEqual(snap.topic_ids, {"t": TID})
+
+    def test_parse_top_level_error(self) -> None:
+        call = MetadataCall(())
+        call(13)
+        with self.assertRaises(Exception) as cm:
+            call.parse(MetadataResponse(error_code=31))
+        self.assertEqual(cm.exception.errno, 31)

@@ -1,0 +1,830 @@
+"""Tests for afkak.connection.BrokerConnection against an in-memory fake broker.
+
+Bytes move through twisted.test.iosim between a real BrokerConnection and a
+real afkak.testing KafkaServerProtocol; time is a Clock.  Nothing of ours is
+mocked.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.error import ConnectionRefusedError
+from twisted.internet.interfaces import IStreamClientEndpoint
+from twisted.internet.task import Clock
+from twisted.logger import capturedLogs
+from twisted.test import iosim
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface import implementer
+
+from afkak.common import (
+    BrokerConnectionError,
+    CancelledError,
+    ClientError,
+    DecodeError,
+    EncodeError,
+    NoCommonVersionError,
+    RequestTimedOutError,
+)
+from afkak.connection import (
+    TRANSITIONS,
+    BrokerConnection,
+    Event,
+    State,
+    VersionedRequest,
+    choose_version,
+)
+from afkak.connection._lifecycle import next_state
+from afkak.protocol.header import encode_response
+from afkak.protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from afkak.testing._server import KafkaServerFactory
+
+API_VERSIONS = ApiVersionsRequest.API_KEY
+METADATA = MetadataRequest.API_KEY
+PRODUCE = ProduceRequest.API_KEY
+SASL_HANDSHAKE = SaslHandshakeRequest.API_KEY
+
+DEFAULT_VERSIONS = {
+    API_VERSIONS: (0, 4),
+    METADATA: (0, 12),
+    PRODUCE: (0, 11),
+    SASL_HANDSHAKE: (0, 1),
+}
+
+
+def metadata(*topics: str) -> MetadataRequest:
+    return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics])
+
+
+def topics_of(response: Any) -> list[str]:
+    return [t.name for t in response.topics]
+
+
+def api_versions_response(
+    versions: dict[int, tuple[int, int]], error_code: int = 0
+) -> ApiVersionsResponse:
+    version = ApiVersionsResponse.ApiVersion
+    return ApiVersionsResponse(
+        error_code=error_code,
+        api_keys=[
+            version(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in versions.items()
+        ],
+    )
+
+
+class Broker:
+    """The handler of the fake broker in these tests.
+
+    Answers ApiVersions with ``versions``, Metadata by echoing the topic names
+    (or through ``special[topic](header)``), SaslHandshake and Produce with
+    empty successes.  Records every request; with ``hold`` set, keeps answers
+    (other than ApiVersions) until :meth:`release`.
+    """
+
+    def __init__(self, versions: dict[int, tuple[int, int]] = DEFAULT_VERSIONS) -> None:
+        self.versions = dict(versions)
+        self.received: list[tuple[Any, Any]] = []
+        self.hold = False
+        self.held: list[tuple[Deferred[Any], Any]] = []
+        self.special: dict[str, Callable[[Any], Any]] = {}
+
+    def __call__(self, header: Any, request: Any) -> Any:
+        self.received.append((header, request))
+        if header.request_api_key == API_VERSIONS:
+            return self.api_versions(header)
+        answer = self.answer(header, request)
+        if self.hold:
+            waiting: Deferred[Any] = Deferred()
+            self.held.append((waiting, answer))
+            return waiting
+        return answer
+
+    def api_versions(self, header: Any) -> Any:
+        return api_versions_response(self.versions)
+
+    def answer(self, header: Any, request: Any) -> Any:
+        if header.request_api_key == METADATA:
+            names = [t.name for t in request.topics or []]
+            for name in names:
+                if name in self.special:
+                    return self.special[name](header)
+            return MetadataResponse(
+                topics=[MetadataResponse.MetadataResponseTopic(name=n) for n in names]
+            )
+        if header.request_api_key == SASL_HANDSHAKE:
+            return SaslHandshakeResponse(mechanisms=["PLAIN"])
+        return ProduceResponse()
+
+    def release(self, index: int = 0) -> None:
+        waiting, answer = self.held.pop(index)
+        waiting.callback(answer)
+
+    def headers(self, api_key: int) -> list[Any]:
+        return [h for h, _ in self.received if h.request_api_key == api_key]
+
+    def topics(self) -> list[list[str]]:
+        """Topic names of every Metadata request received, in order."""
+        return [
+            [t.name for t in r.topics or []]
+            for h, r in self.received
+            if h.request_api_key == METADATA
+        ]
+
+
+class ClientTransport(iosim.FakeTransport):
+    """iosim's transport for the client side, recording what the connection asks of it."""
+
+    tcp_no_delay = False
+    reading_paused = False
+
+    def setTcpNoDelay(self, enabled: bool) -> None:
+        self.tcp_no_delay = enabled
+
+    def pauseProducing(self) -> None:
+        self.reading_paused = True
+
+    def resumeProducing(self) -> None:
+        self.reading_paused = False
+
+
+class Network:
+    """In-memory TCP between BrokerConnections and fake brokers, moved by iosim pumps."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.servers: dict[tuple[str, int], KafkaServerFactory] = {}
+        self.pumps: list[iosim.IOPump] = []
+        self.transports: list[ClientTransport] = []
+
+    def serve(
+        self, handle: Any, host: str = "broker", port: int = 9092, **kwargs: Any
+    ) -> KafkaServerFactory:
+        factory = self.servers[host, port] = KafkaServerFactory(handle, self.clock, **kwargs)
+        return factory
+
+    def endpoint_factory(self, reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
+        return MemoryEndpoint(self, host, port)
+
+    def connect(self, host: str, port: int, factory: Any) -> Deferred[Any]:
+        server_factory = self.servers.get((host, port))
+        server = None if server_factory is None else server_factory.buildProtocol(None)
+        if server is None:
+            return fail(ConnectionRefusedError(host, port))
+        client = factory.buildProtocol(None)
+        transport = ClientTransport(client, isServer=False)
+        server_transport = iosim.FakeTransport(server, isServer=True)
+        self.pumps.append(iosim.connect(server, server_transport, client, transport, greet=False))
+        self.transports.append(transport)
+        return succeed(client)
+
+    def flush(self) -> None:
+        for _ in range(1000):
+            if not any([pump.pump() for pump in self.pumps]):
+                return
+        raise AssertionError("the network never went quiet")
+
+    @property
+    def transport(self) -> ClientTransport:
+        """The client transport of the latest connection."""
+        return self.transports[-1]
+
+
+@implementer(IStreamClientEndpoint)
+class MemoryEndpoint:
+    def __init__(self, network: Network, host: str, port: int) -> None:
+        self.network = network
+        self.host = host
+        self.port = port
+
+    def connect(self, protocolFactory: Any) -> Deferred[Any]:
+        return self.network.connect(self.host, self.port, protocolFactory)
+
+
+@implementer(IStreamClientEndpoint)
+class HangingEndpoint:
+    """An endpoint whose connection attempts never complete by themselves."""
+
+    def __init__(self) -> None:
+        self.attempts: list[Deferred[Any]] = []
+
+    def connect(self, protocolFactory: Any) -> Deferred[Any]:
+        self.attempts.append(Deferred())
+        return self.attempts[-1]
+
+
+def retry_policy(failures: int) -> float:
+    return 10.0 * failures
+
+
+class ConnectionTestCase(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.net = Network(self.clock)
+        self.broker = Broker()
+        self.server = self.net.serve(self.broker)
+        self.timeouts: list[tuple[BrokerConnection, bool]] = []
+
+    def connection(self, **kwargs: Any) -> BrokerConnection:
+        kwargs.setdefault("retry_policy", retry_policy)
+        kwargs.setdefault("endpoint_factory", self.net.endpoint_factory)
+        kwargs.setdefault(
+            "on_timeout", lambda connection, sent: self.timeouts.append((connection, sent))
+        )
+        connection = BrokerConnection(self.clock, "broker", 9092, client_id="tests", **kwargs)
+        self.addCleanup(self.assert_closes_cleanly, connection)
+        return connection
+
+    def ready(self, **kwargs: Any) -> BrokerConnection:
+        connection = self.connection(**kwargs)
+        connection.connect()
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        return connection
+
+    def assert_closes_cleanly(self, connection: BrokerConnection) -> None:
+        closed = connection.close()
+        self.net.flush()
+        self.assertIsNone(self.successResultOf(closed))
+        self.assertIs(connection.state, State.CLOSED)
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def assert_answered(self, d: Deferred[Any], *topics: str) -> None:
+        self.assertEqual(topics_of(self.successResultOf(d)), list(topics))
+
+
+class LifecycleTests(ConnectionTestCase):
+    def test_idle_until_first_request(self) -> None:
+        connection = self.connection()
+        self.assertIs(connection.state, State.IDLE)
+        self.assertEqual(self.net.transports, [])
+        d = connection.request(metadata("t"))
+        self.assertIs(connection.state, State.NEGOTIATING)
+        self.assertNoResult(d)
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        self.assert_answered(d, "t")
+
+    def test_connect_sets_nodelay_and_registers_as_push_producer(self) -> None:
+        connection = self.ready()
+        self.assertTrue(self.net.transport.tcp_no_delay)
+        self.assertIs(self.net.transport.producer, connection._protocol)
+        self.assertTrue(self.net.transport.streamingProducer)
+
+    def test_negotiates_with_highest_api_versions_version(self) -> None:
+        connection = self.ready()
+        [(header, request)] = self.broker.received
+        self.assertEqual((header.request_api_key, header.request_api_version), (API_VERSIONS, 4))
+        self.assertEqual(header.client_id, "tests")
+        self.assertEqual(request.client_software_name, "afkak")
+        self.assertEqual(connection.api_versions, DEFAULT_VERSIONS)
+
+    def test_refused_connection_backs_off_by_policy_and_failures_reset_when_ready(self) -> None:
+        del self.net.servers["broker", 9092]
+        connection = self.connection(request_timeout=1000)
+        d = connection.request(metadata("t"))
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.clock.advance(9.9)
+        self.assertEqual(self.net.transports, [])
+        self.clock.advance(0.1)  # retry 1 after 10 s: refused again
+        self.assertIs(connection.state, State.BACKING_OFF)
+        server = self.net.serve(self.broker)
+        self.clock.advance(19.9)
+        self.assertEqual(self.net.transports, [])
+        self.clock.advance(0.1)  # retry 2 after 20 s
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        self.assert_answered(d, "t")
+
+        server.drop_connections()  # the first drop after a good connection waits 10 s again
+        self.net.flush()
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.clock.advance(9.9)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.clock.advance(0.1)
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        self.assertEqual(len(self.net.transports), 2)
+
+    def test_connect_timeout(self) -> None:
+        endpoint = HangingEndpoint()
+        connection = self.connection(endpoint_factory=lambda *_: endpoint, connect_timeout=5)
+        connection.connect()
+        self.assertIs(connection.state, State.CONNECTING)
+        self.clock.advance(5)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.assertTrue(endpoint.attempts[0].called)  # the attempt was cancelled
+        self.clock.advance(10)
+        self.assertIs(connection.state, State.CONNECTING)
+        self.assertEqual(len(endpoint.attempts), 2)
+
+    def test_close_when_idle(self) -> None:
+        connection = self.connection()
+        self.assertIsNone(self.successResultOf(connection.close()))
+        self.assertIs(connection.state, State.CLOSED)
+        self.assertEqual(self.net.transports, [])
+
+    def test_close_while_connecting_cancels_the_attempt(self) -> None:
+        endpoint = HangingEndpoint()
+        connection = self.connection(endpoint_factory=lambda *_: endpoint)
+        d = connection.request(metadata("t"))
+        self.assertIsNone(self.successResultOf(connection.close()))
+        self.assertTrue(endpoint.attempts[0].called)
+        error = self.failureResultOf(d, CancelledError).value
+        self.assertIs(error.request_sent, False)
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_close_while_backing_off_cancels_the_retry(self) -> None:
+        del self.net.servers["broker", 9092]
+        connection = self.connection()
+        connection.connect()
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.assertIsNone(self.successResultOf(connection.close()))
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_close_fails_queued_and_in_flight_requests_and_fires_when_closed(self) -> None:
+        connection = self.ready(max_in_flight=1)
+        self.broker.hold = True
+        sent = connection.request(metadata("a"))
+        queued = connection.request(metadata("b"))
+        self.net.flush()
+        closed = connection.close()
+        self.assertIs(connection.state, State.CLOSED)
+        self.assertIs(self.failureResultOf(sent, CancelledError).value.request_sent, True)
+        self.assertIs(self.failureResultOf(queued, CancelledError).value.request_sent, False)
+        self.assertNoResult(closed)
+        self.net.flush()
+        self.assertIsNone(self.successResultOf(closed))
+        self.assertEqual(self.server.connections, [])
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_requests_after_close_fail_with_client_error(self) -> None:
+        connection = self.ready()
+        connection.close()
+        self.failureResultOf(connection.request(metadata("t")), ClientError)
+        self.net.flush()
+        self.assertIsNone(self.successResultOf(connection.close()))  # closing twice is fine
+
+    def test_close_while_negotiating(self) -> None:
+        connection = self.connection()
+        connection.connect()
+        self.assertIs(connection.state, State.NEGOTIATING)
+        closed = connection.close()
+        self.net.flush()
+        self.assertIsNone(self.successResultOf(closed))
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_close_from_a_callback_of_a_dropped_request_leaves_no_timer(self) -> None:
+        connection = self.ready()
+        self.broker.hold = True
+        d = connection.request(metadata("a"))
+        self.net.flush()
+        closed: list[Deferred[None]] = []
+        d.addErrback(lambda failure: closed.append(connection.close()))
+        self.server.drop_connections()
+        self.net.flush()
+        self.assertIs(connection.state, State.CLOSED)
+        self.assertIsNone(self.successResultOf(closed[0]))
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_endpoint_factory_error_backs_off(self) -> None:
+        def broken(reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
+            raise ValueError(f"cannot resolve {host}")
+
+        connection = self.connection(endpoint_factory=broken)
+        connection.connect()
+        self.assertIs(connection.state, State.BACKING_OFF)
+
+    def test_transition_table_rejects_unknown_transitions(self) -> None:
+        self.assertIs(next_state(State.READY, Event.DROPPED), State.BACKING_OFF)
+        self.assertRaises(RuntimeError, next_state, State.CLOSED, Event.CONNECT)
+        self.assertEqual({e for s, e in TRANSITIONS if s is State.CLOSED}, set())
+
+    def test_disconnect_drops_and_reconnects(self) -> None:
+        connection = self.ready()
+        connection.disconnect()
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.clock.advance(10)
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        self.assertEqual(len(self.net.transports), 2)
+
+
+class NegotiationTests(ConnectionTestCase):
+    def test_unsupported_version_answer_in_v0_layout_gives_the_retry_version(self) -> None:
+        """KIP-511: a broker that only knows ApiVersions 0-2 answers v4 in the v0 layout."""
+        self.broker.versions[API_VERSIONS] = (0, 2)
+
+        def api_versions(header: Any) -> Any:
+            if header.request_api_version > 2:
+                rejection = api_versions_response({API_VERSIONS: (0, 2)}, error_code=35)
+                return encode_response(rejection, 0, header.correlation_id)
+            return api_versions_response(self.broker.versions)
+
+        self.broker.api_versions = api_versions  # type: ignore[method-assign]
+        connection = self.ready()
+        self.assertEqual([h.request_api_version for h in self.broker.headers(API_VERSIONS)], [4, 2])
+        self.assertEqual(connection.api_versions[API_VERSIONS], (0, 2))  # type: ignore[index]
+
+    def test_librdkafka_mock_answer_retries_with_v0(self) -> None:
+        """The mock answers ApiVersions > 2 with a body whose first two bytes alone are standard."""
+
+        def api_versions(header: Any) -> Any:
+            if header.request_api_version > 2:
+                body = (
+                    struct.pack(">ih", header.correlation_id, 35)
+                    + b"\x02\x00\x12\x00\x00\x00\x02\x00"
+                )
+                return struct.pack(">i", len(body)) + body
+            return api_versions_response(self.broker.versions)
+
+        self.broker.api_versions = api_versions  # type: ignore[method-assign]
+        connection = self.ready()
+        self.assertEqual([h.request_api_version for h in self.broker.headers(API_VERSIONS)], [4, 0])
+        d = connection.request(metadata("t"))
+        self.net.flush()
+        self.assert_answered(d, "t")
+        self.assertEqual(self.broker.headers(METADATA)[0].request_api_version, 12)
+
+    def test_negotiation_error_drops_the_connection_and_keeps_requests_queued(self) -> None:
+        rejection = api_versions_response({}, error_code=35)
+        answers = [rejection, rejection, api_versions_response(DEFAULT_VERSIONS)]
+        self.broker.api_versions = lambda header: answers.pop(0)  # type: ignore[method-assign]
+        connection = self.connection(request_timeout=100)
+        d = connection.request(metadata("t"))
+        self.net.flush()
+        self.assertIs(connection.state, State.BACKING_OFF)  # 35 at v4 without a range: v0 retry
+        self.assertEqual([h.request_api_version for h in self.broker.headers(API_VERSIONS)], [4, 0])
+        self.clock.advance(10)
+        self.net.flush()
+        self.assert_answered(d, "t")
+        self.assertEqual(
+            [h.request_api_version for h in self.broker.headers(API_VERSIONS)], [4, 0, 4]
+        )
+
+    def test_negotiation_timeout_backs_off(self) -> None:
+        never: Deferred[Any] = Deferred()
+        self.broker.api_versions = lambda header: never  # type: ignore[method-assign]
+        connection = self.connection(request_timeout=3)
+        connection.connect()
+        self.net.flush()
+        self.assertIs(connection.state, State.NEGOTIATING)
+        self.clock.advance(3)
+        self.assertIs(connection.state, State.BACKING_OFF)
+
+    def test_undecodable_api_versions_answer_backs_off(self) -> None:
+        self.broker.api_versions = lambda header: struct.pack(">ii", 4, header.correlation_id)  # type: ignore[method-assign]
+        connection = self.connection()
+        connection.connect()
+        self.net.flush()
+        self.assertIs(connection.state, State.BACKING_OFF)
+
+
+class VersionChoiceTests(ConnectionTestCase):
+    def test_highest_common_version(self) -> None:
+        self.assertEqual(choose_version(MetadataRequest, {METADATA: (0, 12)}), 12)
+        self.assertEqual(
+            choose_version(MetadataRequest, {METADATA: (0, 99)}), MetadataRequest.MAX_VERSION
+        )
+        self.assertEqual(choose_version(MetadataRequest, {METADATA: (0, 12)}, max_version=9), 9)
+        self.assertEqual(choose_version(MetadataRequest, {METADATA: (0, 12)}, min_version=12), 12)
+
+    def test_never_below_the_class_minimum(self) -> None:
+        """Kafka 4 still advertises Produce 0-2, which afkak does not speak."""
+        with self.assertRaises(NoCommonVersionError) as caught:
+            choose_version(ProduceRequest, {PRODUCE: (0, 2)})
+        message = str(caught.exception)
+        self.assertIn("Produce (api key 0)", message)
+        self.assertIn(
+            f"afkak supports {ProduceRequest.MIN_VERSION}-{ProduceRequest.MAX_VERSION}", message
+        )
+        self.assertIn("the broker supports 0-2", message)
+
+    def test_caller_bounds_outside_the_broker_range(self) -> None:
+        with self.assertRaises(NoCommonVersionError) as caught:
+            choose_version(MetadataRequest, {METADATA: (0, 8)}, min_version=10)
+        self.assertIn("the request allows 10-", str(caught.exception))
+        with self.assertRaises(NoCommonVersionError):
+            choose_version(MetadataRequest, {METADATA: (5, 8)}, max_version=4)
+
+    def test_api_unknown_to_the_broker(self) -> None:
+        with self.assertRaises(NoCommonVersionError) as caught:
+            choose_version(MetadataRequest, {})
+        self.assertIn("the broker does not support it", str(caught.exception))
+
+    def test_no_common_version_fails_the_request_and_sends_nothing(self) -> None:
+        self.broker.versions[PRODUCE] = (0, 2)
+        connection = self.ready()
+        d = connection.request(ProduceRequest())
+        self.net.flush()
+        self.failureResultOf(d, NoCommonVersionError)
+        self.assertEqual(self.broker.headers(PRODUCE), [])
+        self.assertIs(connection.state, State.READY)
+
+    def test_version_is_narrowed_by_the_caller(self) -> None:
+        connection = self.ready()
+        d = connection.request(metadata("t"), max_version=7)
+        self.net.flush()
+        self.assert_answered(d, "t")
+        self.assertEqual(self.broker.headers(METADATA)[0].request_api_version, 7)
+
+    def test_builder_is_called_with_the_chosen_version(self) -> None:
+        versions: list[int] = []
+
+        def build(version: int) -> MetadataRequest:
+            versions.append(version)
+            return metadata(f"v{version}")
+
+        connection = self.ready()
+        d = connection.request(VersionedRequest(MetadataRequest, build))
+        self.net.flush()
+        self.assertEqual(versions, [12])
+        self.assert_answered(d, "v12")
+
+    def test_builder_of_the_wrong_class_fails_the_request(self) -> None:
+        connection = self.ready()
+        d = connection.request(VersionedRequest(MetadataRequest, lambda version: ProduceRequest()))
+        self.assertIn("built ProduceRequest", str(self.failureResultOf(d, TypeError).value))
+        self.assertIs(connection.state, State.READY)
+
+    def test_not_a_request(self) -> None:
+        connection = self.connection()
+        self.assertRaises(TypeError, connection.request, object())
+
+    def test_encode_error_fails_only_that_request(self) -> None:
+        connection = self.ready()
+        bad = connection.request(
+            MetadataRequest(topics=None), max_version=0
+        )  # null topics needs v1+
+        good = connection.request(metadata("t"))
+        self.net.flush()
+        self.failureResultOf(bad, EncodeError)
+        self.assert_answered(good, "t")
+
+
+class PipeliningTests(ConnectionTestCase):
+    def test_at_most_max_in_flight_requests_are_written(self) -> None:
+        connection = self.ready()
+        self.broker.hold = True
+        ds = [connection.request(metadata(str(i))) for i in range(7)]
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [[str(i)] for i in range(5)])
+        self.broker.release()
+        self.net.flush()
+        self.assert_answered(ds[0], "0")
+        self.assertEqual(len(self.broker.topics()), 6)
+        while self.broker.held:
+            self.broker.release()
+            self.net.flush()
+        for i, d in enumerate(ds[1:], 1):
+            self.assert_answered(d, str(i))
+
+    def test_max_in_flight_is_configurable(self) -> None:
+        connection = self.ready(max_in_flight=1)
+        self.broker.hold = True
+        a = connection.request(metadata("a"))
+        b = connection.request(metadata("b"))
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [["a"]])
+        connection.close()
+        self.assertIs(self.failureResultOf(a, CancelledError).value.request_sent, True)
+        self.assertIs(self.failureResultOf(b, CancelledError).value.request_sent, False)
+
+    def test_responses_matched_by_correlation_id_out_of_order(self) -> None:
+        self.net.serve(self.broker, ordered=False)
+        connection = self.ready()
+        self.broker.hold = True
+        ds = [connection.request(metadata(name)) for name in "abc"]
+        self.net.flush()
+        for index in (2, 1, 0):
+            self.broker.release(index)
+            self.net.flush()
+        for name, d in zip("abc", ds, strict=True):
+            self.assert_answered(d, name)
+
+    def test_correlation_ids_count_up_per_connection(self) -> None:
+        connection = self.ready()
+        for name in "ab":
+            connection.request(metadata(name))
+        self.net.flush()
+        self.assertEqual([h.correlation_id for h, _ in self.broker.received], [0, 1, 2])
+
+    def test_unsolicited_response_is_dropped(self) -> None:
+        """Test brokers answer acks=0 produce requests; the answer is dropped, not an error."""
+        connection = self.ready()
+        with capturedLogs() as events:
+            written = connection.request(metadata("fire-and-forget"), expect_response=False)
+            self.assertIsNone(self.successResultOf(written))
+            self.net.flush()
+        self.assertEqual(self.broker.topics(), [["fire-and-forget"]])
+        self.assertIn("nobody waits for", " ".join(e["log_format"] for e in events))
+        self.assertIs(connection.state, State.READY)
+        d = connection.request(metadata("next"))
+        self.net.flush()
+        self.assert_answered(d, "next")
+
+
+class TimeoutTests(ConnectionTestCase):
+    def test_queued_request_times_out_and_is_never_sent(self) -> None:
+        del self.net.servers["broker", 9092]
+        connection = self.connection(request_timeout=5)
+        d = connection.request(metadata("late"))
+        self.clock.advance(5)
+        error = self.failureResultOf(d, RequestTimedOutError).value
+        self.assertIn("not sent within 5 s", str(error))
+        self.assertEqual(self.timeouts, [(connection, False)])
+        self.net.serve(self.broker)
+        self.clock.advance(10)
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        self.assertEqual(self.broker.topics(), [])
+
+    def test_in_flight_timeout_holds_its_slot_until_the_late_response(self) -> None:
+        connection = self.ready(max_in_flight=1, request_timeout=5)
+        self.broker.hold = True
+        first = connection.request(metadata("a"))
+        self.net.flush()
+        self.clock.advance(4)
+        second = connection.request(metadata("b"), timeout=60)
+        self.clock.advance(1)
+        self.assertIn(
+            "no response to Metadata", str(self.failureResultOf(first, RequestTimedOutError).value)
+        )
+        self.assertEqual(self.timeouts, [(connection, True)])
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [["a"]])  # b waits for a's slot
+        self.broker.hold = False
+        self.broker.release()
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [["a"], ["b"]])
+        self.assert_answered(second, "b")
+
+    def test_timeout_hook_can_disconnect(self) -> None:
+        connection = self.ready(
+            request_timeout=5,
+            on_timeout=lambda connection, sent: connection.disconnect() if sent else None,
+        )
+        self.broker.hold = True
+        timed_out = connection.request(metadata("a"))
+        other = connection.request(metadata("b"), timeout=60)
+        self.net.flush()
+        self.clock.advance(5)
+        self.failureResultOf(timed_out, RequestTimedOutError)
+        self.failureResultOf(other, BrokerConnectionError)
+        self.assertIs(connection.state, State.BACKING_OFF)
+
+
+class CancellationTests(ConnectionTestCase):
+    def test_cancel_before_sending(self) -> None:
+        connection = self.connection()
+        d = connection.request(metadata("never"))
+        d.cancel()
+        self.assertIs(self.failureResultOf(d, CancelledError).value.request_sent, False)
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        self.assertEqual(self.broker.topics(), [])
+
+    def test_cancel_after_sending_drops_the_late_response(self) -> None:
+        connection = self.ready()
+        self.broker.hold = True
+        d = connection.request(metadata("a"))
+        self.net.flush()
+        d.cancel()
+        self.assertIs(self.failureResultOf(d, CancelledError).value.request_sent, True)
+        self.broker.hold = False
+        self.broker.release()
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        after = connection.request(metadata("b"))
+        self.net.flush()
+        self.assert_answered(after, "b")
+
+
+class DropTests(ConnectionTestCase):
+    def test_in_flight_requests_fail_and_are_never_resent(self) -> None:
+        connection = self.ready()
+        self.broker.hold = True
+        d = connection.request(metadata("a"))
+        self.net.flush()
+        self.server.drop_connections()
+        self.net.flush()
+        self.assertIn("lost", str(self.failureResultOf(d, BrokerConnectionError).value))
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.clock.advance(10)
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        self.assertEqual(self.broker.topics(), [["a"]])
+
+    def test_queued_requests_survive_a_reconnect(self) -> None:
+        connection = self.ready(max_in_flight=1)
+        self.server.faults.drop_next(METADATA)
+        ds = [connection.request(metadata(name)) for name in "abc"]
+        self.net.flush()
+        self.failureResultOf(ds[0], BrokerConnectionError)
+        self.assertNoResult(ds[1])
+        self.clock.advance(10)
+        self.net.flush()
+        self.assert_answered(ds[1], "b")
+        self.assert_answered(ds[2], "c")
+        self.assertEqual(self.broker.topics(), [["b"], ["c"]])
+
+    def test_undecodable_response_fails_its_request_and_drops_the_connection(self) -> None:
+        self.net.serve(self.broker, ordered=False)
+        self.broker.special["bad"] = lambda header: struct.pack(">iih", 6, header.correlation_id, 0)
+        connection = self.ready()
+        self.broker.hold = True
+        other = connection.request(metadata("other"))
+        bad = connection.request(metadata("bad"))
+        self.net.flush()
+        with capturedLogs() as events:
+            self.broker.release(1)
+            self.net.flush()
+        self.failureResultOf(bad, DecodeError)
+        self.failureResultOf(other, BrokerConnectionError)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        errors = [e for e in events if e["log_level"].name == "error"]
+        self.assertEqual(len(errors), 1)
+        self.clock.advance(10)
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+
+    def test_oversized_response_drops_the_connection(self) -> None:
+        connection = self.ready(max_frame_size=100)
+        d = connection.request(metadata("x" * 200))
+        self.net.flush()
+        self.assertIn(
+            "maximum frame size", str(self.failureResultOf(d, BrokerConnectionError).value)
+        )
+        self.assertIs(connection.state, State.BACKING_OFF)
+
+
+class FlowControlTests(ConnectionTestCase):
+    def test_no_writes_while_the_transport_is_paused(self) -> None:
+        connection = self.ready()
+        producer = self.net.transport.producer
+        producer.pauseProducing()
+        d = connection.request(metadata("a"))
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [])
+        producer.resumeProducing()
+        self.net.flush()
+        self.assert_answered(d, "a")
+
+    def test_pause_reading(self) -> None:
+        connection = self.ready()
+        connection.pause_reading()
+        self.assertTrue(self.net.transport.reading_paused)
+        connection.resume_reading()
+        self.assertFalse(self.net.transport.reading_paused)
+
+    def test_reading_stays_paused_across_reconnects(self) -> None:
+        connection = self.connection()
+        connection.pause_reading()  # before any connection: applied once ready
+        connection.connect()
+        self.net.flush()
+        self.assertTrue(self.net.transport.reading_paused)
+        connection.disconnect()
+        self.clock.advance(10)
+        self.net.flush()
+        self.assertEqual(len(self.net.transports), 2)
+        self.assertTrue(self.net.transport.reading_paused)
+
+
+class AuthenticationTests(ConnectionTestCase):
+    def test_authenticator_runs_before_queued_requests(self) -> None:
+        mechanisms: list[list[str]] = []
+        done: Deferred[None] = Deferred()
+
+        def authenticate(send: Any) -> Deferred[None]:
+            send(SaslHandshakeRequest(mechanism="PLAIN")).addCallback(
+                lambda r: mechanisms.append(r.mechanisms)
+            )
+            return done
+
+        connection = self.connection(authenticator=authenticate)
+        d = connection.request(metadata("t"))
+        self.net.flush()
+        self.assertIs(connection.state, State.AUTHENTICATING)
+        self.assertEqual(mechanisms, [["PLAIN"]])
+        self.assertEqual(self.broker.headers(SASL_HANDSHAKE)[0].request_api_version, 1)
+        self.assertEqual(self.broker.topics(), [])
+        done.callback(None)
+        self.net.flush()
+        self.assert_answered(d, "t")
+
+    def test_failed_authentication_backs_off(self) -> None:
+        connection = self.connection(authenticator=lambda send: fail(ValueError("bad password")))
+        connection.connect()
+        self.net.flush()
+        self.assertIs(connection.state, State.BACKING_OFF)

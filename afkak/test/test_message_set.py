@@ -1,0 +1,129 @@
+"""create_message, create_message_set and MessageSet."""
+
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak import message_set
+from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
+from afkak.common import Message, SendRequest, UnsupportedCodecError
+from afkak.message_set import MessageSet, create_message, create_message_set
+
+NOT_BYTES = ["text", 1, 1.5, bytearray(b"x"), memoryview(b"x"), [b"x"], object()]
+
+
+class CreateMessageTests(SynchronousTestCase):
+    def test_fields(self) -> None:
+        self.assertEqual(create_message(b"v"), Message(0, 0, None, b"v"))
+        self.assertEqual(create_message(b"v", b"k"), Message(0, 0, b"k", b"v"))
+        self.assertEqual(create_message(None, b"k"), Message(0, 0, b"k", None))
+        message = create_message(b"v")
+        self.assertIsNone(message.timestamp)
+        self.assertEqual(message.headers, ())
+
+    def test_payload_type(self) -> None:
+        for bad in NOT_BYTES:
+            with self.assertRaises(TypeError):
+                create_message(bad)  # type: ignore[arg-type]
+
+    def test_key_type(self) -> None:
+        for bad in NOT_BYTES:
+            with self.assertRaises(TypeError):
+                create_message(b"v", bad)  # type: ignore[arg-type]
+
+
+class CreateMessageSetTests(SynchronousTestCase):
+    requests = [
+        SendRequest("t", b"k1", [b"a", None], None),
+        SendRequest("t", None, [b"b"], None),
+    ]
+    expected = [
+        Message(0, 0, b"k1", b"a"),
+        Message(0, 0, b"k1", None),
+        Message(0, 0, None, b"b"),
+    ]
+
+    def test_no_codec(self) -> None:
+        messages = create_message_set(self.requests)
+        self.assertIsInstance(messages, list)
+        self.assertEqual(messages, self.expected)
+        self.assertEqual(messages.codec, CODEC_NONE)
+
+    def test_codecs_keep_messages_plain(self) -> None:
+        for codec in (CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD):
+            messages = create_message_set(self.requests, codec)
+            self.assertIsInstance(messages, MessageSet)
+            self.assertEqual(messages.codec, codec)
+            self.assertEqual(list(messages), self.expected)
+            self.assertTrue(all(message.attributes == 0 for message in messages))
+
+    def test_plain_tuples(self) -> None:
+        messages = create_message_set([("t", b"k", [b"v"], None)], CODEC_GZIP)
+        self.assertEqual(messages, [Message(0, 0, b"k", b"v")])
+
+    def test_empty(self) -> None:
+        self.assertEqual(create_message_set([], CODEC_ZSTD), [])
+
+    def test_unknown_codec(self) -> None:
+        for codec in (-1, 5, 7, 0x08, None, "gzip", 1.0, True):
+            with self.assertRaises(UnsupportedCodecError):
+                create_message_set(self.requests, codec)  # type: ignore[arg-type]
+
+    def test_codec_library_missing(self) -> None:
+        missing = {**message_set._AVAILABLE, CODEC_SNAPPY: lambda: False}
+        self.patch(message_set, "_AVAILABLE", missing)
+        with self.assertRaises(UnsupportedCodecError) as cm:
+            create_message_set(self.requests, CODEC_SNAPPY)
+        self.assertIn("afkak[snappy]", str(cm.exception))
+        self.assertEqual(create_message_set(self.requests, CODEC_GZIP).codec, CODEC_GZIP)
+
+    def test_type_errors(self) -> None:
+        with self.assertRaises(TypeError):
+            create_message_set([SendRequest("t", None, ["text"], None)])
+        with self.assertRaises(TypeError):
+            create_message_set([SendRequest("t", "key", [b"v"], None)])
+
+    @given(
+        st.lists(
+            st.tuples(
+                st.one_of(st.none(), st.binary()),
+                st.lists(st.one_of(st.none(), st.binary()), max_size=4),
+            ),
+            max_size=4,
+        ),
+        st.sampled_from([CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD]),
+    )
+    def test_one_message_per_payload_in_order(
+        self, spec: list[tuple[bytes | None, list[bytes | None]]], codec: int
+    ) -> None:
+        requests = [SendRequest("t", key, payloads, None) for key, payloads in spec]
+        messages = create_message_set(requests, codec)
+        self.assertEqual(
+            [(m.key, m.value) for m in messages],
+            [(key, payload) for key, payloads in spec for payload in payloads],
+        )
+
+
+class MessageSetTests(SynchronousTestCase):
+    def test_equality(self) -> None:
+        messages = [Message(0, 0, None, b"v")]
+        self.assertEqual(MessageSet(messages, CODEC_GZIP), MessageSet(messages, CODEC_GZIP))
+        self.assertNotEqual(MessageSet(messages, CODEC_GZIP), MessageSet(messages, CODEC_LZ4))
+        self.assertEqual(MessageSet(messages, CODEC_GZIP), messages)
+        self.assertEqual(messages, MessageSet(messages, CODEC_GZIP))
+        self.assertNotEqual(MessageSet(messages), [])
+
+    def test_unhashable_like_list(self) -> None:
+        with self.assertRaises(TypeError):
+            hash(MessageSet())
+
+    def test_repr(self) -> None:
+        self.assertEqual(
+            repr(MessageSet([Message(0, 0, None, b"v")], CODEC_ZSTD)),
+            "MessageSet([Message(magic=0, attributes=0, key=None, value=b'v')], codec=4)",
+        )
+
+    def test_codec_validated(self) -> None:
+        with self.assertRaises(UnsupportedCodecError):
+            MessageSet([], 9)

@@ -1,0 +1,86 @@
+"""Test helpers for code that uses afkak: an in-memory fake Kafka cluster.
+
+:class:`FakeKafkaCluster` is a multi-broker Kafka cluster that lives in the
+test process and speaks the real wire protocol (Kafka 4.x semantics) over
+in-memory connections.  Its ``endpoint_factory`` plugs into any afkak class
+that takes one.  Delivery is synchronous: what a client writes is answered
+before the call that wrote it returns, so a test using a
+:class:`~twisted.internet.task.Clock` needs no pumping; only timers (Fetch
+long-polls, injected delays, the client's own timeouts) wait for
+``clock.advance()``.
+
+A trial test::
+
+    from twisted.internet.task import Clock
+    from twisted.trial.unittest import SynchronousTestCase
+
+    from afkak import KafkaClient
+    from afkak.testing import FakeKafkaCluster, ApiKey, errors
+
+    class ClientTests(SynchronousTestCase):
+        def setUp(self):
+            self.clock = Clock()
+            self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
+            self.cluster.create_topic("t", partitions=2)
+            self.client = KafkaClient(
+                self.cluster.bootstrap_hosts,
+                reactor=self.clock,
+                endpoint_factory=self.cluster.endpoint_factory,
+            )
+            self.addCleanup(self.client.close)
+
+        def test_metadata(self):
+            self.successResultOf(self.client.load_metadata_for_topics("t"))
+            self.assertEqual(self.client.topic_partitions["t"], [0, 1])
+
+        def test_leader_moved(self):
+            self.successResultOf(self.client.load_metadata_for_topics("t"))
+            self.cluster.move_leader("t", 0, new_leader=2)
+            self.cluster.fail_next(ApiKey.METADATA, errors.LeaderNotAvailableError.errno)
+            ...
+
+What the fake does (and does not):
+
+- Brokers: node ``N`` at ``broker-N:9092``; ``bootstrap_hosts`` lists them.
+  Partition ``p`` is led by node ``p % brokers`` unless placed explicitly;
+  group and transactional-id coordinators follow Kafka's hash of the key.
+- APIs served, at every version afkak's protocol classes know unless
+  ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
+  ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
+  InitProducerId.  Any other request (and a version outside the advertised
+  range) is answered with UNSUPPORTED_VERSION where the response schema has
+  an error code; otherwise the connection is dropped.  ApiVersions at an
+  unadvertised version gets the KIP-511 v0-layout answer.
+- Produce validates each batch (one v2 batch per partition, CRC, record
+  offsets), assigns offsets, deduplicates an idempotent producer's retried
+  batch and answers OUT_OF_ORDER_SEQUENCE_NUMBER for a sequence gap.  A failed
+  acks=0 produce closes the connection, as Kafka does.
+- Fetch is sessionless (a broker whose session cache is full: every
+  incremental fetch gets FETCH_SESSION_ID_NOT_FOUND), honours max_bytes and
+  partition_max_bytes (cutting batches the way Kafka's log reads do) and
+  long-polls on the cluster's reactor until min_bytes arrive or max_wait_ms
+  passes.
+- Commits are accepted from "simple" consumers (generation -1); there is no
+  group membership yet (JoinGroup/SyncGroup/Heartbeat), no transactions, no
+  replication lag (high watermark = log end = last stable offset).
+- Auto-created topics are usable at once (Kafka first answers
+  LEADER_NOT_AVAILABLE).
+"""
+
+from afkak._broker_errors import BrokerResponseError
+from afkak.testing._cluster import FakeKafkaCluster
+from afkak.testing._log_apis import EARLIEST, LATEST, MAX_TIMESTAMP
+from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "MAX_TIMESTAMP",
+    "BrokerResponseError",
+    "CommittedOffset",
+    "FakeBroker",
+    "FakeKafkaCluster",
+    "FakePartition",
+    "FakeTopic",
+    "SeenRequest",
+]

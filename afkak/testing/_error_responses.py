@@ -1,0 +1,175 @@
+"""The response Kafka gives when a whole request fails with one error code.
+
+As Kafka's ``AbstractRequest.getErrorResponse``: the code goes in every
+partition, topic or group the request named, or in the top-level field.  For
+an API without a builder here, a response whose schema has a top-level
+``error_code`` carries it; :func:`error_response` returns None when even that
+is impossible (the caller then drops the connection).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from afkak.protocol.messages import (
+    CreateTopicsResponse,
+    FetchResponse,
+    FindCoordinatorResponse,
+    InitProducerIdResponse,
+    ListOffsetsResponse,
+    MetadataResponse,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+    ProduceResponse,
+    response_class,
+)
+
+
+def _produce(request: Any, version: int, code: int) -> Any:
+    R = ProduceResponse
+    return R(
+        responses=[
+            R.TopicProduceResponse(
+                name=t.name,
+                topic_id=t.topic_id,
+                partition_responses=[
+                    R.PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1)
+                    for p in t.partition_data
+                ],
+            )
+            for t in request.topic_data
+        ]
+    )
+
+
+def _fetch(request: Any, version: int, code: int) -> Any:
+    R = FetchResponse
+    if version >= 13:  # Kafka: the top-level code only
+        return R(error_code=code)
+    return R(
+        error_code=code,
+        responses=[
+            R.FetchableTopicResponse(
+                topic=t.topic,
+                partitions=[
+                    R.PartitionData(
+                        partition_index=p.partition, error_code=code, high_watermark=-1, aborted_transactions=None
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )
+
+
+def _list_offsets(request: Any, version: int, code: int) -> Any:
+    R = ListOffsetsResponse
+    return R(
+        topics=[
+            R.ListOffsetsTopicResponse(
+                name=t.name,
+                partitions=[
+                    R.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code)
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )
+
+
+def _metadata(request: Any, version: int, code: int) -> Any:
+    R = MetadataResponse
+    return R(
+        error_code=code,
+        topics=[
+            R.MetadataResponseTopic(error_code=code, name=t.name, topic_id=t.topic_id)
+            for t in request.topics or ()
+        ],
+    )
+
+
+def _offset_commit(request: Any, version: int, code: int) -> Any:
+    R = OffsetCommitResponse
+    return R(
+        topics=[
+            R.OffsetCommitResponseTopic(
+                name=t.name,
+                topic_id=t.topic_id,
+                partitions=[
+                    R.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )
+
+
+def _offset_fetch(request: Any, version: int, code: int) -> Any:
+    R = OffsetFetchResponse
+    if version >= 8:
+        return R(groups=[R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code) for g in request.groups])
+    if version >= 2:
+        return R(error_code=code)
+    return R(
+        topics=[
+            R.OffsetFetchResponseTopic(
+                name=t.name,
+                partitions=[
+                    R.OffsetFetchResponsePartition(
+                        partition_index=p, committed_offset=-1, metadata="", error_code=code
+                    )
+                    for p in t.partition_indexes
+                ],
+            )
+            for t in request.topics or ()
+        ]
+    )
+
+
+def _find_coordinator(request: Any, version: int, code: int) -> Any:
+    R = FindCoordinatorResponse
+    if version >= 4:
+        return R(
+            coordinators=[
+                R.Coordinator(key=k, node_id=-1, host="", port=-1, error_code=code)
+                for k in request.coordinator_keys
+            ]
+        )
+    return R(error_code=code, node_id=-1, host="", port=-1)
+
+
+def _create_topics(request: Any, version: int, code: int) -> Any:
+    R = CreateTopicsResponse
+    return R(topics=[R.CreatableTopicResult(name=t.name, error_code=code) for t in request.topics])
+
+
+def _init_producer_id(request: Any, version: int, code: int) -> Any:
+    return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
+
+
+_BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
+    0: _produce,
+    1: _fetch,
+    2: _list_offsets,
+    3: _metadata,
+    8: _offset_commit,
+    9: _offset_fetch,
+    10: _find_coordinator,
+    19: _create_topics,
+    22: _init_producer_id,
+}
+
+
+def error_response(api_key: int, request: Any, version: int, code: int) -> Any | None:
+    """``request``'s response failed with ``code``; None if its schema cannot say so."""
+    builder = _BUILDERS.get(api_key)
+    if builder is not None:
+        return builder(request, version, code)
+    cls = response_class(api_key)
+    for spec in cls.SCHEMA:
+        if spec.name == "error_code" and spec.present(version) and not spec.tagged(version):
+            return cls(error_code=code)
+    return None

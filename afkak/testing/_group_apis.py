@@ -1,0 +1,193 @@
+"""OffsetCommit and OffsetFetch, answered by a group's coordinator."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+from uuid import UUID
+
+from afkak._broker_errors import (
+    GroupIdNotFound,
+    IllegalGeneration,
+    InvalidGroupId,
+    NotCoordinator,
+    OffsetMetadataTooLargeError,
+    UnknownMemberId,
+)
+from afkak.protocol.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
+from afkak.testing._lookup import UNKNOWN_TOPIC_OR_PARTITION, find_partition, find_topic
+
+if TYPE_CHECKING:
+    from afkak.testing._handlers import ConnectionHandler
+
+ZERO_UUID = UUID(int=0)
+MAX_METADATA_BYTES = 4096  # Kafka's offset.metadata.max.bytes
+
+
+def handle_offset_commit(ctx: ConnectionHandler, request: OffsetCommitRequest, version: int) -> Any:
+    cluster = ctx.cluster
+    group_error = _commit_group_error(ctx, request, version)
+    topics = []
+    for rt in request.topics:
+        topic, topic_error = find_topic(cluster, rt.name, rt.topic_id, version >= 10)
+        answers = []
+        for rp in rt.partitions:
+            error = group_error or topic_error
+            if not error and find_partition(topic, rp.partition_index) is None:
+                error = UNKNOWN_TOPIC_OR_PARTITION
+            metadata = rp.committed_metadata or ""
+            if not error and len(metadata.encode()) > MAX_METADATA_BYTES:
+                error = OffsetMetadataTooLargeError.errno  # type: ignore[assignment]
+            if not error and topic is not None:
+                cluster.commit(
+                    request.group_id, topic.name, rp.partition_index, rp.committed_offset,
+                    metadata, rp.committed_leader_epoch,
+                )
+            answers.append(
+                OffsetCommitResponse.OffsetCommitResponsePartition(
+                    partition_index=rp.partition_index, error_code=error
+                )
+            )
+        topics.append(
+            OffsetCommitResponse.OffsetCommitResponseTopic(name=rt.name, topic_id=rt.topic_id, partitions=answers)
+        )
+    return OffsetCommitResponse(topics=topics)
+
+
+def _commit_group_error(ctx: ConnectionHandler, request: OffsetCommitRequest, version: int) -> int:
+    """Kafka 4's checks of a commit from outside a consumer group's membership.
+
+    The fake has no group membership yet: every group is a "simple" one that
+    commits with generation -1.  As Kafka, such a commit to an unknown group
+    creates it; a commit claiming a generation is refused.
+    """
+    if not request.group_id:
+        return InvalidGroupId.errno  # type: ignore[return-value]
+    if ctx.cluster.coordinator(request.group_id) != ctx.node:
+        return NotCoordinator.errno  # type: ignore[return-value]
+    claims_membership = (
+        request.generation_id_or_member_epoch >= 0
+        or bool(request.member_id)
+        or request.group_instance_id is not None
+    )
+    if not claims_membership:
+        return 0
+    if request.group_id in ctx.cluster.groups:
+        return UnknownMemberId.errno  # type: ignore[return-value]
+    if version >= 9:
+        return GroupIdNotFound.errno  # type: ignore[return-value]
+    return IllegalGeneration.errno  # type: ignore[return-value]
+
+
+def handle_offset_fetch(ctx: ConnectionHandler, request: OffsetFetchRequest, version: int) -> Any:
+    R = OffsetFetchResponse
+    if version >= 8:
+        return R(groups=[_fetch_group(ctx, g.group_id, g.topics, version) for g in request.groups])
+    if ctx.cluster.coordinator(request.group_id) != ctx.node:
+        code: int = NotCoordinator.errno  # type: ignore[assignment]
+        if version >= 2:
+            return R(error_code=code)
+        return R(
+            topics=[
+                R.OffsetFetchResponseTopic(
+                    name=t.name,
+                    partitions=[
+                        R.OffsetFetchResponsePartition(
+                            partition_index=p, committed_offset=-1, metadata="", error_code=code
+                        )
+                        for p in t.partition_indexes
+                    ],
+                )
+                for t in request.topics or ()
+            ]
+        )
+    found = _committed(ctx, request.group_id, request.topics, by_id=False)
+    return R(
+        topics=[
+            R.OffsetFetchResponseTopic(
+                name=name,
+                partitions=[
+                    R.OffsetFetchResponsePartition(
+                        partition_index=p,
+                        committed_offset=offset,
+                        committed_leader_epoch=epoch,
+                        metadata=metadata,
+                        error_code=error,
+                    )
+                    for p, offset, epoch, metadata, error in partitions
+                ],
+            )
+            for name, _, partitions in found
+        ]
+    )
+
+
+def _fetch_group(ctx: ConnectionHandler, group_id: str, topics: Any, version: int) -> Any:
+    R = OffsetFetchResponse
+    if ctx.cluster.coordinator(group_id) != ctx.node:
+        return R.OffsetFetchResponseGroup(group_id=group_id, error_code=NotCoordinator.errno)  # type: ignore[arg-type]
+    found = _committed(ctx, group_id, topics, by_id=version >= 10)
+    return R.OffsetFetchResponseGroup(
+        group_id=group_id,
+        topics=[
+            R.OffsetFetchResponseTopics(
+                name=name,
+                topic_id=topic_id,
+                partitions=[
+                    R.OffsetFetchResponsePartitions(
+                        partition_index=p,
+                        committed_offset=offset,
+                        committed_leader_epoch=epoch,
+                        metadata=metadata,
+                        error_code=error,
+                    )
+                    for p, offset, epoch, metadata, error in partitions
+                ],
+            )
+            for name, topic_id, partitions in found
+        ],
+    )
+
+
+def _committed(
+    ctx: ConnectionHandler, group_id: str, topics: Any, by_id: bool
+) -> Iterable[tuple[str, Any, list[tuple[int, int, int, str, int]]]]:
+    """(name, topic id, [(partition, offset, epoch, metadata, error)]) per topic asked.
+
+    ``topics`` None asks for every partition the group committed.  As Kafka,
+    a partition without a commit answers offset -1 without error; a topic id
+    the cluster does not know answers UNKNOWN_TOPIC_ID.
+    """
+    cluster = ctx.cluster
+    wanted: list[tuple[str, UUID, list[int], int]] = []
+    if topics is None:
+        by_topic: dict[str, list[int]] = {}
+        for (name, p), _ in cluster.committed(group_id):
+            by_topic.setdefault(name, []).append(p)
+        for name, ps in sorted(by_topic.items()):
+            topic = cluster.topics.get(name)
+            wanted.append((name, topic.topic_id if topic else ZERO_UUID, sorted(ps), 0))
+    elif by_id:
+        for t in topics:
+            topic, error = find_topic(cluster, None, t.topic_id, True)
+            wanted.append((topic.name if topic else "", t.topic_id, t.partition_indexes, error))
+    else:
+        for t in topics:
+            topic = cluster.topics.get(t.name)
+            wanted.append((t.name, topic.topic_id if topic else ZERO_UUID, t.partition_indexes, 0))
+    commits = cluster.committed_offsets
+    result = []
+    for name, topic_id, partitions, error in wanted:
+        rows = []
+        for p in partitions:
+            c = commits.get((group_id, name, p))
+            if c is None or error:
+                rows.append((p, -1, -1, "", error))
+            else:
+                rows.append((p, c.offset, c.leader_epoch, c.metadata, 0))
+        result.append((name, topic_id, rows))
+    return result

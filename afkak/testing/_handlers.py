@@ -1,0 +1,286 @@
+"""Request dispatch for one fake broker connection, and the cluster-level APIs.
+
+:class:`ConnectionHandler` is the ``handle(header, request)`` of one
+:class:`~afkak.testing._server.KafkaServerProtocol`: it records the request,
+applies injected faults and version checks, then calls the API's handler.
+Produce/Fetch/ListOffsets live in :mod:`._log_apis`, OffsetCommit/OffsetFetch
+in :mod:`._group_apis`; ApiVersions, Metadata, FindCoordinator, CreateTopics
+and InitProducerId are here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Callable
+
+from afkak._broker_errors import (
+    CoordinatorNotAvailable,
+    InvalidPartitions,
+    InvalidReplicaAssignment,
+    InvalidReplicationFactor,
+    InvalidRequest,
+    InvalidTopic,
+    InvalidTransactionTimeout,
+    LeaderNotAvailableError,
+    NotCoordinator,
+    InvalidProducerEpoch,
+    TopicAlreadyExists,
+    UnsupportedVersion,
+)
+from afkak.protocol.header import encode_response
+from afkak.protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+from afkak.testing._error_responses import error_response
+from afkak.testing._group_apis import handle_offset_commit, handle_offset_fetch
+from afkak.testing._log_apis import DropConnection, handle_fetch, handle_list_offsets, handle_produce
+from afkak.testing._lookup import UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, topic_name_problem
+from afkak.testing._state import SeenRequest
+
+if TYPE_CHECKING:
+    from afkak.testing._cluster import FakeKafkaCluster
+    from afkak.testing._server import KafkaServerProtocol
+
+PRODUCE, API_VERSIONS = 0, 18
+MAX_TRANSACTION_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms
+_SOFTWARE_NAME = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+
+class ConnectionHandler:
+    """Answers the requests of one client connection to broker ``node``."""
+
+    def __init__(self, cluster: FakeKafkaCluster, node: int) -> None:
+        self.cluster = cluster
+        self.node = node
+        self.protocol: KafkaServerProtocol | None = None
+
+    def __call__(self, header: Any, request: Any) -> Any:
+        cluster, node = self.cluster, self.node
+        api_key, version = header.request_api_key, header.request_api_version
+        cluster.requests_seen.append(
+            SeenRequest(node, api_key, version, header.correlation_id, header.client_id, request)
+        )
+        if cluster.faults.take_drop(api_key, node):
+            return self._drop()
+        advertised = cluster.api_versions.get(api_key)
+        if advertised is None or not advertised[0] <= version <= advertised[1]:
+            return self._unsupported(header, request)
+        code = cluster.faults.take_error(api_key, node)
+        try:
+            if code is None:
+                return SERVED_APIS[api_key](self, request, version)
+            if api_key == PRODUCE and request.acks == 0:
+                raise DropConnection()
+            response = error_response(api_key, request, version, code)
+        except DropConnection:
+            return self._drop()
+        return response if response is not None else self._drop()
+
+    def _drop(self) -> None:
+        assert self.protocol is not None
+        self.protocol.drop()
+
+    def _unsupported(self, header: Any, request: Any) -> Any:
+        """UNSUPPORTED_VERSION; for ApiVersions in the v0 layout with this broker's ranges (KIP-511)."""
+        code: int = UnsupportedVersion.errno  # type: ignore[assignment]
+        if header.request_api_key == API_VERSIONS:
+            response = ApiVersionsResponse(error_code=code, api_keys=self._ranges())
+            return encode_response(response, 0, header.correlation_id)
+        response = error_response(header.request_api_key, request, header.request_api_version, code)
+        return response if response is not None else self._drop()
+
+    def _ranges(self) -> list[Any]:
+        return [
+            ApiVersionsResponse.ApiVersion(key, lo, hi)
+            for key, (lo, hi) in sorted(self.cluster.api_versions.items())
+        ]
+
+
+def handle_api_versions(ctx: ConnectionHandler, request: ApiVersionsRequest, version: int) -> Any:
+    if version >= 3 and not (
+        _SOFTWARE_NAME.match(request.client_software_name)
+        and _SOFTWARE_NAME.match(request.client_software_version)
+    ):
+        return ApiVersionsResponse(error_code=InvalidRequest.errno)  # type: ignore[arg-type]
+    return ApiVersionsResponse(api_keys=ctx._ranges(), finalized_features_epoch=-1)
+
+
+def handle_metadata(ctx: ConnectionHandler, request: MetadataRequest, version: int) -> Any:
+    cluster = ctx.cluster
+    R = MetadataResponse
+    live = [b for _, b in sorted(cluster.brokers.items()) if b.up]
+    if request.topics is None or (version == 0 and not request.topics):
+        topics = [_describe_topic(cluster, name) for name in sorted(cluster.topics)]
+    else:
+        allow_create = cluster.auto_create_topics and (version < 4 or request.allow_auto_topic_creation)
+        topics = []
+        for asked in request.topics:
+            if version >= 10 and asked.name is None:
+                topic = cluster.topics_by_id.get(asked.topic_id)
+                if topic is None:
+                    topics.append(
+                        R.MetadataResponseTopic(error_code=UNKNOWN_TOPIC_ID, name=None, topic_id=asked.topic_id)
+                    )
+                else:
+                    topics.append(_describe_topic(cluster, topic.name))
+                continue
+            name = asked.name
+            if name not in cluster.topics and allow_create and live and not topic_name_problem(name):
+                cluster.create_topic(
+                    name,
+                    cluster.default_partitions,
+                    min(cluster.default_replication, len(live)),
+                )
+            if name in cluster.topics:
+                topics.append(_describe_topic(cluster, name))
+            else:
+                error = InvalidTopic.errno if topic_name_problem(name) else UNKNOWN_TOPIC_OR_PARTITION
+                topics.append(R.MetadataResponseTopic(error_code=error, name=name))  # type: ignore[arg-type]
+    return R(
+        brokers=[R.MetadataResponseBroker(b.node_id, b.host, b.port, b.rack) for b in live],
+        cluster_id=cluster.cluster_id,
+        controller_id=live[0].node_id if live else -1,
+        topics=topics,
+    )
+
+
+def _describe_topic(cluster: FakeKafkaCluster, name: str) -> Any:
+    R = MetadataResponse
+    topic = cluster.topics[name]
+    partitions = []
+    for part in topic.partitions:
+        up = [n for n in part.replicas if cluster.brokers[n].up]
+        partitions.append(
+            R.MetadataResponsePartition(
+                error_code=0 if part.leader >= 0 else LeaderNotAvailableError.errno,  # type: ignore[arg-type]
+                partition_index=part.index,
+                leader_id=part.leader,
+                leader_epoch=part.leader_epoch,
+                replica_nodes=list(part.replicas),
+                isr_nodes=up,
+                offline_replicas=[n for n in part.replicas if n not in up],
+            )
+        )
+    return R.MetadataResponseTopic(name=name, topic_id=topic.topic_id, partitions=partitions)
+
+
+def handle_find_coordinator(ctx: ConnectionHandler, request: FindCoordinatorRequest, version: int) -> Any:
+    R = FindCoordinatorResponse
+    keys = request.coordinator_keys if version >= 4 else [request.key]
+    found = []
+    for key in keys:
+        if request.key_type not in (0, 1) or (request.key_type == 1 and not key):
+            found.append(R.Coordinator(key, -1, "", -1, InvalidRequest.errno))  # type: ignore[arg-type]
+            continue
+        node = ctx.cluster.coordinator(key)
+        if node < 0:
+            found.append(R.Coordinator(key, -1, "", -1, CoordinatorNotAvailable.errno))  # type: ignore[arg-type]
+            continue
+        broker = ctx.cluster.brokers[node]
+        found.append(R.Coordinator(key, node, broker.host, broker.port, 0))
+    if version >= 4:
+        return R(coordinators=found)
+    (c,) = found
+    return R(error_code=c.error_code, node_id=c.node_id, host=c.host, port=c.port)
+
+
+def handle_create_topics(ctx: ConnectionHandler, request: CreateTopicsRequest, version: int) -> Any:
+    cluster = ctx.cluster
+    R = CreateTopicsResponse
+    names = [t.name for t in request.topics]
+    results = []
+    for t in request.topics:
+        result = R.CreatableTopicResult(name=t.name, configs=[])
+        problem, error, replicas = _placement(cluster, t)
+        if names.count(t.name) > 1:
+            problem, error = f"topic {t.name!r} is listed more than once", InvalidRequest.errno
+        if not problem and not request.validate_only:
+            topic = cluster.create_topic(t.name, replicas=replicas)
+            result.topic_id = topic.topic_id
+        if problem:
+            result.error_code, result.error_message = error, problem
+            result.num_partitions = result.replication_factor = -1
+        else:
+            result.num_partitions, result.replication_factor = len(replicas), len(replicas[0])
+        results.append(result)
+    return R(topics=results)
+
+
+def _placement(cluster: FakeKafkaCluster, t: Any) -> tuple[str | None, int, list[list[int]]]:
+    """(problem, error code, replicas per partition) for creating topic ``t``, as Kafka checks it."""
+    problem = topic_name_problem(t.name)
+    if problem:
+        return problem, InvalidTopic.errno, []  # type: ignore[return-value]
+    if t.name in cluster.topics:
+        return f"Topic '{t.name}' already exists.", TopicAlreadyExists.errno, []  # type: ignore[return-value]
+    nodes = sorted(n for n, b in cluster.brokers.items() if b.up)
+    if t.assignments:
+        if t.num_partitions != -1 or t.replication_factor != -1:
+            return "assignments need num_partitions and replication_factor -1", InvalidRequest.errno, []  # type: ignore[return-value]
+        by_index = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        if sorted(by_index) != list(range(len(by_index))) or any(
+            not ids or set(ids) - set(cluster.brokers) or len(set(ids)) != len(ids)
+            for ids in by_index.values()
+        ):
+            return "bad replica assignment", InvalidReplicaAssignment.errno, []  # type: ignore[return-value]
+        return None, 0, [by_index[i] for i in range(len(by_index))]
+    partitions = cluster.default_partitions if t.num_partitions == -1 else t.num_partitions
+    rf = cluster.default_replication if t.replication_factor == -1 else t.replication_factor
+    if partitions <= 0:
+        return f"number of partitions must be larger than 0, not {partitions}", InvalidPartitions.errno, []  # type: ignore[return-value]
+    if rf <= 0 or rf > len(nodes):
+        return (
+            f"replication factor {rf} with {len(nodes)} brokers up",
+            InvalidReplicationFactor.errno,  # type: ignore[return-value]
+            [],
+        )
+    return None, 0, [[nodes[(p + i) % len(nodes)] for i in range(rf)] for p in range(partitions)]
+
+
+def handle_init_producer_id(ctx: ConnectionHandler, request: InitProducerIdRequest, version: int) -> Any:
+    cluster = ctx.cluster
+    R = InitProducerIdResponse
+    tid = request.transactional_id
+    if tid is None:
+        # Kafka gives an idempotent (non-transactional) producer a new id every time.
+        return R(producer_id=cluster.new_producer_id(), producer_epoch=0)
+    error = 0
+    if not 0 < request.transaction_timeout_ms <= MAX_TRANSACTION_TIMEOUT_MS:
+        error = InvalidTransactionTimeout.errno
+    elif cluster.coordinator(tid) != ctx.node:
+        error = NotCoordinator.errno
+    current = cluster.transactional_producers.get(tid)
+    if not error and current is not None and request.producer_id >= 0:
+        if (request.producer_id, request.producer_epoch) != current:
+            error = InvalidProducerEpoch.errno
+    if error:
+        return R(error_code=error, producer_id=-1, producer_epoch=-1)  # type: ignore[arg-type]
+    if current is None or current[1] + 1 >= 2**15 - 1:
+        pid, epoch = cluster.new_producer_id(), 0
+    else:
+        pid, epoch = current[0], current[1] + 1
+    cluster.transactional_producers[tid] = (pid, epoch)
+    return R(producer_id=pid, producer_epoch=epoch)
+
+
+SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
+    0: handle_produce,
+    1: handle_fetch,
+    2: handle_list_offsets,
+    3: handle_metadata,
+    8: handle_offset_commit,
+    9: handle_offset_fetch,
+    10: handle_find_coordinator,
+    18: handle_api_versions,
+    19: handle_create_topics,
+    22: handle_init_producer_id,
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set up a virtualenv with afkak and its test extras, then run the whole test suite.
+# Usage: bash tools/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+VENV=${AFKAK_VENV:-.venv}
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q -e '.[test,snappy,lz4,zstd]'
+set +e
+"$VENV/bin/python" -m pytest -q "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "pytest collected no tests: the suite must not be empty" >&2
+  exit 1
+fi
+exit "$rc"
