@@ -43,6 +43,7 @@ __all__ = [
     "DEFAULT_MAX_SIZE",
     "compress",
     "decompress",
+    "decompress_lz4_legacy",
     "has_gzip",
     "has_snappy",
     "has_lz4",
@@ -278,7 +279,7 @@ def _unlz4(data: bytes, max_size: int) -> bytes:
             if total > max_size:
                 raise _too_big(max_size)
             out.append(chunk)
-            if d.eof or d.needs_input:
+            if d.eof or d.needs_input or not chunk:
                 break
             chunk = d.decompress(b"", max_size + 1 - total)
     except DecodeError:

@@ -15,7 +15,8 @@ import os
 import random
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
+from functools import partial
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -106,7 +107,8 @@ def main() -> None:
     values = make_values(args.records)
     n = args.records
 
-    print(f"{n} records of {VALUE_SIZE} B, batches of ~{BATCH_SIZE // 1024} KiB, best of {args.repeat}")
+    print(f"{n} records of {VALUE_SIZE} B in batches of ~{BATCH_SIZE // 1024} KiB", end="")
+    print(f", best of {args.repeat} runs")
     print(f"{'codec':<8}{'op':<8}{'afkak rec/s':>14}{'kafka-python':>14}{'ratio':>8}")
     for codec in codecs:
         ours = afkak_encode(values, codec)
@@ -116,13 +118,13 @@ def main() -> None:
         rows = [
             (
                 "encode",
-                best_rate(lambda: afkak_encode(values, codec), n, args.repeat),
-                best_rate(lambda: kafka_python_encode(values, codec), n, args.repeat),
+                best_rate(partial(afkak_encode, values, codec), n, args.repeat),
+                best_rate(partial(kafka_python_encode, values, codec), n, args.repeat),
             ),
             (
                 "decode",
-                best_rate(lambda: afkak_decode(ours), n, args.repeat),
-                best_rate(lambda: kafka_python_decode(theirs), n, args.repeat),
+                best_rate(partial(afkak_decode, ours), n, args.repeat),
+                best_rate(partial(kafka_python_decode, theirs), n, args.repeat),
             ),
         ]
         for op, a, k in rows:

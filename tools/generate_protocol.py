@@ -259,11 +259,20 @@ class Emitter:
     def __init__(self, schema: Schema) -> None:
         self.s = schema
         self.structs: dict[str, str] = {}  # fmt -> name
+        self.tables: dict[str, str] = {}  # struct code -> name of array_structs table
         self.funcs: dict[str, list[str]] = {}  # struct name -> function sources
         self.enc_names: dict[tuple[str, int], str] = {}
         self.dec_names: dict[tuple[str, int], str] = {}
         self.bodies: dict[str, str] = {}  # body text -> function name
         self.min_sizes: dict[tuple[str, int], int] = {}
+
+    def array_table(self, code: str) -> str:
+        name = f"_A_{struct_name(code)[3:]}"
+        self.tables[code] = name
+        return name
+
+    def fmt_of(self, const: str) -> str:
+        return next(fmt for fmt, name in self.structs.items() if name == const)
 
     def struct_const(self, fmt: str) -> str:
         name = struct_name(fmt)
@@ -346,7 +355,13 @@ class Emitter:
                 self.write_field(body, g, v, "o." + g.name, "a", "    ")
         if self.s.is_flexible(v):
             tagged = self.tagged_fields(sd, v)
-            if not tagged:
+            if not tagged and body and body[-1].startswith("    a(_S_") and ".pack(" in body[-1]:
+                # a pad byte ("x") at the end of the last struct is the empty tag section
+                last = body.pop()
+                name = last[len("    a(") : last.index(".pack(")]
+                fmt = self.fmt_of(name) + "x"
+                body.append(last.replace(name + ".pack(", self.struct_const(fmt) + ".pack(", 1))
+            elif not tagged:
                 body.append('    a(b"\\x00")')
             else:
                 body.append("    t = []")
@@ -370,8 +385,19 @@ class Emitter:
             code = FIXED[f.type][0]
             val = f"{ref}.bytes" if f.type == "uuid" else ref
             body.append(f"{ind}{a}({self.struct_const('>' + code)}.pack({val}))")
+        elif f.type == "string":
+            body.append(f"{ind}{a}(_p.{self.string_func(flex, nullable)}({ref}))")
         elif f.type in VARIABLE:
-            body.append(f"{ind}{a}(_p.{self.var_func(f.type, flex, nullable)}({ref}))")
+            # length, then the caller's buffer itself: records are not copied twice
+            length = "_p.compact_len" if flex else "_p.array_len"
+            body.append(f"{ind}v = {ref}")
+            if nullable:
+                body.append(f"{ind}if v is None:")
+                body.append(f"{ind}    {a}({length}(None))")
+                body.append(f"{ind}else:")
+                ind += "    "
+            body.append(f"{ind}{a}({length}(len(v)))")
+            body.append(f"{ind}{a}(v)")
         elif f.type == "struct":
             enc = self.encoder(f.struct, v)  # type: ignore[arg-type]
             if nullable:
@@ -390,8 +416,13 @@ class Emitter:
                 body.append(f"{ind}    {a}({length}(None))")
                 body.append(f"{ind}else:")
                 ind += "    "
-            body.append(f"{ind}{a}({length}(len(v)))")
             elem = f.elem
+            if elem in FIXED and elem != "uuid":
+                code = FIXED[elem][0]
+                fn = "compact_array" if flex else "array"
+                body.append(f"{ind}{a}(_p.{fn}({self.array_table(code)}, {code!r}, v))")
+                return
+            body.append(f"{ind}{a}({length}(len(v)))")
             if f.type == "[]struct":
                 enc = self.encoder(f.struct, v)  # type: ignore[arg-type]
                 body.append(f"{ind}for e in v:")
@@ -399,18 +430,21 @@ class Emitter:
             elif elem == "uuid":
                 body.append(f"{ind}for e in v:")
                 body.append(f"{ind}    {a}(e.bytes)")
-            elif elem in FIXED:
-                body.append(f"{ind}{a}(_p.pack_array({FIXED[elem][0]!r}, v))")
-            else:
-                fn = self.var_func(elem, flex, False)
+            elif elem == "string":
                 body.append(f"{ind}for e in v:")
-                body.append(f"{ind}    {a}(_p.{fn}(e))")
+                body.append(f"{ind}    {a}(_p.{self.string_func(flex, False)}(e))")
+            else:
+                body.append(f"{ind}for e in v:")
+                body.append(f"{ind}    {a}({length}(len(e)))")
+                body.append(f"{ind}    {a}(e)")
 
     @staticmethod
-    def var_func(ftype: str, flex: bool, nullable: bool) -> str:
-        base = "string" if ftype == "string" else "bytes"
-        name = ("compact_" if flex else "") + ("n" if nullable else "") + base
-        return "bytes_" if name == "bytes" else name
+    def reader(ftype: str, flex: bool) -> str:
+        return ("read_compact_" if flex else "read_") + ("string" if ftype == "string" else "bytes")
+
+    @staticmethod
+    def string_func(flex: bool, nullable: bool) -> str:
+        return ("compact_" if flex else "") + ("n" if nullable else "") + "string"
 
     # -- decoding ---------------------------------------------------------
 
@@ -438,23 +472,27 @@ class Emitter:
                 self.read_field(body, g, v, "f_" + g.name, ind)
         if self.s.is_flexible(v):
             tagged = self.tagged_fields(sd, v)
+            for f in tagged:
+                body.append(f"{ind}f_{f.name} = {default_expr(f)}")
+            body.append(f"{ind}if mv[pos] == 0:")  # the usual empty tag section
+            body.append(f"{ind}    pos += 1")
             if not tagged:
-                body.append(f"{ind}pos = _p.skip_tagged_fields(mv, pos)")
+                body.append(f"{ind}else:")
+                body.append(f"{ind}    pos = _p.skip_tagged_fields(mv, pos)")
             else:
-                for f in tagged:
-                    body.append(f"{ind}f_{f.name} = {default_expr(f)}")
-                body.append(f"{ind}n, pos = _p.read_uvarint(mv, pos)")
-                body.append(f"{ind}for _ in range(n):")
-                body.append(f"{ind}    tag, pos, end = _p.read_tag(mv, pos)")
+                body.append(f"{ind}else:")
+                body.append(f"{ind}    n, pos = _p.read_uvarint(mv, pos)")
+                body.append(f"{ind}    for _ in range(n):")
+                body.append(f"{ind}        tag, pos, end = _p.read_tag(mv, pos)")
                 for i, f in enumerate(tagged):
                     kw = "if" if i == 0 else "elif"
-                    body.append(f"{ind}    {kw} tag == {f.tag}:")
-                    self.read_field(body, f, v, "f_" + f.name, ind + "        ")
-                    body.append(f"{ind}        _p.check_tag_end(pos, end, {f.tag})")
-                body.append(f"{ind}    pos = end")
+                    body.append(f"{ind}        {kw} tag == {f.tag}:")
+                    self.read_field(body, f, v, "f_" + f.name, ind + "            ")
+                    body.append(f"{ind}            _p.check_tag_end(pos, end, {f.tag})")
+                body.append(f"{ind}        pos = end")
         if len(body) == 1:
             body.append(f"{ind}pass")
-        body.append("    except struct.error:")
+        body.append("    except (struct.error, IndexError):")
         body.append("        raise _p.truncated(pos) from None")
         args = []
         for f in sd.fields:
@@ -477,8 +515,7 @@ class Emitter:
             if f.type == "uuid":
                 body.append(f"{ind}{var} = _p.uuid_from({var})")
         elif f.type in VARIABLE:
-            fn = "read_" + self.var_func(f.type, flex, nullable).rstrip("_")
-            body.append(f"{ind}{var}, pos = _p.{fn}(mv, pos)")
+            body.append(f"{ind}{var}, pos = _p.{self.reader(f.type, flex)}(mv, pos, {nullable})")
         elif f.type == "struct":
             dec = self.decoder(f.struct, v)  # type: ignore[arg-type]
             if nullable:
@@ -497,8 +534,40 @@ class Emitter:
                 msize = FIXED[elem][2]
             else:
                 msize = 1 if flex else (2 if elem == "string" else 4)
-            rl = "read_compact_array_len" if flex else "read_array_len"
-            body.append(f"{ind}n, pos = _p.{rl}(mv, pos, {nullable}, {msize})")
+            if elem in FIXED and elem != "uuid":
+                # short arrays inline with a precompiled struct; the rest by the helper
+                code, size = FIXED[elem][1:]
+                table = self.array_table(code)
+                if flex:
+                    body.append(f"{ind}n = mv[pos] - 1")
+                    body.append(f"{ind}if 0 <= n < 127:")
+                    body.append(f"{ind}    {var} = list({table}[n].unpack_from(mv, pos + 1))")
+                    body.append(f"{ind}    pos += 1 + {size} * n")
+                else:
+                    body.append(f"{ind}n = {self.struct_const('>i')}.unpack_from(mv, pos)[0]")
+                    body.append(f"{ind}if 0 <= n < 128:")
+                    body.append(f"{ind}    {var} = list({table}[n].unpack_from(mv, pos + 4))")
+                    body.append(f"{ind}    pos += 4 + {size} * n")
+                rd = "read_compact_array" if flex else "read_array"
+                body.append(f"{ind}else:")
+                body.append(f"{ind}    {var}, pos = _p.{rd}(mv, pos, {code!r}, {size}, {nullable})")
+                return
+            # small lengths are decoded inline; others (and nulls) by the helper
+            if flex:
+                body.append(f"{ind}n = mv[pos] - 1")
+                body.append(f"{ind}if 0 <= n < 127:")
+                body.append(f"{ind}    pos += 1")
+                body.append(f"{ind}else:")
+                body.append(
+                    f"{ind}    n, pos = _p.read_compact_array_len(mv, pos, {nullable}, {msize})"
+                )
+            else:
+                const = self.struct_const(">i")
+                body.append(f"{ind}n = {const}.unpack_from(mv, pos)[0]")
+                body.append(f"{ind}if 0 <= n < 128:")
+                body.append(f"{ind}    pos += 4")
+                body.append(f"{ind}else:")
+                body.append(f"{ind}    n, pos = _p.read_array_len(mv, pos, {nullable}, {msize})")
             if nullable:
                 body.append(f"{ind}if n < 0:")
                 body.append(f"{ind}    {var} = None")
@@ -510,17 +579,13 @@ class Emitter:
                 body.append(f"{ind}for _ in range(n):")
                 body.append(f"{ind}    e, pos = {dec}(mv, pos)")
                 body.append(f"{ind}    {var}.append(e)")
-            elif elem in FIXED and elem != "uuid":
-                code, size = FIXED[elem][1:]
-                body.append(f"{ind}{var}, pos = _p.unpack_array(mv, pos, n, {code!r}, {size})")
             else:
                 if elem == "uuid":
                     item = ["e = _p.uuid_from(bytes(mv[pos:pos + 16]))", "pos += 16"]
                     body.append(f"{ind}if pos + 16 * n > len(mv):")
                     body.append(f"{ind}    raise _p.truncated(pos)")
                 else:
-                    fn = "read_" + self.var_func(elem, flex, False).rstrip("_")
-                    item = [f"e, pos = _p.{fn}(mv, pos)"]
+                    item = [f"e, pos = _p.{self.reader(elem, flex)}(mv, pos, False)"]
                 body.append(f"{ind}{var} = []")
                 body.append(f"{ind}for _ in range(n):")
                 body.extend(f"{ind}    {line}" for line in item)
@@ -536,14 +601,20 @@ def gen_class(schema: Schema, sd: StructDef, top: bool) -> list[str]:
     out = ["", "", "@attrs.define", f"class {sd.name}({base}):"]
     if top:
         kind = {"request": "request", "response": "response"}.get(schema.kind, schema.kind)
-        what = f"Kafka {kind} (api key {schema.api_key})" if schema.api_key is not None else f"Kafka {kind}"
+        what = (
+            f"Kafka {kind} (api key {schema.api_key})"
+            if schema.api_key is not None
+            else f"Kafka {kind}"
+        )
         out.append(f'    """{sd.name}: {what}, versions {schema.valid[0]}-{schema.valid[1]}."""')  # type: ignore[index]
     else:
         doc = sd.about or sd.name
         out.append(f'    """{escape_doc(doc)}"""')
     out.append("")
     if top:
-        api_name = re.sub(r"(Request|Response)$", "", sd.name) if schema.api_key is not None else sd.name
+        api_name = (
+            re.sub(r"(Request|Response)$", "", sd.name) if schema.api_key is not None else sd.name
+        )
         out.append(f"    API_KEY: ClassVar[int | None] = {schema.api_key!r}")
         out.append(f"    API_NAME: ClassVar[str] = {api_name!r}")
         out.append(f"    MIN_VERSION: ClassVar[int] = {schema.valid[0]}")  # type: ignore[index]
@@ -566,7 +637,7 @@ def gen_class(schema: Schema, sd: StructDef, top: bool) -> list[str]:
             ann = f.struct.name  # type: ignore[union-attr]
         else:
             ann = PY_TYPES[f.type]
-        if f.default is None:
+        if f.default is None or f.nullable is not None:
             ann += " | None"
         if f.about:
             out.append(f"    #: {escape_comment(f.about)}")
@@ -629,7 +700,10 @@ def generate_module(schema: Schema) -> str:
         "",
         "import struct",
         "from typing import ClassVar",
-        "from uuid import UUID",
+    ]
+    if any(f.elem == "uuid" for sd in schema.order for f in sd.fields):
+        lines.append("from uuid import UUID")
+    lines += [
         "",
         "import attrs",
         "",
@@ -646,6 +720,8 @@ def generate_module(schema: Schema) -> str:
     lines.append("")
     for fmt, name in sorted(em.structs.items(), key=lambda kv: kv[1]):
         lines.append(f"{name} = struct.Struct({fmt!r})")
+    for code, name in sorted(em.tables.items()):
+        lines.append(f"{name} = _p.array_structs({code!r})")
     for sd in schema.order:
         for src in em.funcs.get(sd.name, []):
             lines.append("")
@@ -680,7 +756,13 @@ the field ``"ignorable": true``, in which case the value is silently dropped
 
 def generate_init(schemas: list[Schema]) -> str:
     mods = {s.name: snake(s.name) for s in schemas}
-    lines = [HEADER.rstrip("\n"), INIT_DOC.rstrip("\n"), "", "from __future__ import annotations", ""]
+    lines = [
+        HEADER.rstrip("\n"),
+        INIT_DOC.rstrip("\n"),
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
     lines.append("import importlib")
     lines.append("from typing import TYPE_CHECKING, Any")
     lines.append("")
@@ -697,7 +779,9 @@ def generate_init(schemas: list[Schema]) -> str:
             lines.append(f"    {s.api_key}: {s.name!r},")
         lines.append("}")
     lines.append("")
-    lines.append("__all__ = [\"REQUESTS\", \"RESPONSES\", \"request_class\", \"response_class\", *_MODULES]")
+    lines.append(
+        '__all__ = ["REQUESTS", "RESPONSES", "request_class", "response_class", *_MODULES]'
+    )
     lines.append("")
     lines.append("")
     lines.append('''def __getattr__(name: str) -> Any:

@@ -15,7 +15,7 @@ from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
-from afkak.common import BrokerResponseError, TopicAndPartition
+from afkak.common import BrokerResponseError
 
 
 class VersionedCall(ABC):
@@ -87,6 +87,3 @@ def check_top_level_error(error_code: int) -> None:
     if error_code:
         raise BrokerResponseError.from_errno(error_code)
 
-
-def key_of(result: Any) -> TopicAndPartition:
-    return TopicAndPartition(result.topic, result.partition)

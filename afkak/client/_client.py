@@ -34,7 +34,7 @@ from afkak.connection._connection import BrokerConnection
 
 from . import _validate as check
 from ._cluster import Cluster
-from ._commit_calls import OffsetCommitCall, OffsetFetchCall
+from ._commit_calls import OffsetCommitCall, OffsetFetchCall, metadata_text
 from ._fanout import fan_out, finish
 from ._fetch_call import FetchCall
 from ._hosts import format_host_port, parse_hosts
@@ -116,7 +116,12 @@ class KafkaClient:
         self.reactor = reactor
         self._disconnect_on_timeout = bool(disconnect_on_timeout)
         pool = ConnectionPool(
-            reactor, endpoint_factory, retry_policy, self.clientId, self.timeout, self._request_timed_out
+            reactor,
+            endpoint_factory,
+            retry_policy,
+            self.clientId,
+            self.timeout,
+            self._request_timed_out,
         )
         self._cluster = Cluster(reactor, pool, bootstrap, metadata_max_age)
         self._pending: set[Deferred[Any]] = set()
@@ -211,11 +216,16 @@ class KafkaClient:
         except KafkaUnavailableError:
             raise
         except Exception as e:
-            raise KafkaUnavailableError(f"Failed to load metadata for topics={topics!r}: {e}") from e
+            raise KafkaUnavailableError(
+                f"Failed to load metadata for topics={topics!r}: {e}"
+            ) from e
         return True
 
     def load_coordinator_for_group(self, group: str) -> Deferred[bool]:
-        """Look up the group's coordinator: fires ``True``, or fails with :exc:`CoordinatorNotAvailable`."""
+        """Look up the group's coordinator.
+
+        Fires ``True``, or fails with :exc:`CoordinatorNotAvailable`.
+        """
         group = check.group_name(group)
         return self._operation(self._load_coordinator(group))
 
@@ -259,7 +269,9 @@ class KafkaClient:
             return ProduceCall(batch, acks, timeout, batches, self._cluster.cache.topic_ids)
 
         return self._operation(
-            self._to_leaders(items, make_call, fail_on_error, callback, timeout / 1000, expect_response=acks != 0)
+            self._to_leaders(
+                items, make_call, fail_on_error, callback, timeout / 1000, expect_response=acks != 0
+            )
         )
 
     def send_fetch_request(
@@ -287,7 +299,9 @@ class KafkaClient:
         def make_call(batch: Sequence[FetchRequest]) -> FetchCall:
             return FetchCall(batch, max_wait_time, min_bytes, self._cluster.cache.topic_ids)
 
-        return self._operation(self._to_leaders(items, make_call, fail_on_error, callback, max_wait_time / 1000))
+        return self._operation(
+            self._to_leaders(items, make_call, fail_on_error, callback, max_wait_time / 1000)
+        )
 
     def send_offset_request(
         self,
@@ -306,7 +320,9 @@ class KafkaClient:
         check.optional_callable("callback", callback)
         timeout_ms = int(self.timeout * 1000)
         return self._operation(
-            self._to_leaders(items, lambda batch: ListOffsetsCall(batch, timeout_ms), fail_on_error, callback, 0)
+            self._to_leaders(
+                items, lambda batch: ListOffsetsCall(batch, timeout_ms), fail_on_error, callback, 0
+            )
         )
 
     async def _to_leaders(
@@ -332,7 +348,14 @@ class KafkaClient:
             expect_response=expect_response,
             timeout=self.timeout + server_wait,
         )
-        return finish(self._cluster, payloads, outcomes, fail_on_error, callback, expect_response=expect_response)
+        return finish(
+            self._cluster,
+            payloads,
+            outcomes,
+            fail_on_error,
+            callback,
+            expect_response=expect_response,
+        )
 
     # -- group requests ------------------------------------------------------
 
@@ -353,17 +376,19 @@ class KafkaClient:
         items = check.payload_list(payloads, OffsetCommitRequest)
         for p in items:
             check.integer("offset", p.offset, check.INT64_MIN, check.INT64_MAX)
+            metadata_text(p.metadata)
         check.integer("group_generation_id", group_generation_id, -(2**31), check.INT32_MAX)
         if not isinstance(consumer_id, str):
             raise TypeError(f"consumer_id must be a str, not {consumer_id!r}")
         check.optional_callable("callback", callback)
-        OffsetCommitCall(group, items, group_generation_id, consumer_id, {})  # checks the metadata
 
         def make_call(batch: Sequence[OffsetCommitRequest]) -> OffsetCommitCall:
             ids = self._cluster.cache.topic_ids
             return OffsetCommitCall(group, batch, group_generation_id, consumer_id, ids)
 
-        return self._operation(self._to_coordinator(group, items, make_call, fail_on_error, callback))
+        return self._operation(
+            self._to_coordinator(group, items, make_call, fail_on_error, callback)
+        )
 
     def send_offset_fetch_request(
         self,
@@ -384,7 +409,9 @@ class KafkaClient:
         def make_call(batch: Sequence[OffsetFetchRequest]) -> OffsetFetchCall:
             return OffsetFetchCall(group, batch, self._cluster.cache.topic_ids)
 
-        return self._operation(self._to_coordinator(group, items, make_call, fail_on_error, callback))
+        return self._operation(
+            self._to_coordinator(group, items, make_call, fail_on_error, callback)
+        )
 
     async def _to_coordinator(
         self,
@@ -399,7 +426,9 @@ class KafkaClient:
         def lost(batch: Sequence[Any], failure: Failure) -> None:
             self._cluster.note_lost_coordinator(group, failure)
 
-        outcomes = await fan_out(self._cluster, {coordinator: payloads}, make_call, lost, timeout=self.timeout)
+        outcomes = await fan_out(
+            self._cluster, {coordinator: payloads}, make_call, lost, timeout=self.timeout
+        )
         return finish(self._cluster, payloads, outcomes, fail_on_error, callback, group=group)
 
     # -- raw requests, for afkak's higher layers ------------------------------
@@ -491,4 +520,3 @@ def _cancelled_as_afkak(failure: Failure) -> Failure:
 def _fire_and_pass(result: Any, waiter: Deferred[None]) -> Any:
     waiter.callback(None)
     return result
-

@@ -90,10 +90,14 @@ class Cluster:
     def _explain_discard(self, failure: Failure, conn: BrokerConnection) -> Failure:
         """A request cancelled because its broker left the cluster lost its broker, retriably."""
         if failure.check(CancelledError) and conn in self.pool.discarded:
-            return Failure(BrokerConnectionError(f"{conn.host}:{conn.port} left the cluster or moved"))
+            return Failure(
+                BrokerConnectionError(f"{conn.host}:{conn.port} left the cluster or moved")
+            )
         return failure
 
-    async def request_any(self, call: Any, min_version: int | None = None, max_version: int | None = None) -> Any:
+    async def request_any(
+        self, call: Any, min_version: int | None = None, max_version: int | None = None
+    ) -> Any:
         """The response to *call* from any broker that answers.
 
         Known brokers are tried first, connected ones before the others, in
@@ -156,7 +160,9 @@ class Cluster:
         def explain(result: Any) -> Any:
             unsubscribe()
             if refused and isinstance(result, Failure) and result.check(CancelledError):
-                return Failure(BrokerConnectionError(f"cannot connect: {refused[0].getErrorMessage()}"))
+                return Failure(
+                    BrokerConnectionError(f"cannot connect: {refused[0].getErrorMessage()}")
+                )
             return result
 
         unsubscribe = self.pool.on_connect_failure(conn, connect_failed)
@@ -164,7 +170,7 @@ class Cluster:
         sent.append(d)
         if refused:
             d.cancel()
-        return d.addBoth(explain)
+        return d.addBoth(explain).addErrback(self._explain_discard, conn)
 
     # -- metadata -----------------------------------------------------------
 
@@ -202,10 +208,12 @@ class Cluster:
         d.addErrback(self._refresh_failed)
 
     def _refresh_failed(self, failure: Failure) -> None:
-        log.failure("Periodic metadata refresh failed", failure)
+        log.warn("Periodic metadata refresh failed: {error}", error=failure.getErrorMessage())
         self._schedule_refresh()
 
-    async def leaders(self, keys: Iterable[TopicAndPartition]) -> dict[TopicAndPartition, BrokerMetadata]:
+    async def leaders(
+        self, keys: Iterable[TopicAndPartition]
+    ) -> dict[TopicAndPartition, BrokerMetadata]:
         """The leader of each partition, loading the metadata of unknown ones in one request.
 
         :raises PartitionUnavailableError: a partition is not in the metadata.
@@ -222,7 +230,9 @@ class Cluster:
             except KeyError:
                 raise PartitionUnavailableError(f"{key} not available") from None
             if broker is None:
-                raise LeaderUnavailableError(f"leader not available for topic {key.topic} partition {key.partition}")
+                raise LeaderUnavailableError(
+                    f"leader not available for topic {key.topic} partition {key.partition}"
+                )
             leaders[key] = broker
         return leaders
 
@@ -239,11 +249,13 @@ class Cluster:
         :raises CoordinatorNotAvailable: (in the Deferred) it could not be determined.
         """
         shared = self._coordinator_loads.get(group)
-        if shared is None:
-            shared = self._coordinator_loads[group] = SharedResult()
-            d = Deferred.fromCoroutine(self._coordinator_round(group))
-            d.addBoth(self._coordinator_found, group, shared)
-        return shared.wait()
+        if shared is not None:
+            return shared.wait()
+        shared = self._coordinator_loads[group] = SharedResult()
+        waiter = shared.wait()
+        d = Deferred.fromCoroutine(self._coordinator_round(group))
+        d.addBoth(self._coordinator_found, group, shared)
+        return waiter
 
     async def _coordinator_round(self, group: str) -> BrokerMetadata:
         call = FindCoordinatorCall(group)
@@ -253,7 +265,9 @@ class Cluster:
             raise
         except KafkaError as e:
             self.cache.reset_groups(group)
-            raise CoordinatorNotAvailable(f"coordinator for group {group!r} not available: {e}") from e
+            raise CoordinatorNotAvailable(
+                f"coordinator for group {group!r} not available: {e}"
+            ) from e
         if not self.closed:
             self._apply(self.cache.update_brokers([broker], complete=False))
             self.cache.coordinators[group] = broker
@@ -297,7 +311,6 @@ class Cluster:
         self.cache.reset_all()
         self.cache.brokers.clear()
         return self.pool.close()
-
 
 
 def _bounds(call: Any, min_version: int | None, max_version: int | None) -> dict[str, Any]:

@@ -20,8 +20,7 @@ from afkak.common import (
     OffsetFetchResponse,
 )
 from afkak.protocol._primitives import ZERO_UUID
-from afkak.protocol.messages import OffsetCommitRequest as CommitMsg
-from afkak.protocol.messages import OffsetFetchRequest as FetchMsg
+from afkak.protocol.messages import OffsetCommitRequest as CommitMsg, OffsetFetchRequest as FetchMsg
 
 from ._call import TopicIds, VersionedCall, group_by_topic
 
@@ -76,7 +75,11 @@ class OffsetCommitCall(VersionedCall):
                     name="" if by_id else name,
                     topic_id=self.ids.by_name[name] if by_id else ZERO_UUID,
                     partitions=[
-                        part(partition_index=p.partition, committed_offset=p.offset, committed_metadata=m)
+                        part(
+                            partition_index=p.partition,
+                            committed_offset=p.offset,
+                            committed_metadata=m,
+                        )
                         for p, m in group
                     ],
                 )

@@ -54,7 +54,7 @@ async def fan_out(
         sends.append(d.addCallback(call.parse if expect_response else _nothing))
     results = await DeferredList(sends, consumeErrors=True)
     outcomes: list[Outcome] = []
-    for batch, (ok, value) in zip(batches.values(), results):
+    for batch, (ok, value) in zip(batches.values(), results, strict=True):
         if not ok:
             if value.check(CancelledError):
                 value.raiseException()

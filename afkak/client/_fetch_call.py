@@ -18,7 +18,7 @@ from afkak.protocol._primitives import ZERO_UUID
 from afkak.protocol.messages import FetchRequest as FetchMsg
 from afkak.records.reader import read_batches
 
-from ._call import TopicIds, VersionedCall, check_top_level_error, group_by_topic
+from ._call import TopicIds, VersionedCall, group_by_topic
 
 TOPIC_ID_VERSION = 13
 READ_UNCOMMITTED = 0
@@ -39,6 +39,10 @@ class FetchedMessages:
         self._offset = offset
 
     def __iter__(self) -> Iterator[OffsetAndMessage]:
+        # The hot loop of every consumer: tuples are built with tuple.__new__,
+        # which is what OffsetAndMessage and Message construct themselves with
+        # (Message keeps an unset timestamp and empty headers as class defaults).
+        new = tuple.__new__
         offset = self._offset
         for batch in read_batches(self._records):
             if batch.is_control or batch.last_offset < offset:
@@ -46,7 +50,11 @@ class FetchedMessages:
             magic = batch.magic
             for r in batch.records(offset):
                 # r is (offset, timestamp, timestamp_type, key, value, headers)
-                yield OffsetAndMessage(r[0], Message(magic, 0, r[3], r[4], timestamp=r[1], headers=r[5]))
+                message = new(Message, (magic, 0, r[3], r[4]))
+                message.timestamp = r[1]
+                if r[5]:
+                    message.headers = r[5]
+                yield new(OffsetAndMessage, (r[0], message))
 
     def __bool__(self) -> bool:
         return bool(self._records)
@@ -88,7 +96,11 @@ class FetchCall(VersionedCall):
                     topic="" if by_id else name,
                     topic_id=self.ids.by_name[name] if by_id else ZERO_UUID,
                     partitions=[
-                        part(partition=p.partition, fetch_offset=p.offset, partition_max_bytes=p.max_bytes)
+                        part(
+                            partition=p.partition,
+                            fetch_offset=p.offset,
+                            partition_max_bytes=p.max_bytes,
+                        )
                         for p in group
                     ],
                 )
@@ -97,7 +109,17 @@ class FetchCall(VersionedCall):
         )
 
     def parse(self, response: Any) -> list[FetchResponse]:
-        check_top_level_error(response.error_code)
+        """One FetchResponse per partition; a top-level error is every partition's.
+
+        A top-level error comes without partitions from v13 on (and in fetch
+        session errors): then every requested partition gets it.
+        """
+        top_error = response.error_code
+        if top_error and not response.responses:
+            return [
+                FetchResponse(p.topic, p.partition, top_error, -1, FetchedMessages(None, p.offset))
+                for p in self.payloads
+            ]
         by_id = self.version >= TOPIC_ID_VERSION
         results = []
         for t in response.responses:
@@ -108,10 +130,9 @@ class FetchCall(VersionedCall):
                     FetchResponse(
                         name,
                         p.partition_index,
-                        p.error_code,
+                        p.error_code or top_error,
                         p.high_watermark,
                         FetchedMessages(p.records, offset),
                     )
                 )
         return results
-

@@ -35,7 +35,12 @@ class ListOffsetsCall(VersionedCall):
             isolation_level=READ_UNCOMMITTED,
             timeout_ms=self.timeout_ms,
             topics=[
-                topic(name=name, partitions=[partition(partition_index=p.partition, timestamp=p.time) for p in group])
+                topic(
+                    name=name,
+                    partitions=[
+                        partition(partition_index=p.partition, timestamp=p.time) for p in group
+                    ],
+                )
                 for name, group in group_by_topic(self.payloads).items()
             ],
         )

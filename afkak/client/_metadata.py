@@ -152,15 +152,6 @@ class MetadataCache:
         if key in self.topics_to_brokers:
             self.topics_to_brokers[key] = None
 
-    def reset_leaders_on(self, node_id: int) -> list[str]:
-        """Forget every leadership held by a broker; return the affected topics."""
-        topics = []
-        for key, broker in self.topics_to_brokers.items():
-            if broker is not None and broker.node_id == node_id:
-                self.topics_to_brokers[key] = None
-                topics.append(key.topic)
-        return topics
-
     def reset_groups(self, *groups: str) -> None:
         for group in groups:
             self.coordinators.pop(group, None)

@@ -114,7 +114,9 @@ class ConnectionPool:
         self._watches[conn] = watch
         return conn
 
-    def on_connect_failure(self, conn: BrokerConnection, callback: Callable[[Failure], None]) -> Callable[[], None]:
+    def on_connect_failure(
+        self, conn: BrokerConnection, callback: Callable[[Failure], None]
+    ) -> Callable[[], None]:
         """Run *callback* if *conn*'s next connection attempt fails; return an unsubscriber."""
         callbacks = self._watches[conn].callbacks
         callbacks.append(callback)
@@ -129,7 +131,11 @@ class ConnectionPool:
         """Close and forget the connection to a broker that left or moved."""
         conn = self.clients.pop(node_id, None)
         if conn is not None:
-            log.info("Closing the connection to departed or moved broker {node_id}: {conn!r}", node_id=node_id, conn=conn)
+            log.info(
+                "Closing the connection to departed or moved broker {node_id}: {conn!r}",
+                node_id=node_id,
+                conn=conn,
+            )
             self.discarded.add(conn)
             self.release(conn)
 

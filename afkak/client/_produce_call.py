@@ -22,6 +22,7 @@ from afkak.records.builder import build_batch
 from ._call import TopicIds, VersionedCall, group_by_topic
 
 TOPIC_ID_VERSION = 13
+_BYTES_OR_NONE = frozenset({bytes, type(None)})
 
 
 def encode_messages(messages: Any, now_ms: int) -> bytes:
@@ -40,17 +41,20 @@ def encode_messages(messages: Any, now_ms: int) -> bytes:
         values = [m[3] for m in messages]
     except (TypeError, IndexError):
         raise TypeError(f"messages must be afkak.common.Message tuples: {messages!r}") from None
-    for field in (keys, values):
-        for item in field:
-            if item is not None and type(item) is not bytes:
-                raise TypeError(f"message keys and values must be bytes or None, not {item!r}")
+    types = set(map(type, values))
+    types.update(map(type, keys))
+    if not types <= _BYTES_OR_NONE:
+        bad = next(x for x in (*keys, *values) if type(x) not in _BYTES_OR_NONE)
+        raise TypeError(f"message keys and values must be bytes or None, not {bad!r}")
     stamps = [getattr(m, "timestamp", None) for m in messages]
     headers = [getattr(m, "headers", ()) for m in messages]
     return build_batch(
         values,
         None if all(k is None for k in keys) else keys,
         headers=headers if any(headers) else None,
-        timestamps=None if all(s is None for s in stamps) else [now_ms if s is None else s for s in stamps],
+        timestamps=None
+        if all(s is None for s in stamps)
+        else [now_ms if s is None else s for s in stamps],
         timestamp=now_ms,
         codec=getattr(messages, "codec", CODEC_NONE),
     )
@@ -88,7 +92,8 @@ class ProduceCall(VersionedCall):
                     name="" if by_id else name,
                     topic_id=self.ids.by_name[name] if by_id else ZERO_UUID,
                     partition_data=[
-                        part(index=p.partition, records=self.batches[name, p.partition]) for p in group
+                        part(index=p.partition, records=self.batches[name, p.partition])
+                        for p in group
                     ],
                 )
                 for name, group in group_by_topic(self.payloads).items()
@@ -98,7 +103,12 @@ class ProduceCall(VersionedCall):
     def parse(self, response: Any) -> list[ProduceResponse]:
         by_id = self.version >= TOPIC_ID_VERSION
         return [
-            ProduceResponse(self.ids.name_of(t.topic_id if by_id else t.name), p.index, p.error_code, p.base_offset)
+            ProduceResponse(
+                self.ids.name_of(t.topic_id if by_id else t.name),
+                p.index,
+                p.error_code,
+                p.base_offset,
+            )
             for t in response.responses
             for p in t.partition_responses
         ]

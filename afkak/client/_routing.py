@@ -21,7 +21,9 @@ def payload_key(payload: Any) -> TopicAndPartition:
     return TopicAndPartition(payload.topic, payload.partition)
 
 
-def group_by_broker(payloads: Iterable[P], broker_of: Callable[[P], Hashable]) -> dict[Any, list[P]]:
+def group_by_broker(
+    payloads: Iterable[P], broker_of: Callable[[P], Hashable]
+) -> dict[Any, list[P]]:
     """Payloads grouped by destination broker, keeping their relative order."""
     grouped: dict[Any, list[P]] = {}
     for payload in payloads:

@@ -25,7 +25,9 @@ LEADER_MOVED = frozenset({5, 6, 56, 74, 75})
 COORDINATOR_MOVED = frozenset({15, 16})
 
 
-def forget_for_error(cache: MetadataCache, error: int, key: TopicAndPartition | None, group: str | None) -> None:
+def forget_for_error(
+    cache: MetadataCache, error: int, key: TopicAndPartition | None, group: str | None
+) -> None:
     """Forget what broker error *error*, about partition *key* or *group*, proved stale."""
     if key is not None:
         if error in TOPIC_GONE:
@@ -36,7 +38,9 @@ def forget_for_error(cache: MetadataCache, error: int, key: TopicAndPartition | 
         cache.reset_groups(group)
 
 
-def forget_for_responses(cache: MetadataCache, responses: list[Any], group: str | None = None) -> None:
+def forget_for_responses(
+    cache: MetadataCache, responses: list[Any], group: str | None = None
+) -> None:
     """Apply :func:`forget_for_error` to each response tuple with an ``error``."""
     for r in responses:
         if r.error:

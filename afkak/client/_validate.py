@@ -12,7 +12,6 @@ from typing import Any
 
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}\Z")
 INT32_MAX = 2**31 - 1
-INT16_MAX = 2**15 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 

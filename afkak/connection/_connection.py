@@ -197,6 +197,9 @@ class BrokerConnection:
             answer (produce with acks=0): the Deferred fires with ``None`` once
             the bytes are written.
         :param timeout: seconds instead of the connection's ``request_timeout``.
+            A request that times out or is cancelled after it was written
+            keeps its pipelining slot until its response arrives or the
+            connection drops: the broker is still working on it.
         :returns: a Deferred, whose cancellation fails it with
             :class:`~afkak.common.CancelledError` telling whether the request
             had been sent.
@@ -272,9 +275,7 @@ class BrokerConnection:
             lambda: self._endpoint_factory(self._reactor, self.host, self.port).connect(factory)
         )
         self._connect_timer = self._reactor.callLater(self._connect_timeout, attempt.cancel)
-        attempt.addCallbacks(
-            self._connected, self._connect_failed, callbackArgs=(attempt,), errbackArgs=(attempt,)
-        )
+        attempt.addCallbacks(self._connected, self._connect_failed, errbackArgs=(attempt,))
 
     def _negotiate_versions(self, protocol: BrokerProtocol) -> None:
         self._protocol = protocol
@@ -351,18 +352,12 @@ class BrokerConnection:
 
     # Connecting
 
-    def _connected(self, protocol: BrokerProtocol, attempt: Deferred[BrokerProtocol]) -> None:
-        if attempt is not self._attempt:  # closed meanwhile; the endpoint ignored the cancellation
-            protocol.transport.abortConnection()
-            return
+    def _connected(self, protocol: BrokerProtocol) -> None:
         self._end_attempt()
-        if protocol.lost:
-            self._fire(Event.CONNECT_FAILED, BrokerConnectionError("connection lost at once"))
-        else:
-            self._fire(Event.CONNECTED, protocol)
+        self._fire(Event.CONNECTED, protocol)
 
     def _connect_failed(self, failure: Failure, attempt: Deferred[BrokerProtocol]) -> None:
-        if attempt is not self._attempt:
+        if attempt is not self._attempt:  # cancelled by close()
             return
         timed_out = self._connect_timer is not None and not self._connect_timer.active()
         self._end_attempt()
@@ -400,8 +395,6 @@ class BrokerConnection:
         protocol.send(request, request.message(version))
 
     def _versions_received(self, response: Any, protocol: BrokerProtocol, version: int) -> None:
-        if protocol is not self._protocol:
-            return
         if response.error_code == 0:
             self._fire(Event.NEGOTIATED, ranges_of(response))
         elif response.error_code == UNSUPPORTED_VERSION and version > 0:
@@ -459,12 +452,13 @@ class BrokerConnection:
             limit = self._max_in_flight
             while (
                 queue
+                and protocol is not None
                 and self._state is State.READY
                 and self._protocol is protocol
-                and not protocol.write_paused  # type: ignore[union-attr]
-                and len(protocol.in_flight) < limit  # type: ignore[union-attr]
+                and not protocol.write_paused
+                and len(protocol.in_flight) < limit
             ):
-                self._send(protocol, queue.popleft())  # type: ignore[arg-type]
+                self._send(protocol, queue.popleft())
         finally:
             self._pumping = False
 

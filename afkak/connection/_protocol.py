@@ -71,10 +71,10 @@ class BrokerProtocol(FramedProtocol):
         correlation_id = self._correlation_id
         self._correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         frame = encode_request(message, request.version, correlation_id, self._client_id)
-        self.transport.write(frame)
         request.sent = True
-        if request.expect_response:
+        if request.expect_response:  # before writing: a transport may deliver the answer at once
             self.in_flight[correlation_id] = request
+        self.transport.write(frame)
 
     def take_in_flight(self) -> list[PendingRequest]:
         """Forget and return the requests in flight (the connection is going away)."""

@@ -10,7 +10,8 @@ path that runs only after the fast encoder failed, to name the bad field.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 from uuid import UUID
 
 import attrs
@@ -32,8 +33,10 @@ class FieldSpec:
     ``type`` is a primitive name (``int32``, ``string``, ``uuid``, ...), ``struct``,
     ``[]<primitive>`` or ``[]struct``; ``struct`` is the value class for the last two.
     Version ranges are inclusive ``(low, high)`` pairs or ``None`` for "never".
-    ``flexible`` overrides the message's flexible versions for this field
-    (the request header's ClientId is never compact).
+    ``default`` is the schema default (``None`` for a ``"null"`` default); for
+    arrays it is ``()`` (empty) or ``None``, for ``struct`` fields ``True`` (a
+    default-constructed instance) or ``None``.  ``flexible`` is the versions in
+    which this field uses compact encodings (the request header's ClientId never does).
     """
 
     name: str

@@ -8,8 +8,9 @@ input; callers add the API key and version.
 
 from __future__ import annotations
 
+import functools
 import struct
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from afkak._errors import DecodeError
 
@@ -116,7 +117,7 @@ def _check_count(mv: memoryview, pos: int, n: int, nullable: bool, min_size: int
     return n
 
 
-def _bad_length(mv: memoryview, at: int, n: int) -> DecodeError:
+def _bad_length(at: int, n: int) -> DecodeError:
     if n < 0:
         return DecodeError(f"invalid length {n}", offset=at)
     return DecodeError(f"length {n} runs past the end", offset=at)
@@ -153,21 +154,19 @@ def compact_nstring(s: str | None) -> bytes:
     return b"\x00" if s is None else compact_string(s)
 
 
-def read_string(mv: memoryview, pos: int) -> tuple[str, int]:
+def read_string(mv: memoryview, pos: int, nullable: bool) -> tuple[str | None, int]:
+    """int16 length (-1 = null) and UTF-8 bytes."""
     (n,) = INT16.unpack_from(mv, pos)
     end = pos + 2 + n
     if n < 0 or end > len(mv):
-        raise _bad_length(mv, pos, n)
+        if n == -1 and nullable:
+            return None, pos + 2
+        raise _bad_length(pos, n)
     return _utf8(mv, pos + 2, end, pos), end
 
 
-def read_nstring(mv: memoryview, pos: int) -> tuple[str | None, int]:
-    if INT16.unpack_from(mv, pos)[0] == -1:
-        return None, pos + 2
-    return read_string(mv, pos)
-
-
-def read_compact_string(mv: memoryview, pos: int) -> tuple[str, int]:
+def read_compact_string(mv: memoryview, pos: int, nullable: bool) -> tuple[str | None, int]:
+    """Unsigned varint length + 1 (0 = null) and UTF-8 bytes."""
     n = mv[pos]
     if n < 0x80:
         start = pos + 1
@@ -175,50 +174,28 @@ def read_compact_string(mv: memoryview, pos: int) -> tuple[str, int]:
         n, start = read_uvarint(mv, pos)
     end = start + n - 1
     if n == 0 or end > len(mv):
-        raise _bad_length(mv, pos, n - 1)
+        if n == 0 and nullable:
+            return None, start
+        raise _bad_length(pos, n - 1)
     return _utf8(mv, start, end, pos), end
-
-
-def read_compact_nstring(mv: memoryview, pos: int) -> tuple[str | None, int]:
-    if mv[pos] == 0:
-        return None, pos + 1
-    return read_compact_string(mv, pos)
 
 
 # --- bytes / records -------------------------------------------------------
 
 
-def bytes_(b: bytes) -> bytes:
-    return INT32.pack(len(b)) + b
-
-
-def nbytes(b: bytes | None) -> bytes:
-    return b"\xff\xff\xff\xff" if b is None else INT32.pack(len(b)) + b
-
-
-def compact_bytes(b: bytes) -> bytes:
-    return uvarint(len(b) + 1) + b
-
-
-def compact_nbytes(b: bytes | None) -> bytes:
-    return b"\x00" if b is None else uvarint(len(b) + 1) + b
-
-
-def read_bytes(mv: memoryview, pos: int) -> tuple[bytes, int]:
+def read_bytes(mv: memoryview, pos: int, nullable: bool) -> tuple[bytes | None, int]:
+    """int32 length (-1 = null) and the bytes, copied once."""
     (n,) = INT32.unpack_from(mv, pos)
     end = pos + 4 + n
     if n < 0 or end > len(mv):
-        raise _bad_length(mv, pos, n)
+        if n == -1 and nullable:
+            return None, pos + 4
+        raise _bad_length(pos, n)
     return bytes(mv[pos + 4 : end]), end
 
 
-def read_nbytes(mv: memoryview, pos: int) -> tuple[bytes | None, int]:
-    if INT32.unpack_from(mv, pos)[0] == -1:
-        return None, pos + 4
-    return read_bytes(mv, pos)
-
-
-def read_compact_bytes(mv: memoryview, pos: int) -> tuple[bytes, int]:
+def read_compact_bytes(mv: memoryview, pos: int, nullable: bool) -> tuple[bytes | None, int]:
+    """Unsigned varint length + 1 (0 = null) and the bytes, copied once."""
     n = mv[pos]
     if n < 0x80:
         start = pos + 1
@@ -226,37 +203,85 @@ def read_compact_bytes(mv: memoryview, pos: int) -> tuple[bytes, int]:
         n, start = read_uvarint(mv, pos)
     end = start + n - 1
     if n == 0 or end > len(mv):
-        raise _bad_length(mv, pos, n - 1)
+        if n == 0 and nullable:
+            return None, start
+        raise _bad_length(pos, n - 1)
     return bytes(mv[start:end]), end
-
-
-def read_compact_nbytes(mv: memoryview, pos: int) -> tuple[bytes | None, int]:
-    if mv[pos] == 0:
-        return None, pos + 1
-    return read_compact_bytes(mv, pos)
 
 
 # --- uuid ------------------------------------------------------------------
 
 
+_new_object = object.__new__
+_set_slot = object.__setattr__
+_UNKNOWN = SafeUUID.unknown
+
+
 def uuid_from(b: bytes) -> UUID:
-    """UUID from 16 bytes, sharing the zero UUID instance."""
-    return ZERO_UUID if b == _ZERO_UUID_BYTES else UUID(bytes=b)
+    """UUID from 16 bytes; shares the zero UUID and skips UUID.__init__'s checks."""
+    if b == _ZERO_UUID_BYTES:
+        return ZERO_UUID
+    u = _new_object(UUID)
+    _set_slot(u, "int", int.from_bytes(b, "big"))
+    _set_slot(u, "is_safe", _UNKNOWN)
+    return u
 
 
 # --- arrays of fixed-size primitives ---------------------------------------
 
 
-def pack_array(code: str, values: list) -> bytes:
-    """Pack a list of same-typed fixed-size primitives (struct ``code``)."""
-    return struct.pack(f">{len(values)}{code}", *values)
+def array(table: tuple[struct.Struct, ...], code: str, values: list) -> bytes:
+    """int32 length and packed fixed-size primitives; ``table`` from :func:`array_structs`."""
+    n = len(values)
+    body = table[n].pack(*values) if n < 128 else struct.pack(f">{n}{code}", *values)
+    return INT32.pack(n) + body
 
 
-def unpack_array(mv: memoryview, pos: int, n: int, code: str, size: int) -> tuple[list, int]:
-    end = pos + n * size
-    if end > len(mv):
-        raise DecodeError("array runs past the end", offset=pos)
-    return list(struct.unpack_from(f">{n}{code}", mv, pos)), end
+def compact_array(table: tuple[struct.Struct, ...], code: str, values: list) -> bytes:
+    """Compact length and packed fixed-size primitives; ``table`` from :func:`array_structs`."""
+    n = len(values)
+    if n < 127:
+        return _UVARINT_CACHE[n + 1] + table[n].pack(*values)
+    return uvarint(n + 1) + struct.pack(f">{n}{code}", *values)
+
+
+@functools.cache
+def array_structs(code: str) -> tuple[struct.Struct, ...]:
+    """Precompiled structs for 0..127 items of ``code``, for inline array decoding."""
+    return tuple(struct.Struct(f">{n}{code}") for n in range(128))
+
+
+def read_array(
+    mv: memoryview, pos: int, code: str, size: int, nullable: bool
+) -> tuple[list | None, int]:
+    """An int32-length array of fixed-size primitives (struct ``code``)."""
+    (n,) = INT32.unpack_from(mv, pos)
+    return _unpack_array(mv, pos, pos + 4, n, code, size, nullable)
+
+
+def read_compact_array(
+    mv: memoryview, pos: int, code: str, size: int, nullable: bool
+) -> tuple[list | None, int]:
+    """A compact-length array of fixed-size primitives (struct ``code``)."""
+    n = mv[pos]
+    if n < 0x80:
+        start = pos + 1
+    else:
+        n, start = read_uvarint(mv, pos)
+    return _unpack_array(mv, pos, start, n - 1, code, size, nullable)
+
+
+def _unpack_array(
+    mv: memoryview, at: int, start: int, n: int, code: str, size: int, nullable: bool
+) -> tuple[list | None, int]:
+    end = start + n * size
+    if n <= 0 or end > len(mv):
+        if n == 0:
+            return [], start
+        if n == -1 and nullable:
+            return None, start
+        raise DecodeError(f"invalid array length {n}", offset=at)
+    return list(struct.unpack_from(f">{n}{code}", mv, start)), end
 
 
 # --- tagged fields ---------------------------------------------------------

@@ -40,9 +40,7 @@ def _frame(header: bytes, body: bytes) -> bytes:
     return _p.INT32.pack(len(header) + len(body)) + header + body
 
 
-def encode_request(
-    msg: Message, version: int, correlation_id: int, client_id: str | None
-) -> bytes:
+def encode_request(msg: Message, version: int, correlation_id: int, client_id: str | None) -> bytes:
     """Full request frame: int32 size, request header, body."""
     if msg.API_KEY is None or request_class(msg.API_KEY) is not type(msg):
         raise EncodeError(f"{type(msg).__name__} is not a request")

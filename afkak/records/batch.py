@@ -7,8 +7,10 @@ Batches are parsed lazily: the header when the batch is reached, the records
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from functools import partial
-from typing import Iterator
+from itertools import repeat
+from operator import add
 
 import attrs
 
@@ -166,8 +168,8 @@ def _decode_records(
     out: list[tuple] = []
     append = out.append
     dec1, dec2, len1, len2 = DEC1, DEC2, LEN1, LEN2
-    off1 = [base_offset + d for d in dec1]
-    ts1 = [base_ts + d for d in dec1]
+    off1 = list(map(add, dec1, repeat(base_offset, 128)))
+    ts1 = list(map(add, dec1, repeat(base_ts, 128)))
     for _ in range(count):
         # length, then skip attributes
         b = buf[pos]
@@ -204,17 +206,17 @@ def _decode_records(
             else:
                 off, pos = decode_zigzag(buf, pos)
                 off += base_offset
-        # key
+        # key (a 1-byte length other than null is never -1)
         b = buf[pos]
         if b == 1:
             key = None
             pos += 1
+        elif b < 128:
+            n = pos + 1 + len1[b]
+            key = buf[pos + 1 : n]
+            pos = n
         else:
-            if b < 128:
-                n = len1[b]
-                pos += 1
-            else:
-                n, pos = decode_length(buf, pos)
+            n, pos = decode_length(buf, pos)
             if n == -1:
                 key = None
             else:

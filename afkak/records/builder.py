@@ -13,9 +13,9 @@ from __future__ import annotations
 import struct
 import time
 from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from itertools import accumulate, repeat
 from operator import add, sub
-from typing import Iterable, Sequence
 
 from crc32c import crc32c
 
@@ -49,9 +49,9 @@ _CRC_START = 21
 _TRANSACTIONAL = 0x10
 _CONTROL = 0x20
 _MAX_SEQUENCE = 2**31 - 1
-#: Per-record overhead that RecordBatchBuilder.size assumes: length (2),
-#: attributes, timestamp delta, offset delta (2), key and value lengths (1
-#: and 2) and header count; exact for typical records of 64 B to 8 KiB.
+#: Per-record overhead that size estimates assume: length (2), attributes,
+#: timestamp delta (1), offset delta (2), key and value lengths (1 and 2)
+#: and header count: the usual sizes for records of 64 B to 8 KiB.
 _RECORD_OVERHEAD = 10
 # SIZE_PLUS[c][i]: SIZE[i] + c, for adding constant parts of a record's length.
 _SIZE_PLUS = {c: [s + c for s in SIZE] for c in (2, 3, 4)}
@@ -145,9 +145,16 @@ def _encode_common(
         return None
     try:
         vlens = list(map(len, values))
-        klens = None if keys is None else list(map(len, keys))
-    except TypeError:  # a None value or key, or a wrong type
+    except TypeError:  # a None value, or a wrong type
         return None
+    klens = None
+    if keys is not None:
+        try:
+            klens = list(map(len, keys))
+        except TypeError:  # a None key, or a wrong type
+            if any(k is not None for k in keys):
+                return None
+            keys = None
     if max(vlens) >= TABLE_LIMIT or (klens is not None and max(klens) >= TABLE_LIMIT):
         return None
     same_ts = deltas is None or (min(deltas) == 0 and max(deltas) == 0)
@@ -195,33 +202,35 @@ def _encode_each(
     """Encode records one by one: any shape."""
     out = bytearray()
     for i, value in enumerate(values):
+        delta = 0 if deltas is None else deltas[i]
         rec = bytearray(b"\x00")  # attributes
-        rec += encode_zigzag(0 if deltas is None else deltas[i])
-        rec += encode_zigzag(i)
-        for field in (None if keys is None else keys[i], value):
-            if field is None:
-                rec += b"\x01"
-            elif isinstance(field, _byteslike):
-                rec += encode_zigzag(len(field))
-                rec += field
-            else:
-                raise TypeError(f"record keys and values must be bytes or None, not {field!r}")
+        rec += _zigzag(delta)
+        rec += _zigzag(i)
+        rec += _blob(None if keys is None else keys[i])
+        rec += _blob(value)
         record_headers = () if headers is None else headers[i]
-        rec += encode_zigzag(len(record_headers))
+        rec += _zigzag(len(record_headers))
         for hkey, hvalue in record_headers:
             hk = hkey.encode("utf-8")
-            rec += encode_zigzag(len(hk))
+            rec += _zigzag(len(hk))
             rec += hk
-            if hvalue is None:
-                rec += b"\x01"
-            elif isinstance(hvalue, _byteslike):
-                rec += encode_zigzag(len(hvalue))
-                rec += hvalue
-            else:
-                raise TypeError(f"header values must be bytes or None, not {hvalue!r}")
-        out += encode_zigzag(len(rec))
+            rec += _blob(hvalue)
+        out += _zigzag(len(rec))
         out += rec
     return bytes(out)
+
+
+def _zigzag(n: int) -> bytes:
+    return ENC[n] if 0 <= n < TABLE_LIMIT else encode_zigzag(n)
+
+
+def _blob(blob: _BytesLike | None) -> bytes:
+    """A nullable length-prefixed key, value or header value."""
+    if blob is None:
+        return b"\x01"
+    if not isinstance(blob, _byteslike):
+        raise TypeError(f"keys, values and header values must be bytes or None, not {blob!r}")
+    return _zigzag(len(blob)) + blob
 
 
 def build_control_batch(
@@ -272,15 +281,12 @@ def build_batches(
     n = len(values)
     if timestamps is None and timestamp is None:
         timestamp = _now_ms()
-    try:
-        sizes = map(len, values)
-        ends = list(accumulate(map(add, sizes, repeat(_RECORD_OVERHEAD, n))))
-    except TypeError:
-        ends = list(accumulate(_estimate(v, None, ()) for v in values))
+    sizes = map(add, _lengths(values), repeat(_RECORD_OVERHEAD, n))
     if keys is not None:
-        ends = list(map(add, ends, accumulate(len(k) if k is not None else 0 for k in keys)))
+        sizes = map(add, sizes, _lengths(keys))
     if headers is not None:
-        ends = list(map(add, ends, accumulate(_headers_size(h) for h in headers)))
+        sizes = map(add, sizes, map(_headers_size, headers))
+    ends = list(accumulate(sizes))
     room = batch_size - BATCH_HEADER_SIZE
     batches = []
     start = 0
@@ -313,15 +319,12 @@ def _headers_size(headers: Sequence[Header]) -> int:
     return sum(len(k) + (len(v) if v is not None else 0) + 3 for k, v in headers)
 
 
-def _estimate(value: _BytesLike | None, key: _BytesLike | None, headers: Sequence[Header]) -> int:
-    size = _RECORD_OVERHEAD
-    if value is not None:
-        size += len(value)
-    if key is not None:
-        size += len(key)
-    if headers:
-        size += _headers_size(headers)
-    return size
+def _lengths(blobs: Sequence[_BytesLike | None]) -> Iterable[int]:
+    """The lengths of *blobs*, None counting as 0."""
+    try:
+        return list(map(len, blobs))
+    except TypeError:
+        return [0 if b is None else len(b) for b in blobs]
 
 
 class RecordBatchBuilder:

@@ -92,9 +92,7 @@ def _unwrap(outer: _Message, check_crc: bool, max_size: int) -> list[_Message]:
     return inner
 
 
-def read_legacy_message(
-    buf: bytes, pos: int, check_crc: bool, max_size: int
-) -> RecordBatch:
+def read_legacy_message(buf: bytes, pos: int, check_crc: bool, max_size: int) -> RecordBatch:
     """Read the complete top-level legacy message at *pos* as a batch."""
     try:
         outer, end = _parse(buf, pos, check_crc)
@@ -114,8 +112,7 @@ def read_legacy_message(
         tt = TimestampType.CREATE_TIME
     override = wrapper_ts if tt == TimestampType.LOG_APPEND_TIME else None
     records = [
-        Record(m[0], m[3] if override is None else override, tt, m[4], m[5])
-        for m in messages
+        Record(m[0], m[3] if override is None else override, tt, m[4], m[5]) for m in messages
     ]
     timestamps = [r[1] for r in records]
     return RecordBatch(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 from crc32c import crc32c
 
@@ -66,9 +66,7 @@ def read_batches(
         pos = batch_end
 
 
-def _read_v2(
-    view: memoryview, pos: int, end: int, check_crc: bool, max_size: int
-) -> RecordBatch:
+def _read_v2(view: memoryview, pos: int, end: int, check_crc: bool, max_size: int) -> RecordBatch:
     if end - pos < _V2_HEADER_SIZE:
         raise DecodeError("record batch shorter than its header", offset=pos)
     (

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import enum
 from operator import itemgetter
-from typing import Optional
 
 import attrs
 
 __all__ = ["Record", "TimestampType", "ControlType", "ControlMarker", "Header"]
 
 #: A record header: a string key and a nullable bytes value.
-Header = tuple[str, Optional[bytes]]
+Header = tuple[str, bytes | None]
 
 
 class TimestampType(enum.IntEnum):

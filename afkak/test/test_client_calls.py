@@ -12,14 +12,13 @@ from uuid import UUID
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client._commit_calls import OffsetCommitCall, OffsetFetchCall
+from afkak.client._coordinator_call import FindCoordinatorCall
 from afkak.client._fetch_call import FetchCall, FetchedMessages
+from afkak.client._list_offsets_call import ListOffsetsCall
 from afkak.client._produce_call import ProduceCall, encode_messages
 from afkak.codec import CODEC_GZIP
-from afkak.client._coordinator_call import FindCoordinatorCall
-from afkak.client._list_offsets_call import ListOffsetsCall
 from afkak.common import (
     BrokerMetadata,
-    BrokerResponseError,
     CoordinatorNotAvailable,
     DecodeError,
     FetchRequest,
@@ -36,14 +35,12 @@ from afkak.common import (
     UnknownTopicId,
 )
 from afkak.message_set import MessageSet
-from afkak.protocol.messages import FetchResponse as FetchRespMsg
 from afkak.protocol.messages import (
+    FetchResponse as FetchRespMsg,
     FindCoordinatorResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
-    OffsetCommitRequest as CommitMsg,
     OffsetCommitResponse as CommitRespMsg,
-    OffsetFetchRequest as FetchMsg,
     OffsetFetchResponse as OffsetFetchRespMsg,
     ProduceResponse as ProduceRespMsg,
 )
@@ -81,28 +78,44 @@ class FindCoordinatorCallTests(SynchronousTestCase):
         for version in range(4, 7):
             request = round_trip(call(version), version)
             self.assertEqual(request.coordinator_keys, ["g"])
-            response = r(coordinators=[r.Coordinator(key="other", node_id=9), r.Coordinator(key="g", node_id=3, host="h", port=1)])
+            response = r(
+                coordinators=[
+                    r.Coordinator(key="other", node_id=9),
+                    r.Coordinator(key="g", node_id=3, host="h", port=1),
+                ]
+            )
             self.assertEqual(call.parse(round_trip(response, version)), [BrokerMetadata(3, "h", 1)])
 
     def test_errors(self) -> None:
         call = FindCoordinatorCall("g")
         call(3)
-        self.assertRaises(CoordinatorNotAvailable, call.parse, FindCoordinatorResponse(error_code=15))
+        self.assertRaises(
+            CoordinatorNotAvailable, call.parse, FindCoordinatorResponse(error_code=15)
+        )
         call(6)
         r = FindCoordinatorResponse
-        self.assertRaises(NotCoordinator, call.parse, r(coordinators=[r.Coordinator(key="g", error_code=16)]))
+        self.assertRaises(
+            NotCoordinator, call.parse, r(coordinators=[r.Coordinator(key="g", error_code=16)])
+        )
         self.assertRaises(CoordinatorNotAvailable, call.parse, r(coordinators=[]))
 
 
 class ListOffsetsCallTests(SynchronousTestCase):
     def test_request_groups_topics_as_a_consumer(self) -> None:
-        payloads = [OffsetRequest("a", 0, -1, 1), OffsetRequest("b", 1, -2, 1), OffsetRequest("a", 2, 1234, 1)]
+        payloads = [
+            OffsetRequest("a", 0, -1, 1),
+            OffsetRequest("b", 1, -2, 1),
+            OffsetRequest("a", 2, 1234, 1),
+        ]
         call = ListOffsetsCall(payloads, timeout_ms=500)
         for version in all_versions(call):
             request = round_trip(call(version), version)
             self.assertEqual(request.replica_id, -1)
             self.assertEqual(
-                [(t.name, [(p.partition_index, p.timestamp) for p in t.partitions]) for t in request.topics],
+                [
+                    (t.name, [(p.partition_index, p.timestamp) for p in t.partitions])
+                    for t in request.topics
+                ],
                 [("a", [(0, -1), (2, 1234)]), ("b", [(1, -2)])],
             )
         self.assertEqual(ListOffsetsRequest.decode(call(11).encode(11), 11).timeout_ms, 500)
@@ -140,10 +153,19 @@ class OffsetCommitCallTests(SynchronousTestCase):
         self.assertEqual(call.max_version, 9)
         for version in all_versions(call):
             request = round_trip(call(version), version)
-            self.assertEqual((request.group_id, request.generation_id_or_member_epoch, request.member_id), ("g", 5, "member"))
+            self.assertEqual(
+                (request.group_id, request.generation_id_or_member_epoch, request.member_id),
+                ("g", 5, "member"),
+            )
             self.assertEqual(
                 [
-                    (t.name, [(p.partition_index, p.committed_offset, p.committed_metadata) for p in t.partitions])
+                    (
+                        t.name,
+                        [
+                            (p.partition_index, p.committed_offset, p.committed_metadata)
+                            for p in t.partitions
+                        ],
+                    )
                     for t in request.topics
                 ],
                 [("a", [(0, 10, "meta"), (1, 11, None)]), ("b", [(3, 20, "bytes-meta")])],
@@ -157,23 +179,48 @@ class OffsetCommitCallTests(SynchronousTestCase):
         r = CommitRespMsg
         response = r(
             topics=[
-                r.OffsetCommitResponseTopic(topic_id=TID_B, partitions=[r.OffsetCommitResponsePartition(partition_index=3, error_code=16)]),
+                r.OffsetCommitResponseTopic(
+                    topic_id=TID_B,
+                    partitions=[r.OffsetCommitResponsePartition(partition_index=3, error_code=16)],
+                ),
             ]
         )
         self.assertEqual(call.parse(round_trip(response, 10)), [OffsetCommitResponse("b", 3, 16)])
-        unknown = r(topics=[r.OffsetCommitResponseTopic(topic_id=UUID(int=99), partitions=[r.OffsetCommitResponsePartition()])])
+        unknown = r(
+            topics=[
+                r.OffsetCommitResponseTopic(
+                    topic_id=UUID(int=99), partitions=[r.OffsetCommitResponsePartition()]
+                )
+            ]
+        )
         self.assertRaises(UnknownTopicId, call.parse, unknown)
 
     def test_response_by_name(self) -> None:
         call = OffsetCommitCall("g", self.payloads, -1, "", {})
         call(9)
         r = CommitRespMsg
-        response = r(topics=[r.OffsetCommitResponseTopic(name="a", partitions=[r.OffsetCommitResponsePartition(partition_index=0)])])
+        response = r(
+            topics=[
+                r.OffsetCommitResponseTopic(
+                    name="a", partitions=[r.OffsetCommitResponsePartition(partition_index=0)]
+                )
+            ]
+        )
         self.assertEqual(call.parse(round_trip(response, 9)), [OffsetCommitResponse("a", 0, 0)])
 
     def test_bad_metadata_fails_at_construction(self) -> None:
-        self.assertRaises(TypeError, OffsetCommitCall, "g", [OffsetCommitRequest("a", 0, 1, -1, 5)], -1, "", {})
-        self.assertRaises(ValueError, OffsetCommitCall, "g", [OffsetCommitRequest("a", 0, 1, -1, b"\xff")], -1, "", {})
+        self.assertRaises(
+            TypeError, OffsetCommitCall, "g", [OffsetCommitRequest("a", 0, 1, -1, 5)], -1, "", {}
+        )
+        self.assertRaises(
+            ValueError,
+            OffsetCommitCall,
+            "g",
+            [OffsetCommitRequest("a", 0, 1, -1, b"\xff")],
+            -1,
+            "",
+            {},
+        )
 
 
 class OffsetFetchCallTests(SynchronousTestCase):
@@ -185,7 +232,10 @@ class OffsetFetchCallTests(SynchronousTestCase):
             request = round_trip(call(version), version)
             if version < 8:
                 self.assertEqual(request.group_id, "g")
-                self.assertEqual([(t.name, t.partition_indexes) for t in request.topics], [("a", [0]), ("b", [1])])
+                self.assertEqual(
+                    [(t.name, t.partition_indexes) for t in request.topics],
+                    [("a", [0]), ("b", [1])],
+                )
             else:
                 [group] = request.groups
                 self.assertEqual(group.group_id, "g")
@@ -201,11 +251,19 @@ class OffsetFetchCallTests(SynchronousTestCase):
             topics=[
                 r.OffsetFetchResponseTopic(
                     name="a",
-                    partitions=[r.OffsetFetchResponsePartition(partition_index=0, committed_offset=7, metadata="m")],
+                    partitions=[
+                        r.OffsetFetchResponsePartition(
+                            partition_index=0, committed_offset=7, metadata="m"
+                        )
+                    ],
                 ),
                 r.OffsetFetchResponseTopic(
                     name="b",
-                    partitions=[r.OffsetFetchResponsePartition(partition_index=1, committed_offset=-1, metadata=None)],
+                    partitions=[
+                        r.OffsetFetchResponsePartition(
+                            partition_index=1, committed_offset=-1, metadata=None
+                        )
+                    ],
                 ),
             ]
         )
@@ -225,7 +283,11 @@ class OffsetFetchCallTests(SynchronousTestCase):
                     topics=[
                         r.OffsetFetchResponseTopics(
                             topic_id=TID_B,
-                            partitions=[r.OffsetFetchResponsePartitions(partition_index=1, committed_offset=3, metadata="")],
+                            partitions=[
+                                r.OffsetFetchResponsePartitions(
+                                    partition_index=1, committed_offset=3, metadata=""
+                                )
+                            ],
                         )
                     ],
                 )
@@ -233,7 +295,9 @@ class OffsetFetchCallTests(SynchronousTestCase):
         )
         call = OffsetFetchCall("g", self.payloads, {"a": TID_A, "b": TID_B})
         call(10)
-        self.assertEqual(call.parse(round_trip(response, 10)), [OffsetFetchResponse("b", 1, 3, b"", 0)])
+        self.assertEqual(
+            call.parse(round_trip(response, 10)), [OffsetFetchResponse("b", 1, 3, b"", 0)]
+        )
 
     def test_group_error_answers_every_payload(self) -> None:
         r = OffsetFetchRespMsg
@@ -245,9 +309,7 @@ class OffsetFetchCallTests(SynchronousTestCase):
             [OffsetFetchResponse("a", 0, -1, None, 16), OffsetFetchResponse("b", 1, -1, None, 16)],
         )
         call(5)
-        self.assertEqual(
-            [x.error for x in call.parse(round_trip(r(error_code=14), 5))], [14, 14]
-        )
+        self.assertEqual([x.error for x in call.parse(round_trip(r(error_code=14), 5))], [14, 14])
 
 
 class ProduceCallTests(SynchronousTestCase):
@@ -279,15 +341,23 @@ class ProduceCallTests(SynchronousTestCase):
         self.assertRaises(TypeError, encode_messages, [Message(0, 0, 1, b"v")], 0)
 
     def test_request_by_name_and_by_id(self) -> None:
-        payloads = [ProduceRequest("a", 0, None), ProduceRequest("b", 2, None), ProduceRequest("a", 1, None)]
-        batches = {(p.topic, p.partition): encode_messages([Message(0, 0, None, b"x")], 0) for p in payloads}
+        payloads = [
+            ProduceRequest("a", 0, None),
+            ProduceRequest("b", 2, None),
+            ProduceRequest("a", 1, None),
+        ]
+        batches = {
+            (p.topic, p.partition): encode_messages([Message(0, 0, None, b"x")], 0)
+            for p in payloads
+        }
         call = ProduceCall(payloads, -1, 1500, batches, {"a": TID_A})
         self.assertEqual(call.max_version, 12)
         for version in all_versions(call):
             request = round_trip(call(version), version)
             self.assertEqual((request.acks, request.timeout_ms), (-1, 1500))
             self.assertEqual(
-                [(t.name, [p.index for p in t.partition_data]) for t in request.topic_data], [("a", [0, 1]), ("b", [2])]
+                [(t.name, [p.index for p in t.partition_data]) for t in request.topic_data],
+                [("a", [0, 1]), ("b", [2])],
             )
             self.assertEqual(request.topic_data[0].partition_data[0].records, batches["a", 0])
         call = ProduceCall(payloads, 1, 10, batches, {"a": TID_A, "b": TID_B})
@@ -297,15 +367,20 @@ class ProduceCallTests(SynchronousTestCase):
         response = r(
             responses=[
                 r.TopicProduceResponse(
-                    topic_id=TID_B, partition_responses=[r.PartitionProduceResponse(index=2, base_offset=40)]
+                    topic_id=TID_B,
+                    partition_responses=[r.PartitionProduceResponse(index=2, base_offset=40)],
                 ),
                 r.TopicProduceResponse(
-                    topic_id=TID_A, partition_responses=[r.PartitionProduceResponse(index=0, error_code=6, base_offset=-1)]
+                    topic_id=TID_A,
+                    partition_responses=[
+                        r.PartitionProduceResponse(index=0, error_code=6, base_offset=-1)
+                    ],
                 ),
             ]
         )
         self.assertEqual(
-            call.parse(round_trip(response, 13)), [ProduceResponse("b", 2, 0, 40), ProduceResponse("a", 0, 6, -1)]
+            call.parse(round_trip(response, 13)),
+            [ProduceResponse("b", 2, 0, 40), ProduceResponse("a", 0, 6, -1)],
         )
 
 
@@ -316,9 +391,20 @@ class FetchCallTests(SynchronousTestCase):
         self.assertEqual(call.max_version, 12)
         for version in all_versions(call):
             request = round_trip(call(version), version)
-            self.assertEqual((request.max_wait_ms, request.min_bytes, request.replica_id), (250, 1, -1))
             self.assertEqual(
-                [(t.topic, [(p.partition, p.fetch_offset, p.partition_max_bytes) for p in t.partitions]) for t in request.topics],
+                (request.max_wait_ms, request.min_bytes, request.replica_id), (250, 1, -1)
+            )
+            self.assertEqual(
+                [
+                    (
+                        t.topic,
+                        [
+                            (p.partition, p.fetch_offset, p.partition_max_bytes)
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in request.topics
+                ],
                 [("a", [(0, 5, 100)]), ("b", [(1, 0, 200)])],
             )
         call = FetchCall(payloads, 250, 1, {"a": TID_A, "b": TID_B})
@@ -327,7 +413,9 @@ class FetchCallTests(SynchronousTestCase):
     def test_response_messages_decode_lazily_from_the_requested_offset(self) -> None:
         data = (
             build_batch([b"m0", b"m1", b"m2"], [None, b"k1", None], timestamp=9)
-            + build_control_batch(ControlType.COMMIT, base_offset=3, producer_id=7, producer_epoch=0)
+            + build_control_batch(
+                ControlType.COMMIT, base_offset=3, producer_id=7, producer_epoch=0
+            )
             + build_batch([b"m4"], base_offset=4, timestamp=10, headers=[[("h", None)]])
         )
         r = FetchRespMsg
@@ -342,7 +430,9 @@ class FetchCallTests(SynchronousTestCase):
         call = FetchCall([FetchRequest("a", 0, 1, 1000)], 0, 0, {"a": TID_A})
         call(16)
         [result] = call.parse(round_trip(response, 16))
-        self.assertEqual((result.topic, result.partition, result.error, result.highwaterMark), ("a", 0, 0, 5))
+        self.assertEqual(
+            (result.topic, result.partition, result.error, result.highwaterMark), ("a", 0, 0, 5)
+        )
         messages = list(result.messages)
         self.assertEqual([m.offset for m in messages], [1, 2, 4])
         self.assertEqual(messages[0].message, Message(2, 0, b"k1", b"m1", timestamp=9))
@@ -353,7 +443,10 @@ class FetchCallTests(SynchronousTestCase):
         r = FetchRespMsg
         response = r(
             responses=[
-                r.FetchableTopicResponse(topic="a", partitions=[r.PartitionData(partition_index=0, error_code=1, records=None)])
+                r.FetchableTopicResponse(
+                    topic="a",
+                    partitions=[r.PartitionData(partition_index=0, error_code=1, records=None)],
+                )
             ]
         )
         call = FetchCall([FetchRequest("a", 0, 0, 1)], 0, 0, {})
@@ -368,7 +461,11 @@ class FetchCallTests(SynchronousTestCase):
         messages = FetchedMessages(bytes(data), 0)
         self.assertRaises(DecodeError, list, messages)
 
-    def test_top_level_error(self) -> None:
-        call = FetchCall([FetchRequest("a", 0, 0, 1)], 0, 0, {})
+    def test_top_level_error_without_partitions_answers_every_payload(self) -> None:
+        call = FetchCall([FetchRequest("a", 0, 0, 1), FetchRequest("b", 3, 0, 1)], 0, 0, {})
         call(12)
-        self.assertRaises(BrokerResponseError, call.parse, FetchRespMsg(error_code=70))
+        results = call.parse(FetchRespMsg(error_code=70))
+        self.assertEqual(
+            [(r.topic, r.partition, r.error, list(r.messages)) for r in results],
+            [("a", 0, 70, []), ("b", 3, 70, [])],
+        )

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client._hosts import DEFAULT_PORT, format_host_port, parse_hosts
@@ -33,13 +32,38 @@ class ParseHostsTests(SynchronousTestCase):
         self.assertEqual(parse_hosts([("::1", 1), ("[::2]", 2)]), (("::1", 1), ("::2", 2)))
 
     def test_bad_types(self) -> None:
-        for bad in (None, 9092, b"host:1", [b"host"], [("h", "1")], [("h", 1.0)], [("h", True)], [(1, 2)], [("h",)]):
+        for bad in (
+            None,
+            9092,
+            b"host:1",
+            [b"host"],
+            [("h", "1")],
+            [("h", 1.0)],
+            [("h", True)],
+            [(1, 2)],
+            [("h",)],
+        ):
             with self.subTest(hosts=bad):
                 self.assertRaises(TypeError, parse_hosts, bad)
 
     def test_bad_values(self) -> None:
-        for bad in ("", "a,,b", "a:", "a:x", "a:0", "a:65536", "a:-1", "[::1", "[::1]x", "[nothost]:1",
-                    "a b:1", "1:2:3:nothex", [], [("", 1)], [("h", 0)]):
+        for bad in (
+            "",
+            "a,,b",
+            "a:",
+            "a:x",
+            "a:0",
+            "a:65536",
+            "a:-1",
+            "[::1",
+            "[::1]x",
+            "[nothost]:1",
+            "a b:1",
+            "1:2:3:nothex",
+            [],
+            [("", 1)],
+            [("h", 0)],
+        ):
             with self.subTest(hosts=bad):
                 self.assertRaises(ValueError, parse_hosts, bad)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
 from uuid import UUID
 
+from hypothesis import given, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client._metadata import MetadataCache, MetadataSnapshot
@@ -31,7 +33,9 @@ def topic(name: str, leaders: list[int], error: int = 0, isr_short: bool = False
     return TopicMetadata(name, error, parts)
 
 
-def snapshot(brokers: list[BrokerMetadata], *topics: TopicMetadata, ids: dict[str, UUID] | None = None) -> MetadataSnapshot:
+def snapshot(
+    brokers: list[BrokerMetadata], *topics: TopicMetadata, ids: dict[str, UUID] | None = None
+) -> MetadataSnapshot:
     return MetadataSnapshot(
         brokers={b.node_id: b for b in brokers},
         topics={t.topic: t for t in topics},
@@ -109,13 +113,6 @@ class MetadataCacheTests(SynchronousTestCase):
         self.assertEqual(cache.error_for_topic("t"), 3)
         self.assertIn("u", cache.topic_partitions)
 
-    def test_reset_leaders_on_broker(self) -> None:
-        cache = MetadataCache()
-        cache.merge(snapshot([B1, B2], topic("t", [1, 2]), topic("u", [2])))
-        self.assertEqual(sorted(cache.reset_leaders_on(2)), ["t", "u"])
-        self.assertEqual(cache.leader(TopicAndPartition("t", 0)), B1)
-        self.assertIsNone(cache.leader(TopicAndPartition("u", 0)))
-
     def test_reset_all_keeps_brokers(self) -> None:
         cache = MetadataCache()
         cache.merge(snapshot([B1], topic("t", [1])))
@@ -123,12 +120,16 @@ class MetadataCacheTests(SynchronousTestCase):
         topics_to_brokers = cache.topics_to_brokers
         cache.reset_all()
         self.assertEqual(cache.brokers, {1: B1})
-        self.assertEqual((cache.topic_partitions, cache.coordinators, topics_to_brokers), ({}, {}, {}))
+        self.assertEqual(
+            (cache.topic_partitions, cache.coordinators, topics_to_brokers), ({}, {}, {})
+        )
         self.assertIs(cache.topics_to_brokers, topics_to_brokers)
 
     def test_replication(self) -> None:
         cache = MetadataCache()
-        cache.merge(snapshot([B1, B2], topic("full", [1, 2]), topic("short", [1, 2], isr_short=True)))
+        cache.merge(
+            snapshot([B1, B2], topic("full", [1, 2]), topic("short", [1, 2], isr_short=True))
+        )
         cache.merge(snapshot([B1, B2], TopicMetadata("empty", 0, {})))
         self.assertTrue(cache.topic_fully_replicated("full"))
         self.assertFalse(cache.topic_fully_replicated("short"))
@@ -179,7 +180,10 @@ class MetadataCallTests(SynchronousTestCase):
         call(12)
         [snap] = call.parse(MetadataResponse.decode(response.encode(12), 12))
         self.assertEqual(snap.brokers, {1: B1})
-        self.assertEqual(snap.topics["t"], TopicMetadata("t", 0, {0: PartitionMetadata("t", 0, 0, 1, (1,), (1,))}))
+        self.assertEqual(
+            snap.topics["t"],
+            TopicMetadata("t", 0, {0: PartitionMetadata("t", 0, 0, 1, (1,), (1,))}),
+        )
         self.assertEqual(snap.topics["gone"], TopicMetadata("gone", 3, {}))
         self.assertEqual(snap.topic_ids, {"t": TID})
 
@@ -189,3 +193,31 @@ class MetadataCallTests(SynchronousTestCase):
         with self.assertRaises(Exception) as cm:
             call.parse(MetadataResponse(error_code=31))
         self.assertEqual(cm.exception.errno, 31)
+
+
+_brokers = st.lists(st.integers(0, 4), unique=True, max_size=4).map(
+    lambda ids: [BrokerMetadata(i, f"h{i}", 9092) for i in ids]
+)
+_topics = st.dictionaries(
+    st.sampled_from(["a", "b", "c"]),
+    st.lists(st.integers(-1, 4), max_size=3),
+    max_size=3,
+)
+
+
+class MetadataCachePropertyTests(SynchronousTestCase):
+    @given(st.lists(st.tuples(_brokers, _topics), min_size=1, max_size=5))
+    def test_merges_keep_the_maps_consistent(self, rounds: list[Any]) -> None:
+        cache = MetadataCache()
+        for brokers, topics in rounds:
+            cache.merge(
+                snapshot(brokers, *(topic(name, leaders) for name, leaders in topics.items()))
+            )
+            self.assertEqual(set(cache.topics_to_brokers), set(cache.partition_meta))
+            for key, leader in cache.topics_to_brokers.items():
+                self.assertIn(key.partition, cache.topic_partitions[key.topic])
+                if leader is not None:
+                    self.assertEqual(cache.brokers[leader.node_id], leader)
+            for name, partitions in cache.topic_partitions.items():
+                self.assertEqual(partitions, sorted(partitions))
+                self.assertIn(name, cache.topic_errors)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
@@ -14,7 +13,13 @@ from twisted.trial.unittest import SynchronousTestCase
 from afkak.client import _validate as check
 from afkak.client._coalesce import MetadataCoalescer, SharedResult
 from afkak.client._routing import gather, group_by_broker
-from afkak.common import BrokerConnectionError, FetchRequest, NoResponseError, OffsetFetchRequest, OffsetFetchResponse
+from afkak.common import (
+    BrokerConnectionError,
+    FetchRequest,
+    NoResponseError,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 
 
 def R(topic: str, partition: int, error: int = 0) -> OffsetFetchResponse:
@@ -40,7 +45,10 @@ class GroupByBrokerTests(SynchronousTestCase):
 class GatherTests(SynchronousTestCase):
     def test_responses_in_payload_order(self) -> None:
         payloads = [P("a", 0), P("b", 0), P("a", 1)]
-        outcomes = [([P("b", 0)], [R("b", 0)]), ([P("a", 0), P("a", 1)], [R("a", 1), R("a", 0), R("x", 9)])]
+        outcomes = [
+            ([P("b", 0)], [R("b", 0)]),
+            ([P("a", 0), P("a", 1)], [R("a", 1), R("a", 0), R("x", 9)]),
+        ]
         gathered = gather(payloads, outcomes, missing)
         self.assertEqual(gathered.responses, [R("a", 0), R("b", 0), R("a", 1)])
         self.assertEqual(gathered.failed, [])
@@ -48,7 +56,9 @@ class GatherTests(SynchronousTestCase):
     def test_failed_broker_fails_its_payloads(self) -> None:
         payloads = [P("a", 0), P("b", 0), P("a", 1)]
         failure = Failure(BrokerConnectionError("lost"))
-        gathered = gather(payloads, [([P("a", 0), P("a", 1)], failure), ([P("b", 0)], [R("b", 0)])], missing)
+        gathered = gather(
+            payloads, [([P("a", 0), P("a", 1)], failure), ([P("b", 0)], [R("b", 0)])], missing
+        )
         self.assertEqual(gathered.responses, [R("b", 0)])
         self.assertEqual(gathered.failed, [(P("a", 0), failure), (P("a", 1), failure)])
 
@@ -63,13 +73,23 @@ class GatherTests(SynchronousTestCase):
         gathered = gather([P("a", 0)], [([P("a", 0)], [])], None)
         self.assertEqual((gathered.responses, gathered.failed), ([], []))
 
-    @given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 5), st.integers(1, 3)), unique_by=lambda t: t[:2]))
+    @given(
+        st.lists(
+            st.tuples(st.sampled_from("abc"), st.integers(0, 5), st.integers(1, 3)),
+            unique_by=lambda t: t[:2],
+        )
+    )
     def test_every_payload_answered_once(self, spec: list[tuple[str, int, int]]) -> None:
         payloads = [P(t, p) for t, p, _ in spec]
         brokers = group_by_broker(spec, lambda s: s[2])
-        outcomes = [([P(t, p) for t, p, _ in batch], [R(t, p) for t, p, _ in reversed(batch)]) for batch in brokers.values()]
+        outcomes = [
+            ([P(t, p) for t, p, _ in batch], [R(t, p) for t, p, _ in reversed(batch)])
+            for batch in brokers.values()
+        ]
         gathered = gather(payloads, outcomes, missing)
-        self.assertEqual([(r.topic, r.partition) for r in gathered.responses], [(t, p) for t, p, _ in spec])
+        self.assertEqual(
+            [(r.topic, r.partition) for r in gathered.responses], [(t, p) for t, p, _ in spec]
+        )
 
 
 class CoalescerTests(SynchronousTestCase):
@@ -156,10 +176,22 @@ class ValidateTests(SynchronousTestCase):
         self.assertRaises(ValueError, check.integer, "n", 6, 0, 5)
 
     def test_payload_list(self) -> None:
-        self.assertEqual(check.payload_list((p for p in [FetchRequest("t", 0, 0, 1)]), FetchRequest), [FetchRequest("t", 0, 0, 1)])
+        self.assertEqual(
+            check.payload_list((p for p in [FetchRequest("t", 0, 0, 1)]), FetchRequest),
+            [FetchRequest("t", 0, 0, 1)],
+        )
         self.assertRaises(TypeError, check.payload_list, None, FetchRequest)
         self.assertRaises(TypeError, check.payload_list, [("t", 0, 0, 1)], FetchRequest)
-        self.assertRaises(TypeError, check.payload_list, [FetchRequest("t", "0", 0, 1)], FetchRequest)
+        self.assertRaises(
+            TypeError, check.payload_list, [FetchRequest("t", "0", 0, 1)], FetchRequest
+        )
         self.assertRaises(ValueError, check.payload_list, [], FetchRequest)
-        self.assertRaises(ValueError, check.payload_list, [FetchRequest("t", -1, 0, 1)], FetchRequest)
-        self.assertRaises(ValueError, check.payload_list, [FetchRequest("t", 0, 0, 1), FetchRequest("t", 0, 5, 1)], FetchRequest)
+        self.assertRaises(
+            ValueError, check.payload_list, [FetchRequest("t", -1, 0, 1)], FetchRequest
+        )
+        self.assertRaises(
+            ValueError,
+            check.payload_list,
+            [FetchRequest("t", 0, 0, 1), FetchRequest("t", 0, 5, 1)],
+            FetchRequest,
+        )

@@ -8,15 +8,20 @@ import zlib
 
 import lz4.frame
 import zstandard
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from kafka import codec as kafka_codec
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import codec
 from afkak._errors import DecodeError, UnsupportedCodecError
 
-ALL_CODECS = [codec.CODEC_NONE, codec.CODEC_GZIP, codec.CODEC_SNAPPY, codec.CODEC_LZ4, codec.CODEC_ZSTD]
+ALL_CODECS = [
+    codec.CODEC_NONE,
+    codec.CODEC_GZIP,
+    codec.CODEC_SNAPPY,
+    codec.CODEC_LZ4,
+    codec.CODEC_ZSTD,
+]
 COMPRESSING = ALL_CODECS[1:]
 SAMPLE = b"".join(b"record %d with some text; " % i for i in range(5000))
 

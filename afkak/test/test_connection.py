@@ -12,10 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from twisted.internet.defer import Deferred, fail, succeed
-from twisted.internet.error import ConnectionRefusedError
+from twisted.internet.endpoints import HostnameEndpoint
+from twisted.internet.error import ConnectionDone, ConnectionRefusedError
 from twisted.internet.interfaces import IStreamClientEndpoint
 from twisted.internet.task import Clock
 from twisted.logger import capturedLogs
+from twisted.python.failure import Failure
 from twisted.test import iosim
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
@@ -36,6 +38,7 @@ from afkak.connection import (
     State,
     VersionedRequest,
     choose_version,
+    default_endpoint_factory,
 )
 from afkak.connection._lifecycle import next_state
 from afkak.protocol.header import encode_response
@@ -210,6 +213,37 @@ class MemoryEndpoint:
 
     def connect(self, protocolFactory: Any) -> Deferred[Any]:
         return self.network.connect(self.host, self.port, protocolFactory)
+
+
+class LoopbackTransport(iosim.FakeTransport):
+    """Delivers each write, and closing, to the peer before returning."""
+
+    peer: LoopbackTransport
+
+    def write(self, data: bytes) -> None:
+        self.peer.protocol.dataReceived(data)
+
+    def loseConnection(self) -> None:
+        for end in (self, self.peer):
+            if not end.disconnected:
+                end.disconnected = True
+                end.protocol.connectionLost(Failure(ConnectionDone()))
+
+
+@implementer(IStreamClientEndpoint)
+class LoopbackEndpoint:
+    def __init__(self, server_factory: KafkaServerFactory) -> None:
+        self.server_factory = server_factory
+
+    def connect(self, protocolFactory: Any) -> Deferred[Any]:
+        server = self.server_factory.buildProtocol(None)
+        client = protocolFactory.buildProtocol(None)
+        client_transport = LoopbackTransport(client, isServer=False)
+        server_transport = LoopbackTransport(server, isServer=True)
+        client_transport.peer, server_transport.peer = server_transport, client_transport
+        server.makeConnection(server_transport)
+        client.makeConnection(client_transport)
+        return succeed(client)
 
 
 @implementer(IStreamClientEndpoint)
@@ -410,6 +444,15 @@ class LifecycleTests(ConnectionTestCase):
         self.assertIs(next_state(State.READY, Event.DROPPED), State.BACKING_OFF)
         self.assertRaises(RuntimeError, next_state, State.CLOSED, Event.CONNECT)
         self.assertEqual({e for s, e in TRANSITIONS if s is State.CLOSED}, set())
+
+    def test_default_endpoint_is_a_hostname_endpoint(self) -> None:
+        from twisted.internet import reactor  # only to build the endpoint; nothing runs
+
+        endpoint = default_endpoint_factory(reactor, "kafka.example", 9092)
+        self.assertIsInstance(endpoint, HostnameEndpoint)
+
+    def test_max_in_flight_must_be_positive(self) -> None:
+        self.assertRaises(ValueError, BrokerConnection, self.clock, "h", 1, max_in_flight=0)
 
     def test_disconnect_drops_and_reconnects(self) -> None:
         connection = self.ready()
@@ -620,6 +663,28 @@ class PipeliningTests(ConnectionTestCase):
         self.net.flush()
         self.assertEqual([h.correlation_id for h, _ in self.broker.received], [0, 1, 2])
 
+    def test_request_made_while_writing_keeps_its_order(self) -> None:
+        connection = self.ready()
+        self.net.transport.producer.pauseProducing()
+        later: list[Deferred[Any]] = []
+        first = connection.request(metadata("first"), expect_response=False)
+        first.addCallback(lambda _: later.append(connection.request(metadata("third"))))
+        second = connection.request(metadata("second"))
+        self.net.transport.producer.resumeProducing()  # writes first, whose callback asks for third
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [["first"], ["second"], ["third"]])
+        self.assert_answered(second, "second")
+        self.assert_answered(later[0], "third")
+
+    def test_answer_delivered_while_writing(self) -> None:
+        """A transport may deliver the response before its ``write`` returns."""
+        endpoint = LoopbackEndpoint(self.server)
+        connection = self.connection(endpoint_factory=lambda *_: endpoint, max_in_flight=1)
+        ds = [connection.request(metadata(name)) for name in "ab"]
+        self.assertIs(connection.state, State.READY)
+        self.assert_answered(ds[0], "a")
+        self.assert_answered(ds[1], "b")
+
     def test_unsolicited_response_is_dropped(self) -> None:
         """Test brokers answer acks=0 produce requests; the answer is dropped, not an error."""
         connection = self.ready()
@@ -759,6 +824,14 @@ class DropTests(ConnectionTestCase):
         self.net.flush()
         self.assertIs(connection.state, State.READY)
 
+    def test_truncated_response_header_drops_the_connection(self) -> None:
+        self.broker.special["short"] = lambda header: struct.pack(">ih", 2, 0)
+        connection = self.ready()
+        d = connection.request(metadata("short"))
+        self.net.flush()
+        self.assertIn("truncated", str(self.failureResultOf(d, BrokerConnectionError).value))
+        self.assertIs(connection.state, State.BACKING_OFF)
+
     def test_oversized_response_drops_the_connection(self) -> None:
         connection = self.ready(max_frame_size=100)
         d = connection.request(metadata("x" * 200))
@@ -780,6 +853,15 @@ class FlowControlTests(ConnectionTestCase):
         producer.resumeProducing()
         self.net.flush()
         self.assert_answered(d, "a")
+
+    def test_no_writes_once_the_transport_stops_producing(self) -> None:
+        connection = self.ready()
+        self.net.transport.producer.stopProducing()
+        d = connection.request(metadata("a"))
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [])
+        connection.close()
+        self.assertIs(self.failureResultOf(d, CancelledError).value.request_sent, False)
 
     def test_pause_reading(self) -> None:
         connection = self.ready()
@@ -822,6 +904,17 @@ class AuthenticationTests(ConnectionTestCase):
         done.callback(None)
         self.net.flush()
         self.assert_answered(d, "t")
+
+    def test_authenticator_sending_after_the_connection_dropped(self) -> None:
+        sends: list[Any] = []
+        connection = self.connection(authenticator=lambda send: sends.append(send) or Deferred())
+        connection.connect()
+        self.net.flush()
+        self.server.drop_connections()
+        self.net.flush()
+        self.assertIs(connection.state, State.BACKING_OFF)
+        late = sends[0](SaslHandshakeRequest(mechanism="PLAIN"))
+        self.failureResultOf(late, BrokerConnectionError)
 
     def test_failed_authentication_backs_off(self) -> None:
         connection = self.connection(authenticator=lambda send: fail(ValueError("bad password")))

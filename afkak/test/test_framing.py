@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Callable
 
 from hypothesis import given, strategies as st
 from twisted.internet.testing import StringTransport
+from twisted.logger import LogLevel, capturedLogs
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE, FramedProtocol, FrameTooLargeError
@@ -50,8 +52,10 @@ class FramingTests(SynchronousTestCase):
         self.assertEqual(protocol.frames, BODIES)
 
     def test_split_at_every_byte(self) -> None:
-        """The stream cut in two at every position yields the same frames."""
-        for cut in range(len(STREAM) + 1):
+        """Cut in two anywhere (the big frame near its edges), the stream gives the same frames."""
+        big_start = len(STREAM) - len(BODIES[-1]) - 4
+        cuts = [*range(big_start + 10), *range(len(STREAM) - 10, len(STREAM) + 1)]
+        for cut in cuts:
             protocol = Recorder()
             protocol.dataReceived(STREAM[:cut])
             protocol.dataReceived(STREAM[cut:])
@@ -115,13 +119,13 @@ class MaxFrameSizeTests(SynchronousTestCase):
     def test_oversized_length_aborts_connection(self) -> None:
         protocol = Recorder(max_frame_size=1000)
         transport = connected(protocol)
-        protocol.dataReceived(frame(b"ok") + struct.pack(">i", 1001) + b"x" * 10)
+        with capturedLogs() as events:
+            protocol.dataReceived(frame(b"ok") + struct.pack(">i", 1001) + b"x" * 10)
         self.assertEqual(protocol.frames, [b"ok"])
         self.assertTrue(transport.disconnecting)
-        [event] = self.flushLoggedErrors() or [
-            None
-        ]  # logged through twisted.logger, not as a failure
-        self.assertIsNone(event)
+        [event] = events
+        self.assertIsInstance(event["error"], FrameTooLargeError)
+        self.assertEqual(event["log_level"], LogLevel.error)
 
     def test_frame_of_exactly_max_size_is_accepted(self) -> None:
         protocol = Recorder(max_frame_size=1000)
@@ -156,19 +160,33 @@ class MaxFrameSizeTests(SynchronousTestCase):
         self.assertEqual(Recorder().max_frame_size, 104857600)
 
 
+def _best_of(runs: int, work: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        started = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 class FramingSpeedTests(SynchronousTestCase):
     def test_large_frame_in_small_chunks_is_linear(self) -> None:
-        """A 32 MiB frame in 64 KiB chunks is framed in well under 50 ms (quadratic takes ~1 s)."""
-        body = b"k" * (32 * 1024 * 1024)
-        data = frame(body)
+        """A 32 MiB frame in 64 KiB chunks costs about one join of its chunks.
+
+        That is ~20 ms here (tools/bench_framing.py); quadratic buffering costs
+        ~35 joins.  Measured against a join, so that a loaded machine does not
+        fail the test.
+        """
+        data = frame(b"k" * (32 * 1024 * 1024))
         chunks = [data[i : i + 65536] for i in range(0, len(data), 65536)]
-        best = float("inf")
-        for _ in range(3):
-            protocol = Recorder()
-            started = time.perf_counter()
+        protocols: list[Recorder] = []
+
+        def receive() -> None:
+            protocols.append(Recorder())
             for chunk in chunks:
-                protocol.dataReceived(chunk)
-            best = min(best, time.perf_counter() - started)
-            self.assertEqual(len(protocol.frames), 1)
-            self.assertEqual(len(protocol.frames[0]), len(body))
-        self.assertLess(best, 0.05)
+                protocols[-1].dataReceived(chunk)
+
+        framing = _best_of(3, receive)
+        join = _best_of(3, lambda: b"".join(chunks))
+        self.assertEqual([len(p.frames[0]) for p in protocols], [len(data) - 4] * 3)
+        self.assertLess(framing, 4 * join + 0.01)

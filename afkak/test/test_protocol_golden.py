@@ -182,7 +182,8 @@ class GoldenTests(unittest.TestCase):
             data = obj.encode(version)
             theirs = theirs_cls.decode(data, version=version)
             self.assertEqual(
-                theirs_to_dict(theirs_cls._struct, theirs, version, ours_cls), ours_to_dict(obj, version)
+                theirs_to_dict(theirs_cls._struct, theirs, version, ours_cls),
+                ours_to_dict(obj, version),
             )
             their_data = bytes(
                 to_theirs(theirs_cls, theirs_cls._struct, obj, version, True).encode(version)

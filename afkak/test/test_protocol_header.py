@@ -160,7 +160,11 @@ class HeaderGoldenTests(unittest.TestCase):
         for version in (0, 3):
             theirs = kp_metadata.ApiVersionsResponse(
                 error_code=0,
-                api_keys=[kp_metadata.ApiVersionsResponse.ApiVersion(api_key=1, min_version=4, max_version=17)],
+                api_keys=[
+                    kp_metadata.ApiVersionsResponse.ApiVersion(
+                        api_key=1, min_version=4, max_version=17
+                    )
+                ],
                 throttle_time_ms=0,
                 version=version,
             )

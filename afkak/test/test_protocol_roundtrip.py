@@ -10,12 +10,12 @@ import unittest
 from typing import Any
 from uuid import UUID
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from afkak.protocol import messages
 from afkak.protocol._message import FieldSpec, Message, Struct
 from afkak.protocol._primitives import ZERO_UUID
+from afkak.protocol.messages import FetchResponse as F, MetadataResponse as M
 
 _INTS = {
     "int8": (-(2**7), 2**7 - 1),
@@ -71,7 +71,7 @@ def all_message_classes() -> list[type[Message]]:
 
 
 _SETTINGS = settings(
-    max_examples=4,
+    max_examples=12,
     deadline=None,
     database=None,
     suppress_health_check=list(HealthCheck),
@@ -115,3 +115,31 @@ def _make_test(name: str) -> Any:
 
 for _name in messages._MODULES:
     setattr(RoundTripTests, f"test_{messages._MODULES[_name]}", _make_test(_name))
+
+
+class LargeValueTests(unittest.TestCase):
+    """Lengths past the inline fast paths (>= 127 items, multi-byte varints)."""
+
+    def test_long_arrays_and_strings(self) -> None:
+        partition = M.MetadataResponsePartition(
+            partition_index=1, replica_nodes=list(range(300)), isr_nodes=[], offline_replicas=[7]
+        )
+        msg = M(
+            cluster_id="c" * 200,
+            topics=[
+                M.MetadataResponseTopic(name=f"t{i}" * 70, partitions=[partition])
+                for i in range(150)
+            ],
+        )
+        for version in (8, 9, 12):
+            data = msg.encode(version)
+            self.assertEqual(M.decode(data, version), msg)
+            self.assertEqual(M.decode(memoryview(bytearray(data)), version), msg)
+
+    def test_long_bytes(self) -> None:
+        part = F.PartitionData(
+            partition_index=3, aborted_transactions=None, records=bytes(range(256)) * 300
+        )
+        msg = F(responses=[F.FetchableTopicResponse(topic="t", partitions=[part] * 130)])
+        for version in (11, 12):
+            self.assertEqual(F.decode(msg.encode(version), version), msg)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import struct
 
 from crc32c import crc32c
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import codec
 from afkak._errors import ChecksumError, DecodeError, EncodeError, UnsupportedCodecError
 from afkak.records import (
     BATCH_HEADER_SIZE,
+    ControlMarker,
     ControlType,
     Record,
     RecordBatchBuilder,
@@ -34,7 +34,7 @@ def patch_batch(data: bytes, fix_crc: bool = True, **fields: int) -> bytes:
         "base_offset length leader_epoch magic crc attributes last_offset_delta "
         "base_ts max_ts producer_id producer_epoch base_sequence count"
     ).split()
-    values = dict(zip(names, HEADER.unpack_from(data)))
+    values = dict(zip(names, HEADER.unpack_from(data), strict=True))
     values.update(fields)
     out = bytearray(HEADER.pack(*values.values()) + data[HEADER.size :])
     if fix_crc:
@@ -52,7 +52,9 @@ def all_records(data: bytes, **kwargs: object) -> list[Record]:
 
 
 blobs = st.one_of(st.none(), st.binary(max_size=300))
-headers_st = st.lists(st.tuples(st.text(max_size=10), st.one_of(st.none(), st.binary(max_size=20))), max_size=3)
+headers_st = st.lists(
+    st.tuples(st.text(max_size=10), st.one_of(st.none(), st.binary(max_size=20))), max_size=3
+)
 timestamps_st = st.integers(min_value=0, max_value=2**42)
 
 
@@ -66,13 +68,19 @@ def record_sets(draw):  # type: ignore[no-untyped-def]
         headers = draw(st.one_of(st.none(), st.lists(headers_st, min_size=n, max_size=n)))
     else:
         values = draw(st.lists(st.binary(max_size=300), min_size=n, max_size=n))
-        keys = draw(st.lists(st.binary(max_size=50), min_size=n, max_size=n)) if shape == "keyed" else None
+        keys = (
+            draw(st.lists(st.binary(max_size=50), min_size=n, max_size=n))
+            if shape == "keyed"
+            else None
+        )
         headers = None
     timestamps = draw(
         st.one_of(
             st.none(),
             st.lists(timestamps_st, min_size=n, max_size=n),
-            timestamps_st.flatmap(lambda t: st.lists(st.integers(t, t + 20_000), min_size=n, max_size=n)),
+            timestamps_st.flatmap(
+                lambda t: st.lists(st.integers(t, t + 20_000), min_size=n, max_size=n)
+            ),
         )
     )
     return values, keys, headers, timestamps
@@ -121,7 +129,9 @@ class RoundTripTests(SynchronousTestCase):
         self.assertFalse(batch.is_control)
         self.assertIsNone(batch.control_marker)
         self.assertEqual(batch.partition_leader_epoch, leader_epoch)
-        self.assertEqual((batch.base_timestamp, batch.max_timestamp), (expected_ts[0], max(expected_ts)))
+        self.assertEqual(
+            (batch.base_timestamp, batch.max_timestamp), (expected_ts[0], max(expected_ts))
+        )
         self.assertEqual((len(batch), batch.size_in_bytes), (n, len(data)))
         self.assertEqual(batch.timestamp_type, TimestampType.CREATE_TIME)
         expected = [
@@ -163,9 +173,10 @@ class RoundTripTests(SynchronousTestCase):
         )
         self.assertEqual((batch.producer_id, batch.base_sequence), (7, 3))
         if codec_ == codec.CODEC_NONE:
-            self.assertLessEqual(abs(builder.size - len(data)), 4 * len(values) + 20 * sum(
-                len(h) for h in headers or ()
-            ))
+            self.assertLessEqual(
+                abs(builder.size - len(data)),
+                4 * len(values) + 20 * sum(len(h) for h in headers or ()),
+            )
 
     @settings(max_examples=50, deadline=None)
     @given(records=record_sets(), min_offset=st.integers(-5, 40))
@@ -232,7 +243,9 @@ class RoundTripTests(SynchronousTestCase):
             self.assertEqual((m.type, m.version, m.coordinator_epoch), (marker, 0, 44))
             self.assertEqual(m.is_commit, marker == ControlType.COMMIT)
             self.assertEqual(m.is_abort, marker == ControlType.ABORT)
-            self.assertEqual((batch.producer_id, batch.producer_epoch, batch.base_offset), (12, 3, 9))
+            self.assertEqual(
+                (batch.producer_id, batch.producer_epoch, batch.base_offset), (12, 3, 9)
+            )
 
     def test_control_batch_bad_key(self) -> None:
         data = build_batch([b""], [b"\x00"], is_control=True)
@@ -252,9 +265,20 @@ class RoundTripTests(SynchronousTestCase):
             self.assertEqual(read[0].base_sequence, 2**31 - 10)
             self.assertEqual(read[1].base_sequence, (2**31 - 10 + len(read[0])) % 2**31)
 
+    def test_lazy_and_buffer_types(self) -> None:
+        good = build_batch([b"a"], timestamp=TS)
+        bad = bytearray(build_batch([b"b"], timestamp=TS, base_offset=1))
+        bad[-1] ^= 0xFF
+        for blob in (good + bad, bytearray(good + bad), memoryview(good + bad)):
+            batches = read_batches(blob)
+            self.assertEqual(next(batches).records()[0].value, b"a")
+            self.assertRaises(ChecksumError, next, batches)
+
     def test_record_type(self) -> None:
         r = Record(1, 2, TimestampType.CREATE_TIME, b"k", b"v", (("h", None),))
-        self.assertEqual((r.offset, r.timestamp, r.key, r.value, r.headers), (1, 2, b"k", b"v", (("h", None),)))
+        self.assertEqual(
+            (r.offset, r.timestamp, r.key, r.value, r.headers), (1, 2, b"k", b"v", (("h", None),))
+        )
         self.assertEqual(r, (1, 2, 0, b"k", b"v", (("h", None),)))
         self.assertIn("offset=1", repr(r))
         self.assertEqual(Record(1, 2, TimestampType.CREATE_TIME, None, None).headers, ())
@@ -295,11 +319,37 @@ class BuilderTests(SynchronousTestCase):
         self.assertRaises(UnsupportedCodecError, RecordBatchBuilder, 5)
 
     def test_bytes_like(self) -> None:
-        data = build_batch([bytearray(b"ab"), memoryview(b"cd")], [b"k", bytearray(b"l")], timestamp=TS)
-        self.assertEqual([(r.key, r.value) for r in all_records(data)], [(b"k", b"ab"), (b"l", b"cd")])
+        data = build_batch(
+            [bytearray(b"ab"), memoryview(b"cd")], [b"k", bytearray(b"l")], timestamp=TS
+        )
+        self.assertEqual(
+            [(r.key, r.value) for r in all_records(data)], [(b"k", b"ab"), (b"l", b"cd")]
+        )
+        data = build_batch(  # the per-record path (a null value, headers)
+            [memoryview(b"ab"), None],
+            [None, bytearray(b"k")],
+            headers=[[("h", memoryview(b"v"))], []],
+            timestamp=TS,
+        )
+        self.assertEqual(
+            [(r.key, r.value, r.headers) for r in all_records(data)],
+            [(None, b"ab", (("h", b"v"),)), (b"k", None, ())],
+        )
 
 
 class MalformedTests(SynchronousTestCase):
+    def consume(
+        self, data: bytes, *, min_offset: int | None = None, check_crc: bool = True
+    ) -> None:
+        """Read everything in *data*: only records or DecodeError may come out."""
+        try:
+            for batch in read_batches(data, check_crc=check_crc):
+                records = batch.records(min_offset)
+                self.assertTrue(all(type(r) is Record for r in records))
+                self.assertIsInstance(batch.control_marker, (ControlMarker, type(None)))
+        except DecodeError:
+            pass
+
     def sample(self, c: int = codec.CODEC_NONE) -> bytes:
         return build_batch(
             [b"value-1", None, b"v" * 70],
@@ -359,12 +409,7 @@ class MalformedTests(SynchronousTestCase):
                     self.assertEqual(ctx.exception.batch_offset, 1000)
                     self.assertIn("1000", str(ctx.exception))
                     # Without the check, only DecodeError may come out.
-                    try:
-                        for batch in read_batches(bytes(bad), check_crc=False):
-                            batch.records()
-                            batch.control_marker
-                    except DecodeError:
-                        pass
+                    self.consume(bytes(bad), check_crc=False)
 
     def test_bad_header_fields(self) -> None:
         data = self.sample()
@@ -372,7 +417,9 @@ class MalformedTests(SynchronousTestCase):
         self.assertRaises(DecodeError, list, read_batches(patch_batch(data, length=5)))
         self.assertRaises(DecodeError, list, read_batches(patch_batch(data, length=-1)))
         self.assertRaises(DecodeError, list, read_batches(patch_batch(data, attributes=6)))
-        self.assertRaises(DecodeError, list, read_batches(data[:8] + struct.pack(">i", 30) + data[12:42]))
+        self.assertRaises(
+            DecodeError, list, read_batches(data[:8] + struct.pack(">i", 30) + data[12:42])
+        )
 
     def test_bad_varints(self) -> None:
         data = self.sample()
@@ -399,7 +446,9 @@ class MalformedTests(SynchronousTestCase):
 
     def test_decompression_bomb(self) -> None:
         body = codec.compress(codec.CODEC_GZIP, bytes(8 << 20))
-        data = patch_batch(with_body(self.sample(codec.CODEC_GZIP), body), attributes=codec.CODEC_GZIP)
+        data = patch_batch(
+            with_body(self.sample(codec.CODEC_GZIP), body), attributes=codec.CODEC_GZIP
+        )
         (batch,) = read_batches(data, max_size=1 << 20)
         with self.assertRaises(DecodeError) as ctx:
             batch.records()
@@ -415,12 +464,7 @@ class MalformedTests(SynchronousTestCase):
     @settings(max_examples=300, deadline=None)
     @given(st.binary(max_size=400), st.booleans())
     def test_random_bytes(self, data: bytes, check_crc: bool) -> None:
-        try:
-            for batch in read_batches(data, check_crc=check_crc):
-                batch.records()
-                batch.control_marker
-        except DecodeError:
-            pass
+        self.consume(data, check_crc=check_crc)
 
     @settings(max_examples=500, deadline=None)
     @given(
@@ -429,15 +473,12 @@ class MalformedTests(SynchronousTestCase):
         attributes=st.integers(0, 0x3F),
         min_offset=st.one_of(st.none(), st.integers(0, 30)),
     )
-    def test_random_records(self, body: bytes, count: int, attributes: int, min_offset: int | None) -> None:
+    def test_random_records(
+        self, body: bytes, count: int, attributes: int, min_offset: int | None
+    ) -> None:
         """Garbage inside a batch with a valid header and CRC: DecodeError only."""
         data = patch_batch(with_body(self.sample(), body), count=count, attributes=attributes)
-        try:
-            for batch in read_batches(data):
-                batch.records(min_offset)
-                batch.control_marker
-        except DecodeError:
-            pass
+        self.consume(data, min_offset=min_offset)
 
     @settings(max_examples=300, deadline=None)
     @given(

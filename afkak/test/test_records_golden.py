@@ -6,8 +6,7 @@ import struct
 import zlib
 
 import lz4.frame
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
@@ -15,7 +14,14 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import codec
 from afkak._errors import ChecksumError, DecodeError
-from afkak.records import ControlType, TimestampType, build_batch, build_control_batch, read_batches
+from afkak.records import (
+    ControlType,
+    Record,
+    TimestampType,
+    build_batch,
+    build_control_batch,
+    read_batches,
+)
 from afkak.test.test_codec import _broken_lz4_header
 
 CODECS = [codec.CODEC_NONE, codec.CODEC_GZIP, codec.CODEC_SNAPPY, codec.CODEC_LZ4, codec.CODEC_ZSTD]
@@ -27,7 +33,9 @@ record_lists = st.lists(
     st.tuples(
         blobs,
         blobs,
-        st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=10))), max_size=2),
+        st.lists(
+            st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=10))), max_size=2
+        ),
         st.integers(TS - 10**6, TS + 10**6),
     ),
     min_size=1,
@@ -36,7 +44,9 @@ record_lists = st.lists(
 
 
 def their_batch(records, c, *, transactional=False, producer=(-1, -1, -1)):  # type: ignore[no-untyped-def]
-    builder = DefaultRecordBatchBuilder(2, c, transactional, producer[0], producer[1], producer[2], 1 << 30)
+    builder = DefaultRecordBatchBuilder(
+        2, c, transactional, producer[0], producer[1], producer[2], 1 << 30
+    )
     for i, (key, value, headers, ts) in enumerate(records):
         builder.append(i, ts, key, value, headers)
     return bytes(builder.build())
@@ -67,7 +77,7 @@ class V2GoldenTests(SynchronousTestCase):
         base_offset=st.integers(0, 2**40),
     )
     def test_ours_decoded_by_theirs(self, records, c, transactional, base_offset):  # type: ignore[no-untyped-def]
-        keys, values, headers, timestamps = (list(x) for x in zip(*records))
+        keys, values, headers, timestamps = (list(x) for x in zip(*records, strict=True))
         data = build_batch(
             values,
             keys,
@@ -97,7 +107,19 @@ class V2GoldenTests(SynchronousTestCase):
                 batch.max_timestamp,
                 batch.next_offset,
             ),
-            (base_offset, c, transactional, False, 5, 6, 7, 9, timestamps[0], max(timestamps), base_offset + len(records)),
+            (
+                base_offset,
+                c,
+                transactional,
+                False,
+                5,
+                6,
+                7,
+                9,
+                timestamps[0],
+                max(timestamps),
+                base_offset + len(records),
+            ),
         )
         self.assertEqual(
             [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in batch],
@@ -112,13 +134,18 @@ class V2GoldenTests(SynchronousTestCase):
         self.assertEqual(ours, theirs)
         keyed = [(b"k%d" % i, v, [], TS + i * 300) for i, v in enumerate(values)]
         ours = build_batch(
-            values, [k for k, *_ in keyed], timestamps=[t for *_, t in keyed], partition_leader_epoch=0
+            values,
+            [k for k, *_ in keyed],
+            timestamps=[t for *_, t in keyed],
+            partition_leader_epoch=0,
         )
         self.assertEqual(ours, their_batch(keyed, codec.CODEC_NONE))
 
     def test_control_batches(self) -> None:
         for marker in (ControlType.ABORT, ControlType.COMMIT):
-            data = build_control_batch(marker, producer_id=3, producer_epoch=4, coordinator_epoch=8, timestamp=TS)
+            data = build_control_batch(
+                marker, producer_id=3, producer_epoch=4, coordinator_epoch=8, timestamp=TS
+            )
             batch = DefaultRecordBatch(data)
             self.assertTrue(batch.validate_crc())
             self.assertTrue(batch.is_control_batch and batch.is_transactional)
@@ -152,7 +179,9 @@ def legacy_set(magic: int, c: int, records, wrapper_offset: int | None = None) -
     return data
 
 
-def legacy_message(magic: int, attributes: int, offset: int, value: bytes, timestamp: int = 0) -> bytes:
+def legacy_message(
+    magic: int, attributes: int, offset: int, value: bytes, timestamp: int = 0
+) -> bytes:
     body = struct.pack(">bb", magic, attributes)
     if magic:
         body += struct.pack(">q", timestamp)
@@ -169,7 +198,9 @@ def theirs_read(data: bytes):  # type: ignore[no-untyped-def]
     mr = MemoryRecords(data)
     while (batch := mr.next_batch()) is not None:
         # magic 0 has no timestamp: None there, -1 (as in Kafka's Java client) here
-        out.extend((r.offset, r.key, r.value, -1 if r.timestamp is None else r.timestamp) for r in batch)
+        out.extend(
+            (r.offset, r.key, r.value, -1 if r.timestamp is None else r.timestamp) for r in batch
+        )
     return out
 
 
@@ -195,7 +226,10 @@ class LegacyGoldenTests(SynchronousTestCase):
         else:
             offsets = list(range(n))
         expected_ts = [t if magic else -1 for _, _, t in records]
-        self.assertEqual(ours, [(o, k, v, t) for o, (k, v, _), t in zip(offsets, records, expected_ts)])
+        self.assertEqual(
+            ours,
+            [(o, k, v, t) for o, (k, v, _), t in zip(offsets, records, expected_ts, strict=True)],
+        )
         self.assertEqual(len(batches), 1 if c else n)
         self.assertEqual({b.magic for b in batches}, {magic})
         self.assertEqual({b.codec for b in batches}, {c})
@@ -209,11 +243,15 @@ class LegacyGoldenTests(SynchronousTestCase):
         compressed = _broken_lz4_header(lz4.frame.compress(inner))
         data = legacy_message(0, codec.CODEC_LZ4, 4, compressed)
         (batch,) = read_batches(data)
-        self.assertEqual([(r.offset, r.value) for r in batch.records()], [(i, b"x%d" % i) for i in range(5)])
+        self.assertEqual(
+            [(r.offset, r.value) for r in batch.records()], [(i, b"x%d" % i) for i in range(5)]
+        )
 
     def test_log_append_time_wrapper(self) -> None:
         inner = legacy_set(1, codec.CODEC_NONE, [(None, b"a", TS), (None, b"b", TS + 1)])
-        data = legacy_message(1, codec.CODEC_GZIP | 0x08, 10, codec.compress(codec.CODEC_GZIP, inner), 42)
+        data = legacy_message(
+            1, codec.CODEC_GZIP | 0x08, 10, codec.compress(codec.CODEC_GZIP, inner), 42
+        )
         (batch,) = read_batches(data)
         self.assertEqual(batch.timestamp_type, TimestampType.LOG_APPEND_TIME)
         self.assertEqual([(r.offset, r.timestamp) for r in batch.records()], [(9, 42), (10, 42)])
@@ -222,7 +260,9 @@ class LegacyGoldenTests(SynchronousTestCase):
         data = legacy_set(1, codec.CODEC_NONE, [(None, b"old", TS)]) + build_batch(
             [b"new"], timestamp=TS, base_offset=1
         )
-        self.assertEqual([r.value for b in read_batches(data) for r in b.records()], [b"old", b"new"])
+        self.assertEqual(
+            [r.value for b in read_batches(data) for r in b.records()], [b"old", b"new"]
+        )
 
     def test_bad_crc(self) -> None:
         data = bytearray(legacy_set(1, codec.CODEC_GZIP, [(b"k", b"v", TS)], 7))
@@ -241,10 +281,23 @@ class LegacyGoldenTests(SynchronousTestCase):
             legacy_message(1, codec.CODEC_GZIP, 0, codec.compress(codec.CODEC_GZIP, b"")),
             legacy_message(1, codec.CODEC_GZIP, 0, b"not gzip"),
             legacy_message(1, codec.CODEC_ZSTD, 0, codec.compress(codec.CODEC_ZSTD, inner)),
-            legacy_message(1, codec.CODEC_GZIP, 0, codec.compress(codec.CODEC_GZIP, legacy_message(1, 1, 0, b"x"))),
-            _with_crc(struct.pack(">qi", 0, 14) + b"\x00\x00\x00\x00\x00\x00" + struct.pack(">ii", 9, -1)),
-            _with_crc(struct.pack(">qi", 0, 14) + b"\x00\x00\x00\x00\x00\x00" + struct.pack(">ii", -1, -5)),
-            _with_crc(struct.pack(">qi", 0, 15) + b"\x00\x00\x00\x00\x00\x00" + struct.pack(">iib", -1, -1, 0)),
+            legacy_message(
+                1,
+                codec.CODEC_GZIP,
+                0,
+                codec.compress(codec.CODEC_GZIP, legacy_message(1, 1, 0, b"x")),
+            ),
+            _with_crc(
+                struct.pack(">qi", 0, 14) + b"\x00\x00\x00\x00\x00\x00" + struct.pack(">ii", 9, -1)
+            ),
+            _with_crc(
+                struct.pack(">qi", 0, 14) + b"\x00\x00\x00\x00\x00\x00" + struct.pack(">ii", -1, -5)
+            ),
+            _with_crc(
+                struct.pack(">qi", 0, 15)
+                + b"\x00\x00\x00\x00\x00\x00"
+                + struct.pack(">iib", -1, -1, 0)
+            ),
         ]
         for wrapper in bad_wrappers:
             with self.assertRaises(DecodeError, msg=wrapper):
@@ -264,6 +317,6 @@ class LegacyGoldenTests(SynchronousTestCase):
         for check_crc in (True, False):
             try:
                 for batch in read_batches(bytes(data), check_crc=check_crc):
-                    batch.records()
+                    self.assertTrue(all(isinstance(r, Record) for r in batch.records()))
             except DecodeError:
                 pass

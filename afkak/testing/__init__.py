@@ -14,8 +14,11 @@ A trial test::
     from twisted.internet.task import Clock
     from twisted.trial.unittest import SynchronousTestCase
 
-    from afkak import KafkaClient
-    from afkak.testing import FakeKafkaCluster, ApiKey, errors
+    from afkak.client import KafkaClient
+    from afkak.common import NotLeaderForPartitionError, ProduceRequest
+    from afkak.message_set import create_message
+    from afkak.protocol.messages import ProduceRequest as ProduceApi
+    from afkak.testing import FakeKafkaCluster
 
     class ClientTests(SynchronousTestCase):
         def setUp(self):
@@ -33,11 +36,29 @@ A trial test::
             self.successResultOf(self.client.load_metadata_for_topics("t"))
             self.assertEqual(self.client.topic_partitions["t"], [0, 1])
 
-        def test_leader_moved(self):
+        def test_produce(self):
             self.successResultOf(self.client.load_metadata_for_topics("t"))
-            self.cluster.move_leader("t", 0, new_leader=2)
-            self.cluster.fail_next(ApiKey.METADATA, errors.LeaderNotAvailableError.errno)
-            ...
+            d = self.client.send_produce_request(
+                [ProduceRequest("t", 0, [create_message(b"value", b"key")])]
+            )
+            self.successResultOf(d)
+            [record] = self.cluster.records("t", 0)
+            self.assertEqual((record.key, record.value), (b"key", b"value"))
+
+        def test_not_leader(self):
+            self.successResultOf(self.client.load_metadata_for_topics("t"))
+            self.cluster.fail_next(ProduceApi, NotLeaderForPartitionError)
+            d = self.client.send_produce_request(
+                [ProduceRequest("t", 0, [create_message(b"value")])]
+            )
+            self.failureResultOf(d, NotLeaderForPartitionError)
+
+Setting up: ``create_topic``, ``append`` (records written as if produced),
+``commit``, ``delete_records``.  Faults: ``fail_next``, ``drop_next``,
+``delay``, ``drop_connections``, ``refuse_connections``, ``move_leader``,
+``set_broker_down``/``set_broker_up``, ``change_address``.  Inspection:
+``requests_seen``, ``records``, ``committed_offsets``, ``partition``,
+``coordinator``, ``open_connections``.
 
 What the fake does (and does not):
 
@@ -65,18 +86,14 @@ What the fake does (and does not):
   replication lag (high watermark = log end = last stable offset).
 - Auto-created topics are usable at once (Kafka first answers
   LEADER_NOT_AVAILABLE).
+- A client must register a request as in flight before writing it: the
+  answer can arrive before ``transport.write()`` returns.
 """
 
-from afkak._broker_errors import BrokerResponseError
 from afkak.testing._cluster import FakeKafkaCluster
-from afkak.testing._log_apis import EARLIEST, LATEST, MAX_TIMESTAMP
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 
 __all__ = [
-    "EARLIEST",
-    "LATEST",
-    "MAX_TIMESTAMP",
-    "BrokerResponseError",
     "CommittedOffset",
     "FakeBroker",
     "FakeKafkaCluster",

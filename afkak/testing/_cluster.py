@@ -8,7 +8,8 @@ inspection.  :mod:`afkak.testing._handlers` answers the requests.
 from __future__ import annotations
 
 import random
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from twisted.internet.address import IPv4Address
@@ -18,11 +19,13 @@ from twisted.internet.interfaces import IProtocolFactory, IStreamClientEndpoint
 from twisted.internet.task import Clock
 from zope.interface import implementer
 
+from afkak._broker_errors import BrokerResponseError
+from afkak.protocol import Message
 from afkak.protocol.messages import REQUESTS
 from afkak.records import Record, build_batch, read_batches
 from afkak.testing._faults import FaultPlan
 from afkak.testing._handlers import SERVED_APIS, ConnectionHandler
-from afkak.testing._lookup import topic_name_problem
+from afkak.testing._lookup import code, topic_name_problem
 from afkak.testing._server import KafkaServerFactory, KafkaServerProtocol
 from afkak.testing._state import (
     CommittedOffset,
@@ -33,8 +36,16 @@ from afkak.testing._state import (
 )
 from afkak.testing._transport import DeliveryLoop, connect_pair
 
+if TYPE_CHECKING:
+    from afkak.testing._log_apis import FetchWaiter
+
+ApiKeyLike = int | type[Message]
+ErrorCodeLike = int | type[BrokerResponseError]
+
 DEFAULT_PORT = 9092
 OFFSETS_TOPIC_PARTITIONS = 50  # Kafka's offsets.topic.num.partitions
+
+
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode()``, which Kafka uses to place group coordinators."""
     h = 0
@@ -59,6 +70,12 @@ class FakeKafkaCluster:
         version ranges; by default each served API's whole range.  A range of
         ``None`` stops advertising (and serving) that API.
     :param max_message_bytes: the largest batch Produce accepts.
+
+    State, readable (and, for setup, writable) by tests: ``brokers``
+    (node id -> :class:`FakeBroker`), ``topics`` (name -> :class:`FakeTopic`),
+    ``topics_by_id``, ``api_versions``, ``auto_create_topics``,
+    ``requests_seen``.  ``groups``, ``transactional_producers``,
+    ``fetch_waiters`` and ``faults`` are the request handlers' bookkeeping.
     """
 
     def __init__(
@@ -78,7 +95,9 @@ class FakeKafkaCluster:
         self.reactor = Clock() if reactor is None else reactor
         self.auto_create_topics = auto_create_topics
         self.default_partitions = default_partitions
-        self.default_replication = min(3, brokers) if default_replication is None else default_replication
+        self.default_replication = (
+            min(3, brokers) if default_replication is None else default_replication
+        )
         self.cluster_id = cluster_id
         self.max_message_bytes = max_message_bytes
         self.brokers: dict[int, FakeBroker] = {
@@ -105,7 +124,7 @@ class FakeKafkaCluster:
         self._random = random.Random(0)
         self._next_producer_id = 1000
         self.transactional_producers: dict[str, tuple[int, int]] = {}
-        self.fetch_waiters: set[Any] = set()
+        self.fetch_waiters: set[FetchWaiter] = set()
 
     @staticmethod
     def _unused_handler(header: Any, request: Any) -> None:
@@ -129,12 +148,10 @@ class FakeKafkaCluster:
         return _FakeBrokerEndpoint(self, host, port)
 
     def _connect(self, host: str, port: int, factory: IProtocolFactory) -> Deferred[Any]:
-        broker = next(
-            (b for b in self.brokers.values() if b.host == host and b.port == port), None
-        )
+        broker = next((b for b in self.brokers.values() if b.host == host and b.port == port), None)
         if broker is None or not broker.up or broker.refusing:
             why = "no such broker" if broker is None else "broker is down or refusing"
-            return fail(ConnectionRefusedError(host, port, why))
+            return fail(ConnectionRefusedError(f"{host}:{port}: {why}"))
         server_factory = self._factories[broker.node_id]
         handler = ConnectionHandler(self, broker.node_id)
         server = KafkaServerProtocol(handler, self.reactor, server_factory.faults)
@@ -142,7 +159,7 @@ class FakeKafkaCluster:
         handler.protocol = server
         client = factory.buildProtocol(server_address(broker))
         if client is None:
-            return fail(ConnectionRefusedError(host, port, "the client factory refused"))
+            return fail(ConnectionRefusedError(f"{host}:{port}: the client factory refused"))
         connected: Deferred[Any] = Deferred()
         connect_pair(self._loop, client, server, server_address(broker), connected)
         return connected
@@ -177,13 +194,17 @@ class FakeKafkaCluster:
             if partitions < 1 or not 1 <= rf <= len(nodes):
                 raise ValueError(f"cannot place {partitions} partitions with replication {rf}")
             replicas = [[nodes[(p + i) % len(nodes)] for i in range(rf)] for p in range(partitions)]
-        elif not replicas or any(not r or set(r) - set(nodes) or len(set(r)) != len(r) for r in replicas):
+        elif not replicas or any(
+            not r or set(r) - set(nodes) or len(set(r)) != len(r) for r in replicas
+        ):
             raise ValueError(f"bad replica placement {replicas!r}")
         topic_id = UUID(int=self._random.getrandbits(128), version=4)
         topic = FakeTopic(name, topic_id, [])
         for index, nodes_of in enumerate(replicas):
             live = [n for n in nodes_of if self.brokers[n].up]
-            topic.partitions.append(FakePartition(name, index, list(nodes_of), live[0] if live else -1))
+            topic.partitions.append(
+                FakePartition(name, index, list(nodes_of), live[0] if live else -1)
+            )
         self.topics[name] = topic
         self.topics_by_id[topic_id] = topic
         return topic
@@ -222,6 +243,7 @@ class FakeKafkaCluster:
     def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
         """Advance a partition's log start offset, as the DeleteRecords API does."""
         self.partition(topic, partition).log.delete_before(before_offset)
+        self.wake_fetches()
 
     # Groups and producers
 
@@ -231,7 +253,13 @@ class FakeKafkaCluster:
         return dict(self._committed)
 
     def commit(
-        self, group: str, topic: str, partition: int, offset: int, metadata: str = "", leader_epoch: int = -1
+        self,
+        group: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        metadata: str = "",
+        leader_epoch: int = -1,
     ) -> None:
         """Record a committed offset, as an OffsetCommit request does."""
         self.groups.add(group)
@@ -248,7 +276,8 @@ class FakeKafkaCluster:
         ``partition % brokers`` or, when that node is down, the next one up.
         """
         nodes = sorted(self.brokers)
-        start = abs(java_string_hash(key)) % OFFSETS_TOPIC_PARTITIONS % len(nodes)
+        h = java_string_hash(key)
+        start = (0 if h == -(2**31) else abs(h)) % OFFSETS_TOPIC_PARTITIONS % len(nodes)
         for i in range(len(nodes)):
             node = nodes[(start + i) % len(nodes)]
             if self.brokers[node].up:
@@ -261,24 +290,34 @@ class FakeKafkaCluster:
 
     # Faults
 
-    def fail_next(self, api_key: int, error_code: int, count: int = 1, broker: int | None = None) -> None:
+    def fail_next(
+        self,
+        api_key: ApiKeyLike,
+        error_code: ErrorCodeLike,
+        count: int = 1,
+        broker: int | None = None,
+    ) -> None:
         """Answer the next ``count`` requests of ``api_key`` with ``error_code``.
+
+        ``api_key`` is a number or a request class (``ProduceRequest``);
+        ``error_code`` a number or a :class:`~afkak.common.BrokerResponseError`
+        subclass (``NotLeaderForPartitionError``).
 
         The answer is the request's error response as Kafka builds it (the
         code in every partition, topic or group the request named, or in the
         top-level field); the request has no effect.  ``broker`` limits this
         to one node.
         """
-        self.faults.fail_next(api_key, error_code, count, broker)
+        self.faults.fail_next(_api_key(api_key), _error_code(error_code), count, broker)
 
-    def drop_next(self, api_key: int, count: int = 1, broker: int | None = None) -> None:
-        """Abort the connection, unanswered, on each of the next ``count`` requests of ``api_key``."""
-        self.faults.drop_next(api_key, count, broker)
+    def drop_next(self, api_key: ApiKeyLike, count: int = 1, broker: int | None = None) -> None:
+        """Abort the connection, unanswered, on the next ``count`` requests of ``api_key``."""
+        self.faults.drop_next(_api_key(api_key), count, broker)
 
-    def delay(self, api_key: int, seconds: float, broker: int | None = None) -> None:
+    def delay(self, api_key: ApiKeyLike, seconds: float, broker: int | None = None) -> None:
         """Hold every response to ``api_key`` for ``seconds`` on the reactor; 0 stops it."""
         for node in self.brokers if broker is None else [broker]:
-            self._factories[node].faults.delay(api_key, seconds)
+            self._factories[node].faults.delay(_api_key(api_key), seconds)
 
     def drop_connections(self, broker: int | None = None) -> None:
         """Abort every open connection to ``broker`` (to every broker when None)."""
@@ -290,7 +329,7 @@ class FakeKafkaCluster:
         self.brokers[broker].refusing = refuse
 
     def move_leader(self, topic: str, partition: int, new_leader: int) -> None:
-        """Make ``new_leader`` (added to the replicas if needed) lead the partition, bumping its epoch."""
+        """Make ``new_leader`` lead the partition (joining its replicas), bumping its epoch."""
         if new_leader not in self.brokers:
             raise ValueError(f"no broker {new_leader}")
         part = self.partition(topic, partition)
@@ -336,6 +375,14 @@ class FakeKafkaCluster:
         """Re-evaluate the long-polling Fetch requests (after any change to the logs or leaders)."""
         for waiter in list(self.fetch_waiters):
             waiter.poll()
+
+
+def _api_key(api_key: ApiKeyLike) -> int:
+    return api_key if isinstance(api_key, int) else int(api_key.API_KEY or 0)
+
+
+def _error_code(error: ErrorCodeLike) -> int:
+    return error if isinstance(error, int) else code(error)
 
 
 def server_address(broker: FakeBroker) -> IPv4Address:

@@ -9,7 +9,8 @@ is impossible (the caller then drops the connection).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from afkak.protocol.messages import (
     CreateTopicsResponse,
@@ -53,7 +54,10 @@ def _fetch(request: Any, version: int, code: int) -> Any:
                 topic=t.topic,
                 partitions=[
                     R.PartitionData(
-                        partition_index=p.partition, error_code=code, high_watermark=-1, aborted_transactions=None
+                        partition_index=p.partition,
+                        error_code=code,
+                        high_watermark=-1,
+                        aborted_transactions=None,
                     )
                     for p in t.partitions
                 ],
@@ -70,7 +74,9 @@ def _list_offsets(request: Any, version: int, code: int) -> Any:
             R.ListOffsetsTopicResponse(
                 name=t.name,
                 partitions=[
-                    R.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code)
+                    R.ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index, error_code=code
+                    )
                     for p in t.partitions
                 ],
             )
@@ -98,7 +104,9 @@ def _offset_commit(request: Any, version: int, code: int) -> Any:
                 name=t.name,
                 topic_id=t.topic_id,
                 partitions=[
-                    R.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+                    R.OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=code
+                    )
                     for p in t.partitions
                 ],
             )
@@ -110,7 +118,12 @@ def _offset_commit(request: Any, version: int, code: int) -> Any:
 def _offset_fetch(request: Any, version: int, code: int) -> Any:
     R = OffsetFetchResponse
     if version >= 8:
-        return R(groups=[R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code) for g in request.groups])
+        return R(
+            groups=[
+                R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code)
+                for g in request.groups
+            ]
+        )
     if version >= 2:
         return R(error_code=code)
     return R(

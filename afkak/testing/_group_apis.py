@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from afkak._broker_errors import (
@@ -19,7 +20,8 @@ from afkak.protocol.messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
-from afkak.testing._lookup import UNKNOWN_TOPIC_OR_PARTITION, find_partition, find_topic
+from afkak.testing._error_responses import error_response
+from afkak.testing._lookup import UNKNOWN_TOPIC_OR_PARTITION, code, find_partition, find_topic
 
 if TYPE_CHECKING:
     from afkak.testing._handlers import ConnectionHandler
@@ -41,11 +43,15 @@ def handle_offset_commit(ctx: ConnectionHandler, request: OffsetCommitRequest, v
                 error = UNKNOWN_TOPIC_OR_PARTITION
             metadata = rp.committed_metadata or ""
             if not error and len(metadata.encode()) > MAX_METADATA_BYTES:
-                error = OffsetMetadataTooLargeError.errno  # type: ignore[assignment]
+                error = code(OffsetMetadataTooLargeError)
             if not error and topic is not None:
                 cluster.commit(
-                    request.group_id, topic.name, rp.partition_index, rp.committed_offset,
-                    metadata, rp.committed_leader_epoch,
+                    request.group_id,
+                    topic.name,
+                    rp.partition_index,
+                    rp.committed_offset,
+                    metadata,
+                    rp.committed_leader_epoch,
                 )
             answers.append(
                 OffsetCommitResponse.OffsetCommitResponsePartition(
@@ -53,7 +59,9 @@ def handle_offset_commit(ctx: ConnectionHandler, request: OffsetCommitRequest, v
                 )
             )
         topics.append(
-            OffsetCommitResponse.OffsetCommitResponseTopic(name=rt.name, topic_id=rt.topic_id, partitions=answers)
+            OffsetCommitResponse.OffsetCommitResponseTopic(
+                name=rt.name, topic_id=rt.topic_id, partitions=answers
+            )
         )
     return OffsetCommitResponse(topics=topics)
 
@@ -66,9 +74,9 @@ def _commit_group_error(ctx: ConnectionHandler, request: OffsetCommitRequest, ve
     creates it; a commit claiming a generation is refused.
     """
     if not request.group_id:
-        return InvalidGroupId.errno  # type: ignore[return-value]
+        return code(InvalidGroupId)
     if ctx.cluster.coordinator(request.group_id) != ctx.node:
-        return NotCoordinator.errno  # type: ignore[return-value]
+        return code(NotCoordinator)
     claims_membership = (
         request.generation_id_or_member_epoch >= 0
         or bool(request.member_id)
@@ -77,10 +85,10 @@ def _commit_group_error(ctx: ConnectionHandler, request: OffsetCommitRequest, ve
     if not claims_membership:
         return 0
     if request.group_id in ctx.cluster.groups:
-        return UnknownMemberId.errno  # type: ignore[return-value]
+        return code(UnknownMemberId)
     if version >= 9:
-        return GroupIdNotFound.errno  # type: ignore[return-value]
-    return IllegalGeneration.errno  # type: ignore[return-value]
+        return code(GroupIdNotFound)
+    return code(IllegalGeneration)
 
 
 def handle_offset_fetch(ctx: ConnectionHandler, request: OffsetFetchRequest, version: int) -> Any:
@@ -88,23 +96,7 @@ def handle_offset_fetch(ctx: ConnectionHandler, request: OffsetFetchRequest, ver
     if version >= 8:
         return R(groups=[_fetch_group(ctx, g.group_id, g.topics, version) for g in request.groups])
     if ctx.cluster.coordinator(request.group_id) != ctx.node:
-        code: int = NotCoordinator.errno  # type: ignore[assignment]
-        if version >= 2:
-            return R(error_code=code)
-        return R(
-            topics=[
-                R.OffsetFetchResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        R.OffsetFetchResponsePartition(
-                            partition_index=p, committed_offset=-1, metadata="", error_code=code
-                        )
-                        for p in t.partition_indexes
-                    ],
-                )
-                for t in request.topics or ()
-            ]
-        )
+        return error_response(OffsetFetchRequest.API_KEY, request, version, code(NotCoordinator))
     found = _committed(ctx, request.group_id, request.topics, by_id=False)
     return R(
         topics=[
@@ -129,7 +121,7 @@ def handle_offset_fetch(ctx: ConnectionHandler, request: OffsetFetchRequest, ver
 def _fetch_group(ctx: ConnectionHandler, group_id: str, topics: Any, version: int) -> Any:
     R = OffsetFetchResponse
     if ctx.cluster.coordinator(group_id) != ctx.node:
-        return R.OffsetFetchResponseGroup(group_id=group_id, error_code=NotCoordinator.errno)  # type: ignore[arg-type]
+        return R.OffsetFetchResponseGroup(group_id=group_id, error_code=code(NotCoordinator))
     found = _committed(ctx, group_id, topics, by_id=version >= 10)
     return R.OffsetFetchResponseGroup(
         group_id=group_id,

@@ -11,11 +11,13 @@ and InitProducerId are here.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from afkak._broker_errors import (
     CoordinatorNotAvailable,
     InvalidPartitions,
+    InvalidProducerEpoch,
     InvalidReplicaAssignment,
     InvalidReplicationFactor,
     InvalidRequest,
@@ -23,7 +25,6 @@ from afkak._broker_errors import (
     InvalidTransactionTimeout,
     LeaderNotAvailableError,
     NotCoordinator,
-    InvalidProducerEpoch,
     TopicAlreadyExists,
     UnsupportedVersion,
 )
@@ -42,8 +43,18 @@ from afkak.protocol.messages import (
 )
 from afkak.testing._error_responses import error_response
 from afkak.testing._group_apis import handle_offset_commit, handle_offset_fetch
-from afkak.testing._log_apis import DropConnection, handle_fetch, handle_list_offsets, handle_produce
-from afkak.testing._lookup import UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, topic_name_problem
+from afkak.testing._log_apis import (
+    DropConnection,
+    handle_fetch,
+    handle_list_offsets,
+    handle_produce,
+)
+from afkak.testing._lookup import (
+    UNKNOWN_TOPIC_ID,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    code,
+    topic_name_problem,
+)
 from afkak.testing._state import SeenRequest
 
 if TYPE_CHECKING:
@@ -74,13 +85,13 @@ class ConnectionHandler:
         advertised = cluster.api_versions.get(api_key)
         if advertised is None or not advertised[0] <= version <= advertised[1]:
             return self._unsupported(header, request)
-        code = cluster.faults.take_error(api_key, node)
+        injected = cluster.faults.take_error(api_key, node)
         try:
-            if code is None:
+            if injected is None:
                 return SERVED_APIS[api_key](self, request, version)
             if api_key == PRODUCE and request.acks == 0:
                 raise DropConnection()
-            response = error_response(api_key, request, version, code)
+            response = error_response(api_key, request, version, injected)
         except DropConnection:
             return self._drop()
         return response if response is not None else self._drop()
@@ -90,15 +101,17 @@ class ConnectionHandler:
         self.protocol.drop()
 
     def _unsupported(self, header: Any, request: Any) -> Any:
-        """UNSUPPORTED_VERSION; for ApiVersions in the v0 layout with this broker's ranges (KIP-511)."""
-        code: int = UnsupportedVersion.errno  # type: ignore[assignment]
+        """UNSUPPORTED_VERSION; for ApiVersions, the v0 layout with our ranges (KIP-511)."""
+        error = code(UnsupportedVersion)
         if header.request_api_key == API_VERSIONS:
-            response = ApiVersionsResponse(error_code=code, api_keys=self._ranges())
+            response = ApiVersionsResponse(error_code=error, api_keys=self.advertised_ranges())
             return encode_response(response, 0, header.correlation_id)
-        response = error_response(header.request_api_key, request, header.request_api_version, code)
+        response = error_response(
+            header.request_api_key, request, header.request_api_version, error
+        )
         return response if response is not None else self._drop()
 
-    def _ranges(self) -> list[Any]:
+    def advertised_ranges(self) -> list[Any]:
         return [
             ApiVersionsResponse.ApiVersion(key, lo, hi)
             for key, (lo, hi) in sorted(self.cluster.api_versions.items())
@@ -110,8 +123,8 @@ def handle_api_versions(ctx: ConnectionHandler, request: ApiVersionsRequest, ver
         _SOFTWARE_NAME.match(request.client_software_name)
         and _SOFTWARE_NAME.match(request.client_software_version)
     ):
-        return ApiVersionsResponse(error_code=InvalidRequest.errno)  # type: ignore[arg-type]
-    return ApiVersionsResponse(api_keys=ctx._ranges(), finalized_features_epoch=-1)
+        return ApiVersionsResponse(error_code=code(InvalidRequest))
+    return ApiVersionsResponse(api_keys=ctx.advertised_ranges(), finalized_features_epoch=-1)
 
 
 def handle_metadata(ctx: ConnectionHandler, request: MetadataRequest, version: int) -> Any:
@@ -121,20 +134,31 @@ def handle_metadata(ctx: ConnectionHandler, request: MetadataRequest, version: i
     if request.topics is None or (version == 0 and not request.topics):
         topics = [_describe_topic(cluster, name) for name in sorted(cluster.topics)]
     else:
-        allow_create = cluster.auto_create_topics and (version < 4 or request.allow_auto_topic_creation)
+        allow_create = cluster.auto_create_topics and (
+            version < 4 or request.allow_auto_topic_creation
+        )
         topics = []
         for asked in request.topics:
             if version >= 10 and asked.name is None:
                 topic = cluster.topics_by_id.get(asked.topic_id)
                 if topic is None:
                     topics.append(
-                        R.MetadataResponseTopic(error_code=UNKNOWN_TOPIC_ID, name=None, topic_id=asked.topic_id)
+                        R.MetadataResponseTopic(
+                            error_code=UNKNOWN_TOPIC_ID,
+                            name=None if version >= 12 else "",
+                            topic_id=asked.topic_id,
+                        )
                     )
                 else:
                     topics.append(_describe_topic(cluster, topic.name))
                 continue
             name = asked.name
-            if name not in cluster.topics and allow_create and live and not topic_name_problem(name):
+            if (
+                name not in cluster.topics
+                and allow_create
+                and live
+                and not topic_name_problem(name)
+            ):
                 cluster.create_topic(
                     name,
                     cluster.default_partitions,
@@ -143,8 +167,10 @@ def handle_metadata(ctx: ConnectionHandler, request: MetadataRequest, version: i
             if name in cluster.topics:
                 topics.append(_describe_topic(cluster, name))
             else:
-                error = InvalidTopic.errno if topic_name_problem(name) else UNKNOWN_TOPIC_OR_PARTITION
-                topics.append(R.MetadataResponseTopic(error_code=error, name=name))  # type: ignore[arg-type]
+                error = (
+                    code(InvalidTopic) if topic_name_problem(name) else UNKNOWN_TOPIC_OR_PARTITION
+                )
+                topics.append(R.MetadataResponseTopic(error_code=error, name=name))
     return R(
         brokers=[R.MetadataResponseBroker(b.node_id, b.host, b.port, b.rack) for b in live],
         cluster_id=cluster.cluster_id,
@@ -161,7 +187,7 @@ def _describe_topic(cluster: FakeKafkaCluster, name: str) -> Any:
         up = [n for n in part.replicas if cluster.brokers[n].up]
         partitions.append(
             R.MetadataResponsePartition(
-                error_code=0 if part.leader >= 0 else LeaderNotAvailableError.errno,  # type: ignore[arg-type]
+                error_code=0 if part.leader >= 0 else code(LeaderNotAvailableError),
                 partition_index=part.index,
                 leader_id=part.leader,
                 leader_epoch=part.leader_epoch,
@@ -173,17 +199,19 @@ def _describe_topic(cluster: FakeKafkaCluster, name: str) -> Any:
     return R.MetadataResponseTopic(name=name, topic_id=topic.topic_id, partitions=partitions)
 
 
-def handle_find_coordinator(ctx: ConnectionHandler, request: FindCoordinatorRequest, version: int) -> Any:
+def handle_find_coordinator(
+    ctx: ConnectionHandler, request: FindCoordinatorRequest, version: int
+) -> Any:
     R = FindCoordinatorResponse
     keys = request.coordinator_keys if version >= 4 else [request.key]
     found = []
     for key in keys:
         if request.key_type not in (0, 1) or (request.key_type == 1 and not key):
-            found.append(R.Coordinator(key, -1, "", -1, InvalidRequest.errno))  # type: ignore[arg-type]
+            found.append(R.Coordinator(key, -1, "", -1, code(InvalidRequest)))
             continue
         node = ctx.cluster.coordinator(key)
         if node < 0:
-            found.append(R.Coordinator(key, -1, "", -1, CoordinatorNotAvailable.errno))  # type: ignore[arg-type]
+            found.append(R.Coordinator(key, -1, "", -1, code(CoordinatorNotAvailable)))
             continue
         broker = ctx.cluster.brokers[node]
         found.append(R.Coordinator(key, node, broker.host, broker.port, 0))
@@ -202,7 +230,7 @@ def handle_create_topics(ctx: ConnectionHandler, request: CreateTopicsRequest, v
         result = R.CreatableTopicResult(name=t.name, configs=[])
         problem, error, replicas = _placement(cluster, t)
         if names.count(t.name) > 1:
-            problem, error = f"topic {t.name!r} is listed more than once", InvalidRequest.errno
+            problem, error = f"topic {t.name!r} is listed more than once", code(InvalidRequest)
         if not problem and not request.validate_only:
             topic = cluster.create_topic(t.name, replicas=replicas)
             result.topic_id = topic.topic_id
@@ -216,37 +244,47 @@ def handle_create_topics(ctx: ConnectionHandler, request: CreateTopicsRequest, v
 
 
 def _placement(cluster: FakeKafkaCluster, t: Any) -> tuple[str | None, int, list[list[int]]]:
-    """(problem, error code, replicas per partition) for creating topic ``t``, as Kafka checks it."""
+    """(problem, error code, replicas per partition) to create topic ``t``, as Kafka checks."""
     problem = topic_name_problem(t.name)
     if problem:
-        return problem, InvalidTopic.errno, []  # type: ignore[return-value]
+        return problem, code(InvalidTopic), []
     if t.name in cluster.topics:
-        return f"Topic '{t.name}' already exists.", TopicAlreadyExists.errno, []  # type: ignore[return-value]
+        return f"Topic '{t.name}' already exists.", code(TopicAlreadyExists), []
     nodes = sorted(n for n, b in cluster.brokers.items() if b.up)
     if t.assignments:
         if t.num_partitions != -1 or t.replication_factor != -1:
-            return "assignments need num_partitions and replication_factor -1", InvalidRequest.errno, []  # type: ignore[return-value]
+            return (
+                "assignments need num_partitions and replication_factor -1",
+                code(InvalidRequest),
+                [],
+            )
         by_index = {a.partition_index: list(a.broker_ids) for a in t.assignments}
         if sorted(by_index) != list(range(len(by_index))) or any(
             not ids or set(ids) - set(cluster.brokers) or len(set(ids)) != len(ids)
             for ids in by_index.values()
         ):
-            return "bad replica assignment", InvalidReplicaAssignment.errno, []  # type: ignore[return-value]
+            return "bad replica assignment", code(InvalidReplicaAssignment), []
         return None, 0, [by_index[i] for i in range(len(by_index))]
     partitions = cluster.default_partitions if t.num_partitions == -1 else t.num_partitions
     rf = cluster.default_replication if t.replication_factor == -1 else t.replication_factor
     if partitions <= 0:
-        return f"number of partitions must be larger than 0, not {partitions}", InvalidPartitions.errno, []  # type: ignore[return-value]
+        return (
+            f"number of partitions must be larger than 0, not {partitions}",
+            code(InvalidPartitions),
+            [],
+        )
     if rf <= 0 or rf > len(nodes):
         return (
             f"replication factor {rf} with {len(nodes)} brokers up",
-            InvalidReplicationFactor.errno,  # type: ignore[return-value]
+            code(InvalidReplicationFactor),
             [],
         )
     return None, 0, [[nodes[(p + i) % len(nodes)] for i in range(rf)] for p in range(partitions)]
 
 
-def handle_init_producer_id(ctx: ConnectionHandler, request: InitProducerIdRequest, version: int) -> Any:
+def handle_init_producer_id(
+    ctx: ConnectionHandler, request: InitProducerIdRequest, version: int
+) -> Any:
     cluster = ctx.cluster
     R = InitProducerIdResponse
     tid = request.transactional_id
@@ -255,15 +293,15 @@ def handle_init_producer_id(ctx: ConnectionHandler, request: InitProducerIdReque
         return R(producer_id=cluster.new_producer_id(), producer_epoch=0)
     error = 0
     if not 0 < request.transaction_timeout_ms <= MAX_TRANSACTION_TIMEOUT_MS:
-        error = InvalidTransactionTimeout.errno
+        error = code(InvalidTransactionTimeout)
     elif cluster.coordinator(tid) != ctx.node:
-        error = NotCoordinator.errno
+        error = code(NotCoordinator)
     current = cluster.transactional_producers.get(tid)
     if not error and current is not None and request.producer_id >= 0:
         if (request.producer_id, request.producer_epoch) != current:
-            error = InvalidProducerEpoch.errno
+            error = code(InvalidProducerEpoch)
     if error:
-        return R(error_code=error, producer_id=-1, producer_epoch=-1)  # type: ignore[arg-type]
+        return R(error_code=error, producer_id=-1, producer_epoch=-1)
     if current is None or current[1] + 1 >= 2**15 - 1:
         pid, epoch = cluster.new_producer_id(), 0
     else:

@@ -83,9 +83,7 @@ class PartitionLog:
         self.high_watermark = last + 1
         if batch.producer_id >= 0:
             state = self._producers[batch.producer_id]
-            state.batches.append(
-                _ProducerBatch(batch.base_sequence, _last_sequence(batch), base)
-            )
+            state.batches.append(_ProducerBatch(batch.base_sequence, _last_sequence(batch), base))
         return base
 
     def _check_sequence(self, batch: RecordBatch) -> int | None:

@@ -16,6 +16,7 @@ from afkak._broker_errors import (
     OffsetOutOfRangeError,
 )
 from afkak._errors import DecodeError
+from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST
 from afkak.protocol.messages import (
     FetchRequest,
     FetchResponse,
@@ -25,9 +26,11 @@ from afkak.protocol.messages import (
     ProduceResponse,
 )
 from afkak.records import RecordBatch, read_batches
+from afkak.testing._log import PartitionLog
 from afkak.testing._lookup import (
     NOT_LEADER_OR_FOLLOWER,
     UNKNOWN_TOPIC_OR_PARTITION,
+    code,
     find_partition,
     find_topic,
     leader_error,
@@ -36,8 +39,9 @@ from afkak.testing._lookup import (
 if TYPE_CHECKING:
     from afkak.testing._cluster import FakeKafkaCluster
     from afkak.testing._handlers import ConnectionHandler
+    from afkak.testing._state import FakePartition
 
-EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
+MAX_TIMESTAMP, EARLIEST_LOCAL = -3, -4  # ListOffsets special times (v7+, v8+)
 READ_COMMITTED = 1
 
 
@@ -54,20 +58,24 @@ def handle_produce(ctx: ConnectionHandler, request: ProduceRequest, version: int
     leaders: set[int] = set()
     topics = []
     for topic_data in request.topic_data:
-        topic, topic_error = find_topic(cluster, topic_data.name, topic_data.topic_id, version >= 13)
+        topic, topic_error = find_topic(
+            cluster, topic_data.name, topic_data.topic_id, version >= 13
+        )
         answers = []
         for data in topic_data.partition_data:
             answer = ProduceResponse.PartitionProduceResponse(index=data.index, base_offset=-1)
             part = find_partition(topic, data.index)
             if request.acks not in (0, 1, -1):
-                answer.error_code = InvalidRequiredAcks.errno  # type: ignore[assignment]
+                answer.error_code = code(InvalidRequiredAcks)
             elif part is None:
                 answer.error_code = topic_error or UNKNOWN_TOPIC_OR_PARTITION
             elif leader_error(part, node):
                 answer.error_code = NOT_LEADER_OR_FOLLOWER
-                answer.current_leader.leader_id = part.leader
-                answer.current_leader.leader_epoch = part.leader_epoch
-                leaders.add(part.leader)
+                if version >= 10:  # KIP-951: point the client to the new leader
+                    answer.current_leader = ProduceResponse.LeaderIdAndEpoch(
+                        part.leader, part.leader_epoch
+                    )
+                    leaders.add(part.leader)
             else:
                 _append(cluster, part, data.records, answer)
             failed = failed or answer.error_code != 0
@@ -81,20 +89,24 @@ def handle_produce(ctx: ConnectionHandler, request: ProduceRequest, version: int
         if failed:
             raise DropConnection()
         return None
-    return ProduceResponse(responses=topics, node_endpoints=node_endpoints(cluster, leaders, ProduceResponse))
+    return ProduceResponse(
+        responses=topics, node_endpoints=node_endpoints(cluster, leaders, ProduceResponse)
+    )
 
 
-def _append(cluster: FakeKafkaCluster, part: Any, records: bytes | None, answer: Any) -> None:
+def _append(
+    cluster: FakeKafkaCluster, part: FakePartition, records: bytes | None, answer: Any
+) -> None:
     batch, error, message = _validate(records, cluster.max_message_bytes)
     if batch is not None:
         try:
             answer.base_offset = part.log.append(batch, bytes(records or b""), part.leader_epoch)
         except BrokerResponseError as e:
-            error, message = e.errno, str(e)
+            error, message = code(type(e)), str(e)
     answer.error_code = error
     answer.error_message = message
     answer.log_start_offset = part.log_start_offset
-    if error == InvalidRecord.errno:
+    if error == code(InvalidRecord):
         answer.record_errors = [ProduceResponse.BatchIndexAndErrorMessage(0, message)]
     if batch is not None and not error:
         cluster.wake_fetches()
@@ -102,27 +114,27 @@ def _append(cluster: FakeKafkaCluster, part: Any, records: bytes | None, answer:
 
 def _validate(records: bytes | None, max_bytes: int) -> tuple[RecordBatch | None, int, str | None]:
     """The one v2 batch of a produced partition, or the error Kafka gives."""
-    corrupt, invalid = CorruptMessage.errno, InvalidRecord.errno
+    corrupt, invalid = code(CorruptMessage), code(InvalidRecord)
     if not records:
         return None, invalid, "no record batch"
     if len(records) > max_bytes:
-        return None, MessageSizeTooLargeError.errno, f"batch of {len(records)} bytes"  # type: ignore[return-value]
+        return None, code(MessageSizeTooLargeError), f"batch of {len(records)} bytes"
     try:
         batches = list(read_batches(records))
+        if sum(b.size_in_bytes for b in batches) != len(records):
+            return None, corrupt, "truncated record batch"
         if len(batches) != 1:
-            return None, invalid, "a produce request needs exactly one record batch per partition"  # type: ignore[return-value]
+            return None, invalid, "a produce request needs exactly one record batch per partition"
         (batch,) = batches
-        if batch.size_in_bytes != len(records):
-            return None, corrupt, "truncated record batch"  # type: ignore[return-value]
         if batch.magic != 2 or batch.is_control:
-            return None, invalid, "only v2 data batches can be produced"  # type: ignore[return-value]
+            return None, invalid, "only v2 data batches can be produced"
         offsets = [r.offset for r in batch.records()]
     except DecodeError as e:
-        return None, corrupt, str(e)  # type: ignore[return-value]
+        return None, corrupt, str(e)
     if offsets != list(range(batch.base_offset, batch.base_offset + batch.record_count)) or (
         offsets and offsets[-1] != batch.last_offset
     ):
-        return None, invalid, "record offsets are not consecutive"  # type: ignore[return-value]
+        return None, invalid, "record offsets are not consecutive"
     return batch, 0, None
 
 
@@ -142,7 +154,7 @@ def handle_fetch(ctx: ConnectionHandler, request: FetchRequest, version: int) ->
     if version >= 7 and request.session_epoch not in (0, -1):
         # Sessionless: the fake never creates fetch sessions (as a broker
         # whose session cache is full), so no incremental fetch can name one.
-        return FetchResponse(error_code=FetchSessionIdNotFound.errno, session_id=0)  # type: ignore[arg-type]
+        return FetchResponse(error_code=code(FetchSessionIdNotFound), session_id=0)
     response, size, failed = read_fetch(ctx.cluster, ctx.node, request, version)
     if failed or size >= request.min_bytes or request.max_wait_ms <= 0:
         return response
@@ -152,7 +164,9 @@ def handle_fetch(ctx: ConnectionHandler, request: FetchRequest, version: int) ->
 class FetchWaiter:
     """A Fetch held until ``min_bytes`` are available, a partition errs, or ``max_wait_ms``."""
 
-    def __init__(self, cluster: FakeKafkaCluster, node: int, request: FetchRequest, version: int) -> None:
+    def __init__(
+        self, cluster: FakeKafkaCluster, node: int, request: FetchRequest, version: int
+    ) -> None:
         self._cluster = cluster
         self._node = node
         self._request = request
@@ -192,7 +206,9 @@ def read_fetch(
     committed = request.isolation_level == READ_COMMITTED
     topics = []
     for fetch_topic in request.topics:
-        topic, topic_error = find_topic(cluster, fetch_topic.topic, fetch_topic.topic_id, version >= 13)
+        topic, topic_error = find_topic(
+            cluster, fetch_topic.topic, fetch_topic.topic_id, version >= 13
+        )
         answers = []
         for fp in fetch_topic.partitions:
             answer = FetchResponse.PartitionData(
@@ -202,10 +218,12 @@ def read_fetch(
             error = topic_error or (0 if part is not None else UNKNOWN_TOPIC_OR_PARTITION)
             if part is not None:
                 error = leader_error(part, node, fp.current_leader_epoch)
-                if error == NOT_LEADER_OR_FOLLOWER:
-                    answer.current_leader.leader_id = part.leader
-                    answer.current_leader.leader_epoch = part.leader_epoch
-                    leaders.add(part.leader)
+                if error == NOT_LEADER_OR_FOLLOWER and version >= 12:
+                    answer.current_leader = FetchResponse.LeaderIdAndEpoch(
+                        part.leader, part.leader_epoch
+                    )
+                    if version >= 16:
+                        leaders.add(part.leader)
             if not error and part is not None:
                 log = part.log
                 answer.high_watermark = log.high_watermark
@@ -214,7 +232,7 @@ def read_fetch(
                 if committed:
                     answer.aborted_transactions = []
                 if not log.log_start_offset <= fp.fetch_offset <= log.high_watermark:
-                    error = OffsetOutOfRangeError.errno  # type: ignore[assignment]
+                    error = code(OffsetOutOfRangeError)
                 elif fp.fetch_offset < log.high_watermark:
                     answer.records = log.read(
                         fp.fetch_offset, min(fp.partition_max_bytes, left), min_one_batch=size == 0
@@ -230,7 +248,9 @@ def read_fetch(
             )
         )
     response = FetchResponse(
-        session_id=0, responses=topics, node_endpoints=node_endpoints(cluster, leaders, FetchResponse)
+        session_id=0,
+        responses=topics,
+        node_endpoints=node_endpoints(cluster, leaders, FetchResponse),
     )
     return response, size, failed
 
@@ -242,33 +262,40 @@ def handle_list_offsets(ctx: ConnectionHandler, request: ListOffsetsRequest, ver
     cluster, node = ctx.cluster, ctx.node
     topics = []
     for lt in request.topics:
-        topic, _ = find_topic(cluster, lt.name, None, False)  # type: ignore[arg-type]
+        topic, _ = find_topic(cluster, lt.name, None, False)
         answers = []
         for lp in lt.partitions:
-            answer = ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=lp.partition_index)
+            answer = ListOffsetsResponse.ListOffsetsPartitionResponse(
+                partition_index=lp.partition_index
+            )
             part = find_partition(topic, lp.partition_index)
             if part is None:
                 answer.error_code = UNKNOWN_TOPIC_OR_PARTITION
             elif error := leader_error(part, node, lp.current_leader_epoch):
                 answer.error_code = error
             else:
-                answer.leader_epoch = part.leader_epoch
-                found = _offset_for(part.log, lp.timestamp, request.isolation_level == READ_COMMITTED)
+                if version >= 4:
+                    answer.leader_epoch = part.leader_epoch
+                found = _offset_for(
+                    part.log, lp.timestamp, request.isolation_level == READ_COMMITTED
+                )
                 if found is not None:
                     answer.offset, answer.timestamp = found
             answers.append(answer)
-        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=lt.name, partitions=answers))
+        topics.append(
+            ListOffsetsResponse.ListOffsetsTopicResponse(name=lt.name, partitions=answers)
+        )
     return ListOffsetsResponse(topics=topics)
 
 
-def _offset_for(log: Any, timestamp: int, committed: bool) -> tuple[int, int] | None:
+def _offset_for(log: PartitionLog, timestamp: int, committed: bool) -> tuple[int, int] | None:
     """(offset, timestamp) that ListOffsets answers for ``timestamp``; None: not found (-1, -1)."""
-    if timestamp == LATEST:
+    if timestamp == OFFSET_LATEST:
         return (log.last_stable_offset if committed else log.high_watermark), -1
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+    if timestamp in (OFFSET_EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1
     if timestamp == MAX_TIMESTAMP:
-        return log.max_timestamp_offset()  # type: ignore[no-any-return]
+        return log.max_timestamp_offset()
     if timestamp < 0:
         return None
-    return log.offset_for_timestamp(timestamp)  # type: ignore[no-any-return]
+    return log.offset_for_timestamp(timestamp)

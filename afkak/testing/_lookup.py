@@ -1,4 +1,4 @@
-"""Finding what a request names (topic by name or id, partition, leader), with Kafka's error codes."""
+"""Finding what a request names (topic by name or id, partition, leader), with Kafka's errors."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from afkak._broker_errors import (
+    BrokerResponseError,
     FencedLeaderEpoch,
     NotLeaderForPartitionError,
     UnknownLeaderEpoch,
@@ -18,9 +19,16 @@ from afkak.testing._state import FakePartition, FakeTopic
 if TYPE_CHECKING:
     from afkak.testing._cluster import FakeKafkaCluster
 
-UNKNOWN_TOPIC_OR_PARTITION = UnknownTopicOrPartitionError.errno
-UNKNOWN_TOPIC_ID = UnknownTopicId.errno
-NOT_LEADER_OR_FOLLOWER = NotLeaderForPartitionError.errno
+
+def code(error: type[BrokerResponseError]) -> int:
+    """The error code of a broker error class (each concrete class has one)."""
+    assert error.errno is not None
+    return error.errno
+
+
+UNKNOWN_TOPIC_OR_PARTITION = code(UnknownTopicOrPartitionError)
+UNKNOWN_TOPIC_ID = code(UnknownTopicId)
+NOT_LEADER_OR_FOLLOWER = code(NotLeaderForPartitionError)
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 
@@ -34,11 +42,11 @@ def topic_name_problem(name: str | None) -> str | None:
 
 
 def find_topic(
-    cluster: FakeKafkaCluster, name: str | None, topic_id: UUID, by_id: bool
+    cluster: FakeKafkaCluster, name: str | None, topic_id: UUID | None, by_id: bool
 ) -> tuple[FakeTopic | None, int]:
     """The topic a request names, or None and the error code for an unknown one."""
     if by_id:
-        topic = cluster.topics_by_id.get(topic_id)
+        topic = cluster.topics_by_id.get(topic_id) if topic_id is not None else None
         return topic, 0 if topic is not None else UNKNOWN_TOPIC_ID
     topic = cluster.topics.get(name or "")
     return topic, 0 if topic is not None else UNKNOWN_TOPIC_OR_PARTITION
@@ -60,7 +68,7 @@ def leader_error(part: FakePartition, node: int, current_leader_epoch: int = -1)
         return NOT_LEADER_OR_FOLLOWER
     if current_leader_epoch >= 0:
         if current_leader_epoch < part.leader_epoch:
-            return FencedLeaderEpoch.errno  # type: ignore[return-value]
+            return code(FencedLeaderEpoch)
         if current_leader_epoch > part.leader_epoch:
-            return UnknownLeaderEpoch.errno  # type: ignore[return-value]
+            return code(UnknownLeaderEpoch)
     return 0

@@ -1,22 +1,35 @@
 """In-memory, synchronous TCP connections between a client and a fake broker.
 
-Writes are not delivered inside ``write()``: they go through one FIFO per
-cluster (:class:`DeliveryLoop`) that is drained by whichever call posted to it
-first.  A protocol's ``dataReceived`` therefore never runs re-entrantly inside
-its own ``write()``, yet everything settles before the outermost call returns,
-so a test needs no pumping: ``successResultOf(client.request(...))`` works.
+Writes are not delivered inside the writing protocol's callbacks: they go
+through one FIFO per cluster (:class:`DeliveryLoop`), drained by whichever
+call posted to it first, so deliveries never nest (the broker's answer is not
+handed to the client while the broker is still handling the request) and
+everything settles before the outermost call returns.  A test therefore needs
+no pumping: ``successResultOf(client.request(...))`` works.
+
+The price: the outermost ``write()`` returns only after the exchange it
+started has settled, so a client's ``dataReceived`` may see the response
+before its ``write()`` returns.  A client must register a request as in
+flight before writing it.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet.address import IPv4Address
 from twisted.internet.defer import Deferred
 from twisted.internet.error import ConnectionDone, ConnectionLost
-from twisted.internet.interfaces import IConsumer, IProducer, IProtocol, IPushProducer, ITCPTransport
+from twisted.internet.interfaces import (
+    IConsumer,
+    IProducer,
+    IProtocol,
+    IPushProducer,
+    ITCPTransport,
+)
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -126,7 +139,9 @@ class MemoryTransport:
     # IConsumer
     def registerProducer(self, producer: IProducer, streaming: bool) -> None:
         if self.producer is not None:
-            raise RuntimeError(f"Cannot register producer {producer}: {self.producer} is registered")
+            raise RuntimeError(
+                f"Cannot register producer {producer}: {self.producer} is registered"
+            )
         if not self.connected:
             producer.stopProducing()
             return
@@ -173,7 +188,9 @@ class MemoryTransport:
             self.protocol.dataReceived(data)
         except Exception:
             failure = Failure()
-            _log.failure("Unhandled error in dataReceived of {protocol}", failure, protocol=self.protocol)
+            _log.failure(
+                "Unhandled error in dataReceived of {protocol}", failure, protocol=self.protocol
+            )
             self._close(failure)
 
     def _close(self, reason: Failure) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -58,23 +57,26 @@ def _enc_add_offsets_to_txn_request_v3(a, o):
 
 def _dec_add_offsets_to_txn_request_v0(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos)
+        f_transactional_id, pos = _p.read_string(mv, pos, False)
         f_producer_id, f_producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
-        f_group_id, pos = _p.read_string(mv, pos)
-    except struct.error:
+        f_group_id, pos = _p.read_string(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
 
 
 def _dec_add_offsets_to_txn_request_v3(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
         f_producer_id, f_producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
 

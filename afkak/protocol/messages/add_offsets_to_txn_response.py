@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -35,6 +34,7 @@ AddOffsetsToTxnResponse.SCHEMA = (
 )
 
 _S_ih = struct.Struct('>ih')
+_S_ihx = struct.Struct('>ihx')
 
 
 def _enc_add_offsets_to_txn_response_v0(a, o):
@@ -42,15 +42,14 @@ def _enc_add_offsets_to_txn_response_v0(a, o):
 
 
 def _enc_add_offsets_to_txn_response_v3(a, o):
-    a(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    a(b"\x00")
+    a(_S_ihx.pack(o.throttle_time_ms, o.error_code))
 
 
 def _dec_add_offsets_to_txn_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
 
@@ -59,8 +58,11 @@ def _dec_add_offsets_to_txn_response_v3(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -82,43 +81,54 @@ AddPartitionsToTxnRequest.SCHEMA = (
     _m.FieldSpec('v3_and_below_topics', 'V3AndBelowTopics', '[]struct', (0, 3), default=(), struct=AddPartitionsToTxnTopic, flexible=(3, 32767)),
 )
 
+_S_i = struct.Struct('>i')
 _S_qh = struct.Struct('>qh')
 _S_qhZ = struct.Struct('>qh?')
 _S_qhb = struct.Struct('>qhb')
+_A_i = _p.array_structs('i')
 
 
 def _enc_add_partitions_to_txn_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_add_partitions_to_txn_topic_v3(a, o):
     a(_p.compact_string(o.name))
     v = o.partitions
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_add_partitions_to_txn_topic_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnTopic(f_name, f_partitions), pos
 
 
 def _dec_add_partitions_to_txn_topic_v3(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnTopic(f_name, f_partitions), pos
 
@@ -135,16 +145,23 @@ def _enc_add_partitions_to_txn_transaction_v4(a, o):
 
 def _dec_add_partitions_to_txn_transaction_v4(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
         f_producer_id, f_producer_epoch, f_verify_only = _S_qhZ.unpack_from(mv, pos)
         pos += 11
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_topic_v3(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnTransaction(f_transactional_id, f_producer_id, f_producer_epoch, f_verify_only, f_topics), pos
 
@@ -190,44 +207,62 @@ def _enc_add_partitions_to_txn_request_v4(a, o):
 
 def _dec_add_partitions_to_txn_request_v0(mv, pos):
     try:
-        f_v3_and_below_transactional_id, pos = _p.read_string(mv, pos)
+        f_v3_and_below_transactional_id, pos = _p.read_string(mv, pos, False)
         f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_v3_and_below_topics = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_topic_v0(mv, pos)
             f_v3_and_below_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics), pos
 
 
 def _dec_add_partitions_to_txn_request_v3(mv, pos):
     try:
-        f_v3_and_below_transactional_id, pos = _p.read_compact_string(mv, pos)
+        f_v3_and_below_transactional_id, pos = _p.read_compact_string(mv, pos, False)
         f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_v3_and_below_topics = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_topic_v3(mv, pos)
             f_v3_and_below_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics), pos
 
 
 def _dec_add_partitions_to_txn_request_v4(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 14)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 14)
         f_transactions = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_transaction_v4(mv, pos)
             f_transactions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnRequest(f_transactions, '', 0, 0, []), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -87,6 +86,7 @@ AddPartitionsToTxnResponse.SCHEMA = (
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
+_S_ihx = struct.Struct('>ihx')
 
 
 def _enc_add_partitions_to_txn_partition_result_v0(a, o):
@@ -94,15 +94,14 @@ def _enc_add_partitions_to_txn_partition_result_v0(a, o):
 
 
 def _enc_add_partitions_to_txn_partition_result_v3(a, o):
-    a(_S_ih.pack(o.partition_index, o.partition_error_code))
-    a(b"\x00")
+    a(_S_ihx.pack(o.partition_index, o.partition_error_code))
 
 
 def _dec_add_partitions_to_txn_partition_result_v0(mv, pos):
     try:
         f_partition_index, f_partition_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code), pos
 
@@ -111,8 +110,11 @@ def _dec_add_partitions_to_txn_partition_result_v3(mv, pos):
     try:
         f_partition_index, f_partition_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code), pos
 
@@ -136,27 +138,38 @@ def _enc_add_partitions_to_txn_topic_result_v3(a, o):
 
 def _dec_add_partitions_to_txn_topic_result_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_results_by_partition = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_partition_result_v0(mv, pos)
             f_results_by_partition.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnTopicResult(f_name, f_results_by_partition), pos
 
 
 def _dec_add_partitions_to_txn_topic_result_v3(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_results_by_partition = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_partition_result_v3(mv, pos)
             f_results_by_partition.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnTopicResult(f_name, f_results_by_partition), pos
 
@@ -172,14 +185,21 @@ def _enc_add_partitions_to_txn_result_v4(a, o):
 
 def _dec_add_partitions_to_txn_result_v4(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topic_results = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_topic_result_v3(mv, pos)
             f_topic_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnResult(f_transactional_id, f_topic_results), pos
 
@@ -220,12 +240,16 @@ def _dec_add_partitions_to_txn_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_results_by_topic_v3_and_below = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_topic_result_v0(mv, pos)
             f_results_by_topic_v3_and_below.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below), pos
 
@@ -234,13 +258,20 @@ def _dec_add_partitions_to_txn_response_v3(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_results_by_topic_v3_and_below = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_topic_result_v3(mv, pos)
             f_results_by_topic_v3_and_below.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below), pos
 
@@ -249,13 +280,20 @@ def _dec_add_partitions_to_txn_response_v4(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_results_by_transaction = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_result_v4(mv, pos)
             f_results_by_transaction.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, []), pos
 

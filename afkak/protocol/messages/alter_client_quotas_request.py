@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -20,7 +19,7 @@ class EntityData(_m.Struct):
     #: The entity type.
     entity_type: str = ''
     #: The name of the entity, or null if the default.
-    entity_name: str = ''
+    entity_name: str | None = ''
 
 
 @attrs.define
@@ -84,8 +83,11 @@ AlterClientQuotasRequest.SCHEMA = (
 
 _S_Z = struct.Struct('>?')
 _S_b = struct.Struct('>b')
+_S_bx = struct.Struct('>bx')
 _S_dZ = struct.Struct('>d?')
 _S_db = struct.Struct('>db')
+_S_dbx = struct.Struct('>dbx')
+_S_i = struct.Struct('>i')
 
 
 def _enc_entity_data_v0(a, o):
@@ -101,19 +103,22 @@ def _enc_entity_data_v1(a, o):
 
 def _dec_entity_data_v0(mv, pos):
     try:
-        f_entity_type, pos = _p.read_string(mv, pos)
-        f_entity_name, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_entity_type, pos = _p.read_string(mv, pos, False)
+        f_entity_name, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntityData(f_entity_type, f_entity_name), pos
 
 
 def _dec_entity_data_v1(mv, pos):
     try:
-        f_entity_type, pos = _p.read_compact_string(mv, pos)
-        f_entity_name, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_entity_type, pos = _p.read_compact_string(mv, pos, False)
+        f_entity_name, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntityData(f_entity_type, f_entity_name), pos
 
@@ -125,27 +130,29 @@ def _enc_op_data_v0(a, o):
 
 def _enc_op_data_v1(a, o):
     a(_p.compact_string(o.key))
-    a(_S_db.pack(o.value, o.remove))
-    a(b"\x00")
+    a(_S_dbx.pack(o.value, o.remove))
 
 
 def _dec_op_data_v0(mv, pos):
     try:
-        f_key, pos = _p.read_string(mv, pos)
+        f_key, pos = _p.read_string(mv, pos, False)
         f_value, f_remove = _S_dZ.unpack_from(mv, pos)
         pos += 9
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OpData(f_key, f_value, f_remove), pos
 
 
 def _dec_op_data_v1(mv, pos):
     try:
-        f_key, pos = _p.read_compact_string(mv, pos)
+        f_key, pos = _p.read_compact_string(mv, pos, False)
         f_value, f_remove = _S_dZ.unpack_from(mv, pos)
         pos += 9
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OpData(f_key, f_value, f_remove), pos
 
@@ -175,35 +182,54 @@ def _enc_entry_data_v1(a, o):
 
 def _dec_entry_data_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_entity = []
         for _ in range(n):
             e, pos = _dec_entity_data_v0(mv, pos)
             f_entity.append(e)
-        n, pos = _p.read_array_len(mv, pos, False, 11)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 11)
         f_ops = []
         for _ in range(n):
             e, pos = _dec_op_data_v0(mv, pos)
             f_ops.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntryData(f_entity, f_ops), pos
 
 
 def _dec_entry_data_v1(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_entity = []
         for _ in range(n):
             e, pos = _dec_entity_data_v1(mv, pos)
             f_entity.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_ops = []
         for _ in range(n):
             e, pos = _dec_op_data_v1(mv, pos)
             f_ops.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntryData(f_entity, f_ops), pos
 
@@ -221,35 +247,45 @@ def _enc_alter_client_quotas_request_v1(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_entry_data_v1(a, e)
-    a(_S_b.pack(o.validate_only))
-    a(b"\x00")
+    a(_S_bx.pack(o.validate_only))
 
 
 def _dec_alter_client_quotas_request_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_entries = []
         for _ in range(n):
             e, pos = _dec_entry_data_v0(mv, pos)
             f_entries.append(e)
         f_validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterClientQuotasRequest(f_entries, f_validate_only), pos
 
 
 def _dec_alter_client_quotas_request_v1(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_entries = []
         for _ in range(n):
             e, pos = _dec_entry_data_v1(mv, pos)
             f_entries.append(e)
         f_validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterClientQuotasRequest(f_entries, f_validate_only), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -20,7 +19,7 @@ class EntityData(_m.Struct):
     #: The entity type.
     entity_type: str = ''
     #: The name of the entity, or null if the default.
-    entity_name: str = ''
+    entity_name: str | None = ''
 
 
 @attrs.define
@@ -30,7 +29,7 @@ class EntryData(_m.Struct):
     #: The error code, or `0` if the quota alteration succeeded.
     error_code: int = 0
     #: The error message, or `null` if the quota alteration succeeded.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The quota entity to alter.
     entity: list[EntityData] = attrs.field(factory=list)
 
@@ -84,19 +83,22 @@ def _enc_entity_data_v1(a, o):
 
 def _dec_entity_data_v0(mv, pos):
     try:
-        f_entity_type, pos = _p.read_string(mv, pos)
-        f_entity_name, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_entity_type, pos = _p.read_string(mv, pos, False)
+        f_entity_name, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntityData(f_entity_type, f_entity_name), pos
 
 
 def _dec_entity_data_v1(mv, pos):
     try:
-        f_entity_type, pos = _p.read_compact_string(mv, pos)
-        f_entity_name, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_entity_type, pos = _p.read_compact_string(mv, pos, False)
+        f_entity_name, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntityData(f_entity_type, f_entity_name), pos
 
@@ -124,13 +126,17 @@ def _dec_entry_data_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        f_error_message, pos = _p.read_string(mv, pos, True)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_entity = []
         for _ in range(n):
             e, pos = _dec_entity_data_v0(mv, pos)
             f_entity.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntryData(f_error_code, f_error_message, f_entity), pos
 
@@ -139,14 +145,21 @@ def _dec_entry_data_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_entity = []
         for _ in range(n):
             e, pos = _dec_entity_data_v1(mv, pos)
             f_entity.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntryData(f_error_code, f_error_message, f_entity), pos
 
@@ -172,12 +185,16 @@ def _dec_alter_client_quotas_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_entries = []
         for _ in range(n):
             e, pos = _dec_entry_data_v0(mv, pos)
             f_entries.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterClientQuotasResponse(f_throttle_time_ms, f_entries), pos
 
@@ -186,13 +203,20 @@ def _dec_alter_client_quotas_response_v1(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_entries = []
         for _ in range(n):
             e, pos = _dec_entry_data_v1(mv, pos)
             f_entries.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterClientQuotasResponse(f_throttle_time_ms, f_entries), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -20,7 +19,7 @@ class AlterConfigsResourceResponse(_m.Struct):
     #: The resource error code.
     error_code: int = 0
     #: The resource error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The resource type.
     resource_type: int = 0
     #: The resource name.
@@ -79,11 +78,11 @@ def _dec_alter_configs_resource_response_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
+        f_error_message, pos = _p.read_string(mv, pos, True)
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos)
-    except struct.error:
+        f_resource_name, pos = _p.read_string(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name), pos
 
@@ -92,12 +91,15 @@ def _dec_alter_configs_resource_response_v2(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name), pos
 
@@ -123,12 +125,16 @@ def _dec_alter_configs_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 7)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 7)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_alter_configs_resource_response_v0(mv, pos)
             f_responses.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterConfigsResponse(f_throttle_time_ms, f_responses), pos
 
@@ -137,13 +143,20 @@ def _dec_alter_configs_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_alter_configs_resource_response_v2(mv, pos)
             f_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterConfigsResponse(f_throttle_time_ms, f_responses), pos
 

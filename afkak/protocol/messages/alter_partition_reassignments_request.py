@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -70,6 +69,7 @@ AlterPartitionReassignmentsRequest.SCHEMA = (
 _S_i = struct.Struct('>i')
 _S_iZ = struct.Struct('>i?')
 _S_ib = struct.Struct('>ib')
+_A_i = _p.array_structs('i')
 
 
 def _enc_reassignable_partition_v0(a, o):
@@ -78,8 +78,7 @@ def _enc_reassignable_partition_v0(a, o):
     if v is None:
         a(_p.compact_len(None))
     else:
-        a(_p.compact_len(len(v)))
-        a(_p.pack_array('i', v))
+        a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
@@ -87,13 +86,17 @@ def _dec_reassignable_partition_v0(mv, pos):
     try:
         f_partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, True, 4)
-        if n < 0:
-            f_replicas = None
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
         else:
-            f_replicas, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+            f_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReassignablePartition(f_partition_index, f_replicas), pos
 
@@ -109,14 +112,21 @@ def _enc_reassignable_topic_v0(a, o):
 
 def _dec_reassignable_topic_v0(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_reassignable_partition_v0(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReassignableTopic(f_name, f_partitions), pos
 
@@ -145,13 +155,20 @@ def _dec_alter_partition_reassignments_request_v0(mv, pos):
     try:
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_reassignable_topic_v0(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterPartitionReassignmentsRequest(f_timeout_ms, True, f_topics), pos
 
@@ -160,13 +177,20 @@ def _dec_alter_partition_reassignments_request_v1(mv, pos):
     try:
         f_timeout_ms, f_allow_replication_factor_change = _S_iZ.unpack_from(mv, pos)
         pos += 5
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_reassignable_topic_v0(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterPartitionReassignmentsRequest(f_timeout_ms, f_allow_replication_factor_change, f_topics), pos
 

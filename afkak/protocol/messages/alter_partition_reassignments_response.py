@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -22,7 +21,7 @@ class ReassignablePartitionResponse(_m.Struct):
     #: The error code for this partition, or 0 if there was no error.
     error_code: int = 0
     #: The error message for this partition, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
 
 
 @attrs.define
@@ -54,7 +53,7 @@ class AlterPartitionReassignmentsResponse(_m.Message):
     #: The top-level error code, or 0 if there was no error.
     error_code: int = 0
     #: The top-level error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The responses to topics to reassign.
     responses: list[ReassignableTopicResponse] = attrs.field(factory=list)
 
@@ -91,9 +90,12 @@ def _dec_reassignable_partition_response_v0(mv, pos):
     try:
         f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReassignablePartitionResponse(f_partition_index, f_error_code, f_error_message), pos
 
@@ -109,14 +111,21 @@ def _enc_reassignable_topic_response_v0(a, o):
 
 def _dec_reassignable_topic_response_v0(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_reassignable_partition_response_v0(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReassignableTopicResponse(f_name, f_partitions), pos
 
@@ -145,14 +154,21 @@ def _dec_alter_partition_reassignments_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_reassignable_topic_response_v0(mv, pos)
             f_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterPartitionReassignmentsResponse(f_throttle_time_ms, True, f_error_code, f_error_message, f_responses), pos
 
@@ -161,14 +177,21 @@ def _dec_alter_partition_reassignments_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_allow_replication_factor_change, f_error_code = _S_iZh.unpack_from(mv, pos)
         pos += 7
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_reassignable_topic_response_v0(mv, pos)
             f_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterPartitionReassignmentsResponse(f_throttle_time_ms, f_allow_replication_factor_change, f_error_code, f_error_message, f_responses), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -75,21 +74,24 @@ AlterUserScramCredentialsRequest.SCHEMA = (
 
 _S_b = struct.Struct('>b')
 _S_bi = struct.Struct('>bi')
+_S_bx = struct.Struct('>bx')
 
 
 def _enc_scram_credential_deletion_v0(a, o):
     a(_p.compact_string(o.name))
-    a(_S_b.pack(o.mechanism))
-    a(b"\x00")
+    a(_S_bx.pack(o.mechanism))
 
 
 def _dec_scram_credential_deletion_v0(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_mechanism = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ScramCredentialDeletion(f_name, f_mechanism), pos
 
@@ -97,20 +99,27 @@ def _dec_scram_credential_deletion_v0(mv, pos):
 def _enc_scram_credential_upsertion_v0(a, o):
     a(_p.compact_string(o.name))
     a(_S_bi.pack(o.mechanism, o.iterations))
-    a(_p.compact_bytes(o.salt))
-    a(_p.compact_bytes(o.salted_password))
+    v = o.salt
+    a(_p.compact_len(len(v)))
+    a(v)
+    v = o.salted_password
+    a(_p.compact_len(len(v)))
+    a(v)
     a(b"\x00")
 
 
 def _dec_scram_credential_upsertion_v0(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_mechanism, f_iterations = _S_bi.unpack_from(mv, pos)
         pos += 5
-        f_salt, pos = _p.read_compact_bytes(mv, pos)
-        f_salted_password, pos = _p.read_compact_bytes(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_salt, pos = _p.read_compact_bytes(mv, pos, False)
+        f_salted_password, pos = _p.read_compact_bytes(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ScramCredentialUpsertion(f_name, f_mechanism, f_iterations, f_salt, f_salted_password), pos
 
@@ -129,18 +138,29 @@ def _enc_alter_user_scram_credentials_request_v0(a, o):
 
 def _dec_alter_user_scram_credentials_request_v0(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_deletions = []
         for _ in range(n):
             e, pos = _dec_scram_credential_deletion_v0(mv, pos)
             f_deletions.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 9)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 9)
         f_upsertions = []
         for _ in range(n):
             e, pos = _dec_scram_credential_upsertion_v0(mv, pos)
             f_upsertions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterUserScramCredentialsRequest(f_deletions, f_upsertions), pos
 

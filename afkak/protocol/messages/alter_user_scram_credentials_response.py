@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -22,7 +21,7 @@ class AlterUserScramCredentialsResult(_m.Struct):
     #: The error code.
     error_code: int = 0
     #: The error message, if any.
-    error_message: str = ''
+    error_message: str | None = ''
 
 
 @attrs.define
@@ -65,12 +64,15 @@ def _enc_alter_user_scram_credentials_result_v0(a, o):
 
 def _dec_alter_user_scram_credentials_result_v0(mv, pos):
     try:
-        f_user, pos = _p.read_compact_string(mv, pos)
+        f_user, pos = _p.read_compact_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterUserScramCredentialsResult(f_user, f_error_code, f_error_message), pos
 
@@ -88,13 +90,20 @@ def _dec_alter_user_scram_credentials_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_results = []
         for _ in range(n):
             e, pos = _dec_alter_user_scram_credentials_result_v0(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterUserScramCredentialsResponse(f_throttle_time_ms, f_results), pos
 

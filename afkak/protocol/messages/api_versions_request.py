@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -49,17 +48,20 @@ def _enc_api_versions_request_v3(a, o):
 def _dec_api_versions_request_v0(mv, pos):
     try:
         pass
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ApiVersionsRequest('', ''), pos
 
 
 def _dec_api_versions_request_v3(mv, pos):
     try:
-        f_client_software_name, pos = _p.read_compact_string(mv, pos)
-        f_client_software_version, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_client_software_name, pos = _p.read_compact_string(mv, pos, False)
+        f_client_software_version, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -108,6 +107,8 @@ _S_b = struct.Struct('>b')
 _S_h = struct.Struct('>h')
 _S_hh = struct.Struct('>hh')
 _S_hhh = struct.Struct('>hhh')
+_S_hhhx = struct.Struct('>hhhx')
+_S_hhx = struct.Struct('>hhx')
 _S_i = struct.Struct('>i')
 _S_q = struct.Struct('>q')
 
@@ -117,15 +118,14 @@ def _enc_api_version_v0(a, o):
 
 
 def _enc_api_version_v3(a, o):
-    a(_S_hhh.pack(o.api_key, o.min_version, o.max_version))
-    a(b"\x00")
+    a(_S_hhhx.pack(o.api_key, o.min_version, o.max_version))
 
 
 def _dec_api_version_v0(mv, pos):
     try:
         f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(mv, pos)
         pos += 6
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ApiVersion(f_api_key, f_min_version, f_max_version), pos
 
@@ -134,42 +134,49 @@ def _dec_api_version_v3(mv, pos):
     try:
         f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(mv, pos)
         pos += 6
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ApiVersion(f_api_key, f_min_version, f_max_version), pos
 
 
 def _enc_supported_feature_key_v3(a, o):
     a(_p.compact_string(o.name))
-    a(_S_hh.pack(o.min_version, o.max_version))
-    a(b"\x00")
+    a(_S_hhx.pack(o.min_version, o.max_version))
 
 
 def _dec_supported_feature_key_v3(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_min_version, f_max_version = _S_hh.unpack_from(mv, pos)
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SupportedFeatureKey(f_name, f_min_version, f_max_version), pos
 
 
 def _enc_finalized_feature_key_v3(a, o):
     a(_p.compact_string(o.name))
-    a(_S_hh.pack(o.max_version_level, o.min_version_level))
-    a(b"\x00")
+    a(_S_hhx.pack(o.max_version_level, o.min_version_level))
 
 
 def _dec_finalized_feature_key_v3(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_max_version_level, f_min_version_level = _S_hh.unpack_from(mv, pos)
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level), pos
 
@@ -228,12 +235,16 @@ def _dec_api_versions_response_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_api_keys = []
         for _ in range(n):
             e, pos = _dec_api_version_v0(mv, pos)
             f_api_keys.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ApiVersionsResponse(f_error_code, f_api_keys, 0, [], -1, [], False), pos
 
@@ -242,14 +253,18 @@ def _dec_api_versions_response_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_api_keys = []
         for _ in range(n):
             e, pos = _dec_api_version_v0(mv, pos)
             f_api_keys.append(e)
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False), pos
 
@@ -258,7 +273,11 @@ def _dec_api_versions_response_v3(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_api_keys = []
         for _ in range(n):
             e, pos = _dec_api_version_v3(mv, pos)
@@ -269,33 +288,44 @@ def _dec_api_versions_response_v3(mv, pos):
         f_finalized_features_epoch = -1
         f_finalized_features = []
         f_zk_migration_ready = False
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-                f_supported_features = []
-                for _ in range(n):
-                    e, pos = _dec_supported_feature_key_v3(mv, pos)
-                    f_supported_features.append(e)
-                _p.check_tag_end(pos, end, 0)
-            elif tag == 1:
-                f_finalized_features_epoch = _S_q.unpack_from(mv, pos)[0]
-                pos += 8
-                _p.check_tag_end(pos, end, 1)
-            elif tag == 2:
-                n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-                f_finalized_features = []
-                for _ in range(n):
-                    e, pos = _dec_finalized_feature_key_v3(mv, pos)
-                    f_finalized_features.append(e)
-                _p.check_tag_end(pos, end, 2)
-            elif tag == 3:
-                f_zk_migration_ready = _S_Z.unpack_from(mv, pos)[0]
-                pos += 1
-                _p.check_tag_end(pos, end, 3)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    n = mv[pos] - 1
+                    if 0 <= n < 127:
+                        pos += 1
+                    else:
+                        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+                    f_supported_features = []
+                    for _ in range(n):
+                        e, pos = _dec_supported_feature_key_v3(mv, pos)
+                        f_supported_features.append(e)
+                    _p.check_tag_end(pos, end, 0)
+                elif tag == 1:
+                    f_finalized_features_epoch = _S_q.unpack_from(mv, pos)[0]
+                    pos += 8
+                    _p.check_tag_end(pos, end, 1)
+                elif tag == 2:
+                    n = mv[pos] - 1
+                    if 0 <= n < 127:
+                        pos += 1
+                    else:
+                        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+                    f_finalized_features = []
+                    for _ in range(n):
+                        e, pos = _dec_finalized_feature_key_v3(mv, pos)
+                        f_finalized_features.append(e)
+                    _p.check_tag_end(pos, end, 2)
+                elif tag == 3:
+                    f_zk_migration_ready = _S_Z.unpack_from(mv, pos)[0]
+                    pos += 1
+                    _p.check_tag_end(pos, end, 3)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready), pos
 

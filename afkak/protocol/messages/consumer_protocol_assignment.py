@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -49,21 +48,26 @@ ConsumerProtocolAssignment.SCHEMA = (
     _m.FieldSpec('user_data', 'UserData', 'bytes', (0, 32767), nullable_versions=(0, 32767), flexible=None),
 )
 
+_S_i = struct.Struct('>i')
+_A_i = _p.array_structs('i')
 
 
 def _enc_topic_partition_v0(a, o):
     a(_p.string(o.topic))
     v = o.partitions
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _dec_topic_partition_v0(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicPartition(f_topic, f_partitions), pos
 
@@ -73,18 +77,27 @@ def _enc_consumer_protocol_assignment_v0(a, o):
     a(_p.array_len(len(v)))
     for e in v:
         _enc_topic_partition_v0(a, e)
-    a(_p.nbytes(o.user_data))
+    v = o.user_data
+    if v is None:
+        a(_p.array_len(None))
+    else:
+        a(_p.array_len(len(v)))
+        a(v)
 
 
 def _dec_consumer_protocol_assignment_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_assigned_partitions = []
         for _ in range(n):
             e, pos = _dec_topic_partition_v0(mv, pos)
             f_assigned_partitions.append(e)
-        f_user_data, pos = _p.read_nbytes(mv, pos)
-    except struct.error:
+        f_user_data, pos = _p.read_bytes(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ConsumerProtocolAssignment(f_assigned_partitions, f_user_data), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -59,21 +58,25 @@ ConsumerProtocolSubscription.SCHEMA = (
 )
 
 _S_i = struct.Struct('>i')
+_A_i = _p.array_structs('i')
 
 
 def _enc_topic_partition_v1(a, o):
     a(_p.string(o.topic))
     v = o.partitions
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _dec_topic_partition_v1(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicPartition(f_topic, f_partitions), pos
 
@@ -83,7 +86,12 @@ def _enc_consumer_protocol_subscription_v0(a, o):
     a(_p.array_len(len(v)))
     for e in v:
         a(_p.string(e))
-    a(_p.nbytes(o.user_data))
+    v = o.user_data
+    if v is None:
+        a(_p.array_len(None))
+    else:
+        a(_p.array_len(len(v)))
+        a(v)
 
 
 def _enc_consumer_protocol_subscription_v1(a, o):
@@ -91,7 +99,12 @@ def _enc_consumer_protocol_subscription_v1(a, o):
     a(_p.array_len(len(v)))
     for e in v:
         a(_p.string(e))
-    a(_p.nbytes(o.user_data))
+    v = o.user_data
+    if v is None:
+        a(_p.array_len(None))
+    else:
+        a(_p.array_len(len(v)))
+        a(v)
     v = o.owned_partitions
     a(_p.array_len(len(v)))
     for e in v:
@@ -103,7 +116,12 @@ def _enc_consumer_protocol_subscription_v2(a, o):
     a(_p.array_len(len(v)))
     for e in v:
         a(_p.string(e))
-    a(_p.nbytes(o.user_data))
+    v = o.user_data
+    if v is None:
+        a(_p.array_len(None))
+    else:
+        a(_p.array_len(len(v)))
+        a(v)
     v = o.owned_partitions
     a(_p.array_len(len(v)))
     for e in v:
@@ -116,7 +134,12 @@ def _enc_consumer_protocol_subscription_v3(a, o):
     a(_p.array_len(len(v)))
     for e in v:
         a(_p.string(e))
-    a(_p.nbytes(o.user_data))
+    v = o.user_data
+    if v is None:
+        a(_p.array_len(None))
+    else:
+        a(_p.array_len(len(v)))
+        a(v)
     v = o.owned_partitions
     a(_p.array_len(len(v)))
     for e in v:
@@ -127,72 +150,100 @@ def _enc_consumer_protocol_subscription_v3(a, o):
 
 def _dec_consumer_protocol_subscription_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_topics = []
         for _ in range(n):
-            e, pos = _p.read_string(mv, pos)
+            e, pos = _p.read_string(mv, pos, False)
             f_topics.append(e)
-        f_user_data, pos = _p.read_nbytes(mv, pos)
-    except struct.error:
+        f_user_data, pos = _p.read_bytes(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ConsumerProtocolSubscription(f_topics, f_user_data, [], -1, None), pos
 
 
 def _dec_consumer_protocol_subscription_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_topics = []
         for _ in range(n):
-            e, pos = _p.read_string(mv, pos)
+            e, pos = _p.read_string(mv, pos, False)
             f_topics.append(e)
-        f_user_data, pos = _p.read_nbytes(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_user_data, pos = _p.read_bytes(mv, pos, True)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_owned_partitions = []
         for _ in range(n):
             e, pos = _dec_topic_partition_v1(mv, pos)
             f_owned_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, -1, None), pos
 
 
 def _dec_consumer_protocol_subscription_v2(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_topics = []
         for _ in range(n):
-            e, pos = _p.read_string(mv, pos)
+            e, pos = _p.read_string(mv, pos, False)
             f_topics.append(e)
-        f_user_data, pos = _p.read_nbytes(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_user_data, pos = _p.read_bytes(mv, pos, True)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_owned_partitions = []
         for _ in range(n):
             e, pos = _dec_topic_partition_v1(mv, pos)
             f_owned_partitions.append(e)
         f_generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, f_generation_id, None), pos
 
 
 def _dec_consumer_protocol_subscription_v3(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_topics = []
         for _ in range(n):
-            e, pos = _p.read_string(mv, pos)
+            e, pos = _p.read_string(mv, pos, False)
             f_topics.append(e)
-        f_user_data, pos = _p.read_nbytes(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_user_data, pos = _p.read_bytes(mv, pos, True)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_owned_partitions = []
         for _ in range(n):
             e, pos = _dec_topic_partition_v1(mv, pos)
             f_owned_partitions.append(e)
         f_generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack_id, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_rack_id, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, f_generation_id, f_rack_id), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -63,6 +62,8 @@ CreateAclsRequest.SCHEMA = (
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
+_S_bbx = struct.Struct('>bbx')
+_S_i = struct.Struct('>i')
 
 
 def _enc_acl_creation_v1(a, o):
@@ -80,22 +81,21 @@ def _enc_acl_creation_v2(a, o):
     a(_S_b.pack(o.resource_pattern_type))
     a(_p.compact_string(o.principal))
     a(_p.compact_string(o.host))
-    a(_S_bb.pack(o.operation, o.permission_type))
-    a(b"\x00")
+    a(_S_bbx.pack(o.operation, o.permission_type))
 
 
 def _dec_acl_creation_v1(mv, pos):
     try:
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos)
+        f_resource_name, pos = _p.read_string(mv, pos, False)
         f_resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal, pos = _p.read_string(mv, pos)
-        f_host, pos = _p.read_string(mv, pos)
+        f_principal, pos = _p.read_string(mv, pos, False)
+        f_host, pos = _p.read_string(mv, pos, False)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
 
@@ -104,15 +104,18 @@ def _dec_acl_creation_v2(mv, pos):
     try:
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos)
+        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
         f_resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal, pos = _p.read_compact_string(mv, pos)
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_principal, pos = _p.read_compact_string(mv, pos, False)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
 
@@ -134,25 +137,36 @@ def _enc_create_acls_request_v2(a, o):
 
 def _dec_create_acls_request_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 10)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 10)
         f_creations = []
         for _ in range(n):
             e, pos = _dec_acl_creation_v1(mv, pos)
             f_creations.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreateAclsRequest(f_creations), pos
 
 
 def _dec_create_acls_request_v2(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         f_creations = []
         for _ in range(n):
             e, pos = _dec_acl_creation_v2(mv, pos)
             f_creations.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreateAclsRequest(f_creations), pos
 

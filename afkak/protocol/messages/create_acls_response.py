@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -20,7 +19,7 @@ class AclCreationResult(_m.Struct):
     #: The result error, or zero if there was no error.
     error_code: int = 0
     #: The result message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
 
 
 @attrs.define
@@ -68,8 +67,8 @@ def _dec_acl_creation_result_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AclCreationResult(f_error_code, f_error_message), pos
 
@@ -78,9 +77,12 @@ def _dec_acl_creation_result_v2(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AclCreationResult(f_error_code, f_error_message), pos
 
@@ -106,12 +108,16 @@ def _dec_create_acls_response_v1(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_results = []
         for _ in range(n):
             e, pos = _dec_acl_creation_result_v1(mv, pos)
             f_results.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreateAclsResponse(f_throttle_time_ms, f_results), pos
 
@@ -120,13 +126,20 @@ def _dec_create_acls_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_results = []
         for _ in range(n):
             e, pos = _dec_acl_creation_result_v2(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreateAclsResponse(f_throttle_time_ms, f_results), pos
 

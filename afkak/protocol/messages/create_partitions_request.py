@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -30,7 +29,7 @@ class CreatePartitionsTopic(_m.Struct):
     #: The new partition count.
     count: int = 0
     #: The new partition assignments.
-    assignments: list[CreatePartitionsAssignment] = attrs.field(factory=list)
+    assignments: list[CreatePartitionsAssignment] | None = attrs.field(factory=list)
 
 
 @attrs.define
@@ -70,36 +69,47 @@ CreatePartitionsRequest.SCHEMA = (
 _S_i = struct.Struct('>i')
 _S_iZ = struct.Struct('>i?')
 _S_ib = struct.Struct('>ib')
+_S_ibx = struct.Struct('>ibx')
+_A_i = _p.array_structs('i')
 
 
 def _enc_create_partitions_assignment_v0(a, o):
     v = o.broker_ids
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_create_partitions_assignment_v2(a, o):
     v = o.broker_ids
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_create_partitions_assignment_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_broker_ids, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsAssignment(f_broker_ids), pos
 
 
 def _dec_create_partitions_assignment_v2(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_broker_ids, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsAssignment(f_broker_ids), pos
 
@@ -131,10 +141,14 @@ def _enc_create_partitions_topic_v2(a, o):
 
 def _dec_create_partitions_topic_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_count = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, True, 4)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 4)
         if n < 0:
             f_assignments = None
         else:
@@ -142,17 +156,21 @@ def _dec_create_partitions_topic_v0(mv, pos):
             for _ in range(n):
                 e, pos = _dec_create_partitions_assignment_v0(mv, pos)
                 f_assignments.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
 
 
 def _dec_create_partitions_topic_v2(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_count = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, True, 2)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 2)
         if n < 0:
             f_assignments = None
         else:
@@ -160,8 +178,11 @@ def _dec_create_partitions_topic_v2(mv, pos):
             for _ in range(n):
                 e, pos = _dec_create_partitions_assignment_v2(mv, pos)
                 f_assignments.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
 
@@ -179,35 +200,45 @@ def _enc_create_partitions_request_v2(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_create_partitions_topic_v2(a, e)
-    a(_S_ib.pack(o.timeout_ms, o.validate_only))
-    a(b"\x00")
+    a(_S_ibx.pack(o.timeout_ms, o.validate_only))
 
 
 def _dec_create_partitions_request_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 10)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 10)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_create_partitions_topic_v0(mv, pos)
             f_topics.append(e)
         f_timeout_ms, f_validate_only = _S_iZ.unpack_from(mv, pos)
         pos += 5
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _dec_create_partitions_request_v2(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_create_partitions_topic_v2(mv, pos)
             f_topics.append(e)
         f_timeout_ms, f_validate_only = _S_iZ.unpack_from(mv, pos)
         pos += 5
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 

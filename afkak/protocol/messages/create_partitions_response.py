@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -71,23 +70,26 @@ def _enc_create_partitions_topic_result_v2(a, o):
 
 def _dec_create_partitions_topic_result_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
 
 
 def _dec_create_partitions_topic_result_v2(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
 
@@ -113,12 +115,16 @@ def _dec_create_partitions_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_results = []
         for _ in range(n):
             e, pos = _dec_create_partitions_topic_result_v0(mv, pos)
             f_results.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
 
@@ -127,13 +133,20 @@ def _dec_create_partitions_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_results = []
         for _ in range(n):
             e, pos = _dec_create_partitions_topic_result_v2(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -30,7 +29,7 @@ class CreatableTopicConfig(_m.Struct):
     #: The configuration name.
     name: str = ''
     #: The configuration value.
-    value: str = ''
+    value: str | None = ''
 
 
 @attrs.define
@@ -94,21 +93,21 @@ CreateTopicsRequest.SCHEMA = (
 _S_i = struct.Struct('>i')
 _S_iZ = struct.Struct('>i?')
 _S_ib = struct.Struct('>ib')
+_S_ibx = struct.Struct('>ibx')
 _S_ih = struct.Struct('>ih')
+_A_i = _p.array_structs('i')
 
 
 def _enc_creatable_replica_assignment_v2(a, o):
     a(_S_i.pack(o.partition_index))
     v = o.broker_ids
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_creatable_replica_assignment_v5(a, o):
     a(_S_i.pack(o.partition_index))
     v = o.broker_ids
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
@@ -116,9 +115,13 @@ def _dec_creatable_replica_assignment_v2(mv, pos):
     try:
         f_partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_broker_ids, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
@@ -127,10 +130,17 @@ def _dec_creatable_replica_assignment_v5(mv, pos):
     try:
         f_partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_broker_ids, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
 
@@ -148,19 +158,22 @@ def _enc_creatable_topic_config_v5(a, o):
 
 def _dec_creatable_topic_config_v2(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        f_value, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_string(mv, pos, False)
+        f_value, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _dec_creatable_topic_config_v5(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        f_value, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        f_value, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableTopicConfig(f_name, f_value), pos
 
@@ -194,41 +207,60 @@ def _enc_creatable_topic_v5(a, o):
 
 def _dec_creatable_topic_v2(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_num_partitions, f_replication_factor = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_assignments = []
         for _ in range(n):
             e, pos = _dec_creatable_replica_assignment_v2(mv, pos)
             f_assignments.append(e)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_configs = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_config_v2(mv, pos)
             f_configs.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
 
 def _dec_creatable_topic_v5(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_num_partitions, f_replication_factor = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_assignments = []
         for _ in range(n):
             e, pos = _dec_creatable_replica_assignment_v5(mv, pos)
             f_assignments.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_configs = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_config_v5(mv, pos)
             f_configs.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
 
@@ -246,35 +278,45 @@ def _enc_create_topics_request_v5(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_creatable_topic_v5(a, e)
-    a(_S_ib.pack(o.timeout_ms, o.validate_only))
-    a(b"\x00")
+    a(_S_ibx.pack(o.timeout_ms, o.validate_only))
 
 
 def _dec_create_topics_request_v2(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 16)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 16)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_v2(mv, pos)
             f_topics.append(e)
         f_timeout_ms, f_validate_only = _S_iZ.unpack_from(mv, pos)
         pos += 5
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
 
 def _dec_create_topics_request_v5(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 10)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 10)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_v5(mv, pos)
             f_topics.append(e)
         f_timeout_ms, f_validate_only = _S_iZ.unpack_from(mv, pos)
         pos += 5
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 

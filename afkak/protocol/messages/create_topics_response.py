@@ -20,7 +20,7 @@ class CreatableTopicConfigs(_m.Struct):
     #: The configuration name.
     name: str = ''
     #: The configuration value.
-    value: str = ''
+    value: str | None = ''
     #: True if the configuration is read-only.
     read_only: bool = False
     #: The configuration source.
@@ -40,7 +40,7 @@ class CreatableTopicResult(_m.Struct):
     #: The error code, or 0 if there was no error.
     error_code: int = 0
     #: The error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: Optional topic config error returned if configs are not returned in the response.
     topic_config_error_code: int = 0
     #: Number of partitions of the topic.
@@ -48,7 +48,7 @@ class CreatableTopicResult(_m.Struct):
     #: Replication factor of the topic.
     replication_factor: int = -1
     #: Configuration of the topic.
-    configs: list[CreatableTopicConfigs] = attrs.field(factory=list)
+    configs: list[CreatableTopicConfigs] | None = attrs.field(factory=list)
 
 
 @attrs.define
@@ -94,6 +94,7 @@ CreateTopicsResponse.SCHEMA = (
 _S_Uh = struct.Struct('>16sh')
 _S_ZbZ = struct.Struct('>?b?')
 _S_bbb = struct.Struct('>bbb')
+_S_bbbx = struct.Struct('>bbbx')
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
@@ -102,18 +103,20 @@ _S_ih = struct.Struct('>ih')
 def _enc_creatable_topic_configs_v5(a, o):
     a(_p.compact_string(o.name))
     a(_p.compact_nstring(o.value))
-    a(_S_bbb.pack(o.read_only, o.config_source, o.is_sensitive))
-    a(b"\x00")
+    a(_S_bbbx.pack(o.read_only, o.config_source, o.is_sensitive))
 
 
 def _dec_creatable_topic_configs_v5(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        f_value, pos = _p.read_compact_nstring(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        f_value, pos = _p.read_compact_string(mv, pos, True)
         f_read_only, f_config_source, f_is_sensitive = _S_ZbZ.unpack_from(mv, pos)
         pos += 3
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive), pos
 
@@ -166,24 +169,28 @@ def _enc_creatable_topic_result_v7(a, o):
 
 def _dec_creatable_topic_result_v2(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableTopicResult(f_name, _p.ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []), pos
 
 
 def _dec_creatable_topic_result_v5(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_num_partitions, f_replication_factor = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, True, 6)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 6)
         if n < 0:
             f_configs = None
         else:
@@ -192,29 +199,36 @@ def _dec_creatable_topic_result_v5(mv, pos):
                 e, pos = _dec_creatable_topic_configs_v5(mv, pos)
                 f_configs.append(e)
         f_topic_config_error_code = 0
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_topic_config_error_code = _S_h.unpack_from(mv, pos)[0]
-                pos += 2
-                _p.check_tag_end(pos, end, 0)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_topic_config_error_code = _S_h.unpack_from(mv, pos)[0]
+                    pos += 2
+                    _p.check_tag_end(pos, end, 0)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableTopicResult(f_name, _p.ZERO_UUID, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs), pos
 
 
 def _dec_creatable_topic_result_v7(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_topic_id, f_error_code = _S_Uh.unpack_from(mv, pos)
         pos += 18
         f_topic_id = _p.uuid_from(f_topic_id)
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_num_partitions, f_replication_factor = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, True, 6)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 6)
         if n < 0:
             f_configs = None
         else:
@@ -223,15 +237,18 @@ def _dec_creatable_topic_result_v7(mv, pos):
                 e, pos = _dec_creatable_topic_configs_v5(mv, pos)
                 f_configs.append(e)
         f_topic_config_error_code = 0
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_topic_config_error_code = _S_h.unpack_from(mv, pos)[0]
-                pos += 2
-                _p.check_tag_end(pos, end, 0)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_topic_config_error_code = _S_h.unpack_from(mv, pos)[0]
+                    pos += 2
+                    _p.check_tag_end(pos, end, 0)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs), pos
 
@@ -266,12 +283,16 @@ def _dec_create_topics_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_result_v2(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
@@ -280,13 +301,20 @@ def _dec_create_topics_response_v5(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 12)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 12)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_result_v5(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
@@ -295,13 +323,20 @@ def _dec_create_topics_response_v7(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 28)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 28)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_result_v7(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 

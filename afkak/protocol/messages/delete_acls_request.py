@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -20,13 +19,13 @@ class DeleteAclsFilter(_m.Struct):
     #: The resource type.
     resource_type_filter: int = 0
     #: The resource name, or null to match any resource name.
-    resource_name_filter: str = ''
+    resource_name_filter: str | None = ''
     #: The pattern type.
     pattern_type_filter: int = 3
     #: The principal filter, or null to accept all principals.
-    principal_filter: str = ''
+    principal_filter: str | None = ''
     #: The host filter, or null to accept all hosts.
-    host_filter: str = ''
+    host_filter: str | None = ''
     #: The ACL operation.
     operation: int = 0
     #: The permission type.
@@ -63,6 +62,8 @@ DeleteAclsRequest.SCHEMA = (
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
+_S_bbx = struct.Struct('>bbx')
+_S_i = struct.Struct('>i')
 
 
 def _enc_delete_acls_filter_v1(a, o):
@@ -80,22 +81,21 @@ def _enc_delete_acls_filter_v2(a, o):
     a(_S_b.pack(o.pattern_type_filter))
     a(_p.compact_nstring(o.principal_filter))
     a(_p.compact_nstring(o.host_filter))
-    a(_S_bb.pack(o.operation, o.permission_type))
-    a(b"\x00")
+    a(_S_bbx.pack(o.operation, o.permission_type))
 
 
 def _dec_delete_acls_filter_v1(mv, pos):
     try:
         f_resource_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name_filter, pos = _p.read_nstring(mv, pos)
+        f_resource_name_filter, pos = _p.read_string(mv, pos, True)
         f_pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal_filter, pos = _p.read_nstring(mv, pos)
-        f_host_filter, pos = _p.read_nstring(mv, pos)
+        f_principal_filter, pos = _p.read_string(mv, pos, True)
+        f_host_filter, pos = _p.read_string(mv, pos, True)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
 
@@ -104,15 +104,18 @@ def _dec_delete_acls_filter_v2(mv, pos):
     try:
         f_resource_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name_filter, pos = _p.read_compact_nstring(mv, pos)
+        f_resource_name_filter, pos = _p.read_compact_string(mv, pos, True)
         f_pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal_filter, pos = _p.read_compact_nstring(mv, pos)
-        f_host_filter, pos = _p.read_compact_nstring(mv, pos)
+        f_principal_filter, pos = _p.read_compact_string(mv, pos, True)
+        f_host_filter, pos = _p.read_compact_string(mv, pos, True)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
 
@@ -134,25 +137,36 @@ def _enc_delete_acls_request_v2(a, o):
 
 def _dec_delete_acls_request_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 10)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 10)
         f_filters = []
         for _ in range(n):
             e, pos = _dec_delete_acls_filter_v1(mv, pos)
             f_filters.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsRequest(f_filters), pos
 
 
 def _dec_delete_acls_request_v2(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         f_filters = []
         for _ in range(n):
             e, pos = _dec_delete_acls_filter_v2(mv, pos)
             f_filters.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsRequest(f_filters), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -20,7 +19,7 @@ class DeleteAclsMatchingAcl(_m.Struct):
     #: The deletion error code, or 0 if the deletion succeeded.
     error_code: int = 0
     #: The deletion error message, or null if the deletion succeeded.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The ACL resource type.
     resource_type: int = 0
     #: The ACL resource name.
@@ -44,7 +43,7 @@ class DeleteAclsFilterResult(_m.Struct):
     #: The error code, or 0 if the filter succeeded.
     error_code: int = 0
     #: The error message, or null if the filter succeeded.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The ACLs which matched this filter.
     matching_acls: list[DeleteAclsMatchingAcl] = attrs.field(factory=list)
 
@@ -90,6 +89,7 @@ DeleteAclsResponse.SCHEMA = (
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
+_S_bbx = struct.Struct('>bbx')
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
@@ -113,25 +113,24 @@ def _enc_delete_acls_matching_acl_v2(a, o):
     a(_S_b.pack(o.pattern_type))
     a(_p.compact_string(o.principal))
     a(_p.compact_string(o.host))
-    a(_S_bb.pack(o.operation, o.permission_type))
-    a(b"\x00")
+    a(_S_bbx.pack(o.operation, o.permission_type))
 
 
 def _dec_delete_acls_matching_acl_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
+        f_error_message, pos = _p.read_string(mv, pos, True)
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos)
+        f_resource_name, pos = _p.read_string(mv, pos, False)
         f_pattern_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal, pos = _p.read_string(mv, pos)
-        f_host, pos = _p.read_string(mv, pos)
+        f_principal, pos = _p.read_string(mv, pos, False)
+        f_host, pos = _p.read_string(mv, pos, False)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
 
@@ -140,18 +139,21 @@ def _dec_delete_acls_matching_acl_v2(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos)
+        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
         f_pattern_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal, pos = _p.read_compact_string(mv, pos)
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_principal, pos = _p.read_compact_string(mv, pos, False)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
 
@@ -179,13 +181,17 @@ def _dec_delete_acls_filter_result_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 14)
+        f_error_message, pos = _p.read_string(mv, pos, True)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 14)
         f_matching_acls = []
         for _ in range(n):
             e, pos = _dec_delete_acls_matching_acl_v1(mv, pos)
             f_matching_acls.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls), pos
 
@@ -194,14 +200,21 @@ def _dec_delete_acls_filter_result_v2(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_matching_acls = []
         for _ in range(n):
             e, pos = _dec_delete_acls_matching_acl_v2(mv, pos)
             f_matching_acls.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls), pos
 
@@ -227,12 +240,16 @@ def _dec_delete_acls_response_v1(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_filter_results = []
         for _ in range(n):
             e, pos = _dec_delete_acls_filter_result_v1(mv, pos)
             f_filter_results.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsResponse(f_throttle_time_ms, f_filter_results), pos
 
@@ -241,13 +258,20 @@ def _dec_delete_acls_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_filter_results = []
         for _ in range(n):
             e, pos = _dec_delete_acls_filter_result_v2(mv, pos)
             f_filter_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteAclsResponse(f_throttle_time_ms, f_filter_results), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -31,6 +30,7 @@ DeleteGroupsRequest.SCHEMA = (
     _m.FieldSpec('groups_names', 'GroupsNames', '[]string', (0, 32767), default=(), flexible=(2, 32767)),
 )
 
+_S_i = struct.Struct('>i')
 
 
 def _enc_delete_groups_request_v0(a, o):
@@ -50,25 +50,36 @@ def _enc_delete_groups_request_v2(a, o):
 
 def _dec_delete_groups_request_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_groups_names = []
         for _ in range(n):
-            e, pos = _p.read_string(mv, pos)
+            e, pos = _p.read_string(mv, pos, False)
             f_groups_names.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteGroupsRequest(f_groups_names), pos
 
 
 def _dec_delete_groups_request_v2(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_groups_names = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_groups_names.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteGroupsRequest(f_groups_names), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -50,6 +49,7 @@ DeleteGroupsResponse.SCHEMA = (
 )
 
 _S_h = struct.Struct('>h')
+_S_hx = struct.Struct('>hx')
 _S_i = struct.Struct('>i')
 
 
@@ -60,27 +60,29 @@ def _enc_deletable_group_result_v0(a, o):
 
 def _enc_deletable_group_result_v2(a, o):
     a(_p.compact_string(o.group_id))
-    a(_S_h.pack(o.error_code))
-    a(b"\x00")
+    a(_S_hx.pack(o.error_code))
 
 
 def _dec_deletable_group_result_v0(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeletableGroupResult(f_group_id, f_error_code), pos
 
 
 def _dec_deletable_group_result_v2(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeletableGroupResult(f_group_id, f_error_code), pos
 
@@ -106,12 +108,16 @@ def _dec_delete_groups_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_results = []
         for _ in range(n):
             e, pos = _dec_deletable_group_result_v0(mv, pos)
             f_results.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
 
@@ -120,13 +126,20 @@ def _dec_delete_groups_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_results = []
         for _ in range(n):
             e, pos = _dec_deletable_group_result_v2(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -66,6 +65,8 @@ DeleteRecordsRequest.SCHEMA = (
 
 _S_i = struct.Struct('>i')
 _S_iq = struct.Struct('>iq')
+_S_iqx = struct.Struct('>iqx')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_delete_records_partition_v0(a, o):
@@ -73,15 +74,14 @@ def _enc_delete_records_partition_v0(a, o):
 
 
 def _enc_delete_records_partition_v2(a, o):
-    a(_S_iq.pack(o.partition_index, o.offset))
-    a(b"\x00")
+    a(_S_iqx.pack(o.partition_index, o.offset))
 
 
 def _dec_delete_records_partition_v0(mv, pos):
     try:
         f_partition_index, f_offset = _S_iq.unpack_from(mv, pos)
         pos += 12
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsPartition(f_partition_index, f_offset), pos
 
@@ -90,8 +90,11 @@ def _dec_delete_records_partition_v2(mv, pos):
     try:
         f_partition_index, f_offset = _S_iq.unpack_from(mv, pos)
         pos += 12
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsPartition(f_partition_index, f_offset), pos
 
@@ -115,27 +118,38 @@ def _enc_delete_records_topic_v2(a, o):
 
 def _dec_delete_records_topic_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 12)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 12)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_delete_records_partition_v0(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsTopic(f_name, f_partitions), pos
 
 
 def _dec_delete_records_topic_v2(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 13)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_delete_records_partition_v2(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsTopic(f_name, f_partitions), pos
 
@@ -153,35 +167,45 @@ def _enc_delete_records_request_v2(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_delete_records_topic_v2(a, e)
-    a(_S_i.pack(o.timeout_ms))
-    a(b"\x00")
+    a(_S_ix.pack(o.timeout_ms))
 
 
 def _dec_delete_records_request_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_delete_records_topic_v0(mv, pos)
             f_topics.append(e)
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
 
 
 def _dec_delete_records_request_v2(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_delete_records_topic_v2(mv, pos)
             f_topics.append(e)
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
 

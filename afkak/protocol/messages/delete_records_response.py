@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -69,6 +68,7 @@ DeleteRecordsResponse.SCHEMA = (
 
 _S_i = struct.Struct('>i')
 _S_iqh = struct.Struct('>iqh')
+_S_iqhx = struct.Struct('>iqhx')
 
 
 def _enc_delete_records_partition_result_v0(a, o):
@@ -76,15 +76,14 @@ def _enc_delete_records_partition_result_v0(a, o):
 
 
 def _enc_delete_records_partition_result_v2(a, o):
-    a(_S_iqh.pack(o.partition_index, o.low_watermark, o.error_code))
-    a(b"\x00")
+    a(_S_iqhx.pack(o.partition_index, o.low_watermark, o.error_code))
 
 
 def _dec_delete_records_partition_result_v0(mv, pos):
     try:
         f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(mv, pos)
         pos += 14
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code), pos
 
@@ -93,8 +92,11 @@ def _dec_delete_records_partition_result_v2(mv, pos):
     try:
         f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(mv, pos)
         pos += 14
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code), pos
 
@@ -118,27 +120,38 @@ def _enc_delete_records_topic_result_v2(a, o):
 
 def _dec_delete_records_topic_result_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 14)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 14)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_delete_records_partition_result_v0(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsTopicResult(f_name, f_partitions), pos
 
 
 def _dec_delete_records_topic_result_v2(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 15)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 15)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_delete_records_partition_result_v2(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsTopicResult(f_name, f_partitions), pos
 
@@ -164,12 +177,16 @@ def _dec_delete_records_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_delete_records_topic_result_v0(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsResponse(f_throttle_time_ms, f_topics), pos
 
@@ -178,13 +195,20 @@ def _dec_delete_records_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_delete_records_topic_result_v2(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteRecordsResponse(f_throttle_time_ms, f_topics), pos
 

@@ -53,23 +53,27 @@ DeleteTopicsRequest.SCHEMA = (
 )
 
 _S_U = struct.Struct('>16s')
+_S_Ux = struct.Struct('>16sx')
 _S_i = struct.Struct('>i')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_delete_topic_state_v6(a, o):
     a(_p.compact_nstring(o.name))
-    a(_S_U.pack(o.topic_id.bytes))
-    a(b"\x00")
+    a(_S_Ux.pack(o.topic_id.bytes))
 
 
 def _dec_delete_topic_state_v6(mv, pos):
     try:
-        f_name, pos = _p.read_compact_nstring(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, True)
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteTopicState(f_name, f_topic_id), pos
 
@@ -91,8 +95,7 @@ def _enc_delete_topics_request_v4(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         a(_p.compact_string(e))
-    a(_S_i.pack(o.timeout_ms))
-    a(b"\x00")
+    a(_S_ix.pack(o.timeout_ms))
 
 
 def _enc_delete_topics_request_v6(a, o):
@@ -100,50 +103,67 @@ def _enc_delete_topics_request_v6(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_delete_topic_state_v6(a, e)
-    a(_S_i.pack(o.timeout_ms))
-    a(b"\x00")
+    a(_S_ix.pack(o.timeout_ms))
 
 
 def _dec_delete_topics_request_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_topic_names = []
         for _ in range(n):
-            e, pos = _p.read_string(mv, pos)
+            e, pos = _p.read_string(mv, pos, False)
             f_topic_names.append(e)
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 
 def _dec_delete_topics_request_v4(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_topic_names = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_topic_names.append(e)
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 
 def _dec_delete_topics_request_v6(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_delete_topic_state_v6(mv, pos)
             f_topics.append(e)
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteTopicsRequest(f_topics, [], f_timeout_ms), pos
 

@@ -18,7 +18,7 @@ class DeletableTopicResult(_m.Struct):
     """The results for each topic we tried to delete."""
 
     #: The topic name.
-    name: str = ''
+    name: str | None = ''
     #: The unique topic ID.
     topic_id: UUID = _p.ZERO_UUID
     #: The deletion error, or 0 if the deletion succeeded.
@@ -57,6 +57,7 @@ DeleteTopicsResponse.SCHEMA = (
 
 _S_Uh = struct.Struct('>16sh')
 _S_h = struct.Struct('>h')
+_S_hx = struct.Struct('>hx')
 _S_i = struct.Struct('>i')
 
 
@@ -67,8 +68,7 @@ def _enc_deletable_topic_result_v1(a, o):
 
 def _enc_deletable_topic_result_v4(a, o):
     a(_p.compact_string(o.name))
-    a(_S_h.pack(o.error_code))
-    a(b"\x00")
+    a(_S_hx.pack(o.error_code))
 
 
 def _enc_deletable_topic_result_v5(a, o):
@@ -87,46 +87,55 @@ def _enc_deletable_topic_result_v6(a, o):
 
 def _dec_deletable_topic_result_v1(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeletableTopicResult(f_name, _p.ZERO_UUID, f_error_code, None), pos
 
 
 def _dec_deletable_topic_result_v4(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeletableTopicResult(f_name, _p.ZERO_UUID, f_error_code, None), pos
 
 
 def _dec_deletable_topic_result_v5(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeletableTopicResult(f_name, _p.ZERO_UUID, f_error_code, f_error_message), pos
 
 
 def _dec_deletable_topic_result_v6(mv, pos):
     try:
-        f_name, pos = _p.read_compact_nstring(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, True)
         f_topic_id, f_error_code = _S_Uh.unpack_from(mv, pos)
         pos += 18
         f_topic_id = _p.uuid_from(f_topic_id)
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message), pos
 
@@ -170,12 +179,16 @@ def _dec_delete_topics_response_v1(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_deletable_topic_result_v1(mv, pos)
             f_responses.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
@@ -184,13 +197,20 @@ def _dec_delete_topics_response_v4(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_deletable_topic_result_v4(mv, pos)
             f_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
@@ -199,13 +219,20 @@ def _dec_delete_topics_response_v5(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_deletable_topic_result_v5(mv, pos)
             f_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
@@ -214,13 +241,20 @@ def _dec_delete_topics_response_v6(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 21)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 21)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_deletable_topic_result_v6(mv, pos)
             f_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 

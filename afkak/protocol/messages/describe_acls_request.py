@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -26,13 +25,13 @@ class DescribeAclsRequest(_m.Message):
     #: The resource type.
     resource_type_filter: int = 0
     #: The resource name, or null to match any resource name.
-    resource_name_filter: str = ''
+    resource_name_filter: str | None = ''
     #: The resource pattern to match.
     pattern_type_filter: int = 3
     #: The principal to match, or null to match any principal.
-    principal_filter: str = ''
+    principal_filter: str | None = ''
     #: The host to match, or null to match any host.
-    host_filter: str = ''
+    host_filter: str | None = ''
     #: The operation to match.
     operation: int = 0
     #: The permission type to match.
@@ -51,6 +50,7 @@ DescribeAclsRequest.SCHEMA = (
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
+_S_bbx = struct.Struct('>bbx')
 
 
 def _enc_describe_acls_request_v1(a, o):
@@ -68,22 +68,21 @@ def _enc_describe_acls_request_v2(a, o):
     a(_S_b.pack(o.pattern_type_filter))
     a(_p.compact_nstring(o.principal_filter))
     a(_p.compact_nstring(o.host_filter))
-    a(_S_bb.pack(o.operation, o.permission_type))
-    a(b"\x00")
+    a(_S_bbx.pack(o.operation, o.permission_type))
 
 
 def _dec_describe_acls_request_v1(mv, pos):
     try:
         f_resource_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name_filter, pos = _p.read_nstring(mv, pos)
+        f_resource_name_filter, pos = _p.read_string(mv, pos, True)
         f_pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal_filter, pos = _p.read_nstring(mv, pos)
-        f_host_filter, pos = _p.read_nstring(mv, pos)
+        f_principal_filter, pos = _p.read_string(mv, pos, True)
+        f_host_filter, pos = _p.read_string(mv, pos, True)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
 
@@ -92,15 +91,18 @@ def _dec_describe_acls_request_v2(mv, pos):
     try:
         f_resource_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name_filter, pos = _p.read_compact_nstring(mv, pos)
+        f_resource_name_filter, pos = _p.read_compact_string(mv, pos, True)
         f_pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal_filter, pos = _p.read_compact_nstring(mv, pos)
-        f_host_filter, pos = _p.read_compact_nstring(mv, pos)
+        f_principal_filter, pos = _p.read_compact_string(mv, pos, True)
+        f_host_filter, pos = _p.read_compact_string(mv, pos, True)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -58,7 +57,7 @@ class DescribeAclsResponse(_m.Message):
     #: The error code, or 0 if there was no error.
     error_code: int = 0
     #: The error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: Each Resource that is referenced in an ACL.
     resources: list[DescribeAclsResource] = attrs.field(factory=list)
 
@@ -84,6 +83,8 @@ DescribeAclsResponse.SCHEMA = (
 
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
+_S_bbx = struct.Struct('>bbx')
+_S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
@@ -96,29 +97,31 @@ def _enc_acl_description_v1(a, o):
 def _enc_acl_description_v2(a, o):
     a(_p.compact_string(o.principal))
     a(_p.compact_string(o.host))
-    a(_S_bb.pack(o.operation, o.permission_type))
-    a(b"\x00")
+    a(_S_bbx.pack(o.operation, o.permission_type))
 
 
 def _dec_acl_description_v1(mv, pos):
     try:
-        f_principal, pos = _p.read_string(mv, pos)
-        f_host, pos = _p.read_string(mv, pos)
+        f_principal, pos = _p.read_string(mv, pos, False)
+        f_host, pos = _p.read_string(mv, pos, False)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AclDescription(f_principal, f_host, f_operation, f_permission_type), pos
 
 
 def _dec_acl_description_v2(mv, pos):
     try:
-        f_principal, pos = _p.read_compact_string(mv, pos)
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_principal, pos = _p.read_compact_string(mv, pos, False)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AclDescription(f_principal, f_host, f_operation, f_permission_type), pos
 
@@ -148,15 +151,19 @@ def _dec_describe_acls_resource_v1(mv, pos):
     try:
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos)
+        f_resource_name, pos = _p.read_string(mv, pos, False)
         f_pattern_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_acls = []
         for _ in range(n):
             e, pos = _dec_acl_description_v1(mv, pos)
             f_acls.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls), pos
 
@@ -165,16 +172,23 @@ def _dec_describe_acls_resource_v2(mv, pos):
     try:
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos)
+        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
         f_pattern_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_acls = []
         for _ in range(n):
             e, pos = _dec_acl_description_v2(mv, pos)
             f_acls.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls), pos
 
@@ -202,13 +216,17 @@ def _dec_describe_acls_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_nstring(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        f_error_message, pos = _p.read_string(mv, pos, True)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_resources = []
         for _ in range(n):
             e, pos = _dec_describe_acls_resource_v1(mv, pos)
             f_resources.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources), pos
 
@@ -217,14 +235,21 @@ def _dec_describe_acls_response_v2(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_resources = []
         for _ in range(n):
             e, pos = _dec_describe_acls_resource_v2(mv, pos)
             f_resources.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources), pos
 

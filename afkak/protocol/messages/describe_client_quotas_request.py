@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -22,7 +21,7 @@ class ComponentData(_m.Struct):
     #: How to match the entity {0 = exact name, 1 = default name, 2 = any specified name}.
     match_type: int = 0
     #: The string to match against, or null if unused for the match type.
-    match: str = ''
+    match: str | None = ''
 
 
 @attrs.define
@@ -54,6 +53,8 @@ DescribeClientQuotasRequest.SCHEMA = (
 
 _S_Z = struct.Struct('>?')
 _S_b = struct.Struct('>b')
+_S_bx = struct.Struct('>bx')
+_S_i = struct.Struct('>i')
 
 
 def _enc_component_data_v0(a, o):
@@ -71,23 +72,26 @@ def _enc_component_data_v1(a, o):
 
 def _dec_component_data_v0(mv, pos):
     try:
-        f_entity_type, pos = _p.read_string(mv, pos)
+        f_entity_type, pos = _p.read_string(mv, pos, False)
         f_match_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_match, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_match, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ComponentData(f_entity_type, f_match_type, f_match), pos
 
 
 def _dec_component_data_v1(mv, pos):
     try:
-        f_entity_type, pos = _p.read_compact_string(mv, pos)
+        f_entity_type, pos = _p.read_compact_string(mv, pos, False)
         f_match_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_match, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_match, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ComponentData(f_entity_type, f_match_type, f_match), pos
 
@@ -105,35 +109,45 @@ def _enc_describe_client_quotas_request_v1(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_component_data_v1(a, e)
-    a(_S_b.pack(o.strict))
-    a(b"\x00")
+    a(_S_bx.pack(o.strict))
 
 
 def _dec_describe_client_quotas_request_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 5)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 5)
         f_components = []
         for _ in range(n):
             e, pos = _dec_component_data_v0(mv, pos)
             f_components.append(e)
         f_strict = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClientQuotasRequest(f_components, f_strict), pos
 
 
 def _dec_describe_client_quotas_request_v1(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_components = []
         for _ in range(n):
             e, pos = _dec_component_data_v1(mv, pos)
             f_components.append(e)
         f_strict = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClientQuotasRequest(f_components, f_strict), pos
 

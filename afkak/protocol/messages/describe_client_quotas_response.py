@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -20,7 +19,7 @@ class EntityData(_m.Struct):
     #: The entity type.
     entity_type: str = ''
     #: The entity name, or null if the default.
-    entity_name: str = ''
+    entity_name: str | None = ''
 
 
 @attrs.define
@@ -61,9 +60,9 @@ class DescribeClientQuotasResponse(_m.Message):
     #: The error code, or `0` if the quota description succeeded.
     error_code: int = 0
     #: The error message, or `null` if the quota description succeeded.
-    error_message: str = ''
+    error_message: str | None = ''
     #: A result entry.
-    entries: list[EntryData] = attrs.field(factory=list)
+    entries: list[EntryData] | None = attrs.field(factory=list)
 
 
 EntityData.SCHEMA = (
@@ -86,6 +85,8 @@ DescribeClientQuotasResponse.SCHEMA = (
 )
 
 _S_d = struct.Struct('>d')
+_S_dx = struct.Struct('>dx')
+_S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
@@ -102,19 +103,22 @@ def _enc_entity_data_v1(a, o):
 
 def _dec_entity_data_v0(mv, pos):
     try:
-        f_entity_type, pos = _p.read_string(mv, pos)
-        f_entity_name, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_entity_type, pos = _p.read_string(mv, pos, False)
+        f_entity_name, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntityData(f_entity_type, f_entity_name), pos
 
 
 def _dec_entity_data_v1(mv, pos):
     try:
-        f_entity_type, pos = _p.read_compact_string(mv, pos)
-        f_entity_name, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_entity_type, pos = _p.read_compact_string(mv, pos, False)
+        f_entity_name, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntityData(f_entity_type, f_entity_name), pos
 
@@ -126,27 +130,29 @@ def _enc_value_data_v0(a, o):
 
 def _enc_value_data_v1(a, o):
     a(_p.compact_string(o.key))
-    a(_S_d.pack(o.value))
-    a(b"\x00")
+    a(_S_dx.pack(o.value))
 
 
 def _dec_value_data_v0(mv, pos):
     try:
-        f_key, pos = _p.read_string(mv, pos)
+        f_key, pos = _p.read_string(mv, pos, False)
         f_value = _S_d.unpack_from(mv, pos)[0]
         pos += 8
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ValueData(f_key, f_value), pos
 
 
 def _dec_value_data_v1(mv, pos):
     try:
-        f_key, pos = _p.read_compact_string(mv, pos)
+        f_key, pos = _p.read_compact_string(mv, pos, False)
         f_value = _S_d.unpack_from(mv, pos)[0]
         pos += 8
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ValueData(f_key, f_value), pos
 
@@ -176,35 +182,54 @@ def _enc_entry_data_v1(a, o):
 
 def _dec_entry_data_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_entity = []
         for _ in range(n):
             e, pos = _dec_entity_data_v0(mv, pos)
             f_entity.append(e)
-        n, pos = _p.read_array_len(mv, pos, False, 10)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 10)
         f_values = []
         for _ in range(n):
             e, pos = _dec_value_data_v0(mv, pos)
             f_values.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntryData(f_entity, f_values), pos
 
 
 def _dec_entry_data_v1(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_entity = []
         for _ in range(n):
             e, pos = _dec_entity_data_v1(mv, pos)
             f_entity.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 10)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 10)
         f_values = []
         for _ in range(n):
             e, pos = _dec_value_data_v1(mv, pos)
             f_values.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EntryData(f_entity, f_values), pos
 
@@ -238,8 +263,12 @@ def _dec_describe_client_quotas_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_nstring(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, True, 8)
+        f_error_message, pos = _p.read_string(mv, pos, True)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 8)
         if n < 0:
             f_entries = None
         else:
@@ -247,7 +276,7 @@ def _dec_describe_client_quotas_response_v0(mv, pos):
             for _ in range(n):
                 e, pos = _dec_entry_data_v0(mv, pos)
                 f_entries.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries), pos
 
@@ -256,8 +285,12 @@ def _dec_describe_client_quotas_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, True, 3)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
             f_entries = None
         else:
@@ -265,8 +298,11 @@ def _dec_describe_client_quotas_response_v1(mv, pos):
             for _ in range(n):
                 e, pos = _dec_entry_data_v1(mv, pos)
                 f_entries.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -43,6 +42,9 @@ _S_ZbZ = struct.Struct('>?b?')
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
 _S_bbb = struct.Struct('>bbb')
+_S_bbbx = struct.Struct('>bbbx')
+_S_bbx = struct.Struct('>bbx')
+_S_bx = struct.Struct('>bx')
 
 
 def _enc_describe_cluster_request_v0(a, o):
@@ -50,28 +52,28 @@ def _enc_describe_cluster_request_v0(a, o):
         raise _m.AbsentField(o, 'endpoint_type')
     if o.include_fenced_brokers != False:
         raise _m.AbsentField(o, 'include_fenced_brokers')
-    a(_S_b.pack(o.include_cluster_authorized_operations))
-    a(b"\x00")
+    a(_S_bx.pack(o.include_cluster_authorized_operations))
 
 
 def _enc_describe_cluster_request_v1(a, o):
     if o.include_fenced_brokers != False:
         raise _m.AbsentField(o, 'include_fenced_brokers')
-    a(_S_bb.pack(o.include_cluster_authorized_operations, o.endpoint_type))
-    a(b"\x00")
+    a(_S_bbx.pack(o.include_cluster_authorized_operations, o.endpoint_type))
 
 
 def _enc_describe_cluster_request_v2(a, o):
-    a(_S_bbb.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers))
-    a(b"\x00")
+    a(_S_bbbx.pack(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers))
 
 
 def _dec_describe_cluster_request_v0(mv, pos):
     try:
         f_include_cluster_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClusterRequest(f_include_cluster_authorized_operations, 1, False), pos
 
@@ -80,8 +82,11 @@ def _dec_describe_cluster_request_v1(mv, pos):
     try:
         f_include_cluster_authorized_operations, f_endpoint_type = _S_Zb.unpack_from(mv, pos)
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, False), pos
 
@@ -90,8 +95,11 @@ def _dec_describe_cluster_request_v2(mv, pos):
     try:
         f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers = _S_ZbZ.unpack_from(mv, pos)
         pos += 3
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers), pos
 

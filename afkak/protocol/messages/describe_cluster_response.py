@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -78,8 +77,10 @@ DescribeClusterResponse.SCHEMA = (
 
 _S_Z = struct.Struct('>?')
 _S_b = struct.Struct('>b')
+_S_bx = struct.Struct('>bx')
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_describe_cluster_broker_v0(a, o):
@@ -97,20 +98,22 @@ def _enc_describe_cluster_broker_v2(a, o):
     a(_p.compact_string(o.host))
     a(_S_i.pack(o.port))
     a(_p.compact_nstring(o.rack))
-    a(_S_b.pack(o.is_fenced))
-    a(b"\x00")
+    a(_S_bx.pack(o.is_fenced))
 
 
 def _dec_describe_cluster_broker_v0(mv, pos):
     try:
         f_broker_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_rack, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, False), pos
 
@@ -119,14 +122,17 @@ def _dec_describe_cluster_broker_v2(mv, pos):
     try:
         f_broker_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack, pos = _p.read_compact_nstring(mv, pos)
+        f_rack, pos = _p.read_compact_string(mv, pos, True)
         f_is_fenced = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, f_is_fenced), pos
 
@@ -142,8 +148,7 @@ def _enc_describe_cluster_response_v0(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_describe_cluster_broker_v0(a, e)
-    a(_S_i.pack(o.cluster_authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.cluster_authorized_operations))
 
 
 def _enc_describe_cluster_response_v1(a, o):
@@ -156,8 +161,7 @@ def _enc_describe_cluster_response_v1(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_describe_cluster_broker_v0(a, e)
-    a(_S_i.pack(o.cluster_authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.cluster_authorized_operations))
 
 
 def _enc_describe_cluster_response_v2(a, o):
@@ -170,27 +174,33 @@ def _enc_describe_cluster_response_v2(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_describe_cluster_broker_v2(a, e)
-    a(_S_i.pack(o.cluster_authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.cluster_authorized_operations))
 
 
 def _dec_describe_cluster_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        f_cluster_id, pos = _p.read_compact_string(mv, pos, False)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_describe_cluster_broker_v0(mv, pos)
             f_brokers.append(e)
         f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, 1, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
 
@@ -199,21 +209,28 @@ def _dec_describe_cluster_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_endpoint_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_cluster_id, pos = _p.read_compact_string(mv, pos)
+        f_cluster_id, pos = _p.read_compact_string(mv, pos, False)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_describe_cluster_broker_v0(mv, pos)
             f_brokers.append(e)
         f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
 
@@ -222,21 +239,28 @@ def _dec_describe_cluster_response_v2(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_endpoint_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_cluster_id, pos = _p.read_compact_string(mv, pos)
+        f_cluster_id, pos = _p.read_compact_string(mv, pos, False)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 12)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 12)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_describe_cluster_broker_v2(mv, pos)
             f_brokers.append(e)
         f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -22,7 +21,7 @@ class DescribeConfigsResource(_m.Struct):
     #: The resource name.
     resource_name: str = ''
     #: The configuration keys to list, or null to list all configuration keys.
-    configuration_keys: list[str] = attrs.field(factory=list)
+    configuration_keys: list[str] | None = attrs.field(factory=list)
 
 
 @attrs.define
@@ -59,6 +58,8 @@ _S_Z = struct.Struct('>?')
 _S_ZZ = struct.Struct('>??')
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
+_S_bbx = struct.Struct('>bbx')
+_S_i = struct.Struct('>i')
 
 
 def _enc_describe_configs_resource_v1(a, o):
@@ -90,16 +91,20 @@ def _dec_describe_configs_resource_v1(mv, pos):
     try:
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, True, 2)
+        f_resource_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 2)
         if n < 0:
             f_configuration_keys = None
         else:
             f_configuration_keys = []
             for _ in range(n):
-                e, pos = _p.read_string(mv, pos)
+                e, pos = _p.read_string(mv, pos, False)
                 f_configuration_keys.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
 
@@ -108,17 +113,24 @@ def _dec_describe_configs_resource_v4(mv, pos):
     try:
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, True, 1)
+        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 1)
         if n < 0:
             f_configuration_keys = None
         else:
             f_configuration_keys = []
             for _ in range(n):
-                e, pos = _p.read_compact_string(mv, pos)
+                e, pos = _p.read_compact_string(mv, pos, False)
                 f_configuration_keys.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
 
@@ -146,49 +158,63 @@ def _enc_describe_configs_request_v4(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_describe_configs_resource_v4(a, e)
-    a(_S_bb.pack(o.include_synonyms, o.include_documentation))
-    a(b"\x00")
+    a(_S_bbx.pack(o.include_synonyms, o.include_documentation))
 
 
 def _dec_describe_configs_request_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 7)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 7)
         f_resources = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_v1(mv, pos)
             f_resources.append(e)
         f_include_synonyms = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsRequest(f_resources, f_include_synonyms, False), pos
 
 
 def _dec_describe_configs_request_v3(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 7)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 7)
         f_resources = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_v1(mv, pos)
             f_resources.append(e)
         f_include_synonyms, f_include_documentation = _S_ZZ.unpack_from(mv, pos)
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation), pos
 
 
 def _dec_describe_configs_request_v4(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_resources = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_v4(mv, pos)
             f_resources.append(e)
         f_include_synonyms, f_include_documentation = _S_ZZ.unpack_from(mv, pos)
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation), pos
 

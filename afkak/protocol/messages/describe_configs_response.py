@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -20,7 +19,7 @@ class DescribeConfigsSynonym(_m.Struct):
     #: The synonym name.
     name: str = ''
     #: The synonym value.
-    value: str = ''
+    value: str | None = ''
     #: The synonym source.
     source: int = 0
 
@@ -32,7 +31,7 @@ class DescribeConfigsResourceResult(_m.Struct):
     #: The configuration name.
     name: str = ''
     #: The configuration value.
-    value: str = ''
+    value: str | None = ''
     #: True if the configuration is read-only.
     read_only: bool = False
     #: The configuration source.
@@ -46,7 +45,7 @@ class DescribeConfigsResourceResult(_m.Struct):
     #: The configuration data type. Type can be one of the following values - BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD.
     config_type: int = 0
     #: The configuration documentation.
-    documentation: str = ''
+    documentation: str | None = ''
 
 
 @attrs.define
@@ -56,7 +55,7 @@ class DescribeConfigsResult(_m.Struct):
     #: The error code, or 0 if we were able to successfully describe the configurations.
     error_code: int = 0
     #: The error message, or null if we were able to successfully describe the configurations.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The resource type.
     resource_type: int = 0
     #: The resource name.
@@ -115,6 +114,7 @@ DescribeConfigsResponse.SCHEMA = (
 _S_ZbZ = struct.Struct('>?b?')
 _S_b = struct.Struct('>b')
 _S_bbb = struct.Struct('>bbb')
+_S_bx = struct.Struct('>bx')
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
@@ -128,29 +128,31 @@ def _enc_describe_configs_synonym_v1(a, o):
 def _enc_describe_configs_synonym_v4(a, o):
     a(_p.compact_string(o.name))
     a(_p.compact_nstring(o.value))
-    a(_S_b.pack(o.source))
-    a(b"\x00")
+    a(_S_bx.pack(o.source))
 
 
 def _dec_describe_configs_synonym_v1(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        f_value, pos = _p.read_nstring(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
+        f_value, pos = _p.read_string(mv, pos, True)
         f_source = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsSynonym(f_name, f_value, f_source), pos
 
 
 def _dec_describe_configs_synonym_v4(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        f_value, pos = _p.read_compact_nstring(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        f_value, pos = _p.read_compact_string(mv, pos, True)
         f_source = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsSynonym(f_name, f_value, f_source), pos
 
@@ -198,55 +200,70 @@ def _enc_describe_configs_resource_result_v4(a, o):
 
 def _dec_describe_configs_resource_result_v1(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        f_value, pos = _p.read_nstring(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
+        f_value, pos = _p.read_string(mv, pos, True)
         f_read_only, f_config_source, f_is_sensitive = _S_ZbZ.unpack_from(mv, pos)
         pos += 3
-        n, pos = _p.read_array_len(mv, pos, False, 5)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 5)
         f_synonyms = []
         for _ in range(n):
             e, pos = _dec_describe_configs_synonym_v1(mv, pos)
             f_synonyms.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, 0, ''), pos
 
 
 def _dec_describe_configs_resource_result_v3(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        f_value, pos = _p.read_nstring(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
+        f_value, pos = _p.read_string(mv, pos, True)
         f_read_only, f_config_source, f_is_sensitive = _S_ZbZ.unpack_from(mv, pos)
         pos += 3
-        n, pos = _p.read_array_len(mv, pos, False, 5)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 5)
         f_synonyms = []
         for _ in range(n):
             e, pos = _dec_describe_configs_synonym_v1(mv, pos)
             f_synonyms.append(e)
         f_config_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_documentation, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_documentation, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, f_config_type, f_documentation), pos
 
 
 def _dec_describe_configs_resource_result_v4(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        f_value, pos = _p.read_compact_nstring(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        f_value, pos = _p.read_compact_string(mv, pos, True)
         f_read_only, f_config_source, f_is_sensitive = _S_ZbZ.unpack_from(mv, pos)
         pos += 3
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_synonyms = []
         for _ in range(n):
             e, pos = _dec_describe_configs_synonym_v4(mv, pos)
             f_synonyms.append(e)
         f_config_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_documentation, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_documentation, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, f_config_type, f_documentation), pos
 
@@ -289,16 +306,20 @@ def _dec_describe_configs_result_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
+        f_error_message, pos = _p.read_string(mv, pos, True)
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 11)
+        f_resource_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 11)
         f_configs = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_result_v1(mv, pos)
             f_configs.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
 
@@ -307,16 +328,20 @@ def _dec_describe_configs_result_v3(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
+        f_error_message, pos = _p.read_string(mv, pos, True)
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 14)
+        f_resource_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 14)
         f_configs = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_result_v3(mv, pos)
             f_configs.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
 
@@ -325,17 +350,24 @@ def _dec_describe_configs_result_v4(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 9)
+        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 9)
         f_configs = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_result_v4(mv, pos)
             f_configs.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
 
@@ -369,12 +401,16 @@ def _dec_describe_configs_response_v1(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 11)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 11)
         f_results = []
         for _ in range(n):
             e, pos = _dec_describe_configs_result_v1(mv, pos)
             f_results.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
 
@@ -383,12 +419,16 @@ def _dec_describe_configs_response_v3(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 11)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 11)
         f_results = []
         for _ in range(n):
             e, pos = _dec_describe_configs_result_v3(mv, pos)
             f_results.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
 
@@ -397,13 +437,20 @@ def _dec_describe_configs_response_v4(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_results = []
         for _ in range(n):
             e, pos = _dec_describe_configs_result_v4(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -36,6 +35,8 @@ DescribeGroupsRequest.SCHEMA = (
 
 _S_Z = struct.Struct('>?')
 _S_b = struct.Struct('>b')
+_S_bx = struct.Struct('>bx')
+_S_i = struct.Struct('>i')
 
 
 def _enc_describe_groups_request_v0(a, o):
@@ -60,47 +61,61 @@ def _enc_describe_groups_request_v5(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         a(_p.compact_string(e))
-    a(_S_b.pack(o.include_authorized_operations))
-    a(b"\x00")
+    a(_S_bx.pack(o.include_authorized_operations))
 
 
 def _dec_describe_groups_request_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_groups = []
         for _ in range(n):
-            e, pos = _p.read_string(mv, pos)
+            e, pos = _p.read_string(mv, pos, False)
             f_groups.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeGroupsRequest(f_groups, False), pos
 
 
 def _dec_describe_groups_request_v3(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_groups = []
         for _ in range(n):
-            e, pos = _p.read_string(mv, pos)
+            e, pos = _p.read_string(mv, pos, False)
             f_groups.append(e)
         f_include_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeGroupsRequest(f_groups, f_include_authorized_operations), pos
 
 
 def _dec_describe_groups_request_v5(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_groups = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_groups.append(e)
         f_include_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeGroupsRequest(f_groups, f_include_authorized_operations), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -96,14 +95,19 @@ DescribeGroupsResponse.SCHEMA = (
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_described_group_member_v0(a, o):
     a(_p.string(o.member_id))
     a(_p.string(o.client_id))
     a(_p.string(o.client_host))
-    a(_p.bytes_(o.member_metadata))
-    a(_p.bytes_(o.member_assignment))
+    v = o.member_metadata
+    a(_p.array_len(len(v)))
+    a(v)
+    v = o.member_assignment
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_described_group_member_v4(a, o):
@@ -111,8 +115,12 @@ def _enc_described_group_member_v4(a, o):
     a(_p.nstring(o.group_instance_id))
     a(_p.string(o.client_id))
     a(_p.string(o.client_host))
-    a(_p.bytes_(o.member_metadata))
-    a(_p.bytes_(o.member_assignment))
+    v = o.member_metadata
+    a(_p.array_len(len(v)))
+    a(v)
+    v = o.member_assignment
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_described_group_member_v5(a, o):
@@ -120,46 +128,53 @@ def _enc_described_group_member_v5(a, o):
     a(_p.compact_nstring(o.group_instance_id))
     a(_p.compact_string(o.client_id))
     a(_p.compact_string(o.client_host))
-    a(_p.compact_bytes(o.member_metadata))
-    a(_p.compact_bytes(o.member_assignment))
+    v = o.member_metadata
+    a(_p.compact_len(len(v)))
+    a(v)
+    v = o.member_assignment
+    a(_p.compact_len(len(v)))
+    a(v)
     a(b"\x00")
 
 
 def _dec_described_group_member_v0(mv, pos):
     try:
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_client_id, pos = _p.read_string(mv, pos)
-        f_client_host, pos = _p.read_string(mv, pos)
-        f_member_metadata, pos = _p.read_bytes(mv, pos)
-        f_member_assignment, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_client_id, pos = _p.read_string(mv, pos, False)
+        f_client_host, pos = _p.read_string(mv, pos, False)
+        f_member_metadata, pos = _p.read_bytes(mv, pos, False)
+        f_member_assignment, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribedGroupMember(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
 
 
 def _dec_described_group_member_v4(mv, pos):
     try:
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_group_instance_id, pos = _p.read_nstring(mv, pos)
-        f_client_id, pos = _p.read_string(mv, pos)
-        f_client_host, pos = _p.read_string(mv, pos)
-        f_member_metadata, pos = _p.read_bytes(mv, pos)
-        f_member_assignment, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+        f_client_id, pos = _p.read_string(mv, pos, False)
+        f_client_host, pos = _p.read_string(mv, pos, False)
+        f_member_metadata, pos = _p.read_bytes(mv, pos, False)
+        f_member_assignment, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
 
 
 def _dec_described_group_member_v5(mv, pos):
     try:
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        f_client_id, pos = _p.read_compact_string(mv, pos)
-        f_client_host, pos = _p.read_compact_string(mv, pos)
-        f_member_metadata, pos = _p.read_compact_bytes(mv, pos)
-        f_member_assignment, pos = _p.read_compact_bytes(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        f_client_id, pos = _p.read_compact_string(mv, pos, False)
+        f_client_host, pos = _p.read_compact_string(mv, pos, False)
+        f_member_metadata, pos = _p.read_compact_bytes(mv, pos, False)
+        f_member_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
 
@@ -222,8 +237,7 @@ def _enc_described_group_v5(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_described_group_member_v5(a, e)
-    a(_S_i.pack(o.authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.authorized_operations))
 
 
 def _enc_described_group_v6(a, o):
@@ -237,24 +251,27 @@ def _enc_described_group_v6(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_described_group_member_v5(a, e)
-    a(_S_i.pack(o.authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.authorized_operations))
 
 
 def _dec_described_group_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_group_id, pos = _p.read_string(mv, pos)
-        f_group_state, pos = _p.read_string(mv, pos)
-        f_protocol_type, pos = _p.read_string(mv, pos)
-        f_protocol_data, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 14)
+        f_group_id, pos = _p.read_string(mv, pos, False)
+        f_group_state, pos = _p.read_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_string(mv, pos, False)
+        f_protocol_data, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 14)
         f_members = []
         for _ in range(n):
             e, pos = _dec_described_group_member_v0(mv, pos)
             f_members.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648), pos
 
@@ -263,18 +280,22 @@ def _dec_described_group_v3(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_group_id, pos = _p.read_string(mv, pos)
-        f_group_state, pos = _p.read_string(mv, pos)
-        f_protocol_type, pos = _p.read_string(mv, pos)
-        f_protocol_data, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 14)
+        f_group_id, pos = _p.read_string(mv, pos, False)
+        f_group_state, pos = _p.read_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_string(mv, pos, False)
+        f_protocol_data, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 14)
         f_members = []
         for _ in range(n):
             e, pos = _dec_described_group_member_v0(mv, pos)
             f_members.append(e)
         f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
 
@@ -283,18 +304,22 @@ def _dec_described_group_v4(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_group_id, pos = _p.read_string(mv, pos)
-        f_group_state, pos = _p.read_string(mv, pos)
-        f_protocol_type, pos = _p.read_string(mv, pos)
-        f_protocol_data, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 16)
+        f_group_id, pos = _p.read_string(mv, pos, False)
+        f_group_state, pos = _p.read_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_string(mv, pos, False)
+        f_protocol_data, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 16)
         f_members = []
         for _ in range(n):
             e, pos = _dec_described_group_member_v4(mv, pos)
             f_members.append(e)
         f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
 
@@ -303,19 +328,26 @@ def _dec_described_group_v5(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        f_group_state, pos = _p.read_compact_string(mv, pos)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos)
-        f_protocol_data, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_state, pos = _p.read_compact_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        f_protocol_data, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_members = []
         for _ in range(n):
             e, pos = _dec_described_group_member_v5(mv, pos)
             f_members.append(e)
         f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
 
@@ -324,20 +356,27 @@ def _dec_described_group_v6(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        f_group_state, pos = _p.read_compact_string(mv, pos)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos)
-        f_protocol_data, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_state, pos = _p.read_compact_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        f_protocol_data, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_members = []
         for _ in range(n):
             e, pos = _dec_described_group_member_v5(mv, pos)
             f_members.append(e)
         f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
 
@@ -393,12 +432,16 @@ def _enc_describe_groups_response_v6(a, o):
 
 def _dec_describe_groups_response_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 14)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 14)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_described_group_v0(mv, pos)
             f_groups.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeGroupsResponse(0, f_groups), pos
 
@@ -407,12 +450,16 @@ def _dec_describe_groups_response_v1(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 14)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 14)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_described_group_v0(mv, pos)
             f_groups.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
 
@@ -421,12 +468,16 @@ def _dec_describe_groups_response_v3(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 18)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 18)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_described_group_v3(mv, pos)
             f_groups.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
 
@@ -435,12 +486,16 @@ def _dec_describe_groups_response_v4(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 18)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 18)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_described_group_v4(mv, pos)
             f_groups.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
 
@@ -449,13 +504,20 @@ def _dec_describe_groups_response_v5(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 12)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 12)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_described_group_v5(mv, pos)
             f_groups.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
 
@@ -464,13 +526,20 @@ def _dec_describe_groups_response_v6(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 13)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_described_group_v6(mv, pos)
             f_groups.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -35,7 +34,7 @@ class DescribeLogDirsRequest(_m.Message):
     DescribableLogDirTopic: ClassVar[type[DescribableLogDirTopic]] = DescribableLogDirTopic
 
     #: Each topic that we want to describe log directories for, or null for all topics.
-    topics: list[DescribableLogDirTopic] = attrs.field(factory=list)
+    topics: list[DescribableLogDirTopic] | None = attrs.field(factory=list)
 
 
 DescribableLogDirTopic.SCHEMA = (
@@ -46,40 +45,51 @@ DescribeLogDirsRequest.SCHEMA = (
     _m.FieldSpec('topics', 'Topics', '[]struct', (0, 32767), nullable_versions=(0, 32767), default=(), struct=DescribableLogDirTopic, flexible=(2, 32767)),
 )
 
+_S_i = struct.Struct('>i')
+_A_i = _p.array_structs('i')
 
 
 def _enc_describable_log_dir_topic_v1(a, o):
     a(_p.string(o.topic))
     v = o.partitions
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_describable_log_dir_topic_v2(a, o):
     a(_p.compact_string(o.topic))
     v = o.partitions
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_describable_log_dir_topic_v1(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribableLogDirTopic(f_topic, f_partitions), pos
 
 
 def _dec_describable_log_dir_topic_v2(mv, pos):
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribableLogDirTopic(f_topic, f_partitions), pos
 
@@ -107,7 +117,11 @@ def _enc_describe_log_dirs_request_v2(a, o):
 
 def _dec_describe_log_dirs_request_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, True, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 6)
         if n < 0:
             f_topics = None
         else:
@@ -115,14 +129,18 @@ def _dec_describe_log_dirs_request_v1(mv, pos):
             for _ in range(n):
                 e, pos = _dec_describable_log_dir_topic_v1(mv, pos)
                 f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsRequest(f_topics), pos
 
 
 def _dec_describe_log_dirs_request_v2(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, True, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
             f_topics = None
         else:
@@ -130,8 +148,11 @@ def _dec_describe_log_dirs_request_v2(mv, pos):
             for _ in range(n):
                 e, pos = _dec_describable_log_dir_topic_v2(mv, pos)
                 f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsRequest(f_topics), pos
 

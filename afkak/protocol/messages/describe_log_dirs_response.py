@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -105,9 +104,12 @@ _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 _S_iqqZ = struct.Struct('>iqq?')
 _S_iqqb = struct.Struct('>iqqb')
+_S_iqqbx = struct.Struct('>iqqbx')
 _S_qq = struct.Struct('>qq')
 _S_qqZ = struct.Struct('>qq?')
 _S_qqb = struct.Struct('>qqb')
+_S_qqbx = struct.Struct('>qqbx')
+_S_qqx = struct.Struct('>qqx')
 
 
 def _enc_describe_log_dirs_partition_v1(a, o):
@@ -115,15 +117,14 @@ def _enc_describe_log_dirs_partition_v1(a, o):
 
 
 def _enc_describe_log_dirs_partition_v2(a, o):
-    a(_S_iqqb.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))
-    a(b"\x00")
+    a(_S_iqqbx.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))
 
 
 def _dec_describe_log_dirs_partition_v1(mv, pos):
     try:
         f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqZ.unpack_from(mv, pos)
         pos += 21
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
 
@@ -132,8 +133,11 @@ def _dec_describe_log_dirs_partition_v2(mv, pos):
     try:
         f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqZ.unpack_from(mv, pos)
         pos += 21
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
 
@@ -157,27 +161,38 @@ def _enc_describe_log_dirs_topic_v2(a, o):
 
 def _dec_describe_log_dirs_topic_v1(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 21)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 21)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_partition_v1(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsTopic(f_name, f_partitions), pos
 
 
 def _dec_describe_log_dirs_topic_v2(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 22)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 22)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_partition_v2(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsTopic(f_name, f_partitions), pos
 
@@ -208,8 +223,7 @@ def _enc_describe_log_dirs_result_v4(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_describe_log_dirs_topic_v2(a, e)
-    a(_S_qq.pack(o.total_bytes, o.usable_bytes))
-    a(b"\x00")
+    a(_S_qqx.pack(o.total_bytes, o.usable_bytes))
 
 
 def _enc_describe_log_dirs_result_v5(a, o):
@@ -219,21 +233,24 @@ def _enc_describe_log_dirs_result_v5(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_describe_log_dirs_topic_v2(a, e)
-    a(_S_qqb.pack(o.total_bytes, o.usable_bytes, o.is_cordoned))
-    a(b"\x00")
+    a(_S_qqbx.pack(o.total_bytes, o.usable_bytes, o.is_cordoned))
 
 
 def _dec_describe_log_dirs_result_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_log_dir, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_log_dir, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_topic_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1, False), pos
 
@@ -242,14 +259,21 @@ def _dec_describe_log_dirs_result_v2(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_log_dir, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_log_dir, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_topic_v2(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1, False), pos
 
@@ -258,16 +282,23 @@ def _dec_describe_log_dirs_result_v4(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_log_dir, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_log_dir, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_topic_v2(mv, pos)
             f_topics.append(e)
         f_total_bytes, f_usable_bytes = _S_qq.unpack_from(mv, pos)
         pos += 16
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, False), pos
 
@@ -276,16 +307,23 @@ def _dec_describe_log_dirs_result_v5(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_log_dir, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_log_dir, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_topic_v2(mv, pos)
             f_topics.append(e)
         f_total_bytes, f_usable_bytes, f_is_cordoned = _S_qqZ.unpack_from(mv, pos)
         pos += 17
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, f_is_cordoned), pos
 
@@ -338,12 +376,16 @@ def _dec_describe_log_dirs_response_v1(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_results = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v1(mv, pos)
             f_results.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results), pos
 
@@ -352,13 +394,20 @@ def _dec_describe_log_dirs_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_results = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v2(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results), pos
 
@@ -367,13 +416,20 @@ def _dec_describe_log_dirs_response_v3(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_results = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v2(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
 
@@ -382,13 +438,20 @@ def _dec_describe_log_dirs_response_v4(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 21)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 21)
         f_results = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v4(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
 
@@ -397,13 +460,20 @@ def _dec_describe_log_dirs_response_v5(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 22)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 22)
         f_results = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v5(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -100,19 +99,22 @@ DescribeProducersResponse.SCHEMA = (
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 _S_qiiqiq = struct.Struct('>qiiqiq')
+_S_qiiqiqx = struct.Struct('>qiiqiqx')
 
 
 def _enc_producer_state_v0(a, o):
-    a(_S_qiiqiq.pack(o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset))
-    a(b"\x00")
+    a(_S_qiiqiqx.pack(o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset))
 
 
 def _dec_producer_state_v0(mv, pos):
     try:
         f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset = _S_qiiqiq.unpack_from(mv, pos)
         pos += 36
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProducerState(f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset), pos
 
@@ -131,14 +133,21 @@ def _dec_partition_response_v0(mv, pos):
     try:
         f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 37)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 37)
         f_active_producers = []
         for _ in range(n):
             e, pos = _dec_producer_state_v0(mv, pos)
             f_active_producers.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionResponse(f_partition_index, f_error_code, f_error_message, f_active_producers), pos
 
@@ -154,14 +163,21 @@ def _enc_topic_response_v0(a, o):
 
 def _dec_topic_response_v0(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 9)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 9)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_response_v0(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicResponse(f_name, f_partitions), pos
 
@@ -179,13 +195,20 @@ def _dec_describe_producers_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_topic_response_v0(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeProducersResponse(f_throttle_time_ms, f_topics), pos
 

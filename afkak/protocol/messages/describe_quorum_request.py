@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -59,19 +58,22 @@ DescribeQuorumRequest.SCHEMA = (
 )
 
 _S_i = struct.Struct('>i')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_partition_data_v0(a, o):
-    a(_S_i.pack(o.partition_index))
-    a(b"\x00")
+    a(_S_ix.pack(o.partition_index))
 
 
 def _dec_partition_data_v0(mv, pos):
     try:
         f_partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index), pos
 
@@ -87,14 +89,21 @@ def _enc_topic_data_v0(a, o):
 
 def _dec_topic_data_v0(mv, pos):
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_data_v0(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicData(f_topic_name, f_partitions), pos
 
@@ -109,13 +118,20 @@ def _enc_describe_quorum_request_v0(a, o):
 
 def _dec_describe_quorum_request_v0(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_topic_data_v0(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeQuorumRequest(f_topics), pos
 

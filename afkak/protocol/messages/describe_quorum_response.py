@@ -38,7 +38,7 @@ class PartitionData(_m.Struct):
     #: The partition error code.
     error_code: int = 0
     #: The error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The ID of the current leader or -1 if the leader is unknown.
     leader_id: int = 0
     #: The latest known leader epoch.
@@ -101,7 +101,7 @@ class DescribeQuorumResponse(_m.Message):
     #: The top level error code.
     error_code: int = 0
     #: The error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The response from the describe quorum API.
     topics: list[TopicData] = attrs.field(factory=list)
     #: The nodes in the quorum.
@@ -146,41 +146,45 @@ DescribeQuorumResponse.SCHEMA = (
 )
 
 _S_H = struct.Struct('>H')
+_S_Hx = struct.Struct('>Hx')
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_iUqqq = struct.Struct('>i16sqqq')
+_S_iUqqqx = struct.Struct('>i16sqqqx')
 _S_ih = struct.Struct('>ih')
 _S_ihiiq = struct.Struct('>ihiiq')
 _S_iiq = struct.Struct('>iiq')
 _S_iq = struct.Struct('>iq')
 _S_iqqq = struct.Struct('>iqqq')
+_S_iqqqx = struct.Struct('>iqqqx')
+_S_iqx = struct.Struct('>iqx')
 
 
 def _enc_replica_state_v0(a, o):
     if o.replica_directory_id != _p.ZERO_UUID:
         raise _m.AbsentField(o, 'replica_directory_id')
-    a(_S_iq.pack(o.replica_id, o.log_end_offset))
-    a(b"\x00")
+    a(_S_iqx.pack(o.replica_id, o.log_end_offset))
 
 
 def _enc_replica_state_v1(a, o):
     if o.replica_directory_id != _p.ZERO_UUID:
         raise _m.AbsentField(o, 'replica_directory_id')
-    a(_S_iqqq.pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
-    a(b"\x00")
+    a(_S_iqqqx.pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
 
 
 def _enc_replica_state_v2(a, o):
-    a(_S_iUqqq.pack(o.replica_id, o.replica_directory_id.bytes, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
-    a(b"\x00")
+    a(_S_iUqqqx.pack(o.replica_id, o.replica_directory_id.bytes, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
 
 
 def _dec_replica_state_v0(mv, pos):
     try:
         f_replica_id, f_log_end_offset = _S_iq.unpack_from(mv, pos)
         pos += 12
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReplicaState(f_replica_id, _p.ZERO_UUID, f_log_end_offset, -1, -1), pos
 
@@ -189,8 +193,11 @@ def _dec_replica_state_v1(mv, pos):
     try:
         f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_iqqq.unpack_from(mv, pos)
         pos += 28
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReplicaState(f_replica_id, _p.ZERO_UUID, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp), pos
 
@@ -200,8 +207,11 @@ def _dec_replica_state_v2(mv, pos):
         f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_iUqqq.unpack_from(mv, pos)
         pos += 44
         f_replica_directory_id = _p.uuid_from(f_replica_directory_id)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReplicaState(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp), pos
 
@@ -251,18 +261,29 @@ def _dec_partition_data_v0(mv, pos):
     try:
         f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S_ihiiq.unpack_from(mv, pos)
         pos += 22
-        n, pos = _p.read_compact_array_len(mv, pos, False, 13)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         f_current_voters = []
         for _ in range(n):
             e, pos = _dec_replica_state_v0(mv, pos)
             f_current_voters.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 13)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         f_observers = []
         for _ in range(n):
             e, pos = _dec_replica_state_v0(mv, pos)
             f_observers.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers), pos
 
@@ -271,18 +292,29 @@ def _dec_partition_data_v1(mv, pos):
     try:
         f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S_ihiiq.unpack_from(mv, pos)
         pos += 22
-        n, pos = _p.read_compact_array_len(mv, pos, False, 29)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 29)
         f_current_voters = []
         for _ in range(n):
             e, pos = _dec_replica_state_v1(mv, pos)
             f_current_voters.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 29)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 29)
         f_observers = []
         for _ in range(n):
             e, pos = _dec_replica_state_v1(mv, pos)
             f_observers.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers), pos
 
@@ -291,21 +323,32 @@ def _dec_partition_data_v2(mv, pos):
     try:
         f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_leader_id, f_leader_epoch, f_high_watermark = _S_iiq.unpack_from(mv, pos)
         pos += 16
-        n, pos = _p.read_compact_array_len(mv, pos, False, 45)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 45)
         f_current_voters = []
         for _ in range(n):
             e, pos = _dec_replica_state_v2(mv, pos)
             f_current_voters.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 45)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 45)
         f_observers = []
         for _ in range(n):
             e, pos = _dec_replica_state_v2(mv, pos)
             f_observers.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers), pos
 
@@ -339,42 +382,63 @@ def _enc_topic_data_v2(a, o):
 
 def _dec_topic_data_v0(mv, pos):
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 25)
+        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 25)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_data_v0(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicData(f_topic_name, f_partitions), pos
 
 
 def _dec_topic_data_v1(mv, pos):
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 25)
+        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 25)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_data_v1(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicData(f_topic_name, f_partitions), pos
 
 
 def _dec_topic_data_v2(mv, pos):
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 26)
+        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 26)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_data_v2(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicData(f_topic_name, f_partitions), pos
 
@@ -382,18 +446,20 @@ def _dec_topic_data_v2(mv, pos):
 def _enc_listener_v2(a, o):
     a(_p.compact_string(o.name))
     a(_p.compact_string(o.host))
-    a(_S_H.pack(o.port))
-    a(b"\x00")
+    a(_S_Hx.pack(o.port))
 
 
 def _dec_listener_v2(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_port = _S_H.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return Listener(f_name, f_host, f_port), pos
 
@@ -411,13 +477,20 @@ def _dec_node_v2(mv, pos):
     try:
         f_node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_listeners = []
         for _ in range(n):
             e, pos = _dec_listener_v2(mv, pos)
             f_listeners.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return Node(f_node_id, f_listeners), pos
 
@@ -462,13 +535,20 @@ def _dec_describe_quorum_response_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_topic_data_v0(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeQuorumResponse(f_error_code, '', f_topics, []), pos
 
@@ -477,13 +557,20 @@ def _dec_describe_quorum_response_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_topic_data_v1(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeQuorumResponse(f_error_code, '', f_topics, []), pos
 
@@ -492,19 +579,30 @@ def _dec_describe_quorum_response_v2(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_topic_data_v2(mv, pos)
             f_topics.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_nodes = []
         for _ in range(n):
             e, pos = _dec_node_v2(mv, pos)
             f_nodes.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeQuorumResponse(f_error_code, f_error_message, f_topics, f_nodes), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -66,6 +65,7 @@ DescribeTopicPartitionsRequest.SCHEMA = (
 
 _S_b = struct.Struct('>b')
 _S_i = struct.Struct('>i')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_topic_request_v0(a, o):
@@ -75,26 +75,31 @@ def _enc_topic_request_v0(a, o):
 
 def _dec_topic_request_v0(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicRequest(f_name), pos
 
 
 def _enc_cursor_v0(a, o):
     a(_p.compact_string(o.topic_name))
-    a(_S_i.pack(o.partition_index))
-    a(b"\x00")
+    a(_S_ix.pack(o.partition_index))
 
 
 def _dec_cursor_v0(mv, pos):
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos)
+        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
         f_partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return Cursor(f_topic_name, f_partition_index), pos
 
@@ -115,7 +120,11 @@ def _enc_describe_topic_partitions_request_v0(a, o):
 
 def _dec_describe_topic_partitions_request_v0(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 2)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 2)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_topic_request_v0(mv, pos)
@@ -127,8 +136,11 @@ def _dec_describe_topic_partitions_request_v0(mv, pos):
             pos += 1
         else:
             f_cursor, pos = _dec_cursor_v0(mv, pos + 1)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeTopicPartitionsRequest(f_topics, f_response_partition_limit, f_cursor), pos
 

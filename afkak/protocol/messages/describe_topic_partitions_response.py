@@ -44,7 +44,7 @@ class DescribeTopicPartitionsResponseTopic(_m.Struct):
     #: The topic error, or 0 if there was no error.
     error_code: int = 0
     #: The topic name.
-    name: str = ''
+    name: str | None = ''
     #: The topic id.
     topic_id: UUID = _p.ZERO_UUID
     #: True if the topic is internal.
@@ -121,31 +121,28 @@ _S_b = struct.Struct('>b')
 _S_h = struct.Struct('>h')
 _S_hiii = struct.Struct('>hiii')
 _S_i = struct.Struct('>i')
+_S_ix = struct.Struct('>ix')
+_A_i = _p.array_structs('i')
 
 
 def _enc_describe_topic_partitions_response_partition_v0(a, o):
     a(_S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
     v = o.replica_nodes
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     v = o.isr_nodes
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     v = o.eligible_leader_replicas
     if v is None:
         a(_p.compact_len(None))
     else:
-        a(_p.compact_len(len(v)))
-        a(_p.pack_array('i', v))
+        a(_p.compact_array(_A_i, 'i', v))
     v = o.last_known_elr
     if v is None:
         a(_p.compact_len(None))
     else:
-        a(_p.compact_len(len(v)))
-        a(_p.pack_array('i', v))
+        a(_p.compact_array(_A_i, 'i', v))
     v = o.offline_replicas
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
@@ -153,24 +150,41 @@ def _dec_describe_topic_partitions_response_partition_v0(mv, pos):
     try:
         f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(mv, pos)
         pos += 14
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_replica_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_isr_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_compact_array_len(mv, pos, True, 4)
-        if n < 0:
-            f_eligible_leader_replicas = None
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
         else:
-            f_eligible_leader_replicas, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_compact_array_len(mv, pos, True, 4)
-        if n < 0:
-            f_last_known_elr = None
+            f_replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
         else:
-            f_last_known_elr, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_offline_replicas, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+            f_isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_eligible_leader_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_eligible_leader_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_last_known_elr = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_last_known_elr, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeTopicPartitionsResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_eligible_leader_replicas, f_last_known_elr, f_offline_replicas), pos
 
@@ -183,44 +197,52 @@ def _enc_describe_topic_partitions_response_topic_v0(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_describe_topic_partitions_response_partition_v0(a, e)
-    a(_S_i.pack(o.topic_authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.topic_authorized_operations))
 
 
 def _dec_describe_topic_partitions_response_topic_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_nstring(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, True)
         f_topic_id, f_is_internal = _S_UZ.unpack_from(mv, pos)
         pos += 17
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 20)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 20)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_describe_topic_partitions_response_partition_v0(mv, pos)
             f_partitions.append(e)
         f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeTopicPartitionsResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
 
 def _enc_cursor_v0(a, o):
     a(_p.compact_string(o.topic_name))
-    a(_S_i.pack(o.partition_index))
-    a(b"\x00")
+    a(_S_ix.pack(o.partition_index))
 
 
 def _dec_cursor_v0(mv, pos):
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos)
+        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
         f_partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return Cursor(f_topic_name, f_partition_index), pos
 
@@ -243,7 +265,11 @@ def _dec_describe_topic_partitions_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 26)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 26)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_describe_topic_partitions_response_topic_v0(mv, pos)
@@ -253,8 +279,11 @@ def _dec_describe_topic_partitions_response_v0(mv, pos):
             pos += 1
         else:
             f_next_cursor, pos = _dec_cursor_v0(mv, pos + 1)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeTopicPartitionsResponse(f_throttle_time_ms, f_topics, f_next_cursor), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -85,23 +84,30 @@ DescribeTransactionsResponse.SCHEMA = (
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 _S_iqqh = struct.Struct('>iqqh')
+_A_i = _p.array_structs('i')
 
 
 def _enc_topic_data_v0(a, o):
     a(_p.compact_string(o.topic))
     v = o.partitions
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_topic_data_v0(mv, pos):
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicData(f_topic, f_partitions), pos
 
@@ -122,17 +128,24 @@ def _dec_transaction_state_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_transactional_id, pos = _p.read_compact_string(mv, pos)
-        f_transaction_state, pos = _p.read_compact_string(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        f_transaction_state, pos = _p.read_compact_string(mv, pos, False)
         f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch = _S_iqqh.unpack_from(mv, pos)
         pos += 22
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_topic_data_v0(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TransactionState(f_error_code, f_transactional_id, f_transaction_state, f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch, f_topics), pos
 
@@ -150,13 +163,20 @@ def _dec_describe_transactions_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 28)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 28)
         f_transaction_states = []
         for _ in range(n):
             e, pos = _dec_transaction_state_v0(mv, pos)
             f_transaction_states.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeTransactionsResponse(f_throttle_time_ms, f_transaction_states), pos
 

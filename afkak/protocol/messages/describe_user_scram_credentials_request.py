@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -33,7 +32,7 @@ class DescribeUserScramCredentialsRequest(_m.Message):
     UserName: ClassVar[type[UserName]] = UserName
 
     #: The users to describe, or null/empty to describe all users.
-    users: list[UserName] = attrs.field(factory=list)
+    users: list[UserName] | None = attrs.field(factory=list)
 
 
 UserName.SCHEMA = (
@@ -52,9 +51,12 @@ def _enc_user_name_v0(a, o):
 
 def _dec_user_name_v0(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return UserName(f_name), pos
 
@@ -72,7 +74,11 @@ def _enc_describe_user_scram_credentials_request_v0(a, o):
 
 def _dec_describe_user_scram_credentials_request_v0(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, True, 2)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 2)
         if n < 0:
             f_users = None
         else:
@@ -80,8 +86,11 @@ def _dec_describe_user_scram_credentials_request_v0(mv, pos):
             for _ in range(n):
                 e, pos = _dec_user_name_v0(mv, pos)
                 f_users.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeUserScramCredentialsRequest(f_users), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -32,7 +31,7 @@ class DescribeUserScramCredentialsResult(_m.Struct):
     #: The user-level error code.
     error_code: int = 0
     #: The user-level error message, if any.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The mechanism and related information associated with the user's SCRAM credentials.
     credential_infos: list[CredentialInfo] = attrs.field(factory=list)
 
@@ -54,7 +53,7 @@ class DescribeUserScramCredentialsResponse(_m.Message):
     #: The message-level error code, 0 except for user authorization or infrastructure issues.
     error_code: int = 0
     #: The message-level error message, if any.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The results for descriptions, one per user.
     results: list[DescribeUserScramCredentialsResult] = attrs.field(factory=list)
 
@@ -77,21 +76,24 @@ DescribeUserScramCredentialsResponse.SCHEMA = (
 )
 
 _S_bi = struct.Struct('>bi')
+_S_bix = struct.Struct('>bix')
 _S_h = struct.Struct('>h')
 _S_ih = struct.Struct('>ih')
 
 
 def _enc_credential_info_v0(a, o):
-    a(_S_bi.pack(o.mechanism, o.iterations))
-    a(b"\x00")
+    a(_S_bix.pack(o.mechanism, o.iterations))
 
 
 def _dec_credential_info_v0(mv, pos):
     try:
         f_mechanism, f_iterations = _S_bi.unpack_from(mv, pos)
         pos += 5
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return CredentialInfo(f_mechanism, f_iterations), pos
 
@@ -109,17 +111,24 @@ def _enc_describe_user_scram_credentials_result_v0(a, o):
 
 def _dec_describe_user_scram_credentials_result_v0(mv, pos):
     try:
-        f_user, pos = _p.read_compact_string(mv, pos)
+        f_user, pos = _p.read_compact_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_credential_infos = []
         for _ in range(n):
             e, pos = _dec_credential_info_v0(mv, pos)
             f_credential_infos.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeUserScramCredentialsResult(f_user, f_error_code, f_error_message, f_credential_infos), pos
 
@@ -138,14 +147,21 @@ def _dec_describe_user_scram_credentials_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_results = []
         for _ in range(n):
             e, pos = _dec_describe_user_scram_credentials_result_v0(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return DescribeUserScramCredentialsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results), pos
 

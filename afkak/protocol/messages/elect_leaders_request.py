@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -37,7 +36,7 @@ class ElectLeadersRequest(_m.Message):
     #: Type of elections to conduct for the partition. A value of '0' elects the preferred replica. A value of '1' elects the first live replica if there are no in-sync replica.
     election_type: int = 0
     #: The topic partitions to elect leaders.
-    topic_partitions: list[TopicPartitions] = attrs.field(factory=list)
+    topic_partitions: list[TopicPartitions] | None = attrs.field(factory=list)
     #: The time in ms to wait for the election to complete.
     timeout_ms: int = 60000
 
@@ -54,40 +53,51 @@ ElectLeadersRequest.SCHEMA = (
 
 _S_b = struct.Struct('>b')
 _S_i = struct.Struct('>i')
+_S_ix = struct.Struct('>ix')
+_A_i = _p.array_structs('i')
 
 
 def _enc_topic_partitions_v0(a, o):
     a(_p.string(o.topic))
     v = o.partitions
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_topic_partitions_v2(a, o):
     a(_p.compact_string(o.topic))
     v = o.partitions
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_topic_partitions_v0(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicPartitions(f_topic, f_partitions), pos
 
 
 def _dec_topic_partitions_v2(mv, pos):
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicPartitions(f_topic, f_partitions), pos
 
@@ -126,13 +136,16 @@ def _enc_elect_leaders_request_v2(a, o):
         a(_p.compact_len(len(v)))
         for e in v:
             _enc_topic_partitions_v2(a, e)
-    a(_S_i.pack(o.timeout_ms))
-    a(b"\x00")
+    a(_S_ix.pack(o.timeout_ms))
 
 
 def _dec_elect_leaders_request_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, True, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 6)
         if n < 0:
             f_topic_partitions = None
         else:
@@ -142,7 +155,7 @@ def _dec_elect_leaders_request_v0(mv, pos):
                 f_topic_partitions.append(e)
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ElectLeadersRequest(0, f_topic_partitions, f_timeout_ms), pos
 
@@ -151,7 +164,11 @@ def _dec_elect_leaders_request_v1(mv, pos):
     try:
         f_election_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_array_len(mv, pos, True, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 6)
         if n < 0:
             f_topic_partitions = None
         else:
@@ -161,7 +178,7 @@ def _dec_elect_leaders_request_v1(mv, pos):
                 f_topic_partitions.append(e)
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms), pos
 
@@ -170,7 +187,11 @@ def _dec_elect_leaders_request_v2(mv, pos):
     try:
         f_election_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_compact_array_len(mv, pos, True, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
             f_topic_partitions = None
         else:
@@ -180,8 +201,11 @@ def _dec_elect_leaders_request_v2(mv, pos):
                 f_topic_partitions.append(e)
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms), pos
 

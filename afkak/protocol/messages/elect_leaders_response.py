@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -22,7 +21,7 @@ class PartitionResult(_m.Struct):
     #: The result error, or zero if there was no error.
     error_code: int = 0
     #: The result message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
 
 
 @attrs.define
@@ -89,8 +88,8 @@ def _dec_partition_result_v0(mv, pos):
     try:
         f_partition_id, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionResult(f_partition_id, f_error_code, f_error_message), pos
 
@@ -99,9 +98,12 @@ def _dec_partition_result_v2(mv, pos):
     try:
         f_partition_id, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionResult(f_partition_id, f_error_code, f_error_message), pos
 
@@ -125,27 +127,38 @@ def _enc_replica_election_result_v2(a, o):
 
 def _dec_replica_election_result_v0(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_partition_result = []
         for _ in range(n):
             e, pos = _dec_partition_result_v0(mv, pos)
             f_partition_result.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReplicaElectionResult(f_topic, f_partition_result), pos
 
 
 def _dec_replica_election_result_v2(mv, pos):
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
+        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         f_partition_result = []
         for _ in range(n):
             e, pos = _dec_partition_result_v2(mv, pos)
             f_partition_result.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReplicaElectionResult(f_topic, f_partition_result), pos
 
@@ -181,12 +194,16 @@ def _dec_elect_leaders_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_replica_election_results = []
         for _ in range(n):
             e, pos = _dec_replica_election_result_v0(mv, pos)
             f_replica_election_results.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ElectLeadersResponse(f_throttle_time_ms, 0, f_replica_election_results), pos
 
@@ -195,12 +212,16 @@ def _dec_elect_leaders_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_replica_election_results = []
         for _ in range(n):
             e, pos = _dec_replica_election_result_v0(mv, pos)
             f_replica_election_results.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results), pos
 
@@ -209,13 +230,20 @@ def _dec_elect_leaders_response_v2(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_replica_election_results = []
         for _ in range(n):
             e, pos = _dec_replica_election_result_v2(mv, pos)
             f_replica_election_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results), pos
 

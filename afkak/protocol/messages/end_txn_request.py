@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -42,6 +41,7 @@ EndTxnRequest.SCHEMA = (
 
 _S_qhZ = struct.Struct('>qh?')
 _S_qhb = struct.Struct('>qhb')
+_S_qhbx = struct.Struct('>qhbx')
 
 
 def _enc_end_txn_request_v0(a, o):
@@ -51,27 +51,29 @@ def _enc_end_txn_request_v0(a, o):
 
 def _enc_end_txn_request_v3(a, o):
     a(_p.compact_string(o.transactional_id))
-    a(_S_qhb.pack(o.producer_id, o.producer_epoch, o.committed))
-    a(b"\x00")
+    a(_S_qhbx.pack(o.producer_id, o.producer_epoch, o.committed))
 
 
 def _dec_end_txn_request_v0(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos)
+        f_transactional_id, pos = _p.read_string(mv, pos, False)
         f_producer_id, f_producer_epoch, f_committed = _S_qhZ.unpack_from(mv, pos)
         pos += 11
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
 
 
 def _dec_end_txn_request_v3(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
         f_producer_id, f_producer_epoch, f_committed = _S_qhZ.unpack_from(mv, pos)
         pos += 11
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
 

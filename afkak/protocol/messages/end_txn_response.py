@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -42,6 +41,8 @@ EndTxnResponse.SCHEMA = (
 
 _S_ih = struct.Struct('>ih')
 _S_ihqh = struct.Struct('>ihqh')
+_S_ihqhx = struct.Struct('>ihqhx')
+_S_ihx = struct.Struct('>ihx')
 
 
 def _enc_end_txn_response_v0(a, o):
@@ -49,20 +50,18 @@ def _enc_end_txn_response_v0(a, o):
 
 
 def _enc_end_txn_response_v3(a, o):
-    a(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    a(b"\x00")
+    a(_S_ihx.pack(o.throttle_time_ms, o.error_code))
 
 
 def _enc_end_txn_response_v5(a, o):
-    a(_S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
-    a(b"\x00")
+    a(_S_ihqhx.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
 
 
 def _dec_end_txn_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
 
@@ -71,8 +70,11 @@ def _dec_end_txn_response_v3(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
 
@@ -81,8 +83,11 @@ def _dec_end_txn_response_v5(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(mv, pos)
         pos += 16
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EndTxnResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 

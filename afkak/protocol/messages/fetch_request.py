@@ -149,28 +149,34 @@ FetchRequest.SCHEMA = (
 )
 
 _S_U = struct.Struct('>16s')
+_S_i = struct.Struct('>i')
 _S_iiibii = struct.Struct('>iiibii')
 _S_iiiib = struct.Struct('>iiiib')
 _S_iiiibii = struct.Struct('>iiiibii')
 _S_iiqiqi = struct.Struct('>iiqiqi')
+_S_iiqiqix = struct.Struct('>iiqiqix')
 _S_iiqqi = struct.Struct('>iiqqi')
 _S_iq = struct.Struct('>iq')
 _S_iqi = struct.Struct('>iqi')
 _S_iqqi = struct.Struct('>iqqi')
+_S_iqx = struct.Struct('>iqx')
 _S_q = struct.Struct('>q')
+_A_i = _p.array_structs('i')
 
 
 def _enc_replica_state_v15(a, o):
-    a(_S_iq.pack(o.replica_id, o.replica_epoch))
-    a(b"\x00")
+    a(_S_iqx.pack(o.replica_id, o.replica_epoch))
 
 
 def _dec_replica_state_v15(mv, pos):
     try:
         f_replica_id, f_replica_epoch = _S_iq.unpack_from(mv, pos)
         pos += 12
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ReplicaState(f_replica_id, f_replica_epoch), pos
 
@@ -194,8 +200,7 @@ def _enc_fetch_partition_v9(a, o):
 
 
 def _enc_fetch_partition_v12(a, o):
-    a(_S_iiqiqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))
-    a(b"\x00")
+    a(_S_iiqiqix.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))
 
 
 def _enc_fetch_partition_v17(a, o):
@@ -226,7 +231,7 @@ def _dec_fetch_partition_v4(mv, pos):
     try:
         f_partition, f_fetch_offset, f_partition_max_bytes = _S_iqi.unpack_from(mv, pos)
         pos += 16
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchPartition(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes, _p.ZERO_UUID, 9223372036854775807), pos
 
@@ -235,7 +240,7 @@ def _dec_fetch_partition_v5(mv, pos):
     try:
         f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iqqi.unpack_from(mv, pos)
         pos += 24
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, _p.ZERO_UUID, 9223372036854775807), pos
 
@@ -244,7 +249,7 @@ def _dec_fetch_partition_v9(mv, pos):
     try:
         f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iiqqi.unpack_from(mv, pos)
         pos += 28
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, _p.ZERO_UUID, 9223372036854775807), pos
 
@@ -253,8 +258,11 @@ def _dec_fetch_partition_v12(mv, pos):
     try:
         f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
         pos += 32
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, _p.ZERO_UUID, 9223372036854775807), pos
 
@@ -264,16 +272,19 @@ def _dec_fetch_partition_v17(mv, pos):
         f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
         pos += 32
         f_replica_directory_id = _p.ZERO_UUID
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_replica_directory_id = _S_U.unpack_from(mv, pos)[0]
-                pos += 16
-                f_replica_directory_id = _p.uuid_from(f_replica_directory_id)
-                _p.check_tag_end(pos, end, 0)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_replica_directory_id = _S_U.unpack_from(mv, pos)[0]
+                    pos += 16
+                    f_replica_directory_id = _p.uuid_from(f_replica_directory_id)
+                    _p.check_tag_end(pos, end, 0)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, 9223372036854775807), pos
 
@@ -284,20 +295,23 @@ def _dec_fetch_partition_v18(mv, pos):
         pos += 32
         f_replica_directory_id = _p.ZERO_UUID
         f_high_watermark = 9223372036854775807
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_replica_directory_id = _S_U.unpack_from(mv, pos)[0]
-                pos += 16
-                f_replica_directory_id = _p.uuid_from(f_replica_directory_id)
-                _p.check_tag_end(pos, end, 0)
-            elif tag == 1:
-                f_high_watermark = _S_q.unpack_from(mv, pos)[0]
-                pos += 8
-                _p.check_tag_end(pos, end, 1)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_replica_directory_id = _S_U.unpack_from(mv, pos)[0]
+                    pos += 16
+                    f_replica_directory_id = _p.uuid_from(f_replica_directory_id)
+                    _p.check_tag_end(pos, end, 0)
+                elif tag == 1:
+                    f_high_watermark = _S_q.unpack_from(mv, pos)[0]
+                    pos += 8
+                    _p.check_tag_end(pos, end, 1)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, f_high_watermark), pos
 
@@ -364,53 +378,72 @@ def _enc_fetch_topic_v18(a, o):
 
 def _dec_fetch_topic_v4(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 16)
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 16)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_fetch_partition_v4(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_fetch_topic_v5(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 24)
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 24)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_fetch_partition_v5(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_fetch_topic_v9(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 28)
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 28)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_fetch_partition_v9(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_fetch_topic_v12(mv, pos):
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 33)
+        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_fetch_partition_v12(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
 
@@ -420,13 +453,20 @@ def _dec_fetch_topic_v13(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 33)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_fetch_partition_v12(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchTopic('', f_topic_id, f_partitions), pos
 
@@ -436,13 +476,20 @@ def _dec_fetch_topic_v17(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 33)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_fetch_partition_v17(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchTopic('', f_topic_id, f_partitions), pos
 
@@ -452,13 +499,20 @@ def _dec_fetch_topic_v18(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 33)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_fetch_partition_v18(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchTopic('', f_topic_id, f_partitions), pos
 
@@ -466,43 +520,51 @@ def _dec_fetch_topic_v18(mv, pos):
 def _enc_forgotten_topic_v7(a, o):
     a(_p.string(o.topic))
     v = o.partitions
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_forgotten_topic_v12(a, o):
     a(_p.compact_string(o.topic))
     v = o.partitions
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _enc_forgotten_topic_v13(a, o):
     a(_S_U.pack(o.topic_id.bytes))
     v = o.partitions
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_forgotten_topic_v7(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ForgottenTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_forgotten_topic_v12(mv, pos):
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ForgottenTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
 
@@ -512,10 +574,17 @@ def _dec_forgotten_topic_v13(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partitions, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ForgottenTopic('', f_topic_id, f_partitions), pos
 
@@ -708,12 +777,16 @@ def _dec_fetch_request_v4(mv, pos):
     try:
         f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S_iiiib.unpack_from(mv, pos)
         pos += 17
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v4(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
 
@@ -722,12 +795,16 @@ def _dec_fetch_request_v5(mv, pos):
     try:
         f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S_iiiib.unpack_from(mv, pos)
         pos += 17
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v5(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
 
@@ -736,17 +813,25 @@ def _dec_fetch_request_v7(mv, pos):
     try:
         f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v5(mv, pos)
             f_topics.append(e)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_forgotten_topics_data = []
         for _ in range(n):
             e, pos = _dec_forgotten_topic_v7(mv, pos)
             f_forgotten_topics_data.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
 
@@ -755,17 +840,25 @@ def _dec_fetch_request_v9(mv, pos):
     try:
         f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v9(mv, pos)
             f_topics.append(e)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_forgotten_topics_data = []
         for _ in range(n):
             e, pos = _dec_forgotten_topic_v7(mv, pos)
             f_forgotten_topics_data.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
 
@@ -774,18 +867,26 @@ def _dec_fetch_request_v11(mv, pos):
     try:
         f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v9(mv, pos)
             f_topics.append(e)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_forgotten_topics_data = []
         for _ in range(n):
             e, pos = _dec_forgotten_topic_v7(mv, pos)
             f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_string(mv, pos)
-    except struct.error:
+        f_rack_id, pos = _p.read_string(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
@@ -794,26 +895,37 @@ def _dec_fetch_request_v12(mv, pos):
     try:
         f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v12(mv, pos)
             f_topics.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_forgotten_topics_data = []
         for _ in range(n):
             e, pos = _dec_forgotten_topic_v12(mv, pos)
             f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos)
+        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
         f_cluster_id = None
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
-                _p.check_tag_end(pos, end, 0)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    _p.check_tag_end(pos, end, 0)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(f_cluster_id, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
@@ -822,26 +934,37 @@ def _dec_fetch_request_v13(mv, pos):
     try:
         f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v13(mv, pos)
             f_topics.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_forgotten_topics_data = []
         for _ in range(n):
             e, pos = _dec_forgotten_topic_v13(mv, pos)
             f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos)
+        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
         f_cluster_id = None
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
-                _p.check_tag_end(pos, end, 0)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    _p.check_tag_end(pos, end, 0)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(f_cluster_id, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
@@ -850,30 +973,41 @@ def _dec_fetch_request_v15(mv, pos):
     try:
         f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(mv, pos)
         pos += 21
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v13(mv, pos)
             f_topics.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_forgotten_topics_data = []
         for _ in range(n):
             e, pos = _dec_forgotten_topic_v13(mv, pos)
             f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos)
+        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
         f_cluster_id = None
         f_replica_state = ReplicaState()
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
-                _p.check_tag_end(pos, end, 0)
-            elif tag == 1:
-                f_replica_state, pos = _dec_replica_state_v15(mv, pos)
-                _p.check_tag_end(pos, end, 1)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    _p.check_tag_end(pos, end, 0)
+                elif tag == 1:
+                    f_replica_state, pos = _dec_replica_state_v15(mv, pos)
+                    _p.check_tag_end(pos, end, 1)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
@@ -882,30 +1016,41 @@ def _dec_fetch_request_v17(mv, pos):
     try:
         f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(mv, pos)
         pos += 21
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v17(mv, pos)
             f_topics.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_forgotten_topics_data = []
         for _ in range(n):
             e, pos = _dec_forgotten_topic_v13(mv, pos)
             f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos)
+        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
         f_cluster_id = None
         f_replica_state = ReplicaState()
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
-                _p.check_tag_end(pos, end, 0)
-            elif tag == 1:
-                f_replica_state, pos = _dec_replica_state_v15(mv, pos)
-                _p.check_tag_end(pos, end, 1)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    _p.check_tag_end(pos, end, 0)
+                elif tag == 1:
+                    f_replica_state, pos = _dec_replica_state_v15(mv, pos)
+                    _p.check_tag_end(pos, end, 1)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
@@ -914,30 +1059,41 @@ def _dec_fetch_request_v18(mv, pos):
     try:
         f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(mv, pos)
         pos += 21
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v18(mv, pos)
             f_topics.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_forgotten_topics_data = []
         for _ in range(n):
             e, pos = _dec_forgotten_topic_v13(mv, pos)
             f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos)
+        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
         f_cluster_id = None
         f_replica_state = ReplicaState()
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
-                _p.check_tag_end(pos, end, 0)
-            elif tag == 1:
-                f_replica_state, pos = _dec_replica_state_v15(mv, pos)
-                _p.check_tag_end(pos, end, 1)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    _p.check_tag_end(pos, end, 0)
+                elif tag == 1:
+                    f_replica_state, pos = _dec_replica_state_v15(mv, pos)
+                    _p.check_tag_end(pos, end, 1)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 

@@ -74,11 +74,11 @@ class PartitionData(_m.Struct):
     #: In the case of fetching an offset less than the LogStartOffset, this is the end offset and epoch that should be used in the FetchSnapshot request.
     snapshot_id: SnapshotId = attrs.field(factory=SnapshotId)
     #: The aborted transactions.
-    aborted_transactions: list[AbortedTransaction] = attrs.field(factory=list)
+    aborted_transactions: list[AbortedTransaction] | None = attrs.field(factory=list)
     #: The preferred read replica for the consumer to use on its next fetch request.
     preferred_read_replica: int = -1
     #: The record data.
-    records: bytes = b''
+    records: bytes | None = b''
 
 
 @attrs.define
@@ -190,52 +190,62 @@ _S_ihi = struct.Struct('>ihi')
 _S_ihqq = struct.Struct('>ihqq')
 _S_ihqqq = struct.Struct('>ihqqq')
 _S_ii = struct.Struct('>ii')
+_S_iix = struct.Struct('>iix')
 _S_iq = struct.Struct('>iq')
+_S_iqx = struct.Struct('>iqx')
 _S_qi = struct.Struct('>qi')
+_S_qix = struct.Struct('>qix')
 _S_qq = struct.Struct('>qq')
+_S_qqx = struct.Struct('>qqx')
 
 
 def _enc_epoch_end_offset_v12(a, o):
-    a(_S_iq.pack(o.epoch, o.end_offset))
-    a(b"\x00")
+    a(_S_iqx.pack(o.epoch, o.end_offset))
 
 
 def _dec_epoch_end_offset_v12(mv, pos):
     try:
         f_epoch, f_end_offset = _S_iq.unpack_from(mv, pos)
         pos += 12
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EpochEndOffset(f_epoch, f_end_offset), pos
 
 
 def _enc_leader_id_and_epoch_v12(a, o):
-    a(_S_ii.pack(o.leader_id, o.leader_epoch))
-    a(b"\x00")
+    a(_S_iix.pack(o.leader_id, o.leader_epoch))
 
 
 def _dec_leader_id_and_epoch_v12(mv, pos):
     try:
         f_leader_id, f_leader_epoch = _S_ii.unpack_from(mv, pos)
         pos += 8
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 
 def _enc_snapshot_id_v12(a, o):
-    a(_S_qi.pack(o.end_offset, o.epoch))
-    a(b"\x00")
+    a(_S_qix.pack(o.end_offset, o.epoch))
 
 
 def _dec_snapshot_id_v12(mv, pos):
     try:
         f_end_offset, f_epoch = _S_qi.unpack_from(mv, pos)
         pos += 12
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SnapshotId(f_end_offset, f_epoch), pos
 
@@ -245,15 +255,14 @@ def _enc_aborted_transaction_v4(a, o):
 
 
 def _enc_aborted_transaction_v12(a, o):
-    a(_S_qq.pack(o.producer_id, o.first_offset))
-    a(b"\x00")
+    a(_S_qqx.pack(o.producer_id, o.first_offset))
 
 
 def _dec_aborted_transaction_v4(mv, pos):
     try:
         f_producer_id, f_first_offset = _S_qq.unpack_from(mv, pos)
         pos += 16
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AbortedTransaction(f_producer_id, f_first_offset), pos
 
@@ -262,8 +271,11 @@ def _dec_aborted_transaction_v12(mv, pos):
     try:
         f_producer_id, f_first_offset = _S_qq.unpack_from(mv, pos)
         pos += 16
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AbortedTransaction(f_producer_id, f_first_offset), pos
 
@@ -285,7 +297,12 @@ def _enc_partition_data_v4(a, o):
         a(_p.array_len(len(v)))
         for e in v:
             _enc_aborted_transaction_v4(a, e)
-    a(_p.nbytes(o.records))
+    v = o.records
+    if v is None:
+        a(_p.array_len(None))
+    else:
+        a(_p.array_len(len(v)))
+        a(v)
 
 
 def _enc_partition_data_v5(a, o):
@@ -305,7 +322,12 @@ def _enc_partition_data_v5(a, o):
         a(_p.array_len(len(v)))
         for e in v:
             _enc_aborted_transaction_v4(a, e)
-    a(_p.nbytes(o.records))
+    v = o.records
+    if v is None:
+        a(_p.array_len(None))
+    else:
+        a(_p.array_len(len(v)))
+        a(v)
 
 
 def _enc_partition_data_v11(a, o):
@@ -324,7 +346,12 @@ def _enc_partition_data_v11(a, o):
         for e in v:
             _enc_aborted_transaction_v4(a, e)
     a(_S_i.pack(o.preferred_read_replica))
-    a(_p.nbytes(o.records))
+    v = o.records
+    if v is None:
+        a(_p.array_len(None))
+    else:
+        a(_p.array_len(len(v)))
+        a(v)
 
 
 def _enc_partition_data_v12(a, o):
@@ -337,7 +364,12 @@ def _enc_partition_data_v12(a, o):
         for e in v:
             _enc_aborted_transaction_v12(a, e)
     a(_S_i.pack(o.preferred_read_replica))
-    a(_p.compact_nbytes(o.records))
+    v = o.records
+    if v is None:
+        a(_p.compact_len(None))
+    else:
+        a(_p.compact_len(len(v)))
+        a(v)
     t = []
     if o.diverging_epoch != EpochEndOffset():
         s = []
@@ -358,7 +390,11 @@ def _dec_partition_data_v4(mv, pos):
     try:
         f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset = _S_ihqq.unpack_from(mv, pos)
         pos += 22
-        n, pos = _p.read_array_len(mv, pos, True, 16)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 16)
         if n < 0:
             f_aborted_transactions = None
         else:
@@ -366,8 +402,8 @@ def _dec_partition_data_v4(mv, pos):
             for _ in range(n):
                 e, pos = _dec_aborted_transaction_v4(mv, pos)
                 f_aborted_transactions.append(e)
-        f_records, pos = _p.read_nbytes(mv, pos)
-    except struct.error:
+        f_records, pos = _p.read_bytes(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
 
@@ -376,7 +412,11 @@ def _dec_partition_data_v5(mv, pos):
     try:
         f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
-        n, pos = _p.read_array_len(mv, pos, True, 16)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 16)
         if n < 0:
             f_aborted_transactions = None
         else:
@@ -384,8 +424,8 @@ def _dec_partition_data_v5(mv, pos):
             for _ in range(n):
                 e, pos = _dec_aborted_transaction_v4(mv, pos)
                 f_aborted_transactions.append(e)
-        f_records, pos = _p.read_nbytes(mv, pos)
-    except struct.error:
+        f_records, pos = _p.read_bytes(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
 
@@ -394,7 +434,11 @@ def _dec_partition_data_v11(mv, pos):
     try:
         f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
-        n, pos = _p.read_array_len(mv, pos, True, 16)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 16)
         if n < 0:
             f_aborted_transactions = None
         else:
@@ -404,8 +448,8 @@ def _dec_partition_data_v11(mv, pos):
                 f_aborted_transactions.append(e)
         f_preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_records, pos = _p.read_nbytes(mv, pos)
-    except struct.error:
+        f_records, pos = _p.read_bytes(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records), pos
 
@@ -414,7 +458,11 @@ def _dec_partition_data_v12(mv, pos):
     try:
         f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
-        n, pos = _p.read_compact_array_len(mv, pos, True, 17)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 17)
         if n < 0:
             f_aborted_transactions = None
         else:
@@ -424,24 +472,27 @@ def _dec_partition_data_v12(mv, pos):
                 f_aborted_transactions.append(e)
         f_preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_records, pos = _p.read_compact_nbytes(mv, pos)
+        f_records, pos = _p.read_compact_bytes(mv, pos, True)
         f_diverging_epoch = EpochEndOffset()
         f_current_leader = LeaderIdAndEpoch()
         f_snapshot_id = SnapshotId()
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_diverging_epoch, pos = _dec_epoch_end_offset_v12(mv, pos)
-                _p.check_tag_end(pos, end, 0)
-            elif tag == 1:
-                f_current_leader, pos = _dec_leader_id_and_epoch_v12(mv, pos)
-                _p.check_tag_end(pos, end, 1)
-            elif tag == 2:
-                f_snapshot_id, pos = _dec_snapshot_id_v12(mv, pos)
-                _p.check_tag_end(pos, end, 2)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_diverging_epoch, pos = _dec_epoch_end_offset_v12(mv, pos)
+                    _p.check_tag_end(pos, end, 0)
+                elif tag == 1:
+                    f_current_leader, pos = _dec_leader_id_and_epoch_v12(mv, pos)
+                    _p.check_tag_end(pos, end, 1)
+                elif tag == 2:
+                    f_snapshot_id, pos = _dec_snapshot_id_v12(mv, pos)
+                    _p.check_tag_end(pos, end, 2)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
 
@@ -490,53 +541,72 @@ def _enc_fetchable_topic_response_v13(a, o):
 
 def _dec_fetchable_topic_response_v4(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 30)
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 30)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_data_v4(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchableTopicResponse(f_topic, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_fetchable_topic_response_v5(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 38)
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 38)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_data_v5(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchableTopicResponse(f_topic, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_fetchable_topic_response_v11(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 42)
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 42)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_data_v11(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchableTopicResponse(f_topic, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_fetchable_topic_response_v12(mv, pos):
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 37)
+        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 37)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_data_v12(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchableTopicResponse(f_topic, _p.ZERO_UUID, f_partitions), pos
 
@@ -546,13 +616,20 @@ def _dec_fetchable_topic_response_v13(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 37)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 37)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_partition_data_v12(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchableTopicResponse('', f_topic_id, f_partitions), pos
 
@@ -569,12 +646,15 @@ def _dec_node_endpoint_v16(mv, pos):
     try:
         f_node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_rack, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
@@ -666,12 +746,16 @@ def _dec_fetch_response_v4(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v4(mv, pos)
             f_responses.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
 
@@ -680,12 +764,16 @@ def _dec_fetch_response_v5(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v5(mv, pos)
             f_responses.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
 
@@ -694,12 +782,16 @@ def _dec_fetch_response_v7(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v5(mv, pos)
             f_responses.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
@@ -708,12 +800,16 @@ def _dec_fetch_response_v11(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v11(mv, pos)
             f_responses.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
@@ -722,13 +818,20 @@ def _dec_fetch_response_v12(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v12(mv, pos)
             f_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
@@ -737,13 +840,20 @@ def _dec_fetch_response_v13(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v13(mv, pos)
             f_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
@@ -752,24 +862,35 @@ def _dec_fetch_response_v16(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v13(mv, pos)
             f_responses.append(e)
         f_node_endpoints = []
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-                f_node_endpoints = []
-                for _ in range(n):
-                    e, pos = _dec_node_endpoint_v16(mv, pos)
-                    f_node_endpoints.append(e)
-                _p.check_tag_end(pos, end, 0)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    n = mv[pos] - 1
+                    if 0 <= n < 127:
+                        pos += 1
+                    else:
+                        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+                    f_node_endpoints = []
+                    for _ in range(n):
+                        e, pos = _dec_node_endpoint_v16(mv, pos)
+                        f_node_endpoints.append(e)
+                    _p.check_tag_end(pos, end, 0)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -38,6 +37,7 @@ FindCoordinatorRequest.SCHEMA = (
 )
 
 _S_b = struct.Struct('>b')
+_S_bx = struct.Struct('>bx')
 
 
 def _enc_find_coordinator_request_v0(a, o):
@@ -59,8 +59,7 @@ def _enc_find_coordinator_request_v3(a, o):
     if (o.coordinator_keys is None or len(o.coordinator_keys) != 0):
         raise _m.AbsentField(o, 'coordinator_keys')
     a(_p.compact_string(o.key))
-    a(_S_b.pack(o.key_type))
-    a(b"\x00")
+    a(_S_bx.pack(o.key_type))
 
 
 def _enc_find_coordinator_request_v4(a, o):
@@ -76,29 +75,32 @@ def _enc_find_coordinator_request_v4(a, o):
 
 def _dec_find_coordinator_request_v0(mv, pos):
     try:
-        f_key, pos = _p.read_string(mv, pos)
-    except struct.error:
+        f_key, pos = _p.read_string(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FindCoordinatorRequest(f_key, 0, []), pos
 
 
 def _dec_find_coordinator_request_v1(mv, pos):
     try:
-        f_key, pos = _p.read_string(mv, pos)
+        f_key, pos = _p.read_string(mv, pos, False)
         f_key_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FindCoordinatorRequest(f_key, f_key_type, []), pos
 
 
 def _dec_find_coordinator_request_v3(mv, pos):
     try:
-        f_key, pos = _p.read_compact_string(mv, pos)
+        f_key, pos = _p.read_compact_string(mv, pos, False)
         f_key_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FindCoordinatorRequest(f_key, f_key_type, []), pos
 
@@ -107,13 +109,20 @@ def _dec_find_coordinator_request_v4(mv, pos):
     try:
         f_key_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_coordinator_keys = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_coordinator_keys.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FindCoordinatorRequest('', f_key_type, f_coordinator_keys), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -28,7 +27,7 @@ class Coordinator(_m.Struct):
     #: The error code, or 0 if there was no error.
     error_code: int = 0
     #: The error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
 
 
 @attrs.define
@@ -47,7 +46,7 @@ class FindCoordinatorResponse(_m.Message):
     #: The error code, or 0 if there was no error.
     error_code: int = 0
     #: The error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The node id.
     node_id: int = 0
     #: The host name.
@@ -79,6 +78,7 @@ FindCoordinatorResponse.SCHEMA = (
 _S_hi = struct.Struct('>hi')
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_coordinator_v4(a, o):
@@ -92,15 +92,18 @@ def _enc_coordinator_v4(a, o):
 
 def _dec_coordinator_v4(mv, pos):
     try:
-        f_key, pos = _p.read_compact_string(mv, pos)
+        f_key, pos = _p.read_compact_string(mv, pos, False)
         f_node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_port, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message), pos
 
@@ -130,8 +133,7 @@ def _enc_find_coordinator_response_v3(a, o):
     a(_p.compact_nstring(o.error_message))
     a(_S_i.pack(o.node_id))
     a(_p.compact_string(o.host))
-    a(_S_i.pack(o.port))
-    a(b"\x00")
+    a(_S_ix.pack(o.port))
 
 
 def _enc_find_coordinator_response_v4(a, o):
@@ -155,10 +157,10 @@ def _dec_find_coordinator_response_v0(mv, pos):
     try:
         f_error_code, f_node_id = _S_hi.unpack_from(mv, pos)
         pos += 6
-        f_host, pos = _p.read_string(mv, pos)
+        f_host, pos = _p.read_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FindCoordinatorResponse(0, f_error_code, '', f_node_id, f_host, f_port, []), pos
 
@@ -167,13 +169,13 @@ def _dec_find_coordinator_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_nstring(mv, pos)
+        f_error_message, pos = _p.read_string(mv, pos, True)
         f_node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_string(mv, pos)
+        f_host, pos = _p.read_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, []), pos
 
@@ -182,14 +184,17 @@ def _dec_find_coordinator_response_v3(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, []), pos
 
@@ -198,13 +203,20 @@ def _dec_find_coordinator_response_v4(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 14)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 14)
         f_coordinators = []
         for _ in range(n):
             e, pos = _dec_coordinator_v4(mv, pos)
             f_coordinators.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FindCoordinatorResponse(f_throttle_time_ms, 0, '', 0, '', 0, f_coordinators), pos
 

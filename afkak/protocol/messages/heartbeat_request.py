@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -68,36 +67,39 @@ def _enc_heartbeat_request_v4(a, o):
 
 def _dec_heartbeat_request_v0(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_string(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, None), pos
 
 
 def _dec_heartbeat_request_v3(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_group_instance_id, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id), pos
 
 
 def _dec_heartbeat_request_v4(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
         f_generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id), pos
 

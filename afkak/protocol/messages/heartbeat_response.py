@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -36,6 +35,7 @@ HeartbeatResponse.SCHEMA = (
 
 _S_h = struct.Struct('>h')
 _S_ih = struct.Struct('>ih')
+_S_ihx = struct.Struct('>ihx')
 
 
 def _enc_heartbeat_response_v0(a, o):
@@ -47,15 +47,14 @@ def _enc_heartbeat_response_v1(a, o):
 
 
 def _enc_heartbeat_response_v4(a, o):
-    a(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    a(b"\x00")
+    a(_S_ihx.pack(o.throttle_time_ms, o.error_code))
 
 
 def _dec_heartbeat_response_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return HeartbeatResponse(0, f_error_code), pos
 
@@ -64,7 +63,7 @@ def _dec_heartbeat_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
 
@@ -73,8 +72,11 @@ def _dec_heartbeat_response_v4(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -22,7 +21,7 @@ class AlterableConfig(_m.Struct):
     #: The type (Set, Delete, Append, Subtract) of operation.
     config_operation: int = 0
     #: The value to set for the configuration key.
-    value: str = ''
+    value: str | None = ''
 
 
 @attrs.define
@@ -72,6 +71,8 @@ IncrementalAlterConfigsRequest.SCHEMA = (
 
 _S_Z = struct.Struct('>?')
 _S_b = struct.Struct('>b')
+_S_bx = struct.Struct('>bx')
+_S_i = struct.Struct('>i')
 
 
 def _enc_alterable_config_v0(a, o):
@@ -89,23 +90,26 @@ def _enc_alterable_config_v1(a, o):
 
 def _dec_alterable_config_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_config_operation = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_value, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_value, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterableConfig(f_name, f_config_operation, f_value), pos
 
 
 def _dec_alterable_config_v1(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_config_operation = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_value, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_value, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterableConfig(f_name, f_config_operation, f_value), pos
 
@@ -133,13 +137,17 @@ def _dec_alter_configs_resource_v0(mv, pos):
     try:
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 5)
+        f_resource_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 5)
         f_configs = []
         for _ in range(n):
             e, pos = _dec_alterable_config_v0(mv, pos)
             f_configs.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterConfigsResource(f_resource_type, f_resource_name, f_configs), pos
 
@@ -148,14 +156,21 @@ def _dec_alter_configs_resource_v1(mv, pos):
     try:
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_configs = []
         for _ in range(n):
             e, pos = _dec_alterable_config_v1(mv, pos)
             f_configs.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return AlterConfigsResource(f_resource_type, f_resource_name, f_configs), pos
 
@@ -173,35 +188,45 @@ def _enc_incremental_alter_configs_request_v1(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_alter_configs_resource_v1(a, e)
-    a(_S_b.pack(o.validate_only))
-    a(b"\x00")
+    a(_S_bx.pack(o.validate_only))
 
 
 def _dec_incremental_alter_configs_request_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 7)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 7)
         f_resources = []
         for _ in range(n):
             e, pos = _dec_alter_configs_resource_v0(mv, pos)
             f_resources.append(e)
         f_validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return IncrementalAlterConfigsRequest(f_resources, f_validate_only), pos
 
 
 def _dec_incremental_alter_configs_request_v1(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_resources = []
         for _ in range(n):
             e, pos = _dec_alter_configs_resource_v1(mv, pos)
             f_resources.append(e)
         f_validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return IncrementalAlterConfigsRequest(f_resources, f_validate_only), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -24,7 +23,7 @@ class InitProducerIdRequest(_m.Message):
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
 
     #: The transactional id, or null if the producer is not transactional.
-    transactional_id: str = ''
+    transactional_id: str | None = ''
     #: The time in ms to wait before aborting idle transactions sent by this producer. This is only relevant if a TransactionalId has been defined.
     transaction_timeout_ms: int = 0
     #: The producer id. This is used to disambiguate requests if a transactional id is reused following its expiration.
@@ -50,6 +49,9 @@ _S_i = struct.Struct('>i')
 _S_iqh = struct.Struct('>iqh')
 _S_iqhZZ = struct.Struct('>iqh??')
 _S_iqhbb = struct.Struct('>iqhbb')
+_S_iqhbbx = struct.Struct('>iqhbbx')
+_S_iqhx = struct.Struct('>iqhx')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_init_producer_id_request_v0(a, o):
@@ -75,8 +77,7 @@ def _enc_init_producer_id_request_v2(a, o):
     if o.keep_prepared_txn != False:
         raise _m.AbsentField(o, 'keep_prepared_txn')
     a(_p.compact_nstring(o.transactional_id))
-    a(_S_i.pack(o.transaction_timeout_ms))
-    a(b"\x00")
+    a(_S_ix.pack(o.transaction_timeout_ms))
 
 
 def _enc_init_producer_id_request_v3(a, o):
@@ -85,55 +86,62 @@ def _enc_init_producer_id_request_v3(a, o):
     if o.keep_prepared_txn != False:
         raise _m.AbsentField(o, 'keep_prepared_txn')
     a(_p.compact_nstring(o.transactional_id))
-    a(_S_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch))
-    a(b"\x00")
+    a(_S_iqhx.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch))
 
 
 def _enc_init_producer_id_request_v6(a, o):
     a(_p.compact_nstring(o.transactional_id))
-    a(_S_iqhbb.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn))
-    a(b"\x00")
+    a(_S_iqhbbx.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn))
 
 
 def _dec_init_producer_id_request_v0(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_nstring(mv, pos)
+        f_transactional_id, pos = _p.read_string(mv, pos, True)
         f_transaction_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
 
 
 def _dec_init_producer_id_request_v2(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_nstring(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
         f_transaction_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
 
 
 def _dec_init_producer_id_request_v3(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_nstring(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
         f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _S_iqh.unpack_from(mv, pos)
         pos += 14
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
 
 
 def _dec_init_producer_id_request_v6(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_nstring(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
         f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable2_pc, f_keep_prepared_txn = _S_iqhZZ.unpack_from(mv, pos)
         pos += 16
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable2_pc, f_keep_prepared_txn), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -48,6 +47,8 @@ InitProducerIdResponse.SCHEMA = (
 
 _S_ihqh = struct.Struct('>ihqh')
 _S_ihqhqh = struct.Struct('>ihqhqh')
+_S_ihqhqhx = struct.Struct('>ihqhqhx')
+_S_ihqhx = struct.Struct('>ihqhx')
 
 
 def _enc_init_producer_id_response_v0(a, o):
@@ -63,20 +64,18 @@ def _enc_init_producer_id_response_v2(a, o):
         raise _m.AbsentField(o, 'ongoing_txn_producer_id')
     if o.ongoing_txn_producer_epoch != -1:
         raise _m.AbsentField(o, 'ongoing_txn_producer_epoch')
-    a(_S_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
-    a(b"\x00")
+    a(_S_ihqhx.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
 
 
 def _enc_init_producer_id_response_v6(a, o):
-    a(_S_ihqhqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch))
-    a(b"\x00")
+    a(_S_ihqhqhx.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch))
 
 
 def _dec_init_producer_id_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(mv, pos)
         pos += 16
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
 
@@ -85,8 +84,11 @@ def _dec_init_producer_id_response_v2(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(mv, pos)
         pos += 16
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
 
@@ -95,8 +97,11 @@ def _dec_init_producer_id_response_v6(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, f_ongoing_txn_producer_id, f_ongoing_txn_producer_epoch = _S_ihqhqh.unpack_from(mv, pos)
         pos += 26
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, f_ongoing_txn_producer_id, f_ongoing_txn_producer_epoch), pos
 

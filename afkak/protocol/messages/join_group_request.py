@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -73,30 +72,37 @@ _S_ii = struct.Struct('>ii')
 
 def _enc_join_group_request_protocol_v0(a, o):
     a(_p.string(o.name))
-    a(_p.bytes_(o.metadata))
+    v = o.metadata
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_join_group_request_protocol_v6(a, o):
     a(_p.compact_string(o.name))
-    a(_p.compact_bytes(o.metadata))
+    v = o.metadata
+    a(_p.compact_len(len(v)))
+    a(v)
     a(b"\x00")
 
 
 def _dec_join_group_request_protocol_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        f_metadata, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_string(mv, pos, False)
+        f_metadata, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupRequestProtocol(f_name, f_metadata), pos
 
 
 def _dec_join_group_request_protocol_v6(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        f_metadata, pos = _p.read_compact_bytes(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        f_metadata, pos = _p.read_compact_bytes(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupRequestProtocol(f_name, f_metadata), pos
 
@@ -168,91 +174,117 @@ def _enc_join_group_request_v8(a, o):
 
 def _dec_join_group_request_v0(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_session_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_protocol_type, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_protocols = []
         for _ in range(n):
             e, pos = _dec_join_group_request_protocol_v0(mv, pos)
             f_protocols.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, -1, f_member_id, None, f_protocol_type, f_protocols, None), pos
 
 
 def _dec_join_group_request_v1(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_protocol_type, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_protocols = []
         for _ in range(n):
             e, pos = _dec_join_group_request_protocol_v0(mv, pos)
             f_protocols.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
 
 
 def _dec_join_group_request_v5(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_group_instance_id, pos = _p.read_nstring(mv, pos)
-        f_protocol_type, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+        f_protocol_type, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_protocols = []
         for _ in range(n):
             e, pos = _dec_join_group_request_protocol_v0(mv, pos)
             f_protocols.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
 
 
 def _dec_join_group_request_v6(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
         f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_protocols = []
         for _ in range(n):
             e, pos = _dec_join_group_request_protocol_v6(mv, pos)
             f_protocols.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
 
 
 def _dec_join_group_request_v8(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
         f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_protocols = []
         for _ in range(n):
             e, pos = _dec_join_group_request_protocol_v6(mv, pos)
             f_protocols.append(e)
-        f_reason, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_reason, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason), pos
 

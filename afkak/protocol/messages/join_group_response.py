@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -45,7 +44,7 @@ class JoinGroupResponse(_m.Message):
     #: The group protocol name.
     protocol_type: str | None = None
     #: The group protocol selected by the coordinator.
-    protocol_name: str = ''
+    protocol_name: str | None = ''
     #: The leader of the group.
     leader: str = ''
     #: True if the leader must skip running the assignment.
@@ -76,53 +75,63 @@ JoinGroupResponse.SCHEMA = (
 _S_Z = struct.Struct('>?')
 _S_b = struct.Struct('>b')
 _S_hi = struct.Struct('>hi')
+_S_i = struct.Struct('>i')
 _S_ihi = struct.Struct('>ihi')
 
 
 def _enc_join_group_response_member_v0(a, o):
     a(_p.string(o.member_id))
-    a(_p.bytes_(o.metadata))
+    v = o.metadata
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_join_group_response_member_v5(a, o):
     a(_p.string(o.member_id))
     a(_p.nstring(o.group_instance_id))
-    a(_p.bytes_(o.metadata))
+    v = o.metadata
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_join_group_response_member_v6(a, o):
     a(_p.compact_string(o.member_id))
     a(_p.compact_nstring(o.group_instance_id))
-    a(_p.compact_bytes(o.metadata))
+    v = o.metadata
+    a(_p.compact_len(len(v)))
+    a(v)
     a(b"\x00")
 
 
 def _dec_join_group_response_member_v0(mv, pos):
     try:
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_metadata, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_metadata, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
 
 
 def _dec_join_group_response_member_v5(mv, pos):
     try:
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_group_instance_id, pos = _p.read_nstring(mv, pos)
-        f_metadata, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+        f_metadata, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
 
 
 def _dec_join_group_response_member_v6(mv, pos):
     try:
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        f_metadata, pos = _p.read_compact_bytes(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        f_metadata, pos = _p.read_compact_bytes(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
 
@@ -213,15 +222,19 @@ def _dec_join_group_response_v0(mv, pos):
     try:
         f_error_code, f_generation_id = _S_hi.unpack_from(mv, pos)
         pos += 6
-        f_protocol_name, pos = _p.read_string(mv, pos)
-        f_leader, pos = _p.read_string(mv, pos)
-        f_member_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_protocol_name, pos = _p.read_string(mv, pos, False)
+        f_leader, pos = _p.read_string(mv, pos, False)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_members = []
         for _ in range(n):
             e, pos = _dec_join_group_response_member_v0(mv, pos)
             f_members.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupResponse(0, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
@@ -230,15 +243,19 @@ def _dec_join_group_response_v2(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_name, pos = _p.read_string(mv, pos)
-        f_leader, pos = _p.read_string(mv, pos)
-        f_member_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_protocol_name, pos = _p.read_string(mv, pos, False)
+        f_leader, pos = _p.read_string(mv, pos, False)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_members = []
         for _ in range(n):
             e, pos = _dec_join_group_response_member_v0(mv, pos)
             f_members.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
@@ -247,15 +264,19 @@ def _dec_join_group_response_v5(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_name, pos = _p.read_string(mv, pos)
-        f_leader, pos = _p.read_string(mv, pos)
-        f_member_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        f_protocol_name, pos = _p.read_string(mv, pos, False)
+        f_leader, pos = _p.read_string(mv, pos, False)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_members = []
         for _ in range(n):
             e, pos = _dec_join_group_response_member_v5(mv, pos)
             f_members.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
@@ -264,16 +285,23 @@ def _dec_join_group_response_v6(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_name, pos = _p.read_compact_string(mv, pos)
-        f_leader, pos = _p.read_compact_string(mv, pos)
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        f_protocol_name, pos = _p.read_compact_string(mv, pos, False)
+        f_leader, pos = _p.read_compact_string(mv, pos, False)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_members = []
         for _ in range(n):
             e, pos = _dec_join_group_response_member_v6(mv, pos)
             f_members.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
@@ -282,17 +310,24 @@ def _dec_join_group_response_v7(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_type, pos = _p.read_compact_nstring(mv, pos)
-        f_protocol_name, pos = _p.read_compact_nstring(mv, pos)
-        f_leader, pos = _p.read_compact_string(mv, pos)
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, True)
+        f_protocol_name, pos = _p.read_compact_string(mv, pos, True)
+        f_leader, pos = _p.read_compact_string(mv, pos, False)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_members = []
         for _ in range(n):
             e, pos = _dec_join_group_response_member_v6(mv, pos)
             f_members.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
@@ -301,19 +336,26 @@ def _dec_join_group_response_v9(mv, pos):
     try:
         f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_type, pos = _p.read_compact_nstring(mv, pos)
-        f_protocol_name, pos = _p.read_compact_nstring(mv, pos)
-        f_leader, pos = _p.read_compact_string(mv, pos)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, True)
+        f_protocol_name, pos = _p.read_compact_string(mv, pos, True)
+        f_leader, pos = _p.read_compact_string(mv, pos, False)
         f_skip_assignment = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_members = []
         for _ in range(n):
             e, pos = _dec_join_group_response_member_v6(mv, pos)
             f_members.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -55,6 +54,7 @@ LeaveGroupRequest.SCHEMA = (
     _m.FieldSpec('members', 'Members', '[]struct', (3, 32767), default=(), struct=MemberIdentity, flexible=(4, 32767)),
 )
 
+_S_i = struct.Struct('>i')
 
 
 def _enc_member_identity_v3(a, o):
@@ -77,30 +77,36 @@ def _enc_member_identity_v5(a, o):
 
 def _dec_member_identity_v3(mv, pos):
     try:
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_group_instance_id, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MemberIdentity(f_member_id, f_group_instance_id, None), pos
 
 
 def _dec_member_identity_v4(mv, pos):
     try:
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MemberIdentity(f_member_id, f_group_instance_id, None), pos
 
 
 def _dec_member_identity_v5(mv, pos):
     try:
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        f_reason, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        f_reason, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MemberIdentity(f_member_id, f_group_instance_id, f_reason), pos
 
@@ -146,50 +152,68 @@ def _enc_leave_group_request_v5(a, o):
 
 def _dec_leave_group_request_v0(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
-        f_member_id, pos = _p.read_string(mv, pos)
-    except struct.error:
+        f_group_id, pos = _p.read_string(mv, pos, False)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaveGroupRequest(f_group_id, f_member_id, []), pos
 
 
 def _dec_leave_group_request_v3(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        f_group_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_members = []
         for _ in range(n):
             e, pos = _dec_member_identity_v3(mv, pos)
             f_members.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaveGroupRequest(f_group_id, '', f_members), pos
 
 
 def _dec_leave_group_request_v4(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_members = []
         for _ in range(n):
             e, pos = _dec_member_identity_v4(mv, pos)
             f_members.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaveGroupRequest(f_group_id, '', f_members), pos
 
 
 def _dec_leave_group_request_v5(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_members = []
         for _ in range(n):
             e, pos = _dec_member_identity_v5(mv, pos)
             f_members.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaveGroupRequest(f_group_id, '', f_members), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -20,7 +19,7 @@ class MemberResponse(_m.Struct):
     #: The member ID to remove from the group.
     member_id: str = ''
     #: The group instance ID to remove from the group.
-    group_instance_id: str = ''
+    group_instance_id: str | None = ''
     #: The error code, or 0 if there was no error.
     error_code: int = 0
 
@@ -56,6 +55,8 @@ LeaveGroupResponse.SCHEMA = (
 )
 
 _S_h = struct.Struct('>h')
+_S_hx = struct.Struct('>hx')
+_S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
@@ -68,29 +69,31 @@ def _enc_member_response_v3(a, o):
 def _enc_member_response_v4(a, o):
     a(_p.compact_string(o.member_id))
     a(_p.compact_nstring(o.group_instance_id))
-    a(_S_h.pack(o.error_code))
-    a(b"\x00")
+    a(_S_hx.pack(o.error_code))
 
 
 def _dec_member_response_v3(mv, pos):
     try:
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_group_instance_id, pos = _p.read_nstring(mv, pos)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_string(mv, pos, True)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MemberResponse(f_member_id, f_group_instance_id, f_error_code), pos
 
 
 def _dec_member_response_v4(mv, pos):
     try:
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MemberResponse(f_member_id, f_group_instance_id, f_error_code), pos
 
@@ -128,7 +131,7 @@ def _dec_leave_group_response_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaveGroupResponse(0, f_error_code, []), pos
 
@@ -137,7 +140,7 @@ def _dec_leave_group_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaveGroupResponse(f_throttle_time_ms, f_error_code, []), pos
 
@@ -146,12 +149,16 @@ def _dec_leave_group_response_v3(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_members = []
         for _ in range(n):
             e, pos = _dec_member_response_v3(mv, pos)
             f_members.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
 
@@ -160,13 +167,20 @@ def _dec_leave_group_response_v4(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_members = []
         for _ in range(n):
             e, pos = _dec_member_response_v4(mv, pos)
             f_members.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
 

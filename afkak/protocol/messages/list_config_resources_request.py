@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -31,6 +30,7 @@ ListConfigResourcesRequest.SCHEMA = (
     _m.FieldSpec('resource_types', 'ResourceTypes', '[]int8', (1, 32767), default=(), flexible=(0, 32767)),
 )
 
+_A_b = _p.array_structs('b')
 
 
 def _enc_list_config_resources_request_v0(a, o):
@@ -41,25 +41,34 @@ def _enc_list_config_resources_request_v0(a, o):
 
 def _enc_list_config_resources_request_v1(a, o):
     v = o.resource_types
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('b', v))
+    a(_p.compact_array(_A_b, 'b', v))
     a(b"\x00")
 
 
 def _dec_list_config_resources_request_v0(mv, pos):
     try:
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListConfigResourcesRequest([]), pos
 
 
 def _dec_list_config_resources_request_v1(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_resource_types, pos = _p.unpack_array(mv, pos, n, 'b', 1)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_resource_types = list(_A_b[n].unpack_from(mv, pos + 1))
+            pos += 1 + 1 * n
+        else:
+            f_resource_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListConfigResourcesRequest(f_resource_types), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -53,6 +52,7 @@ ListConfigResourcesResponse.SCHEMA = (
 )
 
 _S_b = struct.Struct('>b')
+_S_bx = struct.Struct('>bx')
 _S_ih = struct.Struct('>ih')
 
 
@@ -63,26 +63,31 @@ def _enc_config_resource_v0(a, o):
 
 def _enc_config_resource_v1(a, o):
     a(_p.compact_string(o.resource_name))
-    a(_S_b.pack(o.resource_type))
-    a(b"\x00")
+    a(_S_bx.pack(o.resource_type))
 
 
 def _dec_config_resource_v0(mv, pos):
     try:
-        f_resource_name, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ConfigResource(f_resource_name, 16), pos
 
 
 def _dec_config_resource_v1(mv, pos):
     try:
-        f_resource_name, pos = _p.read_compact_string(mv, pos)
+        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
         f_resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ConfigResource(f_resource_name, f_resource_type), pos
 
@@ -109,13 +114,20 @@ def _dec_list_config_resources_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 2)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 2)
         f_config_resources = []
         for _ in range(n):
             e, pos = _dec_config_resource_v0(mv, pos)
             f_config_resources.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListConfigResourcesResponse(f_throttle_time_ms, f_error_code, f_config_resources), pos
 
@@ -124,13 +136,20 @@ def _dec_list_config_resources_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_config_resources = []
         for _ in range(n):
             e, pos = _dec_config_resource_v1(mv, pos)
             f_config_resources.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListConfigResourcesResponse(f_throttle_time_ms, f_error_code, f_config_resources), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -76,46 +75,67 @@ def _enc_list_groups_request_v5(a, o):
 def _dec_list_groups_request_v0(mv, pos):
     try:
         pass
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListGroupsRequest([], []), pos
 
 
 def _dec_list_groups_request_v3(mv, pos):
     try:
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListGroupsRequest([], []), pos
 
 
 def _dec_list_groups_request_v4(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_states_filter = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_states_filter.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListGroupsRequest(f_states_filter, []), pos
 
 
 def _dec_list_groups_request_v5(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_states_filter = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_states_filter.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_types_filter = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_types_filter.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListGroupsRequest(f_states_filter, f_types_filter), pos
 

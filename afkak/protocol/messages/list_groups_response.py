@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -59,6 +58,7 @@ ListGroupsResponse.SCHEMA = (
 )
 
 _S_h = struct.Struct('>h')
+_S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
@@ -90,42 +90,51 @@ def _enc_listed_group_v5(a, o):
 
 def _dec_listed_group_v0(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
-        f_protocol_type, pos = _p.read_string(mv, pos)
-    except struct.error:
+        f_group_id, pos = _p.read_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_string(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListedGroup(f_group_id, f_protocol_type, '', ''), pos
 
 
 def _dec_listed_group_v3(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListedGroup(f_group_id, f_protocol_type, '', ''), pos
 
 
 def _dec_listed_group_v4(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos)
-        f_group_state, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        f_group_state, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListedGroup(f_group_id, f_protocol_type, f_group_state, ''), pos
 
 
 def _dec_listed_group_v5(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos)
-        f_group_state, pos = _p.read_compact_string(mv, pos)
-        f_group_type, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        f_group_state, pos = _p.read_compact_string(mv, pos, False)
+        f_group_type, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type), pos
 
@@ -177,12 +186,16 @@ def _dec_list_groups_response_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_listed_group_v0(mv, pos)
             f_groups.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListGroupsResponse(0, f_error_code, f_groups), pos
 
@@ -191,12 +204,16 @@ def _dec_list_groups_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_listed_group_v0(mv, pos)
             f_groups.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
 
@@ -205,13 +222,20 @@ def _dec_list_groups_response_v3(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_listed_group_v3(mv, pos)
             f_groups.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
 
@@ -220,13 +244,20 @@ def _dec_list_groups_response_v4(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_listed_group_v4(mv, pos)
             f_groups.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
 
@@ -235,13 +266,20 @@ def _dec_list_groups_response_v5(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_listed_group_v5(mv, pos)
             f_groups.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -79,7 +78,9 @@ ListOffsetsRequest.SCHEMA = (
 _S_i = struct.Struct('>i')
 _S_ib = struct.Struct('>ib')
 _S_iiq = struct.Struct('>iiq')
+_S_iiqx = struct.Struct('>iiqx')
 _S_iq = struct.Struct('>iq')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_list_offsets_partition_v1(a, o):
@@ -97,15 +98,14 @@ def _enc_list_offsets_partition_v4(a, o):
 def _enc_list_offsets_partition_v6(a, o):
     if o.max_num_offsets != 1:
         raise _m.AbsentField(o, 'max_num_offsets')
-    a(_S_iiq.pack(o.partition_index, o.current_leader_epoch, o.timestamp))
-    a(b"\x00")
+    a(_S_iiqx.pack(o.partition_index, o.current_leader_epoch, o.timestamp))
 
 
 def _dec_list_offsets_partition_v1(mv, pos):
     try:
         f_partition_index, f_timestamp = _S_iq.unpack_from(mv, pos)
         pos += 12
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1), pos
 
@@ -114,7 +114,7 @@ def _dec_list_offsets_partition_v4(mv, pos):
     try:
         f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(mv, pos)
         pos += 16
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
@@ -123,8 +123,11 @@ def _dec_list_offsets_partition_v6(mv, pos):
     try:
         f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(mv, pos)
         pos += 16
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
 
@@ -156,40 +159,55 @@ def _enc_list_offsets_topic_v6(a, o):
 
 def _dec_list_offsets_topic_v1(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 12)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 12)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_list_offsets_partition_v1(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _dec_list_offsets_topic_v4(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 16)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 16)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_list_offsets_partition_v4(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsTopic(f_name, f_partitions), pos
 
 
 def _dec_list_offsets_topic_v6(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 17)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 17)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_list_offsets_partition_v6(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsTopic(f_name, f_partitions), pos
 
@@ -235,20 +253,23 @@ def _enc_list_offsets_request_v10(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_list_offsets_topic_v6(a, e)
-    a(_S_i.pack(o.timeout_ms))
-    a(b"\x00")
+    a(_S_ix.pack(o.timeout_ms))
 
 
 def _dec_list_offsets_request_v1(mv, pos):
     try:
         f_replica_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsRequest(f_replica_id, 0, f_topics, 0), pos
 
@@ -257,12 +278,16 @@ def _dec_list_offsets_request_v2(mv, pos):
     try:
         f_replica_id, f_isolation_level = _S_ib.unpack_from(mv, pos)
         pos += 5
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
@@ -271,12 +296,16 @@ def _dec_list_offsets_request_v4(mv, pos):
     try:
         f_replica_id, f_isolation_level = _S_ib.unpack_from(mv, pos)
         pos += 5
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v4(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
@@ -285,13 +314,20 @@ def _dec_list_offsets_request_v6(mv, pos):
     try:
         f_replica_id, f_isolation_level = _S_ib.unpack_from(mv, pos)
         pos += 5
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v6(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
@@ -300,15 +336,22 @@ def _dec_list_offsets_request_v10(mv, pos):
     try:
         f_replica_id, f_isolation_level = _S_ib.unpack_from(mv, pos)
         pos += 5
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v6(mv, pos)
             f_topics.append(e)
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms), pos
 

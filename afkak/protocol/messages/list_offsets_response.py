@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -79,6 +78,7 @@ ListOffsetsResponse.SCHEMA = (
 _S_i = struct.Struct('>i')
 _S_ihqq = struct.Struct('>ihqq')
 _S_ihqqi = struct.Struct('>ihqqi')
+_S_ihqqix = struct.Struct('>ihqqix')
 
 
 def _enc_list_offsets_partition_response_v1(a, o):
@@ -98,15 +98,14 @@ def _enc_list_offsets_partition_response_v4(a, o):
 def _enc_list_offsets_partition_response_v6(a, o):
     if (o.old_style_offsets is None or len(o.old_style_offsets) != 0):
         raise _m.AbsentField(o, 'old_style_offsets')
-    a(_S_ihqqi.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
-    a(b"\x00")
+    a(_S_ihqqix.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
 
 
 def _dec_list_offsets_partition_response_v1(mv, pos):
     try:
         f_partition_index, f_error_code, f_timestamp, f_offset = _S_ihqq.unpack_from(mv, pos)
         pos += 22
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1), pos
 
@@ -115,7 +114,7 @@ def _dec_list_offsets_partition_response_v4(mv, pos):
     try:
         f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(mv, pos)
         pos += 26
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
@@ -124,8 +123,11 @@ def _dec_list_offsets_partition_response_v6(mv, pos):
     try:
         f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(mv, pos)
         pos += 26
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
 
@@ -157,40 +159,55 @@ def _enc_list_offsets_topic_response_v6(a, o):
 
 def _dec_list_offsets_topic_response_v1(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 22)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 22)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_list_offsets_partition_response_v1(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _dec_list_offsets_topic_response_v4(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 26)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 26)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_list_offsets_partition_response_v4(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
 
 def _dec_list_offsets_topic_response_v6(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 27)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 27)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_list_offsets_partition_response_v6(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsTopicResponse(f_name, f_partitions), pos
 
@@ -229,12 +246,16 @@ def _enc_list_offsets_response_v6(a, o):
 
 def _dec_list_offsets_response_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_response_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsResponse(0, f_topics), pos
 
@@ -243,12 +264,16 @@ def _dec_list_offsets_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_response_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
@@ -257,12 +282,16 @@ def _dec_list_offsets_response_v4(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_response_v4(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
@@ -271,13 +300,20 @@ def _dec_list_offsets_response_v6(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_response_v6(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 

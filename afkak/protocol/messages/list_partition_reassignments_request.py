@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -50,23 +49,30 @@ ListPartitionReassignmentsRequest.SCHEMA = (
 )
 
 _S_i = struct.Struct('>i')
+_A_i = _p.array_structs('i')
 
 
 def _enc_list_partition_reassignments_topics_v0(a, o):
     a(_p.compact_string(o.name))
     v = o.partition_indexes
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_list_partition_reassignments_topics_v0(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partition_indexes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListPartitionReassignmentsTopics(f_name, f_partition_indexes), pos
 
@@ -87,7 +93,11 @@ def _dec_list_partition_reassignments_request_v0(mv, pos):
     try:
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, True, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
             f_topics = None
         else:
@@ -95,8 +105,11 @@ def _dec_list_partition_reassignments_request_v0(mv, pos):
             for _ in range(n):
                 e, pos = _dec_list_partition_reassignments_topics_v0(mv, pos)
                 f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListPartitionReassignmentsRequest(f_timeout_ms, f_topics), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -54,7 +53,7 @@ class ListPartitionReassignmentsResponse(_m.Message):
     #: The top-level error code, or 0 if there was no error.
     error_code: int = 0
     #: The top-level error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The ongoing reassignments for each topic.
     topics: list[OngoingTopicReassignment] = attrs.field(factory=list)
 
@@ -78,19 +77,17 @@ ListPartitionReassignmentsResponse.SCHEMA = (
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
+_A_i = _p.array_structs('i')
 
 
 def _enc_ongoing_partition_reassignment_v0(a, o):
     a(_S_i.pack(o.partition_index))
     v = o.replicas
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     v = o.adding_replicas
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     v = o.removing_replicas
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
@@ -98,14 +95,29 @@ def _dec_ongoing_partition_reassignment_v0(mv, pos):
     try:
         f_partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_replicas, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_adding_replicas, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_removing_replicas, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_adding_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_adding_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_removing_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_removing_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OngoingPartitionReassignment(f_partition_index, f_replicas, f_adding_replicas, f_removing_replicas), pos
 
@@ -121,14 +133,21 @@ def _enc_ongoing_topic_reassignment_v0(a, o):
 
 def _dec_ongoing_topic_reassignment_v0(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_ongoing_partition_reassignment_v0(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OngoingTopicReassignment(f_name, f_partitions), pos
 
@@ -147,14 +166,21 @@ def _dec_list_partition_reassignments_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_ongoing_topic_reassignment_v0(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_topics), pos
 

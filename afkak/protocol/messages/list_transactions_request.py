@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -41,6 +40,8 @@ ListTransactionsRequest.SCHEMA = (
 )
 
 _S_q = struct.Struct('>q')
+_S_qx = struct.Struct('>qx')
+_A_q = _p.array_structs('q')
 
 
 def _enc_list_transactions_request_v0(a, o):
@@ -53,8 +54,7 @@ def _enc_list_transactions_request_v0(a, o):
     for e in v:
         a(_p.compact_string(e))
     v = o.producer_id_filters
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('q', v))
+    a(_p.compact_array(_A_q, 'q', v))
     a(b"\x00")
 
 
@@ -66,10 +66,8 @@ def _enc_list_transactions_request_v1(a, o):
     for e in v:
         a(_p.compact_string(e))
     v = o.producer_id_filters
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('q', v))
-    a(_S_q.pack(o.duration_filter))
-    a(b"\x00")
+    a(_p.compact_array(_A_q, 'q', v))
+    a(_S_qx.pack(o.duration_filter))
 
 
 def _enc_list_transactions_request_v2(a, o):
@@ -78,8 +76,7 @@ def _enc_list_transactions_request_v2(a, o):
     for e in v:
         a(_p.compact_string(e))
     v = o.producer_id_filters
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('q', v))
+    a(_p.compact_array(_A_q, 'q', v))
     a(_S_q.pack(o.duration_filter))
     a(_p.compact_nstring(o.transactional_id_pattern))
     a(b"\x00")
@@ -87,50 +84,83 @@ def _enc_list_transactions_request_v2(a, o):
 
 def _dec_list_transactions_request_v0(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_state_filters = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_state_filters.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_producer_id_filters, pos = _p.unpack_array(mv, pos, n, 'q', 8)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
+            pos += 1 + 8 * n
+        else:
+            f_producer_id_filters, pos = _p.read_compact_array(mv, pos, 'q', 8, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListTransactionsRequest(f_state_filters, f_producer_id_filters, -1, None), pos
 
 
 def _dec_list_transactions_request_v1(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_state_filters = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_state_filters.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_producer_id_filters, pos = _p.unpack_array(mv, pos, n, 'q', 8)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
+            pos += 1 + 8 * n
+        else:
+            f_producer_id_filters, pos = _p.read_compact_array(mv, pos, 'q', 8, False)
         f_duration_filter = _S_q.unpack_from(mv, pos)[0]
         pos += 8
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, None), pos
 
 
 def _dec_list_transactions_request_v2(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_state_filters = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_state_filters.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_producer_id_filters, pos = _p.unpack_array(mv, pos, n, 'q', 8)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
+            pos += 1 + 8 * n
+        else:
+            f_producer_id_filters, pos = _p.read_compact_array(mv, pos, 'q', 8, False)
         f_duration_filter = _S_q.unpack_from(mv, pos)[0]
         pos += 8
-        f_transactional_id_pattern, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_transactional_id_pattern, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, f_transactional_id_pattern), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -71,12 +70,15 @@ def _enc_transaction_state_v0(a, o):
 
 def _dec_transaction_state_v0(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
         f_producer_id = _S_q.unpack_from(mv, pos)[0]
         pos += 8
-        f_transaction_state, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_transaction_state, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TransactionState(f_transactional_id, f_producer_id, f_transaction_state), pos
 
@@ -98,18 +100,29 @@ def _dec_list_transactions_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 1)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 1)
         f_unknown_state_filters = []
         for _ in range(n):
-            e, pos = _p.read_compact_string(mv, pos)
+            e, pos = _p.read_compact_string(mv, pos, False)
             f_unknown_state_filters.append(e)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_transaction_states = []
         for _ in range(n):
             e, pos = _dec_transaction_state_v0(mv, pos)
             f_transaction_states.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ListTransactionsResponse(f_throttle_time_ms, f_error_code, f_unknown_state_filters, f_transaction_states), pos
 

@@ -20,7 +20,7 @@ class MetadataRequestTopic(_m.Struct):
     #: The topic id.
     topic_id: UUID = _p.ZERO_UUID
     #: The topic name.
-    name: str = ''
+    name: str | None = ''
 
 
 @attrs.define
@@ -35,7 +35,7 @@ class MetadataRequest(_m.Message):
     MetadataRequestTopic: ClassVar[type[MetadataRequestTopic]] = MetadataRequestTopic
 
     #: The topics to fetch metadata for.
-    topics: list[MetadataRequestTopic] = attrs.field(factory=list)
+    topics: list[MetadataRequestTopic] | None = attrs.field(factory=list)
     #: If this is true, the broker may auto-create topics that we requested which do not already exist, if it is configured to do so.
     allow_auto_topic_creation: bool = True
     #: Whether to include cluster authorized operations.
@@ -62,6 +62,9 @@ _S_ZZZ = struct.Struct('>???')
 _S_b = struct.Struct('>b')
 _S_bb = struct.Struct('>bb')
 _S_bbb = struct.Struct('>bbb')
+_S_bbbx = struct.Struct('>bbbx')
+_S_bbx = struct.Struct('>bbx')
+_S_i = struct.Struct('>i')
 
 
 def _enc_metadata_request_topic_v0(a, o):
@@ -81,17 +84,20 @@ def _enc_metadata_request_topic_v10(a, o):
 
 def _dec_metadata_request_topic_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_string(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequestTopic(_p.ZERO_UUID, f_name), pos
 
 
 def _dec_metadata_request_topic_v9(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequestTopic(_p.ZERO_UUID, f_name), pos
 
@@ -101,9 +107,12 @@ def _dec_metadata_request_topic_v10(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        f_name, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequestTopic(f_topic_id, f_name), pos
 
@@ -171,8 +180,7 @@ def _enc_metadata_request_v9(a, o):
         a(_p.compact_len(len(v)))
         for e in v:
             _enc_metadata_request_topic_v9(a, e)
-    a(_S_bbb.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
-    a(b"\x00")
+    a(_S_bbbx.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
 
 
 def _enc_metadata_request_v10(a, o):
@@ -183,8 +191,7 @@ def _enc_metadata_request_v10(a, o):
         a(_p.compact_len(len(v)))
         for e in v:
             _enc_metadata_request_topic_v10(a, e)
-    a(_S_bbb.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
-    a(b"\x00")
+    a(_S_bbbx.pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
 
 
 def _enc_metadata_request_v11(a, o):
@@ -197,25 +204,32 @@ def _enc_metadata_request_v11(a, o):
         a(_p.compact_len(len(v)))
         for e in v:
             _enc_metadata_request_topic_v10(a, e)
-    a(_S_bb.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations))
-    a(b"\x00")
+    a(_S_bbx.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations))
 
 
 def _dec_metadata_request_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_request_topic_v0(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequest(f_topics, True, False, False), pos
 
 
 def _dec_metadata_request_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, True, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 2)
         if n < 0:
             f_topics = None
         else:
@@ -223,14 +237,18 @@ def _dec_metadata_request_v1(mv, pos):
             for _ in range(n):
                 e, pos = _dec_metadata_request_topic_v0(mv, pos)
                 f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequest(f_topics, True, False, False), pos
 
 
 def _dec_metadata_request_v4(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, True, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 2)
         if n < 0:
             f_topics = None
         else:
@@ -240,14 +258,18 @@ def _dec_metadata_request_v4(mv, pos):
                 f_topics.append(e)
         f_allow_auto_topic_creation = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
 
 
 def _dec_metadata_request_v8(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, True, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 2)
         if n < 0:
             f_topics = None
         else:
@@ -257,14 +279,18 @@ def _dec_metadata_request_v8(mv, pos):
                 f_topics.append(e)
         f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
         pos += 3
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
 
 
 def _dec_metadata_request_v9(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, True, 2)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 2)
         if n < 0:
             f_topics = None
         else:
@@ -274,15 +300,22 @@ def _dec_metadata_request_v9(mv, pos):
                 f_topics.append(e)
         f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
         pos += 3
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
 
 
 def _dec_metadata_request_v10(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, True, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 18)
         if n < 0:
             f_topics = None
         else:
@@ -292,15 +325,22 @@ def _dec_metadata_request_v10(mv, pos):
                 f_topics.append(e)
         f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
         pos += 3
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
 
 
 def _dec_metadata_request_v11(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, True, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 18)
         if n < 0:
             f_topics = None
         else:
@@ -310,8 +350,11 @@ def _dec_metadata_request_v11(mv, pos):
                 f_topics.append(e)
         f_allow_auto_topic_creation, f_include_topic_authorized_operations = _S_ZZ.unpack_from(mv, pos)
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
 

@@ -54,7 +54,7 @@ class MetadataResponseTopic(_m.Struct):
     #: The topic error, or 0 if there was no error.
     error_code: int = 0
     #: The topic name. Null for non-existing topics queried by ID. This is never null when ErrorCode is zero. One of Name and TopicId is always populated.
-    name: str = ''
+    name: str | None = ''
     #: The topic id. Zero for non-existing topics queried by name. This is never zero when ErrorCode is zero. One of Name and TopicId is always populated.
     topic_id: UUID = _p.ZERO_UUID
     #: True if the topic is internal.
@@ -134,7 +134,10 @@ _S_b = struct.Struct('>b')
 _S_h = struct.Struct('>h')
 _S_hii = struct.Struct('>hii')
 _S_hiii = struct.Struct('>hiii')
+_S_hx = struct.Struct('>hx')
 _S_i = struct.Struct('>i')
+_S_ix = struct.Struct('>ix')
+_A_i = _p.array_structs('i')
 
 
 def _enc_metadata_response_broker_v0(a, o):
@@ -162,10 +165,10 @@ def _dec_metadata_response_broker_v0(mv, pos):
     try:
         f_node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_string(mv, pos)
+        f_host, pos = _p.read_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseBroker(f_node_id, f_host, f_port, None), pos
 
@@ -174,11 +177,11 @@ def _dec_metadata_response_broker_v1(mv, pos):
     try:
         f_node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_string(mv, pos)
+        f_host, pos = _p.read_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_rack, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
@@ -187,12 +190,15 @@ def _dec_metadata_response_broker_v9(mv, pos):
     try:
         f_node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_rack, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
 
@@ -200,50 +206,39 @@ def _dec_metadata_response_broker_v9(mv, pos):
 def _enc_metadata_response_partition_v0(a, o):
     a(_S_hii.pack(o.error_code, o.partition_index, o.leader_id))
     v = o.replica_nodes
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
     v = o.isr_nodes
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_metadata_response_partition_v5(a, o):
     a(_S_hii.pack(o.error_code, o.partition_index, o.leader_id))
     v = o.replica_nodes
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
     v = o.isr_nodes
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
     v = o.offline_replicas
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_metadata_response_partition_v7(a, o):
     a(_S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
     v = o.replica_nodes
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
     v = o.isr_nodes
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
     v = o.offline_replicas
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_metadata_response_partition_v9(a, o):
     a(_S_hiii.pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
     v = o.replica_nodes
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     v = o.isr_nodes
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     v = o.offline_replicas
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
@@ -251,11 +246,19 @@ def _dec_metadata_response_partition_v0(mv, pos):
     try:
         f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_replica_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_isr_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
 
@@ -264,13 +267,25 @@ def _dec_metadata_response_partition_v5(mv, pos):
     try:
         f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_replica_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_isr_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_offline_replicas, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
@@ -279,13 +294,25 @@ def _dec_metadata_response_partition_v7(mv, pos):
     try:
         f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(mv, pos)
         pos += 14
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_replica_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_isr_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_offline_replicas, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
@@ -294,14 +321,29 @@ def _dec_metadata_response_partition_v9(mv, pos):
     try:
         f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(mv, pos)
         pos += 14
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_replica_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_isr_nodes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_offline_replicas, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
@@ -372,8 +414,7 @@ def _enc_metadata_response_topic_v9(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_metadata_response_partition_v9(a, e)
-    a(_S_i.pack(o.topic_authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.topic_authorized_operations))
 
 
 def _enc_metadata_response_topic_v10(a, o):
@@ -384,8 +425,7 @@ def _enc_metadata_response_topic_v10(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_metadata_response_partition_v9(a, e)
-    a(_S_i.pack(o.topic_authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.topic_authorized_operations))
 
 
 def _enc_metadata_response_topic_v12(a, o):
@@ -396,21 +436,24 @@ def _enc_metadata_response_topic_v12(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_metadata_response_partition_v9(a, e)
-    a(_S_i.pack(o.topic_authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.topic_authorized_operations))
 
 
 def _dec_metadata_response_topic_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 18)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v0(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, False, f_partitions, -2147483648), pos
 
@@ -419,15 +462,19 @@ def _dec_metadata_response_topic_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_array_len(mv, pos, False, 18)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v0(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
@@ -436,15 +483,19 @@ def _dec_metadata_response_topic_v5(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_array_len(mv, pos, False, 22)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 22)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v5(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
@@ -453,15 +504,19 @@ def _dec_metadata_response_topic_v7(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_array_len(mv, pos, False, 26)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 26)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v7(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
 
@@ -470,17 +525,21 @@ def _dec_metadata_response_topic_v8(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos)
+        f_name, pos = _p.read_string(mv, pos, False)
         f_is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_array_len(mv, pos, False, 26)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 26)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v7(mv, pos)
             f_partitions.append(e)
         f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
@@ -489,18 +548,25 @@ def _dec_metadata_response_topic_v9(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v9(mv, pos)
             f_partitions.append(e)
         f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
@@ -509,19 +575,26 @@ def _dec_metadata_response_topic_v10(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_string(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
         f_topic_id, f_is_internal = _S_UZ.unpack_from(mv, pos)
         pos += 17
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v9(mv, pos)
             f_partitions.append(e)
         f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
@@ -530,19 +603,26 @@ def _dec_metadata_response_topic_v12(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_nstring(mv, pos)
+        f_name, pos = _p.read_compact_string(mv, pos, True)
         f_topic_id, f_is_internal = _S_UZ.unpack_from(mv, pos)
         pos += 17
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v9(mv, pos)
             f_partitions.append(e)
         f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
 
@@ -664,8 +744,7 @@ def _enc_metadata_response_v9(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_metadata_response_topic_v9(a, e)
-    a(_S_i.pack(o.cluster_authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.cluster_authorized_operations))
 
 
 def _enc_metadata_response_v10(a, o):
@@ -680,8 +759,7 @@ def _enc_metadata_response_v10(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_metadata_response_topic_v10(a, e)
-    a(_S_i.pack(o.cluster_authorized_operations))
-    a(b"\x00")
+    a(_S_ix.pack(o.cluster_authorized_operations))
 
 
 def _enc_metadata_response_v11(a, o):
@@ -732,62 +810,85 @@ def _enc_metadata_response_v13(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_metadata_response_topic_v12(a, e)
-    a(_S_h.pack(o.error_code))
-    a(b"\x00")
+    a(_S_hx.pack(o.error_code))
 
 
 def _dec_metadata_response_v0(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 10)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 10)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v0(mv, pos)
             f_brokers.append(e)
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v0(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(0, f_brokers, None, -1, f_topics, -2147483648, 0), pos
 
 
 def _dec_metadata_response_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 12)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 12)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
             f_brokers.append(e)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 9)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 9)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(0, f_brokers, None, f_controller_id, f_topics, -2147483648, 0), pos
 
 
 def _dec_metadata_response_v2(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 12)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 12)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 9)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 9)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -796,20 +897,28 @@ def _dec_metadata_response_v3(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 12)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 12)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 9)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 9)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -818,20 +927,28 @@ def _dec_metadata_response_v5(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 12)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 12)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 9)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 9)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v5(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -840,20 +957,28 @@ def _dec_metadata_response_v7(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 12)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 12)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 9)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 9)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v7(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -862,22 +987,30 @@ def _dec_metadata_response_v8(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 12)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 12)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 13)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 13)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v8(mv, pos)
             f_topics.append(e)
         f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
@@ -886,23 +1019,34 @@ def _dec_metadata_response_v9(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 10)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 10)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v9(mv, pos)
             f_topics.append(e)
         f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
@@ -911,23 +1055,34 @@ def _dec_metadata_response_v10(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 26)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 26)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v10(mv, pos)
             f_topics.append(e)
         f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
 
@@ -936,21 +1091,32 @@ def _dec_metadata_response_v11(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 26)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 26)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v10(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -959,21 +1125,32 @@ def _dec_metadata_response_v12(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 26)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 26)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v12(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
 
@@ -982,23 +1159,34 @@ def _dec_metadata_response_v13(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         f_brokers = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
             f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_nstring(mv, pos)
+        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
         f_controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 26)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 26)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v12(mv, pos)
             f_topics.append(e)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, f_error_code), pos
 

@@ -26,7 +26,7 @@ class OffsetCommitRequestPartition(_m.Struct):
     #: The timestamp of the commit.
     commit_timestamp: int = -1
     #: Any associated metadata the client wants to keep.
-    committed_metadata: str = ''
+    committed_metadata: str | None = ''
 
 
 @attrs.define
@@ -121,8 +121,8 @@ def _dec_offset_commit_request_partition_v2(mv, pos):
     try:
         f_partition_index, f_committed_offset = _S_iq.unpack_from(mv, pos)
         pos += 12
-        f_committed_metadata, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_committed_metadata, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata), pos
 
@@ -131,8 +131,8 @@ def _dec_offset_commit_request_partition_v6(mv, pos):
     try:
         f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
         pos += 16
-        f_committed_metadata, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_committed_metadata, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata), pos
 
@@ -141,9 +141,12 @@ def _dec_offset_commit_request_partition_v8(mv, pos):
     try:
         f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
         pos += 16
-        f_committed_metadata, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_committed_metadata, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata), pos
 
@@ -184,40 +187,55 @@ def _enc_offset_commit_request_topic_v10(a, o):
 
 def _dec_offset_commit_request_topic_v2(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 14)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 14)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_partition_v2(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequestTopic(f_name, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_offset_commit_request_topic_v6(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 18)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_partition_v6(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequestTopic(f_name, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_offset_commit_request_topic_v8(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_partition_v8(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequestTopic(f_name, _p.ZERO_UUID, f_partitions), pos
 
@@ -227,13 +245,20 @@ def _dec_offset_commit_request_topic_v10(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_partition_v8(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequestTopic('', f_topic_id, f_partitions), pos
 
@@ -312,103 +337,133 @@ def _enc_offset_commit_request_v10(a, o):
 
 def _dec_offset_commit_request_v2(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos)
+        f_member_id, pos = _p.read_string(mv, pos, False)
         f_retention_time_ms = _S_q.unpack_from(mv, pos)[0]
         pos += 8
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v2(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, f_retention_time_ms, f_topics), pos
 
 
 def _dec_offset_commit_request_v5(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v2(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics), pos
 
 
 def _dec_offset_commit_request_v6(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v6(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics), pos
 
 
 def _dec_offset_commit_request_v7(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_group_instance_id, pos = _p.read_nstring(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v6(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
 
 
 def _dec_offset_commit_request_v8(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
         f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v8(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
 
 
 def _dec_offset_commit_request_v10(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
         f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v10(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
 

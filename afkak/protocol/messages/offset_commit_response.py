@@ -70,6 +70,7 @@ OffsetCommitResponse.SCHEMA = (
 _S_U = struct.Struct('>16s')
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
+_S_ihx = struct.Struct('>ihx')
 
 
 def _enc_offset_commit_response_partition_v2(a, o):
@@ -77,15 +78,14 @@ def _enc_offset_commit_response_partition_v2(a, o):
 
 
 def _enc_offset_commit_response_partition_v8(a, o):
-    a(_S_ih.pack(o.partition_index, o.error_code))
-    a(b"\x00")
+    a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
 def _dec_offset_commit_response_partition_v2(mv, pos):
     try:
         f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
 
@@ -94,8 +94,11 @@ def _dec_offset_commit_response_partition_v8(mv, pos):
     try:
         f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
 
@@ -128,27 +131,38 @@ def _enc_offset_commit_response_topic_v10(a, o):
 
 def _dec_offset_commit_response_topic_v2(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_partition_v2(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitResponseTopic(f_name, _p.ZERO_UUID, f_partitions), pos
 
 
 def _dec_offset_commit_response_topic_v8(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_partition_v8(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitResponseTopic(f_name, _p.ZERO_UUID, f_partitions), pos
 
@@ -158,13 +172,20 @@ def _dec_offset_commit_response_topic_v10(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_partition_v8(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitResponseTopic('', f_topic_id, f_partitions), pos
 
@@ -204,12 +225,16 @@ def _enc_offset_commit_response_v10(a, o):
 
 def _dec_offset_commit_response_v2(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_topic_v2(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitResponse(0, f_topics), pos
 
@@ -218,12 +243,16 @@ def _dec_offset_commit_response_v3(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_topic_v2(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 
@@ -232,13 +261,20 @@ def _dec_offset_commit_response_v8(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_topic_v8(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 
@@ -247,13 +283,20 @@ def _dec_offset_commit_response_v10(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_topic_v10(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 

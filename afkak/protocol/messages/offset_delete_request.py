@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -72,7 +71,7 @@ def _dec_offset_delete_request_partition_v0(mv, pos):
     try:
         f_partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetDeleteRequestPartition(f_partition_index), pos
 
@@ -87,13 +86,17 @@ def _enc_offset_delete_request_topic_v0(a, o):
 
 def _dec_offset_delete_request_topic_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 4)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_delete_request_partition_v0(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetDeleteRequestTopic(f_name, f_partitions), pos
 
@@ -108,13 +111,17 @@ def _enc_offset_delete_request_v0(a, o):
 
 def _dec_offset_delete_request_v0(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_group_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_delete_request_topic_v0(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetDeleteRequest(f_group_id, f_topics), pos
 

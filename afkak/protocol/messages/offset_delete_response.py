@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -68,6 +67,7 @@ OffsetDeleteResponse.SCHEMA = (
 )
 
 _S_hi = struct.Struct('>hi')
+_S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
@@ -79,7 +79,7 @@ def _dec_offset_delete_response_partition_v0(mv, pos):
     try:
         f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetDeleteResponsePartition(f_partition_index, f_error_code), pos
 
@@ -94,13 +94,17 @@ def _enc_offset_delete_response_topic_v0(a, o):
 
 def _dec_offset_delete_response_topic_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_delete_response_partition_v0(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetDeleteResponseTopic(f_name, f_partitions), pos
 
@@ -117,12 +121,16 @@ def _dec_offset_delete_response_v0(mv, pos):
     try:
         f_error_code, f_throttle_time_ms = _S_hi.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_delete_response_topic_v0(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetDeleteResponse(f_error_code, f_throttle_time_ms, f_topics), pos
 

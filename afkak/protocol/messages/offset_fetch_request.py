@@ -46,7 +46,7 @@ class OffsetFetchRequestGroup(_m.Struct):
     #: The member epoch if using the new consumer protocol (KIP-848).
     member_epoch: int = -1
     #: Each topic we would like to fetch offsets for, or null to fetch offsets for all topics.
-    topics: list[OffsetFetchRequestTopics] = attrs.field(factory=list)
+    topics: list[OffsetFetchRequestTopics] | None = attrs.field(factory=list)
 
 
 @attrs.define
@@ -65,7 +65,7 @@ class OffsetFetchRequest(_m.Message):
     #: The group to fetch offsets for.
     group_id: str = ''
     #: Each topic we would like to fetch offsets for, or null to fetch offsets for all topics.
-    topics: list[OffsetFetchRequestTopic] = attrs.field(factory=list)
+    topics: list[OffsetFetchRequestTopic] | None = attrs.field(factory=list)
     #: Each group we would like to fetch offsets for.
     groups: list[OffsetFetchRequestGroup] = attrs.field(factory=list)
     #: Whether broker should hold on returning unstable offsets but set a retriable error code for the partitions.
@@ -97,41 +97,52 @@ OffsetFetchRequest.SCHEMA = (
 _S_U = struct.Struct('>16s')
 _S_Z = struct.Struct('>?')
 _S_b = struct.Struct('>b')
+_S_bx = struct.Struct('>bx')
 _S_i = struct.Struct('>i')
+_A_i = _p.array_structs('i')
 
 
 def _enc_offset_fetch_request_topic_v1(a, o):
     a(_p.string(o.name))
     v = o.partition_indexes
-    a(_p.array_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.array(_A_i, 'i', v))
 
 
 def _enc_offset_fetch_request_topic_v6(a, o):
     a(_p.compact_string(o.name))
     v = o.partition_indexes
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_offset_fetch_request_topic_v1(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_partition_indexes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-    except struct.error:
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 4))
+            pos += 4 + 4 * n
+        else:
+            f_partition_indexes, pos = _p.read_array(mv, pos, 'i', 4, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
 
 
 def _dec_offset_fetch_request_topic_v6(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partition_indexes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
 
@@ -139,26 +150,31 @@ def _dec_offset_fetch_request_topic_v6(mv, pos):
 def _enc_offset_fetch_request_topics_v8(a, o):
     a(_p.compact_string(o.name))
     v = o.partition_indexes
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _enc_offset_fetch_request_topics_v10(a, o):
     a(_S_U.pack(o.topic_id.bytes))
     v = o.partition_indexes
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_offset_fetch_request_topics_v8(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partition_indexes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequestTopics(f_name, _p.ZERO_UUID, f_partition_indexes), pos
 
@@ -168,10 +184,17 @@ def _dec_offset_fetch_request_topics_v10(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partition_indexes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequestTopics('', f_topic_id, f_partition_indexes), pos
 
@@ -218,8 +241,12 @@ def _enc_offset_fetch_request_group_v10(a, o):
 
 def _dec_offset_fetch_request_group_v8(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, True, 3)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
             f_topics = None
         else:
@@ -227,19 +254,26 @@ def _dec_offset_fetch_request_group_v8(mv, pos):
             for _ in range(n):
                 e, pos = _dec_offset_fetch_request_topics_v8(mv, pos)
                 f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequestGroup(f_group_id, None, -1, f_topics), pos
 
 
 def _dec_offset_fetch_request_group_v9(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        f_member_id, pos = _p.read_compact_nstring(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        f_member_id, pos = _p.read_compact_string(mv, pos, True)
         f_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, True, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
             f_topics = None
         else:
@@ -247,19 +281,26 @@ def _dec_offset_fetch_request_group_v9(mv, pos):
             for _ in range(n):
                 e, pos = _dec_offset_fetch_request_topics_v8(mv, pos)
                 f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics), pos
 
 
 def _dec_offset_fetch_request_group_v10(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        f_member_id, pos = _p.read_compact_nstring(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        f_member_id, pos = _p.read_compact_string(mv, pos, True)
         f_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, True, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 18)
         if n < 0:
             f_topics = None
         else:
@@ -267,8 +308,11 @@ def _dec_offset_fetch_request_group_v10(mv, pos):
             for _ in range(n):
                 e, pos = _dec_offset_fetch_request_topics_v10(mv, pos)
                 f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics), pos
 
@@ -327,8 +371,7 @@ def _enc_offset_fetch_request_v7(a, o):
         a(_p.compact_len(len(v)))
         for e in v:
             _enc_offset_fetch_request_topic_v6(a, e)
-    a(_S_b.pack(o.require_stable))
-    a(b"\x00")
+    a(_S_bx.pack(o.require_stable))
 
 
 def _enc_offset_fetch_request_v8(a, o):
@@ -340,8 +383,7 @@ def _enc_offset_fetch_request_v8(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_offset_fetch_request_group_v8(a, e)
-    a(_S_b.pack(o.require_stable))
-    a(b"\x00")
+    a(_S_bx.pack(o.require_stable))
 
 
 def _enc_offset_fetch_request_v9(a, o):
@@ -353,8 +395,7 @@ def _enc_offset_fetch_request_v9(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_offset_fetch_request_group_v9(a, e)
-    a(_S_b.pack(o.require_stable))
-    a(b"\x00")
+    a(_S_bx.pack(o.require_stable))
 
 
 def _enc_offset_fetch_request_v10(a, o):
@@ -366,27 +407,34 @@ def _enc_offset_fetch_request_v10(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_offset_fetch_request_group_v10(a, e)
-    a(_S_b.pack(o.require_stable))
-    a(b"\x00")
+    a(_S_bx.pack(o.require_stable))
 
 
 def _dec_offset_fetch_request_v1(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_group_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_request_topic_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
 
 
 def _dec_offset_fetch_request_v2(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, True, 6)
+        f_group_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, True, 6)
         if n < 0:
             f_topics = None
         else:
@@ -394,15 +442,19 @@ def _dec_offset_fetch_request_v2(mv, pos):
             for _ in range(n):
                 e, pos = _dec_offset_fetch_request_topic_v1(mv, pos)
                 f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
 
 
 def _dec_offset_fetch_request_v6(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, True, 3)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
             f_topics = None
         else:
@@ -410,16 +462,23 @@ def _dec_offset_fetch_request_v6(mv, pos):
             for _ in range(n):
                 e, pos = _dec_offset_fetch_request_topic_v6(mv, pos)
                 f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
 
 
 def _dec_offset_fetch_request_v7(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, True, 3)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
             f_topics = None
         else:
@@ -429,53 +488,77 @@ def _dec_offset_fetch_request_v7(mv, pos):
                 f_topics.append(e)
         f_require_stable = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], f_require_stable), pos
 
 
 def _dec_offset_fetch_request_v8(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_request_group_v8(mv, pos)
             f_groups.append(e)
         f_require_stable = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
 
 
 def _dec_offset_fetch_request_v9(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_request_group_v9(mv, pos)
             f_groups.append(e)
         f_require_stable = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
 
 
 def _dec_offset_fetch_request_v10(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 8)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_request_group_v10(mv, pos)
             f_groups.append(e)
         f_require_stable = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
 

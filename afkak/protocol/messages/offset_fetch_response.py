@@ -24,7 +24,7 @@ class OffsetFetchResponsePartition(_m.Struct):
     #: The leader epoch.
     committed_leader_epoch: int = -1
     #: The partition metadata.
-    metadata: str = ''
+    metadata: str | None = ''
     #: The error code, or 0 if there was no error.
     error_code: int = 0
 
@@ -50,7 +50,7 @@ class OffsetFetchResponsePartitions(_m.Struct):
     #: The leader epoch.
     committed_leader_epoch: int = -1
     #: The partition metadata.
-    metadata: str = ''
+    metadata: str | None = ''
     #: The partition-level error code, or 0 if there was no error.
     error_code: int = 0
 
@@ -141,6 +141,7 @@ OffsetFetchResponse.SCHEMA = (
 
 _S_U = struct.Struct('>16s')
 _S_h = struct.Struct('>h')
+_S_hx = struct.Struct('>hx')
 _S_i = struct.Struct('>i')
 _S_iq = struct.Struct('>iq')
 _S_iqi = struct.Struct('>iqi')
@@ -161,18 +162,17 @@ def _enc_offset_fetch_response_partition_v5(a, o):
 def _enc_offset_fetch_response_partition_v6(a, o):
     a(_S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     a(_p.compact_nstring(o.metadata))
-    a(_S_h.pack(o.error_code))
-    a(b"\x00")
+    a(_S_hx.pack(o.error_code))
 
 
 def _dec_offset_fetch_response_partition_v1(mv, pos):
     try:
         f_partition_index, f_committed_offset = _S_iq.unpack_from(mv, pos)
         pos += 12
-        f_metadata, pos = _p.read_nstring(mv, pos)
+        f_metadata, pos = _p.read_string(mv, pos, True)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code), pos
 
@@ -181,10 +181,10 @@ def _dec_offset_fetch_response_partition_v5(mv, pos):
     try:
         f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
         pos += 16
-        f_metadata, pos = _p.read_nstring(mv, pos)
+        f_metadata, pos = _p.read_string(mv, pos, True)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
 
@@ -193,11 +193,14 @@ def _dec_offset_fetch_response_partition_v6(mv, pos):
     try:
         f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
         pos += 16
-        f_metadata, pos = _p.read_compact_nstring(mv, pos)
+        f_metadata, pos = _p.read_compact_string(mv, pos, True)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
 
@@ -229,40 +232,55 @@ def _enc_offset_fetch_response_topic_v6(a, o):
 
 def _dec_offset_fetch_response_topic_v1(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 16)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 16)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_partition_v1(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponseTopic(f_name, f_partitions), pos
 
 
 def _dec_offset_fetch_response_topic_v5(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 20)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 20)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_partition_v5(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponseTopic(f_name, f_partitions), pos
 
 
 def _dec_offset_fetch_response_topic_v6(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 20)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 20)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_partition_v6(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponseTopic(f_name, f_partitions), pos
 
@@ -270,19 +288,21 @@ def _dec_offset_fetch_response_topic_v6(mv, pos):
 def _enc_offset_fetch_response_partitions_v8(a, o):
     a(_S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     a(_p.compact_nstring(o.metadata))
-    a(_S_h.pack(o.error_code))
-    a(b"\x00")
+    a(_S_hx.pack(o.error_code))
 
 
 def _dec_offset_fetch_response_partitions_v8(mv, pos):
     try:
         f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
         pos += 16
-        f_metadata, pos = _p.read_compact_nstring(mv, pos)
+        f_metadata, pos = _p.read_compact_string(mv, pos, True)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
 
@@ -307,14 +327,21 @@ def _enc_offset_fetch_response_topics_v10(a, o):
 
 def _dec_offset_fetch_response_topics_v8(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 20)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 20)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_partitions_v8(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponseTopics(f_name, _p.ZERO_UUID, f_partitions), pos
 
@@ -324,13 +351,20 @@ def _dec_offset_fetch_response_topics_v10(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 20)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 20)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_partitions_v8(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponseTopics('', f_topic_id, f_partitions), pos
 
@@ -341,8 +375,7 @@ def _enc_offset_fetch_response_group_v8(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_offset_fetch_response_topics_v8(a, e)
-    a(_S_h.pack(o.error_code))
-    a(b"\x00")
+    a(_S_hx.pack(o.error_code))
 
 
 def _enc_offset_fetch_response_group_v10(a, o):
@@ -351,38 +384,51 @@ def _enc_offset_fetch_response_group_v10(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_offset_fetch_response_topics_v10(a, e)
-    a(_S_h.pack(o.error_code))
-    a(b"\x00")
+    a(_S_hx.pack(o.error_code))
 
 
 def _dec_offset_fetch_response_group_v8(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topics_v8(mv, pos)
             f_topics.append(e)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code), pos
 
 
 def _dec_offset_fetch_response_group_v10(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topics_v10(mv, pos)
             f_topics.append(e)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code), pos
 
@@ -436,8 +482,7 @@ def _enc_offset_fetch_response_v6(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_offset_fetch_response_topic_v6(a, e)
-    a(_S_h.pack(o.error_code))
-    a(b"\x00")
+    a(_S_hx.pack(o.error_code))
 
 
 def _enc_offset_fetch_response_v8(a, o):
@@ -464,26 +509,34 @@ def _enc_offset_fetch_response_v10(a, o):
 
 def _dec_offset_fetch_response_v1(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v1(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponse(0, f_topics, 0, []), pos
 
 
 def _dec_offset_fetch_response_v2(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v1(mv, pos)
             f_topics.append(e)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponse(0, f_topics, f_error_code, []), pos
 
@@ -492,14 +545,18 @@ def _dec_offset_fetch_response_v3(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v1(mv, pos)
             f_topics.append(e)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
 
@@ -508,14 +565,18 @@ def _dec_offset_fetch_response_v5(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v5(mv, pos)
             f_topics.append(e)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
 
@@ -524,15 +585,22 @@ def _dec_offset_fetch_response_v6(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v6(mv, pos)
             f_topics.append(e)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
 
@@ -541,13 +609,20 @@ def _dec_offset_fetch_response_v8(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_group_v8(mv, pos)
             f_groups.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
 
@@ -556,13 +631,20 @@ def _dec_offset_fetch_response_v10(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_groups = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_group_v10(mv, pos)
             f_groups.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
 

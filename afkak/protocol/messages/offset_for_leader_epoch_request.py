@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -69,6 +68,7 @@ OffsetForLeaderEpochRequest.SCHEMA = (
 
 _S_i = struct.Struct('>i')
 _S_iii = struct.Struct('>iii')
+_S_iiix = struct.Struct('>iiix')
 
 
 def _enc_offset_for_leader_partition_v2(a, o):
@@ -76,15 +76,14 @@ def _enc_offset_for_leader_partition_v2(a, o):
 
 
 def _enc_offset_for_leader_partition_v4(a, o):
-    a(_S_iii.pack(o.partition, o.current_leader_epoch, o.leader_epoch))
-    a(b"\x00")
+    a(_S_iiix.pack(o.partition, o.current_leader_epoch, o.leader_epoch))
 
 
 def _dec_offset_for_leader_partition_v2(mv, pos):
     try:
         f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(mv, pos)
         pos += 12
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch), pos
 
@@ -93,8 +92,11 @@ def _dec_offset_for_leader_partition_v4(mv, pos):
     try:
         f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(mv, pos)
         pos += 12
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch), pos
 
@@ -118,27 +120,38 @@ def _enc_offset_for_leader_topic_v4(a, o):
 
 def _dec_offset_for_leader_topic_v2(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 12)
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 12)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_partition_v2(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderTopic(f_topic, f_partitions), pos
 
 
 def _dec_offset_for_leader_topic_v4(mv, pos):
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 13)
+        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_partition_v4(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderTopic(f_topic, f_partitions), pos
 
@@ -169,12 +182,16 @@ def _enc_offset_for_leader_epoch_request_v4(a, o):
 
 def _dec_offset_for_leader_epoch_request_v2(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_v2(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderEpochRequest(-2, f_topics), pos
 
@@ -183,12 +200,16 @@ def _dec_offset_for_leader_epoch_request_v3(mv, pos):
     try:
         f_replica_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_v2(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderEpochRequest(f_replica_id, f_topics), pos
 
@@ -197,13 +218,20 @@ def _dec_offset_for_leader_epoch_request_v4(mv, pos):
     try:
         f_replica_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_v4(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderEpochRequest(f_replica_id, f_topics), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -71,6 +70,7 @@ OffsetForLeaderEpochResponse.SCHEMA = (
 )
 
 _S_hiiq = struct.Struct('>hiiq')
+_S_hiiqx = struct.Struct('>hiiqx')
 _S_i = struct.Struct('>i')
 
 
@@ -79,15 +79,14 @@ def _enc_epoch_end_offset_v2(a, o):
 
 
 def _enc_epoch_end_offset_v4(a, o):
-    a(_S_hiiq.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset))
-    a(b"\x00")
+    a(_S_hiiqx.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset))
 
 
 def _dec_epoch_end_offset_v2(mv, pos):
     try:
         f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(mv, pos)
         pos += 18
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
 
@@ -96,8 +95,11 @@ def _dec_epoch_end_offset_v4(mv, pos):
     try:
         f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(mv, pos)
         pos += 18
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
 
@@ -121,27 +123,38 @@ def _enc_offset_for_leader_topic_result_v4(a, o):
 
 def _dec_offset_for_leader_topic_result_v2(mv, pos):
     try:
-        f_topic, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 18)
+        f_topic, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_epoch_end_offset_v2(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
 
 
 def _dec_offset_for_leader_topic_result_v4(mv, pos):
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 19)
+        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 19)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_epoch_end_offset_v4(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
 
@@ -167,12 +180,16 @@ def _dec_offset_for_leader_epoch_response_v2(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_result_v2(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
 
@@ -181,13 +198,20 @@ def _dec_offset_for_leader_epoch_response_v4(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_result_v4(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
 

@@ -20,7 +20,7 @@ class PartitionProduceData(_m.Struct):
     #: The partition index.
     index: int = 0
     #: The record data to be produced.
-    records: bytes = b''
+    records: bytes | None = b''
 
 
 @attrs.define
@@ -80,12 +80,22 @@ _S_i = struct.Struct('>i')
 
 def _enc_partition_produce_data_v3(a, o):
     a(_S_i.pack(o.index))
-    a(_p.nbytes(o.records))
+    v = o.records
+    if v is None:
+        a(_p.array_len(None))
+    else:
+        a(_p.array_len(len(v)))
+        a(v)
 
 
 def _enc_partition_produce_data_v9(a, o):
     a(_S_i.pack(o.index))
-    a(_p.compact_nbytes(o.records))
+    v = o.records
+    if v is None:
+        a(_p.compact_len(None))
+    else:
+        a(_p.compact_len(len(v)))
+        a(v)
     a(b"\x00")
 
 
@@ -93,8 +103,8 @@ def _dec_partition_produce_data_v3(mv, pos):
     try:
         f_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_records, pos = _p.read_nbytes(mv, pos)
-    except struct.error:
+        f_records, pos = _p.read_bytes(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionProduceData(f_index, f_records), pos
 
@@ -103,9 +113,12 @@ def _dec_partition_produce_data_v9(mv, pos):
     try:
         f_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_records, pos = _p.read_compact_nbytes(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_records, pos = _p.read_compact_bytes(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionProduceData(f_index, f_records), pos
 
@@ -138,27 +151,38 @@ def _enc_topic_produce_data_v13(a, o):
 
 def _dec_topic_produce_data_v3(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 8)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 8)
         f_partition_data = []
         for _ in range(n):
             e, pos = _dec_partition_produce_data_v3(mv, pos)
             f_partition_data.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicProduceData(f_name, _p.ZERO_UUID, f_partition_data), pos
 
 
 def _dec_topic_produce_data_v9(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_partition_data = []
         for _ in range(n):
             e, pos = _dec_partition_produce_data_v9(mv, pos)
             f_partition_data.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicProduceData(f_name, _p.ZERO_UUID, f_partition_data), pos
 
@@ -168,13 +192,20 @@ def _dec_topic_produce_data_v13(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_partition_data = []
         for _ in range(n):
             e, pos = _dec_partition_produce_data_v9(mv, pos)
             f_partition_data.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicProduceData('', f_topic_id, f_partition_data), pos
 
@@ -210,47 +241,65 @@ def _enc_produce_request_v13(a, o):
 
 def _dec_produce_request_v3(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_nstring(mv, pos)
+        f_transactional_id, pos = _p.read_string(mv, pos, True)
         f_acks, f_timeout_ms = _S_hi.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topic_data = []
         for _ in range(n):
             e, pos = _dec_topic_produce_data_v3(mv, pos)
             f_topic_data.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _dec_produce_request_v9(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_nstring(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
         f_acks, f_timeout_ms = _S_hi.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topic_data = []
         for _ in range(n):
             e, pos = _dec_topic_produce_data_v9(mv, pos)
             f_topic_data.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 
 def _dec_produce_request_v13(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_nstring(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
         f_acks, f_timeout_ms = _S_hi.unpack_from(mv, pos)
         pos += 6
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_topic_data = []
         for _ in range(n):
             e, pos = _dec_topic_produce_data_v13(mv, pos)
             f_topic_data.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 

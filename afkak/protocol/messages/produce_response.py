@@ -144,6 +144,8 @@ _S_i = struct.Struct('>i')
 _S_ihqq = struct.Struct('>ihqq')
 _S_ihqqq = struct.Struct('>ihqqq')
 _S_ii = struct.Struct('>ii')
+_S_iix = struct.Struct('>iix')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_batch_index_and_error_message_v8(a, o):
@@ -161,8 +163,8 @@ def _dec_batch_index_and_error_message_v8(mv, pos):
     try:
         f_batch_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_batch_index_error_message, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_batch_index_error_message, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
 
@@ -171,24 +173,29 @@ def _dec_batch_index_and_error_message_v9(mv, pos):
     try:
         f_batch_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_batch_index_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_batch_index_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
 
 
 def _enc_leader_id_and_epoch_v10(a, o):
-    a(_S_ii.pack(o.leader_id, o.leader_epoch))
-    a(b"\x00")
+    a(_S_iix.pack(o.leader_id, o.leader_epoch))
 
 
 def _dec_leader_id_and_epoch_v10(mv, pos):
     try:
         f_leader_id, f_leader_epoch = _S_ii.unpack_from(mv, pos)
         pos += 8
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
@@ -247,7 +254,7 @@ def _dec_partition_produce_response_v3(mv, pos):
     try:
         f_index, f_error_code, f_base_offset, f_log_append_time_ms = _S_ihqq.unpack_from(mv, pos)
         pos += 22
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, LeaderIdAndEpoch()), pos
 
@@ -256,7 +263,7 @@ def _dec_partition_produce_response_v5(mv, pos):
     try:
         f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, LeaderIdAndEpoch()), pos
 
@@ -265,13 +272,17 @@ def _dec_partition_produce_response_v8(mv, pos):
     try:
         f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_record_errors = []
         for _ in range(n):
             e, pos = _dec_batch_index_and_error_message_v8(mv, pos)
             f_record_errors.append(e)
-        f_error_message, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, LeaderIdAndEpoch()), pos
 
@@ -280,14 +291,21 @@ def _dec_partition_produce_response_v9(mv, pos):
     try:
         f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_record_errors = []
         for _ in range(n):
             e, pos = _dec_batch_index_and_error_message_v9(mv, pos)
             f_record_errors.append(e)
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, LeaderIdAndEpoch()), pos
 
@@ -296,21 +314,28 @@ def _dec_partition_produce_response_v10(mv, pos):
     try:
         f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
-        n, pos = _p.read_compact_array_len(mv, pos, False, 6)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         f_record_errors = []
         for _ in range(n):
             e, pos = _dec_batch_index_and_error_message_v9(mv, pos)
             f_record_errors.append(e)
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
         f_current_leader = LeaderIdAndEpoch()
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                f_current_leader, pos = _dec_leader_id_and_epoch_v10(mv, pos)
-                _p.check_tag_end(pos, end, 0)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    f_current_leader, pos = _dec_leader_id_and_epoch_v10(mv, pos)
+                    _p.check_tag_end(pos, end, 0)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader), pos
 
@@ -368,67 +393,93 @@ def _enc_topic_produce_response_v13(a, o):
 
 def _dec_topic_produce_response_v3(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 22)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 22)
         f_partition_responses = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v3(mv, pos)
             f_partition_responses.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_topic_produce_response_v5(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 30)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 30)
         f_partition_responses = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v5(mv, pos)
             f_partition_responses.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_topic_produce_response_v8(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 36)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 36)
         f_partition_responses = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v8(mv, pos)
             f_partition_responses.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_topic_produce_response_v9(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 33)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         f_partition_responses = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v9(mv, pos)
             f_partition_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
 
 
 def _dec_topic_produce_response_v10(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 33)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         f_partition_responses = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v10(mv, pos)
             f_partition_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
 
@@ -438,13 +489,20 @@ def _dec_topic_produce_response_v13(mv, pos):
         f_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
         f_topic_id = _p.uuid_from(f_topic_id)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 33)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         f_partition_responses = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v10(mv, pos)
             f_partition_responses.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TopicProduceResponse('', f_topic_id, f_partition_responses), pos
 
@@ -461,12 +519,15 @@ def _dec_node_endpoint_v10(mv, pos):
     try:
         f_node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos)
+        f_host, pos = _p.read_compact_string(mv, pos, False)
         f_port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_rack, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
@@ -508,8 +569,7 @@ def _enc_produce_response_v9(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_topic_produce_response_v9(a, e)
-    a(_S_i.pack(o.throttle_time_ms))
-    a(b"\x00")
+    a(_S_ix.pack(o.throttle_time_ms))
 
 
 def _enc_produce_response_v10(a, o):
@@ -548,64 +608,87 @@ def _enc_produce_response_v13(a, o):
 
 def _dec_produce_response_v3(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v3(mv, pos)
             f_responses.append(e)
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _dec_produce_response_v5(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v5(mv, pos)
             f_responses.append(e)
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _dec_produce_response_v8(mv, pos):
     try:
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v8(mv, pos)
             f_responses.append(e)
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _dec_produce_response_v9(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v9(mv, pos)
             f_responses.append(e)
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
 
 
 def _dec_produce_response_v10(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v10(mv, pos)
@@ -613,25 +696,36 @@ def _dec_produce_response_v10(mv, pos):
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         f_node_endpoints = []
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-                f_node_endpoints = []
-                for _ in range(n):
-                    e, pos = _dec_node_endpoint_v10(mv, pos)
-                    f_node_endpoints.append(e)
-                _p.check_tag_end(pos, end, 0)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    n = mv[pos] - 1
+                    if 0 <= n < 127:
+                        pos += 1
+                    else:
+                        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+                    f_node_endpoints = []
+                    for _ in range(n):
+                        e, pos = _dec_node_endpoint_v10(mv, pos)
+                        f_node_endpoints.append(e)
+                    _p.check_tag_end(pos, end, 0)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
 
 
 def _dec_produce_response_v13(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_responses = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v13(mv, pos)
@@ -639,18 +733,25 @@ def _dec_produce_response_v13(mv, pos):
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         f_node_endpoints = []
-        n, pos = _p.read_uvarint(mv, pos)
-        for _ in range(n):
-            tag, pos, end = _p.read_tag(mv, pos)
-            if tag == 0:
-                n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-                f_node_endpoints = []
-                for _ in range(n):
-                    e, pos = _dec_node_endpoint_v10(mv, pos)
-                    f_node_endpoints.append(e)
-                _p.check_tag_end(pos, end, 0)
-            pos = end
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            n, pos = _p.read_uvarint(mv, pos)
+            for _ in range(n):
+                tag, pos, end = _p.read_tag(mv, pos)
+                if tag == 0:
+                    n = mv[pos] - 1
+                    if 0 <= n < 127:
+                        pos += 1
+                    else:
+                        n, pos = _p.read_compact_array_len(mv, pos, False, 11)
+                    f_node_endpoints = []
+                    for _ in range(n):
+                        e, pos = _dec_node_endpoint_v10(mv, pos)
+                        f_node_endpoints.append(e)
+                    _p.check_tag_end(pos, end, 0)
+                pos = end
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
 

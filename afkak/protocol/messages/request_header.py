@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -30,7 +29,7 @@ class RequestHeader(_m.Message):
     #: The correlation ID of this request.
     correlation_id: int = 0
     #: The client ID string.
-    client_id: str = ''
+    client_id: str | None = ''
 
 
 RequestHeader.SCHEMA = (
@@ -58,8 +57,8 @@ def _dec_request_header_v1(mv, pos):
     try:
         f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(mv, pos)
         pos += 8
-        f_client_id, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_client_id, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id), pos
 
@@ -68,9 +67,12 @@ def _dec_request_header_v2(mv, pos):
     try:
         f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(mv, pos)
         pos += 8
-        f_client_id, pos = _p.read_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_client_id, pos = _p.read_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id), pos
 

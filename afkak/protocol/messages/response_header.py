@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -32,6 +31,7 @@ ResponseHeader.SCHEMA = (
 )
 
 _S_i = struct.Struct('>i')
+_S_ix = struct.Struct('>ix')
 
 
 def _enc_response_header_v0(a, o):
@@ -39,15 +39,14 @@ def _enc_response_header_v0(a, o):
 
 
 def _enc_response_header_v1(a, o):
-    a(_S_i.pack(o.correlation_id))
-    a(b"\x00")
+    a(_S_ix.pack(o.correlation_id))
 
 
 def _dec_response_header_v0(mv, pos):
     try:
         f_correlation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ResponseHeader(f_correlation_id), pos
 
@@ -56,8 +55,11 @@ def _dec_response_header_v1(mv, pos):
     try:
         f_correlation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return ResponseHeader(f_correlation_id), pos
 

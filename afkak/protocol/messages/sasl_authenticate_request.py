@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -34,27 +33,34 @@ SaslAuthenticateRequest.SCHEMA = (
 
 
 def _enc_sasl_authenticate_request_v0(a, o):
-    a(_p.bytes_(o.auth_bytes))
+    v = o.auth_bytes
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_sasl_authenticate_request_v2(a, o):
-    a(_p.compact_bytes(o.auth_bytes))
+    v = o.auth_bytes
+    a(_p.compact_len(len(v)))
+    a(v)
     a(b"\x00")
 
 
 def _dec_sasl_authenticate_request_v0(mv, pos):
     try:
-        f_auth_bytes, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_auth_bytes, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SaslAuthenticateRequest(f_auth_bytes), pos
 
 
 def _dec_sasl_authenticate_request_v2(mv, pos):
     try:
-        f_auth_bytes, pos = _p.read_compact_bytes(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_auth_bytes, pos = _p.read_compact_bytes(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SaslAuthenticateRequest(f_auth_bytes), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -26,7 +25,7 @@ class SaslAuthenticateResponse(_m.Message):
     #: The error code, or 0 if there was no error.
     error_code: int = 0
     #: The error message, or null if there was no error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: The SASL authentication bytes from the server, as defined by the SASL mechanism.
     auth_bytes: bytes = b''
     #: Number of milliseconds after which only re-authentication over the existing connection to create a new session can occur.
@@ -42,36 +41,42 @@ SaslAuthenticateResponse.SCHEMA = (
 
 _S_h = struct.Struct('>h')
 _S_q = struct.Struct('>q')
+_S_qx = struct.Struct('>qx')
 
 
 def _enc_sasl_authenticate_response_v0(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.nstring(o.error_message))
-    a(_p.bytes_(o.auth_bytes))
+    v = o.auth_bytes
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_sasl_authenticate_response_v1(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.nstring(o.error_message))
-    a(_p.bytes_(o.auth_bytes))
+    v = o.auth_bytes
+    a(_p.array_len(len(v)))
+    a(v)
     a(_S_q.pack(o.session_lifetime_ms))
 
 
 def _enc_sasl_authenticate_response_v2(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.compact_nstring(o.error_message))
-    a(_p.compact_bytes(o.auth_bytes))
-    a(_S_q.pack(o.session_lifetime_ms))
-    a(b"\x00")
+    v = o.auth_bytes
+    a(_p.compact_len(len(v)))
+    a(v)
+    a(_S_qx.pack(o.session_lifetime_ms))
 
 
 def _dec_sasl_authenticate_response_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
-        f_auth_bytes, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_string(mv, pos, True)
+        f_auth_bytes, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, 0), pos
 
@@ -80,11 +85,11 @@ def _dec_sasl_authenticate_response_v1(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_nstring(mv, pos)
-        f_auth_bytes, pos = _p.read_bytes(mv, pos)
+        f_error_message, pos = _p.read_string(mv, pos, True)
+        f_auth_bytes, pos = _p.read_bytes(mv, pos, False)
         f_session_lifetime_ms = _S_q.unpack_from(mv, pos)[0]
         pos += 8
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms), pos
 
@@ -93,12 +98,15 @@ def _dec_sasl_authenticate_response_v2(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        f_auth_bytes, pos = _p.read_compact_bytes(mv, pos)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        f_auth_bytes, pos = _p.read_compact_bytes(mv, pos, False)
         f_session_lifetime_ms = _S_q.unpack_from(mv, pos)[0]
         pos += 8
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -39,8 +38,8 @@ def _enc_sasl_handshake_request_v0(a, o):
 
 def _dec_sasl_handshake_request_v0(mv, pos):
     try:
-        f_mechanism, pos = _p.read_string(mv, pos)
-    except struct.error:
+        f_mechanism, pos = _p.read_string(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SaslHandshakeRequest(f_mechanism), pos
 

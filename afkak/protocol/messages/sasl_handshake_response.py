@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -35,6 +34,7 @@ SaslHandshakeResponse.SCHEMA = (
 )
 
 _S_h = struct.Struct('>h')
+_S_i = struct.Struct('>i')
 
 
 def _enc_sasl_handshake_response_v0(a, o):
@@ -49,12 +49,16 @@ def _dec_sasl_handshake_response_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        n, pos = _p.read_array_len(mv, pos, False, 2)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 2)
         f_mechanisms = []
         for _ in range(n):
-            e, pos = _p.read_string(mv, pos)
+            e, pos = _p.read_string(mv, pos, False)
             f_mechanisms.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SaslHandshakeResponse(f_error_code, f_mechanisms), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -69,30 +68,37 @@ _S_i = struct.Struct('>i')
 
 def _enc_sync_group_request_assignment_v0(a, o):
     a(_p.string(o.member_id))
-    a(_p.bytes_(o.assignment))
+    v = o.assignment
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_sync_group_request_assignment_v4(a, o):
     a(_p.compact_string(o.member_id))
-    a(_p.compact_bytes(o.assignment))
+    v = o.assignment
+    a(_p.compact_len(len(v)))
+    a(v)
     a(b"\x00")
 
 
 def _dec_sync_group_request_assignment_v0(mv, pos):
     try:
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_assignment, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_assignment, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
 
 
 def _dec_sync_group_request_assignment_v4(mv, pos):
     try:
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_assignment, pos = _p.read_compact_bytes(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
 
@@ -148,71 +154,93 @@ def _enc_sync_group_request_v5(a, o):
 
 def _dec_sync_group_request_v0(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_assignments = []
         for _ in range(n):
             e, pos = _dec_sync_group_request_assignment_v0(mv, pos)
             f_assignments.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments), pos
 
 
 def _dec_sync_group_request_v3(mv, pos):
     try:
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos)
-        f_group_instance_id, pos = _p.read_nstring(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_member_id, pos = _p.read_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_assignments = []
         for _ in range(n):
             e, pos = _dec_sync_group_request_assignment_v0(mv, pos)
             f_assignments.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
 
 
 def _dec_sync_group_request_v4(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
         f_generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_assignments = []
         for _ in range(n):
             e, pos = _dec_sync_group_request_assignment_v4(mv, pos)
             f_assignments.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
 
 
 def _dec_sync_group_request_v5(mv, pos):
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
         f_generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        f_protocol_type, pos = _p.read_compact_nstring(mv, pos)
-        f_protocol_name, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, True)
+        f_protocol_name, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_assignments = []
         for _ in range(n):
             e, pos = _dec_sync_group_request_assignment_v4(mv, pos)
             f_assignments.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -49,17 +48,23 @@ _S_ih = struct.Struct('>ih')
 
 def _enc_sync_group_response_v0(a, o):
     a(_S_h.pack(o.error_code))
-    a(_p.bytes_(o.assignment))
+    v = o.assignment
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_sync_group_response_v1(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    a(_p.bytes_(o.assignment))
+    v = o.assignment
+    a(_p.array_len(len(v)))
+    a(v)
 
 
 def _enc_sync_group_response_v4(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
-    a(_p.compact_bytes(o.assignment))
+    v = o.assignment
+    a(_p.compact_len(len(v)))
+    a(v)
     a(b"\x00")
 
 
@@ -67,7 +72,9 @@ def _enc_sync_group_response_v5(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     a(_p.compact_nstring(o.protocol_type))
     a(_p.compact_nstring(o.protocol_name))
-    a(_p.compact_bytes(o.assignment))
+    v = o.assignment
+    a(_p.compact_len(len(v)))
+    a(v)
     a(b"\x00")
 
 
@@ -75,8 +82,8 @@ def _dec_sync_group_response_v0(mv, pos):
     try:
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_assignment, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_assignment, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupResponse(0, f_error_code, None, None, f_assignment), pos
 
@@ -85,8 +92,8 @@ def _dec_sync_group_response_v1(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_assignment, pos = _p.read_bytes(mv, pos)
-    except struct.error:
+        f_assignment, pos = _p.read_bytes(mv, pos, False)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
 
@@ -95,9 +102,12 @@ def _dec_sync_group_response_v4(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_assignment, pos = _p.read_compact_bytes(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
 
@@ -106,11 +116,14 @@ def _dec_sync_group_response_v5(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_protocol_type, pos = _p.read_compact_nstring(mv, pos)
-        f_protocol_name, pos = _p.read_compact_nstring(mv, pos)
-        f_assignment, pos = _p.read_compact_bytes(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_protocol_type, pos = _p.read_compact_string(mv, pos, True)
+        f_protocol_name, pos = _p.read_compact_string(mv, pos, True)
+        f_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -24,7 +23,7 @@ class TxnOffsetCommitRequestPartition(_m.Struct):
     #: The leader epoch of the last consumed record.
     committed_leader_epoch: int = -1
     #: Any associated metadata the client wants to keep.
-    committed_metadata: str = ''
+    committed_metadata: str | None = ''
 
 
 @attrs.define
@@ -88,6 +87,7 @@ TxnOffsetCommitRequest.SCHEMA = (
     _m.FieldSpec('topics', 'Topics', '[]struct', (0, 32767), default=(), struct=TxnOffsetCommitRequestTopic, flexible=(3, 32767)),
 )
 
+_S_i = struct.Struct('>i')
 _S_iq = struct.Struct('>iq')
 _S_iqi = struct.Struct('>iqi')
 _S_qh = struct.Struct('>qh')
@@ -114,8 +114,8 @@ def _dec_txn_offset_commit_request_partition_v0(mv, pos):
     try:
         f_partition_index, f_committed_offset = _S_iq.unpack_from(mv, pos)
         pos += 12
-        f_committed_metadata, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_committed_metadata, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_committed_metadata), pos
 
@@ -124,8 +124,8 @@ def _dec_txn_offset_commit_request_partition_v2(mv, pos):
     try:
         f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
         pos += 16
-        f_committed_metadata, pos = _p.read_nstring(mv, pos)
-    except struct.error:
+        f_committed_metadata, pos = _p.read_string(mv, pos, True)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata), pos
 
@@ -134,9 +134,12 @@ def _dec_txn_offset_commit_request_partition_v3(mv, pos):
     try:
         f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
         pos += 16
-        f_committed_metadata, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_committed_metadata, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata), pos
 
@@ -168,40 +171,55 @@ def _enc_txn_offset_commit_request_topic_v3(a, o):
 
 def _dec_txn_offset_commit_request_topic_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 14)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 14)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_request_partition_v0(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
 
 
 def _dec_txn_offset_commit_request_topic_v2(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 18)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_request_partition_v2(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
 
 
 def _dec_txn_offset_commit_request_topic_v3(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_request_partition_v3(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
 
@@ -253,51 +271,66 @@ def _enc_txn_offset_commit_request_v3(a, o):
 
 def _dec_txn_offset_commit_request_v0(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos)
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_transactional_id, pos = _p.read_string(mv, pos, False)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_producer_id, f_producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_request_topic_v0(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics), pos
 
 
 def _dec_txn_offset_commit_request_v2(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos)
-        f_group_id, pos = _p.read_string(mv, pos)
+        f_transactional_id, pos = _p.read_string(mv, pos, False)
+        f_group_id, pos = _p.read_string(mv, pos, False)
         f_producer_id, f_producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_request_topic_v2(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics), pos
 
 
 def _dec_txn_offset_commit_request_v3(mv, pos):
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos)
-        f_group_id, pos = _p.read_compact_string(mv, pos)
+        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_id, pos = _p.read_compact_string(mv, pos, False)
         f_producer_id, f_producer_epoch, f_generation_id = _S_qhi.unpack_from(mv, pos)
         pos += 14
-        f_member_id, pos = _p.read_compact_string(mv, pos)
-        f_group_instance_id, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_request_topic_v3(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -66,6 +65,7 @@ TxnOffsetCommitResponse.SCHEMA = (
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
+_S_ihx = struct.Struct('>ihx')
 
 
 def _enc_txn_offset_commit_response_partition_v0(a, o):
@@ -73,15 +73,14 @@ def _enc_txn_offset_commit_response_partition_v0(a, o):
 
 
 def _enc_txn_offset_commit_response_partition_v3(a, o):
-    a(_S_ih.pack(o.partition_index, o.error_code))
-    a(b"\x00")
+    a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
 def _dec_txn_offset_commit_response_partition_v0(mv, pos):
     try:
         f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitResponsePartition(f_partition_index, f_error_code), pos
 
@@ -90,8 +89,11 @@ def _dec_txn_offset_commit_response_partition_v3(mv, pos):
     try:
         f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitResponsePartition(f_partition_index, f_error_code), pos
 
@@ -115,27 +117,38 @@ def _enc_txn_offset_commit_response_topic_v3(a, o):
 
 def _dec_txn_offset_commit_response_topic_v0(mv, pos):
     try:
-        f_name, pos = _p.read_string(mv, pos)
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        f_name, pos = _p.read_string(mv, pos, False)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_response_partition_v0(mv, pos)
             f_partitions.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitResponseTopic(f_name, f_partitions), pos
 
 
 def _dec_txn_offset_commit_response_topic_v3(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_response_partition_v3(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitResponseTopic(f_name, f_partitions), pos
 
@@ -161,12 +174,16 @@ def _dec_txn_offset_commit_response_v0(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_array_len(mv, pos, False, 6)
+        n = _S_i.unpack_from(mv, pos)[0]
+        if 0 <= n < 128:
+            pos += 4
+        else:
+            n, pos = _p.read_array_len(mv, pos, False, 6)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_response_topic_v0(mv, pos)
             f_topics.append(e)
-    except struct.error:
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 
@@ -175,13 +192,20 @@ def _dec_txn_offset_commit_response_v3(mv, pos):
     try:
         f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_response_topic_v3(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return TxnOffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 

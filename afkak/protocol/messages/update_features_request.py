@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -60,8 +59,10 @@ UpdateFeaturesRequest.SCHEMA = (
 
 _S_Z = struct.Struct('>?')
 _S_b = struct.Struct('>b')
+_S_bx = struct.Struct('>bx')
 _S_hZ = struct.Struct('>h?')
 _S_hb = struct.Struct('>hb')
+_S_hbx = struct.Struct('>hbx')
 _S_i = struct.Struct('>i')
 
 
@@ -69,36 +70,40 @@ def _enc_feature_update_key_v0(a, o):
     if o.upgrade_type != 1:
         raise _m.AbsentField(o, 'upgrade_type')
     a(_p.compact_string(o.feature))
-    a(_S_hb.pack(o.max_version_level, o.allow_downgrade))
-    a(b"\x00")
+    a(_S_hbx.pack(o.max_version_level, o.allow_downgrade))
 
 
 def _enc_feature_update_key_v1(a, o):
     if o.allow_downgrade != False:
         raise _m.AbsentField(o, 'allow_downgrade')
     a(_p.compact_string(o.feature))
-    a(_S_hb.pack(o.max_version_level, o.upgrade_type))
-    a(b"\x00")
+    a(_S_hbx.pack(o.max_version_level, o.upgrade_type))
 
 
 def _dec_feature_update_key_v0(mv, pos):
     try:
-        f_feature, pos = _p.read_compact_string(mv, pos)
+        f_feature, pos = _p.read_compact_string(mv, pos, False)
         f_max_version_level, f_allow_downgrade = _S_hZ.unpack_from(mv, pos)
         pos += 3
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FeatureUpdateKey(f_feature, f_max_version_level, f_allow_downgrade, 1), pos
 
 
 def _dec_feature_update_key_v1(mv, pos):
     try:
-        f_feature, pos = _p.read_compact_string(mv, pos)
+        f_feature, pos = _p.read_compact_string(mv, pos, False)
         f_max_version_level, f_upgrade_type = _S_hb.unpack_from(mv, pos)
         pos += 3
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return FeatureUpdateKey(f_feature, f_max_version_level, False, f_upgrade_type), pos
 
@@ -120,21 +125,27 @@ def _enc_update_features_request_v1(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_feature_update_key_v1(a, e)
-    a(_S_b.pack(o.validate_only))
-    a(b"\x00")
+    a(_S_bx.pack(o.validate_only))
 
 
 def _dec_update_features_request_v0(mv, pos):
     try:
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_feature_updates = []
         for _ in range(n):
             e, pos = _dec_feature_update_key_v0(mv, pos)
             f_feature_updates.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, False), pos
 
@@ -143,15 +154,22 @@ def _dec_update_features_request_v1(mv, pos):
     try:
         f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_feature_updates = []
         for _ in range(n):
             e, pos = _dec_feature_update_key_v1(mv, pos)
             f_feature_updates.append(e)
         f_validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, f_validate_only), pos
 

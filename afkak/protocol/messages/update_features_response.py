@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -22,7 +21,7 @@ class UpdatableFeatureResult(_m.Struct):
     #: The feature update error code or `0` if the feature update succeeded.
     error_code: int = 0
     #: The feature update error, or `null` if the feature update succeeded.
-    error_message: str = ''
+    error_message: str | None = ''
 
 
 @attrs.define
@@ -41,7 +40,7 @@ class UpdateFeaturesResponse(_m.Message):
     #: The top-level error code, or `0` if there was no top-level error.
     error_code: int = 0
     #: The top-level error message, or `null` if there was no top-level error.
-    error_message: str = ''
+    error_message: str | None = ''
     #: Results for each feature update.
     results: list[UpdatableFeatureResult] = attrs.field(factory=list)
 
@@ -71,12 +70,15 @@ def _enc_updatable_feature_result_v0(a, o):
 
 def _dec_updatable_feature_result_v0(mv, pos):
     try:
-        f_feature, pos = _p.read_compact_string(mv, pos)
+        f_feature, pos = _p.read_compact_string(mv, pos, False)
         f_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return UpdatableFeatureResult(f_feature, f_error_code, f_error_message), pos
 
@@ -101,14 +103,21 @@ def _dec_update_features_response_v0(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 5)
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         f_results = []
         for _ in range(n):
             e, pos = _dec_updatable_feature_result_v0(mv, pos)
             f_results.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results), pos
 
@@ -117,9 +126,12 @@ def _dec_update_features_response_v2(mv, pos):
     try:
         f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_nstring(mv, pos)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, []), pos
 

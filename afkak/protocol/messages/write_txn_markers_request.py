@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -75,25 +74,34 @@ WriteTxnMarkersRequest.SCHEMA = (
 
 _S_i = struct.Struct('>i')
 _S_ib = struct.Struct('>ib')
+_S_ibx = struct.Struct('>ibx')
+_S_ix = struct.Struct('>ix')
 _S_qhZ = struct.Struct('>qh?')
 _S_qhb = struct.Struct('>qhb')
+_A_i = _p.array_structs('i')
 
 
 def _enc_writable_txn_marker_topic_v1(a, o):
     a(_p.compact_string(o.name))
     v = o.partition_indexes
-    a(_p.compact_len(len(v)))
-    a(_p.pack_array('i', v))
+    a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
 
 
 def _dec_writable_txn_marker_topic_v1(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_partition_indexes, pos = _p.unpack_array(mv, pos, n, 'i', 4)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+            pos += 1 + 4 * n
+        else:
+            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return WritableTxnMarkerTopic(f_name, f_partition_indexes), pos
 
@@ -104,8 +112,7 @@ def _enc_writable_txn_marker_v1(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_writable_txn_marker_topic_v1(a, e)
-    a(_S_i.pack(o.coordinator_epoch))
-    a(b"\x00")
+    a(_S_ix.pack(o.coordinator_epoch))
 
 
 def _enc_writable_txn_marker_v2(a, o):
@@ -114,23 +121,29 @@ def _enc_writable_txn_marker_v2(a, o):
     a(_p.compact_len(len(v)))
     for e in v:
         _enc_writable_txn_marker_topic_v1(a, e)
-    a(_S_ib.pack(o.coordinator_epoch, o.transaction_version))
-    a(b"\x00")
+    a(_S_ibx.pack(o.coordinator_epoch, o.transaction_version))
 
 
 def _dec_writable_txn_marker_v1(mv, pos):
     try:
         f_producer_id, f_producer_epoch, f_transaction_result = _S_qhZ.unpack_from(mv, pos)
         pos += 11
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_topic_v1(mv, pos)
             f_topics.append(e)
         f_coordinator_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, 0), pos
 
@@ -139,15 +152,22 @@ def _dec_writable_txn_marker_v2(mv, pos):
     try:
         f_producer_id, f_producer_epoch, f_transaction_result = _S_qhZ.unpack_from(mv, pos)
         pos += 11
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_topic_v1(mv, pos)
             f_topics.append(e)
         f_coordinator_epoch, f_transaction_version = _S_ib.unpack_from(mv, pos)
         pos += 5
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, f_transaction_version), pos
 
@@ -170,26 +190,40 @@ def _enc_write_txn_markers_request_v2(a, o):
 
 def _dec_write_txn_markers_request_v1(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 17)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 17)
         f_markers = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_v1(mv, pos)
             f_markers.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return WriteTxnMarkersRequest(f_markers), pos
 
 
 def _dec_write_txn_markers_request_v2(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 18)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         f_markers = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_v2(mv, pos)
             f_markers.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return WriteTxnMarkersRequest(f_markers), pos
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import struct
 from typing import ClassVar
-from uuid import UUID
 
 import attrs
 
@@ -77,20 +76,23 @@ WriteTxnMarkersResponse.SCHEMA = (
 )
 
 _S_ih = struct.Struct('>ih')
+_S_ihx = struct.Struct('>ihx')
 _S_q = struct.Struct('>q')
 
 
 def _enc_writable_txn_marker_partition_result_v1(a, o):
-    a(_S_ih.pack(o.partition_index, o.error_code))
-    a(b"\x00")
+    a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
 def _dec_writable_txn_marker_partition_result_v1(mv, pos):
     try:
         f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return WritableTxnMarkerPartitionResult(f_partition_index, f_error_code), pos
 
@@ -106,14 +108,21 @@ def _enc_writable_txn_marker_topic_result_v1(a, o):
 
 def _dec_writable_txn_marker_topic_result_v1(mv, pos):
     try:
-        f_name, pos = _p.read_compact_string(mv, pos)
-        n, pos = _p.read_compact_array_len(mv, pos, False, 7)
+        f_name, pos = _p.read_compact_string(mv, pos, False)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         f_partitions = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_partition_result_v1(mv, pos)
             f_partitions.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return WritableTxnMarkerTopicResult(f_name, f_partitions), pos
 
@@ -131,13 +140,20 @@ def _dec_writable_txn_marker_result_v1(mv, pos):
     try:
         f_producer_id = _S_q.unpack_from(mv, pos)[0]
         pos += 8
-        n, pos = _p.read_compact_array_len(mv, pos, False, 3)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         f_topics = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_topic_result_v1(mv, pos)
             f_topics.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return WritableTxnMarkerResult(f_producer_id, f_topics), pos
 
@@ -152,13 +168,20 @@ def _enc_write_txn_markers_response_v1(a, o):
 
 def _dec_write_txn_markers_response_v1(mv, pos):
     try:
-        n, pos = _p.read_compact_array_len(mv, pos, False, 10)
+        n = mv[pos] - 1
+        if 0 <= n < 127:
+            pos += 1
+        else:
+            n, pos = _p.read_compact_array_len(mv, pos, False, 10)
         f_markers = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_result_v1(mv, pos)
             f_markers.append(e)
-        pos = _p.skip_tagged_fields(mv, pos)
-    except struct.error:
+        if mv[pos] == 0:
+            pos += 1
+        else:
+            pos = _p.skip_tagged_fields(mv, pos)
+    except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return WriteTxnMarkersResponse(f_markers), pos
 

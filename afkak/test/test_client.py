@@ -1,0 +1,945 @@
+"""KafkaClient against afkak.testing's in-memory FakeKafkaCluster.
+
+Every test runs the real client, connections and protocol against fake
+brokers on a Clock; nothing of afkak is mocked.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from twisted.internet.task import Clock
+from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.client import KafkaClient
+from afkak.codec import CODEC_GZIP
+from afkak.common import (
+    BrokerConnectionError,
+    BrokerMetadata,
+    CancelledError,
+    ClientError,
+    CoordinatorNotAvailable,
+    DecodeError,
+    FailedPayloadsError,
+    FetchRequest,
+    KafkaUnavailableError,
+    LeaderUnavailableError,
+    Message,
+    NotCoordinator,
+    NotLeaderForPartitionError,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    OffsetOutOfRangeError,
+    OffsetRequest,
+    PartitionUnavailableError,
+    ProduceRequest,
+    ProduceResponse,
+    RequestTimedOutError,
+    TopicAndPartition,
+    UnknownTopicOrPartitionError,
+)
+from afkak.message_set import create_message, create_message_set
+from afkak.protocol.messages import ApiVersionsRequest, OffsetFetchRequest as RawOffsetFetch
+from afkak.records import read_batches
+from afkak.testing import FakeKafkaCluster
+
+
+class CorruptNextResponse:
+    """Endpoints to a fake cluster that can spoil the next response from one host.
+
+    When ``armed``, the next response frame (other than ApiVersions, correlation
+    id 0) arriving from ``host`` gets a byte appended inside the frame, which
+    no decoder accepts.  Wraps the transport's bytes, not any afkak class.
+    """
+
+    def __init__(self, endpoint_factory: Any, host: str) -> None:
+        self._endpoint_factory = endpoint_factory
+        self._host = host
+        self.armed = False
+
+    def endpoint_factory(self, reactor: Any, host: str, port: int) -> Any:
+        endpoint = self._endpoint_factory(reactor, host, port)
+        if host != self._host:
+            return endpoint
+        return _WrappedEndpoint(endpoint, self)
+
+    def spoil(self, frame: bytes) -> bytes:
+        if self.armed and frame[:4] != bytes(4):
+            self.armed = False
+            return frame + b"\0"
+        return frame
+
+
+class _WrappedEndpoint:
+    def __init__(self, endpoint: Any, owner: CorruptNextResponse) -> None:
+        self._endpoint = endpoint
+        self._owner = owner
+
+    def connect(self, factory: Any) -> Any:
+        wrapping = WrappingFactory(factory)
+        wrapping.protocol = lambda f, p: _SpoilingProtocol(f, p, self._owner)
+        return self._endpoint.connect(wrapping).addCallback(lambda wrapper: wrapper.wrappedProtocol)
+
+
+class _SpoilingProtocol(ProtocolWrapper):
+    def __init__(self, factory: Any, wrapped: Any, owner: CorruptNextResponse) -> None:
+        super().__init__(factory, wrapped)
+        self._owner = owner
+        self._buffer = b""
+
+    def dataReceived(self, data: bytes) -> None:
+        self._buffer += data
+        while len(self._buffer) >= 4:
+            size = int.from_bytes(self._buffer[:4], "big")
+            if len(self._buffer) < 4 + size:
+                return
+            frame = self._owner.spoil(self._buffer[4 : 4 + size])
+            self._buffer = self._buffer[4 + size :]
+            self.wrappedProtocol.dataReceived(len(frame).to_bytes(4, "big") + frame)
+
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = (
+    0,
+    1,
+    2,
+    3,
+    8,
+    9,
+    10,
+)
+
+
+class ClientTestCase(SynchronousTestCase):
+    """A 3-broker fake cluster on a Clock, and clients that are closed after each test."""
+
+    brokers = 3
+
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.cluster = self.make_cluster()
+
+    def make_cluster(self, **options: Any) -> FakeKafkaCluster:
+        return FakeKafkaCluster(brokers=self.brokers, reactor=self.clock, **options)
+
+    def make_client(self, hosts: Any = None, **options: Any) -> KafkaClient:
+        options.setdefault("retry_policy", lambda failures: 1.0)
+        options.setdefault("endpoint_factory", self.cluster.endpoint_factory)
+        client = KafkaClient(
+            self.cluster.bootstrap_hosts if hosts is None else hosts, reactor=self.clock, **options
+        )
+        self.addCleanup(self.close_client, client)
+        return client
+
+    def close_client(self, client: KafkaClient) -> None:
+        self.assertIsNone(self.successResultOf(client.close()))
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def seen(self, api_key: int) -> list[Any]:
+        return [r for r in self.cluster.requests_seen if r.api_key == api_key]
+
+
+class ConstructorTests(ClientTestCase):
+    def test_bad_arguments_fail_before_connecting(self) -> None:
+        factory = self.cluster.endpoint_factory
+        for hosts, error in (
+            (None, TypeError),
+            ("", ValueError),
+            ("h:port", ValueError),
+            ([("h", "1")], TypeError),
+        ):
+            self.assertRaises(
+                error, KafkaClient, hosts, reactor=self.clock, endpoint_factory=factory
+            )
+        self.assertRaises(TypeError, KafkaClient, "h", clientId=b"id", reactor=self.clock)
+        self.assertRaises(TypeError, KafkaClient, "h", timeout=None, reactor=self.clock)
+        self.assertRaises(ValueError, KafkaClient, "h", timeout=0, reactor=self.clock)
+        self.assertRaises(ValueError, KafkaClient, "h", metadata_max_age=-1, reactor=self.clock)
+        self.assertRaises(TypeError, KafkaClient, "h", correlation_id="0", reactor=self.clock)
+        self.assertEqual(self.cluster.requests_seen, [])
+
+    def test_default_reactor_is_the_global_one(self) -> None:
+        from twisted.internet import reactor
+
+        client = KafkaClient("broker-0")
+        self.assertIs(client.reactor, reactor)
+        self.successResultOf(client.close())
+
+    def test_attributes(self) -> None:
+        client = self.make_client("[::1]:9093,broker-0", clientId="me", timeout=2500)
+        self.assertEqual(client.clientId, "me")
+        self.assertEqual(client.timeout, 2.5)
+        self.assertIs(client.reactor, self.clock)
+        self.assertEqual(
+            (client.topic_partitions, client.topics_to_brokers, client.clients, client._brokers),
+            ({}, {}, {}, {}),
+        )
+        self.assertIn("[::1]:9093,broker-0:9092", repr(client))
+        self.assertEqual(KafkaClient.clientId, "afkak-client")
+
+
+class MetadataTests(ClientTestCase):
+    def test_load_topics_fills_the_documented_attributes(self) -> None:
+        self.cluster.create_topic("t", partitions=3)
+        client = self.make_client(clientId="meta-client")
+        self.assertIs(self.successResultOf(client.load_metadata_for_topics("t")), True)
+        self.assertEqual(client.topic_partitions, {"t": [0, 1, 2]})
+        self.assertEqual(
+            client.topics_to_brokers[TopicAndPartition("t", 1)], BrokerMetadata(1, "broker-1", 9092)
+        )
+        self.assertEqual(client.partition_meta[TopicAndPartition("t", 2)].leader, 2)
+        self.assertEqual(sorted(client._brokers), [0, 1, 2])
+        self.assertTrue(client.has_metadata_for_topic("t"))
+        self.assertEqual(client.metadata_error_for_topic("t"), 0)
+        self.assertTrue(client.topic_fully_replicated("t"))
+        self.assertTrue(client.partition_fully_replicated(TopicAndPartition("t", 0)))
+        self.assertEqual({r.client_id for r in self.cluster.requests_seen}, {"meta-client"})
+
+    def test_load_all_topics_does_not_create(self) -> None:
+        self.cluster.create_topic("a")
+        self.cluster.create_topic("b", partitions=2)
+        client = self.make_client()
+        self.assertIs(self.successResultOf(client.load_metadata_for_topics()), True)
+        self.assertEqual(client.topic_partitions, {"a": [0], "b": [0, 1]})
+        self.assertIsNone(self.seen(METADATA)[-1].request.topics)
+
+    def test_unknown_topic_error(self) -> None:
+        self.cluster = self.make_cluster(auto_create_topics=False)
+        client = self.make_client()
+        self.assertIs(self.successResultOf(client.load_metadata_for_topics("nope")), True)
+        self.assertFalse(client.has_metadata_for_topic("nope"))
+        self.assertEqual(
+            client.metadata_error_for_topic("nope"), UnknownTopicOrPartitionError.errno
+        )
+        self.assertFalse(client.topic_fully_replicated("nope"))
+
+    def test_under_replicated_topic(self) -> None:
+        self.cluster.create_topic("t", partitions=2, replication_factor=2)
+        client = self.make_client()
+        self.cluster.set_broker_down(1)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.assertFalse(client.topic_fully_replicated("t"))
+        self.assertFalse(client.partition_fully_replicated(TopicAndPartition("t", 0)))
+
+    def test_reset_methods(self) -> None:
+        self.cluster.create_topic("t")
+        self.cluster.create_topic("u")
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t", "u"))
+        self.successResultOf(client.load_coordinator_for_group("g"))
+        client.reset_topic_metadata("t")
+        self.assertEqual(list(client.topic_partitions), ["u"])
+        client.reset_consumer_group_metadata("g")
+        self.assertEqual(client._cluster.cache.coordinators, {})
+        client.reset_all_metadata()
+        self.assertEqual((client.topic_partitions, client.topics_to_brokers), ({}, {}))
+        self.assertEqual(sorted(client._brokers), [0, 1, 2])
+        self.assertRaises(TypeError, client.reset_topic_metadata, 1)
+        self.assertRaises(TypeError, client.reset_consumer_group_metadata, None)
+
+    def test_no_reachable_broker(self) -> None:
+        for node in self.cluster.brokers:
+            self.cluster.refuse_connections(node)
+        client = self.make_client()
+        failure = self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
+        self.assertIn("broker-0:9092", str(failure.value))
+
+    def test_bootstrap_through_new_hosts_when_known_brokers_are_gone(self) -> None:
+        self.cluster.create_topic("t", partitions=3)
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        for node in self.cluster.brokers:
+            self.cluster.change_address(node, f"moved-{node}", 9093)
+        self.cluster.drop_connections()
+        self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
+        client.update_cluster_hosts(["moved-2:9093"])
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.assertEqual(client._brokers[0], BrokerMetadata(0, "moved-0", 9093))
+        self.assertEqual(
+            client.topics_to_brokers[TopicAndPartition("t", 1)], BrokerMetadata(1, "moved-1", 9093)
+        )
+        responses = self.successResultOf(
+            client.send_offset_request([OffsetRequest("t", p, -1, 1) for p in range(3)])
+        )
+        self.assertEqual([r.error for r in responses], [0, 0, 0])
+
+    def test_departed_broker_loses_its_connection(self) -> None:
+        self.cluster.create_topic("t", partitions=3)
+        client = self.make_client()
+        self.successResultOf(
+            client.send_offset_request([OffsetRequest("t", p, -1, 1) for p in range(3)])
+        )
+        self.assertEqual(sorted(client.clients), [0, 1, 2])
+        self.cluster.set_broker_down(2)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.assertEqual(sorted(client.clients), [0, 1])
+        self.assertEqual(sorted(client._brokers), [0, 1])
+        self.assertEqual(client.topics_to_brokers[TopicAndPartition("t", 2)].node_id, 0)
+
+    def test_moved_broker_gets_a_new_connection(self) -> None:
+        self.cluster.create_topic("t", partitions=3)
+        client = self.make_client()
+        self.successResultOf(client.send_offset_request([OffsetRequest("t", 1, -1, 1)]))
+        old = client.clients[1]
+        self.cluster.change_address(1, "elsewhere", 1234)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.assertNotIn(1, client.clients)
+        self.successResultOf(client.send_offset_request([OffsetRequest("t", 1, -1, 1)]))
+        self.assertIsNot(client.clients[1], old)
+        self.assertEqual((client.clients[1].host, client.clients[1].port), ("elsewhere", 1234))
+
+    def test_periodic_refresh(self) -> None:
+        self.cluster.create_topic("t")
+        client = self.make_client(metadata_max_age=60)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        before = len(self.seen(METADATA))
+        self.cluster.move_leader("t", 0, 2)
+        self.clock.advance(59)
+        self.assertEqual(len(self.seen(METADATA)), before)
+        self.clock.advance(1)
+        self.assertEqual(len(self.seen(METADATA)), before + 1)
+        self.assertEqual([t.name for t in self.seen(METADATA)[-1].request.topics], ["t"])
+        self.assertEqual(client.topics_to_brokers[TopicAndPartition("t", 0)].node_id, 2)
+        self.clock.advance(60)
+        self.assertEqual(len(self.seen(METADATA)), before + 2)
+
+    def test_failed_refresh_is_retried_later(self) -> None:
+        client = self.make_client(metadata_max_age=60)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        for node in self.cluster.brokers:
+            self.cluster.refuse_connections(node)
+        self.cluster.drop_connections()
+        self.clock.advance(60)
+        self.assertEqual(client.topic_partitions, {"t": [0]})
+        for node in self.cluster.brokers:
+            self.cluster.refuse_connections(node, False)
+        before = len(self.seen(METADATA))
+        self.cluster.move_leader("t", 0, 2)
+        self.clock.advance(60)
+        self.assertEqual(len(self.seen(METADATA)), before + 1)
+        self.assertEqual(client.topics_to_brokers[TopicAndPartition("t", 0)].node_id, 2)
+
+    def test_no_refresh_when_disabled(self) -> None:
+        client = self.make_client(metadata_max_age=None)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_leader_lookups_share_one_metadata_request(self) -> None:
+        for name in "abc":
+            self.cluster.create_topic(name, partitions=3)
+        client = self.make_client()
+        payloads = [OffsetRequest(t, p, -1, 1) for t in "abc" for p in range(3)]
+        self.successResultOf(client.send_offset_request(payloads))
+        [metadata] = self.seen(METADATA)
+        self.assertEqual(sorted(t.name for t in metadata.request.topics), ["a", "b", "c"])
+
+    def test_concurrent_loads_are_coalesced(self) -> None:
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics())  # connect
+        self.cluster.delay(METADATA, 1.0)
+        first = client.load_metadata_for_topics("a")
+        same = client.load_metadata_for_topics("a")
+        later = [client.load_metadata_for_topics("b"), client.load_metadata_for_topics("c")]
+        self.assertEqual(len(self.seen(METADATA)), 2)
+        self.clock.advance(1)
+        self.assertIs(self.successResultOf(first), True)
+        self.assertIs(self.successResultOf(same), True)
+        self.assertEqual(len(self.seen(METADATA)), 3)
+        self.assertEqual(sorted(t.name for t in self.seen(METADATA)[-1].request.topics), ["b", "c"])
+        self.clock.advance(1)
+        for d in later:
+            self.assertIs(self.successResultOf(d), True)
+
+    def test_cancelled_load_fires_none(self) -> None:
+        client = self.make_client()
+        self.cluster.delay(METADATA, 5.0)
+        d = client.load_metadata_for_topics("a")
+        d.cancel()
+        self.assertIsNone(self.successResultOf(d))
+        self.clock.advance(5)
+
+
+class CoordinatorTests(ClientTestCase):
+    def test_load_coordinator(self) -> None:
+        client = self.make_client()
+        self.assertIs(self.successResultOf(client.load_coordinator_for_group("g")), True)
+        node = self.cluster.coordinator("g")
+        self.assertEqual(
+            client._cluster.cache.coordinators["g"], BrokerMetadata(node, f"broker-{node}", 9092)
+        )
+        [find] = self.seen(FIND_COORDINATOR)
+        self.assertEqual(find.request.coordinator_keys, ["g"])
+
+    def test_single_key_form_for_older_brokers(self) -> None:
+        self.cluster = self.make_cluster(api_versions={FIND_COORDINATOR: (0, 3)})
+        client = self.make_client()
+        self.successResultOf(client.load_coordinator_for_group("g"))
+        [find] = self.seen(FIND_COORDINATOR)
+        self.assertEqual((find.api_version, find.request.key), (3, "g"))
+
+    def test_deprecated_alias_warns(self) -> None:
+        client = self.make_client()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            d = client.load_consumer_metadata_for_group("g")
+        self.assertIs(self.successResultOf(d), True)
+        self.assertEqual([w.category for w in caught], [DeprecationWarning])
+
+    def test_unavailable_coordinator(self) -> None:
+        client = self.make_client()
+        self.cluster.fail_next(FIND_COORDINATOR, CoordinatorNotAvailable.errno)
+        self.failureResultOf(client.load_coordinator_for_group("g"), CoordinatorNotAvailable)
+        self.assertNotIn("g", client._cluster.cache.coordinators)
+
+    def test_concurrent_lookups_share_one_request(self) -> None:
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics())
+        self.cluster.delay(FIND_COORDINATOR, 1.0)
+        ds = [client.load_coordinator_for_group("g"), client.load_coordinator_for_group("g")]
+        self.clock.advance(1)
+        self.assertEqual([self.successResultOf(d) for d in ds], [True, True])
+        self.assertEqual(len(self.seen(FIND_COORDINATOR)), 1)
+
+
+class ProduceTests(ClientTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.cluster.create_topic("t", partitions=3)
+
+    def test_produce_in_payload_order_one_request_per_broker(self) -> None:
+        client = self.make_client()
+        payloads = [
+            ProduceRequest("t", 2, [create_message(b"two")]),
+            ProduceRequest("t", 0, [create_message(b"zero", b"key")]),
+            ProduceRequest("t", 1, [create_message(b"one-a"), create_message(b"one-b")]),
+        ]
+        self.successResultOf(
+            client.send_produce_request([ProduceRequest("t", 1, [create_message(b"first")])])
+        )
+        responses = self.successResultOf(client.send_produce_request(payloads))
+        self.assertEqual(
+            responses,
+            [
+                ProduceResponse("t", 2, 0, 0),
+                ProduceResponse("t", 0, 0, 0),
+                ProduceResponse("t", 1, 0, 1),
+            ],
+        )
+        self.assertEqual(
+            [(r.key, r.value) for r in self.cluster.records("t", 0)], [(b"key", b"zero")]
+        )
+        self.assertEqual(
+            [r.value for r in self.cluster.records("t", 1)], [b"first", b"one-a", b"one-b"]
+        )
+        self.assertEqual(len(self.seen(PRODUCE)), 4)
+        self.assertEqual({r.api_version for r in self.seen(PRODUCE)}, {13})
+
+    def test_requests_to_brokers_are_sent_in_parallel(self) -> None:
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.cluster.delay(PRODUCE, 1.0)
+        payloads = [ProduceRequest("t", p, [create_message(b"x")]) for p in range(3)]
+        d = client.send_produce_request(payloads)
+        self.assertEqual(sorted(r.broker for r in self.seen(PRODUCE)), [0, 1, 2])
+        self.assertNoResult(d)
+        self.clock.advance(1.0)
+        self.assertEqual([r.partition for r in self.successResultOf(d)], [0, 1, 2])
+
+    def test_codec_timestamps_and_headers(self) -> None:
+        client = self.make_client()
+        self.clock.advance(1234.5)
+        messages = create_message_set([("t", None, [b"a", b"b"], None)], CODEC_GZIP)
+        messages.append(Message(0, 0, None, b"c", timestamp=99, headers=(("h", b"v"),)))
+        self.successResultOf(
+            client.send_produce_request([ProduceRequest("t", 0, messages)], acks=-1)
+        )
+        records = self.cluster.records("t", 0)
+        self.assertEqual(
+            [(r.value, r.timestamp, r.headers) for r in records],
+            [(b"a", 1234500, ()), (b"b", 1234500, ()), (b"c", 99, (("h", b"v"),))],
+        )
+        self.assertEqual(self.seen(PRODUCE)[0].request.acks, -1)
+        [sent] = self.seen(PRODUCE)[0].request.topic_data[0].partition_data
+        [batch] = read_batches(sent.records)
+        self.assertEqual(batch.codec, CODEC_GZIP)
+
+    def test_acks_zero_returns_no_responses(self) -> None:
+        client = self.make_client()
+        self.assertEqual(
+            self.successResultOf(
+                client.send_produce_request(
+                    [ProduceRequest("t", 0, [create_message(b"x")])], acks=0
+                )
+            ),
+            [],
+        )
+        self.assertEqual([r.value for r in self.cluster.records("t", 0)], [b"x"])
+
+    def test_broker_error_raises_and_forgets_the_leader(self) -> None:
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.cluster.fail_next(PRODUCE, NotLeaderForPartitionError.errno)
+        d = client.send_produce_request([ProduceRequest("t", 1, [create_message(b"x")])])
+        failure = self.failureResultOf(d, NotLeaderForPartitionError)
+        self.assertEqual(failure.value.args[0], ProduceResponse("t", 1, 6, -1))
+        self.assertIsNone(client.topics_to_brokers[TopicAndPartition("t", 1)])
+        self.assertIsNotNone(client.topics_to_brokers[TopicAndPartition("t", 0)])
+
+    def test_moved_leader_is_found_again(self) -> None:
+        client = self.make_client()
+        payload = [ProduceRequest("t", 1, [create_message(b"x")])]
+        self.successResultOf(client.send_produce_request(payload))
+        self.cluster.move_leader("t", 1, 2)
+        failure = self.failureResultOf(
+            client.send_produce_request(payload), NotLeaderForPartitionError
+        )
+        self.assertEqual(failure.value.args[0].partition, 1)
+        responses = self.successResultOf(client.send_produce_request(payload))
+        self.assertEqual(responses, [ProduceResponse("t", 1, 0, 1)])
+        self.assertEqual(self.seen(PRODUCE)[-1].broker, 2)
+
+    def test_fail_on_error_false_returns_errors_through_callback(self) -> None:
+        client = self.make_client()
+        self.cluster.fail_next(PRODUCE, NotLeaderForPartitionError.errno, broker=0)
+        payloads = [ProduceRequest("t", p, [create_message(b"x")]) for p in range(3)]
+        d = client.send_produce_request(
+            payloads, fail_on_error=False, callback=lambda r: (r.partition, r.error)
+        )
+        self.assertEqual(self.successResultOf(d), [(0, 6), (1, 0), (2, 0)])
+
+    def test_partial_failure(self) -> None:
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.cluster.drop_next(PRODUCE, broker=1)
+        payloads = [ProduceRequest("t", p, [create_message(b"x")]) for p in range(3)]
+        failure = self.failureResultOf(
+            client.send_produce_request(payloads, fail_on_error=False), FailedPayloadsError
+        )
+        self.assertEqual(
+            failure.value.responses, [ProduceResponse("t", 0, 0, 0), ProduceResponse("t", 2, 0, 0)]
+        )
+        [(payload, reason)] = failure.value.failed_payloads
+        self.assertEqual(payload, payloads[1])
+        self.assertTrue(reason.check(BrokerConnectionError))
+        self.assertIsNone(client.topics_to_brokers[TopicAndPartition("t", 1)])
+        retry = client.send_produce_request(payloads[1:2])
+        self.clock.advance(1)  # the retry policy's delay before reconnecting
+        self.assertEqual(self.successResultOf(retry), [ProduceResponse("t", 1, 0, 0)])
+
+    def test_unknown_partition(self) -> None:
+        client = self.make_client()
+        self.failureResultOf(
+            client.send_produce_request([ProduceRequest("t", 7, [create_message(b"x")])]),
+            PartitionUnavailableError,
+        )
+        self.assertEqual(self.seen(PRODUCE), [])
+
+    def test_leaderless_partition(self) -> None:
+        self.cluster.create_topic("solo", replicas=[[1]])
+        client = self.make_client()
+        self.cluster.set_broker_down(1)
+        self.failureResultOf(
+            client.send_produce_request([ProduceRequest("solo", 0, [create_message(b"x")])]),
+            LeaderUnavailableError,
+        )
+
+    def test_bad_input_raises_before_sending(self) -> None:
+        client = self.make_client()
+        message = [create_message(b"x")]
+        bad_calls = [
+            (TypeError, lambda: client.send_produce_request(None)),
+            (ValueError, lambda: client.send_produce_request([])),
+            (TypeError, lambda: client.send_produce_request([("t", 0, message)])),
+            (TypeError, lambda: client.send_produce_request([ProduceRequest(b"t", 0, message)])),
+            (
+                ValueError,
+                lambda: client.send_produce_request([ProduceRequest("bad topic", 0, message)]),
+            ),
+            (ValueError, lambda: client.send_produce_request([ProduceRequest("t", 0, [])])),
+            (
+                TypeError,
+                lambda: client.send_produce_request(
+                    [ProduceRequest("t", 0, [Message(0, 0, None, "str")])]
+                ),
+            ),
+            (
+                ValueError,
+                lambda: client.send_produce_request([ProduceRequest("t", 0, message)] * 2),
+            ),
+            (
+                ValueError,
+                lambda: client.send_produce_request([ProduceRequest("t", 0, message)], acks=2),
+            ),
+            (
+                TypeError,
+                lambda: client.send_produce_request([ProduceRequest("t", 0, message)], timeout=1.5),
+            ),
+            (
+                TypeError,
+                lambda: client.send_produce_request([ProduceRequest("t", 0, message)], callback=5),
+            ),
+        ]
+        for error, call in bad_calls:
+            self.assertRaises(error, call)
+        self.assertEqual(self.cluster.requests_seen, [])
+
+
+class FetchTests(ClientTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.cluster.create_topic("t", partitions=2)
+        self.cluster.append("t", 0, [b"a", b"b", b"c"], [b"k", None, None], timestamp=7)
+        self.cluster.append("t", 0, [b"d"], timestamp=8, headers=[[("h", b"1")]])
+
+    def test_fetch_from_an_offset_inside_a_batch(self) -> None:
+        client = self.make_client()
+        [response] = self.successResultOf(
+            client.send_fetch_request([FetchRequest("t", 0, 1, 10000)], max_wait_time=0)
+        )
+        self.assertEqual(
+            (response.topic, response.partition, response.error, response.highwaterMark),
+            ("t", 0, 0, 4),
+        )
+        messages = list(response.messages)
+        self.assertEqual(
+            [(m.offset, m.message.value) for m in messages], [(1, b"b"), (2, b"c"), (3, b"d")]
+        )
+        self.assertEqual(
+            messages[2].message, Message(2, 0, None, b"d", timestamp=8, headers=(("h", b"1"),))
+        )
+        self.assertGreaterEqual(self.seen(FETCH)[0].api_version, 13)
+        self.assertEqual(self.seen(FETCH)[0].request.topics[0].topic_id, self.cluster.topic_id("t"))
+
+    def test_fetch_by_name_from_older_brokers(self) -> None:
+        self.cluster.api_versions[FETCH] = (4, 12)
+        client = self.make_client()
+        [response] = self.successResultOf(
+            client.send_fetch_request([FetchRequest("t", 0, 3, 10000)], max_wait_time=0)
+        )
+        self.assertEqual([m.offset for m in response.messages], [3])
+        self.assertEqual(self.seen(FETCH)[0].api_version, 12)
+
+    def test_long_poll_gets_the_server_wait_on_top_of_the_timeout(self) -> None:
+        client = self.make_client(timeout=1000)
+        d = client.send_fetch_request(
+            [FetchRequest("t", 1, 0, 10000)], max_wait_time=3000, min_bytes=1
+        )
+        self.clock.advance(2.9)
+        self.assertNoResult(d)
+        self.cluster.append("t", 1, [b"late"], timestamp=1)
+        [response] = self.successResultOf(d)
+        self.assertEqual([m.message.value for m in response.messages], [b"late"])
+
+    def test_offset_out_of_range(self) -> None:
+        client = self.make_client()
+        d = client.send_fetch_request([FetchRequest("t", 0, 99, 10000)], max_wait_time=0)
+        self.failureResultOf(d, OffsetOutOfRangeError)
+        d = client.send_fetch_request(
+            [FetchRequest("t", 0, 99, 10000)], max_wait_time=0, fail_on_error=False
+        )
+        [response] = self.successResultOf(d)
+        self.assertEqual(
+            (response.error, list(response.messages)), (OffsetOutOfRangeError.errno, [])
+        )
+
+    def test_unknown_topic_error_forgets_the_topic(self) -> None:
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.cluster.fail_next(FETCH, UnknownTopicOrPartitionError.errno)
+        self.failureResultOf(
+            client.send_fetch_request([FetchRequest("t", 0, 0, 100)], max_wait_time=0),
+            UnknownTopicOrPartitionError,
+        )
+        self.assertFalse(client.has_metadata_for_topic("t"))
+
+    def test_timeout_and_disconnect_on_timeout(self) -> None:
+        client = self.make_client(timeout=1000, disconnect_on_timeout=True)
+        self.successResultOf(
+            client.send_fetch_request([FetchRequest("t", 0, 0, 100)], max_wait_time=0)
+        )
+        self.assertEqual(self.cluster.open_connections(0), 1)
+        self.cluster.delay(FETCH, 10)
+        d = client.send_fetch_request([FetchRequest("t", 0, 0, 100)], max_wait_time=500)
+        self.clock.advance(1.4)
+        self.assertNoResult(d)
+        self.clock.advance(0.1)
+        failure = self.failureResultOf(d, FailedPayloadsError)
+        self.assertTrue(failure.value.failed_payloads[0][1].check(RequestTimedOutError))
+        self.assertEqual(self.cluster.open_connections(0), 0)
+        self.cluster.delay(FETCH, 0)
+        self.clock.advance(10)
+        self.successResultOf(
+            client.send_fetch_request([FetchRequest("t", 0, 0, 100)], max_wait_time=0)
+        )
+
+    def test_bad_input(self) -> None:
+        client = self.make_client()
+        for kwargs in ({"max_wait_time": -1}, {"min_bytes": 2**31}, {"max_wait_time": "5"}):
+            self.assertRaises(
+                (TypeError, ValueError),
+                client.send_fetch_request,
+                [FetchRequest("t", 0, 0, 1)],
+                **kwargs,
+            )
+        self.assertRaises(ValueError, client.send_fetch_request, [FetchRequest("t", 0, -1, 1)])
+        self.assertRaises(TypeError, client.send_fetch_request, [FetchRequest("t", 0, 0, None)])
+        self.assertEqual(self.cluster.requests_seen, [])
+
+
+class OffsetTests(ClientTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.cluster.create_topic("t", partitions=2)
+        self.cluster.append("t", 1, [b"a", b"b"], timestamp=5)
+
+    def test_earliest_and_latest(self) -> None:
+        client = self.make_client()
+        latest = [OffsetRequest("t", 1, -1, 1), OffsetRequest("t", 0, -1, 5)]
+        responses = self.successResultOf(client.send_offset_request(latest))
+        self.assertEqual(
+            [(r.topic, r.partition, r.error, r.offsets) for r in responses],
+            [("t", 1, 0, (2,)), ("t", 0, 0, (0,))],
+        )
+        self.cluster.delete_records("t", 1, 1)
+        [earliest] = self.successResultOf(
+            client.send_offset_request([OffsetRequest("t", 1, -2, 1)])
+        )
+        self.assertEqual(earliest.offsets, (1,))
+        self.assertTrue(all(r.request.replica_id == -1 for r in self.seen(LIST_OFFSETS)))
+
+    def test_commit_and_fetch_round_trip(self) -> None:
+        client = self.make_client()
+        commit = [
+            OffsetCommitRequest("t", 0, 42, -1, b"meta"),
+            OffsetCommitRequest("t", 1, 7, -1, None),
+        ]
+        responses = self.successResultOf(client.send_offset_commit_request("g", commit))
+        self.assertEqual(
+            [(r.topic, r.partition, r.error) for r in responses], [("t", 0, 0), ("t", 1, 0)]
+        )
+        self.assertEqual(dict(self.cluster.committed("g"))[("t", 0)].offset, 42)
+        fetched = self.successResultOf(
+            client.send_offset_fetch_request(
+                "g", [OffsetFetchRequest("t", 1), OffsetFetchRequest("t", 0)]
+            )
+        )
+        self.assertEqual(
+            [(r.partition, r.offset, r.metadata, r.error) for r in fetched],
+            [(1, 7, b"", 0), (0, 42, b"meta", 0)],
+        )
+        coordinator = self.cluster.coordinator("g")
+        self.assertEqual(
+            {r.broker for r in self.seen(OFFSET_COMMIT) + self.seen(OFFSET_FETCH)}, {coordinator}
+        )
+
+    def test_topic_ids_once_known(self) -> None:
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        commit = [OffsetCommitRequest("t", 1, 3, -1, "m")]
+        self.successResultOf(client.send_offset_commit_request("g", commit))
+        [fetched] = self.successResultOf(
+            client.send_offset_fetch_request("g", [OffsetFetchRequest("t", 1)])
+        )
+        self.assertEqual((fetched.topic, fetched.offset, fetched.metadata), ("t", 3, b"m"))
+        [seen_commit], [seen_fetch] = self.seen(OFFSET_COMMIT), self.seen(OFFSET_FETCH)
+        self.assertEqual((seen_commit.api_version, seen_fetch.api_version), (10, 10))
+        self.assertEqual(seen_commit.request.topics[0].topic_id, self.cluster.topic_id("t"))
+
+    def test_commit_generation_and_member(self) -> None:
+        client = self.make_client()
+        self.successResultOf(
+            client.send_offset_commit_request(
+                "g",
+                [OffsetCommitRequest("t", 0, 1, -1, "")],
+                group_generation_id=3,
+                consumer_id="m-1",
+                fail_on_error=False,
+            )
+        )
+        request = self.seen(OFFSET_COMMIT)[0].request
+        self.assertEqual((request.generation_id_or_member_epoch, request.member_id), (3, "m-1"))
+
+    def test_no_committed_offset(self) -> None:
+        client = self.make_client()
+        [r] = self.successResultOf(
+            client.send_offset_fetch_request("g", [OffsetFetchRequest("t", 0)])
+        )
+        self.assertEqual((r.offset, r.error), (-1, 0))
+
+    def test_not_coordinator_forgets_the_coordinator(self) -> None:
+        client = self.make_client()
+        self.successResultOf(client.load_coordinator_for_group("g"))
+        self.cluster.fail_next(OFFSET_COMMIT, NotCoordinator.errno)
+        d = client.send_offset_commit_request("g", [OffsetCommitRequest("t", 0, 1, -1, "")])
+        self.failureResultOf(d, NotCoordinator)
+        self.assertNotIn("g", client._cluster.cache.coordinators)
+        self.successResultOf(
+            client.send_offset_commit_request("g", [OffsetCommitRequest("t", 0, 1, -1, "")])
+        )
+        self.assertEqual(len(self.seen(FIND_COORDINATOR)), 2)
+
+    def test_callback_applies_to_each_response(self) -> None:
+        client = self.make_client()
+        d = client.send_offset_fetch_request(
+            "g",
+            [OffsetFetchRequest("t", 0), OffsetFetchRequest("t", 1)],
+            callback=lambda r: r.partition,
+        )
+        self.assertEqual(self.successResultOf(d), [0, 1])
+
+    def test_bad_input(self) -> None:
+        client = self.make_client()
+        self.assertRaises(
+            TypeError,
+            client.send_offset_commit_request,
+            None,
+            [OffsetCommitRequest("t", 0, 1, -1, "")],
+        )
+        self.assertRaises(
+            ValueError,
+            client.send_offset_commit_request,
+            "",
+            [OffsetCommitRequest("t", 0, 1, -1, "")],
+        )
+        self.assertRaises(
+            TypeError,
+            client.send_offset_commit_request,
+            "g",
+            [OffsetCommitRequest("t", 0, 1, -1, 5)],
+        )
+        self.assertRaises(
+            ValueError,
+            client.send_offset_commit_request,
+            "g",
+            [OffsetCommitRequest("t", 0, 1, -1, b"\xff")],
+        )
+        self.assertRaises(
+            TypeError,
+            client.send_offset_commit_request,
+            "g",
+            [OffsetCommitRequest("t", 0, 1, -1, "")],
+            consumer_id=None,
+        )
+        self.assertRaises(
+            TypeError,
+            client.send_offset_commit_request,
+            "g",
+            [OffsetCommitRequest("t", 0, "1", -1, "")],
+        )
+        self.assertRaises(
+            TypeError, client.send_offset_fetch_request, "g", [OffsetRequest("t", 0, -1, 1)]
+        )
+        self.assertRaises(TypeError, client.send_offset_request, [OffsetRequest("t", 0, None, 1)])
+        self.assertEqual(self.cluster.requests_seen, [])
+
+
+class UndecodableResponseTests(ClientTestCase):
+    def test_only_that_request_fails(self) -> None:
+        self.cluster.create_topic("t", partitions=3)
+        spoiler = CorruptNextResponse(self.cluster.endpoint_factory, "broker-1")
+        client = self.make_client(endpoint_factory=spoiler.endpoint_factory)
+        payloads = [OffsetRequest("t", p, -1, 1) for p in range(3)]
+        self.assertEqual(len(self.successResultOf(client.send_offset_request(payloads))), 3)
+        spoiler.armed = True
+        failure = self.failureResultOf(client.send_offset_request(payloads), FailedPayloadsError)
+        self.assertEqual([r.partition for r in failure.value.responses], [0, 2])
+        [(payload, reason)] = failure.value.failed_payloads
+        self.assertEqual(payload, payloads[1])
+        self.assertTrue(reason.check(DecodeError))
+        self.assertEqual(self.cluster.open_connections(1), 0)
+        self.assertEqual(self.cluster.open_connections(0), 1)
+        self.assertIsNotNone(client.topics_to_brokers[TopicAndPartition("t", 1)])
+        retry = client.send_offset_request(payloads)
+        self.clock.advance(1)  # reconnecting to broker 1
+        self.assertEqual([r.error for r in self.successResultOf(retry)], [0, 0, 0])
+
+    def test_metadata_from_a_broker_that_sends_garbage(self) -> None:
+        spoiler = CorruptNextResponse(self.cluster.endpoint_factory, "broker-0")
+        spoiler.armed = True
+        client = self.make_client("broker-0", endpoint_factory=spoiler.endpoint_factory)
+        failure = self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
+        self.assertIn("trailing bytes", str(failure.value))
+        self.assertIs(self.successResultOf(client.load_metadata_for_topics("t")), True)
+        self.assertEqual(client.topic_partitions, {"t": [0]})
+
+
+class RawRequestTests(ClientTestCase):
+    def test_request_to_any_broker(self) -> None:
+        client = self.make_client()
+        response = self.successResultOf(
+            client.send_request_to_any_broker(ApiVersionsRequest(), max_version=2)
+        )
+        self.assertEqual(response.error_code, 0)
+        self.assertEqual(self.cluster.requests_seen[-1].api_version, 2)
+
+    def test_request_to_coordinator_forgets_a_moved_coordinator(self) -> None:
+        client = self.make_client()
+        request = RawOffsetFetch(group_id="g", topics=None)
+        response = self.successResultOf(
+            client.send_request_to_coordinator("g", request, max_version=7)
+        )
+        self.assertEqual(response.error_code, 0)
+        self.assertEqual(self.cluster.requests_seen[-1].broker, self.cluster.coordinator("g"))
+        self.assertIn("g", client._cluster.cache.coordinators)
+        self.cluster.fail_next(OFFSET_FETCH, NotCoordinator.errno)
+        response = self.successResultOf(
+            client.send_request_to_coordinator("g", request, max_version=7)
+        )
+        self.assertEqual(response.error_code, NotCoordinator.errno)
+        self.assertNotIn("g", client._cluster.cache.coordinators)
+
+    def test_lost_connection_forgets_the_coordinator(self) -> None:
+        client = self.make_client()
+        self.successResultOf(client.load_coordinator_for_group("g"))
+        self.cluster.drop_next(OFFSET_FETCH)
+        d = client.send_request_to_coordinator(
+            "g", RawOffsetFetch(group_id="g", topics=None), max_version=7
+        )
+        self.failureResultOf(d, BrokerConnectionError)
+        self.assertNotIn("g", client._cluster.cache.coordinators)
+        self.clock.advance(1)
+
+
+class LifecycleTests(ClientTestCase):
+    def test_close_cancels_pending_and_refuses_later_operations(self) -> None:
+        self.cluster.create_topic("t")
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.cluster.delay(FETCH, 5)
+        pending = client.send_fetch_request([FetchRequest("t", 0, 0, 100)], max_wait_time=0)
+        self.cluster.delay(METADATA, 5)
+        loading = client.load_metadata_for_topics("u")
+        closed = client.close()
+        self.failureResultOf(pending, CancelledError)
+        self.failureResultOf(loading, CancelledError)
+        self.assertIsNone(self.successResultOf(closed))
+        self.assertEqual((client.topic_partitions, client.clients), ({}, {}))
+        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.brokers), 0)
+        self.failureResultOf(client.send_fetch_request([FetchRequest("t", 0, 0, 100)]), ClientError)
+        self.failureResultOf(client.load_metadata_for_topics("t"), ClientError)
+        self.assertIsNone(self.successResultOf(client.close()))
+        self.clock.advance(5)
+
+    def test_close_while_bootstrapping(self) -> None:
+        client = self.make_client()
+        self.cluster.delay(METADATA, 5)
+        loading = client.load_metadata_for_topics("t")
+        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.brokers), 1)
+        self.successResultOf(client.close())
+        self.failureResultOf(loading, CancelledError)
+        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.brokers), 0)
+        self.clock.advance(5)
+
+    def test_cancel_one_operation(self) -> None:
+        self.cluster.create_topic("t", partitions=2)
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.cluster.delay(FETCH, 1, broker=0)
+        slow = client.send_fetch_request([FetchRequest("t", 0, 0, 100)], max_wait_time=0)
+        slow.cancel()
+        self.failureResultOf(slow, CancelledError)
+        self.successResultOf(
+            client.send_fetch_request([FetchRequest("t", 1, 0, 100)], max_wait_time=0)
+        )
+        self.clock.advance(1)
