@@ -86,4 +86,3 @@ def check_top_level_error(error_code: int) -> None:
     """Raise the broker error a whole response carries, if any."""
     if error_code:
         raise BrokerResponseError.from_errno(error_code)
-

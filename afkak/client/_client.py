@@ -9,7 +9,7 @@ per-API encoding in the ``_*_call`` modules.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from twisted.application.internet import backoffPolicy
@@ -20,6 +20,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak.common import (
+    BrokerMetadata,
     CancelledError,
     ClientError,
     FetchRequest,
@@ -469,6 +470,55 @@ class KafkaClient:
         bootstrap) answers.
         """
         return self._operation(self._cluster.request_any(request, min_version, max_version))
+
+    def leaders_for(
+        self, partitions: Iterable[TopicAndPartition]
+    ) -> Deferred[dict[TopicAndPartition, BrokerMetadata]]:
+        """The leader broker of each partition, loading unknown ones in one Metadata request.
+
+        For the producer and consumer layers, which route their own requests.
+        Fails with :exc:`PartitionUnavailableError` for a partition the cluster
+        does not have and :exc:`LeaderUnavailableError` for one without a leader.
+        """
+        return self._operation(self._cluster.leaders(partitions))
+
+    def send_request_to_broker(
+        self,
+        broker: BrokerMetadata,
+        request: Any,
+        *,
+        min_version: int | None = None,
+        max_version: int | None = None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+    ) -> Deferred[Any]:
+        """Send a protocol request (message or builder) to *broker*; fires with the response.
+
+        Nothing is retried or resent: a lost connection fails the Deferred with a
+        retriable :exc:`BrokerConnectionError` and the caller decides. *timeout*
+        is in seconds (default: the client's).
+        """
+        if self._closed is not None:
+            return fail(ClientError(f"{self!r} has been closed"))
+        d = self._cluster.request(
+            broker,
+            request,
+            min_version=min_version,
+            max_version=max_version,
+            expect_response=expect_response,
+            timeout=self.timeout if timeout is None else timeout,
+        )
+        self._pending.add(d)
+        d.addBoth(self._settled, d)
+        return d
+
+    def note_stale_leaders(self, partitions: Iterable[TopicAndPartition]) -> None:
+        """Forget the leaders of *partitions*: the next lookup loads fresh metadata.
+
+        For the layers above, when a broker answers NOT_LEADER_OR_FOLLOWER and the like.
+        """
+        for key in partitions:
+            self._cluster.cache.reset_leader(key)
 
     # -- lifecycle ------------------------------------------------------------
 

@@ -164,6 +164,7 @@ class Struct:
                     raise EncodeError(f"{where}{at}: {problem}")
 
 
+_SIZE = struct.Struct(">i")
 _ENCODE_FAILURES = (struct.error, TypeError, AttributeError, ValueError, OverflowError)
 
 
@@ -181,6 +182,14 @@ class Message(Struct):
 
     def encode(self, version: int) -> bytes:
         """Encode the message body (no header, no size prefix) at ``version``."""
+        return self._encode(version, [], False)
+
+    def _encode(self, version: int, parts: list[bytes], framed: bool) -> bytes:
+        """Append the body to ``parts`` and join them into one buffer.
+
+        With ``framed``, ``parts[0]`` is a placeholder replaced by the int32 size
+        of the rest, so that a whole frame is built with a single copy.
+        """
         try:
             encoder = self._ENCODERS[version]
         except KeyError:
@@ -188,9 +197,11 @@ class Message(Struct):
                 f"{type(self).__name__} has no version {version} "
                 f"(valid: {self.MIN_VERSION}-{self.MAX_VERSION})"
             ) from None
-        parts: list[bytes] = []
         try:
             encoder(parts.append, self)
+            if framed:
+                parts[0] = _SIZE.pack(sum(map(len, parts)))
+            return b"".join(parts)  # a str in a bytes field fails only here
         except AbsentField as e:
             cls_name, field, value = e.args
             raise EncodeError(
@@ -202,7 +213,6 @@ class Message(Struct):
             raise EncodeError(
                 f"{type(self).__name__} at version {version} cannot be encoded: {e}"
             ) from e
-        return b"".join(parts)
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Any:

@@ -36,17 +36,13 @@ def response_header_version(cls: type[Message], version: int) -> int:
     return 1 if _flexible(cls, version) else 0
 
 
-def _frame(header: bytes, body: bytes) -> bytes:
-    return _p.INT32.pack(len(header) + len(body)) + header + body
-
-
 def encode_request(msg: Message, version: int, correlation_id: int, client_id: str | None) -> bytes:
     """Full request frame: int32 size, request header, body."""
     if msg.API_KEY is None or request_class(msg.API_KEY) is not type(msg):
         raise EncodeError(f"{type(msg).__name__} is not a request")
     header = RequestHeader(msg.API_KEY, version, correlation_id, client_id)
-    body = msg.encode(version)
-    return _frame(header.encode(request_header_version(type(msg), version)), body)
+    header_bytes = header.encode(request_header_version(type(msg), version))
+    return msg._encode(version, [b"", header_bytes], True)
 
 
 def encode_response(msg: Message, version: int, correlation_id: int) -> bytes:
@@ -54,7 +50,7 @@ def encode_response(msg: Message, version: int, correlation_id: int) -> bytes:
     if msg.API_KEY is None or response_class(msg.API_KEY) is not type(msg):
         raise EncodeError(f"{type(msg).__name__} is not a response")
     header = ResponseHeader(correlation_id).encode(response_header_version(type(msg), version))
-    return _frame(header, msg.encode(version))
+    return msg._encode(version, [b"", header], True)
 
 
 def decode_request(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, Any]:

@@ -41,7 +41,11 @@ from afkak.common import (
     UnknownTopicOrPartitionError,
 )
 from afkak.message_set import create_message, create_message_set
-from afkak.protocol.messages import ApiVersionsRequest, OffsetFetchRequest as RawOffsetFetch
+from afkak.protocol.messages import (
+    ApiVersionsRequest,
+    MetadataRequest,
+    OffsetFetchRequest as RawOffsetFetch,
+)
 from afkak.records import read_batches
 from afkak.testing import FakeKafkaCluster
 
@@ -943,3 +947,49 @@ class LifecycleTests(ClientTestCase):
             client.send_fetch_request([FetchRequest("t", 1, 0, 100)], max_wait_time=0)
         )
         self.clock.advance(1)
+
+
+class RoutingForHigherLayersTests(ClientTestCase):
+    """leaders_for / send_request_to_broker / note_stale_leaders, used by producer and consumer."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.cluster.create_topic("r", partitions=3)
+
+    def test_leaders_for_loads_all_partitions_in_one_metadata_request(self) -> None:
+        client = self.make_client()
+        keys = [TopicAndPartition("r", p) for p in range(3)]
+        leaders = self.successResultOf(client.leaders_for(keys))
+        self.assertEqual(
+            {k: b.node_id for k, b in leaders.items()},
+            {k: self.cluster.partition("r", k.partition).leader for k in keys},
+        )
+        self.assertEqual(len(self.seen(METADATA)), 1)
+
+    def test_leaders_for_unknown_partition_fails(self) -> None:
+        client = self.make_client()
+        self.failureResultOf(
+            client.leaders_for([TopicAndPartition("r", 7)]), PartitionUnavailableError
+        )
+
+    def test_send_request_to_broker_and_stale_leaders(self) -> None:
+        client = self.make_client()
+        key = TopicAndPartition("r", 1)
+        leader = self.successResultOf(client.leaders_for([key]))[key]
+        response = self.successResultOf(
+            client.send_request_to_broker(leader, MetadataRequest(topics=None))
+        )
+        self.assertEqual(sorted(t.name for t in response.topics), ["r"])
+        self.cluster.move_leader("r", 1, (leader.node_id + 1) % 3)
+        client.note_stale_leaders([key])
+        moved = self.successResultOf(client.leaders_for([key]))[key]
+        self.assertEqual(moved.node_id, (leader.node_id + 1) % 3)
+
+    def test_send_request_to_broker_after_close_fails(self) -> None:
+        client = self.make_client()
+        key = TopicAndPartition("r", 0)
+        leader = self.successResultOf(client.leaders_for([key]))[key]
+        self.successResultOf(client.close())
+        self.failureResultOf(
+            client.send_request_to_broker(leader, MetadataRequest(topics=None)), ClientError
+        )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import time
-import unittest
 from typing import Any, ClassVar
 
 from twisted.internet.defer import Deferred
@@ -143,9 +142,5 @@ class NoidaClientTests(RealBrokerTests, SynchronousTestCase):
     broker_name = "noida"
 
 
-@unittest.skip(
-    "librdkafka's mock ends every flexible Metadata response (v9+) with one extra byte, "
-    "which afkak's decoder rejects as trailing garbage (Kafka's own parsers ignore it)"
-)
 class RdkafkaMockClientTests(RealBrokerTests, SynchronousTestCase):
     broker_name = "rdkafka_mock"

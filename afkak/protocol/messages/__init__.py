@@ -361,14 +361,19 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def _class(name: str) -> type:
+    cls = globals().get(name)
+    return cls if cls is not None else __getattr__(name)  # type: ignore[no-any-return]
+
+
 def request_class(api_key: int) -> type:
-    """The request class for ``api_key``, importing only its module."""
-    return __getattr__(_REQUEST_KEYS[api_key])  # type: ignore[no-any-return]
+    """The request class for ``api_key``, importing only its module (KeyError if unknown)."""
+    return _class(_REQUEST_KEYS[api_key])
 
 
 def response_class(api_key: int) -> type:
-    """The response class for ``api_key``, importing only its module."""
-    return __getattr__(_RESPONSE_KEYS[api_key])  # type: ignore[no-any-return]
+    """The response class for ``api_key``, importing only its module (KeyError if unknown)."""
+    return _class(_RESPONSE_KEYS[api_key])
 
 
 def __dir__() -> list[str]:

@@ -116,4 +116,7 @@ class Broker(abc.ABC):
             except (OSError, ValueError) as exc:
                 last_error = exc
             time.sleep(0.01)
-        return f"no ApiVersions answer in {self.start_timeout} s ({last_error}); log:\n{process.log_tail()}"
+        return (
+            f"no ApiVersions answer in {self.start_timeout} s ({last_error}); "
+            f"log:\n{process.log_tail()}"
+        )

@@ -77,6 +77,11 @@ class Quirks:
     api_versions_above_v2_nonstandard_error: bool = False
     #: Answers Produce with acks=0 (Kafka sends nothing): a pipelining client must drop it.
     answers_acks0_produce: bool = False
+    #: Flexible Metadata responses (v9+) end with one stray byte after the body; the
+    #: harness caps the Metadata version the broker advertises below the flexible ones.
+    flexible_metadata_trailing_byte: bool = False
+    #: FindCoordinator for an unknown or empty key answers a null host (Kafka: "").
+    find_coordinator_null_host: bool = False
     #: {api_key: lowest working version}; lower versions are advertised but fail or
     #: close the connection.
     min_working_versions: Mapping[int, int] = attrs.field(

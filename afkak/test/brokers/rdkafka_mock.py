@@ -13,7 +13,7 @@ import select
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, Self
 
 import attrs
 
@@ -21,6 +21,10 @@ from afkak.test.brokers.broker import Broker
 from afkak.test.brokers.probe import api_versions
 from afkak.test.brokers.process import ManagedProcess
 from afkak.test.brokers.quirks import Quirks
+
+#: Metadata's api key, and the last version the mock encodes without a stray byte.
+_METADATA = 3
+_METADATA_MAX_EXACT = 8
 
 _SERVER_SCRIPT = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "rdkafka_mock_server.py"
@@ -69,6 +73,8 @@ class RdkafkaMockCluster(Broker):
         retains_only_last_5mib=True,
         api_versions_above_v2_nonstandard_error=True,
         answers_acks0_produce=True,
+        flexible_metadata_trailing_byte=True,
+        find_coordinator_null_host=True,
         reasons={
             "auto_create_partitions": "Metadata auto-creates topics with 4 partitions",
             "supports_create_topics": "no CreateTopics: use create_topic() (mock API)",
@@ -89,6 +95,10 @@ class RdkafkaMockCluster(Broker):
                 "ApiVersions > v2 gets UNSUPPORTED_VERSION in a non-standard body"
             ),
             "answers_acks0_produce": "answers Produce with acks=0",
+            "flexible_metadata_trailing_byte": (
+                "Metadata v9+ responses end with a stray byte: Metadata is capped at v8"
+            ),
+            "find_coordinator_null_host": "FindCoordinator errors carry a null host",
         },
     )
     start_timeout = 15.0
@@ -131,6 +141,19 @@ class RdkafkaMockCluster(Broker):
             raise OSError(f"mock cluster helper failed: {hello.get('error')}")
         self.librdkafka_version = hello["librdkafka"]
         return process, hello["bootstrap"]
+
+    def start(self) -> Self:
+        """Start the cluster, then cap Metadata below its flexible versions.
+
+        The mock ends flexible (v9+) Metadata responses with a stray byte, which a
+        strict decoder rejects; advertising at most v8 keeps clients on a version it
+        encodes correctly (the ``flexible_metadata_trailing_byte`` quirk).
+        """
+        super().start()
+        low, _ = self.api_versions.get(_METADATA, (0, 8))
+        self.set_apiversion(_METADATA, low, _METADATA_MAX_EXACT)
+        self.api_versions[_METADATA] = (low, _METADATA_MAX_EXACT)
+        return self
 
     def stop(self) -> None:
         """Ask the helper to destroy the cluster, then stop it like any process."""
