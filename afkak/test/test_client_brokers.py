@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import warnings
 from typing import Any, ClassVar
 
 from twisted.internet.defer import Deferred
@@ -23,12 +24,15 @@ from afkak.codec import CODEC_GZIP
 from afkak.common import (
     OFFSET_EARLIEST,
     OFFSET_LATEST,
+    CancelledError,
+    ClientError,
     FetchRequest,
     Message,
     OffsetCommitRequest,
     OffsetFetchRequest,
     OffsetRequest,
     ProduceRequest,
+    TopicAndPartition,
 )
 from afkak.message_set import create_message_set
 from afkak.test.brokers import Broker, shared_broker
@@ -132,6 +136,46 @@ class RealBrokerTests:
         if not self.broker.quirks.differs("commit_metadata_not_stored"):
             self.assertEqual(fetched[1].metadata, b"m")
         self.assertIs(wait(self.client.load_coordinator_for_group(group)), True)
+
+    def test_metadata_cache_calls(self: Any) -> None:
+        self.create(partitions=2)
+        self.assertTrue(self.client.has_metadata_for_topic(self.topic))
+        self.assertTrue(self.client.topic_fully_replicated(self.topic))
+        key = TopicAndPartition(self.topic, 1)
+        self.assertTrue(self.client.partition_fully_replicated(key))
+        meta = self.client.partition_meta[key]
+        self.assertEqual(
+            (meta.topic, meta.partition, meta.partition_error_code), (self.topic, 1, 0)
+        )
+        self.assertEqual(self.client.topics_to_brokers[key].node_id, meta.leader)
+        self.assertIn(meta.leader, self.client._brokers)
+        self.client.reset_topic_metadata(self.topic)
+        self.assertFalse(self.client.has_metadata_for_topic(self.topic))
+        wait(self.client.load_metadata_for_topics())  # every topic, no auto-creation
+        self.assertTrue(self.client.has_metadata_for_topic(self.topic))
+        self.client.reset_all_metadata()
+        self.assertEqual(self.client.topic_partitions, {})
+
+    def test_coordinator_calls(self: Any) -> None:
+        group = f"{self.topic}-coordinated"
+        self.assertIs(wait(self.client.load_coordinator_for_group(group)), True)
+        self.client.reset_consumer_group_metadata(group)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.assertIs(wait(self.client.load_consumer_metadata_for_group(group)), True)
+
+    def test_update_cluster_hosts_and_close(self: Any) -> None:
+        self.create()
+        self.client.update_cluster_hosts(self.broker.bootstrap.split(","))
+        self.client.reset_all_metadata()
+        wait(self.client.load_metadata_for_topics(self.topic))
+        self.assertTrue(self.client.clients)
+        pending = self.client.send_fetch_request(
+            [FetchRequest(self.topic, 0, 0, 1024)], max_wait_time=5000, min_bytes=1 << 20
+        )
+        wait(self.client.close())
+        self.assertRaises(CancelledError, wait, pending)
+        self.assertRaises(ClientError, wait, self.client.load_metadata_for_topics(self.topic))
 
 
 class TansuClientTests(RealBrokerTests, SynchronousTestCase):

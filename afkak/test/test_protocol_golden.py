@@ -201,8 +201,8 @@ class GoldenTests(unittest.TestCase):
         checked = 0
         for name in sorted(messages._MODULES):
             theirs_cls = their_class(name)
-            if theirs_cls is None:
-                continue
+            if theirs_cls is None or theirs_cls.json["type"] not in ("request", "response"):
+                continue  # their ConsumerProtocol* classes wrap a version prefix
             ours_cls = getattr(messages, name)
             low = max(ours_cls.MIN_VERSION, theirs_cls.valid_versions[0])
             high = min(ours_cls.MAX_VERSION, theirs_cls.valid_versions[1])
