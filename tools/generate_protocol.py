@@ -271,9 +271,6 @@ class Emitter:
         self.tables[code] = name
         return name
 
-    def fmt_of(self, const: str) -> str:
-        return next(fmt for fmt, name in self.structs.items() if name == const)
-
     def struct_const(self, fmt: str) -> str:
         name = struct_name(fmt)
         self.structs[fmt] = name
@@ -344,34 +341,32 @@ class Emitter:
             if not contains(f.versions, v) and not f.ignorable:
                 body.append(f"    if {not_default(f, 'o.' + f.name)}:")
                 body.append(f"        raise _m.AbsentField(o, {f.name!r})")
-        for g in self.groups(self.inline_fields(sd, v)):
+        tagged = self.tagged_fields(sd, v)
+        empty_tags = self.s.is_flexible(v) and not tagged
+        groups = self.groups(self.inline_fields(sd, v))
+        for i, g in enumerate(groups):
             if isinstance(g, list):
                 fmt = "".join(FIXED[f.type][0] for f in g)
+                if empty_tags and i == len(groups) - 1:
+                    fmt += "x"  # a pad byte is the empty tag section
+                    empty_tags = False
                 vals = ", ".join(
                     f"o.{f.name}.bytes" if f.type == "uuid" else f"o.{f.name}" for f in g
                 )
                 body.append(f"    a({self.struct_const('>' + fmt)}.pack({vals}))")
             else:
                 self.write_field(body, g, v, "o." + g.name, "a", "    ")
-        if self.s.is_flexible(v):
-            tagged = self.tagged_fields(sd, v)
-            if not tagged and body and body[-1].startswith("    a(_S_") and ".pack(" in body[-1]:
-                # a pad byte ("x") at the end of the last struct is the empty tag section
-                last = body.pop()
-                name = last[len("    a(") : last.index(".pack(")]
-                fmt = self.fmt_of(name) + "x"
-                body.append(last.replace(name + ".pack(", self.struct_const(fmt) + ".pack(", 1))
-            elif not tagged:
-                body.append('    a(b"\\x00")')
-            else:
-                body.append("    t = []")
-                for f in tagged:
-                    ref = "o." + f.name
-                    body.append(f"    if {not_default(f, ref)}:")
-                    body.append("        s = []")
-                    self.write_field(body, f, v, ref, "s.append", "        ")
-                    body.append(f'        t.append(_p.tagged_field({f.tag}, b"".join(s)))')
-                body.append("    a(_p.tagged_section(t))")
+        if empty_tags:
+            body.append('    a(b"\\x00")')
+        elif tagged:
+            body.append("    t = []")
+            for f in tagged:
+                ref = "o." + f.name
+                body.append(f"    if {not_default(f, ref)}:")
+                body.append("        s = []")
+                self.write_field(body, f, v, ref, "s.append", "        ")
+                body.append(f'        t.append(_p.tagged_field({f.tag}, b"".join(s)))')
+            body.append("    a(_p.tagged_section(t))")
         if not body:
             body.append("    pass")
         name = self.dedupe("enc", sd, v, body)
@@ -779,9 +774,10 @@ def generate_init(schemas: list[Schema]) -> str:
             lines.append(f"    {s.api_key}: {s.name!r},")
         lines.append("}")
     lines.append("")
-    lines.append(
-        '__all__ = ["REQUESTS", "RESPONSES", "request_class", "response_class", *_MODULES]'
-    )
+    lines.append("__all__ = [")
+    names = ["REQUESTS", "RESPONSES", "request_class", "response_class", *sorted(mods)]
+    lines += [f"    {name!r}," for name in names]
+    lines.append("]")
     lines.append("")
     lines.append("")
     lines.append('''def __getattr__(name: str) -> Any:

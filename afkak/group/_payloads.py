@@ -11,7 +11,7 @@ newer clients stay readable.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -105,10 +105,3 @@ def _decode(cls: Any, data: bytes) -> Any:
     version = min(version, cls.MAX_VERSION)
     msg, _ = cls._decode_from(memoryview(data), 2, version)
     return msg
-
-
-def assignments_payloads(
-    assignments: Mapping[str, Sequence[TopicAndPartition]],
-) -> dict[str, bytes]:
-    """Encode a leader's assignment for every member."""
-    return {member: encode_assignment(parts) for member, parts in assignments.items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 from uuid import UUID
 
 import attrs
@@ -165,6 +165,7 @@ class Struct:
 
 
 _SIZE = struct.Struct(">i")
+_M = TypeVar("_M", bound="Message")
 _ENCODE_FAILURES = (struct.error, TypeError, AttributeError, ValueError, OverflowError)
 
 
@@ -215,7 +216,7 @@ class Message(Struct):
             ) from e
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Any:
+    def decode(cls: type[_M], data: bytes | bytearray | memoryview, version: int) -> _M:
         """Decode a whole message body; trailing bytes are an error."""
         mv = memoryview(data)
         obj, pos = cls._decode_from(mv, 0, version)
@@ -229,7 +230,7 @@ class Message(Struct):
         return obj
 
     @classmethod
-    def _decode_from(cls, mv: memoryview, pos: int, version: int) -> tuple[Any, int]:
+    def _decode_from(cls: type[_M], mv: memoryview, pos: int, version: int) -> tuple[_M, int]:
         """Decode one message starting at ``pos``; return it and the end offset."""
         try:
             decoder = cls._DECODERS[version]

@@ -44,27 +44,22 @@ def read_uvarint(mv: memoryview, pos: int) -> tuple[int, int]:
     """Decode an unsigned varint of at most 5 bytes (32 bits)."""
     try:
         b = mv[pos]
+        if b < 0x80:
+            return b, pos + 1
+        b2 = mv[pos + 1]
+        if b2 < 0x80:  # lengths of 128 B .. 16 KiB
+            return (b & 0x7F) | (b2 << 7), pos + 2
+        result = (b & 0x7F) | ((b2 & 0x7F) << 7)
+        for i in range(2, 5):
+            b = mv[pos + i]
+            result |= (b & 0x7F) << (7 * i)
+            if b < 0x80:
+                if result >> 32:
+                    raise DecodeError("varint exceeds 32 bits", offset=pos)
+                return result, pos + i + 1
     except IndexError:
         raise DecodeError("truncated varint", offset=pos) from None
-    if b < 0x80:
-        return b, pos + 1
-    start = pos
-    result = b & 0x7F
-    shift = 7
-    end = len(mv)
-    while True:
-        pos += 1
-        if pos >= end:
-            raise DecodeError("truncated varint", offset=start)
-        b = mv[pos]
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result >> 32:
-                raise DecodeError("varint exceeds 32 bits", offset=start)
-            return result, pos + 1
-        shift += 7
-        if shift > 28:
-            raise DecodeError("varint longer than 5 bytes", offset=start)
+    raise DecodeError("varint longer than 5 bytes", offset=pos)
 
 
 def zigzag(value: int) -> int:

@@ -60,7 +60,7 @@ class ApiVersionsTests(SynchronousTestCase):
             )
             ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
             self.assertEqual(response.error_code, 0)
-            self.assertEqual(sorted(ranges), [0, 1, 2, 3, 8, 9, 10, 18, 19, 22], version)
+            self.assertEqual(sorted(ranges), [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 22], version)
             self.assertEqual(ranges[1], (4, 18))
 
     def test_configured_ranges(self) -> None:
@@ -97,10 +97,10 @@ class ApiVersionsTests(SynchronousTestCase):
         self.assertEqual(response.topics[0].error_code, UnsupportedVersion.errno)
 
     def test_unserved_api_with_error_code(self) -> None:
-        from afkak.protocol.messages import HeartbeatRequest
+        from afkak.protocol.messages import SaslHandshakeRequest
 
         response = self.successResultOf(
-            connect(self.cluster).request(HeartbeatRequest("g", 1, "m"), 4)
+            connect(self.cluster).request(SaslHandshakeRequest("PLAIN"), 1)
         )
         self.assertEqual(response.error_code, UnsupportedVersion.errno)
 

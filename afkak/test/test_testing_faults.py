@@ -22,13 +22,19 @@ from afkak.protocol.messages import (
     ApiVersionsRequest,
     CreateTopicsRequest,
     FetchRequest,
+    DescribeGroupsRequest,
     FindCoordinatorRequest,
+    HeartbeatRequest,
     InitProducerIdRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
     ListOffsetsRequest,
     MetadataRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
     ProduceRequest,
+    SyncGroupRequest,
 )
 from afkak.records import build_batch
 from afkak.test.test_testing_log_apis import fetch_request, produce_request
@@ -73,6 +79,16 @@ def sample_request(cluster: FakeKafkaCluster, api_key: int, version: int) -> Any
         10: FindCoordinatorRequest(coordinator_keys=["g"])
         if version >= 4
         else FindCoordinatorRequest(key="g"),
+        11: JoinGroupRequest(
+            "g", 10000, 10000, "", None, "consumer", [JoinGroupRequest.JoinGroupRequestProtocol("range", b"")]
+        ),
+        12: HeartbeatRequest("g", 1, "m"),
+        13: LeaveGroupRequest("g", "m")
+        if version < 3
+        else LeaveGroupRequest("g", members=[LeaveGroupRequest.MemberIdentity("m")]),
+        14: SyncGroupRequest("g", 1, "m"),
+        15: DescribeGroupsRequest(groups=["g"]),
+        16: ListGroupsRequest(),
         18: ApiVersionsRequest(),
         19: CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic("u", 1, 1)]),
         22: InitProducerIdRequest(transaction_timeout_ms=1000),

@@ -55,6 +55,7 @@ A trial test::
 
 Setting up: ``create_topic``, ``append`` (records written as if produced),
 ``commit``, ``delete_records``.  Faults: ``fail_next``, ``drop_next``,
+``drop_answer_next``,
 ``delay``, ``drop_connections``, ``refuse_connections``, ``move_leader``,
 ``set_broker_down``/``set_broker_up``, ``change_address``.  Inspection:
 ``requests_seen``, ``records``, ``committed_offsets``, ``partition``,
@@ -68,7 +69,8 @@ What the fake does (and does not):
 - APIs served, at every version afkak's protocol classes know unless
   ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
-  InitProducerId.  Any other request (and a version outside the advertised
+  InitProducerId, and the classic group protocol: JoinGroup, SyncGroup,
+  Heartbeat, LeaveGroup, DescribeGroups, ListGroups.  Any other request (and a version outside the advertised
   range) is answered with UNSUPPORTED_VERSION where the response schema has
   an error code; otherwise the connection is dropped.  ApiVersions at an
   unadvertised version gets the KIP-511 v0-layout answer.
@@ -81,9 +83,13 @@ What the fake does (and does not):
   partition_max_bytes (cutting batches the way Kafka's log reads do) and
   long-polls on the cluster's reactor until min_bytes arrive or max_wait_ms
   passes.
-- Commits are accepted from "simple" consumers (generation -1); there is no
-  group membership yet (JoinGroup/SyncGroup/Heartbeat), no transactions, no
-  replication lag (high watermark = log end = last stable offset).
+- Group membership follows Kafka's classic coordinator (MEMBER_ID_REQUIRED
+  from JoinGroup v4, static members, session and rebalance timeouts and the
+  3 s initial rebalance delay on the cluster's reactor; ``group_coordinator``
+  holds the state).  Commits are checked against the member and generation;
+  "simple" consumers (generation -1) commit to groups without members.  No
+  transactions, no replication lag (high watermark = log end = last stable
+  offset).
 - Auto-created topics are usable at once (Kafka first answers
   LEADER_NOT_AVAILABLE).
 - A client must register a request as in flight before writing it: the

@@ -24,6 +24,7 @@ from afkak.protocol import Message
 from afkak.protocol.messages import REQUESTS
 from afkak.records import Record, build_batch, read_batches
 from afkak.testing._faults import FaultPlan
+from afkak.testing._group_state import GroupCoordinatorState
 from afkak.testing._handlers import SERVED_APIS, ConnectionHandler
 from afkak.testing._lookup import code, topic_name_problem
 from afkak.testing._server import KafkaServerFactory, KafkaServerProtocol
@@ -71,6 +72,10 @@ class FakeKafkaCluster:
         ``None`` stops advertising (and serving) that API.
     :param max_message_bytes: the largest batch Produce accepts.
 
+    ``fetch_whole_first_batch`` (True, as Kafka since KIP-74) returns the
+    first batch of a Fetch whole even when it exceeds the fetch size; False
+    cuts it like any other, as older brokers did.
+
     State, readable (and, for setup, writable) by tests: ``brokers``
     (node id -> :class:`FakeBroker`), ``topics`` (name -> :class:`FakeTopic`),
     ``topics_by_id``, ``api_versions``, ``auto_create_topics``,
@@ -100,6 +105,7 @@ class FakeKafkaCluster:
         )
         self.cluster_id = cluster_id
         self.max_message_bytes = max_message_bytes
+        self.fetch_whole_first_batch = True
         self.brokers: dict[int, FakeBroker] = {
             n: FakeBroker(n, f"broker-{n}", DEFAULT_PORT) for n in range(brokers)
         }
@@ -116,6 +122,7 @@ class FakeKafkaCluster:
         self.requests_seen: list[SeenRequest] = []
         self._committed: dict[tuple[str, str, int], CommittedOffset] = {}
         self.groups: set[str] = set()
+        self.group_coordinator = GroupCoordinatorState(self.reactor)
         self.faults = FaultPlan()
         self._loop = DeliveryLoop()
         self._factories = {
@@ -313,6 +320,14 @@ class FakeKafkaCluster:
     def drop_next(self, api_key: ApiKeyLike, count: int = 1, broker: int | None = None) -> None:
         """Abort the connection, unanswered, on the next ``count`` requests of ``api_key``."""
         self.faults.drop_next(_api_key(api_key), count, broker)
+
+    def drop_answer_next(
+        self, api_key: ApiKeyLike, count: int = 1, broker: int | None = None
+    ) -> None:
+        """Handle the next ``count`` requests of ``api_key`` (they take effect), then abort
+        the connection instead of answering: the client cannot tell whether they did.
+        """
+        self.faults.drop_answer_next(_api_key(api_key), count, broker)
 
     def delay(self, api_key: ApiKeyLike, seconds: float, broker: int | None = None) -> None:
         """Hold every response to ``api_key`` for ``seconds`` on the reactor; 0 stops it."""

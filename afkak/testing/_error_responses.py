@@ -14,6 +14,7 @@ from typing import Any
 
 from afkak.protocol.messages import (
     CreateTopicsResponse,
+    DescribeGroupsResponse,
     FetchResponse,
     FindCoordinatorResponse,
     InitProducerIdResponse,
@@ -163,6 +164,11 @@ def _init_producer_id(request: Any, version: int, code: int) -> Any:
     return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
 
 
+def _describe_groups(request: Any, version: int, code: int) -> Any:
+    R = DescribeGroupsResponse
+    return R(groups=[R.DescribedGroup(error_code=code, group_id=g) for g in request.groups])
+
+
 _BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
     0: _produce,
     1: _fetch,
@@ -171,6 +177,7 @@ _BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
     8: _offset_commit,
     9: _offset_fetch,
     10: _find_coordinator,
+    15: _describe_groups,
     19: _create_topics,
     22: _init_producer_id,
 }

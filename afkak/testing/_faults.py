@@ -23,12 +23,16 @@ class FaultPlan:
     def __init__(self) -> None:
         self._errors: list[_Counted] = []
         self._drops: list[_Counted] = []
+        self._answer_drops: list[_Counted] = []
 
     def fail_next(self, api_key: int, error_code: int, count: int, broker: int | None) -> None:
         self._errors.append(_Counted(api_key, broker, count, error_code))
 
     def drop_next(self, api_key: int, count: int, broker: int | None) -> None:
         self._drops.append(_Counted(api_key, broker, count))
+
+    def drop_answer_next(self, api_key: int, count: int, broker: int | None) -> None:
+        self._answer_drops.append(_Counted(api_key, broker, count))
 
     def take_error(self, api_key: int, broker: int) -> int | None:
         """The error code the next request of ``api_key`` on ``broker`` must get, if any."""
@@ -37,6 +41,9 @@ class FaultPlan:
 
     def take_drop(self, api_key: int, broker: int) -> bool:
         return _take(self._drops, api_key, broker) is not None
+
+    def take_answer_drop(self, api_key: int, broker: int) -> bool:
+        return _take(self._answer_drops, api_key, broker) is not None
 
 
 def _take(rules: list[_Counted], api_key: int, broker: int) -> _Counted | None:

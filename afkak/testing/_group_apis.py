@@ -67,11 +67,12 @@ def handle_offset_commit(ctx: ConnectionHandler, request: OffsetCommitRequest, v
 
 
 def _commit_group_error(ctx: ConnectionHandler, request: OffsetCommitRequest, version: int) -> int:
-    """Kafka 4's checks of a commit from outside a consumer group's membership.
+    """Kafka 4's checks of a commit's group, member and generation.
 
-    The fake has no group membership yet: every group is a "simple" one that
-    commits with generation -1.  As Kafka, such a commit to an unknown group
-    creates it; a commit claiming a generation is refused.
+    A group with members is checked by the group coordinator; otherwise it is
+    a "simple" group that commits with generation -1.  As Kafka, such a
+    commit to an unknown group creates it; a commit claiming a generation is
+    refused.
     """
     if not request.group_id:
         return code(InvalidGroupId)
@@ -82,6 +83,14 @@ def _commit_group_error(ctx: ConnectionHandler, request: OffsetCommitRequest, ve
         or bool(request.member_id)
         or request.group_instance_id is not None
     )
+    membership = ctx.cluster.group_coordinator.commit_error(
+        request.group_id,
+        request.member_id,
+        request.group_instance_id,
+        request.generation_id_or_member_epoch,
+    )
+    if membership is not None:
+        return membership
     if not claims_membership:
         return 0
     if request.group_id in ctx.cluster.groups:

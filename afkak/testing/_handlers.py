@@ -43,6 +43,7 @@ from afkak.protocol.messages import (
 )
 from afkak.testing._error_responses import error_response
 from afkak.testing._group_apis import handle_offset_commit, handle_offset_fetch
+from afkak.testing._group_coordinator import GROUP_APIS
 from afkak.testing._log_apis import (
     DropConnection,
     handle_fetch,
@@ -73,10 +74,12 @@ class ConnectionHandler:
         self.cluster = cluster
         self.node = node
         self.protocol: KafkaServerProtocol | None = None
+        self.client_id: str | None = None
 
     def __call__(self, header: Any, request: Any) -> Any:
         cluster, node = self.cluster, self.node
         api_key, version = header.request_api_key, header.request_api_version
+        self.client_id = header.client_id
         cluster.requests_seen.append(
             SeenRequest(node, api_key, version, header.correlation_id, header.client_id, request)
         )
@@ -88,7 +91,10 @@ class ConnectionHandler:
         injected = cluster.faults.take_error(api_key, node)
         try:
             if injected is None:
-                return SERVED_APIS[api_key](self, request, version)
+                response = SERVED_APIS[api_key](self, request, version)
+                if cluster.faults.take_answer_drop(api_key, node):
+                    raise DropConnection()  # handled (it took effect), never answered
+                return response
             if api_key == PRODUCE and request.acks == 0:
                 raise DropConnection()
             response = error_response(api_key, request, version, injected)
@@ -321,4 +327,5 @@ SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     18: handle_api_versions,
     19: handle_create_topics,
     22: handle_init_producer_id,
+    **GROUP_APIS,
 }

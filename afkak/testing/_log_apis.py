@@ -235,7 +235,9 @@ def read_fetch(
                     error = code(OffsetOutOfRangeError)
                 elif fp.fetch_offset < log.high_watermark:
                     answer.records = log.read(
-                        fp.fetch_offset, min(fp.partition_max_bytes, left), min_one_batch=size == 0
+                        fp.fetch_offset,
+                        min(fp.partition_max_bytes, left),
+                        min_one_batch=size == 0 and cluster.fetch_whole_first_batch,
                     )
                     size += len(answer.records)
                     left = max(0, left - len(answer.records))

@@ -93,7 +93,6 @@ CreateTopicsResponse.SCHEMA = (
 
 _S_Uh = struct.Struct('>16sh')
 _S_ZbZ = struct.Struct('>?b?')
-_S_bbb = struct.Struct('>bbb')
 _S_bbbx = struct.Struct('>bbbx')
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')

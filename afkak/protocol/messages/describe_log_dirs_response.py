@@ -107,7 +107,6 @@ _S_iqqb = struct.Struct('>iqqb')
 _S_iqqbx = struct.Struct('>iqqbx')
 _S_qq = struct.Struct('>qq')
 _S_qqZ = struct.Struct('>qq?')
-_S_qqb = struct.Struct('>qqb')
 _S_qqbx = struct.Struct('>qqbx')
 _S_qqx = struct.Struct('>qqx')
 

@@ -48,7 +48,6 @@ InitProducerIdRequest.SCHEMA = (
 _S_i = struct.Struct('>i')
 _S_iqh = struct.Struct('>iqh')
 _S_iqhZZ = struct.Struct('>iqh??')
-_S_iqhbb = struct.Struct('>iqhbb')
 _S_iqhbbx = struct.Struct('>iqhbbx')
 _S_iqhx = struct.Struct('>iqhx')
 _S_ix = struct.Struct('>ix')

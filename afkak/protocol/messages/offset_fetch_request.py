@@ -96,7 +96,6 @@ OffsetFetchRequest.SCHEMA = (
 
 _S_U = struct.Struct('>16s')
 _S_Z = struct.Struct('>?')
-_S_b = struct.Struct('>b')
 _S_bx = struct.Struct('>bx')
 _S_i = struct.Struct('>i')
 _A_i = _p.array_structs('i')

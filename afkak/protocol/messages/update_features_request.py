@@ -58,7 +58,6 @@ UpdateFeaturesRequest.SCHEMA = (
 )
 
 _S_Z = struct.Struct('>?')
-_S_b = struct.Struct('>b')
 _S_bx = struct.Struct('>bx')
 _S_hZ = struct.Struct('>h?')
 _S_hb = struct.Struct('>hb')

@@ -1,0 +1,624 @@
+"""Consumer: afkak's documented single-partition consumer, on the modern protocol.
+
+The consumer is a small state machine driven by :meth:`Consumer._pump`:
+at most one fetch is in flight, at most one fetched response waits while the
+processor works (fetch-ahead, bounded), and the processor is called again
+only once the Deferred it returned has fired (backpressure).  Commits store
+Kafka's standard value, the next offset to consume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from afkak.common import (
+    OFFSET_COMMITTED,
+    OFFSET_EARLIEST,
+    OFFSET_LATEST,
+    CancelledError,
+    InvalidConsumerGroupError,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    OffsetOutOfRangeError,
+    OperationInProgress,
+    RestartError,
+    RestopError,
+    SourcedMessage,
+)
+
+from ._fetcher import PartitionFetcher
+from ._messages import FetchedRecords
+from ._retry import RetryPolicy
+
+log = Logger()
+
+#: Default ``auto_commit_every_n`` when a consumer group is given.
+AUTO_COMMIT_MSG_COUNT = 100
+#: Default ``auto_commit_every_ms`` when a consumer group is given.
+AUTO_COMMIT_INTERVAL = 5000
+#: Default ``fetch_size_bytes``: the broker waits for this many bytes...
+FETCH_MIN_BYTES = 64 * 1024
+#: ...or this many milliseconds (default ``fetch_max_wait_time``).
+FETCH_MAX_WAIT_TIME = 100
+#: Default ``buffer_size``: the fetch size (bytes per fetch) to start with.
+FETCH_BUFFER_SIZE_BYTES = 128 * 1024
+#: Default ``request_retry_init_delay`` (seconds).
+REQUEST_RETRY_MIN_DELAY = 0.1
+#: Default ``request_retry_max_delay`` (seconds).
+REQUEST_RETRY_MAX_DELAY = 30.0
+
+#: The offset OffsetFetch answers for a group that has committed none.
+_NOT_COMMITTED = -1
+_INT32_MAX = 2**31 - 1
+
+Processor = Callable[["Consumer", list[SourcedMessage]], Any]
+
+
+class Consumer:
+    """A simple Kafka consumer of one partition of one topic.
+
+    Create it with a connected :class:`~afkak.client.KafkaClient`, call
+    :meth:`start` with the offset to start from, process the messages in
+    *processor* (returning a Deferred for backpressure), and :meth:`shutdown`
+    (process, commit, stop) or :meth:`stop` it.  A stopped consumer may be
+    started again.
+
+    :param client: the :class:`~afkak.client.KafkaClient` to use; its
+        ``reactor`` runs the retry and auto-commit timers.
+    :param str topic: the topic to consume.
+    :param int partition: the partition to consume.
+    :param processor: ``processor(consumer, messages)`` is called with a list
+        of :class:`~afkak.common.SourcedMessage` (each ``message`` a
+        :class:`~afkak.common.Message` with ``timestamp`` and ``headers``).
+        It may return a Deferred; it is not called again until that fires.
+        An exception (or a failed Deferred) stops the consumer and fails the
+        Deferred that :meth:`start` returned.
+    :param str consumer_group: the group to commit offsets for (none: no
+        commits).
+    :param commit_metadata: ``str`` or UTF-8 ``bytes`` stored with each commit.
+    :param int auto_commit_every_n: commit once this many messages have been
+        processed since the last commit; 0 disables.  With a group, defaults
+        to :data:`AUTO_COMMIT_MSG_COUNT`; ignored without a group.
+    :param int auto_commit_every_ms: commit every this many milliseconds (the
+        period restarts at each commit); 0 disables.  With a group, defaults
+        to :data:`AUTO_COMMIT_INTERVAL`; ignored without a group.
+    :param int fetch_size_bytes: the broker holds a fetch until this many
+        bytes are available...
+    :param int fetch_max_wait_time: ...or this many milliseconds passed.
+    :param int buffer_size: the number of bytes to fetch at most at a time,
+        to begin with.  When the next record batch does not fit (only brokers
+        that do not return an oversized first batch whole, as Kafka does since
+        0.10.1, cut it), it grows x16 while below 1 MiB (to 1 MiB at most),
+        then doubles, up to *max_buffer_size*.
+    :param int max_buffer_size: the largest fetch size (None: no limit).  A
+        batch that still does not fit stops the consumer with
+        :class:`~afkak.common.ConsumerFetchSizeTooSmall`.
+    :param float request_retry_init_delay: seconds to wait before retrying a
+        failed request (fetch, offset lookup, commit).
+    :param float request_retry_max_delay: the longest wait between retries;
+        the wait grows by :data:`~afkak.consumer.REQUEST_RETRY_FACTOR` after
+        each failure and starts again at the initial delay after a success.
+    :param int request_retry_max_attempts: attempts per request before
+        failing; 0 (the default) retries forever.  Only retriable errors are
+        retried.
+    :param auto_offset_reset: what to do when the offset to fetch is out of
+        range, or when starting from :data:`~afkak.common.OFFSET_COMMITTED`
+        and the group has no committed offset: ``OFFSET_EARLIEST`` or
+        ``OFFSET_LATEST`` start there; ``None`` (the default) stops the
+        consumer with :class:`~afkak.common.OffsetOutOfRangeError`.
+    :param str commit_consumer_id: member id sent with commits.
+    :param int commit_generation_id: group generation sent with commits.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        topic: str,
+        partition: int,
+        processor: Processor,
+        consumer_group: str | None = None,
+        commit_metadata: str | bytes | None = None,
+        auto_commit_every_n: int | None = None,
+        auto_commit_every_ms: int | None = None,
+        fetch_size_bytes: int = FETCH_MIN_BYTES,
+        fetch_max_wait_time: int = FETCH_MAX_WAIT_TIME,
+        buffer_size: int = FETCH_BUFFER_SIZE_BYTES,
+        max_buffer_size: int | None = None,
+        request_retry_init_delay: float = REQUEST_RETRY_MIN_DELAY,
+        request_retry_max_delay: float = REQUEST_RETRY_MAX_DELAY,
+        request_retry_max_attempts: int = 0,
+        auto_offset_reset: int | None = None,
+        commit_consumer_id: str = "",
+        commit_generation_id: int = -1,
+    ) -> None:
+        if not isinstance(topic, str) or not topic:
+            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
+        _integer("partition", partition, 0, _INT32_MAX)
+        if not callable(processor):
+            raise TypeError(f"processor must be callable, not {processor!r}")
+        if consumer_group is not None and (not isinstance(consumer_group, str) or not consumer_group):
+            raise InvalidConsumerGroupError(f"bad consumer_group {consumer_group!r}")
+        if commit_metadata is not None and not isinstance(commit_metadata, (str, bytes)):
+            raise TypeError(f"commit_metadata must be str or bytes, not {commit_metadata!r}")
+        if isinstance(commit_metadata, bytes):
+            commit_metadata.decode("utf-8")  # the protocol carries a string
+        if consumer_group is not None:
+            if auto_commit_every_n is None:
+                auto_commit_every_n = AUTO_COMMIT_MSG_COUNT
+            if auto_commit_every_ms is None:
+                auto_commit_every_ms = AUTO_COMMIT_INTERVAL
+        self.auto_commit_every_n = _integer("auto_commit_every_n", auto_commit_every_n or 0, 0)
+        self.auto_commit_every_ms = _integer("auto_commit_every_ms", auto_commit_every_ms or 0, 0)
+        _integer("fetch_size_bytes", fetch_size_bytes, 0, _INT32_MAX)
+        _integer("fetch_max_wait_time", fetch_max_wait_time, 0, _INT32_MAX)
+        _integer("buffer_size", buffer_size, 1, _INT32_MAX)
+        if max_buffer_size is not None:
+            _integer("max_buffer_size", max_buffer_size, 1, _INT32_MAX)
+            if buffer_size > max_buffer_size:
+                raise ValueError(
+                    f"buffer_size ({buffer_size}) is greater than "
+                    f"max_buffer_size ({max_buffer_size})"
+                )
+        if not request_retry_init_delay > 0:
+            raise ValueError(f"request_retry_init_delay must be positive: {request_retry_init_delay!r}")
+        if not request_retry_max_delay >= request_retry_init_delay:
+            raise ValueError(
+                f"request_retry_max_delay ({request_retry_max_delay!r}) is less than "
+                f"request_retry_init_delay ({request_retry_init_delay!r})"
+            )
+        _integer("request_retry_max_attempts", request_retry_max_attempts, 0)
+        if auto_offset_reset not in (None, OFFSET_EARLIEST, OFFSET_LATEST):
+            raise ValueError(
+                f"auto_offset_reset must be OFFSET_EARLIEST, OFFSET_LATEST or None, "
+                f"not {auto_offset_reset!r}"
+            )
+        if not isinstance(commit_consumer_id, str):
+            raise TypeError(f"commit_consumer_id must be a str, not {commit_consumer_id!r}")
+        _integer("commit_generation_id", commit_generation_id, -(2**31), _INT32_MAX)
+
+        self.client = client
+        self.topic = topic
+        self.partition = partition
+        self.processor = processor
+        self.consumer_group = consumer_group
+        self.commit_metadata = commit_metadata
+        self.auto_offset_reset = auto_offset_reset
+        self.commit_consumer_id = commit_consumer_id
+        self.commit_generation_id = commit_generation_id
+        self.retry = RetryPolicy(
+            request_retry_init_delay, request_retry_max_delay, request_retry_max_attempts
+        )
+        self._fetcher = PartitionFetcher(
+            client,
+            topic,
+            partition,
+            min_bytes=fetch_size_bytes,
+            max_wait_ms=fetch_max_wait_time,
+            buffer_size=buffer_size,
+            max_buffer_size=max_buffer_size,
+            auto_offset_reset=auto_offset_reset,
+            retry=self.retry,
+        )
+
+        self._last_processed_offset: int | None = None
+        self._last_committed_offset: int | None = None
+        # Running: the Deferred start() returned; None when stopped.
+        self._start_d: Deferred[int | None] | None = None
+        self._shutdown_d: Deferred[int | None] | None = None
+        # The offset of the next fetch (a special value until looked up).
+        self._fetch_offset = 0
+        self._fetching: Deferred[FetchedRecords] | None = None
+        self._buffered: FetchedRecords | None = None
+        # The processor's Deferred, or a token while it runs synchronously.
+        self._processing: object | None = None
+        self._pumping = False
+        self._repump = False
+        # The commit request in flight, the offset it commits, who waits for it.
+        self._commit_d: Deferred[None] | None = None
+        self._committing: int | None = None
+        self._commit_waiters: list[Deferred[int | None]] = []
+        self._auto_commit_pending = False
+        self._uncommitted = 0
+        self._commit_looper: LoopingCall | None = None
+
+    def __repr__(self) -> str:
+        if self._start_d is None:
+            state = "stopped"
+        elif self._shutdown_d is not None:
+            state = "shutting down"
+        else:
+            state = f"fetching at {self._fetch_offset}"
+        group = f" group={self.consumer_group}" if self.consumer_group else ""
+        return f"<Consumer {self.topic}/{self.partition}{group} {state}>"
+
+    # -- documented attributes -------------------------------------------------
+
+    @property
+    def last_processed_offset(self) -> int | None:
+        """Offset of the last message the processor finished with (None: none yet)."""
+        return self._last_processed_offset
+
+    @property
+    def last_committed_offset(self) -> int | None:
+        """Offset of the last processed message whose commit succeeded (None: none yet).
+
+        The committed value on the wire is one more: the next offset to
+        consume, as in every Kafka client.  After :meth:`start` with
+        ``OFFSET_COMMITTED`` it is the group's committed offset minus one.
+        """
+        return self._last_committed_offset
+
+    @property
+    def buffer_size(self) -> int:
+        """The current fetch size, in bytes (grows for oversized batches)."""
+        return self._fetcher.buffer_size
+
+    @property
+    def max_buffer_size(self) -> int | None:
+        return self._fetcher.max_buffer_size
+
+    @property
+    def fetch_min_bytes(self) -> int:
+        return self._fetcher.min_bytes
+
+    @property
+    def fetch_max_wait_time(self) -> int:
+        return self._fetcher.max_wait_ms
+
+    # -- starting and stopping ---------------------------------------------------
+
+    def start(self, start_offset: int) -> Deferred[int | None]:
+        """Start fetching from *start_offset* and calling the processor.
+
+        :param start_offset: an offset, or ``OFFSET_EARLIEST`` /
+            ``OFFSET_LATEST`` (looked up with ListOffsets), or
+            ``OFFSET_COMMITTED``: the group's committed offset, where the
+            last processed message committed to the group was the one before.
+            Without a committed offset, ``auto_offset_reset`` decides.
+        :returns: a Deferred that fires with :attr:`last_processed_offset`
+            when the consumer is stopped, or fails with the error that stopped
+            it (the processor's, or a request's that cannot be retried).
+        :raises RestartError: if the consumer is running.
+        """
+        if self._start_d is not None:
+            raise RestartError(f"{self!r} is already running")
+        if start_offset not in (OFFSET_EARLIEST, OFFSET_LATEST, OFFSET_COMMITTED):
+            _integer("start_offset", start_offset, 0)
+        elif start_offset == OFFSET_COMMITTED and not self.consumer_group:
+            raise ValueError("OFFSET_COMMITTED needs a consumer_group")
+        self._start_d = start_d = Deferred()
+        self._fetch_offset = start_offset
+        self._uncommitted = 0
+        if self.consumer_group and self.auto_commit_every_ms:
+            self._commit_looper = LoopingCall(self._auto_commit)
+            self._commit_looper.clock = self.client.reactor
+            self._commit_looper.start(self.auto_commit_every_ms / 1000, now=False)
+        self._pump()
+        return start_d
+
+    def stop(self) -> int | None:
+        """Stop now: cancel fetching, processing and commits; return :attr:`last_processed_offset`.
+
+        The Deferred from :meth:`start` fires with the same value (a
+        :meth:`shutdown` in progress fails with
+        :class:`~afkak.common.CancelledError`).
+
+        :raises RestopError: if the consumer is not running.
+        """
+        start_d = self._start_d
+        if start_d is None:
+            raise RestopError(f"{self!r} is not running")
+        shutdown_d = self._shutdown_d
+        self._halt()
+        offset = self._last_processed_offset
+        if shutdown_d is not None:
+            shutdown_d.errback(CancelledError(message="the consumer was stopped"))
+        start_d.callback(offset)
+        return offset
+
+    def shutdown(self) -> Deferred[int | None]:
+        """Stop gracefully: let the processor finish, commit (with a group), then stop.
+
+        Messages fetched but not yet given to the processor are dropped.
+        Returns a Deferred firing with :attr:`last_processed_offset`; it fails
+        if the final commit fails (the consumer stops nonetheless), or with
+        :class:`~afkak.common.RestopError` if the consumer is not running or
+        already shutting down.
+        """
+        if self._start_d is None:
+            return fail(RestopError(f"{self!r} is not running"))
+        if self._shutdown_d is not None:
+            return fail(RestopError(f"{self!r} is already shutting down"))
+        self._shutdown_d = shutdown_d = Deferred()
+        self._stop_commit_looper()
+        self._cancel_fetch()
+        self._buffered = None
+        if self._processing is None:
+            self._finish_shutdown()
+        return shutdown_d
+
+    def _finish_shutdown(self) -> None:
+        """The processor is done: commit (with a group), then stop."""
+        if self.consumer_group:
+            d = Deferred.fromCoroutine(self._final_commit())
+        else:
+            d = succeed(None)
+        d.addBoth(self._shut_down)
+
+    async def _final_commit(self) -> None:
+        while self._commit_d is not None:
+            waiter: Deferred[int | None] = Deferred()
+            self._commit_waiters.append(waiter)
+            await waiter
+        await self.commit()
+
+    def _shut_down(self, result: Any) -> None:
+        shutdown_d, self._shutdown_d = self._shutdown_d, None
+        if shutdown_d is None or self._start_d is None:
+            return  # stopped meanwhile: stop() answered the shutdown
+        offset = self.stop()
+        if isinstance(result, Failure):
+            shutdown_d.errback(result)
+        else:
+            shutdown_d.callback(offset)
+
+    def _halt(self) -> None:
+        """Cancel everything under way and mark the consumer stopped."""
+        self._start_d = None
+        self._shutdown_d = None
+        self._stop_commit_looper()
+        self._cancel_fetch()
+        self._buffered = None
+        processing, self._processing = self._processing, None
+        if isinstance(processing, Deferred):
+            processing.cancel()
+        if self._commit_d is not None:
+            self._commit_d.cancel()
+        self._auto_commit_pending = False
+
+    def _fail(self, failure: Failure) -> None:
+        """Stop because of an error that cannot be retried; start()'s Deferred fails."""
+        start_d = self._start_d
+        if start_d is None:
+            return
+        log.warn(
+            "{consumer!r} stopped by an error: {error}",
+            consumer=self,
+            error=failure.getErrorMessage(),
+        )
+        shutdown_d = self._shutdown_d
+        self._halt()
+        if shutdown_d is not None:
+            shutdown_d.errback(failure)
+        start_d.errback(failure)
+
+    # -- fetching and processing -------------------------------------------------
+
+    def _pump(self) -> None:
+        """Deliver the buffered response to an idle processor; keep one fetch ahead.
+
+        Re-entrant calls (a fetch or processor finishing synchronously) only
+        ask the running loop for another round, so the stack stays flat.
+        """
+        if self._pumping:
+            self._repump = True
+            return
+        self._pumping = True
+        try:
+            self._repump = True
+            while self._repump:
+                self._repump = False
+                if self._start_d is None or self._shutdown_d is not None:
+                    return
+                if self._processing is None and self._buffered is not None:
+                    fetched, self._buffered = self._buffered, None
+                    self._deliver(fetched)
+                if self._fetching is None and self._buffered is None and self._start_d is not None:
+                    self._fetch()
+        finally:
+            self._pumping = False
+
+    def _fetch(self) -> None:
+        d = Deferred.fromCoroutine(self._next_records(self._fetch_offset))
+        self._fetching = d
+        d.addCallbacks(self._fetched, self._fetch_failed, (d,), None, (d,))
+
+    async def _next_records(self, offset: int) -> FetchedRecords:
+        if offset == OFFSET_COMMITTED:
+            offset = await self._committed_offset()
+        if offset < 0:
+            offset = await self._fetcher.offset_at(offset)
+        return await self._fetcher.next_records(offset)
+
+    def _fetched(self, fetched: FetchedRecords, d: Deferred[FetchedRecords]) -> None:
+        if d is not self._fetching:
+            return
+        self._fetching = None
+        self._fetch_offset = fetched.next_offset
+        self._buffered = fetched
+        self._pump()
+
+    def _fetch_failed(self, failure: Failure, d: Deferred[FetchedRecords]) -> None:
+        if d is not self._fetching:
+            return None  # cancelled by stop() or shutdown()
+        self._fetching = None
+        self._fail(failure)
+        return None
+
+    def _cancel_fetch(self) -> None:
+        fetching, self._fetching = self._fetching, None
+        if fetching is not None:
+            fetching.cancel()
+
+    def _deliver(self, fetched: FetchedRecords) -> None:
+        try:
+            messages = fetched.messages(self.topic, self.partition)
+        except Exception:
+            self._fail(Failure())
+            return
+        if not messages:
+            return
+        token = self._processing = object()
+        try:
+            result = self.processor(self, messages)
+        except Exception:
+            if token is self._processing:
+                self._processing = None
+                self._fail(Failure())
+            return
+        last, count = messages[-1].offset, len(messages)
+        if isinstance(result, Deferred):
+            if token is not self._processing:
+                return  # stopped from within the processor
+            self._processing = result
+            result.addCallbacks(
+                self._processed, self._processor_failed, (last, count, result), None, (result,)
+            )
+        else:
+            self._processed(None, last, count, token)
+
+    def _processed(self, result: Any, last: int, count: int, token: object) -> Any:
+        if token is not self._processing:
+            return result  # stopped meanwhile: these messages do not count
+        self._processing = None
+        self._last_processed_offset = last
+        self._uncommitted += count
+        if self._shutdown_d is not None:
+            self._finish_shutdown()
+            return result
+        if self.consumer_group and self.auto_commit_every_n:
+            if self._uncommitted >= self.auto_commit_every_n:
+                self._auto_commit()
+        self._pump()
+        return result
+
+    def _processor_failed(self, failure: Failure, token: object) -> None:
+        if token is not self._processing:
+            return None  # cancelled by stop()
+        self._processing = None
+        self._fail(failure)
+        return None
+
+    # -- offsets and commits -----------------------------------------------------
+
+    async def _committed_offset(self) -> int:
+        """The group's committed offset, or where ``auto_offset_reset`` says to start."""
+        request = OffsetFetchRequest(self.topic, self.partition)
+        [answer] = await self.retry.run(
+            self.client.reactor,
+            lambda: self.client.send_offset_fetch_request(self.consumer_group, [request]),
+            None,
+            f"committed offset lookup for {self.topic}/{self.partition}",
+        )
+        if answer.offset != _NOT_COMMITTED:
+            self._last_committed_offset = answer.offset - 1
+            return int(answer.offset)
+        if self.auto_offset_reset is None:
+            raise OffsetOutOfRangeError(
+                f"group {self.consumer_group!r} has no committed offset for "
+                f"{self.topic}/{self.partition} and auto_offset_reset is None"
+            )
+        return self.auto_offset_reset
+
+    def commit(self) -> Deferred[int | None]:
+        """Commit :attr:`last_processed_offset` if it differs from :attr:`last_committed_offset`.
+
+        The group stores the next offset to consume (the last processed one
+        plus one).  A smaller offset than the group has may be committed, by
+        design.  Retriable errors are retried per the ``request_retry_*``
+        settings.
+
+        :returns: a Deferred firing with the committed (last processed)
+            offset; at once when there is nothing new to commit.  While a
+            commit is in flight, it fails with
+            :class:`~afkak.common.OperationInProgress` if messages were
+            processed since that commit was sent (its ``deferred`` fires when
+            the commit in flight completes); otherwise it fires with the
+            outcome of the commit in flight.
+        """
+        if not self.consumer_group:
+            return fail(InvalidConsumerGroupError(f"{self!r} has no consumer_group to commit to"))
+        if self._commit_d is not None:
+            waiter: Deferred[int | None] = Deferred()
+            self._commit_waiters.append(waiter)
+            if self._last_processed_offset == self._committing:
+                return waiter
+            return fail(OperationInProgress(waiter))
+        offset = self._last_processed_offset
+        if offset is None or offset == self._last_committed_offset:
+            return succeed(self._last_committed_offset)
+        self._committing = offset
+        self._uncommitted = 0
+        if self._commit_looper is not None and self._commit_looper.running:
+            self._commit_looper.reset()
+        waiter = Deferred()
+        self._commit_waiters.append(waiter)
+        d = self._commit_d = Deferred.fromCoroutine(self._send_commit(offset))
+        d.addBoth(self._committed, offset)
+        return waiter
+
+    async def _send_commit(self, offset: int) -> None:
+        request = OffsetCommitRequest(
+            self.topic, self.partition, offset + 1, -1, self.commit_metadata
+        )
+        await self.retry.run(
+            self.client.reactor,
+            lambda: self.client.send_offset_commit_request(
+                self.consumer_group,
+                [request],
+                group_generation_id=self.commit_generation_id,
+                consumer_id=self.commit_consumer_id,
+            ),
+            None,
+            f"commit of {self.topic}/{self.partition} offset {offset + 1}",
+        )
+
+    def _committed(self, result: Any, offset: int) -> None:
+        self._commit_d = None
+        self._committing = None
+        waiters, self._commit_waiters = self._commit_waiters, []
+        if isinstance(result, Failure):
+            if result.check(defer.CancelledError):
+                result = Failure(CancelledError(message="commit cancelled"))
+            for waiter in waiters:
+                waiter.errback(result)
+            return
+        self._last_committed_offset = offset
+        for waiter in waiters:
+            waiter.callback(offset)
+        if self._auto_commit_pending:
+            self._auto_commit_pending = False
+            self._auto_commit()
+
+    def _auto_commit(self) -> None:
+        """Commit what was processed (by count or by timer); a failure stops the consumer."""
+        if self._start_d is None or self._shutdown_d is not None:
+            return
+        if self._commit_d is not None:
+            self._auto_commit_pending = True
+            return
+        self.commit().addErrback(self._auto_commit_failed)
+
+    def _auto_commit_failed(self, failure: Failure) -> None:
+        if not failure.check(CancelledError):
+            self._fail(failure)
+
+    def _stop_commit_looper(self) -> None:
+        looper, self._commit_looper = self._commit_looper, None
+        if looper is not None and looper.running:
+            looper.stop()
+
+
+def _integer(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {value!r}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} out of range: {value!r}")
+    return value

@@ -1,0 +1,168 @@
+"""Fetching one partition for a :class:`~afkak.consumer.Consumer`.
+
+Fetch requests go to the partition's leader (``client.leaders_for``), built
+at the negotiated version by the client's own Fetch call (topics by id from
+v13 on, ids from the client's metadata); offsets by time come from the
+client's ``send_offset_request``.  Retriable errors make
+the client forget the leader and are retried with the consumer's backoff; an
+out-of-range offset follows ``auto_offset_reset``; a fetch size too small for
+the next batch grows as documented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from afkak.client._fetch_call import FetchCall
+from afkak.common import (
+    BrokerResponseError,
+    ConsumerFetchSizeTooSmall,
+    FetchRequest,
+    OffsetOutOfRangeError,
+    OffsetRequest,
+    TopicAndPartition,
+)
+
+from ._messages import FetchedRecords, read_fetched
+from ._retry import RetryPolicy
+
+#: Below this fetch size a too-small fetch size grows 16-fold (at most to
+#: this size); from this size on it doubles.
+FAST_GROWTH_LIMIT = 1024 * 1024
+#: The errors meaning the topic is gone or was recreated with a new id:
+#: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID.
+_TOPIC_GONE = frozenset({3, 100, 103})
+
+
+def _topic_ids(client: Any) -> Mapping[str, UUID]:
+    """The topic ids the client learnt from Metadata, for Fetch v13+.
+
+    The client keeps them in its metadata cache, which has no public accessor.
+    """
+    return client._cluster.cache.topic_ids  # type: ignore[no-any-return]
+
+
+class PartitionFetcher:
+    """Fetches the records of one partition, and looks up its offsets by time.
+
+    ``buffer_size`` is the ``partition_max_bytes`` of the next Fetch; it grows
+    when a batch does not fit (see :meth:`grow`).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        topic: str,
+        partition: int,
+        *,
+        min_bytes: int,
+        max_wait_ms: int,
+        buffer_size: int,
+        max_buffer_size: int | None,
+        auto_offset_reset: int | None,
+        retry: RetryPolicy,
+    ) -> None:
+        self.client = client
+        self.topic = topic
+        self.partition = partition
+        self.key = TopicAndPartition(topic, partition)
+        self.min_bytes = min_bytes
+        self.max_wait_ms = max_wait_ms
+        self.buffer_size = buffer_size
+        self.max_buffer_size = max_buffer_size
+        self.auto_offset_reset = auto_offset_reset
+        self.retry = retry
+
+    async def next_records(self, offset: int) -> FetchedRecords:
+        """The next fetch response that moves past *offset*.
+
+        Empty responses (the broker waited ``max_wait_ms`` for nothing) are
+        fetched again; an out-of-range offset is reset per
+        ``auto_offset_reset`` (the returned records then start elsewhere) or
+        raises :class:`~afkak.common.OffsetOutOfRangeError`.
+        """
+        while True:
+            try:
+                fetched = await self.retry.run(
+                    self.client.reactor,
+                    lambda: self._fetch(offset),
+                    self._forget,
+                    f"fetch of {self.topic}/{self.partition} at offset {offset}",
+                )
+            except OffsetOutOfRangeError:
+                if self.auto_offset_reset is None:
+                    raise
+                offset = await self.offset_at(self.auto_offset_reset)
+                continue
+            if fetched.truncated:
+                self.grow()
+            elif fetched.next_offset > offset:
+                return fetched
+
+    def grow(self) -> None:
+        """Grow the fetch size: x16 (up to 1 MiB) below 1 MiB, then x2, up to the maximum.
+
+        Raises :class:`~afkak.common.ConsumerFetchSizeTooSmall` when the fetch
+        size is already ``max_buffer_size``.
+        """
+        size, limit = self.buffer_size, self.max_buffer_size
+        if limit is not None and size >= limit:
+            raise ConsumerFetchSizeTooSmall(
+                f"a record batch of {self.topic}/{self.partition} is larger than "
+                f"max_buffer_size={limit}"
+            )
+        size = min(size * 16, FAST_GROWTH_LIMIT) if size < FAST_GROWTH_LIMIT else size * 2
+        self.buffer_size = size if limit is None else min(size, limit)
+
+    async def _fetch(self, offset: int) -> FetchedRecords:
+        leader = (await self.client.leaders_for([self.key]))[self.key]
+        call = FetchCall(
+            [FetchRequest(self.topic, self.partition, offset, self.buffer_size)],
+            self.max_wait_ms,
+            self.min_bytes,
+            _topic_ids(self.client),
+        )
+        response = await self.client.send_request_to_broker(
+            leader, call, timeout=self.client.timeout + self.max_wait_ms / 1000
+        )
+        error, records = self._partition_data(response)
+        if error:
+            raise BrokerResponseError.from_errno(
+                error, f"fetching {self.topic}/{self.partition} at offset {offset}"
+            )
+        return read_fetched(records, offset)
+
+    def _partition_data(self, response: Any) -> tuple[int, bytes | None]:
+        """This partition's error code and records in a Fetch response.
+
+        A top-level error (v7+) applies when the partition is missing.
+        """
+        for topic in response.responses:
+            for data in topic.partitions:
+                if data.partition_index == self.partition:
+                    return data.error_code, data.records
+        return response.error_code, None
+
+    async def offset_at(self, time: int) -> int:
+        """The partition's offset at ListOffsets *time* (OFFSET_EARLIEST or OFFSET_LATEST)."""
+        return await self.retry.run(
+            self.client.reactor,
+            lambda: self._list_offset(time),
+            self._forget,
+            f"offset lookup for {self.topic}/{self.partition}",
+        )
+
+    async def _list_offset(self, time: int) -> int:
+        [answer] = await self.client.send_offset_request(
+            [OffsetRequest(self.topic, self.partition, time, 1)]
+        )
+        return int(answer.offsets[0])
+
+    def _forget(self, error: BaseException) -> None:
+        """Forget the metadata a failed request proved stale: the leader, or the topic."""
+        if isinstance(error, BrokerResponseError) and error.errno in _TOPIC_GONE:
+            self.client.reset_topic_metadata(self.topic)
+        else:
+            self.client.note_stale_leaders([self.key])

@@ -1,0 +1,82 @@
+"""One partition's fetched records, and the messages the processor is given.
+
+A fetch response is split into record batches when it arrives (headers only:
+enough to know where the next fetch starts); the records are decoded into
+:class:`~afkak.common.SourcedMessage` tuples only when they are delivered.
+"""
+
+from __future__ import annotations
+
+from afkak.common import Message, SourcedMessage
+from afkak.records import RecordBatch, read_batches
+
+__all__ = ["FetchedRecords", "read_fetched"]
+
+
+class FetchedRecords:
+    """The complete data batches of one fetch response that reach the fetch offset.
+
+    ``next_offset`` is where the following fetch starts: past every complete
+    batch, control batches (transaction markers, never delivered) included.
+    ``truncated`` means the response held bytes but not one complete batch:
+    the fetch size is too small for the next batch.
+    """
+
+    __slots__ = ("batches", "offset", "next_offset", "truncated")
+
+    def __init__(
+        self, batches: list[RecordBatch], offset: int, next_offset: int, truncated: bool
+    ) -> None:
+        self.batches = batches
+        self.offset = offset
+        self.next_offset = next_offset
+        self.truncated = truncated
+
+    def messages(self, topic: str, partition: int) -> list[SourcedMessage]:
+        """The records from the fetch offset on, as the processor gets them.
+
+        Each message is a :class:`~afkak.common.Message` with the batch's
+        magic, attributes 0 (compression applies to whole batches), and the
+        record's key, value, timestamp and headers.  Raises
+        :class:`~afkak.common.DecodeError` for a malformed batch.
+        """
+        # The consumer's hot loop: tuples are built with tuple.__new__, which
+        # is what Message and SourcedMessage construct themselves with
+        # (Message keeps empty headers as a class default).
+        out: list[SourcedMessage] = []
+        append = out.append
+        new = tuple.__new__
+        offset = self.offset
+        for batch in self.batches:
+            magic = batch.magic
+            for r in batch.records(offset):
+                # r is (offset, timestamp, timestamp_type, key, value, headers)
+                message = new(Message, (magic, 0, r[3], r[4]))
+                message.timestamp = r[1]
+                if r[5]:
+                    message.headers = r[5]
+                append(new(SourcedMessage, (topic, partition, r[0], message)))
+        return out
+
+
+def read_fetched(records: bytes | None, offset: int) -> FetchedRecords:
+    """Split one partition's fetched *records* (fetched from *offset*) into batches.
+
+    Batches that end before *offset* are left out (a fetch returns the whole
+    batch holding the offset, which may start earlier), and so are control
+    batches, which still move ``next_offset`` on.  A partial batch at the end,
+    cut by the fetch size, is dropped: the next fetch starts at it.  Checks
+    each batch's CRC; raises :class:`~afkak.common.DecodeError` for
+    malformed data.
+    """
+    batches = []
+    next_offset = offset
+    complete = False
+    for batch in read_batches(records):
+        complete = True
+        if batch.last_offset < offset:
+            continue
+        next_offset = batch.last_offset + 1
+        if not batch.is_control:
+            batches.append(batch)
+    return FetchedRecords(batches, offset, next_offset, bool(records) and not complete)

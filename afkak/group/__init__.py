@@ -1,0 +1,66 @@
+"""Consumer groups on Kafka's classic group protocol, interoperating with Java and librdkafka.
+
+:class:`ConsumerGroup` runs one :class:`afkak.consumer.Consumer` per
+partition the group assigns to it.  Assignors ("range", "roundrobin",
+"cooperative-sticky", or your own :class:`PartitionAssignor`) compute
+assignments for every member when this member leads.  Inspection for
+operations: :func:`describe_group`, :func:`list_groups`,
+:func:`committed_offsets`, :func:`group_lag`.
+"""
+
+from afkak.group._admin import (
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+    PartitionLag,
+    committed_offsets,
+    describe_group,
+    group_lag,
+    list_groups,
+)
+from afkak.group._assignor import Assignment, Member, PartitionAssignor, RebalanceProtocol
+from afkak.group._group import ASSIGNORS, DEFAULT_ASSIGNORS, ConsumerGroup
+from afkak.group._member import Generation, GroupMember, RebalanceListener
+from afkak.group._payloads import (
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from afkak.group._range import RangeAssignor
+from afkak.group._roundrobin import RoundRobinAssignor
+from afkak.group._states import TRANSITIONS, MemberEvent, MemberState
+from afkak.group._sticky import CooperativeStickyAssignor
+
+__all__ = [
+    "ASSIGNORS",
+    "DEFAULT_ASSIGNORS",
+    "TRANSITIONS",
+    "Assignment",
+    "ConsumerGroup",
+    "CooperativeStickyAssignor",
+    "Generation",
+    "GroupDescription",
+    "GroupListing",
+    "GroupMember",
+    "Member",
+    "MemberDescription",
+    "MemberEvent",
+    "MemberState",
+    "PartitionAssignor",
+    "PartitionLag",
+    "RangeAssignor",
+    "RebalanceListener",
+    "RebalanceProtocol",
+    "RoundRobinAssignor",
+    "Subscription",
+    "committed_offsets",
+    "decode_assignment",
+    "decode_subscription",
+    "describe_group",
+    "encode_assignment",
+    "encode_subscription",
+    "group_lag",
+    "list_groups",
+]

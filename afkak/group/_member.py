@@ -1,0 +1,594 @@
+"""One member of a consumer group on Kafka's classic group protocol.
+
+:class:`GroupMember` runs the membership state machine of :mod:`._states`:
+it finds the coordinator (through the client), joins (JoinGroup, with the
+MEMBER_ID_REQUIRED second round), computes the assignment when it leads,
+syncs (SyncGroup), heartbeats, and rejoins or leaves.  It reacts to the
+coordinator's errors as Kafka's Java consumer does.  What a partition means
+to the application is the *listener*'s business:
+
+- ``revoke(partitions)``: give them up, committing their progress;
+- ``lose(partitions)``: give them up without committing (the member was
+  fenced: its commits would be refused);
+- ``assign(partitions, generation)``: the whole assignment after a sync,
+  kept partitions included (so that work kept across a cooperative
+  rebalance commits with the new generation); start on those not yet run.
+
+Each may return a Deferred that the member waits for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import attrs
+from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.internet.task import deferLater
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from afkak._errors import DecodeError
+from afkak.common import (
+    BrokerResponseError,
+    KafkaError,
+    KafkaUnavailableError,
+    TopicAndPartition,
+)
+
+from . import _requests as req
+from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
+from ._payloads import (
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from ._states import MemberEvent as E
+from ._states import MemberState as S
+from ._states import next_state
+
+log = Logger()
+
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+UNKNOWN_MEMBER_ID = 25
+REBALANCE_IN_PROGRESS = 27
+MEMBER_ID_REQUIRED = 79
+FENCED_INSTANCE_ID = 82
+
+_COORDINATOR_ERRORS = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+#: Extra time a JoinGroup may take beyond the rebalance timeout (Java: 5 s).
+JOIN_GRACE_SECONDS = 5.0
+
+
+@attrs.frozen
+class Generation:
+    """Who this member is in which generation: what its commits must carry."""
+
+    generation_id: int
+    member_id: str
+
+
+class RebalanceListener(Protocol):
+    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[Any] | None: ...
+
+    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[Any] | None: ...
+
+    def assign(
+        self, partitions: list[TopicAndPartition], generation: Generation
+    ) -> Deferred[Any] | None: ...
+
+
+class _Rejoin(Exception):
+    """Join again, keeping the member id (REBALANCE_IN_PROGRESS, a coordinator change)."""
+
+
+class _Fenced(Exception):
+    """The coordinator no longer knows this member or generation: partitions are lost."""
+
+    def __init__(self, error: int) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+class GroupMember:
+    """Membership of one consumer in *group_id*, on behalf of *listener*.
+
+    Timeouts are in milliseconds, as Kafka's configuration names them;
+    *retry_backoff_ms* doubles on each consecutive failure up to
+    *retry_backoff_max_ms*.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        group_id: str,
+        topics: Sequence[str],
+        listener: RebalanceListener,
+        assignors: Sequence[PartitionAssignor],
+        *,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        heartbeat_interval_ms: int,
+        group_instance_id: str | None = None,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+    ) -> None:
+        if not assignors:
+            raise ValueError("at least one assignor is needed")
+        if len({a.name for a in assignors}) != len(assignors):
+            raise ValueError("assignor names must be unique")
+        if not 0 < heartbeat_interval_ms < session_timeout_ms:
+            raise ValueError("heartbeat_interval_ms must be positive and below session_timeout_ms")
+        if rebalance_timeout_ms <= 0:
+            raise ValueError("rebalance_timeout_ms must be positive")
+        self.client = client
+        self.reactor = client.reactor
+        self.group_id = group_id
+        self.topics = tuple(sorted(set(topics)))
+        if not self.topics:
+            raise ValueError("a group member must subscribe to at least one topic")
+        self.listener = listener
+        self.assignors = list(assignors)
+        self.protocol = common_protocol(self.assignors)
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.heartbeat_interval = heartbeat_interval_ms / 1000.0
+        # A heartbeat stuck on a dead coordinator must fail (and make the client
+        # look the coordinator up again) well within the session timeout.
+        self._heartbeat_timeout = min(client.timeout, session_timeout_ms / 3000.0)
+        self.group_instance_id = group_instance_id
+        self._backoff = (retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
+        self.state = S.STOPPED
+        self.member_id = ""
+        self.generation_id = -1
+        self.protocol_name: str | None = None
+        self.leader_id = ""
+        self.owned: frozenset[TopicAndPartition] = frozenset()
+        self.rebalances = 0
+        self._assigned_counts: dict[str, int] = {}
+        self._pending: Deferred[Any] | None = None
+        self._wake: Deferred[None] | None = None
+        self._rejoin_reason: str | None = None
+        self._fenced_error: int | None = None
+        self._heartbeat_call: Any = None
+        self._heartbeat_in_flight = False
+        self._stop_reason: str | None = None
+        self._stop_commits = True
+        self._failure: Failure | None = None
+        self._done: Deferred[None] | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"<GroupMember group={self.group_id!r} member={self.member_id!r} "
+            f"generation={self.generation_id} state={self.state.name}>"
+        )
+
+    @property
+    def generation(self) -> Generation:
+        return Generation(self.generation_id, self.member_id)
+
+    @property
+    def is_leader(self) -> bool:
+        return bool(self.member_id) and self.member_id == self.leader_id
+
+    # -- control ------------------------------------------------------------
+
+    def start(self) -> Deferred[None]:
+        """Join and stay in the group; fires when stopped, fails on a fatal error."""
+        self._transition(E.START)
+        self._stop_reason = self._rejoin_reason = None
+        self._failure = None
+        self._fenced_error = None
+        self._stop_commits = True
+        done = self._done = Deferred()
+        Deferred.fromCoroutine(self._run())
+        return done
+
+    def stop(self, commit: bool = True) -> None:
+        """Leave the group: give partitions up (committing if *commit*), then LeaveGroup."""
+        if self._stop_reason is not None or self.state is S.STOPPED:
+            return
+        self._stop_reason = "the consumer is shutting down"
+        self._stop_commits = commit
+        self._interrupt()
+
+    def fail(self, failure: Failure) -> None:
+        """Stop because of a fatal error (from the application side); ``start()`` fails."""
+        if self._failure is None and self.state is not S.STOPPED:
+            self._failure = failure
+            self._stop_reason = f"fatal error: {failure.getErrorMessage()}"
+            self._stop_commits = False
+            self._interrupt()
+
+    def request_rejoin(self, reason: str) -> None:
+        """Rebalance soon (e.g. a commit was refused because a rebalance is in progress)."""
+        if self._rejoin_reason is None:
+            self._rejoin_reason = reason
+        self._wake_up()
+
+    def _interrupt(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.cancel()
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            wake.callback(None)
+
+    def _transition(self, event: E) -> None:
+        new = next_state(self.state, event)
+        log.debug(
+            "{member!r}: {event} -> {state}", member=self, event=event.value, state=new.name
+        )
+        self.state = new
+        if new in (S.STABLE, S.PREPARING):
+            self._schedule_heartbeat()
+        elif self._heartbeat_call is not None and self._heartbeat_call.active():
+            self._heartbeat_call.cancel()
+
+    # -- the loop -------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            while self._stop_reason is None:
+                await self._rebalance()
+                if self._stop_reason is None and self.state is S.STABLE:
+                    await self._until_woken()
+                if self._fenced_error is not None and self.state is S.STABLE:
+                    await self._fenced()
+        except _CancelledByStop:
+            pass
+        except Exception:
+            self._failure = self._failure or Failure()
+        await self._leave()
+
+    async def _rebalance(self) -> None:
+        """One rebalance round: PREPARING -> JOINING -> SYNCING -> STABLE (or back to the start)."""
+        started = self.reactor.seconds()
+        self._transition(E.JOIN if self.state is S.UNJOINED else E.REJOIN)
+        reason, self._rejoin_reason = self._rejoin_reason, None
+        if not await self._prepare():
+            return
+        if self._fenced_error is not None:
+            await self._fenced()
+            return
+        self._transition(E.PREPARED)
+        try:
+            joined = await self._join(reason)
+            self._transition(E.JOINED)
+            assignment = await self._sync(joined)
+        except _Rejoin:
+            self._rejoin_reason = self._rejoin_reason or "rejoining"
+            return
+        except _Fenced as e:
+            self._fenced_error = e.error
+            await self._fenced()
+            return
+        self._transition(E.SYNCED)
+        self.rebalances += 1
+        await self._settle(assignment)
+        log.info(
+            "{member!r}: rebalanced in {seconds:.3f} s; owns {owned}",
+            member=self,
+            seconds=self.reactor.seconds() - started,
+            owned=sorted(self.owned),
+        )
+
+    async def _prepare(self) -> bool:
+        """Give up what must go before joining; False if it outlasted the rebalance timeout."""
+        if self.protocol is RebalanceProtocol.EAGER or self.generation_id < 0:
+            revoked = sorted(self.owned)
+        else:
+            revoked = sorted(tp for tp in self.owned if tp.topic not in self.topics)
+        if not revoked:
+            return True
+        self.owned = self.owned - set(revoked)
+        done = maybeDeferred(self.listener.revoke, revoked)
+        finished = await self._within(done, self.rebalance_timeout_ms / 1000.0)
+        if not finished:
+            log.warn(
+                "{member!r}: revoking {revoked} outlasted the rebalance timeout; leaving",
+                member=self,
+                revoked=revoked,
+            )
+            await self._send_leave("revoking partitions outlasted the rebalance timeout")
+            self._reset(member_id=True)
+            self._fenced_error = None
+            self._transition(E.TOO_SLOW)
+        await done
+        return finished
+
+    async def _fenced(self) -> None:
+        """Lose every partition and forget the generation (and member id if unknown)."""
+        error, self._fenced_error = self._fenced_error, None
+        log.warn(
+            "{member!r}: fenced by the coordinator ({error}); partitions lost",
+            member=self,
+            error=BrokerResponseError.from_errno(error or 0).message,
+        )
+        self._transition(E.FENCED)
+        self._reset(member_id=error in (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID))
+        lost, self.owned = sorted(self.owned), frozenset()
+        if lost:
+            await maybeDeferred(self.listener.lose, lost)
+
+    def _reset(self, member_id: bool) -> None:
+        self.generation_id = -1
+        self.leader_id = ""
+        if member_id:
+            self.member_id = ""
+
+    async def _until_woken(self) -> None:
+        if self._rejoin_reason is not None or self._fenced_error is not None:
+            return
+        self._wake = Deferred()
+        await self._wake
+
+    # -- JoinGroup --------------------------------------------------------------
+
+    def _subscription(self) -> bytes:
+        if self.protocol is RebalanceProtocol.COOPERATIVE:
+            sub = Subscription(self.topics, tuple(sorted(self.owned)), self.generation_id)
+        else:
+            sub = Subscription(self.topics)
+        return encode_subscription(sub)
+
+    async def _join(self, reason: str | None) -> Any:
+        failures = 0
+        while True:
+            metadata = self._subscription()
+            request = req.join_group(
+                self.group_id,
+                self.member_id,
+                self.group_instance_id,
+                self.session_timeout_ms,
+                self.rebalance_timeout_ms,
+                [(a.name, metadata) for a in self.assignors],
+                reason,
+            )
+            timeout = self.rebalance_timeout_ms / 1000.0 + JOIN_GRACE_SECONDS
+            response = await self._request(request, timeout, failures)
+            if response is None:
+                failures += 1
+                continue
+            error = response.error_code
+            if error == 0:
+                self.member_id = response.member_id
+                self.generation_id = response.generation_id
+                self.protocol_name = response.protocol_name
+                self.leader_id = response.leader
+                return response
+            if error == MEMBER_ID_REQUIRED:
+                self.member_id = response.member_id
+                continue
+            if error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+                if self.owned:
+                    raise _Fenced(error)
+                self._reset(member_id=error == UNKNOWN_MEMBER_ID)
+                continue
+            if error in _COORDINATOR_ERRORS or error == REBALANCE_IN_PROGRESS:
+                failures += 1
+                await self._sleep(self._delay(failures))
+                continue
+            raise BrokerResponseError.from_errno(error, f"JoinGroup of group {self.group_id!r}")
+
+    # -- SyncGroup ----------------------------------------------------------------
+
+    async def _sync(self, joined: Any) -> tuple[TopicAndPartition, ...]:
+        assignments: dict[str, bytes] = {}
+        if self.is_leader and not joined.skip_assignment:
+            assignments = await self._assign(joined)
+        request = req.sync_group(
+            self.group_id,
+            self.generation_id,
+            self.member_id,
+            self.group_instance_id,
+            self.protocol_name,
+            assignments,
+        )
+        response = await self._request(request, self.client.timeout, 0)
+        if response is None:
+            raise _Rejoin()
+        error = response.error_code
+        if error == 0:
+            return decode_assignment(response.assignment)
+        if error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            raise _Fenced(error)
+        if error == REBALANCE_IN_PROGRESS:
+            raise _Rejoin()
+        if error in _COORDINATOR_ERRORS:
+            await self._sleep(self._delay(1))
+            raise _Rejoin()
+        raise BrokerResponseError.from_errno(error, f"SyncGroup of group {self.group_id!r}")
+
+    async def _assign(self, joined: Any) -> dict[str, bytes]:
+        """The leader's work: run the chosen assignor over every member's subscription."""
+        assignor = next(a for a in self.assignors if a.name == joined.protocol_name)
+        members = {}
+        for m in joined.members:
+            try:
+                sub = decode_subscription(m.metadata)
+            except DecodeError as e:
+                raise DecodeError(f"member {m.member_id!r} sent bad metadata: {e.reason}") from e
+            members[m.member_id] = Member(m.member_id, sub, m.group_instance_id)
+        topics = sorted({t for m in members.values() for t in m.subscription.topics})
+        await self._wait(self.client.load_metadata_for_topics(*topics))
+        counts = {t: len(self.client.topic_partitions.get(t, ())) for t in topics}
+        self._assigned_counts = counts
+        result = assignor.assign(counts, members)
+        log.debug("{member!r}: leader assigned {result}", member=self, result=result)
+        return {m: encode_assignment(result.get(m, ())) for m in members}
+
+    async def _settle(self, assignment: Sequence[TopicAndPartition]) -> None:
+        """Revoke what was taken away (cooperative), then start on what was added."""
+        assigned = frozenset(assignment)
+        revoked = sorted(self.owned - assigned)
+        added = sorted(assigned - self.owned)
+        if revoked:
+            self.owned = self.owned - set(revoked)
+            await maybeDeferred(self.listener.revoke, revoked)
+            self.request_rejoin("partitions were revoked for a cooperative rebalance")
+        self.owned = assigned
+        log.debug("{member!r}: added {added}", member=self, added=added)
+        await maybeDeferred(self.listener.assign, sorted(assigned), self.generation)
+
+    # -- Heartbeat --------------------------------------------------------------
+
+    def _schedule_heartbeat(self) -> None:
+        if self._heartbeat_call is None or not self._heartbeat_call.active():
+            self._heartbeat_call = self.reactor.callLater(self.heartbeat_interval, self._heartbeat)
+
+    def _heartbeat(self) -> None:
+        if self.state not in (S.STABLE, S.PREPARING) or self._heartbeat_in_flight:
+            return
+        self._check_metadata()
+        request = req.heartbeat(
+            self.group_id, self.generation_id, self.member_id, self.group_instance_id
+        )
+        self._heartbeat_in_flight = True
+        d = self.client.send_request_to_coordinator(
+            self.group_id, request, timeout=self._heartbeat_timeout
+        )
+        d.addCallbacks(self._heartbeat_answered, self._heartbeat_failed, (self.generation,))
+        d.addBoth(self._heartbeat_done)
+
+    def _heartbeat_done(self, _: Any) -> None:
+        self._heartbeat_in_flight = False
+        if self.state in (S.STABLE, S.PREPARING):
+            self._schedule_heartbeat()
+
+    def _heartbeat_answered(self, response: Any, sent_as: Generation) -> None:
+        error = response.error_code
+        if error == 0 or sent_as != self.generation:
+            return
+        if error == REBALANCE_IN_PROGRESS:
+            if self.state is S.STABLE:
+                self.request_rejoin("the group is rebalancing")
+        elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            self._fenced_error = error
+            self._wake_up()
+        elif error == FENCED_INSTANCE_ID or error not in _COORDINATOR_ERRORS:
+            self.fail(Failure(BrokerResponseError.from_errno(error, "Heartbeat")))
+
+    def _heartbeat_failed(self, failure: Failure, sent_as: Generation) -> None:
+        log.info("{member!r}: heartbeat failed: {error}", member=self, error=failure.getErrorMessage())
+
+    def _check_metadata(self) -> None:
+        """As Kafka's leader: rebalance when a subscribed topic's partition count changes."""
+        if not self.is_leader or self.state is not S.STABLE:
+            return
+        known = self.client.topic_partitions
+        for topic, count in self._assigned_counts.items():
+            if topic in known and len(known[topic]) != count:
+                self.request_rejoin(f"topic {topic!r} now has {len(known[topic])} partitions")
+                return
+
+    # -- leaving ------------------------------------------------------------------
+
+    async def _leave(self) -> None:
+        coordinator_refused = self._failure is not None and self._failure.check(
+            BrokerResponseError
+        )
+        self._transition(E.FAIL if coordinator_refused else E.STOP)
+        owned, self.owned = sorted(self.owned), frozenset()
+        if owned:
+            give_up = self.listener.revoke if self._stop_commits else self.listener.lose
+            try:
+                await maybeDeferred(give_up, owned)
+            except Exception:
+                self._failure = self._failure or Failure()
+        if self.state is S.LEAVING:
+            await self._send_leave(self._stop_reason or "stopping")
+            self._transition(E.LEFT)
+        self._reset(member_id=True)
+        done, self._done = self._done, None
+        if done is not None:
+            if self._failure is not None:
+                done.errback(self._failure)
+            else:
+                done.callback(None)
+
+    async def _send_leave(self, reason: str) -> None:
+        """LeaveGroup, for a dynamic member that has joined; errors are only logged."""
+        if not self.member_id or self.group_instance_id is not None:
+            return
+        request = req.leave_group(self.group_id, self.member_id, self.group_instance_id, reason)
+        try:
+            response = await self.client.send_request_to_coordinator(
+                self.group_id, request, timeout=self.client.timeout
+            )
+        except KafkaError as e:
+            log.info("{member!r}: LeaveGroup failed: {error}", member=self, error=e)
+            return
+        errors = [response.error_code] + [m.error_code for m in response.members]
+        if any(errors):
+            log.info("{member!r}: LeaveGroup answered {errors}", member=self, errors=errors)
+
+    # -- plumbing -----------------------------------------------------------------
+
+    async def _request(self, request: Any, timeout: float, failures: int) -> Any:
+        """The coordinator's response, or None after a retriable failure (and a backoff)."""
+        d = self.client.send_request_to_coordinator(self.group_id, request, timeout=timeout)
+        try:
+            return await self._wait(d)
+        except KafkaError as e:
+            if not (e.retriable or isinstance(e, KafkaUnavailableError)):
+                raise
+            log.info("{member!r}: {request} failed: {error}", member=self,
+                     request=type(request).__name__, error=e)
+            await self._sleep(self._delay(failures + 1))
+            return None
+
+    def _delay(self, failures: int) -> float:
+        base, cap = self._backoff
+        return float(min(cap, base * 2 ** max(0, failures - 1)))
+
+    async def _sleep(self, seconds: float) -> None:
+        await self._wait(deferLater(self.reactor, seconds, lambda: None))
+
+    async def _wait(self, d: Deferred[Any]) -> Any:
+        """Await *d*; :meth:`stop` cancels it."""
+        if self._stop_reason is not None:
+            d.cancel()
+            raise _CancelledByStop()
+        self._pending = d
+        try:
+            return await d
+        except Exception:
+            if self._stop_reason is not None:
+                raise _CancelledByStop() from None
+            raise
+        finally:
+            if self._pending is d:
+                self._pending = None
+
+    async def _within(self, d: Deferred[Any], seconds: float) -> bool:
+        """Whether *d* fires within *seconds* (it keeps running either way; stop waits too)."""
+        settled: Deferred[bool] = Deferred()
+
+        def settle(in_time: bool) -> None:
+            if not settled.called:
+                settled.callback(in_time)
+
+        def fired(result: Any) -> Any:
+            settle(True)
+            return result
+
+        d.addBoth(fired)
+        timer = self.reactor.callLater(seconds, settle, False)
+        try:
+            return await settled
+        finally:
+            if timer.active():
+                timer.cancel()
+
+
+class _CancelledByStop(Exception):
+    """Internal: an await interrupted by :meth:`GroupMember.stop`."""

@@ -1,0 +1,88 @@
+"""Builders of the group membership requests, at whatever version the coordinator speaks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from afkak.connection import VersionedRequest
+from afkak.protocol.messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+)
+
+PROTOCOL_TYPE = "consumer"
+#: LeaveGroup from v3 on names the leaving members in a list (KIP-345).
+LEAVE_BATCH_VERSION = 3
+#: group.instance.id (static membership) exists from these versions on.
+STATIC_JOIN_VERSION = 5
+STATIC_SYNC_VERSION = 3
+STATIC_HEARTBEAT_VERSION = 3
+
+
+def join_group(
+    group_id: str,
+    member_id: str,
+    instance_id: str | None,
+    session_timeout_ms: int,
+    rebalance_timeout_ms: int,
+    protocols: list[tuple[str, bytes]],
+    reason: str | None,
+) -> JoinGroupRequest:
+    return JoinGroupRequest(
+        group_id=group_id,
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        member_id=member_id,
+        group_instance_id=instance_id,
+        protocol_type=PROTOCOL_TYPE,
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(n, m) for n, m in protocols],
+        reason=reason,
+    )
+
+
+def sync_group(
+    group_id: str,
+    generation_id: int,
+    member_id: str,
+    instance_id: str | None,
+    protocol_name: str | None,
+    assignments: Mapping[str, bytes],
+) -> SyncGroupRequest:
+    entry = SyncGroupRequest.SyncGroupRequestAssignment
+    return SyncGroupRequest(
+        group_id=group_id,
+        generation_id=generation_id,
+        member_id=member_id,
+        group_instance_id=instance_id,
+        protocol_type=PROTOCOL_TYPE,
+        protocol_name=protocol_name,
+        assignments=[entry(m, a) for m, a in assignments.items()],
+    )
+
+
+def heartbeat(
+    group_id: str, generation_id: int, member_id: str, instance_id: str | None
+) -> HeartbeatRequest:
+    return HeartbeatRequest(
+        group_id=group_id,
+        generation_id=generation_id,
+        member_id=member_id,
+        group_instance_id=instance_id,
+    )
+
+
+def leave_group(
+    group_id: str, member_id: str, instance_id: str | None, reason: str
+) -> VersionedRequest:
+    def build(version: int) -> Any:
+        if version < LEAVE_BATCH_VERSION:
+            return LeaveGroupRequest(group_id=group_id, member_id=member_id)
+        return LeaveGroupRequest(
+            group_id=group_id,
+            members=[LeaveGroupRequest.MemberIdentity(member_id, instance_id, reason)],
+        )
+
+    return VersionedRequest(LeaveGroupRequest, build)

@@ -1,0 +1,111 @@
+"""Partitioners: which partition of a topic a producer writes a message to.
+
+A partitioner is made per topic, as ``partitioner_class(topic, partitions)``,
+and asked ``partition(key, partitions)`` for each send, *partitions* being the
+topic's current sorted partition numbers.  :class:`HashedPartitioner` places
+keys as Kafka's Java client (and kafka-python, librdkafka's
+``murmur2_random``) do, so records with the same key land in the same
+partition whichever of these clients wrote them.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections.abc import Sequence
+from itertools import cycle
+from typing import Iterator
+
+__all__ = ["HashedPartitioner", "Partitioner", "RoundRobinPartitioner", "murmur2"]
+
+_M = 0x5BD1E995
+_SEED = 0x9747B28C
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """MurmurHash2 of *data* as Kafka computes it (seed 0x9747b28c), as an unsigned 32-bit int.
+
+    Kafka's ``Utils.murmur2`` returns the same bits as a signed Java int.
+    """
+    length = len(data)
+    h = (_SEED ^ length) & _MASK
+    whole = length & ~3
+    for k in struct.unpack_from(f"<{length >> 2}I", data):
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    rest = length & 3
+    if rest:
+        if rest == 3:
+            h ^= data[whole + 2] << 16
+        if rest >= 2:
+            h ^= data[whole + 1] << 8
+        h ^= data[whole]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h
+
+
+class Partitioner:
+    """Base class: chooses a partition of *topic* for each message.
+
+    :param topic: the topic this partitioner serves.
+    :param partitions: the topic's partition numbers when it was made.
+    """
+
+    def __init__(self, topic: str, partitions: Sequence[int]) -> None:
+        self.topic = topic
+        self.partitions = partitions
+
+    def partition(self, key: bytes | None, partitions: Sequence[int]) -> int:
+        """The partition (one of *partitions*) for a message with *key*."""
+        raise NotImplementedError("subclasses choose the partition")
+
+
+class RoundRobinPartitioner(Partitioner):
+    """Cycles through the partitions, ignoring keys.
+
+    Set :attr:`randomStart` (or call :meth:`set_random_start`) to start each
+    new topic's cycle at a random partition, so that producers started
+    together do not all write to the same partitions first.
+    """
+
+    randomStart = False
+
+    def __init__(self, topic: str, partitions: Sequence[int]) -> None:
+        super().__init__(topic, partitions)
+        self._cycle = self._start(partitions)
+
+    @classmethod
+    def set_random_start(cls, randomStart: bool) -> None:
+        cls.randomStart = randomStart
+
+    def _start(self, partitions: Sequence[int]) -> Iterator[int]:
+        self.partitions = partitions
+        cycling = cycle(partitions)
+        if self.randomStart and partitions:
+            for _ in range(random.randrange(len(partitions))):
+                next(cycling)
+        return cycling
+
+    def partition(self, key: bytes | None, partitions: Sequence[int]) -> int:
+        if partitions is not self.partitions and list(partitions) != list(self.partitions):
+            self._cycle = self._start(partitions)
+        return next(self._cycle)
+
+
+class HashedPartitioner(Partitioner):
+    """Places each message by the murmur2 hash of its key, as Kafka's default partitioner.
+
+    The partition is ``partitions[(murmur2(key) & 0x7fffffff) % len(partitions)]``.
+    A key is required: ``partition()`` raises :exc:`TypeError` for ``None``.
+    """
+
+    def partition(self, key: bytes | None, partitions: Sequence[int]) -> int:
+        if key is None:
+            raise TypeError(f"{type(self).__name__} needs a key (bytes), not None")
+        return partitions[(murmur2(key) & 0x7FFFFFFF) % len(partitions)]

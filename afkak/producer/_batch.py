@@ -1,0 +1,229 @@
+"""One producer batch: the records of one partition sent (and retried) together.
+
+Records are collected in plain lists (the per-send cost is a few list
+appends); :meth:`ProducerBatch.encode` turns them into a v2 record batch once,
+when the batch is first sent, and the same bytes are resent on retries.  A
+re-sequenced batch (after an epoch bump) gets its producer fields and CRC
+patched in place.
+
+Each send waiting on the batch is one entry of ``waiters``
+(``send_messages``: its Deferred; ``firsts`` holds the index of its first
+message, unless it is None because every send so far had one message, so the
+indexes match) or of ``record_waiters`` (``send``: the Deferred and the
+record index).  Few objects per message matter: a producer holds many
+thousands of sends, and the garbage collector scans every one of them.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from crc32c import crc32c
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
+from afkak._structs import ProduceResponse
+from afkak.records import BATCH_HEADER_SIZE, build_batch
+
+from ._result import RecordMetadata
+
+_PRODUCER_FIELDS = struct.Struct(">qhi")  # producer id, epoch, base sequence
+_PRODUCER_OFFSET = 43
+_CRC = struct.Struct(">I")
+_CRC_OFFSET = 17
+_CRC_START = 21
+#: Estimated bytes a record adds to a batch beyond its key, value and headers
+#: (the same estimate as :class:`afkak.records.RecordBatchBuilder`'s).
+RECORD_OVERHEAD = 10
+SEQUENCE_MODULUS = 2**31
+
+
+def _fire_quickly(d: Deferred[Any], result: Any) -> None:
+    """``d.callback(result)``, cheaper when nothing listens to *d* yet.
+
+    A Deferred without callbacks only needs its result stored; skipping
+    Twisted's callback loop halves the cost of settling a send.  Only used
+    when Deferreds have the attributes this relies on (see :data:`fire`).
+    """
+    if d._callbacks or d.called or d.paused:
+        d.callback(result)
+    else:
+        d.called = True
+        d.result = result
+
+
+def _fire_by_callback(d: Deferred[Any], result: Any) -> None:
+    d.callback(result)
+
+
+def _can_fire_quickly() -> bool:
+    probe: Deferred[Any] = Deferred()
+    return (
+        isinstance(getattr(probe, "_callbacks", None), list)
+        and probe.called is False
+        and probe.paused == 0
+    )
+
+
+#: How a send's Deferred is fired: :func:`_fire_quickly` when this Twisted's
+#: Deferred keeps its callbacks in ``_callbacks``, else ``callback``.
+fire = _fire_quickly if _can_fire_quickly() else _fire_by_callback
+
+
+class ProducerBatch:
+    """Records for one partition, their senders' Deferreds, and the batch's send state."""
+
+    __slots__ = (
+        "part",
+        "topic",
+        "partition",
+        "values",
+        "keys",
+        "headers",
+        "timestamps",
+        "waiters",
+        "firsts",
+        "record_waiters",
+        "size",
+        "created",
+        "order",
+        "count",
+        "data",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "attempts",
+    )
+
+    def __init__(self, part: Any, created: float, order: int) -> None:
+        #: The :class:`~afkak.producer._partition.PartitionState` it belongs to.
+        self.part = part
+        self.topic: str = part.topic
+        self.partition: int = part.partition
+        self.values: list[bytes | None] = []
+        self.keys: list[bytes | None] | None = None  # None while every key is None
+        self.headers: list[Any] | None = None  # None while no record has headers
+        self.timestamps: list[int] = []
+        self.waiters: list[Any] = []
+        self.firsts: list[int] | None = None
+        self.record_waiters: list[tuple[Any, int]] = []
+        #: Estimated encoded size (before compression), for cutting batches.
+        self.size = BATCH_HEADER_SIZE
+        self.created = created
+        #: Position among the partition's batches, to keep retries in order.
+        self.order = order
+        self.count = 0
+        self.data: bytes | None = None
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        #: Produce requests this batch was sent in so far.
+        self.attempts = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"<ProducerBatch {self.topic}/{self.partition} #{self.order} "
+            f"records={self.count or len(self.values)} seq={self.base_sequence}>"
+        )
+
+    def add_keys(self, key: bytes | None, n: int) -> None:
+        """Record *n* more keys (all *key*) for the values being appended."""
+        keys = self.keys
+        if keys is None:
+            if key is None:
+                return
+            keys = self.keys = [None] * len(self.values)
+        keys.extend([key] * n)
+
+    def add_waiter(self, d: Any, first: int) -> None:
+        """Add a ``send_messages`` Deferred whose first message is at index *first*."""
+        firsts = self.firsts
+        if firsts is None:
+            if first == len(self.waiters):
+                self.waiters.append(d)
+                return
+            firsts = self.firsts = list(range(len(self.waiters)))
+        firsts.append(first)
+        self.waiters.append(d)
+
+    def add_headers(self, headers: Any) -> None:
+        """Record the headers of the one value being appended."""
+        if self.headers is None:
+            if not headers:
+                return
+            self.headers = [()] * len(self.values)
+        self.headers.append(headers)
+
+    def encode(self, codec: int, producer_id: int, producer_epoch: int, sequence: int) -> None:
+        """Build the record batch (done once; the record lists are then released)."""
+        self.count = len(self.values)
+        self.producer_id, self.producer_epoch, self.base_sequence = (
+            producer_id,
+            producer_epoch,
+            sequence,
+        )
+        self.data = build_batch(
+            self.values,
+            self.keys,
+            headers=self.headers,
+            timestamps=self.timestamps,
+            codec=codec,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=sequence,
+        )
+        self.values = self.keys = self.headers = None  # type: ignore[assignment]
+        if not self.record_waiters:
+            self.timestamps = None  # type: ignore[assignment]
+
+    def resequence(self, producer_id: int, producer_epoch: int, sequence: int) -> None:
+        """Give the encoded batch new producer fields (an epoch bump restarts sequences)."""
+        assert self.data is not None
+        buf = bytearray(self.data)
+        _PRODUCER_FIELDS.pack_into(buf, _PRODUCER_OFFSET, producer_id, producer_epoch, sequence)
+        _CRC.pack_into(buf, _CRC_OFFSET, crc32c(memoryview(buf)[_CRC_START:]))
+        self.data = bytes(buf)
+        self.producer_id, self.producer_epoch, self.base_sequence = (
+            producer_id,
+            producer_epoch,
+            sequence,
+        )
+
+    @property
+    def last_sequence(self) -> int:
+        return (self.base_sequence + self.count - 1) % SEQUENCE_MODULUS
+
+    def succeed(self, base_offset: int, log_append_time: int) -> None:
+        """Fire every waiting send: *base_offset* -1 (unknown) gives offsets -1."""
+        topic, partition = self.topic, self.partition
+        known = base_offset >= 0
+        firsts = range(len(self.waiters)) if self.firsts is None else self.firsts
+        for d, first in zip(self.waiters, firsts):
+            fire(d, ProduceResponse(topic, partition, 0, base_offset + first if known else -1))
+        if self.record_waiters:
+            stamps = self.timestamps
+            for d, index in self.record_waiters:
+                fire(
+                    d,
+                    RecordMetadata(
+                        topic,
+                        partition,
+                        base_offset + index if known else -1,
+                        stamps[index] if log_append_time < 0 else log_append_time,
+                    ),
+                )
+
+    def succeed_unacknowledged(self) -> None:
+        """Fire every waiting send of an ``acks=0`` batch: ``None``, or offsets -1."""
+        for d in self.waiters:
+            fire(d, None)
+        topic, partition, stamps = self.topic, self.partition, self.timestamps
+        for d, index in self.record_waiters:
+            fire(d, RecordMetadata(topic, partition, -1, stamps[index]))
+
+    def fail(self, failure: Failure) -> None:
+        for d in self.waiters:
+            d.errback(failure)
+        for d, _ in self.record_waiters:
+            d.errback(failure)

@@ -1,0 +1,123 @@
+"""The idempotent producer's identity: a producer id from the cluster, and its epoch.
+
+The id comes from InitProducerId (any broker answers it for a producer
+without a transactional id).  The epoch is bumped locally when a
+partition's sequence numbers must restart (Kafka's KIP-360 for idempotent
+producers); when it would overflow, a new id is fetched instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from afkak._broker_errors import BrokerResponseError
+from afkak._errors import CancelledError
+from afkak.protocol.messages import InitProducerIdRequest
+
+log = Logger()
+
+MAX_EPOCH = 2**15 - 1
+#: Sent for a non-transactional producer, which the broker ignores (Kafka's default).
+_TRANSACTION_TIMEOUT_MS = 60_000
+
+
+class ProducerIdentity:
+    """Producer id and epoch, and getting them from the cluster.
+
+    :param on_ready: called once an id has arrived.
+    :param on_fatal: called with the failure after a non-retriable error or
+        *max_attempts* failed attempts; the next :meth:`ensure` starts over.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        reactor: Any,
+        retry_interval: float,
+        max_attempts: int,
+        on_ready: Callable[[], None],
+        on_fatal: Callable[[Failure], None],
+    ) -> None:
+        self.producer_id = -1
+        self.epoch = -1
+        self._client = client
+        self._reactor = reactor
+        self._retry_interval = retry_interval
+        self._max_attempts = max_attempts
+        self._on_ready = on_ready
+        self._on_fatal = on_fatal
+        self._attempts = 0
+        self._request: Deferred[Any] | None = None
+        self._retry_call: Any = None
+
+    @property
+    def ready(self) -> bool:
+        return self.producer_id >= 0
+
+    def ensure(self) -> None:
+        """Get a producer id unless there is one or it is being fetched."""
+        if self.ready or self._request is not None or self._retry_call is not None:
+            return
+        self._attempts += 1
+        d = self._request = self._client.send_request_to_any_broker(
+            InitProducerIdRequest(
+                transactional_id=None, transaction_timeout_ms=_TRANSACTION_TIMEOUT_MS
+            )
+        )
+        d.addCallbacks(self._answered, self._failed)
+
+    def bump(self) -> tuple[int, int] | None:
+        """A new epoch, or None while a new id is fetched (the epoch overflowed)."""
+        if not self.ready:
+            self.ensure()
+            return None
+        if self.epoch >= MAX_EPOCH - 1:
+            self.producer_id = self.epoch = -1
+            self.ensure()
+            return None
+        self.epoch += 1
+        return self.producer_id, self.epoch
+
+    def stop(self) -> None:
+        if self._retry_call is not None:
+            self._retry_call.cancel()
+            self._retry_call = None
+        if self._request is not None:
+            self._request.cancel()
+
+    def _answered(self, response: Any) -> None:
+        self._request = None
+        if response.error_code:
+            self._failed(Failure(BrokerResponseError.from_errno(response.error_code)))
+            return
+        self._attempts = 0
+        self.producer_id, self.epoch = response.producer_id, response.producer_epoch
+        log.debug(
+            "Producer id {pid}, epoch {epoch}", pid=self.producer_id, epoch=self.epoch
+        )
+        self._on_ready()
+
+    def _failed(self, failure: Failure) -> None:
+        self._request = None
+        if failure.check(CancelledError):
+            return
+        error = failure.value
+        give_up = self._attempts >= self._max_attempts or (
+            isinstance(error, BrokerResponseError) and not error.retriable
+        )
+        if give_up:
+            self._attempts = 0
+            self._on_fatal(failure)
+            return
+        log.info("InitProducerId failed, retrying: {error}", error=failure.getErrorMessage())
+        delay = self._retry_interval * 2 ** (self._attempts - 1)
+        self._retry_call = self._reactor.callLater(delay, self._retry)
+
+    def _retry(self) -> None:
+        self._retry_call = None
+        self.ensure()

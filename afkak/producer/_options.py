@@ -1,0 +1,135 @@
+"""The Producer's settings, checked and resolved from its constructor arguments.
+
+Resolving means applying the rules that tie settings together: idempotence
+is on by default and implies ``acks=all``; an explicit ``req_acks`` other than
+all turns the default idempotence off (as Kafka's producer does since 3.0),
+while an explicit ``enable_idempotence=True`` with such ``req_acks`` is an
+error.  ``batch_send=True`` makes afkak's ``batch_every_*`` triggers the
+batching policy, with ``batch_every_t`` as the linger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from afkak.codec import CODEC_NAMES, CODEC_NONE, compress
+from afkak.common import PRODUCER_ACK_ALL_REPLICAS, PRODUCER_ACK_LOCAL_WRITE
+
+#: Marks an argument the caller did not pass.
+UNSET: Any = type("Unset", (), {"__repr__": lambda self: "<unset>"})()
+
+_ACKS = (-1, 0, 1)
+#: Kafka refuses more than five in-flight batches per partition with idempotence.
+MAX_IDEMPOTENT_IN_FLIGHT = 5
+_INT32_MAX = 2**31 - 1
+
+
+@attrs.frozen
+class Options:
+    acks: int
+    idempotent: bool
+    ack_timeout_ms: int
+    max_attempts: int
+    retry_interval: float
+    codec: int
+    batch_send: bool
+    batch_every_n: int
+    batch_every_b: int
+    #: Seconds a batch may wait for more records (``None``: until a trigger).
+    linger: float | None
+    batch_size: int
+    max_in_flight: int
+    buffer_memory: int
+    retry_unknown_outcome: bool
+
+
+def _int(name: str, value: Any, low: int, high: int = _INT32_MAX) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be within [{low}, {high}], not {value!r}")
+    return value
+
+
+def _number(name: str, value: Any, low: float) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, not {value!r}")
+    if not value >= low:
+        raise ValueError(f"{name} must be at least {low}, not {value!r}")
+    return float(value)
+
+
+def resolve(
+    *,
+    req_acks: Any,
+    ack_timeout: Any,
+    max_req_attempts: Any,
+    retry_interval: Any,
+    codec: Any,
+    batch_send: Any,
+    batch_every_n: Any,
+    batch_every_b: Any,
+    batch_every_t: Any,
+    enable_idempotence: Any,
+    linger_ms: Any,
+    batch_size: Any,
+    max_in_flight_per_partition: Any,
+    buffer_memory: Any,
+    retry_unknown_outcome: Any,
+) -> Options:
+    """Check the arguments (TypeError / ValueError) and resolve their defaults."""
+    if req_acks is not UNSET and (req_acks not in _ACKS or isinstance(req_acks, bool)):
+        raise ValueError(f"req_acks must be one of {_ACKS}, not {req_acks!r}")
+    if enable_idempotence is UNSET:
+        idempotent = req_acks in (UNSET, PRODUCER_ACK_ALL_REPLICAS)
+    elif isinstance(enable_idempotence, bool):
+        idempotent = enable_idempotence
+        if idempotent and req_acks not in (UNSET, PRODUCER_ACK_ALL_REPLICAS):
+            raise ValueError(
+                f"enable_idempotence=True needs req_acks=-1 (all replicas), not {req_acks!r}"
+            )
+    else:
+        raise TypeError(f"enable_idempotence must be a bool, not {enable_idempotence!r}")
+    if req_acks is UNSET:
+        acks = PRODUCER_ACK_ALL_REPLICAS if idempotent else PRODUCER_ACK_LOCAL_WRITE
+    else:
+        acks = req_acks
+    if codec is None:
+        codec = CODEC_NONE
+    if codec not in CODEC_NAMES or isinstance(codec, bool):
+        raise ValueError(f"unknown compression codec {codec!r}")
+    compress(codec, b"")  # UnsupportedCodecError when its library is missing
+    batch_send = bool(batch_send)
+    every_n = _int("batch_every_n", batch_every_n, 0)
+    every_b = _int("batch_every_b", batch_every_b, 0)
+    every_t = _number("batch_every_t", batch_every_t, 0)
+    if batch_send:
+        if not (every_n or every_b or every_t):
+            raise ValueError("batch_send needs one of batch_every_n, _b or _t to be non-zero")
+        linger = every_t or None
+    else:
+        linger = _int("linger_ms", linger_ms, 0) / 1000.0
+    in_flight = _int("max_in_flight_per_partition", max_in_flight_per_partition, 1)
+    if idempotent and in_flight > MAX_IDEMPOTENT_IN_FLIGHT:
+        raise ValueError(
+            f"idempotence allows at most {MAX_IDEMPOTENT_IN_FLIGHT} requests in flight"
+            f" per partition, not {in_flight}"
+        )
+    return Options(
+        acks=acks,
+        idempotent=idempotent,
+        ack_timeout_ms=_int("ack_timeout", ack_timeout, 0),
+        max_attempts=_int("max_req_attempts", max_req_attempts, 1),
+        retry_interval=_number("retry_interval", retry_interval, 0),
+        codec=codec,
+        batch_send=batch_send,
+        batch_every_n=every_n,
+        batch_every_b=every_b,
+        linger=linger,
+        batch_size=_int("batch_size", batch_size, 1),
+        max_in_flight=in_flight,
+        buffer_memory=_int("buffer_memory", buffer_memory, 1, 2**63 - 1),
+        retry_unknown_outcome=bool(retry_unknown_outcome),
+    )

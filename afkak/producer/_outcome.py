@@ -1,0 +1,70 @@
+"""What to do with a batch after its Produce attempt: done, retry, or fail.
+
+Kafka's Java producer is the model.  A broker error is retried when Kafka
+marks it retriable; the idempotence errors are retried after fixing the
+producer's sequence state (an epoch bump); an error that leaves it unknown
+whether the batch was written (connection lost after sending, timeouts) is
+retried only with idempotence, where the broker drops the duplicate, or when
+the user accepts duplicates.  CORRUPT_MESSAGE, retriable in Kafka's table, is
+not retried: the producer built the batch and would resend the same bytes.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from afkak._broker_errors import BrokerResponseError
+from afkak._errors import BrokerConnectionError, DecodeError, KafkaError
+from afkak.client._stale import LEADER_MOVED, TOPIC_GONE
+
+CORRUPT_MESSAGE = 2
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+DUPLICATE_SEQUENCE_NUMBER = 46
+INVALID_PRODUCER_EPOCH = 47
+UNKNOWN_PRODUCER_ID = 59
+PRODUCER_FENCED = 90
+#: Errors after which the batch may or may not have been written:
+#: REQUEST_TIMED_OUT, NETWORK_EXCEPTION, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+UNKNOWN_OUTCOME = frozenset({7, 13, 20})
+#: Errors that mean the broker's metadata moved on: forget the partition's leader.
+STALE_LEADER = LEADER_MOVED | TOPIC_GONE
+
+
+class Action(enum.Enum):
+    DONE = "done"  #: the batch is written
+    RETRY = "retry"  #: send it again (after a back-off)
+    BUMP = "bump"  #: send it again once the partition's sequences restart at a new epoch
+    FAIL = "fail"  #: fail its sends
+
+
+def for_error_code(code: int, *, idempotent: bool, retry_unknown_outcome: bool) -> Action:
+    """The action for a partition's error code in a Produce response."""
+    if code == 0:
+        return Action.DONE
+    if idempotent:
+        if code == DUPLICATE_SEQUENCE_NUMBER:
+            return Action.DONE
+        if code == OUT_OF_ORDER_SEQUENCE_NUMBER:
+            return Action.RETRY  # the caller bumps when the gap is real
+        if code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED):
+            return Action.BUMP
+        if code in UNKNOWN_OUTCOME:
+            return Action.RETRY
+    elif code in UNKNOWN_OUTCOME:
+        return Action.RETRY if retry_unknown_outcome else Action.FAIL
+    if code == CORRUPT_MESSAGE:
+        return Action.FAIL
+    error_class = BrokerResponseError.errnos.get(code)
+    return Action.RETRY if error_class is not None and error_class.retriable else Action.FAIL
+
+
+def for_exception(error: BaseException, *, idempotent: bool, retry_unknown_outcome: bool) -> Action:
+    """The action for a Produce request that failed as a whole with *error*."""
+    if isinstance(error, (BrokerConnectionError, DecodeError)) or (
+        isinstance(error, BrokerResponseError) and error.errno in UNKNOWN_OUTCOME
+    ):
+        # The request may have reached the broker and been written.
+        return Action.RETRY if idempotent or retry_unknown_outcome else Action.FAIL
+    if isinstance(error, KafkaError) and error.retriable:
+        return Action.RETRY
+    return Action.FAIL

@@ -1,0 +1,128 @@
+"""Per-partition producer state: the batch being filled, batches waiting to be sent,
+requests in flight, back-off, and (with idempotence) the sequence numbers.
+
+Batches leave ``ready`` in order.  A batch being retried is put back in its
+place (by ``order``) and is sent alone, once nothing else of the partition is
+in flight, so retries cannot reorder records.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from afkak._structs import TopicAndPartition
+
+from ._batch import SEQUENCE_MODULUS, ProducerBatch
+
+
+class PartitionState:
+    __slots__ = (
+        "topic",
+        "partition",
+        "key",
+        "open",
+        "ready",
+        "in_flight",
+        "retry_at",
+        "route_failures",
+        "orders",
+        "producer_id",
+        "producer_epoch",
+        "next_sequence",
+        "acked_next",
+        "bump",
+    )
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.key = TopicAndPartition(topic, partition)
+        #: The batch records are appended to.
+        self.open: ProducerBatch | None = None
+        #: Sealed batches waiting to be sent (or resent), in order.
+        self.ready: deque[ProducerBatch] = deque()
+        #: Produce requests in flight carrying a batch of this partition.
+        self.in_flight = 0
+        #: Reactor time before which nothing is sent (back-off after a failure).
+        self.retry_at = 0.0
+        #: Consecutive failures to find the partition's leader.
+        self.route_failures = 0
+        self.orders = 0
+        # Idempotence: the (producer id, epoch) of this partition's batches, the
+        # sequence of the next new batch, and the one after the last acknowledged.
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.next_sequence = 0
+        self.acked_next = 0
+        #: The sequences must restart at a new epoch before anything more is sent.
+        self.bump = False
+
+    def __repr__(self) -> str:
+        return f"<PartitionState {self.topic}/{self.partition} in_flight={self.in_flight}>"
+
+    def new_batch(self, now: float) -> ProducerBatch:
+        batch = self.open = ProducerBatch(self, now, self.orders)
+        self.orders += 1
+        return batch
+
+    def seal(self) -> None:
+        """Close the open batch: it waits in ``ready`` for its turn."""
+        assert self.open is not None
+        self.ready.append(self.open)
+        self.open = None
+
+    def requeue(self, batch: ProducerBatch) -> None:
+        """Put a batch to retry back in its place among the waiting ones."""
+        ready = self.ready
+        index = 0
+        while index < len(ready) and ready[index].order < batch.order:
+            index += 1
+        ready.insert(index, batch)
+
+    def restart_sequences(self, producer_id: int, epoch: int) -> None:
+        """Adopt a new epoch: waiting batches that were sent get sequences from 0 again."""
+        self.producer_id, self.producer_epoch = producer_id, epoch
+        sequence = 0
+        for batch in self.ready:
+            if batch.data is None:
+                break
+            batch.resequence(producer_id, epoch, sequence)
+            sequence = (sequence + batch.count) % SEQUENCE_MODULUS
+        self.next_sequence = sequence
+        self.acked_next = 0
+        self.bump = False
+
+    def take_sequence(self, count: int) -> int:
+        """The base sequence for a new batch of *count* records."""
+        sequence = self.next_sequence
+        self.next_sequence = (sequence + count) % SEQUENCE_MODULUS
+        return sequence
+
+    def drop_all(self) -> list[ProducerBatch]:
+        """Remove and return every batch not in flight."""
+        batches = list(self.ready)
+        self.ready.clear()
+        if self.open is not None:
+            batches.append(self.open)
+            self.open = None
+        return batches
+
+
+class TopicState:
+    """A topic the producer writes to: its partitions, partitioner and partition states."""
+
+    __slots__ = ("name", "partitions", "partitioner", "parts")
+
+    def __init__(self, name: str, partitions: list[int], partitioner: Any) -> None:
+        self.name = name
+        #: The topic's partition numbers, as the client's metadata last listed them.
+        self.partitions = partitions
+        self.partitioner = partitioner
+        self.parts: dict[int, PartitionState] = {}
+
+    def part(self, partition: int) -> PartitionState:
+        state = self.parts.get(partition)
+        if state is None:
+            state = self.parts[partition] = PartitionState(self.name, partition)
+        return state

@@ -1,0 +1,589 @@
+"""Producer: afkak's documented producer API on record batches v2.
+
+This module is the facade: argument checks, the topic routes (partition
+lists and partitioners, loaded on first use), appending records to their
+partition's open batch, and the buffer bound.  :mod:`._sender` sends the
+batches and settles them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from twisted.internet.defer import Deferred, fail, succeed
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from afkak._broker_errors import BrokerResponseError
+from afkak._errors import CancelledError, ClientError
+from afkak.client._validate import topic_name
+from afkak.partitioner import RoundRobinPartitioner
+from afkak.records import BATCH_HEADER_SIZE
+
+from . import _options
+from ._batch import RECORD_OVERHEAD, ProducerBatch
+from ._options import UNSET
+from ._partition import TopicState
+from ._sender import Sender
+
+log = Logger()
+
+_DEFAULT_LINGER_MS = 0
+_DEFAULT_BATCH_SIZE = 16384
+_DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024
+_BYTES = (bytes, bytearray, memoryview)
+
+
+class _Pending:
+    """A send waiting for buffer space or for its topic's metadata."""
+
+    __slots__ = ("topic", "key", "values", "headers", "timestamp", "partition", "d", "size", "record")
+
+    def __init__(
+        self,
+        topic: str,
+        key: bytes | None,
+        values: Sequence[bytes | None],
+        headers: Any,
+        timestamp: int,
+        partition: int | None,
+        d: Deferred[Any],
+        size: int,
+        record: bool,
+    ) -> None:
+        self.topic = topic
+        self.key = key
+        self.values = values
+        self.headers = headers
+        self.timestamp = timestamp
+        self.partition = partition
+        self.d = d
+        self.size = size
+        self.record = record
+
+
+class Producer:
+    """Write messages to Kafka with batching, retries and (by default) idempotence.
+
+    :param client: the :class:`~afkak.client.KafkaClient` to use.
+    :param partitioner_class: factory of topic partitioners, called as
+        ``partitioner_class(topic, partitions)``; see :mod:`afkak.partitioner`.
+    :param req_acks: acknowledgements the leader waits for: ``-1`` all in-sync
+        replicas, ``1`` the leader only, ``0`` none (no response at all; sends
+        fire once written to the connection).  By default ``-1`` with
+        idempotence, ``1`` without.  Passing ``0`` or ``1`` without
+        *enable_idempotence* turns idempotence off, as Kafka's producer does.
+    :param ack_timeout: milliseconds the broker may wait for the acks.
+    :param max_req_attempts: attempts per batch (and per metadata or producer
+        id lookup) before its sends fail.
+    :param retry_interval: seconds before the first retry; doubled on each
+        further attempt (at most 30 s).
+    :param codec: compression of each batch: ``None``/``CODEC_NONE``,
+        ``CODEC_GZIP``, ``CODEC_SNAPPY``, ``CODEC_LZ4`` or ``CODEC_ZSTD``.
+    :param batch_send: ``False`` (default): send as soon as possible, a
+        partition's records accumulating only while it has
+        *max_in_flight_per_partition* requests in flight (or for *linger_ms*).
+        ``True``: afkak's batch mode, sending when *batch_every_n* messages or
+        *batch_every_b* bytes are waiting, or *batch_every_t* seconds after a
+        partition's batch started (0 disables a trigger).
+    :param enable_idempotence: Kafka's idempotent producer (the default): the
+        broker drops duplicates of retried batches, so retries never write a
+        record twice or out of order.  Needs ``req_acks=-1``
+        (``ValueError`` otherwise).
+    :param linger_ms: without *batch_send*, milliseconds a batch may wait
+        for more records before it is sent.
+    :param batch_size: bytes (estimated, before compression) at which a
+        partition's batch is closed and sent.  One ``send_messages`` call is
+        never split: its messages form one batch if they exceed this.
+    :param max_in_flight_per_partition: Produce requests in flight per
+        partition (at most 5 with idempotence).  Order is kept: a batch to
+        retry is resent alone, after the requests in flight settled.
+    :param buffer_memory: bytes of records held (waiting or in flight) at
+        most; sends beyond it wait, in order, until batches are settled.
+    :param retry_unknown_outcome: without idempotence, whether to retry a
+        batch that may have been written (connection lost after sending,
+        request timeouts): ``True`` may write records twice; ``False`` (the
+        default) fails those sends instead.  With idempotence they are always
+        retried (safely).
+
+    Records are stamped with the reactor's time (CreateTime) when sent.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        partitioner_class: Any = RoundRobinPartitioner,
+        req_acks: int = UNSET,
+        ack_timeout: int = 1000,
+        max_req_attempts: int = 10,
+        retry_interval: float = 0.25,
+        codec: int | None = None,
+        batch_send: bool = False,
+        batch_every_n: int = 10,
+        batch_every_b: int = 32768,
+        batch_every_t: float = 30,
+        *,
+        enable_idempotence: bool = UNSET,
+        linger_ms: int = _DEFAULT_LINGER_MS,
+        batch_size: int = _DEFAULT_BATCH_SIZE,
+        max_in_flight_per_partition: int = 5,
+        buffer_memory: int = _DEFAULT_BUFFER_MEMORY,
+        retry_unknown_outcome: bool = False,
+    ) -> None:
+        if not callable(partitioner_class):
+            raise TypeError(f"partitioner_class must be callable, not {partitioner_class!r}")
+        self.options = _options.resolve(
+            req_acks=req_acks,
+            ack_timeout=ack_timeout,
+            max_req_attempts=max_req_attempts,
+            retry_interval=retry_interval,
+            codec=codec,
+            batch_send=batch_send,
+            batch_every_n=batch_every_n,
+            batch_every_b=batch_every_b,
+            batch_every_t=batch_every_t,
+            enable_idempotence=enable_idempotence,
+            linger_ms=linger_ms,
+            batch_size=batch_size,
+            max_in_flight_per_partition=max_in_flight_per_partition,
+            buffer_memory=buffer_memory,
+            retry_unknown_outcome=retry_unknown_outcome,
+        )
+        self.client = client
+        self.partitioner_class = partitioner_class
+        self._reactor = client.reactor
+        self._seconds = client.reactor.seconds
+        self._sender = Sender(client, self.options, self._release)
+        self._batch_size = self.options.batch_size
+        self._linger = self.options.linger
+        self._buffer_memory = self.options.buffer_memory
+        self._batch_mode = self.options.batch_send
+        self._routes: dict[str, TopicState] = {}
+        self._unrouted: dict[str, list[_Pending]] = {}
+        self._topic_loads: dict[str, Any] = {}  # Deferred or DelayedCall
+        self._topic_attempts: dict[str, int] = {}
+        self._blocked: deque[_Pending] = deque()
+        #: Bytes of records accepted and not settled (estimated, uncompressed).
+        self._buffered = 0
+        #: Sends accepted and not settled.
+        self._outstanding = 0
+        self._flush_waiters: list[Deferred[None]] = []
+        self._stopped = False
+
+    def __repr__(self) -> str:
+        return (
+            f"<Producer acks={self.options.acks} idempotent={self.options.idempotent}"
+            f" buffered={self._buffered}>"
+        )
+
+    # -- sending -------------------------------------------------------------
+
+    def send_messages(
+        self, topic: str, key: bytes | None = None, msgs: Sequence[bytes | None] = ()
+    ) -> Deferred[Any]:
+        """Send *msgs* (all to one partition, chosen by the partitioner from *key*).
+
+        :param topic: the topic (``str``).
+        :param key: ``bytes`` or ``None``; the key of every message and the
+            partitioner's input.  Kafka refuses unkeyed messages on compacted
+            topics, and :class:`~afkak.partitioner.HashedPartitioner` needs a key.
+        :param msgs: a non-empty sequence of ``bytes`` values, ``None`` for a
+            null value (a tombstone on a compacted topic).
+        :returns: a Deferred that fires once the messages are acknowledged, with
+            a :class:`~afkak.common.ProduceResponse` ``(topic, partition, 0,
+            offset)``, *offset* being the first message's (``None`` with
+            ``req_acks=0``).  It fails with :exc:`TypeError` if *topic* is not a
+            ``str``, *key* not ``bytes`` or ``None`` or *msgs* not a sequence of
+            them, with :exc:`ValueError` if *msgs* is empty, and with the
+            broker's or the client's error if the messages could not be written.
+            Cancelling it stops the waiting, not the sending.
+        """
+        route = self._routes.get(topic)
+        try:
+            if route is None:
+                topic_name(topic)
+            if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
+                raise TypeError(f"key={key!r} must be bytes or None")
+            kind = type(msgs)
+            if kind is not list and kind is not tuple and (
+                isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence)
+            ):
+                raise TypeError(f"msgs must be a sequence of bytes or None, not {msgs!r:.100}")
+            n = len(msgs)
+            if n == 1 and type(msgs[0]) is bytes:
+                size = RECORD_OVERHEAD + len(msgs[0])
+            elif n:
+                size = _values_size(topic, msgs)
+            else:
+                raise ValueError("msgs must be a non-empty sequence")
+            if key is not None:
+                size += n * len(key)
+        except (TypeError, ValueError) as e:
+            return fail(e)
+        if self._stopped:
+            return fail(ClientError(f"{self!r} has been stopped"))
+        d: Deferred[Any] = Deferred()
+        now = self._seconds()
+        self._outstanding += 1
+        buffered = self._buffered
+        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
+            self._hold(_Pending(topic, key, msgs, (), int(now * 1000), None, d, size, False))
+            return d
+        self._buffered = buffered + size
+        try:
+            partition = route.partitioner.partition(key, route.partitions)
+        except Exception:
+            self._refuse(d, size, Failure())
+            return d
+        part = route.parts.get(partition)
+        batch = None if part is None else part.open
+        if (
+            batch is None
+            or batch.headers is not None
+            or batch.size + size >= self._batch_size
+            or self._batch_mode
+        ):
+            self._append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
+            return d
+        # The common case, inlined: room in an open batch without headers.
+        values = batch.values
+        if key is not None or batch.keys is not None:
+            batch.add_keys(key, n)
+        waiters = batch.waiters
+        if batch.firsts is None and len(waiters) == len(values):
+            waiters.append(d)
+        else:
+            batch.add_waiter(d, len(values))
+        if n == 1:
+            values.append(msgs[0])
+            batch.timestamps.append(int(now * 1000))
+        else:
+            values.extend(msgs)
+            batch.timestamps.extend([int(now * 1000)] * n)
+        batch.size += size
+        return d
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        *,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+        timestamp: int | None = None,
+        partition: int | None = None,
+    ) -> Deferred[Any]:
+        """Send one record, with what record batches v2 carry.
+
+        :param headers: ``(str, bytes | None)`` pairs.
+        :param timestamp: CreateTime in milliseconds since the epoch; by
+            default the reactor's time.
+        :param partition: the partition; by default the partitioner's choice.
+        :returns: a Deferred firing with a :class:`RecordMetadata` once the
+            record is acknowledged (offset -1 with ``req_acks=0``); failing
+            with :exc:`TypeError` / :exc:`ValueError` for bad arguments, or
+            with the error that kept the record from being written.
+        """
+        try:
+            topic_name(topic)
+            if value is not None and not isinstance(value, _BYTES):
+                raise TypeError(f"value must be bytes or None, not {value!r:.100}")
+            if key is not None and not isinstance(key, _BYTES):
+                raise TypeError(f"key must be bytes or None, not {key!r:.100}")
+            headers = _check_headers(headers)
+            if timestamp is not None and (
+                not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0
+            ):
+                raise TypeError(f"timestamp must be a non-negative int (ms), not {timestamp!r}")
+            if partition is not None and (
+                not isinstance(partition, int) or isinstance(partition, bool) or partition < 0
+            ):
+                raise TypeError(f"partition must be a non-negative int, not {partition!r}")
+        except (TypeError, ValueError) as e:
+            return fail(e)
+        if self._stopped:
+            return fail(ClientError(f"{self!r} has been stopped"))
+        size = RECORD_OVERHEAD + (len(value) if value is not None else 0)
+        if key is not None:
+            size += len(key)
+        for name, hvalue in headers:
+            size += len(name) + (len(hvalue) if hvalue is not None else 0) + 3
+        now = self._reactor.seconds()
+        stamp = int(now * 1000) if timestamp is None else timestamp
+        d: Deferred[Any] = Deferred()
+        self._outstanding += 1
+        pending = _Pending(topic, key, (value,), headers, stamp, partition, d, size, True)
+        if topic in self._routes and not self._blocked and not (
+            self._buffered and self._buffered + size > self._buffer_memory
+        ):
+            self._accept(pending, now)
+        else:
+            self._hold(pending)
+        return d
+
+    def flush(self) -> Deferred[None]:
+        """Send everything now (ignoring linger and batch triggers).
+
+        Fires once no send is outstanding: those made before, and any made
+        until then, are acknowledged or failed.
+        """
+        if not self._outstanding:
+            return succeed(None)
+        d: Deferred[None] = Deferred()
+        self._flush_waiters.append(d)
+        self._sender.flushing = True
+        self._sender.expire_lingers()
+        return d
+
+    def stop(self) -> Deferred[None]:
+        """Stop the producer: outstanding sends fail with :exc:`~afkak.common.CancelledError`.
+
+        Requests in flight are abandoned (their records may still be written).
+        Returns a Deferred that fires when fully stopped; later sends fail with
+        :exc:`~afkak.common.ClientError`.
+        """
+        if self._stopped:
+            return succeed(None)
+        self._stopped = True
+        failure = Failure(CancelledError(request_sent=False, message="the producer was stopped"))
+        for batch in self._sender.stop(failure):
+            batch.fail(failure)
+            self._release(batch)
+        for load in self._topic_loads.values():
+            load.cancel()
+        self._topic_loads.clear()
+        unrouted, blocked = self._unrouted, self._blocked
+        self._unrouted, self._blocked = {}, deque()
+        for waiting in unrouted.values():
+            for pending in waiting:
+                self._refuse(pending.d, pending.size, failure)
+        for pending in blocked:  # not counted in the buffer yet
+            self._refuse(pending.d, 0, failure)
+        self._check_flushed()
+        return succeed(None)
+
+    # -- accepting -------------------------------------------------------------
+
+    def _hold(self, pending: _Pending) -> None:
+        """Keep a send until there is buffer space (in order) and its topic is known."""
+        if self._blocked or (
+            self._buffered and self._buffered + pending.size > self._buffer_memory
+        ):
+            self._blocked.append(pending)
+        else:
+            self._accept(pending, self._reactor.seconds())
+
+    def _accept(self, pending: _Pending, now: float) -> None:
+        """Take a send into the buffer: append it, or wait for its topic's metadata."""
+        self._buffered += pending.size
+        route = self._routes.get(pending.topic)
+        if route is None:
+            waiting = self._unrouted.setdefault(pending.topic, [])
+            waiting.append(pending)
+            if pending.topic not in self._topic_loads:
+                self._load_topic(pending.topic)
+            return
+        self._place(route, pending, now)
+
+    def _place(self, route: TopicState, pending: _Pending, now: float) -> None:
+        try:
+            partition = pending.partition
+            if partition is None:
+                partition = route.partitioner.partition(pending.key, route.partitions)
+            elif partition not in route.partitions:
+                raise ValueError(
+                    f"topic {route.name} has no partition {partition}"
+                    f" (it has {len(route.partitions)})"
+                )
+        except Exception:
+            self._refuse(pending.d, pending.size, Failure())
+            return
+        self._append(
+            route,
+            partition,
+            pending.key,
+            pending.values,
+            pending.headers,
+            pending.timestamp,
+            now,
+            pending.d,
+            pending.size,
+            pending.record,
+        )
+
+    def _append(
+        self,
+        route: TopicState,
+        partition: int,
+        key: bytes | None,
+        values: Sequence[bytes | None],
+        headers: Any,
+        timestamp: int,
+        now: float,
+        d: Deferred[Any],
+        size: int,
+        record: bool,
+    ) -> None:
+        """Append values (already counted in the buffer) to the partition's open batch."""
+        part = route.parts.get(partition)
+        if part is None:
+            part = route.part(partition)
+        batch = part.open
+        if batch is None or (batch.size + size > self._batch_size and batch.values):
+            batch = self._new_batch(route, part, now)
+        n = len(values)
+        if key is not None or batch.keys is not None:
+            batch.add_keys(key, n)
+        if headers or batch.headers is not None:
+            if n == 1:
+                batch.add_headers(headers)
+            else:
+                batch.headers.extend([()] * n)  # type: ignore[union-attr]
+        first = len(batch.values)
+        if n == 1:
+            batch.values.append(values[0])
+            batch.timestamps.append(timestamp)
+        else:
+            batch.values.extend(values)
+            batch.timestamps.extend([timestamp] * n)
+        batch.size += size
+        if record:
+            batch.record_waiters.append((d, first))
+        else:
+            batch.add_waiter(d, first)
+        if batch.size >= self._batch_size:
+            part.seal()
+            self._sender.wake()
+        if self._batch_mode:
+            self._sender.count_unsent(n, size)
+
+    def _new_batch(self, route: TopicState, part: Any, now: float) -> ProducerBatch:
+        if part.open is not None:
+            part.seal()
+            self._sender.wake()
+        else:
+            self._sender.active.add(part)
+            if self._linger is not None:
+                self._sender.wake(self._linger)
+        # A new batch is a good moment to notice a change in the partition count.
+        partitions = self.client.topic_partitions.get(route.name)
+        if partitions and partitions is not route.partitions:
+            route.partitions = partitions
+        return part.new_batch(now)
+
+    def _refuse(self, d: Deferred[Any], size: int, failure: Failure) -> None:
+        """Fail a send that was counted in the buffer but never appended."""
+        self._buffered -= size
+        self._outstanding -= 1
+        d.errback(failure)
+        self._unblock()
+        self._check_flushed()
+
+    # -- settling --------------------------------------------------------------
+
+    def _release(self, batch: ProducerBatch) -> None:
+        """A batch was settled: free its buffer space and let waiting sends in."""
+        self._buffered -= batch.size - BATCH_HEADER_SIZE
+        self._outstanding -= len(batch.waiters) + len(batch.record_waiters)
+        self._unblock()
+        self._check_flushed()
+
+    def _unblock(self) -> None:
+        blocked = self._blocked
+        if not blocked or self._stopped:
+            return
+        now = self._reactor.seconds()
+        while blocked and (
+            not self._buffered or self._buffered + blocked[0].size <= self._buffer_memory
+        ):
+            self._accept(blocked.popleft(), now)
+
+    def _check_flushed(self) -> None:
+        if self._outstanding or not self._flush_waiters:
+            return
+        waiters, self._flush_waiters = self._flush_waiters, []
+        self._sender.flushing = False
+        for d in waiters:
+            d.callback(None)
+
+    # -- topic metadata ----------------------------------------------------------
+
+    def _load_topic(self, topic: str) -> None:
+        d = self.client.load_metadata_for_topics(topic)
+        self._topic_loads[topic] = d
+        d.addBoth(self._topic_loaded, topic)
+
+    def _topic_loaded(self, result: Any, topic: str) -> None:
+        self._topic_loads.pop(topic, None)
+        if self._stopped:
+            return
+        partitions = self.client.topic_partitions.get(topic)
+        if partitions:
+            self._topic_attempts.pop(topic, None)
+            route = self._routes[topic] = TopicState(
+                topic, partitions, self.partitioner_class(topic, partitions)
+            )
+            now = self._reactor.seconds()
+            for pending in self._unrouted.pop(topic, []):
+                self._place(route, pending, now)
+            return
+        if isinstance(result, Failure):
+            failure = result
+        else:
+            failure = Failure(
+                BrokerResponseError.from_errno(
+                    self.client.metadata_error_for_topic(topic) or 3,
+                    f"no partitions for topic {topic!r}",
+                )
+            )
+        attempts = self._topic_attempts[topic] = self._topic_attempts.get(topic, 0) + 1
+        retriable = getattr(failure.value, "retriable", False) or isinstance(
+            failure.value, ClientError
+        )
+        if attempts < self.options.max_attempts and retriable:
+            delay = min(self.options.retry_interval * 2 ** (attempts - 1), 30.0)
+            self._topic_loads[topic] = self._reactor.callLater(delay, self._reload_topic, topic)
+            return
+        self._topic_attempts.pop(topic, None)
+        log.warn(
+            "Cannot send to topic {topic}: {error}", topic=topic, error=failure.getErrorMessage()
+        )
+        for pending in self._unrouted.pop(topic, []):
+            self._refuse(pending.d, pending.size, failure)
+
+    def _reload_topic(self, topic: str) -> None:
+        del self._topic_loads[topic]
+        self._load_topic(topic)
+
+
+def _values_size(topic: str, values: Sequence[Any]) -> int:
+    """The buffer size of message *values*: TypeError unless each is bytes or None."""
+    size = len(values) * RECORD_OVERHEAD
+    for m in values:
+        if type(m) is bytes:
+            size += len(m)
+        elif m is not None:
+            if not isinstance(m, _BYTES):
+                raise TypeError(
+                    f"message to topic {topic} ({m!r:.100}) has type"
+                    f" {type(m).__name__}, but must be bytes or None"
+                )
+            size += len(m)
+    return size
+
+
+def _check_headers(headers: Any) -> tuple[tuple[str, bytes | None], ...]:
+    if isinstance(headers, (str, bytes)) or not isinstance(headers, (Sequence, tuple, list)):
+        raise TypeError(f"headers must be a sequence of (str, bytes) pairs, not {headers!r:.100}")
+    checked = tuple(headers)
+    for pair in checked:
+        if (
+            not isinstance(pair, tuple)
+            or len(pair) != 2
+            or not isinstance(pair[0], str)
+            or (pair[1] is not None and not isinstance(pair[1], _BYTES))
+        ):
+            raise TypeError(f"each header must be a (str, bytes | None) pair, not {pair!r:.100}")
+    return checked

@@ -1,0 +1,22 @@
+"""Kafka topics as Spark DataFrames and streams, through afkak (the ``afkak[spark]`` extra).
+
+``spark.dataSource.register(AfkakDataSource)``, then ``spark.read.format("afkak")``,
+``readStream``, ``write`` and ``writeStream`` with the options of Spark's Kafka
+connector.  Installing the extra also registers the format by itself (through
+the top-level module ``pyspark_afkak``).  See ``docs/spark.rst``.
+"""
+
+try:
+    import pyarrow  # noqa: F401
+    import pyspark.sql.datasource  # noqa: F401
+except ImportError as e:
+    raise ImportError(
+        f"afkak.spark needs PySpark 4.2+ and pyarrow: pip install 'afkak[spark]' ({e})"
+    ) from e
+
+from afkak.spark._options import OptionError
+from afkak.spark._planning import DataLossError
+from afkak.spark._rows import RowError
+from afkak.spark._source import AfkakDataSource
+
+__all__ = ["AfkakDataSource", "DataLossError", "OptionError", "RowError"]

@@ -1,0 +1,167 @@
+"""What the data source asks of Kafka, as coroutines on a KafkaClient or Producer.
+
+They run in the reactor thread (see :mod:`._bridge`).  Reads retry what Kafka
+calls retriable (leader moves, lost connections) a few times, refreshing
+leaders in between, and return plain values; Fetch stays below v13 so that
+topics are named, not identified by id.  Writes go through afkak's Producer
+(batching, retries, idempotence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from itertools import repeat
+from typing import Any, TypeVar
+
+import attrs
+from twisted.internet import task
+from twisted.internet.defer import FirstError, gatherResults
+
+from afkak.client import KafkaClient
+from afkak.common import BrokerResponseError, OffsetRequest, TopicAndPartition
+from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
+from afkak.producer import Producer
+from afkak.protocol.messages import FetchRequest
+
+from ._options import ClientConfig
+from ._rows import Outgoing
+
+NAMED_TOPICS_MAX_VERSION = 12
+_ATTEMPTS = 5
+_BACKOFF = 0.1  # seconds, doubled after each attempt
+
+T = TypeVar("T")
+
+
+@attrs.frozen
+class FetchedPartition:
+    """One partition's part of a Fetch response."""
+
+    error: int
+    high_watermark: int
+    log_start_offset: int
+    records: bytes | None
+
+
+def make_client(config: ClientConfig) -> KafkaClient:
+    """A KafkaClient for *config*; call in the reactor thread."""
+    return KafkaClient(
+        config.bootstrap,
+        clientId=config.client_id,
+        timeout=config.request_timeout_ms,
+        metadata_max_age=config.metadata_max_age_ms / 1000.0,
+    )
+
+
+async def _retrying(
+    client: KafkaClient, partitions: Iterable[TopicAndPartition], attempt: Callable[[], Awaitable[T]]
+) -> T:
+    """``await attempt()``, retried on retriable errors after forgetting the leaders."""
+    keys = list(partitions)
+    delay = _BACKOFF
+    for remaining in range(_ATTEMPTS - 1, -1, -1):
+        try:
+            return await attempt()
+        except Exception as e:
+            if not remaining or not getattr(e, "retriable", False):
+                raise
+        client.note_stale_leaders(keys)
+        await task.deferLater(client.reactor, delay, lambda: None)
+        delay *= 2
+    raise AssertionError("unreachable")
+
+
+async def partitions_of(client: KafkaClient, topics: Sequence[str]) -> list[TopicAndPartition]:
+    """Every partition of *topics*, from fresh metadata (topics that do not exist have none)."""
+    await client.load_metadata_for_topics(*topics)
+    found = client.topic_partitions
+    return [TopicAndPartition(t, p) for t in topics for p in found.get(t, ())]
+
+
+async def list_offsets(
+    client: KafkaClient, partitions: Sequence[TopicAndPartition], time: int
+) -> dict[TopicAndPartition, int]:
+    """Each partition's offset at *time* (-2 earliest, -1 latest), one request per leader."""
+    if not partitions:
+        return {}
+    payloads = [OffsetRequest(tp.topic, tp.partition, time, 1) for tp in partitions]
+
+    async def attempt() -> dict[TopicAndPartition, int]:
+        responses = await client.send_offset_request(payloads)
+        return {TopicAndPartition(r.topic, r.partition): r.offsets[0] for r in responses}
+
+    return await _retrying(client, partitions, attempt)
+
+
+async def fetch(
+    client: KafkaClient, tp: TopicAndPartition, offset: int, max_bytes: int, max_wait_ms: int
+) -> FetchedPartition:
+    """Fetch *tp* from *offset*: its error code, watermarks and raw records.
+
+    Retriable partition errors are retried; others (such as
+    OFFSET_OUT_OF_RANGE) are returned for the caller to handle.
+    """
+    request = FetchRequest(
+        max_wait_ms=max_wait_ms,
+        min_bytes=1,
+        max_bytes=max_bytes,
+        topics=[
+            FetchRequest.FetchTopic(
+                topic=tp.topic,
+                partitions=[
+                    FetchRequest.FetchPartition(
+                        partition=tp.partition, fetch_offset=offset, partition_max_bytes=max_bytes
+                    )
+                ],
+            )
+        ],
+    )
+    timeout = client.timeout + max_wait_ms / 1000.0
+
+    async def attempt() -> FetchedPartition:
+        leader = (await client.leaders_for([tp]))[tp]
+        response = await client.send_request_to_broker(
+            leader, request, max_version=NAMED_TOPICS_MAX_VERSION, timeout=timeout
+        )
+        found = [p for t in response.responses for p in t.partitions]
+        if response.error_code or not found:
+            raise BrokerResponseError.from_errno(response.error_code or -1, f"fetch {tp}")
+        p = found[0]
+        if p.error_code:
+            error = BrokerResponseError.from_errno(p.error_code, f"fetch {tp} at {offset}")
+            if getattr(error, "retriable", False):
+                raise error
+        return FetchedPartition(p.error_code, p.high_watermark, p.log_start_offset, p.records)
+
+    return await _retrying(client, [tp], attempt)
+
+
+class KeyHashPartitioner(RoundRobinPartitioner):
+    """Kafka's default placement: keyed records by murmur2 hash, the others round-robin."""
+
+    def partition(self, key: bytes | None, partitions: Sequence[int]) -> int:
+        if key is None:
+            return super().partition(key, partitions)
+        return HashedPartitioner.partition(self, key, partitions)  # type: ignore[arg-type]
+
+
+def make_producer(client: KafkaClient, settings: Mapping[str, Any]) -> Producer:
+    """A Producer on *client* placing records as Kafka's default partitioner does."""
+    return Producer(client, partitioner_class=KeyHashPartitioner, **settings)
+
+
+async def send(producer: Producer, out: Outgoing) -> None:
+    """Send every record of *out*; fires once all are acknowledged, or with the first failure."""
+    n = len(out)
+    keys = out.keys if out.keys is not None else repeat(None, n)
+    headers = out.headers if out.headers is not None else repeat((), n)
+    partitions = out.partitions if out.partitions is not None else repeat(None, n)
+    put = producer.send
+    sent = [
+        put(topic, value, key, headers=h, partition=p)
+        for topic, value, key, h, p in zip(out.topics, out.values, keys, headers, partitions)
+    ]
+    try:
+        await gatherResults(sent, consumeErrors=True)
+    except FirstError as e:
+        e.subFailure.raiseException()

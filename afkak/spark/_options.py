@@ -1,0 +1,306 @@
+"""The data source's options, parsed once on the driver into picklable values.
+
+Option names follow Spark's Kafka connector (``subscribe``, ``startingOffsets``,
+``kafka.bootstrap.servers``...).  Spark lower-cases option keys, so matching is
+case-insensitive; values arrive as strings.  Client settings take Kafka's
+names, with or without the ``kafka.`` prefix; an unknown ``kafka.*`` option is
+an error rather than silently ignored (think ``kafka.security.protocol``).
+Other unknown options are ignored, as Spark adds its own (``path``,
+``checkpointLocation``...).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from afkak.codec import CODEC_NAMES
+from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
+
+#: A whole-topic offset spec (-2 earliest, -1 latest) or an offset per partition,
+#: where -2 and -1 mean the same per partition, as in Spark's JSON.
+OffsetSpec = int | Mapping[TopicAndPartition, int]
+
+_CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
+_ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
+
+#: Client settings, by Kafka's names.
+_CLIENT_SETTINGS = frozenset(
+    {
+        "bootstrap.servers",
+        "client.id",
+        "request.timeout.ms",
+        "metadata.max.age.ms",
+        "max.partition.fetch.bytes",
+        "fetch.max.wait.ms",
+        "acks",
+        "compression.type",
+        "batch.size",
+        "linger.ms",
+        "enable.idempotence",
+    }
+)
+#: Options of reads only; a write given one is refused (others are Spark's own).
+_READ_OPTIONS = frozenset(
+    {
+        "subscribe",
+        "assign",
+        "startingoffsets",
+        "endingoffsets",
+        "maxoffsetspertrigger",
+        "minpartitions",
+        "failondataloss",
+        "includeheaders",
+        "kafkaconsumer.polltimeoutms",
+    }
+)
+
+
+class OptionError(ValueError):
+    """An option is missing, unknown or malformed."""
+
+
+@attrs.frozen
+class ClientConfig:
+    """How to build a worker's KafkaClient; hashable, the key of the per-process cache."""
+
+    bootstrap: str
+    client_id: str = "afkak-spark"
+    request_timeout_ms: int = 30000
+    metadata_max_age_ms: int = 300000
+
+
+@attrs.frozen
+class ReadOptions:
+    """A read's parsed options (batch or streaming)."""
+
+    client: ClientConfig
+    #: Subscribed topics; None when partitions are assigned.
+    topics: tuple[str, ...] | None
+    #: Assigned partitions; None when topics are subscribed.
+    assigned: tuple[TopicAndPartition, ...] | None
+    starting: OffsetSpec
+    ending: OffsetSpec
+    max_offsets_per_trigger: int | None = None
+    min_partitions: int | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    max_partition_fetch_bytes: int = 8 * 1024 * 1024
+    fetch_max_wait_ms: int = 500
+    #: Seconds one fetch may take before the task fails (Spark's pollTimeoutMs).
+    poll_timeout: float = 120.0
+
+
+@attrs.frozen
+class WriteOptions:
+    """A write's parsed options; unset producer settings keep the Producer's defaults."""
+
+    client: ClientConfig
+    #: Topic of rows without a ``topic`` column (or with a null one).
+    topic: str | None = None
+    acks: int | None = None
+    codec: int = 0
+    batch_size: int | None = None
+    linger_ms: int | None = None
+    idempotence: bool | None = None
+
+    def producer_settings(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`afkak.producer.Producer`."""
+        settings: dict[str, Any] = {"codec": self.codec}
+        for name, value in (
+            ("req_acks", self.acks),
+            ("batch_size", self.batch_size),
+            ("linger_ms", self.linger_ms),
+            ("enable_idempotence", self.idempotence),
+        ):
+            if value is not None:
+                settings[name] = value
+        return settings
+
+
+def _split_settings(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Lower-cased (other options, client settings), the ``kafka.`` prefix dropped."""
+    source: dict[str, str] = {}
+    settings: dict[str, str] = {}
+    for key, value in options.items():
+        name = key.lower()
+        bare = name.removeprefix("kafka.")
+        if bare in _CLIENT_SETTINGS:
+            settings[bare] = value
+        elif name.startswith("kafka."):
+            raise OptionError(
+                f"unsupported client option {key!r}; afkak's Spark source supports "
+                + ", ".join(f"kafka.{s}" for s in sorted(_CLIENT_SETTINGS))
+            )
+        else:
+            source[name] = value
+    return source, settings
+
+
+def _int(name: str, value: str, minimum: int) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise OptionError(f"{name} must be an integer, not {value!r}") from None
+    if number < minimum:
+        raise OptionError(f"{name} must be at least {minimum}, not {number}")
+    return number
+
+
+def _bool(name: str, value: str) -> bool:
+    text = value.strip().lower()
+    if text not in ("true", "false"):
+        raise OptionError(f"{name} must be true or false, not {value!r}")
+    return text == "true"
+
+
+def _json(name: str, value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError as e:
+        raise OptionError(f"{name} is not valid JSON: {e}") from None
+
+
+def client_config(settings: Mapping[str, str]) -> ClientConfig:
+    """The client part of the options; ``bootstrap.servers`` is required."""
+    bootstrap = settings.get("bootstrap.servers", "").strip()
+    if not bootstrap:
+        raise OptionError("option kafka.bootstrap.servers (or bootstrap.servers) is required")
+    config = ClientConfig(bootstrap)
+    if "client.id" in settings:
+        config = attrs.evolve(config, client_id=settings["client.id"])
+    if "request.timeout.ms" in settings:
+        timeout = _int("request.timeout.ms", settings["request.timeout.ms"], 1)
+        config = attrs.evolve(config, request_timeout_ms=timeout)
+    if "metadata.max.age.ms" in settings:
+        age = _int("metadata.max.age.ms", settings["metadata.max.age.ms"], 1)
+        config = attrs.evolve(config, metadata_max_age_ms=age)
+    return config
+
+
+def parse_offsets(name: str, value: str, *, allowed: tuple[int, ...]) -> OffsetSpec:
+    """``earliest``, ``latest`` or Spark's JSON ``{"topic": {"0": 23, "1": -1}}``.
+
+    *allowed* lists the whole-topic specs accepted (batch reads refuse
+    ``latest`` as a start and ``earliest`` as an end), which also bounds the
+    per-partition -2/-1 values.
+    """
+    text = value.strip()
+    words = {"earliest": OFFSET_EARLIEST, "latest": OFFSET_LATEST}
+    if text.lower() in words:
+        spec = words[text.lower()]
+        if spec not in allowed:
+            raise OptionError(f"{name} cannot be {text!r} here")
+        return spec
+    parsed = _json(name, text)
+    if not isinstance(parsed, dict) or not parsed:
+        raise OptionError(f"{name} must be earliest, latest or a JSON object, not {value!r}")
+    offsets: dict[TopicAndPartition, int] = {}
+    for topic, partitions in parsed.items():
+        if not isinstance(partitions, dict):
+            raise OptionError(f"{name}: offsets of topic {topic!r} must be a JSON object")
+        for partition, offset in partitions.items():
+            try:
+                key = TopicAndPartition(topic, int(partition))
+            except ValueError:
+                raise OptionError(f"{name}: {partition!r} is not a partition number") from None
+            if isinstance(offset, bool) or not isinstance(offset, int):
+                raise OptionError(f"{name}: offset of {topic}/{partition} must be an integer")
+            if offset < 0 and offset not in allowed:
+                raise OptionError(f"{name}: offset {offset} of {topic}/{partition} not allowed")
+            offsets[key] = offset
+    return offsets
+
+
+def _parse_assign(value: str) -> tuple[TopicAndPartition, ...]:
+    parsed = _json("assign", value)
+    if not isinstance(parsed, dict) or not parsed:
+        raise OptionError(f'assign must be JSON like {{"topic": [0, 1]}}, not {value!r}')
+    assigned = []
+    for topic, partitions in parsed.items():
+        if not isinstance(partitions, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in partitions
+        ):
+            raise OptionError(f"assign: partitions of {topic!r} must be a list of numbers")
+        assigned.extend(TopicAndPartition(topic, p) for p in partitions)
+    return tuple(sorted(set(assigned)))
+
+
+def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
+    """Parse a batch (``streaming=False``) or streaming read's options."""
+    source, settings = _split_settings(options)
+    client = client_config(settings)
+    subscribe, assign = source.get("subscribe"), source.get("assign")
+    if (subscribe is None) == (assign is None):
+        raise OptionError("exactly one of the options subscribe and assign is required")
+    topics = assigned = None
+    if subscribe is not None:
+        topics = tuple(dict.fromkeys(t.strip() for t in subscribe.split(",") if t.strip()))
+        if not topics:
+            raise OptionError("subscribe names no topic")
+    else:
+        assigned = _parse_assign(assign or "")
+    starting = parse_offsets(
+        "startingOffsets",
+        source.get("startingoffsets", "latest" if streaming else "earliest"),
+        allowed=(OFFSET_EARLIEST, OFFSET_LATEST) if streaming else (OFFSET_EARLIEST,),
+    )
+    if streaming and "endingoffsets" in source:
+        raise OptionError("endingOffsets is for batch queries only")
+    ending = parse_offsets(
+        "endingOffsets", source.get("endingoffsets", "latest"), allowed=(OFFSET_LATEST,)
+    )
+    read = ReadOptions(client, topics, assigned, starting, ending)
+    changes: dict[str, Any] = {}
+    if "maxoffsetspertrigger" in source:
+        changes["max_offsets_per_trigger"] = _int(
+            "maxOffsetsPerTrigger", source["maxoffsetspertrigger"], 1
+        )
+    if "minpartitions" in source:
+        changes["min_partitions"] = _int("minPartitions", source["minpartitions"], 1)
+    if "failondataloss" in source:
+        changes["fail_on_data_loss"] = _bool("failOnDataLoss", source["failondataloss"])
+    if "includeheaders" in source:
+        changes["include_headers"] = _bool("includeHeaders", source["includeheaders"])
+    if "max.partition.fetch.bytes" in settings:
+        changes["max_partition_fetch_bytes"] = _int(
+            "max.partition.fetch.bytes", settings["max.partition.fetch.bytes"], 1
+        )
+    if "fetch.max.wait.ms" in settings:
+        changes["fetch_max_wait_ms"] = _int("fetch.max.wait.ms", settings["fetch.max.wait.ms"], 0)
+    if "kafkaconsumer.polltimeoutms" in source:
+        ms = _int("kafkaConsumer.pollTimeoutMs", source["kafkaconsumer.polltimeoutms"], 1)
+        changes["poll_timeout"] = ms / 1000.0
+    return attrs.evolve(read, **changes)
+
+
+def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
+    """Parse a write's options (batch or streaming)."""
+    source, settings = _split_settings(options)
+    extra = set(source) & _READ_OPTIONS
+    if extra:
+        raise OptionError(f"options {sorted(extra)} are for reads only")
+    write = WriteOptions(client_config(settings), topic=source.get("topic"))
+    changes: dict[str, Any] = {}
+    if "acks" in settings:
+        acks = settings["acks"].strip().lower()
+        if acks not in _ACKS:
+            raise OptionError(f"acks must be all, -1, 0 or 1, not {settings['acks']!r}")
+        changes["acks"] = _ACKS[acks]
+    if "compression.type" in settings:
+        name = settings["compression.type"].strip().lower()
+        if name not in _CODECS:
+            raise OptionError(
+                f"compression.type must be one of {sorted(_CODECS)}, not {name!r}"
+            )
+        changes["codec"] = _CODECS[name]
+    if "batch.size" in settings:
+        changes["batch_size"] = _int("batch.size", settings["batch.size"], 1)
+    if "linger.ms" in settings:
+        changes["linger_ms"] = _int("linger.ms", settings["linger.ms"], 0)
+    if "enable.idempotence" in settings:
+        changes["idempotence"] = _bool("enable.idempotence", settings["enable.idempotence"])
+    return attrs.evolve(write, **changes)

@@ -1,0 +1,161 @@
+"""Offset arithmetic for planning reads: pure functions, no I/O.
+
+Offsets are ``{TopicAndPartition: offset}`` maps here; :func:`to_json` and
+:func:`from_json` convert them to and from the JSON shape Spark's Kafka source
+uses (``{"topic": {"0": 23}}``), which is also the streaming offset that Spark
+checkpoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from afkak._errors import ClientError
+from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
+
+from ._options import OffsetSpec, OptionError
+
+Offsets = Mapping[TopicAndPartition, int]
+
+
+class DataLossError(ClientError):
+    """Records a query should read are gone (deleted, or the partition vanished).
+
+    Raised only with ``failOnDataLoss`` (the default); otherwise the loss is
+    skipped over.
+    """
+
+
+@attrs.frozen
+class OffsetRange:
+    """Offsets ``[start, end)`` of one partition: the work of one Spark task."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+def to_json(offsets: Offsets) -> dict[str, dict[str, int]]:
+    """``{"topic": {"partition": offset}}``, partitions in order."""
+    out: dict[str, dict[str, int]] = {}
+    for tp in sorted(offsets):
+        out.setdefault(tp.topic, {})[str(tp.partition)] = offsets[tp]
+    return out
+
+
+def from_json(data: Mapping[str, Mapping[str, Any]]) -> dict[TopicAndPartition, int]:
+    """The inverse of :func:`to_json` (Spark hands offsets back with string keys)."""
+    return {
+        TopicAndPartition(topic, int(p)): int(offset)
+        for topic, partitions in data.items()
+        for p, offset in partitions.items()
+    }
+
+
+def resolve(
+    spec: OffsetSpec,
+    partitions: Iterable[TopicAndPartition],
+    earliest: Offsets,
+    latest: Offsets,
+    name: str,
+) -> dict[TopicAndPartition, int]:
+    """The offset of each partition that *spec* names, -2/-1 looked up in *earliest*/*latest*.
+
+    A JSON spec must name every partition read, as in Spark.
+    """
+    wanted = sorted(partitions)
+    if isinstance(spec, int):
+        per_partition = dict.fromkeys(wanted, spec)
+    else:
+        missing = [tp for tp in wanted if tp not in spec]
+        if missing:
+            raise OptionError(
+                f"{name} must give an offset for every partition read; missing: "
+                + ", ".join(f"{tp.topic}/{tp.partition}" for tp in missing)
+            )
+        per_partition = {tp: spec[tp] for tp in wanted}
+    lookups = {OFFSET_EARLIEST: earliest, OFFSET_LATEST: latest}
+    return {
+        tp: lookups[offset][tp] if offset in lookups else offset
+        for tp, offset in per_partition.items()
+    }
+
+
+def ranges_between(
+    start: Offsets,
+    end: Offsets,
+    earliest: Callable[[list[TopicAndPartition]], Offsets],
+    fail_on_data_loss: bool,
+) -> list[OffsetRange]:
+    """The non-empty ranges from *start* to *end*, partition by partition.
+
+    A partition in *end* but not in *start* is new and is read from its
+    earliest offset (looked up through *earliest*, only when needed).  A
+    partition in *start* that *end* lacks, or an end before its start, is
+    data loss: :exc:`DataLossError` or, without ``fail_on_data_loss``, skipped.
+    """
+    lost = [tp for tp in start if tp not in end]
+    lost += [tp for tp in end if tp in start and end[tp] < start[tp]]
+    if lost and fail_on_data_loss:
+        raise DataLossError(
+            "partitions vanished or their offsets went back (set failOnDataLoss=false to "
+            "skip): " + ", ".join(f"{tp.topic}/{tp.partition}" for tp in sorted(lost))
+        )
+    new = sorted(tp for tp in end if tp not in start)
+    first = dict(earliest(new)) if new else {}
+    ranges = []
+    for tp in sorted(end):
+        begin = start[tp] if tp in start else first[tp]
+        if end[tp] > begin:
+            ranges.append(OffsetRange(tp.topic, tp.partition, begin, end[tp]))
+    return ranges
+
+
+def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    """Split *ranges* into at least *min_partitions* pieces, in proportion to their sizes.
+
+    As Spark's Kafka source does: a range gets ``max(1, round(size / total *
+    min_partitions))`` nearly equal pieces (so the result may slightly exceed
+    *min_partitions*); nothing changes when there are already enough ranges.
+    """
+    if min_partitions is None or len(ranges) >= min_partitions:
+        return list(ranges)
+    total = sum(r.size for r in ranges)
+    pieces: list[OffsetRange] = []
+    for r in ranges:
+        parts = min(r.size, max(1, round(r.size / total * min_partitions)))
+        step, extra = divmod(r.size, parts)
+        begin = r.start
+        for i in range(parts):
+            stop = begin + step + (1 if i < extra else 0)
+            pieces.append(OffsetRange(r.topic, r.partition, begin, stop))
+            begin = stop
+    return pieces
+
+
+def rate_limit(start: Offsets, latest: Offsets, limit: int) -> dict[TopicAndPartition, int]:
+    """End offsets that read at most about *limit* records from *start*, spread over partitions.
+
+    Each partition gets a share of *limit* proportional to its backlog (Spark's
+    ``maxOffsetsPerTrigger``); a share below one record is rounded up so that a
+    small backlog still advances.  Partitions missing from *start* are not
+    limited: give new partitions their earliest offsets in *start*.
+    """
+    backlog = {tp: max(0, latest[tp] - start[tp]) for tp in latest if tp in start}
+    total = sum(backlog.values())
+    if total <= limit:
+        return dict(latest)
+    ends = dict(latest)
+    for tp, size in backlog.items():
+        share = limit * size / total
+        step = int(share) if share >= 1 else (1 if size else 0)
+        ends[tp] = start[tp] + min(size, step)
+    return ends

@@ -1,0 +1,154 @@
+"""Rows in and out: fetched records to Arrow batches, Arrow batches to records to send.
+
+Both directions work column by column on Arrow data, which Spark exchanges
+with its Python workers anyway: no per-row Python objects beyond the
+records' own bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from afkak.common import TopicAndPartition
+from afkak.records import Record
+
+HEADERS_TYPE = ArrayType(
+    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+)
+_COLUMNS = [
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+]
+_TIMESTAMP_MS = pa.timestamp("ms", tz="UTC")
+_WRITE_COLUMNS = frozenset({"key", "value", "topic", "partition", "headers"})
+
+
+class RowError(ValueError):
+    """Rows to write do not fit Kafka records (no value column, no topic...)."""
+
+
+def read_schema(include_headers: bool) -> StructType:
+    """The rows of a read, as Spark's Kafka source has them."""
+    fields = list(_COLUMNS)
+    if include_headers:
+        fields.append(StructField("headers", HEADERS_TYPE))
+    return StructType(fields)
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema Spark expects of a reader's batches for *schema*."""
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def records_to_arrow(
+    tp: TopicAndPartition, records: Sequence[Record], schema: pa.Schema
+) -> pa.RecordBatch:
+    """One Arrow batch of *records* (all of *tp*) with the columns of *schema*."""
+    n = len(records)
+    offsets, stamps, stamp_types, keys, values, headers = zip(*records) if n else ((),) * 6
+    columns = {
+        "key": pa.array(keys, pa.binary()),
+        "value": pa.array(values, pa.binary()),
+        "topic": pa.repeat(pa.scalar(tp.topic, pa.string()), n),
+        "partition": pa.repeat(pa.scalar(tp.partition, pa.int32()), n),
+        "offset": pa.array(offsets, pa.int64()),
+        "timestamp": pa.array(stamps, _TIMESTAMP_MS).cast(schema.field("timestamp").type),
+        "timestampType": pa.array(stamp_types, pa.int32()),
+    }
+    if "headers" in schema.names:
+        columns["headers"] = pa.array(headers, schema.field("headers").type)
+    return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+def check_write_schema(schema: StructType, default_topic: str | None) -> None:
+    """Refuse a DataFrame that cannot be written (before any task runs)."""
+    types = {f.name: f.dataType for f in schema.fields}
+    if "value" not in types:
+        raise RowError("a DataFrame written to Kafka needs a value column")
+    unknown = set(types) - _WRITE_COLUMNS
+    if unknown:
+        allowed = ", ".join(sorted(_WRITE_COLUMNS))
+        raise RowError(f"columns {sorted(unknown)} cannot be written; allowed: {allowed}")
+    for name in ("key", "value"):
+        if name in types and not isinstance(types[name], (BinaryType, StringType)):
+            raise RowError(f"column {name} must be binary or string, not {types[name]}")
+    if "topic" not in types and default_topic is None:
+        raise RowError("rows have no topic column: set the topic option")
+    if "topic" in types and not isinstance(types["topic"], StringType):
+        raise RowError(f"column topic must be a string, not {types['topic']}")
+    if "partition" in types and not isinstance(types["partition"], IntegerType):
+        raise RowError(f"column partition must be an int, not {types['partition']}")
+    if "headers" in types and types["headers"] != HEADERS_TYPE:
+        raise RowError(f"column headers must be {HEADERS_TYPE.simpleString()}")
+
+
+def _bytes_column(batch: pa.RecordBatch, name: str) -> list[bytes | None] | None:
+    if name not in batch.schema.names:
+        return None
+    column = batch.column(name)
+    if not pa.types.is_binary(column.type):
+        column = column.cast(pa.binary())
+    return column.to_pylist()
+
+
+@attrs.frozen
+class Outgoing:
+    """The records of one Arrow batch to write, column by column (None: column absent)."""
+
+    topics: list[str]
+    values: list[bytes | None]
+    keys: list[bytes | None] | None
+    headers: list[tuple[tuple[str, bytes | None], ...]] | None
+    partitions: list[int | None] | None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def arrow_to_outgoing(batch: pa.RecordBatch, default_topic: str | None) -> Outgoing:
+    """The records of *batch*; a row's topic is its ``topic`` column, else *default_topic*."""
+    n = batch.num_rows
+    names = batch.schema.names
+    if "topic" in names:
+        topics = batch.column("topic").to_pylist()
+        if default_topic is not None:
+            topics = [t or default_topic for t in topics]
+        elif None in topics:
+            raise RowError("a row has a null topic and the topic option is not set")
+    else:
+        assert default_topic is not None  # check_write_schema saw to it
+        topics = [default_topic] * n
+    headers = None
+    if "headers" in names:
+        headers = [
+            tuple((h["key"], h["value"]) for h in row) if row else ()
+            for row in batch.column("headers").to_pylist()
+        ]
+    values = _bytes_column(batch, "value")
+    assert values is not None
+    return Outgoing(
+        topics,
+        values,
+        _bytes_column(batch, "key"),
+        headers,
+        batch.column("partition").to_pylist() if "partition" in names else None,
+    )

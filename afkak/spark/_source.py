@@ -1,0 +1,197 @@
+"""The Spark data source ``afkak``: batch and streaming reads and writes of Kafka topics.
+
+These objects are pickled between Spark's processes, so they hold only parsed
+options and offsets; the Kafka connections live in each process (see
+:mod:`._worker`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.types import StructType
+
+from afkak.common import OFFSET_LATEST, TopicAndPartition
+
+from . import _worker
+from ._options import (
+    OptionError,
+    ReadOptions,
+    WriteOptions,
+    parse_read_options,
+    parse_write_options,
+)
+from ._planning import OffsetRange, from_json, rate_limit, to_json
+from ._rows import arrow_schema, check_write_schema, read_schema
+
+__all__ = ["AfkakDataSource"]
+
+
+class AfkakDataSource(DataSource):
+    """Kafka topics as DataFrames and streams, through afkak: ``format("afkak")``.
+
+    Options and the row schema follow Spark's Kafka connector; see
+    ``docs/spark.rst``.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "afkak"
+
+    def schema(self) -> StructType:
+        include = self.options.get("includeHeaders", "false").strip().lower() == "true"
+        return read_schema(include)
+
+    def _read_options(self, schema: StructType, streaming: bool) -> ReadOptions:
+        opts = parse_read_options(self.options, streaming=streaming)
+        if schema != read_schema(opts.include_headers):
+            raise OptionError("the afkak source has a fixed schema; do not set a custom one")
+        return opts
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return BatchReader(self._read_options(schema, streaming=False), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return StreamReader(self._read_options(schema, streaming=True), schema)
+
+    def _write_options(self, schema: StructType, overwrite: bool) -> WriteOptions:
+        if overwrite:
+            raise OptionError("Kafka topics can only be appended to: use mode('append')")
+        opts = parse_write_options(self.options)
+        check_write_schema(schema, opts.topic)
+        return opts
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
+        return BatchWriter(self._write_options(schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
+        return StreamWriter(self._write_options(schema, overwrite))
+
+
+def _input_partitions(ranges: Sequence[OffsetRange]) -> list[InputPartition]:
+    return [InputPartition(r) for r in ranges]
+
+
+def _read(opts: ReadOptions, schema: StructType, partition: InputPartition) -> Iterator[Any]:
+    if partition.value is None:  # Spark's stand-in when there is nothing to read
+        return iter(())
+    return _worker.read_range(opts, partition.value, arrow_schema(schema))
+
+
+class BatchReader(DataSourceReader):
+    """One task per partition's offset range, split further for ``minPartitions``."""
+
+    def __init__(self, opts: ReadOptions, schema: StructType) -> None:
+        self.opts = opts
+        self.schema = schema
+
+    def partitions(self) -> list[InputPartition]:
+        return _input_partitions(_worker.plan_batch(self.opts))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(self.opts, self.schema, partition)
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over offsets ``{"topic": {"partition": offset}}``, checkpointed by Spark.
+
+    Each micro-batch reads from the previous end to the latest offsets (at
+    most about ``maxOffsetsPerTrigger`` records); partitions added to a
+    subscribed topic are read from their earliest offset.
+    """
+
+    def __init__(self, opts: ReadOptions, schema: StructType) -> None:
+        self.opts = opts
+        self.schema = schema
+        #: Offsets that Trigger.AvailableNow stops at.
+        self._target: dict[TopicAndPartition, int] | None = None
+        self._latest: dict[TopicAndPartition, int] | None = None
+
+    def initialOffset(self) -> dict[str, Any]:
+        partitions = _worker.discover(self.opts)
+        return to_json(
+            _worker.resolve_offsets(self.opts, self.opts.starting, partitions, "startingOffsets")
+        )
+
+    def _available(self) -> dict[TopicAndPartition, int]:
+        latest = _worker.offsets_at(self.opts.client, _worker.discover(self.opts), OFFSET_LATEST)
+        self._latest = latest
+        if self._target is not None:
+            latest = {tp: min(o, self._target[tp]) for tp, o in latest.items() if tp in self._target}
+        return latest
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        latest = self._available()
+        if isinstance(limit, ReadMaxRows):
+            begin = from_json(start)
+            new = [tp for tp in latest if tp not in begin]
+            begin.update(_worker.offsets_at(self.opts.client, new, -2))
+            latest = rate_limit(begin, latest, limit.max_rows)
+        return to_json(latest)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger is None:
+            return super().getDefaultReadLimit()
+        return ReadMaxRows(self.opts.max_offsets_per_trigger)
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return None if self._latest is None else to_json(self._latest)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        partitions = _worker.discover(self.opts)
+        self._target = _worker.offsets_at(self.opts.client, partitions, OFFSET_LATEST)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        return _input_partitions(_worker.plan(self.opts, from_json(start), from_json(end)))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(self.opts, self.schema, partition)
+
+
+class _Written(WriterCommitMessage):
+    """What a write task reports: how many rows it produced."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+
+class BatchWriter(DataSourceArrowWriter):
+    """Each task produces its rows and returns once all are acknowledged.
+
+    Kafka has no transactions across tasks here: rows of tasks that succeeded
+    stay written when the job fails.
+    """
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return _Written(_worker.write(self.opts, iterator))
+
+
+class StreamWriter(DataSourceStreamArrowWriter):
+    """Each micro-batch's rows produced, at least once (as Spark's Kafka sink)."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return _Written(_worker.write(self.opts, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing to do: every row was acknowledged before its task ended."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing can be undone: acknowledged rows stay in their topics."""

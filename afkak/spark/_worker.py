@@ -1,0 +1,219 @@
+"""The blocking side of the data source, run by Spark's Python processes.
+
+Planner processes look up partitions and offsets; task workers fetch offset
+ranges and produce rows.  Each process keeps one KafkaClient per client
+configuration and one Producer per producer configuration (dropped after a
+fork), driven through :mod:`._bridge`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import pyarrow as pa
+
+from afkak.client import KafkaClient
+from afkak.producer import Producer
+from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, BrokerResponseError, TopicAndPartition
+from afkak.records import Record, read_batches
+
+from . import _bridge, _kafka
+from ._options import ClientConfig, OffsetSpec, ReadOptions, WriteOptions
+from ._planning import DataLossError, OffsetRange, ranges_between, resolve, split_ranges
+from ._rows import arrow_to_outgoing, records_to_arrow
+
+OFFSET_OUT_OF_RANGE = 1
+#: Empty fetches in a row, below the high watermark, before a task gives up.
+_MAX_EMPTY_FETCHES = 20
+
+_clients: dict[ClientConfig, KafkaClient] = {}
+_producers: dict[tuple[ClientConfig, tuple[tuple[str, Any], ...]], Producer] = {}
+_clients_pid: int | None = None
+
+
+def _timeout(config: ClientConfig) -> float:
+    """Seconds a metadata, offsets or produce call may take, retries included."""
+    return 4 * config.request_timeout_ms / 1000.0
+
+
+def client_for(config: ClientConfig) -> KafkaClient:
+    """This process's KafkaClient for *config*."""
+    global _clients_pid
+    if _clients_pid != os.getpid():
+        _clients.clear()  # a fork's copies belong to the parent's reactor
+        _producers.clear()
+        _clients_pid = os.getpid()
+    client = _clients.get(config)
+    if client is None:
+        client = _clients[config] = _bridge.call(_timeout(config), _kafka.make_client, config)
+    return client
+
+
+def discover(opts: ReadOptions) -> list[TopicAndPartition]:
+    """The partitions read: the assigned ones, or all of the subscribed topics' partitions."""
+    if opts.assigned is not None:
+        return list(opts.assigned)
+    assert opts.topics is not None
+    client = client_for(opts.client)
+    return _bridge.call(_timeout(opts.client), _kafka.partitions_of, client, opts.topics)
+
+
+def offsets_at(
+    config: ClientConfig, partitions: Sequence[TopicAndPartition], when: int
+) -> dict[TopicAndPartition, int]:
+    """The earliest (-2) or latest (-1) offset of each partition."""
+    if not partitions:
+        return {}
+    client = client_for(config)
+    return _bridge.call(_timeout(config), _kafka.list_offsets, client, list(partitions), when)
+
+
+def _uses(spec: OffsetSpec, when: int) -> bool:
+    return spec == when if isinstance(spec, int) else when in spec.values()
+
+
+def resolve_offsets(
+    opts: ReadOptions, spec: OffsetSpec, partitions: Sequence[TopicAndPartition], name: str
+) -> dict[TopicAndPartition, int]:
+    """*spec* as concrete offsets of *partitions*, looking up only what it needs."""
+    earliest = offsets_at(opts.client, partitions, OFFSET_EARLIEST) if _uses(spec, -2) else {}
+    latest = offsets_at(opts.client, partitions, OFFSET_LATEST) if _uses(spec, -1) else {}
+    return resolve(spec, partitions, earliest, latest, name)
+
+
+def plan(
+    opts: ReadOptions, start: dict[TopicAndPartition, int], end: dict[TopicAndPartition, int]
+) -> list[OffsetRange]:
+    """The tasks reading from *start* to *end*; new partitions start at their earliest."""
+    ranges = ranges_between(
+        start,
+        end,
+        lambda new: offsets_at(opts.client, new, OFFSET_EARLIEST),
+        opts.fail_on_data_loss,
+    )
+    return split_ranges(ranges, opts.min_partitions)
+
+
+def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
+    """The tasks of a batch read: from startingOffsets to endingOffsets."""
+    partitions = discover(opts)
+    start = resolve_offsets(opts, opts.starting, partitions, "startingOffsets")
+    end = resolve_offsets(opts, opts.ending, partitions, "endingOffsets")
+    return plan(opts, start, end)
+
+
+def _records_between(batches: Iterable[Any], offset: int, end: int) -> list[Record]:
+    records: list[Record] = []
+    for batch in batches:
+        if batch.is_control or batch.last_offset < offset:
+            continue
+        if batch.base_offset >= end:
+            break
+        found = batch.records(offset)
+        if batch.last_offset >= end:
+            found = [r for r in found if r[0] < end]
+        records.extend(found)
+    return records
+
+
+def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The records of *r* as Arrow batches, one per fetch; stops at the range's end.
+
+    The next fetch is sent before the current one is decoded.  Offsets that
+    are gone (deleted, or past the log's end) are :exc:`DataLossError`, or
+    skipped without ``failOnDataLoss``.
+    """
+    client = client_for(opts.client)
+    tp = TopicAndPartition(r.topic, r.partition)
+
+    def start_fetch(offset: int) -> Future[_kafka.FetchedPartition]:
+        return _bridge.submit(
+            opts.poll_timeout,
+            _kafka.fetch,
+            client,
+            tp,
+            offset,
+            opts.max_partition_fetch_bytes,
+            opts.fetch_max_wait_ms,
+        )
+
+    offset, empty = r.start, 0
+    pending = start_fetch(offset)
+    while offset < r.end:
+        fetched = _bridge.result(pending, opts.poll_timeout)
+        if fetched.error == OFFSET_OUT_OF_RANGE:
+            offset = _skip_lost(opts, tp, offset, r.end)
+            pending = start_fetch(offset)
+            continue
+        if fetched.error:
+            raise BrokerResponseError.from_errno(fetched.error, f"fetch {tp} at {offset}")
+        batches = list(read_batches(fetched.records))
+        if not batches:
+            if fetched.high_watermark <= offset:
+                _lost(opts, f"{tp.topic}/{tp.partition}: offsets {offset}..{r.end} are past "
+                      f"the log end {fetched.high_watermark}")
+                return
+            empty += 1
+            if empty > _MAX_EMPTY_FETCHES:
+                raise DataLossError(f"{tp.topic}/{tp.partition}: no records at {offset}")
+            pending = start_fetch(offset)
+            continue
+        empty = 0
+        next_offset = batches[-1].next_offset
+        if next_offset < r.end:
+            pending = start_fetch(next_offset)
+        records = _records_between(batches, offset, r.end)
+        if records:
+            yield records_to_arrow(tp, records, schema)
+        offset = next_offset
+
+
+def _lost(opts: ReadOptions, message: str) -> None:
+    if opts.fail_on_data_loss:
+        raise DataLossError(message + " (set failOnDataLoss=false to skip)")
+
+
+def _skip_lost(opts: ReadOptions, tp: TopicAndPartition, offset: int, end: int) -> int:
+    """Where to go on after OFFSET_OUT_OF_RANGE at *offset*: the log start, or *end*."""
+    earliest = offsets_at(opts.client, [tp], OFFSET_EARLIEST)[tp]
+    _lost(opts, f"{tp.topic}/{tp.partition}: offset {offset} is out of range")
+    return earliest if offset < earliest < end else end
+
+
+def producer_for(opts: WriteOptions) -> Producer:
+    """This process's Producer for *opts*' client and producer settings."""
+    client = client_for(opts.client)
+    settings = opts.producer_settings()
+    key = (opts.client, tuple(sorted(settings.items())))
+    producer = _producers.get(key)
+    if producer is None:
+        producer = _producers[key] = _bridge.call(
+            _timeout(opts.client), _kafka.make_producer, client, settings
+        )
+    return producer
+
+
+def write(opts: WriteOptions, batches: Iterable[pa.RecordBatch]) -> int:
+    """Produce the rows of *batches*; returns once every one is acknowledged.
+
+    One bridge call per Arrow batch; the next batch is converted while the
+    previous one is being sent.  Returns the number of rows written.
+    """
+    producer = producer_for(opts)
+    timeout = _timeout(opts.client)
+    pending: Future[None] | None = None
+    rows = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        out = arrow_to_outgoing(batch, opts.topic)
+        if pending is not None:
+            _bridge.result(pending, timeout)
+        pending = _bridge.submit(timeout, _kafka.send, producer, out)
+        rows += len(out)
+    if pending is not None:
+        _bridge.result(pending, timeout)
+    return rows

@@ -1,0 +1,282 @@
+"""ConsumerGroup on the fake cluster: Consumers per partition, commits, rebalances, inspection."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.client import KafkaClient
+from afkak.common import (
+    OFFSET_EARLIEST,
+    IllegalGeneration,
+    RestartError,
+    RestopError,
+    TopicAndPartition,
+)
+from afkak.group import (
+    ConsumerGroup,
+    MemberState,
+    committed_offsets,
+    describe_group,
+    group_lag,
+    list_groups,
+)
+from afkak.protocol.messages import HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest
+from afkak.testing import FakeKafkaCluster
+
+TOPIC = "t"
+PARTITIONS = 6
+
+
+class Ledger:
+    """What every processor saw, and who was processing each partition when."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int]] = []
+        self.by_group: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        self.active: dict[int, str] = {}
+        self.overlaps: list[tuple[int, str, str]] = []
+
+    def processor(self, name: str, hold: list[Deferred[None]] | None = None) -> Any:
+        def process(consumer: Any, messages: list[Any]) -> Any:
+            p = consumer.partition
+            other = self.active.get(p)
+            if other not in (None, name):
+                self.overlaps.append((p, other, name))
+            self.active[p] = name
+            for m in messages:
+                self.seen.append((p, m.offset))
+                self.by_group[name].append((p, m.offset))
+            if hold:
+                d = hold.pop(0)
+                return d.addCallback(lambda _: self.active.pop(p, None))
+            self.active.pop(p, None)
+            return None
+
+        return process
+
+
+class ConsumerGroupTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
+        self.cluster.create_topic(TOPIC, PARTITIONS)
+        self.ledger = Ledger()
+        self.groups: list[ConsumerGroup] = []
+        self.addCleanup(self.stop_all)
+
+    def stop_all(self) -> None:
+        for g in self.groups:
+            if g.state is not MemberState.STOPPED:
+                g.stop()
+        self.advance(10)
+
+    def client(self, name: str) -> KafkaClient:
+        client = KafkaClient(
+            self.cluster.bootstrap_hosts,
+            clientId=name,
+            reactor=self.clock,
+            endpoint_factory=self.cluster.endpoint_factory,
+        )
+        self.addCleanup(client.close)
+        return client
+
+    def group(self, name: str, processor: Any = None, **options: Any) -> ConsumerGroup:
+        settings: dict[str, Any] = {
+            "assignors": ["cooperative-sticky"],
+            "session_timeout_ms": 10000,
+            "rebalance_timeout_ms": 20000,
+            "heartbeat_interval_ms": 1000,
+            "auto_offset_reset": OFFSET_EARLIEST,
+            "auto_commit_every_n": 5,
+            "auto_commit_every_ms": 1000,
+            "fetch_max_wait_time": 200,
+        }
+        settings.update(options)
+        group = ConsumerGroup(
+            self.client(name), "g", [TOPIC], processor or self.ledger.processor(name), **settings
+        )
+        self.groups.append(group)
+        return group
+
+    def produce(self, per_partition: int) -> None:
+        for p in range(PARTITIONS):
+            self.cluster.append(TOPIC, p, [b"v%d" % i for i in range(per_partition)])
+
+    def advance(self, seconds: float, step: float = 0.1) -> None:
+        for _ in range(int(seconds / step)):
+            self.clock.advance(step)
+
+    def expected(self) -> set[tuple[int, int]]:
+        return {
+            (p, r.offset) for p in range(PARTITIONS) for r in self.cluster.records(TOPIC, p)
+        }
+
+    def test_consumes_and_commits_with_member_and_generation(self) -> None:
+        self.produce(10)
+        g = self.group("a")
+        g.start()
+        self.advance(5)
+        self.assertEqual(set(self.ledger.seen), self.expected())
+        self.assertEqual(len(self.ledger.seen), 60)
+        commits = [r.request for r in self.cluster.requests_seen if r.api_key == OffsetCommitRequest.API_KEY]
+        self.assertTrue(commits)
+        self.assertEqual(
+            {(c.generation_id_or_member_epoch, c.member_id) for c in commits},
+            {(1, g.member.member_id)},
+        )
+        offsets = {k[2]: v.offset for k, v in self.cluster.committed_offsets.items()}
+        self.assertEqual(offsets, {p: 10 for p in range(PARTITIONS)}, "next-offset semantics")
+
+    def test_start_twice_and_stop_when_stopped(self) -> None:
+        g = self.group("a")
+        g.start()
+        self.assertRaises(RestartError, g.start)
+        self.advance(4)
+        self.successResultOf(g.stop())
+        self.assertRaises(RestopError, g.shutdown)
+
+    def test_rebalance_hands_partitions_over_after_committing(self) -> None:
+        self.produce(20)
+        a = self.group("a")
+        done_a = a.start()
+        self.advance(5)
+        b = self.group("b")
+        b.start()
+        self.advance(1)
+        self.produce(20)  # during the rebalance
+        self.advance(8)
+        self.assertEqual(len(a.assignment), 3)
+        self.assertEqual(len(b.assignment), 3)
+        self.produce(5)
+        self.advance(3)
+        self.assertEqual(self.ledger.overlaps, [])
+        self.assertEqual(set(self.ledger.seen), self.expected())
+        # Everything b was given had been committed by a: b re-read nothing.
+        self.assertEqual(len(self.ledger.seen), len(set(self.ledger.seen)))
+        offsets = self.successResultOf(a.shutdown())
+        self.advance(1)
+        self.assertEqual(offsets, {tp: 44 for tp in a_partitions(offsets)})
+        self.assertEqual(self.successResultOf(done_a), offsets)
+
+    def test_member_leaving_and_member_killed(self) -> None:
+        self.produce(10)
+        a, b, c = self.group("a"), self.group("b"), self.group("c")
+        for g in (a, b, c):
+            g.start()
+        self.advance(5)
+        self.assertEqual(sorted(len(g.assignment) for g in (a, b, c)), [2, 2, 2])
+        self.successResultOf(b.shutdown())
+        self.produce(10)
+        self.advance(5)
+        self.assertEqual(sorted(len(g.assignment) for g in (a, c)), [3, 3])
+        # c dies: no LeaveGroup, no commits; a takes over after c's session expires.
+        leaves = len([r for r in self.cluster.requests_seen if r.api_key == LeaveGroupRequest.API_KEY])
+        c.client._cluster.pool.close()  # the process is gone: its connections drop
+        for consumer in list(c.consumers.values()):
+            consumer.stop()
+        c.consumers.clear()
+        self.produce(10)
+        self.advance(20)
+        self.assertEqual(len(a.assignment), 6)
+        self.assertEqual(
+            leaves, len([r for r in self.cluster.requests_seen if r.api_key == LeaveGroupRequest.API_KEY])
+        )
+        self.assertEqual(set(self.ledger.seen), self.expected())
+        duplicates = len(self.ledger.seen) - len(set(self.ledger.seen))
+        self.assertLessEqual(duplicates, 2 * 5, "only c's uncommitted work is re-read")
+
+    def test_heartbeats_continue_while_the_processor_is_slow(self) -> None:
+        self.produce(1)
+        held: list[Deferred[None]] = [Deferred() for _ in range(PARTITIONS)]
+        g = self.group("a", self.ledger.processor("a", list(held)))
+        g.start()
+        self.advance(4)
+        beats = len([r for r in self.cluster.requests_seen if r.api_key == HeartbeatRequest.API_KEY])
+        self.advance(30)
+        after = len([r for r in self.cluster.requests_seen if r.api_key == HeartbeatRequest.API_KEY])
+        self.assertGreaterEqual(after - beats, 25)
+        self.assertEqual(g.state, MemberState.STABLE)
+        self.assertEqual(g.member.generation_id, 1)
+        for d in held:
+            d.callback(None)
+
+    def test_processor_error_fails_start_and_leaves(self) -> None:
+        self.produce(1)
+
+        def broken(consumer: Any, messages: Any) -> None:
+            raise ValueError("bad record")
+
+        g = self.group("a", broken)
+        done = g.start()
+        self.advance(5)
+        self.failureResultOf(done, ValueError)
+        self.assertEqual(g.state, MemberState.STOPPED)
+        self.assertEqual(
+            len([r for r in self.cluster.requests_seen if r.api_key == LeaveGroupRequest.API_KEY]), 1
+        )
+
+    def test_refused_commit_rejoins_and_resumes(self) -> None:
+        self.produce(10)
+        g = self.group("a")
+        g.start()
+        self.advance(5)
+        self.cluster.fail_next(OffsetCommitRequest, IllegalGeneration)
+        self.produce(10)
+        self.advance(6)
+        self.assertEqual(g.state, MemberState.STABLE)
+        self.assertEqual(len(g.consumers), PARTITIONS)
+        self.assertEqual(set(self.ledger.seen), self.expected())
+
+    def test_callbacks(self) -> None:
+        calls: list[tuple[str, list[TopicAndPartition]]] = []
+        a = self.group(
+            "a",
+            on_assigned=lambda ps: calls.append(("a+", ps)),
+            on_revoked=lambda ps: calls.append(("a-", ps)),
+        )
+        a.start()
+        self.advance(4)
+        self.assertEqual(calls, [("a+", [TopicAndPartition(TOPIC, p) for p in range(6)])])
+        self.group("b").start()
+        self.advance(5)
+        self.assertEqual([k for k, _ in calls], ["a+", "a-"])
+        self.assertEqual(len(calls[1][1]), 3)
+
+    def test_inspection(self) -> None:
+        self.produce(10)
+        admin = self.client("admin")
+        a, b = self.group("a"), self.group("b", assignors=["range", "cooperative-sticky"])
+        a.start()
+        b.start()
+        self.advance(5)
+        desc = self.successResultOf(describe_group(admin, "g"))
+        self.assertEqual((desc.state, desc.protocol_type, desc.protocol), ("Stable", "consumer", "cooperative-sticky"))
+        self.assertEqual({m.member_id for m in desc.members}, {a.member.member_id, b.member.member_id})
+        self.assertEqual({tp for m in desc.members for tp in m.assignment}, {TopicAndPartition(TOPIC, p) for p in range(6)})
+        self.assertEqual({m.topics for m in desc.members}, {(TOPIC,)})
+        self.cluster.commit("simple", TOPIC, 0, 3)
+        listed = self.successResultOf(list_groups(admin))
+        self.assertEqual([(x.group_id, x.protocol_type, x.state) for x in listed],
+                         [("g", "consumer", "Stable"), ("simple", "", "Empty")])
+        self.produce(5)
+        self.advance(0.3)
+        self.successResultOf(a.shutdown())
+        self.successResultOf(b.shutdown())
+        self.advance(2)
+        self.assertEqual(self.successResultOf(committed_offsets(admin, "g")),
+                         {TopicAndPartition(TOPIC, p): 15 for p in range(6)})
+        self.assertEqual(self.successResultOf(committed_offsets(admin, "simple", [TOPIC]))[TopicAndPartition(TOPIC, 1)], -1)
+        self.produce(2)
+        lag = self.successResultOf(group_lag(admin, "g"))
+        self.assertEqual({tp: (x.committed, x.log_end, x.lag) for tp, x in lag.items()},
+                         {TopicAndPartition(TOPIC, p): (15, 17, 2) for p in range(6)})
+        self.assertEqual(self.successResultOf(describe_group(admin, "g")).state, "Empty")
+
+
+def a_partitions(offsets: dict[TopicAndPartition, Any]) -> list[TopicAndPartition]:
+    return sorted(offsets)

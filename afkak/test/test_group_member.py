@@ -1,0 +1,408 @@
+"""The group membership state machine against the fake cluster's group coordinator.
+
+Everything runs on a :class:`Clock`: session, rebalance and heartbeat timers
+advance only when a test says so.  The listener records what the member asks
+of it and checks that no partition ever has two owners.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.client import KafkaClient
+from afkak.common import (
+    CoordinatorNotAvailable,
+    FencedInstanceId,
+    IllegalGeneration,
+    InconsistentGroupProtocol,
+    NotCoordinator,
+    RebalanceInProgress,
+    TopicAndPartition,
+    UnknownMemberId,
+)
+from afkak.group import (
+    TRANSITIONS,
+    CooperativeStickyAssignor,
+    Generation,
+    GroupMember,
+    MemberEvent,
+    MemberState,
+    RangeAssignor,
+    decode_subscription,
+)
+from afkak.protocol.messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+)
+from afkak.testing import FakeKafkaCluster
+
+TOPIC = "t"
+ALL = [TopicAndPartition(TOPIC, p) for p in range(6)]
+JOIN, HEARTBEAT, LEAVE, SYNC = (
+    JoinGroupRequest.API_KEY,
+    HeartbeatRequest.API_KEY,
+    LeaveGroupRequest.API_KEY,
+    SyncGroupRequest.API_KEY,
+)
+
+
+class Owners:
+    """Who owns each partition, across every listener of a test."""
+
+    def __init__(self) -> None:
+        self.owner: dict[TopicAndPartition, str] = {}
+
+
+class Listener:
+    """Records the member's requests; revocations can be held open with ``hold``."""
+
+    def __init__(self, name: str, owners: Owners) -> None:
+        self.name = name
+        self.owners = owners
+        self.log: list[tuple[str, list[TopicAndPartition]]] = []
+        self.generations: list[Generation] = []
+        self.hold: Deferred[None] | None = None
+
+    @property
+    def owned(self) -> list[TopicAndPartition]:
+        return sorted(tp for tp, o in self.owners.owner.items() if o == self.name)
+
+    def _release(self, partitions: list[TopicAndPartition]) -> None:
+        for tp in partitions:
+            assert self.owners.owner.get(tp) == self.name, (tp, self.owners.owner.get(tp), self.name)
+            del self.owners.owner[tp]
+
+    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None] | None:
+        self.log.append(("revoke", partitions))
+        if self.hold is None:
+            self._release(partitions)
+            return None
+        return self.hold.addCallback(lambda _: self._release(partitions))
+
+    def lose(self, partitions: list[TopicAndPartition]) -> None:
+        self.log.append(("lose", partitions))
+        self._release(partitions)
+
+    def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> None:
+        self.log.append(("assign", partitions))
+        self.generations.append(generation)
+        for tp in partitions:
+            current = self.owners.owner.get(tp)
+            assert current in (None, self.name), f"{tp} given to {self.name} while {current} owns it"
+            self.owners.owner[tp] = self.name
+
+
+class GroupMemberTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
+        self.cluster.create_topic(TOPIC, 6)
+        self.owners = Owners()
+        self.members: list[GroupMember] = []
+        self.clients: dict[str, KafkaClient] = {}
+        self.addCleanup(self.stop_all)
+
+    def stop_all(self) -> None:
+        for m in self.members:
+            m.stop()
+        self.advance(30)
+
+    def member(
+        self,
+        name: str,
+        assignors: Any = (RangeAssignor(),),
+        owners: Owners | None = None,
+        **options: Any,
+    ) -> tuple[GroupMember, Listener, Deferred[None]]:
+        client = KafkaClient(
+            self.cluster.bootstrap_hosts,
+            clientId=name,
+            reactor=self.clock,
+            endpoint_factory=self.cluster.endpoint_factory,
+        )
+        self.addCleanup(client.close)
+        self.clients[name] = client
+        listener = Listener(name, self.owners if owners is None else owners)
+        settings = {"session_timeout_ms": 10000, "rebalance_timeout_ms": 20000, "heartbeat_interval_ms": 1000}
+        settings.update(options)
+        member = GroupMember(client, "g", [TOPIC], listener, list(assignors), **settings)
+        self.members.append(member)
+        return member, listener, member.start()
+
+    def advance(self, seconds: float, step: float = 0.25) -> None:
+        for _ in range(int(seconds / step)):
+            self.clock.advance(step)
+
+    def seen(self, api_key: int) -> list[Any]:
+        return [r for r in self.cluster.requests_seen if r.api_key == api_key]
+
+    def test_transition_table_covers_every_state(self) -> None:
+        reachable = {MemberState.STOPPED}
+        for (state, _), new in TRANSITIONS.items():
+            if state in reachable:
+                reachable.add(new)
+        for _ in range(3):
+            reachable |= {new for (state, _), new in TRANSITIONS.items() if state in reachable}
+        self.assertEqual(reachable, set(MemberState))
+        self.assertEqual(TRANSITIONS[MemberState.STABLE, MemberEvent.FENCED], MemberState.UNJOINED)
+
+    def test_join_needs_the_member_id_round(self) -> None:
+        member, listener, _ = self.member("a")
+        self.assertEqual(member.state, MemberState.JOINING)
+        self.advance(4)  # the coordinator's initial rebalance delay is 3 s
+        self.assertEqual(member.state, MemberState.STABLE)
+        first, second = self.seen(JOIN)
+        self.assertEqual(first.request.member_id, "")
+        self.assertEqual(second.request.member_id, member.member_id)
+        self.assertTrue(member.member_id.startswith("a-"))
+        self.assertEqual(member.generation_id, 1)
+        self.assertEqual(listener.owned, ALL)
+        self.assertEqual([p.name for p in second.request.protocols], ["range"])
+        self.assertEqual(second.request.protocol_type, "consumer")
+        self.assertEqual(decode_subscription(second.request.protocols[0].metadata).topics, (TOPIC,))
+
+    def test_heartbeats_every_interval_while_stable(self) -> None:
+        member, _, _ = self.member("a")
+        self.advance(4)
+        before = len(self.seen(HEARTBEAT))
+        self.advance(5)
+        beats = self.seen(HEARTBEAT)[before:]
+        self.assertIn(len(beats), (4, 5, 6))
+        self.assertEqual({(b.request.generation_id, b.request.member_id) for b in beats}, {(1, member.member_id)})
+
+    def test_eager_rebalance_revokes_everything_first(self) -> None:
+        a, la, _ = self.member("a")
+        self.advance(4)
+        b, lb, _ = self.member("b")
+        self.advance(5)
+        self.assertEqual((a.state, b.state), (MemberState.STABLE, MemberState.STABLE))
+        self.assertEqual(a.generation_id, 2)
+        self.assertEqual(la.log[1], ("revoke", ALL))
+        self.assertEqual(len(la.owned) + len(lb.owned), 6)
+        self.assertEqual(len(la.owned), 3)
+
+    def test_cooperative_rebalance_revokes_only_what_moves(self) -> None:
+        sticky = (CooperativeStickyAssignor(),)
+        a, la, _ = self.member("a", sticky)
+        self.advance(4)
+        b, lb, _ = self.member("b", sticky)
+        self.advance(6)
+        self.assertEqual((len(la.owned), len(lb.owned)), (3, 3))
+        revocations = [ps for kind, ps in la.log if kind == "revoke"]
+        self.assertEqual(len(revocations), 1)
+        self.assertEqual(len(revocations[0]), 3)
+        self.assertEqual(a.generation_id, 3, "two rebalances: revoke, then hand over")
+        # a's second subscription claimed what it owned in generation 1.
+        joins = [r for r in self.seen(JOIN) if r.request.member_id == a.member_id]
+        sub = decode_subscription(joins[-2].request.protocols[0].metadata)
+        self.assertEqual((len(sub.owned), sub.generation_id), (6, 1))
+        # Kept partitions carry the new generation to their commits.
+        self.assertEqual(la.generations[-1], Generation(3, a.member_id))
+
+    def test_heartbeats_continue_while_revocation_is_slow(self) -> None:
+        a, la, _ = self.member("a")
+        self.advance(4)
+        la.hold = Deferred()
+        self.member("b")
+        self.advance(2)
+        self.assertEqual(a.state, MemberState.PREPARING)
+        before = len(self.seen(HEARTBEAT))
+        self.advance(8)
+        self.assertGreaterEqual(len(self.seen(HEARTBEAT)) - before, 6)
+        self.assertEqual(a.state, MemberState.PREPARING)
+        la.hold.callback(None)
+        la.hold = None
+        self.advance(2)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertEqual(len(la.owned), 3)
+
+    def test_revocation_beyond_rebalance_timeout_leaves_cleanly(self) -> None:
+        # a overstays: b gets a's partitions while a still holds them (as with
+        # Kafka's Java consumer), so a keeps its own books.
+        a, la, _ = self.member("a", owners=Owners(), rebalance_timeout_ms=5000)
+        self.advance(4)
+        old_id = a.member_id
+        la.hold = Deferred()
+        b, lb, _ = self.member("b")
+        self.advance(6)
+        (leave,) = self.seen(LEAVE)
+        self.assertEqual(leave.request.members[0].member_id, old_id)
+        self.assertEqual(a.state, MemberState.UNJOINED)
+        self.advance(2)
+        self.assertEqual(lb.owned, ALL, "b takes everything once a left")
+        la.hold.callback(None)
+        la.hold = None
+        self.advance(8)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertNotEqual(a.member_id, old_id)
+        self.assertEqual(len(la.owned), 3)
+        self.assertEqual(len(lb.owned), 3)
+
+    def test_heartbeat_rebalance_in_progress_rejoins(self) -> None:
+        a, la, _ = self.member("a")
+        self.advance(4)
+        self.cluster.fail_next(HeartbeatRequest, RebalanceInProgress)
+        self.advance(2)
+        self.assertEqual(a.generation_id, 2)
+        self.assertEqual([k for k, _ in la.log], ["assign", "revoke", "assign"])
+
+    def test_heartbeat_illegal_generation_loses_partitions_keeps_member_id(self) -> None:
+        a, la, _ = self.member("a")
+        self.advance(4)
+        member_id = a.member_id
+        self.cluster.fail_next(HeartbeatRequest, IllegalGeneration)
+        self.advance(2)
+        self.assertEqual(la.log[1], ("lose", ALL))
+        self.assertEqual(a.member_id, member_id)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertEqual(la.owned, ALL)
+
+    def test_heartbeat_unknown_member_loses_partitions_and_member_id(self) -> None:
+        a, la, _ = self.member("a")
+        self.advance(4)
+        member_id = a.member_id
+        self.cluster.fail_next(HeartbeatRequest, UnknownMemberId)
+        self.advance(1.25)
+        self.assertEqual(la.log[1], ("lose", ALL))
+        self.assertEqual(a.generation_id, -1)
+        self.assertNotEqual(a.member_id, member_id, "a new id from MEMBER_ID_REQUIRED")
+        self.advance(40)  # the old member's session expires; a joins as a new member
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertNotEqual(a.member_id, member_id)
+        self.assertEqual(la.owned, ALL)
+
+    def test_fenced_instance_is_fatal(self) -> None:
+        a, la, done = self.member("a", group_instance_id="i-1")
+        self.advance(4)
+        self.cluster.fail_next(HeartbeatRequest, FencedInstanceId)
+        self.advance(2)
+        self.failureResultOf(done, FencedInstanceId)
+        self.assertEqual(a.state, MemberState.STOPPED)
+        self.assertEqual(la.log[-1], ("lose", ALL))
+        self.assertEqual(self.seen(LEAVE), [])
+
+    def test_second_static_member_fences_the_first(self) -> None:
+        # Until a hears it was fenced, both hold the partitions (as with Kafka).
+        a, la, done_a = self.member("a", owners=Owners(), group_instance_id="i-1")
+        self.advance(4)
+        b, lb, _ = self.member("b", group_instance_id="i-1")
+        self.advance(1)
+        self.assertEqual(b.state, MemberState.STABLE)
+        self.assertEqual(b.generation_id, 1, "a static member replaces another without a rebalance")
+        self.advance(2)
+        self.failureResultOf(done_a, FencedInstanceId)
+        self.assertEqual(lb.owned, ALL)
+
+    def test_static_member_restarts_without_rebalance_and_never_leaves(self) -> None:
+        a, la, done = self.member("a", group_instance_id="i-1")
+        other, lo, _ = self.member("o")
+        self.advance(4)
+        owned = la.owned
+        a.stop()
+        self.advance(1)
+        self.successResultOf(done)
+        self.assertEqual(self.seen(LEAVE), [])
+        self.assertEqual(lo.owned, [tp for tp in ALL if tp not in owned], "no rebalance")
+        a2, la2, _ = self.member("a2", group_instance_id="i-1")
+        self.advance(2)
+        self.assertEqual(a2.generation_id, 1)
+        self.assertEqual(la2.owned, owned)
+
+    def test_dead_member_is_dropped_after_its_session(self) -> None:
+        a, la, _ = self.member("a")
+        b, lb, _ = self.member("b", owners=Owners())
+        self.advance(4)
+        self.assertEqual(len(lb.owned), 3)
+        # Kill b: its process is gone (no LeaveGroup, no heartbeats), and with it
+        # its claim on partitions (it keeps its own books).
+        self.clients["b"].close()
+        self.advance(8)
+        self.assertEqual(len(la.owned), 3, "b's session (10 s) has not expired yet")
+        self.advance(4)
+        self.assertEqual(la.owned, ALL)
+        self.assertEqual(a.generation_id, 2)
+        self.assertEqual(list(self.cluster.group_coordinator.groups["g"].members), [a.member_id])
+        self.assertEqual(self.seen(LEAVE), [])
+
+    def test_coordinator_move_keeps_the_generation(self) -> None:
+        a, la, _ = self.member("a")
+        self.advance(4)
+        old = self.cluster.coordinator("g")
+        self.cluster.set_broker_down(old)
+        self.advance(8)  # within the 10 s session: the stuck heartbeat times out at 3.3 s
+        new = self.cluster.coordinator("g")
+        self.assertNotEqual(new, old)
+        beats = [r for r in self.seen(HEARTBEAT) if r.broker == new]
+        self.assertTrue(beats)
+        self.assertEqual((a.state, a.generation_id), (MemberState.STABLE, 1))
+        self.assertEqual(la.owned, ALL)
+
+    def test_join_retries_coordinator_errors(self) -> None:
+        self.cluster.fail_next(JoinGroupRequest, CoordinatorNotAvailable)
+        self.cluster.fail_next(JoinGroupRequest, NotCoordinator)
+        a, la, _ = self.member("a")
+        self.advance(6)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertEqual(la.owned, ALL)
+        self.assertEqual(len(self.seen(JOIN)), 4)
+
+    def test_join_inconsistent_protocol_is_fatal(self) -> None:
+        a, la, done = self.member("a")
+        self.advance(4)
+        b, lb, done_b = self.member("b", (CooperativeStickyAssignor(),))
+        self.advance(1)
+        self.failureResultOf(done_b, InconsistentGroupProtocol)
+        self.assertEqual(b.state, MemberState.STOPPED)
+        self.assertEqual(la.owned, ALL)
+
+    def test_sync_rebalance_in_progress_rejoins(self) -> None:
+        self.cluster.fail_next(SyncGroupRequest, RebalanceInProgress)
+        a, la, _ = self.member("a")
+        self.advance(5)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertEqual(la.owned, ALL)
+        self.assertEqual(len(self.seen(SYNC)), 2)
+
+    def test_sync_unknown_member_rejoins_as_new_member(self) -> None:
+        self.cluster.fail_next(SyncGroupRequest, UnknownMemberId)
+        a, la, _ = self.member("a")
+        self.advance(4)
+        first_id = self.seen(SYNC)[0].request.member_id
+        self.advance(30)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertNotEqual(a.member_id, first_id)
+        self.assertEqual(la.owned, ALL)
+
+    def test_stop_revokes_then_leaves(self) -> None:
+        a, la, done = self.member("a")
+        b, lb, _ = self.member("b")
+        self.advance(4)
+        member_id = a.member_id
+        a.stop()
+        self.advance(1)
+        self.assertIsNone(self.successResultOf(done))
+        self.assertEqual(la.log[-1][0], "revoke")
+        (leave,) = self.seen(LEAVE)
+        self.assertEqual(leave.request.members[0].member_id, member_id)
+        self.advance(2)
+        self.assertEqual(lb.owned, ALL)
+        self.assertEqual(a.state, MemberState.STOPPED)
+
+    def test_leader_rebalances_when_partitions_are_added(self) -> None:
+        a, la, _ = self.member("a")
+        self.advance(4)
+        topic = self.cluster.topics[TOPIC]
+        self.cluster.create_topic("u", 2)
+        topic.partitions.extend(self.cluster.topics.pop("u").partitions)
+        for i, p in enumerate(topic.partitions):
+            p.index, p.topic = i, TOPIC
+        self.successResultOf(a.client.load_metadata_for_topics(TOPIC))
+        self.advance(3)
+        self.assertEqual(a.generation_id, 2)
+        self.assertEqual(len(la.owned), 8)

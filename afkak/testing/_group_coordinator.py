@@ -1,0 +1,229 @@
+"""JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups and ListGroups of the fake cluster.
+
+The wire side of :mod:`._group_state`: requests checked as Kafka checks them
+(coordinator node, group id, session timeout bounds), answered from the
+group state, JoinGroup and follower SyncGroups held as Deferreds until the
+rebalance gets there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from afkak._broker_errors import (
+    InvalidGroupId,
+    InvalidSessionTimeout,
+    NotCoordinator,
+)
+from afkak.protocol.messages import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from afkak.testing._group_state import (
+    COMPLETING,
+    DEAD,
+    EMPTY,
+    INCONSISTENT_GROUP_PROTOCOL,
+    STABLE,
+    JoinResult,
+)
+from afkak.testing._lookup import code
+
+if TYPE_CHECKING:
+    from afkak.testing._handlers import ConnectionHandler
+
+#: Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms.
+MIN_SESSION_TIMEOUT_MS = 6000
+MAX_SESSION_TIMEOUT_MS = 1800000
+#: JoinGroup v4+: a new dynamic member must rejoin with the id it is given (KIP-394).
+MEMBER_ID_REQUIRED_VERSION = 4
+CLIENT_HOST = "/127.0.0.1"
+
+
+def _group_error(ctx: ConnectionHandler, group_id: str) -> int:
+    if not group_id:
+        return code(InvalidGroupId)
+    if ctx.cluster.coordinator(group_id) != ctx.node:
+        return code(NotCoordinator)
+    return 0
+
+
+def handle_join_group(ctx: ConnectionHandler, request: JoinGroupRequest, version: int) -> Any:
+    R = JoinGroupResponse
+    error = _group_error(ctx, request.group_id)
+    timeout = request.session_timeout_ms
+    coordinator = ctx.cluster.group_coordinator
+    if not error and not MIN_SESSION_TIMEOUT_MS <= timeout <= MAX_SESSION_TIMEOUT_MS:
+        error = code(InvalidSessionTimeout)
+    if error:
+        return R(error_code=error, member_id=request.member_id, protocol_name=None if version >= 7 else "")
+    outcome = coordinator.join(
+        request.group_id,
+        request.member_id,
+        request.group_instance_id,
+        ctx.client_id,
+        CLIENT_HOST,
+        timeout,
+        request.rebalance_timeout_ms if version >= 1 else timeout,
+        request.protocol_type,
+        [(p.name, p.metadata) for p in request.protocols],
+        version >= MEMBER_ID_REQUIRED_VERSION,
+    )
+    if isinstance(outcome, JoinResult):
+        return _join_response(outcome, version)
+    return outcome.addCallback(_join_response, version)
+
+
+def _join_response(result: JoinResult, version: int) -> Any:
+    R = JoinGroupResponse
+    if result.error:
+        return R(
+            error_code=result.error,
+            member_id=result.member_id,
+            protocol_name=None if version >= 7 else "",
+        )
+    return R(
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        leader=result.leader,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=[
+            R.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=md)
+            for m, i, md in result.members
+        ],
+    )
+
+
+def handle_sync_group(ctx: ConnectionHandler, request: SyncGroupRequest, version: int) -> Any:
+    R = SyncGroupResponse
+    error = _group_error(ctx, request.group_id)
+    group = ctx.cluster.group_coordinator.groups.get(request.group_id)
+    if not error and version >= 5 and group is not None and (
+        request.protocol_type not in (None, group.protocol_type)
+        or request.protocol_name not in (None, group.protocol_name)
+    ):
+        error = INCONSISTENT_GROUP_PROTOCOL
+    if error:
+        return R(error_code=error)
+    outcome = ctx.cluster.group_coordinator.sync(
+        request.group_id,
+        request.member_id,
+        request.group_instance_id,
+        request.generation_id,
+        {a.member_id: a.assignment for a in request.assignments},
+    )
+
+    def answer(result: tuple[int, bytes]) -> Any:
+        g = ctx.cluster.group_coordinator.groups.get(request.group_id)
+        return R(
+            error_code=result[0],
+            protocol_type=g.protocol_type if g and not result[0] else None,
+            protocol_name=g.protocol_name if g and not result[0] else None,
+            assignment=result[1],
+        )
+
+    if isinstance(outcome, tuple):
+        return answer(outcome)
+    return outcome.addCallback(answer)
+
+
+def handle_heartbeat(ctx: ConnectionHandler, request: HeartbeatRequest, version: int) -> Any:
+    error = _group_error(ctx, request.group_id)
+    if not error:
+        error = ctx.cluster.group_coordinator.heartbeat(
+            request.group_id, request.member_id, request.group_instance_id, request.generation_id
+        )
+    return HeartbeatResponse(error_code=error)
+
+
+def handle_leave_group(ctx: ConnectionHandler, request: LeaveGroupRequest, version: int) -> Any:
+    R = LeaveGroupResponse
+    error = _group_error(ctx, request.group_id)
+    if error:
+        return R(error_code=error)
+    coordinator = ctx.cluster.group_coordinator
+    if version < 3:
+        return R(error_code=coordinator.leave(request.group_id, request.member_id, None))
+    return R(
+        members=[
+            R.MemberResponse(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                error_code=coordinator.leave(request.group_id, m.member_id, m.group_instance_id),
+            )
+            for m in request.members
+        ]
+    )
+
+
+def handle_describe_groups(
+    ctx: ConnectionHandler, request: DescribeGroupsRequest, version: int
+) -> Any:
+    R = DescribeGroupsResponse
+    described = []
+    for group_id in request.groups:
+        error = _group_error(ctx, group_id)
+        group = ctx.cluster.group_coordinator.groups.get(group_id)
+        if error or group is None:
+            state = DEAD if group_id not in ctx.cluster.groups else EMPTY
+            described.append(R.DescribedGroup(error_code=error, group_id=group_id, group_state=state))
+            continue
+        described.append(
+            R.DescribedGroup(
+                group_id=group_id,
+                group_state=group.state,
+                protocol_type=group.protocol_type or "",
+                protocol_data=group.protocol_name if group.state in (COMPLETING, STABLE) else "",
+                members=[
+                    R.DescribedGroupMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata(group.protocol_name),
+                        member_assignment=m.assignment if group.state == STABLE else b"",
+                    )
+                    for m in group.members.values()
+                ],
+            )
+        )
+    return R(groups=described)
+
+
+def handle_list_groups(ctx: ConnectionHandler, request: ListGroupsRequest, version: int) -> Any:
+    R = ListGroupsResponse
+    cluster = ctx.cluster
+    rows = {g: ("", EMPTY) for g in cluster.groups}
+    for g, group in cluster.group_coordinator.groups.items():
+        if group.members or g not in rows:
+            rows[g] = (group.protocol_type or "", group.state)
+    listed = [
+        R.ListedGroup(group_id=g, protocol_type=ptype, group_state=state, group_type="classic")
+        for g, (ptype, state) in sorted(rows.items())
+        if cluster.coordinator(g) == ctx.node
+        and (version < 4 or not request.states_filter or state in request.states_filter)
+        and (version < 5 or not request.types_filter or "classic" in request.types_filter)
+    ]
+    return R(groups=listed)
+
+
+GROUP_APIS = {
+    11: handle_join_group,
+    12: handle_heartbeat,
+    13: handle_leave_group,
+    14: handle_sync_group,
+    15: handle_describe_groups,
+    16: handle_list_groups,
+}
