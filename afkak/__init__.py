@@ -1,15 +1,17 @@
 """afkak: a Twisted, Deferred-based client for Apache Kafka.
 
-The public surface: :mod:`afkak.common` (errors, structs, constants), the
-compression constants, message construction, and (as layers land) the client,
-producer and consumer.
+The public surface: :class:`KafkaClient`, :class:`Producer`, :class:`Consumer`,
+the partitioners, message construction, the compression constants, and
+:mod:`afkak.common` (errors, structs, constants).
 """
 
 from afkak import common  # noqa: F401  (first: it fixes the public module of re-exported names)
+from afkak._version import __version__
+from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.message_set import MessageSet, create_message, create_message_set
-
-__version__ = "30.0.0.dev0"
+from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
+from afkak.producer import Producer
 
 __all__ = [
     "CODEC_GZIP",
@@ -17,7 +19,12 @@ __all__ = [
     "CODEC_NONE",
     "CODEC_SNAPPY",
     "CODEC_ZSTD",
+    "HashedPartitioner",
+    "KafkaClient",
     "MessageSet",
+    "Producer",
+    "RoundRobinPartitioner",
+    "__version__",
     "create_message",
     "create_message_set",
 ]

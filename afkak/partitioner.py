@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import random
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import cycle
-from typing import Iterator
 
 __all__ = ["HashedPartitioner", "Partitioner", "RoundRobinPartitioner", "murmur2"]
 

@@ -5,7 +5,10 @@ sends N messages of 100 bytes with acks=1, no idempotence, linger 5 ms and
 64 KiB batches (the settings the brief compares with aiokafka), then waits
 for every acknowledgement (flush).  Prints the best of R runs.
 
-Usage: python tools/bench_producer.py [--messages N] [--repeat R] [--profile]
+With --chunk K the reactor runs every K sends (batches go out and settle
+while the application sends), instead of once all N are sent.
+
+Usage: python tools/bench_producer.py [--messages N] [--repeat R] [--chunk K] [--profile]
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def wait(d: Deferred) -> object:
     return results[0]
 
 
-def run(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
+def run(bootstrap: str, topic: str, n: int, chunk: int) -> tuple[float, float]:
     client = KafkaClient(bootstrap, endpoint_factory=TCP4ClientEndpoint)
     producer = Producer(
         client, req_acks=1, linger_ms=5, batch_size=64 * 1024, buffer_memory=64 << 20
@@ -47,8 +50,10 @@ def run(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
     msgs = [value]
     start = time.perf_counter()
     cpu = time.process_time()
-    for _ in range(n):
+    for i in range(n):
         last = send(topic, None, msgs)
+        if chunk and i % chunk == 0:
+            reactor.iterate(0)  # let the reactor run, as an application would
     wait(producer.flush())
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu
@@ -63,6 +68,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--chunk", type=int, default=0, help="let the reactor run every CHUNK sends (0: never)"
+    )
     args = parser.parse_args()
     broker = shared_broker("tansu")
     best = 0.0
@@ -72,7 +80,7 @@ def main() -> None:
         if args.profile:
             profiler = cProfile.Profile()
             profiler.enable()
-        rate, cpu_rate = run(broker.bootstrap, topic, args.messages)
+        rate, cpu_rate = run(broker.bootstrap, topic, args.messages, args.chunk)
         if args.profile:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("tottime").print_stats(25)

@@ -27,7 +27,7 @@ from twisted.internet.protocol import Factory
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak import __version__
+from afkak._version import __version__
 from afkak._broker_errors import BrokerResponseError, RequestTimedOutError
 from afkak._errors import BrokerConnectionError, CancelledError, ClientError
 from afkak.connection._lifecycle import CONNECTED_STATES, Event, State, next_state

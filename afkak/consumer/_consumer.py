@@ -70,13 +70,20 @@ class Consumer:
     (process, commit, stop) or :meth:`stop` it.  A stopped consumer may be
     started again.
 
+    While the processor works, the next response is fetched (at most one
+    waits).  A response is decoded and delivered a reactor turn after it is
+    taken, once the request for the following one is on the wire; with a
+    :class:`~twisted.internet.task.Clock`, ``clock.advance(0)`` delivers.
+
     :param client: the :class:`~afkak.client.KafkaClient` to use; its
         ``reactor`` runs the retry and auto-commit timers.
     :param str topic: the topic to consume.
     :param int partition: the partition to consume.
     :param processor: ``processor(consumer, messages)`` is called with a list
         of :class:`~afkak.common.SourcedMessage` (each ``message`` a
-        :class:`~afkak.common.Message` with ``timestamp`` and ``headers``).
+        :class:`~afkak.common.Message` with ``timestamp`` and ``headers``):
+        the messages of one fetch response, or of ``auto_commit_every_n`` of
+        them.
         It may return a Deferred; it is not called again until that fires.
         An exception (or a failed Deferred) stops the consumer and fails the
         Deferred that :meth:`start` returned.
@@ -85,10 +92,11 @@ class Consumer:
     :param commit_metadata: ``str`` or UTF-8 ``bytes`` stored with each commit.
     :param int auto_commit_every_n: commit once this many messages have been
         processed since the last commit; 0 disables.  With a group, defaults
-        to :data:`AUTO_COMMIT_MSG_COUNT`; ignored without a group.
+        to :data:`AUTO_COMMIT_MSG_COUNT`, and the processor gets at most this
+        many messages per call.  Without a group it must be unset or 0.
     :param int auto_commit_every_ms: commit every this many milliseconds (the
         period restarts at each commit); 0 disables.  With a group, defaults
-        to :data:`AUTO_COMMIT_INTERVAL`; ignored without a group.
+        to :data:`AUTO_COMMIT_INTERVAL`.  Without a group it must be unset or 0.
     :param int fetch_size_bytes: the broker holds a fetch until this many
         bytes are available...
     :param int fetch_max_wait_time: ...or this many milliseconds passed.
@@ -143,7 +151,9 @@ class Consumer:
         _integer("partition", partition, 0, _INT32_MAX)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
-        if consumer_group is not None and (not isinstance(consumer_group, str) or not consumer_group):
+        if consumer_group is not None and (
+            not isinstance(consumer_group, str) or not consumer_group
+        ):
             raise InvalidConsumerGroupError(f"bad consumer_group {consumer_group!r}")
         if commit_metadata is not None and not isinstance(commit_metadata, (str, bytes)):
             raise TypeError(f"commit_metadata must be str or bytes, not {commit_metadata!r}")
@@ -154,6 +164,8 @@ class Consumer:
                 auto_commit_every_n = AUTO_COMMIT_MSG_COUNT
             if auto_commit_every_ms is None:
                 auto_commit_every_ms = AUTO_COMMIT_INTERVAL
+        elif auto_commit_every_n or auto_commit_every_ms:
+            raise ValueError("auto_commit_every_n/_ms are set without a consumer_group")
         self.auto_commit_every_n = _integer("auto_commit_every_n", auto_commit_every_n or 0, 0)
         self.auto_commit_every_ms = _integer("auto_commit_every_ms", auto_commit_every_ms or 0, 0)
         _integer("fetch_size_bytes", fetch_size_bytes, 0, _INT32_MAX)
@@ -167,7 +179,9 @@ class Consumer:
                     f"max_buffer_size ({max_buffer_size})"
                 )
         if not request_retry_init_delay > 0:
-            raise ValueError(f"request_retry_init_delay must be positive: {request_retry_init_delay!r}")
+            raise ValueError(
+                f"request_retry_init_delay must be positive: {request_retry_init_delay!r}"
+            )
         if not request_retry_max_delay >= request_retry_init_delay:
             raise ValueError(
                 f"request_retry_max_delay ({request_retry_max_delay!r}) is less than "
@@ -192,7 +206,7 @@ class Consumer:
         self.auto_offset_reset = auto_offset_reset
         self.commit_consumer_id = commit_consumer_id
         self.commit_generation_id = commit_generation_id
-        self.retry = RetryPolicy(
+        self._retry = RetryPolicy(
             request_retry_init_delay, request_retry_max_delay, request_retry_max_attempts
         )
         self._fetcher = PartitionFetcher(
@@ -204,7 +218,7 @@ class Consumer:
             buffer_size=buffer_size,
             max_buffer_size=max_buffer_size,
             auto_offset_reset=auto_offset_reset,
-            retry=self.retry,
+            retry=self._retry,
         )
 
         self._last_processed_offset: int | None = None
@@ -215,7 +229,14 @@ class Consumer:
         # The offset of the next fetch (a special value until looked up).
         self._fetch_offset = 0
         self._fetching: Deferred[FetchedRecords] | None = None
-        self._buffered: FetchedRecords | None = None
+        # A fetched response (or the error that ended fetching) not taken yet.
+        self._buffered: FetchedRecords | Failure | None = None
+        # The response taken for processing, decoded after a reactor turn.
+        self._current: FetchedRecords | None = None
+        self._turn: Any = None
+        # The messages of the response being processed, and where the next block starts.
+        self._remaining: list[SourcedMessage] = []
+        self._next_index = 0
         # The processor's Deferred, or a token while it runs synchronously.
         self._processing: object | None = None
         self._pumping = False
@@ -271,6 +292,18 @@ class Consumer:
     @property
     def fetch_max_wait_time(self) -> int:
         return self._fetcher.max_wait_ms
+
+    @property
+    def retry_init_delay(self) -> float:
+        return self._retry.init_delay
+
+    @property
+    def retry_max_delay(self) -> float:
+        return self._retry.max_delay
+
+    @property
+    def request_retry_max_attempts(self) -> int:
+        return self._retry.max_attempts
 
     # -- starting and stopping ---------------------------------------------------
 
@@ -339,7 +372,7 @@ class Consumer:
         self._shutdown_d = shutdown_d = Deferred()
         self._stop_commit_looper()
         self._cancel_fetch()
-        self._buffered = None
+        self._drop_fetched()
         if self._processing is None:
             self._finish_shutdown()
         return shutdown_d
@@ -375,7 +408,7 @@ class Consumer:
         self._shutdown_d = None
         self._stop_commit_looper()
         self._cancel_fetch()
-        self._buffered = None
+        self._drop_fetched()
         processing, self._processing = self._processing, None
         if isinstance(processing, Deferred):
             processing.cancel()
@@ -402,8 +435,12 @@ class Consumer:
     # -- fetching and processing -------------------------------------------------
 
     def _pump(self) -> None:
-        """Deliver the buffered response to an idle processor; keep one fetch ahead.
+        """Hand the buffered response to an idle processor; keep one fetch ahead.
 
+        A response taken for processing frees the buffer, so the next fetch
+        is sent at once; the response is decoded two reactor turns later
+        (:meth:`_after_a_turn`), once Twisted has written that fetch to the
+        socket, so that the broker prepares the next response meanwhile.
         Re-entrant calls (a fetch or processor finishing synchronously) only
         ask the running loop for another round, so the stack stays flat.
         """
@@ -417,13 +454,37 @@ class Consumer:
                 self._repump = False
                 if self._start_d is None or self._shutdown_d is not None:
                     return
-                if self._processing is None and self._buffered is not None:
-                    fetched, self._buffered = self._buffered, None
-                    self._deliver(fetched)
-                if self._fetching is None and self._buffered is None and self._start_d is not None:
+                idle = self._processing is None and self._next_index >= len(self._remaining)
+                if idle and self._current is None and self._buffered is not None:
+                    if isinstance(self._buffered, Failure):
+                        self._fail(self._buffered)
+                        return
+                    self._current, self._buffered = self._buffered, None
+                    self._turn = self.client.reactor.callLater(0, self._after_a_turn)
+                if self._fetching is None and self._buffered is None:
                     self._fetch()
+                if self._processing is None and self._next_index < len(self._remaining):
+                    self._deliver(self._next_block())
         finally:
             self._pumping = False
+
+    def _after_a_turn(self) -> None:
+        # Twisted writes to sockets after running due timed calls: the fetch
+        # sent with this response's taking goes out before the next turn.
+        self._turn = self.client.reactor.callLater(0, self._decode_current)
+
+    def _decode_current(self) -> None:
+        self._turn = None
+        fetched, self._current = self._current, None
+        if fetched is None:
+            return
+        try:
+            self._remaining = fetched.messages(self.topic, self.partition)
+        except Exception:
+            self._fail(Failure())
+            return
+        self._next_index = 0
+        self._pump()
 
     def _fetch(self) -> None:
         d = Deferred.fromCoroutine(self._next_records(self._fetch_offset))
@@ -448,23 +509,38 @@ class Consumer:
     def _fetch_failed(self, failure: Failure, d: Deferred[FetchedRecords]) -> None:
         if d is not self._fetching:
             return None  # cancelled by stop() or shutdown()
+        # Buffered in place of a response: what was fetched before is processed first.
         self._fetching = None
-        self._fail(failure)
+        self._buffered = failure
+        self._pump()
         return None
+
+    def _drop_fetched(self) -> None:
+        """Forget every fetched message not yet given to the processor."""
+        self._buffered = self._current = None
+        self._remaining, self._next_index = [], 0
+        turn, self._turn = self._turn, None
+        if turn is not None and turn.active():
+            turn.cancel()
 
     def _cancel_fetch(self) -> None:
         fetching, self._fetching = self._fetching, None
         if fetching is not None:
             fetching.cancel()
 
-    def _deliver(self, fetched: FetchedRecords) -> None:
-        try:
-            messages = fetched.messages(self.topic, self.partition)
-        except Exception:
-            self._fail(Failure())
-            return
-        if not messages:
-            return
+    def _next_block(self) -> list[SourcedMessage]:
+        """The next messages for the processor: at most ``auto_commit_every_n`` with a group."""
+        remaining, start = self._remaining, self._next_index
+        size = self.auto_commit_every_n if self.consumer_group else 0
+        end = len(remaining) if not size else min(start + size, len(remaining))
+        block = remaining if start == 0 and end == len(remaining) else remaining[start:end]
+        if end == len(remaining):
+            self._remaining, self._next_index = [], 0
+        else:
+            self._next_index = end
+        return block
+
+    def _deliver(self, messages: list[SourcedMessage]) -> None:
         token = self._processing = object()
         try:
             result = self.processor(self, messages)
@@ -511,7 +587,7 @@ class Consumer:
     async def _committed_offset(self) -> int:
         """The group's committed offset, or where ``auto_offset_reset`` says to start."""
         request = OffsetFetchRequest(self.topic, self.partition)
-        [answer] = await self.retry.run(
+        [answer] = await self._retry.run(
             self.client.reactor,
             lambda: self.client.send_offset_fetch_request(self.consumer_group, [request]),
             None,
@@ -568,7 +644,7 @@ class Consumer:
         request = OffsetCommitRequest(
             self.topic, self.partition, offset + 1, -1, self.commit_metadata
         )
-        await self.retry.run(
+        await self._retry.run(
             self.client.reactor,
             lambda: self.client.send_offset_commit_request(
                 self.consumer_group,

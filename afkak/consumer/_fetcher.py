@@ -3,15 +3,16 @@
 Fetch requests go to the partition's leader (``client.leaders_for``), built
 at the negotiated version by the client's own Fetch call (topics by id from
 v13 on, ids from the client's metadata); offsets by time come from the
-client's ``send_offset_request``.  Retriable errors make
-the client forget the leader and are retried with the consumer's backoff; an
-out-of-range offset follows ``auto_offset_reset``; a fetch size too small for
-the next batch grows as documented.
+client's ``send_offset_request``.  Retriable errors make the client forget
+the leader and are retried with the consumer's backoff; an out-of-range
+offset follows ``auto_offset_reset``; a fetch size too small for the next
+batch grows as documented.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -42,6 +43,20 @@ def _topic_ids(client: Any) -> Mapping[str, UUID]:
     The client keeps them in its metadata cache, which has no public accessor.
     """
     return client._cluster.cache.topic_ids  # type: ignore[no-any-return]
+
+
+class _PartitionFetchCall(FetchCall):
+    """The client's Fetch call, with the whole response bounded by the fetch size too.
+
+    One partition is fetched, so its ``partition_max_bytes`` is the
+    response's ``max_bytes`` as well, which some brokers (Tansu) honour
+    instead of the partition's.
+    """
+
+    def build(self, version: int) -> Any:
+        request = super().build(version)
+        request.max_bytes = self.payloads[0].max_bytes
+        return request
 
 
 class PartitionFetcher:
@@ -87,7 +102,7 @@ class PartitionFetcher:
             try:
                 fetched = await self.retry.run(
                     self.client.reactor,
-                    lambda: self._fetch(offset),
+                    partial(self._fetch, offset),
                     self._forget,
                     f"fetch of {self.topic}/{self.partition} at offset {offset}",
                 )
@@ -118,7 +133,7 @@ class PartitionFetcher:
 
     async def _fetch(self, offset: int) -> FetchedRecords:
         leader = (await self.client.leaders_for([self.key]))[self.key]
-        call = FetchCall(
+        call = _PartitionFetchCall(
             [FetchRequest(self.topic, self.partition, offset, self.buffer_size)],
             self.max_wait_ms,
             self.min_bytes,
@@ -149,7 +164,7 @@ class PartitionFetcher:
         """The partition's offset at ListOffsets *time* (OFFSET_EARLIEST or OFFSET_LATEST)."""
         return await self.retry.run(
             self.client.reactor,
-            lambda: self._list_offset(time),
+            partial(self._list_offset, time),
             self._forget,
             f"offset lookup for {self.topic}/{self.partition}",
         )

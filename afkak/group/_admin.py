@@ -177,7 +177,9 @@ async def _committed(
     offsets = {}
     for t in response.topics:
         for p in t.partitions:
-            BrokerResponseError.raise_for_errno(p.error_code, f"offset of {t.name}/{p.partition_index}")
+            BrokerResponseError.raise_for_errno(
+                p.error_code, f"offset of {t.name}/{p.partition_index}"
+            )
             offsets[TopicAndPartition(t.name, p.partition_index)] = p.committed_offset
     return offsets
 

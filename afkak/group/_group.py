@@ -33,6 +33,7 @@ from ._assignor import PartitionAssignor
 from ._member import Generation, GroupMember
 from ._range import RangeAssignor
 from ._roundrobin import RoundRobinAssignor
+from ._states import MemberState
 from ._sticky import CooperativeStickyAssignor
 
 log = Logger()
@@ -149,7 +150,9 @@ class ConsumerGroup:
         )
 
     def __repr__(self) -> str:
-        return f"<ConsumerGroup {self.group_id!r} {self.member!r} partitions={sorted(self.consumers)}>"
+        return (
+            f"<ConsumerGroup {self.group_id!r} {self.member!r} partitions={sorted(self.consumers)}>"
+        )
 
     @property
     def state(self) -> Any:
@@ -190,11 +193,12 @@ class ConsumerGroup:
     def _stop(self, commit: bool) -> Deferred[Offsets]:
         if self._start_d is None:
             raise RestopError("the consumer group is not running")
-        if self._stopping is None:
-            self._stopping = Deferred()
+        stopping = self._stopping
+        if stopping is None:
+            stopping = self._stopping = Deferred()
             self.member.stop(commit=commit)
         waiter: Deferred[Offsets] = Deferred()
-        self._stopping.addBoth(_relay, waiter)
+        stopping.addBoth(_relay, waiter)
         return waiter
 
     def _member_stopped(self, result: Any) -> None:
@@ -214,12 +218,17 @@ class ConsumerGroup:
 
     def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[Any]:
         self._generation = generation
-        for tp, consumer in self.consumers.items():
-            consumer.commit_consumer_id = generation.member_id
-            consumer.commit_generation_id = generation.generation_id
+        self._rebind(self.consumers.values(), generation)
         added = [tp for tp in partitions if tp not in self.consumers]
         d = maybeDeferred(self.on_assigned, added) if self.on_assigned and added else succeed(None)
         return d.addCallback(lambda _: self._start_consumers(added, generation))
+
+    @staticmethod
+    def _rebind(consumers: Iterable[Any], generation: Generation) -> None:
+        """Make Consumers kept across a rebalance commit as the new generation."""
+        for consumer in consumers:
+            consumer.commit_consumer_id = generation.member_id
+            consumer.commit_generation_id = generation.generation_id
 
     def _start_consumers(self, partitions: list[TopicAndPartition], generation: Generation) -> None:
         from afkak.consumer import Consumer  # the consumer layer sits beside this one
@@ -241,11 +250,14 @@ class ConsumerGroup:
     def _consumer_ended(self, result: Any, tp: TopicAndPartition, consumer: Any) -> None:
         """A Consumer's ``start()`` fired: expected when we stopped it, else a problem.
 
-        A commit refused with REBALANCE_IN_PROGRESS (the coordinator waits for
-        the leader's assignment) restarts the Consumer from the committed
-        offset; one refused for a stale generation or unknown member makes the
-        member rejoin (the next assignment restarts it); anything else is
-        fatal, as an exception from the Java consumer's ``poll``.
+        A commit refused because a rebalance is under way (REBALANCE_IN_PROGRESS,
+        or ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID for a generation the member
+        has already left, as Kafka's Java consumer tells them apart) restarts
+        the Consumer where it was: its offsets are committed with the next
+        generation.  Refused for the member's current generation, the member
+        was fenced: it rejoins (the next assignment restarts the Consumer from
+        the committed offset).  Anything else is fatal, as an exception from
+        the Java consumer's ``poll``.
         """
         if self.consumers.get(tp) is not consumer:
             if isinstance(result, Failure):
@@ -254,8 +266,17 @@ class ConsumerGroup:
         del self.consumers[tp]
         if not isinstance(result, Failure):
             result = Failure(RuntimeError(f"the consumer of {tp} stopped by itself"))
-        if result.check(RebalanceInProgress):
-            self._start_consumers([tp], self._generation)
+        member = self.member
+        stale = (
+            member.state is not MemberState.STABLE
+            or consumer.commit_generation_id != member.generation_id
+        )
+        if result.check(RebalanceInProgress) or (result.check(*_FENCED_ERRORS) and stale):
+            last = consumer.last_processed_offset
+            self.consumers[tp] = consumer
+            consumer.start(OFFSET_COMMITTED if last is None else last + 1).addBoth(
+                self._consumer_ended, tp, consumer
+            )
         elif result.check(*_FENCED_ERRORS):
             self.member.request_rejoin(f"{tp}: commit refused: {result.getErrorMessage()}")
         else:
@@ -270,11 +291,11 @@ class ConsumerGroup:
     def _give_up(
         self, partitions: list[TopicAndPartition], commit: bool, then: Callback | None
     ) -> Deferred[Any]:
-        stopping = []
-        for tp in partitions:
-            consumer = self.consumers.pop(tp, None)
-            if consumer is not None:
-                stopping.append(self._end_consumer(tp, consumer, commit))
+        ending = [(tp, self.consumers.pop(tp)) for tp in partitions if tp in self.consumers]
+        if commit and self.member.generation_id >= 0:
+            # Revoked after a cooperative sync: the final commits carry the new generation.
+            self._rebind((c for _, c in ending), self.member.generation)
+        stopping = [self._end_consumer(tp, c, commit) for tp, c in ending]
         d = DeferredList(stopping, consumeErrors=True)
         if then is not None:
             d.addCallback(lambda _: then(partitions))

@@ -45,9 +45,7 @@ from ._payloads import (
     encode_assignment,
     encode_subscription,
 )
-from ._states import MemberEvent as E
-from ._states import MemberState as S
-from ._states import next_state
+from ._states import MemberEvent as E, MemberState as S, next_state
 
 log = Logger()
 
@@ -60,7 +58,9 @@ REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
 
-_COORDINATOR_ERRORS = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+_COORDINATOR_ERRORS = frozenset(
+    {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
+)
 #: Extra time a JoinGroup may take beyond the rebalance timeout (Java: 5 s).
 JOIN_GRACE_SECONDS = 5.0
 
@@ -224,9 +224,7 @@ class GroupMember:
 
     def _transition(self, event: E) -> None:
         new = next_state(self.state, event)
-        log.debug(
-            "{member!r}: {event} -> {state}", member=self, event=event.value, state=new.name
-        )
+        log.debug("{member!r}: {event} -> {state}", member=self, event=event.value, state=new.name)
         self.state = new
         if new in (S.STABLE, S.PREPARING):
             self._schedule_heartbeat()
@@ -478,7 +476,9 @@ class GroupMember:
             self.fail(Failure(BrokerResponseError.from_errno(error, "Heartbeat")))
 
     def _heartbeat_failed(self, failure: Failure, sent_as: Generation) -> None:
-        log.info("{member!r}: heartbeat failed: {error}", member=self, error=failure.getErrorMessage())
+        log.info(
+            "{member!r}: heartbeat failed: {error}", member=self, error=failure.getErrorMessage()
+        )
 
     def _check_metadata(self) -> None:
         """As Kafka's leader: rebalance when a subscribed topic's partition count changes."""
@@ -493,9 +493,7 @@ class GroupMember:
     # -- leaving ------------------------------------------------------------------
 
     async def _leave(self) -> None:
-        coordinator_refused = self._failure is not None and self._failure.check(
-            BrokerResponseError
-        )
+        coordinator_refused = self._failure is not None and self._failure.check(BrokerResponseError)
         self._transition(E.FAIL if coordinator_refused else E.STOP)
         owned, self.owned = sorted(self.owned), frozenset()
         if owned:
@@ -541,8 +539,12 @@ class GroupMember:
         except KafkaError as e:
             if not (e.retriable or isinstance(e, KafkaUnavailableError)):
                 raise
-            log.info("{member!r}: {request} failed: {error}", member=self,
-                     request=type(request).__name__, error=e)
+            log.info(
+                "{member!r}: {request} failed: {error}",
+                member=self,
+                request=type(request).__name__,
+                error=e,
+            )
             await self._sleep(self._delay(failures + 1))
             return None
 

@@ -37,7 +37,10 @@ class CooperativeStickyAssignor:
     def assign(self, partitions: Mapping[str, int], members: Mapping[str, Member]) -> Assignment:
         ordered = [m.member_id for m in sorted_members(members.values())]
         topics_of = {m: set(members[m].subscription.topics) for m in ordered}
-        eligible = {t: [m for m in ordered if t in topics_of[m]] for t in subscribed_topics(members.values())}
+        eligible = {
+            t: [m for m in ordered if t in topics_of[m]]
+            for t in subscribed_topics(members.values())
+        }
         previous = _previous_owners(partitions, members, ordered, topics_of)
         owned: dict[str, set[TopicAndPartition]] = {m: set() for m in ordered}
         for tp, m in previous.items():
@@ -48,9 +51,7 @@ class CooperativeStickyAssignor:
             target = min(eligible[tp.topic], key=lambda m: len(owned[m]))
             owned[target].add(tp)
         _balance(owned, ordered, topics_of, eligible)
-        return {
-            m: sorted(tp for tp in owned[m] if previous.get(tp, m) == m) for m in ordered
-        }
+        return {m: sorted(tp for tp in owned[m] if previous.get(tp, m) == m) for m in ordered}
 
 
 def _previous_owners(

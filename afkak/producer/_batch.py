@@ -17,6 +17,8 @@ thousands of sends, and the garbage collector scans every one of them.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
+from itertools import repeat
 from typing import Any
 
 from crc32c import crc32c
@@ -39,36 +41,13 @@ RECORD_OVERHEAD = 10
 SEQUENCE_MODULUS = 2**31
 
 
-def _fire_quickly(d: Deferred[Any], result: Any) -> None:
-    """``d.callback(result)``, cheaper when nothing listens to *d* yet.
-
-    A Deferred without callbacks only needs its result stored; skipping
-    Twisted's callback loop halves the cost of settling a send.  Only used
-    when Deferreds have the attributes this relies on (see :data:`fire`).
-    """
-    if d._callbacks or d.called or d.paused:
+def fire_all(deferreds: Iterable[Deferred[Any]], results: Iterable[Any]) -> None:
+    """``d.callback(result)`` for each pair."""
+    for d, result in zip(deferreds, results, strict=True):
         d.callback(result)
-    else:
-        d.called = True
-        d.result = result
 
 
-def _fire_by_callback(d: Deferred[Any], result: Any) -> None:
-    d.callback(result)
-
-
-def _can_fire_quickly() -> bool:
-    probe: Deferred[Any] = Deferred()
-    return (
-        isinstance(getattr(probe, "_callbacks", None), list)
-        and probe.called is False
-        and probe.paused == 0
-    )
-
-
-#: How a send's Deferred is fired: :func:`_fire_quickly` when this Twisted's
-#: Deferred keeps its callbacks in ``_callbacks``, else ``callback``.
-fire = _fire_quickly if _can_fire_quickly() else _fire_by_callback
+_new_tuple = tuple.__new__
 
 
 class ProducerBatch:
@@ -197,30 +176,41 @@ class ProducerBatch:
     def succeed(self, base_offset: int, log_append_time: int) -> None:
         """Fire every waiting send: *base_offset* -1 (unknown) gives offsets -1."""
         topic, partition = self.topic, self.partition
-        known = base_offset >= 0
-        firsts = range(len(self.waiters)) if self.firsts is None else self.firsts
-        for d, first in zip(self.waiters, firsts):
-            fire(d, ProduceResponse(topic, partition, 0, base_offset + first if known else -1))
+        waiters = self.waiters
+        if base_offset < 0:
+            offsets: Iterable[int] = repeat(-1, len(waiters))
+        elif self.firsts is None:
+            offsets = range(base_offset, base_offset + len(waiters))
+        else:
+            offsets = [base_offset + first for first in self.firsts]
+        # tuple.__new__ skips the named tuple's Python-level constructor.
+        fire_all(
+            waiters,
+            [_new_tuple(ProduceResponse, (topic, partition, 0, o)) for o in offsets],
+        )
         if self.record_waiters:
             stamps = self.timestamps
-            for d, index in self.record_waiters:
-                fire(
-                    d,
+            fire_all(
+                [d for d, _ in self.record_waiters],
+                [
                     RecordMetadata(
                         topic,
                         partition,
-                        base_offset + index if known else -1,
+                        base_offset + index if base_offset >= 0 else -1,
                         stamps[index] if log_append_time < 0 else log_append_time,
-                    ),
-                )
+                    )
+                    for _, index in self.record_waiters
+                ],
+            )
 
     def succeed_unacknowledged(self) -> None:
         """Fire every waiting send of an ``acks=0`` batch: ``None``, or offsets -1."""
-        for d in self.waiters:
-            fire(d, None)
+        fire_all(self.waiters, repeat(None, len(self.waiters)))
         topic, partition, stamps = self.topic, self.partition, self.timestamps
-        for d, index in self.record_waiters:
-            fire(d, RecordMetadata(topic, partition, -1, stamps[index]))
+        fire_all(
+            [d for d, _ in self.record_waiters],
+            [RecordMetadata(topic, partition, -1, stamps[i]) for _, i in self.record_waiters],
+        )
 
     def fail(self, failure: Failure) -> None:
         for d in self.waiters:

@@ -97,9 +97,7 @@ class ProducerIdentity:
             return
         self._attempts = 0
         self.producer_id, self.epoch = response.producer_id, response.producer_epoch
-        log.debug(
-            "Producer id {pid}, epoch {epoch}", pid=self.producer_id, epoch=self.epoch
-        )
+        log.debug("Producer id {pid}, epoch {epoch}", pid=self.producer_id, epoch=self.epoch)
         self._on_ready()
 
     def _failed(self, failure: Failure) -> None:

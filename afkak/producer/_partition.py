@@ -112,13 +112,15 @@ class PartitionState:
 class TopicState:
     """A topic the producer writes to: its partitions, partitioner and partition states."""
 
-    __slots__ = ("name", "partitions", "partitioner", "parts")
+    __slots__ = ("name", "partitions", "partitioner", "choose", "parts")
 
     def __init__(self, name: str, partitions: list[int], partitioner: Any) -> None:
         self.name = name
         #: The topic's partition numbers, as the client's metadata last listed them.
         self.partitions = partitions
         self.partitioner = partitioner
+        #: ``partitioner.partition``, bound once.
+        self.choose = partitioner.partition
         self.parts: dict[int, PartitionState] = {}
 
     def part(self, partition: int) -> PartitionState:

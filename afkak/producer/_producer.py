@@ -17,7 +17,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
-from afkak._errors import CancelledError, ClientError
+from afkak._errors import CancelledError, ClientError, KafkaUnavailableError
 from afkak.client._validate import topic_name
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
@@ -39,7 +39,17 @@ _BYTES = (bytes, bytearray, memoryview)
 class _Pending:
     """A send waiting for buffer space or for its topic's metadata."""
 
-    __slots__ = ("topic", "key", "values", "headers", "timestamp", "partition", "d", "size", "record")
+    __slots__ = (
+        "topic",
+        "key",
+        "values",
+        "headers",
+        "timestamp",
+        "partition",
+        "d",
+        "size",
+        "record",
+    )
 
     def __init__(
         self,
@@ -47,9 +57,9 @@ class _Pending:
         key: bytes | None,
         values: Sequence[bytes | None],
         headers: Any,
-        timestamp: int,
+        timestamp: int | None,
         partition: int | None,
-        d: Deferred[Any],
+        d: Deferred[Any] | None,
         size: int,
         record: bool,
     ) -> None:
@@ -98,8 +108,12 @@ class Producer:
         partition's batch is closed and sent.  One ``send_messages`` call is
         never split: its messages form one batch if they exceed this.
     :param max_in_flight_per_partition: Produce requests in flight per
-        partition (at most 5 with idempotence).  Order is kept: a batch to
-        retry is resent alone, after the requests in flight settled.
+        partition (at most 5 with idempotence).  A batch to retry is resent
+        alone, after the requests in flight settled; with idempotence the
+        broker refuses batches out of sequence, so records are written in
+        order.  Without idempotence a later batch may be written before an
+        earlier one that is retried, as with Kafka's producer, unless this
+        is 1.
     :param buffer_memory: bytes of records held (waiting or in flight) at
         most; sends beyond it wait, in order, until batches are settled.
     :param retry_unknown_outcome: without idempotence, whether to retry a
@@ -160,6 +174,8 @@ class Producer:
         self._linger = self.options.linger
         self._buffer_memory = self.options.buffer_memory
         self._batch_mode = self.options.batch_send
+        #: send_messages appends inline below this batch size (never in batch mode).
+        self._fast_limit = 0 if self._batch_mode else self._batch_size
         self._routes: dict[str, TopicState] = {}
         self._unrouted: dict[str, list[_Pending]] = {}
         self._topic_loads: dict[str, Any] = {}  # Deferred or DelayedCall
@@ -207,8 +223,10 @@ class Producer:
             if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
                 raise TypeError(f"key={key!r} must be bytes or None")
             kind = type(msgs)
-            if kind is not list and kind is not tuple and (
-                isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence)
+            if (
+                kind is not list
+                and kind is not tuple
+                and (isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence))
             ):
                 raise TypeError(f"msgs must be a sequence of bytes or None, not {msgs!r:.100}")
             n = len(msgs)
@@ -222,29 +240,22 @@ class Producer:
                 size += n * len(key)
         except (TypeError, ValueError) as e:
             return fail(e)
-        if self._stopped:
-            return fail(ClientError(f"{self!r} has been stopped"))
+        buffered = self._buffered
+        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
+            # (A stopped producer has no routes.)
+            return self._send_later(_Pending(topic, key, msgs, (), None, None, None, size, False))
         d: Deferred[Any] = Deferred()
         now = self._seconds()
         self._outstanding += 1
-        buffered = self._buffered
-        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
-            self._hold(_Pending(topic, key, msgs, (), int(now * 1000), None, d, size, False))
-            return d
         self._buffered = buffered + size
         try:
-            partition = route.partitioner.partition(key, route.partitions)
+            partition = route.choose(key, route.partitions)
         except Exception:
             self._refuse(d, size, Failure())
             return d
         part = route.parts.get(partition)
         batch = None if part is None else part.open
-        if (
-            batch is None
-            or batch.headers is not None
-            or batch.size + size >= self._batch_size
-            or self._batch_mode
-        ):
+        if batch is None or batch.headers is not None or batch.size + size >= self._fast_limit:
             self._append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
             return d
         # The common case, inlined: room in an open batch without headers.
@@ -303,25 +314,14 @@ class Producer:
                 raise TypeError(f"partition must be a non-negative int, not {partition!r}")
         except (TypeError, ValueError) as e:
             return fail(e)
-        if self._stopped:
-            return fail(ClientError(f"{self!r} has been stopped"))
         size = RECORD_OVERHEAD + (len(value) if value is not None else 0)
         if key is not None:
             size += len(key)
         for name, hvalue in headers:
             size += len(name) + (len(hvalue) if hvalue is not None else 0) + 3
-        now = self._reactor.seconds()
-        stamp = int(now * 1000) if timestamp is None else timestamp
-        d: Deferred[Any] = Deferred()
-        self._outstanding += 1
-        pending = _Pending(topic, key, (value,), headers, stamp, partition, d, size, True)
-        if topic in self._routes and not self._blocked and not (
-            self._buffered and self._buffered + size > self._buffer_memory
-        ):
-            self._accept(pending, now)
-        else:
-            self._hold(pending)
-        return d
+        return self._send_later(
+            _Pending(topic, key, (value,), headers, timestamp, partition, None, size, True)
+        )
 
     def flush(self) -> Deferred[None]:
         """Send everything now (ignoring linger and batch triggers).
@@ -347,6 +347,7 @@ class Producer:
         if self._stopped:
             return succeed(None)
         self._stopped = True
+        self._routes = {}
         failure = Failure(CancelledError(request_sent=False, message="the producer was stopped"))
         for batch in self._sender.stop(failure):
             batch.fail(failure)
@@ -366,14 +367,26 @@ class Producer:
 
     # -- accepting -------------------------------------------------------------
 
-    def _hold(self, pending: _Pending) -> None:
-        """Keep a send until there is buffer space (in order) and its topic is known."""
+    def _send_later(self, pending: _Pending) -> Deferred[Any]:
+        """Take a send that is not for :meth:`send_messages`' fast path.
+
+        It waits (in order) for buffer space, then, if need be, for its
+        topic's metadata.
+        """
+        if self._stopped:
+            return fail(ClientError(f"{self!r} has been stopped"))
+        d = pending.d = Deferred()
+        now = self._seconds()
+        if pending.timestamp is None:
+            pending.timestamp = int(now * 1000)
+        self._outstanding += 1
         if self._blocked or (
             self._buffered and self._buffered + pending.size > self._buffer_memory
         ):
             self._blocked.append(pending)
         else:
-            self._accept(pending, self._reactor.seconds())
+            self._accept(pending, now)
+        return d
 
     def _accept(self, pending: _Pending, now: float) -> None:
         """Take a send into the buffer: append it, or wait for its topic's metadata."""
@@ -391,7 +404,7 @@ class Producer:
         try:
             partition = pending.partition
             if partition is None:
-                partition = route.partitioner.partition(pending.key, route.partitions)
+                partition = route.choose(pending.key, route.partitions)
             elif partition not in route.partitions:
                 raise ValueError(
                     f"topic {route.name} has no partition {partition}"
@@ -460,18 +473,21 @@ class Producer:
             self._sender.count_unsent(n, size)
 
     def _new_batch(self, route: TopicState, part: Any, now: float) -> ProducerBatch:
-        if part.open is not None:
+        sealed = part.open is not None
+        if sealed:
             part.seal()
+        batch = part.new_batch(now)
+        if sealed:
             self._sender.wake()
         else:
-            self._sender.active.add(part)
+            self._sender.activate(part)
             if self._linger is not None:
                 self._sender.wake(self._linger)
         # A new batch is a good moment to notice a change in the partition count.
         partitions = self.client.topic_partitions.get(route.name)
         if partitions and partitions is not route.partitions:
             route.partitions = partitions
-        return part.new_batch(now)
+        return batch
 
     def _refuse(self, d: Deferred[Any], size: int, failure: Failure) -> None:
         """Fail a send that was counted in the buffer but never appended."""
@@ -539,8 +555,9 @@ class Producer:
                 )
             )
         attempts = self._topic_attempts[topic] = self._topic_attempts.get(topic, 0) + 1
+        # KafkaUnavailableError: no broker answered this time.
         retriable = getattr(failure.value, "retriable", False) or isinstance(
-            failure.value, ClientError
+            failure.value, KafkaUnavailableError
         )
         if attempts < self.options.max_attempts and retriable:
             delay = min(self.options.retry_interval * 2 ** (attempts - 1), 30.0)

@@ -26,7 +26,13 @@ from afkak.protocol.messages import ProduceRequest
 from ._batch import ProducerBatch
 from ._identity import ProducerIdentity
 from ._options import Options
-from ._outcome import OUT_OF_ORDER_SEQUENCE_NUMBER, STALE_LEADER, Action, for_error_code, for_exception
+from ._outcome import (
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    STALE_LEADER,
+    Action,
+    for_error_code,
+    for_exception,
+)
 from ._partition import PartitionState
 
 log = Logger()
@@ -95,6 +101,12 @@ class Sender:
                 return
             timer.cancel()
         self._timer = self._reactor.callLater(delay, self._timer_fired)
+
+    def activate(self, part: PartitionState) -> None:
+        """A partition has a new batch; get a producer id soon if one is needed."""
+        self.active.add(part)
+        if self.identity is not None and not self.identity.ready:
+            self.wake()  # the drain asks for it (not now: this is inside an append)
 
     def expire_lingers(self) -> None:
         """Let every open batch go at the next drain (flush, batch triggers)."""
@@ -176,12 +188,12 @@ class Sender:
                 wake_at = min(wake_at, part.retry_at)
                 continue
             sendable.append(part)
-        if wake_at is not _NEVER:
+        if wake_at < _NEVER:
             self.wake(max(0.0, wake_at - now))
         if sendable:
-            self._send_rounds(sendable, now)
+            self._send_rounds(sendable)
 
-    def _send_rounds(self, parts: list[PartitionState], now: float) -> None:
+    def _send_rounds(self, parts: list[PartitionState]) -> None:
         leaders = self._client.topics_to_brokers
         routed = []
         missing = []
@@ -329,18 +341,21 @@ class Sender:
             self._after(batch, action, failure)
 
     def _apply_response(self, response: Any, batches: list[ProducerBatch]) -> None:
-        answers = {
-            (t.name, p.index): p for t in response.responses for p in t.partition_responses
-        }
+        answers = {(t.name, p.index): p for t in response.responses for p in t.partition_responses}
         options = self._options
         for batch in batches:
             answer = answers.get((batch.topic, batch.partition))
             if answer is None:
                 error = BrokerResponseError.from_errno(13, "the response omitted the partition")
-                self._after(batch, for_exception(
-                    error, idempotent=options.idempotent,
-                    retry_unknown_outcome=options.retry_unknown_outcome,
-                ), Failure(error))
+                self._after(
+                    batch,
+                    for_exception(
+                        error,
+                        idempotent=options.idempotent,
+                        retry_unknown_outcome=options.retry_unknown_outcome,
+                    ),
+                    Failure(error),
+                )
                 continue
             code = answer.error_code
             if not code:
@@ -371,8 +386,7 @@ class Sender:
         later batch, an earlier one is still unsettled (being retried).
         """
         return (
-            batch.producer_epoch == part.producer_epoch
-            and batch.base_sequence == part.acked_next
+            batch.producer_epoch == part.producer_epoch and batch.base_sequence == part.acked_next
         )
 
     def _succeeded(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
@@ -444,4 +458,3 @@ class Sender:
             waiting.extend(part.drop_all())
         self.active.clear()
         return waiting
-

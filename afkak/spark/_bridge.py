@@ -91,7 +91,9 @@ def result(future: Future[Any], timeout: float) -> Any:
         return future.result(timeout + _GRACE)
     except TimeoutError:
         if not future.done():
-            raise ReactorError(f"the reactor thread did not answer within {timeout + _GRACE} s")
+            raise ReactorError(
+                f"the reactor thread did not answer within {timeout + _GRACE} s"
+            ) from None
         raise
 
 

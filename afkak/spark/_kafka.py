@@ -54,21 +54,23 @@ def make_client(config: ClientConfig) -> KafkaClient:
 
 
 async def _retrying(
-    client: KafkaClient, partitions: Iterable[TopicAndPartition], attempt: Callable[[], Awaitable[T]]
+    client: KafkaClient,
+    partitions: Iterable[TopicAndPartition],
+    attempt: Callable[[], Awaitable[T]],
 ) -> T:
     """``await attempt()``, retried on retriable errors after forgetting the leaders."""
     keys = list(partitions)
     delay = _BACKOFF
-    for remaining in range(_ATTEMPTS - 1, -1, -1):
+    for _ in range(_ATTEMPTS - 1):
         try:
             return await attempt()
         except Exception as e:
-            if not remaining or not getattr(e, "retriable", False):
+            if not getattr(e, "retriable", False):
                 raise
         client.note_stale_leaders(keys)
         await task.deferLater(client.reactor, delay, lambda: None)
         delay *= 2
-    raise AssertionError("unreachable")
+    return await attempt()
 
 
 async def partitions_of(client: KafkaClient, topics: Sequence[str]) -> list[TopicAndPartition]:
@@ -159,7 +161,9 @@ async def send(producer: Producer, out: Outgoing) -> None:
     put = producer.send
     sent = [
         put(topic, value, key, headers=h, partition=p)
-        for topic, value, key, h, p in zip(out.topics, out.values, keys, headers, partitions)
+        for topic, value, key, h, p in zip(
+            out.topics, out.values, keys, headers, partitions, strict=False
+        )
     ]
     try:
         await gatherResults(sent, consumeErrors=True)

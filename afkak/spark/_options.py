@@ -293,9 +293,7 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     if "compression.type" in settings:
         name = settings["compression.type"].strip().lower()
         if name not in _CODECS:
-            raise OptionError(
-                f"compression.type must be one of {sorted(_CODECS)}, not {name!r}"
-            )
+            raise OptionError(f"compression.type must be one of {sorted(_CODECS)}, not {name!r}")
         changes["codec"] = _CODECS[name]
     if "batch.size" in settings:
         changes["batch_size"] = _int("batch.size", settings["batch.size"], 1)

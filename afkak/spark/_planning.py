@@ -122,19 +122,26 @@ def ranges_between(
 def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
     """Split *ranges* into at least *min_partitions* pieces, in proportion to their sizes.
 
-    As Spark's Kafka source does: a range gets ``max(1, round(size / total *
-    min_partitions))`` nearly equal pieces (so the result may slightly exceed
-    *min_partitions*); nothing changes when there are already enough ranges.
+    Each range gets its share of *min_partitions* (at least one piece, at most
+    one per record), the pieces left over going to the largest remainders;
+    pieces of a range differ in size by one record at most.  Nothing changes
+    when there are already enough ranges.
     """
     if min_partitions is None or len(ranges) >= min_partitions:
         return list(ranges)
     total = sum(r.size for r in ranges)
+    shares = [r.size / total * min_partitions for r in ranges]
+    parts = [min(r.size, max(1, int(share))) for r, share in zip(ranges, shares, strict=True)]
+    for _ in range(min_partitions - sum(parts)):
+        room = [i for i, r in enumerate(ranges) if parts[i] < r.size]
+        if not room:
+            break
+        parts[max(room, key=lambda i: shares[i] - parts[i])] += 1
     pieces: list[OffsetRange] = []
-    for r in ranges:
-        parts = min(r.size, max(1, round(r.size / total * min_partitions)))
-        step, extra = divmod(r.size, parts)
+    for r, n in zip(ranges, parts, strict=True):
+        step, extra = divmod(r.size, n)
         begin = r.start
-        for i in range(parts):
+        for i in range(n):
             stop = begin + step + (1 if i < extra else 0)
             pieces.append(OffsetRange(r.topic, r.partition, begin, stop))
             begin = stop

@@ -64,7 +64,9 @@ def records_to_arrow(
 ) -> pa.RecordBatch:
     """One Arrow batch of *records* (all of *tp*) with the columns of *schema*."""
     n = len(records)
-    offsets, stamps, stamp_types, keys, values, headers = zip(*records) if n else ((),) * 6
+    offsets, stamps, stamp_types, keys, values, headers = (
+        zip(*records, strict=True) if n else ((),) * 6
+    )
     columns = {
         "key": pa.array(keys, pa.binary()),
         "value": pa.array(values, pa.binary()),

@@ -23,7 +23,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from afkak.common import OFFSET_LATEST, TopicAndPartition
+from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
 from . import _worker
 from ._options import (
@@ -66,18 +66,20 @@ class AfkakDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return StreamReader(self._read_options(schema, streaming=True), schema)
 
-    def _write_options(self, schema: StructType, overwrite: bool) -> WriteOptions:
-        if overwrite:
-            raise OptionError("Kafka topics can only be appended to: use mode('append')")
+    def _write_options(self, schema: StructType) -> WriteOptions:
         opts = parse_write_options(self.options)
         check_write_schema(schema, opts.topic)
         return opts
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
-        return BatchWriter(self._write_options(schema, overwrite))
+        if overwrite:
+            raise OptionError("Kafka topics can only be appended to: use mode('append')")
+        return BatchWriter(self._write_options(schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
-        return StreamWriter(self._write_options(schema, overwrite))
+        """Append mode, or complete mode (*overwrite*): each micro-batch's whole result
+        is appended, as with Spark's Kafka sink; Kafka cannot truncate a topic."""
+        return StreamWriter(self._write_options(schema))
 
 
 def _input_partitions(ranges: Sequence[OffsetRange]) -> list[InputPartition]:
@@ -129,7 +131,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = _worker.offsets_at(self.opts.client, _worker.discover(self.opts), OFFSET_LATEST)
         self._latest = latest
         if self._target is not None:
-            latest = {tp: min(o, self._target[tp]) for tp, o in latest.items() if tp in self._target}
+            latest = {
+                tp: min(o, self._target[tp]) for tp, o in latest.items() if tp in self._target
+            }
         return latest
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
@@ -137,7 +141,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(limit, ReadMaxRows):
             begin = from_json(start)
             new = [tp for tp in latest if tp not in begin]
-            begin.update(_worker.offsets_at(self.opts.client, new, -2))
+            begin.update(_worker.offsets_at(self.opts.client, new, OFFSET_EARLIEST))
             latest = rate_limit(begin, latest, limit.max_rows)
         return to_json(latest)
 

@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from afkak.client import KafkaClient
-from afkak.producer import Producer
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, BrokerResponseError, TopicAndPartition
+from afkak.producer import Producer
 from afkak.records import Record, read_batches
 
 from . import _bridge, _kafka
@@ -79,8 +79,12 @@ def resolve_offsets(
     opts: ReadOptions, spec: OffsetSpec, partitions: Sequence[TopicAndPartition], name: str
 ) -> dict[TopicAndPartition, int]:
     """*spec* as concrete offsets of *partitions*, looking up only what it needs."""
-    earliest = offsets_at(opts.client, partitions, OFFSET_EARLIEST) if _uses(spec, -2) else {}
-    latest = offsets_at(opts.client, partitions, OFFSET_LATEST) if _uses(spec, -1) else {}
+    earliest = (
+        offsets_at(opts.client, partitions, OFFSET_EARLIEST) if _uses(spec, OFFSET_EARLIEST) else {}
+    )
+    latest = (
+        offsets_at(opts.client, partitions, OFFSET_LATEST) if _uses(spec, OFFSET_LATEST) else {}
+    )
     return resolve(spec, partitions, earliest, latest, name)
 
 
@@ -153,12 +157,19 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
         batches = list(read_batches(fetched.records))
         if not batches:
             if fetched.high_watermark <= offset:
-                _lost(opts, f"{tp.topic}/{tp.partition}: offsets {offset}..{r.end} are past "
-                      f"the log end {fetched.high_watermark}")
+                _lost(
+                    opts,
+                    f"{tp.topic}/{tp.partition}: offsets {offset}..{r.end} are past "
+                    f"the log end {fetched.high_watermark}",
+                )
                 return
             empty += 1
             if empty > _MAX_EMPTY_FETCHES:
-                raise DataLossError(f"{tp.topic}/{tp.partition}: no records at {offset}")
+                raise DataLossError(
+                    f"{tp.topic}/{tp.partition}: no complete record batch at {offset} below the"
+                    f" high watermark {fetched.high_watermark} (kafka.max.partition.fetch.bytes"
+                    " too small?)"
+                )
             pending = start_fetch(offset)
             continue
         empty = 0

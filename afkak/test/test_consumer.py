@@ -6,10 +6,13 @@ protocol run against fake brokers.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
+import attrs
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import Clock
+from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
@@ -19,9 +22,14 @@ from afkak.common import (
     OFFSET_LATEST,
     BrokerConnectionError,
     CancelledError,
+    ChecksumError,
     ConsumerFetchSizeTooSmall,
+    DecodeError,
+    FailedPayloadsError,
     GroupAuthorizationFailed,
+    GroupIdNotFound,
     InvalidConsumerGroupError,
+    KafkaUnavailableError,
     Message,
     NotCoordinator,
     NotLeaderForPartitionError,
@@ -33,13 +41,20 @@ from afkak.common import (
     TopicAuthorizationFailed,
     UnknownTopicOrPartitionError,
 )
-from afkak.consumer import AUTO_COMMIT_INTERVAL, AUTO_COMMIT_MSG_COUNT, REQUEST_RETRY_FACTOR, Consumer
+from afkak.consumer import (
+    AUTO_COMMIT_INTERVAL,
+    AUTO_COMMIT_MSG_COUNT,
+    REQUEST_RETRY_FACTOR,
+    Consumer,
+)
+from afkak.consumer._messages import read_fetched
+from afkak.consumer._retry import is_retriable
 from afkak.protocol.messages import (
     FetchRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
 )
-from afkak.records import ControlType
+from afkak.records import ControlType, build_batch, build_control_batch
 from afkak.testing import FakeKafkaCluster
 
 FETCH, LIST_OFFSETS, OFFSET_COMMIT = 1, 2, 8
@@ -48,7 +63,8 @@ FETCH, LIST_OFFSETS, OFFSET_COMMIT = 1, 2, 8
 class Recorder:
     """A processor that records what it is given; it may hand out Deferreds to block."""
 
-    def __init__(self, block: bool = False) -> None:
+    def __init__(self, block: bool = False, clock: Clock | None = None) -> None:
+        self.clock = clock
         self.calls: list[list[SourcedMessage]] = []
         self.block = block
         self.pending: list[Deferred[None]] = []
@@ -64,6 +80,12 @@ class Recorder:
 
     def _cancelled(self) -> None:
         self.cancelled += 1
+
+    def release(self, index: int) -> None:
+        """Fire the Deferred of call *index*; the next delivery follows a reactor turn."""
+        self.pending[index].callback(None)
+        if self.clock is not None:
+            self.clock.advance(0)
 
     @property
     def messages(self) -> list[SourcedMessage]:
@@ -108,16 +130,29 @@ class ConsumerTestCase(SynchronousTestCase):
         options.setdefault("fetch_size_bytes", 1)
         return Consumer(self.client, "t", 1, processor or Recorder(), **options)
 
+    def start(self, consumer: Consumer, offset: int) -> Deferred[int | None]:
+        """Start *consumer*; what it fetches at once is delivered after a reactor turn."""
+        d = consumer.start(offset)
+        self.clock.advance(0)
+        return d
+
     def stop(self, consumer: Consumer) -> None:
         """Stop a running consumer at the end of a test."""
         self.addCleanup(lambda: consumer.stop() if consumer._start_d is not None else None)
 
     def append(self, *values: bytes, partition: int = 1, **options: Any) -> int:
-        return self.cluster.append("t", partition, list(values), **options)
+        """Append a batch (answering a waiting fetch) and let the consumer take it."""
+        base = self.cluster.append("t", partition, list(values), **options)
+        self.clock.advance(0)
+        return base
 
     def run_for(self, seconds: float) -> None:
         """Advance the clock in small steps, running what each step schedules."""
         self.clock.pump([0.01] * round(seconds / 0.01))
+
+    def fetch_sizes(self) -> list[int]:
+        """The partition_max_bytes of each Fetch so far."""
+        return [r.request.topics[0].partitions[0].partition_max_bytes for r in self.requests(FETCH)]
 
     def requests(self, api_key: int) -> list[Any]:
         return [r for r in self.cluster.requests_seen if r.api_key == api_key]
@@ -185,7 +220,7 @@ class DeliveryTests(ConsumerTestCase):
         self.append(b"c", timestamp=1235)
         p = Recorder()
         c = self.consumer(p)
-        d = c.start(OFFSET_EARLIEST)
+        d = self.start(c, OFFSET_EARLIEST)
         self.stop(c)
         self.assertNoResult(d)
         first = p.messages[0]
@@ -196,8 +231,10 @@ class DeliveryTests(ConsumerTestCase):
         self.assertEqual(first.message.timestamp, 1234)
         self.assertEqual(first.message.headers, (("h", b"v"),))
         self.assertEqual(
-            [(m.offset, m.message.key, m.message.value, m.message.timestamp, m.message.headers)
-             for m in p.messages[1:]],
+            [
+                (m.offset, m.message.key, m.message.value, m.message.timestamp, m.message.headers)
+                for m in p.messages[1:]
+            ],
             [(1, None, b"b", 1234, ()), (2, None, b"c", 1235, ())],
         )
         self.assertEqual(c.last_processed_offset, 2)
@@ -210,7 +247,7 @@ class DeliveryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(2)
+        self.start(c, 2)
         self.assertEqual(p.offsets, [2, 3, 4, 5])
         self.assertEqual(p.values, [b"2", b"3", b"4", b"5"])
 
@@ -218,7 +255,7 @@ class DeliveryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(p.calls, [])
         self.clock.advance(0.05)
         self.append(b"late")
@@ -229,7 +266,7 @@ class DeliveryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(OFFSET_LATEST)
+        self.start(c, OFFSET_LATEST)
         self.clock.advance(0.5)
         self.assertEqual(p.calls, [])
         self.append(b"new")
@@ -244,11 +281,10 @@ class DeliveryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(p.values, [b"plain", b"t1", b"t2", b"after"])
         self.assertEqual(p.offsets, [0, 1, 2, 4])
         self.assertEqual(c._fetch_offset, 5)
-        self.assertEqual(ControlType.COMMIT, 1)  # the key above: version 0, COMMIT
 
     def test_partial_trailing_batch_is_fetched_again(self) -> None:
         for i in range(5):
@@ -256,7 +292,7 @@ class DeliveryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, buffer_size=250)  # about one and a half batches
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(p.offsets, list(range(50)))
         self.assertGreater(len(p.calls), 1)
         self.assertEqual(c.buffer_size, 250)
@@ -267,7 +303,7 @@ class DeliveryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual([[m.offset for m in call] for call in p.calls], [[0, 1, 2]])
 
     def test_compressed_batches(self) -> None:
@@ -276,34 +312,49 @@ class DeliveryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(0)
-        self.assertEqual(
-            p.values, [b"v1", b"w1", b"v2", b"w2", b"v3", b"w3", b"v4", b"w4"]
-        )
+        self.start(c, 0)
+        self.assertEqual(p.values, [b"v1", b"w1", b"v2", b"w2", b"v3", b"w3", b"v4", b"w4"])
         self.assertEqual({m.message.attributes for m in p.messages}, {0})
 
     def test_fetch_requests_name_topic_by_id_and_honour_settings(self) -> None:
         c = self.consumer(fetch_max_wait_time=250, buffer_size=4096, fetch_size_bytes=10)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         [seen] = self.requests(FETCH)
         request = seen.request
         self.assertIsInstance(request, FetchRequest)
         self.assertGreaterEqual(seen.api_version, 13)
         self.assertEqual(request.topics[0].topic_id, self.cluster.topic_id("t"))
-        self.assertEqual((request.max_wait_ms, request.min_bytes), (250, 10))
+        self.assertEqual(
+            (request.max_wait_ms, request.min_bytes, request.max_bytes), (250, 10, 4096)
+        )
         part = request.topics[0].partitions[0]
-        self.assertEqual((part.partition, part.fetch_offset, part.partition_max_bytes), (1, 0, 4096))
+        self.assertEqual(
+            (part.partition, part.fetch_offset, part.partition_max_bytes), (1, 0, 4096)
+        )
         self.assertEqual(seen.broker, self.cluster.partition("t", 1).leader)
 
 
 class BackpressureTests(ConsumerTestCase):
-    def test_processor_deferred_holds_further_calls_and_one_response_is_buffered(self) -> None:
-        self.append(b"a")
-        p = Recorder(block=True)
+    def test_next_fetch_is_sent_before_the_response_is_decoded(self) -> None:
+        p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
+        self.assertEqual(len(self.requests(FETCH)), 1)
+        self.cluster.append("t", 1, [b"a"])  # answers the waiting fetch
+        self.assertEqual(p.calls, [])
+        [_, ahead] = self.requests(FETCH)
+        self.assertEqual(ahead.request.topics[0].partitions[0].fetch_offset, 1)
+        self.clock.advance(0)  # Twisted has written that fetch: now decode and deliver
+        self.assertEqual(p.values, [b"a"])
+
+    def test_processor_deferred_holds_further_calls_and_one_response_is_buffered(self) -> None:
+        self.append(b"a")
+        p = Recorder(block=True, clock=self.clock)
+        c = self.consumer(p)
+        self.stop(c)
+        self.start(c, 0)
         self.assertEqual(len(p.calls), 1)
         self.assertEqual(len(self.requests(FETCH)), 2)  # the first, and one fetch ahead
         self.append(b"b")  # answers the fetch ahead: buffered
@@ -312,15 +363,15 @@ class BackpressureTests(ConsumerTestCase):
         self.assertEqual(len(p.calls), 1)
         self.assertEqual(len(self.requests(FETCH)), 2)  # nothing fetched past the buffer
         self.assertIsNone(c.last_processed_offset)
-        p.pending[0].callback(None)
+        p.release(0)
         self.assertEqual(c.last_processed_offset, 0)
         self.assertEqual(len(p.calls), 2)
         self.assertEqual(p.calls[1][0].offset, 1)  # the buffered response, exactly
         self.assertEqual(len(self.requests(FETCH)), 3)
-        p.pending[1].callback(None)
+        p.release(1)
         self.assertEqual(p.offsets, [0, 1, 2])
         self.assertEqual(c.last_processed_offset, 1)
-        p.pending[2].callback(None)
+        p.release(2)
         self.assertEqual(c.last_processed_offset, 2)
 
     def test_synchronous_processing_of_many_responses_keeps_the_stack_flat(self) -> None:
@@ -329,7 +380,7 @@ class BackpressureTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, buffer_size=80)  # one batch per fetch
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(p.offsets, list(range(300)))
         self.assertEqual(len(p.calls), 300)
 
@@ -342,7 +393,7 @@ class ProcessorErrorTests(ConsumerTestCase):
             raise ZeroDivisionError("boom")
 
         c = self.consumer(processor)
-        d = c.start(0)
+        d = self.start(c, 0)
         self.failureResultOf(d, ZeroDivisionError)
         self.assertIsNone(c.last_processed_offset)
         self.assertRaises(RestopError, c.stop)
@@ -353,15 +404,15 @@ class ProcessorErrorTests(ConsumerTestCase):
         # A failed consumer may be started again.
         p = Recorder()
         c.processor = p
-        c.start(0)
+        self.start(c, 0)
         self.stop(c)
         self.assertEqual(p.values, [b"a", b"b"])
 
     def test_processor_deferred_failure_fails_start(self) -> None:
         self.append(b"a")
-        p = Recorder(block=True)
+        p = Recorder(block=True, clock=self.clock)
         c = self.consumer(p)
-        d = c.start(0)
+        d = self.start(c, 0)
         self.assertNoResult(d)
         p.pending[0].errback(KeyError("bad"))
         self.failureResultOf(d, KeyError)
@@ -373,7 +424,7 @@ class CommitTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, consumer_group="g", commit_metadata="meta", auto_commit_every_n=0)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(c.last_processed_offset, 2)
         self.assertEqual(self.successResultOf(c.commit()), 2)
         self.assertEqual(c.last_committed_offset, 2)
@@ -389,14 +440,14 @@ class CommitTests(ConsumerTestCase):
         self.append(b"d", b"e")
         first = Recorder()
         c = self.consumer(first, consumer_group="g", auto_commit_every_n=0)
-        c.start(1)
+        self.start(c, 1)
         self.successResultOf(c.commit())
         self.assertEqual(c.stop(), 4)
         self.append(b"f")
         second = Recorder()
         c2 = self.consumer(second, consumer_group="g")
         self.stop(c2)
-        c2.start(OFFSET_COMMITTED)
+        self.start(c2, OFFSET_COMMITTED)
         self.assertEqual(c2.last_committed_offset, 4)
         self.assertEqual((second.offsets, second.values), ([5], [b"f"]))
 
@@ -406,13 +457,13 @@ class CommitTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, consumer_group="g")
         self.stop(c)
-        c.start(OFFSET_COMMITTED)
+        self.start(c, OFFSET_COMMITTED)
         self.assertEqual(p.values, [b"c"])
         self.assertEqual(c.last_committed_offset, 1)
 
     def test_no_committed_offset_without_reset_fails(self) -> None:
         c = self.consumer(consumer_group="g")
-        failure = self.failureResultOf(c.start(OFFSET_COMMITTED), OffsetOutOfRangeError)
+        failure = self.failureResultOf(self.start(c, OFFSET_COMMITTED), OffsetOutOfRangeError)
         self.assertIn("no committed offset", str(failure.value))
         self.assertRaises(RestopError, c.stop)
 
@@ -421,7 +472,7 @@ class CommitTests(ConsumerTestCase):
         early = Recorder()
         c = self.consumer(early, consumer_group="g", auto_offset_reset=OFFSET_EARLIEST)
         self.stop(c)
-        c.start(OFFSET_COMMITTED)
+        self.start(c, OFFSET_COMMITTED)
         self.assertEqual(early.values, [b"a", b"b"])
         self.assertIsNone(c.last_committed_offset)
         late = Recorder()
@@ -429,7 +480,7 @@ class CommitTests(ConsumerTestCase):
             self.client, "t", 1, late, "g2", fetch_size_bytes=1, auto_offset_reset=OFFSET_LATEST
         )
         self.stop(c2)
-        c2.start(OFFSET_COMMITTED)
+        self.start(c2, OFFSET_COMMITTED)
         self.run_for(0.5)  # g2's coordinator is t/1's leader: each request waits for a fetch
         self.append(b"c")
         self.assertEqual(late.values, [b"c"])
@@ -439,7 +490,7 @@ class CommitTests(ConsumerTestCase):
         self.assertIsNone(self.successResultOf(c.commit()))
         self.append(b"a")
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.successResultOf(c.commit())
         self.assertEqual(self.successResultOf(c.commit()), 0)
         self.assertEqual(len(self.requests(OFFSET_COMMIT)), 1)
@@ -449,18 +500,18 @@ class CommitTests(ConsumerTestCase):
 
     def test_commit_while_one_is_in_flight(self) -> None:
         self.append(b"a")
-        p = Recorder(block=True)
+        p = Recorder(block=True, clock=self.clock)
         c = self.consumer(p, consumer_group="g", auto_commit_every_n=0, auto_commit_every_ms=0)
         self.stop(c)
-        c.start(0)
-        p.pending[0].callback(None)
+        self.start(c, 0)
+        p.release(0)
         self.cluster.delay(OffsetCommitRequest, 1.0)
         first = c.commit()
         same = c.commit()  # nothing processed since: shares the commit in flight
         self.assertNoResult(first)
         self.assertNoResult(same)
         self.append(b"b")
-        p.pending[1].callback(None)
+        p.release(1)
         in_progress = self.failureResultOf(c.commit(), OperationInProgress)
         waiter = in_progress.value.deferred
         self.assertNoResult(waiter)
@@ -478,7 +529,7 @@ class CommitTests(ConsumerTestCase):
         self.append(b"a")
         c = self.consumer(consumer_group="g", auto_commit_every_n=0)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.cluster.fail_next(OffsetCommitRequest, NotCoordinator, count=2)
         d = c.commit()
         self.assertNoResult(d)
@@ -492,7 +543,7 @@ class CommitTests(ConsumerTestCase):
         self.append(b"a")
         c = self.consumer(consumer_group="g", auto_commit_every_n=0)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.cluster.fail_next(OffsetCommitRequest, GroupAuthorizationFailed)
         self.failureResultOf(c.commit(), GroupAuthorizationFailed)
         self.assertIsNone(c.last_committed_offset)
@@ -501,7 +552,7 @@ class CommitTests(ConsumerTestCase):
         self.append(b"a")
         c = self.consumer(consumer_group="g", auto_commit_every_n=0, request_retry_max_attempts=2)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.cluster.fail_next(OffsetCommitRequest, NotCoordinator, count=5)
         d = c.commit()
         self.run_for(1)
@@ -510,12 +561,11 @@ class CommitTests(ConsumerTestCase):
 
     def test_commit_with_member_id_and_generation(self) -> None:
         self.append(b"a")
-        c = self.consumer(
-            consumer_group="g", commit_consumer_id="member-1", commit_generation_id=4
-        )
+        c = self.consumer(consumer_group="g", commit_consumer_id="member-1", commit_generation_id=4)
         self.stop(c)
-        c.start(0)
-        c.commit()
+        self.start(c, 0)
+        # The fake's group "g" has no such member: the commit is refused.
+        self.failureResultOf(c.commit(), GroupIdNotFound)
         seen = self.requests(OFFSET_COMMIT)[0].request
         self.assertEqual((seen.member_id, seen.generation_id_or_member_epoch), ("member-1", 4))
 
@@ -525,7 +575,7 @@ class AutoCommitTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, consumer_group="g", auto_commit_every_n=4, auto_commit_every_ms=0)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.append(b"a", b"b")
         self.append(b"c")
         self.assertIsNone(self.committed())
@@ -540,7 +590,7 @@ class AutoCommitTests(ConsumerTestCase):
     def test_every_n_waits_for_a_commit_in_flight(self) -> None:
         c = self.consumer(consumer_group="g", auto_commit_every_n=1, auto_commit_every_ms=0)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.cluster.delay(OffsetCommitRequest, 1.0)
         self.append(b"a")
         self.append(b"b")  # processed while the first commit is in flight
@@ -553,7 +603,7 @@ class AutoCommitTests(ConsumerTestCase):
     def test_every_ms_on_the_clients_reactor(self) -> None:
         c = self.consumer(consumer_group="g", auto_commit_every_n=0, auto_commit_every_ms=1000)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.append(b"a")
         self.clock.advance(0.9)
         self.assertIsNone(self.committed())
@@ -568,17 +618,38 @@ class AutoCommitTests(ConsumerTestCase):
         self.clock.advance(0.1)
         self.assertEqual(self.committed(), 3)
 
-    def test_no_auto_commit_without_a_group(self) -> None:
-        c = self.consumer(auto_commit_every_n=1, auto_commit_every_ms=10)
+    def test_auto_commit_needs_a_group(self) -> None:
+        self.assertRaises(ValueError, self.consumer, auto_commit_every_n=1)
+        self.assertRaises(ValueError, self.consumer, auto_commit_every_ms=10)
+        c = self.consumer(auto_commit_every_n=0, auto_commit_every_ms=0)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.append(b"a")
-        self.clock.advance(1)
+        self.clock.advance(10)
         self.assertEqual(self.requests(OFFSET_COMMIT), [])
+
+    def test_processor_gets_blocks_of_at_most_n_messages(self) -> None:
+        self.append(*[b"%d" % i for i in range(7)])
+        self.append(b"7")
+        p = Recorder(block=True, clock=self.clock)
+        c = self.consumer(p, consumer_group="g", auto_commit_every_n=3, auto_commit_every_ms=0)
+        self.stop(c)
+        self.start(c, 0)
+        self.assertEqual([[m.offset for m in call] for call in p.calls], [[0, 1, 2]])
+        self.append(b"8")  # fetched ahead while the blocks are processed
+        p.release(0)
+        self.assertEqual(self.committed(), 3)
+        p.release(1)
+        p.release(2)
+        self.assertEqual(
+            [[m.offset for m in call] for call in p.calls], [[0, 1, 2], [3, 4, 5], [6, 7], [8]]
+        )
+        self.assertEqual(self.committed(), 6)
+        self.assertEqual(len(self.requests(FETCH)), 3)
 
     def test_auto_commit_failure_stops_the_consumer(self) -> None:
         c = self.consumer(consumer_group="g", auto_commit_every_n=1)
-        d = c.start(0)
+        d = self.start(c, 0)
         self.cluster.fail_next(OffsetCommitRequest, GroupAuthorizationFailed)
         self.append(b"a")
         self.failureResultOf(d, GroupAuthorizationFailed)
@@ -590,7 +661,7 @@ class LifecycleTests(ConsumerTestCase):
         c = self.consumer()
         self.assertRaises(RestopError, c.stop)
         self.failureResultOf(c.shutdown(), RestopError)
-        d = c.start(0)
+        d = self.start(c, 0)
         self.assertRaises(RestartError, c.start, 0)
         self.assertIsNone(c.stop())
         self.assertIsNone(self.successResultOf(d))
@@ -600,21 +671,21 @@ class LifecycleTests(ConsumerTestCase):
         self.append(b"a", b"b")
         p = Recorder()
         c = self.consumer(p)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(c.stop(), 1)
         fetches = len(self.requests(FETCH))
         self.append(b"c")
         self.clock.advance(1)
         self.assertEqual(len(self.requests(FETCH)), fetches)
-        c.start(1)
+        self.start(c, 1)
         self.stop(c)
         self.assertEqual(p.offsets, [0, 1, 1, 2])
 
     def test_stop_cancels_processing(self) -> None:
         self.append(b"a")
-        p = Recorder(block=True)
+        p = Recorder(block=True, clock=self.clock)
         c = self.consumer(p)
-        d = c.start(0)
+        d = self.start(c, 0)
         self.assertIsNone(c.stop())
         self.assertEqual(p.cancelled, 1)
         self.assertIsNone(self.successResultOf(d))
@@ -630,22 +701,22 @@ class LifecycleTests(ConsumerTestCase):
             consumer.stop()
 
         c = self.consumer(processor, buffer_size=80)
-        d = c.start(0)
+        d = self.start(c, 0)
         self.assertIsNone(self.successResultOf(d))
         self.assertEqual(len(calls), 1)
 
     def test_shutdown_finishes_processing_then_commits(self) -> None:
         self.append(b"a", b"b")
-        p = Recorder(block=True)
+        p = Recorder(block=True, clock=self.clock)
         c = self.consumer(p, consumer_group="g", auto_commit_every_n=0)
-        start_d = c.start(0)
+        start_d = self.start(c, 0)
         self.append(b"c")  # buffered: dropped by the shutdown
         shutdown_d = c.shutdown()
         self.failureResultOf(c.shutdown(), RestopError)
         self.assertNoResult(shutdown_d)
         self.assertNoResult(start_d)
         self.assertIsNone(self.committed())
-        p.pending[0].callback(None)
+        p.release(0)
         self.assertEqual(self.successResultOf(shutdown_d), 1)
         self.assertEqual(self.successResultOf(start_d), 1)
         self.assertEqual(self.committed(), 2)
@@ -655,7 +726,7 @@ class LifecycleTests(ConsumerTestCase):
     def test_shutdown_while_fetching(self) -> None:
         self.append(b"a")
         c = self.consumer(consumer_group="g")
-        start_d = c.start(0)  # processed; a fetch is waiting for more
+        start_d = self.start(c, 0)  # processed; a fetch is waiting for more
         shutdown_d = c.shutdown()
         # Kafka answers a connection's requests in order: the commit waits
         # for the long-polling fetch that the shutdown abandoned.
@@ -667,7 +738,7 @@ class LifecycleTests(ConsumerTestCase):
     def test_shutdown_without_group(self) -> None:
         self.append(b"a")
         c = self.consumer()
-        start_d = c.start(0)
+        start_d = self.start(c, 0)
         self.assertEqual(self.successResultOf(c.shutdown()), 0)
         self.assertEqual(self.successResultOf(start_d), 0)
         self.assertEqual(self.requests(OFFSET_COMMIT), [])
@@ -675,7 +746,7 @@ class LifecycleTests(ConsumerTestCase):
     def test_shutdown_fails_when_the_commit_fails(self) -> None:
         self.append(b"a")
         c = self.consumer(consumer_group="g", auto_commit_every_n=0)
-        start_d = c.start(0)
+        start_d = self.start(c, 0)
         self.cluster.fail_next(OffsetCommitRequest, GroupAuthorizationFailed)
         self.failureResultOf(c.shutdown(), GroupAuthorizationFailed)
         self.assertEqual(self.successResultOf(start_d), 0)
@@ -683,9 +754,9 @@ class LifecycleTests(ConsumerTestCase):
 
     def test_stop_during_shutdown_cancels_it(self) -> None:
         self.append(b"a")
-        p = Recorder(block=True)
+        p = Recorder(block=True, clock=self.clock)
         c = self.consumer(p, consumer_group="g")
-        start_d = c.start(0)
+        start_d = self.start(c, 0)
         shutdown_d = c.shutdown()
         self.assertIsNone(c.stop())
         self.failureResultOf(shutdown_d, CancelledError)
@@ -695,7 +766,7 @@ class LifecycleTests(ConsumerTestCase):
     def test_stop_cancels_a_commit_in_flight(self) -> None:
         self.append(b"a")
         c = self.consumer(consumer_group="g", auto_commit_every_n=0)
-        c.start(0)
+        self.start(c, 0)
         self.cluster.delay(OffsetCommitRequest, 1.0)
         d = c.commit()
         c.stop()
@@ -713,10 +784,10 @@ class FetchSizeTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, buffer_size=64)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(p.values, [b"x" * 2000])
         self.assertEqual(c.buffer_size, 64 * 16 * 16)
-        sizes = [r.request.topics[0].partitions[0].partition_max_bytes for r in self.requests(FETCH)]
+        sizes = self.fetch_sizes()
         self.assertEqual(sizes[:3], [64, 1024, 16384])
 
     def test_grows_to_1_mib_then_doubles(self) -> None:
@@ -724,18 +795,18 @@ class FetchSizeTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, buffer_size=256 * 1024)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(len(p.values), 1)
-        sizes = [r.request.topics[0].partitions[0].partition_max_bytes for r in self.requests(FETCH)]
+        sizes = self.fetch_sizes()
         self.assertEqual(sizes[:4], [256 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024])
 
     def test_max_buffer_size_caps_growth_then_fails(self) -> None:
         self.append(b"x" * 3000)
         c = self.consumer(buffer_size=100, max_buffer_size=2000)
-        d = c.start(0)
+        d = self.start(c, 0)
         failure = self.failureResultOf(d, ConsumerFetchSizeTooSmall)
         self.assertIn("max_buffer_size=2000", str(failure.value))
-        sizes = [r.request.topics[0].partitions[0].partition_max_bytes for r in self.requests(FETCH)]
+        sizes = self.fetch_sizes()
         self.assertEqual(sizes, [100, 1600, 2000])
 
 
@@ -743,7 +814,7 @@ class OffsetResetTests(ConsumerTestCase):
     def test_out_of_range_without_reset_fails(self) -> None:
         self.append(b"a")
         c = self.consumer()
-        self.failureResultOf(c.start(5), OffsetOutOfRangeError)
+        self.failureResultOf(self.start(c, 5), OffsetOutOfRangeError)
 
     def test_out_of_range_resets_to_earliest(self) -> None:
         self.append(b"a", b"b", b"c")
@@ -751,7 +822,7 @@ class OffsetResetTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, auto_offset_reset=OFFSET_EARLIEST)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(p.offsets, [2])
 
     def test_out_of_range_resets_to_latest(self) -> None:
@@ -759,23 +830,23 @@ class OffsetResetTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, auto_offset_reset=OFFSET_LATEST)
         self.stop(c)
-        c.start(99)
+        self.start(c, 99)
         self.assertEqual(p.calls, [])
         self.assertEqual(len(self.requests(LIST_OFFSETS)), 1)
         self.append(b"d")
         self.assertEqual(p.offsets, [3])
 
     def test_records_deleted_while_consuming(self) -> None:
-        p = Recorder(block=True)
+        p = Recorder(block=True, clock=self.clock)
         self.append(b"a")
         c = self.consumer(p, auto_offset_reset=OFFSET_EARLIEST, buffer_size=80)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.append(b"b")  # buffered
         self.append(b"c", b"d", b"e")
         self.cluster.delete_records("t", 1, 3)
-        p.pending[0].callback(None)  # delivers b, fetches at 2: out of range
-        p.pending[1].callback(None)
+        p.release(0)  # delivers b, fetches at 2: out of range
+        p.release(1)
         self.assertEqual(p.offsets, [0, 1, 3, 4])
 
 
@@ -785,7 +856,7 @@ class RetryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         old = self.cluster.partition("t", 1).leader
         new = (old + 1) % 3
         self.cluster.move_leader("t", 1, new)  # the waiting fetch gets NOT_LEADER
@@ -801,7 +872,7 @@ class RetryTests(ConsumerTestCase):
         c = self.consumer(p, request_retry_init_delay=1.0, request_retry_max_delay=1.5)
         self.stop(c)
         self.cluster.fail_next(FetchRequest, NotLeaderForPartitionError, count=3)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(len(self.requests(FETCH)), 1)
         self.clock.advance(0.99)
         self.assertEqual(len(self.requests(FETCH)), 1)
@@ -822,7 +893,7 @@ class RetryTests(ConsumerTestCase):
     def test_attempts_are_limited(self) -> None:
         self.cluster.fail_next(FetchRequest, NotLeaderForPartitionError, count=5)
         c = self.consumer(request_retry_max_attempts=3)
-        d = c.start(0)
+        d = self.start(c, 0)
         self.clock.advance(0.1)
         self.assertNoResult(d)
         self.clock.advance(0.1 * REQUEST_RETRY_FACTOR)
@@ -832,14 +903,14 @@ class RetryTests(ConsumerTestCase):
     def test_non_retriable_error_fails_at_once(self) -> None:
         self.cluster.fail_next(FetchRequest, TopicAuthorizationFailed)
         c = self.consumer()
-        self.failureResultOf(c.start(0), TopicAuthorizationFailed)
+        self.failureResultOf(self.start(c, 0), TopicAuthorizationFailed)
 
     def test_dropped_connection(self) -> None:
         self.append(b"a")
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.cluster.drop_connections()  # the waiting fetch is lost
         self.append(b"b")
         self.clock.advance(0.1)
@@ -852,7 +923,7 @@ class RetryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, max_buffer_size=None)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(p.values, [])
         self.clock.advance(0.1)
         self.clock.advance(0.5)
@@ -863,7 +934,7 @@ class RetryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         leader = self.cluster.partition("t", 1).leader
         self.cluster.set_broker_down(leader)
         self.append(b"b")
@@ -879,7 +950,7 @@ class RetryTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p, consumer_group="g")
         self.stop(c)
-        c.start(OFFSET_COMMITTED)
+        self.start(c, OFFSET_COMMITTED)
         self.assertEqual(p.values, [])
         self.clock.advance(0.1)
         self.assertEqual(p.values, [b"a"])
@@ -895,7 +966,7 @@ class StartTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(OFFSET_EARLIEST)
+        self.start(c, OFFSET_EARLIEST)
         self.assertEqual(p.offsets, [1, 2])
 
     def test_other_partition_is_not_read(self) -> None:
@@ -904,7 +975,7 @@ class StartTests(ConsumerTestCase):
         p = Recorder()
         c = self.consumer(p)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(p.values, [b"one"])
 
     def test_processor_may_return_a_fired_deferred(self) -> None:
@@ -918,6 +989,93 @@ class StartTests(ConsumerTestCase):
 
         c = self.consumer(processor, buffer_size=80)
         self.stop(c)
-        c.start(0)
+        self.start(c, 0)
         self.assertEqual(seen, [0, 1])
         self.assertEqual(c.last_processed_offset, 1)
+
+
+class BrokenDataTests(ConsumerTestCase):
+    def test_corrupt_batch_fails_start(self) -> None:
+        self.append(b"good")
+        self.append(b"bad")
+        log = self.cluster.partition("t", 1).log
+        stored = log.batches[1]
+        data = bytearray(stored.data)
+        data[-1] ^= 0xFF  # inside the CRC-checked part
+        log.batches[1] = attrs.evolve(stored, data=bytes(data))
+        p = Recorder()
+        c = self.consumer(p, buffer_size=80)
+        d = self.start(c, 0)
+        self.failureResultOf(d, ChecksumError)
+        self.assertEqual(p.values, [b"good"])
+        self.assertEqual(c.last_processed_offset, 0)
+
+    def test_closing_the_client_fails_the_consumer(self) -> None:
+        c = self.consumer()
+        d = self.start(c, 0)
+        self.assertNoResult(d)
+        self.client.close()
+        self.failureResultOf(d, CancelledError)
+        self.assertRaises(RestopError, c.stop)
+
+
+class ReadFetchedTests(SynchronousTestCase):
+    """Splitting one partition's fetched records (afkak.consumer._messages)."""
+
+    def test_skips_what_ends_before_the_offset_and_control_batches(self) -> None:
+        data = (
+            build_batch([b"0", b"1"], base_offset=0)
+            + build_batch([b"2", b"3", b"4"], base_offset=2)
+            + build_control_batch(
+                ControlType.COMMIT, producer_id=1, producer_epoch=0, base_offset=5
+            )
+            + build_batch([b"6"], base_offset=6)
+        )
+        fetched = read_fetched(data, 3)
+        self.assertEqual((fetched.next_offset, fetched.truncated), (7, False))
+        self.assertEqual([b.base_offset for b in fetched.batches], [2, 6])
+        messages = fetched.messages("t", 4)
+        self.assertEqual(
+            [(m.topic, m.partition, m.offset) for m in messages],
+            [("t", 4, 3), ("t", 4, 4), ("t", 4, 6)],
+        )
+        self.assertEqual(fetched.batches, [])  # released once delivered
+
+    def test_partial_trailing_batch(self) -> None:
+        whole = build_batch([b"a"], base_offset=0)
+        cut = build_batch([b"b" * 50], base_offset=1)[:30]
+        fetched = read_fetched(whole + cut, 0)
+        self.assertEqual((fetched.next_offset, fetched.truncated), (1, False))
+        only_cut = read_fetched(cut, 1)
+        self.assertEqual((only_cut.next_offset, only_cut.truncated), (1, True))
+        empty = read_fetched(None, 1)
+        self.assertEqual((empty.next_offset, empty.truncated, empty.batches), (1, False, []))
+
+    def test_gc_state_is_restored(self) -> None:
+        fetched = read_fetched(build_batch([b"x"]), 0)
+        gc.disable()
+        try:
+            fetched.messages("t", 0)
+            self.assertFalse(gc.isenabled())
+        finally:
+            gc.enable()
+        broken = read_fetched(build_batch([b"x"]), 0)
+        broken.batches[0]._payload = b"\xff"  # a record that runs past the end
+        self.assertRaises(DecodeError, broken.messages, "t", 0)
+        self.assertTrue(gc.isenabled())
+
+
+class RetriableTests(SynchronousTestCase):
+    def test_classification(self) -> None:
+        self.assertTrue(is_retriable(NotLeaderForPartitionError()))
+        self.assertTrue(is_retriable(BrokerConnectionError()))
+        self.assertTrue(is_retriable(KafkaUnavailableError()))
+        self.assertFalse(is_retriable(TopicAuthorizationFailed()))
+        self.assertFalse(is_retriable(OffsetOutOfRangeError()))
+        self.assertFalse(is_retriable(CancelledError()))
+        self.assertFalse(is_retriable(ZeroDivisionError()))
+        lost = Failure(BrokerConnectionError())
+        denied = Failure(TopicAuthorizationFailed())
+        self.assertTrue(is_retriable(FailedPayloadsError([], [("p", lost)])))
+        self.assertFalse(is_retriable(FailedPayloadsError([], [("p", lost), ("q", denied)])))
+        self.assertFalse(is_retriable(FailedPayloadsError([], [])))

@@ -75,7 +75,11 @@ class Listener:
 
     def _release(self, partitions: list[TopicAndPartition]) -> None:
         for tp in partitions:
-            assert self.owners.owner.get(tp) == self.name, (tp, self.owners.owner.get(tp), self.name)
+            assert self.owners.owner.get(tp) == self.name, (
+                tp,
+                self.owners.owner.get(tp),
+                self.name,
+            )
             del self.owners.owner[tp]
 
     def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None] | None:
@@ -94,7 +98,9 @@ class Listener:
         self.generations.append(generation)
         for tp in partitions:
             current = self.owners.owner.get(tp)
-            assert current in (None, self.name), f"{tp} given to {self.name} while {current} owns it"
+            assert current in (None, self.name), (
+                f"{tp} given to {self.name} while {current} owns it"
+            )
             self.owners.owner[tp] = self.name
 
 
@@ -116,7 +122,7 @@ class GroupMemberTests(SynchronousTestCase):
     def member(
         self,
         name: str,
-        assignors: Any = (RangeAssignor(),),
+        assignors: Any = None,
         owners: Owners | None = None,
         **options: Any,
     ) -> tuple[GroupMember, Listener, Deferred[None]]:
@@ -129,9 +135,14 @@ class GroupMemberTests(SynchronousTestCase):
         self.addCleanup(client.close)
         self.clients[name] = client
         listener = Listener(name, self.owners if owners is None else owners)
-        settings = {"session_timeout_ms": 10000, "rebalance_timeout_ms": 20000, "heartbeat_interval_ms": 1000}
+        settings = {
+            "session_timeout_ms": 10000,
+            "rebalance_timeout_ms": 20000,
+            "heartbeat_interval_ms": 1000,
+        }
         settings.update(options)
-        member = GroupMember(client, "g", [TOPIC], listener, list(assignors), **settings)
+        assignors = [RangeAssignor()] if assignors is None else list(assignors)
+        member = GroupMember(client, "g", [TOPIC], listener, assignors, **settings)
         self.members.append(member)
         return member, listener, member.start()
 
@@ -174,7 +185,9 @@ class GroupMemberTests(SynchronousTestCase):
         self.advance(5)
         beats = self.seen(HEARTBEAT)[before:]
         self.assertIn(len(beats), (4, 5, 6))
-        self.assertEqual({(b.request.generation_id, b.request.member_id) for b in beats}, {(1, member.member_id)})
+        self.assertEqual(
+            {(b.request.generation_id, b.request.member_id) for b in beats}, {(1, member.member_id)}
+        )
 
     def test_eager_rebalance_revokes_everything_first(self) -> None:
         a, la, _ = self.member("a")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 import unittest
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from afkak.partitioner import HashedPartitioner, Partitioner, RoundRobinPartitioner, murmur2
@@ -78,8 +77,10 @@ class RoundRobinPartitionerTests(unittest.TestCase):
 
     def test_random_start(self) -> None:
         RoundRobinPartitioner.set_random_start(True)
-        firsts = {RoundRobinPartitioner("t", list(range(8))).partition(None, list(range(8)))
-                  for _ in range(200)}
+        firsts = {
+            RoundRobinPartitioner("t", list(range(8))).partition(None, list(range(8)))
+            for _ in range(200)
+        }
         self.assertGreater(len(firsts), 1)
 
     def test_base_class_does_not_choose(self) -> None:

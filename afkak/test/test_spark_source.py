@@ -18,8 +18,10 @@ import itertools
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from typing import Any, ClassVar
 
@@ -122,11 +124,16 @@ class SparkSourceTests(SynchronousTestCase):
         expected = []
         for codec in (CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD):
             messages = [
-                Message(0, 0, b"k%d" % i, b"codec%d-%d" % (codec, i), headers=(("c", b"%d" % codec),))
+                Message(
+                    0, 0, b"k%d" % i, b"codec%d-%d" % (codec, i), headers=(("c", b"%d" % codec),)
+                )
                 for i in range(3)
             ]
             base = self.send(topic, 0, messages, codec)
-            expected += [(0, base + i, m.key, m.value, (("c", m.headers[0][1]),)) for i, m in enumerate(messages)]
+            expected += [
+                (0, base + i, m.key, m.value, (("c", m.headers[0][1]),))
+                for i, m in enumerate(messages)
+            ]
         for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
             values = [f"peer-{codec}-{i}".encode() for i in range(4)]
             delivered = produce(
@@ -138,7 +145,10 @@ class SparkSourceTests(SynchronousTestCase):
                 headers=[("h", b"v"), ("n", b"")],
                 config={"compression.type": codec},
             )
-            expected += [(p, o, b"pk", v, (("h", b"v"), ("n", b""))) for (p, o), v in zip(delivered, values)]
+            expected += [
+                (p, o, b"pk", v, (("h", b"v"), ("n", b"")))
+                for (p, o), v in zip(delivered, values, strict=True)
+            ]
         self.seal(topic, 2)
         df = self.read(subscribe=topic, includeHeaders="true")
         self.assertEqual([f.name for f in df.schema.fields][-1], "headers")
@@ -157,14 +167,18 @@ class SparkSourceTests(SynchronousTestCase):
         topic = self.topic(2)
         for p in range(2):
             for start in range(0, 40, 10):  # four batches of ten per partition
-                self.send(topic, p, [Message(0, 0, None, b"%d-%d" % (p, start + i)) for i in range(10)])
+                self.send(
+                    topic, p, [Message(0, 0, None, b"%d-%d" % (p, start + i)) for i in range(10)]
+                )
         df = self.read(
             subscribe=topic,
             startingOffsets=json.dumps({topic: {"0": 5, "1": -2}}),
             endingOffsets=json.dumps({topic: {"0": 33, "1": 17}}),
         )
         got = [(r.partition, r.offset, r.value) for r in self.rows(df)]
-        want = [(0, o, b"0-%d" % o) for o in range(5, 33)] + [(1, o, b"1-%d" % o) for o in range(17)]
+        want = [(0, o, b"0-%d" % o) for o in range(5, 33)] + [
+            (1, o, b"1-%d" % o) for o in range(17)
+        ]
         self.assertEqual(got, want)
         self.assertEqual(df.rdd.getNumPartitions(), 2)
         split = self.read(
@@ -177,14 +191,17 @@ class SparkSourceTests(SynchronousTestCase):
         self.assertEqual([(r.partition, r.offset, r.value) for r in self.rows(split)], want)
 
     def test_write_then_read_back(self) -> None:
-        """Rows written through Spark (keys, headers, partitions, topics) are read by a peer and by Spark."""
+        """Rows written through Spark (keys, headers, partitions, topics) read back by a
+        peer and by Spark."""
         topic, other = self.topic(3), self.topic(1)
         rows = [
             (b"key%d" % (i % 5), b"value%d" % i, [("i", b"%d" % i)], i % 3 if i % 2 else None)
             for i in range(200)
         ]
         df = self.spark.createDataFrame(
-            rows, "key binary, value binary, headers array<struct<key:string,value:binary>>, partition int"
+            rows,
+            "key binary, value binary, headers array<struct<key:string,value:binary>>, "
+            "partition int",
         )
         (
             df.write.format("afkak")
@@ -218,7 +235,9 @@ class SparkSourceTests(SynchronousTestCase):
 
     def test_write_failure_fails_the_job(self) -> None:
         """A row that cannot be produced fails its task, and so the job."""
-        df = self.spark.createDataFrame([("not a valid topic!", b"v")], "topic string, value binary")
+        df = self.spark.createDataFrame(
+            [("not a valid topic!", b"v")], "topic string, value binary"
+        )
         with self.assertRaises(Exception) as caught:
             df.write.format("afkak").option("kafka.bootstrap.servers", self.broker.bootstrap).mode(
                 "append"
@@ -306,3 +325,44 @@ class SparkSourceTests(SynchronousTestCase):
         got = consume(self.broker.bootstrap, target, 50)
         self.assertEqual(sorted(r.value for r in got), sorted(b"V%d" % i for i in range(50)))
         self.assertEqual({r.key for r in got}, {b"k%d" % i for i in range(50)})
+
+    def test_stream_reader_picks_up_new_partitions(self) -> None:
+        """A partition missing from the start offsets is read from its earliest offset.
+
+        Tansu cannot add partitions to a topic, so the stream reader is driven
+        directly (in a fresh process, which runs its own reactor) from start
+        offsets that know only partition 0 of a two-partition topic.
+        """
+        topic = self.topic(2)
+        for p in range(2):
+            self.send(topic, p, [Message(0, 0, None, b"%d" % i) for i in range(10)])
+        self.seal(topic, 2)
+        script = textwrap.dedent(
+            """
+            import json, sys
+            from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+            from afkak.spark import AfkakDataSource
+
+            bootstrap, topic = sys.argv[1:]
+            source = AfkakDataSource({"kafka.bootstrap.servers": bootstrap, "subscribe": topic})
+            reader = source.streamReader(source.schema())
+            start = {topic: {"0": 4}}
+            print(json.dumps(reader.latestOffset(start, ReadMaxRows(10))))
+            end = reader.latestOffset(start, ReadAllAvailable())
+            print(json.dumps(end))
+            ranges = [p.value for p in reader.partitions(start, end)]
+            print(json.dumps([[r.partition, r.start, r.end] for r in ranges]))
+            """
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script, self.broker.bootstrap, topic],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        self.assertEqual(done.returncode, 0, done.stderr)
+        limited, latest, ranges = map(json.loads, done.stdout.splitlines())
+        # backlogs 7 (4..11) and 11 (0..11) share 10 records: 3 and 6
+        self.assertEqual(limited, {topic: {"0": 7, "1": 6}})
+        self.assertEqual(latest, {topic: {"0": 11, "1": 11}})
+        self.assertEqual(ranges, [[0, 4, 11], [1, 0, 11]])

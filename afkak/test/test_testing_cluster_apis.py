@@ -60,7 +60,9 @@ class ApiVersionsTests(SynchronousTestCase):
             )
             ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
             self.assertEqual(response.error_code, 0)
-            self.assertEqual(sorted(ranges), [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 22], version)
+            self.assertEqual(
+                sorted(ranges), [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 22], version
+            )
             self.assertEqual(ranges[1], (4, 18))
 
     def test_configured_ranges(self) -> None:

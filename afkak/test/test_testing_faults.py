@@ -21,8 +21,8 @@ from afkak.protocol.messages import (
     REQUESTS,
     ApiVersionsRequest,
     CreateTopicsRequest,
-    FetchRequest,
     DescribeGroupsRequest,
+    FetchRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
     InitProducerIdRequest,
@@ -80,7 +80,13 @@ def sample_request(cluster: FakeKafkaCluster, api_key: int, version: int) -> Any
         if version >= 4
         else FindCoordinatorRequest(key="g"),
         11: JoinGroupRequest(
-            "g", 10000, 10000, "", None, "consumer", [JoinGroupRequest.JoinGroupRequestProtocol("range", b"")]
+            "g",
+            10000,
+            10000,
+            "",
+            None,
+            "consumer",
+            [JoinGroupRequest.JoinGroupRequestProtocol("range", b"")],
         ),
         12: HeartbeatRequest("g", 1, "m"),
         13: LeaveGroupRequest("g", "m")

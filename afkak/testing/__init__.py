@@ -55,7 +55,7 @@ A trial test::
 
 Setting up: ``create_topic``, ``append`` (records written as if produced),
 ``commit``, ``delete_records``.  Faults: ``fail_next``, ``drop_next``,
-``drop_answer_next``,
+``drop_answer_next`` (handled, then the connection drops unanswered),
 ``delay``, ``drop_connections``, ``refuse_connections``, ``move_leader``,
 ``set_broker_down``/``set_broker_up``, ``change_address``.  Inspection:
 ``requests_seen``, ``records``, ``committed_offsets``, ``partition``,
@@ -70,10 +70,11 @@ What the fake does (and does not):
   ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
   InitProducerId, and the classic group protocol: JoinGroup, SyncGroup,
-  Heartbeat, LeaveGroup, DescribeGroups, ListGroups.  Any other request (and a version outside the advertised
-  range) is answered with UNSUPPORTED_VERSION where the response schema has
-  an error code; otherwise the connection is dropped.  ApiVersions at an
-  unadvertised version gets the KIP-511 v0-layout answer.
+  Heartbeat, LeaveGroup, DescribeGroups, ListGroups.  Any other request
+  (and a version outside the advertised range) is answered with
+  UNSUPPORTED_VERSION where the response schema has an error code;
+  otherwise the connection is dropped.  ApiVersions at an unadvertised
+  version gets the KIP-511 v0-layout answer.
 - Produce validates each batch (one v2 batch per partition, CRC, record
   offsets), assigns offsets, deduplicates an idempotent producer's retried
   batch and answers OUT_OF_ORDER_SEQUENCE_NUMBER for a sequence gap.  A failed

@@ -66,7 +66,11 @@ def handle_join_group(ctx: ConnectionHandler, request: JoinGroupRequest, version
     if not error and not MIN_SESSION_TIMEOUT_MS <= timeout <= MAX_SESSION_TIMEOUT_MS:
         error = code(InvalidSessionTimeout)
     if error:
-        return R(error_code=error, member_id=request.member_id, protocol_name=None if version >= 7 else "")
+        return R(
+            error_code=error,
+            member_id=request.member_id,
+            protocol_name=None if version >= 7 else "",
+        )
     outcome = coordinator.join(
         request.group_id,
         request.member_id,
@@ -110,9 +114,14 @@ def handle_sync_group(ctx: ConnectionHandler, request: SyncGroupRequest, version
     R = SyncGroupResponse
     error = _group_error(ctx, request.group_id)
     group = ctx.cluster.group_coordinator.groups.get(request.group_id)
-    if not error and version >= 5 and group is not None and (
-        request.protocol_type not in (None, group.protocol_type)
-        or request.protocol_name not in (None, group.protocol_name)
+    if (
+        not error
+        and version >= 5
+        and group is not None
+        and (
+            request.protocol_type not in (None, group.protocol_type)
+            or request.protocol_name not in (None, group.protocol_name)
+        )
     ):
         error = INCONSISTENT_GROUP_PROTOCOL
     if error:
@@ -178,7 +187,9 @@ def handle_describe_groups(
         group = ctx.cluster.group_coordinator.groups.get(group_id)
         if error or group is None:
             state = DEAD if group_id not in ctx.cluster.groups else EMPTY
-            described.append(R.DescribedGroup(error_code=error, group_id=group_id, group_state=state))
+            described.append(
+                R.DescribedGroup(error_code=error, group_id=group_id, group_state=state)
+            )
             continue
         described.append(
             R.DescribedGroup(

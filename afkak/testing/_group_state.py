@@ -127,8 +127,13 @@ class GroupCoordinatorState:
         elif not member_id:
             if instance_id is not None:
                 return self._join_static(
-                    group, instance_id, client_id, client_host,
-                    session_timeout_ms, rebalance_timeout_ms, protocols,
+                    group,
+                    instance_id,
+                    client_id,
+                    client_host,
+                    session_timeout_ms,
+                    rebalance_timeout_ms,
+                    protocols,
                 )
             member_id = self.new_member_id(client_id)
             if require_known_member_id:
@@ -144,8 +149,13 @@ class GroupCoordinatorState:
                 return JoinResult(FENCED_INSTANCE_ID, member_id)
             return self._rejoin(group, member, protocols)
         member = GroupMemberState(
-            member_id, instance_id, client_id, client_host,
-            session_timeout_ms, rebalance_timeout_ms, protocols,
+            member_id,
+            instance_id,
+            client_id,
+            client_host,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            protocols,
         )
         group.members[member_id] = member
         if instance_id is not None:
@@ -154,7 +164,9 @@ class GroupCoordinatorState:
             group.protocol_type = protocol_type
         return self._await_join(group, member)
 
-    def _compatible(self, group: FakeGroup, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+    def _compatible(
+        self, group: FakeGroup, protocol_type: str, protocols: list[tuple[str, bytes]]
+    ) -> bool:
         if not protocol_type or not protocols:
             return False
         if not group.members:
@@ -178,8 +190,13 @@ class GroupCoordinatorState:
         old_id = group.static.get(instance_id)
         new_id = self.new_member_id(client_id)
         member = GroupMemberState(
-            new_id, instance_id, client_id, client_host,
-            session_timeout_ms, rebalance_timeout_ms, protocols,
+            new_id,
+            instance_id,
+            client_id,
+            client_host,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            protocols,
         )
         group.static[instance_id] = new_id
         old = group.members.pop(old_id, None) if old_id else None
@@ -297,7 +314,9 @@ class GroupCoordinatorState:
         order = [n for n, _ in leader.protocols if n in candidates]
         return max(order, key=lambda n: (votes[n], -order.index(n)))
 
-    def _result(self, group: FakeGroup, member: GroupMemberState, skip_assignment: bool = False) -> JoinResult:
+    def _result(
+        self, group: FakeGroup, member: GroupMemberState, skip_assignment: bool = False
+    ) -> JoinResult:
         leader = member.member_id == group.leader_id
         return JoinResult(
             NONE,
@@ -421,10 +440,15 @@ class GroupCoordinatorState:
     def _remove(self, group: FakeGroup, member: GroupMemberState) -> None:
         self._stop_session(member)
         group.members.pop(member.member_id, None)
-        if member.instance_id is not None and group.static.get(member.instance_id) == member.member_id:
+        if (
+            member.instance_id is not None
+            and group.static.get(member.instance_id) == member.member_id
+        ):
             del group.static[member.instance_id]
-        for attr, answer in (("join_waiter", JoinResult(UNKNOWN_MEMBER_ID, member.member_id)),
-                             ("sync_waiter", (UNKNOWN_MEMBER_ID, b""))):
+        for attr, answer in (
+            ("join_waiter", JoinResult(UNKNOWN_MEMBER_ID, member.member_id)),
+            ("sync_waiter", (UNKNOWN_MEMBER_ID, b"")),
+        ):
             waiter = getattr(member, attr)
             if waiter is not None:
                 setattr(member, attr, None)

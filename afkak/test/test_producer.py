@@ -1,0 +1,649 @@
+"""Producer against afkak.testing's FakeKafkaCluster: API, options, batching, buffering.
+
+Retries, errors and idempotence are in test_producer_retries.py.  Everything
+runs the real producer, client and connections against fake brokers on a
+Clock; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.python.failure import Failure
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.client import KafkaClient
+from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
+from afkak.common import (
+    CancelledError,
+    ClientError,
+    ProduceResponse,
+    UnknownTopicOrPartitionError,
+)
+from afkak.partitioner import HashedPartitioner, murmur2
+from afkak.producer import Producer, RecordMetadata
+from afkak.records import read_batches
+from afkak.testing import FakeKafkaCluster
+
+PRODUCE, INIT_PRODUCER_ID = 0, 22
+
+
+class ProducerTestCase(SynchronousTestCase):
+    """A 3-broker fake cluster on a Clock with topic "t" (3 partitions), a client, producers."""
+
+    partitions = 3
+
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
+        self.cluster.create_topic("t", partitions=self.partitions)
+        self.client = KafkaClient(
+            self.cluster.bootstrap_hosts,
+            reactor=self.clock,
+            endpoint_factory=self.cluster.endpoint_factory,
+        )
+        self.addCleanup(self.client.close)
+
+    def producer(self, **options: Any) -> Producer:
+        producer = Producer(self.client, **options)
+        self.addCleanup(producer.stop)
+        return producer
+
+    def run_until(self, d: Deferred[Any], seconds: float = 5.0, step: float = 0.01) -> Any:
+        """Advance the clock in steps until *d* fires; its result (a Failure stays one)."""
+        results: list[Any] = []
+        d.addBoth(results.append)
+        waited = 0.0
+        self.clock.advance(0)
+        while not results and waited < seconds:
+            self.clock.advance(step)
+            waited += step
+        self.assertTrue(results, f"{d!r} did not fire within {seconds} s")
+        return results[0]
+
+    def succeed(self, d: Deferred[Any], seconds: float = 5.0) -> Any:
+        result = self.run_until(d, seconds)
+        if isinstance(result, Failure):
+            result.raiseException()
+        return result
+
+    def values(self, topic: str = "t", partition: int | None = None) -> list[bytes | None]:
+        parts = range(self.partitions) if partition is None else [partition]
+        return [r.value for p in parts for r in self.cluster.records(topic, p)]
+
+    def produce_requests(self) -> list[Any]:
+        return [r for r in self.cluster.requests_seen if r.api_key == PRODUCE]
+
+    def stored_batches(self, topic: str, partition: int) -> list[Any]:
+        log = self.cluster.partition(topic, partition).log
+        return [b for stored in log.batches for b in read_batches(stored.data)]
+
+
+class ConstructorTests(ProducerTestCase):
+    def test_defaults_are_idempotent_with_acks_all(self) -> None:
+        options = Producer(self.client).options
+        self.assertEqual((options.acks, options.idempotent), (-1, True))
+        self.assertEqual((options.ack_timeout_ms, options.max_attempts), (1000, 10))
+        self.assertEqual((options.retry_interval, options.codec), (0.25, CODEC_NONE))
+        self.assertEqual((options.batch_send, options.linger), (False, 0.0))
+        self.assertEqual((options.batch_size, options.max_in_flight), (16384, 5))
+        self.assertEqual(options.buffer_memory, 32 * 1024 * 1024)
+        self.assertFalse(options.retry_unknown_outcome)
+
+    def test_explicit_req_acks_other_than_all_turns_idempotence_off(self) -> None:
+        for acks in (0, 1):
+            options = Producer(self.client, req_acks=acks).options
+            self.assertEqual((options.acks, options.idempotent), (acks, False))
+        options = Producer(self.client, req_acks=-1).options
+        self.assertEqual((options.acks, options.idempotent), (-1, True))
+
+    def test_idempotence_off_defaults_to_leader_acks(self) -> None:
+        options = Producer(self.client, enable_idempotence=False).options
+        self.assertEqual((options.acks, options.idempotent), (1, False))
+        options = Producer(self.client, req_acks=-1, enable_idempotence=False).options
+        self.assertEqual((options.acks, options.idempotent), (-1, False))
+
+    def test_idempotence_needs_acks_all(self) -> None:
+        for acks in (0, 1):
+            with self.assertRaises(ValueError):
+                Producer(self.client, req_acks=acks, enable_idempotence=True)
+
+    def test_idempotence_allows_five_in_flight_at_most(self) -> None:
+        with self.assertRaises(ValueError):
+            Producer(self.client, max_in_flight_per_partition=6)
+        options = Producer(
+            self.client, enable_idempotence=False, max_in_flight_per_partition=6
+        ).options
+        self.assertEqual(options.max_in_flight, 6)
+
+    def test_batch_send_uses_afkaks_triggers(self) -> None:
+        options = Producer(
+            self.client, batch_send=True, batch_every_n=3, batch_every_b=100, batch_every_t=2
+        ).options
+        self.assertEqual((options.batch_every_n, options.batch_every_b), (3, 100))
+        self.assertEqual(options.linger, 2.0)
+        options = Producer(self.client, linger_ms=20).options
+        self.assertEqual(options.linger, 0.02)
+
+    def test_codecs(self) -> None:
+        for codec in (None, CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD):
+            self.assertEqual(Producer(self.client, codec=codec).options.codec, codec or 0)
+
+    def test_bad_arguments(self) -> None:
+        bad: list[tuple[type[Exception], dict[str, Any]]] = [
+            (TypeError, {"partitioner_class": "HashedPartitioner"}),
+            (ValueError, {"req_acks": 2}),
+            (ValueError, {"req_acks": True}),
+            (TypeError, {"ack_timeout": "1000"}),
+            (ValueError, {"ack_timeout": -1}),
+            (ValueError, {"max_req_attempts": 0}),
+            (TypeError, {"retry_interval": "soon"}),
+            (ValueError, {"retry_interval": -0.5}),
+            (ValueError, {"codec": 7}),
+            (
+                ValueError,
+                {"batch_send": True, "batch_every_n": 0, "batch_every_b": 0, "batch_every_t": 0},
+            ),
+            (ValueError, {"batch_every_n": -1}),
+            (TypeError, {"enable_idempotence": "yes"}),
+            (ValueError, {"linger_ms": -1}),
+            (TypeError, {"linger_ms": 0.5}),
+            (ValueError, {"batch_size": 0}),
+            (ValueError, {"max_in_flight_per_partition": 0}),
+            (ValueError, {"buffer_memory": 0}),
+        ]
+        for error, options in bad:
+            with self.assertRaises(error, msg=repr(options)):
+                Producer(self.client, **options)
+
+
+class SendMessagesTests(ProducerTestCase):
+    def test_fires_with_a_produce_response_for_the_first_message(self) -> None:
+        producer = self.producer()
+        self.clock.advance(1.5)
+        first = producer.send_messages("t", msgs=[b"a", b"b"])
+        second = producer.send_messages("t", msgs=[b"c"])
+        fourth = producer.send_messages("t", msgs=[b"d", None])
+        self.assertEqual(self.succeed(first), ProduceResponse("t", 0, 0, 0))
+        self.assertEqual(self.succeed(second), ProduceResponse("t", 1, 0, 0))
+        self.assertEqual(self.succeed(fourth), ProduceResponse("t", 2, 0, 0))
+        self.assertEqual(self.values(partition=0), [b"a", b"b"])
+        self.assertEqual(self.values(partition=2), [b"d", None])
+        [record] = self.cluster.records("t", 1)
+        self.assertEqual((record.key, record.timestamp, record.headers), (None, 1500, ()))
+
+    def test_offsets_follow_earlier_messages(self) -> None:
+        producer = self.producer(partitioner_class=HashedPartitioner)
+        ds = [producer.send_messages("t", b"k", [b"%d" % i] * i) for i in (1, 2, 3)]
+        responses = [self.succeed(d) for d in ds]
+        partition = (murmur2(b"k") & 0x7FFFFFFF) % 3
+        self.assertEqual(responses, [ProduceResponse("t", partition, 0, o) for o in (0, 1, 3)])
+        records = self.cluster.records("t", partition)
+        self.assertEqual([r.key for r in records], [b"k"] * 6)
+
+    def test_round_robin_spreads_calls_over_partitions(self) -> None:
+        producer = self.producer()
+        for i in range(9):
+            producer.send_messages("t", None, [b"%d" % i])
+        self.succeed(producer.flush())
+        self.assertEqual(self.values(partition=1), [b"1", b"4", b"7"])
+
+    def test_argument_errors_fail_the_deferred(self) -> None:
+        producer = self.producer()
+        cases: list[tuple[type[Exception], tuple[Any, ...]]] = [
+            (TypeError, (b"t", None, [b"m"])),
+            (TypeError, (None, None, [b"m"])),
+            (ValueError, ("no spaces allowed", None, [b"m"])),
+            (TypeError, ("t", "key", [b"m"])),
+            (TypeError, ("t", 1, [b"m"])),
+            (TypeError, ("t", None, b"m")),
+            (TypeError, ("t", None, "m")),
+            (TypeError, ("t", None, None)),
+            (TypeError, ("t", None, [b"m", "text"])),
+            (TypeError, ("t", None, [1])),
+            (ValueError, ("t", None, [])),
+            (ValueError, ("t", None, ())),
+        ]
+        for error, args in cases:
+            self.failureResultOf(producer.send_messages(*args), error)
+        self.failureResultOf(producer.send_messages("t"), ValueError)
+        self.assertEqual(self.produce_requests(), [])
+
+    def test_hashed_partitioner_needs_a_key(self) -> None:
+        producer = self.producer(partitioner_class=HashedPartitioner)
+        self.succeed(producer.send_messages("t", b"k", [b"x"]))
+        self.failureResultOf(producer.send_messages("t", None, [b"m"]), TypeError)
+
+    def test_partitioner_is_made_per_topic(self) -> None:
+        made: list[tuple[str, list[int]]] = []
+
+        class Recording(HashedPartitioner):
+            def __init__(self, topic: str, partitions: list[int]) -> None:
+                made.append((topic, list(partitions)))
+                super().__init__(topic, partitions)
+
+        self.cluster.create_topic("u", partitions=2)
+        producer = self.producer(partitioner_class=Recording)
+        self.succeed(producer.send_messages("t", b"a", [b"1"]))
+        self.succeed(producer.send_messages("u", b"a", [b"1"]))
+        self.succeed(producer.send_messages("t", b"b", [b"1"]))
+        self.assertEqual(made, [("t", [0, 1, 2]), ("u", [0, 1])])
+
+    def test_accepts_tuples_and_other_sequences(self) -> None:
+        producer = self.producer()
+        self.succeed(producer.send_messages("t", None, (b"a",)))
+        self.succeed(producer.send_messages("t", None, [bytearray(b"b")]))
+        self.assertEqual(sorted(self.values()), [b"a", b"b"])
+
+    def test_auto_created_topic(self) -> None:
+        producer = self.producer()
+        response = self.succeed(producer.send_messages("new-topic", None, [b"v"]))
+        self.assertEqual(response, ProduceResponse("new-topic", 0, 0, 0))
+        self.assertEqual([r.value for r in self.cluster.records("new-topic", 0)], [b"v"])
+
+    def test_unknown_topic_fails_after_the_attempts(self) -> None:
+        self.cluster.auto_create_topics = False
+        producer = self.producer(max_req_attempts=3, retry_interval=0.1)
+        d = producer.send_messages("missing", None, [b"v"])
+        failure = self.run_until(d)
+        failure.trap(UnknownTopicOrPartitionError)
+        metadata = [r for r in self.cluster.requests_seen if r.api_key == 3]
+        self.assertEqual(len(metadata), 3)
+
+    def test_acks_0_fires_with_none_when_written(self) -> None:
+        producer = self.producer(req_acks=0)
+        self.assertIsNone(self.succeed(producer.send_messages("t", None, [b"v"])))
+        self.assertEqual(self.values(), [b"v"])
+        [seen] = self.produce_requests()
+        self.assertEqual(seen.request.acks, 0)
+
+    def test_acks_1_without_idempotence(self) -> None:
+        producer = self.producer(req_acks=1)
+        self.succeed(producer.send_messages("t", None, [b"v"]))
+        [seen] = self.produce_requests()
+        self.assertEqual(seen.request.acks, 1)
+        [batch] = self.stored_batches("t", 0)
+        self.assertEqual((batch.producer_id, batch.base_sequence), (-1, -1))
+        self.assertFalse(any(r.api_key == INIT_PRODUCER_ID for r in self.cluster.requests_seen))
+
+    def test_ack_timeout_is_sent(self) -> None:
+        producer = self.producer(ack_timeout=2500)
+        self.succeed(producer.send_messages("t", None, [b"v"]))
+        self.assertEqual(self.produce_requests()[0].request.timeout_ms, 2500)
+
+    def test_cancelling_a_send_stops_the_wait_only(self) -> None:
+        producer = self.producer()
+        d = producer.send_messages("t", None, [b"v"])
+        d.cancel()
+        self.failureResultOf(d)
+        self.succeed(producer.flush())
+        self.assertEqual(self.values(), [b"v"])
+
+
+class SendTests(ProducerTestCase):
+    def test_record_with_headers_timestamp_and_partition(self) -> None:
+        producer = self.producer()
+        d = producer.send(
+            "t", b"value", b"key", headers=[("a", b"1"), ("b", None)], timestamp=1234, partition=2
+        )
+        self.assertEqual(self.succeed(d), RecordMetadata("t", 2, 0, 1234))
+        [record] = self.cluster.records("t", 2)
+        self.assertEqual(
+            (record.key, record.value, record.headers, record.timestamp),
+            (b"key", b"value", (("a", b"1"), ("b", None)), 1234),
+        )
+
+    def test_offsets_and_default_timestamps(self) -> None:
+        producer = self.producer()
+        self.clock.advance(7)
+        ds = [producer.send("t", b"%d" % i, partition=1) for i in range(3)]
+        ds.append(producer.send("t", None, b"tombstone", partition=1))
+        results = [self.succeed(d) for d in ds]
+        self.assertEqual([r.offset for r in results], [0, 1, 2, 3])
+        self.assertEqual({r.timestamp for r in results}, {7000})
+        self.assertEqual(self.values(partition=1), [b"0", b"1", b"2", None])
+
+    def test_mixes_with_send_messages_in_one_batch(self) -> None:
+        producer = self.producer(linger_ms=10)
+        a = producer.send_messages("t", None, [b"a", b"b"])  # partition 0
+        b = producer.send("t", b"c", headers=[("h", b"v")], partition=0)
+        c = producer.send_messages("t", None, [b"d"])  # partition 1
+        c2 = producer.send_messages("t", None, [b"e"])  # partition 2
+        c3 = producer.send_messages("t", None, [b"f", b"g"])  # partition 0
+        self.assertEqual(self.succeed(a).offset, 0)
+        self.assertEqual(self.succeed(b).offset, 2)
+        self.assertEqual(self.succeed(c3).offset, 3)
+        self.succeed(c)
+        self.succeed(c2)
+        [batch] = self.stored_batches("t", 0)
+        self.assertEqual([r.headers for r in batch], [(), (), (("h", b"v"),), (), ()])
+
+    def test_uses_the_partitioner_without_partition(self) -> None:
+        producer = self.producer(partitioner_class=HashedPartitioner)
+        result = self.succeed(producer.send("t", b"v", b"key"))
+        self.assertEqual(result.partition, (murmur2(b"key") & 0x7FFFFFFF) % 3)
+
+    def test_argument_errors_fail_the_deferred(self) -> None:
+        producer = self.producer()
+        cases: list[tuple[type[Exception], tuple[Any, ...], dict[str, Any]]] = [
+            (TypeError, (1, b"v"), {}),
+            (TypeError, ("t", "v"), {}),
+            (TypeError, ("t", b"v", "k"), {}),
+            (TypeError, ("t", b"v"), {"headers": [("a", "text")]}),
+            (TypeError, ("t", b"v"), {"headers": [(b"a", b"v")]}),
+            (TypeError, ("t", b"v"), {"headers": "a"}),
+            (TypeError, ("t", b"v"), {"timestamp": 1.5}),
+            (TypeError, ("t", b"v"), {"timestamp": -1}),
+            (TypeError, ("t", b"v"), {"partition": -1}),
+            (TypeError, ("t", b"v"), {"partition": "0"}),
+        ]
+        for error, args, kwargs in cases:
+            self.failureResultOf(producer.send(*args, **kwargs), error)
+        self.run_until(producer.send("t", b"v", partition=3)).trap(ValueError)
+        self.assertEqual(self.produce_requests(), [])
+
+
+class BatchingTests(ProducerTestCase):
+    def test_sends_of_one_reactor_turn_share_a_request(self) -> None:
+        producer = self.producer()
+        ds = [producer.send_messages("t", None, [b"%d" % i]) for i in range(30)]
+        self.assertEqual(self.produce_requests(), [])
+        self.clock.advance(0)
+        requests = self.produce_requests()
+        self.assertEqual(sorted(r.broker for r in requests), [0, 1, 2])  # one per leader
+        for seen in requests:
+            [partition] = seen.request.topic_data[0].partition_data
+            [batch] = read_batches(partition.records)
+            self.assertEqual(len(batch), 10)
+        for d in ds:
+            self.successResultOf(d)
+
+    def test_one_request_per_broker_carries_all_its_partitions(self) -> None:
+        self.cluster.create_topic("two", partitions=2, replicas=[[0], [0]])
+        producer = self.producer()
+        ds = [producer.send_messages("two", None, [b"x"]) for _ in range(4)]
+        self.clock.advance(0)
+        [seen] = self.produce_requests()
+        self.assertEqual(sorted(p.index for p in seen.request.topic_data[0].partition_data), [0, 1])
+        for d in ds:
+            self.successResultOf(d)
+
+    def test_linger(self) -> None:
+        producer = self.producer(linger_ms=50)
+        d = producer.send_messages("t", None, [b"v"])
+        self.clock.advance(0.049)
+        self.assertEqual(self.produce_requests(), [])
+        self.clock.advance(0.001)
+        self.assertEqual(len(self.produce_requests()), 1)
+        self.successResultOf(d)
+
+    def test_full_batch_goes_without_lingering(self) -> None:
+        producer = self.producer(linger_ms=1000, batch_size=300)
+        ds = [producer.send("t", b"x" * 100, partition=0) for _ in range(2)]
+        self.clock.advance(0)
+        self.assertEqual(self.produce_requests(), [])
+        ds.append(producer.send("t", b"x" * 100, partition=0))
+        self.clock.advance(0)
+        [seen] = self.produce_requests()
+        [batch] = read_batches(seen.request.topic_data[0].partition_data[0].records)
+        self.assertEqual(len(batch), 2)
+        self.clock.advance(1)
+        for d in ds:
+            self.successResultOf(d)
+
+    def test_batch_size_cuts_batches(self) -> None:
+        producer = self.producer(batch_size=500, partitioner_class=HashedPartitioner)
+        ds = [producer.send_messages("t", b"k", [b"x" * 100]) for _ in range(12)]
+        self.succeed(producer.flush())
+        partition = ds[0].result.partition
+        batches = self.stored_batches("t", partition)
+        self.assertGreater(len(batches), 2)
+        self.assertTrue(all(len(b) <= 4 for b in batches))
+        self.assertEqual(sum(len(b) for b in batches), 12)
+
+    def test_one_call_is_never_split(self) -> None:
+        producer = self.producer(batch_size=200)
+        d = producer.send_messages("t", None, [b"x" * 100] * 5)
+        self.succeed(d)
+        [batch] = self.stored_batches("t", 0)
+        self.assertEqual(len(batch), 5)
+
+    def test_batch_every_n(self) -> None:
+        producer = self.producer(batch_send=True, batch_every_n=3, batch_every_b=0, batch_every_t=0)
+        ds = [producer.send_messages("t", None, [b"v"]) for _ in range(2)]
+        self.clock.advance(100)
+        self.assertEqual(self.produce_requests(), [])
+        ds.append(producer.send_messages("t", None, [b"v"]))
+        self.clock.advance(0)
+        self.assertEqual(len(self.produce_requests()), 3)
+        for d in ds:
+            self.successResultOf(d)
+
+    def test_batch_every_b(self) -> None:
+        producer = self.producer(
+            batch_send=True, batch_every_n=0, batch_every_b=250, batch_every_t=0
+        )
+        first = producer.send_messages("t", None, [b"x" * 100])
+        self.clock.advance(100)
+        self.assertNoResult(first)
+        second = producer.send_messages("t", None, [b"x" * 100, b"x" * 100])
+        self.clock.advance(0)
+        self.successResultOf(first)
+        self.successResultOf(second)
+
+    def test_batch_every_t(self) -> None:
+        producer = self.producer(batch_send=True, batch_every_n=100, batch_every_t=2)
+        first = producer.send_messages("t", None, [b"v"])
+        self.clock.advance(1)
+        second = producer.send_messages("t", None, [b"v"])
+        self.clock.advance(0.99)
+        self.assertEqual(self.produce_requests(), [])
+        self.clock.advance(0.01)  # the first batch's time is up: everything goes
+        self.assertEqual(len(self.produce_requests()), 2)
+        self.successResultOf(first)
+        self.successResultOf(second)
+
+    def test_flush_sends_at_once(self) -> None:
+        producer = self.producer(linger_ms=60_000)
+        d = producer.send_messages("t", None, [b"v"])
+        flushed = producer.flush()
+        self.clock.advance(0)
+        self.successResultOf(d)
+        self.assertIsNone(self.successResultOf(flushed))
+        self.assertIsNone(self.successResultOf(producer.flush()))
+
+
+class CodecTests(ProducerTestCase):
+    def test_each_codec(self) -> None:
+        for codec in (CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD):
+            topic = f"codec-{codec}"
+            self.cluster.create_topic(topic, partitions=1)
+            producer = self.producer(codec=codec)
+            values = [b"value %d " % i * 20 for i in range(50)]
+            for value in values:
+                producer.send_messages(topic, b"key", [value])
+            producer.send(topic, b"last", headers=[("h", b"x")])
+            self.succeed(producer.flush())
+            [batch] = self.stored_batches(topic, 0)
+            self.assertEqual(batch.codec, codec)
+            records = list(batch)
+            self.assertEqual([r.value for r in records], [*values, b"last"])
+            self.assertEqual(records[-1].headers, (("h", b"x"),))
+            if codec != CODEC_NONE:
+                raw = sum(len(v) for v in values)
+                self.assertLess(len(self.cluster.partition(topic, 0).log.batches[0].data), raw)
+
+
+class InFlightTests(ProducerTestCase):
+    def test_in_flight_bound_and_order(self) -> None:
+        self.cluster.delay(PRODUCE, 1.0)
+        producer = self.producer(batch_size=150, max_in_flight_per_partition=2)
+        ds = [producer.send("t", b"%03d" % i + b"x" * 100, partition=0) for i in range(8)]
+        self.clock.advance(0)
+        self.assertEqual(len(self.produce_requests()), 2)
+        self.clock.advance(1.0)
+        self.assertEqual(len(self.produce_requests()), 4)
+        self.assertEqual(len(self.values(partition=0)), 4)
+        self.clock.pump([1.0] * 3)
+        offsets = [self.successResultOf(d).offset for d in ds]
+        self.assertEqual(offsets, list(range(8)))
+        self.assertEqual([v[:3] for v in self.values(partition=0)], [b"%03d" % i for i in range(8)])
+
+    def test_accumulates_while_in_flight_limit_is_reached(self) -> None:
+        self.cluster.delay(PRODUCE, 1.0)
+        producer = self.producer(max_in_flight_per_partition=1)
+        first = producer.send("t", b"first", partition=0)
+        self.clock.advance(0)
+        later = [producer.send("t", b"%d" % i, partition=0) for i in range(5)]
+        self.clock.advance(0.5)
+        self.assertEqual(len(self.produce_requests()), 1)
+        self.clock.advance(0.5)
+        self.successResultOf(first)
+        [_, second] = self.produce_requests()
+        [records] = [p.records for p in second.request.topic_data[0].partition_data]
+        [batch] = read_batches(records)
+        self.assertEqual(len(batch), 5)
+        self.clock.advance(1.0)
+        self.assertEqual([self.successResultOf(d).offset for d in later], [1, 2, 3, 4, 5])
+
+
+class BufferTests(ProducerTestCase):
+    def test_a_send_beyond_the_buffer_waits(self) -> None:
+        self.cluster.delay(PRODUCE, 1.0)
+        producer = self.producer(buffer_memory=350, batch_size=100)
+        ds = [producer.send("t", b"x" * 100, partition=0) for _ in range(5)]
+        self.clock.advance(0)
+        self.assertEqual(len(self.produce_requests()), 3)  # 3 x 110 estimated bytes fit
+        self.assertEqual(len(self.values(partition=0)), 3)
+        self.clock.advance(1.0)
+        self.assertEqual(len(self.produce_requests()), 5)
+        self.clock.advance(1.0)
+        self.assertEqual([self.successResultOf(d).offset for d in ds], [0, 1, 2, 3, 4])
+
+    def test_a_send_larger_than_the_buffer_goes_alone(self) -> None:
+        producer = self.producer(buffer_memory=50)
+        d1 = producer.send_messages("t", None, [b"x" * 100])
+        d2 = producer.send_messages("t", None, [b"y" * 100])
+        self.succeed(d1)
+        self.succeed(d2)
+        self.assertEqual(len(self.produce_requests()), 2)
+
+    def test_waiting_sends_keep_their_order(self) -> None:
+        self.cluster.delay(PRODUCE, 1.0)
+        producer = self.producer(buffer_memory=120)
+        ds = [producer.send("t", b"%d" % i * 50, partition=1) for i in range(4)]
+        self.clock.pump([0] + [1.0] * 5)
+        self.assertEqual([self.successResultOf(d).offset for d in ds], [0, 1, 2, 3])
+        self.assertEqual(self.values(partition=1), [b"%d" % i * 50 for i in range(4)])
+
+
+class StopTests(ProducerTestCase):
+    def test_stop_cancels_outstanding_sends(self) -> None:
+        self.cluster.delay(PRODUCE, 1.0)
+        producer = Producer(self.client, linger_ms=0, buffer_memory=200)
+        in_flight = producer.send("t", b"a", partition=0)
+        self.clock.advance(0)
+        lingering = producer.send("t", b"b", partition=1)
+        blocked = producer.send("t", b"c" * 300, partition=2)
+        unrouted = producer.send("other", b"d")
+        flushed = producer.flush()
+        self.assertIsNone(self.successResultOf(producer.stop()))
+        for d in (in_flight, lingering, blocked):
+            self.failureResultOf(d, CancelledError)
+        self.failureResultOf(unrouted, CancelledError)
+        self.successResultOf(flushed)
+        self.failureResultOf(producer.send_messages("t", None, [b"x"]), ClientError)
+        self.failureResultOf(producer.send("t", b"x"), ClientError)
+        self.successResultOf(producer.stop())
+        self.clock.advance(2)
+        self.assertEqual(len(self.produce_requests()), 1)
+
+    def test_stop_when_idle(self) -> None:
+        producer = Producer(self.client)
+        self.succeed(producer.send_messages("t", None, [b"v"]))
+        later = producer.send_messages("t", None, [b"w"])
+        self.successResultOf(producer.stop())
+        self.failureResultOf(later, CancelledError)
+        self.clock.advance(1)
+        self.assertEqual(len(self.produce_requests()), 1)
+
+
+class BatchTests(SynchronousTestCase):
+    """ProducerBatch on its own: results, LogAppendTime, firing Deferreds."""
+
+    def batch(self) -> Any:
+        from afkak.producer._partition import PartitionState
+
+        part = PartitionState("t", 4)
+        batch = part.new_batch(0.0)
+        for i in range(3):
+            batch.values.append(b"%d" % i)
+            batch.timestamps.append(100 + i)
+        return batch
+
+    def test_log_append_time_replaces_record_timestamps(self) -> None:
+        batch = self.batch()
+        d1: Deferred[Any] = Deferred()
+        d2: Deferred[Any] = Deferred()
+        batch.record_waiters.extend([(d1, 0), (d2, 2)])
+        batch.encode(CODEC_NONE, -1, -1, -1)
+        batch.succeed(10, 999)
+        self.assertEqual(self.successResultOf(d1), RecordMetadata("t", 4, 10, 999))
+        self.assertEqual(self.successResultOf(d2), RecordMetadata("t", 4, 12, 999))
+
+    def test_create_time_without_log_append_time(self) -> None:
+        batch = self.batch()
+        d: Deferred[Any] = Deferred()
+        batch.record_waiters.append((d, 1))
+        batch.encode(CODEC_NONE, -1, -1, -1)
+        batch.succeed(10, -1)
+        self.assertEqual(self.successResultOf(d), RecordMetadata("t", 4, 11, 101))
+
+    def test_waiters_of_several_messages(self) -> None:
+        batch = self.batch()
+        first: Deferred[Any] = Deferred()
+        second: Deferred[Any] = Deferred()
+        batch.add_waiter(first, 0)
+        batch.add_waiter(second, 2)  # the first send had two messages
+        batch.encode(CODEC_NONE, -1, -1, -1)
+        batch.succeed(7, -1)
+        self.assertEqual(self.successResultOf(first), ProduceResponse("t", 4, 0, 7))
+        self.assertEqual(self.successResultOf(second), ProduceResponse("t", 4, 0, 9))
+
+    def test_resequence_patches_the_encoded_batch(self) -> None:
+        batch = self.batch()
+        batch.encode(CODEC_GZIP, 5, 0, 10)
+        batch.resequence(5, 1, 0)
+        [decoded] = read_batches(batch.data)
+        self.assertEqual(
+            (decoded.producer_id, decoded.producer_epoch, decoded.base_sequence), (5, 1, 0)
+        )
+        self.assertEqual([r.value for r in decoded], [b"0", b"1", b"2"])  # the CRC checks
+        self.assertEqual(batch.last_sequence, 2)
+
+    def test_firing_deferreds(self) -> None:
+        from afkak.producer._batch import fire_all
+
+        quiet: Deferred[Any] = Deferred()
+        listened: Deferred[Any] = Deferred()
+        seen: list[Any] = []
+        listened.addCallback(seen.append)
+        cancelled: Deferred[Any] = Deferred()
+        cancelled.cancel()
+        self.failureResultOf(cancelled)
+        fire_all([quiet, listened, cancelled], ["a", "b", "c"])
+        self.assertEqual(seen, ["b"])
+        late: list[Any] = []
+        quiet.addCallback(late.append)  # runs at once, with the stored result
+        self.assertEqual(late, ["a"])
+
+
+class ClientClosedTests(ProducerTestCase):
+    def test_sends_fail_once_the_client_is_closed(self) -> None:
+        producer = self.producer(max_req_attempts=3)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.successResultOf(self.client.close())
+        self.run_until(producer.send("t", b"b", partition=0)).trap(ClientError)
+        self.run_until(producer.send("other", b"c")).trap(ClientError)

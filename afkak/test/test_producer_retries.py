@@ -1,0 +1,354 @@
+"""Producer errors, retries and idempotence against the FakeKafkaCluster.
+
+Faults come from the fake cluster (fail_next, drop_next, drop_answer_next,
+drop_connections, move_leader); the log contents (cluster.records) show that
+nothing was lost or written twice.
+"""
+
+from __future__ import annotations
+
+from afkak.common import (
+    BrokerConnectionError,
+    ClusterAuthorizationFailed,
+    CoordinatorNotAvailable,
+    CorruptMessage,
+    DuplicateSequenceNumber,
+    InvalidProducerEpoch,
+    InvalidRecord,
+    MessageSizeTooLargeError,
+    NotEnoughReplicas,
+    NotLeaderForPartitionError,
+    OutOfOrderSequenceNumber,
+    RequestTimedOutError,
+    TopicAuthorizationFailed,
+    UnknownProducerId,
+)
+from afkak.producer import Producer
+from afkak.producer._batch import SEQUENCE_MODULUS
+from afkak.producer._outcome import Action, for_error_code, for_exception
+from afkak.producer._partition import PartitionState
+
+from .test_producer import INIT_PRODUCER_ID, PRODUCE, ProducerTestCase
+
+
+class RetryTests(ProducerTestCase):
+    def test_leader_moved(self) -> None:
+        producer = self.producer()
+        self.succeed(producer.send("t", b"before", partition=0))
+        self.cluster.move_leader("t", 0, 2)
+        result = self.succeed(producer.send("t", b"after", partition=0))
+        self.assertEqual(result.offset, 1)
+        self.assertEqual(self.values(partition=0), [b"before", b"after"])
+        brokers = [r.broker for r in self.produce_requests()]
+        self.assertEqual(brokers, [0, 0, 2])  # NOT_LEADER from 0, then the new leader
+
+    def test_not_leader_error_refreshes_the_leader(self) -> None:
+        producer = self.producer()
+        self.succeed(producer.send("t", b"v", partition=1))
+        metadata_before = sum(r.api_key == 3 for r in self.cluster.requests_seen)
+        self.cluster.fail_next(PRODUCE, NotLeaderForPartitionError)
+        self.succeed(producer.send("t", b"w", partition=1))
+        metadata_after = sum(r.api_key == 3 for r in self.cluster.requests_seen)
+        self.assertEqual(metadata_after, metadata_before + 1)
+        self.assertEqual(self.values(partition=1), [b"v", b"w"])
+
+    def test_retriable_errors_with_backoff(self) -> None:
+        producer = self.producer(retry_interval=0.5)
+        self.succeed(producer.send("t", b"first", partition=0))
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=2)
+        d = producer.send("t", b"v", partition=0)
+        self.clock.advance(0)
+        self.assertEqual(len(self.produce_requests()), 2)
+        self.clock.advance(0.49)
+        self.assertEqual(len(self.produce_requests()), 2)
+        self.clock.advance(0.01)  # first back-off: retry_interval
+        self.assertEqual(len(self.produce_requests()), 3)
+        self.clock.advance(0.99)
+        self.assertNoResult(d)
+        self.clock.advance(0.01)  # second back-off: doubled
+        self.assertEqual(self.successResultOf(d).offset, 1)
+        self.assertEqual(self.values(partition=0), [b"first", b"v"])
+
+    def test_gives_up_after_max_req_attempts(self) -> None:
+        producer = self.producer(max_req_attempts=3, retry_interval=0.1)
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=10)
+        d = producer.send("t", b"v", partition=0)
+        self.run_until(d).trap(NotEnoughReplicas)
+        self.assertEqual(len(self.produce_requests()), 3)
+        self.assertEqual(self.values(), [])
+        # The producer goes on: later sends are written.
+        self.cluster.faults = type(self.cluster.faults)()
+        self.assertEqual(self.succeed(producer.send("t", b"w", partition=0)).offset, 0)
+
+    def test_non_retriable_errors_fail_at_once(self) -> None:
+        for error in (TopicAuthorizationFailed, InvalidRecord, CorruptMessage):
+            producer = self.producer()
+            self.cluster.fail_next(PRODUCE, error)
+            before = len(self.produce_requests())
+            self.run_until(producer.send("t", b"v", partition=0)).trap(error)
+            self.assertEqual(len(self.produce_requests()), before + 1)
+        self.assertEqual(self.values(), [])
+
+    def test_message_too_large_fails_only_the_affected_sends(self) -> None:
+        self.cluster.create_topic("one", partitions=2, replicas=[[0], [0]])
+        self.cluster.max_message_bytes = 500
+        producer = self.producer(linger_ms=10)
+        big = producer.send("one", b"x" * 600, partition=0)
+        small = producer.send("one", b"small", partition=1)
+        small2 = producer.send_messages("one", None, [b"small2"])  # round robin: partition 0
+        self.clock.advance(0.01)
+        [seen] = self.produce_requests()
+        self.assertEqual(len(seen.request.topic_data[0].partition_data), 2)
+        self.failureResultOf(big, MessageSizeTooLargeError)
+        self.failureResultOf(small2, MessageSizeTooLargeError)  # in the same batch
+        self.assertEqual(self.successResultOf(small).offset, 0)
+        self.assertEqual([r.value for r in self.cluster.records("one", 1)], [b"small"])
+        # The partition's next batch is written (at a new epoch).
+        self.assertEqual(self.succeed(producer.send("one", b"later", partition=0)).offset, 0)
+
+    def test_connection_refused_then_back(self) -> None:
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.drop_connections(0)
+        self.cluster.refuse_connections(0)
+        d = producer.send("t", b"b", partition=0)
+        self.clock.pump([0.1] * 5)
+        self.assertNoResult(d)
+        self.cluster.refuse_connections(0, False)
+        self.assertEqual(self.succeed(d).offset, 1)
+        self.assertEqual(self.values(partition=0), [b"a", b"b"])
+
+
+class IdempotenceTests(ProducerTestCase):
+    def producer_id(self) -> tuple[int, int, int]:
+        [batch] = self.stored_batches("t", 0)[-1:]
+        return batch.producer_id, batch.producer_epoch, batch.base_sequence
+
+    def test_batches_carry_producer_id_epoch_and_sequences(self) -> None:
+        producer = self.producer(batch_size=200)
+        ds = [producer.send("t", b"x" * 100, partition=0) for _ in range(3)]
+        ds.append(producer.send_messages("t", None, [b"a", b"b"]))  # fits in the third
+        self.succeed(producer.flush())
+        self.succeed(producer.send("t", b"c", partition=0))
+        batches = self.stored_batches("t", 0)
+        self.assertEqual([b.base_sequence for b in batches], [0, 1, 2, 5])
+        self.assertEqual({(b.producer_id, b.producer_epoch) for b in batches}, {(1001, 0)})
+        [init] = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+        self.assertIsNone(init.request.transactional_id)
+        self.assertTrue(all(r.request.acks == -1 for r in self.produce_requests()))
+
+    def test_lost_connection_before_the_broker_read_the_request(self) -> None:
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.drop_next(PRODUCE)
+        d = producer.send("t", b"b", partition=0)
+        self.assertEqual(self.succeed(d).offset, 1)
+        self.assertEqual(self.values(partition=0), [b"a", b"b"])
+
+    def test_lost_answer_is_retried_and_deduplicated(self) -> None:
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.drop_answer_next(PRODUCE)
+        ds = [producer.send("t", b"%d" % i, partition=0) for i in range(3)]
+        results = [self.succeed(d) for d in ds]
+        self.assertEqual([r.offset for r in results], [1, 2, 3])
+        self.assertEqual(self.values(partition=0), [b"a", b"0", b"1", b"2"])
+        self.assertEqual(len(self.produce_requests()), 3)  # a, the lost one, its retry
+
+    def test_dropped_connections_with_requests_in_flight(self) -> None:
+        self.cluster.delay(PRODUCE, 0.5)
+        producer = self.producer(batch_size=120, retry_interval=0.1)
+        ds = [producer.send("t", b"%03d" % i + b"x" * 100, partition=0) for i in range(12)]
+        self.clock.pump([0, 0.2])
+        self.cluster.drop_connections()  # five in flight, written but unanswered
+        self.clock.pump([0.1] * 60)
+        offsets = [self.successResultOf(d).offset for d in ds]
+        self.assertEqual(offsets, list(range(12)))
+        self.assertEqual(
+            [v[:3] for v in self.values(partition=0)], [b"%03d" % i for i in range(12)]
+        )
+
+    def test_broker_down_with_requests_in_flight(self) -> None:
+        self.cluster.delay(PRODUCE, 0.5)
+        producer = self.producer(batch_size=120, retry_interval=0.1)
+        ds = [producer.send("t", b"%03d" % i + b"x" * 100, partition=0) for i in range(8)]
+        self.clock.pump([0, 0.2])
+        self.cluster.set_broker_down(0)  # partition 0 moves to broker 1
+        self.clock.pump([0.1] * 60)
+        self.assertEqual([self.successResultOf(d).offset for d in ds], list(range(8)))
+        self.assertEqual([v[:3] for v in self.values(partition=0)], [b"%03d" % i for i in range(8)])
+        self.assertEqual(self.produce_requests()[-1].broker, 1)
+
+    def test_retriable_error_with_batches_in_flight_keeps_order(self) -> None:
+        self.cluster.delay(PRODUCE, 0.5)
+        producer = self.producer(batch_size=120, retry_interval=0.1)
+        self.succeed(producer.send("t", b"first", partition=0))
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas)
+        ds = [producer.send("t", b"%03d" % i + b"x" * 100, partition=0) for i in range(6)]
+        self.clock.pump([0] + [0.1] * 80)
+        self.assertEqual([self.successResultOf(d).offset for d in ds], list(range(1, 7)))
+        self.assertEqual(
+            [v[:3] for v in self.values(partition=0)[1:]], [b"%03d" % i for i in range(6)]
+        )
+        # Later batches answered OUT_OF_ORDER_SEQUENCE_NUMBER while the first was retried:
+        # that is no gap, the epoch stays.
+        self.assertEqual({b.producer_epoch for b in self.stored_batches("t", 0)}, {0})
+
+    def test_out_of_order_sequence_bumps_the_epoch(self) -> None:
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.fail_next(PRODUCE, OutOfOrderSequenceNumber)
+        self.assertEqual(self.succeed(producer.send("t", b"b", partition=0)).offset, 1)
+        self.assertEqual(self.producer_id(), (1001, 1, 0))
+        self.assertEqual(self.values(partition=0), [b"a", b"b"])
+
+    def test_unknown_producer_id_and_invalid_epoch_bump_the_epoch(self) -> None:
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.fail_next(PRODUCE, UnknownProducerId)
+        self.succeed(producer.send("t", b"b", partition=0))
+        self.assertEqual(self.producer_id(), (1001, 1, 0))
+        self.cluster.fail_next(PRODUCE, InvalidProducerEpoch)
+        self.succeed(producer.send("t", b"c", partition=0))
+        self.assertEqual(self.producer_id(), (1001, 2, 0))
+        self.succeed(producer.send("t", b"d", partition=0))
+        self.assertEqual(self.producer_id(), (1001, 2, 1))
+        self.assertEqual(self.values(partition=0), [b"a", b"b", b"c", b"d"])
+
+    def test_duplicate_sequence_is_success(self) -> None:
+        producer = self.producer()
+        self.cluster.fail_next(PRODUCE, DuplicateSequenceNumber)
+        result = self.succeed(producer.send("t", b"a", partition=0))
+        self.assertEqual(result.offset, -1)  # the broker did not say where the original is
+
+    def test_epoch_overflow_gets_a_new_producer_id(self) -> None:
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        assert producer._sender.identity is not None
+        producer._sender.identity.epoch = 2**15 - 2
+        self.cluster.fail_next(PRODUCE, UnknownProducerId)
+        self.succeed(producer.send("t", b"b", partition=0))
+        self.assertEqual(self.producer_id(), (1002, 1, 0))
+
+    def test_producer_id_lookup_is_retried(self) -> None:
+        self.cluster.fail_next(INIT_PRODUCER_ID, CoordinatorNotAvailable, count=2)
+        producer = self.producer(retry_interval=0.1)
+        self.assertEqual(self.succeed(producer.send("t", b"a", partition=0)).offset, 0)
+        inits = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+        self.assertEqual(len(inits), 3)
+
+    def test_producer_id_refused(self) -> None:
+        self.cluster.fail_next(INIT_PRODUCER_ID, ClusterAuthorizationFailed)
+        producer = self.producer()
+        self.run_until(producer.send("t", b"a", partition=0)).trap(ClusterAuthorizationFailed)
+        self.assertEqual(self.produce_requests(), [])
+        # The next send asks again.
+        self.assertEqual(self.succeed(producer.send("t", b"b", partition=0)).offset, 0)
+
+
+class WithoutIdempotenceTests(ProducerTestCase):
+    def test_lost_answer_fails_by_default(self) -> None:
+        producer = self.producer(req_acks=1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.drop_answer_next(PRODUCE)
+        self.run_until(producer.send("t", b"b", partition=0)).trap(BrokerConnectionError)
+        self.assertEqual(self.values(partition=0), [b"a", b"b"])  # it was written, once
+
+    def test_lost_answer_retried_when_allowed_may_duplicate(self) -> None:
+        producer = self.producer(req_acks=1, retry_unknown_outcome=True, retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.drop_answer_next(PRODUCE)
+        self.assertEqual(self.succeed(producer.send("t", b"b", partition=0)).offset, 2)
+        self.assertEqual(self.values(partition=0), [b"a", b"b", b"b"])
+
+    def test_errors_before_writing_are_retried(self) -> None:
+        producer = self.producer(req_acks=1, retry_interval=0.1)
+        self.cluster.fail_next(PRODUCE, NotLeaderForPartitionError)
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas)
+        self.assertEqual(self.succeed(producer.send("t", b"a", partition=0)).offset, 0)
+        self.assertEqual(self.values(partition=0), [b"a"])
+        self.assertEqual(len(self.produce_requests()), 3)
+
+    def test_a_lost_connection_is_an_unknown_outcome(self) -> None:
+        producer = self.producer(req_acks=1)
+        self.cluster.drop_next(PRODUCE)  # not written, but the client cannot know
+        self.run_until(producer.send("t", b"a", partition=0)).trap(BrokerConnectionError)
+
+    def test_timeouts_are_unknown_outcomes(self) -> None:
+        self.cluster.delay(PRODUCE, 60)
+        producer = self.producer(req_acks=1)
+        d = producer.send("t", b"a", partition=0)
+        self.clock.pump([0, 5, 5, 5])  # the client's 10 s timeout plus the 1 s ack timeout
+        self.failureResultOf(d, RequestTimedOutError)
+
+    def test_acks_0_send_with_lost_connection(self) -> None:
+        producer = self.producer(req_acks=0)
+        self.assertIsNone(self.succeed(producer.send_messages("t", None, [b"a"])))
+        self.cluster.drop_connections()
+        self.assertIsNone(self.succeed(producer.send_messages("t", None, [b"b"])))
+        self.assertEqual(sorted(self.values()), [b"a", b"b"])
+
+
+class OutcomeTests(ProducerTestCase):
+    def test_error_codes(self) -> None:
+        idem = {"idempotent": True, "retry_unknown_outcome": False}
+        plain = {"idempotent": False, "retry_unknown_outcome": False}
+        allow = {"idempotent": False, "retry_unknown_outcome": True}
+        self.assertIs(for_error_code(0, **plain), Action.DONE)
+        self.assertIs(for_error_code(46, **idem), Action.DONE)
+        self.assertIs(for_error_code(46, **plain), Action.FAIL)
+        self.assertIs(for_error_code(45, **idem), Action.RETRY)
+        for code in (47, 59, 90):
+            self.assertIs(for_error_code(code, **idem), Action.BUMP)
+        for code in (7, 13, 20):  # written or not: unknown
+            self.assertIs(for_error_code(code, **idem), Action.RETRY)
+            self.assertIs(for_error_code(code, **plain), Action.FAIL)
+            self.assertIs(for_error_code(code, **allow), Action.RETRY)
+        for code in (3, 5, 6, 19, 56):
+            self.assertIs(for_error_code(code, **plain), Action.RETRY)
+        for code in (2, 10, 18, 29, 31, 87, 9999):
+            self.assertIs(for_error_code(code, **idem), Action.FAIL)
+
+    def test_exceptions(self) -> None:
+        idem = {"idempotent": True, "retry_unknown_outcome": False}
+        plain = {"idempotent": False, "retry_unknown_outcome": False}
+        lost = BrokerConnectionError("lost")
+        self.assertIs(for_exception(lost, **idem), Action.RETRY)
+        self.assertIs(for_exception(lost, **plain), Action.FAIL)
+        self.assertIs(for_exception(RequestTimedOutError(), **plain), Action.FAIL)
+        self.assertIs(for_exception(NotEnoughReplicas(), **plain), Action.RETRY)
+        self.assertIs(for_exception(ValueError(), **idem), Action.FAIL)
+
+
+class SequenceTests(ProducerTestCase):
+    def test_sequences_wrap(self) -> None:
+        part = PartitionState("t", 0)
+        part.next_sequence = SEQUENCE_MODULUS - 2
+        self.assertEqual(part.take_sequence(5), 2**31 - 2)
+        self.assertEqual(part.take_sequence(1), 3)
+
+    def test_wrapping_sequences_are_accepted(self) -> None:
+        producer = self.producer()
+        self.succeed(producer.send("t", b"a", partition=0))
+        part = producer._routes["t"].parts[0]
+        # As if 2**31 - 2 records had been sent: the broker expects what follows.
+        part.next_sequence = part.acked_next = SEQUENCE_MODULUS - 1
+        log = self.cluster.partition("t", 0).log
+        state = next(iter(log._producers.values()))
+        state.batches[-1] = type(state.batches[-1])(0, SEQUENCE_MODULUS - 2, 0)
+        self.succeed(producer.send_messages("t", None, [b"b", b"c", b"d"]))
+        self.succeed(producer.send("t", b"e", partition=0))
+        self.assertEqual(
+            [b.base_sequence for b in self.stored_batches("t", 0)], [0, SEQUENCE_MODULUS - 1, 2]
+        )
+        self.assertEqual(self.values(partition=0), [b"a", b"b", b"c", b"d", b"e"])
+
+
+class ProducerIsolationTests(ProducerTestCase):
+    def test_two_producers_get_their_own_ids(self) -> None:
+        first, second = Producer(self.client), Producer(self.client)
+        self.addCleanup(first.stop)
+        self.addCleanup(second.stop)
+        self.succeed(first.send("t", b"a", partition=0))
+        self.succeed(second.send("t", b"b", partition=0))
+        self.assertEqual([b.producer_id for b in self.stored_batches("t", 0)], [1001, 1002])

@@ -1,0 +1,360 @@
+"""afkak.spark without Spark running: options, offset planning, row conversion, the bridge.
+
+Skipped without PySpark and pyarrow (failing instead when CI is "true").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from hypothesis import given, strategies as st
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
+
+from afkak.common import TopicAndPartition as TP
+from afkak.records import Record
+
+try:
+    import pyarrow as pa
+
+    from afkak.spark._options import (
+        ClientConfig,
+        OptionError,
+        parse_read_options,
+        parse_write_options,
+    )
+    from afkak.spark._planning import (
+        DataLossError,
+        OffsetRange,
+        from_json,
+        ranges_between,
+        rate_limit,
+        resolve,
+        split_ranges,
+        to_json,
+    )
+    from afkak.spark._rows import (
+        HEADERS_TYPE,
+        RowError,
+        arrow_schema,
+        arrow_to_outgoing,
+        check_write_schema,
+        read_schema,
+        records_to_arrow,
+    )
+except ImportError as e:
+    if os.environ.get("CI") == "true":
+        raise
+    SKIP: str | None = f"afkak[spark] (pyspark, pyarrow) is not installed: {e}"
+else:
+    SKIP = None
+
+BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
+
+
+class Case(SynchronousTestCase):
+    def setUp(self) -> None:
+        if SKIP:
+            raise SkipTest(SKIP)
+
+
+class ReadOptionTests(Case):
+    def test_defaults(self) -> None:
+        batch = parse_read_options({**BOOT, "subscribe": "a, b,a"}, streaming=False)
+        self.assertEqual(batch.topics, ("a", "b"))
+        self.assertEqual((batch.starting, batch.ending), (-2, -1))
+        self.assertEqual(batch.client, ClientConfig("127.0.0.1:9092"))
+        self.assertTrue(batch.fail_on_data_loss)
+        stream = parse_read_options({**BOOT, "subscribe": "a"}, streaming=True)
+        self.assertEqual(stream.starting, -1)
+
+    def test_spark_names_case_insensitive(self) -> None:
+        opts = parse_read_options(
+            {
+                "Bootstrap.Servers": "h:1",
+                "assign": json.dumps({"t": [1, 0], "u": [3]}),
+                "startingOffsets": json.dumps({"t": {"0": 5, "1": -2}, "u": {"3": 7}}),
+                "endingOffsets": json.dumps({"t": {"0": -1, "1": 9}, "u": {"3": 8}}),
+                "MINPARTITIONS": "4",
+                "failOnDataLoss": "False",
+                "includeHeaders": "true",
+                "kafka.client.id": "me",
+                "kafka.request.timeout.ms": "5000",
+                "kafka.max.partition.fetch.bytes": "1024",
+                "kafkaConsumer.pollTimeoutMs": "2500",
+                "checkpointLocation": "/ignored",
+            },
+            streaming=False,
+        )
+        self.assertEqual(opts.assigned, (TP("t", 0), TP("t", 1), TP("u", 3)))
+        self.assertEqual(opts.starting, {TP("t", 0): 5, TP("t", 1): -2, TP("u", 3): 7})
+        self.assertEqual(opts.ending, {TP("t", 0): -1, TP("t", 1): 9, TP("u", 3): 8})
+        self.assertEqual((opts.min_partitions, opts.fail_on_data_loss), (4, False))
+        self.assertTrue(opts.include_headers)
+        self.assertEqual(opts.client, ClientConfig("h:1", "me", 5000))
+        self.assertEqual((opts.max_partition_fetch_bytes, opts.poll_timeout), (1024, 2.5))
+
+    def test_refused(self) -> None:
+        bad = [
+            ({"subscribe": "t"}, "bootstrap"),
+            ({**BOOT}, "subscribe"),
+            ({**BOOT, "subscribe": "t", "assign": '{"t": [0]}'}, "subscribe"),
+            ({**BOOT, "subscribe": " , "}, "no topic"),
+            ({**BOOT, "assign": "[1]"}, "assign"),
+            ({**BOOT, "assign": '{"t": [-1]}'}, "assign"),
+            ({**BOOT, "subscribe": "t", "startingOffsets": "latest"}, "startingOffsets"),
+            ({**BOOT, "subscribe": "t", "endingOffsets": "earliest"}, "endingOffsets"),
+            ({**BOOT, "subscribe": "t", "endingOffsets": '{"t": {"0": -2}}'}, "-2"),
+            ({**BOOT, "subscribe": "t", "startingOffsets": '{"t": {"x": 1}}'}, "partition"),
+            ({**BOOT, "subscribe": "t", "startingOffsets": "{nope"}, "JSON"),
+            ({**BOOT, "subscribe": "t", "minPartitions": "0"}, "at least 1"),
+            ({**BOOT, "subscribe": "t", "failOnDataLoss": "yes"}, "true or false"),
+            ({**BOOT, "subscribe": "t", "kafka.security.protocol": "SSL"}, "unsupported"),
+        ]
+        for options, words in bad:
+            with self.assertRaises(OptionError, msg=options) as caught:
+                parse_read_options(options, streaming=False)
+            self.assertIn(words, str(caught.exception))
+        with self.assertRaises(OptionError):
+            parse_read_options(
+                {**BOOT, "subscribe": "t", "endingOffsets": "latest"}, streaming=True
+            )
+
+    def test_write_options(self) -> None:
+        opts = parse_write_options(
+            {**BOOT, "topic": "t", "kafka.acks": "1", "compression.type": "LZ4", "linger.ms": "5"}
+        )
+        self.assertEqual((opts.topic, opts.acks, opts.codec), ("t", 1, 3))
+        self.assertEqual(opts.producer_settings(), {"codec": 3, "req_acks": 1, "linger_ms": 5})
+        self.assertEqual(parse_write_options(BOOT).producer_settings(), {"codec": 0})
+        for options in (
+            {**BOOT, "acks": "2"},
+            {**BOOT, "compression.type": "brotli"},
+            {**BOOT, "subscribe": "t"},
+        ):
+            self.assertRaises(OptionError, parse_write_options, options)
+
+
+class PlanningTests(Case):
+    def test_json_round_trip(self) -> None:
+        offsets = {TP("b", 1): 7, TP("a", 10): 3, TP("a", 2): 0}
+        data = to_json(offsets)
+        self.assertEqual(data, {"a": {"2": 0, "10": 3}, "b": {"1": 7}})
+        self.assertEqual(from_json(json.loads(json.dumps(data))), offsets)
+
+    def test_resolve(self) -> None:
+        parts = [TP("t", 0), TP("t", 1)]
+        early, late = {TP("t", 0): 2, TP("t", 1): 4}, {TP("t", 0): 10, TP("t", 1): 20}
+        self.assertEqual(resolve(-2, parts, early, late, "x"), early)
+        self.assertEqual(resolve(-1, parts, early, late, "x"), late)
+        spec = {TP("t", 0): -1, TP("t", 1): 6}
+        self.assertEqual(resolve(spec, parts, early, late, "x"), {TP("t", 0): 10, TP("t", 1): 6})
+        with self.assertRaises(OptionError) as caught:
+            resolve({TP("t", 0): 1}, parts, early, late, "startingOffsets")
+        self.assertIn("t/1", str(caught.exception))
+
+    def test_ranges_between(self) -> None:
+        looked_up = []
+
+        def earliest(new: list[TP]) -> dict[TP, int]:
+            looked_up.append(new)
+            return dict.fromkeys(new, 3)
+
+        start = {TP("t", 0): 5, TP("t", 1): 8}
+        end = {TP("t", 0): 9, TP("t", 1): 8, TP("t", 2): 10}  # partition 2 is new
+        self.assertEqual(
+            ranges_between(start, end, earliest, True),
+            [OffsetRange("t", 0, 5, 9), OffsetRange("t", 2, 3, 10)],
+        )
+        self.assertEqual(looked_up, [[TP("t", 2)]])
+        self.assertEqual(ranges_between(start, start, earliest, True), [])
+        self.assertEqual(len(looked_up), 1)
+
+    def test_data_loss(self) -> None:
+        start = {TP("t", 0): 5, TP("t", 1): 8}
+        shrunk = {TP("t", 0): 4, TP("t", 1): 9}
+        gone = {TP("t", 1): 9}
+        for end in (shrunk, gone):
+            with self.assertRaises(DataLossError):
+                ranges_between(start, end, dict, True)
+            self.assertEqual(ranges_between(start, end, dict, False), [OffsetRange("t", 1, 8, 9)])
+
+    def test_split_ranges(self) -> None:
+        ranges = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 50, 60)]
+        self.assertEqual(split_ranges(ranges, None), ranges)
+        self.assertEqual(split_ranges(ranges, 2), ranges)
+        split = split_ranges(ranges, 5)
+        self.assertEqual(
+            [(r.partition, r.start, r.end) for r in split],
+            [(0, 0, 25), (0, 25, 50), (0, 50, 75), (0, 75, 100), (1, 50, 60)],
+        )
+        tiny = split_ranges([OffsetRange("t", 0, 0, 2)], 8)
+        self.assertEqual([(r.start, r.end) for r in tiny], [(0, 1), (1, 2)])
+
+    @given(
+        st.lists(st.integers(1, 10_000), min_size=1, max_size=8),
+        st.integers(1, 64),
+    )
+    def test_split_covers_exactly(self, sizes: list[int], minimum: int) -> None:
+        ranges = [OffsetRange("t", p, 1000 * p, 1000 * p + s) for p, s in enumerate(sizes)]
+        split = split_ranges(ranges, minimum)
+        self.assertGreaterEqual(len(split), min(minimum, sum(sizes)))
+        self.assertLessEqual(len(split), minimum + len(ranges))
+        for r in ranges:
+            mine = [x for x in split if x.partition == r.partition]
+            self.assertEqual(mine[0].start, r.start)
+            self.assertEqual(mine[-1].end, r.end)
+            self.assertTrue(all(a.end == b.start for a, b in zip(mine, mine[1:], strict=False)))
+            self.assertTrue(all(x.size > 0 for x in mine))
+
+    def test_rate_limit(self) -> None:
+        start = {TP("t", 0): 0, TP("t", 1): 100, TP("t", 2): 7}
+        latest = {TP("t", 0): 300, TP("t", 1): 200, TP("t", 2): 8}
+        ends = rate_limit(start, latest, 40)
+        # backlogs 300, 100 and 1 share 40: 29.9 -> 29, 9.97 -> 9, 0.0997 -> 1
+        self.assertEqual(ends, {TP("t", 0): 29, TP("t", 1): 109, TP("t", 2): 8})
+        self.assertEqual(rate_limit(start, latest, 1000), latest)
+        new = {**latest, TP("t", 3): 50}
+        self.assertEqual(rate_limit(start, new, 40)[TP("t", 3)], 50)
+
+
+class RowTests(Case):
+    def test_records_to_arrow(self) -> None:
+        schema = arrow_schema(read_schema(include_headers=True))
+        records = [
+            Record(5, 1_700_000_000_123, 0, b"k", b"v", (("h", b"x"), ("n", None))),
+            Record(6, 1_700_000_000_124, 1, None, None, ()),
+        ]
+        batch = records_to_arrow(TP("t", 3), records, schema)
+        self.assertEqual(batch.schema, schema)
+        rows = batch.to_pylist()
+        self.assertEqual(
+            [
+                (r["key"], r["value"], r["topic"], r["partition"], r["offset"], r["timestampType"])
+                for r in rows
+            ],
+            [(b"k", b"v", "t", 3, 5, 0), (None, None, "t", 3, 6, 1)],
+        )
+        self.assertEqual(rows[0]["timestamp"].timestamp(), 1_700_000_000.123)
+        self.assertEqual(
+            rows[0]["headers"], [{"key": "h", "value": b"x"}, {"key": "n", "value": None}]
+        )
+        plain = records_to_arrow(TP("t", 3), [], arrow_schema(read_schema(False)))
+        self.assertEqual((plain.num_rows, "headers" in plain.schema.names), (0, False))
+
+    def test_arrow_to_outgoing(self) -> None:
+        headers = pa.array(
+            [[{"key": "a", "value": b"1"}], None],
+            arrow_schema(read_schema(True)).field("headers").type,
+        )
+        batch = pa.RecordBatch.from_pydict(
+            {
+                "value": pa.array(["x", None]),
+                "key": pa.array([b"k", None]),
+                "topic": pa.array([None, "u"]),
+                "partition": pa.array([None, 2], pa.int32()),
+                "headers": headers,
+            }
+        )
+        out = arrow_to_outgoing(batch, "t")
+        self.assertEqual(out.topics, ["t", "u"])
+        self.assertEqual(out.values, [b"x", None])
+        self.assertEqual(out.keys, [b"k", None])
+        self.assertEqual(out.headers, [(("a", b"1"),), ()])
+        self.assertEqual(out.partitions, [None, 2])
+        with self.assertRaises(RowError):
+            arrow_to_outgoing(batch, None)
+        bare = arrow_to_outgoing(pa.RecordBatch.from_pydict({"value": [b"v"]}), "t")
+        self.assertEqual(
+            (bare.topics, bare.keys, bare.headers, bare.partitions), (["t"], None, None, None)
+        )
+
+    def test_check_write_schema(self) -> None:
+        from pyspark.sql.types import (
+            BinaryType,
+            IntegerType,
+            LongType,
+            StringType,
+            StructField,
+            StructType,
+        )
+
+        def schema(**types: object) -> StructType:
+            return StructType([StructField(n, t) for n, t in types.items()])  # type: ignore[arg-type]
+
+        check_write_schema(schema(value=StringType(), key=BinaryType(), headers=HEADERS_TYPE), "t")
+        check_write_schema(
+            schema(value=BinaryType(), topic=StringType(), partition=IntegerType()), None
+        )
+        for bad, topic in (
+            (schema(key=BinaryType()), "t"),
+            (schema(value=BinaryType()), None),
+            (schema(value=LongType()), "t"),
+            (schema(value=BinaryType(), extra=BinaryType()), "t"),
+            (schema(value=BinaryType(), partition=LongType()), "t"),
+        ):
+            self.assertRaises(RowError, check_write_schema, bad, topic)
+
+
+_BRIDGE_SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    from twisted.internet import defer, reactor
+    from afkak.spark import _bridge
+
+    print(_bridge.call(1.0, lambda x: defer.succeed(x + 1), 41))
+    d = defer.Deferred()
+    try:
+        _bridge.call(0.2, lambda: d)
+    except defer.TimeoutError:
+        print("timeout")
+    try:
+        _bridge.call(1.0, lambda: 1 / 0)
+    except ZeroDivisionError:
+        print("error")
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _bridge.call(1.0, lambda: 1)
+        except _bridge.ReactorError:
+            os._exit(7)
+        os._exit(0)
+    print("child", os.waitpid(pid, 0)[1] >> 8)
+    """
+)
+
+
+class BridgeTests(Case):
+    def test_bridge_in_a_fresh_process(self) -> None:
+        """Results and failures cross threads; timeouts fire; a forked reactor is refused.
+
+        Run in a subprocess: the test process drives the global reactor itself.
+        """
+        done = subprocess.run(
+            [sys.executable, "-c", _BRIDGE_SCRIPT], capture_output=True, text=True, timeout=60
+        )
+        self.assertEqual(done.stdout.split(), ["42", "timeout", "error", "child", "7"], done.stderr)
+
+
+_NO_PYSPARK_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    sys.modules["pyspark"] = None  # as if it were not installed
+    import afkak, afkak.client  # the core never needs it
+    try:
+        import afkak.spark
+    except ImportError as e:
+        print(e)
+    """
+)
+
+
+class ExtraTests(SynchronousTestCase):
+    def test_import_without_pyspark_names_the_extra(self) -> None:
+        done = subprocess.run(
+            [sys.executable, "-c", _NO_PYSPARK_SCRIPT], capture_output=True, text=True, timeout=60
+        )
+        self.assertIn("pip install 'afkak[spark]'", done.stdout, done.stderr)
