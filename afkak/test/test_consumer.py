@@ -705,6 +705,33 @@ class LifecycleTests(ConsumerTestCase):
         self.assertIsNone(self.successResultOf(d))
         self.assertEqual(len(calls), 1)
 
+    def test_shutdown_from_within_the_processor(self) -> None:
+        self.append(b"a", b"b")
+        results: list[Any] = []
+
+        def processor(consumer: Consumer, messages: list[SourcedMessage]) -> None:
+            consumer.shutdown().addBoth(results.append)
+
+        c = self.consumer(processor, consumer_group="g", auto_commit_every_n=0)
+        start_d = self.start(c, 0)
+        self.assertEqual(results, [1])  # the processor's messages count as processed
+        self.assertEqual(self.successResultOf(start_d), 1)
+        self.assertEqual(self.committed(), 2)
+
+    def test_processor_may_commit(self) -> None:
+        self.append(b"a")
+        self.append(b"b")
+        commits: list[Any] = []
+
+        def processor(consumer: Consumer, messages: list[SourcedMessage]) -> None:
+            consumer.commit().addBoth(commits.append)  # commits what was processed before
+
+        c = self.consumer(processor, consumer_group="g", auto_commit_every_n=0, buffer_size=80)
+        self.stop(c)
+        self.start(c, 0)
+        self.assertEqual(commits, [None, 0])
+        self.assertEqual(self.committed(), 1)
+
     def test_shutdown_finishes_processing_then_commits(self) -> None:
         self.append(b"a", b"b")
         p = Recorder(block=True, clock=self.clock)

@@ -3,17 +3,8 @@
 The global reactor is driven with ``reactor.iterate()`` (see
 :mod:`afkak.test.test_client_brokers`); a confluent-kafka consumer, when in
 the group, polls in a thread of its own.  Rebalance times are printed (run
-with ``-s`` to see them).  Broker deviations the harness works around:
-
-- librdkafka's mock closes the connection on the flexible versions of the
-  group APIs (JoinGroup v6+, SyncGroup v4+, Heartbeat v4+) and misreads
-  LeaveGroup v3+: the harness caps them (``set_apiversion``).
-- noida-db never completes the second JoinGroup round of a cooperative
-  rebalance (librdkafka's cooperative-sticky stalls the same way): on noida
-  the groups rebalance eagerly ("range").
-- Tansu holds every JoinGroup for session_timeout / 2: short sessions.  Its
-  DescribeGroups leaves out the protocol and each member's client id,
-  metadata and assignment, and ListGroups answers no groups.
+with ``-s`` to see them).  The brokers' group-handling deviations found
+here are in ``GROUP_QUIRKS``; the harness works around them in the tests.
 """
 
 from __future__ import annotations
@@ -38,9 +29,34 @@ from afkak.test.test_client_brokers import wait
 _names = itertools.count()
 #: Versions of (JoinGroup, Heartbeat, LeaveGroup, SyncGroup) the mock handles.
 _MOCK_GROUP_CAPS = ((11, 5), (12, 3), (13, 2), (14, 3))
-#: Brokers whose DescribeGroups omits protocol, member metadata and assignment,
-#: and whose ListGroups answers no groups.
-_PARTIAL_GROUP_INSPECTION = frozenset({"tansu"})
+#: How each broker's group coordinator differs from Kafka's, as observed here.
+GROUP_QUIRKS: dict[str, dict[str, str]] = {
+    "tansu": {
+        "join_waits_half_session": "each JoinGroup is held session_timeout / 2: short sessions",
+        "partial_group_inspection": (
+            "DescribeGroups omits the protocol and each member's client id, metadata and "
+            "assignment; ListGroups answers no groups; OffsetFetch of all topics answers null"
+        ),
+    },
+    "noida": {
+        "cooperative_stalls": (
+            "the second JoinGroup round of a cooperative rebalance never completes "
+            "(librdkafka's cooperative-sticky stalls too): groups rebalance eagerly here"
+        ),
+        "commits_refused_while_rebalancing": (
+            "a new member's JoinGroup ends the current generation at once: the old "
+            "members' commits (also those made while revoking) get ILLEGAL_GENERATION, "
+            "so their uncommitted records are read again"
+        ),
+        "no_session_expiry": "a member that stops heartbeating is never dropped from the group",
+    },
+    "rdkafka_mock": {
+        "flexible_group_apis_break": (
+            "JoinGroup v6+, SyncGroup v4+ and Heartbeat v4+ close the connection or crash the "
+            "cluster, LeaveGroup v3+ is misread: the harness caps these versions"
+        ),
+    },
+}
 #: Records in the mixed-group test (the issue asks 50,000).
 MIXED_RECORDS = int(os.environ.get("AFKAK_GROUP_TEST_RECORDS", "50000"))
 
@@ -159,8 +175,7 @@ class RealBrokerGroupTests:
         n = next(_names)
         self.topic = f"group-{self.broker_name}-{n}-{os.getpid()}"
         self.group_id = f"{self.topic}-g"
-        waits_half = self.broker.quirks.join_group_waits_half_session_timeout
-        self.session_ms = 2000 if waits_half else 6000
+        self.session_ms = 2000 if self.quirk("join_waits_half_session") else 6000
         self.events = Events()
         self.produced: set[tuple[int, int]] = set()
         self.clients: list[KafkaClient] = []
@@ -207,6 +222,9 @@ class RealBrokerGroupTests:
         values = (b"%d" % i for i in range(start, start + count))
         self.produced.update(produce(self.broker.bootstrap, self.topic, values, timeout=30))
 
+    def quirk(self, name: str) -> bool:
+        return name in GROUP_QUIRKS.get(self.broker_name, {})
+
     def report(self, what: str, seconds: float) -> None:
         print(f"[{self.broker_name}] {what}: {seconds:.2f} s")
 
@@ -232,7 +250,8 @@ class RealBrokerGroupTests:
         self.assertEqual(len(offsets), 6)
         self.assertEqual(self.events.processed(), {(p, o) for p, o in self.events.processed()})
         rows = [(p, o) for _, _, p, o in self.events.rows]
-        self.assertEqual(len(rows), len(set(rows)), "handovers committed: nothing re-read")
+        if not self.quirk("commits_refused_while_rebalancing"):
+            self.assertEqual(len(rows), len(set(rows)), "handovers committed: nothing re-read")
 
     def test_inspection(self: Any) -> None:
         self.broker.quirks.skip_if("supports_describe_groups")
@@ -245,7 +264,7 @@ class RealBrokerGroupTests:
         desc = wait(describe_group(admin, self.group_id))
         self.assertEqual((desc.state, desc.protocol_type), ("Stable", "consumer"))
         self.assertEqual([m.member_id for m in desc.members], [a.member.member_id])
-        if self.broker_name not in _PARTIAL_GROUP_INSPECTION:
+        if not self.quirk("partial_group_inspection"):
             self.assertEqual(desc.protocol, self.strategy)
             self.assertEqual(sorted(desc.members[0].assignment), a.assignment)
             self.assertEqual(desc.members[0].topics, (self.topic,))
@@ -313,7 +332,10 @@ class RealBrokerGroupTests:
             for c in b.consumers.values()
         )
         b_partitions = {tp.partition for tp in b.assignment}
-        self.kill(b)
+        if self.quirk("no_session_expiry"):
+            wait(b.stop(), 30)  # killed, it would hold its partitions forever
+        else:
+            self.kill(b)
         self.produce(3 * quarter, total - 3 * quarter)
         start = time.monotonic()
         t = pump(
@@ -329,9 +351,10 @@ class RealBrokerGroupTests:
             f"[{self.broker_name}] duplicates: {sum(duplicates.values()) - len(duplicates)}; "
             f"b's uncommitted at its death: {uncommitted}"
         )
-        self.assertLessEqual(
-            sum(duplicates.values()) - len(duplicates), max(uncommitted, 0) + 6 * 500
-        )
+        if not self.quirk("commits_refused_while_rebalancing"):
+            self.assertLessEqual(
+                sum(duplicates.values()) - len(duplicates), max(uncommitted, 0) + 6 * 500
+            )
         for p, owners in self.events.owner_runs().items():
             self.assertLessEqual(len(owners), 5, f"partition {p} changed hands too often: {owners}")
         self.assertTrue(b_partitions)
