@@ -1,6 +1,12 @@
 """Registers afkak's Spark data source as ``format("afkak")`` wherever PySpark looks
-for ``pyspark_*`` modules (installed with the ``afkak[spark]`` extra)."""
+for ``pyspark_*`` modules (installed with the ``afkak[spark]`` extra).
 
-from afkak.spark import AfkakDataSource as DefaultSource
+PySpark imports every such module when it first looks up a data source, and
+one failing import would break them all: without pyarrow (or a PySpark older
+than 4.2) this module defines nothing, and ``import afkak.spark`` says why.
+"""
 
-__all__ = ["DefaultSource"]
+try:
+    from afkak.spark import AfkakDataSource as DefaultSource  # noqa: F401
+except ImportError:
+    pass

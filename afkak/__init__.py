@@ -9,6 +9,7 @@ from afkak import common  # noqa: F401  (first: it fixes the public module of re
 from afkak._version import __version__
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
+from afkak.consumer import Consumer
 from afkak.message_set import MessageSet, create_message, create_message_set
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
@@ -19,6 +20,7 @@ __all__ = [
     "CODEC_NONE",
     "CODEC_SNAPPY",
     "CODEC_ZSTD",
+    "Consumer",
     "HashedPartitioner",
     "KafkaClient",
     "MessageSet",

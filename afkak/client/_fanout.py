@@ -40,17 +40,21 @@ async def fan_out(
     *,
     expect_response: bool = True,
     timeout: float | None = None,
+    coordinator: bool = False,
 ) -> list[Outcome]:
     """Send each broker its batch of payloads at once; pair each batch with its result.
 
     A batch's result is its parsed responses, or the Failure of its request,
     which is also reported to *on_failure*.  A cancelled request means the
     whole operation was cancelled (or the client closed): that is raised.
+    *coordinator* sends over the brokers' group coordinator connections.
     """
     sends = []
     for broker, batch in batches.items():
         call = make_call(batch)
-        d = cluster.request(broker, call, expect_response=expect_response, timeout=timeout)
+        d = cluster.request(
+            broker, call, expect_response=expect_response, timeout=timeout, coordinator=coordinator
+        )
         sends.append(d.addCallback(call.parse if expect_response else _nothing))
     results = await DeferredList(sends, consumeErrors=True)
     outcomes: list[Outcome] = []

@@ -61,8 +61,12 @@ class ConnectionPool:
     """Creates, hands out and closes :class:`BrokerConnection` objects.
 
     ``clients`` maps node ids to their connections (the client's documented
-    ``clients`` attribute).  A connection to a broker that left the cluster or
-    moved is *discarded*: closed, and its in-flight requests then fail.
+    ``clients`` attribute).  Group coordinator traffic gets a second connection
+    per broker, ``coordinator_clients``, as Kafka's Java client does: a broker
+    answers one connection's requests in order, so a heartbeat or commit must
+    not queue behind a fetch that long-polls.  A connection to a broker that
+    left the cluster or moved is *discarded*: closed, and its in-flight
+    requests then fail.
     """
 
     def __init__(
@@ -81,16 +85,18 @@ class ConnectionPool:
         self._request_timeout = request_timeout
         self._on_timeout = on_timeout
         self.clients: dict[int, BrokerConnection] = {}
+        self.coordinator_clients: dict[int, BrokerConnection] = {}
         self._watches: dict[BrokerConnection, _ConnectWatch] = {}
         self._closing: list[Deferred[Any]] = []
         self._ephemeral: set[BrokerConnection] = set()
         self.discarded: set[BrokerConnection] = set()
 
-    def connection(self, broker: BrokerMetadata) -> BrokerConnection:
-        """The connection to *broker*, created on first use."""
-        conn = self.clients.get(broker.node_id)
+    def connection(self, broker: BrokerMetadata, *, coordinator: bool = False) -> BrokerConnection:
+        """The connection to *broker* (its coordinator connection if asked), made on first use."""
+        conns = self.coordinator_clients if coordinator else self.clients
+        conn = conns.get(broker.node_id)
         if conn is None:
-            conn = self.clients[broker.node_id] = self._new(broker.host, broker.port)
+            conn = conns[broker.node_id] = self._new(broker.host, broker.port)
         return conn
 
     def open(self, host: str, port: int) -> BrokerConnection:
@@ -128,9 +134,10 @@ class ConnectionPool:
         return unsubscribe
 
     def discard(self, node_id: int) -> None:
-        """Close and forget the connection to a broker that left or moved."""
-        conn = self.clients.pop(node_id, None)
-        if conn is not None:
+        """Close and forget the connections to a broker that left or moved."""
+        for conn in (self.clients.pop(node_id, None), self.coordinator_clients.pop(node_id, None)):
+            if conn is None:
+                continue
             log.info(
                 "Closing the connection to departed or moved broker {node_id}: {conn!r}",
                 node_id=node_id,
@@ -155,7 +162,8 @@ class ConnectionPool:
 
     def close(self) -> Deferred[Any]:
         """Close every connection; fire once all are closed."""
-        for conn in [*self.clients.values(), *self._ephemeral]:
+        for conn in [*self.clients.values(), *self.coordinator_clients.values(), *self._ephemeral]:
             self.release(conn)
         self.clients.clear()
+        self.coordinator_clients.clear()
         return DeferredList(list(self._closing), consumeErrors=True).addCallback(lambda _: None)

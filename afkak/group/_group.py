@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
+from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -302,24 +303,44 @@ class ConsumerGroup:
         return d
 
     def _end_consumer(self, tp: TopicAndPartition, consumer: Any, commit: bool) -> Deferred[Any]:
-        final = self._stopping is not None
+        """Stop *consumer*; with *commit*, shut it down and make sure its progress is committed."""
+        if not commit:
+            return maybeDeferred(consumer.stop).addCallback(self._ended, tp)
+        return Deferred.fromCoroutine(self._shut_down(tp, consumer))
 
-        def record(offset: Any) -> None:
-            if final:
-                self._offsets[tp] = offset
+    async def _shut_down(self, tp: TopicAndPartition, consumer: Any) -> None:
+        """Shut *consumer* down, retrying a final commit refused while the group rebalances.
 
-        def failed(failure: Failure) -> None:
-            if final:
-                self._offsets[tp] = consumer.last_processed_offset
-            log.warn(
-                "{tp}: giving the partition up: {error}", tp=tp, error=failure.getErrorMessage()
-            )
+        A coordinator may refuse commits until every member has synced
+        (REBALANCE_IN_PROGRESS); the partition is only given up once its
+        progress is committed, or the rebalance timeout has passed.
+        """
+        reactor = self.client.reactor
+        deadline = reactor.seconds() + self.member.rebalance_timeout_ms / 1000.0
+        delay = 0.05
+        attempt: Any = consumer.shutdown
+        while True:
+            try:
+                offset = await maybeDeferred(attempt)
+                break
+            except RebalanceInProgress as e:
+                if reactor.seconds() + delay > deadline:
+                    return self._give_up_failed(tp, consumer, e)
+                await deferLater(reactor, delay, lambda: None)
+                delay = min(delay * 2, 1.0)
+                attempt = consumer.commit
+            except Exception as e:
+                return self._give_up_failed(tp, consumer, e)
+        self._ended(consumer.last_processed_offset if offset is None else offset, tp)
+        return None
 
-        if commit:
-            d = maybeDeferred(consumer.shutdown)
-        else:
-            d = maybeDeferred(consumer.stop)
-        return d.addCallbacks(record, failed)
+    def _ended(self, offset: Any, tp: TopicAndPartition) -> None:
+        if self._stopping is not None:
+            self._offsets[tp] = offset
+
+    def _give_up_failed(self, tp: TopicAndPartition, consumer: Any, error: Exception) -> None:
+        self._ended(consumer.last_processed_offset, tp)
+        log.warn("{tp}: given up uncommitted: {error}", tp=tp, error=error)
 
 
 def _relay(result: Any, waiter: Deferred[Any]) -> Any:

@@ -532,12 +532,18 @@ class GroupMember:
     # -- plumbing -----------------------------------------------------------------
 
     async def _request(self, request: Any, timeout: float, failures: int) -> Any:
-        """The coordinator's response, or None after a retriable failure (and a backoff)."""
+        """The coordinator's response, or None after a retriable failure (and a backoff).
+
+        Retriable: broker errors marked so, no broker reachable, a lost
+        connection, and a response that does not decode (the connection drops
+        it as it drops a broken connection).
+        """
         d = self.client.send_request_to_coordinator(self.group_id, request, timeout=timeout)
         try:
             return await self._wait(d)
         except KafkaError as e:
-            if not (e.retriable or isinstance(e, KafkaUnavailableError)):
+            # An undecodable answer costs the connection, as a lost one does: retry.
+            if not (e.retriable or isinstance(e, (KafkaUnavailableError, DecodeError))):
                 raise
             log.info(
                 "{member!r}: {request} failed: {error}",

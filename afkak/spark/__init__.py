@@ -8,7 +8,7 @@ the top-level module ``pyspark_afkak``).  See ``docs/spark.rst``.
 
 try:
     import pyarrow  # noqa: F401
-    import pyspark.sql.datasource  # noqa: F401
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow  # noqa: F401 (4.2+)
 except ImportError as e:
     raise ImportError(
         f"afkak.spark needs PySpark 4.2+ and pyarrow: pip install 'afkak[spark]' ({e})"

@@ -24,7 +24,7 @@ from afkak.producer import Producer
 from afkak.protocol.messages import FetchRequest
 
 from ._options import ClientConfig
-from ._rows import Outgoing
+from ._rows import Outgoing, chunks_by_key
 
 NAMED_TOPICS_MAX_VERSION = 12
 _ATTEMPTS = 5
@@ -152,19 +152,28 @@ def make_producer(client: KafkaClient, settings: Mapping[str, Any]) -> Producer:
     return Producer(client, partitioner_class=KeyHashPartitioner, **settings)
 
 
-async def send(producer: Producer, out: Outgoing) -> None:
-    """Send every record of *out*; fires once all are acknowledged, or with the first failure."""
-    n = len(out)
-    keys = out.keys if out.keys is not None else repeat(None, n)
-    headers = out.headers if out.headers is not None else repeat((), n)
-    partitions = out.partitions if out.partitions is not None else repeat(None, n)
-    put = producer.send
-    sent = [
-        put(topic, value, key, headers=h, partition=p)
-        for topic, value, key, h, p in zip(
-            out.topics, out.values, keys, headers, partitions, strict=False
-        )
-    ]
+async def send(producer: Producer, out: Outgoing, chunk_bytes: int) -> None:
+    """Send every record of *out*; fires once all are acknowledged, or with the first failure.
+
+    Records without headers or partitions go in chunks of one key's values
+    (``send_messages``: one partitioner call per chunk, so unkeyed chunks
+    rotate over the partitions); the others one by one (``send``).
+    """
+    if out.headers is None and out.partitions is None:
+        put_all = producer.send_messages
+        sent = [put_all(t, k, values) for t, k, values in chunks_by_key(out, chunk_bytes)]
+    else:
+        n = len(out)
+        keys = out.keys if out.keys is not None else repeat(None, n)
+        headers = out.headers if out.headers is not None else repeat((), n)
+        partitions = out.partitions if out.partitions is not None else repeat(None, n)
+        put = producer.send
+        sent = [
+            put(topic, value, key, headers=h, partition=p)
+            for topic, value, key, h, p in zip(
+                out.topics, out.values, keys, headers, partitions, strict=False
+            )
+        ]
     try:
         await gatherResults(sent, consumeErrors=True)
     except FirstError as e:

@@ -107,6 +107,11 @@ class WriteOptions:
     linger_ms: int | None = None
     idempotence: bool | None = None
 
+    @property
+    def chunk_bytes(self) -> int:
+        """Bytes of values sent as one batch when rows go by key (batch.size, else 256 KiB)."""
+        return self.batch_size or 256 * 1024
+
     def producer_settings(self) -> dict[str, Any]:
         """Keyword arguments of :class:`afkak.producer.Producer`."""
         settings: dict[str, Any] = {"codec": self.codec}

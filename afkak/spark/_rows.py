@@ -8,6 +8,7 @@ records' own bytes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 
 import attrs
 import pyarrow as pa
@@ -39,6 +40,8 @@ _COLUMNS = [
     StructField("timestampType", IntegerType()),
 ]
 _TIMESTAMP_MS = pa.timestamp("ms", tz="UTC")
+#: Bytes a record adds to a batch beyond its value, about (varints, attributes...).
+_RECORD_OVERHEAD = 10
 _WRITE_COLUMNS = frozenset({"key", "value", "topic", "partition", "headers"})
 
 
@@ -124,6 +127,24 @@ class Outgoing:
 
     def __len__(self) -> int:
         return len(self.values)
+
+
+def chunks_by_key(
+    out: Outgoing, max_bytes: int
+) -> list[tuple[str, bytes | None, list[bytes | None]]]:
+    """The values of *out* by topic and key, in order, in chunks of about *max_bytes*."""
+    keys = out.keys if out.keys is not None else repeat(None)
+    chunks: dict[tuple[str, bytes | None], list[list[bytes | None]]] = {}
+    room: dict[tuple[str, bytes | None], int] = {}
+    for topic, key, value in zip(out.topics, keys, out.values, strict=False):
+        size = _RECORD_OVERHEAD + (len(value) if value is not None else 0)
+        group = (topic, key)
+        if room.get(group, 0) < size:
+            chunks.setdefault(group, []).append([])
+            room[group] = max_bytes
+        chunks[group][-1].append(value)
+        room[group] -= size
+    return [(t, k, values) for (t, k), lists in chunks.items() for values in lists]
 
 
 def arrow_to_outgoing(batch: pa.RecordBatch, default_topic: str | None) -> Outgoing:

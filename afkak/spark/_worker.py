@@ -150,7 +150,8 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
         fetched = _bridge.result(pending, opts.poll_timeout)
         if fetched.error == OFFSET_OUT_OF_RANGE:
             offset = _skip_lost(opts, tp, offset, r.end)
-            pending = start_fetch(offset)
+            if offset < r.end:
+                pending = start_fetch(offset)
             continue
         if fetched.error:
             raise BrokerResponseError.from_errno(fetched.error, f"fetch {tp} at {offset}")
@@ -189,8 +190,8 @@ def _lost(opts: ReadOptions, message: str) -> None:
 
 def _skip_lost(opts: ReadOptions, tp: TopicAndPartition, offset: int, end: int) -> int:
     """Where to go on after OFFSET_OUT_OF_RANGE at *offset*: the log start, or *end*."""
-    earliest = offsets_at(opts.client, [tp], OFFSET_EARLIEST)[tp]
     _lost(opts, f"{tp.topic}/{tp.partition}: offset {offset} is out of range")
+    earliest = offsets_at(opts.client, [tp], OFFSET_EARLIEST)[tp]
     return earliest if offset < earliest < end else end
 
 
@@ -223,7 +224,7 @@ def write(opts: WriteOptions, batches: Iterable[pa.RecordBatch]) -> int:
         out = arrow_to_outgoing(batch, opts.topic)
         if pending is not None:
             _bridge.result(pending, timeout)
-        pending = _bridge.submit(timeout, _kafka.send, producer, out)
+        pending = _bridge.submit(timeout, _kafka.send, producer, out, opts.chunk_bytes)
         rows += len(out)
     if pending is not None:
         _bridge.result(pending, timeout)

@@ -993,3 +993,28 @@ class RoutingForHigherLayersTests(ClientTestCase):
         self.failureResultOf(
             client.send_request_to_broker(leader, MetadataRequest(topics=None)), ClientError
         )
+
+
+class CoordinatorConnectionTests(ClientTestCase):
+    """Coordinator traffic has its own connection, as in Kafka's Java client."""
+
+    def test_commit_does_not_wait_behind_a_long_polling_fetch(self) -> None:
+        self.cluster.create_topic("lp", partitions=1)
+        group = "lp-group"
+        self.cluster.move_leader("lp", 0, self.cluster.coordinator(group))
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("lp"))
+        self.successResultOf(client.load_coordinator_for_group(group))
+        polling = client.send_fetch_request(
+            [FetchRequest("lp", 0, 0, 1024)], max_wait_time=5000, min_bytes=1
+        )
+        self.assertNoResult(polling)
+        committed = client.send_offset_commit_request(
+            group, [OffsetCommitRequest("lp", 0, 1, -1, None)]
+        )
+        self.assertEqual([r.error for r in self.successResultOf(committed)], [0])
+        self.assertNoResult(polling)
+        node = self.cluster.coordinator(group)
+        self.assertIsNot(client.clients[node], client._cluster.pool.coordinator_clients[node])
+        self.clock.advance(5)
+        self.assertEqual(self.successResultOf(polling)[0].error, 0)

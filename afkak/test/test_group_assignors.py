@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unittest
+from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import given, settings, strategies as st
@@ -180,6 +181,29 @@ class AssignorPropertyTests(unittest.TestCase):
         partitions, subs = group
         for assignor in (RangeAssignor(), RoundRobinAssignor(), CooperativeStickyAssignor()):
             self.check_exactly_once(partitions, subs, assignor.assign(partitions, members(subs)))
+
+    @settings(max_examples=200, deadline=None)
+    @given(groups())
+    def test_range_matches_kafka_python(self, group: Any) -> None:
+        """Golden: kafka-python's RangePartitionAssignor lays out the same ranges."""
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+        partitions, subs = group
+        cluster = SimpleNamespace(
+            partitions_for_topic=lambda t: set(range(partitions[t])) if t in partitions else None
+        )
+        peers = [
+            SimpleNamespace(
+                member_id=m, group_instance_id=None, metadata=SimpleNamespace(topics=list(t))
+            )
+            for m, t in subs.items()
+        ]
+        theirs = {
+            m: sorted(TP(t, p) for t, ps in a.assigned_partitions for p in ps)
+            for m, a in RangePartitionAssignor.assign(cluster, peers).items()
+        }
+        ours = RangeAssignor().assign(partitions, members(subs))
+        self.assertEqual({m: sorted(ps) for m, ps in ours.items()}, theirs)
 
     @settings(max_examples=200, deadline=None)
     @given(groups(identical=True))

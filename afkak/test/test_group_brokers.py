@@ -25,6 +25,7 @@ from afkak.common import OFFSET_EARLIEST, TopicAndPartition
 from afkak.group import ConsumerGroup, describe_group, group_lag, list_groups
 from afkak.test.brokers import Broker, client_config, produce, shared_broker
 from afkak.test.test_client_brokers import wait
+from afkak.test.test_group_consumer import abandon
 
 _names = itertools.count()
 #: Versions of (JoinGroup, Heartbeat, LeaveGroup, SyncGroup) the mock handles.
@@ -51,6 +52,12 @@ GROUP_QUIRKS: dict[str, dict[str, str]] = {
         "no_session_expiry": "a member that stops heartbeating is never dropped from the group",
     },
     "rdkafka_mock": {
+        "commits_refused_while_rebalancing": (
+            "OffsetCommit is refused (REBALANCE_IN_PROGRESS, then ILLEGAL_GENERATION) until "
+            "every member has synced, so records processed during a rebalance may be read "
+            "again; a follower's SyncGroup may fail with a null assignment, which does not "
+            "decode (the member rejoins); each rebalance takes about 5 s"
+        ),
         "flexible_group_apis_break": (
             "JoinGroup v6+, SyncGroup v4+ and Heartbeat v4+ close the connection or crash the "
             "cluster, LeaveGroup v3+ is misread: the harness caps these versions"
@@ -361,16 +368,10 @@ class RealBrokerGroupTests:
 
     def kill(self, group: ConsumerGroup) -> None:
         """The process dies: its consumers and connections vanish; nobody says goodbye."""
-        member = group.member
-        if member._heartbeat_call is not None and member._heartbeat_call.active():
-            member._heartbeat_call.cancel()
-        member.state = member.state.__class__.STOPPED
-        for consumer in list(group.consumers.values()):
-            consumer.stop()
-        group.consumers.clear()
+        abandon(group)
         self.groups.remove(group)
-        wait(group.client.close())
         self.clients.remove(group.client)
+        wait(group.client.close())
 
 
 class TansuGroupTests(RealBrokerGroupTests, SynchronousTestCase):

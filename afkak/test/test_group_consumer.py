@@ -13,6 +13,7 @@ from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_EARLIEST,
     IllegalGeneration,
+    RebalanceInProgress,
     RestartError,
     RestopError,
     TopicAndPartition,
@@ -58,6 +59,21 @@ class Ledger:
             return None
 
         return process
+
+
+def abandon(group: ConsumerGroup) -> None:
+    """Simulate the death of *group*'s process: it stops everything and says nothing.
+
+    Its Consumers and heartbeats stop, and its member forgets it was running,
+    without LeaveGroup or commits; close its client to drop its connections.
+    """
+    member = group.member
+    if member._heartbeat_call is not None and member._heartbeat_call.active():
+        member._heartbeat_call.cancel()
+    member.state = MemberState.STOPPED
+    dead, group.consumers = list(group.consumers.values()), {}
+    for consumer in dead:
+        consumer.stop()
 
 
 class ConsumerGroupTests(SynchronousTestCase):
@@ -192,10 +208,8 @@ class ConsumerGroupTests(SynchronousTestCase):
         leaves = len(
             [r for r in self.cluster.requests_seen if r.api_key == LeaveGroupRequest.API_KEY]
         )
-        c.client._cluster.pool.close()  # the process is gone: its connections drop
-        for consumer in list(c.consumers.values()):
-            consumer.stop()
-        c.consumers.clear()
+        abandon(c)
+        c.client.close()
         self.produce(10)
         self.advance(20)
         self.assertEqual(len(a.assignment), 6)
@@ -253,6 +267,18 @@ class ConsumerGroupTests(SynchronousTestCase):
         self.assertEqual(g.state, MemberState.STABLE)
         self.assertEqual(len(g.consumers), PARTITIONS)
         self.assertEqual(set(self.ledger.seen), self.expected())
+
+    def test_final_commit_retried_while_the_coordinator_refuses(self) -> None:
+        self.produce(10)
+        g = self.group("a", auto_commit_every_n=0, auto_commit_every_ms=0)
+        g.start()
+        self.advance(4)
+        self.assertEqual(self.cluster.committed_offsets, {})
+        self.cluster.fail_next(OffsetCommitRequest, RebalanceInProgress, count=8)
+        offsets = self.result(g.shutdown())
+        self.assertEqual(set(offsets.values()), {9})
+        offsets = {k[2]: v.offset for k, v in self.cluster.committed_offsets.items()}
+        self.assertEqual(offsets, {p: 10 for p in range(PARTITIONS)})
 
     def test_callbacks(self) -> None:
         calls: list[tuple[str, list[TopicAndPartition]]] = []

@@ -38,10 +38,12 @@ try:
     )
     from afkak.spark._rows import (
         HEADERS_TYPE,
+        Outgoing,
         RowError,
         arrow_schema,
         arrow_to_outgoing,
         check_write_schema,
+        chunks_by_key,
         read_schema,
         records_to_arrow,
     )
@@ -271,6 +273,26 @@ class RowTests(Case):
         self.assertEqual(
             (bare.topics, bare.keys, bare.headers, bare.partitions), (["t"], None, None, None)
         )
+
+    def test_chunks_by_key(self) -> None:
+        out = Outgoing(
+            ["t", "t", "u", "t", "t", "t"],
+            [b"1" * 40, b"2" * 40, b"3", b"4" * 40, None, b"6"],
+            [b"a", b"b", b"a", b"a", b"a", b"b"],
+            None,
+            None,
+        )
+        self.assertEqual(
+            chunks_by_key(out, 100),  # each value takes 10 bytes more
+            [
+                ("t", b"a", [b"1" * 40, b"4" * 40]),
+                ("t", b"a", [None]),
+                ("t", b"b", [b"2" * 40, b"6"]),
+                ("u", b"a", [b"3"]),
+            ],
+        )
+        keyless = Outgoing(["t"] * 5, [b"v" * 90] * 5, None, None, None)
+        self.assertEqual([len(c[2]) for c in chunks_by_key(keyless, 250)], [2, 2, 1])
 
     def test_check_write_schema(self) -> None:
         from pyspark.sql.types import (

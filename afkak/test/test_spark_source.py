@@ -5,9 +5,9 @@ and ~1 GB), so these tests must not run in parallel workers.  Records are
 produced by afkak (every codec) and by confluent-kafka, read back through
 Spark in batch and streaming queries, and written through Spark.
 
-Tansu answers ListOffsets(LATEST) with the last batch's base offset + 1; the
-tests end each partition with a one-record batch (``seal``) before reading
-up to "latest", so that this is the true log end.  Skipped without PySpark
+Tansu answers ListOffsets(LATEST) with the last batch's base offset + 1; on
+such a broker the tests end each partition with a one-record batch
+(``seal``) before reading up to "latest", so that this is the true log end.  Skipped without PySpark
 (failing instead when CI is "true").
 """
 
@@ -32,6 +32,7 @@ from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.common import Message, ProduceRequest
 from afkak.message_set import MessageSet
+from afkak.partitioner import murmur2
 from afkak.test.brokers import Broker, consume, produce, shared_broker
 from afkak.test.test_client_brokers import wait
 
@@ -102,6 +103,8 @@ class SparkSourceTests(SynchronousTestCase):
 
     def seal(self, topic: str, partitions: int) -> None:
         """End each partition with a one-record batch: see the module docstring."""
+        if not self.broker.quirks.differs("list_offsets_latest_is_last_batch_base_plus_one"):
+            return
         for p in range(partitions):
             self.send(topic, p, [Message(0, 0, None, SEAL)])
 
@@ -190,10 +193,21 @@ class SparkSourceTests(SynchronousTestCase):
         self.assertGreaterEqual(split.rdd.getNumPartitions(), 7)
         self.assertEqual([(r.partition, r.offset, r.value) for r in self.rows(split)], want)
 
+    def test_offsets_past_the_log_end(self) -> None:
+        """A range past the log's end fails the read, unless failOnDataLoss is false."""
+        topic = self.topic(1)
+        self.send(topic, 0, [Message(0, 0, None, b"%d" % i) for i in range(5)])
+        past = json.dumps({topic: {"0": 8}})
+        with self.assertRaises(Exception) as caught:
+            self.read(subscribe=topic, endingOffsets=past).collect()
+        self.assertIn("DataLossError", str(caught.exception))
+        lenient = self.read(subscribe=topic, endingOffsets=past, failOnDataLoss="false")
+        self.assertEqual([r.value for r in self.rows(lenient)], [b"%d" % i for i in range(5)])
+
     def test_write_then_read_back(self) -> None:
         """Rows written through Spark (keys, headers, partitions, topics) read back by a
         peer and by Spark."""
-        topic, other = self.topic(3), self.topic(1)
+        topic, other = self.topic(3), self.topic(3)
         rows = [
             (b"key%d" % (i % 5), b"value%d" % i, [("i", b"%d" % i)], i % 3 if i % 2 else None)
             for i in range(200)
@@ -211,10 +225,15 @@ class SparkSourceTests(SynchronousTestCase):
             .mode("append")
             .save()
         )
-        strings = self.spark.createDataFrame([(other, "text")], "topic string, value string")
-        strings.write.format("afkak").option("bootstrap.servers", self.broker.bootstrap).mode(
-            "append"
-        ).save()
+        # Without headers or partitions rows go in chunks per key, placed as Kafka's
+        # default partitioner places them; the topic column overrides the option.
+        chunked = self.spark.createDataFrame(
+            [(other, f"k{i % 10}", f"text{i}") for i in range(100)],
+            "topic string, key string, value string",
+        )
+        chunked.write.format("afkak").option("bootstrap.servers", self.broker.bootstrap).option(
+            "topic", topic
+        ).mode("append").save()
         peer = consume(self.broker.bootstrap, topic, 200)
         self.assertEqual(sorted(r.value for r in peer), sorted(r[1] for r in rows))
         by_value = {r.value: r for r in peer}
@@ -228,7 +247,11 @@ class SparkSourceTests(SynchronousTestCase):
             if int(r.value[5:]) % 2 == 0:
                 keyed.setdefault(r.key, set()).add(r.partition)
         self.assertTrue(all(len(parts) == 1 for parts in keyed.values()))
-        self.assertEqual([r.value for r in consume(self.broker.bootstrap, other, 1)], [b"text"])
+        got = consume(self.broker.bootstrap, other, 100)
+        self.assertEqual(sorted(r.value for r in got), sorted(b"text%d" % i for i in range(100)))
+        for r in got:
+            self.assertEqual(r.partition, (murmur2(r.key) & 0x7FFFFFFF) % 3, r)
+            self.assertEqual(int(r.value[4:]) % 10, int(r.key[1:]))
         self.seal(topic, 3)
         back = self.rows(self.read(subscribe=topic))
         self.assertEqual(sorted(r.value for r in back), sorted(r[1] for r in rows))

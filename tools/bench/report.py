@@ -1,0 +1,179 @@
+"""The benchmark's table (text and reStructuredText) and issue 4's targets, from the runs."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from bench.common import Result
+
+REFERENCE = "confluent-kafka"
+
+
+@attrs.frozen
+class Run:
+    workload: str  # a Workload's title
+    client: str
+    variant: str
+    load: float  # 1-minute load average when the run started
+    result: Result | None  # None: the run failed
+    error: str = ""
+    broker_cpu: float | None = None  # the broker's CPU seconds over the whole run
+
+    @property
+    def label(self) -> str:
+        return f"{self.client} ({self.variant})"
+
+
+@attrs.frozen
+class Row:
+    workload: str
+    label: str
+    runs: int
+    failures: int
+    rate: float  # messages per second
+    mbps: float  # payload megabytes (10**6) per second
+    cpu: float  # CPU seconds of the measured part
+    p50: float | None  # milliseconds (latency workload)
+    p99: float | None
+    load: float  # mean 1-minute load average at the runs' starts
+    broker_cpu: float | None = None
+    ratio: float | None = None  # rate / the reference client's rate
+
+
+def _percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def aggregate(runs: Sequence[Run], stat: str) -> list[Row]:
+    """One row per workload and client variant: the median (or best) of its runs."""
+    pick_high: Callable[[list[float]], float] = max if stat == "best" else statistics.median
+    pick_low: Callable[[list[float]], float] = min if stat == "best" else statistics.median
+    groups: dict[tuple[str, str], list[Run]] = {}
+    for run in runs:
+        groups.setdefault((run.workload, run.label), []).append(run)
+    rows = []
+    for (workload, label), group in groups.items():
+        done = [r.result for r in group if r.result is not None]
+        loads = [r.load for r in group]
+        broker = [r.broker_cpu for r in group if r.broker_cpu is not None and r.result]
+        if not done:
+            rows.append(Row(workload, label, len(group), len(group), 0, 0, 0, None, None,
+                            statistics.mean(loads)))
+            continue
+        lat = [r.latencies_ms for r in done if r.latencies_ms]
+        rows.append(
+            Row(
+                workload,
+                label,
+                len(group),
+                len(group) - len(done),
+                rate=pick_high([r.count / r.wall for r in done]),
+                mbps=pick_high([r.bytes / r.wall / 1e6 for r in done]),
+                cpu=pick_low([r.cpu for r in done]),
+                p50=pick_low([_percentile(x, 0.50) for x in lat]) if lat else None,
+                p99=pick_low([_percentile(x, 0.99) for x in lat]) if lat else None,
+                load=statistics.mean(loads),
+                broker_cpu=pick_low(broker) if broker else None,
+            )
+        )
+    reference = {r.workload: r.rate for r in rows if r.label.startswith(REFERENCE) and r.rate}
+    return [
+        attrs.evolve(r, ratio=r.rate / reference[r.workload]) if r.workload in reference else r
+        for r in rows
+    ]
+
+
+HEADER = ("workload", "client", "msgs/s", "MB/s", "CPU s", "p50 ms", "p99 ms",
+          "x confluent", "broker CPU s", "load")
+
+
+def _cells(row: Row) -> tuple[str, ...]:
+    if row.failures == row.runs:
+        return (row.workload, row.label, "failed", "", "", "", "", "", "", f"{row.load:.1f}")
+    return (
+        row.workload,
+        row.label + (f" [{row.failures} failed]" if row.failures else ""),
+        f"{row.rate:,.0f}",
+        f"{row.mbps:.1f}",
+        f"{row.cpu:.3f}",
+        "" if row.p50 is None else f"{row.p50:.3f}",
+        "" if row.p99 is None else f"{row.p99:.3f}",
+        "" if row.ratio is None else f"{row.ratio:.2f}",
+        "" if row.broker_cpu is None else f"{row.broker_cpu:.2f}",
+        f"{row.load:.1f}",
+    )
+
+
+def text_table(rows: Sequence[Row]) -> str:
+    cells = [HEADER] + [_cells(r) for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
+    lines = []
+    previous = None
+    for line in cells:
+        if line is not HEADER and line[0] == previous:
+            line = ("",) + line[1:]
+        else:
+            previous = line[0]
+            if line is not HEADER:
+                lines.append("")
+        lines.append("  ".join(
+            c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))
+        ).rstrip())
+    return "\n".join(lines)
+
+
+def rst_table(rows: Sequence[Row], caption: str) -> str:
+    out = [f".. list-table:: {caption}", "   :header-rows: 1", ""]
+    for line in [HEADER] + [_cells(r) for r in rows]:
+        out.append(f"   * - {line[0] or '..'}")
+        out.extend(f"     - {c}" if c else "     -" for c in line[1:])
+    return "\n".join(out) + "\n"
+
+
+@attrs.frozen
+class Target:
+    text: str
+    met: bool | None  # None: not measured
+    detail: str
+
+
+def targets(rows: Sequence[Row], produce_100: str, produce_1k: str,
+            consumes: Sequence[str], latency: str) -> list[Target]:
+    """Issue 4's targets, each with the numbers it was judged on."""
+    find = {(r.workload, r.label): r for r in rows if r.failures < r.runs}
+
+    def compare(text: str, workload: str, mine: str, theirs: str, factor: float) -> Target:
+        a, b = find.get((workload, mine)), find.get((workload, theirs))
+        if a is None or b is None:
+            return Target(text, None, "not measured")
+        return Target(
+            text,
+            a.rate >= factor * b.rate,
+            f"{a.rate:,.0f} vs {b.rate:,.0f} msgs/s = {a.rate / b.rate:.2f}x"
+            f" (per CPU second: {b.cpu / a.cpu:.2f}x)",
+        )
+
+    out = [
+        compare("produce 100 B, one send_messages per message >= 2x aiokafka", produce_100,
+                "afkak (send_messages x1)", "aiokafka (send)", 2.0),
+        compare("produce 100 B, list sends >= confluent-kafka", produce_100,
+                "afkak (send_messages list)", "confluent-kafka (produce+poll)", 1.0),
+        compare("produce 1 KiB MB/s (send_messages x1) >= confluent-kafka", produce_1k,
+                "afkak (send_messages x1)", "confluent-kafka (produce+poll)", 1.0),
+        compare("produce 1 KiB MB/s (list sends) >= confluent-kafka", produce_1k,
+                "afkak (send_messages list)", "confluent-kafka (produce+poll)", 1.0),
+    ]
+    for workload in consumes:
+        out.append(compare(f"{workload} >= 1.5x aiokafka", workload,
+                           "afkak (1 MiB fetches)", "aiokafka (getmany)", 1.5))
+    row = find.get((latency, "afkak (acks=1)"))
+    if row is None or row.p50 is None:
+        out.append(Target("p50 ack latency <= 0.25 ms", None, "not measured"))
+    else:
+        out.append(Target("p50 ack latency <= 0.25 ms", row.p50 <= 0.25,
+                          f"p50 {row.p50:.3f} ms, p99 {row.p99:.3f} ms"))
+    return out

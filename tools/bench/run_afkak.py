@@ -1,0 +1,138 @@
+"""afkak's side: its Producer and Consumer, run under ``reactor.run()`` as an application would."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from twisted.internet.defer import Deferred, ensureDeferred
+from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.internet.task import deferLater
+from twisted.python.failure import Failure
+
+from bench.common import ACKS, BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result
+from bench.common import list_length, payload
+
+#: Sends between two turns of the reactor in the one-message-per-call loop.
+YIELD_EVERY = 1000
+
+VARIANTS = {
+    "produce": ("send_messages x1", "send_messages list", "defaults x1"),
+    "consume": ("1 MiB fetches", "defaults"),
+    "latency": ("acks=1", "defaults"),
+}
+
+
+def run(job: Job) -> Result:
+    from twisted.internet import reactor
+
+    work: dict[str, Callable[[Any, Job], Coroutine[Any, Any, Result]]] = {
+        "produce": _produce,
+        "consume": _consume,
+        "latency": _latency,
+    }
+    out: list[Any] = []
+
+    def go() -> None:
+        d = ensureDeferred(work[job.workload](reactor, job))
+        d.addBoth(out.append)
+        d.addBoth(lambda _: reactor.stop())
+
+    reactor.callWhenRunning(go)
+    reactor.run(installSignalHandlers=False)
+    if isinstance(out[0], Failure):
+        out[0].raiseException()
+    return out[0]
+
+
+def _client(job: Job) -> Any:
+    from afkak.client import KafkaClient
+
+    return KafkaClient(job.bootstrap, endpoint_factory=TCP4ClientEndpoint)
+
+
+def _producer(client: Any, job: Job, linger_ms: int) -> Any:
+    from afkak.producer import Producer
+
+    if job.variant.startswith("defaults"):
+        return Producer(client)  # idempotent, acks=all, linger 0, 16 KiB batches
+    return Producer(client, req_acks=ACKS, linger_ms=linger_ms, batch_size=BATCH_SIZE)
+
+
+def _turn(reactor: Any) -> Deferred[None]:
+    """Let the reactor do its I/O once, as an application's other work would."""
+    return deferLater(reactor, 0, lambda: None)
+
+
+async def _produce(reactor: Any, job: Job) -> Result:
+    client = _client(job)
+    producer = _producer(client, job, LINGER_MS)
+    topic, n, send = job.topic, job.count, producer.send_messages
+    await send(topic, None, [b"warm-up"])  # connection, metadata, producer id
+    value = payload(job.size)
+    meter = Meter(job)
+    meter.start()
+    if job.variant == "send_messages list":
+        chunk = [value] * list_length(job.size)
+        for i in range(0, n, len(chunk)):
+            last = send(topic, None, chunk[: n - i])
+            await _turn(reactor)
+        last_offset = n - (n - 1) % len(chunk)  # the first of the last list
+    else:
+        msgs = [value]
+        for i in range(n):
+            last = send(topic, None, msgs)
+            if i % YIELD_EVERY == YIELD_EVERY - 1:
+                await _turn(reactor)
+        last_offset = n
+    await producer.flush()
+    response = await last
+    result = meter.stop(n)
+    if response.offset != last_offset:
+        raise RuntimeError(f"last send at offset {response.offset}, not {last_offset}")
+    await producer.stop()
+    await client.close()
+    return result
+
+
+async def _consume(reactor: Any, job: Job) -> Result:
+    from afkak.consumer import Consumer
+
+    client = _client(job)
+    await client.load_metadata_for_topics(job.topic)
+    seen = [0]
+
+    def processor(consumer: Any, messages: list[Any]) -> None:
+        seen[0] += len(messages)
+        if seen[0] >= job.count:
+            consumer.stop()
+
+    options = {} if job.variant == "defaults" else {"buffer_size": FETCH_BYTES}
+    consumer = Consumer(client, job.topic, 0, processor, **options)
+    meter = Meter(job)
+    meter.start()
+    await consumer.start(0)
+    result = meter.stop(seen[0])
+    await client.close()
+    return result
+
+
+async def _latency(reactor: Any, job: Job) -> Result:
+    client = _client(job)
+    producer = _producer(client, job, 0)
+    topic, send = job.topic, producer.send_messages
+    await send(topic, None, [b"warm-up"])
+    msgs = [payload(job.size)]
+    latencies = []
+    clock = time.perf_counter
+    meter = Meter(job)
+    meter.start()
+    for _ in range(job.count):
+        began = clock()
+        await send(topic, None, msgs)
+        latencies.append((clock() - began) * 1000)
+    result = meter.stop(len(latencies), tuple(latencies))
+    await producer.stop()
+    await client.close()
+    return result

@@ -1,0 +1,88 @@
+"""aiokafka on asyncio's default event loop: ``await send()`` per message, flush at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from bench.common import ACKS, BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
+
+VARIANTS = {"produce": ("send",), "consume": ("getmany",), "latency": ("send+await",)}
+
+
+def run(job: Job) -> Result:
+    work = {"produce": _produce, "consume": _consume, "latency": _latency}[job.workload]
+    return asyncio.run(work(job))
+
+
+async def _producer(job: Job, linger_ms: int) -> Any:
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(
+        bootstrap_servers=job.bootstrap,
+        acks=ACKS,
+        enable_idempotence=False,
+        linger_ms=linger_ms,
+        max_batch_size=BATCH_SIZE,
+    )
+    await producer.start()
+    await (await producer.send(job.topic, b"warm-up"))
+    return producer
+
+
+async def _produce(job: Job) -> Result:
+    producer = await _producer(job, LINGER_MS)
+    value = payload(job.size)
+    topic, send = job.topic, producer.send
+    meter = Meter(job)
+    meter.start()
+    for _ in range(job.count):
+        last = await send(topic, value)
+    await producer.flush()
+    metadata = await last
+    result = meter.stop(job.count)
+    if metadata.offset != job.count:
+        raise RuntimeError(f"last message at offset {metadata.offset}, not {job.count}")
+    await producer.stop()
+    return result
+
+
+async def _consume(job: Job) -> Result:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=job.bootstrap,
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=FETCH_BYTES,
+    )
+    await consumer.start()
+    tp = TopicPartition(job.topic, 0)
+    seen = 0
+    meter = Meter(job)
+    meter.start()
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    while seen < job.count:
+        batch = await consumer.getmany(tp, timeout_ms=1000, max_records=100_000)
+        seen += sum(len(records) for records in batch.values())
+    result = meter.stop(seen)
+    await consumer.stop()
+    return result
+
+
+async def _latency(job: Job) -> Result:
+    producer = await _producer(job, 0)
+    value = payload(job.size)
+    topic, send = job.topic, producer.send
+    latencies = []
+    clock = time.perf_counter
+    meter = Meter(job)
+    meter.start()
+    for _ in range(job.count):
+        began = clock()
+        await (await send(topic, value))
+        latencies.append((clock() - began) * 1000)
+    result = meter.stop(len(latencies), tuple(latencies))
+    await producer.stop()
+    return result

@@ -1,0 +1,104 @@
+"""confluent-kafka (librdkafka) as the reference: produce() per message + poll(0), flush at the end."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from bench.common import ACKS, BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
+
+VARIANTS = {"produce": ("produce+poll",), "consume": ("consume(10000)",), "latency": ("produce+poll",)}
+
+
+def run(job: Job) -> Result:
+    return {"produce": _produce, "consume": _consume, "latency": _latency}[job.workload](job)
+
+
+def _producer(job: Job, linger_ms: int) -> Any:
+    import confluent_kafka
+
+    return confluent_kafka.Producer(
+        {
+            "bootstrap.servers": job.bootstrap,
+            "acks": ACKS,
+            "enable.idempotence": False,
+            "linger.ms": linger_ms,
+            "batch.size": BATCH_SIZE,
+        }
+    )
+
+
+def _delivered(producer: Any, topic: str, value: bytes, **kwargs: Any) -> Any:
+    """Produce one message and poll until it is acknowledged; return it."""
+    box: list[Any] = []
+    producer.produce(topic, value, on_delivery=lambda err, msg: box.append((err, msg)), **kwargs)
+    while not box:
+        producer.poll(1.0)
+    err, msg = box[0]
+    if err is not None:
+        raise RuntimeError(f"delivery failed: {err}")
+    return msg
+
+
+def _produce(job: Job) -> Result:
+    producer = _producer(job, LINGER_MS)
+    _delivered(producer, job.topic, b"warm-up")
+    value = payload(job.size)
+    topic, produce, poll = job.topic, producer.produce, producer.poll
+    meter = Meter(job)
+    meter.start()
+    for _ in range(job.count - 1):
+        while True:
+            try:
+                produce(topic, value)
+                break
+            except BufferError:  # queue.buffering.max.messages reached: wait for acks
+                poll(0.001)
+        poll(0)
+    last = _delivered(producer, topic, value)
+    if producer.flush(30):
+        raise RuntimeError("flush timed out")
+    result = meter.stop(job.count)
+    if last.offset() != job.count:
+        raise RuntimeError(f"last message at offset {last.offset()}, not {job.count}")
+    return result
+
+
+def _consume(job: Job) -> Result:
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": job.bootstrap,
+            "group.id": f"bench-{job.topic}",
+            "enable.auto.commit": False,
+            "max.partition.fetch.bytes": FETCH_BYTES,
+        }
+    )
+    seen = 0
+    meter = Meter(job)
+    meter.start()
+    consumer.assign([confluent_kafka.TopicPartition(job.topic, 0, 0)])
+    while seen < job.count:
+        for message in consumer.consume(10000, 1.0):
+            if message.error() is not None:
+                raise RuntimeError(f"consume failed: {message.error()}")
+            seen += 1
+    result = meter.stop(seen)
+    consumer.close()
+    return result
+
+
+def _latency(job: Job) -> Result:
+    producer = _producer(job, 0)
+    _delivered(producer, job.topic, b"warm-up")
+    value = payload(job.size)
+    latencies = []
+    clock = time.perf_counter
+    meter = Meter(job)
+    meter.start()
+    for _ in range(job.count):
+        began = clock()
+        _delivered(producer, job.topic, value)
+        latencies.append((clock() - began) * 1000)
+    return meter.stop(len(latencies), tuple(latencies))

@@ -1,0 +1,285 @@
+"""Compare afkak with confluent-kafka, aiokafka and kafka-python on one broker (issue 4).
+
+Every measurement runs in its own subprocess (fresh interpreter, its own GC
+state; CPU seconds are that process's user + system time, librdkafka's and
+kafka-python's threads included), against the same broker: a Tansu started
+here, or --bootstrap HOST:PORT.  One partition; a fresh topic per produce or
+latency run; the consume runs read topics filled once (by confluent-kafka,
+64 KiB batches) from offset 0 until all messages are read.
+
+Producers: acks=1, idempotence off, linger 5 ms, 64 KiB batches (latency
+workload: linger 0); afkak also with its defaults (idempotent, acks=all,
+linger 0, 16 KiB batches).  afkak sends one send_messages call per message
+(letting the reactor turn every 1,000) or lists filling one 64 KiB batch;
+confluent-kafka calls produce() + poll(0) per message; aiokafka awaits
+send() per message; kafka-python calls send(); all flush at the end.
+Latency: 2,000 sequential sends, each waiting for its acknowledgement.
+
+Rounds run the clients round-robin; the table shows each one's median (or
+--stat best) and the 1-minute load average when its runs started (the
+machine may be shared).  --profile runs afkak's jobs once each under
+cProfile instead, and prints where the time goes.
+
+Usage: python tools/bench_clients.py [--quick] [--rounds R] [--bootstrap HOST:PORT]
+       [--clients afkak,confluent-kafka,...] [--workloads produce,consume,latency]
+       [--stat median|best] [--rst FILE] [--json FILE] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]
+
+import attrs  # noqa: E402
+
+from bench import run_afkak, run_aiokafka, run_confluent, run_kafka_python  # noqa: E402
+from bench.common import BATCH_SIZE, Job, Result, list_length  # noqa: E402
+from bench.report import Run, aggregate, rst_table, targets, text_table  # noqa: E402
+
+CLIENTS = {
+    "afkak": run_afkak,
+    "confluent-kafka": run_confluent,
+    "aiokafka": run_aiokafka,
+    "kafka-python": run_kafka_python,
+}
+#: Seconds a run may take before it is killed and counted as failed.
+RUN_TIMEOUT = 180
+
+
+@attrs.frozen
+class Workload:
+    kind: str  # produce, consume or latency
+    count: int
+    size: int
+
+    @property
+    def title(self) -> str:
+        size = f"{self.size // 1024} KiB" if self.size % 1024 == 0 else f"{self.size} B"
+        return f"{self.kind} {self.count:,} x {size}"
+
+
+def workloads(kinds: list[str], scale: float) -> list[Workload]:
+    every = [
+        Workload("produce", int(200_000 * scale), 100),
+        Workload("produce", int(50_000 * scale), 1024),
+        Workload("consume", int(200_000 * scale), 100),
+        Workload("consume", int(50_000 * scale), 1024),
+        Workload("latency", int(2_000 * scale), 100),
+    ]
+    return [w for w in every if w.kind in kinds]
+
+
+def run_job(job: Job) -> Result:
+    """Run one job in a fresh interpreter; raise RuntimeError if it fails."""
+    argv = [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(attrs.asdict(job))]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"timed out after {RUN_TIMEOUT} s") from None
+    if done.returncode:
+        tail = (done.stderr.strip().splitlines() or ["?"])[-1]
+        raise RuntimeError(f"exit {done.returncode}: {tail}")
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    return Result(**{**data, "latencies_ms": tuple(data["latencies_ms"])})
+
+
+def worker(spec: str) -> None:
+    job = Job(**json.loads(spec))
+    result = CLIENTS[job.client].run(job)
+    print(json.dumps(result.asdict()))
+
+
+class Bench:
+    """Creates topics on the broker and runs the jobs."""
+
+    def __init__(self, bootstrap: str | None) -> None:
+        from afkak.test.brokers import TansuBroker, admin_create_topic
+
+        self._broker = None
+        if bootstrap is None:
+            self._broker = TansuBroker().start()
+            bootstrap = self._broker.bootstrap
+        self.bootstrap = bootstrap
+        self._create = admin_create_topic
+        self._serial = 0
+        self._filled: dict[Workload, str] = {}
+
+    def broker_cpu(self) -> float | None:
+        """The broker's CPU seconds so far (user + system), if it is our child."""
+        if self._broker is None:
+            return None
+        with open(f"/proc/{self._broker.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        if self._broker is not None:
+            self._broker.stop()
+
+    def fresh_topic(self) -> str:
+        self._serial += 1
+        topic = f"bench-{os.getpid()}-{self._serial}"
+        self._create(self.bootstrap, topic, 1)
+        return topic
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete a topic once measured, so that the broker's log does not grow run by run."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin.delete_topics([topic], operation_timeout=10)[topic].result(10)
+
+    def fill(self, workload: Workload) -> None:
+        """Write a consume workload's messages (with confluent-kafka, 64 KiB batches)."""
+        from afkak.test.brokers import produce
+
+        topic = self._filled[workload] = self.fresh_topic()
+        config = {"linger.ms": 5, "batch.size": BATCH_SIZE,
+                  "queue.buffering.max.messages": 1_000_000}
+        produce(self.bootstrap, topic, [b"x" * workload.size] * workload.count,
+                partition=0, timeout=120, config=config)
+
+    def topic_for(self, workload: Workload) -> str:
+        """A fresh topic, or for consuming the one filled with the workload's messages."""
+        if workload.kind == "consume":
+            return self._filled[workload]
+        return self.fresh_topic()
+
+    def done_with(self, workload: Workload, topic: str) -> None:
+        if workload.kind != "consume":
+            self.delete_topic(topic)
+
+
+def jobs_of_round(bench: Bench, loads: list[Workload], clients: list[str],
+                  profile_dir: str = "") -> Any:
+    for workload in loads:
+        for client in clients:
+            for variant in CLIENTS[client].VARIANTS[workload.kind]:
+                profile = ""
+                if profile_dir:
+                    name = f"{client}-{workload.kind}-{workload.size}-{variant}".replace(" ", "_")
+                    profile = os.path.join(profile_dir, name + ".prof")
+                yield workload, Job(client, variant, workload.kind, bench.bootstrap,
+                                    bench.topic_for(workload), workload.count, workload.size,
+                                    profile)
+
+
+def benchmark(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> list[Run]:
+    for workload in loads:
+        if workload.kind == "consume":
+            bench.fill(workload)  # before round 1: this also warms the broker up
+    runs = []
+    for round_ in range(args.rounds):
+        for workload, job in jobs_of_round(bench, loads, args.clients):
+            load = os.getloadavg()[0]
+            broker_cpu = bench.broker_cpu()
+            try:
+                result, error = run_job(job), ""
+            except RuntimeError as e:
+                result, error = None, str(e)
+            if broker_cpu is not None:
+                broker_cpu = bench.broker_cpu() - broker_cpu
+            bench.done_with(workload, job.topic)
+            run = Run(workload.title, job.client, job.variant, load, result, error, broker_cpu)
+            runs.append(run)
+            if result is None:
+                shown = f"FAILED {error}"
+            else:
+                shown = f"{result.count / result.wall:12,.0f} msgs/s  {result.cpu:6.2f} CPU s"
+                if broker_cpu is not None:
+                    shown += f"  broker {broker_cpu:5.2f} CPU s"
+            print(f"round {round_ + 1}  {workload.title:26} {run.label:34} {shown}"
+                  f"  (load {load:.2f})", flush=True)
+    return runs
+
+
+def profile(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> None:
+    for workload in loads:
+        if workload.kind == "consume":
+            bench.fill(workload)
+    with tempfile.TemporaryDirectory() as tmp:
+        for workload, job in jobs_of_round(bench, loads, ["afkak"], tmp):
+            result = run_job(job)
+            bench.done_with(workload, job.topic)
+            print(f"\n=== afkak ({job.variant}) {workload.title}: "
+                  f"{result.count / result.wall:,.0f} msgs/s, {result.cpu:.2f} CPU s "
+                  f"(under cProfile; load {os.getloadavg()[0]:.2f})")
+            stats = pstats.Stats(job.profile)
+            stats.sort_stats("tottime").print_stats(args.top)
+            stats.sort_stats("cumulative").print_stats(args.top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="1/5 of the messages, 1 round")
+    parser.add_argument("--rounds", type=int, help="rounds over the clients (default 3)")
+    parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--workloads", default="produce,consume,latency")
+    parser.add_argument("--stat", choices=("median", "best"), default="median")
+    parser.add_argument("--rst", metavar="FILE", help="write the table as reStructuredText")
+    parser.add_argument("--json", metavar="FILE", help="write every run's numbers as JSON")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile afkak's jobs (cProfile) instead of benchmarking")
+    parser.add_argument("--top", type=int, default=25, help="functions shown per profile")
+    args = parser.parse_args()
+    if args.worker:
+        return worker(args.worker)
+    args.clients = args.clients.split(",")
+    unknown = set(args.clients) - set(CLIENTS)
+    if unknown:
+        parser.error(f"unknown clients {sorted(unknown)}; choose from {list(CLIENTS)}")
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
+    loads = workloads(args.workloads.split(","), 0.2 if args.quick else 1.0)
+    bench = Bench(args.bootstrap)
+    began = time.monotonic()
+    try:
+        if args.profile:
+            return profile(bench, args, loads)
+        runs = benchmark(bench, args, loads)
+    finally:
+        bench.close()
+    rows = aggregate(runs, args.stat)
+    other = "best" if args.stat == "median" else "median"
+    caption = (f"{args.stat} of {args.rounds} round(s); 1 partition on "
+               f"{'Tansu' if args.bootstrap is None else args.bootstrap}; "
+               f"{os.cpu_count()} CPUs")
+    print(f"\n{caption}; {time.monotonic() - began:.0f} s\n")
+    print(text_table(rows))
+    titles = {(w.kind, w.size): w.title for w in loads}
+    print(f"\nafkak list sends: {list_length(100)} x 100 B, {list_length(1024)} x 1 KiB per call")
+    names = (titles.get(("produce", 100), ""), titles.get(("produce", 1024), ""),
+             [t for (kind, _), t in titles.items() if kind == "consume"],
+             titles.get(("latency", 100), ""))
+    judged = [(args.stat, rows)] + ([(other, aggregate(runs, other))] if args.rounds > 1 else [])
+    for stat, stat_rows in judged:
+        print(f"\nissue 4 targets ({stat} of the runs; wall-clock rates):")
+        for target in targets(stat_rows, *names):
+            state = {True: "met   ", False: "MISSED", None: "n/a   "}[target.met]
+            print(f"  {state} {target.text}: {target.detail}")
+    for run in runs:
+        if run.error:
+            print(f"failed: {run.workload} {run.label}: {run.error}")
+    if args.rst:
+        with open(args.rst, "w") as f:
+            f.write(rst_table(rows, caption))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{**attrs.asdict(r, recurse=False),
+                        "result": r.result and r.result.asdict()} for r in runs], f)
+
+
+if __name__ == "__main__":
+    main()
