@@ -7,7 +7,7 @@ PY=${PYTHON:-python3}
 VENV=${AFKAK_VENV:-.venv}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e '.[test,snappy,lz4,zstd]'
+"$VENV/bin/python" -m pip install -q -e '.[test,snappy,lz4,zstd,spark]'
 set +e
 "$VENV/bin/python" -m pytest -q "$@"
 rc=$?

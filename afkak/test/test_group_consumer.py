@@ -343,3 +343,58 @@ class ConsumerGroupTests(SynchronousTestCase):
             {TopicAndPartition(TOPIC, p): (15, 17, 2) for p in range(6)},
         )
         self.assertEqual(self.successResultOf(describe_group(admin, "g")).state, "Empty")
+
+
+class PublicSurfaceTests(SynchronousTestCase):
+    def test_public_names(self) -> None:
+        import afkak.group
+
+        self.assertEqual(
+            sorted(afkak.group.__all__),
+            sorted(
+                [
+                    "ASSIGNORS",
+                    "DEFAULT_ASSIGNORS",
+                    "TRANSITIONS",
+                    "Assignment",
+                    "ConsumerGroup",
+                    "CooperativeStickyAssignor",
+                    "Generation",
+                    "GroupDescription",
+                    "GroupListing",
+                    "GroupMember",
+                    "Member",
+                    "MemberDescription",
+                    "MemberEvent",
+                    "MemberState",
+                    "PartitionAssignor",
+                    "PartitionLag",
+                    "RangeAssignor",
+                    "RebalanceListener",
+                    "RebalanceProtocol",
+                    "RoundRobinAssignor",
+                    "Subscription",
+                    "committed_offsets",
+                    "decode_assignment",
+                    "decode_subscription",
+                    "describe_group",
+                    "encode_assignment",
+                    "encode_subscription",
+                    "group_lag",
+                    "list_groups",
+                ]
+            ),
+        )
+        self.assertEqual(afkak.group.DEFAULT_ASSIGNORS, ("range", "cooperative-sticky"))
+
+    def test_bad_arguments(self) -> None:
+        client = KafkaClient("broker-0:9092", reactor=Clock())
+        self.addCleanup(client.close)
+        with self.assertRaises(TypeError):
+            ConsumerGroup(client, "g", ["t"], lambda c, m: None, commit_consumer_id="x")
+        with self.assertRaises(ValueError):
+            ConsumerGroup(client, "g", ["t"], lambda c, m: None, heartbeat_interval_ms=50000)
+        with self.assertRaises(ValueError):
+            ConsumerGroup(client, "g", [], lambda c, m: None)
+        with self.assertRaises(TypeError):
+            ConsumerGroup(client, "g", ["t"], None)  # type: ignore[arg-type]
