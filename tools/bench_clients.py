@@ -41,7 +41,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
 
 import attrs  # noqa: E402
-
 from bench import run_afkak, run_aiokafka, run_confluent, run_kafka_python  # noqa: E402
 from bench.common import BATCH_SIZE, Job, Result, list_length  # noqa: E402
 from bench.report import Run, aggregate, rst_table, targets, text_table  # noqa: E402
@@ -144,10 +143,19 @@ class Bench:
         from afkak.test.brokers import produce
 
         topic = self._filled[workload] = self.fresh_topic()
-        config = {"linger.ms": 5, "batch.size": BATCH_SIZE,
-                  "queue.buffering.max.messages": 1_000_000}
-        produce(self.bootstrap, topic, [b"x" * workload.size] * workload.count,
-                partition=0, timeout=120, config=config)
+        config = {
+            "linger.ms": 5,
+            "batch.size": BATCH_SIZE,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+        produce(
+            self.bootstrap,
+            topic,
+            [b"x" * workload.size] * workload.count,
+            partition=0,
+            timeout=120,
+            config=config,
+        )
 
     def topic_for(self, workload: Workload) -> str:
         """A fresh topic, or for consuming the one filled with the workload's messages."""
@@ -160,8 +168,9 @@ class Bench:
             self.delete_topic(topic)
 
 
-def jobs_of_round(bench: Bench, loads: list[Workload], clients: list[str],
-                  profile_dir: str = "") -> Any:
+def jobs_of_round(
+    bench: Bench, loads: list[Workload], clients: list[str], profile_dir: str = ""
+) -> Any:
     for workload in loads:
         for client in clients:
             for variant in CLIENTS[client].VARIANTS[workload.kind]:
@@ -169,9 +178,19 @@ def jobs_of_round(bench: Bench, loads: list[Workload], clients: list[str],
                 if profile_dir:
                     name = f"{client}-{workload.kind}-{workload.size}-{variant}".replace(" ", "_")
                     profile = os.path.join(profile_dir, name + ".prof")
-                yield workload, Job(client, variant, workload.kind, bench.bootstrap,
-                                    bench.topic_for(workload), workload.count, workload.size,
-                                    profile)
+                yield (
+                    workload,
+                    Job(
+                        client,
+                        variant,
+                        workload.kind,
+                        bench.bootstrap,
+                        bench.topic_for(workload),
+                        workload.count,
+                        workload.size,
+                        profile,
+                    ),
+                )
 
 
 def benchmark(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> list[Run]:
@@ -198,8 +217,11 @@ def benchmark(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> 
                 shown = f"{result.count / result.wall:12,.0f} msgs/s  {result.cpu:6.2f} CPU s"
                 if broker_cpu is not None:
                     shown += f"  broker {broker_cpu:5.2f} CPU s"
-            print(f"round {round_ + 1}  {workload.title:26} {run.label:34} {shown}"
-                  f"  (load {load:.2f})", flush=True)
+            print(
+                f"round {round_ + 1}  {workload.title:26} {run.label:34} {shown}"
+                f"  (load {load:.2f})",
+                flush=True,
+            )
     return runs
 
 
@@ -211,9 +233,11 @@ def profile(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> No
         for workload, job in jobs_of_round(bench, loads, ["afkak"], tmp):
             result = run_job(job)
             bench.done_with(workload, job.topic)
-            print(f"\n=== afkak ({job.variant}) {workload.title}: "
-                  f"{result.count / result.wall:,.0f} msgs/s, {result.cpu:.2f} CPU s "
-                  f"(under cProfile; load {os.getloadavg()[0]:.2f})")
+            print(
+                f"\n=== afkak ({job.variant}) {workload.title}: "
+                f"{result.count / result.wall:,.0f} msgs/s, {result.cpu:.2f} CPU s "
+                f"(under cProfile; load {os.getloadavg()[0]:.2f})"
+            )
             stats = pstats.Stats(job.profile)
             stats.sort_stats("tottime").print_stats(args.top)
             stats.sort_stats("cumulative").print_stats(args.top)
@@ -230,8 +254,11 @@ def main() -> None:
     parser.add_argument("--stat", choices=("median", "best"), default="median")
     parser.add_argument("--rst", metavar="FILE", help="write the table as reStructuredText")
     parser.add_argument("--json", metavar="FILE", help="write every run's numbers as JSON")
-    parser.add_argument("--profile", action="store_true",
-                        help="profile afkak's jobs (cProfile) instead of benchmarking")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile afkak's jobs (cProfile) instead of benchmarking",
+    )
     parser.add_argument("--top", type=int, default=25, help="functions shown per profile")
     args = parser.parse_args()
     if args.worker:
@@ -253,16 +280,21 @@ def main() -> None:
         bench.close()
     rows = aggregate(runs, args.stat)
     other = "best" if args.stat == "median" else "median"
-    caption = (f"{args.stat} of {args.rounds} round(s); 1 partition on "
-               f"{'Tansu' if args.bootstrap is None else args.bootstrap}; "
-               f"{os.cpu_count()} CPUs")
+    caption = (
+        f"{args.stat} of {args.rounds} round(s); 1 partition on "
+        f"{'Tansu' if args.bootstrap is None else args.bootstrap}; "
+        f"{os.cpu_count()} CPUs"
+    )
     print(f"\n{caption}; {time.monotonic() - began:.0f} s\n")
     print(text_table(rows))
     titles = {(w.kind, w.size): w.title for w in loads}
     print(f"\nafkak list sends: {list_length(100)} x 100 B, {list_length(1024)} x 1 KiB per call")
-    names = (titles.get(("produce", 100), ""), titles.get(("produce", 1024), ""),
-             [t for (kind, _), t in titles.items() if kind == "consume"],
-             titles.get(("latency", 100), ""))
+    names = (
+        titles.get(("produce", 100), ""),
+        titles.get(("produce", 1024), ""),
+        [t for (kind, _), t in titles.items() if kind == "consume"],
+        titles.get(("latency", 100), ""),
+    )
     judged = [(args.stat, rows)] + ([(other, aggregate(runs, other))] if args.rounds > 1 else [])
     for stat, stat_rows in judged:
         print(f"\nissue 4 targets ({stat} of the runs; wall-clock rates):")
@@ -277,8 +309,13 @@ def main() -> None:
             f.write(rst_table(rows, caption))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([{**attrs.asdict(r, recurse=False),
-                        "result": r.result and r.result.asdict()} for r in runs], f)
+            json.dump(
+                [
+                    {**attrs.asdict(r, recurse=False), "result": r.result and r.result.asdict()}
+                    for r in runs
+                ],
+                f,
+            )
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ from twisted.internet.protocol import Factory
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._version import __version__
 from afkak._broker_errors import BrokerResponseError, RequestTimedOutError
 from afkak._errors import BrokerConnectionError, CancelledError, ClientError
+from afkak._version import __version__
 from afkak.connection._lifecycle import CONNECTED_STATES, Event, State, next_state
 from afkak.connection._protocol import BrokerProtocol
 from afkak.connection._request import PendingRequest
@@ -332,7 +332,7 @@ class BrokerConnection:
             protocol.stopFraming()
             if not protocol.lost:
                 self._closing = protocol
-                protocol.transport.loseConnection()
+                protocol.close()
             for request in protocol.take_in_flight():
                 if not request.abandoned:
                     request.fail(CancelledError(request_sent=True, message=f"{self!r} was closed"))

@@ -76,6 +76,16 @@ class BrokerProtocol(FramedProtocol):
             self.in_flight[correlation_id] = request
         self.transport.write(frame)
 
+    def close(self) -> None:
+        """Close once what was written is sent.
+
+        The write producer is unregistered first: a TLS transport (and any
+        transport honouring IConsumer to the letter) holds back its shutdown
+        while a producer is registered.
+        """
+        self.transport.unregisterProducer()
+        self.transport.loseConnection()
+
     def take_in_flight(self) -> list[PendingRequest]:
         """Forget and return the requests in flight (the connection is going away)."""
         requests = list(self.in_flight.values())

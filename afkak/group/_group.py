@@ -134,7 +134,6 @@ class ConsumerGroup:
         self.on_lost = on_lost if on_lost is not None else on_revoked
         self.consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
         self.consumers: dict[TopicAndPartition, Any] = {}
-        self._generation = Generation(-1, "")
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
         self._stopping: Deferred[Offsets] | None = None
@@ -218,7 +217,6 @@ class ConsumerGroup:
     # -- the membership's listener --------------------------------------------
 
     def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[Any]:
-        self._generation = generation
         self._rebind(self.consumers.values(), generation)
         added = [tp for tp in partitions if tp not in self.consumers]
         d = maybeDeferred(self.on_assigned, added) if self.on_assigned and added else succeed(None)

@@ -38,6 +38,7 @@ from afkak.common import (
 
 from . import _requests as req
 from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
+from ._heartbeat import HeartbeatTimer
 from ._payloads import (
     Subscription,
     decode_assignment,
@@ -45,22 +46,19 @@ from ._payloads import (
     encode_assignment,
     encode_subscription,
 )
+from ._reactions import (
+    FENCED_INSTANCE_ID,
+    HEARTBEAT,
+    JOIN_GROUP,
+    SYNC_GROUP,
+    UNKNOWN_MEMBER_ID,
+    Reaction,
+    react,
+)
 from ._states import MemberEvent as E, MemberState as S, next_state
 
 log = Logger()
 
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
-
-_COORDINATOR_ERRORS = frozenset(
-    {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
-)
 #: Extra time a JoinGroup may take beyond the rebalance timeout (Java: 5 s).
 JOIN_GRACE_SECONDS = 5.0
 
@@ -137,7 +135,6 @@ class GroupMember:
         self.protocol = common_protocol(self.assignors)
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.heartbeat_interval = heartbeat_interval_ms / 1000.0
         # A heartbeat stuck on a dead coordinator must fail (and make the client
         # look the coordinator up again) well within the session timeout.
         self._heartbeat_timeout = min(client.timeout, session_timeout_ms / 3000.0)
@@ -155,8 +152,7 @@ class GroupMember:
         self._wake: Deferred[None] | None = None
         self._rejoin_reason: str | None = None
         self._fenced_error: int | None = None
-        self._heartbeat_call: Any = None
-        self._heartbeat_in_flight = False
+        self.heartbeats = HeartbeatTimer(self.reactor, heartbeat_interval_ms / 1000.0, self._beat)
         self._stop_reason: str | None = None
         self._stop_commits = True
         self._failure: Failure | None = None
@@ -227,9 +223,9 @@ class GroupMember:
         log.debug("{member!r}: {event} -> {state}", member=self, event=event.value, state=new.name)
         self.state = new
         if new in (S.STABLE, S.PREPARING):
-            self._schedule_heartbeat()
-        elif self._heartbeat_call is not None and self._heartbeat_call.active():
-            self._heartbeat_call.cancel()
+            self.heartbeats.run()
+        else:
+            self.heartbeats.stop()
 
     # -- the loop -------------------------------------------------------------
 
@@ -356,26 +352,26 @@ class GroupMember:
             if response is None:
                 failures += 1
                 continue
-            error = response.error_code
-            if error == 0:
+            reaction = react(JOIN_GROUP, response.error_code)
+            if reaction is Reaction.DONE:
                 self.member_id = response.member_id
                 self.generation_id = response.generation_id
                 self.protocol_name = response.protocol_name
                 self.leader_id = response.leader
                 return response
-            if error == MEMBER_ID_REQUIRED:
+            if reaction is Reaction.RETRY:  # MEMBER_ID_REQUIRED
                 self.member_id = response.member_id
-                continue
-            if error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            elif reaction is Reaction.FENCED:
                 if self.owned:
-                    raise _Fenced(error)
-                self._reset(member_id=error == UNKNOWN_MEMBER_ID)
-                continue
-            if error in _COORDINATOR_ERRORS or error == REBALANCE_IN_PROGRESS:
+                    raise _Fenced(response.error_code)
+                self._reset(member_id=response.error_code == UNKNOWN_MEMBER_ID)
+            elif reaction is Reaction.BACKOFF:
                 failures += 1
                 await self._sleep(self._delay(failures))
-                continue
-            raise BrokerResponseError.from_errno(error, f"JoinGroup of group {self.group_id!r}")
+            else:
+                raise BrokerResponseError.from_errno(
+                    response.error_code, f"JoinGroup of group {self.group_id!r}"
+                )
 
     # -- SyncGroup ----------------------------------------------------------------
 
@@ -394,17 +390,18 @@ class GroupMember:
         response = await self._request(request, self.client.timeout, 0)
         if response is None:
             raise _Rejoin()
-        error = response.error_code
-        if error == 0:
+        reaction = react(SYNC_GROUP, response.error_code)
+        if reaction is Reaction.DONE:
             return decode_assignment(response.assignment)
-        if error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
-            raise _Fenced(error)
-        if error == REBALANCE_IN_PROGRESS:
-            raise _Rejoin()
-        if error in _COORDINATOR_ERRORS:
+        if reaction is Reaction.FENCED:
+            raise _Fenced(response.error_code)
+        if reaction is Reaction.BACKOFF:
             await self._sleep(self._delay(1))
+        if reaction in (Reaction.BACKOFF, Reaction.REJOIN):
             raise _Rejoin()
-        raise BrokerResponseError.from_errno(error, f"SyncGroup of group {self.group_id!r}")
+        raise BrokerResponseError.from_errno(
+            response.error_code, f"SyncGroup of group {self.group_id!r}"
+        )
 
     async def _assign(self, joined: Any) -> dict[str, bytes]:
         """The leader's work: run the chosen assignor over every member's subscription."""
@@ -439,43 +436,31 @@ class GroupMember:
 
     # -- Heartbeat --------------------------------------------------------------
 
-    def _schedule_heartbeat(self) -> None:
-        if self._heartbeat_call is None or not self._heartbeat_call.active():
-            self._heartbeat_call = self.reactor.callLater(self.heartbeat_interval, self._heartbeat)
-
-    def _heartbeat(self) -> None:
-        if self.state not in (S.STABLE, S.PREPARING) or self._heartbeat_in_flight:
-            return
+    def _beat(self) -> Deferred[Any]:
+        """Send one heartbeat and act on its answer."""
         self._check_metadata()
         request = req.heartbeat(
             self.group_id, self.generation_id, self.member_id, self.group_instance_id
         )
-        self._heartbeat_in_flight = True
         d = self.client.send_request_to_coordinator(
             self.group_id, request, timeout=self._heartbeat_timeout
         )
-        d.addCallbacks(self._heartbeat_answered, self._heartbeat_failed, (self.generation,))
-        d.addBoth(self._heartbeat_done)
+        return d.addCallbacks(self._beat_answered, self._beat_failed, (self.generation,))
 
-    def _heartbeat_done(self, _: Any) -> None:
-        self._heartbeat_in_flight = False
-        if self.state in (S.STABLE, S.PREPARING):
-            self._schedule_heartbeat()
-
-    def _heartbeat_answered(self, response: Any, sent_as: Generation) -> None:
-        error = response.error_code
-        if error == 0 or sent_as != self.generation:
+    def _beat_answered(self, response: Any, sent_as: Generation) -> None:
+        reaction = react(HEARTBEAT, response.error_code)
+        if reaction in (Reaction.DONE, Reaction.IGNORE) or sent_as != self.generation:
             return
-        if error == REBALANCE_IN_PROGRESS:
+        if reaction is Reaction.REJOIN:
             if self.state is S.STABLE:
                 self.request_rejoin("the group is rebalancing")
-        elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
-            self._fenced_error = error
+        elif reaction is Reaction.FENCED:
+            self._fenced_error = response.error_code
             self._wake_up()
-        elif error == FENCED_INSTANCE_ID or error not in _COORDINATOR_ERRORS:
-            self.fail(Failure(BrokerResponseError.from_errno(error, "Heartbeat")))
+        else:
+            self.fail(Failure(BrokerResponseError.from_errno(response.error_code, "Heartbeat")))
 
-    def _heartbeat_failed(self, failure: Failure, sent_as: Generation) -> None:
+    def _beat_failed(self, failure: Failure, sent_as: Generation) -> None:
         log.info(
             "{member!r}: heartbeat failed: {error}", member=self, error=failure.getErrorMessage()
         )

@@ -393,7 +393,10 @@ class LifecycleTests(ConnectionTestCase):
         sent = connection.request(metadata("a"))
         queued = connection.request(metadata("b"))
         self.net.flush()
+        self.assertIsNotNone(self.net.transport.producer)
         closed = connection.close()
+        # Unregistered before loseConnection: TLS holds its shutdown while one is registered.
+        self.assertIsNone(self.net.transport.producer)
         self.assertIs(connection.state, State.CLOSED)
         self.assertIs(self.failureResultOf(sent, CancelledError).value.request_sent, True)
         self.assertIs(self.failureResultOf(queued, CancelledError).value.request_sent, False)

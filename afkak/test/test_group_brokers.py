@@ -13,6 +13,7 @@ import itertools
 import os
 import threading
 import time
+import unittest
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -22,7 +23,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST, TopicAndPartition
-from afkak.group import ConsumerGroup, describe_group, group_lag, list_groups
+from afkak.group import ConsumerGroup, MemberState, describe_group, group_lag, list_groups
 from afkak.test.brokers import Broker, client_config, produce, shared_broker
 from afkak.test.test_client_brokers import wait
 from afkak.test.test_group_consumer import abandon
@@ -34,6 +35,9 @@ _MOCK_GROUP_CAPS = ((11, 5), (12, 3), (13, 2), (14, 3))
 GROUP_QUIRKS: dict[str, dict[str, str]] = {
     "tansu": {
         "join_waits_half_session": "each JoinGroup is held session_timeout / 2: short sessions",
+        "static_membership_broken": (
+            "a static member's SyncGroup is never answered; the group rebalances over and over"
+        ),
         "partial_group_inspection": (
             "DescribeGroups omits the protocol and each member's client id, metadata and "
             "assignment; ListGroups answers no groups; OffsetFetch of all topics answers null"
@@ -57,6 +61,10 @@ GROUP_QUIRKS: dict[str, dict[str, str]] = {
             "every member has synced, so records processed during a rebalance may be read "
             "again; a follower's SyncGroup may fail with a null assignment, which does not "
             "decode (the member rejoins); each rebalance takes about 5 s"
+        ),
+        "static_rejoin_rebalances": (
+            "a static member rejoining within its session triggers a rebalance (Kafka hands "
+            "it its assignment back without one)"
         ),
         "flexible_group_apis_break": (
             "JoinGroup v6+, SyncGroup v4+ and Heartbeat v4+ close the connection or crash the "
@@ -208,7 +216,7 @@ class RealBrokerGroupTests:
         self.clients.append(client)
         return client
 
-    def member(self, name: str) -> ConsumerGroup:
+    def member(self, name: str, instance: str | None = None) -> ConsumerGroup:
         group = ConsumerGroup(
             self.client(name),
             self.group_id,
@@ -218,6 +226,7 @@ class RealBrokerGroupTests:
             session_timeout_ms=self.session_ms,
             heartbeat_interval_ms=self.session_ms // 4,
             rebalance_timeout_ms=20000,
+            group_instance_id=instance,
             auto_offset_reset=OFFSET_EARLIEST,
             auto_commit_every_ms=200,
             fetch_max_wait_time=100,
@@ -283,6 +292,24 @@ class RealBrokerGroupTests:
         lag = wait(group_lag(admin, self.group_id, [self.topic]))
         self.assertEqual(lag[TopicAndPartition(self.topic, 0)].lag, 3)
         self.assertEqual(len(lag), 3)
+
+    def test_static_member_restarts_into_its_assignment(self: Any) -> None:
+        if self.quirk("static_membership_broken"):
+            raise unittest.SkipTest(GROUP_QUIRKS[self.broker_name]["static_membership_broken"])
+        self.broker.create_topic(self.topic, 4)
+        a, b = self.member("a", instance="instance-1"), self.member("b")
+        a.start()
+        b.start()
+        pump(lambda: len(a.consumers) == 2 and len(b.consumers) == 2, 40, "a and b split")
+        generation, owned = b.member.generation_id, a.assignment
+        wait(a.shutdown(), 30)  # a static member sends no LeaveGroup
+        again = self.member("a-again", instance="instance-1")
+        again.start()
+        t = pump(lambda: len(again.consumers) == 2, 40, "the static member is back")
+        self.report("static member restarts", t)
+        self.assertEqual(again.assignment, owned)
+        if not self.quirk("static_rejoin_rebalances"):
+            self.assertEqual(b.member.generation_id, generation, "no rebalance")
 
     def test_mixed_group_with_librdkafka(self: Any) -> None:
         """Two afkak members and one librdkafka consumer share a 6-partition topic
@@ -385,3 +412,37 @@ class NoidaGroupTests(RealBrokerGroupTests, SynchronousTestCase):
 
 class RdkafkaMockGroupTests(RealBrokerGroupTests, SynchronousTestCase):
     broker_name = "rdkafka_mock"
+
+    def test_coordinator_moves_and_heartbeat_errors(self) -> None:
+        """The coordinator moves to another broker: the member keeps consuming and
+        committing; a heartbeat answered UNKNOWN_MEMBER_ID: it rejoins as a new member."""
+        mock: Any = self.broker
+        self.broker.create_topic(self.topic, 3)
+        self.produce(0, 30)
+        a = self.member("a")
+        a.start()
+        pump(lambda: len(self.events.processed()) == 30, 30, "consumed")
+        coordinator = wait(a.client._cluster.coordinator(self.group_id)).node_id
+        mock.coordinator_set("group", self.group_id, (coordinator + 1) % 3)
+        self.produce(30, 30)
+        admin = self.client("admin")  # finds the new coordinator
+
+        def caught_up() -> bool:
+            if len(self.events.processed()) < 60:
+                return False
+            lag = wait(group_lag(admin, self.group_id, [self.topic]))
+            return sum(x.lag for x in lag.values()) == 0
+
+        t = pump(caught_up, 60, "consumed and committed after the move")
+        self.report("coordinator moved: consuming and committing", t)
+        self.assertEqual(a.state, MemberState.STABLE)
+        member_id = a.member.member_id
+        mock.push_request_errors(12, 25)  # Heartbeat: UNKNOWN_MEMBER_ID
+        t = pump(
+            lambda: a.member.member_id not in ("", member_id) and len(a.consumers) == 3,
+            60,
+            "a new member after UNKNOWN_MEMBER_ID",
+        )
+        self.report("fenced (UNKNOWN_MEMBER_ID): rejoined", t)
+        self.produce(60, 30)
+        pump(lambda: len(self.events.processed()) == 90, 30, "consumed after rejoining")

@@ -19,6 +19,7 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.group import (
+    DEFAULT_ASSIGNORS,
     ConsumerGroup,
     MemberState,
     committed_offsets,
@@ -68,8 +69,7 @@ def abandon(group: ConsumerGroup) -> None:
     without LeaveGroup or commits; close its client to drop its connections.
     """
     member = group.member
-    if member._heartbeat_call is not None and member._heartbeat_call.active():
-        member._heartbeat_call.cancel()
+    member.heartbeats.stop()
     member.state = MemberState.STOPPED
     dead, group.consumers = list(group.consumers.values()), {}
     for consumer in dead:
@@ -191,6 +191,29 @@ class ConsumerGroupTests(SynchronousTestCase):
         self.assertEqual(len(offsets), 3)
         self.assertEqual(set(offsets.values()), {44})
         self.assertEqual(self.successResultOf(done_a), offsets)
+
+    def test_default_assignors_rebalance_eagerly(self) -> None:
+        """[range, cooperative-sticky] (Kafka 4's default): eager, everything revoked first."""
+        calls: list[tuple[str, int]] = []
+        self.produce(20)
+        a = self.group(
+            "a",
+            assignors=DEFAULT_ASSIGNORS,
+            on_assigned=lambda ps: calls.append(("+", len(ps))),
+            on_revoked=lambda ps: calls.append(("-", len(ps))),
+        )
+        a.start()
+        self.advance(5)
+        b = self.group("b", assignors=DEFAULT_ASSIGNORS)
+        b.start()
+        self.produce(20)
+        self.advance(6)
+        self.assertEqual(calls, [("+", 6), ("-", 6), ("+", 3)])
+        self.assertEqual(a.member.generation_id, 2, "one rebalance")
+        self.assertEqual(b.member.protocol_name, "range")
+        self.assertEqual(set(self.ledger.seen), self.expected())
+        self.assertEqual(len(self.ledger.seen), len(set(self.ledger.seen)), "revocations committed")
+        self.assertEqual(self.ledger.overlaps, [])
 
     def test_member_leaving_and_member_killed(self) -> None:
         self.produce(10)

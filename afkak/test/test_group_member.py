@@ -163,6 +163,27 @@ class GroupMemberTests(SynchronousTestCase):
         self.assertEqual(reachable, set(MemberState))
         self.assertEqual(TRANSITIONS[MemberState.STABLE, MemberEvent.FENCED], MemberState.UNJOINED)
 
+    def test_reaction_tables(self) -> None:
+        """What the member does about each coordinator error, per API (Java's choices)."""
+        from afkak.group._reactions import HEARTBEAT, JOIN_GROUP, SYNC_GROUP, Reaction, react
+
+        expected = {
+            # error: (JoinGroup, SyncGroup, Heartbeat)
+            0: (Reaction.DONE, Reaction.DONE, Reaction.DONE),
+            14: (Reaction.BACKOFF, Reaction.BACKOFF, Reaction.IGNORE),
+            15: (Reaction.BACKOFF, Reaction.BACKOFF, Reaction.IGNORE),
+            16: (Reaction.BACKOFF, Reaction.BACKOFF, Reaction.IGNORE),
+            22: (Reaction.FENCED, Reaction.FENCED, Reaction.FENCED),
+            23: (Reaction.FATAL, Reaction.FATAL, Reaction.FATAL),
+            25: (Reaction.FENCED, Reaction.FENCED, Reaction.FENCED),
+            27: (Reaction.BACKOFF, Reaction.REJOIN, Reaction.REJOIN),
+            79: (Reaction.RETRY, Reaction.FATAL, Reaction.FATAL),
+            82: (Reaction.FATAL, Reaction.FATAL, Reaction.FATAL),
+        }
+        for error, reactions in expected.items():
+            got = tuple(react(t, error) for t in (JOIN_GROUP, SYNC_GROUP, HEARTBEAT))
+            self.assertEqual(got, reactions, error)
+
     def test_join_needs_the_member_id_round(self) -> None:
         member, listener, _ = self.member("a")
         self.assertEqual(member.state, MemberState.JOINING)

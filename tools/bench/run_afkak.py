@@ -11,8 +11,17 @@ from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
-from bench.common import ACKS, BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result
-from bench.common import list_length, payload
+from bench.common import (
+    ACKS,
+    BATCH_SIZE,
+    FETCH_BYTES,
+    LINGER_MS,
+    Job,
+    Meter,
+    Result,
+    list_length,
+    payload,
+)
 
 #: Sends between two turns of the reactor in the one-message-per-call loop.
 YIELD_EVERY = 1000

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
 from bench.common import ACKS, BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
 
-VARIANTS = {"produce": ("send",), "consume": ("getmany",), "latency": ("send+await",)}
+#: Throughput also runs without aiokafka's Cython record code ("pure Python"), which
+#: aiokafka skips when AIOKAFKA_NO_EXTENSIONS is set: the comparison among pure-Python clients.
+PURE = "pure Python"
+VARIANTS = {
+    "produce": ("send", f"send, {PURE}"),
+    "consume": ("getmany", f"getmany, {PURE}"),
+    "latency": ("send+await",),
+}
 
 
 def run(job: Job) -> Result:
+    if job.variant.endswith(PURE):
+        os.environ["AIOKAFKA_NO_EXTENSIONS"] = "1"  # read when aiokafka is first imported
     work = {"produce": _produce, "consume": _consume, "latency": _latency}[job.workload]
     return asyncio.run(work(job))
 

@@ -73,16 +73,20 @@ class TansuBroker(Broker):
     )
     start_timeout = 10.0
 
+    def __init__(self, advertised_port: int | None = None) -> None:
+        """*advertised_port*: the port Metadata names, when clients reach it through a proxy."""
+        super().__init__()
+        self.advertised_port = advertised_port
+
     def _spawn(self, port: int) -> tuple[ManagedProcess, str]:
-        url = f"tcp://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         argv = [
             tansu_binary(),
             "broker",
             "--listener-url",
-            url,
+            f"tcp://127.0.0.1:{port}",
             "--advertised-listener-url",
-            url,
+            f"tcp://127.0.0.1:{self.advertised_port or port}",
             "--storage-engine",
             "memory://tansu/",
         ]
