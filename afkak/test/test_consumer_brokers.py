@@ -93,8 +93,8 @@ def confluent_commit(bootstrap: str, group: str, topic: str, offset: int) -> Non
         consumer.close()
 
 
-class RealBrokerConsumerTests:
-    """Mixed into one SynchronousTestCase per broker kind."""
+class BrokerConsumerCase:
+    """A client on a shared real broker, and a way to consume with afkak's Consumer."""
 
     broker_name: ClassVar[str]
     broker: Broker
@@ -133,6 +133,10 @@ class RealBrokerConsumerTests:
             if consumer._start_d is not None:
                 consumer.stop()
         return collector.messages, consumer
+
+
+class RealBrokerConsumerTests(BrokerConsumerCase):
+    """Mixed into one SynchronousTestCase per broker kind."""
 
     def test_reads_what_confluent_produced_with_every_codec(self: Any) -> None:
         for codec in CODECS:

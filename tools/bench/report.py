@@ -150,11 +150,15 @@ def text_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def rst_table(rows: Sequence[Row], caption: str) -> str:
-    out = [f".. list-table:: {caption}", "   :header-rows: 1", ""]
+def rst_table(rows: Sequence[Row], caption: str, preamble: str) -> str:
+    """A list-table (each workload named once), after a paragraph saying how it was measured."""
+    out = [preamble, "", f".. list-table:: {caption}", "   :header-rows: 1", ""]
+    previous = None
     for line in [HEADER] + [_cells(r) for r in rows]:
-        out.append(f"   * - {line[0] or '..'}")
-        out.extend(f"     - {c}" if c else "     -" for c in line[1:])
+        workload = "" if line[0] == previous else line[0]
+        previous = line[0]
+        out.append(f"   * - {workload}".rstrip())
+        out.extend(f"     - {c}".rstrip() for c in line[1:])
     return "\n".join(out) + "\n"
 
 
