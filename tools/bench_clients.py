@@ -10,7 +10,7 @@ latency run; the consume runs read topics filled once (by confluent-kafka,
 Producers: acks=1, idempotence off, linger 5 ms, 64 KiB batches (latency
 workload: linger 0); afkak also with its defaults (idempotent, acks=all,
 linger 0, 16 KiB batches).  afkak sends one send_messages call per message
-(letting the reactor turn every 1,000) or lists filling one 64 KiB batch;
+(letting the reactor turn every 100 sends: --yield-every) or lists filling a 64 KiB batch;
 confluent-kafka calls produce() + poll(0) per message; aiokafka awaits
 send() per message; kafka-python calls send(); all flush at the end.
 Consumers fetch at most 1 MiB per partition (afkak also with its defaults).
@@ -175,7 +175,11 @@ class Bench:
 
 
 def jobs_of_round(
-    bench: Bench, loads: list[Workload], clients: list[str], profile_dir: str = ""
+    bench: Bench,
+    loads: list[Workload],
+    clients: list[str],
+    yield_every: int,
+    profile_dir: str = "",
 ) -> Any:
     for workload in loads:
         for client in clients:
@@ -195,6 +199,7 @@ def jobs_of_round(
                         workload.count,
                         workload.size,
                         profile,
+                        yield_every,
                     ),
                 )
 
@@ -205,7 +210,7 @@ def benchmark(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> 
             bench.fill(workload)  # before round 1: this also warms the broker up
     runs = []
     for round_ in range(args.rounds):
-        for workload, job in jobs_of_round(bench, loads, args.clients):
+        for workload, job in jobs_of_round(bench, loads, args.clients, args.yield_every):
             load = os.getloadavg()[0]
             broker_cpu = bench.broker_cpu()
             try:
@@ -236,7 +241,7 @@ def profile(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> No
         if workload.kind == "consume":
             bench.fill(workload)
     with tempfile.TemporaryDirectory() as tmp:
-        for workload, job in jobs_of_round(bench, loads, ["afkak"], tmp):
+        for workload, job in jobs_of_round(bench, loads, ["afkak"], args.yield_every, tmp):
             result = run_job(job)
             bench.done_with(workload, job.topic)
             print(
@@ -276,6 +281,13 @@ def main() -> None:
     parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--workloads", default="produce,consume,latency")
+    parser.add_argument(
+        "--yield-every",
+        type=int,
+        default=100,
+        metavar="N",
+        help="afkak's one-message sends let the reactor turn every N sends (default 100)",
+    )
     parser.add_argument("--stat", choices=("median", "best"), default="median")
     parser.add_argument("--rst", metavar="FILE", help="write the table as reStructuredText")
     parser.add_argument("--json", metavar="FILE", help="write every run's numbers as JSON")
@@ -313,7 +325,10 @@ def main() -> None:
     print(f"\n{caption}; {time.monotonic() - began:.0f} s; {versions()}\n")
     print(text_table(rows))
     titles = {(w.kind, w.size): w.title for w in loads}
-    print(f"\nafkak list sends: {list_length(100)} x 100 B, {list_length(1024)} x 1 KiB per call")
+    print(
+        f"\nafkak list sends: {list_length(100)} x 100 B, {list_length(1024)} x 1 KiB per call;"
+        f" one-message sends: a reactor turn every {args.yield_every}"
+    )
     names = (
         titles.get(("produce", 100), ""),
         titles.get(("produce", 1024), ""),

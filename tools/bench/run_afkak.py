@@ -23,9 +23,6 @@ from bench.common import (
     payload,
 )
 
-#: Sends between two turns of the reactor in the one-message-per-call loop.
-YIELD_EVERY = 1000
-
 VARIANTS = {
     "produce": ("send_messages x1", "send_messages list", "defaults x1"),
     "consume": ("1 MiB fetches", "defaults"),
@@ -89,10 +86,10 @@ async def _produce(reactor: Any, job: Job) -> Result:
             await _turn(reactor)
         last_offset = n - (n - 1) % len(chunk)  # the first of the last list
     else:
-        msgs = [value]
+        msgs, every = [value], job.yield_every
         for i in range(n):
             last = send(topic, None, msgs)
-            if i % YIELD_EVERY == YIELD_EVERY - 1:
+            if i % every == every - 1:
                 await _turn(reactor)
         last_offset = n
     await producer.flush()
