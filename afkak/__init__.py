@@ -1,7 +1,7 @@
 """afkak: a Twisted, Deferred-based client for Apache Kafka.
 
 The public surface: :class:`KafkaClient`, :class:`Producer`, :class:`Consumer`,
-the partitioners, message construction, the compression constants, and
+:class:`ConsumerGroup`, the partitioners, message construction, the compression constants, and
 :mod:`afkak.common` (errors, structs, constants).
 """
 
@@ -10,6 +10,7 @@ from afkak._version import __version__
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.consumer import Consumer
+from afkak.group import ConsumerGroup
 from afkak.message_set import MessageSet, create_message, create_message_set
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
@@ -21,6 +22,7 @@ __all__ = [
     "CODEC_SNAPPY",
     "CODEC_ZSTD",
     "Consumer",
+    "ConsumerGroup",
     "HashedPartitioner",
     "KafkaClient",
     "MessageSet",
