@@ -7,7 +7,7 @@ batch, so :func:`create_message_set` returns the plain messages in a
 batch.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from afkak.codec import (
@@ -23,6 +23,7 @@ from afkak.codec import (
     has_zstd,
 )
 from afkak.common import Message, UnsupportedCodecError
+from afkak.records import RecordBatch
 
 # Codec -> whether its library is installed.
 _AVAILABLE: dict[int, Callable[[], bool]] = {
@@ -113,3 +114,26 @@ def create_message_set(requests: Iterable[Any], codec: int = CODEC_NONE) -> Mess
     for _topic, key, payloads, _deferred in requests:
         messages.extend([create_message(payload, key) for payload in payloads])
     return messages
+
+
+def offset_messages(batches: Iterable[RecordBatch], offset: int) -> Iterator[tuple[int, Message]]:
+    """``(offset, Message)`` for every data record of *batches* at or after *offset*.
+
+    How fetched records reach afkak's API (``OffsetAndMessage``,
+    ``SourcedMessage``): control batches are skipped, ``magic`` is the batch's,
+    and the message carries the record's timestamp and headers.  This is the hot
+    loop of every consumer, so messages are built with ``tuple.__new__``, as
+    :class:`Message` builds itself (unset headers stay the class default).
+    """
+    new = tuple.__new__
+    for batch in batches:
+        if batch.is_control or batch.last_offset < offset:
+            continue
+        magic = batch.magic
+        for r in batch.records(offset):
+            # r is (offset, timestamp, timestamp_type, key, value, headers)
+            message = new(Message, (magic, 0, r[3], r[4]))
+            message.timestamp = r[1]
+            if r[5]:
+                message.headers = r[5]
+            yield r[0], message

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from afkak.common import FetchRequest, FetchResponse, Message, OffsetAndMessage
+from afkak.common import FetchRequest, FetchResponse, OffsetAndMessage
+from afkak.message_set import offset_messages
 from afkak.protocol._primitives import ZERO_UUID
 from afkak.protocol.messages import FetchRequest as FetchMsg
 from afkak.records.reader import read_batches
@@ -39,22 +40,9 @@ class FetchedMessages:
         self._offset = offset
 
     def __iter__(self) -> Iterator[OffsetAndMessage]:
-        # The hot loop of every consumer: tuples are built with tuple.__new__,
-        # which is what OffsetAndMessage and Message construct themselves with
-        # (Message keeps an unset timestamp and empty headers as class defaults).
         new = tuple.__new__
-        offset = self._offset
-        for batch in read_batches(self._records):
-            if batch.is_control or batch.last_offset < offset:
-                continue
-            magic = batch.magic
-            for r in batch.records(offset):
-                # r is (offset, timestamp, timestamp_type, key, value, headers)
-                message = new(Message, (magic, 0, r[3], r[4]))
-                message.timestamp = r[1]
-                if r[5]:
-                    message.headers = r[5]
-                yield new(OffsetAndMessage, (r[0], message))
+        for item in offset_messages(read_batches(self._records), self._offset):
+            yield new(OffsetAndMessage, item)
 
     def __bool__(self) -> bool:
         return bool(self._records)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import gc
 
-from afkak.common import Message, SourcedMessage
+from afkak.common import SourcedMessage
+from afkak.message_set import offset_messages
 from afkak.records import RecordBatch, read_batches
 
 __all__ = ["FetchedRecords", "read_fetched"]
@@ -61,22 +62,11 @@ class FetchedRecords:
 def _sourced_messages(
     topic: str, partition: int, batches: list[RecordBatch], offset: int
 ) -> list[SourcedMessage]:
-    # The consumer's hot loop: tuples are built with tuple.__new__, which is
-    # what Message and SourcedMessage construct themselves with (Message keeps
-    # empty headers as a class default).
-    out: list[SourcedMessage] = []
-    append = out.append
     new = tuple.__new__
-    for batch in batches:
-        magic = batch.magic
-        for r in batch.records(offset):
-            # r is (offset, timestamp, timestamp_type, key, value, headers)
-            message = new(Message, (magic, 0, r[3], r[4]))
-            message.timestamp = r[1]
-            if r[5]:
-                message.headers = r[5]
-            append(new(SourcedMessage, (topic, partition, r[0], message)))
-    return out
+    return [
+        new(SourcedMessage, (topic, partition, at, message))
+        for at, message in offset_messages(batches, offset)
+    ]
 
 
 def read_fetched(records: bytes | None, offset: int) -> FetchedRecords:
