@@ -10,7 +10,7 @@ latency run; the consume runs read topics filled once (by confluent-kafka,
 Producers: acks=1, idempotence off, linger 5 ms, 64 KiB batches (latency
 workload: linger 0); afkak also with its defaults (idempotent, acks=all,
 linger 0, 16 KiB batches).  afkak sends one send_messages call per message
-(letting the reactor turn every 100 sends: --yield-every) or lists filling a 64 KiB batch;
+(letting the reactor turn every 1,000 sends: --yield-every) or lists filling a 64 KiB batch;
 confluent-kafka calls produce() + poll(0) per message; aiokafka awaits
 send() per message; kafka-python calls send(); all flush at the end.
 Consumers fetch at most 1 MiB per partition (afkak also with its defaults).
@@ -284,9 +284,9 @@ def main() -> None:
     parser.add_argument(
         "--yield-every",
         type=int,
-        default=100,
+        default=1000,
         metavar="N",
-        help="afkak's one-message sends let the reactor turn every N sends (default 100)",
+        help="afkak's one-message sends let the reactor turn every N sends (default 1000)",
     )
     parser.add_argument("--stat", choices=("median", "best"), default="median")
     parser.add_argument("--rst", metavar="FILE", help="write the table as reStructuredText")

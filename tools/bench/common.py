@@ -42,7 +42,7 @@ class Job:
     count: int
     size: int
     profile: str = ""  # a file to write cProfile stats of the measured part to
-    yield_every: int = 100  # afkak's one-per-call sends: reactor turns every this many
+    yield_every: int = 1000  # afkak's one-per-call sends: reactor turns every this many
 
 
 @attrs.frozen
