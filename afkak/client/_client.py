@@ -9,8 +9,10 @@ per-API encoding in the ``_*_call`` modules.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
+from uuid import UUID
 
 from twisted.application.internet import backoffPolicy
 from twisted.internet import defer
@@ -475,6 +477,14 @@ class KafkaClient:
         bootstrap) answers.
         """
         return self._operation(self._cluster.request_any(request, min_version, max_version))
+
+    @property
+    def topic_ids(self) -> Mapping[str, UUID]:
+        """Topic name -> topic id, for the topics Metadata (v10+) gave an id (read-only).
+
+        Fetch v13+ names topics by id; the consumer builds its fetches with these.
+        """
+        return MappingProxyType(self._cluster.cache.topic_ids)
 
     def leaders_for(
         self, partitions: Iterable[TopicAndPartition]

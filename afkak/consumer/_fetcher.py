@@ -11,12 +11,10 @@ batch grows as documented.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import partial
 from typing import Any
-from uuid import UUID
 
-from afkak.client._fetch_call import FetchCall
+from afkak.client import FetchCall
 from afkak.common import (
     BrokerResponseError,
     ConsumerFetchSizeTooSmall,
@@ -36,13 +34,6 @@ FAST_GROWTH_LIMIT = 1024 * 1024
 #: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID.
 _TOPIC_GONE = frozenset({3, 100, 103})
 
-
-def _topic_ids(client: Any) -> Mapping[str, UUID]:
-    """The topic ids the client learnt from Metadata, for Fetch v13+.
-
-    The client keeps them in its metadata cache, which has no public accessor.
-    """
-    return client._cluster.cache.topic_ids  # type: ignore[no-any-return]
 
 
 class _PartitionFetchCall(FetchCall):
@@ -137,7 +128,7 @@ class PartitionFetcher:
             [FetchRequest(self.topic, self.partition, offset, self.buffer_size)],
             self.max_wait_ms,
             self.min_bytes,
-            _topic_ids(self.client),
+            self.client.topic_ids,
         )
         response = await self.client.send_request_to_broker(
             leader, call, timeout=self.client.timeout + self.max_wait_ms / 1000

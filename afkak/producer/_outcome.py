@@ -15,7 +15,7 @@ import enum
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import BrokerConnectionError, DecodeError, KafkaError
-from afkak.client._stale import LEADER_MOVED, TOPIC_GONE
+from afkak.client import LEADER_MOVED, TOPIC_GONE
 
 CORRUPT_MESSAGE = 2
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45

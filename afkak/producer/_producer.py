@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError, ClientError, KafkaUnavailableError
-from afkak.client._validate import topic_name
+from afkak.client import topic_name
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
 

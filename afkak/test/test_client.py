@@ -739,7 +739,9 @@ class OffsetTests(ClientTestCase):
 
     def test_topic_ids_once_known(self) -> None:
         client = self.make_client()
+        self.assertEqual(dict(client.topic_ids), {})
         self.successResultOf(client.load_metadata_for_topics("t"))
+        self.assertEqual(dict(client.topic_ids), {"t": self.cluster.topic_id("t")})
         commit = [OffsetCommitRequest("t", 1, 3, -1, "m")]
         self.successResultOf(client.send_offset_commit_request("g", commit))
         [fetched] = self.successResultOf(
