@@ -65,8 +65,15 @@ class ExampleScriptTests(unittest.TestCase):
         cls.broker.stop()
 
     def run_python(self, *argv: str) -> str:
+        # The script imports the afkak this test imported, whatever is installed.
+        path = os.pathsep.join(filter(None, [CHECKOUT, os.environ.get("PYTHONPATH")]))
         done = subprocess.run(
-            [sys.executable, *argv], capture_output=True, text=True, timeout=120, cwd=CHECKOUT
+            [sys.executable, *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=CHECKOUT,
+            env={**os.environ, "PYTHONPATH": path},
         )
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         return done.stdout
