@@ -33,7 +33,7 @@ from afkak.common import (
     ProduceRequest,
     TopicAndPartition,
 )
-from afkak.connection._connection import BrokerConnection
+from afkak.connection import BrokerConnection
 
 from . import _validate as check
 from ._cluster import Cluster

@@ -12,9 +12,10 @@ from uuid import UUID
 
 import attrs
 
+from afkak._broker_errors import UnknownTopicOrPartitionError, error_code
 from afkak.common import BrokerMetadata, PartitionMetadata, TopicAndPartition, TopicMetadata
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_OR_PARTITION = error_code(UnknownTopicOrPartitionError)
 
 
 @attrs.frozen

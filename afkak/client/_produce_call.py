@@ -15,7 +15,7 @@ from uuid import UUID
 
 from afkak.codec import CODEC_NONE
 from afkak.common import ProduceRequest, ProduceResponse
-from afkak.protocol._primitives import ZERO_UUID
+from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import ProduceRequest as ProduceMsg
 from afkak.records.builder import build_batch
 

@@ -13,16 +13,25 @@ from __future__ import annotations
 
 import enum
 
-from afkak._broker_errors import BrokerResponseError
+from afkak._broker_errors import (
+    BrokerResponseError,
+    CorruptMessage,
+    DuplicateSequenceNumber,
+    InvalidProducerEpoch,
+    OutOfOrderSequenceNumber,
+    ProducerFenced,
+    UnknownProducerId,
+    error_code,
+)
 from afkak._errors import BrokerConnectionError, DecodeError, KafkaError
 from afkak.client import LEADER_MOVED, TOPIC_GONE
 
-CORRUPT_MESSAGE = 2
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-DUPLICATE_SEQUENCE_NUMBER = 46
-INVALID_PRODUCER_EPOCH = 47
-UNKNOWN_PRODUCER_ID = 59
-PRODUCER_FENCED = 90
+CORRUPT_MESSAGE = error_code(CorruptMessage)
+OUT_OF_ORDER_SEQUENCE_NUMBER = error_code(OutOfOrderSequenceNumber)
+DUPLICATE_SEQUENCE_NUMBER = error_code(DuplicateSequenceNumber)
+INVALID_PRODUCER_EPOCH = error_code(InvalidProducerEpoch)
+UNKNOWN_PRODUCER_ID = error_code(UnknownProducerId)
+PRODUCER_FENCED = error_code(ProducerFenced)
 #: Errors after which the batch may or may not have been written:
 #: REQUEST_TIMED_OUT, NETWORK_EXCEPTION, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 UNKNOWN_OUTCOME = frozenset({7, 13, 20})
