@@ -627,9 +627,6 @@ def gen_class(schema: Schema, sd: StructDef, top: bool) -> list[str]:
             if fv > schema.valid[1]:  # type: ignore[index]
                 fv = None
         out.append(f"    FLEXIBLE_VERSION: ClassVar[int | None] = {fv!r}")
-        for other in schema.order:
-            if other is not sd:
-                out.append(f"    {other.name}: ClassVar[type[{other.name}]] = {other.name}")
         out.append("")
     for f in sd.fields:
         if f.type.startswith("[]"):
@@ -653,6 +650,13 @@ def gen_class(schema: Schema, sd: StructDef, top: bool) -> list[str]:
             out.append(f"    {f.name}: {ann} = {default_expr(f)}")
     if not sd.fields:
         out.append("    pass")
+    if top:
+        # The nested structs as class attributes (``FetchRequest.FetchTopic``), after the
+        # fields: their annotations must name the module's classes, not these variables.
+        nested = [other.name for other in schema.order if other is not sd]
+        if nested:
+            out.append("")
+        out += [f"    {name}: ClassVar[type[{name}]] = {name}" for name in nested]
     return out
 
 

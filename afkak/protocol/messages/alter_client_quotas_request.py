@@ -53,14 +53,15 @@ class AlterClientQuotasRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    EntityData: ClassVar[type[EntityData]] = EntityData
-    OpData: ClassVar[type[OpData]] = OpData
-    EntryData: ClassVar[type[EntryData]] = EntryData
 
     #: The quota configuration entries to alter.
     entries: list[EntryData] = attrs.field(factory=list)
     #: Whether the alteration should be validated, but not performed.
     validate_only: bool = False
+
+    EntityData: ClassVar[type[EntityData]] = EntityData
+    OpData: ClassVar[type[OpData]] = OpData
+    EntryData: ClassVar[type[EntryData]] = EntryData
 
 
 EntityData.SCHEMA = (

@@ -35,12 +35,13 @@ class AlterConfigsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AlterConfigsResourceResponse: ClassVar[type[AlterConfigsResourceResponse]] = AlterConfigsResourceResponse
 
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The responses for each resource.
     responses: list[AlterConfigsResourceResponse] = attrs.field(factory=list)
+
+    AlterConfigsResourceResponse: ClassVar[type[AlterConfigsResourceResponse]] = AlterConfigsResourceResponse
 
 
 AlterConfigsResourceResponse.SCHEMA = (

@@ -41,11 +41,12 @@ class AlterReplicaLogDirsRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AlterReplicaLogDirTopic: ClassVar[type[AlterReplicaLogDirTopic]] = AlterReplicaLogDirTopic
-    AlterReplicaLogDir: ClassVar[type[AlterReplicaLogDir]] = AlterReplicaLogDir
 
     #: The alterations to make for each directory.
     dirs: list[AlterReplicaLogDir] = attrs.field(factory=list)
+
+    AlterReplicaLogDirTopic: ClassVar[type[AlterReplicaLogDirTopic]] = AlterReplicaLogDirTopic
+    AlterReplicaLogDir: ClassVar[type[AlterReplicaLogDir]] = AlterReplicaLogDir
 
 
 AlterReplicaLogDirTopic.SCHEMA = (

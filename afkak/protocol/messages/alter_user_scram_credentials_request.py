@@ -47,13 +47,14 @@ class AlterUserScramCredentialsRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    ScramCredentialDeletion: ClassVar[type[ScramCredentialDeletion]] = ScramCredentialDeletion
-    ScramCredentialUpsertion: ClassVar[type[ScramCredentialUpsertion]] = ScramCredentialUpsertion
 
     #: The SCRAM credentials to remove.
     deletions: list[ScramCredentialDeletion] = attrs.field(factory=list)
     #: The SCRAM credentials to update/insert.
     upsertions: list[ScramCredentialUpsertion] = attrs.field(factory=list)
+
+    ScramCredentialDeletion: ClassVar[type[ScramCredentialDeletion]] = ScramCredentialDeletion
+    ScramCredentialUpsertion: ClassVar[type[ScramCredentialUpsertion]] = ScramCredentialUpsertion
 
 
 ScramCredentialDeletion.SCHEMA = (

@@ -57,9 +57,6 @@ class ApiVersionsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    ApiVersion: ClassVar[type[ApiVersion]] = ApiVersion
-    SupportedFeatureKey: ClassVar[type[SupportedFeatureKey]] = SupportedFeatureKey
-    FinalizedFeatureKey: ClassVar[type[FinalizedFeatureKey]] = FinalizedFeatureKey
 
     #: The top-level error code.
     error_code: int = 0
@@ -75,6 +72,10 @@ class ApiVersionsResponse(_m.Message):
     finalized_features: list[FinalizedFeatureKey] = attrs.field(factory=list)
     #: Set by a KRaft controller if the required configurations for ZK migration are present.
     zk_migration_ready: bool = False
+
+    ApiVersion: ClassVar[type[ApiVersion]] = ApiVersion
+    SupportedFeatureKey: ClassVar[type[SupportedFeatureKey]] = SupportedFeatureKey
+    FinalizedFeatureKey: ClassVar[type[FinalizedFeatureKey]] = FinalizedFeatureKey
 
 
 ApiVersion.SCHEMA = (

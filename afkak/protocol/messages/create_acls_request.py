@@ -41,10 +41,11 @@ class CreateAclsRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AclCreation: ClassVar[type[AclCreation]] = AclCreation
 
     #: The ACLs that we want to create.
     creations: list[AclCreation] = attrs.field(factory=list)
+
+    AclCreation: ClassVar[type[AclCreation]] = AclCreation
 
 
 AclCreation.SCHEMA = (

@@ -31,12 +31,13 @@ class CreateAclsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AclCreationResult: ClassVar[type[AclCreationResult]] = AclCreationResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The results for each ACL creation.
     results: list[AclCreationResult] = attrs.field(factory=list)
+
+    AclCreationResult: ClassVar[type[AclCreationResult]] = AclCreationResult
 
 
 AclCreationResult.SCHEMA = (

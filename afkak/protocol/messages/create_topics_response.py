@@ -60,13 +60,14 @@ class CreateTopicsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
-    CreatableTopicConfigs: ClassVar[type[CreatableTopicConfigs]] = CreatableTopicConfigs
-    CreatableTopicResult: ClassVar[type[CreatableTopicResult]] = CreatableTopicResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Results for each topic we tried to create.
     topics: list[CreatableTopicResult] = attrs.field(factory=list)
+
+    CreatableTopicConfigs: ClassVar[type[CreatableTopicConfigs]] = CreatableTopicConfigs
+    CreatableTopicResult: ClassVar[type[CreatableTopicResult]] = CreatableTopicResult
 
 
 CreatableTopicConfigs.SCHEMA = (

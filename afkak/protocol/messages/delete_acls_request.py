@@ -41,10 +41,11 @@ class DeleteAclsRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DeleteAclsFilter: ClassVar[type[DeleteAclsFilter]] = DeleteAclsFilter
 
     #: The filters to use when deleting ACLs.
     filters: list[DeleteAclsFilter] = attrs.field(factory=list)
+
+    DeleteAclsFilter: ClassVar[type[DeleteAclsFilter]] = DeleteAclsFilter
 
 
 DeleteAclsFilter.SCHEMA = (

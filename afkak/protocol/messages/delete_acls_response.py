@@ -57,13 +57,14 @@ class DeleteAclsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DeleteAclsMatchingAcl: ClassVar[type[DeleteAclsMatchingAcl]] = DeleteAclsMatchingAcl
-    DeleteAclsFilterResult: ClassVar[type[DeleteAclsFilterResult]] = DeleteAclsFilterResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The results for each filter.
     filter_results: list[DeleteAclsFilterResult] = attrs.field(factory=list)
+
+    DeleteAclsMatchingAcl: ClassVar[type[DeleteAclsMatchingAcl]] = DeleteAclsMatchingAcl
+    DeleteAclsFilterResult: ClassVar[type[DeleteAclsFilterResult]] = DeleteAclsFilterResult
 
 
 DeleteAclsMatchingAcl.SCHEMA = (

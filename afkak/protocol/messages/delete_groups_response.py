@@ -31,12 +31,13 @@ class DeleteGroupsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DeletableGroupResult: ClassVar[type[DeletableGroupResult]] = DeletableGroupResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The deletion results.
     results: list[DeletableGroupResult] = attrs.field(factory=list)
+
+    DeletableGroupResult: ClassVar[type[DeletableGroupResult]] = DeletableGroupResult
 
 
 DeletableGroupResult.SCHEMA = (

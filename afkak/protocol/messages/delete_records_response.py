@@ -43,13 +43,14 @@ class DeleteRecordsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DeleteRecordsPartitionResult: ClassVar[type[DeleteRecordsPartitionResult]] = DeleteRecordsPartitionResult
-    DeleteRecordsTopicResult: ClassVar[type[DeleteRecordsTopicResult]] = DeleteRecordsTopicResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Each topic that we wanted to delete records from.
     topics: list[DeleteRecordsTopicResult] = attrs.field(factory=list)
+
+    DeleteRecordsPartitionResult: ClassVar[type[DeleteRecordsPartitionResult]] = DeleteRecordsPartitionResult
+    DeleteRecordsTopicResult: ClassVar[type[DeleteRecordsTopicResult]] = DeleteRecordsTopicResult
 
 
 DeleteRecordsPartitionResult.SCHEMA = (

@@ -32,7 +32,6 @@ class DeleteTopicsRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    DeleteTopicState: ClassVar[type[DeleteTopicState]] = DeleteTopicState
 
     #: The name or topic ID of the topic.
     topics: list[DeleteTopicState] = attrs.field(factory=list)
@@ -40,6 +39,8 @@ class DeleteTopicsRequest(_m.Message):
     topic_names: list[str] = attrs.field(factory=list)
     #: The length of time in milliseconds to wait for the deletions to complete.
     timeout_ms: int = 0
+
+    DeleteTopicState: ClassVar[type[DeleteTopicState]] = DeleteTopicState
 
 
 DeleteTopicState.SCHEMA = (

@@ -33,12 +33,13 @@ class DescribeClientQuotasRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    ComponentData: ClassVar[type[ComponentData]] = ComponentData
 
     #: Filter components to apply to quota entities.
     components: list[ComponentData] = attrs.field(factory=list)
     #: Whether the match is strict, i.e. should exclude entities with unspecified entity types.
     strict: bool = False
+
+    ComponentData: ClassVar[type[ComponentData]] = ComponentData
 
 
 ComponentData.SCHEMA = (

@@ -73,14 +73,15 @@ class DescribeConfigsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    DescribeConfigsSynonym: ClassVar[type[DescribeConfigsSynonym]] = DescribeConfigsSynonym
-    DescribeConfigsResourceResult: ClassVar[type[DescribeConfigsResourceResult]] = DescribeConfigsResourceResult
-    DescribeConfigsResult: ClassVar[type[DescribeConfigsResult]] = DescribeConfigsResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The results for each resource.
     results: list[DescribeConfigsResult] = attrs.field(factory=list)
+
+    DescribeConfigsSynonym: ClassVar[type[DescribeConfigsSynonym]] = DescribeConfigsSynonym
+    DescribeConfigsResourceResult: ClassVar[type[DescribeConfigsResourceResult]] = DescribeConfigsResourceResult
+    DescribeConfigsResult: ClassVar[type[DescribeConfigsResult]] = DescribeConfigsResult
 
 
 DescribeConfigsSynonym.SCHEMA = (

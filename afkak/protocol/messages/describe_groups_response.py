@@ -61,13 +61,14 @@ class DescribeGroupsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
-    DescribedGroupMember: ClassVar[type[DescribedGroupMember]] = DescribedGroupMember
-    DescribedGroup: ClassVar[type[DescribedGroup]] = DescribedGroup
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Each described group.
     groups: list[DescribedGroup] = attrs.field(factory=list)
+
+    DescribedGroupMember: ClassVar[type[DescribedGroupMember]] = DescribedGroupMember
+    DescribedGroup: ClassVar[type[DescribedGroup]] = DescribedGroup
 
 
 DescribedGroupMember.SCHEMA = (

@@ -31,10 +31,11 @@ class DescribeLogDirsRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DescribableLogDirTopic: ClassVar[type[DescribableLogDirTopic]] = DescribableLogDirTopic
 
     #: Each topic that we want to describe log directories for, or null for all topics.
     topics: list[DescribableLogDirTopic] | None = attrs.field(factory=list)
+
+    DescribableLogDirTopic: ClassVar[type[DescribableLogDirTopic]] = DescribableLogDirTopic
 
 
 DescribableLogDirTopic.SCHEMA = (

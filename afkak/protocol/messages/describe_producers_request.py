@@ -31,10 +31,11 @@ class DescribeProducersRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    TopicRequest: ClassVar[type[TopicRequest]] = TopicRequest
 
     #: The topics to list producers for.
     topics: list[TopicRequest] = attrs.field(factory=list)
+
+    TopicRequest: ClassVar[type[TopicRequest]] = TopicRequest
 
 
 TopicRequest.SCHEMA = (

@@ -39,11 +39,12 @@ class DescribeQuorumRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    PartitionData: ClassVar[type[PartitionData]] = PartitionData
-    TopicData: ClassVar[type[TopicData]] = TopicData
 
     #: The topics to describe.
     topics: list[TopicData] = attrs.field(factory=list)
+
+    PartitionData: ClassVar[type[PartitionData]] = PartitionData
+    TopicData: ClassVar[type[TopicData]] = TopicData
 
 
 PartitionData.SCHEMA = (

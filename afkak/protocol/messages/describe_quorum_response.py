@@ -92,11 +92,6 @@ class DescribeQuorumResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    ReplicaState: ClassVar[type[ReplicaState]] = ReplicaState
-    PartitionData: ClassVar[type[PartitionData]] = PartitionData
-    TopicData: ClassVar[type[TopicData]] = TopicData
-    Listener: ClassVar[type[Listener]] = Listener
-    Node: ClassVar[type[Node]] = Node
 
     #: The top level error code.
     error_code: int = 0
@@ -106,6 +101,12 @@ class DescribeQuorumResponse(_m.Message):
     topics: list[TopicData] = attrs.field(factory=list)
     #: The nodes in the quorum.
     nodes: list[Node] = attrs.field(factory=list)
+
+    ReplicaState: ClassVar[type[ReplicaState]] = ReplicaState
+    PartitionData: ClassVar[type[PartitionData]] = PartitionData
+    TopicData: ClassVar[type[TopicData]] = TopicData
+    Listener: ClassVar[type[Listener]] = Listener
+    Node: ClassVar[type[Node]] = Node
 
 
 ReplicaState.SCHEMA = (

@@ -53,13 +53,14 @@ class DescribeTransactionsResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    TopicData: ClassVar[type[TopicData]] = TopicData
-    TransactionState: ClassVar[type[TransactionState]] = TransactionState
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The current state of the transaction.
     transaction_states: list[TransactionState] = attrs.field(factory=list)
+
+    TopicData: ClassVar[type[TopicData]] = TopicData
+    TransactionState: ClassVar[type[TransactionState]] = TransactionState
 
 
 TopicData.SCHEMA = (

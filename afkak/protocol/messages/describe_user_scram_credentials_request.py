@@ -29,10 +29,11 @@ class DescribeUserScramCredentialsRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    UserName: ClassVar[type[UserName]] = UserName
 
     #: The users to describe, or null/empty to describe all users.
     users: list[UserName] | None = attrs.field(factory=list)
+
+    UserName: ClassVar[type[UserName]] = UserName
 
 
 UserName.SCHEMA = (

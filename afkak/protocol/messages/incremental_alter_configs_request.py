@@ -45,13 +45,14 @@ class IncrementalAlterConfigsRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    AlterableConfig: ClassVar[type[AlterableConfig]] = AlterableConfig
-    AlterConfigsResource: ClassVar[type[AlterConfigsResource]] = AlterConfigsResource
 
     #: The incremental updates for each resource.
     resources: list[AlterConfigsResource] = attrs.field(factory=list)
     #: True if we should validate the request, but not change the configurations.
     validate_only: bool = False
+
+    AlterableConfig: ClassVar[type[AlterableConfig]] = AlterableConfig
+    AlterConfigsResource: ClassVar[type[AlterConfigsResource]] = AlterConfigsResource
 
 
 AlterableConfig.SCHEMA = (

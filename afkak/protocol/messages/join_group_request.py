@@ -31,7 +31,6 @@ class JoinGroupRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    JoinGroupRequestProtocol: ClassVar[type[JoinGroupRequestProtocol]] = JoinGroupRequestProtocol
 
     #: The group identifier.
     group_id: str = ''
@@ -49,6 +48,8 @@ class JoinGroupRequest(_m.Message):
     protocols: list[JoinGroupRequestProtocol] = attrs.field(factory=list)
     #: The reason why the member (re-)joins the group.
     reason: str | None = None
+
+    JoinGroupRequestProtocol: ClassVar[type[JoinGroupRequestProtocol]] = JoinGroupRequestProtocol
 
 
 JoinGroupRequestProtocol.SCHEMA = (

@@ -33,7 +33,6 @@ class LeaveGroupRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    MemberIdentity: ClassVar[type[MemberIdentity]] = MemberIdentity
 
     #: The ID of the group to leave.
     group_id: str = ''
@@ -41,6 +40,8 @@ class LeaveGroupRequest(_m.Message):
     member_id: str = ''
     #: List of leaving member identities.
     members: list[MemberIdentity] = attrs.field(factory=list)
+
+    MemberIdentity: ClassVar[type[MemberIdentity]] = MemberIdentity
 
 
 MemberIdentity.SCHEMA = (

@@ -44,13 +44,14 @@ class OffsetCommitResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_VERSION: ClassVar[int | None] = 8
-    OffsetCommitResponsePartition: ClassVar[type[OffsetCommitResponsePartition]] = OffsetCommitResponsePartition
-    OffsetCommitResponseTopic: ClassVar[type[OffsetCommitResponseTopic]] = OffsetCommitResponseTopic
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The responses for each topic.
     topics: list[OffsetCommitResponseTopic] = attrs.field(factory=list)
+
+    OffsetCommitResponsePartition: ClassVar[type[OffsetCommitResponsePartition]] = OffsetCommitResponsePartition
+    OffsetCommitResponseTopic: ClassVar[type[OffsetCommitResponseTopic]] = OffsetCommitResponseTopic
 
 
 OffsetCommitResponsePartition.SCHEMA = (

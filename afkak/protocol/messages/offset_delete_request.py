@@ -39,13 +39,14 @@ class OffsetDeleteRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = None
-    OffsetDeleteRequestPartition: ClassVar[type[OffsetDeleteRequestPartition]] = OffsetDeleteRequestPartition
-    OffsetDeleteRequestTopic: ClassVar[type[OffsetDeleteRequestTopic]] = OffsetDeleteRequestTopic
 
     #: The unique group identifier.
     group_id: str = ''
     #: The topics to delete offsets for.
     topics: list[OffsetDeleteRequestTopic] = attrs.field(factory=list)
+
+    OffsetDeleteRequestPartition: ClassVar[type[OffsetDeleteRequestPartition]] = OffsetDeleteRequestPartition
+    OffsetDeleteRequestTopic: ClassVar[type[OffsetDeleteRequestTopic]] = OffsetDeleteRequestTopic
 
 
 OffsetDeleteRequestPartition.SCHEMA = (

@@ -45,13 +45,14 @@ class OffsetForLeaderEpochResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    EpochEndOffset: ClassVar[type[EpochEndOffset]] = EpochEndOffset
-    OffsetForLeaderTopicResult: ClassVar[type[OffsetForLeaderTopicResult]] = OffsetForLeaderTopicResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Each topic we fetched offsets for.
     topics: list[OffsetForLeaderTopicResult] = attrs.field(factory=list)
+
+    EpochEndOffset: ClassVar[type[EpochEndOffset]] = EpochEndOffset
+    OffsetForLeaderTopicResult: ClassVar[type[OffsetForLeaderTopicResult]] = OffsetForLeaderTopicResult
 
 
 EpochEndOffset.SCHEMA = (

@@ -33,7 +33,6 @@ class UpdateFeaturesResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    UpdatableFeatureResult: ClassVar[type[UpdatableFeatureResult]] = UpdatableFeatureResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -43,6 +42,8 @@ class UpdateFeaturesResponse(_m.Message):
     error_message: str | None = ''
     #: Results for each feature update.
     results: list[UpdatableFeatureResult] = attrs.field(factory=list)
+
+    UpdatableFeatureResult: ClassVar[type[UpdatableFeatureResult]] = UpdatableFeatureResult
 
 
 UpdatableFeatureResult.SCHEMA = (

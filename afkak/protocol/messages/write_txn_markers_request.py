@@ -49,11 +49,12 @@ class WriteTxnMarkersRequest(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    WritableTxnMarkerTopic: ClassVar[type[WritableTxnMarkerTopic]] = WritableTxnMarkerTopic
-    WritableTxnMarker: ClassVar[type[WritableTxnMarker]] = WritableTxnMarker
 
     #: The transaction markers to be written.
     markers: list[WritableTxnMarker] = attrs.field(factory=list)
+
+    WritableTxnMarkerTopic: ClassVar[type[WritableTxnMarkerTopic]] = WritableTxnMarkerTopic
+    WritableTxnMarker: ClassVar[type[WritableTxnMarker]] = WritableTxnMarker
 
 
 WritableTxnMarkerTopic.SCHEMA = (

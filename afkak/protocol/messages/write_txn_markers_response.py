@@ -51,12 +51,13 @@ class WriteTxnMarkersResponse(_m.Message):
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    WritableTxnMarkerPartitionResult: ClassVar[type[WritableTxnMarkerPartitionResult]] = WritableTxnMarkerPartitionResult
-    WritableTxnMarkerTopicResult: ClassVar[type[WritableTxnMarkerTopicResult]] = WritableTxnMarkerTopicResult
-    WritableTxnMarkerResult: ClassVar[type[WritableTxnMarkerResult]] = WritableTxnMarkerResult
 
     #: The results for writing makers.
     markers: list[WritableTxnMarkerResult] = attrs.field(factory=list)
+
+    WritableTxnMarkerPartitionResult: ClassVar[type[WritableTxnMarkerPartitionResult]] = WritableTxnMarkerPartitionResult
+    WritableTxnMarkerTopicResult: ClassVar[type[WritableTxnMarkerTopicResult]] = WritableTxnMarkerTopicResult
+    WritableTxnMarkerResult: ClassVar[type[WritableTxnMarkerResult]] = WritableTxnMarkerResult
 
 
 WritableTxnMarkerPartitionResult.SCHEMA = (
