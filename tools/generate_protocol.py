@@ -773,6 +773,7 @@ def generate_init(schemas: list[Schema]) -> str:
     lines.append("from typing import TYPE_CHECKING, Any")
     lines.append("")
     lines.append("if TYPE_CHECKING:")
+    lines.append("    from afkak.protocol._message import Message")
     for name in sorted(mods):
         lines.append(f"    from .{mods[name]} import {name}")
     lines.append("")
@@ -803,17 +804,17 @@ def generate_init(schemas: list[Schema]) -> str:
     return value
 
 
-def _class(name: str) -> type:
-    cls = globals().get(name)
-    return cls if cls is not None else __getattr__(name)  # type: ignore[no-any-return]
+def _class(name: str) -> type[Message]:
+    cls: type[Message] | None = globals().get(name)
+    return cls if cls is not None else __getattr__(name)
 
 
-def request_class(api_key: int) -> type:
+def request_class(api_key: int) -> type[Message]:
     """The request class for ``api_key``, importing only its module (KeyError if unknown)."""
     return _class(_REQUEST_KEYS[api_key])
 
 
-def response_class(api_key: int) -> type:
+def response_class(api_key: int) -> type[Message]:
     """The response class for ``api_key``, importing only its module (KeyError if unknown)."""
     return _class(_RESPONSE_KEYS[api_key])
 
