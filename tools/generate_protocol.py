@@ -617,7 +617,8 @@ def gen_class(schema: Schema, sd: StructDef, top: bool) -> list[str]:
         api_name = (
             re.sub(r"(Request|Response)$", "", sd.name) if schema.api_key is not None else sd.name
         )
-        out.append(f"    API_KEY: ClassVar[int | None] = {schema.api_key!r}")
+        key_type = "int" if schema.api_key is not None else "int | None"
+        out.append(f"    API_KEY: ClassVar[{key_type}] = {schema.api_key!r}")
         out.append(f"    API_NAME: ClassVar[str] = {api_name!r}")
         out.append(f"    MIN_VERSION: ClassVar[int] = {schema.valid[0]}")  # type: ignore[index]
         out.append(f"    MAX_VERSION: ClassVar[int] = {schema.valid[1]}")  # type: ignore[index]

@@ -115,7 +115,7 @@ class KafkaClient:
         self.correlation_id = check.integer("correlation_id", correlation_id, 0, check.INT32_MAX)
         self.timeout = timeout / 1000.0
         if reactor is None:
-            from twisted.internet import reactor  # type: ignore[no-redef]
+            from twisted.internet import reactor
         self.reactor = reactor
         self._disconnect_on_timeout = bool(disconnect_on_timeout)
         pool = ConnectionPool(

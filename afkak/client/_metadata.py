@@ -132,7 +132,9 @@ class MetadataCache:
 
     def topic_fully_replicated(self, topic: str) -> bool:
         partitions = self.topic_partitions.get(topic)
-        return bool(partitions) and all(
+        if not partitions:
+            return False
+        return all(
             self.partition_fully_replicated(TopicAndPartition(topic, p)) for p in partitions
         )
 

@@ -48,11 +48,11 @@ def optional_callable(name: str, value: object) -> Any:
     return value
 
 
-def payload_list(payloads: object, kind: type) -> Sequence[Any]:
+def payload_list(payloads: object, kind: type[Any]) -> Sequence[Any]:
     """A non-empty list of *kind* payloads with legal, distinct (topic, partition) pairs."""
     if payloads is None or isinstance(payloads, (str, bytes)) or not isinstance(payloads, Iterable):
         raise TypeError(f"payloads must be a sequence of {kind.__name__}, not {payloads!r}")
-    items = list(payloads)
+    items: list[Any] = list(payloads)
     if not items:
         raise ValueError("payloads must not be empty")
     seen = set()

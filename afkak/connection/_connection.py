@@ -271,9 +271,11 @@ class BrokerConnection:
     def _start_connecting(self) -> None:
         build = partial(BrokerProtocol, self, self._client_id, self._max_frame_size)
         factory = _ProtocolFactory(build)
-        attempt = self._attempt = maybeDeferred(
+        # Fires with the BrokerProtocol that the factory built (typed IProtocol by Twisted).
+        attempt: Deferred[Any] = maybeDeferred(
             lambda: self._endpoint_factory(self._reactor, self.host, self.port).connect(factory)
         )
+        self._attempt = attempt
         self._connect_timer = self._reactor.callLater(self._connect_timeout, attempt.cancel)
         attempt.addCallbacks(self._connected, self._connect_failed, errbackArgs=(attempt,))
 

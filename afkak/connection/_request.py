@@ -67,7 +67,7 @@ class PendingRequest:
     ) -> None:
         request_class = getattr(msg_or_builder, "request_class", None)
         self._builder = request_class is not None
-        self.request_class = request_class if self._builder else type(msg_or_builder)
+        self.request_class: Any = request_class if self._builder else type(msg_or_builder)
         if getattr(self.request_class, "API_KEY", None) is None:
             raise TypeError(f"not a request message or RequestBuilder: {msg_or_builder!r}")
         self._message = msg_or_builder

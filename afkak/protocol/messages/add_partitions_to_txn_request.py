@@ -42,7 +42,7 @@ class AddPartitionsToTxnTransaction(_m.Struct):
 class AddPartitionsToTxnRequest(_m.Message):
     """AddPartitionsToTxnRequest: Kafka request (api key 24), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 24
+    API_KEY: ClassVar[int] = 24
     API_NAME: ClassVar[str] = 'AddPartitionsToTxn'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

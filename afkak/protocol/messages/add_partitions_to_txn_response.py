@@ -46,7 +46,7 @@ class AddPartitionsToTxnResult(_m.Struct):
 class AddPartitionsToTxnResponse(_m.Message):
     """AddPartitionsToTxnResponse: Kafka response (api key 24), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 24
+    API_KEY: ClassVar[int] = 24
     API_NAME: ClassVar[str] = 'AddPartitionsToTxn'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

@@ -48,7 +48,7 @@ class EntryData(_m.Struct):
 class AlterClientQuotasRequest(_m.Message):
     """AlterClientQuotasRequest: Kafka request (api key 49), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 49
+    API_KEY: ClassVar[int] = 49
     API_NAME: ClassVar[str] = 'AlterClientQuotas'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

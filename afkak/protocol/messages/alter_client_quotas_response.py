@@ -38,7 +38,7 @@ class EntryData(_m.Struct):
 class AlterClientQuotasResponse(_m.Message):
     """AlterClientQuotasResponse: Kafka response (api key 49), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 49
+    API_KEY: ClassVar[int] = 49
     API_NAME: ClassVar[str] = 'AlterClientQuotas'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

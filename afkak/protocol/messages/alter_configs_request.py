@@ -38,7 +38,7 @@ class AlterConfigsResource(_m.Struct):
 class AlterConfigsRequest(_m.Message):
     """AlterConfigsRequest: Kafka request (api key 33), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 33
+    API_KEY: ClassVar[int] = 33
     API_NAME: ClassVar[str] = 'AlterConfigs'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -30,7 +30,7 @@ class AlterConfigsResourceResponse(_m.Struct):
 class AlterConfigsResponse(_m.Message):
     """AlterConfigsResponse: Kafka response (api key 33), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 33
+    API_KEY: ClassVar[int] = 33
     API_NAME: ClassVar[str] = 'AlterConfigs'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -36,7 +36,7 @@ class ReassignableTopic(_m.Struct):
 class AlterPartitionReassignmentsRequest(_m.Message):
     """AlterPartitionReassignmentsRequest: Kafka request (api key 45), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 45
+    API_KEY: ClassVar[int] = 45
     API_NAME: ClassVar[str] = 'AlterPartitionReassignments'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

@@ -38,7 +38,7 @@ class ReassignableTopicResponse(_m.Struct):
 class AlterPartitionReassignmentsResponse(_m.Message):
     """AlterPartitionReassignmentsResponse: Kafka response (api key 45), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 45
+    API_KEY: ClassVar[int] = 45
     API_NAME: ClassVar[str] = 'AlterPartitionReassignments'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

@@ -36,7 +36,7 @@ class AlterReplicaLogDir(_m.Struct):
 class AlterReplicaLogDirsRequest(_m.Message):
     """AlterReplicaLogDirsRequest: Kafka request (api key 34), versions 1-2."""
 
-    API_KEY: ClassVar[int | None] = 34
+    API_KEY: ClassVar[int] = 34
     API_NAME: ClassVar[str] = 'AlterReplicaLogDirs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2

@@ -42,7 +42,7 @@ class ScramCredentialUpsertion(_m.Struct):
 class AlterUserScramCredentialsRequest(_m.Message):
     """AlterUserScramCredentialsRequest: Kafka request (api key 51), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 51
+    API_KEY: ClassVar[int] = 51
     API_NAME: ClassVar[str] = 'AlterUserScramCredentials'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

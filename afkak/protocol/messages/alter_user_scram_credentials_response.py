@@ -28,7 +28,7 @@ class AlterUserScramCredentialsResult(_m.Struct):
 class AlterUserScramCredentialsResponse(_m.Message):
     """AlterUserScramCredentialsResponse: Kafka response (api key 51), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 51
+    API_KEY: ClassVar[int] = 51
     API_NAME: ClassVar[str] = 'AlterUserScramCredentials'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

@@ -52,7 +52,7 @@ class FinalizedFeatureKey(_m.Struct):
 class ApiVersionsResponse(_m.Message):
     """ApiVersionsResponse: Kafka response (api key 18), versions 0-4."""
 
-    API_KEY: ClassVar[int | None] = 18
+    API_KEY: ClassVar[int] = 18
     API_NAME: ClassVar[str] = 'ApiVersions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4

@@ -36,7 +36,7 @@ class AclCreation(_m.Struct):
 class CreateAclsRequest(_m.Message):
     """CreateAclsRequest: Kafka request (api key 30), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 30
+    API_KEY: ClassVar[int] = 30
     API_NAME: ClassVar[str] = 'CreateAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3

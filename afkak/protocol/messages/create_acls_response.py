@@ -26,7 +26,7 @@ class AclCreationResult(_m.Struct):
 class CreateAclsResponse(_m.Message):
     """CreateAclsResponse: Kafka response (api key 30), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 30
+    API_KEY: ClassVar[int] = 30
     API_NAME: ClassVar[str] = 'CreateAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3

@@ -36,7 +36,7 @@ class CreatePartitionsTopic(_m.Struct):
 class CreatePartitionsRequest(_m.Message):
     """CreatePartitionsRequest: Kafka request (api key 37), versions 0-3."""
 
-    API_KEY: ClassVar[int | None] = 37
+    API_KEY: ClassVar[int] = 37
     API_NAME: ClassVar[str] = 'CreatePartitions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3

@@ -28,7 +28,7 @@ class CreatePartitionsTopicResult(_m.Struct):
 class CreatePartitionsResponse(_m.Message):
     """CreatePartitionsResponse: Kafka response (api key 37), versions 0-3."""
 
-    API_KEY: ClassVar[int | None] = 37
+    API_KEY: ClassVar[int] = 37
     API_NAME: ClassVar[str] = 'CreatePartitions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3

@@ -52,7 +52,7 @@ class CreatableTopic(_m.Struct):
 class CreateTopicsRequest(_m.Message):
     """CreateTopicsRequest: Kafka request (api key 19), versions 2-7."""
 
-    API_KEY: ClassVar[int | None] = 19
+    API_KEY: ClassVar[int] = 19
     API_NAME: ClassVar[str] = 'CreateTopics'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 7

@@ -55,7 +55,7 @@ class CreatableTopicResult(_m.Struct):
 class CreateTopicsResponse(_m.Message):
     """CreateTopicsResponse: Kafka response (api key 19), versions 2-7."""
 
-    API_KEY: ClassVar[int | None] = 19
+    API_KEY: ClassVar[int] = 19
     API_NAME: ClassVar[str] = 'CreateTopics'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 7

@@ -36,7 +36,7 @@ class DeleteAclsFilter(_m.Struct):
 class DeleteAclsRequest(_m.Message):
     """DeleteAclsRequest: Kafka request (api key 31), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 31
+    API_KEY: ClassVar[int] = 31
     API_NAME: ClassVar[str] = 'DeleteAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3

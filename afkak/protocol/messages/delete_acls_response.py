@@ -52,7 +52,7 @@ class DeleteAclsFilterResult(_m.Struct):
 class DeleteAclsResponse(_m.Message):
     """DeleteAclsResponse: Kafka response (api key 31), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 31
+    API_KEY: ClassVar[int] = 31
     API_NAME: ClassVar[str] = 'DeleteAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3

@@ -26,7 +26,7 @@ class DeletableGroupResult(_m.Struct):
 class DeleteGroupsResponse(_m.Message):
     """DeleteGroupsResponse: Kafka response (api key 42), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 42
+    API_KEY: ClassVar[int] = 42
     API_NAME: ClassVar[str] = 'DeleteGroups'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -36,7 +36,7 @@ class DeleteRecordsTopic(_m.Struct):
 class DeleteRecordsRequest(_m.Message):
     """DeleteRecordsRequest: Kafka request (api key 21), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 21
+    API_KEY: ClassVar[int] = 21
     API_NAME: ClassVar[str] = 'DeleteRecords'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -38,7 +38,7 @@ class DeleteRecordsTopicResult(_m.Struct):
 class DeleteRecordsResponse(_m.Message):
     """DeleteRecordsResponse: Kafka response (api key 21), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 21
+    API_KEY: ClassVar[int] = 21
     API_NAME: ClassVar[str] = 'DeleteRecords'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

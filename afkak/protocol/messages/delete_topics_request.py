@@ -27,7 +27,7 @@ class DeleteTopicState(_m.Struct):
 class DeleteTopicsRequest(_m.Message):
     """DeleteTopicsRequest: Kafka request (api key 20), versions 1-6."""
 
-    API_KEY: ClassVar[int | None] = 20
+    API_KEY: ClassVar[int] = 20
     API_NAME: ClassVar[str] = 'DeleteTopics'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 6

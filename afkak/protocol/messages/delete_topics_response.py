@@ -31,7 +31,7 @@ class DeletableTopicResult(_m.Struct):
 class DeleteTopicsResponse(_m.Message):
     """DeleteTopicsResponse: Kafka response (api key 20), versions 1-6."""
 
-    API_KEY: ClassVar[int | None] = 20
+    API_KEY: ClassVar[int] = 20
     API_NAME: ClassVar[str] = 'DeleteTopics'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 6

@@ -44,7 +44,7 @@ class DescribeAclsResource(_m.Struct):
 class DescribeAclsResponse(_m.Message):
     """DescribeAclsResponse: Kafka response (api key 29), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 29
+    API_KEY: ClassVar[int] = 29
     API_NAME: ClassVar[str] = 'DescribeAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3

@@ -28,7 +28,7 @@ class ComponentData(_m.Struct):
 class DescribeClientQuotasRequest(_m.Message):
     """DescribeClientQuotasRequest: Kafka request (api key 48), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 48
+    API_KEY: ClassVar[int] = 48
     API_NAME: ClassVar[str] = 'DescribeClientQuotas'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

@@ -46,7 +46,7 @@ class EntryData(_m.Struct):
 class DescribeClientQuotasResponse(_m.Message):
     """DescribeClientQuotasResponse: Kafka response (api key 48), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 48
+    API_KEY: ClassVar[int] = 48
     API_NAME: ClassVar[str] = 'DescribeClientQuotas'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

@@ -32,7 +32,7 @@ class DescribeClusterBroker(_m.Struct):
 class DescribeClusterResponse(_m.Message):
     """DescribeClusterResponse: Kafka response (api key 60), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 60
+    API_KEY: ClassVar[int] = 60
     API_NAME: ClassVar[str] = 'DescribeCluster'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -28,7 +28,7 @@ class DescribeConfigsResource(_m.Struct):
 class DescribeConfigsRequest(_m.Message):
     """DescribeConfigsRequest: Kafka request (api key 32), versions 1-4."""
 
-    API_KEY: ClassVar[int | None] = 32
+    API_KEY: ClassVar[int] = 32
     API_NAME: ClassVar[str] = 'DescribeConfigs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 4

@@ -68,7 +68,7 @@ class DescribeConfigsResult(_m.Struct):
 class DescribeConfigsResponse(_m.Message):
     """DescribeConfigsResponse: Kafka response (api key 32), versions 1-4."""
 
-    API_KEY: ClassVar[int | None] = 32
+    API_KEY: ClassVar[int] = 32
     API_NAME: ClassVar[str] = 'DescribeConfigs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 4

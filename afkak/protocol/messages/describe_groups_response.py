@@ -56,7 +56,7 @@ class DescribedGroup(_m.Struct):
 class DescribeGroupsResponse(_m.Message):
     """DescribeGroupsResponse: Kafka response (api key 15), versions 0-6."""
 
-    API_KEY: ClassVar[int | None] = 15
+    API_KEY: ClassVar[int] = 15
     API_NAME: ClassVar[str] = 'DescribeGroups'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6

@@ -26,7 +26,7 @@ class DescribableLogDirTopic(_m.Struct):
 class DescribeLogDirsRequest(_m.Message):
     """DescribeLogDirsRequest: Kafka request (api key 35), versions 1-5."""
 
-    API_KEY: ClassVar[int | None] = 35
+    API_KEY: ClassVar[int] = 35
     API_NAME: ClassVar[str] = 'DescribeLogDirs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 5

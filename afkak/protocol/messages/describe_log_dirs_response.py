@@ -58,7 +58,7 @@ class DescribeLogDirsResult(_m.Struct):
 class DescribeLogDirsResponse(_m.Message):
     """DescribeLogDirsResponse: Kafka response (api key 35), versions 1-5."""
 
-    API_KEY: ClassVar[int | None] = 35
+    API_KEY: ClassVar[int] = 35
     API_NAME: ClassVar[str] = 'DescribeLogDirs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 5

@@ -26,7 +26,7 @@ class TopicRequest(_m.Struct):
 class DescribeProducersRequest(_m.Message):
     """DescribeProducersRequest: Kafka request (api key 61), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 61
+    API_KEY: ClassVar[int] = 61
     API_NAME: ClassVar[str] = 'DescribeProducers'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

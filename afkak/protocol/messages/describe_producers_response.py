@@ -58,7 +58,7 @@ class TopicResponse(_m.Struct):
 class DescribeProducersResponse(_m.Message):
     """DescribeProducersResponse: Kafka response (api key 61), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 61
+    API_KEY: ClassVar[int] = 61
     API_NAME: ClassVar[str] = 'DescribeProducers'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

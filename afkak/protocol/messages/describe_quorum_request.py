@@ -34,7 +34,7 @@ class TopicData(_m.Struct):
 class DescribeQuorumRequest(_m.Message):
     """DescribeQuorumRequest: Kafka request (api key 55), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 55
+    API_KEY: ClassVar[int] = 55
     API_NAME: ClassVar[str] = 'DescribeQuorum'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -87,7 +87,7 @@ class Node(_m.Struct):
 class DescribeQuorumResponse(_m.Message):
     """DescribeQuorumResponse: Kafka response (api key 55), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 55
+    API_KEY: ClassVar[int] = 55
     API_NAME: ClassVar[str] = 'DescribeQuorum'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -69,7 +69,7 @@ class Cursor(_m.Struct):
 class DescribeTopicPartitionsResponse(_m.Message):
     """DescribeTopicPartitionsResponse: Kafka response (api key 75), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 75
+    API_KEY: ClassVar[int] = 75
     API_NAME: ClassVar[str] = 'DescribeTopicPartitions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

@@ -48,7 +48,7 @@ class TransactionState(_m.Struct):
 class DescribeTransactionsResponse(_m.Message):
     """DescribeTransactionsResponse: Kafka response (api key 65), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 65
+    API_KEY: ClassVar[int] = 65
     API_NAME: ClassVar[str] = 'DescribeTransactions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

@@ -24,7 +24,7 @@ class UserName(_m.Struct):
 class DescribeUserScramCredentialsRequest(_m.Message):
     """DescribeUserScramCredentialsRequest: Kafka request (api key 50), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 50
+    API_KEY: ClassVar[int] = 50
     API_NAME: ClassVar[str] = 'DescribeUserScramCredentials'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

@@ -40,7 +40,7 @@ class DescribeUserScramCredentialsResult(_m.Struct):
 class DescribeUserScramCredentialsResponse(_m.Message):
     """DescribeUserScramCredentialsResponse: Kafka response (api key 50), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 50
+    API_KEY: ClassVar[int] = 50
     API_NAME: ClassVar[str] = 'DescribeUserScramCredentials'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

@@ -26,7 +26,7 @@ class TopicPartitions(_m.Struct):
 class ElectLeadersRequest(_m.Message):
     """ElectLeadersRequest: Kafka request (api key 43), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 43
+    API_KEY: ClassVar[int] = 43
     API_NAME: ClassVar[str] = 'ElectLeaders'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -38,7 +38,7 @@ class ReplicaElectionResult(_m.Struct):
 class ElectLeadersResponse(_m.Message):
     """ElectLeadersResponse: Kafka response (api key 43), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 43
+    API_KEY: ClassVar[int] = 43
     API_NAME: ClassVar[str] = 'ElectLeaders'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -73,7 +73,7 @@ class ForgottenTopic(_m.Struct):
 class FetchRequest(_m.Message):
     """FetchRequest: Kafka request (api key 1), versions 4-18."""
 
-    API_KEY: ClassVar[int | None] = 1
+    API_KEY: ClassVar[int] = 1
     API_NAME: ClassVar[str] = 'Fetch'
     MIN_VERSION: ClassVar[int] = 4
     MAX_VERSION: ClassVar[int] = 18

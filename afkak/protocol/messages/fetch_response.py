@@ -111,7 +111,7 @@ class NodeEndpoint(_m.Struct):
 class FetchResponse(_m.Message):
     """FetchResponse: Kafka response (api key 1), versions 4-18."""
 
-    API_KEY: ClassVar[int | None] = 1
+    API_KEY: ClassVar[int] = 1
     API_NAME: ClassVar[str] = 'Fetch'
     MIN_VERSION: ClassVar[int] = 4
     MAX_VERSION: ClassVar[int] = 18

@@ -34,7 +34,7 @@ class Coordinator(_m.Struct):
 class FindCoordinatorResponse(_m.Message):
     """FindCoordinatorResponse: Kafka response (api key 10), versions 0-6."""
 
-    API_KEY: ClassVar[int | None] = 10
+    API_KEY: ClassVar[int] = 10
     API_NAME: ClassVar[str] = 'FindCoordinator'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6

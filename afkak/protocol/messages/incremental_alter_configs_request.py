@@ -40,7 +40,7 @@ class AlterConfigsResource(_m.Struct):
 class IncrementalAlterConfigsRequest(_m.Message):
     """IncrementalAlterConfigsRequest: Kafka request (api key 44), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 44
+    API_KEY: ClassVar[int] = 44
     API_NAME: ClassVar[str] = 'IncrementalAlterConfigs'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

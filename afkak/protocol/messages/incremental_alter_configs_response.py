@@ -30,7 +30,7 @@ class AlterConfigsResourceResponse(_m.Struct):
 class IncrementalAlterConfigsResponse(_m.Message):
     """IncrementalAlterConfigsResponse: Kafka response (api key 44), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 44
+    API_KEY: ClassVar[int] = 44
     API_NAME: ClassVar[str] = 'IncrementalAlterConfigs'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

@@ -26,7 +26,7 @@ class JoinGroupRequestProtocol(_m.Struct):
 class JoinGroupRequest(_m.Message):
     """JoinGroupRequest: Kafka request (api key 11), versions 0-9."""
 
-    API_KEY: ClassVar[int | None] = 11
+    API_KEY: ClassVar[int] = 11
     API_NAME: ClassVar[str] = 'JoinGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9

@@ -28,7 +28,7 @@ class JoinGroupResponseMember(_m.Struct):
 class JoinGroupResponse(_m.Message):
     """JoinGroupResponse: Kafka response (api key 11), versions 0-9."""
 
-    API_KEY: ClassVar[int | None] = 11
+    API_KEY: ClassVar[int] = 11
     API_NAME: ClassVar[str] = 'JoinGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9

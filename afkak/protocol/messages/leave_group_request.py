@@ -28,7 +28,7 @@ class MemberIdentity(_m.Struct):
 class LeaveGroupRequest(_m.Message):
     """LeaveGroupRequest: Kafka request (api key 13), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 13
+    API_KEY: ClassVar[int] = 13
     API_NAME: ClassVar[str] = 'LeaveGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

@@ -28,7 +28,7 @@ class MemberResponse(_m.Struct):
 class LeaveGroupResponse(_m.Message):
     """LeaveGroupResponse: Kafka response (api key 13), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 13
+    API_KEY: ClassVar[int] = 13
     API_NAME: ClassVar[str] = 'LeaveGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

@@ -26,7 +26,7 @@ class ConfigResource(_m.Struct):
 class ListConfigResourcesResponse(_m.Message):
     """ListConfigResourcesResponse: Kafka response (api key 74), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 74
+    API_KEY: ClassVar[int] = 74
     API_NAME: ClassVar[str] = 'ListConfigResources'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

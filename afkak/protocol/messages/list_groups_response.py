@@ -30,7 +30,7 @@ class ListedGroup(_m.Struct):
 class ListGroupsResponse(_m.Message):
     """ListGroupsResponse: Kafka response (api key 16), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 16
+    API_KEY: ClassVar[int] = 16
     API_NAME: ClassVar[str] = 'ListGroups'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

@@ -40,7 +40,7 @@ class ListOffsetsTopic(_m.Struct):
 class ListOffsetsRequest(_m.Message):
     """ListOffsetsRequest: Kafka request (api key 2), versions 1-11."""
 
-    API_KEY: ClassVar[int | None] = 2
+    API_KEY: ClassVar[int] = 2
     API_NAME: ClassVar[str] = 'ListOffsets'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 11

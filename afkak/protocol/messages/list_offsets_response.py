@@ -44,7 +44,7 @@ class ListOffsetsTopicResponse(_m.Struct):
 class ListOffsetsResponse(_m.Message):
     """ListOffsetsResponse: Kafka response (api key 2), versions 1-11."""
 
-    API_KEY: ClassVar[int | None] = 2
+    API_KEY: ClassVar[int] = 2
     API_NAME: ClassVar[str] = 'ListOffsets'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 11

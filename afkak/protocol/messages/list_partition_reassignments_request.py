@@ -26,7 +26,7 @@ class ListPartitionReassignmentsTopics(_m.Struct):
 class ListPartitionReassignmentsRequest(_m.Message):
     """ListPartitionReassignmentsRequest: Kafka request (api key 46), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 46
+    API_KEY: ClassVar[int] = 46
     API_NAME: ClassVar[str] = 'ListPartitionReassignments'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

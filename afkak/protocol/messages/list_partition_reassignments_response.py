@@ -40,7 +40,7 @@ class OngoingTopicReassignment(_m.Struct):
 class ListPartitionReassignmentsResponse(_m.Message):
     """ListPartitionReassignmentsResponse: Kafka response (api key 46), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 46
+    API_KEY: ClassVar[int] = 46
     API_NAME: ClassVar[str] = 'ListPartitionReassignments'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

@@ -28,7 +28,7 @@ class TransactionState(_m.Struct):
 class ListTransactionsResponse(_m.Message):
     """ListTransactionsResponse: Kafka response (api key 66), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 66
+    API_KEY: ClassVar[int] = 66
     API_NAME: ClassVar[str] = 'ListTransactions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -27,7 +27,7 @@ class MetadataRequestTopic(_m.Struct):
 class MetadataRequest(_m.Message):
     """MetadataRequest: Kafka request (api key 3), versions 0-13."""
 
-    API_KEY: ClassVar[int | None] = 3
+    API_KEY: ClassVar[int] = 3
     API_NAME: ClassVar[str] = 'Metadata'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13

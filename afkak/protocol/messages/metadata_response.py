@@ -69,7 +69,7 @@ class MetadataResponseTopic(_m.Struct):
 class MetadataResponse(_m.Message):
     """MetadataResponse: Kafka response (api key 3), versions 0-13."""
 
-    API_KEY: ClassVar[int | None] = 3
+    API_KEY: ClassVar[int] = 3
     API_NAME: ClassVar[str] = 'Metadata'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13

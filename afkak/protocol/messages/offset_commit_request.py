@@ -45,7 +45,7 @@ class OffsetCommitRequestTopic(_m.Struct):
 class OffsetCommitRequest(_m.Message):
     """OffsetCommitRequest: Kafka request (api key 8), versions 2-10."""
 
-    API_KEY: ClassVar[int | None] = 8
+    API_KEY: ClassVar[int] = 8
     API_NAME: ClassVar[str] = 'OffsetCommit'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 10

@@ -39,7 +39,7 @@ class OffsetCommitResponseTopic(_m.Struct):
 class OffsetCommitResponse(_m.Message):
     """OffsetCommitResponse: Kafka response (api key 8), versions 2-10."""
 
-    API_KEY: ClassVar[int | None] = 8
+    API_KEY: ClassVar[int] = 8
     API_NAME: ClassVar[str] = 'OffsetCommit'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 10

@@ -34,7 +34,7 @@ class OffsetDeleteRequestTopic(_m.Struct):
 class OffsetDeleteRequest(_m.Message):
     """OffsetDeleteRequest: Kafka request (api key 47), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 47
+    API_KEY: ClassVar[int] = 47
     API_NAME: ClassVar[str] = 'OffsetDelete'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

@@ -36,7 +36,7 @@ class OffsetDeleteResponseTopic(_m.Struct):
 class OffsetDeleteResponse(_m.Message):
     """OffsetDeleteResponse: Kafka response (api key 47), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 47
+    API_KEY: ClassVar[int] = 47
     API_NAME: ClassVar[str] = 'OffsetDelete'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

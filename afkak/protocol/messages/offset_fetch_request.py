@@ -53,7 +53,7 @@ class OffsetFetchRequestGroup(_m.Struct):
 class OffsetFetchRequest(_m.Message):
     """OffsetFetchRequest: Kafka request (api key 9), versions 1-10."""
 
-    API_KEY: ClassVar[int | None] = 9
+    API_KEY: ClassVar[int] = 9
     API_NAME: ClassVar[str] = 'OffsetFetch'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 10

@@ -83,7 +83,7 @@ class OffsetFetchResponseGroup(_m.Struct):
 class OffsetFetchResponse(_m.Message):
     """OffsetFetchResponse: Kafka response (api key 9), versions 1-10."""
 
-    API_KEY: ClassVar[int | None] = 9
+    API_KEY: ClassVar[int] = 9
     API_NAME: ClassVar[str] = 'OffsetFetch'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 10

@@ -38,7 +38,7 @@ class OffsetForLeaderTopic(_m.Struct):
 class OffsetForLeaderEpochRequest(_m.Message):
     """OffsetForLeaderEpochRequest: Kafka request (api key 23), versions 2-4."""
 
-    API_KEY: ClassVar[int | None] = 23
+    API_KEY: ClassVar[int] = 23
     API_NAME: ClassVar[str] = 'OffsetForLeaderEpoch'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 4

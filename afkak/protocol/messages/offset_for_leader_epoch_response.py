@@ -40,7 +40,7 @@ class OffsetForLeaderTopicResult(_m.Struct):
 class OffsetForLeaderEpochResponse(_m.Message):
     """OffsetForLeaderEpochResponse: Kafka response (api key 23), versions 2-4."""
 
-    API_KEY: ClassVar[int | None] = 23
+    API_KEY: ClassVar[int] = 23
     API_NAME: ClassVar[str] = 'OffsetForLeaderEpoch'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 4

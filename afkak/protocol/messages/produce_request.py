@@ -39,7 +39,7 @@ class TopicProduceData(_m.Struct):
 class ProduceRequest(_m.Message):
     """ProduceRequest: Kafka request (api key 0), versions 3-13."""
 
-    API_KEY: ClassVar[int | None] = 0
+    API_KEY: ClassVar[int] = 0
     API_NAME: ClassVar[str] = 'Produce'
     MIN_VERSION: ClassVar[int] = 3
     MAX_VERSION: ClassVar[int] = 13

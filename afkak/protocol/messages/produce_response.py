@@ -85,7 +85,7 @@ class NodeEndpoint(_m.Struct):
 class ProduceResponse(_m.Message):
     """ProduceResponse: Kafka response (api key 0), versions 3-13."""
 
-    API_KEY: ClassVar[int | None] = 0
+    API_KEY: ClassVar[int] = 0
     API_NAME: ClassVar[str] = 'Produce'
     MIN_VERSION: ClassVar[int] = 3
     MAX_VERSION: ClassVar[int] = 13

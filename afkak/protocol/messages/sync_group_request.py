@@ -26,7 +26,7 @@ class SyncGroupRequestAssignment(_m.Struct):
 class SyncGroupRequest(_m.Message):
     """SyncGroupRequest: Kafka request (api key 14), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 14
+    API_KEY: ClassVar[int] = 14
     API_NAME: ClassVar[str] = 'SyncGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

@@ -40,7 +40,7 @@ class TxnOffsetCommitRequestTopic(_m.Struct):
 class TxnOffsetCommitRequest(_m.Message):
     """TxnOffsetCommitRequest: Kafka request (api key 28), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 28
+    API_KEY: ClassVar[int] = 28
     API_NAME: ClassVar[str] = 'TxnOffsetCommit'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

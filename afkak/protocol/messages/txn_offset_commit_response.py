@@ -36,7 +36,7 @@ class TxnOffsetCommitResponseTopic(_m.Struct):
 class TxnOffsetCommitResponse(_m.Message):
     """TxnOffsetCommitResponse: Kafka response (api key 28), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 28
+    API_KEY: ClassVar[int] = 28
     API_NAME: ClassVar[str] = 'TxnOffsetCommit'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

@@ -30,7 +30,7 @@ class FeatureUpdateKey(_m.Struct):
 class UpdateFeaturesRequest(_m.Message):
     """UpdateFeaturesRequest: Kafka request (api key 57), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 57
+    API_KEY: ClassVar[int] = 57
     API_NAME: ClassVar[str] = 'UpdateFeatures'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -28,7 +28,7 @@ class UpdatableFeatureResult(_m.Struct):
 class UpdateFeaturesResponse(_m.Message):
     """UpdateFeaturesResponse: Kafka response (api key 57), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 57
+    API_KEY: ClassVar[int] = 57
     API_NAME: ClassVar[str] = 'UpdateFeatures'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -46,7 +46,7 @@ class WritableTxnMarkerResult(_m.Struct):
 class WriteTxnMarkersResponse(_m.Message):
     """WriteTxnMarkersResponse: Kafka response (api key 27), versions 1-2."""
 
-    API_KEY: ClassVar[int | None] = 27
+    API_KEY: ClassVar[int] = 27
     API_NAME: ClassVar[str] = 'WriteTxnMarkers'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
