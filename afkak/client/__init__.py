@@ -2,11 +2,19 @@
 
 :class:`KafkaClient` is the public class.  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
-mean stale metadata, the topic-name check, and the Fetch request builder.
+mean stale metadata, the topic-name check, the Fetch request builder, and the
+roles (typing.Protocols) the layers above type their ``client`` with.
 """
 
 from afkak.client._client import KafkaClient
 from afkak.client._fetch_call import FetchCall
+from afkak.client._roles import (
+    BrokerRequests,
+    ClusterMetadata,
+    ConsumerClient,
+    GroupRequests,
+    ProducerClient,
+)
 from afkak.client._stale import COORDINATOR_MOVED, LEADER_MOVED, TOPIC_GONE
 from afkak.client._validate import topic_name
 
@@ -14,7 +22,12 @@ __all__ = [
     "COORDINATOR_MOVED",
     "LEADER_MOVED",
     "TOPIC_GONE",
+    "BrokerRequests",
+    "ClusterMetadata",
+    "ConsumerClient",
     "FetchCall",
+    "GroupRequests",
     "KafkaClient",
+    "ProducerClient",
     "topic_name",
 ]

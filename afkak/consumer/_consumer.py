@@ -18,6 +18,7 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak.client import ConsumerClient
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
@@ -127,7 +128,7 @@ class Consumer:
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         topic: str,
         partition: int,
         processor: Processor,

@@ -19,6 +19,7 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak.client import ConsumerClient
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_LATEST,
@@ -104,7 +105,7 @@ class ConsumerGroup:
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         group_id: str,
         topics: Sequence[str],
         processor: Callable[..., Any],

@@ -29,6 +29,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._errors import DecodeError
+from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerResponseError,
     KafkaError,
@@ -103,7 +104,7 @@ class GroupMember:
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         group_id: str,
         topics: Sequence[str],
         listener: RebalanceListener,

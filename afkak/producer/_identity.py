@@ -17,6 +17,7 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError
+from afkak.client import BrokerRequests
 from afkak.protocol.messages import InitProducerIdRequest
 
 log = Logger()
@@ -36,7 +37,7 @@ class ProducerIdentity:
 
     def __init__(
         self,
-        client: Any,
+        client: BrokerRequests,
         reactor: Any,
         retry_interval: float,
         max_attempts: int,

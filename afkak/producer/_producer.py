@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError, ClientError, KafkaUnavailableError
-from afkak.client import topic_name
+from afkak.client import ProducerClient, topic_name
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
 
@@ -127,7 +127,7 @@ class Producer:
 
     def __init__(
         self,
-        client: Any,
+        client: ProducerClient,
         partitioner_class: Any = RoundRobinPartitioner,
         req_acks: int = UNSET,
         ack_timeout: int = 1000,

@@ -21,6 +21,7 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError
+from afkak.client import ProducerClient
 from afkak.protocol.messages import ProduceRequest
 
 from ._batch import ProducerBatch
@@ -55,7 +56,7 @@ class Sender:
 
     def __init__(
         self,
-        client: Any,
+        client: ProducerClient,
         options: Options,
         release: Callable[[ProducerBatch], None],
     ) -> None:
