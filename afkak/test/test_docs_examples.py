@@ -18,9 +18,9 @@ EXAMPLES = os.path.join(CHECKOUT, "docs", "examples")
 README = os.path.join(CHECKOUT, "README.rst")
 
 
-def readme_python_blocks() -> list[str]:
-    """The ``.. code-block:: python`` blocks of README.rst, dedented."""
-    with open(README, encoding="utf-8") as f:
+def python_blocks(path: str) -> list[str]:
+    """The ``.. code-block:: python`` blocks of an reStructuredText file, dedented."""
+    with open(path, encoding="utf-8") as f:
         text = f.read()
     blocks = re.findall(r"\.\. code-block:: python\n\n((?:    .*\n|\n)+)", text)
     return [re.sub(r"(?m)^    ", "", b).strip() + "\n" for b in blocks]
@@ -36,7 +36,17 @@ class ReadmeTests(unittest.TestCase):
     def test_readme_example_is_the_quickstart_file(self) -> None:
         # The README cannot include a file (PyPI renders it alone): it carries a copy of
         # docs/examples/quickstart.py, which ExampleScriptTests runs.
-        self.assertEqual(readme_python_blocks(), [read_example("quickstart.py")])
+        self.assertEqual(python_blocks(README), [read_example("quickstart.py")])
+
+    def test_the_getting_started_snippets_run(self) -> None:
+        # The examples proper are files (literalinclude); the page's own snippets run here.
+        blocks = python_blocks(os.path.join(CHECKOUT, "docs", "getting-started.rst"))
+        self.assertTrue(blocks)
+        for block in blocks:
+            done = subprocess.run(
+                [sys.executable, "-c", block], capture_output=True, text=True, timeout=60
+            )
+            self.assertEqual(done.returncode, 0, block + done.stderr)
 
     def test_every_example_file_is_in_the_docs(self) -> None:
         with open(os.path.join(CHECKOUT, "docs", "examples.rst"), encoding="utf-8") as f:
