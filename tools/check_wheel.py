@@ -54,9 +54,7 @@ def install_problems(wheel: Path) -> list[str]:
             "assert importlib.util.find_spec('afkak.test') is None, 'afkak.test installed'\n"
             "print(afkak.__version__, afkak.__file__)\n"
         )
-        done = subprocess.run(
-            [python, "-c", probe], capture_output=True, text=True, cwd=tmp
-        )
+        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, cwd=tmp)
         if done.returncode:
             return [f"import in a fresh venv failed:\n{done.stderr}"]
         print(f"fresh venv imports afkak {done.stdout.strip()}")

@@ -134,9 +134,7 @@ class MetadataCache:
         partitions = self.topic_partitions.get(topic)
         if not partitions:
             return False
-        return all(
-            self.partition_fully_replicated(TopicAndPartition(topic, p)) for p in partitions
-        )
+        return all(self.partition_fully_replicated(TopicAndPartition(topic, p)) for p in partitions)
 
     # -- invalidation -------------------------------------------------------
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from afkak.client import KafkaClient
 from afkak._broker_errors import error_code
+from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_EARLIEST,
     OFFSET_LATEST,

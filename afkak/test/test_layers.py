@@ -194,5 +194,6 @@ class LayeringTests(unittest.TestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write("NOT_COORDINATOR = 16\n_UNKNOWN_SERVER_ERROR = -1\nDEFAULT_PORT = 9092\n")
             self.assertEqual(
-                declared_error_codes(path), ["NOT_COORDINATOR at line 1", "_UNKNOWN_SERVER_ERROR at line 2"]
+                declared_error_codes(path),
+                ["NOT_COORDINATOR at line 1", "_UNKNOWN_SERVER_ERROR at line 2"],
             )

@@ -32,7 +32,7 @@ class EmbeddedBrokerTests(unittest.TestCase):
         self.assertFalse(pid_exists(pid))
         self.assertFalse(os.path.exists(workdir))
         with self.assertRaises(RuntimeError):
-            broker.bootstrap
+            _ = broker.bootstrap
         broker.stop()  # idempotent
 
     def test_context_manager(self) -> None:
@@ -42,4 +42,4 @@ class EmbeddedBrokerTests(unittest.TestCase):
         except EmbeddedBrokerUnavailable as exc:
             unavailable(str(exc))
         with self.assertRaises(RuntimeError):
-            broker.bootstrap
+            _ = broker.bootstrap

@@ -26,7 +26,10 @@ async def main(reactor, bootstrap="127.0.0.1:9092", wanted=3):
         # Returning a Deferred here would hold back the next batch until it fires.
 
     consumer = Consumer(
-        client, "orders", 0, processor,
+        client,
+        "orders",
+        0,
+        processor,
         consumer_group="order-readers",  # offsets are committed for this group
         auto_offset_reset=OFFSET_EARLIEST,  # no committed offset yet: start at the beginning
     )

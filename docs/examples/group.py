@@ -34,11 +34,15 @@ async def main(reactor, bootstrap="127.0.0.1:9092", wanted=3):
         print("revoked:", ", ".join(f"{tp.topic}/{tp.partition}" for tp in partitions))
 
     group = ConsumerGroup(
-        client, "order-processors", ["orders"], processor,
+        client,
+        "order-processors",
+        ["orders"],
+        processor,
         assignors=["cooperative-sticky", "range"],
-        on_assigned=assigned, on_revoked=revoked,
+        on_assigned=assigned,
+        on_revoked=revoked,
         auto_offset_reset=OFFSET_EARLIEST,  # where partitions without a committed offset start
-        auto_commit_every_ms=1000,          # a Consumer option, passed to each partition's Consumer
+        auto_commit_every_ms=1000,  # a Consumer option, passed to each partition's Consumer
     )
     try:
         stopped = group.start()  # fires when the group stops, fails on a fatal error

@@ -18,7 +18,9 @@ async def main(reactor, bootstrap="127.0.0.1:9092"):
     try:
         # send() fires with the record's RecordMetadata once the broker acknowledged it.
         written = await producer.send(
-            "orders", b'{"item": "tea", "count": 2}', key=b"customer-42",
+            "orders",
+            b'{"item": "tea", "count": 2}',
+            key=b"customer-42",
             headers=[("content-type", b"application/json")],
         )
         print(f"order at {written.topic}/{written.partition}@{written.offset}")

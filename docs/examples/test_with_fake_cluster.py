@@ -61,7 +61,9 @@ class OrderTests(SynchronousTestCase):
         self.cluster.append("orders", 0, [b"tea", b"cake"])
         seen = []
         consumer = Consumer(
-            self.client, "orders", 0,
+            self.client,
+            "orders",
+            0,
             lambda consumer, messages: seen.extend(m.message.value for m in messages),
             auto_offset_reset=OFFSET_EARLIEST,
         )
