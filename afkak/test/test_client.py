@@ -480,7 +480,9 @@ class ProduceTests(ClientTestCase):
                 client.send_produce_request([ProduceRequest(f"w{codec}", 0, [wrapper])])
             )
             [second] = self.successResultOf(
-                client.send_produce_request([ProduceRequest(f"w{codec}", 0, [plain, wrapper, plain])])
+                client.send_produce_request(
+                    [ProduceRequest(f"w{codec}", 0, [plain, wrapper, plain])]
+                )
             )
             self.assertEqual((first.offset, second.offset), (0, 3))
             self.assertEqual(
