@@ -97,7 +97,7 @@ def _unwrap(outer: _Message, check_crc: bool, max_size: int) -> list[_Message]:
 
 
 def encode_message_set(messages: list[tuple[int, int, bytes | None, bytes | None]]) -> bytes:
-    """The magic-0 message set of *messages* (``(magic, attributes, key, value)``), afkak 21's format.
+    """afkak 21's magic-0 message set of *messages*, ``(magic, attributes, key, value)`` tuples.
 
     Every message gets offset 0 (the broker assigned offsets); the magic and
     attributes given are ignored: inner messages are plain magic 0 messages.
