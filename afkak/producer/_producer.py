@@ -528,7 +528,9 @@ class Producer:
             part.seal()
             self._sender.wake()
         if self._batch_mode:
-            self._sender.count_unsent(n, size)
+            # afkak 21's byte trigger counts the messages' bytes (values and headers).
+            overhead = n * (RECORD_OVERHEAD + (len(key) if key is not None else 0))
+            self._sender.count_unsent(n, size - overhead)
 
     def _new_batch(self, route: TopicState, part: Any, now: float) -> ProducerBatch:
         sealed = part.open is not None
