@@ -162,6 +162,15 @@ class KafkaClient:
         return self._cluster.pool.clients
 
     @property
+    def clock(self) -> Any:
+        """The reactor (afkak 21's name for it)."""
+        return self.reactor
+
+    def consumer_group_to_brokers(self) -> dict[str, Any]:
+        """A copy of the cached group name -> coordinator's BrokerMetadata."""
+        return dict(self._cluster.cache.coordinators)
+
+    @property
     def _brokers(self) -> dict[int, Any]:
         """Node id -> BrokerMetadata of every known broker."""
         return self._cluster.cache.brokers

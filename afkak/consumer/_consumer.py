@@ -295,6 +295,11 @@ class Consumer:
         return self._fetcher.max_wait_ms
 
     @property
+    def auto_commit_every_s(self) -> float:
+        """afkak 21's name: ``auto_commit_every_ms`` in seconds."""
+        return self.auto_commit_every_ms / 1000.0
+
+    @property
     def retry_init_delay(self) -> float:
         return self._retry.init_delay
 

@@ -97,10 +97,27 @@ class ConsumerGroup:
         Consumers committed and stopped; may return a Deferred.
     :param on_lost: called with partitions lost (this member was fenced;
         nothing could be committed); by default *on_revoked*.
+    :param consumer_kwargs: afkak 21's way to pass options to each
+        :class:`~afkak.consumer.Consumer` (a dict); merged with *consumer_options*.
+    :param initial_backoff_ms: afkak 21: milliseconds between failed attempts
+        to reach the coordinator until the member first joined (by default
+        the growing *retry_backoff_ms* delay).
+    :param retry_backoff_ms: milliseconds before the first retry of a failed
+        coordinator request; doubled on each consecutive failure.
+    :param fatal_backoff_ms: the longest such delay (default 1000); afkak 21
+        waited this long after unexpected errors.
     :param consumer_options: passed to each :class:`~afkak.consumer.Consumer`
         (``auto_commit_every_n``, ...).  ``auto_offset_reset`` defaults to
         ``OFFSET_LATEST`` (where a partition without a committed offset
         starts), as Kafka's ``auto.offset.reset``.
+
+    afkak 21's attributes and subclass hooks stay: ``member_id``,
+    ``generation_id``, ``leader_id``, ``coordinator_broker``, ``topics``,
+    ``consumer_kwargs``, ``session_timeout_ms``, ``heartbeat_interval_ms``;
+    :meth:`on_join_prepare`, :meth:`on_join_complete`,
+    :meth:`on_group_leave`, :meth:`on_consumer_error`,
+    :meth:`stop_consumers` and :meth:`shutdown_consumers`.  ``consumers``
+    maps each :class:`~afkak.common.TopicAndPartition` to its Consumer.
     """
 
     def __init__(
@@ -109,6 +126,7 @@ class ConsumerGroup:
         group_id: str,
         topics: Sequence[str],
         processor: Callable[..., Any],
+        consumer_kwargs: dict[str, Any] | None = None,
         *,
         assignors: Sequence[str | PartitionAssignor] = DEFAULT_ASSIGNORS,
         session_timeout_ms: int = 45000,
@@ -118,12 +136,18 @@ class ConsumerGroup:
         on_assigned: Callback | None = None,
         on_revoked: Callback | None = None,
         on_lost: Callback | None = None,
+        initial_backoff_ms: int | None = None,
+        retry_backoff_ms: int = 100,
+        fatal_backoff_ms: int = 1000,
         **consumer_options: Any,
     ) -> None:
         if isinstance(topics, str):
             topics = [topics]
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
+        if consumer_kwargs is not None and not isinstance(consumer_kwargs, dict):
+            raise TypeError(f"consumer_kwargs must be a dict, not {consumer_kwargs!r}")
+        consumer_options = {**(consumer_kwargs or {}), **consumer_options}
         reserved = _RESERVED_OPTIONS & set(consumer_options)
         if reserved:
             raise TypeError(f"the group sets these Consumer options itself: {sorted(reserved)}")
@@ -134,6 +158,11 @@ class ConsumerGroup:
         self.on_revoked = on_revoked
         self.on_lost = on_lost if on_lost is not None else on_revoked
         self.consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
+        #: afkak 21's name: the options each Consumer gets (the group adds its own).
+        self.consumer_kwargs = self.consumer_options
+        self.initial_backoff_ms = initial_backoff_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.fatal_backoff_ms = fatal_backoff_ms
         self.consumers: dict[TopicAndPartition, Any] = {}
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
@@ -148,6 +177,9 @@ class ConsumerGroup:
             rebalance_timeout_ms=rebalance_timeout_ms,
             heartbeat_interval_ms=heartbeat_interval_ms,
             group_instance_id=group_instance_id,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
+            initial_backoff_ms=initial_backoff_ms,
         )
 
     def __repr__(self) -> str:
@@ -164,6 +196,82 @@ class ConsumerGroup:
     def assignment(self) -> list[TopicAndPartition]:
         """The partitions this member owns now."""
         return sorted(self.member.owned)
+
+    # -- afkak 21's attributes --------------------------------------------------
+
+    @property
+    def topics(self) -> list[str]:
+        return list(self.member.topics)
+
+    @property
+    def member_id(self) -> str:
+        return self.member.member_id
+
+    @property
+    def generation_id(self) -> int | None:
+        """The generation joined, ``None`` when not in one (afkak 21's value)."""
+        generation = self.member.generation_id
+        return None if generation < 0 else generation
+
+    @property
+    def leader_id(self) -> str | None:
+        return self.member.leader_id or None
+
+    @property
+    def coordinator_broker(self) -> Any:
+        """The coordinator's :class:`~afkak.common.BrokerMetadata`, once known."""
+        return self.client.consumer_group_to_brokers().get(self.group_id)
+
+    @property
+    def session_timeout_ms(self) -> int:
+        return self.member.session_timeout_ms
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        return int(self.member.heartbeats.interval * 1000)
+
+    # -- afkak 21's subclass hooks ---------------------------------------------------
+
+    def on_join_prepare(self) -> Any:
+        """Called before each JoinGroup, once partitions that must go were given up.
+
+        Consumers of partitions revoked before joining (all of them unless
+        the group rebalances cooperatively) are already shut down and
+        committed.  May return a Deferred.
+        """
+        return None
+
+    def on_join_complete(self, assignments: dict[str, list[int]]) -> Any:
+        """Called after each rebalance with ``{topic: [partition, ...]}`` owned now.
+
+        Their Consumers are running.  May return a Deferred.
+        """
+        return None
+
+    def on_group_leave(self) -> None:
+        """Called when the member left the group (stopped or failed): stops any Consumer left."""
+        self.stop_consumers()
+
+    def on_consumer_error(self, failure: Failure) -> None:
+        """A Consumer failed with an error the group cannot handle: the group stops with it."""
+        self.member.fail(failure)
+
+    def stop_consumers(self) -> None:
+        """Stop every Consumer now, without committing."""
+        consumers, self.consumers = self.consumers, {}
+        for consumer in consumers.values():
+            try:
+                consumer.stop()
+            except RestopError:
+                pass
+
+    def shutdown_consumers(self) -> Deferred[Any]:
+        """Shut every Consumer down (finish processing, commit); fires when all are done."""
+        consumers, self.consumers = self.consumers, {}
+        return DeferredList(
+            [self._end_consumer(tp, c, commit=True) for tp, c in consumers.items()],
+            consumeErrors=True,
+        )
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -207,6 +315,7 @@ class ConsumerGroup:
         stopping, self._stopping = self._stopping, None
         offsets, self._offsets = self._offsets, {}
         outcome = result if isinstance(result, Failure) else offsets
+        self.on_group_leave()
         if stopping is not None:
             stopping.callback(offsets)
         if start_d is not None:
@@ -217,11 +326,15 @@ class ConsumerGroup:
 
     # -- the membership's listener --------------------------------------------
 
+    def prepare_join(self) -> Any:
+        return self.on_join_prepare()
+
     def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[Any]:
         self._rebind(self.consumers.values(), generation)
         added = [tp for tp in partitions if tp not in self.consumers]
         d = maybeDeferred(self.on_assigned, added) if self.on_assigned and added else succeed(None)
-        return d.addCallback(lambda _: self._start_consumers(added, generation))
+        d.addCallback(lambda _: self._start_consumers(added, generation))
+        return d.addCallback(lambda _: self.on_join_complete(_by_topic(partitions)))
 
     @staticmethod
     def _rebind(consumers: Iterable[Any], generation: Generation) -> None:
@@ -280,7 +393,7 @@ class ConsumerGroup:
         elif result.check(*_FENCED_ERRORS):
             self.member.request_rejoin(f"{tp}: commit refused: {result.getErrorMessage()}")
         else:
-            self.member.fail(result)
+            self.on_consumer_error(result)
 
     def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[Any]:
         return self._give_up(partitions, commit=True, then=self.on_revoked)
@@ -340,6 +453,13 @@ class ConsumerGroup:
     def _give_up_failed(self, tp: TopicAndPartition, consumer: Any, error: Exception) -> None:
         self._ended(consumer.last_processed_offset, tp)
         log.warn("{tp}: given up uncommitted: {error}", tp=tp, error=error)
+
+
+def _by_topic(partitions: Iterable[TopicAndPartition]) -> dict[str, list[int]]:
+    assignments: dict[str, list[int]] = {}
+    for tp in sorted(partitions):
+        assignments.setdefault(tp.topic, []).append(tp.partition)
+    return assignments
 
 
 def _relay(result: Any, waiter: Deferred[Any]) -> Any:

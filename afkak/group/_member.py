@@ -77,6 +77,8 @@ class RebalanceListener(Protocol):
 
     def lose(self, partitions: list[TopicAndPartition]) -> Deferred[Any] | None: ...
 
+    def prepare_join(self) -> Deferred[Any] | None: ...
+
     def assign(
         self, partitions: list[TopicAndPartition], generation: Generation
     ) -> Deferred[Any] | None: ...
@@ -116,6 +118,7 @@ class GroupMember:
         group_instance_id: str | None = None,
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1000,
+        initial_backoff_ms: int | None = None,
     ) -> None:
         if not assignors:
             raise ValueError("at least one assignor is needed")
@@ -141,6 +144,8 @@ class GroupMember:
         self._heartbeat_timeout = min(client.timeout, session_timeout_ms / 3000.0)
         self.group_instance_id = group_instance_id
         self._backoff = (retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
+        #: Delay between failed attempts before the member first joined (afkak 21).
+        self._initial_backoff = None if initial_backoff_ms is None else initial_backoff_ms / 1000.0
         self.state = S.STOPPED
         self.member_id = ""
         self.generation_id = -1
@@ -255,6 +260,7 @@ class GroupMember:
             await self._fenced()
             return
         self._transition(E.PREPARED)
+        await maybeDeferred(self.listener.prepare_join)
         try:
             joined = await self._join(reason)
             self._transition(E.JOINED)
@@ -541,6 +547,8 @@ class GroupMember:
             return None
 
     def _delay(self, failures: int) -> float:
+        if self._initial_backoff is not None and not self.member_id and not self.rebalances:
+            return self._initial_backoff
         base, cap = self._backoff
         return float(min(cap, base * 2 ** max(0, failures - 1)))
 

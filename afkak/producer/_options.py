@@ -102,9 +102,10 @@ def resolve(
         raise ValueError(f"unknown compression codec {codec!r}")
     compress(codec, b"")  # UnsupportedCodecError when its library is missing
     batch_send = bool(batch_send)
-    every_n = _int("batch_every_n", batch_every_n, 0)
-    every_b = _int("batch_every_b", batch_every_b, 0)
-    every_t = _number("batch_every_t", batch_every_t, 0)
+    # afkak 21: a trigger of 0 or None is off.
+    every_n = 0 if batch_every_n is None else _int("batch_every_n", batch_every_n, 0)
+    every_b = 0 if batch_every_b is None else _int("batch_every_b", batch_every_b, 0)
+    every_t = 0 if batch_every_t is None else _number("batch_every_t", batch_every_t, 0)
     if batch_send:
         if not (every_n or every_b or every_t):
             raise ValueError("batch_send needs one of batch_every_n, _b or _t to be non-zero")

@@ -30,6 +30,11 @@ from ._sender import Sender
 
 log = Logger()
 
+#: afkak 21's defaults of the batch mode triggers (seconds, messages, bytes).
+BATCH_SEND_SECS_COUNT = 30
+BATCH_SEND_MSG_COUNT = 10
+BATCH_SEND_MSG_BYTES = 32 * 1024
+
 _DEFAULT_LINGER_MS = 0
 _DEFAULT_BATCH_SIZE = 16384
 _DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024
@@ -123,21 +128,33 @@ class Producer:
         retried (safely).
 
     Records are stamped with the reactor's time (CreateTime) when sent.
+
+    afkak 21's attributes stay readable: ``client``, ``partitioner_class``,
+    ``req_acks``, ``ack_timeout``, ``codec``, ``batch_every_n``,
+    ``batch_every_b``, ``batch_every_t`` (1, 1 and ``None`` without
+    *batch_send*), ``partitioners`` (topic -> its partitioner) and
+    ``stopping``.
     """
+
+    DEFAULT_ACK_TIMEOUT = 1000
+    DEFAULT_REQ_ATTEMPTS = 10
+    INIT_RETRY_INTERVAL = 0.25
+    #: The factor the retry delay grows by per attempt (afkak 21: 1.20205).
+    RETRY_INTERVAL_FACTOR = 2.0
 
     def __init__(
         self,
         client: ProducerClient,
         partitioner_class: Any = RoundRobinPartitioner,
         req_acks: int = UNSET,
-        ack_timeout: int = 1000,
-        max_req_attempts: int = 10,
-        retry_interval: float = 0.25,
+        ack_timeout: int = DEFAULT_ACK_TIMEOUT,
+        max_req_attempts: int = DEFAULT_REQ_ATTEMPTS,
+        retry_interval: float = INIT_RETRY_INTERVAL,
         codec: int | None = None,
         batch_send: bool = False,
-        batch_every_n: int = 10,
-        batch_every_b: int = 32768,
-        batch_every_t: float = 30,
+        batch_every_n: int = BATCH_SEND_MSG_COUNT,
+        batch_every_b: int = BATCH_SEND_MSG_BYTES,
+        batch_every_t: float | None = BATCH_SEND_SECS_COUNT,
         *,
         enable_idempotence: bool = UNSET,
         linger_ms: int = _DEFAULT_LINGER_MS,
@@ -193,6 +210,47 @@ class Producer:
             f"<Producer acks={self.options.acks} idempotent={self.options.idempotent}"
             f" buffered={self._buffered}>"
         )
+
+    # -- afkak 21's attributes -----------------------------------------------------
+
+    @property
+    def req_acks(self) -> int:
+        return self.options.acks
+
+    @property
+    def ack_timeout(self) -> int:
+        return self.options.ack_timeout_ms
+
+    @property
+    def codec(self) -> int:
+        return self.options.codec
+
+    @property
+    def batch_every_n(self) -> int:
+        return self.options.batch_every_n if self._batch_mode else 1
+
+    @property
+    def batch_every_b(self) -> int:
+        return self.options.batch_every_b if self._batch_mode else 1
+
+    @property
+    def batch_every_t(self) -> float | None:
+        return self.options.linger if self._batch_mode else None
+
+    @property
+    def batchDesc(self) -> str:
+        if not self._batch_mode:
+            return "Unbatched"
+        return f"{self.batch_every_n}cnt/{self.batch_every_b}bytes/{self.batch_every_t}secs"
+
+    @property
+    def partitioners(self) -> dict[str, Any]:
+        """Topic -> the partitioner made for it."""
+        return {topic: route.partitioner for topic, route in self._routes.items()}
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopped
 
     # -- sending -------------------------------------------------------------
 
@@ -470,7 +528,9 @@ class Producer:
             part.seal()
             self._sender.wake()
         if self._batch_mode:
-            self._sender.count_unsent(n, size)
+            # afkak 21's byte trigger counts the messages' bytes (values and headers).
+            overhead = n * (RECORD_OVERHEAD + (len(key) if key is not None else 0))
+            self._sender.count_unsent(n, size - overhead)
 
     def _new_batch(self, route: TopicState, part: Any, now: float) -> ProducerBatch:
         sealed = part.open is not None

@@ -155,14 +155,19 @@ class Sender:
             return
         expire_all = self._expire_all or self.flushing
         self._expire_all = False
-        if options.batch_send:
-            # afkak's batch mode sends everything when its timer expires.
+        batch_mode = options.batch_send
+        if batch_mode:
+            # afkak's batch mode sends nothing until a trigger fires (count, bytes,
+            # or its timer), then everything: full batches sealed meanwhile wait too.
             if not expire_all and linger is not None:
                 expire_all = any(
-                    p.open is not None and p.open.created + linger <= now for p in self.active
+                    _first_created(p) + linger <= now for p in self.active if _held(p)
                 )
             if expire_all:
                 self._unsent_count = self._unsent_bytes = 0
+                for part in self.active:
+                    for waiting in part.ready:
+                        waiting.created = -_NEVER
         wake_at = _NEVER
         sendable: list[PartitionState] = []
         for part in list(self.active):
@@ -187,6 +192,10 @@ class Sender:
                 continue
             if part.retry_at > now:
                 wake_at = min(wake_at, part.retry_at)
+                continue
+            if batch_mode and _held(part):
+                if linger is not None:
+                    wake_at = min(wake_at, _first_created(part) + linger)
                 continue
             sendable.append(part)
         if wake_at < _NEVER:
@@ -459,3 +468,16 @@ class Sender:
             waiting.extend(part.drop_all())
         self.active.clear()
         return waiting
+
+
+def _held(part: PartitionState) -> bool:
+    """Batch mode: the partition's next batch waits for a trigger (never sent, not released)."""
+    if part.ready:
+        head = part.ready[0]
+        return head.attempts == 0 and head.created != -_NEVER
+    return part.open is not None and part.open.created != -_NEVER
+
+
+def _first_created(part: PartitionState) -> float:
+    """When the partition's oldest unsent batch started."""
+    return part.ready[0].created if part.ready else part.open.created  # type: ignore[union-attr]

@@ -445,6 +445,65 @@ class BatchingTests(ProducerTestCase):
         self.successResultOf(first)
         self.successResultOf(second)
 
+    def test_afkak_21_batching_scenario(self) -> None:
+        # afkak 21.5's documented batching as its users wrote it: nothing is sent before a
+        # trigger fires, then each call's messages are together on one partition, round
+        # robin starting at the first partition.  A trigger of 0 or None is off.
+        first_and_third = [b"0-%d" % i for i in range(4)] + [b"2-%d" % i for i in range(4)]
+        for every_n, every_t in ((0, 0), (10, 0), (None, None), (0, 600)):
+            with self.subTest(every_n=every_n, every_t=every_t):
+                topic = f"b{every_n}-{every_t}"
+                self.cluster.create_topic(topic, partitions=2)
+                sent_before = len(self.produce_requests())
+                producer = self.producer(
+                    batch_send=True,
+                    batch_every_b=4096,
+                    batch_every_n=every_n,
+                    batch_every_t=every_t,
+                    batch_size=100,  # full batches are cut, and wait for the trigger too
+                )
+                calls = [
+                    producer.send_messages(topic, None, [b"%d-%d" % (c, i) for i in range(4)])
+                    for c in range(2 if every_n == 10 else 4)
+                ]
+                self.clock.advance(60)
+                self.assertEqual(len(self.produce_requests()), sent_before)
+                if every_n == 10:
+                    # The third call makes 12 messages waiting: the count trigger fires.
+                    calls.append(
+                        producer.send_messages(topic, None, [b"2-%d" % i for i in range(4)])
+                    )
+                    self.clock.advance(0)
+                    self.assertEqual(self.values(topic, 0), first_and_third)
+                    calls.append(
+                        producer.send_messages(topic, None, [b"3-%d" % i for i in range(4)])
+                    )
+                calls.append(producer.send_messages(topic, None, [b"x" * 4096]))
+                self.clock.advance(0)
+                self.clock.advance(0.1)
+                results = [self.successResultOf(d) for d in calls]
+                self.assertEqual(self.values(topic, 0), [*first_and_third, b"x" * 4096])
+                self.assertEqual(
+                    self.values(topic, 1),
+                    [b"1-%d" % i for i in range(4)] + [b"3-%d" % i for i in range(4)],
+                )
+                self.assertEqual([r.partition for r in results], [0, 1, 0, 1, 0])
+                producer.stop()
+
+    def test_batch_every_t_holds_full_batches_until_the_timer(self) -> None:
+        producer = self.producer(
+            batch_send=True, batch_every_n=0, batch_every_b=0, batch_every_t=5, batch_size=100
+        )
+        ds = [producer.send_messages("t", None, [b"x" * 60]) for _ in range(6)]
+        self.clock.advance(4.9)
+        self.assertEqual(self.produce_requests(), [])
+        self.clock.advance(0.1)
+        self.clock.advance(0)
+        self.assertTrue(self.produce_requests())
+        self.clock.advance(1)
+        for d in ds:
+            self.successResultOf(d)
+
     def test_flush_sends_at_once(self) -> None:
         producer = self.producer(linger_ms=60_000)
         d = producer.send_messages("t", None, [b"v"])

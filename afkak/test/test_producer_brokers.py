@@ -19,7 +19,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
-from afkak.common import TopicAndPartition
+from afkak.common import OffsetRequest, TopicAndPartition
 from afkak.partitioner import HashedPartitioner, murmur2
 from afkak.producer import Producer, RecordMetadata
 from afkak.test.brokers import Broker, consume, shared_broker
@@ -117,6 +117,40 @@ class RealBrokerProducerTests:
         )
         self.assertEqual(records[3].timestamp_ms, stamp)
         self.assertEqual(records[3].headers, (("x", None),))
+
+    def test_afkak_21_batch_triggers(self: Any) -> None:
+        # afkak 21.5's documented batching: nothing before the byte trigger, then the
+        # first and third calls' messages on partition 0 with the trigger's message.
+        from twisted.internet import reactor
+
+        topic = self.topic(partitions=2)
+        producer = self.producer(
+            batch_send=True, batch_every_b=4096, batch_every_n=0, batch_every_t=0
+        )
+        calls = [
+            producer.send_messages(topic, None, [b"%d-%d" % (c, i) for i in range(4)])
+            for c in range(4)
+        ]
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            reactor.iterate(0.05)  # type: ignore[attr-defined]
+        latest = wait(
+            self.client.send_offset_request([OffsetRequest(topic, p, -1, 1) for p in (0, 1)])
+        )
+        self.assertEqual([r.offsets[0] for r in latest], [0, 0])
+        self.assertFalse(any(d.called for d in calls))
+        calls.append(producer.send_messages(topic, None, [b"x" * 4096]))
+        results = [wait(d) for d in calls]
+        self.assertEqual([r.partition for r in results], [0, 1, 0, 1, 0])
+        records = consume(self.broker.bootstrap, topic, 17, partitions=[0, 1])
+        by_partition = {p: [r.value for r in records if r.partition == p] for p in (0, 1)}
+        self.assertEqual(
+            by_partition[0],
+            [b"0-%d" % i for i in range(4)] + [b"2-%d" % i for i in range(4)] + [b"x" * 4096],
+        )
+        self.assertEqual(
+            by_partition[1], [b"1-%d" % i for i in range(4)] + [b"3-%d" % i for i in range(4)]
+        )
 
     def test_acks_0(self: Any) -> None:
         topic = self.topic(partitions=1)
