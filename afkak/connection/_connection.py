@@ -101,7 +101,8 @@ class BrokerConnection:
         negotiation and before queued requests are written (SASL); its Deferred
         failing drops the connection.
     :param on_timeout: called as ``on_timeout(connection, request_sent)`` after
-        a request timed out; a client can call :meth:`disconnect` from it.
+        a request timed out; a client can call :meth:`disconnect` from it.  A
+        connection silent past a request's timeout is dropped regardless.
 
     Reading backpressure: :meth:`pause_reading` stops reading responses from
     the socket (the broker then stalls on TCP flow control) until
@@ -198,8 +199,10 @@ class BrokerConnection:
             the bytes are written.
         :param timeout: seconds instead of the connection's ``request_timeout``.
             A request that times out or is cancelled after it was written
-            keeps its pipelining slot until its response arrives or the
-            connection drops: the broker is still working on it.
+            frees its pipelining slot at once (its late response is dropped).
+            One that times out with nothing received on the connection since
+            it was written shows a silent broker (hung, or a half-open TCP
+            connection): the connection is dropped and made again.
         :returns: a Deferred, whose cancellation fails it with
             :class:`~afkak.common.CancelledError` telling whether the request
             had been sent.
@@ -334,8 +337,7 @@ class BrokerConnection:
                 self._closing = protocol
                 protocol.close()
             for request in protocol.take_in_flight():
-                if not request.abandoned:
-                    request.fail(CancelledError(request_sent=True, message=f"{self!r} was closed"))
+                request.fail(CancelledError(request_sent=True, message=f"{self!r} was closed"))
         queued = list(self._queue)
         self._queue.clear()
         for request in queued:
@@ -480,8 +482,12 @@ class BrokerConnection:
     def _time_out(self, request: PendingRequest, timeout: float, notify: bool) -> None:
         request.timer = None
         sent = request.sent
+        protocol = self._protocol
+        silent = False
         if sent:
-            request.abandoned = True  # its response, if it comes, frees the slot
+            if protocol is not None:
+                protocol.forget(request)
+                silent = protocol.frames_received == request.frames_before
             error = RequestTimedOutError(
                 f"no response to {request.api_name} from {self.host}:{self.port} within {timeout} s"
             )
@@ -493,10 +499,21 @@ class BrokerConnection:
         request.fail(error)
         if notify and self._on_timeout is not None:
             self._on_timeout(self, sent)
+        if protocol is None or protocol is not self._protocol:
+            return
+        if silent and self._state in CONNECTED_STATES:
+            self._fire(
+                Event.DROPPED,
+                BrokerConnectionError(f"nothing received for {timeout} s after a request"),
+            )
+        elif sent:
+            self._pump()
 
     def _cancel(self, request: PendingRequest) -> None:
+        protocol = self._protocol
         if request.sent:
-            request.abandoned = True
+            if protocol is not None:
+                protocol.forget(request)
         else:
             self._queue.remove(request)
         request.fail(
@@ -504,6 +521,8 @@ class BrokerConnection:
                 request_sent=request.sent, message=f"{request.api_name} request was cancelled"
             )
         )
+        if request.sent and protocol is not None and protocol is self._protocol:
+            self._pump()
 
     def _abandon(self, protocol: BrokerProtocol, error: BrokerConnectionError) -> None:
         """Close ``protocol`` (if it is still open) and fail its requests in flight."""
@@ -511,8 +530,7 @@ class BrokerConnection:
         if not protocol.lost:
             protocol.transport.abortConnection()
         for request in protocol.take_in_flight():
-            if not request.abandoned:
-                request.fail(error)
+            request.fail(error)
 
     def _transport(self) -> Any:
         assert self._protocol is not None
