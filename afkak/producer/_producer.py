@@ -34,6 +34,7 @@ _DEFAULT_LINGER_MS = 0
 _DEFAULT_BATCH_SIZE = 16384
 _DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024
 _BYTES = (bytes, bytearray, memoryview)
+_MAX_TIMESTAMP = 2**63 - 1
 
 
 class _Pending:
@@ -308,6 +309,8 @@ class Producer:
                 not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0
             ):
                 raise TypeError(f"timestamp must be a non-negative int (ms), not {timestamp!r}")
+            if timestamp is not None and timestamp > _MAX_TIMESTAMP:
+                raise ValueError(f"timestamp {timestamp} does not fit Kafka's int64")
             if partition is not None and (
                 not isinstance(partition, int) or isinstance(partition, bool) or partition < 0
             ):
@@ -352,9 +355,9 @@ class Producer:
         for batch in self._sender.stop(failure):
             batch.fail(failure)
             self._release(batch)
-        for load in self._topic_loads.values():
+        loads, self._topic_loads = self._topic_loads, {}
+        for load in loads.values():  # a cancelled load's callback runs at once
             load.cancel()
-        self._topic_loads.clear()
         unrouted, blocked = self._unrouted, self._blocked
         self._unrouted, self._blocked = {}, deque()
         for waiting in unrouted.values():
@@ -603,4 +606,8 @@ def _check_headers(headers: Any) -> tuple[tuple[str, bytes | None], ...]:
             or (pair[1] is not None and not isinstance(pair[1], _BYTES))
         ):
             raise TypeError(f"each header must be a (str, bytes | None) pair, not {pair!r:.100}")
+        try:
+            pair[0].encode()
+        except UnicodeEncodeError as e:
+            raise ValueError(f"header name {pair[0]!r:.100} is not encodable as UTF-8") from e
     return checked
