@@ -2,13 +2,13 @@
 
 :class:`KafkaClient` is the public class.  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
-mean stale metadata, the topic-name check, and the Fetch request builder.
+mean stale metadata, the argument checks, and the Fetch request builder.
 """
 
 from afkak.client._client import KafkaClient
 from afkak.client._fetch_call import FetchCall
 from afkak.client._stale import COORDINATOR_MOVED, LEADER_MOVED, TOPIC_GONE
-from afkak.client._validate import topic_name
+from afkak.client._validate import group_name, integer, kafka_client, topic_list, topic_name
 
 __all__ = [
     "COORDINATOR_MOVED",
@@ -16,5 +16,9 @@ __all__ = [
     "TOPIC_GONE",
     "FetchCall",
     "KafkaClient",
+    "group_name",
+    "integer",
+    "kafka_client",
+    "topic_list",
     "topic_name",
 ]

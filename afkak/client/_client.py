@@ -104,19 +104,18 @@ class KafkaClient:
             if not isinstance(clientId, str):
                 raise TypeError(f"clientId must be a str, not {clientId!r}")
             self.clientId = clientId
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise TypeError(f"timeout must be a number of milliseconds, not {timeout!r}")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, not {timeout!r}")
-        if metadata_max_age is not None and not metadata_max_age > 0:
-            raise ValueError(f"metadata_max_age must be positive or None, not {metadata_max_age!r}")
+        check.number("timeout", timeout)
+        if metadata_max_age is not None:
+            check.number("metadata_max_age", metadata_max_age)
         if not callable(endpoint_factory) or not callable(retry_policy):
             raise TypeError("endpoint_factory and retry_policy must be callable")
+        if not isinstance(disconnect_on_timeout, int):  # bool, or 21.5's 0/1
+            raise TypeError(f"disconnect_on_timeout must be a bool, not {disconnect_on_timeout!r}")
         self.correlation_id = check.integer("correlation_id", correlation_id, 0, check.INT32_MAX)
-        self.timeout = timeout / 1000.0
         if reactor is None:
             from twisted.internet import reactor  # type: ignore[no-redef]
-        self.reactor = reactor
+        self.reactor = check.reactor_time("reactor", reactor)
+        self.timeout = timeout / 1000.0
         self._disconnect_on_timeout = bool(disconnect_on_timeout)
         pool = ConnectionPool(
             reactor,

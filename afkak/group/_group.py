@@ -19,6 +19,7 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak.client import group_name, kafka_client, topic_list
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_LATEST,
@@ -29,6 +30,7 @@ from afkak.common import (
     TopicAndPartition,
     UnknownMemberId,
 )
+from afkak.consumer import Consumer
 
 from ._assignor import PartitionAssignor
 from ._member import Generation, GroupMember
@@ -119,20 +121,33 @@ class ConsumerGroup:
         on_lost: Callback | None = None,
         **consumer_options: Any,
     ) -> None:
-        if isinstance(topics, str):
-            topics = [topics]
+        kafka_client(client)
+        group_name(group_id)
+        topics = topic_list(topics)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
+        if group_instance_id is not None:
+            group_name(group_instance_id)
+        for name, callback in (
+            ("on_assigned", on_assigned),
+            ("on_revoked", on_revoked),
+            ("on_lost", on_lost),
+        ):
+            if callback is not None and not callable(callback):
+                raise TypeError(f"{name} must be callable or None, not {callback!r}")
         reserved = _RESERVED_OPTIONS & set(consumer_options)
         if reserved:
             raise TypeError(f"the group sets these Consumer options itself: {sorted(reserved)}")
+        consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
+        # Each partition's Consumer checks these; check them once now, not after joining.
+        Consumer(client, topics[0], 0, processor, consumer_group=group_id, **consumer_options)
         self.client = client
         self.group_id = group_id
         self.processor = processor
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
         self.on_lost = on_lost if on_lost is not None else on_revoked
-        self.consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
+        self.consumer_options = consumer_options
         self.consumers: dict[TopicAndPartition, Any] = {}
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
@@ -230,8 +245,6 @@ class ConsumerGroup:
             consumer.commit_generation_id = generation.generation_id
 
     def _start_consumers(self, partitions: list[TopicAndPartition], generation: Generation) -> None:
-        from afkak.consumer import Consumer  # the consumer layer sits beside this one
-
         for tp in partitions:
             consumer = Consumer(
                 self.client,

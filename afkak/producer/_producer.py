@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError, ClientError, KafkaUnavailableError
-from afkak.client import topic_name
+from afkak.client import kafka_client, topic_name
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
 
@@ -147,6 +147,7 @@ class Producer:
         buffer_memory: int = _DEFAULT_BUFFER_MEMORY,
         retry_unknown_outcome: bool = False,
     ) -> None:
+        kafka_client(client)
         if not callable(partitioner_class):
             raise TypeError(f"partitioner_class must be callable, not {partitioner_class!r}")
         self.options = _options.resolve(

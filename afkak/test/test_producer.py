@@ -157,6 +157,10 @@ class ConstructorTests(ProducerTestCase):
         for error, options in bad:
             with self.assertRaises(error, msg=repr(options)):
                 Producer(self.client, **options)
+        with self.assertRaises(TypeError):
+            Producer(None)  # was an AttributeError
+        with self.assertRaises(TypeError):
+            Producer(self.client, no_such_option=1)  # type: ignore[call-arg]
 
 
 class SendMessagesTests(ProducerTestCase):
