@@ -229,10 +229,10 @@ class Sender:
             return None  # a retry goes alone, after what is in flight settled
         identity = self.identity
         if identity is not None:
-            if part.bump or part.producer_id < 0:
+            if part.bump or part.producer_id != identity.producer_id:
                 if part.in_flight:
                     return None
-                if part.bump:
+                if part.bump and part.producer_id == identity.producer_id:
                     fresh = identity.bump()
                     if fresh is None:
                         return None
@@ -414,6 +414,8 @@ class Sender:
             return
         if action is Action.BUMP:
             part.bump = True
+        elif action is Action.RESET and self.identity is not None:
+            self.identity.reset(batch.producer_id)
         part.requeue(batch)
         self.active.add(part)
         delay = self._backoff(batch.attempts)

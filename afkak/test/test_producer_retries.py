@@ -202,18 +202,43 @@ class IdempotenceTests(ProducerTestCase):
         self.assertEqual(self.producer_id(), (1001, 1, 0))
         self.assertEqual(self.values(partition=0), [b"a", b"b"])
 
-    def test_unknown_producer_id_and_invalid_epoch_bump_the_epoch(self) -> None:
+    def test_invalid_epoch_bumps_the_epoch(self) -> None:
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.fail_next(PRODUCE, InvalidProducerEpoch)
+        self.succeed(producer.send("t", b"b", partition=0))
+        self.assertEqual(self.producer_id(), (1001, 1, 0))
+        self.succeed(producer.send("t", b"c", partition=0))
+        self.assertEqual(self.producer_id(), (1001, 1, 1))
+        self.assertEqual(self.values(partition=0), [b"a", b"b", b"c"])
+
+    def test_unknown_producer_id_asks_for_a_new_id_with_the_current_one(self) -> None:
         producer = self.producer(retry_interval=0.1)
         self.succeed(producer.send("t", b"a", partition=0))
         self.cluster.fail_next(PRODUCE, UnknownProducerId)
         self.succeed(producer.send("t", b"b", partition=0))
-        self.assertEqual(self.producer_id(), (1001, 1, 0))
-        self.cluster.fail_next(PRODUCE, InvalidProducerEpoch)
-        self.succeed(producer.send("t", b"c", partition=0))
-        self.assertEqual(self.producer_id(), (1001, 2, 0))
-        self.succeed(producer.send("t", b"d", partition=0))
-        self.assertEqual(self.producer_id(), (1001, 2, 1))
-        self.assertEqual(self.values(partition=0), [b"a", b"b", b"c", b"d"])
+        self.assertEqual(self.producer_id(), (1002, 0, 0))
+        init = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+        self.assertEqual(len(init), 2)
+        if init[1].api_version >= 3:
+            self.assertEqual((init[1].request.producer_id, init[1].request.producer_epoch), (1001, 0))
+        self.assertEqual(self.values(partition=0), [b"a", b"b"])
+
+    def test_recovers_when_the_brokers_forget_the_producer(self) -> None:
+        """A broker restart lost the producer: sends failed until a new Producer (issue 10, 5)."""
+        producer = self.producer(retry_interval=0.1)
+        for p in range(3):
+            self.succeed(producer.send("t", b"a", partition=p))
+        self.cluster.forget_producers()
+        ds = [producer.send("t", b"b%d" % i, partition=i % 3) for i in range(9)]
+        self.succeed(producer.flush())
+        for d in ds:
+            self.successResultOf(d)
+        self.assertEqual(self.producer_id()[:2], (1002, 0))
+        for p in range(3):
+            self.assertEqual(self.values(partition=p), [b"a"] + [b"b%d" % i for i in range(p, 9, 3)])
+        init = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+        self.assertEqual(len(init), 2)  # one new id for all partitions
 
     def test_duplicate_sequence_is_success(self) -> None:
         producer = self.producer()
@@ -226,9 +251,9 @@ class IdempotenceTests(ProducerTestCase):
         self.succeed(producer.send("t", b"a", partition=0))
         assert producer._sender.identity is not None
         producer._sender.identity.epoch = 2**15 - 2
-        self.cluster.fail_next(PRODUCE, UnknownProducerId)
+        self.cluster.fail_next(PRODUCE, InvalidProducerEpoch)
         self.succeed(producer.send("t", b"b", partition=0))
-        self.assertEqual(self.producer_id(), (1002, 1, 0))
+        self.assertEqual(self.producer_id(), (1002, 0, 0))
 
     def test_producer_id_lookup_is_retried(self) -> None:
         self.cluster.fail_next(INIT_PRODUCER_ID, CoordinatorNotAvailable, count=2)
@@ -298,8 +323,9 @@ class OutcomeTests(ProducerTestCase):
         self.assertIs(for_error_code(46, **idem), Action.DONE)
         self.assertIs(for_error_code(46, **plain), Action.FAIL)
         self.assertIs(for_error_code(45, **idem), Action.RETRY)
-        for code in (47, 59, 90):
+        for code in (47, 90):
             self.assertIs(for_error_code(code, **idem), Action.BUMP)
+        self.assertIs(for_error_code(59, **idem), Action.RESET)
         for code in (7, 13, 20):  # written or not: unknown
             self.assertIs(for_error_code(code, **idem), Action.RETRY)
             self.assertIs(for_error_code(code, **plain), Action.FAIL)
