@@ -126,6 +126,8 @@ class InvalidConsumerGroupError(KafkaError):
 class KafkaUnavailableError(KafkaError):
     """No broker of the cluster could be reached."""
 
+    retriable = True  # the cluster may come back
+
 
 class LeaderUnavailableError(KafkaError):
     """The partition has no leader in the cluster metadata (election in progress)."""

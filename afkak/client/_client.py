@@ -14,13 +14,13 @@ from types import MappingProxyType
 from typing import Any
 from uuid import UUID
 
-from twisted.application.internet import backoffPolicy
 from twisted.internet import defer
 from twisted.internet.defer import Deferred, fail
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak._retry import reconnect_backoff
 from afkak.common import (
     BrokerMetadata,
     CancelledError,
@@ -48,7 +48,7 @@ from ._routing import group_by_broker, payload_key
 
 log = Logger()
 
-_DEFAULT_RETRY_POLICY = backoffPolicy()
+_DEFAULT_RETRY_POLICY = reconnect_backoff()
 _ACKS = (-1, 0, 1)
 
 
@@ -75,7 +75,9 @@ class KafkaClient:
         by default the global reactor.
     :param endpoint_factory: ``(reactor, host, port) -> IStreamClientEndpoint``.
     :param retry_policy: seconds to wait before reconnecting to a broker, given
-        the number of consecutive failures.
+        the number of consecutive failures; by default Kafka's reconnect
+        backoff, 50 ms doubling to 1 s with ±20 % jitter
+        (``reconnect.backoff.ms``, ``reconnect.backoff.max.ms``).
     :param metadata_max_age: seconds between periodic metadata refreshes of
         the known topics (``None``: never).
     """

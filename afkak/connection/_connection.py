@@ -19,7 +19,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from twisted.application.internet import backoffPolicy
 from twisted.internet.defer import Deferred, fail, maybeDeferred, succeed
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.internet.interfaces import IDelayedCall, IStreamClientEndpoint
@@ -29,6 +28,7 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError, RequestTimedOutError
 from afkak._errors import BrokerConnectionError, CancelledError, ClientError
+from afkak._retry import reconnect_backoff
 from afkak._version import __version__
 from afkak.connection._lifecycle import CONNECTED_STATES, Event, State, next_state
 from afkak.connection._protocol import BrokerProtocol
@@ -91,7 +91,8 @@ class BrokerConnection:
         by default a :class:`HostnameEndpoint`.
     :param retry_policy: seconds to wait before reconnecting, given the number
         of consecutive failures (1, 2, ...); reset once a connection is ready.
-        By default Twisted's jittered :func:`backoffPolicy`.
+        By default Kafka's reconnect backoff: 50 ms doubling to 1 s, ±20 %
+        jitter (``reconnect.backoff.ms``, ``reconnect.backoff.max.ms``).
     :param request_timeout: seconds from :meth:`request` until a request fails
         with :class:`~afkak.common.RequestTimedOutError`, queueing included.
     :param connect_timeout: seconds a TCP connection attempt may take.
@@ -135,7 +136,7 @@ class BrokerConnection:
         self._reactor = reactor
         self._client_id = client_id
         self._endpoint_factory = endpoint_factory
-        self._retry_policy = backoffPolicy() if retry_policy is None else retry_policy
+        self._retry_policy = reconnect_backoff() if retry_policy is None else retry_policy
         self._request_timeout = request_timeout
         self._connect_timeout = connect_timeout
         self._max_in_flight = max_in_flight

@@ -48,7 +48,7 @@ from afkak.consumer import (
     Consumer,
 )
 from afkak.consumer._messages import read_fetched
-from afkak.consumer._retry import is_retriable
+from afkak._retry import is_retriable
 from afkak.protocol.messages import (
     FetchRequest,
     OffsetCommitRequest,

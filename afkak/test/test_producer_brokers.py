@@ -14,7 +14,9 @@ import itertools
 import time
 from typing import Any, ClassVar
 
+from twisted.internet import reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.internet.task import deferLater
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
@@ -23,6 +25,7 @@ from afkak.common import TopicAndPartition
 from afkak.partitioner import HashedPartitioner, murmur2
 from afkak.producer import Producer, RecordMetadata
 from afkak.test.brokers import Broker, consume, shared_broker
+from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.test_client_brokers import wait
 
 _names = itertools.count()
@@ -223,6 +226,34 @@ class NoidaProducerTests(RealBrokerProducerTests, SynchronousTestCase):
         self.assertEqual([d.result.offset for d in ds], list(range(300)))
         records = consume(self.broker.bootstrap, topic, 300)
         self.assertEqual([r.value[:4] for r in records], [b"%04d" % i for i in range(300)])
+
+
+class NoidaRestartTests(SynchronousTestCase):
+    """kill -9 of the broker under a running idempotent producer (issue 10, 5)."""
+
+    def test_producer_recovers_when_the_broker_restarts(self) -> None:
+        broker = NoidaBroker().start()
+        self.addCleanup(broker.stop)
+        topic = f"restart-{int(time.time())}"
+        broker.create_topic(topic, 2)
+        client = KafkaClient(broker.bootstrap, timeout=5000, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(client.close()))
+        producer = Producer(client, linger_ms=5, retry_interval=0.05, max_req_attempts=1000)
+        self.addCleanup(lambda: wait(producer.stop()))
+        sent = [producer.send(topic, b"%05d" % i, partition=i % 2) for i in range(400)]
+        wait(producer.flush(), timeout=30)
+        for round_ in range(2):
+            more = [producer.send(topic, b"%05d" % i, partition=i % 2) for i in range(len(sent), len(sent) + 400)]
+            sent.extend(more)
+            wait(deferLater(reactor, 0.02, lambda: None))  # some of them in flight
+            broker.crash_and_restart()
+            wait(producer.flush(), timeout=60)
+        for d in sent:
+            self.assertIsInstance(d.result, RecordMetadata)
+        records = consume(broker.bootstrap, topic, len(sent), timeout=30)
+        for partition in (0, 1):
+            values = [r.value for r in records if r.partition == partition]
+            self.assertEqual(values, [b"%05d" % i for i in range(partition, len(sent), 2)])
 
 
 class RdkafkaMockProducerTests(RealBrokerProducerTests, SynchronousTestCase):

@@ -58,7 +58,7 @@ class NoidaBroker(Broker):
     )
     start_timeout = 15.0
 
-    def _spawn(self, port: int) -> tuple[ManagedProcess, str]:
+    def _spawn(self, port: int, workdir: str | None = None) -> tuple[ManagedProcess, str]:
         # A relative data directory lands in the process's working directory, the
         # temporary directory that ManagedProcess.stop() removes.
         argv = [
@@ -73,7 +73,7 @@ class NoidaBroker(Broker):
             "--kafka-port",
             str(port),
         ]
-        return ManagedProcess(self.name, argv), f"127.0.0.1:{port}"
+        return ManagedProcess(self.name, argv, workdir=workdir), f"127.0.0.1:{port}"
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
         admin_create_topic(self.bootstrap, topic, partitions)

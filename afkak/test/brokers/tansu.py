@@ -78,7 +78,7 @@ class TansuBroker(Broker):
         super().__init__()
         self.advertised_port = advertised_port
 
-    def _spawn(self, port: int) -> tuple[ManagedProcess, str]:
+    def _spawn(self, port: int, workdir: str | None = None) -> tuple[ManagedProcess, str]:
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
         argv = [
             tansu_binary(),
@@ -90,7 +90,7 @@ class TansuBroker(Broker):
             "--storage-engine",
             "memory://tansu/",
         ]
-        return ManagedProcess(self.name, argv, env=env), f"127.0.0.1:{port}"
+        return ManagedProcess(self.name, argv, env=env, workdir=workdir), f"127.0.0.1:{port}"
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
         admin_create_topic(self.bootstrap, topic, partitions)
