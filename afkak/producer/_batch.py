@@ -66,6 +66,7 @@ class ProducerBatch:
         "record_waiters",
         "size",
         "created",
+        "opened",
         "order",
         "count",
         "data",
@@ -90,6 +91,8 @@ class ProducerBatch:
         #: Estimated encoded size (before compression), for cutting batches.
         self.size = BATCH_HEADER_SIZE
         self.created = created
+        #: When it was opened (``created`` is moved to send it early); the delivery timeout runs from here.
+        self.opened = created
         #: Position among the partition's batches, to keep retries in order.
         self.order = order
         self.count = 0

@@ -20,6 +20,7 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError
+from afkak._retry import is_retriable
 from afkak.protocol.messages import InitProducerIdRequest
 
 log = Logger()
@@ -41,7 +42,7 @@ class ProducerIdentity:
         self,
         client: Any,
         reactor: Any,
-        retry_interval: float,
+        backoff: Callable[[int], float],
         max_attempts: int,
         on_ready: Callable[[], None],
         on_fatal: Callable[[Failure], None],
@@ -50,7 +51,7 @@ class ProducerIdentity:
         self.epoch = -1
         self._client = client
         self._reactor = reactor
-        self._retry_interval = retry_interval
+        self._backoff = backoff
         self._max_attempts = max_attempts
         self._on_ready = on_ready
         self._on_fatal = on_fatal
@@ -130,16 +131,13 @@ class ProducerIdentity:
         self._request = None
         if failure.check(CancelledError):
             return
-        error = failure.value
-        give_up = self._attempts >= self._max_attempts or (
-            isinstance(error, BrokerResponseError) and not error.retriable
-        )
+        give_up = self._attempts >= self._max_attempts or not is_retriable(failure.value)
         if give_up:
             self._attempts = 0
             self._on_fatal(failure)
             return
         log.info("InitProducerId failed, retrying: {error}", error=failure.getErrorMessage())
-        delay = self._retry_interval * 2 ** (self._attempts - 1)
+        delay = self._backoff(self._attempts)
         self._retry_call = self._reactor.callLater(delay, self._retry)
 
     def _retry(self) -> None:

@@ -85,8 +85,9 @@ class ConstructorTests(ProducerTestCase):
     def test_defaults_are_idempotent_with_acks_all(self) -> None:
         options = Producer(self.client).options
         self.assertEqual((options.acks, options.idempotent), (-1, True))
-        self.assertEqual((options.ack_timeout_ms, options.max_attempts), (1000, 10))
-        self.assertEqual((options.retry_interval, options.codec), (0.25, CODEC_NONE))
+        self.assertEqual((options.ack_timeout_ms, options.max_attempts), (1000, 2**31 - 1))
+        self.assertEqual((options.retry_interval, options.codec), (0.1, CODEC_NONE))
+        self.assertEqual((options.retry_backoff_max, options.delivery_timeout), (1.0, 120.0))
         self.assertEqual((options.batch_send, options.linger), (False, 0.0))
         self.assertEqual((options.batch_size, options.max_in_flight), (16384, 5))
         self.assertEqual(options.buffer_memory, 32 * 1024 * 1024)
@@ -153,6 +154,9 @@ class ConstructorTests(ProducerTestCase):
             (ValueError, {"batch_size": 0}),
             (ValueError, {"max_in_flight_per_partition": 0}),
             (ValueError, {"buffer_memory": 0}),
+            (ValueError, {"delivery_timeout_ms": 0}),
+            (TypeError, {"delivery_timeout_ms": 1.5}),
+            (ValueError, {"retry_backoff_max_ms": -1}),
         ]
         for error, options in bad:
             with self.assertRaises(error, msg=repr(options)):

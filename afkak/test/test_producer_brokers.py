@@ -25,6 +25,7 @@ from afkak.common import TopicAndPartition
 from afkak.partitioner import HashedPartitioner, murmur2
 from afkak.producer import Producer, RecordMetadata
 from afkak.test.brokers import Broker, consume, shared_broker
+from afkak.test.brokers.interop import end_offsets
 from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.test_client_brokers import wait
 
@@ -229,31 +230,39 @@ class NoidaProducerTests(RealBrokerProducerTests, SynchronousTestCase):
 
 
 class NoidaRestartTests(SynchronousTestCase):
-    """kill -9 of the broker under a running idempotent producer (issue 10, 5)."""
+    """kill -9 of the broker under a running idempotent producer (issue 10, 5 and 7)."""
 
     def test_producer_recovers_when_the_broker_restarts(self) -> None:
         broker = NoidaBroker().start()
         self.addCleanup(broker.stop)
+        quirks = broker.quirks
+        # One partition: noida-db forgets the partition count on restart.
         topic = f"restart-{int(time.time())}"
-        broker.create_topic(topic, 2)
+        broker.create_topic(topic, 1)
         client = KafkaClient(broker.bootstrap, timeout=5000, endpoint_factory=TCP4ClientEndpoint)
         self.addCleanup(lambda: wait(client.close()))
-        producer = Producer(client, linger_ms=5, retry_interval=0.05, max_req_attempts=1000)
+        producer = Producer(client, linger_ms=5)
         self.addCleanup(lambda: wait(producer.stop()))
-        sent = [producer.send(topic, b"%05d" % i, partition=i % 2) for i in range(400)]
-        wait(producer.flush(), timeout=30)
-        for round_ in range(2):
-            more = [producer.send(topic, b"%05d" % i, partition=i % 2) for i in range(len(sent), len(sent) + 400)]
-            sent.extend(more)
-            wait(deferLater(reactor, 0.02, lambda: None))  # some of them in flight
+        sent: list[Any] = []
+        for _ in range(3):
+            n = len(sent)
+            sent.extend(producer.send(topic, b"%05d" % i) for i in range(n, n + 400))
+            wait(producer.flush(), timeout=30)
+            time.sleep(quirks.acknowledged_writes_lost_on_kill * 1.5)
+            n = len(sent)
+            sent.extend(producer.send(topic, b"%05d" % i) for i in range(n, n + 400))
+            wait(deferLater(reactor, 0.005, lambda: None))  # some of them in flight
             broker.crash_and_restart()
-            wait(producer.flush(), timeout=60)
+            wait(producer.flush(), timeout=30)  # hung before: the producer never recovered
         for d in sent:
             self.assertIsInstance(d.result, RecordMetadata)
-        records = consume(broker.bootstrap, topic, len(sent), timeout=30)
-        for partition in (0, 1):
-            values = [r.value for r in records if r.partition == partition]
-            self.assertEqual(values, [b"%05d" % i for i in range(partition, len(sent), 2)])
+        # The broker may lose acknowledged records on kill -9 (a quirk): what it
+        # kept must hold no duplicate and nothing out of order.
+        kept = end_offsets(broker.bootstrap, topic)[0]
+        records = consume(broker.bootstrap, topic, kept, timeout=30)
+        values = [int(r.value) for r in records]
+        self.assertEqual(values, sorted(set(values)))
+        self.assertGreater(len(values), len(sent) // 2)
 
 
 class RdkafkaMockProducerTests(RealBrokerProducerTests, SynchronousTestCase):

@@ -8,6 +8,8 @@ nothing was lost or written twice.
 from __future__ import annotations
 
 from afkak.common import (
+    DeliveryTimeoutError,
+    TopicAndPartition,
     BrokerConnectionError,
     ClusterAuthorizationFailed,
     CoordinatorNotAvailable,
@@ -53,21 +55,57 @@ class RetryTests(ProducerTestCase):
         self.assertEqual(self.values(partition=1), [b"v", b"w"])
 
     def test_retriable_errors_with_backoff(self) -> None:
+        """Waits double from retry_interval, jittered by ±20 % (Kafka's retry.backoff.ms)."""
         producer = self.producer(retry_interval=0.5)
         self.succeed(producer.send("t", b"first", partition=0))
         self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=2)
         d = producer.send("t", b"v", partition=0)
         self.clock.advance(0)
         self.assertEqual(len(self.produce_requests()), 2)
-        self.clock.advance(0.49)
+        self.clock.advance(0.39)
         self.assertEqual(len(self.produce_requests()), 2)
-        self.clock.advance(0.01)  # first back-off: retry_interval
+        self.clock.advance(0.22)  # first back-off: retry_interval ± 20 %
         self.assertEqual(len(self.produce_requests()), 3)
-        self.clock.advance(0.99)
+        self.clock.advance(0.79 - 0.22)
         self.assertNoResult(d)
-        self.clock.advance(0.01)  # second back-off: doubled
+        self.clock.advance(0.42 + 0.22)  # second back-off: doubled ± 20 %
         self.assertEqual(self.successResultOf(d).offset, 1)
         self.assertEqual(self.values(partition=0), [b"first", b"v"])
+
+    def test_backoff_is_capped_at_retry_backoff_max_ms(self) -> None:
+        """Backoff doubled to 30 s; Kafka's retry.backoff.max.ms is 1 s (issue 10, 7)."""
+        producer = self.producer(retry_interval=0.1)
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=12)
+        d = producer.send("t", b"v", partition=0)
+        self.run_until(d, seconds=12 * 1.2 + 1)
+        self.assertEqual(len(self.produce_requests()), 13)
+
+    def test_delivery_timeout_fails_a_send_retried_until_then(self) -> None:
+        producer = self.producer(retry_interval=0.1, delivery_timeout_ms=5000)
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=1000)
+        d = producer.send("t", b"v", partition=0)
+        for _ in range(450):
+            self.clock.advance(0.01)
+        self.assertNoResult(d)
+        failure = self.run_until(d, seconds=0.6)
+        failure.trap(DeliveryTimeoutError)
+        self.assertIn("NOT_ENOUGH_REPLICAS", failure.getErrorMessage())
+        self.assertGreater(len(self.produce_requests()), 5)
+
+    def test_delivery_timeout_without_a_leader(self) -> None:
+        """A batch in flight gets its request's answer (or timeout) first, then expires."""
+        producer = self.producer(delivery_timeout_ms=15000)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.set_broker_down(self.client.topics_to_brokers[TopicAndPartition("t", 0)].node_id)
+        for broker in range(3):
+            self.cluster.refuse_connections(broker)
+        d = producer.send("t", b"v", partition=0)
+        for _ in range(1490):
+            self.clock.advance(0.01)
+        self.assertNoResult(d)
+        request_timeout = self.client.timeout + 1.0
+        self.run_until(d, seconds=request_timeout).trap(DeliveryTimeoutError)
+        self.assertEqual(producer._outstanding, 0)
 
     def test_gives_up_after_max_req_attempts(self) -> None:
         producer = self.producer(max_req_attempts=3, retry_interval=0.1)
