@@ -74,6 +74,7 @@ class ProducerBatch:
         "producer_epoch",
         "base_sequence",
         "attempts",
+        "last_error",
     )
 
     def __init__(self, part: Any, created: float, order: int) -> None:
@@ -102,6 +103,8 @@ class ProducerBatch:
         self.base_sequence = -1
         #: Produce requests this batch was sent in so far.
         self.attempts = 0
+        #: Why its latest attempt failed, for the delivery timeout's error.
+        self.last_error: str | None = None
 
     def __repr__(self) -> str:
         return (

@@ -213,7 +213,7 @@ class Sender:
                 for batch in expired:
                     if batch.data is not None and self.identity is not None:
                         part.bump = True  # later sequences must not wait for this batch's
-                    self._settle(batch, self._timed_out(batch, now, None))
+                    self._settle(batch, self._timed_out(batch))
                 oldest = part.oldest()
                 if oldest is None:
                     if not part.in_flight:
@@ -222,8 +222,8 @@ class Sender:
             next_expiry = min(next_expiry, oldest + timeout)
         return next_expiry
 
-    def _timed_out(self, batch: ProducerBatch, now: float, last: Failure | None) -> Failure:
-        reason = "" if last is None else f"; last error: {last.getErrorMessage()}"
+    def _timed_out(self, batch: ProducerBatch) -> Failure:
+        reason = "" if batch.last_error is None else f"; last error: {batch.last_error}"
         return Failure(
             DeliveryTimeoutError(
                 f"{batch.count or len(batch.values)} record(s) for {batch.topic}/{batch.partition}"
@@ -453,10 +453,11 @@ class Sender:
             return
         delay = self._backoff(batch.attempts)
         now = self._reactor.seconds()
-        if now + delay >= batch.opened + self._delivery_timeout:
+        batch.last_error = failure.getErrorMessage()
+        if now >= batch.opened + self._delivery_timeout:
             if self.identity is not None:
                 part.bump = True
-            self._settle(batch, self._timed_out(batch, now, failure))
+            self._settle(batch, self._timed_out(batch))
             return
         if action is Action.BUMP:
             part.bump = True

@@ -96,9 +96,8 @@ class RetryTests(ProducerTestCase):
         """A batch in flight gets its request's answer (or timeout) first, then expires."""
         producer = self.producer(delivery_timeout_ms=15000)
         self.succeed(producer.send("t", b"a", partition=0))
-        self.cluster.set_broker_down(self.client.topics_to_brokers[TopicAndPartition("t", 0)].node_id)
         for broker in range(3):
-            self.cluster.refuse_connections(broker)
+            self.cluster.set_broker_down(broker)
         d = producer.send("t", b"v", partition=0)
         for _ in range(1490):
             self.clock.advance(0.01)
