@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
-from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak._retry import backoff_policy, retrying
 from afkak.client import group_name, kafka_client, topic_list
 from afkak.common import (
     OFFSET_COMMITTED,
@@ -52,6 +52,8 @@ DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")
 #: Commit errors that mean the member's generation is over: rebalance, not give up.
 _FENCED_ERRORS = (IllegalGeneration, UnknownMemberId)
 _RESERVED_OPTIONS = {"consumer_group", "commit_consumer_id", "commit_generation_id"}
+#: Waits between final commits refused while the group rebalances (50 ms doubling to 1 s).
+_SHUTDOWN_COMMIT_BACKOFF = backoff_policy(0.05, 1.0)
 
 Callback = Callable[[list[TopicAndPartition]], Any]
 Offsets = dict[TopicAndPartition, Any]
@@ -327,21 +329,23 @@ class ConsumerGroup:
         progress is committed, or the rebalance timeout has passed.
         """
         reactor = self.client.reactor
-        deadline = reactor.seconds() + self.member.rebalance_timeout_ms / 1000.0
-        delay = 0.05
-        attempt: Any = consumer.shutdown
-        while True:
-            try:
-                offset = await maybeDeferred(attempt)
-                break
-            except RebalanceInProgress as e:
-                if reactor.seconds() + delay > deadline:
-                    return self._give_up_failed(tp, consumer, e)
-                await deferLater(reactor, delay, lambda: None)
-                delay = min(delay * 2, 1.0)
-                attempt = consumer.commit
-            except Exception as e:
-                return self._give_up_failed(tp, consumer, e)
+        calls = [consumer.shutdown]
+
+        def attempt() -> Deferred[Any]:
+            call = calls.pop() if calls else consumer.commit  # then only the commit again
+            return maybeDeferred(call)
+
+        try:
+            offset = await retrying(
+                reactor,
+                attempt,
+                _SHUTDOWN_COMMIT_BACKOFF,
+                retriable=lambda e: isinstance(e, RebalanceInProgress),
+                deadline=reactor.seconds() + self.member.rebalance_timeout_ms / 1000.0,
+                what=f"final commit of {tp.topic}/{tp.partition}",
+            )
+        except Exception as e:
+            return self._give_up_failed(tp, consumer, e)
         self._ended(consumer.last_processed_offset if offset is None else offset, tp)
         return None
 
