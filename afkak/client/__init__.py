@@ -2,7 +2,7 @@
 
 :class:`KafkaClient` is the public class.  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
-mean stale metadata, the topic-name check, the Fetch request builder, and the
+mean stale metadata, the argument checks, the Fetch request builder, and the
 roles (typing.Protocols) the layers above type their ``client`` with.
 """
 
@@ -16,7 +16,7 @@ from afkak.client._roles import (
     ProducerClient,
 )
 from afkak.client._stale import COORDINATOR_MOVED, LEADER_MOVED, TOPIC_GONE
-from afkak.client._validate import topic_name
+from afkak.client._validate import group_name, integer, kafka_client, topic_list, topic_name
 
 __all__ = [
     "COORDINATOR_MOVED",
@@ -29,5 +29,9 @@ __all__ = [
     "GroupRequests",
     "KafkaClient",
     "ProducerClient",
+    "group_name",
+    "integer",
+    "kafka_client",
+    "topic_list",
     "topic_name",
 ]

@@ -38,9 +38,10 @@ class VersionedRequest:
 class PendingRequest:
     """One request from :meth:`BrokerConnection.request` until its Deferred fires.
 
-    ``sent`` is set once its bytes are written; ``abandoned`` once it timed
-    out or was cancelled after that, so that its response (still owed by the
-    broker, still holding a pipelining slot) is dropped on arrival.
+    ``sent`` is set once its bytes are written, with the ``correlation_id``
+    it went under and ``frames_before``, the count of responses the
+    connection had received by then (a request timing out with none received
+    since shows a silent connection).
     """
 
     __slots__ = (
@@ -54,7 +55,8 @@ class PendingRequest:
         "timer",
         "version",
         "sent",
-        "abandoned",
+        "correlation_id",
+        "frames_before",
     )
 
     def __init__(
@@ -80,7 +82,8 @@ class PendingRequest:
         self.timer: IDelayedCall | None = None
         self.version = -1
         self.sent = False
-        self.abandoned = False
+        self.correlation_id = -1
+        self.frames_before = 0
 
     @property
     def api_name(self) -> str:

@@ -26,6 +26,7 @@ LAYERS = {
     "_errors": 0,
     "_broker_errors": 0,
     "_structs": 0,
+    "_retry": 0,
     "common": 0,
     "protocol": 1,
     "codec": 2,

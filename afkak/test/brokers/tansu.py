@@ -59,9 +59,9 @@ class TansuBroker(Broker):
         super().__init__()
         self.advertised_port = advertised_port
 
-    def _spawn(self, port: int) -> tuple[ManagedProcess, str]:
+    def _spawn(self, port: int, workdir: str | None = None) -> tuple[ManagedProcess, str]:
         argv, env = tansu_command(port, self.advertised_port)
-        return ManagedProcess(self.name, argv, env=env), f"127.0.0.1:{port}"
+        return ManagedProcess(self.name, argv, env=env, workdir=workdir), f"127.0.0.1:{port}"
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
         admin_create_topic(self.bootstrap, topic, partitions)
