@@ -140,6 +140,10 @@ def wrap_messages(messages: Iterable[Message], codec: int) -> Message:
     return Message(0, codec, None, compress(codec, encode_message_set(list(messages))))
 
 
+def _is_wrapper(m: Any) -> bool:
+    return isinstance(m, tuple) and type(m[1]) is int and bool(m[1] & CODEC_MASK)
+
+
 def flatten(messages: Iterable[Any], max_size: int = DEFAULT_MAX_SIZE) -> tuple[list[Any], int]:
     """The messages to write as records, and the codec of their batch.
 
@@ -151,11 +155,11 @@ def flatten(messages: Iterable[Any], max_size: int = DEFAULT_MAX_SIZE) -> tuple[
     :raises UnsupportedCodecError: a wrapper's codec library is missing.
     """
     codec = getattr(messages, "codec", CODEC_NONE)
-    if not any(type(m[1]) is int and m[1] & CODEC_MASK for m in messages):
+    if not any(_is_wrapper(m) for m in messages):
         return list(messages), codec
     flat: list[Any] = []
     for m in messages:
-        wrapped = m[1] & CODEC_MASK
+        wrapped = m[1] & CODEC_MASK if _is_wrapper(m) else CODEC_NONE
         if not wrapped:
             flat.append(m)
             continue
