@@ -26,7 +26,7 @@ def _text(name: str) -> Callable[[Any, Any, Any], None]:
     return check
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class _Finished:
     """A conversation whose one client message has been sent: done once the server answers."""
 
@@ -208,10 +208,11 @@ class OAuthBearer:
             else:
                 waiter.errback(result)
 
-    async def start(self, host: str, clock: Any) -> _OAuthBearerConversation:
-        token = await self.token(clock)
-        return _OAuthBearerConversation(
-            initial_response(token.value, {**self._extensions, **token.extensions})
+    def start(self, host: str, clock: Any) -> Deferred[_OAuthBearerConversation]:
+        return self.token(clock).addCallback(
+            lambda token: _OAuthBearerConversation(
+                initial_response(token.value, {**self._extensions, **token.extensions})
+            )
         )
 
 
