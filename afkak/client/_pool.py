@@ -120,7 +120,9 @@ class ConnectionPool:
             request_timeout=self._request_timeout,
             on_timeout=self._on_timeout,
             authenticator=(
-                None if self._sasl is None else SaslAuthenticator(self._sasl, host, port, self._reactor)
+                None
+                if self._sasl is None
+                else SaslAuthenticator(self._sasl, host, port, self._reactor)
             ),
         )
         self._watches[conn] = watch

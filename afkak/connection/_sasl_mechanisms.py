@@ -86,7 +86,7 @@ class Scram:
 
     def client(self, nonce: str | None = None) -> Any:
         """A ``scramp.ScramClient`` for one exchange (*nonce*: fixed, for test vectors only)."""
-        from scramp import ScramClient
+        from scramp import ScramClient  # type: ignore[import-untyped]
 
         return ScramClient([self.mechanism], self.username, self.password, c_nonce=nonce)
 

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IHandshakeListener, IStreamClientEndpoint
+from twisted.internet.protocol import connectionDone
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -109,7 +110,7 @@ def tls_endpoint_factory(tls: Any, endpoint_factory: EndpointFactory) -> Endpoin
     """*endpoint_factory*'s endpoints, wrapped in TLS per *tls* (see :func:`creator_factory`)."""
     creator = creator_factory(tls)
 
-    def factory(reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
+    def factory(reactor: Any, host: str, port: int) -> Any:
         return _TLSEndpoint(creator(host), endpoint_factory(reactor, host, port), host, port)
 
     return factory
@@ -124,7 +125,7 @@ class _HandshakeWatch(ProtocolWrapper):
     def handshakeCompleted(self) -> None:
         self.factory.settle(self.wrappedProtocol)
 
-    def connectionLost(self, reason: Failure) -> None:
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         self.factory.settle(reason)
         super().connectionLost(reason)
 
@@ -140,8 +141,10 @@ class _HandshakeWatchFactory(WrappingFactory):
         self.done: Deferred[Any] = Deferred(self._cancel)
 
     def buildProtocol(self, addr: Any) -> Any:
-        self.watch = super().buildProtocol(addr)
-        return self.watch
+        watch = super().buildProtocol(addr)
+        assert isinstance(watch, _HandshakeWatch)
+        self.watch = watch
+        return watch
 
     def settle(self, result: Any) -> None:
         if self.done.called:
@@ -156,7 +159,7 @@ class _HandshakeWatchFactory(WrappingFactory):
 
     def _cancel(self, _: Deferred[Any]) -> None:
         if self.watch is not None and self.watch.transport is not None:
-            self.watch.transport.abortConnection()
+            self.watch.transport.abortConnection()  # type: ignore[attr-defined]
 
 
 @implementer(IStreamClientEndpoint)

@@ -1,4 +1,4 @@
-"""SASL and TLS against a real broker behind the harness's SASL server (see afkak.test.brokers.sasl).
+"""SASL and TLS against a real broker behind the harness's SASL server (afkak.test.brokers.sasl).
 
 Every mechanism runs produce, consume (Consumer), a ConsumerGroup (its
 coordinator connections authenticate too) and admin-ish calls (Metadata,
@@ -129,7 +129,9 @@ class MechanismTests:
         wait(producer.send_messages(topic, msgs=[b"one", b"two"]))
 
         got: list[bytes] = []
-        consumer = Consumer(client, topic, 0, lambda c, msgs: got.extend(m.message.value for m in msgs))
+        consumer = Consumer(
+            client, topic, 0, lambda c, msgs: got.extend(m.message.value for m in msgs)
+        )
         consumer.start(OFFSET_EARLIEST)
         pump(lambda: len(got) >= 2, 20, "afkak consumed")
         consumer.stop()
@@ -179,6 +181,7 @@ class MechanismTests:
         self.assertTrue(client._cluster.pool.coordinator_clients, "a coordinator connection")
 
     def test_wrong_password_fails_at_once_without_a_tight_loop(self: Any) -> None:
+        import confluent_kafka
         import confluent_kafka.admin
 
         logged: list[str] = []
@@ -220,7 +223,7 @@ class MechanismTests:
         admin = confluent_kafka.admin.AdminClient(
             {**confluent_config(self.server.bootstrap, self.name, WRONG), "logger": _Quiet()}
         )
-        with self.assertRaises(Exception):
+        with self.assertRaises(confluent_kafka.KafkaException):
             admin.list_topics(timeout=3)
 
 
@@ -259,8 +262,9 @@ class UnsupportedMechanismTests(SaslServerCase):
         client = self.client(Plain("alice", PASSWORD))
         with self.assertRaises(KafkaUnavailableError) as caught:
             wait(client.load_metadata_for_topics())
-        self.assertIn("does not enable SASL mechanism PLAIN; it enables: SCRAM-SHA-512",
-                      str(caught.exception))
+        self.assertIn(
+            "does not enable SASL mechanism PLAIN; it enables: SCRAM-SHA-512", str(caught.exception)
+        )
         self.assertIsInstance(caught.exception.__cause__, UnsupportedSaslMechanism)
 
 
@@ -310,9 +314,7 @@ class OAuthBearerAndReauthenticationTests(SaslServerCase):
     def test_bad_token_fails_cleanly(self) -> None:
         from twisted.internet import reactor
 
-        mechanism = OAuthBearer(
-            lambda: OAuthBearerToken("not-a-jwt", reactor.seconds() + 60)
-        )
+        mechanism = OAuthBearer(lambda: OAuthBearerToken("not-a-jwt", reactor.seconds() + 60))
         client = self.client(mechanism)
         with self.assertRaises(KafkaUnavailableError) as caught:
             wait(client.load_metadata_for_topics())
@@ -336,7 +338,8 @@ class OAuthBearerAndReauthenticationTests(SaslServerCase):
             admin.list_topics(timeout=5)
             time.sleep(0.3)
         auths = [
-            e for e in self.server.events()
+            e
+            for e in self.server.events()
             if e.get("event") == "authenticated" and e["principal"] == "carol"
         ]
         self.assertTrue(auths and auths[0]["extensions"] == {"traceId": "ck"}, auths)
@@ -416,3 +419,34 @@ class SaslOverTLSTests(SynchronousTestCase):
         text = str(caught.exception)
         self.assertIn(f"TLS handshake with {self.server.bootstrap} failed", text)
         self.assertIn("certificate verify failed", text)
+
+
+class BrokerFindingsTests(SynchronousTestCase):
+    """What the installable brokers do with SASL (the ``sasl_*`` quirks), checked with afkak."""
+
+    def test_noida_accepts_any_password(self) -> None:
+        from afkak.test.brokers import shared_broker
+
+        broker = shared_broker("noida")
+        self.assertTrue(broker.quirks.sasl_accepts_any_password)
+        client = KafkaClient(
+            broker.bootstrap,
+            sasl=Plain("nobody", WRONG),
+            endpoint_factory=TCP4ClientEndpoint,
+        )
+        self.addCleanup(lambda: wait(client.close()))
+        self.assertTrue(wait(client.load_metadata_for_topics()))
+
+    def test_authenticating_tansu_lets_nobody_in(self) -> None:
+        from afkak.test.brokers import TansuBroker
+
+        self.assertTrue(TansuBroker.quirks.sasl_users_cannot_be_created)
+        broker = TansuBroker(authentication=True).start()
+        self.addCleanup(broker.stop)
+        for mechanism in (ScramSha256("alice", PASSWORD), Plain("alice", PASSWORD)):
+            client = KafkaClient(
+                broker.bootstrap, sasl=mechanism, endpoint_factory=TCP4ClientEndpoint, timeout=3000
+            )
+            self.addCleanup(lambda c=client: wait(c.close()))
+            with self.assertRaises(KafkaUnavailableError):
+                wait(client.load_metadata_for_topics())

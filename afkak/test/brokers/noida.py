@@ -34,6 +34,7 @@ class NoidaBroker(Broker):
         no_fetch_long_poll=True,
         retention_applies_to_record_timestamps=True,
         answers_acks0_produce=True,
+        sasl_accepts_any_password=True,
         # ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1,
         # DeleteTopics 0 and DescribeConfigs 0 close the connection.
         min_working_versions={
@@ -53,6 +54,10 @@ class NoidaBroker(Broker):
             "answers_acks0_produce": "answers Produce with acks=0",
             "min_working_versions": (
                 "advertises v0 of everything but closes the connection on old versions"
+            ),
+            "sasl_accepts_any_password": (
+                "SaslHandshake offers PLAIN and SaslAuthenticate accepts any password: "
+                "use afkak.test.brokers.sasl.SaslBroker to test authentication"
             ),
         },
     )
