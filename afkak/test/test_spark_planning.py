@@ -6,6 +6,7 @@ Skipped without PySpark and pyarrow (failing instead when CI is "true").
 from __future__ import annotations
 
 import json
+import pickle
 import os
 import subprocess
 import sys
@@ -114,7 +115,7 @@ class ReadOptionTests(Case):
             ({**BOOT, "subscribe": "t", "startingOffsets": "{nope"}, "JSON"),
             ({**BOOT, "subscribe": "t", "minPartitions": "0"}, "at least 1"),
             ({**BOOT, "subscribe": "t", "failOnDataLoss": "yes"}, "true or false"),
-            ({**BOOT, "subscribe": "t", "kafka.security.protocol": "SSL"}, "unsupported"),
+            ({**BOOT, "subscribe": "t", "kafka.sasl.kerberos.service.name": "k"}, "unsupported"),
         ]
         for options, words in bad:
             with self.assertRaises(OptionError, msg=options) as caught:
@@ -124,6 +125,66 @@ class ReadOptionTests(Case):
             parse_read_options(
                 {**BOOT, "subscribe": "t", "endingOffsets": "latest"}, streaming=True
             )
+
+    def test_security_options(self) -> None:
+        from afkak.connection import TLS, Plain, Scram
+
+        secret = "pw-in-jaas-93c1"
+        jaas = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="alice" password="{secret}";'
+        )
+        opts = parse_read_options(
+            {
+                **BOOT,
+                "subscribe": "t",
+                "kafka.security.protocol": "SASL_SSL",
+                "kafka.sasl.mechanism": "PLAIN",
+                "kafka.sasl.jaas.config": jaas,
+                "kafka.ssl.ca.location": "/ca.pem",
+            },
+            streaming=False,
+        )
+        kwargs = opts.client.security.client_kwargs()
+        self.assertEqual(kwargs["sasl"], Plain("alice", secret))
+        self.assertEqual(kwargs["tls"], TLS("/ca.pem"))
+        self.assertNotIn(secret, repr(opts))
+        self.assertEqual(pickle.loads(pickle.dumps(opts)), opts)
+        scram = parse_write_options(
+            {
+                **BOOT,
+                "security.protocol": "sasl_plaintext",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": "bob",
+                "sasl.password": secret,
+            }
+        ).client.security.client_kwargs()
+        self.assertEqual(scram, {"sasl": Scram("SCRAM-SHA-512", "bob", secret)})
+        refused = [
+            ({"kafka.security.protocol": "SASL_SSL"}, "needs a username and password"),
+            ({"kafka.security.protocol": "TLS"}, "security.protocol must be"),
+            (
+                {"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": "t.jks"},
+                "PEM",
+            ),
+            (
+                {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "OAUTHBEARER"},
+                "sasl.oauthbearer.token.provider",
+            ),
+            (
+                {
+                    "kafka.security.protocol": "SASL_PLAINTEXT",
+                    "kafka.sasl.mechanism": "GSSAPI",
+                    "kafka.sasl.password": secret,
+                },
+                "sasl.mechanism must be",
+            ),
+        ]
+        for options, words in refused:
+            with self.assertRaises(OptionError, msg=options) as caught:
+                parse_read_options({**BOOT, "subscribe": "t", **options}, streaming=False)
+            self.assertIn(words, str(caught.exception))
+            self.assertNotIn(secret, str(caught.exception))
 
     def test_write_options(self) -> None:
         opts = parse_write_options(
