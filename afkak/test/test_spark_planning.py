@@ -6,8 +6,8 @@ Skipped without PySpark and pyarrow (failing instead when CI is "true").
 from __future__ import annotations
 
 import json
-import pickle
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
