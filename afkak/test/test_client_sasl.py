@@ -78,6 +78,26 @@ def confluent_config(bootstrap: str, mechanism: str, password: str) -> dict[str,
     }
 
 
+def confluent_read(config: dict[str, Any], topic: str, count: int) -> list[bytes]:
+    """The first *count* values of *topic*, read by confluent-kafka from the start."""
+    import confluent_kafka
+
+    reader = confluent_kafka.Consumer(
+        {**config, "group.id": f"ck-{topic}", "auto.offset.reset": "earliest"}
+    )
+    try:
+        reader.subscribe([topic])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(values) < count and time.monotonic() < deadline:
+            message = reader.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+    finally:
+        reader.close()
+    return values
+
+
 class SaslServerCase(SynchronousTestCase):
     server: ClassVar[SaslBroker]
     server_options: ClassVar[dict[str, Any]] = {}
@@ -108,7 +128,6 @@ class MechanismTests:
         raise NotImplementedError
 
     def test_produce_consume_admin_and_interop(self: Any) -> None:
-        import confluent_kafka
 
         client = self.client(self.mechanism())
         topic = f"sasl-{self.name.lower()}-{uuid.uuid4().hex[:6]}"
@@ -137,24 +156,8 @@ class MechanismTests:
         consumer.stop()
         self.assertEqual(got, [b"one", b"two"])
 
-        reader = confluent_kafka.Consumer(
-            {
-                **confluent_config(self.server.bootstrap, self.name, PASSWORD),
-                "group.id": f"ck-{topic}",
-                "auto.offset.reset": "earliest",
-            }
-        )
-        try:
-            reader.subscribe([topic])
-            values: list[bytes] = []
-            deadline = time.monotonic() + 30
-            while len(values) < 2 and time.monotonic() < deadline:
-                message = reader.poll(0.5)
-                if message is not None and message.error() is None:
-                    values.append(message.value())
-        finally:
-            reader.close()
-        self.assertEqual(values, [b"one", b"two"])
+        config = confluent_config(self.server.bootstrap, self.name, PASSWORD)
+        self.assertEqual(confluent_read(config, topic, 2), [b"one", b"two"])
 
     def test_consumer_group(self: Any) -> None:
         client = self.client(self.mechanism())
@@ -371,7 +374,6 @@ class SaslOverTLSTests(SynchronousTestCase):
         self.addCleanup(self.server.stop)
 
     def test_scram_over_tls_with_confluent_kafka(self) -> None:
-        import confluent_kafka
 
         client = KafkaClient(
             self.server.bootstrap,
@@ -384,26 +386,12 @@ class SaslOverTLSTests(SynchronousTestCase):
         self.addCleanup(producer.stop)
         topic = f"sasl-tls-{uuid.uuid4().hex[:6]}"
         wait(producer.send_messages(topic, msgs=[b"over tls"]))
-        reader = confluent_kafka.Consumer(
-            {
-                **confluent_config(self.server.bootstrap, "SCRAM-SHA-512", PASSWORD),
-                "security.protocol": "SASL_SSL",
-                "ssl.ca.location": self.cert,
-                "group.id": f"ck-{topic}",
-                "auto.offset.reset": "earliest",
-            }
-        )
-        try:
-            reader.subscribe([topic])
-            values: list[bytes] = []
-            deadline = time.monotonic() + 30
-            while not values and time.monotonic() < deadline:
-                message = reader.poll(0.5)
-                if message is not None and message.error() is None:
-                    values.append(message.value())
-        finally:
-            reader.close()
-        self.assertEqual(values, [b"over tls"])
+        config = {
+            **confluent_config(self.server.bootstrap, "SCRAM-SHA-512", PASSWORD),
+            "security.protocol": "SASL_SSL",
+            "ssl.ca.location": self.cert,
+        }
+        self.assertEqual(confluent_read(config, topic, 1), [b"over tls"])
 
     def test_untrusted_certificate_names_host_and_reason(self) -> None:
         client = KafkaClient(
@@ -450,3 +438,46 @@ class BrokerFindingsTests(SynchronousTestCase):
             self.addCleanup(lambda c=client: wait(c.close()))
             with self.assertRaises(KafkaUnavailableError):
                 wait(client.load_metadata_for_topics())
+
+
+class MutualTLSTests(SynchronousTestCase):
+    """Client certificates: the SASL server requires one signed by the client CA."""
+
+    def setUp(self) -> None:
+        try:
+            import OpenSSL  # noqa: F401
+            import service_identity  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"Twisted's TLS support is not installed ({e}): pip install 'afkak[tls]'")
+        import os
+
+        from afkak.test.test_client_tls import self_signed_certificate
+
+        directory = tempfile.mkdtemp(prefix="afkak-mtls-")
+        self.addCleanup(shutil.rmtree, directory)
+        os.mkdir(os.path.join(directory, "client"))
+        self.cert, key = self_signed_certificate(directory)
+        self.client_cert = self_signed_certificate(os.path.join(directory, "client"))
+        self.server = SaslBroker(
+            {"alice": PASSWORD}, cert=self.cert, key=key, client_ca=self.client_cert[0]
+        ).start()
+        self.addCleanup(self.server.stop)
+
+    def client(self, tls: TLS) -> KafkaClient:
+        client = KafkaClient(
+            self.server.bootstrap,
+            tls=tls,
+            sasl=ScramSha256("alice", PASSWORD),
+            endpoint_factory=TCP4ClientEndpoint,
+            timeout=5000,
+        )
+        self.addCleanup(lambda: wait(client.close()))
+        return client
+
+    def test_client_certificate_accepted_and_required(self) -> None:
+        client = self.client(TLS(trust_root=self.cert, client_certificate=self.client_cert))
+        self.assertTrue(wait(client.load_metadata_for_topics("mtls")))
+        without = self.client(TLS(trust_root=self.cert))
+        with self.assertRaises(KafkaUnavailableError) as caught:
+            wait(without.load_metadata_for_topics("mtls"))
+        self.assertIn(self.server.bootstrap, str(caught.exception))

@@ -53,11 +53,13 @@ class SaslBroker:
         session_lifetime_ms: int = 0,
         cert: str | None = None,
         key: str | None = None,
+        client_ca: str | None = None,
     ) -> None:
+        """*cert*, *key*: serve TLS; *client_ca*: and require client certificates it signed."""
         self.users = dict(users)
         self.mechanisms = mechanisms
         self.session_lifetime_ms = session_lifetime_ms
-        self.cert, self.key = cert, key
+        self.cert, self.key, self.client_ca = cert, key, client_ca
         self.port = free_port()
         self.broker = TansuBroker(advertised_port=self.port)
         self._process: ManagedProcess | None = None
@@ -81,6 +83,7 @@ class SaslBroker:
             "session_lifetime_ms": self.session_lifetime_ms,
             "cert": self.cert,
             "key": self.key,
+            "client_ca": self.client_ca,
         }
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
         env = {**os.environ, "PYTHONPATH": root}

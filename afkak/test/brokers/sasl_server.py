@@ -56,6 +56,18 @@ def failed_message(mechanism: str) -> str:
     )
 
 
+def split_frames(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """The complete size-prefixed frames at the start of *buffer* (prefix kept), and the rest."""
+    frames = []
+    while len(buffer) >= 4:
+        (size,) = struct.unpack_from(">i", buffer)
+        if len(buffer) < 4 + size:
+            break
+        frames.append(buffer[: 4 + size])
+        buffer = buffer[4 + size :]
+    return frames, buffer
+
+
 class Config:
     def __init__(self, raw: dict[str, Any]) -> None:
         from scramp import ScramMechanism
@@ -82,12 +94,8 @@ class _Upstream(protocol.Protocol):
         self.client.upstream_ready(self)
 
     def dataReceived(self, data: bytes) -> None:
-        self.buffer += data
-        while len(self.buffer) >= 4:
-            (size,) = struct.unpack_from(">i", self.buffer)
-            if len(self.buffer) < 4 + size:
-                return
-            frame, self.buffer = self.buffer[: 4 + size], self.buffer[4 + size :]
+        frames, self.buffer = split_frames(self.buffer + data)
+        for frame in frames:
             self.client.upstream_response(frame)
 
     def connectionLost(self, reason: Any = None) -> None:
@@ -128,12 +136,8 @@ class SaslServerProtocol(protocol.Protocol):
     # Requests
 
     def dataReceived(self, data: bytes) -> None:
-        self.buffer += data
-        while len(self.buffer) >= 4:
-            (size,) = struct.unpack_from(">i", self.buffer)
-            if len(self.buffer) < 4 + size:
-                return
-            frame, self.buffer = self.buffer[: 4 + size], self.buffer[4 + size :]
+        frames, self.buffer = split_frames(self.buffer + data)
+        for frame in frames:
             self.request(frame)
 
     def request(self, frame: bytes) -> None:
@@ -304,13 +308,23 @@ def main(raw: str) -> None:
     factory = protocol.Factory()
     factory.buildProtocol = lambda addr: SaslServerProtocol(config)  # type: ignore[method-assign]
     port = options["port"]
-    if options.get("cert"):
-        description = (
-            f"ssl:{port}:interface=127.0.0.1:privateKey={options['key']}:certKey={options['cert']}"
+    if options.get("client_ca"):  # mutual TLS: client certificates signed by it required
+        from twisted.internet.endpoints import SSL4ServerEndpoint
+        from twisted.internet.ssl import Certificate, PrivateCertificate
+
+        with open(options["cert"], "rb") as c, open(options["key"], "rb") as k:
+            server = PrivateCertificate.loadPEM(c.read() + b"\n" + k.read())
+        with open(options["client_ca"], "rb") as f:
+            tls = server.options(Certificate.loadPEM(f.read()))
+        endpoint: Any = SSL4ServerEndpoint(reactor, port, tls, interface="127.0.0.1")
+    elif options.get("cert"):
+        endpoint = serverFromString(
+            reactor,
+            f"ssl:{port}:interface=127.0.0.1:privateKey={options['key']}:certKey={options['cert']}",
         )
     else:
-        description = f"tcp:{port}:interface=127.0.0.1"
-    listening = serverFromString(reactor, description).listen(factory)
+        endpoint = serverFromString(reactor, f"tcp:{port}:interface=127.0.0.1")
+    listening = endpoint.listen(factory)
     listening.addCallback(lambda _: event(event="listening", port=port))
     listening.addErrback(lambda f: (event(event="error", reason=str(f.value)), reactor.stop()))
     reactor.run()  # type: ignore[attr-defined]
