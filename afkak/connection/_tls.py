@@ -100,6 +100,13 @@ def creator_factory(tls: Any) -> Callable[[str], Any]:
 
     if isinstance(tls, CertificateOptions) or IOpenSSLClientConnectionCreator.providedBy(tls):
         return lambda host: tls
+    import ssl
+
+    if isinstance(tls, ssl.SSLContext):
+        raise TypeError(
+            "tls cannot be an ssl.SSLContext: Twisted's TLS runs on pyOpenSSL; pass "
+            "afkak.TLS(trust_root=..., client_certificate=...) with the same files instead"
+        )
     raise TypeError(
         "tls must be True, an afkak TLS, a twisted CertificateOptions or an "
         f"IOpenSSLClientConnectionCreator, not {type(tls).__name__}"

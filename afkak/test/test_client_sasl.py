@@ -78,6 +78,22 @@ def confluent_config(bootstrap: str, mechanism: str, password: str) -> dict[str,
     }
 
 
+def capture_logs(case: SynchronousTestCase) -> list[str]:
+    """Every log event (debug included) until the test ends, formatted, with tracebacks."""
+    from twisted.logger import formatEvent
+
+    logged: list[str] = []
+
+    def observe(event: dict[str, Any]) -> None:
+        logged.append(formatEvent(event))
+        if event.get("log_failure") is not None:
+            logged.append(event["log_failure"].getTraceback())
+
+    globalLogPublisher.addObserver(observe)
+    case.addCleanup(globalLogPublisher.removeObserver, observe)
+    return logged
+
+
 def confluent_read(config: dict[str, Any], topic: str, count: int) -> list[bytes]:
     """The first *count* values of *topic*, read by confluent-kafka from the start."""
     import confluent_kafka
@@ -187,17 +203,7 @@ class MechanismTests:
         import confluent_kafka
         import confluent_kafka.admin
 
-        logged: list[str] = []
-
-        def observe(event: dict[str, Any]) -> None:
-            from twisted.logger import formatEvent
-
-            logged.append(formatEvent(event))
-            if event.get("log_failure") is not None:
-                logged.append(event["log_failure"].getTraceback())
-
-        globalLogPublisher.addObserver(observe)
-        self.addCleanup(globalLogPublisher.removeObserver, observe)
+        logged = capture_logs(self)
         mechanism = self.mechanism(WRONG)
         client = self.client(mechanism, timeout=20000)
         before = len([e for e in self.server.events() if e.get("event") == "failed"])
@@ -279,13 +285,14 @@ class OAuthBearerAndReauthenticationTests(SaslServerCase):
     def test_token_provider_extensions_and_reauthentication(self) -> None:
         from twisted.internet import reactor
 
-        issued: list[float] = []
+        issued: list[str] = []
+        logged = capture_logs(self)
 
         def provider() -> Deferred[OAuthBearerToken]:
             now = reactor.seconds()
-            issued.append(now)
+            issued.append(unsecured_jwt("alice", now + 3))
             d: Deferred[OAuthBearerToken] = Deferred()
-            token = OAuthBearerToken(unsecured_jwt("alice", now + 3), now + 3, "alice")
+            token = OAuthBearerToken(issued[-1], now + 3, "alice")
             reactor.callLater(0.01, d.callback, token)
             return d
 
@@ -313,6 +320,10 @@ class OAuthBearerAndReauthenticationTests(SaslServerCase):
         self.assertGreaterEqual(len([e for e in auths if e["reauthentication"]]), 2, auths)
         self.assertTrue(all(e["extensions"] == {"traceId": "abc"} for e in auths))
         self.assertGreaterEqual(len(issued), 2, "tokens were refreshed before expiry")
+        texts = [*logged, repr(client), repr(mechanism), *map(repr, client.clients.values())]
+        for token in issued:
+            for text in texts:
+                self.assertNotIn(token, text)
 
     def test_bad_token_fails_cleanly(self) -> None:
         from twisted.internet import reactor
