@@ -82,7 +82,8 @@ class KafkaClient:
         the known topics (``None``: never).
     :param tls: secure every broker connection with TLS: ``True`` (the
         platform's CAs), an :class:`afkak.TLS` (trust root, client certificate,
-        hostname verification), or a Twisted ``CertificateOptions``.  It wraps
+        hostname verification), an ``ssl.SSLContext``, or a Twisted
+        ``CertificateOptions``.  It wraps
         the endpoints *endpoint_factory* makes.  See :doc:`/security`.
     :param sasl: authenticate every broker connection with this SASL
         mechanism: :class:`afkak.Plain`, :class:`afkak.Scram`

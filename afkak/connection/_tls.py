@@ -1,12 +1,13 @@
 """TLS for broker connections: settings, and an endpoint that connects once the handshake is done.
 
 :class:`TLS` turns into a Twisted client connection creator per broker host
-(hostname verification on unless turned off).  :func:`tls_endpoint_factory`
+(hostname verification on unless turned off); an ``ssl.SSLContext`` is run
+by :mod:`._stdlib_tls` instead.  :func:`tls_endpoint_factory`
 wraps any endpoint factory so that a connection attempt succeeds only after
 the TLS handshake: a broker whose certificate is refused then fails the
 attempt itself, with an error naming the broker and OpenSSL's reason, and
-the connection backs off as after any failed attempt.  Needs Twisted's TLS
-extra (``pip install 'afkak[tls]'``).
+the connection backs off as after any failed attempt.  Except with an
+``ssl.SSLContext``, needs Twisted's TLS extra (``pip install 'afkak[tls]'``).
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ def creator_factory(tls: Any) -> Callable[[str], Any]:
     ``twisted.internet.ssl.CertificateOptions`` / ``IOpenSSLClientConnectionCreator``
     used as it is for every broker (it does its own verification, if any).
     """
+    import ssl
+
+    if isinstance(tls, ssl.SSLContext):
+        return lambda host: tls
     if tls is True:
         tls = TLS()
     if isinstance(tls, TLS):
@@ -100,15 +105,8 @@ def creator_factory(tls: Any) -> Callable[[str], Any]:
 
     if isinstance(tls, CertificateOptions) or IOpenSSLClientConnectionCreator.providedBy(tls):
         return lambda host: tls
-    import ssl
-
-    if isinstance(tls, ssl.SSLContext):
-        raise TypeError(
-            "tls cannot be an ssl.SSLContext: Twisted's TLS runs on pyOpenSSL; pass "
-            "afkak.TLS(trust_root=..., client_certificate=...) with the same files instead"
-        )
     raise TypeError(
-        "tls must be True, an afkak TLS, a twisted CertificateOptions or an "
+        "tls must be True, an afkak TLS, an ssl.SSLContext, a twisted CertificateOptions or an "
         f"IOpenSSLClientConnectionCreator, not {type(tls).__name__}"
     )
 
@@ -176,13 +174,22 @@ class _TLSEndpoint:
     def __init__(self, creator: Any, endpoint: IStreamClientEndpoint, host: str, port: int):
         self._creator = creator
         self._endpoint = endpoint
+        self._host = host
         self._where = f"{host}:{port}"
 
     def connect(self, factory: Any) -> Deferred[Any]:
-        from twisted.protocols.tls import TLSMemoryBIOFactory
+        import ssl
+
+        from afkak.connection._stdlib_tls import SSLContextFactory
 
         watch = _HandshakeWatchFactory(factory, self._where)
-        tcp = self._endpoint.connect(TLSMemoryBIOFactory(self._creator, True, watch))
+        if isinstance(self._creator, ssl.SSLContext):
+            tls: Any = SSLContextFactory(self._creator, self._host, watch)
+        else:
+            from twisted.protocols.tls import TLSMemoryBIOFactory
+
+            tls = TLSMemoryBIOFactory(self._creator, True, watch)
+        tcp = self._endpoint.connect(tls)
 
         def tcp_failed(failure: Failure) -> None:
             if not watch.done.called:

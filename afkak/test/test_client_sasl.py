@@ -404,6 +404,43 @@ class SaslOverTLSTests(SynchronousTestCase):
         }
         self.assertEqual(confluent_read(config, topic, 1), [b"over tls"])
 
+    def test_scram_over_stdlib_ssl_context(self) -> None:
+        """``tls=ssl.SSLContext``: Python's own TLS, chain and host name checked by the context."""
+        import ssl
+
+        context = ssl.create_default_context(cafile=self.cert)
+        client = KafkaClient(
+            self.server.bootstrap,
+            tls=context,
+            sasl=ScramSha512("alice", PASSWORD),
+            endpoint_factory=TCP4ClientEndpoint,
+        )
+        self.addCleanup(lambda: wait(client.close()))
+        producer = Producer(client)
+        self.addCleanup(producer.stop)
+        topic = f"sasl-stdlib-tls-{uuid.uuid4().hex[:6]}"
+        wait(producer.send_messages(topic, msgs=[b"stdlib tls"] * 50))
+        got: list[bytes] = []
+        consumer = Consumer(
+            client, topic, 0, lambda c, msgs: got.extend(m.message.value for m in msgs)
+        )
+        consumer.start(OFFSET_EARLIEST)
+        pump(lambda: len(got) >= 50, 20, "consumed over stdlib TLS")
+        consumer.stop()
+        untrusting = KafkaClient(
+            self.server.bootstrap,
+            tls=ssl.create_default_context(),
+            sasl=ScramSha512("alice", PASSWORD),
+            endpoint_factory=TCP4ClientEndpoint,
+            timeout=5000,
+        )
+        self.addCleanup(lambda: wait(untrusting.close()))
+        with self.assertRaises(KafkaUnavailableError) as caught:
+            wait(untrusting.load_metadata_for_topics())
+        text = str(caught.exception)
+        self.assertIn(f"TLS handshake with {self.server.bootstrap} failed", text)
+        self.assertIn("CERTIFICATE_VERIFY_FAILED", text)
+
     def test_untrusted_certificate_names_host_and_reason(self) -> None:
         client = KafkaClient(
             self.server.bootstrap,
@@ -474,7 +511,7 @@ class MutualTLSTests(SynchronousTestCase):
         ).start()
         self.addCleanup(self.server.stop)
 
-    def client(self, tls: TLS) -> KafkaClient:
+    def client(self, tls: Any) -> KafkaClient:
         client = KafkaClient(
             self.server.bootstrap,
             tls=tls,
@@ -488,6 +525,12 @@ class MutualTLSTests(SynchronousTestCase):
     def test_client_certificate_accepted_and_required(self) -> None:
         client = self.client(TLS(trust_root=self.cert, client_certificate=self.client_cert))
         self.assertTrue(wait(client.load_metadata_for_topics("mtls")))
+        import ssl
+
+        context = ssl.create_default_context(cafile=self.cert)
+        context.load_cert_chain(*self.client_cert)
+        stdlib = self.client(context)
+        self.assertTrue(wait(stdlib.load_metadata_for_topics("mtls")))
         without = self.client(TLS(trust_root=self.cert))
         with self.assertRaises(KafkaUnavailableError) as caught:
             wait(without.load_metadata_for_topics("mtls"))
