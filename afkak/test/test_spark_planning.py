@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 from hypothesis import given, strategies as st
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak.common import TopicAndPartition as TP
@@ -56,6 +57,13 @@ else:
     SKIP = None
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
+
+
+def token_provider() -> object:
+    """An OAUTHBEARER token provider named by module:function in a Spark option."""
+    from afkak.connection import OAuthBearerToken
+
+    return OAuthBearerToken("spark-token", 60.0)
 
 
 class Case(SynchronousTestCase):
@@ -160,6 +168,18 @@ class ReadOptionTests(Case):
             }
         ).client.security.client_kwargs()
         self.assertEqual(scram, {"sasl": Scram("SCRAM-SHA-512", "bob", secret)})
+        oauth = parse_read_options(
+            {
+                **BOOT,
+                "subscribe": "t",
+                "kafka.security.protocol": "SASL_PLAINTEXT",
+                "kafka.sasl.mechanism": "OAUTHBEARER",
+                "kafka.sasl.oauthbearer.token.provider": f"{__name__}:token_provider",
+            },
+            streaming=False,
+        ).client.security.client_kwargs()["sasl"]
+        self.assertEqual(oauth.name, "OAUTHBEARER")
+        self.assertEqual(self.successResultOf(oauth.token(Clock())).value, "spark-token")
         refused = [
             ({"kafka.security.protocol": "SASL_SSL"}, "needs a username and password"),
             ({"kafka.security.protocol": "TLS"}, "security.protocol must be"),
