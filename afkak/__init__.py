@@ -10,6 +10,15 @@ from afkak._version import __version__
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, OFFSET_LATEST
+from afkak.connection import (
+    TLS,
+    OAuthBearer,
+    OAuthBearerToken,
+    Plain,
+    Scram,
+    ScramSha256,
+    ScramSha512,
+)
 from afkak.consumer import Consumer
 from afkak.group import ConsumerGroup
 from afkak.message_set import MessageSet, create_message, create_message_set
@@ -34,8 +43,15 @@ __all__ = [
     "OFFSET_COMMITTED",
     "OFFSET_EARLIEST",
     "OFFSET_LATEST",
+    "OAuthBearer",
+    "OAuthBearerToken",
+    "Plain",
     "Producer",
     "RoundRobinPartitioner",
+    "Scram",
+    "ScramSha256",
+    "ScramSha512",
+    "TLS",
     "__version__",
     "create_message",
     "create_message_set",

@@ -33,7 +33,7 @@ from afkak.common import (
     ProduceRequest,
     TopicAndPartition,
 )
-from afkak.connection import BrokerConnection
+from afkak.connection import BrokerConnection, SaslMechanism, tls_endpoint_factory
 
 from . import _validate as check
 from ._cluster import Cluster
@@ -80,6 +80,16 @@ class KafkaClient:
         (``reconnect.backoff.ms``, ``reconnect.backoff.max.ms``).
     :param metadata_max_age: seconds between periodic metadata refreshes of
         the known topics (``None``: never).
+    :param tls: secure every broker connection with TLS: ``True`` (the
+        platform's CAs), an :class:`afkak.TLS` (trust root, client certificate,
+        hostname verification), an ``ssl.SSLContext``, or a Twisted
+        ``CertificateOptions``.  It wraps
+        the endpoints *endpoint_factory* makes.  See :doc:`/security`.
+    :param sasl: authenticate every broker connection with this SASL
+        mechanism: :class:`afkak.Plain`, :class:`afkak.Scram`
+        (:func:`afkak.ScramSha256`, :func:`afkak.ScramSha512`),
+        :class:`afkak.OAuthBearer`, or any
+        :class:`~afkak.connection.SaslMechanism`.
     """
 
     clientId = "afkak-client"
@@ -100,6 +110,9 @@ class KafkaClient:
         endpoint_factory: Callable[[Any, str, int], Any] = HostnameEndpoint,
         retry_policy: Callable[[int], float] = _DEFAULT_RETRY_POLICY,
         metadata_max_age: float | None = DEFAULT_METADATA_MAX_AGE,
+        *,
+        tls: Any = None,
+        sasl: SaslMechanism | None = None,
     ) -> None:
         bootstrap = parse_hosts(hosts)
         if clientId is not None:
@@ -119,6 +132,10 @@ class KafkaClient:
         self.reactor = check.reactor_time("reactor", reactor)
         self.timeout = timeout / 1000.0
         self._disconnect_on_timeout = bool(disconnect_on_timeout)
+        if sasl is not None and not isinstance(sasl, SaslMechanism):
+            raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
+        if tls is not None and tls is not False:
+            endpoint_factory = tls_endpoint_factory(tls, endpoint_factory)
         pool = ConnectionPool(
             reactor,
             endpoint_factory,
@@ -126,6 +143,7 @@ class KafkaClient:
             self.clientId,
             self.timeout,
             self._request_timed_out,
+            sasl,
         )
         self._cluster = Cluster(reactor, pool, bootstrap, metadata_max_age)
         self._pending: set[Deferred[Any]] = set()

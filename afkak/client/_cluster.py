@@ -112,6 +112,7 @@ class Cluster:
         """
         bounds = _bounds(call, min_version, max_version)
         errors: list[str] = []
+        last: KafkaError | None = None  # the cause, e.g. SaslAuthenticationFailed
         for broker in self._candidates():
             conn = self.pool.connection(broker)
             try:
@@ -119,6 +120,7 @@ class Cluster:
             except CancelledError:
                 raise
             except KafkaError as e:
+                last = e
                 errors.append(f"{format_host_port(broker.host, broker.port)}: {e}")
         hosts = list(self.bootstrap_hosts)
         self._random.shuffle(hosts)
@@ -129,12 +131,13 @@ class Cluster:
             except CancelledError:
                 raise
             except KafkaError as e:
+                last = e
                 errors.append(f"{format_host_port(host, port)}: {e}")
             finally:
                 self.pool.release(conn)
         raise KafkaUnavailableError(
             f"no broker answered {type(call).__name__}: " + "; ".join(errors or ["no hosts known"])
-        )
+        ) from last
 
     def _candidates(self) -> list[BrokerMetadata]:
         ready, others = [], []

@@ -19,7 +19,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from afkak.common import BrokerMetadata
-from afkak.connection import BrokerConnection
+from afkak.connection import BrokerConnection, SaslAuthenticator, SaslMechanism
 
 log = Logger()
 
@@ -77,8 +77,10 @@ class ConnectionPool:
         client_id: str,
         request_timeout: float,
         on_timeout: Callable[[BrokerConnection, bool], None],
+        sasl: SaslMechanism | None = None,
     ) -> None:
         self._reactor = reactor
+        self._sasl = sasl
         self._endpoint_factory = endpoint_factory
         self._retry_policy = retry_policy
         self._client_id = client_id
@@ -116,6 +118,11 @@ class ConnectionPool:
             retry_policy=self._retry_policy,
             request_timeout=self._request_timeout,
             on_timeout=self._on_timeout,
+            authenticator=(
+                None
+                if self._sasl is None
+                else SaslAuthenticator(self._sasl, host, port, self._reactor)
+            ),
         )
         self._watches[conn] = watch
         return conn

@@ -8,6 +8,16 @@ from afkak.connection._connection import (
 )
 from afkak.connection._lifecycle import TRANSITIONS, Event, State
 from afkak.connection._request import RequestBuilder, VersionedRequest
+from afkak.connection._sasl import SaslAuthenticator, SaslConversation, SaslMechanism
+from afkak.connection._sasl_mechanisms import (
+    OAuthBearer,
+    OAuthBearerToken,
+    Plain,
+    Scram,
+    ScramSha256,
+    ScramSha512,
+)
+from afkak.connection._tls import TLS, tls_endpoint_factory
 from afkak.connection._versions import ApiVersionRanges, choose_version
 from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE, FramedProtocol, FrameTooLargeError
 
@@ -20,10 +30,21 @@ __all__ = [
     "Event",
     "FrameTooLargeError",
     "FramedProtocol",
+    "OAuthBearer",
+    "OAuthBearerToken",
+    "Plain",
     "RequestBuilder",
+    "SaslAuthenticator",
+    "SaslConversation",
+    "SaslMechanism",
+    "Scram",
+    "ScramSha256",
+    "ScramSha512",
     "Send",
     "State",
+    "TLS",
     "VersionedRequest",
     "choose_version",
     "default_endpoint_factory",
+    "tls_endpoint_factory",
 ]

@@ -27,7 +27,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError, RequestTimedOutError
-from afkak._errors import BrokerConnectionError, CancelledError, ClientError
+from afkak._errors import BrokerConnectionError, CancelledError, ClientError, KafkaError
 from afkak._retry import reconnect_backoff
 from afkak._version import __version__
 from afkak.connection._lifecycle import CONNECTED_STATES, Event, State, next_state
@@ -49,8 +49,16 @@ log = Logger()
 Send = Callable[..., "Deferred[Any]"]
 """``send(msg_or_builder, *, min_version=None, max_version=None) -> Deferred``."""
 
-Authenticator = Callable[[Send], "Deferred[None] | None"]
-"""Authenticates a new connection (SASL) with ``send``, which writes at once, ahead of the queue."""
+Authenticator = Callable[[Send], "Deferred[int | None] | int | None"]
+"""Authenticates a connection (SASL) with ``send``, which writes at once, ahead of the queue.
+
+It may fire with the session lifetime in milliseconds that the broker granted
+(KIP-368); the connection then runs it again on the same TCP connection
+before that lifetime ends.
+"""
+
+REAUTHENTICATE_AT = 0.85
+"""The fraction of a session lifetime after which a connection re-authenticates (as Kafka's)."""
 
 
 def default_endpoint_factory(reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
@@ -100,7 +108,11 @@ class BrokerConnection:
     :param max_frame_size: largest response accepted, in bytes.
     :param authenticator: runs on every new connection after version
         negotiation and before queued requests are written (SASL); its Deferred
-        failing drops the connection.
+        failing drops the connection, and a failure that is not retriable
+        (wrong credentials) also fails the queued requests with it.  If it
+        fires with a session lifetime (ms), it runs again on the same
+        connection at :data:`REAUTHENTICATE_AT` of it: queued requests wait
+        meanwhile, those in flight are answered in order as usual.
     :param on_timeout: called as ``on_timeout(connection, request_sent)`` after
         a request timed out; a client can call :meth:`disconnect` from it.  A
         connection silent past a request's timeout is dropped regardless.
@@ -156,6 +168,8 @@ class BrokerConnection:
         self._pumping = False
         self._closing: BrokerProtocol | None = None
         self._close_waiters: list[Deferred[None]] = []
+        self._reauth_call: IDelayedCall | None = None
+        self._reauthenticating = False
 
     def __repr__(self) -> str:
         return f"<BrokerConnection {self.host}:{self.port} {self._state.value}>"
@@ -297,9 +311,9 @@ class BrokerConnection:
         authenticating = maybeDeferred(self._authenticator, partial(self._send_now, protocol))
         authenticating.addCallbacks(
             self._authenticated,
-            self._handshake_failed,
+            self._authentication_failed,
             callbackArgs=(protocol,),
-            errbackArgs=(protocol, "authentication"),
+            errbackArgs=(protocol,),
         )
 
     def _become_ready(self) -> None:
@@ -310,6 +324,7 @@ class BrokerConnection:
         self._pump()
 
     def _back_off(self, reason: BaseException) -> None:
+        self._stop_reauthenticating()
         self._failures += 1
         delay = self._retry_policy(self._failures)
         log.warn(
@@ -326,6 +341,7 @@ class BrokerConnection:
             self._abandon(protocol, lost)
 
     def _shut_down(self) -> None:
+        self._stop_reauthenticating()
         for timer in (self._retry_call, self._connect_timer):
             if timer is not None and timer.active():
                 timer.cancel()
@@ -436,9 +452,57 @@ class BrokerConnection:
             self._send(protocol, request)
         return request.deferred
 
-    def _authenticated(self, _: object, protocol: BrokerProtocol) -> None:
+    def _authenticated(self, lifetime_ms: object, protocol: BrokerProtocol) -> None:
         if protocol is self._protocol and self._state is State.AUTHENTICATING:
+            self._schedule_reauthentication(lifetime_ms, protocol)
             self._fire(Event.AUTHENTICATED)
+
+    def _authentication_failed(self, failure: Failure, protocol: BrokerProtocol) -> None:
+        if protocol is not self._protocol or self._state not in CONNECTED_STATES:
+            return
+        error = failure.value
+        if isinstance(error, KafkaError) and not error.retriable:
+            # Wrong credentials will not get better by waiting: tell the callers now.
+            queued = list(self._queue)
+            self._queue.clear()
+            for request in queued:
+                request.fail(error)
+        self._handshake_failed(failure, protocol, "authentication")
+
+    # Re-authentication (KIP-368)
+
+    def _schedule_reauthentication(self, lifetime_ms: object, protocol: BrokerProtocol) -> None:
+        if isinstance(lifetime_ms, int) and lifetime_ms > 0:
+            self._reauth_call = self._reactor.callLater(
+                lifetime_ms / 1000 * REAUTHENTICATE_AT, self._reauthenticate, protocol
+            )
+
+    def _reauthenticate(self, protocol: BrokerProtocol) -> None:
+        self._reauth_call = None
+        if protocol is not self._protocol or self._state is not State.READY:
+            return
+        assert self._authenticator is not None
+        log.debug("{broker}: re-authenticating", broker=self)
+        self._reauthenticating = True  # _pump holds the queue meanwhile
+        authenticating = maybeDeferred(self._authenticator, partial(self._send_now, protocol))
+        authenticating.addCallbacks(
+            self._reauthenticated,
+            self._authentication_failed,
+            callbackArgs=(protocol,),
+            errbackArgs=(protocol,),
+        )
+
+    def _reauthenticated(self, lifetime_ms: object, protocol: BrokerProtocol) -> None:
+        if protocol is self._protocol and self._state is State.READY:
+            self._reauthenticating = False
+            self._schedule_reauthentication(lifetime_ms, protocol)
+            self._pump()
+
+    def _stop_reauthenticating(self) -> None:
+        self._reauthenticating = False
+        if self._reauth_call is not None and self._reauth_call.active():
+            self._reauth_call.cancel()
+        self._reauth_call = None
 
     def _handshake_failed(self, failure: Failure, protocol: BrokerProtocol, step: str) -> None:
         if protocol is self._protocol and self._state in CONNECTED_STATES:
@@ -459,6 +523,7 @@ class BrokerConnection:
                 queue
                 and protocol is not None
                 and self._state is State.READY
+                and not self._reauthenticating
                 and self._protocol is protocol
                 and not protocol.write_paused
                 and len(protocol.in_flight) < limit

@@ -51,6 +51,7 @@ def make_client(config: ClientConfig) -> KafkaClient:
         clientId=config.client_id,
         timeout=config.request_timeout_ms,
         metadata_max_age=config.metadata_max_age_ms / 1000.0,
+        **config.security.client_kwargs(),
     )
 
 

@@ -20,6 +20,8 @@ import attrs
 from afkak.codec import CODEC_NAMES
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
+from ._security import SECURITY_SETTINGS, SecurityConfig, SecurityOptionError, security_config
+
 #: A whole-topic offset spec (-2 earliest, -1 latest) or an offset per partition,
 #: where -2 and -1 mean the same per partition, as in Spark's JSON.
 OffsetSpec = int | Mapping[TopicAndPartition, int]
@@ -41,6 +43,7 @@ _CLIENT_SETTINGS = frozenset(
         "batch.size",
         "linger.ms",
         "enable.idempotence",
+        *SECURITY_SETTINGS,
     }
 )
 #: Options of reads only; a write given one is refused (others are Spark's own).
@@ -71,6 +74,7 @@ class ClientConfig:
     client_id: str = "afkak-spark"
     request_timeout_ms: int = 30000
     metadata_max_age_ms: int = 300000
+    security: SecurityConfig = SecurityConfig()
 
 
 @attrs.frozen
@@ -174,7 +178,10 @@ def client_config(settings: Mapping[str, str]) -> ClientConfig:
     bootstrap = settings.get("bootstrap.servers", "").strip()
     if not bootstrap:
         raise OptionError("option kafka.bootstrap.servers (or bootstrap.servers) is required")
-    config = ClientConfig(bootstrap)
+    try:
+        config = ClientConfig(bootstrap, security=security_config(settings))
+    except SecurityOptionError as e:
+        raise OptionError(str(e)) from None
     if "client.id" in settings:
         config = attrs.evolve(config, client_id=settings["client.id"])
     if "request.timeout.ms" in settings:

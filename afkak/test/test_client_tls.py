@@ -126,3 +126,40 @@ class TLSClientTests(SynchronousTestCase):
         with self.assertRaises(Exception) as caught:
             wait(client.load_metadata_for_topics("tls-refused"))
         self.assertFalse(client.has_metadata_for_topic("tls-refused"), caught.exception)
+
+
+class TLSOptionTests(SynchronousTestCase):
+    """KafkaClient's ``tls`` option: what each form turns into, and what is refused."""
+
+    def setUp(self) -> None:
+        try:
+            import OpenSSL  # noqa: F401
+            import service_identity  # noqa: F401
+        except ImportError as e:
+            self.skipTest(f"Twisted's TLS support is not installed ({e}): pip install 'afkak[tls]'")
+        directory = tempfile.mkdtemp(prefix="afkak-tls-options-")
+        self.addCleanup(shutil.rmtree, directory)
+        self.cert, self.key = self_signed_certificate(directory)
+
+    def test_forms(self) -> None:
+        import ssl
+
+        from twisted.internet.ssl import CertificateOptions
+
+        from afkak import TLS
+        from afkak.connection._tls import creator_factory
+
+        verified = creator_factory(True)("kafka-1")
+        self.assertEqual(type(verified).__name__, "ClientTLSOptions")
+        self.assertEqual(verified._hostname, "kafka-1")
+        mutual = TLS(self.cert, (self.cert, self.key)).creator("127.0.0.1")
+        self.assertEqual(type(mutual).__name__, "ClientTLSOptions")
+        unnamed = TLS(self.cert, (self.cert, self.key), verify_hostname=False).creator("h")
+        self.assertIsInstance(unnamed, CertificateOptions)
+        self.assertTrue(unnamed.verify)
+        ready = CertificateOptions()
+        self.assertIs(creator_factory(ready)("any"), ready)
+        context = ssl.create_default_context()
+        self.assertIs(creator_factory(context)("any"), context)
+        self.assertRaises(TypeError, KafkaClient, "h:1", tls="yes")
+        self.assertNotIn(self.key, repr(TLS(self.cert, (self.cert, self.key))))

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
 
 from hypothesis import given, strategies as st
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak.common import TopicAndPartition as TP
@@ -55,6 +57,13 @@ else:
     SKIP = None
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
+
+
+def token_provider() -> object:
+    """An OAUTHBEARER token provider named by module:function in a Spark option."""
+    from afkak.connection import OAuthBearerToken
+
+    return OAuthBearerToken("spark-token", 60.0)
 
 
 class Case(SynchronousTestCase):
@@ -114,7 +123,7 @@ class ReadOptionTests(Case):
             ({**BOOT, "subscribe": "t", "startingOffsets": "{nope"}, "JSON"),
             ({**BOOT, "subscribe": "t", "minPartitions": "0"}, "at least 1"),
             ({**BOOT, "subscribe": "t", "failOnDataLoss": "yes"}, "true or false"),
-            ({**BOOT, "subscribe": "t", "kafka.security.protocol": "SSL"}, "unsupported"),
+            ({**BOOT, "subscribe": "t", "kafka.sasl.kerberos.service.name": "k"}, "unsupported"),
         ]
         for options, words in bad:
             with self.assertRaises(OptionError, msg=options) as caught:
@@ -124,6 +133,78 @@ class ReadOptionTests(Case):
             parse_read_options(
                 {**BOOT, "subscribe": "t", "endingOffsets": "latest"}, streaming=True
             )
+
+    def test_security_options(self) -> None:
+        from afkak.connection import TLS, Plain, Scram
+
+        secret = "pw-in-jaas-93c1"
+        jaas = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="alice" password="{secret}";'
+        )
+        opts = parse_read_options(
+            {
+                **BOOT,
+                "subscribe": "t",
+                "kafka.security.protocol": "SASL_SSL",
+                "kafka.sasl.mechanism": "PLAIN",
+                "kafka.sasl.jaas.config": jaas,
+                "kafka.ssl.ca.location": "/ca.pem",
+            },
+            streaming=False,
+        )
+        kwargs = opts.client.security.client_kwargs()
+        self.assertEqual(kwargs["sasl"], Plain("alice", secret))
+        self.assertEqual(kwargs["tls"], TLS("/ca.pem"))
+        self.assertNotIn(secret, repr(opts))
+        self.assertEqual(pickle.loads(pickle.dumps(opts)), opts)
+        scram = parse_write_options(
+            {
+                **BOOT,
+                "security.protocol": "sasl_plaintext",
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": "bob",
+                "sasl.password": secret,
+            }
+        ).client.security.client_kwargs()
+        self.assertEqual(scram, {"sasl": Scram("SCRAM-SHA-512", "bob", secret)})
+        oauth = parse_read_options(
+            {
+                **BOOT,
+                "subscribe": "t",
+                "kafka.security.protocol": "SASL_PLAINTEXT",
+                "kafka.sasl.mechanism": "OAUTHBEARER",
+                "kafka.sasl.oauthbearer.token.provider": f"{__name__}:token_provider",
+            },
+            streaming=False,
+        ).client.security.client_kwargs()["sasl"]
+        self.assertEqual(oauth.name, "OAUTHBEARER")
+        self.assertEqual(self.successResultOf(oauth.token(Clock())).value, "spark-token")
+        refused = [
+            ({"kafka.security.protocol": "SASL_SSL"}, "needs a username and password"),
+            ({"kafka.security.protocol": "TLS"}, "security.protocol must be"),
+            (
+                {"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": "t.jks"},
+                "PEM",
+            ),
+            (
+                {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "OAUTHBEARER"},
+                "sasl.oauthbearer.token.provider",
+            ),
+            (
+                {
+                    "kafka.security.protocol": "SASL_PLAINTEXT",
+                    "kafka.sasl.mechanism": "GSSAPI",
+                    "kafka.sasl.password": secret,
+                },
+                "sasl.mechanism must be",
+            ),
+        ]
+        for options, words in refused:
+            with self.assertRaises(OptionError, msg=options) as caught:
+                parse_read_options({**BOOT, "subscribe": "t", **options}, streaming=False)
+            self.assertIn(words, str(caught.exception))
+            self.assertNotIn(secret, str(caught.exception))
 
     def test_write_options(self) -> None:
         opts = parse_write_options(

@@ -389,3 +389,66 @@ class SparkSourceTests(SynchronousTestCase):
         self.assertEqual(limited, {topic: {"0": 7, "1": 6}})
         self.assertEqual(latest, {topic: {"0": 11, "1": 11}})
         self.assertEqual(ranges, [[0, 4, 11], [1, 0, 11]])
+
+
+class SparkSaslTests(SynchronousTestCase):
+    """Write and read through Spark over SCRAM-SHA-256 (the harness's SASL server in front
+    of Tansu), with Java's ``sasl.jaas.config``; the password shows in no plan."""
+
+    def setUp(self) -> None:
+        if SKIP:
+            raise SkipTest(SKIP)
+        from afkak.test.brokers.sasl import SaslBroker
+
+        self.secret = "spark-sasl-pw-4e1d"
+        self.server = SaslBroker({"alice": self.secret}, mechanisms=("SCRAM-SHA-256",)).start()
+        self.addCleanup(self.server.stop)
+        self.spark = spark_session()
+
+    def options(self, password: str) -> dict[str, str]:
+        return {
+            "kafka.bootstrap.servers": self.server.bootstrap,
+            "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": "SCRAM-SHA-256",
+            "kafka.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="alice" password="{password}";'
+            ),
+        }
+
+    def test_write_and_read_over_scram(self) -> None:
+        topic = f"spark-sasl-{os.getpid()}"
+        df = self.spark.createDataFrame(
+            [(b"k", b"v%d" % i) for i in range(10)], "key binary, value binary"
+        )
+        df.write.format("afkak").options(**self.options(self.secret)).option("topic", topic).mode(
+            "append"
+        ).save()
+        # One key, one partition; a last one-record batch as a seal (see the module docstring).
+        seal = self.spark.createDataFrame([(b"k", SEAL)], "key binary, value binary")
+        seal.write.format("afkak").options(**self.options(self.secret)).option(
+            "topic", topic
+        ).mode("append").save()
+        read = (
+            self.spark.read.format("afkak")
+            .options(**self.options(self.secret))
+            .option("subscribe", topic)
+            .load()
+        )
+        values = sorted(r.value for r in read.collect() if r.value != SEAL)
+        self.assertEqual(values, sorted(b"v%d" % i for i in range(10)))
+        plans = [
+            read._jdf.queryExecution().toString(),
+            read._jdf.queryExecution().simpleString(),
+        ]
+        for plan in plans:
+            self.assertNotIn(self.secret, plan)
+        wrong = (
+            self.spark.read.format("afkak")
+            .options(**self.options("wrong-password"))
+            .option("subscribe", topic)
+            .load()
+        )
+        with self.assertRaises(Exception) as caught:  # noqa: B017 -- Spark wraps the error
+            wrong.collect()
+        self.assertIn("SASL_AUTHENTICATION_FAILED", str(caught.exception))

@@ -36,6 +36,7 @@ class NoidaBroker(Broker):
         answers_acks0_produce=True,
         partition_count_lost_on_restart=True,
         acknowledged_writes_lost_on_kill=1.0,
+        sasl_accepts_any_password=True,
         # ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1,
         # DeleteTopics 0 and DescribeConfigs 0 close the connection.
         min_working_versions={
@@ -61,6 +62,10 @@ class NoidaBroker(Broker):
             ),
             "min_working_versions": (
                 "advertises v0 of everything but closes the connection on old versions"
+            ),
+            "sasl_accepts_any_password": (
+                "SaslHandshake offers PLAIN and SaslAuthenticate accepts any password: "
+                "use afkak.test.brokers.sasl.SaslBroker to test authentication"
             ),
         },
     )

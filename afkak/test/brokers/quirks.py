@@ -87,6 +87,11 @@ class Quirks:
     flexible_metadata_trailing_byte: bool = False
     #: FindCoordinator for an unknown or empty key answers a null host (Kafka: "").
     find_coordinator_null_host: bool = False
+    #: SASL PLAIN succeeds with any password: the broker does not check credentials.
+    sasl_accepts_any_password: bool = False
+    #: SASL can be required, but no SCRAM user can ever exist (users are created only by an
+    #: authenticated client, and the only storage is the process's memory): nobody can log in.
+    sasl_users_cannot_be_created: bool = False
     #: {api_key: lowest working version}; lower versions are advertised but fail or
     #: close the connection.
     min_working_versions: Mapping[int, int] = attrs.field(
@@ -99,11 +104,7 @@ class Quirks:
         unknown = set(self.reasons) - _QUIRK_NAMES
         if unknown:
             raise ValueError(f"reasons for unknown quirks: {sorted(unknown)}")
-        missing = [
-            name
-            for name in _QUIRK_NAMES
-            if self.differs(name) and name not in self.reasons
-        ]
+        missing = [name for name in _QUIRK_NAMES if self.differs(name) and name not in self.reasons]
         if missing:
             raise ValueError(f"{self.broker}: quirks without a reason: {missing}")
 
@@ -123,7 +124,5 @@ class Quirks:
 
 
 _NOT_QUIRKS = ("broker", "reasons", "broker_count", "supports_fault_injection")
-_DEFAULTS = {
-    a.name: a.default for a in attrs.fields(Quirks) if a.name not in _NOT_QUIRKS
-}
+_DEFAULTS = {a.name: a.default for a in attrs.fields(Quirks) if a.name not in _NOT_QUIRKS}
 _QUIRK_NAMES = frozenset(_DEFAULTS)

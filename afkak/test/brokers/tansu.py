@@ -34,6 +34,7 @@ class TansuBroker(Broker):
         join_group_waits_half_session_timeout=True,
         commit_metadata_not_stored=True,
         answers_acks0_produce=True,
+        sasl_users_cannot_be_created=True,
         min_working_versions={**RECORD_BATCH_V2_FLOOR, 22: 4},
         reasons={
             "auto_create_partitions": "Metadata auto-creates topics with 4 partitions",
@@ -50,17 +51,28 @@ class TansuBroker(Broker):
             "commit_metadata_not_stored": "OffsetCommit metadata is not stored",
             "answers_acks0_produce": "answers Produce with acks=0",
             "min_working_versions": "record batch v2 only; InitProducerId works from v4",
+            "sasl_users_cannot_be_created": (
+                "--authentication offers SCRAM-SHA-256/512 (PLAIN closes the connection), but "
+                "AlterUserScramCredentials needs an authenticated client and the packaged "
+                "build stores users only in memory: use afkak.test.brokers.sasl.SaslBroker"
+            ),
         },
     )
     start_timeout = 10.0
 
-    def __init__(self, advertised_port: int | None = None) -> None:
-        """*advertised_port*: the port Metadata names, when clients reach it through a proxy."""
+    def __init__(self, advertised_port: int | None = None, authentication: bool = False) -> None:
+        """*advertised_port*: the port Metadata names, when clients reach it through a proxy.
+
+        *authentication*: require SASL (see the ``sasl_users_cannot_be_created`` quirk).
+        """
         super().__init__()
         self.advertised_port = advertised_port
+        self.authentication = authentication
 
     def _spawn(self, port: int, workdir: str | None = None) -> tuple[ManagedProcess, str]:
         argv, env = tansu_command(port, self.advertised_port)
+        if self.authentication:
+            argv.append("--authentication")
         return ManagedProcess(self.name, argv, env=env, workdir=workdir), f"127.0.0.1:{port}"
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:

@@ -1,0 +1,287 @@
+"""SASL mechanisms and the connection's SASL exchange, synchronously on a Clock.
+
+SCRAM is checked against RFC 7677's test vector; the exchange, failures and
+KIP-368 re-authentication against an in-memory broker that checks passwords.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.common import SaslAuthenticationFailed, UnsupportedSaslMechanism
+from afkak.connection import (
+    OAuthBearer,
+    OAuthBearerToken,
+    Plain,
+    SaslAuthenticator,
+    Scram,
+    ScramSha256,
+    State,
+)
+from afkak.connection._connection import REAUTHENTICATE_AT
+from afkak.connection._sasl_mechanisms import initial_response
+from afkak.protocol.messages import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from afkak.test.test_connection import (
+    DEFAULT_VERSIONS,
+    METADATA,
+    Broker,
+    ConnectionTestCase,
+    metadata,
+)
+
+SASL_HANDSHAKE = SaslHandshakeRequest.API_KEY
+SASL_AUTHENTICATE = SaslAuthenticateRequest.API_KEY
+SECRET = "s3cret-9d2f"
+
+
+class Rfc7677Tests(SynchronousTestCase):
+    """RFC 7677 section 3: user "user", password "pencil", fixed nonces and salt."""
+
+    def test_scram_sha_256_test_vector(self) -> None:
+        conversation = Scram("SCRAM-SHA-256", "user", "pencil").start("h", Clock())
+        conversation.client = ScramSha256("user", "pencil").client(nonce="rOprNGfwEbeRWgbNEkqO")
+        self.assertEqual(conversation.respond(None), b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
+        final = conversation.respond(
+            b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+            b"s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+        )
+        self.assertEqual(
+            final,
+            b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+            b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+        )
+        self.assertIsNone(conversation.respond(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="))
+
+    def test_a_wrong_server_signature_is_refused(self) -> None:
+        conversation = Scram("SCRAM-SHA-256", "user", "pencil").start("h", Clock())
+        conversation.client = ScramSha256("user", "pencil").client(nonce="rOprNGfwEbeRWgbNEkqO")
+        conversation.respond(None)
+        conversation.respond(
+            b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+            b"s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+        )
+        from scramp import ScramException
+
+        with self.assertRaises(ScramException):
+            conversation.respond(b"v=AAAATRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
+
+
+class MechanismTests(SynchronousTestCase):
+    def test_plain_message(self) -> None:
+        conversation = Plain("alice", "pw").start("h", Clock())
+        self.assertEqual(conversation.respond(None), b"\0alice\0pw")
+        self.assertIsNone(conversation.respond(b""))
+
+    def test_bad_credentials_are_refused_at_the_call(self) -> None:
+        self.assertRaises(TypeError, Plain, "", "pw")
+        self.assertRaises(ValueError, Plain, "a\0b", "pw")
+        self.assertRaises(ValueError, Scram, "SCRAM-SHA-1", "a", "b")
+
+    def test_oauthbearer_initial_response(self) -> None:
+        self.assertEqual(
+            initial_response("tok", {"traceId": "1", "logicalCluster": "lkc-1"}),
+            b"n,,\x01auth=Bearer tok\x01traceId=1\x01logicalCluster=lkc-1\x01\x01",
+        )
+        self.assertRaises(ValueError, OAuthBearer, lambda: None, extensions={"auth": "x"})
+        self.assertRaises(ValueError, OAuthBearer, lambda: None, extensions={"a-b": "x"})
+
+    def test_secrets_stay_out_of_reprs(self) -> None:
+        clock = Clock()
+        things = [
+            Plain("alice", SECRET),
+            ScramSha256("alice", SECRET),
+            OAuthBearerToken(SECRET, 100.0, "alice"),
+            OAuthBearer(lambda: OAuthBearerToken(SECRET, 100.0)),
+            SaslAuthenticator(Plain("alice", SECRET), "h", 1, clock),
+            Plain("alice", SECRET).start("h", clock),
+            ScramSha256("alice", SECRET).start("h", clock),
+        ]
+        for thing in things:
+            self.assertNotIn(SECRET, repr(thing))
+            self.assertNotIn(SECRET, str(thing))
+
+
+class TokenRefreshTests(SynchronousTestCase):
+    """OAUTHBEARER tokens are cached and replaced after 80% of their lifetime, on a Clock."""
+
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.clock.advance(1000)
+        self.calls: list[Deferred[OAuthBearerToken]] = []
+
+        def provider() -> Deferred[OAuthBearerToken]:
+            d: Deferred[OAuthBearerToken] = Deferred()
+            self.calls.append(d)
+            return d
+
+        self.mechanism = OAuthBearer(provider, extensions={"x": "1"})
+
+    def token(self, lifetime: float, value: str = "t") -> OAuthBearerToken:
+        return OAuthBearerToken(value, self.clock.seconds() + lifetime)
+
+    def test_cached_until_the_refresh_window_then_refreshed(self) -> None:
+        first = self.mechanism.token(self.clock)
+        second = self.mechanism.token(self.clock)
+        self.assertEqual(len(self.calls), 1, "one provider call for concurrent connections")
+        self.calls[0].callback(self.token(100, "one"))
+        self.assertEqual(self.successResultOf(first).value, "one")
+        self.assertEqual(self.successResultOf(second).value, "one")
+        self.clock.advance(79)
+        self.assertEqual(self.successResultOf(self.mechanism.token(self.clock)).value, "one")
+        self.assertEqual(len(self.calls), 1)
+        self.clock.advance(2)  # 81% of the lifetime: refresh before expiry
+        third = self.mechanism.token(self.clock)
+        self.assertEqual(len(self.calls), 2)
+        self.calls[1].callback(self.token(100, "two"))
+        self.assertEqual(self.successResultOf(third).value, "two")
+
+    def test_conversation_carries_token_and_extensions(self) -> None:
+        d = self.mechanism.start("h", self.clock)
+        self.calls[0].callback(
+            OAuthBearerToken("tok", self.clock.seconds() + 10, extensions={"y": "2"})
+        )
+        conversation = self.successResultOf(d)
+        self.assertEqual(conversation.respond(None), initial_response("tok", {"x": "1", "y": "2"}))
+        self.assertEqual(conversation.respond(b'{"status":"invalid_token"}'), b"\x01")
+        self.assertIsNone(conversation.respond(b""))
+
+    def test_expired_or_wrong_tokens_fail(self) -> None:
+        d = self.mechanism.token(self.clock)
+        self.calls[0].callback(self.token(-1))
+        self.failureResultOf(d, ValueError)
+        d = self.mechanism.token(self.clock)
+        self.calls[1].callback("a string")  # type: ignore[arg-type]
+        self.failureResultOf(d, TypeError)
+
+
+class PasswordBroker(Broker):
+    """The in-memory broker, checking PLAIN passwords and granting session lifetimes."""
+
+    def __init__(self, versions: dict[int, tuple[int, int]] | None = None) -> None:
+        super().__init__(versions or {**DEFAULT_VERSIONS, SASL_AUTHENTICATE: (0, 2)})
+        self.password = "right"
+        self.lifetime_ms = 0
+        self.enabled = ["PLAIN"]
+        self.hold_metadata: list[Deferred[Any]] = []
+
+    def answer(self, header: Any, request: Any) -> Any:
+        key = header.request_api_key
+        if key == SASL_HANDSHAKE:
+            code = 0 if request.mechanism in self.enabled else UnsupportedSaslMechanism.errno
+            return SaslHandshakeResponse(error_code=code, mechanisms=self.enabled)
+        if key == SASL_AUTHENTICATE:
+            if request.auth_bytes.split(b"\0")[2].decode() != self.password:
+                return SaslAuthenticateResponse(
+                    error_code=SaslAuthenticationFailed.errno,
+                    error_message="Authentication failed: Invalid username or password",
+                )
+            return SaslAuthenticateResponse(session_lifetime_ms=self.lifetime_ms)
+        if key == METADATA and request.topics and request.topics[0].name == "held":
+            waiting: Deferred[Any] = Deferred()
+            self.hold_metadata.append(waiting)
+            return waiting.addCallback(
+                lambda _: super(PasswordBroker, self).answer(header, request)
+            )
+        return super().answer(header, request)
+
+    def keys(self) -> list[int]:
+        return [h.request_api_key for h, _ in self.received]
+
+
+class ConnectionSaslTests(ConnectionTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.broker = PasswordBroker()
+        self.server = self.net.serve(self.broker)
+
+    def sasl(self, password: str = "right", **kwargs: Any) -> Any:
+        return self.connection(
+            authenticator=SaslAuthenticator(Plain("alice", password), "broker", 9092, self.clock),
+            **kwargs,
+        )
+
+    def test_handshake_v1_and_authenticate_before_any_request(self) -> None:
+        connection = self.sasl()
+        d = connection.request(metadata("t"))
+        self.net.flush()
+        self.assert_answered(d, "t")
+        self.assertEqual(self.broker.keys()[1:], [SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA])
+        self.assertEqual(self.broker.headers(SASL_HANDSHAKE)[0].request_api_version, 1)
+
+    def test_wrong_password_fails_queued_requests_at_once_and_backs_off(self) -> None:
+        connection = self.sasl("wrong", request_timeout=60)
+        d = connection.request(metadata("t"))
+        self.net.flush()
+        failure = self.failureResultOf(d, SaslAuthenticationFailed)
+        self.assertIn("Invalid username or password", str(failure.value))
+        self.assertFalse(failure.value.retriable)
+        self.assertNotIn("wrong", str(failure.value))
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.assertEqual(len(self.net.transports), 1, "no reconnect before the back-off delay")
+
+    def test_unsupported_mechanism_names_the_enabled_ones(self) -> None:
+        self.broker.enabled = ["SCRAM-SHA-512", "OAUTHBEARER"]
+        connection = self.sasl()
+        d = connection.request(metadata("t"))
+        self.net.flush()
+        failure = self.failureResultOf(d, UnsupportedSaslMechanism)
+        self.assertIn("it enables: SCRAM-SHA-512, OAUTHBEARER", str(failure.value))
+        self.assertIs(connection.state, State.BACKING_OFF)
+
+    def test_a_broker_without_sasl_authenticate_is_refused_clearly(self) -> None:
+        self.broker.versions = {**DEFAULT_VERSIONS, SASL_HANDSHAKE: (0, 0)}
+        connection = self.sasl()
+        d = connection.request(metadata("t"))
+        self.net.flush()
+        failure = self.failureResultOf(d, SaslAuthenticationFailed)
+        self.assertIn("raw SASL framing", str(failure.value))
+
+    def test_reauthenticates_before_the_session_ends_keeping_requests_in_order(self) -> None:
+        self.broker.lifetime_ms = 10_000
+        connection = self.sasl()
+        connection.connect()
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        in_flight = connection.request(metadata("held"))
+        self.net.flush()
+        self.clock.advance(10 * REAUTHENTICATE_AT)  # re-authentication starts
+        self.net.flush()
+        queued = connection.request(metadata("after"))
+        self.net.flush()
+        # Written: the held request, then the handshake; "after" waits for re-authentication.
+        self.assertEqual(self.broker.topics(), [["held"]])
+        self.assertEqual(self.broker.keys()[-2:], [METADATA, SASL_HANDSHAKE])
+        self.assertNoResult(in_flight)
+        self.assertNoResult(queued)
+        self.broker.hold_metadata.pop().callback(None)
+        self.net.flush()
+        self.assert_answered(in_flight, "held")
+        self.assert_answered(queued, "after")
+        self.assertEqual(
+            self.broker.keys()[-4:], [METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE, METADATA]
+        )
+        self.assertEqual(len(self.net.transports), 1, "the same TCP connection")
+        # And again one session later.
+        self.clock.advance(10 * REAUTHENTICATE_AT)
+        self.net.flush()
+        self.assertEqual(len(self.broker.headers(SASL_AUTHENTICATE)), 3)
+        self.assertIs(connection.state, State.READY)
+
+    def test_failed_reauthentication_drops_the_connection(self) -> None:
+        self.broker.lifetime_ms = 1000
+        connection = self.sasl()
+        connection.connect()
+        self.net.flush()
+        self.broker.password = "changed"
+        self.clock.advance(1)
+        self.net.flush()
+        self.assertIs(connection.state, State.BACKING_OFF)
