@@ -119,7 +119,7 @@ def _admin_samples(version: int) -> dict[int, Any]:
         32: DC(resources=[DC.DescribeConfigsResource(2, "t")]),
         37: CP(topics=[CP.CreatePartitionsTopic("t", 2)]),
         42: DeleteGroupsRequest(groups_names=["g"]),
-        44: IA(resources=[IA.AlterConfigsResource(2, "t", [IA.AlterableConfig("segment.ms", 0, "1")])]),
+        44: IA(resources=[IA.AlterConfigsResource(2, "t", [IA.AlterableConfig("x", 0, "1")])]),
         47: OD("g", [OD.OffsetDeleteRequestTopic("t", [OD.OffsetDeleteRequestPartition(0)])]),
     }
 
