@@ -38,9 +38,10 @@ class NewTopic:
     replication_factor: int = -1
     replica_assignment: tuple[tuple[int, ...], ...] | None = attrs.field(
         default=None,
+        kw_only=True,
         converter=lambda v: None if v is None else tuple(tuple(r) for r in v),
     )
-    configs: Mapping[str, str] = attrs.field(factory=dict, converter=dict)
+    configs: Mapping[str, str] = attrs.field(factory=dict, converter=dict, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if self.replica_assignment is not None and (

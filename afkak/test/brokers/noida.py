@@ -34,6 +34,9 @@ class NoidaBroker(Broker):
         no_fetch_long_poll=True,
         retention_applies_to_record_timestamps=True,
         answers_acks0_produce=True,
+        no_topic_ids=True,
+        acls_unusable=True,
+        scram_unusable=True,
         # ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1,
         # DeleteTopics 0 and DescribeConfigs 0 close the connection.
         min_working_versions={
@@ -51,6 +54,9 @@ class NoidaBroker(Broker):
                 "7-day retention applies to record timestamps: use current ones"
             ),
             "answers_acks0_produce": "answers Produce with acks=0",
+            "no_topic_ids": "no topic ids: topics cannot be deleted by id",
+            "acls_unusable": "no authorizer: the ACL APIs answer SECURITY_DISABLED",
+            "scram_unusable": "the SCRAM credential APIs are not implemented",
             "min_working_versions": (
                 "advertises v0 of everything but closes the connection on old versions"
             ),
