@@ -75,7 +75,9 @@ class AdminBrokerTests:
         return futures.result(15)
 
     def create(self: Any, partitions: int = 1, **configs: str) -> None:
-        results = wait(self.admin.create_topics([NewTopic(self.topic, partitions, 1, configs=configs)]))
+        results = wait(
+            self.admin.create_topics([NewTopic(self.topic, partitions, 1, configs=configs)])
+        )
         self.assertIsNone(results[self.topic].error)
         wait_for_partitions(self.broker.bootstrap, self.topic, partitions)
 
