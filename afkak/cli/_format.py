@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-_TOKEN = re.compile(r"%.|\\.|[^%\\]+", re.DOTALL)
+_TOKEN = re.compile(r"%.|\\.|[^%\\]+|[%\\]", re.DOTALL)
 _ESCAPES = {"\\n": b"\n", "\\t": b"\t", "\\r": b"\r", "\\0": b"\0", "\\\\": b"\\"}
 
 

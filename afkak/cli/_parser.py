@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
 
 from afkak import __version__
 
 from . import _admin_commands as admin
 from ._consume import consume
 from ._produce import CODECS, produce
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line (scripts read stderr's last line)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"afkak: error: {message} (see {self.prog} --help)\n")
 
 
 def _positive(text: str) -> int:
@@ -33,7 +41,7 @@ def _rate(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="afkak",
         description="Kafka topics, groups, records and offsets from a shell, with afkak.",
         epilog="Exit codes: 0 ok, 1 Kafka refused, 2 bad input, 3 cluster unreachable, "

@@ -17,15 +17,19 @@ from ._output import Output
 class Session:
     """What a command works with; :meth:`close` releases the connections."""
 
-    def __init__(self, args: argparse.Namespace, reactor: Any) -> None:
-        options = (
-            client_options(read_properties(args.command_config)) if args.command_config else {}
-        )
-        options.setdefault("clientId", "afkak-cli")
-        options.setdefault("timeout", int(args.timeout * 1000))
+    def __init__(
+        self, args: argparse.Namespace, reactor: Any, client: KafkaClient | None = None
+    ) -> None:
+        """*client*: an existing KafkaClient (tests) instead of one built from the options."""
+        if client is None:
+            path = args.command_config
+            options = client_options(read_properties(path)) if path else {}
+            options.setdefault("clientId", "afkak-cli")
+            options.setdefault("timeout", int(args.timeout * 1000))
+            client = KafkaClient(bootstrap(args.bootstrap), reactor=reactor, **options)
         self.args = args
         self.reactor = reactor
-        self.client = KafkaClient(bootstrap(args.bootstrap), reactor=reactor, **options)
+        self.client = client
         self.admin = KafkaAdminClient(self.client)
         self.out = Output(args.json)
         #: Whether to show progress: stderr is a terminal and --no-progress was not given.
