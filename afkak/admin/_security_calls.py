@@ -37,6 +37,19 @@ from ._types import (
 _HASHES = {ScramMechanism.SCRAM_SHA_256: "sha256", ScramMechanism.SCRAM_SHA_512: "sha512"}
 
 
+def _wire(b: AclBinding) -> tuple[Any, ...]:
+    """A binding (or filter) as the 7 fields CreateAcls and DeleteAcls carry, in order."""
+    return (
+        int(b.resource_type),
+        b.resource_name,
+        int(b.pattern_type),
+        b.principal,
+        b.host,
+        int(b.operation),
+        int(b.permission),
+    )
+
+
 def _binding(r: Any, a: Any) -> AclBinding:
     return AclBinding(
         r.resource_type,
@@ -82,20 +95,7 @@ class CreateAclsCall(VersionedCall):
 
     def build(self, version: int) -> Any:
         R = CreateAclsRequest
-        return R(
-            creations=[
-                R.AclCreation(
-                    int(b.resource_type),
-                    b.resource_name,
-                    int(b.pattern_type),
-                    b.principal,
-                    b.host,
-                    int(b.operation),
-                    int(b.permission),
-                )
-                for b in self.bindings
-            ]
-        )
+        return R(creations=[R.AclCreation(*_wire(b)) for b in self.bindings])
 
     def parse(self, response: Any) -> list[ItemResult]:
         return [ItemResult(_error_or_none(r.error_code, r.error_message)) for r in response.results]
@@ -109,20 +109,7 @@ class DeleteAclsCall(VersionedCall):
 
     def build(self, version: int) -> Any:
         R = DeleteAclsRequest
-        return R(
-            filters=[
-                R.DeleteAclsFilter(
-                    int(f.resource_type),
-                    f.resource_name,
-                    int(f.pattern_type),
-                    f.principal,
-                    f.host,
-                    int(f.operation),
-                    int(f.permission),
-                )
-                for f in self.filters
-            ]
-        )
+        return R(filters=[R.DeleteAclsFilter(*_wire(f)) for f in self.filters])
 
     def parse(self, response: Any) -> list[AclDeletion]:
         return [

@@ -107,10 +107,14 @@ async def topics_create(s: Session) -> int:
 
 
 async def topics_delete(s: Session) -> int:
-    results = await s.admin.delete_topics(s.args.topics)
-    deleted = [t for t in s.args.topics if results[t].error is None]
-    s.out.lines([f"topic {t} deleted" for t in deleted], {"deleted": deleted})
-    _raise_first(results, "topic")
+    return _deleted(s, "topic", s.args.topics, await s.admin.delete_topics(s.args.topics))
+
+
+def _deleted(s: Session, what: str, names: list[str], results: dict[Any, Any]) -> int:
+    """Report what was deleted, then fail with the first item that was not."""
+    deleted = [n for n in names if results[n].error is None]
+    s.out.lines([f"{what} {n} deleted" for n in deleted], {"deleted": deleted})
+    _raise_first(results, what)
     return OK
 
 
@@ -186,11 +190,8 @@ async def groups_lag(s: Session) -> int:
 
 
 async def groups_delete(s: Session) -> int:
-    results = await s.admin.delete_consumer_groups(s.args.groups)
-    deleted = [g for g in s.args.groups if results[g].error is None]
-    s.out.lines([f"group {g} deleted" for g in deleted], {"deleted": deleted})
-    _raise_first(results, "group")
-    return OK
+    groups = s.args.groups
+    return _deleted(s, "group", groups, await s.admin.delete_consumer_groups(groups))
 
 
 def partitions_arg(values: list[str]) -> list[Any]:

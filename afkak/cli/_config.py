@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 import afkak
-from afkak import KafkaClient
+from afkak.client import KafkaClient
 
 BOOTSTRAP_ENV = "AFKAK_BOOTSTRAP"
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-from afkak import __version__
+from afkak._version import __version__
 
 from . import _admin_commands as admin
 from ._consume import consume

@@ -12,9 +12,9 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThreadPool
 
-from afkak import Producer
 from afkak.codec import CODEC_NAMES
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
+from afkak.producer import Producer
 
 from ._admin_commands import key_values
 from ._output import OK, CommandError, item_error, progress

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from afkak import KafkaClient
 from afkak.admin import KafkaAdminClient
+from afkak.client import KafkaClient
 
 from ._config import bootstrap, client_options, read_properties
 from ._output import Output

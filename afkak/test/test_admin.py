@@ -47,16 +47,20 @@ from afkak.testing import FakeKafkaCluster
 TP = TopicAndPartition
 
 
+def on_fake_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
+    """A Clock, a 3-broker fake cluster without auto-creation, and a client of it."""
+    clock = Clock()
+    cluster = FakeKafkaCluster(brokers=3, reactor=clock, auto_create_topics=False)
+    client = KafkaClient(
+        cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
+    )
+    case.addCleanup(client.close)
+    return clock, cluster, client
+
+
 class AdminFakeClusterTests(SynchronousTestCase):
     def setUp(self) -> None:
-        self.clock = Clock()
-        self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock, auto_create_topics=False)
-        self.client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-        )
-        self.addCleanup(self.client.close)
+        self.clock, self.cluster, self.client = on_fake_cluster(self)
         self.admin = KafkaAdminClient(self.client)
 
     def result(self, d: Any) -> Any:

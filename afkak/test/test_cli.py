@@ -9,7 +9,6 @@ import os
 import tempfile
 from typing import Any
 
-from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 import afkak
@@ -28,7 +27,6 @@ from afkak.cli._output import (
 )
 from afkak.cli._parser import build_parser
 from afkak.cli._session import Session
-from afkak.client import KafkaClient
 from afkak.common import (
     KafkaUnavailableError,
     Message,
@@ -37,7 +35,7 @@ from afkak.common import (
     TopicAndPartition,
     UnknownTopicOrPartitionError,
 )
-from afkak.testing import FakeKafkaCluster
+from afkak.test.test_admin import on_fake_cluster
 
 TP = TopicAndPartition
 
@@ -168,14 +166,7 @@ class AdminCommandTests(SynchronousTestCase):
     """The admin commands on the fake cluster (produce/consume run end to end on Tansu)."""
 
     def setUp(self) -> None:
-        self.clock = Clock()
-        self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock, auto_create_topics=False)
-        self.client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-        )
-        self.addCleanup(self.client.close)
+        self.clock, self.cluster, self.client = on_fake_cluster(self)
 
     def run_command(self, *argv: str) -> tuple[int, Any]:
         args = build_parser().parse_args(["--json", *argv])

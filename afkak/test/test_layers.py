@@ -38,6 +38,7 @@ LAYERS = {
     "testing": 7,
     "spark": 7,
     "cli": 7,
+    "__main__": 7,
 }
 
 

@@ -403,28 +403,24 @@ def _delete_records_error(request: Any, version: int, code: int) -> Any:
     )
 
 
-def _describe_configs_error(request: Any, version: int, code: int) -> Any:
-    R = DescribeConfigsResponse
-    return R(
-        results=[
-            R.DescribeConfigsResult(
-                error_code=code, resource_type=r.resource_type, resource_name=r.resource_name
-            )
-            for r in request.resources
-        ]
-    )
+def _config_resources_error(response: Any, field: str, item: Any) -> Any:
+    """The error builder of a config API: *code* for each resource the request named."""
 
+    def build(request: Any, version: int, code: int) -> Any:
+        return response(
+            **{
+                field: [
+                    item(
+                        error_code=code,
+                        resource_type=r.resource_type,
+                        resource_name=r.resource_name,
+                    )
+                    for r in request.resources
+                ]
+            }
+        )
 
-def _alter_configs_error(request: Any, version: int, code: int) -> Any:
-    R = IncrementalAlterConfigsResponse
-    return R(
-        responses=[
-            R.AlterConfigsResourceResponse(
-                error_code=code, resource_type=r.resource_type, resource_name=r.resource_name
-            )
-            for r in request.resources
-        ]
-    )
+    return build
 
 
 def _delete_groups_error(request: Any, version: int, code: int) -> Any:
@@ -438,8 +434,14 @@ def _delete_groups_error(request: Any, version: int, code: int) -> Any:
 ADMIN_ERROR_RESPONSES = {
     20: _delete_topics_error,
     21: _delete_records_error,
-    32: _describe_configs_error,
+    32: _config_resources_error(
+        DescribeConfigsResponse, "results", DescribeConfigsResponse.DescribeConfigsResult
+    ),
     37: _create_partitions_error,
     42: _delete_groups_error,
-    44: _alter_configs_error,
+    44: _config_resources_error(
+        IncrementalAlterConfigsResponse,
+        "responses",
+        IncrementalAlterConfigsResponse.AlterConfigsResourceResponse,
+    ),
 }
