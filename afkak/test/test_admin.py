@@ -359,3 +359,103 @@ class AdminFakeClusterTests(SynchronousTestCase):
         d = self.admin.create_topics([NewTopic("u", 1, 1)])
         d.cancel()
         self.failureResultOf(d, CancelledError)
+
+
+class SecurityCallTests(SynchronousTestCase):
+    """ACL and SCRAM builders and parsers (no broker here implements them usably, and the
+    fake cluster does not model them): each request encodes and decodes at every version,
+    each response parses to per-item results."""
+
+    def roundtrip(self, call: Any, version: int) -> Any:
+        request = call(version)
+        return type(request).decode(request.encode(version), version)
+
+    def test_acl_requests(self) -> None:
+        from afkak.admin import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
+        from afkak.admin._security_calls import CreateAclsCall, DeleteAclsCall, DescribeAclsCall
+
+        read = AclBinding(
+            ResourceType.TOPIC, "t", "User:alice", "*", AclOperation.READ, AclPermission.ALLOW
+        )
+        anything = AclBinding(
+            ResourceType.ANY, None, None, None, AclOperation.ANY, AclPermission.ANY, PatternType.ANY
+        )
+        for version in range(1, 4):
+            created = self.roundtrip(CreateAclsCall([read]), version).creations[0]
+            self.assertEqual(
+                (
+                    created.resource_type,
+                    created.resource_name,
+                    created.principal,
+                    created.operation,
+                ),
+                (2, "t", "User:alice", 3),
+            )
+            self.assertEqual(created.resource_pattern_type, 3)
+            deleted = self.roundtrip(DeleteAclsCall([anything]), version).filters[0]
+            self.assertEqual((deleted.resource_name_filter, deleted.pattern_type_filter), (None, 1))
+            described = self.roundtrip(DescribeAclsCall(anything), version)
+            self.assertEqual(described.permission_type, 1)
+
+    def test_acl_responses(self) -> None:
+        from afkak._broker_errors import SecurityDisabled
+        from afkak.admin import AclPermission, ResourceType
+        from afkak.admin._security_calls import CreateAclsCall, DeleteAclsCall, DescribeAclsCall
+        from afkak.protocol.messages import (
+            CreateAclsResponse,
+            DeleteAclsResponse,
+            DescribeAclsResponse,
+        )
+
+        R = DescribeAclsResponse
+        response = R(
+            resources=[R.DescribeAclsResource(2, "t", 3, [R.AclDescription("User:bob", "*", 4, 3)])]
+        )
+        [binding] = DescribeAclsCall.parse(None, response)  # type: ignore[arg-type]
+        self.assertEqual(
+            (binding.resource_type, binding.principal, binding.permission),
+            (ResourceType.TOPIC, "User:bob", AclPermission.ALLOW),
+        )
+        with self.assertRaises(SecurityDisabled):
+            DescribeAclsCall.parse(None, R(error_code=54))  # type: ignore[arg-type]
+        C = CreateAclsResponse
+        results = CreateAclsCall.parse(
+            None, C(results=[C.AclCreationResult(), C.AclCreationResult(54)])
+        )  # type: ignore[arg-type]
+        self.assertEqual([r.ok for r in results], [True, False])
+        D = DeleteAclsResponse
+        [deletion] = DeleteAclsCall.parse(  # type: ignore[arg-type]
+            None,
+            D(
+                filter_results=[
+                    D.DeleteAclsFilterResult(
+                        matching_acls=[
+                            D.DeleteAclsMatchingAcl(0, None, 2, "t", 3, "User:bob", "*", 4, 3)
+                        ]
+                    )
+                ]
+            ),
+        )
+        self.assertEqual([b.principal for b in deletion.deleted], ["User:bob"])
+
+    def test_scram(self) -> None:
+        import hashlib
+
+        from afkak.admin import ScramDeletion, ScramMechanism, ScramUpsertion
+        from afkak.admin._security_calls import AlterScramCall, DescribeScramCall
+
+        upsert = ScramUpsertion("alice", ScramMechanism.SCRAM_SHA_512, "pw", 8192, salt=b"salt")
+        call = AlterScramCall([upsert, ScramDeletion("bob", ScramMechanism.SCRAM_SHA_256)])
+        request = self.roundtrip(call, 0)
+        [sent] = request.upsertions
+        self.assertEqual(
+            (sent.name, sent.mechanism, sent.iterations, sent.salt), ("alice", 2, 8192, b"salt")
+        )
+        self.assertEqual(sent.salted_password, hashlib.pbkdf2_hmac("sha512", b"pw", b"salt", 8192))
+        self.assertNotIn("pw", repr(upsert))
+        self.assertEqual([(d.name, d.mechanism) for d in request.deletions], [("bob", 1)])
+        fresh = AlterScramCall([ScramUpsertion("a", ScramMechanism.SCRAM_SHA_256, "pw")])(0)
+        self.assertEqual(len(fresh.upsertions[0].salt), 32)
+        with self.assertRaises(ValueError):
+            AlterScramCall([ScramUpsertion("a", ScramMechanism.UNKNOWN, "pw")])
+        self.assertIsNone(self.roundtrip(DescribeScramCall(None), 0).users)
