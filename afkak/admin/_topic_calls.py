@@ -94,7 +94,7 @@ class DeleteTopicsCall(VersionedCall):
         results: dict[str | UUID, DeletedTopic] = {}
         for r in response.responses:
             topic_id = None if r.topic_id in (None, ZERO_UUID) else r.topic_id
-            key: str | UUID = topic_id if topic_id in self.topics else r.name
+            key: Any = topic_id if topic_id in self.topics else r.name
             results[key] = DeletedTopic(
                 r.name, topic_id, _error_or_none(r.error_code, r.error_message)
             )

@@ -24,6 +24,10 @@ def _error_or_none(error_code: int, message: str | None = None) -> BrokerRespons
     return BrokerResponseError.from_errno(error_code, *((message,) if message else ()))
 
 
+def _str_dict(value: Mapping[str, str]) -> dict[str, str]:
+    return dict(value)
+
+
 # -- topics ------------------------------------------------------------------
 
 
@@ -41,7 +45,7 @@ class NewTopic:
         kw_only=True,
         converter=lambda v: None if v is None else tuple(tuple(r) for r in v),
     )
-    configs: Mapping[str, str] = attrs.field(factory=dict, converter=dict, kw_only=True)
+    configs: Mapping[str, str] = attrs.field(factory=dict, converter=_str_dict, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if self.replica_assignment is not None and (

@@ -164,7 +164,7 @@ async def groups_list(s: Session) -> int:
 
 async def groups_describe(s: Session) -> int:
     results = await s.admin.describe_consumer_groups(s.args.groups)
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for g in s.args.groups:
         d = results[g]
         if d.error is not None:

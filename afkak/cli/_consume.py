@@ -45,7 +45,7 @@ class Sink:
         self.written = 0
         self.bar = bar
         if s.out.as_json:
-            self.render: Callable[[Any], None] = lambda m: s.out.json(record_json(m))
+            self.render: Callable[[Any], Any] = lambda m: s.out.json(record_json(m))
         else:
             fmt = a.format or ("%k" + a.key_separator + "%s\\n" if a.key_separator else "%s\\n")
             render = compile_format(fmt)

@@ -47,17 +47,20 @@ def compile_format(fmt: str) -> Callable[[Any], bytes]:
         if token in _FIELDS:
             parts.append(_FIELDS[token])
         elif token == "%%":
-            parts.append(lambda m: b"%")
+            parts.append(_constant(b"%"))
         elif token in _ESCAPES:
-            parts.append(lambda m, b=_ESCAPES[token]: b)
+            parts.append(_constant(_ESCAPES[token]))
         elif token[0] in "%\\" and len(token) == 2:
             raise ValueError(f"unknown format token {token!r}")
         elif token in ("%", "\\"):
             raise ValueError(f"format ends with a lone {token!r}")
         else:
-            literal = token.encode()
-            parts.append(lambda m, b=literal: b)
+            parts.append(_constant(token.encode()))
     return lambda m: b"".join(part(m) for part in parts)
+
+
+def _constant(data: bytes) -> Callable[[Any], bytes]:
+    return lambda m: data
 
 
 def record_json(message: Any) -> dict[str, Any]:

@@ -94,7 +94,7 @@ async def produce(s: Session) -> int:
                         key, found, rest = line.partition(separator)
                         key, value = (key, rest) if found else (None, line)
                     d = producer.send(a.topic, value, key, headers=headers, partition=a.partition)
-                    d.addErrback(lambda f: errors.append(f) or None)
+                    d.addErrback(errors.append)
                     pending.append(d)
                     sent += 1
                     bar.advance()
