@@ -18,31 +18,23 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import react
 
 from afkak import CODEC_GZIP, Consumer, KafkaClient, Producer
-from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, TopicAlreadyExists, error_code
-from afkak.protocol.messages import CreateTopicsRequest
+from afkak.admin import KafkaAdminClient, NewTopic
+from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, TopicAlreadyExists
 from afkak.testing import EmbeddedBroker
 
 TOPIC = "afkak-main-job"
 GROUP = "afkak-main-job-group"
-TOPIC_ALREADY_EXISTS = error_code(TopicAlreadyExists)
 WORDS = [b"twisted", b"deferred", b"kafka", b"record-batch-v2", b"gzip"]
 
 
 async def create_topic(client: KafkaClient, topic: str, partitions: int) -> None:
-    """Create *topic* (an existing one is fine)."""
-    request = CreateTopicsRequest(
-        topics=[
-            CreateTopicsRequest.CreatableTopic(
-                name=topic, num_partitions=partitions, replication_factor=-1
-            )
-        ],
-        timeout_ms=10000,
-    )
-    response = await client.send_request_to_any_broker(request)
-    code = response.topics[0].error_code
-    if code not in (0, TOPIC_ALREADY_EXISTS):
-        raise RuntimeError(f"CreateTopics {topic!r} failed with error code {code}")
-    print(f"topic {topic!r}: {'created' if code == 0 else 'already there'}")
+    """Create *topic* with the admin client (an existing one is fine)."""
+    admin = KafkaAdminClient(client)
+    results = await admin.create_topics([NewTopic(topic, num_partitions=partitions)])
+    error = results[topic].error
+    if error is not None and not isinstance(error, TopicAlreadyExists):
+        raise error
+    print(f"topic {topic!r}: {'created' if error is None else 'already there'}")
 
 
 async def produce(client: KafkaClient) -> int:

@@ -2,12 +2,16 @@
 
 :class:`KafkaClient` is the public class.  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
-mean stale metadata, the argument checks, the Fetch request builder, and the
-roles (typing.Protocols) the layers above type their ``client`` with.
+mean stale metadata, the argument checks, the Fetch and ListOffsets request
+builders and their base, :class:`VersionedCall` (which the admin layer's
+builders extend), and the roles (typing.Protocols) the layers above type
+their ``client`` with.
 """
 
+from afkak.client._call import VersionedCall
 from afkak.client._client import KafkaClient
 from afkak.client._fetch_call import FetchCall
+from afkak.client._list_offsets_call import ListOffsetsCall
 from afkak.client._roles import (
     BrokerRequests,
     ClusterMetadata,
@@ -28,7 +32,9 @@ __all__ = [
     "FetchCall",
     "GroupRequests",
     "KafkaClient",
+    "ListOffsetsCall",
     "ProducerClient",
+    "VersionedCall",
     "group_name",
     "integer",
     "kafka_client",

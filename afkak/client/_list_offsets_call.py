@@ -1,7 +1,8 @@
 """ListOffsets request (api key 2) for afkak's ``OffsetRequest`` payloads.
 
 Versions 1+ answer a single offset per partition (``max_offsets`` is gone), so
-each :class:`OffsetResponse` carries a 1-tuple of offsets.
+each :class:`OffsetResponse` carries a 1-tuple of offsets.  The admin layer
+extends the call to also report each offset's timestamp and leader epoch.
 """
 
 from __future__ import annotations
@@ -23,16 +24,24 @@ class ListOffsetsCall(VersionedCall):
 
     request_class = ListOffsetsRequest
 
-    def __init__(self, payloads: Sequence[OffsetRequest], timeout_ms: int) -> None:
+    def __init__(
+        self,
+        payloads: Sequence[OffsetRequest],
+        timeout_ms: int,
+        isolation_level: int = READ_UNCOMMITTED,
+    ) -> None:
         self.payloads = payloads
         self.timeout_ms = timeout_ms
+        self.isolation_level = isolation_level
+        if isolation_level != READ_UNCOMMITTED:
+            self.min_version = 2  # the first version with an isolation level
 
     def build(self, version: int) -> Any:
         topic = ListOffsetsRequest.ListOffsetsTopic
         partition = ListOffsetsRequest.ListOffsetsPartition
         return ListOffsetsRequest(
             replica_id=CONSUMER_REPLICA_ID,
-            isolation_level=READ_UNCOMMITTED,
+            isolation_level=self.isolation_level,
             timeout_ms=self.timeout_ms,
             topics=[
                 topic(

@@ -1,7 +1,8 @@
 """The package's layers import only downwards, through each package's public names.
 
 Wire protocol -> records and codecs -> one broker connection -> KafkaClient ->
-producer / consumer -> consumer groups -> integrations (testing kit, Spark).
+producer / consumer -> consumer groups and admin -> integrations (testing kit,
+Spark, the command line).
 ``afkak.common`` and its private parts sit below everything.  A module may
 import from its own layer and from any layer below, never from above; and from
 another package only what that package exports, never its private modules
@@ -40,8 +41,11 @@ LAYERS = {
     "producer": 5,
     "consumer": 5,
     "group": 6,
+    "admin": 6,
     "testing": 7,
     "spark": 7,
+    "cli": 7,
+    "__main__": 7,
 }
 
 

@@ -20,11 +20,17 @@ from afkak.common import (
 from afkak.protocol.messages import (
     REQUESTS,
     ApiVersionsRequest,
+    CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteGroupsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
     DescribeGroupsRequest,
     FetchRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
+    IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -32,6 +38,7 @@ from afkak.protocol.messages import (
     ListOffsetsRequest,
     MetadataRequest,
     OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
     ProduceRequest,
     SyncGroupRequest,
@@ -98,7 +105,23 @@ def sample_request(cluster: FakeKafkaCluster, api_key: int, version: int) -> Any
         18: ApiVersionsRequest(),
         19: CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic("u", 1, 1)]),
         22: InitProducerIdRequest(transaction_timeout_ms=1000),
+        **_admin_samples(version),
     }[api_key]
+
+
+def _admin_samples(version: int) -> dict[int, Any]:
+    """Requests of the admin APIs (naming topic t, partition 0, group g)."""
+    DT, DR, DC = DeleteTopicsRequest, DeleteRecordsRequest, DescribeConfigsRequest
+    IA, CP, OD = IncrementalAlterConfigsRequest, CreatePartitionsRequest, OffsetDeleteRequest
+    return {
+        20: DT(topics=[DT.DeleteTopicState("t")]) if version >= 6 else DT(topic_names=["t"]),
+        21: DR(topics=[DR.DeleteRecordsTopic("t", [DR.DeleteRecordsPartition(0, 0)])]),
+        32: DC(resources=[DC.DescribeConfigsResource(2, "t")]),
+        37: CP(topics=[CP.CreatePartitionsTopic("t", 2)]),
+        42: DeleteGroupsRequest(groups_names=["g"]),
+        44: IA(resources=[IA.AlterConfigsResource(2, "t", [IA.AlterableConfig("x", 0, "1")])]),
+        47: OD("g", [OD.OffsetDeleteRequestTopic("t", [OD.OffsetDeleteRequestPartition(0)])]),
+    }
 
 
 def error_codes(message: Any) -> list[int]:

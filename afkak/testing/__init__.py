@@ -73,8 +73,13 @@ What the fake does (and does not):
 - APIs served, at every version afkak's protocol classes know unless
   ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
-  InitProducerId, and the classic group protocol: JoinGroup, SyncGroup,
-  Heartbeat, LeaveGroup, DescribeGroups, ListGroups.  Any other request
+  InitProducerId, the classic group protocol: JoinGroup, SyncGroup,
+  Heartbeat, LeaveGroup, DescribeGroups, ListGroups, and the admin APIs
+  (:class:`afkak.admin.KafkaAdminClient`): DeleteTopics, CreatePartitions,
+  DeleteRecords, DescribeConfigs, IncrementalAlterConfigs (topic configs over
+  Kafka's defaults for common keys; broker configs static and read-only),
+  DeleteGroups and OffsetDelete.  Node 0 (the first live node) is the
+  controller: DeleteTopics and CreatePartitions elsewhere answer NOT_CONTROLLER.  Any other request
   (and a version outside the advertised range) is answered with
   UNSUPPORTED_VERSION where the response schema has an error code;
   otherwise the connection is dropped.  ApiVersions at an unadvertised

@@ -4,8 +4,8 @@
 :class:`~afkak.testing._server.KafkaServerProtocol`: it records the request,
 applies injected faults and version checks, then calls the API's handler.
 Produce/Fetch/ListOffsets live in :mod:`._log_apis`, OffsetCommit/OffsetFetch
-in :mod:`._group_apis`; ApiVersions, Metadata, FindCoordinator, CreateTopics
-and InitProducerId are here.
+in :mod:`._group_apis`, the admin APIs in :mod:`._admin_apis`; ApiVersions,
+Metadata, FindCoordinator, CreateTopics and InitProducerId are here.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from afkak.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
+from afkak.testing._admin_apis import ADMIN_APIS
 from afkak.testing._error_responses import error_response
 from afkak.testing._group_apis import handle_offset_commit, handle_offset_fetch
 from afkak.testing._group_coordinator import GROUP_APIS
@@ -239,6 +240,7 @@ def handle_create_topics(ctx: ConnectionHandler, request: CreateTopicsRequest, v
             problem, error = f"topic {t.name!r} is listed more than once", code(InvalidRequest)
         if not problem and not request.validate_only:
             topic = cluster.create_topic(t.name, replicas=replicas)
+            topic.configs.update((c.name, c.value) for c in t.configs)
             result.topic_id = topic.topic_id
         if problem:
             result.error_code, result.error_message = error, problem
@@ -328,4 +330,5 @@ SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     19: handle_create_topics,
     22: handle_init_producer_id,
     **GROUP_APIS,
+    **ADMIN_APIS,
 }

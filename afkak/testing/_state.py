@@ -51,6 +51,8 @@ class FakeTopic:
     name: str
     topic_id: UUID
     partitions: list[FakePartition]
+    #: Configs set on the topic (CreateTopics, IncrementalAlterConfigs); the rest are defaults.
+    configs: dict[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen

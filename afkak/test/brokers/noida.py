@@ -37,6 +37,9 @@ class NoidaBroker(Broker):
         partition_count_lost_on_restart=True,
         acknowledged_writes_lost_on_kill=1.0,
         sasl_accepts_any_password=True,
+        no_topic_ids=True,
+        acls_unusable=True,
+        scram_unusable=True,
         # ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1,
         # DeleteTopics 0 and DescribeConfigs 0 close the connection.
         min_working_versions={
@@ -60,6 +63,9 @@ class NoidaBroker(Broker):
             "partition_count_lost_on_restart": (
                 "after kill -9 and a restart, every topic has 1 partition (noida-db 0.2.3)"
             ),
+            "no_topic_ids": "no topic ids: topics cannot be deleted by id",
+            "acls_unusable": "no authorizer: the ACL APIs answer SECURITY_DISABLED",
+            "scram_unusable": "the SCRAM credential APIs are not implemented",
             "min_working_versions": (
                 "advertises v0 of everything but closes the connection on old versions"
             ),

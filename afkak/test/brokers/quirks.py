@@ -92,6 +92,30 @@ class Quirks:
     #: SASL can be required, but no SCRAM user can ever exist (users are created only by an
     #: authenticated client, and the only storage is the process's memory): nobody can log in.
     sasl_users_cannot_be_created: bool = False
+    #: Admin APIs.  CreatePartitions is not implemented.
+    no_create_partitions: bool = False
+    #: OffsetDelete is not implemented.
+    no_offset_delete: bool = False
+    #: DeleteRecords is advertised but closes the connection.
+    delete_records_closes_connection: bool = False
+    #: CreateTopics with validate_only creates the topic.
+    validate_only_creates_topics: bool = False
+    #: DescribeConfigs names every config's source DEFAULT_CONFIG, even one set on the topic.
+    config_source_not_reported: bool = False
+    #: DescribeConfigs naming configuration keys closes the connection.
+    describe_config_keys_close_connection: bool = False
+    #: ListOffsets for MAX_TIMESTAMP (v7+) closes the connection.
+    list_offsets_max_timestamp_closes_connection: bool = False
+    #: OffsetFetch of every committed partition (null topics) answers a null array.
+    offset_fetch_all_topics_answers_null: bool = False
+    #: ListGroups answers every group's state "Unknown".
+    list_groups_state_unknown: bool = False
+    #: Metadata and CreateTopics give no topic ids (so topics cannot be deleted by id).
+    no_topic_ids: bool = False
+    #: ACLs cannot be created, listed and deleted (not implemented, or no authorizer).
+    acls_unusable: bool = False
+    #: SCRAM credentials cannot be described (and perhaps not altered).
+    scram_unusable: bool = False
     #: {api_key: lowest working version}; lower versions are advertised but fail or
     #: close the connection.
     min_working_versions: Mapping[int, int] = attrs.field(

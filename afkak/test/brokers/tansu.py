@@ -35,6 +35,17 @@ class TansuBroker(Broker):
         commit_metadata_not_stored=True,
         answers_acks0_produce=True,
         sasl_users_cannot_be_created=True,
+        no_create_partitions=True,
+        no_offset_delete=True,
+        delete_records_closes_connection=True,
+        validate_only_creates_topics=True,
+        config_source_not_reported=True,
+        describe_config_keys_close_connection=True,
+        list_offsets_max_timestamp_closes_connection=True,
+        offset_fetch_all_topics_answers_null=True,
+        list_groups_state_unknown=True,
+        acls_unusable=True,
+        scram_unusable=True,
         min_working_versions={**RECORD_BATCH_V2_FLOOR, 22: 4},
         reasons={
             "auto_create_partitions": "Metadata auto-creates topics with 4 partitions",
@@ -55,6 +66,23 @@ class TansuBroker(Broker):
                 "--authentication offers SCRAM-SHA-256/512 (PLAIN closes the connection), but "
                 "AlterUserScramCredentials needs an authenticated client and the packaged "
                 "build stores users only in memory: use afkak.test.brokers.sasl.SaslBroker"
+            ),
+            "no_create_partitions": "CreatePartitions is not implemented",
+            "no_offset_delete": "OffsetDelete is not implemented",
+            "delete_records_closes_connection": "DeleteRecords closes the connection",
+            "validate_only_creates_topics": "CreateTopics with validate_only creates the topic",
+            "config_source_not_reported": "DescribeConfigs calls every config a default",
+            "describe_config_keys_close_connection": (
+                "DescribeConfigs naming configuration keys closes the connection"
+            ),
+            "list_offsets_max_timestamp_closes_connection": (
+                "ListOffsets for MAX_TIMESTAMP closes the connection"
+            ),
+            "offset_fetch_all_topics_answers_null": "OffsetFetch of all topics answers null",
+            "list_groups_state_unknown": "ListGroups answers every group's state Unknown",
+            "acls_unusable": "CreateAcls answers a null array; no DeleteAcls",
+            "scram_unusable": (
+                "DescribeUserScramCredentials answers a null array (altering works)"
             ),
         },
     )

@@ -1,0 +1,7 @@
+"""``python -m afkak``: the afkak command line (:mod:`afkak.cli`)."""
+
+import sys
+
+from afkak.cli import main
+
+sys.exit(main())

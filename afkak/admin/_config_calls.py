@@ -1,0 +1,109 @@
+"""DescribeConfigs (32) and IncrementalAlterConfigs (44).
+
+A broker's own configs must be asked of that broker; topic configs of any.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from afkak.client import VersionedCall
+from afkak.protocol.messages import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+
+from ._types import (
+    ConfigChange,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ConfigSynonym,
+    ItemResult,
+    ResourceConfig,
+    _error_or_none,
+)
+
+
+def _source(value: int) -> ConfigSource:
+    try:
+        return ConfigSource(value)
+    except ValueError:
+        return ConfigSource.UNKNOWN
+
+
+class DescribeConfigsCall(VersionedCall):
+    request_class = DescribeConfigsRequest
+
+    def __init__(
+        self,
+        resources: Sequence[ConfigResource],
+        keys: Sequence[str] | None,
+        include_synonyms: bool,
+    ) -> None:
+        self.resources = resources
+        self.keys = None if keys is None else list(keys)
+        self.include_synonyms = include_synonyms
+
+    def build(self, version: int) -> Any:
+        R = DescribeConfigsRequest
+        return R(
+            resources=[
+                R.DescribeConfigsResource(int(r.type), r.name, self.keys) for r in self.resources
+            ],
+            include_synonyms=self.include_synonyms,
+        )
+
+    def parse(self, response: Any) -> list[Any]:
+        results = {}
+        for r in response.results:
+            resource = ConfigResource(r.resource_type, r.resource_name)
+            entries = {
+                c.name: ConfigEntry(
+                    name=c.name,
+                    value=c.value,
+                    source=_source(c.config_source),
+                    read_only=c.read_only,
+                    sensitive=c.is_sensitive,
+                    synonyms=tuple(
+                        ConfigSynonym(s.name, s.value, _source(s.source)) for s in c.synonyms or ()
+                    ),
+                )
+                for c in r.configs or ()
+            }
+            results[resource] = ResourceConfig(
+                resource, entries, _error_or_none(r.error_code, r.error_message)
+            )
+        return [results]
+
+
+class IncrementalAlterConfigsCall(VersionedCall):
+    request_class = IncrementalAlterConfigsRequest
+
+    def __init__(
+        self, changes: Mapping[ConfigResource, Sequence[ConfigChange]], validate_only: bool
+    ) -> None:
+        self.changes = changes
+        self.validate_only = validate_only
+
+    def build(self, version: int) -> Any:
+        R = IncrementalAlterConfigsRequest
+        return R(
+            resources=[
+                R.AlterConfigsResource(
+                    int(resource.type),
+                    resource.name,
+                    [R.AlterableConfig(c.name, int(c.op), c.value) for c in changes],
+                )
+                for resource, changes in self.changes.items()
+            ],
+            validate_only=self.validate_only,
+        )
+
+    def parse(self, response: Any) -> list[Any]:
+        return [
+            {
+                ConfigResource(r.resource_type, r.resource_name): ItemResult(
+                    _error_or_none(r.error_code, r.error_message)
+                )
+                for r in response.responses
+            }
+        ]

@@ -1,0 +1,215 @@
+"""ListGroups (16), DescribeGroups (15), DeleteGroups (42) and OffsetDelete (47).
+
+ListGroups goes to every broker (each lists the groups it coordinates); the
+others to the group's coordinator.  Member metadata and assignments of
+"consumer" groups are decoded (whatever client the members run); other
+protocol types are left as bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from afkak._errors import DecodeError
+from afkak.client import VersionedCall
+from afkak.common import BrokerResponseError, TopicAndPartition
+from afkak.group._payloads import decode_assignment, decode_subscription
+from afkak.group._requests import PROTOCOL_TYPE
+from afkak.protocol.messages import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    ListGroupsRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
+
+from ._types import ItemResult, _error_or_none
+
+#: ListGroups filters by state from this version on.
+STATES_FILTER_VERSION = 4
+
+
+@attrs.frozen
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    #: Subscribed topics (consumer groups), else None.
+    topics: tuple[str, ...] | None
+    #: Assigned partitions (consumer groups), else None.
+    assignment: tuple[TopicAndPartition, ...] | None
+    metadata: bytes = attrs.field(repr=False)
+    raw_assignment: bytes = attrs.field(repr=False)
+
+
+@attrs.frozen
+class GroupDescription:
+    group_id: str
+    #: "Empty", "PreparingRebalance", "CompletingRebalance", "Stable" or "Dead".
+    state: str
+    protocol_type: str
+    #: The chosen protocol (for consumer groups, the assignor's name).
+    protocol: str
+    members: tuple[MemberDescription, ...]
+    error: BrokerResponseError | None = None
+
+
+@attrs.frozen
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+class ListGroupsCall(VersionedCall):
+    """The groups one broker coordinates; *states* filters (at the broker from v4)."""
+
+    request_class = ListGroupsRequest
+
+    def __init__(self, states: Sequence[str] | None) -> None:
+        self.states = None if states is None else list(states)
+
+    def build(self, version: int) -> Any:
+        if self.states and version >= STATES_FILTER_VERSION:
+            return ListGroupsRequest(states_filter=self.states)
+        return ListGroupsRequest()
+
+    def parse(self, response: Any) -> list[GroupListing]:
+        BrokerResponseError.raise_for_errno(response.error_code, "listing groups")
+        listings = [
+            GroupListing(g.group_id, g.protocol_type, g.group_state or "") for g in response.groups
+        ]
+        if self.states and self.version < STATES_FILTER_VERSION:
+            wanted = {s.lower() for s in self.states}
+            listings = [g for g in listings if g.state.lower() in wanted]
+        return listings
+
+
+class DescribeGroupsCall(VersionedCall):
+    request_class = DescribeGroupsRequest
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+
+    def build(self, version: int) -> Any:
+        return DescribeGroupsRequest(groups=[self.group_id])
+
+    def parse(self, response: Any) -> list[GroupDescription]:
+        (g,) = [g for g in response.groups if g.group_id == self.group_id] or response.groups
+        consumer = g.protocol_type == PROTOCOL_TYPE
+        return [
+            GroupDescription(
+                group_id=g.group_id,
+                state=g.group_state,
+                protocol_type=g.protocol_type,
+                protocol=g.protocol_data,
+                members=tuple(_member(m, consumer) for m in g.members),
+                error=_error_or_none(g.error_code, g.error_message),
+            )
+        ]
+
+
+def _member(m: Any, consumer: bool) -> MemberDescription:
+    topics = assignment = None
+    if consumer:
+        try:
+            topics = decode_subscription(m.member_metadata).topics if m.member_metadata else ()
+            assignment = decode_assignment(m.member_assignment)
+        except DecodeError:
+            topics = assignment = None
+    return MemberDescription(
+        member_id=m.member_id,
+        group_instance_id=m.group_instance_id,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        topics=topics,
+        assignment=assignment,
+        metadata=m.member_metadata,
+        raw_assignment=m.member_assignment,
+    )
+
+
+class DeleteGroupsCall(VersionedCall):
+    request_class = DeleteGroupsRequest
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+
+    def build(self, version: int) -> Any:
+        return DeleteGroupsRequest(groups_names=[self.group_id])
+
+    def parse(self, response: Any) -> list[ItemResult]:
+        found = [r for r in response.results if r.group_id == self.group_id] or response.results
+        return [ItemResult(_error_or_none(found[0].error_code))]
+
+
+class OffsetDeleteCall(VersionedCall):
+    """Forget a group's committed offsets of some partitions (the group must not use them)."""
+
+    request_class = OffsetDeleteRequest
+
+    def __init__(self, group_id: str, partitions: Sequence[TopicAndPartition]) -> None:
+        self.group_id = group_id
+        self.partitions = partitions
+
+    def build(self, version: int) -> Any:
+        R = OffsetDeleteRequest
+        topics: dict[str, list[int]] = {}
+        for tp in self.partitions:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        return R(
+            group_id=self.group_id,
+            topics=[
+                R.OffsetDeleteRequestTopic(name, [R.OffsetDeleteRequestPartition(p) for p in ps])
+                for name, ps in topics.items()
+            ],
+        )
+
+    def parse(self, response: Any) -> list[Any]:
+        group_error = _error_or_none(response.error_code)
+        results = {tp: ItemResult(group_error) for tp in self.partitions}
+        if group_error is None:
+            for t in response.topics:
+                for p in t.partitions:
+                    tp = TopicAndPartition(t.name, p.partition_index)
+                    results[tp] = ItemResult(_error_or_none(p.error_code))
+        return [results]
+
+
+class CommittedOffsetsCall(VersionedCall):
+    """OffsetFetch of a group's offsets in *topics* ({name: partitions}), or of every
+    partition it committed when None (a null topic list, in the single-group layout).
+
+    Parses to ``[ItemResult (the group's error), {partition: committed offset}]``.
+    """
+
+    request_class = OffsetFetchRequest
+    min_version, max_version = 2, 7
+
+    def __init__(self, group_id: str, topics: dict[str, list[int]] | None) -> None:
+        self.group_id = group_id
+        self.topics = topics
+
+    def build(self, version: int) -> Any:
+        R = OffsetFetchRequest
+        wanted = None
+        if self.topics is not None:
+            wanted = [
+                R.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
+                for t, ps in self.topics.items()
+            ]
+        return R(group_id=self.group_id, topics=wanted)
+
+    def parse(self, response: Any) -> list[Any]:
+        offsets = {}
+        for t in response.topics:
+            for p in t.partitions:
+                BrokerResponseError.raise_for_errno(
+                    p.error_code, f"offset of {t.name}/{p.partition_index}"
+                )
+                offsets[TopicAndPartition(t.name, p.partition_index)] = p.committed_offset
+        return [ItemResult(_error_or_none(response.error_code)), offsets]

@@ -1,0 +1,250 @@
+"""``afkak topics ...``, ``afkak cluster`` and ``afkak groups ...``: the admin client at a shell."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from afkak.admin import AlterOp, ConfigChange, ConfigResource, NewTopic
+from afkak.common import TopicAlreadyExists, TopicAndPartition
+
+from ._output import OK, item_error
+from ._session import Session
+
+
+def _raise_first(results: dict[Any, Any], what: str) -> None:
+    for key, result in results.items():
+        if result.error is not None:
+            raise item_error(f"{what} {key}", result.error)
+
+
+def key_values(pairs: list[str], what: str) -> dict[str, str]:
+    """``name=value`` arguments as a dict (ValueError for one without ``=``)."""
+    parsed = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ValueError(f"{what} must be name=value, not {pair!r}")
+        parsed[name] = value
+    return parsed
+
+
+# -- topics --------------------------------------------------------------------
+
+
+async def topics_list(s: Session) -> int:
+    listings = await s.admin.list_topics(internal=s.args.internal)
+    if s.out.as_json:
+        s.out.json(
+            [{"name": t.name, "topic_id": t.topic_id, "internal": t.internal} for t in listings]
+        )
+    else:
+        s.out.lines([t.name for t in listings], None)
+    return OK
+
+
+async def topics_describe(s: Session) -> int:
+    described = await s.admin.describe_topics(s.args.topics)
+    configs = {}
+    if s.args.configs:
+        resources = [ConfigResource.topic(t) for t in s.args.topics if described[t].error is None]
+        configs = await s.admin.describe_configs(resources) if resources else {}
+    data, text = [], []
+    for name in s.args.topics:
+        d = described[name]
+        if d.error is not None:
+            continue
+        rf = len(d.partitions[0].replicas) if d.partitions else 0
+        parts = [
+            {
+                "partition": p.partition,
+                "leader": p.leader,
+                "replicas": list(p.replicas),
+                "isr": list(p.isr),
+            }
+            for p in d.partitions
+        ]
+        entry = {"name": name, "topic_id": d.topic_id, "internal": d.internal, "partitions": parts}
+        text.append(
+            f"Topic: {name}\tTopicId: {d.topic_id or '-'}\t"
+            f"PartitionCount: {len(parts)}\tReplicationFactor: {rf}"
+        )
+        for p in d.partitions:
+            text.append(
+                f"\tPartition: {p.partition}\tLeader: {p.leader}\t"
+                f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+            )
+        found = configs.get(ConfigResource.topic(name))
+        if found is not None:
+            entry["configs"] = {k: e.value for k, e in sorted(found.entries.items())}
+            text.extend(
+                f"\tConfig: {k}={e.value}\t({e.source.name})"
+                for k, e in sorted(found.entries.items())
+            )
+        data.append(entry)
+    s.out.lines(text, data)
+    _raise_first(described, "topic")
+    return OK
+
+
+async def topics_create(s: Session) -> int:
+    a = s.args
+    topic = NewTopic(
+        a.topic,
+        a.partitions,
+        a.replication_factor,
+        configs=key_values(a.config, "--config"),
+    )
+    results = await s.admin.create_topics([topic], validate_only=a.validate_only)
+    error = results[a.topic].error
+    exists = isinstance(error, TopicAlreadyExists) and a.if_not_exists
+    if error is not None and not exists:
+        raise item_error(f"topic {a.topic}", error)
+    verb = "already exists" if exists else "would be created" if a.validate_only else "created"
+    created = not (exists or a.validate_only)
+    s.out.lines([f"topic {a.topic} {verb}"], {"topic": a.topic, "created": created})
+    return OK
+
+
+async def topics_delete(s: Session) -> int:
+    return _deleted(s, "topic", s.args.topics, await s.admin.delete_topics(s.args.topics))
+
+
+def _deleted(s: Session, what: str, names: list[str], results: dict[Any, Any]) -> int:
+    """Report what was deleted, then fail with the first item that was not."""
+    deleted = [n for n in names if results[n].error is None]
+    s.out.lines([f"{what} {n} deleted" for n in deleted], {"deleted": deleted})
+    _raise_first(results, what)
+    return OK
+
+
+async def topics_alter_config(s: Session) -> int:
+    a = s.args
+    changes = [ConfigChange(k, v) for k, v in key_values(a.set, "--set").items()]
+    changes += [ConfigChange(k, op=AlterOp.DELETE) for k in a.delete]
+    if not changes:
+        raise ValueError("nothing to change: give --set name=value or --delete name")
+    resource = ConfigResource.topic(a.topic)
+    results = await s.admin.incremental_alter_configs(
+        {resource: changes}, validate_only=a.validate_only
+    )
+    _raise_first({a.topic: results[resource]}, "topic")
+    s.out.lines(
+        [f"topic {a.topic}: {len(changes)} config(s) changed"],
+        {"topic": a.topic, "changed": len(changes)},
+    )
+    return OK
+
+
+# -- cluster --------------------------------------------------------------------
+
+
+async def cluster(s: Session) -> int:
+    c = await s.admin.describe_cluster()
+    brokers = [{"id": b.node_id, "host": b.host, "port": b.port} for b in c.brokers]
+    text = [f"Cluster ID: {c.cluster_id}", f"Controller: {c.controller_id}", "Brokers:"]
+    text += [f"  {b.node_id}\t{b.host}:{b.port}" for b in c.brokers]
+    s.out.lines(
+        text, {"cluster_id": c.cluster_id, "controller": c.controller_id, "brokers": brokers}
+    )
+    return OK
+
+
+# -- groups ---------------------------------------------------------------------
+
+
+async def groups_list(s: Session) -> int:
+    groups = await s.admin.list_consumer_groups(states=s.args.state or None)
+    s.out.table(
+        ["group", "state", "protocol_type"],
+        [(g.group_id, g.state, g.protocol_type) for g in groups],
+    )
+    return OK
+
+
+async def groups_describe(s: Session) -> int:
+    results = await s.admin.describe_consumer_groups(s.args.groups)
+    rows: list[tuple[Any, ...]] = []
+    for g in s.args.groups:
+        d = results[g]
+        if d.error is not None:
+            continue
+        if not d.members:
+            rows.append((g, d.state, d.protocol, None, None, None, None))
+        for m in d.members:
+            assigned = [f"{tp.topic}:{tp.partition}" for tp in m.assignment or ()]
+            rows.append((g, d.state, d.protocol, m.member_id, m.client_id, m.client_host, assigned))
+    s.out.table(["group", "state", "assignor", "member", "client_id", "host", "partitions"], rows)
+    _raise_first(results, "group")
+    return OK
+
+
+async def groups_lag(s: Session) -> int:
+    lags = await s.admin.group_lag(s.args.group, s.args.topic or None)
+    rows = [
+        (tp.topic, tp.partition, lag.committed, lag.log_end, lag.lag)
+        for tp, lag in sorted(lags.items())
+    ]
+    s.out.table(["topic", "partition", "committed", "log_end", "lag"], rows)
+    return OK
+
+
+async def groups_delete(s: Session) -> int:
+    groups = s.args.groups
+    return _deleted(s, "group", groups, await s.admin.delete_consumer_groups(groups))
+
+
+def partitions_arg(values: list[str]) -> list[Any]:
+    """``TOPIC`` or ``TOPIC:PARTITION[,PARTITION...]`` arguments."""
+    wanted: list[Any] = []
+    for value in values:
+        topic, sep, parts = value.partition(":")
+        if not sep:
+            wanted.append(topic)
+            continue
+        try:
+            wanted.extend(TopicAndPartition(topic, int(p)) for p in parts.split(","))
+        except ValueError:
+            raise ValueError(
+                f"--topic takes TOPIC or TOPIC:PARTITION[,...], not {value!r}"
+            ) from None
+    return wanted
+
+
+def _timestamp(text: str) -> int:
+    """Milliseconds since the epoch from digits or an ISO 8601 time (UTC if no zone)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--to-datetime takes an ISO 8601 time, not {text!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return int(when.timestamp() * 1000)
+
+
+async def groups_reset_offsets(s: Session) -> int:
+    a = s.args
+    how: dict[str, Any] = {}
+    if a.to_earliest:
+        how["to_earliest"] = True
+    if a.to_latest:
+        how["to_latest"] = True
+    if a.to_offset is not None:
+        how["to_offset"] = a.to_offset
+    if a.shift_by is not None:
+        how["shift_by"] = a.shift_by
+    if a.to_datetime is not None:
+        how["to_timestamp"] = _timestamp(a.to_datetime)
+    plan = await s.admin.plan_offset_reset(a.group, partitions_arg(a.topic), **how)
+    if a.execute:
+        results = await s.admin.reset_offsets(a.group, plan)
+        _raise_first(results, f"group {a.group} partition")
+    rows = [(tp.topic, tp.partition, r.current, r.target) for tp, r in sorted(plan.items())]
+    s.out.table(["topic", "partition", "current", "new"], rows)
+    if not a.execute:
+        import sys
+
+        sys.stderr.write("afkak: dry run: nothing changed (add --execute to apply)\n")
+    return OK

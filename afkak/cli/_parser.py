@@ -1,0 +1,155 @@
+"""The ``afkak`` command line's arguments (argparse: see docs/cli.rst for why)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from afkak._version import __version__
+
+from . import _admin_commands as admin
+from ._consume import consume
+from ._produce import CODECS, produce
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line (scripts read stderr's last line)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"afkak: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, not {value}")
+    return value
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="afkak",
+        description="Kafka topics, groups, records and offsets from a shell, with afkak.",
+        epilog="Exit codes: 0 ok, 1 Kafka refused, 2 bad input, 3 cluster unreachable, "
+        "4 unknown topic/group/partition, 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"afkak {__version__}")
+    parser.add_argument(
+        "-b", "--bootstrap", help="HOST:PORT[,HOST:PORT...] (default: $AFKAK_BOOTSTRAP)"
+    )
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="a Kafka .properties file: security.protocol, sasl.*, ssl.*, client.id",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, help="request timeout in seconds (default 10)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="never show progress")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    topics = commands.add_parser("topics", help="list, describe, create, delete, alter-config")
+    t = topics.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = t.add_parser("list", help="topic names")
+    p.add_argument("--internal", action="store_true", help="include internal topics")
+    p.set_defaults(run=admin.topics_list)
+    p = t.add_parser("describe", help="partitions, leaders, replicas, ISR (and configs)")
+    p.add_argument("topics", nargs="+", metavar="TOPIC")
+    p.add_argument("--configs", action="store_true", help="also show the topics' configs")
+    p.set_defaults(run=admin.topics_describe)
+    p = t.add_parser("create", help="create a topic")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("-p", "--partitions", type=_positive, default=-1)
+    p.add_argument("-r", "--replication-factor", type=_positive, default=-1)
+    p.add_argument("--config", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--validate-only", action="store_true")
+    p.add_argument("--if-not-exists", action="store_true")
+    p.set_defaults(run=admin.topics_create)
+    p = t.add_parser("delete", help="delete topics")
+    p.add_argument("topics", nargs="+", metavar="TOPIC")
+    p.set_defaults(run=admin.topics_delete)
+    p = t.add_parser("alter-config", help="set or delete a topic's configs")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--delete", action="append", default=[], metavar="NAME")
+    p.add_argument("--validate-only", action="store_true")
+    p.set_defaults(run=admin.topics_alter_config)
+
+    p = commands.add_parser("cluster", help="cluster id, controller and brokers")
+    p.set_defaults(run=admin.cluster)
+
+    groups = commands.add_parser("groups", help="list, describe, lag, delete, reset-offsets")
+    g = groups.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = g.add_parser("list", help="consumer groups")
+    p.add_argument("--state", action="append", default=[], help="only groups in this state")
+    p.set_defaults(run=admin.groups_list)
+    p = g.add_parser("describe", help="state, assignor and members")
+    p.add_argument("groups", nargs="+", metavar="GROUP")
+    p.set_defaults(run=admin.groups_describe)
+    p = g.add_parser("lag", help="committed offset, log end and lag per partition")
+    p.add_argument("group", metavar="GROUP")
+    p.add_argument("--topic", action="append", default=[], help="every partition of TOPIC")
+    p.set_defaults(run=admin.groups_lag)
+    p = g.add_parser("delete", help="delete groups (and their offsets)")
+    p.add_argument("groups", nargs="+", metavar="GROUP")
+    p.set_defaults(run=admin.groups_delete)
+    p = g.add_parser("reset-offsets", help="move a group's offsets (a dry run unless --execute)")
+    p.add_argument("group", metavar="GROUP")
+    p.add_argument(
+        "--topic", action="append", required=True, metavar="TOPIC[:P,...]", help="repeatable"
+    )
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to-earliest", action="store_true")
+    to.add_argument("--to-latest", action="store_true")
+    to.add_argument("--to-offset", type=_non_negative, metavar="N")
+    to.add_argument("--shift-by", type=int, metavar="N")
+    to.add_argument("--to-datetime", metavar="ISO8601|MS", help="e.g. 2026-01-31T12:00:00Z")
+    p.add_argument("--execute", action="store_true", help="apply (default: only show)")
+    p.set_defaults(run=admin.groups_reset_offsets)
+
+    p = commands.add_parser("produce", help="one record per line of stdin or a file")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("-f", "--file", help="read lines from FILE (default: stdin)")
+    p.add_argument("-K", "--key-separator", metavar="SEP", help="KEY<SEP>VALUE lines")
+    p.add_argument("-H", "--header", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("-p", "--partition", type=_non_negative)
+    p.add_argument("-z", "--codec", choices=sorted(CODECS), default="none")
+    p.add_argument("--rate", type=_rate, metavar="MSGS/S", help="records per second at most")
+    p.add_argument("--acks", type=int, choices=(-1, 0, 1), default=-1)
+    p.add_argument("--linger-ms", type=_non_negative, default=5)
+    p.set_defaults(run=produce)
+
+    p = commands.add_parser("consume", help="records to stdout")
+    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument(
+        "-o",
+        "--offset",
+        default="end",
+        help="beginning, end (default), stored, N, -N (N before the end), s@TIMESTAMP_MS",
+    )
+    p.add_argument("-G", "--group", help="consume as a member of GROUP (commits offsets)")
+    p.add_argument("-p", "--partition", type=_non_negative)
+    p.add_argument("-c", "--count", type=_positive, help="exit after COUNT records")
+    p.add_argument(
+        "-e", "--exit-at-end", action="store_true", help="exit at the end of each partition"
+    )
+    p.add_argument("-f", "--format", help="kcat format: %%t %%p %%o %%k %%s %%K %%S %%T %%h")
+    p.add_argument("-K", "--key-separator", metavar="SEP", help="print KEY<SEP>VALUE")
+    p.add_argument("--session-timeout-ms", type=_positive, default=10000)
+    p.set_defaults(run=consume)
+    return parser

@@ -1,0 +1,125 @@
+"""``afkak produce TOPIC``: one record per input line, as kcat -P does."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, BinaryIO
+
+from twisted.internet.defer import Deferred
+from twisted.internet.task import deferLater
+from twisted.internet.threads import deferToThreadPool
+
+from afkak.codec import CODEC_NAMES
+from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
+from afkak.producer import Producer
+
+from ._admin_commands import key_values
+from ._output import OK, CommandError, item_error, progress
+from ._session import Session
+
+#: Sends awaiting their acknowledgement at most (the producer batches them).
+WINDOW = 20000
+CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
+
+
+class KeyOrRoundRobin:
+    """Kafka's default placement: by the key's murmur2 hash, round robin without a key."""
+
+    def __init__(self, topic: str, partitions: Sequence[int]) -> None:
+        self.hashed = HashedPartitioner(topic, partitions)
+        self.round_robin = RoundRobinPartitioner(topic, partitions)
+
+    def partition(self, key: bytes | None, partitions: Sequence[int]) -> int:
+        if key is None:
+            return self.round_robin.partition(key, partitions)
+        return self.hashed.partition(key, partitions)
+
+
+class LineReader:
+    """Lines of a binary stream, read in a thread (a pipe never blocks the reactor)."""
+
+    def __init__(self, reactor: Any, stream: BinaryIO) -> None:
+        self._reactor = reactor
+        self._read = getattr(stream, "read1", stream.read)
+        self._rest = b""
+        self.done = False
+
+    async def lines(self) -> list[bytes]:
+        """The next complete lines (without their newline); the last one at EOF."""
+        while True:
+            pool = self._reactor.getThreadPool()
+            chunk = await deferToThreadPool(self._reactor, pool, self._read, 1 << 16)
+            if not chunk:
+                self.done = True
+                rest, self._rest = self._rest, b""
+                return [rest] if rest else []
+            data = self._rest + chunk
+            *lines, self._rest = data.split(b"\n")
+            if lines:
+                return lines
+
+
+async def produce(s: Session) -> int:
+    a = s.args
+    headers = [(k, v.encode()) for k, v in key_values(a.header, "--header").items()]
+    described = (await s.admin.describe_topics([a.topic]))[a.topic]
+    if described.error is not None:
+        raise item_error(f"topic {a.topic}", described.error)
+    if a.partition is not None and a.partition not in [p.partition for p in described.partitions]:
+        raise CommandError(f"topic {a.topic} has no partition {a.partition}", 4)
+    separator = a.key_separator.encode() if a.key_separator else None
+    producer = Producer(
+        s.client,
+        partitioner_class=KeyOrRoundRobin,
+        codec=CODECS[a.codec],
+        req_acks=a.acks,
+        linger_ms=a.linger_ms,
+    )
+    stream: BinaryIO = open(a.file, "rb") if a.file else sys.stdin.buffer
+    total = _count_lines(a.file) if a.file and s.interactive else None
+    pending: deque[Deferred[Any]] = deque()
+    errors: list[Any] = []
+    sent = 0
+    start = s.reactor.seconds()
+    try:
+        with progress(f"produce {a.topic}", total, s.interactive, "msg") as bar:
+            reader = LineReader(s.reactor, stream)
+            while not reader.done and not errors:
+                for line in await reader.lines():
+                    key, value = None, line
+                    if separator is not None:
+                        key, found, rest = line.partition(separator)
+                        key, value = (key, rest) if found else (None, line)
+                    d = producer.send(a.topic, value, key, headers=headers, partition=a.partition)
+                    d.addErrback(errors.append)
+                    pending.append(d)
+                    sent += 1
+                    bar.advance()
+                    if len(pending) >= WINDOW:
+                        await pending.popleft()
+                    if a.rate:
+                        ahead = start + sent / a.rate - s.reactor.seconds()
+                        if ahead > 0:
+                            await deferLater(s.reactor, ahead)
+            await producer.flush()
+    finally:
+        if a.file:
+            stream.close()
+        await producer.stop()
+    if errors:
+        raise errors[0].value
+    if s.out.as_json:
+        s.out.json({"topic": a.topic, "produced": sent})
+    if s.interactive:
+        sys.stderr.write(f"afkak: produced {sent} records to {a.topic}\n")
+    return OK
+
+
+def _count_lines(path: str) -> int | None:
+    if os.path.getsize(path) > 1 << 30:
+        return None
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)

@@ -1,0 +1,461 @@
+"""afkak.admin.KafkaAdminClient against the fake cluster: every call, per-item errors,
+routing (controller, coordinator, leaders) and its retries, bad arguments."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.admin import (
+    AlterOp,
+    ConfigChange,
+    ConfigResource,
+    ConfigSource,
+    IsolationLevel,
+    KafkaAdminClient,
+    NewPartitions,
+    NewTopic,
+    OffsetReset,
+    OffsetSpec,
+)
+from afkak.client import KafkaClient
+from afkak.common import (
+    CancelledError,
+    GroupIdNotFound,
+    InvalidConfig,
+    InvalidPartitions,
+    NotController,
+    NotCoordinator,
+    NotLeaderForPartitionError,
+    TopicAlreadyExists,
+    TopicAndPartition,
+    UnknownTopicOrPartitionError,
+)
+from afkak.group import committed_offsets, describe_group, group_lag, list_groups
+from afkak.protocol.messages import (
+    CreateTopicsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeGroupsRequest,
+    OffsetFetchRequest,
+)
+from afkak.testing import FakeKafkaCluster
+
+TP = TopicAndPartition
+
+
+def on_fake_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
+    """A Clock, a 3-broker fake cluster without auto-creation, and a client of it."""
+    clock = Clock()
+    cluster = FakeKafkaCluster(brokers=3, reactor=clock, auto_create_topics=False)
+    client = KafkaClient(
+        cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
+    )
+    case.addCleanup(client.close)
+    return clock, cluster, client
+
+
+class AdminFakeClusterTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.clock, self.cluster, self.client = on_fake_cluster(self)
+        self.admin = KafkaAdminClient(self.client)
+
+    def result(self, d: Any) -> Any:
+        for _ in range(50):
+            if d.called:
+                break
+            self.clock.advance(1)
+        return self.successResultOf(d)
+
+    # topics
+
+    def test_create_topics_per_item_errors(self) -> None:
+        self.cluster.create_topic("there", 1)
+        results = self.result(
+            self.admin.create_topics(
+                [NewTopic("t1", 3, 2, configs={"retention.ms": "1000"}), NewTopic("there", 1, 1)]
+            )
+        )
+        self.assertIsNone(results["t1"].error)
+        self.assertEqual((results["t1"].num_partitions, results["t1"].replication_factor), (3, 2))
+        self.assertEqual(results["t1"].topic_id, self.cluster.topic_id("t1"))
+        self.assertIsInstance(results["there"].error, TopicAlreadyExists)
+        self.assertEqual(len(self.cluster.topics["t1"].partitions), 3)
+        self.assertEqual(self.cluster.topics["t1"].configs, {"retention.ms": "1000"})
+
+    def test_create_topics_validate_only_and_assignment(self) -> None:
+        results = self.result(
+            self.admin.create_topics(
+                [NewTopic("v", replica_assignment=[[1, 2], [2, 0]])], validate_only=True
+            )
+        )
+        self.assertIsNone(results["v"].error)
+        self.assertNotIn("v", self.cluster.topics)
+        self.result(self.admin.create_topics([NewTopic("v", replica_assignment=[[1, 2], [2, 0]])]))
+        self.assertEqual(
+            [p.replicas for p in self.cluster.topics["v"].partitions], [[1, 2], [2, 0]]
+        )
+
+    def test_create_topics_goes_to_controller_and_retries_not_controller(self) -> None:
+        self.cluster.fail_next(CreateTopicsRequest, NotController)
+        results = self.result(self.admin.create_topics([NewTopic("c", 1, 1)]))
+        self.assertIsNone(results["c"].error)
+        sent = [r for r in self.cluster.requests_seen if r.api_key == 19]
+        self.assertEqual([r.broker for r in sent], [0, 0])
+
+    def test_delete_topics_by_name_and_id(self) -> None:
+        self.cluster.create_topic("a", 1)
+        b = self.cluster.create_topic("b", 1)
+        missing = uuid.uuid4()
+        results = self.result(self.admin.delete_topics(["a", b.topic_id, "nope", missing]))
+        self.assertIsNone(results["a"].error)
+        self.assertIsNone(results[b.topic_id].error)
+        self.assertEqual(results[b.topic_id].name, "b")
+        self.assertIsInstance(results["nope"].error, UnknownTopicOrPartitionError)
+        self.assertIsNotNone(results[missing].error)
+        self.assertEqual(self.cluster.topics, {})
+
+    def test_delete_topics_retries_not_controller_per_topic(self) -> None:
+        self.cluster.create_topic("a", 1)
+        self.cluster.fail_next(DeleteTopicsRequest, NotController, count=2)
+        results = self.result(self.admin.delete_topics(["a"]))
+        self.assertIsNone(results["a"].error)
+        self.assertEqual(len([r for r in self.cluster.requests_seen if r.api_key == 20]), 3)
+
+    def test_create_partitions(self) -> None:
+        self.cluster.create_topic("g", 1, 1)
+        results = self.result(
+            self.admin.create_partitions({"g": 3, "missing": 2}, validate_only=False)
+        )
+        self.assertIsNone(results["g"].error)
+        self.assertIsInstance(results["missing"].error, UnknownTopicOrPartitionError)
+        self.assertEqual(len(self.cluster.topics["g"].partitions), 3)
+        shrink = self.result(self.admin.create_partitions({"g": NewPartitions(2)}))
+        self.assertIsInstance(shrink["g"].error, InvalidPartitions)
+        checked = self.result(self.admin.create_partitions({"g": 5}, validate_only=True))
+        self.assertTrue(checked["g"].ok)
+        self.assertEqual(len(self.cluster.topics["g"].partitions), 3)
+
+    def test_list_topics_hides_internal(self) -> None:
+        self.cluster.create_topic("b", 1)
+        self.cluster.create_topic("a", 1)
+        self.cluster.create_topic("__consumer_offsets", 1)
+        names = [t.name for t in self.result(self.admin.list_topics())]
+        self.assertEqual(names, ["a", "b"])
+        everything = self.result(self.admin.list_topics(internal=True))
+        self.assertEqual([t.name for t in everything], ["__consumer_offsets", "a", "b"])
+        self.assertEqual(everything[1].topic_id, self.cluster.topic_id("a"))
+
+    def test_describe_topics(self) -> None:
+        self.cluster.create_topic("d", 2, 2)
+        results = self.result(self.admin.describe_topics(["d", "missing"]))
+        d = results["d"]
+        self.assertIsNone(d.error)
+        self.assertEqual(d.topic_id, self.cluster.topic_id("d"))
+        self.assertEqual(
+            [(p.partition, p.leader, p.replicas) for p in d.partitions],
+            [(0, 0, (0, 1)), (1, 1, (1, 2))],
+        )
+        self.assertEqual(d.partitions[0].isr, (0, 1))
+        self.assertIsInstance(results["missing"].error, UnknownTopicOrPartitionError)
+        self.assertNotIn("missing", self.cluster.topics)  # never auto-created
+
+    def test_describe_cluster(self) -> None:
+        c = self.result(self.admin.describe_cluster())
+        self.assertEqual(c.cluster_id, "afkak-fake-cluster")
+        self.assertEqual(c.controller_id, 0)
+        self.assertEqual([b.node_id for b in c.brokers], [0, 1, 2])
+        self.assertEqual(c.controller.host, "broker-0")
+
+    # configs
+
+    def test_describe_and_alter_topic_configs(self) -> None:
+        self.cluster.create_topic("c", 1)
+        res = ConfigResource.topic("c")
+        changes = {
+            res: [
+                ConfigChange("retention.ms", "5000"),
+                ConfigChange("cleanup.policy", "compact", AlterOp.APPEND),
+            ]
+        }
+        self.assertTrue(self.result(self.admin.incremental_alter_configs(changes))[res].ok)
+        described = self.result(self.admin.describe_configs([res], include_synonyms=True))[res]
+        self.assertIsNone(described.error)
+        entry = described.entries["retention.ms"]
+        self.assertEqual((entry.value, entry.source), ("5000", ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        self.assertEqual(
+            [s.source for s in entry.synonyms],
+            [ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DEFAULT_CONFIG],
+        )
+        self.assertEqual(described.entries["cleanup.policy"].value, "delete,compact")
+        self.assertTrue(described.entries["segment.bytes"].is_default)
+        back = {res: [ConfigChange("retention.ms", op=AlterOp.DELETE)]}
+        self.result(self.admin.incremental_alter_configs(back))
+        only = self.result(self.admin.describe_configs([res], keys=["retention.ms"]))[res]
+        self.assertEqual(list(only.entries), ["retention.ms"])
+        self.assertTrue(only.entries["retention.ms"].is_default)
+
+    def test_alter_configs_errors_per_resource(self) -> None:
+        self.cluster.create_topic("c", 1)
+        good, bad = ConfigResource.topic("c"), ConfigResource.topic("missing")
+        results = self.result(
+            self.admin.incremental_alter_configs(
+                {good: [ConfigChange("no.such.key", "1")], bad: [ConfigChange("retention.ms", "1")]}
+            )
+        )
+        self.assertIsInstance(results[good].error, InvalidConfig)
+        self.assertIsInstance(results[bad].error, UnknownTopicOrPartitionError)
+
+    def test_broker_configs_asked_of_that_broker(self) -> None:
+        res = ConfigResource.broker(2)
+        described = self.result(self.admin.describe_configs([res]))[res]
+        self.assertIsNone(described.error)
+        self.assertEqual(
+            described.entries["num.partitions"].source, ConfigSource.STATIC_BROKER_CONFIG
+        )
+        self.assertEqual([r.broker for r in self.cluster.requests_seen if r.api_key == 32], [2])
+
+    # groups and offsets
+
+    def commit_some(self) -> None:
+        self.cluster.create_topic("t", 2, 1)
+        self.cluster.append("t", 0, [b"a", b"b", b"c", b"d"])
+        self.cluster.append("t", 1, [b"x"])
+        self.cluster.commit("g", "t", 0, 1)
+
+    def test_group_offsets_list_alter_delete(self) -> None:
+        self.commit_some()
+        self.assertEqual(self.result(self.admin.list_consumer_group_offsets("g")), {TP("t", 0): 1})
+        self.assertEqual(
+            self.result(self.admin.list_consumer_group_offsets("g", ["t"])),
+            {TP("t", 0): 1, TP("t", 1): -1},
+        )
+        altered = self.result(self.admin.alter_consumer_group_offsets("g", {TP("t", 1): 1}))
+        self.assertTrue(altered[TP("t", 1)].ok)
+        self.assertEqual(self.cluster.committed_offsets[("g", "t", 1)].offset, 1)
+        deleted = self.result(self.admin.delete_consumer_group_offsets("g", [TP("t", 0)]))
+        self.assertTrue(deleted[TP("t", 0)].ok)
+        self.assertNotIn(("g", "t", 0), self.cluster.committed_offsets)
+
+    def test_coordinator_moves_are_retried(self) -> None:
+        self.commit_some()
+        self.cluster.fail_next(OffsetFetchRequest, NotCoordinator)
+        self.cluster.fail_next(DescribeGroupsRequest, NotCoordinator)
+        self.assertEqual(self.result(self.admin.list_consumer_group_offsets("g")), {TP("t", 0): 1})
+        self.assertEqual(
+            self.result(self.admin.describe_consumer_groups(["g"]))["g"].state, "Empty"
+        )
+
+    def test_list_describe_delete_groups(self) -> None:
+        self.commit_some()
+        self.cluster.commit("h", "t", 0, 0)
+        self.assertEqual(
+            [g.group_id for g in self.result(self.admin.list_consumer_groups())], ["g", "h"]
+        )
+        self.assertEqual(self.result(self.admin.list_consumer_groups(states=["Stable"])), [])
+        self.assertEqual(len(self.result(self.admin.list_consumer_groups(states=["Empty"]))), 2)
+        results = self.result(self.admin.delete_consumer_groups(["g", "unknown"]))
+        self.assertTrue(results["g"].ok)
+        self.assertIsInstance(results["unknown"].error, GroupIdNotFound)
+        self.assertEqual(
+            [g.group_id for g in self.result(self.admin.list_consumer_groups())], ["h"]
+        )
+
+    def test_old_group_functions_delegate(self) -> None:
+        self.commit_some()
+        self.assertEqual(self.result(committed_offsets(self.client, "g")), {TP("t", 0): 1})
+        lag = self.result(group_lag(self.client, "g"))
+        self.assertEqual(
+            (lag[TP("t", 0)].committed, lag[TP("t", 0)].log_end, lag[TP("t", 0)].lag), (1, 4, 3)
+        )
+        self.assertEqual([g.group_id for g in self.result(list_groups(self.client))], ["g"])
+        self.assertEqual(self.result(describe_group(self.client, "g")).state, "Empty")
+
+    def test_reset_plans(self) -> None:
+        self.commit_some()
+        self.cluster.delete_records("t", 0, 1)
+        plan = self.result(self.admin.plan_offset_reset("g", ["t"], to_earliest=True))
+        self.assertEqual(plan, {TP("t", 0): OffsetReset(1, 1), TP("t", 1): OffsetReset(-1, 0)})
+        plan = self.result(self.admin.plan_offset_reset("g", ["t"], to_latest=True))
+        self.assertEqual([r.target for r in plan.values()], [4, 1])
+        plan = self.result(self.admin.plan_offset_reset("g", [TP("t", 0)], shift_by=2))
+        self.assertEqual(plan, {TP("t", 0): OffsetReset(1, 3)})
+        plan = self.result(self.admin.plan_offset_reset("g", [TP("t", 0)], shift_by=-10))
+        self.assertEqual(plan[TP("t", 0)].target, 1)  # clamped to earliest
+        plan = self.result(self.admin.plan_offset_reset("g", [TP("t", 0)], to_offset=99))
+        self.assertEqual(plan[TP("t", 0)].target, 4)  # clamped to latest
+        self.assertEqual(self.cluster.committed_offsets[("g", "t", 0)].offset, 1)  # a plan only
+        self.result(self.admin.reset_offsets("g", {TP("t", 0): OffsetReset(1, 3)}))
+        self.assertEqual(self.cluster.committed_offsets[("g", "t", 0)].offset, 3)
+
+    def test_reset_to_timestamp(self) -> None:
+        self.cluster.create_topic("t", 1, 1)
+        self.cluster.append("t", 0, [b"a", b"b"], timestamps=[1000, 2000])
+        plan = self.result(self.admin.plan_offset_reset("g", ["t"], to_timestamp=1500))
+        self.assertEqual(plan[TP("t", 0)].target, 1)
+        plan = self.result(self.admin.plan_offset_reset("g", ["t"], to_timestamp=9000))
+        self.assertEqual(plan[TP("t", 0)].target, 2)
+
+    # records and offsets
+
+    def test_list_offsets(self) -> None:
+        self.cluster.create_topic("t", 2, 1)
+        self.cluster.append("t", 0, [b"a", b"b", b"c"], timestamps=[1000, 3000, 2000])
+        specs = {
+            TP("t", 0): OffsetSpec.MAX_TIMESTAMP,
+            TP("t", 1): OffsetSpec.LATEST,
+            TP("missing", 0): OffsetSpec.EARLIEST,
+        }
+        results = self.result(self.admin.list_offsets(specs))
+        self.assertEqual((results[TP("t", 0)].offset, results[TP("t", 0)].timestamp), (1, 3000))
+        self.assertEqual(results[TP("t", 1)].offset, 0)
+        self.assertIsInstance(results[TP("missing", 0)].error, UnknownTopicOrPartitionError)
+        by_time = self.result(
+            self.admin.list_offsets(
+                {TP("t", 0): 1500}, isolation_level=IsolationLevel.READ_COMMITTED
+            )
+        )
+        self.assertEqual((by_time[TP("t", 0)].offset, by_time[TP("t", 0)].timestamp), (1, 3000))
+
+    def test_delete_records_at_leaders_retrying_moved_leaders(self) -> None:
+        self.cluster.create_topic("t", 2, 1)
+        self.cluster.append("t", 0, [b"a", b"b", b"c"])
+        self.cluster.append("t", 1, [b"x", b"y"])
+        self.cluster.fail_next(DeleteRecordsRequest, NotLeaderForPartitionError, broker=1)
+        results = self.result(
+            self.admin.delete_records({TP("t", 0): 2, TP("t", 1): -1, TP("t", 5): 0})
+        )
+        self.assertEqual(results[TP("t", 0)].low_watermark, 2)
+        self.assertEqual(results[TP("t", 1)].low_watermark, 2)
+        self.assertIsInstance(results[TP("t", 5)].error, UnknownTopicOrPartitionError)
+        self.assertEqual(self.cluster.partition("t", 0).log_start_offset, 2)
+
+    # the calls themselves
+
+    def test_bad_arguments_raise_at_the_call(self) -> None:
+        with self.assertRaises(TypeError):
+            KafkaAdminClient("not a client")  # type: ignore[arg-type]
+        with self.assertRaises(TypeError):
+            self.admin.create_topics(["t"])  # type: ignore[list-item]
+        with self.assertRaises(ValueError):
+            self.admin.create_topics([NewTopic("bad name!")])
+        with self.assertRaises(ValueError):
+            NewTopic("t", 3, replica_assignment=[[0]])
+        with self.assertRaises(ValueError):
+            self.admin.create_partitions({"t": 0})
+        with self.assertRaises(ValueError):
+            self.admin.plan_offset_reset("g", ["t"], to_earliest=True, to_latest=True)
+        with self.assertRaises(ValueError):
+            self.admin.list_offsets({TP("t", 0): -7})
+        with self.assertRaises(ValueError):
+            self.admin.describe_configs([ConfigResource.broker("x")])
+
+    def test_cancel(self) -> None:
+        self.cluster.create_topic("t", 1)
+        self.cluster.delay(CreateTopicsRequest, 5)
+        d = self.admin.create_topics([NewTopic("u", 1, 1)])
+        d.cancel()
+        self.failureResultOf(d, CancelledError)
+
+
+class SecurityCallTests(SynchronousTestCase):
+    """ACL and SCRAM builders and parsers (no broker here implements them usably, and the
+    fake cluster does not model them): each request encodes and decodes at every version,
+    each response parses to per-item results."""
+
+    def roundtrip(self, call: Any, version: int) -> Any:
+        request = call(version)
+        return type(request).decode(request.encode(version), version)
+
+    def test_acl_requests(self) -> None:
+        from afkak.admin import AclBinding, AclOperation, AclPermission, PatternType, ResourceType
+        from afkak.admin._security_calls import CreateAclsCall, DeleteAclsCall, DescribeAclsCall
+
+        read = AclBinding(
+            ResourceType.TOPIC, "t", "User:alice", "*", AclOperation.READ, AclPermission.ALLOW
+        )
+        anything = AclBinding(
+            ResourceType.ANY, None, None, None, AclOperation.ANY, AclPermission.ANY, PatternType.ANY
+        )
+        for version in range(1, 4):
+            created = self.roundtrip(CreateAclsCall([read]), version).creations[0]
+            self.assertEqual(
+                (
+                    created.resource_type,
+                    created.resource_name,
+                    created.principal,
+                    created.operation,
+                ),
+                (2, "t", "User:alice", 3),
+            )
+            self.assertEqual(created.resource_pattern_type, 3)
+            deleted = self.roundtrip(DeleteAclsCall([anything]), version).filters[0]
+            self.assertEqual((deleted.resource_name_filter, deleted.pattern_type_filter), (None, 1))
+            described = self.roundtrip(DescribeAclsCall(anything), version)
+            self.assertEqual(described.permission_type, 1)
+
+    def test_acl_responses(self) -> None:
+        from afkak._broker_errors import SecurityDisabled
+        from afkak.admin import AclPermission, ResourceType
+        from afkak.admin._security_calls import CreateAclsCall, DeleteAclsCall, DescribeAclsCall
+        from afkak.protocol.messages import (
+            CreateAclsResponse,
+            DeleteAclsResponse,
+            DescribeAclsResponse,
+        )
+
+        R = DescribeAclsResponse
+        response = R(
+            resources=[R.DescribeAclsResource(2, "t", 3, [R.AclDescription("User:bob", "*", 4, 3)])]
+        )
+        [binding] = DescribeAclsCall.parse(None, response)  # type: ignore[arg-type]
+        self.assertEqual(
+            (binding.resource_type, binding.principal, binding.permission),
+            (ResourceType.TOPIC, "User:bob", AclPermission.ALLOW),
+        )
+        with self.assertRaises(SecurityDisabled):
+            DescribeAclsCall.parse(None, R(error_code=54))  # type: ignore[arg-type]
+        C = CreateAclsResponse
+        results = CreateAclsCall.parse(
+            None, C(results=[C.AclCreationResult(), C.AclCreationResult(54)])
+        )  # type: ignore[arg-type]
+        self.assertEqual([r.ok for r in results], [True, False])
+        D = DeleteAclsResponse
+        [deletion] = DeleteAclsCall.parse(  # type: ignore[arg-type]
+            None,
+            D(
+                filter_results=[
+                    D.DeleteAclsFilterResult(
+                        matching_acls=[
+                            D.DeleteAclsMatchingAcl(0, None, 2, "t", 3, "User:bob", "*", 4, 3)
+                        ]
+                    )
+                ]
+            ),
+        )
+        self.assertEqual([b.principal for b in deletion.deleted], ["User:bob"])
+
+    def test_scram(self) -> None:
+        import hashlib
+
+        from afkak.admin import ScramDeletion, ScramMechanism, ScramUpsertion
+        from afkak.admin._security_calls import AlterScramCall, DescribeScramCall
+
+        upsert = ScramUpsertion("alice", ScramMechanism.SCRAM_SHA_512, "pw", 8192, salt=b"salt")
+        call = AlterScramCall([upsert, ScramDeletion("bob", ScramMechanism.SCRAM_SHA_256)])
+        request = self.roundtrip(call, 0)
+        [sent] = request.upsertions
+        self.assertEqual(
+            (sent.name, sent.mechanism, sent.iterations, sent.salt), ("alice", 2, 8192, b"salt")
+        )
+        self.assertEqual(sent.salted_password, hashlib.pbkdf2_hmac("sha512", b"pw", b"salt", 8192))
+        self.assertNotIn("pw", repr(upsert))
+        self.assertEqual([(d.name, d.mechanism) for d in request.deletions], [("bob", 1)])
+        fresh = AlterScramCall([ScramUpsertion("a", ScramMechanism.SCRAM_SHA_256, "pw")])(0)
+        self.assertEqual(len(fresh.upsertions[0].salt), 32)
+        with self.assertRaises(ValueError):
+            AlterScramCall([ScramUpsertion("a", ScramMechanism.UNKNOWN, "pw")])
+        self.assertIsNone(self.roundtrip(DescribeScramCall(None), 0).users)

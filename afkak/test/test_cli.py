@@ -1,0 +1,246 @@
+"""afkak.cli without a broker: argument and properties parsing, format strings, error
+lines and exit codes, and the admin commands against the fake cluster."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from typing import Any
+
+from twisted.trial.unittest import SynchronousTestCase
+
+import afkak
+from afkak.cli import _admin_commands as admin
+from afkak.cli._config import ConfigError, bootstrap, client_options, read_properties
+from afkak.cli._consume import parse_offset
+from afkak.cli._format import compile_format, record_json
+from afkak.cli._output import (
+    FAILED,
+    NOT_FOUND,
+    UNREACHABLE,
+    USAGE,
+    CommandError,
+    Output,
+    error_of,
+)
+from afkak.cli._parser import build_parser
+from afkak.cli._session import Session
+from afkak.common import (
+    KafkaUnavailableError,
+    Message,
+    NotController,
+    SourcedMessage,
+    TopicAndPartition,
+    UnknownTopicOrPartitionError,
+)
+from afkak.test.test_admin import on_fake_cluster
+
+TP = TopicAndPartition
+
+
+def properties(text: str) -> dict[str, str]:
+    with tempfile.NamedTemporaryFile("w", suffix=".properties", delete=False) as f:
+        f.write(text)
+    try:
+        return read_properties(f.name)
+    finally:
+        os.unlink(f.name)
+
+
+class PropertiesTests(SynchronousTestCase):
+    def test_java_properties_syntax(self) -> None:
+        got = properties(
+            "# comment\n! another\n\nclient.id = cli\nsecurity.protocol:SASL_SSL\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \\\n"
+            '   required username="alice" password="s3cret";\n'
+        )
+        self.assertEqual(got["client.id"], "cli")
+        self.assertEqual(got["security.protocol"], "SASL_SSL")
+        self.assertIn('username="alice"', got["sasl.jaas.config"])
+
+    def test_malformed_line_names_file_and_line(self) -> None:
+        with self.assertRaises(ConfigError) as e:
+            properties("client.id=x\nnot-a-pair\n")
+        self.assertIn(":2:", str(e.exception))
+
+    def test_plaintext_options(self) -> None:
+        self.assertEqual(
+            client_options({"client.id": "me", "request.timeout.ms": "5000"}),
+            {"clientId": "me", "timeout": 5000},
+        )
+
+    def test_unknown_and_misplaced_keys_are_refused(self) -> None:
+        for props in (
+            {"bogus.key": "1"},
+            {"security.protocol": "BOGUS"},
+            {"sasl.mechanism": "PLAIN"},  # sasl.* without a SASL protocol
+            {"ssl.ca.location": "/x"},  # ssl.* without SSL
+            {"request.timeout.ms": "soon"},
+        ):
+            with self.assertRaises(ConfigError, msg=props):
+                client_options(props)
+
+    def test_security_options_map_to_the_client(self) -> None:
+        """SASL/TLS properties become the KafkaClient's tls/sasl options when it has them."""
+        props = {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": 'x required username="alice" password="pw";',
+            "ssl.ca.location": "/ca.pem",
+        }
+        if not hasattr(afkak, "TLS"):
+            with self.assertRaises(ConfigError) as e:
+                client_options(props)
+            self.assertIn("no TLS support", str(e.exception))
+            return
+        options = client_options(props)
+        self.assertEqual(options["tls"].trust_root, "/ca.pem")
+        self.assertEqual(options["sasl"].username, "alice")
+
+    def test_bootstrap_from_environment(self) -> None:
+        self.patch(os, "environ", {"AFKAK_BOOTSTRAP": "h:1"})
+        self.assertEqual(bootstrap(None), "h:1")
+        self.assertEqual(bootstrap("g:2"), "g:2")
+        self.patch(os, "environ", {})
+        with self.assertRaises(ConfigError):
+            bootstrap(None)
+
+
+class FormatTests(SynchronousTestCase):
+    message = SourcedMessage(
+        "t", 2, 41, Message(0, 0, b"k", b"v\xff", headers=(("h", b"1"), ("n", None)))
+    )
+
+    def test_tokens(self) -> None:
+        render = compile_format("%t/%p@%o %k=%s (%K,%S) [%h] 100%%\\t|\\n")
+        self.assertEqual(render(self.message), b"t/2@41 k=v\xff (1,2) [h=1,n=] 100%\t|\n")
+
+    def test_null_key_length(self) -> None:
+        m = SourcedMessage("t", 0, 0, Message(0, 0, None, b"v"))
+        self.assertEqual(compile_format("%K %k|%s")(m), b"-1 |v")
+
+    def test_bad_tokens(self) -> None:
+        for fmt in ("%x", "abc%", "\\q"):
+            with self.assertRaises(ValueError, msg=fmt):
+                compile_format(fmt)
+
+    def test_json(self) -> None:
+        data = record_json(self.message)
+        self.assertEqual((data["key"], data["value"]), ("k", "v\ufffd"))
+        self.assertEqual(data["headers"], [["h", "1"], ["n", None]])
+        json.dumps(data)
+
+    def test_offsets(self) -> None:
+        self.assertEqual(parse_offset("beginning"), ("beginning", 0))
+        self.assertEqual(parse_offset("12"), ("offset", 12))
+        self.assertEqual(parse_offset("-5"), ("from_end", 5))
+        self.assertEqual(parse_offset("s@1700000000000"), ("timestamp", 1700000000000))
+        with self.assertRaises(ValueError):
+            parse_offset("soon")
+
+
+class OutputTests(SynchronousTestCase):
+    def test_exit_codes(self) -> None:
+        self.assertEqual(error_of(KafkaUnavailableError("down")).code, UNREACHABLE)
+        self.assertEqual(error_of(UnknownTopicOrPartitionError()).code, NOT_FOUND)
+        self.assertEqual(error_of(NotController()).code, FAILED)
+        self.assertEqual(error_of(ValueError("bad")).code, USAGE)
+        self.assertEqual(error_of(CommandError("x", 7)).code, 7)
+
+    def test_errors_are_one_line(self) -> None:
+        self.assertEqual(str(error_of(RuntimeError("a\nb\n  c"))), "RuntimeError: a b c")
+        self.assertLessEqual(len(str(error_of(ValueError("x" * 1000)))), 300)
+
+    def test_table_and_json(self) -> None:
+        stream = io.StringIO()
+        Output(False, stream).table(["a", "bb"], [(1, None), ("long", [1, 2])])
+        self.assertEqual(stream.getvalue(), "a     bb\n1     -\nlong  1,2\n")
+        stream = io.StringIO()
+        Output(True, stream).table(["a"], [(1,)])
+        self.assertEqual(json.loads(stream.getvalue()), [{"a": 1}])
+
+
+class AdminCommandTests(SynchronousTestCase):
+    """The admin commands on the fake cluster (produce/consume run end to end on Tansu)."""
+
+    def setUp(self) -> None:
+        self.clock, self.cluster, self.client = on_fake_cluster(self)
+
+    def run_command(self, *argv: str) -> tuple[int, Any]:
+        args = build_parser().parse_args(["--json", *argv])
+        session = Session(args, self.clock, self.client)
+        session.out = Output(True, io.StringIO())
+        d = args.run(session)
+        from twisted.internet.defer import Deferred
+
+        result = self.successResultOf(Deferred.fromCoroutine(d))
+        text = session.out.stream.getvalue()
+        return result, [json.loads(line) for line in text.splitlines()]
+
+    def fail_command(self, *argv: str) -> CommandError:
+        args = build_parser().parse_args(argv)
+        from twisted.internet.defer import Deferred
+
+        d = Deferred.fromCoroutine(args.run(Session(args, self.clock, self.client)))
+        return error_of(self.failureResultOf(d).value)
+
+    def test_topics(self) -> None:
+        code, out = self.run_command(
+            "topics", "create", "t", "-p", "2", "-r", "2", "--config", "retention.ms=5"
+        )
+        self.assertEqual((code, out), (0, [{"topic": "t", "created": True}]))
+        self.assertEqual(self.cluster.topics["t"].configs, {"retention.ms": "5"})
+        self.assertEqual(self.fail_command("topics", "create", "t").code, FAILED)
+        code, out = self.run_command("topics", "create", "t", "--if-not-exists")
+        self.assertEqual(out, [{"topic": "t", "created": False}])
+        _, [listed] = self.run_command("topics", "list")
+        self.assertEqual([t["name"] for t in listed], ["t"])
+        _, [[described]] = self.run_command("topics", "describe", "t", "--configs")
+        self.assertEqual([p["replicas"] for p in described["partitions"]], [[0, 1], [1, 2]])
+        self.assertEqual(described["configs"]["retention.ms"], "5")
+        self.run_command("topics", "alter-config", "t", "--set", "retention.ms=9")
+        self.assertEqual(self.cluster.topics["t"].configs, {"retention.ms": "9"})
+        error = self.fail_command("topics", "alter-config", "t", "--set", "no.such=1")
+        self.assertEqual(error.code, FAILED)
+        self.assertEqual(self.fail_command("topics", "describe", "nope").code, NOT_FOUND)
+        self.run_command("topics", "delete", "t")
+        self.assertEqual(self.cluster.topics, {})
+
+    def test_cluster(self) -> None:
+        _, [c] = self.run_command("cluster")
+        self.assertEqual(
+            (c["cluster_id"], c["controller"], len(c["brokers"])), ("afkak-fake-cluster", 0, 3)
+        )
+
+    def test_groups(self) -> None:
+        self.cluster.create_topic("t", 2, 1)
+        self.cluster.append("t", 0, [b"a", b"b", b"c"])
+        self.cluster.commit("g", "t", 0, 1)
+        _, [groups] = self.run_command("groups", "list")
+        self.assertEqual([g["group"] for g in groups], ["g"])
+        _, [lag] = self.run_command("groups", "lag", "g")
+        self.assertEqual(
+            lag, [{"topic": "t", "partition": 0, "committed": 1, "log_end": 3, "lag": 2}]
+        )
+        _, [plan] = self.run_command("groups", "reset-offsets", "g", "--topic", "t", "--to-latest")
+        self.assertEqual([(r["current"], r["new"]) for r in plan], [(1, 3), (-1, 0)])
+        self.assertEqual(self.cluster.committed_offsets[("g", "t", 0)].offset, 1)  # dry run
+        self.run_command(
+            "groups", "reset-offsets", "g", "--topic", "t:0", "--shift-by", "1", "--execute"
+        )
+        self.assertEqual(self.cluster.committed_offsets[("g", "t", 0)].offset, 2)
+        self.run_command("groups", "delete", "g")
+        self.assertEqual(self.cluster.committed_offsets, {})
+        self.assertEqual(self.fail_command("groups", "delete", "g").code, NOT_FOUND)
+
+    def test_bad_arguments(self) -> None:
+        with self.assertRaises(ValueError):
+            admin.key_values(["novalue"], "--set")
+        with self.assertRaises(ValueError):
+            admin.partitions_arg(["t:x"])
+        self.assertEqual(admin.partitions_arg(["t", "u:1,2"]), ["t", TP("u", 1), TP("u", 2)])
+        self.assertEqual(admin._timestamp("2026-01-01T00:00:00Z"), 1767225600000)
+        with self.assertRaises(SystemExit):
+            build_parser().parse_args(["groups", "reset-offsets", "g", "--topic", "t"])

@@ -1,0 +1,185 @@
+"""The ``afkak`` command end to end: ``python -m afkak`` subprocesses against Tansu.
+
+Round trip of 10,000 lines through produce and consume, lag and resets agreeing
+with the library, and one-line errors with their exit codes for bad input.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from typing import Any
+
+from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.trial.unittest import SynchronousTestCase
+
+import afkak
+from afkak.admin import KafkaAdminClient
+from afkak.client import KafkaClient
+from afkak.common import TopicAndPartition
+from afkak.test.brokers import free_port, shared_broker
+from afkak.test.test_client_brokers import wait
+
+TP = TopicAndPartition
+_names = itertools.count()
+#: The worktree afkak runs from, for the subprocesses.
+_ROOT = os.path.dirname(os.path.dirname(afkak.__file__))
+
+
+def cli(
+    *argv: str, stdin: bytes = b"", bootstrap: str | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PYTHONPATH": _ROOT}
+    env.pop("AFKAK_BOOTSTRAP", None)
+    if bootstrap is not None:
+        env["AFKAK_BOOTSTRAP"] = bootstrap
+    return subprocess.run(
+        [sys.executable, "-m", "afkak", *argv],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+
+
+class TansuCliTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.broker = shared_broker("tansu")
+        self.bootstrap = self.broker.bootstrap
+        n = next(_names)
+        stamp = int(time.time() * 1000)
+        self.topic = f"cli-{n}-{stamp}"
+        self.group = f"cli-group-{n}-{stamp}"
+        self.client = KafkaClient(self.bootstrap, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(self.client.close()))
+        self.admin = KafkaAdminClient(self.client)
+
+    def ok(self, *argv: str, stdin: bytes = b"") -> bytes:
+        done = cli(*argv, stdin=stdin, bootstrap=self.bootstrap)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        return done.stdout
+
+    def json(self, *argv: str) -> Any:
+        return json.loads(self.ok("--json", *argv))
+
+    def test_round_trip_of_10000_lines(self) -> None:
+        """10,000 lines (arbitrary bytes but newline) in through stdin, out identical."""
+        self.ok("topics", "create", self.topic, "-p", "1")
+        rng = random.Random(12)
+        alphabet = bytes(b for b in range(256) if b != 0x0A)
+        lines = [bytes(rng.choices(alphabet, k=rng.randrange(0, 200))) for _ in range(10_000)]
+        data = b"".join(line + b"\n" for line in lines)
+        started = time.monotonic()
+        self.ok("produce", self.topic, "-z", "gzip", stdin=data)
+        produced = time.monotonic() - started
+        started = time.monotonic()
+        out = self.ok("consume", self.topic, "-o", "beginning", "-e")
+        consumed = time.monotonic() - started
+        print(f"\nCLI: produced 10,000 lines in {produced:.2f} s, consumed in {consumed:.2f} s")
+        self.assertEqual(out, data)
+
+    def test_keys_headers_partition_and_format(self) -> None:
+        self.ok("topics", "create", self.topic, "-p", "2")
+        self.ok(
+            "produce", self.topic, "-K", ":", "-H", "src=cli", "-p", "1", stdin=b"k1:v1\nnokey\n"
+        )
+        out = self.ok("consume", self.topic, "-o", "beginning", "-e", "-f", "%p|%o|%K|%k|%s|%h\\n")
+        self.assertEqual(out, b"1|0|2|k1|v1|src=cli\n1|1|-1||nokey|src=cli\n")
+        records = [
+            json.loads(x)
+            for x in self.ok(
+                "--json", "consume", self.topic, "-o", "beginning", "-c", "1"
+            ).splitlines()
+        ]
+        self.assertEqual((records[0]["key"], records[0]["value"]), ("k1", "v1"))
+
+    def test_group_lag_and_reset(self) -> None:
+        self.ok("topics", "create", self.topic, "-p", "1")
+        self.ok("produce", self.topic, stdin=b"".join(b"%d\n" % i for i in range(20)))
+        # A group member reads 5 records and commits where it stopped.
+        out = self.ok("consume", self.topic, "-G", self.group, "-o", "beginning", "-c", "5")
+        self.assertEqual(out, b"0\n1\n2\n3\n4\n")
+        lag = self.json("groups", "lag", self.group, "--topic", self.topic)
+        library = wait(self.admin.group_lag(self.group, [self.topic]))
+        self.assertEqual(
+            [(r["partition"], r["committed"], r["log_end"], r["lag"]) for r in lag],
+            [(tp.partition, v.committed, v.log_end, v.lag) for tp, v in sorted(library.items())],
+        )
+        self.assertEqual(lag[0]["committed"], 5)
+        before = wait(self.admin.list_consumer_group_offsets(self.group, [self.topic]))
+        plan = self.json(
+            "groups", "reset-offsets", self.group, "--topic", self.topic, "--to-earliest"
+        )
+        self.assertEqual([(r["current"], r["new"]) for r in plan], [(5, 0)])
+        self.assertEqual(
+            wait(self.admin.list_consumer_group_offsets(self.group, [self.topic])), before
+        )
+        self.json(
+            "groups",
+            "reset-offsets",
+            self.group,
+            "--topic",
+            self.topic,
+            "--to-earliest",
+            "--execute",
+        )
+        self.assertEqual(
+            wait(self.admin.list_consumer_group_offsets(self.group, [self.topic])),
+            {TP(self.topic, 0): 0},
+        )
+        out = self.ok("consume", self.topic, "-G", self.group, "-c", "2")
+        self.assertEqual(out, b"0\n1\n")
+
+    def test_admin_commands(self) -> None:
+        self.ok("topics", "create", self.topic, "-p", "2", "--config", "retention.ms=60000")
+        self.assertIn(self.topic, [t["name"] for t in self.json("topics", "list")])
+        [described] = self.json("topics", "describe", self.topic, "--configs")
+        self.assertEqual(len(described["partitions"]), 2)
+        self.assertEqual(described["configs"]["retention.ms"], "60000")
+        self.ok("topics", "alter-config", self.topic, "--set", "retention.ms=120000")
+        [described] = self.json("topics", "describe", self.topic, "--configs")
+        self.assertEqual(described["configs"]["retention.ms"], "120000")
+        cluster = self.json("cluster")
+        self.assertEqual(cluster["cluster_id"], wait(self.admin.describe_cluster()).cluster_id)
+        self.ok("topics", "delete", self.topic)
+        self.assertNotIn(self.topic, [t["name"] for t in self.json("topics", "list")])
+
+    def assert_one_line_error(self, done: subprocess.CompletedProcess[bytes], code: int) -> str:
+        lines = done.stderr.decode().splitlines()
+        self.assertEqual(done.returncode, code, done.stderr.decode())
+        self.assertEqual(len(lines), 1, lines)
+        self.assertTrue(lines[0].startswith("afkak: error: "), lines)
+        return lines[0]
+
+    def test_bad_input_exits_non_zero_with_one_line(self) -> None:
+        line = self.assert_one_line_error(
+            cli("consume", "no-such-topic", bootstrap=self.bootstrap), 4
+        )
+        self.assertIn("UNKNOWN_TOPIC_OR_PARTITION", line)
+        self.assert_one_line_error(cli("produce", "no-such-topic", bootstrap=self.bootstrap), 4)
+        self.assert_one_line_error(
+            cli("groups", "describe", "--bogus", bootstrap=self.bootstrap), 2
+        )
+        config = os.path.join(self.mktemp())
+        with open(config, "w") as f:
+            f.write("security.protocol=PLAINTEXT\nnot-a-pair\n")
+        line = self.assert_one_line_error(
+            cli("--command-config", config, "cluster", bootstrap=self.bootstrap), 2
+        )
+        self.assertIn(":2:", line)
+        with open(config, "w") as f:
+            f.write("unknown.key=1\n")
+        line = self.assert_one_line_error(
+            cli("--command-config", config, "cluster", bootstrap=self.bootstrap), 2
+        )
+        self.assertIn("unknown.key", line)
+        self.assert_one_line_error(
+            cli("topics", "create", self.topic, "--config", "novalue", bootstrap=self.bootstrap), 2
+        )
+        self.assert_one_line_error(cli("topics", "list", bootstrap=f"127.0.0.1:{free_port()}"), 3)
+        self.assert_one_line_error(cli("topics", "list"), 2)  # no bootstrap at all
