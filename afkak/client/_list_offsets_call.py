@@ -11,28 +11,40 @@ from typing import Any
 
 from afkak.common import OffsetRequest, OffsetResponse
 from afkak.protocol.messages import ListOffsetsRequest
+from afkak.records.aborted import READ_UNCOMMITTED
 
 from ._call import VersionedCall, group_by_topic
 
 CONSUMER_REPLICA_ID = -1
-READ_UNCOMMITTED = 0
 
 
 class ListOffsetsCall(VersionedCall):
-    """The offsets at the times given in each payload (-1 latest, -2 earliest)."""
+    """The offsets at the times given in each payload (-1 latest, -2 earliest).
+
+    With ``read_committed`` (*isolation_level* 1), latest is the last stable
+    offset (v2+), below the first open transaction.
+    """
 
     request_class = ListOffsetsRequest
 
-    def __init__(self, payloads: Sequence[OffsetRequest], timeout_ms: int) -> None:
+    def __init__(
+        self,
+        payloads: Sequence[OffsetRequest],
+        timeout_ms: int,
+        isolation_level: int = READ_UNCOMMITTED,
+    ) -> None:
         self.payloads = payloads
         self.timeout_ms = timeout_ms
+        self.isolation_level = isolation_level
+        if isolation_level != READ_UNCOMMITTED:
+            self.min_version = 2
 
     def build(self, version: int) -> Any:
         topic = ListOffsetsRequest.ListOffsetsTopic
         partition = ListOffsetsRequest.ListOffsetsPartition
         return ListOffsetsRequest(
             replica_id=CONSUMER_REPLICA_ID,
-            isolation_level=READ_UNCOMMITTED,
+            isolation_level=self.isolation_level,
             timeout_ms=self.timeout_ms,
             topics=[
                 topic(

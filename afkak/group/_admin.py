@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-from twisted.internet.defer import Deferred, gatherResults
+from twisted.internet.defer import Deferred, fail, gatherResults
 
 from afkak._errors import DecodeError
 from afkak.common import (
@@ -28,6 +28,7 @@ from afkak.protocol.messages import (
     MetadataRequest,
     OffsetFetchRequest,
 )
+from afkak.records.aborted import isolation_level as isolation_level_of
 
 from ._payloads import decode_assignment, decode_subscription
 from ._requests import PROTOCOL_TYPE
@@ -185,20 +186,34 @@ async def _committed(
 
 
 def group_lag(
-    client: Any, group_id: str, topics: Sequence[str] | None = None
+    client: Any,
+    group_id: str,
+    topics: Sequence[str] | None = None,
+    *,
+    isolation_level: str = "read_uncommitted",
 ) -> Deferred[dict[TopicAndPartition, PartitionLag]]:
-    """Committed offset, log end (ListOffsets latest) and lag of each partition."""
-    return Deferred.fromCoroutine(_lag(client, group_id, topics))
+    """Committed offset, log end (ListOffsets latest) and lag of each partition.
+
+    For a group of ``read_committed`` consumers pass that *isolation_level*:
+    the end is then the last stable offset, as far as those consumers can
+    read (records of open transactions are not lag yet).
+    """
+    try:
+        isolation_level_of(isolation_level)
+    except (TypeError, ValueError) as e:
+        return fail(e)
+    return Deferred.fromCoroutine(_lag(client, group_id, topics, isolation_level))
 
 
 async def _lag(
-    client: Any, group_id: str, topics: Sequence[str] | None
+    client: Any, group_id: str, topics: Sequence[str] | None, isolation_level: str
 ) -> dict[TopicAndPartition, PartitionLag]:
     committed = await _committed(client, group_id, topics)
     if not committed:
         return {}
     ends = await client.send_offset_request(
-        [OffsetRequest(tp.topic, tp.partition, OFFSET_LATEST, 1) for tp in sorted(committed)]
+        [OffsetRequest(tp.topic, tp.partition, OFFSET_LATEST, 1) for tp in sorted(committed)],
+        isolation_level=isolation_level,
     )
     return {
         TopicAndPartition(r.topic, r.partition): PartitionLag(
