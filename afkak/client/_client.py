@@ -306,9 +306,7 @@ class KafkaClient:
         check.optional_callable("callback", callback)
 
         def make_call(batch: Sequence[FetchRequest]) -> FetchCall:
-            return FetchCall(
-                batch, max_wait_time, min_bytes, self._cluster.cache.topic_ids, level
-            )
+            return FetchCall(batch, max_wait_time, min_bytes, self._cluster.cache.topic_ids, level)
 
         return self._operation(
             self._to_leaders(items, make_call, fail_on_error, callback, max_wait_time / 1000)

@@ -32,7 +32,6 @@ from afkak.common import (
     RestopError,
     SourcedMessage,
 )
-
 from afkak.records.aborted import isolation_level as isolation_level_of
 
 from ._fetcher import PartitionFetcher

@@ -15,7 +15,6 @@ from functools import partial
 from typing import Any
 
 from afkak.client import FetchCall
-from afkak.records.aborted import READ_UNCOMMITTED
 from afkak.common import (
     BrokerResponseError,
     ConsumerFetchSizeTooSmall,
@@ -24,6 +23,7 @@ from afkak.common import (
     OffsetRequest,
     TopicAndPartition,
 )
+from afkak.records.aborted import READ_UNCOMMITTED
 
 from ._messages import FetchedRecords, read_fetched
 from ._retry import RetryPolicy
@@ -34,7 +34,6 @@ FAST_GROWTH_LIMIT = 1024 * 1024
 #: The errors meaning the topic is gone or was recreated with a new id:
 #: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID.
 _TOPIC_GONE = frozenset({3, 100, 103})
-
 
 
 class _PartitionFetchCall(FetchCall):

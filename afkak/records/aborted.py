@@ -94,7 +94,7 @@ class AbortedTransactions:
 def committed_batches(
     batches: Iterable[RecordBatch], aborted: Iterable[Any] | None
 ) -> Iterator[RecordBatch]:
-    """The batches of *batches* a ``read_committed`` consumer sees (see :class:`AbortedTransactions`).
+    """The batches of *batches* a ``read_committed`` consumer sees.
 
     Control batches are kept (readers skip them, but they move the fetch
     position on).
@@ -103,6 +103,8 @@ def committed_batches(
     if not skip:
         return iter(batches)
     return (b for b in batches if not skip.drops(b))
+
+
 def _pair(entry: Any) -> tuple[int, int]:
     """(first_offset, producer_id): heap order is by first offset."""
     if isinstance(entry, tuple):

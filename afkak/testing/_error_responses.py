@@ -25,6 +25,7 @@ from afkak.protocol.messages import (
     ProduceResponse,
     response_class,
 )
+from afkak.testing._txn_coordinator import TXN_ERROR_RESPONSES
 
 
 def _produce(request: Any, version: int, code: int) -> Any:
@@ -180,6 +181,7 @@ _BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
     15: _describe_groups,
     19: _create_topics,
     22: _init_producer_id,
+    **TXN_ERROR_RESPONSES,
 }
 
 
