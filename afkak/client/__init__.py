@@ -2,10 +2,11 @@
 
 :class:`KafkaClient` is the public class.  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
-mean stale metadata, the topic-name check, and the Fetch request builder.
+mean stale metadata, the topic-name check, the Fetch and FindCoordinator request builders.
 """
 
 from afkak.client._client import KafkaClient
+from afkak.client._coordinator_call import TRANSACTION_KEY_TYPE, FindCoordinatorCall
 from afkak.client._fetch_call import FetchCall
 from afkak.client._stale import COORDINATOR_MOVED, LEADER_MOVED, TOPIC_GONE
 from afkak.client._validate import topic_name
@@ -14,7 +15,9 @@ __all__ = [
     "COORDINATOR_MOVED",
     "LEADER_MOVED",
     "TOPIC_GONE",
+    "TRANSACTION_KEY_TYPE",
     "FetchCall",
+    "FindCoordinatorCall",
     "KafkaClient",
     "topic_name",
 ]

@@ -5,10 +5,11 @@
 modules behind them are private: ``_options`` (settings), ``_batch`` and
 ``_partition`` (per-partition accumulation), ``_sender`` (requests and
 retries), ``_outcome`` (error classification), ``_identity`` (producer id and
-epoch).
+epoch), ``_transaction`` (the transactional producer's state machine).
 """
 
 from afkak.producer._producer import Producer
 from afkak.producer._result import RecordMetadata
+from afkak.producer._transaction import ConsumerGroupMetadata
 
-__all__ = ["Producer", "RecordMetadata"]
+__all__ = ["ConsumerGroupMetadata", "Producer", "RecordMetadata"]
