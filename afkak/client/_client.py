@@ -413,18 +413,22 @@ class KafkaClient:
         payloads: Sequence[OffsetFetchRequest] | None = None,
         fail_on_error: bool = True,
         callback: Callable[[Any], Any] | None = None,
+        *,
+        require_stable: bool = False,
     ) -> Deferred[list[Any]]:
         """Fetch *group*'s committed offsets (-1 where none) from its coordinator.
 
         Fires with an :class:`OffsetFetchResponse` per payload; ``metadata``
-        is ``bytes`` (``None`` when unset).
+        is ``bytes`` (``None`` when unset).  With *require_stable*, offsets
+        that an open transaction staged fail with the retriable
+        :class:`UnstableOffsetCommit` instead (KIP-447).
         """
         group = check.group_name(group)
         items = check.payload_list(payloads, OffsetFetchRequest)
         check.optional_callable("callback", callback)
 
         def make_call(batch: Sequence[OffsetFetchRequest]) -> OffsetFetchCall:
-            return OffsetFetchCall(group, batch, self._cluster.cache.topic_ids)
+            return OffsetFetchCall(group, batch, self._cluster.cache.topic_ids, require_stable)
 
         return self._operation(
             self._to_coordinator(group, items, make_call, fail_on_error, callback)

@@ -128,7 +128,8 @@ class Consumer:
         record, those of open and aborted transactions included;
         ``"read_committed"``: records up to the last stable offset, without
         aborted transactions' records (``OFFSET_LATEST`` is then the last
-        stable offset too).  Transaction markers are never delivered.
+        stable offset too, and ``OFFSET_COMMITTED`` waits for offsets that an
+        open transaction staged).  Transaction markers are never delivered.
     """
 
     def __init__(
@@ -617,7 +618,11 @@ class Consumer:
         request = OffsetFetchRequest(self.topic, self.partition)
         [answer] = await self._retry.run(
             self.client.reactor,
-            lambda: self.client.send_offset_fetch_request(self.consumer_group, [request]),
+            lambda: self.client.send_offset_fetch_request(
+                self.consumer_group,
+                [request],
+                require_stable=self.isolation_level == "read_committed",
+            ),
             None,
             f"committed offset lookup for {self.topic}/{self.partition}",
         )

@@ -10,6 +10,6 @@ epoch), ``_transaction`` (the transactional producer's state machine).
 
 from afkak.producer._producer import Producer
 from afkak.producer._result import RecordMetadata
-from afkak.producer._transaction import ConsumerGroupMetadata
+from afkak.producer._transaction import ConsumerGroupMetadata, State as TransactionState
 
-__all__ = ["ConsumerGroupMetadata", "Producer", "RecordMetadata"]
+__all__ = ["ConsumerGroupMetadata", "Producer", "RecordMetadata", "TransactionState"]

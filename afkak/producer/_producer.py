@@ -33,7 +33,7 @@ from ._batch import RECORD_OVERHEAD, ProducerBatch
 from ._options import UNSET
 from ._partition import TopicState
 from ._sender import Sender
-from ._transaction import ConsumerGroupMetadata, TransactionManager
+from ._transaction import ConsumerGroupMetadata, State as TransactionState, TransactionManager
 
 log = Logger()
 
@@ -414,6 +414,12 @@ class Producer:
         :class:`~afkak.common.TransactionAbortedError`, written ones are never
         visible to ``read_committed`` consumers."""
         return self._txn_call("abort_transaction")
+
+    @property
+    def transaction_state(self) -> TransactionState | None:
+        """Where the transaction is (:class:`~afkak.producer.TransactionState`);
+        None for a producer without ``transactional_id``."""
+        return None if self._transaction is None else self._transaction.state
 
     def _txn_call(self, name: str, *args: Any) -> Deferred[None]:
         if self._transaction is None:

@@ -37,9 +37,8 @@ from afkak.common import (
     UnknownMemberId,
 )
 from afkak.consumer import Consumer
-from afkak.group import group_lag
-from afkak.producer import ConsumerGroupMetadata, Producer
-from afkak.producer._transaction import State
+from afkak.group import ConsumerGroup, TransactionalProcessor, group_lag
+from afkak.producer import ConsumerGroupMetadata, Producer, TransactionState as State
 from afkak.protocol.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -314,7 +313,7 @@ class TransactionalProducerTests(TxnTestCase):
         self.clock.advance(0.1)
         d.cancel()
         self.assertTrue(self.run_until(d).check(Exception))
-        self.assertEqual(producer._transaction.state, State.IN_TRANSACTION)  # type: ignore[union-attr]
+        self.assertEqual(producer.transaction_state, State.IN_TRANSACTION)
         self.cluster.delay(EndTxnRequest, 0)
         self.succeed(producer.commit_transaction())  # the retried EndTxn succeeds
         self.assertEqual(self.read("read_committed"), [b"x"])
@@ -366,7 +365,7 @@ class ErrorClassificationTests(TxnTestCase):
         return producer
 
     def assert_fatal(self, producer: Producer, error: type[BaseException]) -> None:
-        self.assertEqual(producer._transaction.state, State.FATAL_ERROR)  # type: ignore[union-attr]
+        self.assertEqual(producer.transaction_state, State.FATAL_ERROR)
         for d in (
             producer.send("t", b"x"),
             producer.begin_transaction(),
@@ -377,7 +376,7 @@ class ErrorClassificationTests(TxnTestCase):
             self.fail_with(d, error)
 
     def assert_abortable(self, producer: Producer, error: type[BaseException]) -> None:
-        self.assertEqual(producer._transaction.state, State.ABORTABLE_ERROR)  # type: ignore[union-attr]
+        self.assertEqual(producer.transaction_state, State.ABORTABLE_ERROR)
         self.fail_with(producer.send("t", b"x"), error)
         self.fail_with(producer.commit_transaction(), error)
         self.succeed(producer.abort_transaction())
@@ -480,7 +479,7 @@ class ErrorClassificationTests(TxnTestCase):
             self.succeed(producer.begin_transaction())
             self.cluster.fail_next(TxnOffsetCommitRequest, error)
             self.fail_with(producer.send_offsets_to_transaction(offsets, group), error)
-            self.assertEqual(producer._transaction.state, State.ABORTABLE_ERROR)  # type: ignore[union-attr]
+            self.assertEqual(producer.transaction_state, State.ABORTABLE_ERROR)
             self.succeed(producer.abort_transaction())
         for error in self.FATAL:
             producer = self.begun()
@@ -525,3 +524,70 @@ class GroupLagTests(TxnTestCase):
         self.assertEqual((uncommitted[tp].log_end, uncommitted[tp].lag), (3, 2))
         self.assertEqual((committed[tp].log_end, committed[tp].lag), (2, 1))
         self.fail_with(group_lag(self.client, "g", isolation_level="x"), ValueError)
+
+
+class ConsumeTransformProduceTests(TxnTestCase):
+    """TransactionalProcessor in a ConsumerGroup: output and input offsets commit together."""
+
+    def pipeline(self, tid: str, client: Any = None) -> tuple[ConsumerGroup, Producer]:
+        producer = self.ready(tid, linger_ms=1)
+        group = ConsumerGroup(
+            client or self.client,
+            "ctp",
+            ["in"],
+            TransactionalProcessor(producer, upper),
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            auto_offset_reset=OFFSET_EARLIEST,
+            auto_commit_every_n=0,
+            auto_commit_every_ms=0,
+            isolation_level="read_committed",
+            fetch_max_wait_time=10,
+        )
+        return group, producer
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.cluster.create_topic("in", partitions=3)
+        self.cluster.create_topic("out", partitions=3)
+        for p in range(3):
+            self.cluster.append("in", p, [b"r%d-%d" % (p, i) for i in range(50)])
+
+    def outputs(self) -> list[bytes | None]:
+        return sorted(v for p in range(3) for v in self.read("read_committed", p, topic="out"))
+
+    def test_every_input_once(self) -> None:
+        group, producer = self.pipeline("ctp-1")
+        group.start()
+        self.clock.advance(0)
+        for _ in range(400):
+            self.clock.advance(0.05)
+        self.succeed(group.stop())
+        expected = sorted(b"R%d-%d" % (p, i) for p in range(3) for i in range(50))
+        self.assertEqual(self.outputs(), expected)
+        for p in range(3):
+            self.assertEqual(self.cluster.committed_offsets["ctp", "in", p].offset, 50)
+
+    def test_aborted_block_is_redone_by_the_next_owner(self) -> None:
+        group, producer = self.pipeline("ctp-1")
+        self.cluster.fail_next(EndTxnRequest, TransactionAbortable)
+        ended = group.start()
+        self.clock.advance(0)
+        # The failed transaction is aborted and its error ends the group...
+        self.fail_with(ended, TransactionAbortable)
+        self.assertEqual(producer.transaction_state, State.READY)
+        self.assertEqual(self.cluster.transactions.aborted, 1)
+        # ...and a new member (with a new producer) redoes the aborted block.
+        group2, _ = self.pipeline("ctp-2")
+        group2.start()
+        self.clock.advance(0)
+        for _ in range(400):
+            self.clock.advance(0.05)
+        self.succeed(group2.stop())
+        expected = sorted(b"R%d-%d" % (p, i) for p in range(3) for i in range(50))
+        self.assertEqual(self.outputs(), expected)
+        self.assertGreaterEqual(self.cluster.transactions.aborted, 1)
+
+
+def upper(messages: Any) -> list[tuple[str, bytes | None, bytes | None]]:
+    return [("out", (m.message.value or b"").upper(), None) for m in messages]
