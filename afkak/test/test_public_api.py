@@ -26,9 +26,14 @@ SURFACE = {
     ],
     "afkak.client": ["KafkaClient"],
     "afkak.consumer": ["Consumer"],
-    "afkak.producer": ["Producer", "RecordMetadata"],
+    "afkak.producer": ["Producer", "RecordMetadata", "ConsumerGroupMetadata", "TransactionState"],
     "afkak.partitioner": ["RoundRobinPartitioner", "HashedPartitioner", "murmur2"],
-    "afkak.group": ["ConsumerGroup", "RangeAssignor", "RoundRobinAssignor"],
+    "afkak.group": [
+        "ConsumerGroup",
+        "RangeAssignor",
+        "RoundRobinAssignor",
+        "TransactionalProcessor",
+    ],
     "afkak.codec": ["CODEC_NONE", "has_snappy", "compress", "decompress"],
     "afkak.testing": ["FakeKafkaCluster"],
     "afkak.common": [
