@@ -122,18 +122,14 @@ def run(args: argparse.Namespace) -> None:
 
 def check(args: argparse.Namespace) -> None:
     from afkak.test.brokers import consume, produce, shared_broker
+    from afkak.test.brokers.interop import admin_create_topic
 
-    bootstrap = args.bootstrap
-    broker = None
-    if bootstrap is None:
-        broker = shared_broker("noida")
-        bootstrap = broker.bootstrap
+    bootstrap = args.bootstrap or shared_broker("noida").bootstrap
     stamp = int(time.time() * 1000)
     topic_in, topic_out = f"eos-in-{stamp}", f"eos-out-{stamp}"
     group, tid = f"eos-group-{stamp}", f"eos-tid-{stamp}"
-    if broker is not None:
-        broker.create_topic(topic_in, PARTITIONS)
-        broker.create_topic(topic_out, PARTITIONS)
+    admin_create_topic(bootstrap, topic_in, PARTITIONS)
+    admin_create_topic(bootstrap, topic_out, PARTITIONS)
     n = args.records
     started = time.monotonic()
     produce(bootstrap, topic_in, (b"record-%d" % i for i in range(n)), timeout=max(10.0, n / 5000))
@@ -152,6 +148,8 @@ def check(args: argparse.Namespace) -> None:
         group,
         "--tid",
         tid,
+        "--block",
+        str(args.block),
     ]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
@@ -219,6 +217,7 @@ def main() -> None:
     c.add_argument("--records", type=int, default=100_000)
     c.add_argument("--kills", type=int, default=5)
     c.add_argument("--max-commits-before-kill", type=int, default=10)
+    c.add_argument("--block", type=int, default=500, help="records per transaction")
     c.add_argument("--max-kill-delay", type=float, default=0.05)
     c.add_argument("--timeout", type=float, default=600.0)
     c.add_argument("--seed", type=int, default=13)
