@@ -125,6 +125,19 @@ class ReadOptionTests(Case):
                 {**BOOT, "subscribe": "t", "endingOffsets": "latest"}, streaming=True
             )
 
+    def test_isolation_level(self) -> None:
+        def level(options: dict[str, str]) -> int:
+            return parse_read_options(
+                {**BOOT, "subscribe": "t", **options}, streaming=False
+            ).isolation_level
+
+        self.assertEqual(level({}), 0)
+        self.assertEqual(level({"kafka.isolation.level": "read_committed"}), 1)
+        self.assertEqual(level({"isolation.level": "READ_UNCOMMITTED"}), 0)
+        with self.assertRaises(OptionError) as caught:
+            level({"kafka.isolation.level": "serializable"})
+        self.assertIn("isolation.level", str(caught.exception))
+
     def test_write_options(self) -> None:
         opts = parse_write_options(
             {**BOOT, "topic": "t", "kafka.acks": "1", "compression.type": "LZ4", "linger.ms": "5"}
