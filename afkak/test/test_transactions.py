@@ -16,6 +16,7 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.common import (
+    OFFSET_COMMITTED,
     OFFSET_EARLIEST,
     OFFSET_LATEST,
     ConcurrentTransactions,
@@ -26,6 +27,7 @@ from afkak.common import (
     InvalidProducerEpoch,
     InvalidTxnState,
     NotCoordinator,
+    OffsetFetchRequest,
     OffsetRequest,
     ProducerFenced,
     SourcedMessage,
@@ -35,6 +37,7 @@ from afkak.common import (
     TransactionalIdAuthorizationFailed,
     TransactionStateError,
     UnknownMemberId,
+    UnstableOffsetCommit,
 )
 from afkak.consumer import Consumer
 from afkak.group import ConsumerGroup, TransactionalProcessor, group_lag
@@ -304,6 +307,51 @@ class TransactionalProducerTests(TxnTestCase):
         self.fail_with(producer.send_offsets_to_transaction({("t", 1): 1}, group), TypeError)
         self.fail_with(producer.send_offsets_to_transaction({tp: 1}, "g"), TypeError)
 
+    def test_staged_offsets_are_unstable_until_the_transaction_ends(self) -> None:
+        producer = self.ready()
+        self.cluster.commit("g", "t", 0, 3)
+        self.succeed(producer.begin_transaction())
+        self.succeed(
+            producer.send_offsets_to_transaction(
+                {TopicAndPartition("t", 0): 8}, ConsumerGroupMetadata("g")
+            )
+        )
+
+        def lookup(stable: bool) -> Any:
+            [answer] = self.succeed(
+                self.client.send_offset_fetch_request(
+                    "g", [OffsetFetchRequest("t", 0)], fail_on_error=False, require_stable=stable
+                )
+            )
+            return answer.error, answer.offset
+
+        self.assertEqual(lookup(True), (UnstableOffsetCommit.errno, -1))
+        self.assertEqual(lookup(False), (0, 3))
+        # A read_committed Consumer starting at the committed offset waits for it.
+        got: list[int] = []
+        consumer = Consumer(
+            self.client,
+            "t",
+            0,
+            lambda c, msgs: got.extend(m.offset for m in msgs),
+            consumer_group="g",
+            auto_commit_every_n=0,
+            auto_commit_every_ms=0,
+            isolation_level="read_committed",
+            request_retry_init_delay=0.05,
+            request_retry_max_delay=0.1,
+        )
+        self.cluster.append("t", 0, [b"v%d" % i for i in range(10)])
+        consumer.start(OFFSET_COMMITTED)
+        self.clock.advance(1)
+        self.assertEqual(consumer.last_committed_offset, None)
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(lookup(True), (0, 8))
+        for _ in range(20):
+            self.clock.advance(0.1)
+        consumer.stop()
+        self.assertEqual(got[:1], [8])
+
     def test_cancel_commit(self) -> None:
         producer = self.ready()
         self.succeed(producer.begin_transaction())
@@ -567,6 +615,25 @@ class ConsumeTransformProduceTests(TxnTestCase):
         self.assertEqual(self.outputs(), expected)
         for p in range(3):
             self.assertEqual(self.cluster.committed_offsets["ctp", "in", p].offset, 50)
+
+    def test_stale_generation_aborts(self) -> None:
+        group, producer = self.pipeline("ctp-1")
+        group.start()
+        self.clock.advance(0)
+        for _ in range(100):
+            self.clock.advance(0.05)
+        current = group.group_metadata()
+        self.assertGreaterEqual(current.generation_id, 1)
+        other = self.ready("other")
+        self.succeed(other.begin_transaction())
+        stale = ConsumerGroupMetadata("ctp", current.generation_id - 1, current.member_id)
+        self.fail_with(
+            other.send_offsets_to_transaction({TopicAndPartition("in", 0): 1}, stale),
+            IllegalGeneration,
+        )
+        self.assertEqual(other.transaction_state, State.ABORTABLE_ERROR)
+        self.succeed(other.abort_transaction())
+        self.succeed(group.stop())
 
     def test_aborted_block_is_redone_by_the_next_owner(self) -> None:
         group, producer = self.pipeline("ctp-1")

@@ -19,7 +19,6 @@ import attrs
 
 from afkak._broker_errors import (
     GroupAuthorizationFailed,
-    IllegalGeneration,
     InvalidProducerEpoch,
     InvalidProducerIdMapping,
     InvalidTransactionTimeout,
@@ -28,7 +27,6 @@ from afkak._broker_errors import (
     OperationNotAttempted,
     ProducerFenced,
     TransactionalIdAuthorizationFailed,
-    UnknownMemberId,
 )
 from afkak.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -103,15 +101,22 @@ class TransactionCoordinatorState:
                 return 0, None
         return code(InvalidTxnState), "the partition is not in an ongoing transaction"
 
-    def end(self, txn: FakeTransaction, commit: bool, marker_epoch: int | None = None) -> None:
+    def staged(self, group: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction staged an offset of *group* for the partition."""
+        return any(
+            (topic, partition) in txn.offsets.get(group, ())
+            for txn in self.transactions.values()
+            if txn.state == ONGOING
+        )
+
+    def end(self, txn: FakeTransaction, commit: bool) -> None:
         """Complete *txn*: markers in its partitions, its staged offsets committed or dropped."""
         if txn.timer is not None and txn.timer.active():
             txn.timer.cancel()
         txn.timer = None
-        epoch = txn.epoch if marker_epoch is None else marker_epoch
         cluster = self._cluster
         for topic, index in sorted(txn.partitions):
-            cluster.partition(topic, index).log.write_marker(txn.producer_id, epoch, commit)
+            cluster.partition(topic, index).log.write_marker(txn.producer_id, txn.epoch, commit)
         if commit:
             for group, offsets in txn.offsets.items():
                 for (topic, index), committed in offsets.items():
@@ -170,6 +175,16 @@ def _coordinator_error(ctx: ConnectionHandler, tid: str) -> int:
     return 0 if ctx.cluster.coordinator(tid) == ctx.node else code(NotCoordinator)
 
 
+def _transaction(
+    ctx: ConnectionHandler, tid: str, pid: int, epoch: int
+) -> tuple[FakeTransaction | None, int]:
+    """The transaction a coordinator request names, or the error Kafka answers."""
+    error = _coordinator_error(ctx, tid)
+    if error:
+        return None, error
+    return ctx.cluster.transactions.current(tid, pid, epoch)
+
+
 def handle_init_producer_id(
     ctx: ConnectionHandler, request: InitProducerIdRequest, version: int
 ) -> Any:
@@ -212,13 +227,12 @@ def handle_add_partitions_to_txn(
     if version > _CLIENT_ADD_PARTITIONS_MAX:
         return R(error_code=code(OperationNotAttempted))
     cluster = ctx.cluster
-    tid = request.v3_and_below_transactional_id
-    error = _coordinator_error(ctx, tid)
-    txn = None
-    if not error:
-        txn, error = cluster.transactions.current(
-            tid, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch
-        )
+    txn, error = _transaction(
+        ctx,
+        request.v3_and_below_transactional_id,
+        request.v3_and_below_producer_id,
+        request.v3_and_below_producer_epoch,
+    )
     missing = set()
     for t in request.v3_and_below_topics:
         topic, _ = find_topic(cluster, t.name, None, False)
@@ -252,11 +266,9 @@ def handle_add_offsets_to_txn(
     ctx: ConnectionHandler, request: AddOffsetsToTxnRequest, version: int
 ) -> Any:
     state = ctx.cluster.transactions
-    tid = request.transactional_id
-    error = _coordinator_error(ctx, tid)
-    txn = None
-    if not error:
-        txn, error = state.current(tid, request.producer_id, request.producer_epoch)
+    txn, error = _transaction(
+        ctx, request.transactional_id, request.producer_id, request.producer_epoch
+    )
     if not error and not request.group_id:
         error = code(GroupAuthorizationFailed)
     if not error and txn is not None:
@@ -278,7 +290,16 @@ def handle_txn_offset_commit(
     if not error and txn is not None and request.group_id not in txn.groups:
         error = code(InvalidTxnState)
     if not error and version >= 3 and request.member_id:
-        error = _member_error(cluster, request)
+        # KIP-447: the member and generation are checked as an OffsetCommit's.
+        error = (
+            cluster.group_coordinator.commit_error(
+                request.group_id,
+                request.member_id,
+                request.group_instance_id,
+                request.generation_id,
+            )
+            or 0
+        )
     R = TxnOffsetCommitResponse
     topics = []
     for t in request.topics:
@@ -299,25 +320,11 @@ def handle_txn_offset_commit(
     return R(topics=topics)
 
 
-def _member_error(cluster: FakeKafkaCluster, request: TxnOffsetCommitRequest) -> int:
-    """KIP-447: the group's generation and member must match, as for OffsetCommit."""
-    group = cluster.group_coordinator.groups.get(request.group_id)
-    if group is None:
-        return 0
-    if request.member_id not in group.members:
-        return code(UnknownMemberId)
-    if request.generation_id != group.generation_id:
-        return code(IllegalGeneration)
-    return 0
-
-
 def handle_end_txn(ctx: ConnectionHandler, request: EndTxnRequest, version: int) -> Any:
     state = ctx.cluster.transactions
-    tid = request.transactional_id
-    error = _coordinator_error(ctx, tid)
-    txn = None
-    if not error:
-        txn, error = state.current(tid, request.producer_id, request.producer_epoch)
+    txn, error = _transaction(
+        ctx, request.transactional_id, request.producer_id, request.producer_epoch
+    )
     if not error and txn is not None:
         done = COMPLETE_COMMIT if request.committed else COMPLETE_ABORT
         if txn.state == ONGOING:
