@@ -167,6 +167,18 @@ class DeliveryTimeoutError(ClientError):
     """
 
 
+class TransactionStateError(ClientError):
+    """A transactional producer call made in a state that does not allow it.
+
+    Such as a send outside a begun transaction, or ``begin_transaction()``
+    before ``init_transactions()``.
+    """
+
+
+class TransactionAbortedError(KafkaError):
+    """A send that was not written because its transaction was aborted."""
+
+
 class OperationInProgress(KafkaError):
     """The operation is already under way; ``deferred`` fires when it completes."""
 

@@ -26,6 +26,7 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.protocol.messages import MetadataRequest
+from afkak.records.aborted import isolation_level as isolation_level_of
 
 from ._config_calls import DescribeConfigsCall, IncrementalAlterConfigsCall
 from ._group_calls import (
@@ -588,23 +589,31 @@ class KafkaAdminClient:
         return self._run(delete())
 
     def group_lag(
-        self, group_id: str, topics: Iterable[str] | None = None
+        self,
+        group_id: str,
+        topics: Iterable[str] | None = None,
+        *,
+        isolation_level: str | int = "read_uncommitted",
     ) -> Deferred[dict[TopicAndPartition, PartitionLag]]:
         """Committed offset, log end and lag of each partition the group committed
-        (of every partition of *topics* when given)."""
+        (of every partition of *topics* when given).
+
+        For a group of ``read_committed`` consumers pass that *isolation_level*:
+        the end is then the last stable offset, as far as those consumers can
+        read (records of open transactions are not lag yet).
+        """
         group = group_name(group_id)
         names = None if topics is None else [topic_name(t) for t in topics]
-        return self._run(self._lag(group, names))
+        level = IsolationLevel(isolation_level_of(isolation_level))
+        return self._run(self._lag(group, names, level))
 
     async def _lag(
-        self, group: str, topics: list[str] | None
+        self, group: str, topics: list[str] | None, level: IsolationLevel
     ) -> dict[TopicAndPartition, PartitionLag]:
         committed = await self._committed(group, topics)
         if not committed:
             return {}
-        ends = await self._list_offsets(
-            {tp: OffsetSpec.LATEST for tp in committed}, IsolationLevel.READ_UNCOMMITTED
-        )
+        ends = await self._list_offsets({tp: OffsetSpec.LATEST for tp in committed}, level)
         lags = {}
         for tp in sorted(committed):
             end = ends[tp]

@@ -2,14 +2,15 @@
 
 :class:`KafkaClient` is the public class.  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
-mean stale metadata, the argument checks, the Fetch and ListOffsets request
-builders and their base, :class:`VersionedCall` (which the admin layer's
-builders extend), and the roles (typing.Protocols) the layers above type
-their ``client`` with.
+mean stale metadata, the argument checks, the Fetch, FindCoordinator and
+ListOffsets request builders and their base, :class:`VersionedCall` (which
+the admin layer's builders extend), and the roles (typing.Protocols) the
+layers above type their ``client`` with.
 """
 
 from afkak.client._call import VersionedCall
 from afkak.client._client import KafkaClient
+from afkak.client._coordinator_call import TRANSACTION_KEY_TYPE, FindCoordinatorCall
 from afkak.client._fetch_call import FetchCall
 from afkak.client._list_offsets_call import ListOffsetsCall
 from afkak.client._roles import (
@@ -26,10 +27,12 @@ __all__ = [
     "COORDINATOR_MOVED",
     "LEADER_MOVED",
     "TOPIC_GONE",
+    "TRANSACTION_KEY_TYPE",
     "BrokerRequests",
     "ClusterMetadata",
     "ConsumerClient",
     "FetchCall",
+    "FindCoordinatorCall",
     "GroupRequests",
     "KafkaClient",
     "ListOffsetsCall",

@@ -34,6 +34,7 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.connection import BrokerConnection, SaslMechanism, tls_endpoint_factory
+from afkak.records.aborted import isolation_level as isolation_level_of
 
 from . import _validate as check
 from ._cluster import Cluster
@@ -312,13 +313,18 @@ class KafkaClient:
         callback: Callable[[Any], Any] | None = None,
         max_wait_time: int = DEFAULT_FETCH_SERVER_WAIT_MSECS,
         min_bytes: int = DEFAULT_FETCH_MIN_BYTES,
+        *,
+        isolation_level: str = "read_uncommitted",
     ) -> Deferred[list[Any]]:
         """Fetch from each payload's partition leader, one request per broker.
 
         Fires with a :class:`FetchResponse` per payload, whose ``messages``
         decode lazily to :class:`OffsetAndMessage` tuples from the payload's
-        offset on.
+        offset on.  With *isolation_level* ``"read_committed"`` the fetch
+        stops at the last stable offset (``messages.last_stable_offset``) and
+        aborted transactions' records are left out.
         """
+        level = isolation_level_of(isolation_level)
         items = check.payload_list(payloads, FetchRequest)
         for p in items:
             check.integer("fetch offset", p.offset, 0, check.INT64_MAX)
@@ -328,7 +334,7 @@ class KafkaClient:
         check.optional_callable("callback", callback)
 
         def make_call(batch: Sequence[FetchRequest]) -> FetchCall:
-            return FetchCall(batch, max_wait_time, min_bytes, self._cluster.cache.topic_ids)
+            return FetchCall(batch, max_wait_time, min_bytes, self._cluster.cache.topic_ids, level)
 
         return self._operation(
             self._to_leaders(items, make_call, fail_on_error, callback, max_wait_time / 1000)
@@ -339,12 +345,16 @@ class KafkaClient:
         payloads: Sequence[OffsetRequest] | None = None,
         fail_on_error: bool = True,
         callback: Callable[[Any], Any] | None = None,
+        *,
+        isolation_level: str = "read_uncommitted",
     ) -> Deferred[list[Any]]:
         """Look up offsets by time (-1 latest, -2 earliest) at each partition's leader.
 
         Fires with an :class:`OffsetResponse` per payload; ``offsets`` is a
-        1-tuple (``max_offsets`` is ignored by modern brokers).
+        1-tuple (``max_offsets`` is ignored by modern brokers).  With
+        *isolation_level* ``"read_committed"``, latest is the last stable offset.
         """
+        level = isolation_level_of(isolation_level)
         items = check.payload_list(payloads, OffsetRequest)
         for p in items:
             check.integer("time", p.time, check.INT64_MIN, check.INT64_MAX)
@@ -352,7 +362,11 @@ class KafkaClient:
         timeout_ms = int(self.timeout * 1000)
         return self._operation(
             self._to_leaders(
-                items, lambda batch: ListOffsetsCall(batch, timeout_ms), fail_on_error, callback, 0
+                items,
+                lambda batch: ListOffsetsCall(batch, timeout_ms, level),
+                fail_on_error,
+                callback,
+                0,
             )
         )
 
@@ -427,18 +441,22 @@ class KafkaClient:
         payloads: Sequence[OffsetFetchRequest] | None = None,
         fail_on_error: bool = True,
         callback: Callable[[Any], Any] | None = None,
+        *,
+        require_stable: bool = False,
     ) -> Deferred[list[Any]]:
         """Fetch *group*'s committed offsets (-1 where none) from its coordinator.
 
         Fires with an :class:`OffsetFetchResponse` per payload; ``metadata``
-        is ``bytes`` (``None`` when unset).
+        is ``bytes`` (``None`` when unset).  With *require_stable*, offsets
+        that an open transaction staged fail with the retriable
+        :class:`UnstableOffsetCommit` instead (KIP-447).
         """
         group = check.group_name(group)
         items = check.payload_list(payloads, OffsetFetchRequest)
         check.optional_callable("callback", callback)
 
         def make_call(batch: Sequence[OffsetFetchRequest]) -> OffsetFetchCall:
-            return OffsetFetchCall(group, batch, self._cluster.cache.topic_ids)
+            return OffsetFetchCall(group, batch, self._cluster.cache.topic_ids, require_stable)
 
         return self._operation(
             self._to_coordinator(group, items, make_call, fail_on_error, callback)

@@ -26,6 +26,7 @@ from ._call import TopicIds, VersionedCall, group_by_topic
 
 TOPIC_ID_VERSION = 10
 GROUPS_VERSION = 8
+REQUIRE_STABLE_VERSION = 7
 NO_OFFSET = -1
 
 
@@ -99,15 +100,25 @@ class OffsetCommitCall(VersionedCall):
 
 
 class OffsetFetchCall(VersionedCall):
-    """Fetch a group's committed offsets (-1 where none is committed)."""
+    """Fetch a group's committed offsets (-1 where none is committed).
+
+    With *require_stable* (v7+, KIP-447), a partition whose offsets a
+    transaction has staged but not completed answers the retriable
+    UNSTABLE_OFFSET_COMMIT rather than the older offset.
+    """
 
     request_class = FetchMsg
 
     def __init__(
-        self, group: str, payloads: Sequence[OffsetFetchRequest], topic_ids: Mapping[str, UUID]
+        self,
+        group: str,
+        payloads: Sequence[OffsetFetchRequest],
+        topic_ids: Mapping[str, UUID],
+        require_stable: bool = False,
     ) -> None:
         self.group = group
         self.payloads = payloads
+        self.require_stable = require_stable
         self.ids = TopicIds({p.topic for p in payloads}, topic_ids, TOPIC_ID_VERSION - 1)
         self.max_version = self.ids.cap
 
@@ -117,6 +128,7 @@ class OffsetFetchCall(VersionedCall):
             topic = FetchMsg.OffsetFetchRequestTopic
             return FetchMsg(
                 group_id=self.group,
+                require_stable=self.require_stable and version >= REQUIRE_STABLE_VERSION,
                 topics=[
                     topic(name=name, partition_indexes=[p.partition for p in group])
                     for name, group in grouped.items()
@@ -125,6 +137,7 @@ class OffsetFetchCall(VersionedCall):
         by_id = version >= TOPIC_ID_VERSION
         topics = FetchMsg.OffsetFetchRequestTopics
         return FetchMsg(
+            require_stable=self.require_stable,
             groups=[
                 FetchMsg.OffsetFetchRequestGroup(
                     group_id=self.group,
@@ -137,7 +150,7 @@ class OffsetFetchCall(VersionedCall):
                         for name, group in grouped.items()
                     ],
                 )
-            ]
+            ],
         )
 
     def parse(self, response: Any) -> list[OffsetFetchResponse]:

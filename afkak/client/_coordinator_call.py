@@ -1,4 +1,5 @@
-"""FindCoordinator request (api key 10): which broker coordinates a consumer group.
+"""FindCoordinator request (api key 10): which broker coordinates a consumer group
+(key type 0) or a transactional id (key type 1).
 
 From v4 on the request carries a list of keys (``coordinator_keys``) and the
 response a list of coordinators; older brokers take the single ``key`` form.
@@ -16,20 +17,24 @@ from ._call import VersionedCall
 
 BATCHED_VERSION = 4
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 class FindCoordinatorCall(VersionedCall):
-    """Find the coordinator of one consumer group."""
+    """Find the coordinator of one consumer group (or, *key_type* 1, transactional id)."""
 
     request_class = FindCoordinatorRequest
 
-    def __init__(self, group: str) -> None:
+    def __init__(self, group: str, key_type: int = GROUP_KEY_TYPE) -> None:
         self.group = group
+        self.key_type = key_type
+        if key_type != GROUP_KEY_TYPE:
+            self.min_version = 1
 
     def build(self, version: int) -> Any:
         if version >= BATCHED_VERSION:
-            return FindCoordinatorRequest(key_type=GROUP_KEY_TYPE, coordinator_keys=[self.group])
-        return FindCoordinatorRequest(key=self.group, key_type=GROUP_KEY_TYPE)
+            return FindCoordinatorRequest(key_type=self.key_type, coordinator_keys=[self.group])
+        return FindCoordinatorRequest(key=self.group, key_type=self.key_type)
 
     def parse(self, response: Any) -> list[BrokerMetadata]:
         """The coordinator, or raise the broker's error for the group."""

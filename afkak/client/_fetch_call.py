@@ -17,12 +17,12 @@ from afkak.common import FetchRequest, FetchResponse, OffsetAndMessage
 from afkak.message_set import offset_messages
 from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import FetchRequest as FetchMsg
+from afkak.records.aborted import READ_UNCOMMITTED, committed_batches
 from afkak.records.reader import read_batches
 
 from ._call import TopicIds, VersionedCall, group_by_topic
 
 TOPIC_ID_VERSION = 13
-READ_UNCOMMITTED = 0
 RECORD_BATCH_MAGIC = 2
 
 
@@ -30,18 +30,29 @@ class FetchedMessages:
     """The messages of one partition's fetched records, decoded lazily on iteration.
 
     Iterating again decodes again.  A malformed batch raises
-    :class:`~afkak.common.DecodeError` from the iteration.
+    :class:`~afkak.common.DecodeError` from the iteration.  Fetched with
+    ``read_committed``, the records of aborted transactions are left out and
+    ``last_stable_offset`` is the partition's (-1: unknown).
     """
 
-    __slots__ = ("_records", "_offset")
+    __slots__ = ("_records", "_offset", "_aborted", "last_stable_offset")
 
-    def __init__(self, records: bytes | None, offset: int) -> None:
+    def __init__(
+        self,
+        records: bytes | None,
+        offset: int,
+        aborted: Sequence[Any] | None = None,
+        last_stable_offset: int = -1,
+    ) -> None:
         self._records = records
         self._offset = offset
+        self._aborted = aborted
+        self.last_stable_offset = last_stable_offset
 
     def __iter__(self) -> Iterator[OffsetAndMessage]:
         new = tuple.__new__
-        for item in offset_messages(read_batches(self._records), self._offset):
+        batches = committed_batches(read_batches(self._records), self._aborted)
+        for item in offset_messages(batches, self._offset):
             yield new(OffsetAndMessage, item)
 
     def __bool__(self) -> bool:
@@ -53,7 +64,11 @@ class FetchedMessages:
 
 
 class FetchCall(VersionedCall):
-    """Fetch each payload's partition from its offset, up to its ``max_bytes``."""
+    """Fetch each payload's partition from its offset, up to its ``max_bytes``.
+
+    *isolation_level* 1 (``read_committed``) fetches up to the last stable
+    offset and drops aborted transactions' records (Fetch v4+).
+    """
 
     request_class = FetchMsg
 
@@ -63,8 +78,10 @@ class FetchCall(VersionedCall):
         max_wait_ms: int,
         min_bytes: int,
         topic_ids: Mapping[str, UUID],
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> None:
         self.payloads = payloads
+        self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.ids = TopicIds({p.topic for p in payloads}, topic_ids, TOPIC_ID_VERSION - 1)
@@ -78,7 +95,7 @@ class FetchCall(VersionedCall):
         return FetchMsg(
             max_wait_ms=self.max_wait_ms,
             min_bytes=self.min_bytes,
-            isolation_level=READ_UNCOMMITTED,
+            isolation_level=self.isolation_level,
             topics=[
                 topic(
                     topic="" if by_id else name,
@@ -120,7 +137,12 @@ class FetchCall(VersionedCall):
                         p.partition_index,
                         p.error_code or top_error,
                         p.high_watermark,
-                        FetchedMessages(p.records, offset),
+                        FetchedMessages(
+                            p.records,
+                            offset,
+                            p.aborted_transactions if self.isolation_level else None,
+                            p.last_stable_offset,
+                        ),
                     )
                 )
         return results

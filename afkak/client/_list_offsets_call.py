@@ -12,15 +12,19 @@ from typing import Any
 
 from afkak.common import OffsetRequest, OffsetResponse
 from afkak.protocol.messages import ListOffsetsRequest
+from afkak.records.aborted import READ_UNCOMMITTED
 
 from ._call import VersionedCall, group_by_topic
 
 CONSUMER_REPLICA_ID = -1
-READ_UNCOMMITTED = 0
 
 
 class ListOffsetsCall(VersionedCall):
-    """The offsets at the times given in each payload (-1 latest, -2 earliest)."""
+    """The offsets at the times given in each payload (-1 latest, -2 earliest).
+
+    With ``read_committed`` (*isolation_level* 1), latest is the last stable
+    offset (v2+), below the first open transaction.
+    """
 
     request_class = ListOffsetsRequest
 

@@ -33,6 +33,7 @@ from afkak.common import (
     RestopError,
     SourcedMessage,
 )
+from afkak.records.aborted import isolation_level as isolation_level_of
 
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
@@ -124,6 +125,12 @@ class Consumer:
         consumer with :class:`~afkak.common.OffsetOutOfRangeError`.
     :param str commit_consumer_id: member id sent with commits.
     :param int commit_generation_id: group generation sent with commits.
+    :param str isolation_level: ``"read_uncommitted"`` (the default): every
+        record, those of open and aborted transactions included;
+        ``"read_committed"``: records up to the last stable offset, without
+        aborted transactions' records (``OFFSET_LATEST`` is then the last
+        stable offset too, and ``OFFSET_COMMITTED`` waits for offsets that an
+        open transaction staged).  Transaction markers are never delivered.
     """
 
     def __init__(
@@ -146,6 +153,7 @@ class Consumer:
         auto_offset_reset: int | None = None,
         commit_consumer_id: str = "",
         commit_generation_id: int = -1,
+        isolation_level: str = "read_uncommitted",
     ) -> None:
         kafka_client(client)
         topic_name(topic)
@@ -197,6 +205,7 @@ class Consumer:
         if not isinstance(commit_consumer_id, str):
             raise TypeError(f"commit_consumer_id must be a str, not {commit_consumer_id!r}")
         integer("commit_generation_id", commit_generation_id, -(2**31), _INT32_MAX)
+        level = isolation_level_of(isolation_level)
 
         self.client = client
         self.topic = topic
@@ -207,6 +216,7 @@ class Consumer:
         self.auto_offset_reset = auto_offset_reset
         self.commit_consumer_id = commit_consumer_id
         self.commit_generation_id = commit_generation_id
+        self.isolation_level = "read_committed" if level else "read_uncommitted"
         self._retry = RetryPolicy(
             request_retry_init_delay, request_retry_max_delay, request_retry_max_attempts
         )
@@ -220,7 +230,10 @@ class Consumer:
             max_buffer_size=max_buffer_size,
             auto_offset_reset=auto_offset_reset,
             retry=self._retry,
+            isolation_level=level,
         )
+        self._high_watermark = -1
+        self._last_stable_offset = -1
 
         self._last_processed_offset: int | None = None
         self._last_committed_offset: int | None = None
@@ -276,6 +289,20 @@ class Consumer:
         ``OFFSET_COMMITTED`` it is the group's committed offset minus one.
         """
         return self._last_committed_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """The partition's high watermark in the last fetch response (-1: none yet)."""
+        return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The partition's last stable offset in the last fetch response (-1: none yet).
+
+        Below the first open transaction; a ``read_committed`` consumer reads
+        up to it.  Equal to the high watermark when no transaction is open.
+        """
+        return self._last_stable_offset
 
     @property
     def buffer_size(self) -> int:
@@ -509,6 +536,8 @@ class Consumer:
             return
         self._fetching = None
         self._fetch_offset = fetched.next_offset
+        self._high_watermark = fetched.high_watermark
+        self._last_stable_offset = fetched.last_stable_offset
         self._buffered = fetched
         self._pump()
 
@@ -595,7 +624,11 @@ class Consumer:
         request = OffsetFetchRequest(self.topic, self.partition)
         [answer] = await self._retry.run(
             self.client.reactor,
-            lambda: self.client.send_offset_fetch_request(self.consumer_group, [request]),
+            lambda: self.client.send_offset_fetch_request(
+                self.consumer_group,
+                [request],
+                require_stable=self.isolation_level == "read_committed",
+            ),
             None,
             f"committed offset lookup for {self.topic}/{self.partition}",
         )

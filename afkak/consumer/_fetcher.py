@@ -23,6 +23,7 @@ from afkak.common import (
     OffsetRequest,
     TopicAndPartition,
 )
+from afkak.records.aborted import READ_UNCOMMITTED
 
 from ._messages import FetchedRecords, read_fetched
 from ._retry import RetryPolicy
@@ -33,7 +34,6 @@ FAST_GROWTH_LIMIT = 1024 * 1024
 #: The errors meaning the topic is gone or was recreated with a new id:
 #: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID.
 _TOPIC_GONE = frozenset({3, 100, 103})
-
 
 
 class _PartitionFetchCall(FetchCall):
@@ -69,6 +69,7 @@ class PartitionFetcher:
         max_buffer_size: int | None,
         auto_offset_reset: int | None,
         retry: RetryPolicy,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> None:
         self.client = client
         self.topic = topic
@@ -80,6 +81,7 @@ class PartitionFetcher:
         self.max_buffer_size = max_buffer_size
         self.auto_offset_reset = auto_offset_reset
         self.retry = retry
+        self.isolation_level = isolation_level
 
     async def next_records(self, offset: int) -> FetchedRecords:
         """The next fetch response that moves past *offset*.
@@ -129,27 +131,37 @@ class PartitionFetcher:
             self.max_wait_ms,
             self.min_bytes,
             self.client.topic_ids,
+            self.isolation_level,
         )
         response = await self.client.send_request_to_broker(
             leader, call, timeout=self.client.timeout + self.max_wait_ms / 1000
         )
-        error, records = self._partition_data(response)
+        data = self._partition_data(response)
+        error = response.error_code if data is None else data.error_code
         if error:
             raise BrokerResponseError.from_errno(
                 error, f"fetching {self.topic}/{self.partition} at offset {offset}"
             )
-        return read_fetched(records, offset)
+        if data is None:
+            return read_fetched(None, offset)
+        return read_fetched(
+            data.records,
+            offset,
+            data.aborted_transactions if self.isolation_level else None,
+            data.high_watermark,
+            data.last_stable_offset,
+        )
 
-    def _partition_data(self, response: Any) -> tuple[int, bytes | None]:
-        """This partition's error code and records in a Fetch response.
+    def _partition_data(self, response: Any) -> Any:
+        """This partition's data in a Fetch response (None: missing).
 
         A top-level error (v7+) applies when the partition is missing.
         """
         for topic in response.responses:
             for data in topic.partitions:
                 if data.partition_index == self.partition:
-                    return data.error_code, data.records
-        return response.error_code, None
+                    return data
+        return None
 
     async def offset_at(self, time: int) -> int:
         """The partition's offset at ListOffsets *time* (OFFSET_EARLIEST or OFFSET_LATEST)."""
@@ -162,7 +174,8 @@ class PartitionFetcher:
 
     async def _list_offset(self, time: int) -> int:
         [answer] = await self.client.send_offset_request(
-            [OffsetRequest(self.topic, self.partition, time, 1)]
+            [OffsetRequest(self.topic, self.partition, time, 1)],
+            isolation_level=self.isolation_level,
         )
         return int(answer.offsets[0])
 

@@ -8,10 +8,12 @@ enough to know where the next fetch starts); the records are decoded into
 from __future__ import annotations
 
 import gc
+from typing import Any
 
 from afkak.common import SourcedMessage
 from afkak.message_set import offset_messages
 from afkak.records import RecordBatch, read_batches
+from afkak.records.aborted import AbortedTransactions
 
 __all__ = ["FetchedRecords", "read_fetched"]
 
@@ -22,18 +24,35 @@ class FetchedRecords:
     ``next_offset`` is where the following fetch starts: past every complete
     batch, control batches (transaction markers, never delivered) included.
     ``truncated`` means the response held bytes but not one complete batch:
-    the fetch size is too small for the next batch.
+    the fetch size is too small for the next batch.  ``high_watermark`` and
+    ``last_stable_offset`` are the partition's as the response gave them
+    (-1: unknown).
     """
 
-    __slots__ = ("batches", "offset", "next_offset", "truncated")
+    __slots__ = (
+        "batches",
+        "offset",
+        "next_offset",
+        "truncated",
+        "high_watermark",
+        "last_stable_offset",
+    )
 
     def __init__(
-        self, batches: list[RecordBatch], offset: int, next_offset: int, truncated: bool
+        self,
+        batches: list[RecordBatch],
+        offset: int,
+        next_offset: int,
+        truncated: bool,
+        high_watermark: int = -1,
+        last_stable_offset: int = -1,
     ) -> None:
         self.batches = batches
         self.offset = offset
         self.next_offset = next_offset
         self.truncated = truncated
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
 
     def messages(self, topic: str, partition: int) -> list[SourcedMessage]:
         """The records from the fetch offset on, as the processor gets them (once).
@@ -69,12 +88,20 @@ def _sourced_messages(
     ]
 
 
-def read_fetched(records: bytes | None, offset: int) -> FetchedRecords:
+def read_fetched(
+    records: bytes | None,
+    offset: int,
+    aborted: list[Any] | None = None,
+    high_watermark: int = -1,
+    last_stable_offset: int = -1,
+) -> FetchedRecords:
     """Split one partition's fetched *records* (fetched from *offset*) into batches.
 
     Batches that end before *offset* are left out (a fetch returns the whole
     batch holding the offset, which may start earlier), and so are control
-    batches, which still move ``next_offset`` on.  A partial batch at the end,
+    batches and the batches of the *aborted* transactions (a
+    ``read_committed`` response's AbortedTransactions), which still move
+    ``next_offset`` on.  A partial batch at the end,
     cut by the fetch size, is dropped: the next fetch starts at it.  Checks
     each batch's CRC; raises :class:`~afkak.common.DecodeError` for
     malformed data.
@@ -82,11 +109,23 @@ def read_fetched(records: bytes | None, offset: int) -> FetchedRecords:
     batches = []
     next_offset = offset
     complete = False
+    skip = AbortedTransactions(aborted)
     for batch in read_batches(records):
         complete = True
+        if skip and skip.drops(batch):
+            if batch.last_offset >= offset:
+                next_offset = batch.last_offset + 1
+            continue
         if batch.last_offset < offset:
             continue
         next_offset = batch.last_offset + 1
         if not batch.is_control:
             batches.append(batch)
-    return FetchedRecords(batches, offset, next_offset, bool(records) and not complete)
+    return FetchedRecords(
+        batches,
+        offset,
+        next_offset,
+        bool(records) and not complete,
+        high_watermark,
+        last_stable_offset,
+    )

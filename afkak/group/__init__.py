@@ -5,7 +5,8 @@ partition the group assigns to it.  Assignors ("range", "roundrobin",
 "cooperative-sticky", or your own :class:`PartitionAssignor`) compute
 assignments for every member when this member leads.  Inspection for
 operations: :func:`describe_group`, :func:`list_groups`,
-:func:`committed_offsets`, :func:`group_lag`.
+:func:`committed_offsets`, :func:`group_lag`.  Exactly-once
+consume-transform-produce: :class:`TransactionalProcessor`.
 """
 
 from afkak.group._admin import (
@@ -32,6 +33,7 @@ from afkak.group._range import RangeAssignor
 from afkak.group._roundrobin import RoundRobinAssignor
 from afkak.group._states import TRANSITIONS, MemberEvent, MemberState
 from afkak.group._sticky import CooperativeStickyAssignor
+from afkak.group._transform import TransactionalProcessor
 
 __all__ = [
     "ASSIGNORS",
@@ -55,6 +57,7 @@ __all__ = [
     "RebalanceProtocol",
     "RoundRobinAssignor",
     "Subscription",
+    "TransactionalProcessor",
     "committed_offsets",
     "decode_assignment",
     "decode_subscription",

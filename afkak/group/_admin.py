@@ -47,7 +47,15 @@ def committed_offsets(
 
 
 def group_lag(
-    client: ConsumerClient, group_id: str, topics: Sequence[str] | None = None
+    client: ConsumerClient,
+    group_id: str,
+    topics: Sequence[str] | None = None,
+    *,
+    isolation_level: str = "read_uncommitted",
 ) -> Deferred[dict[TopicAndPartition, PartitionLag]]:
-    """Committed offset, log end (ListOffsets latest) and lag of each partition."""
-    return KafkaAdminClient(client).group_lag(group_id, topics)
+    """Committed offset, log end (ListOffsets latest) and lag of each partition.
+
+    For a group of ``read_committed`` consumers pass that *isolation_level*:
+    the end is then the last stable offset.
+    """
+    return KafkaAdminClient(client).group_lag(group_id, topics, isolation_level=isolation_level)

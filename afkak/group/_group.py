@@ -31,6 +31,7 @@ from afkak.common import (
     UnknownMemberId,
 )
 from afkak.consumer import Consumer
+from afkak.producer import ConsumerGroupMetadata
 
 from ._assignor import PartitionAssignor
 from ._member import Generation, GroupMember
@@ -207,6 +208,16 @@ class ConsumerGroup:
     def state(self) -> Any:
         """The membership state (:class:`~afkak.group.MemberState`)."""
         return self.member.state
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, generation and member id now, for
+        :meth:`~afkak.producer.Producer.send_offsets_to_transaction`: the
+        coordinator refuses a transaction's offsets from a generation that
+        a rebalance ended."""
+        m = self.member
+        return ConsumerGroupMetadata(
+            self.group_id, m.generation_id, m.member_id, m.group_instance_id
+        )
 
     @property
     def assignment(self) -> list[TopicAndPartition]:

@@ -5,7 +5,7 @@
 modules behind them are private: ``_options`` (settings), ``_batch`` and
 ``_partition`` (per-partition accumulation), ``_sender`` (requests and
 retries), ``_outcome`` (error classification), ``_identity`` (producer id and
-epoch).
+epoch), ``_transaction`` (the transactional producer's state machine).
 """
 
 from afkak.producer._producer import (
@@ -15,11 +15,14 @@ from afkak.producer._producer import (
     Producer,
 )
 from afkak.producer._result import RecordMetadata
+from afkak.producer._transaction import ConsumerGroupMetadata, State as TransactionState
 
 __all__ = [
     "BATCH_SEND_MSG_BYTES",
     "BATCH_SEND_MSG_COUNT",
     "BATCH_SEND_SECS_COUNT",
+    "ConsumerGroupMetadata",
     "Producer",
     "RecordMetadata",
+    "TransactionState",
 ]

@@ -140,7 +140,14 @@ class ProducerBatch:
             self.headers = [()] * len(self.values)
         self.headers.append(headers)
 
-    def encode(self, codec: int, producer_id: int, producer_epoch: int, sequence: int) -> None:
+    def encode(
+        self,
+        codec: int,
+        producer_id: int,
+        producer_epoch: int,
+        sequence: int,
+        transactional: bool = False,
+    ) -> None:
         """Build the record batch (done once; the record lists are then released)."""
         self.count = len(self.values)
         self.producer_id, self.producer_epoch, self.base_sequence = (
@@ -157,6 +164,7 @@ class ProducerBatch:
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             base_sequence=sequence,
+            is_transactional=transactional,
         )
         self.values = self.keys = self.headers = None  # type: ignore[assignment]
         if not self.record_waiters:

@@ -90,10 +90,26 @@ def resolve(
     max_in_flight_per_partition: Any,
     buffer_memory: Any,
     retry_unknown_outcome: Any,
+    transactional_id: Any = None,
+    transaction_timeout_ms: Any = 60_000,
 ) -> Options:
     """Check the arguments (TypeError / ValueError) and resolve their defaults."""
     if req_acks is not UNSET and (req_acks not in _ACKS or isinstance(req_acks, bool)):
         raise ValueError(f"req_acks must be one of {_ACKS}, not {req_acks!r}")
+    if transactional_id is not None:
+        if not isinstance(transactional_id, str) or not transactional_id:
+            raise TypeError(f"transactional_id must be a non-empty str, not {transactional_id!r}")
+        if enable_idempotence is False:
+            raise ValueError("a transactional producer is idempotent: enable_idempotence=False")
+        if (
+            isinstance(transaction_timeout_ms, bool)
+            or not isinstance(transaction_timeout_ms, int)
+            or not 0 < transaction_timeout_ms < 2**31
+        ):
+            raise ValueError(
+                f"transaction_timeout_ms must be a positive int, not {transaction_timeout_ms!r}"
+            )
+        enable_idempotence = True
     if enable_idempotence is UNSET:
         idempotent = req_acks in (UNSET, PRODUCER_ACK_ALL_REPLICAS)
     elif isinstance(enable_idempotence, bool):

@@ -9,7 +9,7 @@ batches and settles them.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from twisted.internet.defer import Deferred, fail, succeed
@@ -17,9 +17,14 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
-from afkak._errors import CancelledError, ClientError
+from afkak._errors import (
+    CancelledError,
+    ClientError,
+    TransactionStateError,
+)
 from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, is_retriable
 from afkak.client import ProducerClient, kafka_client, topic_name
+from afkak.common import TopicAndPartition
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
 
@@ -28,6 +33,7 @@ from ._batch import RECORD_OVERHEAD, ProducerBatch
 from ._options import UNSET
 from ._partition import TopicState
 from ._sender import Sender
+from ._transaction import ConsumerGroupMetadata, State as TransactionState, TransactionManager
 
 log = Logger()
 
@@ -39,6 +45,7 @@ BATCH_SEND_MSG_BYTES = 32 * 1024
 _DEFAULT_LINGER_MS = 0
 _DEFAULT_BATCH_SIZE = 16384
 _DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024
+_DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 _BYTES = (bytes, bytearray, memoryview)
 _MAX_TIMESTAMP = 2**63 - 1
 
@@ -136,6 +143,13 @@ class Producer:
         :class:`~afkak.common.KafkaTimeoutError` unless acknowledged (Kafka's
         ``delivery.timeout.ms``, 120 s): retriable errors are retried until
         then.  A batch in flight is given its request's answer first.
+    :param transactional_id: makes the producer transactional (and
+        idempotent): call :meth:`init_transactions` once, then send only
+        between :meth:`begin_transaction` and :meth:`commit_transaction` /
+        :meth:`abort_transaction`.  A later producer with the same id fences
+        this one.  See :doc:`/transactions`.
+    :param transaction_timeout_ms: how long the coordinator lets a
+        transaction stay open before aborting it (and fencing this producer).
 
     Records are stamped with the reactor's time (CreateTime) when sent.
 
@@ -177,6 +191,8 @@ class Producer:
         retry_unknown_outcome: bool = False,
         retry_backoff_max_ms: int = RETRY_BACKOFF_MAX_MS,
         delivery_timeout_ms: int = DELIVERY_TIMEOUT_MS,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = _DEFAULT_TRANSACTION_TIMEOUT_MS,
     ) -> None:
         kafka_client(client)
         if not callable(partitioner_class):
@@ -199,12 +215,25 @@ class Producer:
             retry_unknown_outcome=retry_unknown_outcome,
             retry_backoff_max_ms=retry_backoff_max_ms,
             delivery_timeout_ms=delivery_timeout_ms,
+            transactional_id=transactional_id,
+            transaction_timeout_ms=transaction_timeout_ms,
         )
         self.client = client
         self.partitioner_class = partitioner_class
         self._reactor = client.reactor
         self._seconds = client.reactor.seconds
-        self._sender = Sender(client, self.options, self._release)
+        self._transaction: TransactionManager | None = None
+        if transactional_id is not None:
+            self._transaction = TransactionManager(
+                client,
+                transactional_id,
+                transaction_timeout_ms,
+                self.options.retry_policy(),
+                self.options.max_attempts,
+                self.flush,
+                self._drop_unsent,
+            )
+        self._sender = Sender(client, self.options, self._release, self._transaction)
         self._batch_size = self.options.batch_size
         self._linger = self.options.linger
         self._buffer_memory = self.options.buffer_memory
@@ -294,6 +323,11 @@ class Producer:
             broker's or the client's error if the messages could not be written.
             Cancelling it stops the waiting, not the sending.
         """
+        if self._transaction is not None:
+            try:
+                self._transaction.check_send()
+            except Exception as e:
+                return fail(e)
         route = self._routes.get(topic)
         try:
             if route is None:
@@ -392,7 +426,9 @@ class Producer:
                 not isinstance(partition, int) or isinstance(partition, bool) or partition < 0
             ):
                 raise TypeError(f"partition must be a non-negative int, not {partition!r}")
-        except (TypeError, ValueError) as e:
+            if self._transaction is not None:
+                self._transaction.check_send()
+        except Exception as e:
             return fail(e)
         size = RECORD_OVERHEAD + (len(value) if value is not None else 0)
         if key is not None:
@@ -402,6 +438,82 @@ class Producer:
         return self._send_later(
             _Pending(topic, key, (value,), headers, timestamp, partition, None, size, True)
         )
+
+    # -- transactions -----------------------------------------------------------
+
+    def init_transactions(self) -> Deferred[None]:
+        """Register the ``transactional_id``: fence older producers, abort what they left open.
+
+        Once, before the first transaction.  Fails with
+        :class:`~afkak.common.TransactionStateError` if the producer is not
+        transactional or it was called before, and with the fatal error
+        (``ProducerFenced``, ``TransactionalIdAuthorizationFailed``...) that
+        ends the producer.  A retriable failure (timeouts) may be retried.
+        """
+        return self._txn_call("init_transactions")
+
+    def begin_transaction(self) -> Deferred[None]:
+        """Start a transaction: sends are allowed until it is committed or aborted."""
+        return self._txn_call("begin_transaction")
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicAndPartition, int], group_metadata: ConsumerGroupMetadata
+    ) -> Deferred[None]:
+        """Commit consumer offsets as part of the transaction (consume-transform-produce).
+
+        :param offsets: ``{TopicAndPartition: next offset to consume}``.
+        :param group_metadata: the consuming group, generation and member
+            (:meth:`afkak.group.ConsumerGroup.group_metadata`); a stale
+            generation makes the transaction abortable.
+        """
+        if self._transaction is not None:
+            for tp, offset in offsets.items():
+                if not isinstance(tp, TopicAndPartition):
+                    return fail(TypeError(f"offsets keys must be TopicAndPartition, not {tp!r}"))
+                if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                    return fail(TypeError(f"offset of {tp} must be an int >= 0, not {offset!r}"))
+            if not isinstance(group_metadata, ConsumerGroupMetadata):
+                return fail(
+                    TypeError(
+                        f"group_metadata must be a ConsumerGroupMetadata, not {group_metadata!r}"
+                    )
+                )
+        return self._txn_call("send_offsets_to_transaction", offsets, group_metadata)
+
+    def commit_transaction(self) -> Deferred[None]:
+        """Send what is buffered, then commit the transaction.
+
+        Fails with the abortable error if a send of the transaction failed
+        (then call :meth:`abort_transaction`), or with a fatal error.
+        """
+        return self._txn_call("commit_transaction")
+
+    def abort_transaction(self) -> Deferred[None]:
+        """Abort the transaction: unsent records fail with
+        :class:`~afkak.common.TransactionAbortedError`, written ones are never
+        visible to ``read_committed`` consumers."""
+        return self._txn_call("abort_transaction")
+
+    @property
+    def transaction_state(self) -> TransactionState | None:
+        """Where the transaction is (:class:`~afkak.producer.TransactionState`);
+        None for a producer without ``transactional_id``."""
+        return None if self._transaction is None else self._transaction.state
+
+    def _txn_call(self, name: str, *args: Any) -> Deferred[None]:
+        if self._transaction is None:
+            return fail(TransactionStateError(f"{self!r} has no transactional_id"))
+        if self._stopped:
+            return fail(ClientError(f"{self!r} has been stopped"))
+        return getattr(self._transaction, name)(*args)  # type: ignore[no-any-return]
+
+    def _drop_unsent(self, failure: Failure) -> None:
+        """Fail every send not in flight (an aborted or failed transaction's)."""
+        self._sender.fail_unsent(failure)
+        for waiting in self._unrouted.values():
+            for pending in waiting:
+                self._refuse(pending.d, pending.size, failure)
+        self._unrouted.clear()
 
     def flush(self) -> Deferred[None]:
         """Send everything now (ignoring linger and batch triggers).

@@ -38,6 +38,7 @@ from ._outcome import (
     for_exception,
 )
 from ._partition import PartitionState
+from ._transaction import TransactionManager
 
 log = Logger()
 
@@ -61,6 +62,7 @@ class Sender:
         client: ProducerClient,
         options: Options,
         release: Callable[[ProducerBatch], None],
+        transaction: TransactionManager | None = None,
     ) -> None:
         self._client = client
         self._reactor = client.reactor
@@ -82,8 +84,13 @@ class Sender:
         self._stopped = False
         self._backoff = options.retry_policy()
         self._delivery_timeout = options.delivery_timeout
-        self.identity: ProducerIdentity | None = None
-        if options.idempotent:
+        self.identity: ProducerIdentity | TransactionManager | None = None
+        #: A transactional producer's transaction: its identity too.
+        self.transaction = transaction
+        if transaction is not None:
+            self.identity = transaction
+            transaction.wake = self.wake
+        elif options.idempotent:
             self.identity = ProducerIdentity(
                 client,
                 self._reactor,
@@ -277,6 +284,15 @@ class Sender:
         if head.attempts and part.in_flight:
             return None  # a retry goes alone, after what is in flight settled
         identity = self.identity
+        txn = self.transaction
+        if txn is not None:
+            if not txn.partition_added(part.key):
+                return None  # wakes the sender once the partition joined
+            if (part.producer_id, part.producer_epoch) != (txn.producer_id, txn.epoch):
+                if part.in_flight:
+                    return None
+                # A new epoch (KIP-360, after an abort): sequences restart.
+                part.restart_sequences(txn.producer_id, txn.epoch)
         if identity is not None:
             if part.bump or part.producer_id != identity.producer_id:
                 if part.in_flight:
@@ -295,6 +311,7 @@ class Sender:
                     part.producer_id,
                     part.producer_epoch,
                     part.take_sequence(len(head.values)),
+                    txn is not None,
                 )
         else:
             part.ready.popleft()
@@ -340,7 +357,9 @@ class Sender:
         for batch in batches:
             topics.setdefault(batch.topic, []).append(_PartitionData(batch.partition, batch.data))
         request = ProduceRequest(
-            transactional_id=None,
+            transactional_id=None
+            if self.transaction is None
+            else self.transaction.transactional_id,
             acks=options.acks,
             timeout_ms=options.ack_timeout_ms,
             topic_data=[_TopicData(name=t, partition_data=p) for t, p in topics.items()],
@@ -448,6 +467,10 @@ class Sender:
 
     def _after(self, batch: ProducerBatch, action: Action, failure: Failure) -> None:
         part = batch.part
+        if action is Action.BUMP and self.transaction is not None:
+            # A transaction's epoch is the coordinator's: the transaction
+            # fails instead (fatal when fenced, else abortable and re-epoched).
+            action = Action.FAIL
         if action is Action.FAIL or batch.attempts >= self._options.max_attempts:
             if batch.attempts > 1 or action is not Action.FAIL:
                 log.warn(
@@ -481,6 +504,8 @@ class Sender:
     def _settle(self, batch: ProducerBatch, failure: Failure) -> None:
         batch.fail(failure)
         self._release(batch)
+        if self.transaction is not None:
+            self.transaction.send_failed(failure)
 
     # -- failures of everything waiting ------------------------------------------
 
@@ -493,6 +518,11 @@ class Sender:
         log.error(
             "No producer id for the idempotent producer: {error}", error=failure.getErrorMessage()
         )
+        for part in list(self.active):
+            self._fail_waiting(part, failure)
+
+    def fail_unsent(self, failure: Failure) -> None:
+        """Fail every batch not in flight (an aborted or failed transaction's)."""
         for part in list(self.active):
             self._fail_waiting(part, failure)
 

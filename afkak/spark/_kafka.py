@@ -42,6 +42,9 @@ class FetchedPartition:
     high_watermark: int
     log_start_offset: int
     records: bytes | None
+    #: read_committed: the response's AbortedTransactions (None otherwise).
+    aborted: Sequence[Any] | None = None
+    last_stable_offset: int = -1
 
 
 def make_client(config: ClientConfig) -> KafkaClient:
@@ -79,24 +82,37 @@ async def partitions_of(client: KafkaClient, topics: Sequence[str]) -> list[Topi
 
 
 async def list_offsets(
-    client: KafkaClient, partitions: Sequence[TopicAndPartition], time: int
+    client: KafkaClient,
+    partitions: Sequence[TopicAndPartition],
+    time: int,
+    isolation_level: int = 0,
 ) -> dict[TopicAndPartition, int]:
-    """Each partition's offset at *time* (-2 earliest, -1 latest), one request per leader."""
+    """Each partition's offset at *time* (-2 earliest, -1 latest), one request per leader.
+
+    With *isolation_level* 1 (read_committed), latest is the last stable offset.
+    """
     if not partitions:
         return {}
     payloads = [OffsetRequest(tp.topic, tp.partition, time, 1) for tp in partitions]
 
     async def attempt() -> dict[TopicAndPartition, int]:
-        responses = await client.send_offset_request(payloads)
+        responses = await client.send_offset_request(payloads, isolation_level=isolation_level)
         return {TopicAndPartition(r.topic, r.partition): r.offsets[0] for r in responses}
 
     return await _retrying(client, partitions, attempt)
 
 
 async def fetch(
-    client: KafkaClient, tp: TopicAndPartition, offset: int, max_bytes: int, max_wait_ms: int
+    client: KafkaClient,
+    tp: TopicAndPartition,
+    offset: int,
+    max_bytes: int,
+    max_wait_ms: int,
+    isolation_level: int = 0,
 ) -> FetchedPartition:
     """Fetch *tp* from *offset*: its error code, watermarks and raw records.
+
+    With *isolation_level* 1 (read_committed) also the aborted transactions.
 
     Retriable partition errors are retried; others (such as
     OFFSET_OUT_OF_RANGE) are returned for the caller to handle.
@@ -105,6 +121,7 @@ async def fetch(
         max_wait_ms=max_wait_ms,
         min_bytes=1,
         max_bytes=max_bytes,
+        isolation_level=isolation_level,
         topics=[
             FetchRequest.FetchTopic(
                 topic=tp.topic,
@@ -131,7 +148,14 @@ async def fetch(
             error = BrokerResponseError.from_errno(p.error_code, f"fetch {tp} at {offset}")
             if getattr(error, "retriable", False):
                 raise error
-        return FetchedPartition(p.error_code, p.high_watermark, p.log_start_offset, p.records)
+        return FetchedPartition(
+            p.error_code,
+            p.high_watermark,
+            p.log_start_offset,
+            p.records,
+            p.aborted_transactions if isolation_level else None,
+            p.last_stable_offset,
+        )
 
     return await _retrying(client, [tp], attempt)
 

@@ -19,6 +19,7 @@ import attrs
 
 from afkak.codec import CODEC_NAMES
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
+from afkak.records.aborted import isolation_level as isolation_level_of
 
 from ._security import SECURITY_SETTINGS, SecurityConfig, SecurityOptionError, security_config
 
@@ -44,6 +45,7 @@ _CLIENT_SETTINGS = frozenset(
         "linger.ms",
         "enable.idempotence",
         *SECURITY_SETTINGS,
+        "isolation.level",
     }
 )
 #: Options of reads only; a write given one is refused (others are Spark's own).
@@ -94,6 +96,8 @@ class ReadOptions:
     include_headers: bool = False
     max_partition_fetch_bytes: int = 8 * 1024 * 1024
     fetch_max_wait_ms: int = 500
+    #: Fetch and ListOffsets isolation level: 0 read_uncommitted, 1 read_committed.
+    isolation_level: int = 0
     #: Seconds one fetch may take before the task fails (Spark's pollTimeoutMs).
     poll_timeout: float = 120.0
 
@@ -283,6 +287,11 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         )
     if "fetch.max.wait.ms" in settings:
         changes["fetch_max_wait_ms"] = _int("fetch.max.wait.ms", settings["fetch.max.wait.ms"], 0)
+    if "isolation.level" in settings:
+        try:
+            changes["isolation_level"] = isolation_level_of(settings["isolation.level"])
+        except ValueError as e:
+            raise OptionError(f"kafka.isolation.level: {e}") from None
     if "kafkaconsumer.polltimeoutms" in source:
         ms = _int("kafkaConsumer.pollTimeoutMs", source["kafkaconsumer.polltimeoutms"], 1)
         changes["poll_timeout"] = ms / 1000.0

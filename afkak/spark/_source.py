@@ -128,7 +128,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
 
     def _available(self) -> dict[TopicAndPartition, int]:
-        latest = _worker.offsets_at(self.opts.client, _worker.discover(self.opts), OFFSET_LATEST)
+        latest = _worker.offsets_at(
+            self.opts.client, _worker.discover(self.opts), OFFSET_LATEST, self.opts.isolation_level
+        )
         self._latest = latest
         if self._target is not None:
             latest = {
@@ -155,7 +157,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         partitions = _worker.discover(self.opts)
-        self._target = _worker.offsets_at(self.opts.client, partitions, OFFSET_LATEST)
+        self._target = _worker.offsets_at(
+            self.opts.client, partitions, OFFSET_LATEST, self.opts.isolation_level
+        )
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         return _input_partitions(_worker.plan(self.opts, from_json(start), from_json(end)))

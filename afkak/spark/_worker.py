@@ -26,6 +26,7 @@ from afkak.common import (
 )
 from afkak.producer import Producer
 from afkak.records import Record, read_batches
+from afkak.records.aborted import committed_batches
 
 from . import _bridge, _kafka
 from ._options import ClientConfig, OffsetSpec, ReadOptions, WriteOptions
@@ -69,13 +70,21 @@ def discover(opts: ReadOptions) -> list[TopicAndPartition]:
 
 
 def offsets_at(
-    config: ClientConfig, partitions: Sequence[TopicAndPartition], when: int
+    config: ClientConfig,
+    partitions: Sequence[TopicAndPartition],
+    when: int,
+    isolation_level: int = 0,
 ) -> dict[TopicAndPartition, int]:
-    """The earliest (-2) or latest (-1) offset of each partition."""
+    """The earliest (-2) or latest (-1) offset of each partition.
+
+    Latest is the last stable offset with *isolation_level* 1 (read_committed).
+    """
     if not partitions:
         return {}
     client = client_for(config)
-    return _bridge.call(_timeout(config), _kafka.list_offsets, client, list(partitions), when)
+    return _bridge.call(
+        _timeout(config), _kafka.list_offsets, client, list(partitions), when, isolation_level
+    )
 
 
 def _uses(spec: OffsetSpec, when: int) -> bool:
@@ -90,7 +99,9 @@ def resolve_offsets(
         offsets_at(opts.client, partitions, OFFSET_EARLIEST) if _uses(spec, OFFSET_EARLIEST) else {}
     )
     latest = (
-        offsets_at(opts.client, partitions, OFFSET_LATEST) if _uses(spec, OFFSET_LATEST) else {}
+        offsets_at(opts.client, partitions, OFFSET_LATEST, opts.isolation_level)
+        if _uses(spec, OFFSET_LATEST)
+        else {}
     )
     return resolve(spec, partitions, earliest, latest, name)
 
@@ -149,6 +160,7 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
             offset,
             opts.max_partition_fetch_bytes,
             opts.fetch_max_wait_ms,
+            opts.isolation_level,
         )
 
     offset, empty = r.start, 0
@@ -184,7 +196,7 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
         next_offset = batches[-1].next_offset
         if next_offset < r.end:
             pending = start_fetch(next_offset)
-        records = _records_between(batches, offset, r.end)
+        records = _records_between(committed_batches(batches, fetched.aborted), offset, r.end)
         if records:
             yield records_to_arrow(tp, records, schema)
         offset = next_offset

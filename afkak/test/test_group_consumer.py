@@ -476,6 +476,7 @@ class PublicSurfaceTests(SynchronousTestCase):
                     "RebalanceProtocol",
                     "RoundRobinAssignor",
                     "Subscription",
+                    "TransactionalProcessor",
                     "committed_offsets",
                     "decode_assignment",
                     "decode_subscription",

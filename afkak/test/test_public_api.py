@@ -36,7 +36,7 @@ SURFACE = {
     ],
     "afkak.client": ["KafkaClient"],
     "afkak.consumer": ["Consumer"],
-    "afkak.producer": ["Producer", "RecordMetadata"],
+    "afkak.producer": ["Producer", "RecordMetadata", "ConsumerGroupMetadata", "TransactionState"],
     "afkak.partitioner": ["RoundRobinPartitioner", "HashedPartitioner", "murmur2"],
     "afkak.group": [
         "ConsumerGroup",
@@ -46,6 +46,7 @@ SURFACE = {
         "list_groups",
         "committed_offsets",
         "group_lag",
+        "TransactionalProcessor",
     ],
     "afkak.admin": [
         "KafkaAdminClient",

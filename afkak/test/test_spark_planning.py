@@ -205,6 +205,18 @@ class ReadOptionTests(Case):
                 parse_read_options({**BOOT, "subscribe": "t", **options}, streaming=False)
             self.assertIn(words, str(caught.exception))
             self.assertNotIn(secret, str(caught.exception))
+    def test_isolation_level(self) -> None:
+        def level(options: dict[str, str]) -> int:
+            return parse_read_options(
+                {**BOOT, "subscribe": "t", **options}, streaming=False
+            ).isolation_level
+
+        self.assertEqual(level({}), 0)
+        self.assertEqual(level({"kafka.isolation.level": "read_committed"}), 1)
+        self.assertEqual(level({"isolation.level": "READ_UNCOMMITTED"}), 0)
+        with self.assertRaises(OptionError) as caught:
+            level({"kafka.isolation.level": "serializable"})
+        self.assertIn("isolation.level", str(caught.exception))
 
     def test_write_options(self) -> None:
         opts = parse_write_options(

@@ -33,7 +33,7 @@ from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_Z
 from afkak.common import Message, ProduceRequest
 from afkak.message_set import MessageSet
 from afkak.partitioner import murmur2
-from afkak.test.brokers import Broker, consume, produce, shared_broker
+from afkak.test.brokers import Broker, client_config, consume, produce, shared_broker
 from afkak.test.test_client_brokers import wait
 
 try:
@@ -192,6 +192,43 @@ class SparkSourceTests(SynchronousTestCase):
         )
         self.assertGreaterEqual(split.rdd.getNumPartitions(), 7)
         self.assertEqual([(r.partition, r.offset, r.value) for r in self.rows(split)], want)
+
+    def test_read_committed_on_noida(self) -> None:
+        """kafka.isolation.level: confluent-kafka's aborted transaction is left out.
+
+        On noida-db, the broker here whose read_committed is correct.
+        """
+        import confluent_kafka
+
+        noida = shared_broker("noida")
+        topic = f"spark-txn-{next(_names)}-{os.getpid()}"
+        noida.create_topic(topic, 2)
+        producer = confluent_kafka.Producer(
+            client_config(noida.bootstrap, **{"transactional.id": topic})
+        )
+        producer.init_transactions(10)
+        for prefix, commit in ((b"c", True), (b"a", False), (b"d", True)):
+            producer.begin_transaction()
+            for i in range(4):
+                producer.produce(topic, prefix + b"%d" % i, partition=i % 2)
+            producer.flush(10)
+            producer.commit_transaction(10) if commit else producer.abort_transaction(10)
+
+        def values(level: str) -> list[bytes]:
+            df = (
+                self.spark.read.format("afkak")
+                .option("kafka.bootstrap.servers", noida.bootstrap)
+                .option("subscribe", topic)
+                .option("kafka.isolation.level", level)
+                .load()
+            )
+            return sorted(bytes(r.value) for r in df.collect())
+
+        committed = sorted(b"%s%d" % (p, i) for p in (b"c", b"d") for i in range(4))
+        self.assertEqual(values("read_committed"), committed)
+        self.assertEqual(
+            values("read_uncommitted"), sorted(committed + [b"a%d" % i for i in range(4)])
+        )
 
     def test_offsets_past_the_log_end(self) -> None:
         """A range past the log's end fails the read, unless failOnDataLoss is false."""

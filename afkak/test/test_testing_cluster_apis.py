@@ -24,6 +24,7 @@ from afkak.common import (
     LeaderNotAvailableError,
     NotCoordinator,
     OffsetMetadataTooLargeError,
+    ProducerFenced,
     TopicAlreadyExists,
     UnknownMemberId,
     UnknownTopicId,
@@ -63,7 +64,7 @@ class ApiVersionsTests(SynchronousTestCase):
             self.assertEqual(
                 sorted(ranges),
                 [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22]
-                + [32, 37, 42, 44, 47],
+                + [24, 25, 26, 28, 32, 37, 42, 44, 47],
                 version,
             )
             self.assertEqual(ranges[1], (4, 18))
@@ -370,7 +371,11 @@ class InitProducerIdTests(SynchronousTestCase):
         fenced = self.init(
             transactional_id="txn", node=node, producer_id=first.producer_id, producer_epoch=1
         )
-        self.assertEqual(fenced.error_code, InvalidProducerEpoch.errno)
+        self.assertEqual(fenced.error_code, ProducerFenced.errno)
+        old = self.init(
+            3, transactional_id="txn", node=node, producer_id=first.producer_id, producer_epoch=1
+        )
+        self.assertEqual(old.error_code, InvalidProducerEpoch.errno)  # v3 has no PRODUCER_FENCED
 
     def test_transactional_errors(self) -> None:
         node = self.cluster.coordinator("txn")

@@ -19,6 +19,8 @@ from afkak.common import (
 )
 from afkak.protocol.messages import (
     REQUESTS,
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
     ApiVersionsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -27,6 +29,7 @@ from afkak.protocol.messages import (
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
+    EndTxnRequest,
     FetchRequest,
     FindCoordinatorRequest,
     HeartbeatRequest,
@@ -42,6 +45,7 @@ from afkak.protocol.messages import (
     OffsetFetchRequest,
     ProduceRequest,
     SyncGroupRequest,
+    TxnOffsetCommitRequest,
 )
 from afkak.records import build_batch
 from afkak.test.test_testing_log_apis import fetch_request, produce_request
@@ -106,6 +110,31 @@ def sample_request(cluster: FakeKafkaCluster, api_key: int, version: int) -> Any
         19: CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic("u", 1, 1)]),
         22: InitProducerIdRequest(transaction_timeout_ms=1000),
         **_admin_samples(version),
+        24: AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id="x",
+            v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic("t", [0])],
+        )
+        if version <= 3
+        else AddPartitionsToTxnRequest(
+            transactions=[
+                AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+                    "x", topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic("t", [0])]
+                )
+            ],
+        ),
+        25: AddOffsetsToTxnRequest("x", 1, 0, "g"),
+        26: EndTxnRequest("x", 1, 0, True),
+        28: TxnOffsetCommitRequest(
+            "x",
+            "g",
+            1,
+            0,
+            topics=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                    "t", [TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(0, 1)]
+                )
+            ],
+        ),
     }[api_key]
 
 
@@ -129,7 +158,7 @@ def error_codes(message: Any) -> list[int]:
     found = []
     for spec in message.SCHEMA:
         value = getattr(message, spec.name)
-        if spec.name == "error_code":
+        if spec.name.endswith("error_code"):
             found.append(value)
         elif spec.struct is not None and isinstance(value, list):
             for item in value:

@@ -36,6 +36,7 @@ from afkak.testing._state import (
     SeenRequest,
 )
 from afkak.testing._transport import DeliveryLoop, connect_pair
+from afkak.testing._txn_coordinator import TransactionCoordinatorState
 
 if TYPE_CHECKING:
     from afkak.testing._log_apis import FetchWaiter
@@ -79,7 +80,8 @@ class FakeKafkaCluster:
     State, readable (and, for setup, writable) by tests: ``brokers``
     (node id -> :class:`FakeBroker`), ``topics`` (name -> :class:`FakeTopic`),
     ``topics_by_id``, ``api_versions``, ``auto_create_topics``,
-    ``requests_seen``.  ``groups``, ``transactional_producers``,
+    ``requests_seen``.  ``groups``, ``transactions`` (the transaction
+    coordinator: :class:`~afkak.testing._txn_coordinator.TransactionCoordinatorState`),
     ``fetch_waiters`` and ``faults`` are the request handlers' bookkeeping.
     """
 
@@ -132,7 +134,7 @@ class FakeKafkaCluster:
         self._next_producer_id = 1000
         #: Producer ids below this are unknown to the brokers (:meth:`forget_producers`).
         self.forgotten_producers_below = 0
-        self.transactional_producers: dict[str, tuple[int, int]] = {}
+        self.transactions = TransactionCoordinatorState(self)
         self.fetch_waiters: set[FetchWaiter] = set()
 
     @staticmethod

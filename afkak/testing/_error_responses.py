@@ -26,6 +26,7 @@ from afkak.protocol.messages import (
     response_class,
 )
 from afkak.testing._admin_apis import ADMIN_ERROR_RESPONSES
+from afkak.testing._txn_coordinator import TXN_ERROR_RESPONSES
 
 
 def _produce(request: Any, version: int, code: int) -> Any:
@@ -182,6 +183,7 @@ _BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
     19: _create_topics,
     22: _init_producer_id,
     **ADMIN_ERROR_RESPONSES,
+    **TXN_ERROR_RESPONSES,
 }
 
 

@@ -13,6 +13,7 @@ from afkak._broker_errors import (
     NotCoordinator,
     OffsetMetadataTooLargeError,
     UnknownMemberId,
+    UnstableOffsetCommit,
 )
 from afkak.protocol.messages import (
     OffsetCommitRequest,
@@ -103,10 +104,17 @@ def _commit_group_error(ctx: ConnectionHandler, request: OffsetCommitRequest, ve
 def handle_offset_fetch(ctx: ConnectionHandler, request: OffsetFetchRequest, version: int) -> Any:
     R = OffsetFetchResponse
     if version >= 8:
-        return R(groups=[_fetch_group(ctx, g.group_id, g.topics, version) for g in request.groups])
+        return R(
+            groups=[
+                _fetch_group(ctx, g.group_id, g.topics, version, request.require_stable)
+                for g in request.groups
+            ]
+        )
     if ctx.cluster.coordinator(request.group_id) != ctx.node:
         return error_response(OffsetFetchRequest.API_KEY, request, version, code(NotCoordinator))
-    found = _committed(ctx, request.group_id, request.topics, by_id=False)
+    found = _committed(
+        ctx, request.group_id, request.topics, by_id=False, stable=request.require_stable
+    )
     return R(
         topics=[
             R.OffsetFetchResponseTopic(
@@ -127,11 +135,13 @@ def handle_offset_fetch(ctx: ConnectionHandler, request: OffsetFetchRequest, ver
     )
 
 
-def _fetch_group(ctx: ConnectionHandler, group_id: str, topics: Any, version: int) -> Any:
+def _fetch_group(
+    ctx: ConnectionHandler, group_id: str, topics: Any, version: int, stable: bool
+) -> Any:
     R = OffsetFetchResponse
     if ctx.cluster.coordinator(group_id) != ctx.node:
         return R.OffsetFetchResponseGroup(group_id=group_id, error_code=code(NotCoordinator))
-    found = _committed(ctx, group_id, topics, by_id=version >= 10)
+    found = _committed(ctx, group_id, topics, by_id=version >= 10, stable=stable)
     return R.OffsetFetchResponseGroup(
         group_id=group_id,
         topics=[
@@ -155,13 +165,15 @@ def _fetch_group(ctx: ConnectionHandler, group_id: str, topics: Any, version: in
 
 
 def _committed(
-    ctx: ConnectionHandler, group_id: str, topics: Any, by_id: bool
+    ctx: ConnectionHandler, group_id: str, topics: Any, by_id: bool, stable: bool = False
 ) -> Iterable[tuple[str, Any, list[tuple[int, int, int, str, int]]]]:
     """(name, topic id, [(partition, offset, epoch, metadata, error)]) per topic asked.
 
     ``topics`` None asks for every partition the group committed.  As Kafka,
     a partition without a commit answers offset -1 without error; a topic id
-    the cluster does not know answers UNKNOWN_TOPIC_ID.
+    the cluster does not know answers UNKNOWN_TOPIC_ID; with *stable*
+    (``require_stable``), offsets an open transaction staged answer
+    UNSTABLE_OFFSET_COMMIT.
     """
     cluster = ctx.cluster
     wanted: list[tuple[str, UUID, list[int], int]] = []
@@ -186,7 +198,9 @@ def _committed(
         rows = []
         for p in partitions:
             c = commits.get((group_id, name, p))
-            if c is None or error:
+            if stable and cluster.transactions.staged(group_id, name, p):
+                rows.append((p, -1, -1, "", code(UnstableOffsetCommit)))
+            elif c is None or error:
                 rows.append((p, -1, -1, "", error))
             else:
                 rows.append((p, c.offset, c.leader_epoch, c.metadata, 0))

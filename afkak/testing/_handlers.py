@@ -4,8 +4,9 @@
 :class:`~afkak.testing._server.KafkaServerProtocol`: it records the request,
 applies injected faults and version checks, then calls the API's handler.
 Produce/Fetch/ListOffsets live in :mod:`._log_apis`, OffsetCommit/OffsetFetch
-in :mod:`._group_apis`, the admin APIs in :mod:`._admin_apis`; ApiVersions,
-Metadata, FindCoordinator, CreateTopics and InitProducerId are here.
+in :mod:`._group_apis`, the admin APIs in :mod:`._admin_apis`, the transaction
+APIs (InitProducerId included) in :mod:`._txn_coordinator`; ApiVersions,
+Metadata, FindCoordinator and CreateTopics are here.
 """
 
 from __future__ import annotations
@@ -17,14 +18,11 @@ from typing import TYPE_CHECKING, Any
 from afkak._broker_errors import (
     CoordinatorNotAvailable,
     InvalidPartitions,
-    InvalidProducerEpoch,
     InvalidReplicaAssignment,
     InvalidReplicationFactor,
     InvalidRequest,
     InvalidTopic,
-    InvalidTransactionTimeout,
     LeaderNotAvailableError,
-    NotCoordinator,
     TopicAlreadyExists,
     UnsupportedVersion,
 )
@@ -36,8 +34,6 @@ from afkak.protocol.messages import (
     CreateTopicsResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
-    InitProducerIdRequest,
-    InitProducerIdResponse,
     MetadataRequest,
     MetadataResponse,
 )
@@ -58,13 +54,13 @@ from afkak.testing._lookup import (
     topic_name_problem,
 )
 from afkak.testing._state import SeenRequest
+from afkak.testing._txn_coordinator import TXN_APIS
 
 if TYPE_CHECKING:
     from afkak.testing._cluster import FakeKafkaCluster
     from afkak.testing._server import KafkaServerProtocol
 
 PRODUCE, API_VERSIONS = 0, 18
-MAX_TRANSACTION_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms
 _SOFTWARE_NAME = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
@@ -290,34 +286,6 @@ def _placement(cluster: FakeKafkaCluster, t: Any) -> tuple[str | None, int, list
     return None, 0, [[nodes[(p + i) % len(nodes)] for i in range(rf)] for p in range(partitions)]
 
 
-def handle_init_producer_id(
-    ctx: ConnectionHandler, request: InitProducerIdRequest, version: int
-) -> Any:
-    cluster = ctx.cluster
-    R = InitProducerIdResponse
-    tid = request.transactional_id
-    if tid is None:
-        # Kafka gives an idempotent (non-transactional) producer a new id every time.
-        return R(producer_id=cluster.new_producer_id(), producer_epoch=0)
-    error = 0
-    if not 0 < request.transaction_timeout_ms <= MAX_TRANSACTION_TIMEOUT_MS:
-        error = code(InvalidTransactionTimeout)
-    elif cluster.coordinator(tid) != ctx.node:
-        error = code(NotCoordinator)
-    current = cluster.transactional_producers.get(tid)
-    if not error and current is not None and request.producer_id >= 0:
-        if (request.producer_id, request.producer_epoch) != current:
-            error = code(InvalidProducerEpoch)
-    if error:
-        return R(error_code=error, producer_id=-1, producer_epoch=-1)
-    if current is None or current[1] + 1 >= 2**15 - 1:
-        pid, epoch = cluster.new_producer_id(), 0
-    else:
-        pid, epoch = current[0], current[1] + 1
-    cluster.transactional_producers[tid] = (pid, epoch)
-    return R(producer_id=pid, producer_epoch=epoch)
-
-
 SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     0: handle_produce,
     1: handle_fetch,
@@ -328,7 +296,7 @@ SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     10: handle_find_coordinator,
     18: handle_api_versions,
     19: handle_create_topics,
-    22: handle_init_producer_id,
     **GROUP_APIS,
     **ADMIN_APIS,
+    **TXN_APIS,
 }

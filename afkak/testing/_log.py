@@ -3,8 +3,10 @@
 Produced v2 batches are stored as the bytes the client sent, with the
 broker-owned header fields rewritten: the base offset and the partition leader
 epoch (neither is covered by the CRC, which starts at the attributes).  There
-is no replication lag, so the high watermark is the log end offset; there are
-no open transactions, so the last stable offset is the high watermark.
+is no replication lag, so the high watermark is the log end offset.  The last
+stable offset is the first offset of the oldest open transaction (the high
+watermark when none is open); aborted transactions are indexed for
+``read_committed`` fetches, as Kafka's ``.txnindex``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections import deque
 import attrs
 
 from afkak._broker_errors import InvalidProducerEpoch, OutOfOrderSequenceNumber
-from afkak.records import Record, RecordBatch, read_batches
+from afkak.records import ControlType, Record, RecordBatch, build_control_batch, read_batches
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _LEADER_EPOCH = struct.Struct(">i")
@@ -58,10 +60,50 @@ class PartitionLog:
         self.log_start_offset = 0
         self.high_watermark = 0
         self._producers: dict[int, _ProducerState] = {}
+        #: Producer id -> first offset of its open transaction in this partition.
+        self.open_transactions: dict[int, int] = {}
+        #: (producer id, first offset, marker offset) of each aborted transaction.
+        self.aborted_transactions: list[tuple[int, int, int]] = []
 
     @property
     def last_stable_offset(self) -> int:
-        return self.high_watermark
+        return min(self.open_transactions.values(), default=self.high_watermark)
+
+    def write_marker(
+        self, producer_id: int, epoch: int, commit: bool, coordinator_epoch: int = 0
+    ) -> int:
+        """Write a COMMIT or ABORT marker of *producer_id*'s transaction; its offset.
+
+        The producer's epoch becomes *epoch* (a marker of a bumped epoch
+        fences older batches); an aborted transaction enters the index.
+        """
+        data = build_control_batch(
+            ControlType.COMMIT if commit else ControlType.ABORT,
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            coordinator_epoch=coordinator_epoch,
+        )
+        (batch,) = read_batches(data)
+        state = self._producers.get(producer_id)
+        if state is None or state.epoch < epoch:
+            self._producers[producer_id] = _ProducerState(epoch)
+        base = self.high_watermark
+        stored = _OFFSET_AND_LENGTH.pack(base, len(data) - 12) + _LEADER_EPOCH.pack(-1)
+        self.batches.append(StoredBatch(base, base, batch.max_timestamp, stored + data[16:]))
+        self._base_offsets.append(base)
+        self.high_watermark = base + 1
+        first = self.open_transactions.pop(producer_id, None)
+        if first is not None and not commit:
+            self.aborted_transactions.append((producer_id, first, base))
+        return base
+
+    def aborted_between(self, start: int, end: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping [start, end)."""
+        return [
+            (pid, first)
+            for pid, first, last in self.aborted_transactions
+            if last >= start and first < end
+        ]
 
     def append(self, batch: RecordBatch, data: bytes, leader_epoch: int) -> int:
         """Append one validated v2 batch; return its base offset.
@@ -81,6 +123,8 @@ class PartitionLog:
         self.batches.append(StoredBatch(base, last, batch.max_timestamp, stored + data[16:]))
         self._base_offsets.append(base)
         self.high_watermark = last + 1
+        if batch.is_transactional:
+            self.open_transactions.setdefault(batch.producer_id, base)
         if batch.producer_id >= 0:
             state = self._producers[batch.producer_id]
             state.batches.append(_ProducerBatch(batch.base_sequence, _last_sequence(batch), base))
@@ -122,8 +166,13 @@ class PartitionLog:
             return index + 1
         return index
 
-    def read(self, offset: int, max_bytes: int, min_one_batch: bool) -> bytes:
+    def read(
+        self, offset: int, max_bytes: int, min_one_batch: bool, upper: int | None = None
+    ) -> bytes:
         """Log bytes from the batch holding ``offset``, cut at ``max_bytes``.
+
+        With *upper* (``read_committed``: the last stable offset), batches
+        from that offset on are left out.
 
         As Kafka's log reads, the cut may fall inside a batch (the client drops
         the partial batch), and with ``min_one_batch`` the first batch is
@@ -132,6 +181,8 @@ class PartitionLog:
         out: list[bytes] = []
         left = max_bytes
         for stored in self.batches[self.batch_index(offset) :]:
+            if upper is not None and stored.base_offset >= upper:
+                break
             size = len(stored.data)
             if size > left:
                 if min_one_batch and not out:

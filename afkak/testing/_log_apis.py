@@ -101,6 +101,10 @@ def _append(
     batch, error, message = _validate(records, cluster.max_message_bytes)
     if batch is not None and 0 <= batch.producer_id < cluster.forgotten_producers_below:
         batch, error, message = None, code(UnknownProducerId), "the broker lost this producer"
+    if batch is not None and batch.is_transactional:
+        error, message = cluster.transactions.check_produce(batch, part)
+        if error:
+            batch = None
     if batch is not None:
         try:
             answer.base_offset = part.log.append(batch, bytes(records or b""), part.leader_epoch)
@@ -232,15 +236,20 @@ def read_fetch(
                 answer.high_watermark = log.high_watermark
                 answer.last_stable_offset = log.last_stable_offset
                 answer.log_start_offset = log.log_start_offset
+                upper = log.last_stable_offset if committed else log.high_watermark
                 if committed:
-                    answer.aborted_transactions = []
+                    answer.aborted_transactions = [
+                        FetchResponse.AbortedTransaction(pid, first)
+                        for pid, first in log.aborted_between(fp.fetch_offset, upper)
+                    ]
                 if not log.log_start_offset <= fp.fetch_offset <= log.high_watermark:
                     error = code(OffsetOutOfRangeError)
-                elif fp.fetch_offset < log.high_watermark:
+                elif fp.fetch_offset < upper:
                     answer.records = log.read(
                         fp.fetch_offset,
                         min(fp.partition_max_bytes, left),
                         min_one_batch=size == 0 and cluster.fetch_whole_first_batch,
+                        upper=upper,
                     )
                     size += len(answer.records)
                     left = max(0, left - len(answer.records))
