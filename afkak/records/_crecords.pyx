@@ -1,0 +1,229 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled twin of the v2 record decoder in :mod:`afkak.records.batch`.
+
+Optional: built from setup.py when Cython and a compiler are at hand (and
+``AFKAK_NO_EXTENSIONS`` is unset).  :func:`afkak.records.batch._decode_records`
+is the reference; this module returns exactly what it returns and raises the
+same errors (IndexError for a truncated record, which the caller turns into a
+DecodeError; DecodeError; UnicodeDecodeError).  Input whose numbers leave
+64 bits (10-byte varints above 2**64, sums past int64) makes it return None,
+and the caller then runs the reference on that batch.
+
+Cython rather than C through a binding: the loop touches Python objects on
+every field (bytes, tuples, ints), which Cython writes with the reference
+counting done for us, and it needs no runtime dependency.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.object cimport PyTypeObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_SET_ITEM
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t, uint64_t
+
+from afkak._errors import DecodeError
+from afkak.records.record import Record
+
+cdef extern from *:
+    """
+    static PyObject *afkak_alloc_tuple(PyObject *tp, Py_ssize_t n) {
+        /* an empty instance of a tuple subclass, as tuple.__new__(tp, ...) makes */
+        return ((PyTypeObject *)tp)->tp_alloc((PyTypeObject *)tp, n);
+    }
+    static int afkak_add_overflows(int64_t a, int64_t b, int64_t *out) {
+        return __builtin_add_overflow(a, b, out);
+    }
+    """
+    object afkak_alloc_tuple(object tp, Py_ssize_t n)
+    bint afkak_add_overflows(int64_t a, int64_t b, int64_t *out)
+
+# Return codes of the readers below (besides 0, "done").
+cdef enum:
+    TRUNCATED = 1  # ran past the buffer: IndexError, like the reference
+    TOO_BIG = 2  # a number beyond 64 bits: hand the batch to the reference
+    TOO_LONG = 3  # a varint of more than 10 bytes: DecodeError
+
+cdef object _EMPTY = ()
+
+
+cdef inline int _varint(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos, int64_t *out) noexcept nogil:
+    """Decode the zigzag varint at pos[0], advancing it."""
+    cdef uint64_t u = 0
+    cdef unsigned int shift = 0
+    cdef unsigned char b
+    cdef Py_ssize_t p = pos[0]
+    while shift < 70:
+        if p >= size:
+            return TRUNCATED
+        b = buf[p]
+        p += 1
+        if shift == 63 and (b & 0x7F) > 1:
+            return TOO_BIG
+        u |= (<uint64_t>(b & 0x7F)) << shift
+        if b < 0x80:
+            pos[0] = p
+            out[0] = <int64_t>(u >> 1) ^ -(<int64_t>(u & 1))
+            return 0
+        shift += 7
+    pos[0] = p
+    return TOO_LONG
+
+
+cdef int _fail(int code, Py_ssize_t pos) except -1:
+    if code == TRUNCATED:
+        raise IndexError("record runs past the end of its batch")
+    raise DecodeError("varint longer than 10 bytes", offset=pos)
+
+
+cdef inline object _blob(const unsigned char *buf, Py_ssize_t start, int64_t n):
+    return PyBytes_FromStringAndSize(<const char *>buf + start, <Py_ssize_t>n)
+
+
+cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos):
+    """Decode a record's headers (count included); None means "too big for 64 bits"."""
+    cdef int64_t count = 0, n = 0, i
+    cdef int rc
+    cdef Py_ssize_t p = pos[0]
+    rc = _varint(buf, size, &p, &count)
+    if rc == TOO_BIG:
+        return None
+    if rc:
+        _fail(rc, p)
+    if count < 0:
+        raise DecodeError(f"negative header count {count}", offset=p)
+    out = []
+    i = 0
+    while i < count:
+        rc = _varint(buf, size, &p, &n)
+        if rc == TOO_BIG:
+            return None
+        if rc:
+            _fail(rc, p)
+        if n < 0 or n > size - p:
+            raise DecodeError(f"bad header key length {n}", offset=p)
+        key = PyUnicode_DecodeUTF8(<const char *>buf + p, <Py_ssize_t>n, NULL)
+        p += n
+        rc = _varint(buf, size, &p, &n)
+        if rc == TOO_BIG:
+            return None
+        if rc:
+            _fail(rc, p)
+        if n < -1:
+            raise DecodeError(f"negative length {n}", offset=p)
+        if n == -1:
+            out.append((key, None))
+        else:
+            if n > size - p:
+                raise DecodeError("header value runs past the end", offset=p)
+            out.append((key, _blob(buf, p, n)))
+            p += n
+        i += 1
+    pos[0] = p
+    return tuple(out)
+
+
+cdef inline object _record(object off, object ts, object tt, object key, object value,
+                          object headers):
+    """A :class:`Record`, built as ``tuple.__new__(Record, ...)`` builds it."""
+    cdef object record = afkak_alloc_tuple(Record, 6)
+    Py_INCREF(off)
+    PyTuple_SET_ITEM(record, 0, off)
+    Py_INCREF(ts)
+    PyTuple_SET_ITEM(record, 1, ts)
+    Py_INCREF(tt)
+    PyTuple_SET_ITEM(record, 2, tt)
+    Py_INCREF(key)
+    PyTuple_SET_ITEM(record, 3, key)
+    Py_INCREF(value)
+    PyTuple_SET_ITEM(record, 4, value)
+    Py_INCREF(headers)
+    PyTuple_SET_ITEM(record, 5, headers)
+    return record
+
+
+def decode_records(object data, Py_ssize_t pos, Py_ssize_t count, int64_t base_offset,
+                   int64_t base_ts, object tt):
+    """Decode *count* v2 records from *data* at *pos*: :class:`Record` tuples.
+
+    Same contract as ``afkak.records.batch._decode_records``; None when the
+    batch holds numbers beyond 64 bits, for the reference to decode.
+    """
+    if type(data) is not bytes:
+        data = bytes(data)
+    cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(data)
+    cdef Py_ssize_t end, start, i
+    cdef int64_t length = 0, delta = 0, n = 0
+    cdef int64_t off = 0, ts = 0
+    cdef int rc
+    cdef object key, value, headers
+    cdef list out = []
+    for i in range(count):
+        # length (-1 and below can never match the record's end)
+        rc = _varint(buf, size, &pos, &length)
+        if rc:
+            if rc == TOO_BIG:
+                return None
+            _fail(rc, pos)
+        start = pos
+        end = pos + length if -1 <= length <= size else -2
+        pos += 1  # attributes, unused
+        # timestamp and offset deltas
+        rc = _varint(buf, size, &pos, &delta)
+        if rc == 0 and afkak_add_overflows(base_ts, delta, &ts):
+            rc = TOO_BIG
+        if rc == 0:
+            rc = _varint(buf, size, &pos, &delta)
+            if rc == 0 and afkak_add_overflows(base_offset, delta, &off):
+                rc = TOO_BIG
+        if rc:
+            if rc == TOO_BIG:
+                return None
+            _fail(rc, pos)
+        # key and value
+        rc = _varint(buf, size, &pos, &n)
+        if rc == TOO_BIG:
+            return None
+        if rc:
+            _fail(rc, pos)
+        if n == -1:
+            key = None
+        elif n < -1:
+            raise DecodeError(f"negative length {n}", offset=pos)
+        elif n > size - pos:
+            raise IndexError("key runs past the end of its batch")
+        else:
+            key = _blob(buf, pos, n)
+            pos += n
+        rc = _varint(buf, size, &pos, &n)
+        if rc == TOO_BIG:
+            return None
+        if rc:
+            _fail(rc, pos)
+        if n == -1:
+            value = None
+        elif n < -1:
+            raise DecodeError(f"negative length {n}", offset=pos)
+        elif n > size - pos:
+            raise IndexError("value runs past the end of its batch")
+        else:
+            value = _blob(buf, pos, n)
+            pos += n
+        # headers
+        if pos >= size:
+            raise IndexError("record runs past the end of its batch")
+        if buf[pos] == 0:
+            pos += 1
+            headers = _EMPTY
+        else:
+            headers = _headers(buf, size, &pos)
+            if headers is None:
+                return None
+        if pos != end:
+            raise DecodeError(
+                f"record at offset {off} does not fill its declared length", offset=pos
+            )
+        out.append(_record(off, ts, tt, key, value, headers))
+    if pos != size:
+        raise DecodeError("record batch has bytes after its last record", offset=pos)
+    return out
