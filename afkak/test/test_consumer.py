@@ -103,9 +103,13 @@ class Recorder:
 class ConsumerTestCase(SynchronousTestCase):
     """A 3-broker fake cluster with topic "t" (2 partitions) and a client, on a Clock."""
 
+    #: Whether the fake brokers grant fetch sessions (test_consumer_fetching runs them so).
+    fetch_sessions = False
+
     def setUp(self) -> None:
         self.clock = Clock()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
+        self.cluster.fetch_sessions = self.fetch_sessions
         self.cluster.create_topic("t", partitions=2)
         self.client = KafkaClient(
             self.cluster.bootstrap_hosts,
