@@ -100,11 +100,14 @@ class ProduceCall(VersionedCall):
             ],
         )
 
+    def topic_of(self, entry: Any) -> str:
+        """The topic a response's topic entry names (by id from v13 on)."""
+        return self.ids.name_of(entry.topic_id if self.version >= TOPIC_ID_VERSION else entry.name)
+
     def parse(self, response: Any) -> list[ProduceResponse]:
-        by_id = self.version >= TOPIC_ID_VERSION
         return [
             ProduceResponse(
-                self.ids.name_of(t.topic_id if by_id else t.name),
+                self.topic_of(t),
                 p.index,
                 p.error_code,
                 p.base_offset,
