@@ -16,7 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from afkak.common import FetchRequest, FetchResponse, OffsetAndMessage, TopicAndPartition
-from afkak.message_set import offset_messages
+from afkak.message_set import wrap_messages
 from afkak.protocol._primitives import ZERO_UUID
 from afkak.protocol.messages import FetchRequest as FetchMsg
 from afkak.records.reader import read_batches
@@ -46,9 +46,7 @@ class FetchedMessages:
         self._offset = offset
 
     def __iter__(self) -> Iterator[OffsetAndMessage]:
-        new = tuple.__new__
-        for item in offset_messages(read_batches(self._records), self._offset):
-            yield new(OffsetAndMessage, item)
+        return iter(wrap_messages(read_batches(self._records), self._offset, (), OffsetAndMessage))
 
     def __bool__(self) -> bool:
         return bool(self._records)

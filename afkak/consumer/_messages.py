@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 
 from afkak.common import SourcedMessage
-from afkak.message_set import offset_messages
+from afkak.message_set import wrap_messages
 from afkak.records import RecordBatch, read_batches
 
 __all__ = ["FetchedRecords", "read_fetched"]
@@ -62,11 +62,7 @@ class FetchedRecords:
 def _sourced_messages(
     topic: str, partition: int, batches: list[RecordBatch], offset: int
 ) -> list[SourcedMessage]:
-    new = tuple.__new__
-    return [
-        new(SourcedMessage, (topic, partition, at, message))
-        for at, message in offset_messages(batches, offset)
-    ]
+    return wrap_messages(batches, offset, (topic, partition), SourcedMessage)
 
 
 def read_fetched(records: bytes | None, offset: int) -> FetchedRecords:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Iterator
+from typing import Any
 from functools import partial
 from itertools import repeat
 from operator import add
@@ -27,20 +28,22 @@ _INT16 = struct.Struct(">h")
 _CONTROL_VALUE = struct.Struct(">hi")
 
 
-def _compiled_decoder() -> Callable[..., list[Record] | None] | None:
-    """The compiled twin of :func:`_decode_records`, unless unbuilt or disabled."""
+def compiled_records() -> Any:
+    """The compiled record module (``_crecords``), or None: unbuilt or disabled."""
     if os.environ.get("AFKAK_NO_EXTENSIONS"):
         return None
     try:
-        from afkak.records._crecords import decode_records
+        from afkak.records import _crecords
     except ImportError:
         return None
-    return decode_records  # type: ignore[no-any-return]
+    return _crecords
 
 
 #: Decodes records when the extension is built: same results as the
 #: reference :func:`_decode_records`, or None to leave a batch to it.
-_compiled_decode = _compiled_decoder()
+_compiled_decode: Callable[..., list[Record] | None] | None = getattr(
+    compiled_records(), "decode_records", None
+)
 #: Whether records are decoded by compiled code (see setup.py).
 COMPILED = _compiled_decode is not None
 

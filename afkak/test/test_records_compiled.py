@@ -76,7 +76,7 @@ class ExtensionBuildTests(SynchronousTestCase):
 
     def test_disabled_by_environment(self) -> None:
         self.patch(os, "environ", {**os.environ, "AFKAK_NO_EXTENSIONS": "1"})
-        self.assertIsNone(batch_module._compiled_decoder())
+        self.assertIsNone(batch_module.compiled_records())
 
 
 class SamePathsTests(SynchronousTestCase):
@@ -176,3 +176,34 @@ class SamePathsTests(SynchronousTestCase):
             (r,) = _crecords.decode_records(buf, 0, 1, 0, TS, TimestampType.CREATE_TIME)
             self.assertEqual(r, (0, TS, TimestampType.CREATE_TIME, None, b"ab", ()))
 
+
+
+class SameMessagesTests(SynchronousTestCase):
+    """The compiled wrapping of records into afkak's message tuples matches the reference."""
+
+    def setUp(self) -> None:
+        if _crecords is None:
+            raise SkipTest("the compiled record codec is not built")
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        records=record_sets(),
+        magic=st.sampled_from([0, 1, 2]),
+        prefix=st.sampled_from([(), ("topic", 3)]),
+    )
+    def test_wrapped_records(self, records, magic, prefix):  # type: ignore[no-untyped-def]
+        from afkak.common import Message, OffsetAndMessage, SourcedMessage
+        from afkak.message_set import _wrap_records
+
+        values, keys, headers, timestamps = records
+        data = build_batch(values, keys, headers=headers, timestamps=timestamps, timestamp=TS)
+        (batch,) = read_batches(data)
+        cls = SourcedMessage if prefix else OffsetAndMessage
+        expected = _wrap_records(batch.records(), magic, prefix, cls, Message)
+        got = _crecords.wrap_records(batch.records(), magic, prefix, cls, Message)
+        self.assertEqual(got, expected)
+        for g, e in zip(got, expected, strict=True):
+            self.assertIs(type(g), cls)
+            self.assertIs(type(g[-1]), Message)
+            self.assertEqual(vars(g[-1]), vars(e[-1]))  # timestamp, and headers when set
+            self.assertEqual((g[-1].timestamp, g[-1].headers), (e[-1].timestamp, e[-1].headers))
