@@ -172,7 +172,7 @@ class ConstructionTests(ConsumerTestCase):
         self.assertEqual((c.auto_commit_every_n, c.auto_commit_every_ms), (0, 0))
         self.assertEqual(
             (c.fetch_min_bytes, c.fetch_max_wait_time, c.buffer_size, c.max_buffer_size),
-            (65536, 100, 131072, None),
+            (65536, 100, 1048576, None),
         )
         self.assertEqual((c.last_processed_offset, c.last_committed_offset), (None, None))
         grouped = Consumer(self.client, "t", 1, Recorder(), consumer_group="g")
