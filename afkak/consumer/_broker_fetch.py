@@ -27,7 +27,7 @@ from twisted.python.failure import Failure
 from afkak.client import FetchCall
 from afkak.common import BrokerMetadata, FetchRequest, TopicAndPartition
 
-__all__ = ["broker_fetcher", "BrokerFetcher", "PartitionAnswer"]
+__all__ = ["broker_fetcher", "fetch_requests", "BrokerFetcher", "PartitionAnswer"]
 
 #: What a partition's request gets: the error code and the partition's part of
 #: the Fetch response (``records``, ``high_watermark``, ``aborted_transactions``...),
@@ -51,6 +51,11 @@ def broker_fetcher(client: Any, broker: BrokerMetadata) -> BrokerFetcher:
     if fetcher is None:
         fetcher = fetchers[broker.node_id] = BrokerFetcher(client, broker)
     return fetcher
+
+
+def fetch_requests(client: Any) -> int:
+    """How many Fetch requests *client*'s consumers have sent (benchmarks and tests count them)."""
+    return sum(f.requests for f in _SHARED.get(client, {}).values())
 
 
 class _Want:
