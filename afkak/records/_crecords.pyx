@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Compiled twin of the v2 record decoder in :mod:`afkak.records.batch`.
+"""Compiled twins of the v2 record codec in :mod:`afkak.records` (decoding, encoding).
 
 Optional: built from setup.py when Cython and a compiler are at hand (and
 ``AFKAK_NO_EXTENSIONS`` is unset).  :func:`afkak.records.batch._decode_records`
@@ -15,11 +15,14 @@ counting done for us, and it needs no runtime dependency.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
 
 from afkak._errors import DecodeError
 from afkak.records.record import Record
@@ -256,3 +259,113 @@ def wrap_records(list records, object magic, tuple prefix, object cls, object me
         _put(wrapped, width + 1, message)
         out.append(wrapped)
     return out
+
+
+cdef inline Py_ssize_t _zz_size(int64_t n) noexcept nogil:
+    cdef uint64_t u = (<uint64_t>n << 1) ^ <uint64_t>(n >> 63)
+    cdef Py_ssize_t size = 1
+    while u > 0x7F:
+        u >>= 7
+        size += 1
+    return size
+
+
+cdef inline Py_ssize_t _zz_put(unsigned char *out, int64_t n) noexcept nogil:
+    cdef uint64_t u = (<uint64_t>n << 1) ^ <uint64_t>(n >> 63)
+    cdef Py_ssize_t i = 0
+    while u > 0x7F:
+        out[i] = <unsigned char>((u & 0x7F) | 0x80)
+        u >>= 7
+        i += 1
+    out[i] = <unsigned char>u
+    return i + 1
+
+
+cdef inline Py_ssize_t _blob_size(object blob):
+    """Encoded size of a nullable key or value; -1: not bytes (left to the reference)."""
+    if blob is None:
+        return 1
+    if type(blob) is not bytes:
+        return -1
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(blob)
+    return _zz_size(n) + n
+
+
+cdef inline Py_ssize_t _blob_put(unsigned char *out, object blob):
+    if blob is None:
+        out[0] = 1
+        return 1
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(blob)
+    cdef Py_ssize_t i = _zz_put(out, n)
+    memcpy(out + i, PyBytes_AS_STRING(blob), n)
+    return i + n
+
+
+def encode_records(values, keys, deltas):
+    """The records section of a batch without headers; None to leave it to the reference.
+
+    Compiled twin of ``afkak.records.builder._encode_common`` /
+    ``_encode_each`` for records without headers: *values* and *keys* (None:
+    all null) hold bytes or None, *deltas* the timestamp deltas (None: all 0).
+    Anything else (bytearray, memoryview, a wrong type, a delta beyond 64
+    bits) returns None.
+    """
+    cdef Py_ssize_t n = len(values), i, total = 0, size, part
+    cdef int64_t delta = 0
+    cdef int overflow = 0
+    if (keys is not None and len(keys) != n) or (deltas is not None and len(deltas) != n):
+        return None
+    cdef list vals = list(values)
+    cdef list ks = None if keys is None else list(keys)
+    cdef list ds = None if deltas is None else list(deltas)
+    cdef Py_ssize_t *lengths = <Py_ssize_t *>PyMem_Malloc(max(n, 1) * sizeof(Py_ssize_t))
+    cdef int64_t *dvals = <int64_t *>PyMem_Malloc(max(n, 1) * sizeof(int64_t))
+    cdef unsigned char *out
+    if lengths == NULL or dvals == NULL:
+        PyMem_Free(lengths)
+        PyMem_Free(dvals)
+        raise MemoryError()
+    try:
+        for i in range(n):
+            if ds is not None:
+                item = ds[i]
+                if type(item) is not int:
+                    return None
+                delta = PyLong_AsLongLongAndOverflow(item, &overflow)
+                if overflow:
+                    return None
+            dvals[i] = delta
+            size = 1 + _zz_size(delta) + _zz_size(i) + 1  # attributes ... header count
+            part = _blob_size(vals[i])
+            if part < 0:
+                return None
+            size += part
+            if ks is None:
+                size += 1
+            else:
+                part = _blob_size(ks[i])
+                if part < 0:
+                    return None
+                size += part
+            lengths[i] = size
+            total += _zz_size(size) + size
+        data = PyBytes_FromStringAndSize(NULL, total)
+        out = <unsigned char *>PyBytes_AS_STRING(data)
+        for i in range(n):
+            out += _zz_put(out, lengths[i])
+            out[0] = 0  # attributes
+            out += 1
+            out += _zz_put(out, dvals[i])
+            out += _zz_put(out, i)
+            if ks is None:
+                out[0] = 1
+                out += 1
+            else:
+                out += _blob_put(out, ks[i])
+            out += _blob_put(out, vals[i])
+            out[0] = 0  # no headers
+            out += 1
+        return data
+    finally:
+        PyMem_Free(lengths)
+        PyMem_Free(dvals)

@@ -10,6 +10,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import codec
 from afkak.records import batch as batch_module
+from afkak.records import builder as builder_module
 from afkak._errors import ChecksumError, DecodeError, EncodeError, UnsupportedCodecError
 from afkak.records import (
     BATCH_HEADER_SIZE,
@@ -513,6 +514,7 @@ class _PurePython:
 
     def setUp(self) -> None:
         self.patch(batch_module, "_compiled_decode", None)  # type: ignore[attr-defined]
+        self.patch(builder_module, "_compiled_encode", None)  # type: ignore[attr-defined]
 
 
 class PurePythonRoundTripTests(_PurePython, RoundTripTests):
@@ -520,4 +522,8 @@ class PurePythonRoundTripTests(_PurePython, RoundTripTests):
 
 
 class PurePythonMalformedTests(_PurePython, MalformedTests):
+    pass
+
+
+class PurePythonBuilderTests(_PurePython, BuilderTests):
     pass
