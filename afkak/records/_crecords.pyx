@@ -47,6 +47,7 @@ cdef enum:
     TOO_LONG = 3  # a varint of more than 10 bytes: DecodeError
 
 cdef object _EMPTY = ()
+cdef object _TOO_BIG = object()  # a length beyond 64 bits: the reference decodes the batch
 
 
 cdef inline int _varint(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos, int64_t *out) noexcept nogil:
@@ -80,6 +81,25 @@ cdef int _fail(int code, Py_ssize_t pos) except -1:
 
 cdef inline object _blob(const unsigned char *buf, Py_ssize_t start, int64_t n):
     return PyBytes_FromStringAndSize(<const char *>buf + start, <Py_ssize_t>n)
+
+
+cdef object _nullable(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos):
+    """The nullable key or value at pos[0] (advancing it), or _TOO_BIG."""
+    cdef int64_t n = 0
+    cdef int rc = _varint(buf, size, pos, &n)
+    if rc == TOO_BIG:
+        return _TOO_BIG
+    if rc:
+        _fail(rc, pos[0])
+    if n == -1:
+        return None
+    if n < -1:
+        raise DecodeError(f"negative length {n}", offset=pos[0])
+    if n > size - pos[0]:
+        raise IndexError("a key or value runs past the end of its batch")
+    blob = _blob(buf, pos[0], n)
+    pos[0] += n
+    return blob
 
 
 cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos):
@@ -156,7 +176,7 @@ def decode_records(object data, Py_ssize_t pos, Py_ssize_t count, int64_t base_o
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t size = PyBytes_GET_SIZE(data)
     cdef Py_ssize_t end, start, i
-    cdef int64_t length = 0, delta = 0, n = 0
+    cdef int64_t length = 0, delta = 0
     cdef int64_t off = 0, ts = 0
     cdef int rc
     cdef object key, value, headers
@@ -184,34 +204,12 @@ def decode_records(object data, Py_ssize_t pos, Py_ssize_t count, int64_t base_o
                 return None
             _fail(rc, pos)
         # key and value
-        rc = _varint(buf, size, &pos, &n)
-        if rc == TOO_BIG:
+        key = _nullable(buf, size, &pos)
+        if key is _TOO_BIG:
             return None
-        if rc:
-            _fail(rc, pos)
-        if n == -1:
-            key = None
-        elif n < -1:
-            raise DecodeError(f"negative length {n}", offset=pos)
-        elif n > size - pos:
-            raise IndexError("key runs past the end of its batch")
-        else:
-            key = _blob(buf, pos, n)
-            pos += n
-        rc = _varint(buf, size, &pos, &n)
-        if rc == TOO_BIG:
+        value = _nullable(buf, size, &pos)
+        if value is _TOO_BIG:
             return None
-        if rc:
-            _fail(rc, pos)
-        if n == -1:
-            value = None
-        elif n < -1:
-            raise DecodeError(f"negative length {n}", offset=pos)
-        elif n > size - pos:
-            raise IndexError("value runs past the end of its batch")
-        else:
-            value = _blob(buf, pos, n)
-            pos += n
         # headers
         if pos >= size:
             raise IndexError("record runs past the end of its batch")

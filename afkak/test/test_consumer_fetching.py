@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet.task import Clock
-from twisted.trial.unittest import SynchronousTestCase
-
-from afkak.client import KafkaClient
 from afkak.consumer import Consumer
+from afkak.consumer._broker_fetch import fetch_requests
 from afkak.test import test_consumer as tc
-from afkak.testing import FakeKafkaCluster
 
 FETCH = 1
 
@@ -64,23 +60,12 @@ class SessionBrokenDataTests(_WithSessions, tc.BrokenDataTests):
     pass
 
 
-class SharedFetchTests(SynchronousTestCase):
-    """Eight consumers of topic "m" on one client: partition p led by broker p % 2."""
-
-    fetch_sessions = False
+class SharedFetchTests(tc.ConsumerTestCase):
+    """Eight consumers of topic "m" on one client: partition p led by broker p % 3."""
 
     def setUp(self) -> None:
-        self.clock = Clock()
-        self.cluster = FakeKafkaCluster(brokers=2, reactor=self.clock)
-        self.cluster.fetch_sessions = self.fetch_sessions
+        super().setUp()
         self.cluster.create_topic("m", partitions=8)
-        self.client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-            retry_policy=lambda failures: 0.5,
-        )
-        self.addCleanup(self._close)
         self.processors = [tc.Recorder() for _ in range(8)]
         self.consumers = [
             Consumer(self.client, "m", p, self.processors[p], fetch_size_bytes=1 << 20)
@@ -88,15 +73,8 @@ class SharedFetchTests(SynchronousTestCase):
         ]
         for c in self.consumers:
             c.start(0)
+            self.stop(c)
         self.clock.advance(0)
-
-    def _close(self) -> None:
-        for c in self.consumers:
-            if c._start_d is not None:
-                c.stop()
-        d = self.client.close()
-        self.clock.advance(1)
-        self.successResultOf(d)
 
     def fetches(self, since: int = 0) -> list[Any]:
         return [r for r in self.cluster.requests_seen[since:] if r.api_key == FETCH]
@@ -126,17 +104,18 @@ class SharedFetchTests(SynchronousTestCase):
 
     def test_one_request_per_broker_carries_all_its_partitions(self) -> None:
         first = self.fetches()
-        self.assertEqual(sorted(r.broker for r in first), [0, 1])
+        self.assertEqual(sorted(r.broker for r in first), [0, 1, 2])
         for seen in first:
-            self.assertEqual(self.named(seen), {p for p in range(8) if p % 2 == seen.broker})
+            self.assertEqual(self.named(seen), {p for p in range(8) if p % 3 == seen.broker})
         for round_ in range(3):
             before = len(self.cluster.requests_seen)
             self.append_all(b"r%d" % round_)
             # One answer per broker, then one request per broker.
-            self.assertEqual(sorted(r.broker for r in self.fetches(before)), [0, 1])
+            self.assertEqual(sorted(r.broker for r in self.fetches(before)), [0, 1, 2])
         self.assertEqual(
             self.values(), [[b"r%d-%d" % (r, p) for r in range(3)] for p in range(8)]
         )
+        self.assertEqual(fetch_requests(self.client), len(self.fetches()))
 
     def test_busy_consumer_is_left_out_of_the_next_fetch(self) -> None:
         busy = tc.Recorder(block=True, clock=self.clock)
@@ -145,7 +124,7 @@ class SharedFetchTests(SynchronousTestCase):
         self.append_all(b"b")  # partition 2: "b" buffered, nothing more asked
         before = len(self.cluster.requests_seen)
         self.append_all(b"c")
-        later = [r for r in self.fetches(before) if r.broker == 0]
+        later = [r for r in self.fetches(before) if r.broker == 2]
         self.assertTrue(later)
         for seen in later:
             self.assertNotIn(2, self.named(seen))
@@ -164,8 +143,8 @@ class SharedFetchTests(SynchronousTestCase):
         self.assertEqual(self.processors[2].values, [b"a-2", b"b-2"])
         for p in (0, 4, 6):
             self.assertEqual(self.processors[p].values, [b"a-%d" % p, b"b-%d" % p])
-        later = self.fetches()[-2:]
-        self.assertEqual({r.broker for r in later}, {0, 1})
+        later = self.fetches()[-3:]
+        self.assertEqual({r.broker for r in later}, {0, 1, 2})
 
     def test_stopped_consumer_leaves_the_fetch(self) -> None:
         self.append_all(b"a")
@@ -183,7 +162,7 @@ class SharedFetchTests(SynchronousTestCase):
         late = tc.Recorder()
         c = Consumer(self.client, "m", 0, late, fetch_size_bytes=1)
         c.start(1)
-        self.addCleanup(c.stop)
+        self.stop(c)
         self.settle(3)
         self.assertEqual(self.processors[0].values, [b"x", b"y"])
         self.assertEqual(late.values, [b"y"])
@@ -194,12 +173,12 @@ class SessionSharedFetchTests(SharedFetchTests):
 
     def test_incremental_fetches_name_only_what_moved(self) -> None:
         first = self.fetches()
-        self.assertEqual([r.request.session_epoch for r in first], [0, 0])
+        self.assertEqual([r.request.session_epoch for r in first], [0, 0, 0])
         self.settle(2)  # the first full fetches are answered: sessions
         before = len(self.cluster.requests_seen)
         self.cluster.append("m", 2, [b"z"])
         self.settle(2)
-        moved, idle = [r for r in self.fetches(before) if r.broker == 0]
+        moved, idle = [r for r in self.fetches(before) if r.broker == 2]
         self.assertNotEqual(moved.request.session_id, 0)
         self.assertEqual(idle.request.session_id, moved.request.session_id)
         self.assertEqual(idle.request.session_epoch, moved.request.session_epoch + 1)
@@ -212,7 +191,7 @@ class SessionSharedFetchTests(SharedFetchTests):
         self.consumers[2].processor = busy
         self.append_all(b"a")
         self.append_all(b"b")
-        self.assertTrue(any(2 in self.forgotten(r) for r in self.fetches() if r.broker == 0))
+        self.assertTrue(any(2 in self.forgotten(r) for r in self.fetches() if r.broker == 2))
         before = len(self.cluster.requests_seen)
         busy.release(0)
         busy.release(1)
@@ -225,7 +204,7 @@ class SessionSharedFetchTests(SharedFetchTests):
         before = len(self.cluster.requests_seen)
         self.append_all(b"b")
         self.settle(2)
-        epochs = [r.request.session_epoch for r in self.fetches(before) if r.broker == 0]
+        epochs = [r.request.session_epoch for r in self.fetches(before) if r.broker == 2]
         self.assertIn(0, epochs[1:])  # FETCH_SESSION_ID_NOT_FOUND, then a new session
         self.append_all(b"c")
         self.assertEqual(

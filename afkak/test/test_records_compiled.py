@@ -35,12 +35,8 @@ except ImportError:
 def _zigzag(n: int) -> bytes:
     """A zigzag varint of any size (the reference encoder stops at 64 bits)."""
     u = 2 * n if n >= 0 else -2 * n - 1
-    out = bytearray()
-    while u > 0x7F:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
+    groups = [(u >> shift) & 0x7F for shift in range(0, max(u.bit_length(), 1), 7)]
+    return bytes([g | 0x80 for g in groups[:-1]] + groups[-1:])
 
 
 def outcome(data: bytes, compiled: bool, min_offset: int | None = None) -> object:

@@ -175,10 +175,8 @@ class Target:
     detail: str
 
 
-def targets(
-    rows: Sequence[Row], produce_100: str, produce_1k: str, consumes: Sequence[str], latency: str
-) -> list[Target]:
-    """Issue 4's targets, each with the numbers it was judged on."""
+def _comparer(rows: Sequence[Row]) -> Callable[[str, str, str, str, float], Target]:
+    """``compare(text, workload, mine, theirs, factor)``: is mine's rate >= factor x theirs?"""
     find = {(r.workload, r.label): r for r in rows if r.failures < r.runs}
 
     def compare(text: str, workload: str, mine: str, theirs: str, factor: float) -> Target:
@@ -191,6 +189,15 @@ def targets(
             f"{a.rate:,.0f} vs {b.rate:,.0f} msgs/s = {a.rate / b.rate:.2f}x"
             f" (per CPU second: {b.cpu / a.cpu:.2f}x)",
         )
+
+    return compare
+
+
+def targets(
+    rows: Sequence[Row], produce_100: str, produce_1k: str, consumes: Sequence[str], latency: str
+) -> list[Target]:
+    """Issue 4's targets, each with the numbers it was judged on."""
+    compare = _comparer(rows)
 
     out = [
         compare(
@@ -271,14 +278,7 @@ def targets_issue14(
 ) -> list[Target]:
     """Issue 14's targets: consuming against confluent-kafka and aiokafka, and one fetch per broker."""
     find = {(r.workload, r.label): r for r in rows if r.failures < r.runs}
-
-    def compare(text: str, workload: str, mine: str, theirs: str, factor: float) -> Target:
-        a, b = find.get((workload, mine)), find.get((workload, theirs))
-        if a is None or b is None:
-            return Target(text, None, "not measured")
-        return Target(
-            text, a.rate >= factor * b.rate, f"{a.rate:,.0f} vs {b.rate:,.0f} = {a.rate / b.rate:.2f}x"
-        )
+    compare = _comparer(rows)
 
     out = []
     for workload in consumes:
