@@ -19,7 +19,7 @@ answers that partition's request, and its fetcher retries (or resets) alone.
 from __future__ import annotations
 
 from typing import Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, ref
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
@@ -80,7 +80,8 @@ class BrokerFetcher:
     """The Fetch requests of one client to one broker, and its fetch session."""
 
     def __init__(self, client: Any, broker: BrokerMetadata) -> None:
-        self.client = client
+        # Weakly: the fetchers are kept per client in a WeakKeyDictionary.
+        self._client = ref(client)
         self.broker = broker
         #: Fetch requests sent (for benchmarks and tests).
         self.requests = 0
@@ -117,8 +118,9 @@ class BrokerFetcher:
         return want.deferred
 
     def _schedule(self) -> None:
-        if self._scheduled is None and self._in_flight is None:
-            self._scheduled = self.client.reactor.callLater(0, self._send)
+        client = self._client()
+        if self._scheduled is None and self._in_flight is None and client is not None:
+            self._scheduled = client.reactor.callLater(0, self._send)
 
     def _live(self) -> dict[TopicAndPartition, _Want]:
         """Each partition's waiting request from the lowest offset.
@@ -151,7 +153,8 @@ class BrokerFetcher:
 
     def _send_one(self) -> None:
         wants = self._live()
-        if not wants:
+        client = self._client()
+        if not wants or client is None:
             return
         if self._session_id:
             session = self._session
@@ -164,7 +167,7 @@ class BrokerFetcher:
             [FetchRequest(k.topic, k.partition, wants[k].offset, wants[k].max_bytes) for k in changed],
             min(w.max_wait_ms for w in wants.values()),
             min(w.min_bytes for w in wants.values()),
-            self.client.topic_ids,
+            client.topic_ids,
             max_bytes=min(sum(w.max_bytes for w in wants.values()), _INT32_MAX),
             session_id=self._session_id,
             session_epoch=self._epoch,
@@ -173,8 +176,8 @@ class BrokerFetcher:
         )
         covered = {k: (w.offset, w.max_bytes) for k, w in wants.items()}
         self.requests += 1
-        d = self._in_flight = self.client.send_request_to_broker(
-            self.broker, call, timeout=self.client.timeout + call.max_wait_ms / 1000
+        d = self._in_flight = client.send_request_to_broker(
+            self.broker, call, timeout=client.timeout + call.max_wait_ms / 1000
         )
         d.addCallbacks(self._answered, self._failed, (call, covered), None, (covered,))
 
@@ -264,6 +267,8 @@ class BrokerFetcher:
         else:
             del self._wants[key]
         for want in done:
+            if want.deferred.called:
+                continue  # cancelled by a consumer that an earlier answer fed
             if isinstance(answer, Failure):
                 want.deferred.errback(answer)
             else:

@@ -210,3 +210,41 @@ class SessionSharedFetchTests(SharedFetchTests):
         self.assertEqual(
             self.values(), [[b"a-%d" % p, b"b-%d" % p, b"c-%d" % p] for p in range(8)]
         )
+
+
+class SharedFetcherLifetimeTests(tc.ConsumerTestCase):
+    def test_fetchers_do_not_keep_their_client_alive(self) -> None:
+        """The fetchers are kept per client in a WeakKeyDictionary: they refer to it weakly."""
+        import gc
+
+        from afkak.consumer._broker_fetch import _SHARED
+
+        c = Consumer(self.client, "t", 1, tc.Recorder(), fetch_size_bytes=1)
+        self.stop(c)
+        self.start(c, 0)
+        fetchers = list(_SHARED[self.client].values())
+        self.assertEqual(len(fetchers), 1)
+        referrers = gc.get_referrers(self.client)
+        self.assertFalse(any(r is vars(f) for f in fetchers for r in referrers))
+
+    def test_a_request_cancelled_by_an_earlier_answer_is_not_answered(self) -> None:
+        from twisted.internet.defer import CancelledError
+
+        from afkak.common import TopicAndPartition
+        from afkak.consumer._broker_fetch import broker_fetcher
+
+        key = TopicAndPartition("t", 1)
+        leader = self.successResultOf(self.client.leaders_for([key]))[key]
+        fetcher = broker_fetcher(self.client, leader)
+        first = fetcher.fetch(leader, key, 0, 1024, 1, 100)
+        second = fetcher.fetch(leader, key, 0, 1024, 1, 100)
+        first.addCallback(lambda answer: (second.cancel(), answer)[1])
+        self.clock.advance(0)
+        self.cluster.append("t", 1, [b"a"])
+        error, data = self.successResultOf(first)
+        self.assertEqual((error, bool(data.records)), (0, True))
+        self.failureResultOf(second, CancelledError)
+        third = fetcher.fetch(leader, key, 1, 1024, 1, 100)  # the fetcher carries on
+        self.clock.advance(0)
+        self.cluster.append("t", 1, [b"b"])
+        self.assertEqual(self.successResultOf(third)[0], 0)
