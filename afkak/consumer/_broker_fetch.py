@@ -68,7 +68,9 @@ class _Want:
         self.max_bytes = max_bytes
         self.min_bytes = min_bytes
         self.max_wait_ms = max_wait_ms
-        # Cancelling it fires it: the fetcher then skips it (see BrokerFetcher._live).
+        # Cancelling it fires it: the fetcher then skips it (see BrokerFetcher._live),
+        # and an answer already on its way is dropped (Twisted ignores a callback
+        # after a cancellation without canceller).
         self.deferred: Deferred[PartitionAnswer] = Deferred()
 
 
@@ -267,8 +269,6 @@ class BrokerFetcher:
         else:
             del self._wants[key]
         for want in done:
-            if want.deferred.called:
-                continue  # cancelled by a consumer that an earlier answer fed
             if isinstance(answer, Failure):
                 want.deferred.errback(answer)
             else:
