@@ -16,8 +16,8 @@ from typing import Any
 from uuid import UUID
 
 from afkak.common import FetchRequest, FetchResponse, OffsetAndMessage, TopicAndPartition
-from afkak.message_set import wrap_messages
-from afkak.protocol._primitives import ZERO_UUID
+from afkak.message_set import fetched_messages
+from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import FetchRequest as FetchMsg
 from afkak.records.reader import read_batches
 
@@ -46,7 +46,7 @@ class FetchedMessages:
         self._offset = offset
 
     def __iter__(self) -> Iterator[OffsetAndMessage]:
-        return iter(wrap_messages(read_batches(self._records), self._offset, (), OffsetAndMessage))
+        return iter(fetched_messages(read_batches(self._records), self._offset, (), OffsetAndMessage))
 
     def __bool__(self) -> bool:
         return bool(self._records)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerResponseError,
     ConsumerFetchSizeTooSmall,
@@ -43,7 +44,7 @@ class PartitionFetcher:
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         topic: str,
         partition: int,
         *,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 
 from afkak.common import SourcedMessage
-from afkak.message_set import wrap_messages
+from afkak.message_set import fetched_messages
 from afkak.records import RecordBatch, read_batches
 
 __all__ = ["FetchedRecords", "read_fetched"]
@@ -62,7 +62,7 @@ class FetchedRecords:
 def _sourced_messages(
     topic: str, partition: int, batches: list[RecordBatch], offset: int
 ) -> list[SourcedMessage]:
-    return wrap_messages(batches, offset, (topic, partition), SourcedMessage)
+    return fetched_messages(batches, offset, (topic, partition), SourcedMessage)
 
 
 def read_fetched(records: bytes | None, offset: int) -> FetchedRecords:
