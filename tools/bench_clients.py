@@ -17,6 +17,13 @@ Consumers fetch at most 1 MiB per partition (afkak also with its defaults).
 aiokafka's throughput runs are repeated without its Cython record code
 (AIOKAFKA_NO_EXTENSIONS): the comparison among pure-Python clients.
 Latency: 2,000 sequential sends, each waiting for its acknowledgement.
+The partitions workload (issue 14) reads 1,000,000 x 100 B spread over 64
+partitions of one topic: afkak with one Consumer per partition on one client
+(they share one Fetch per broker), confluent-kafka and aiokafka with all 64
+assigned to one consumer; "fetch req/s" counts each client's Fetch requests
+(afkak's per-broker fetchers, librdkafka's statistics, aiokafka's sends).
+afkak's consumers also run without the compiled record code
+(AFKAK_NO_EXTENSIONS=1, "pure Python").
 
 Rounds run the clients round-robin; the table shows each one's median (or
 --stat best), the CPU seconds the broker used over the run (when started
@@ -26,7 +33,7 @@ be shared); then issue 4's targets, judged on the median and on the best.
 where the time goes.
 
 Usage: python tools/bench_clients.py [--quick] [--rounds R] [--bootstrap HOST:PORT]
-       [--clients afkak,confluent-kafka,...] [--workloads produce,consume,latency]
+       [--clients afkak,confluent-kafka,...] [--workloads produce,consume,latency,partitions]
        [--stat median|best] [--rst FILE] [--json FILE] [--profile]
 """
 
@@ -49,7 +56,14 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]
 import attrs  # noqa: E402
 from bench import run_afkak, run_aiokafka, run_confluent, run_kafka_python  # noqa: E402
 from bench.common import BATCH_SIZE, Job, Result, list_length  # noqa: E402
-from bench.report import Run, aggregate, rst_table, targets, text_table  # noqa: E402
+from bench.report import (  # noqa: E402
+    Run,
+    aggregate,
+    rst_table,
+    targets,
+    targets_issue14,
+    text_table,
+)
 
 CLIENTS = {
     "afkak": run_afkak,
@@ -63,14 +77,21 @@ RUN_TIMEOUT = 180
 
 @attrs.frozen
 class Workload:
-    kind: str  # produce, consume or latency
+    kind: str  # produce, consume, partitions (consume many) or latency
     count: int
     size: int
+    partitions: int = 1
 
     @property
     def title(self) -> str:
         size = f"{self.size // 1024} KiB" if self.size % 1024 == 0 else f"{self.size} B"
+        if self.kind == "partitions":
+            return f"consume {self.partitions} partitions {self.count:,} x {size}"
         return f"{self.kind} {self.count:,} x {size}"
+
+    @property
+    def consumes(self) -> bool:
+        return self.kind in ("consume", "partitions")
 
 
 def workloads(kinds: list[str], scale: float) -> list[Workload]:
@@ -80,6 +101,7 @@ def workloads(kinds: list[str], scale: float) -> list[Workload]:
         Workload("consume", int(200_000 * scale), 100),
         Workload("consume", int(50_000 * scale), 1024),
         Workload("latency", int(2_000 * scale), 100),
+        Workload("partitions", int(1_000_000 * scale), 100, 64),
     ]
     return [w for w in every if w.kind in kinds]
 
@@ -131,10 +153,10 @@ class Bench:
         if self._broker is not None:
             self._broker.stop()
 
-    def fresh_topic(self) -> str:
+    def fresh_topic(self, partitions: int = 1) -> str:
         self._serial += 1
         topic = f"bench-{os.getpid()}-{self._serial}"
-        self._create(self.bootstrap, topic, 1)
+        self._create(self.bootstrap, topic, partitions)
         return topic
 
     def delete_topic(self, topic: str) -> None:
@@ -148,7 +170,7 @@ class Bench:
         """Write a consume workload's messages (with confluent-kafka, 64 KiB batches)."""
         from afkak.test.brokers import produce
 
-        topic = self._filled[workload] = self.fresh_topic()
+        topic = self._filled[workload] = self.fresh_topic(workload.partitions)
         config = {
             "linger.ms": 5,
             "batch.size": BATCH_SIZE,
@@ -158,19 +180,19 @@ class Bench:
             self.bootstrap,
             topic,
             [b"x" * workload.size] * workload.count,
-            partition=0,
+            partition=0 if workload.partitions == 1 else -1,  # -1: librdkafka spreads them
             timeout=120,
             config=config,
         )
 
     def topic_for(self, workload: Workload) -> str:
         """A fresh topic, or for consuming the one filled with the workload's messages."""
-        if workload.kind == "consume":
+        if workload.consumes:
             return self._filled[workload]
         return self.fresh_topic()
 
     def done_with(self, workload: Workload, topic: str) -> None:
-        if workload.kind != "consume":
+        if not workload.consumes:
             self.delete_topic(topic)
 
 
@@ -183,7 +205,7 @@ def jobs_of_round(
 ) -> Any:
     for workload in loads:
         for client in clients:
-            for variant in CLIENTS[client].VARIANTS[workload.kind]:
+            for variant in CLIENTS[client].VARIANTS.get(workload.kind, ()):
                 profile = ""
                 if profile_dir:
                     name = f"{client}-{workload.kind}-{workload.size}-{variant}".replace(" ", "_")
@@ -200,13 +222,14 @@ def jobs_of_round(
                         workload.size,
                         profile,
                         yield_every,
+                        workload.partitions,
                     ),
                 )
 
 
 def benchmark(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> list[Run]:
     for workload in loads:
-        if workload.kind == "consume":
+        if workload.consumes:
             bench.fill(workload)  # before round 1: this also warms the broker up
     runs = []
     for round_ in range(args.rounds):
@@ -238,7 +261,7 @@ def benchmark(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> 
 
 def profile(bench: Bench, args: argparse.Namespace, loads: list[Workload]) -> None:
     for workload in loads:
-        if workload.kind == "consume":
+        if workload.consumes:
             bench.fill(workload)
     with tempfile.TemporaryDirectory() as tmp:
         for workload, job in jobs_of_round(bench, loads, ["afkak"], args.yield_every, tmp):
@@ -280,7 +303,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="rounds over the clients (default 3)")
     parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
     parser.add_argument("--clients", default=",".join(CLIENTS))
-    parser.add_argument("--workloads", default="produce,consume,latency")
+    parser.add_argument("--workloads", default="produce,consume,latency,partitions")
     parser.add_argument(
         "--yield-every",
         type=int,
@@ -318,7 +341,7 @@ def main() -> None:
     rows = aggregate(runs, args.stat)
     other = "best" if args.stat == "median" else "median"
     caption = (
-        f"{args.stat} of {args.rounds} round(s); 1 partition on "
+        f"{args.stat} of {args.rounds} round(s); 1 partition (64 for the partitions workload) on "
         f"{'Tansu' if args.bootstrap is None else args.bootstrap}; "
         f"{os.cpu_count()} CPUs"
     )
@@ -335,14 +358,19 @@ def main() -> None:
         [t for (kind, _), t in titles.items() if kind == "consume"],
         titles.get(("latency", 100), ""),
     )
+    many = next((w.title for w in loads if w.kind == "partitions"), "")
     judged = [(args.stat, rows)] + ([(other, aggregate(runs, other))] if args.rounds > 1 else [])
     for stat, stat_rows in judged:
-        print(f"\nissue 4 targets ({stat} of the runs; wall-clock rates):")
-        for target in targets(stat_rows, *names):
-            if target.met is None:
-                continue  # a workload or client left out
-            state = {True: "met   ", False: "MISSED", None: "n/a   "}[target.met]
-            print(f"  {state} {target.text}: {target.detail}")
+        for issue, found in (
+            (4, targets(stat_rows, *names)),
+            (14, targets_issue14(stat_rows, names[0], names[2], many)),
+        ):
+            print(f"\nissue {issue} targets ({stat} of the runs; wall-clock rates):")
+            for target in found:
+                if target.met is None:
+                    continue  # a workload or client left out
+                state = {True: "met   ", False: "MISSED", None: "n/a   "}[target.met]
+                print(f"  {state} {target.text}: {target.detail}")
     for run in runs:
         if run.error:
             print(f"failed: {run.workload} {run.label}: {run.error}")

@@ -9,7 +9,8 @@ VENV=${AFKAK_VENV:-.venv}
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e '.[test,snappy,lz4,zstd,spark]'
 set +e
-"$VENV/bin/python" -m pytest -q "$@"
+# The compiled record codec must have been built (test_records_compiled checks).
+AFKAK_REQUIRE_EXTENSIONS=1 "$VENV/bin/python" -m pytest -q "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

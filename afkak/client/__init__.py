@@ -2,10 +2,10 @@
 
 :class:`KafkaClient` is the public class.  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
-mean stale metadata, the argument checks, the Fetch, FindCoordinator and
-ListOffsets request builders and their base, :class:`VersionedCall` (which
-the admin layer's builders extend), and the roles (typing.Protocols) the
-layers above type their ``client`` with.
+mean stale metadata, the argument checks, the Fetch, FindCoordinator,
+ListOffsets and Produce request builders and their base,
+:class:`VersionedCall` (which the admin layer's builders extend), and the
+roles (typing.Protocols) the layers above type their ``client`` with.
 """
 
 from afkak.client._call import VersionedCall
@@ -13,6 +13,7 @@ from afkak.client._client import KafkaClient
 from afkak.client._coordinator_call import TRANSACTION_KEY_TYPE, FindCoordinatorCall
 from afkak.client._fetch_call import FetchCall
 from afkak.client._list_offsets_call import ListOffsetsCall
+from afkak.client._produce_call import ProduceCall
 from afkak.client._roles import (
     BrokerRequests,
     ClusterMetadata,
@@ -36,6 +37,7 @@ __all__ = [
     "GroupRequests",
     "KafkaClient",
     "ListOffsetsCall",
+    "ProduceCall",
     "ProducerClient",
     "VersionedCall",
     "group_name",

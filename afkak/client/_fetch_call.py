@@ -4,7 +4,9 @@ Responses keep their records undecoded: each :class:`FetchResponse` carries a
 :class:`FetchedMessages`, which decodes the record batches only when iterated
 and yields :class:`OffsetAndMessage` tuples, skipping the records before the
 requested offset (a batch may start earlier) and control batches.  From v13
-on, topics are named by id.
+on, topics are named by id.  From v7 on a call may belong to a KIP-227 fetch
+session: ``session_id``/``session_epoch`` name it, ``forgotten`` lists the
+partitions it drops (the consumer's per-broker fetcher keeps the session).
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from afkak.common import FetchRequest, FetchResponse, OffsetAndMessage
-from afkak.message_set import offset_messages
+from afkak.common import FetchRequest, FetchResponse, OffsetAndMessage, TopicAndPartition
+from afkak.message_set import fetched_messages
 from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import FetchRequest as FetchMsg
 from afkak.records.aborted import READ_UNCOMMITTED, committed_batches
@@ -23,6 +25,10 @@ from afkak.records.reader import read_batches
 from ._call import TopicIds, VersionedCall, group_by_topic
 
 TOPIC_ID_VERSION = 13
+#: The first version with fetch sessions (KIP-227).
+SESSION_VERSION = 7
+#: Session epoch of a sessionless full fetch; 0 asks for a new session.
+FINAL_EPOCH = -1
 RECORD_BATCH_MAGIC = 2
 
 
@@ -50,10 +56,8 @@ class FetchedMessages:
         self.last_stable_offset = last_stable_offset
 
     def __iter__(self) -> Iterator[OffsetAndMessage]:
-        new = tuple.__new__
         batches = committed_batches(read_batches(self._records), self._aborted)
-        for item in offset_messages(batches, self._offset):
-            yield new(OffsetAndMessage, item)
+        return iter(fetched_messages(batches, self._offset, (), OffsetAndMessage))
 
     def __bool__(self) -> bool:
         return bool(self._records)
@@ -68,6 +72,11 @@ class FetchCall(VersionedCall):
 
     *isolation_level* 1 (``read_committed``) fetches up to the last stable
     offset and drops aborted transactions' records (Fetch v4+).
+    *max_bytes* bounds the whole response (Kafka's default: no bound).  With a
+    *session_id* (or *session_epoch* 0, which asks for a new session) the
+    request belongs to a fetch session: *forgotten* partitions leave it, and
+    *unchanged* ones, which the request does not name, are fetched as before
+    (the response may name them).  Brokers before v7 get a plain full fetch.
     """
 
     request_class = FetchMsg
@@ -79,12 +88,23 @@ class FetchCall(VersionedCall):
         min_bytes: int,
         topic_ids: Mapping[str, UUID],
         isolation_level: int = READ_UNCOMMITTED,
+        *,
+        max_bytes: int | None = None,
+        session_id: int = 0,
+        session_epoch: int = FINAL_EPOCH,
+        forgotten: Sequence[TopicAndPartition] = (),
+        unchanged: Sequence[TopicAndPartition] = (),
     ) -> None:
         self.payloads = payloads
         self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
-        self.ids = TopicIds({p.topic for p in payloads}, topic_ids, TOPIC_ID_VERSION - 1)
+        self.max_bytes = max_bytes
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.forgotten = forgotten
+        topics = {p.topic for p in payloads} | {tp.topic for tp in (*forgotten, *unchanged)}
+        self.ids = TopicIds(topics, topic_ids, TOPIC_ID_VERSION - 1)
         self.max_version = self.ids.cap
         self.offsets = {(p.topic, p.partition): p.offset for p in payloads}
 
@@ -92,6 +112,22 @@ class FetchCall(VersionedCall):
         by_id = version >= TOPIC_ID_VERSION
         topic = FetchMsg.FetchTopic
         part = FetchMsg.FetchPartition
+        extra: dict[str, Any] = {}
+        if version >= SESSION_VERSION:
+            extra = {
+                "session_id": self.session_id,
+                "session_epoch": self.session_epoch,
+                "forgotten_topics_data": [
+                    FetchMsg.ForgottenTopic(
+                        topic="" if by_id else name,
+                        topic_id=self.ids.by_name[name] if by_id else ZERO_UUID,
+                        partitions=[tp.partition for tp in group],
+                    )
+                    for name, group in group_by_topic(self.forgotten).items()
+                ],
+            }
+        if self.max_bytes is not None:
+            extra["max_bytes"] = self.max_bytes
         return FetchMsg(
             max_wait_ms=self.max_wait_ms,
             min_bytes=self.min_bytes,
@@ -111,6 +147,7 @@ class FetchCall(VersionedCall):
                 )
                 for name, group in group_by_topic(self.payloads).items()
             ],
+            **extra,
         )
 
     def parse(self, response: Any) -> list[FetchResponse]:

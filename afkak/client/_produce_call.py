@@ -69,7 +69,10 @@ def encode_messages(messages: Any, now_ms: int) -> bytes:
 
 
 class ProduceCall(VersionedCall):
-    """Write each payload's messages as one batch to its partition."""
+    """Write each payload's messages as one batch to its partition.
+
+    A transactional producer's batches carry its *transactional_id*.
+    """
 
     request_class = ProduceMsg
 
@@ -80,8 +83,10 @@ class ProduceCall(VersionedCall):
         timeout_ms: int,
         batches: Mapping[tuple[str, int], bytes],
         topic_ids: Mapping[str, UUID],
+        transactional_id: str | None = None,
     ) -> None:
         self.payloads = payloads
+        self.transactional_id = transactional_id
         self.acks = acks
         self.timeout_ms = timeout_ms
         self.batches = batches
@@ -93,6 +98,7 @@ class ProduceCall(VersionedCall):
         topic = ProduceMsg.TopicProduceData
         part = ProduceMsg.PartitionProduceData
         return ProduceMsg(
+            transactional_id=self.transactional_id,
             acks=self.acks,
             timeout_ms=self.timeout_ms,
             topic_data=[
@@ -108,11 +114,14 @@ class ProduceCall(VersionedCall):
             ],
         )
 
+    def topic_of(self, entry: Any) -> str:
+        """The topic a response's topic entry names (by id from v13 on)."""
+        return self.ids.name_of(entry.topic_id if self.version >= TOPIC_ID_VERSION else entry.name)
+
     def parse(self, response: Any) -> list[ProduceResponse]:
-        by_id = self.version >= TOPIC_ID_VERSION
         return [
             ProduceResponse(
-                self.ids.name_of(t.topic_id if by_id else t.name),
+                self.topic_of(t),
                 p.index,
                 p.error_code,
                 p.base_offset,

@@ -49,8 +49,9 @@ AUTO_COMMIT_INTERVAL = 5000
 FETCH_MIN_BYTES = 64 * 1024
 #: ...or this many milliseconds (default ``fetch_max_wait_time``).
 FETCH_MAX_WAIT_TIME = 100
-#: Default ``buffer_size``: the fetch size (bytes per fetch) to start with.
-FETCH_BUFFER_SIZE_BYTES = 128 * 1024
+#: Default ``buffer_size``: the fetch size (bytes per fetch) to start with;
+#: 1 MiB, as the Java client's ``max.partition.fetch.bytes`` (afkak 21: 128 KiB).
+FETCH_BUFFER_SIZE_BYTES = 1024 * 1024
 #: Default ``request_retry_init_delay`` (seconds).
 REQUEST_RETRY_MIN_DELAY = 0.1
 #: Default ``request_retry_max_delay`` (seconds).

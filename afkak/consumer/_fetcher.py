@@ -1,8 +1,8 @@
 """Fetching one partition for a :class:`~afkak.consumer.Consumer`.
 
-Fetch requests go to the partition's leader (``client.leaders_for``), built
-at the negotiated version by the client's own Fetch call (topics by id from
-v13 on, ids from the client's metadata); offsets by time come from the
+Records are fetched from the partition's leader (``client.leaders_for``)
+through the fetcher that every consumer of the client shares for that broker
+(:mod:`._broker_fetch`: one Fetch request per broker); offsets by time come from the
 client's ``send_offset_request``.  Retriable errors make the client forget
 the leader and are retried with the consumer's backoff; an out-of-range
 offset follows ``auto_offset_reset``; a fetch size too small for the next
@@ -12,19 +12,18 @@ batch grows as documented.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
-from afkak.client import ConsumerClient, FetchCall
+from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerResponseError,
     ConsumerFetchSizeTooSmall,
-    FetchRequest,
     OffsetOutOfRangeError,
     OffsetRequest,
     TopicAndPartition,
 )
 from afkak.records.aborted import READ_UNCOMMITTED
 
+from ._broker_fetch import broker_fetcher
 from ._messages import FetchedRecords, read_fetched
 from ._retry import RetryPolicy
 
@@ -34,20 +33,6 @@ FAST_GROWTH_LIMIT = 1024 * 1024
 #: The errors meaning the topic is gone or was recreated with a new id:
 #: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID.
 _TOPIC_GONE = frozenset({3, 100, 103})
-
-
-class _PartitionFetchCall(FetchCall):
-    """The client's Fetch call, with the whole response bounded by the fetch size too.
-
-    One partition is fetched, so its ``partition_max_bytes`` is the
-    response's ``max_bytes`` as well, which some brokers (Tansu) honour
-    instead of the partition's.
-    """
-
-    def build(self, version: int) -> Any:
-        request = super().build(version)
-        request.max_bytes = self.payloads[0].max_bytes
-        return request
 
 
 class PartitionFetcher:
@@ -126,18 +111,9 @@ class PartitionFetcher:
 
     async def _fetch(self, offset: int) -> FetchedRecords:
         leader = (await self.client.leaders_for([self.key]))[self.key]
-        call = _PartitionFetchCall(
-            [FetchRequest(self.topic, self.partition, offset, self.buffer_size)],
-            self.max_wait_ms,
-            self.min_bytes,
-            self.client.topic_ids,
-            self.isolation_level,
+        error, data = await broker_fetcher(self.client, leader, self.isolation_level).fetch(
+            leader, self.key, offset, self.buffer_size, self.min_bytes, self.max_wait_ms
         )
-        response = await self.client.send_request_to_broker(
-            leader, call, timeout=self.client.timeout + self.max_wait_ms / 1000
-        )
-        data = self._partition_data(response)
-        error = response.error_code if data is None else data.error_code
         if error:
             raise BrokerResponseError.from_errno(
                 error, f"fetching {self.topic}/{self.partition} at offset {offset}"
@@ -151,17 +127,6 @@ class PartitionFetcher:
             data.high_watermark,
             data.last_stable_offset,
         )
-
-    def _partition_data(self, response: Any) -> Any:
-        """This partition's data in a Fetch response (None: missing).
-
-        A top-level error (v7+) applies when the partition is missing.
-        """
-        for topic in response.responses:
-            for data in topic.partitions:
-                if data.partition_index == self.partition:
-                    return data
-        return None
 
     async def offset_at(self, time: int) -> int:
         """The partition's offset at ListOffsets *time* (OFFSET_EARLIEST or OFFSET_LATEST)."""

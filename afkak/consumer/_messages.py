@@ -11,7 +11,7 @@ import gc
 from typing import Any
 
 from afkak.common import SourcedMessage
-from afkak.message_set import offset_messages
+from afkak.message_set import fetched_messages
 from afkak.records import RecordBatch, read_batches
 from afkak.records.aborted import AbortedTransactions
 
@@ -81,11 +81,7 @@ class FetchedRecords:
 def _sourced_messages(
     topic: str, partition: int, batches: list[RecordBatch], offset: int
 ) -> list[SourcedMessage]:
-    new = tuple.__new__
-    return [
-        new(SourcedMessage, (topic, partition, at, message))
-        for at, message in offset_messages(batches, offset)
-    ]
+    return fetched_messages(batches, offset, (topic, partition), SourcedMessage)
 
 
 def read_fetched(

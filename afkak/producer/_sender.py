@@ -24,8 +24,8 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError, DeliveryTimeoutError
-from afkak.client import ProducerClient
-from afkak.protocol.messages import ProduceRequest
+from afkak.client import ProduceCall, ProducerClient
+from afkak.common import ProduceRequest
 
 from ._batch import ProducerBatch
 from ._identity import ProducerIdentity
@@ -42,11 +42,8 @@ from ._transaction import TransactionManager
 
 log = Logger()
 
-_TopicData = ProduceRequest.TopicProduceData
-_PartitionData = ProduceRequest.PartitionProduceData
-#: Produce v3 is the first with record batches v2; v13 names topics by id,
-#: which the producer does not track, so it stops at v12.
-PRODUCE_VERSIONS = {"min_version": 3, "max_version": 12}
+#: Produce v3 is the first with record batches v2.
+MIN_PRODUCE_VERSION = 3
 _NEVER = float("inf")
 
 
@@ -353,29 +350,28 @@ class Sender:
 
     def _send(self, broker: Any, batches: list[ProducerBatch]) -> None:
         options = self._options
-        topics: dict[str, list[Any]] = {}
-        for batch in batches:
-            topics.setdefault(batch.topic, []).append(_PartitionData(batch.partition, batch.data))
-        request = ProduceRequest(
-            transactional_id=None
-            if self.transaction is None
-            else self.transaction.transactional_id,
-            acks=options.acks,
-            timeout_ms=options.ack_timeout_ms,
-            topic_data=[_TopicData(name=t, partition_data=p) for t, p in topics.items()],
+        call = ProduceCall(
+            [ProduceRequest(b.topic, b.partition, ()) for b in batches],
+            options.acks,
+            options.ack_timeout_ms,
+            {(b.topic, b.partition): b.data for b in batches},
+            self._client.topic_ids,
+            None if self.transaction is None else self.transaction.transactional_id,
         )
         d = self._client.send_request_to_broker(
             broker,
-            request,
-            **PRODUCE_VERSIONS,
+            call,
+            min_version=MIN_PRODUCE_VERSION,
             expect_response=options.acks != 0,
             timeout=self._request_timeout,
         )
         if not d.called:
             self._requests.add(d)
-        d.addBoth(self._answered, d, batches)
+        d.addBoth(self._answered, d, batches, call)
 
-    def _answered(self, result: Any, d: Deferred[Any], batches: list[ProducerBatch]) -> None:
+    def _answered(
+        self, result: Any, d: Deferred[Any], batches: list[ProducerBatch], call: ProduceCall
+    ) -> None:
         self._requests.discard(d)
         for batch in batches:
             batch.part.in_flight -= 1
@@ -392,7 +388,7 @@ class Sender:
                 batch.succeed_unacknowledged()
                 self._release(batch)
         else:
-            self._apply_response(result, batches)
+            self._apply_response(result, batches, call)
         self.drain()
 
     def _request_failed(self, failure: Failure, batches: list[ProducerBatch]) -> None:
@@ -408,8 +404,17 @@ class Sender:
         for batch in batches:
             self._after(batch, action, failure)
 
-    def _apply_response(self, response: Any, batches: list[ProducerBatch]) -> None:
-        answers = {(t.name, p.index): p for t in response.responses for p in t.partition_responses}
+    def _apply_response(
+        self, response: Any, batches: list[ProducerBatch], call: ProduceCall
+    ) -> None:
+        answers = {}
+        for t in response.responses:
+            try:
+                name = call.topic_of(t)
+            except BrokerResponseError:
+                continue  # an id we did not send: its batches count as omitted
+            for p in t.partition_responses:
+                answers[name, p.index] = p
         options = self._options
         for batch in batches:
             answer = answers.get((batch.topic, batch.partition))

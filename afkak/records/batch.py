@@ -6,11 +6,13 @@ Batches are parsed lazily: the header when the batch is reached, the records
 
 from __future__ import annotations
 
+import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import repeat
 from operator import add
+from typing import Any
 
 import attrs
 
@@ -19,11 +21,31 @@ from afkak.codec import CODEC_NONE, DEFAULT_MAX_SIZE, decompress
 from afkak.records._varint import DEC1, DEC2, LEN1, LEN2, decode_length, decode_zigzag
 from afkak.records.record import ControlMarker, ControlType, Header, Record, TimestampType
 
-__all__ = ["RecordBatch"]
+__all__ = ["RecordBatch", "COMPILED"]
 
 _new_record = partial(tuple.__new__, Record)
 _INT16 = struct.Struct(">h")
 _CONTROL_VALUE = struct.Struct(">hi")
+
+
+def compiled_records() -> Any:
+    """The compiled record module (``_crecords``), or None: unbuilt or disabled."""
+    if os.environ.get("AFKAK_NO_EXTENSIONS"):
+        return None
+    try:
+        from afkak.records import _crecords
+    except ImportError:
+        return None
+    return _crecords
+
+
+#: Decodes records when the extension is built: same results as the
+#: reference :func:`_decode_records`, or None to leave a batch to it.
+_compiled_decode: Callable[..., list[Record] | None] | None = getattr(
+    compiled_records(), "decode_records", None
+)
+#: Whether records are decoded by compiled code (see setup.py).
+COMPILED = _compiled_decode is not None
 
 
 @attrs.define(eq=False)
@@ -114,9 +136,10 @@ class RecordBatch:
             pos, count = 0, self.record_count
             if min_offset is not None:
                 pos, count = _skip_records(payload, count, min_offset - self.base_offset)
-            records = _decode_records(
-                payload, pos, count, self.base_offset, self.base_timestamp, self.timestamp_type
-            )
+            args = (payload, pos, count, self.base_offset, self.base_timestamp, self.timestamp_type)
+            records = None if _compiled_decode is None else _compiled_decode(*args)
+            if records is None:
+                records = _decode_records(*args)
         except IndexError:
             raise DecodeError(
                 f"record batch at offset {self.base_offset} ends inside a record"

@@ -31,6 +31,7 @@ from afkak.records._varint import (
     TABLE_LIMIT,
     encode_zigzag,
 )
+from afkak.records.batch import compiled_records
 from afkak.records.record import ControlType, Header
 
 __all__ = [
@@ -57,6 +58,9 @@ _RECORD_OVERHEAD = 10
 _SIZE_PLUS = {c: [s + c for s in SIZE] for c in (2, 3, 4)}
 _BytesLike = bytes | bytearray | memoryview
 _byteslike = (bytes, bytearray, memoryview)
+#: Encodes records without headers when the extension is built: the same
+#: bytes as the reference (_encode_common / _encode_each), or None.
+_compiled_encode = getattr(compiled_records(), "encode_records", None)
 
 
 def _now_ms() -> int:
@@ -105,7 +109,10 @@ def build_batch(
         compress(codec, b"")  # raises UnsupportedCodecError
     body = None
     if headers is None or not any(headers):
-        body = _encode_common(values, keys, deltas)
+        if _compiled_encode is not None:
+            body = _compiled_encode(values, keys, deltas)
+        if body is None:
+            body = _encode_common(values, keys, deltas)
     if body is None:
         body = _encode_each(values, keys, headers, deltas)
     if codec != CODEC_NONE:

@@ -2,8 +2,8 @@
 
 They run in the reactor thread (see :mod:`._bridge`).  Reads retry what Kafka
 calls retriable (leader moves, lost connections) a few times, refreshing
-leaders in between, and return plain values; Fetch stays below v13 so that
-topics are named, not identified by id.  Writes go through afkak's Producer
+leaders in between, and return plain values; Fetch is the client's FetchCall
+(topics by id from v13 on).  Writes go through afkak's Producer
 (batching, retries, idempotence).
 """
 
@@ -17,16 +17,14 @@ import attrs
 from twisted.internet.defer import FirstError, gatherResults
 
 from afkak._retry import retry_backoff, retrying
-from afkak.client import KafkaClient
-from afkak.common import BrokerResponseError, OffsetRequest, TopicAndPartition
+from afkak.client import FetchCall, KafkaClient
+from afkak.common import BrokerResponseError, FetchRequest, OffsetRequest, TopicAndPartition
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
-from afkak.protocol.messages import FetchRequest
 
 from ._options import ClientConfig
 from ._rows import Outgoing, chunks_by_key
 
-NAMED_TOPICS_MAX_VERSION = 12
 _ATTEMPTS = 5
 #: Kafka's retry backoff: 100 ms doubling to 1 s, jittered.
 _BACKOFF = retry_backoff()
@@ -117,29 +115,15 @@ async def fetch(
     Retriable partition errors are retried; others (such as
     OFFSET_OUT_OF_RANGE) are returned for the caller to handle.
     """
-    request = FetchRequest(
-        max_wait_ms=max_wait_ms,
-        min_bytes=1,
-        max_bytes=max_bytes,
-        isolation_level=isolation_level,
-        topics=[
-            FetchRequest.FetchTopic(
-                topic=tp.topic,
-                partitions=[
-                    FetchRequest.FetchPartition(
-                        partition=tp.partition, fetch_offset=offset, partition_max_bytes=max_bytes
-                    )
-                ],
-            )
-        ],
-    )
+    payload = FetchRequest(tp.topic, tp.partition, offset, max_bytes)
     timeout = client.timeout + max_wait_ms / 1000.0
 
     async def attempt() -> FetchedPartition:
         leader = (await client.leaders_for([tp]))[tp]
-        response = await client.send_request_to_broker(
-            leader, request, max_version=NAMED_TOPICS_MAX_VERSION, timeout=timeout
+        call = FetchCall(
+            [payload], max_wait_ms, 1, client.topic_ids, isolation_level, max_bytes=max_bytes
         )
+        response = await client.send_request_to_broker(leader, call, timeout=timeout)
         found = [p for t in response.responses for p in t.partitions]
         if response.error_code or not found:
             raise BrokerResponseError.from_errno(response.error_code or -1, f"fetch {tp}")

@@ -103,9 +103,13 @@ class Recorder:
 class ConsumerTestCase(SynchronousTestCase):
     """A 3-broker fake cluster with topic "t" (2 partitions) and a client, on a Clock."""
 
+    #: Whether the fake brokers grant fetch sessions (test_consumer_fetching runs them so).
+    fetch_sessions = False
+
     def setUp(self) -> None:
         self.clock = Clock()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
+        self.cluster.fetch_sessions = self.fetch_sessions
         self.cluster.create_topic("t", partitions=2)
         self.client = KafkaClient(
             self.cluster.bootstrap_hosts,
@@ -168,7 +172,7 @@ class ConstructionTests(ConsumerTestCase):
         self.assertEqual((c.auto_commit_every_n, c.auto_commit_every_ms), (0, 0))
         self.assertEqual(
             (c.fetch_min_bytes, c.fetch_max_wait_time, c.buffer_size, c.max_buffer_size),
-            (65536, 100, 131072, None),
+            (65536, 100, 1048576, None),
         )
         self.assertEqual((c.last_processed_offset, c.last_committed_offset), (None, None))
         grouped = Consumer(self.client, "t", 1, Recorder(), consumer_group="g")

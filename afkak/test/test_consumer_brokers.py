@@ -24,6 +24,7 @@ from afkak.common import (
     OFFSET_LATEST,
     OffsetOutOfRangeError,
     SourcedMessage,
+    TopicAndPartition,
 )
 from afkak.consumer import Consumer
 from afkak.test.brokers import Broker, client_config, consume, produce, shared_broker
@@ -137,6 +138,40 @@ class BrokerConsumerCase:
 
 class RealBrokerConsumerTests(BrokerConsumerCase):
     """Mixed into one SynchronousTestCase per broker kind."""
+
+    def test_consumers_of_many_partitions_share_one_fetch_per_broker(self: Any) -> None:
+        """Eight consumers on one client read eight partitions exactly, in shared fetches."""
+        from afkak.consumer._broker_fetch import _SHARED, fetch_requests
+
+        self.broker.create_topic(self.topic, 8)
+        wait(self.client.load_metadata_for_topics(self.topic))
+        for p in range(8):
+            produce(self.broker.bootstrap, self.topic, [b"%d-%d" % (p, i) for i in range(50)],
+                    partition=p)  # fmt: skip
+        collectors = [Collector(50) for _ in range(8)]
+        consumers = [
+            Consumer(self.client, self.topic, p, collectors[p], fetch_max_wait_time=50)
+            for p in range(8)
+        ]
+        for c in consumers:
+            c.start(OFFSET_EARLIEST).addErrback(collectors[c.partition].done.errback)
+        try:
+            for collector in collectors:
+                wait(collector.done)
+        finally:
+            for c in consumers:
+                c.stop()
+        for p, collector in enumerate(collectors):
+            self.assertEqual(
+                [(m.offset, m.message.value) for m in collector.messages[:50]],
+                [(i, b"%d-%d" % (p, i)) for i in range(50)],
+            )
+        leaders = {
+            self.client.topics_to_brokers[TopicAndPartition(self.topic, p)].node_id
+            for p in range(8)
+        }
+        self.assertEqual(set(_SHARED[self.client]), leaders)  # one fetcher per leader
+        self.assertGreater(fetch_requests(self.client), 0)
 
     def test_reads_what_confluent_produced_with_every_codec(self: Any) -> None:
         for codec in CODECS:

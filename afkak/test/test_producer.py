@@ -182,6 +182,16 @@ class SendMessagesTests(ProducerTestCase):
         [record] = self.cluster.records("t", 1)
         self.assertEqual((record.key, record.timestamp, record.headers), (None, 1500, ()))
 
+    def test_produce_names_topics_by_id_at_the_newest_version(self) -> None:
+        """The producer's requests are the client's ProduceCall: v13+ (ids) where spoken."""
+        producer = self.producer()
+        self.succeed(producer.send_messages("t", msgs=[b"a"]))
+        [seen] = self.produce_requests()
+        self.assertGreaterEqual(seen.api_version, 13)
+        [topic] = seen.request.topic_data
+        self.assertEqual((topic.name, topic.topic_id), ("", self.cluster.topic_id("t")))
+        self.assertEqual(self.values(), [b"a"])
+
     def test_offsets_follow_earlier_messages(self) -> None:
         producer = self.producer(partitioner_class=HashedPartitioner)
         ds = [producer.send_messages("t", b"k", [b"%d" % i] * i) for i in (1, 2, 3)]

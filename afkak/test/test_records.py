@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 from crc32c import crc32c
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import codec
@@ -17,15 +17,20 @@ from afkak.records import (
     Record,
     RecordBatchBuilder,
     TimestampType,
+    batch as batch_module,
     build_batch,
     build_batches,
     build_control_batch,
+    builder as builder_module,
     read_batches,
 )
 
 CODECS = [codec.CODEC_NONE, codec.CODEC_GZIP, codec.CODEC_SNAPPY, codec.CODEC_LZ4, codec.CODEC_ZSTD]
 HEADER = struct.Struct(">qiibIhiqqqhii")
 TS = 1_700_000_000_000
+#: The tests run on the compiled and the pure-Python path (the PurePython*
+#: classes at the end): one test function, two classes.
+BOTH_PATHS = [HealthCheck.differing_executors]
 
 
 def patch_batch(data: bytes, fix_crc: bool = True, **fields: int) -> bytes:
@@ -87,7 +92,7 @@ def record_sets(draw):  # type: ignore[no-untyped-def]
 
 
 class RoundTripTests(SynchronousTestCase):
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=300, deadline=None, suppress_health_check=BOTH_PATHS)
     @given(
         records=record_sets(),
         codec_=st.sampled_from(CODECS),
@@ -149,7 +154,7 @@ class RoundTripTests(SynchronousTestCase):
         self.assertEqual(list(batch), expected)
         self.assertEqual([type(r) for r in batch.records()], [Record] * n)
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=100, deadline=None, suppress_health_check=BOTH_PATHS)
     @given(records=record_sets(), codec_=st.sampled_from(CODECS))
     def test_builder(self, records, codec_):  # type: ignore[no-untyped-def]
         values, keys, headers, timestamps = records
@@ -178,7 +183,7 @@ class RoundTripTests(SynchronousTestCase):
                 4 * len(values) + 20 * sum(len(h) for h in headers or ()),
             )
 
-    @settings(max_examples=50, deadline=None)
+    @settings(max_examples=50, deadline=None, suppress_health_check=BOTH_PATHS)
     @given(records=record_sets(), min_offset=st.integers(-5, 40))
     def test_min_offset(self, records, min_offset):  # type: ignore[no-untyped-def]
         values, keys, headers, timestamps = records
@@ -461,12 +466,12 @@ class MalformedTests(SynchronousTestCase):
             (batch,) = read_batches(bad)
             self.assertRaises(DecodeError, batch.records)
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=300, deadline=None, suppress_health_check=BOTH_PATHS)
     @given(st.binary(max_size=400), st.booleans())
     def test_random_bytes(self, data: bytes, check_crc: bool) -> None:
         self.consume(data, check_crc=check_crc)
 
-    @settings(max_examples=500, deadline=None)
+    @settings(max_examples=500, deadline=None, suppress_health_check=BOTH_PATHS)
     @given(
         body=st.binary(max_size=200),
         count=st.integers(-2, 20),
@@ -480,7 +485,7 @@ class MalformedTests(SynchronousTestCase):
         data = patch_batch(with_body(self.sample(), body), count=count, attributes=attributes)
         self.consume(data, min_offset=min_offset)
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=300, deadline=None, suppress_health_check=BOTH_PATHS)
     @given(
         pos=st.integers(min_value=0),
         value=st.integers(0, 255),
@@ -502,3 +507,23 @@ class MalformedTests(SynchronousTestCase):
         self.assertEqual(list(read_batches(b"")), [])
         self.assertEqual(list(read_batches(None)), [])
         self.assertEqual(list(read_batches(b"\x00" * 11)), [])
+
+
+class _PurePython:
+    """Run a test class's tests with the pure-Python record code (the reference)."""
+
+    def setUp(self) -> None:
+        self.patch(batch_module, "_compiled_decode", None)  # type: ignore[attr-defined]
+        self.patch(builder_module, "_compiled_encode", None)  # type: ignore[attr-defined]
+
+
+class PurePythonRoundTripTests(_PurePython, RoundTripTests):
+    pass
+
+
+class PurePythonMalformedTests(_PurePython, MalformedTests):
+    pass
+
+
+class PurePythonBuilderTests(_PurePython, BuilderTests):
+    pass

@@ -88,8 +88,9 @@ What the fake does (and does not):
   offsets), assigns offsets, deduplicates an idempotent producer's retried
   batch and answers OUT_OF_ORDER_SEQUENCE_NUMBER for a sequence gap.  A failed
   acks=0 produce closes the connection, as Kafka does.
-- Fetch is sessionless (a broker whose session cache is full: every
-  incremental fetch gets FETCH_SESSION_ID_NOT_FOUND), honours max_bytes and
+- Fetch is sessionless by default (a broker whose session cache is full:
+  every incremental fetch gets FETCH_SESSION_ID_NOT_FOUND); with
+  ``cluster.fetch_sessions = True`` it keeps KIP-227 sessions.  It honours max_bytes and
   partition_max_bytes (cutting batches the way Kafka's log reads do) and
   long-polls on the cluster's reactor until min_bytes arrive or max_wait_ms
   passes.

@@ -39,6 +39,7 @@ from afkak.testing._transport import DeliveryLoop, connect_pair
 from afkak.testing._txn_coordinator import TransactionCoordinatorState
 
 if TYPE_CHECKING:
+    from afkak.testing._fetch_sessions import FakeFetchSession
     from afkak.testing._log_apis import FetchWaiter
 
 ApiKeyLike = int | type[Message]
@@ -75,7 +76,9 @@ class FakeKafkaCluster:
 
     ``fetch_whole_first_batch`` (True, as Kafka since KIP-74) returns the
     first batch of a Fetch whole even when it exceeds the fetch size; False
-    cuts it like any other, as older brokers did.
+    cuts it like any other, as older brokers did.  ``fetch_sessions`` (False:
+    a broker whose session cache is full) grants KIP-227 fetch sessions when
+    True; ``sessions`` holds them by (node, session id).
 
     State, readable (and, for setup, writable) by tests: ``brokers``
     (node id -> :class:`FakeBroker`), ``topics`` (name -> :class:`FakeTopic`),
@@ -108,6 +111,8 @@ class FakeKafkaCluster:
         self.cluster_id = cluster_id
         self.max_message_bytes = max_message_bytes
         self.fetch_whole_first_batch = True
+        self.fetch_sessions = False
+        self.sessions: dict[tuple[int, int], FakeFetchSession] = {}
         self.brokers: dict[int, FakeBroker] = {
             n: FakeBroker(n, f"broker-{n}", DEFAULT_PORT) for n in range(brokers)
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred
@@ -27,6 +28,7 @@ from afkak.protocol.messages import (
     ProduceResponse,
 )
 from afkak.records import RecordBatch, read_batches
+from afkak.testing._fetch_sessions import open_session
 from afkak.testing._log import PartitionLog
 from afkak.testing._lookup import (
     NOT_LEADER_OR_FOLLOWER,
@@ -158,22 +160,38 @@ def node_endpoints(cluster: FakeKafkaCluster, nodes: set[int], response: Any) ->
 
 
 def handle_fetch(ctx: ConnectionHandler, request: FetchRequest, version: int) -> Any:
-    if version >= 7 and request.session_epoch not in (0, -1):
+    shape = _unchanged
+    if ctx.cluster.fetch_sessions:
+        opened = open_session(ctx.cluster.sessions, ctx.node, request, version)
+        if isinstance(opened, FetchResponse):
+            return opened  # a session error
+        request, shape = opened
+    elif version >= 7 and request.session_epoch not in (0, -1):
         # Sessionless: the fake never creates fetch sessions (as a broker
         # whose session cache is full), so no incremental fetch can name one.
         return FetchResponse(error_code=code(FetchSessionIdNotFound), session_id=0)
     response, size, failed = read_fetch(ctx.cluster, ctx.node, request, version)
     if failed or size >= request.min_bytes or request.max_wait_ms <= 0:
-        return response
-    return FetchWaiter(ctx.cluster, ctx.node, request, version).deferred
+        return shape(response)
+    return FetchWaiter(ctx.cluster, ctx.node, request, version, shape).deferred
+
+
+def _unchanged(response: Any) -> Any:
+    return response
 
 
 class FetchWaiter:
     """A Fetch held until ``min_bytes`` are available, a partition errs, or ``max_wait_ms``."""
 
     def __init__(
-        self, cluster: FakeKafkaCluster, node: int, request: FetchRequest, version: int
+        self,
+        cluster: FakeKafkaCluster,
+        node: int,
+        request: FetchRequest,
+        version: int,
+        shape: Callable[[Any], Any] = _unchanged,
     ) -> None:
+        self._shape = shape
         self._cluster = cluster
         self._node = node
         self._request = request
@@ -194,7 +212,7 @@ class FetchWaiter:
         self._cluster.fetch_waiters.discard(self)
         if self._timer.active():
             self._timer.cancel()
-        self.deferred.callback(response)
+        self.deferred.callback(self._shape(response))
 
     def _cancel(self, _: Deferred[Any]) -> None:
         self._cluster.fetch_waiters.discard(self)

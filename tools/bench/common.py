@@ -43,6 +43,7 @@ class Job:
     size: int
     profile: str = ""  # a file to write cProfile stats of the measured part to
     yield_every: int = 1000  # afkak's one-per-call sends: reactor turns every this many
+    partitions: int = 1  # consume every partition of the topic (0 .. partitions - 1)
 
 
 @attrs.frozen
@@ -52,6 +53,7 @@ class Result:
     wall: float
     cpu: float
     latencies_ms: tuple[float, ...] = ()
+    fetches: int = 0  # Fetch requests the consumer sent (0: not counted)
 
     def asdict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -76,14 +78,14 @@ class Meter:
         self._cpu = cpu_seconds()
         self._wall = time.perf_counter()
 
-    def stop(self, count: int, latencies_ms: tuple[float, ...] = ()) -> Result:
+    def stop(self, count: int, latencies_ms: tuple[float, ...] = (), fetches: int = 0) -> Result:
         wall = time.perf_counter() - self._wall
         cpu = cpu_seconds() - self._cpu
         if self._profiler is not None:
             self._profiler.disable()
             self._profiler.dump_stats(self._job.profile)
         check_count(count, self._job)
-        return Result(count, count * self._job.size, wall, cpu, latencies_ms)
+        return Result(count, count * self._job.size, wall, cpu, latencies_ms, fetches)
 
 
 def payload(size: int) -> bytes:

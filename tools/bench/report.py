@@ -41,6 +41,7 @@ class Row:
     load: float  # mean 1-minute load average at the runs' starts
     broker_cpu: float | None = None
     ratio: float | None = None  # rate / the reference client's rate
+    fetch_rate: float | None = None  # Fetch requests per second (consumers that count them)
 
 
 def _percentile(values: Sequence[float], fraction: float) -> float:
@@ -90,6 +91,9 @@ def aggregate(runs: Sequence[Run], stat: str) -> list[Row]:
                 p99=pick_low([_percentile(x, 0.99) for x in lat]) if lat else None,
                 load=statistics.mean(loads),
                 broker_cpu=pick_low(broker) if broker else None,
+                fetch_rate=pick_low([r.fetches / r.wall for r in done])
+                if all(r.fetches for r in done)
+                else None,
             )
         )
     reference = {r.workload: r.rate for r in rows if r.label.startswith(REFERENCE) and r.rate}
@@ -104,6 +108,7 @@ HEADER = (
     "client",
     "msgs/s",
     "MB/s",
+    "fetch req/s",
     "CPU s",
     "p50 ms",
     "p99 ms",
@@ -115,12 +120,13 @@ HEADER = (
 
 def _cells(row: Row) -> tuple[str, ...]:
     if row.failures == row.runs:
-        return (row.workload, row.label, "failed", "", "", "", "", "", "", f"{row.load:.1f}")
+        return (row.workload, row.label, "failed", "", "", "", "", "", "", "", f"{row.load:.1f}")
     return (
         row.workload,
         row.label + (f" [{row.failures} failed]" if row.failures else ""),
         f"{row.rate:,.0f}",
         f"{row.mbps:.1f}",
+        "" if row.fetch_rate is None else f"{row.fetch_rate:,.0f}",
         f"{row.cpu:.3f}",
         "" if row.p50 is None else f"{row.p50:.3f}",
         "" if row.p99 is None else f"{row.p99:.3f}",
@@ -169,10 +175,8 @@ class Target:
     detail: str
 
 
-def targets(
-    rows: Sequence[Row], produce_100: str, produce_1k: str, consumes: Sequence[str], latency: str
-) -> list[Target]:
-    """Issue 4's targets, each with the numbers it was judged on."""
+def _comparer(rows: Sequence[Row]) -> Callable[[str, str, str, str, float], Target]:
+    """``compare(text, workload, mine, theirs, factor)``: is mine's rate >= factor x theirs?"""
     find = {(r.workload, r.label): r for r in rows if r.failures < r.runs}
 
     def compare(text: str, workload: str, mine: str, theirs: str, factor: float) -> Target:
@@ -185,6 +189,16 @@ def targets(
             f"{a.rate:,.0f} vs {b.rate:,.0f} msgs/s = {a.rate / b.rate:.2f}x"
             f" (per CPU second: {b.cpu / a.cpu:.2f}x)",
         )
+
+    return compare
+
+
+def targets(
+    rows: Sequence[Row], produce_100: str, produce_1k: str, consumes: Sequence[str], latency: str
+) -> list[Target]:
+    """Issue 4's targets, each with the numbers it was judged on."""
+    find = {(r.workload, r.label): r for r in rows if r.failures < r.runs}
+    compare = _comparer(rows)
 
     out = [
         compare(
@@ -257,4 +271,62 @@ def targets(
                 f"p50 {row.p50:.3f} ms, p99 {row.p99:.3f} ms",
             )
         )
+    return out
+
+
+def targets_issue14(
+    rows: Sequence[Row], produce_100: str, consumes: Sequence[str], partitions: str
+) -> list[Target]:
+    """Issue 14's targets: consuming against confluent-kafka and aiokafka, and one fetch per broker."""
+    find = {(r.workload, r.label): r for r in rows if r.failures < r.runs}
+    compare = _comparer(rows)
+
+    out = []
+    for workload in consumes:
+        out.append(
+            compare(
+                f"{workload}, defaults (compiled) >= 1.0x confluent-kafka",
+                workload,
+                "afkak (defaults)",
+                "confluent-kafka (consume(10000))",
+                1.0,
+            )
+        )
+        out.append(
+            compare(
+                f"{workload}, afkak pure Python >= 1.0x aiokafka (compiled)",
+                workload,
+                "afkak (defaults, pure Python)",
+                "aiokafka (getmany)",
+                1.0,
+            )
+        )
+    out.append(
+        compare(
+            f"{partitions} >= 1.0x confluent-kafka",
+            partitions,
+            "afkak (defaults)",
+            "confluent-kafka (consume(10000))",
+            1.0,
+        )
+    )
+    row = find.get((partitions, "afkak (defaults)"))
+    if row is not None and row.fetch_rate:
+        out.append(
+            Target(
+                f"{partitions}: fetch requests (one per broker per round)",
+                None if row.fetch_rate is None else True,
+                f"{row.fetch_rate:,.0f} requests/s for {row.rate:,.0f} records/s:"
+                f" {row.rate / row.fetch_rate:,.0f} records per request",
+            )
+        )
+    out.append(
+        compare(
+            "produce 100 B, one send_messages per message >= 0.6x confluent-kafka",
+            produce_100,
+            "afkak (send_messages x1)",
+            "confluent-kafka (produce+poll)",
+            0.6,
+        )
+    )
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -23,19 +24,25 @@ from bench.common import (
     payload,
 )
 
+#: Consumers also run without the compiled record code (AFKAK_NO_EXTENSIONS).
+PURE = "pure Python"
 VARIANTS = {
     "produce": ("send_messages x1", "send_messages list", "defaults x1"),
-    "consume": ("1 MiB fetches", "defaults"),
+    "consume": ("1 MiB fetches", "defaults", f"defaults, {PURE}"),
+    "partitions": ("defaults", f"defaults, {PURE}"),
     "latency": ("acks=1", "defaults"),
 }
 
 
 def run(job: Job) -> Result:
+    if job.variant.endswith(PURE):
+        os.environ["AFKAK_NO_EXTENSIONS"] = "1"  # read when afkak.records is first imported
     from twisted.internet import reactor
 
     work: dict[str, Callable[[Any, Job], Coroutine[Any, Any, Result]]] = {
         "produce": _produce,
         "consume": _consume,
+        "partitions": _consume,
         "latency": _latency,
     }
     out: list[Any] = []
@@ -103,23 +110,30 @@ async def _produce(reactor: Any, job: Job) -> Result:
 
 
 async def _consume(reactor: Any, job: Job) -> Result:
+    """One Consumer per partition on one client (they share one Fetch per broker)."""
     from afkak.consumer import Consumer
+    from afkak.consumer._broker_fetch import fetch_requests
 
     client = _client(job)
     await client.load_metadata_for_topics(job.topic)
     seen = [0]
+    done: Deferred[None] = Deferred()
 
     def processor(consumer: Any, messages: list[Any]) -> None:
         seen[0] += len(messages)
-        if seen[0] >= job.count:
-            consumer.stop()
+        if seen[0] >= job.count and not done.called:
+            done.callback(None)
 
-    options = {} if job.variant == "defaults" else {"buffer_size": FETCH_BYTES}
-    consumer = Consumer(client, job.topic, 0, processor, **options)
+    options = {"buffer_size": FETCH_BYTES} if job.variant == "1 MiB fetches" else {}
+    consumers = [Consumer(client, job.topic, p, processor, **options) for p in range(job.partitions)]
     meter = Meter(job)
     meter.start()
-    await consumer.start(0)
-    result = meter.stop(seen[0])
+    for consumer in consumers:
+        consumer.start(0).addErrback(lambda f: done.called or done.errback(f))
+    await done
+    result = meter.stop(seen[0], fetches=fetch_requests(client))
+    for consumer in consumers:
+        consumer.stop()
     await client.close()
     return result
 

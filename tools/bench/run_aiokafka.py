@@ -15,6 +15,7 @@ PURE = "pure Python"
 VARIANTS = {
     "produce": ("send", f"send, {PURE}"),
     "consume": ("getmany", f"getmany, {PURE}"),
+    "partitions": ("getmany", f"getmany, {PURE}"),
     "latency": ("send+await",),
 }
 
@@ -22,7 +23,12 @@ VARIANTS = {
 def run(job: Job) -> Result:
     if job.variant.endswith(PURE):
         os.environ["AIOKAFKA_NO_EXTENSIONS"] = "1"  # read when aiokafka is first imported
-    work = {"produce": _produce, "consume": _consume, "latency": _latency}[job.workload]
+    work = {
+        "produce": _produce,
+        "consume": _consume,
+        "partitions": _consume,
+        "latency": _latency,
+    }[job.workload]
     return asyncio.run(work(job))
 
 
@@ -67,18 +73,35 @@ async def _consume(job: Job) -> Result:
         max_partition_fetch_bytes=FETCH_BYTES,
     )
     await consumer.start()
-    tp = TopicPartition(job.topic, 0)
+    fetches = _count_fetches(consumer)
+    tps = [TopicPartition(job.topic, p) for p in range(job.partitions)]
     seen = 0
     meter = Meter(job)
     meter.start()
-    consumer.assign([tp])
-    consumer.seek(tp, 0)
+    consumer.assign(tps)
+    for tp in tps:
+        consumer.seek(tp, 0)
     while seen < job.count:
-        batch = await consumer.getmany(tp, timeout_ms=1000, max_records=100_000)
+        batch = await consumer.getmany(*tps, timeout_ms=1000, max_records=100_000)
         seen += sum(len(records) for records in batch.values())
-    result = meter.stop(seen)
+    result = meter.stop(seen, fetches=fetches[0])
     await consumer.stop()
     return result
+
+
+def _count_fetches(consumer: Any) -> list[int]:
+    """Count the Fetch requests (api key 1) *consumer*'s client sends from now on."""
+    count = [0]
+    client = consumer._client
+    send = client.send
+
+    def counting(node_id: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(request, "API_KEY", None) == 1:
+            count[0] += 1
+        return send(node_id, request, *args, **kwargs)
+
+    client.send = counting
+    return count
 
 
 async def _latency(job: Job) -> Result:

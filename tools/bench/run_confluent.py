@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
+
+import attrs
 
 from bench.common import ACKS, BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
 
 VARIANTS = {
     "produce": ("produce+poll",),
     "consume": ("consume(10000)",),
+    "partitions": ("consume(10000)",),
     "latency": ("produce+poll",),
 }
 
 
 def run(job: Job) -> Result:
-    return {"produce": _produce, "consume": _consume, "latency": _latency}[job.workload](job)
+    work = {"produce": _produce, "consume": _consume, "partitions": _consume, "latency": _latency}
+    return work[job.workload](job)
 
 
 def _producer(job: Job, linger_ms: int) -> Any:
@@ -71,6 +76,7 @@ def _produce(job: Job) -> Result:
 def _consume(job: Job) -> Result:
     import confluent_kafka
 
+    last_stats: list[Any] = [None]
     consumer = confluent_kafka.Consumer(
         {
             "bootstrap.servers": job.bootstrap,
@@ -80,12 +86,17 @@ def _consume(job: Job) -> Result:
             # Tansu answers a fetch with up to ~5 MB whatever the partition limit; past
             # queued.min.messages librdkafka would pause fetching for 1 s (the default).
             "fetch.queue.backoff.ms": 10,
+            # librdkafka counts its requests per broker in its statistics
+            "statistics.interval.ms": 100,
+            "stats_cb": lambda stats: last_stats.__setitem__(0, stats),
         }
     )
     seen = 0
     meter = Meter(job)
     meter.start()
-    consumer.assign([confluent_kafka.TopicPartition(job.topic, 0, 0)])
+    consumer.assign(
+        [confluent_kafka.TopicPartition(job.topic, p, 0) for p in range(job.partitions)]
+    )
     while seen < job.count:
         # consume() waits for all it asks for: never ask for more than are left
         for message in consumer.consume(min(10000, job.count - seen), 1.0):
@@ -93,6 +104,12 @@ def _consume(job: Job) -> Result:
                 raise RuntimeError(f"consume failed: {message.error()}")
             seen += 1
     result = meter.stop(seen)
+    # The statistics of the next interval (at most 100 ms, a fetch or so more).
+    before = last_stats[0]
+    while last_stats[0] is before:
+        consumer.poll(0.05)
+    fetches = sum(b["req"].get("Fetch", 0) for b in json.loads(last_stats[0])["brokers"].values())
+    result = attrs.evolve(result, fetches=fetches)
     consumer.close()
     return result
 

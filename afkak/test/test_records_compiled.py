@@ -1,0 +1,252 @@
+"""The compiled record decoder against the pure-Python reference: same records, same errors.
+
+afkak/test/test_records.py runs every record test on both paths; this module
+feeds both decoders the same bytes, valid and hostile, and compares what comes
+out, value for value and type for type.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import given, settings, strategies as st
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
+
+import afkak
+from afkak import codec
+from afkak._errors import DecodeError
+from afkak.records import TimestampType, batch as batch_module, build_batch, read_batches
+from afkak.test.test_records import (
+    BATCH_HEADER_SIZE,
+    CODECS,
+    TS,
+    patch_batch,
+    record_sets,
+    with_body,
+)
+
+try:
+    from afkak.records import _crecords
+except ImportError:
+    _crecords = None  # type: ignore[assignment]
+
+
+def _zigzag(n: int) -> bytes:
+    """A zigzag varint of any size (the reference encoder stops at 64 bits)."""
+    u = 2 * n if n >= 0 else -2 * n - 1
+    groups = [(u >> shift) & 0x7F for shift in range(0, max(u.bit_length(), 1), 7)]
+    return bytes([g | 0x80 for g in groups[:-1]] + groups[-1:])
+
+
+def outcome(data: bytes, compiled: bool, min_offset: int | None = None) -> object:
+    """The records of *data* read on one path, or the error that reading raised."""
+    decode = _crecords.decode_records if compiled else None
+    saved = batch_module._compiled_decode
+    batch_module._compiled_decode = decode
+    try:
+        return [
+            [(type(r), tuple(map(type, r)), r) for r in b.records(min_offset)]
+            for b in read_batches(data)
+        ]
+    except DecodeError:
+        return DecodeError
+    finally:
+        batch_module._compiled_decode = saved
+
+
+class ExtensionBuildTests(SynchronousTestCase):
+    def test_built_where_required(self) -> None:
+        """tools/test.sh sets AFKAK_REQUIRE_EXTENSIONS: CI fails if the build silently fell back."""
+        if os.environ.get("AFKAK_NO_EXTENSIONS"):
+            self.assertFalse(batch_module.COMPILED)  # the pure-Python run, by request
+            return
+        if not os.environ.get("AFKAK_REQUIRE_EXTENSIONS"):
+            raise SkipTest("AFKAK_REQUIRE_EXTENSIONS is not set")
+        self.assertIsNotNone(_crecords, "afkak.records._crecords was not built")
+        self.assertTrue(batch_module.COMPILED)
+
+    def test_imported_from_this_tree(self) -> None:
+        if _crecords is None:
+            raise SkipTest("the compiled record codec is not built")
+        root = os.path.dirname(afkak.__file__)
+        self.assertTrue(_crecords.__file__.startswith(root), (_crecords.__file__, root))
+
+    def test_disabled_by_environment(self) -> None:
+        self.patch(os, "environ", {**os.environ, "AFKAK_NO_EXTENSIONS": "1"})
+        self.assertIsNone(batch_module.compiled_records())
+
+
+class SamePathsTests(SynchronousTestCase):
+    """Byte for byte, the compiled decoder returns what the reference returns."""
+
+    def setUp(self) -> None:
+        if _crecords is None:
+            raise SkipTest("the compiled record codec is not built")
+
+    def assertSame(self, data: bytes, min_offset: int | None = None) -> object:
+        expected = outcome(data, False, min_offset)
+        self.assertEqual(outcome(data, True, min_offset), expected)
+        return expected
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        records=record_sets(),
+        codec_=st.sampled_from(CODECS),
+        base_offset=st.integers(0, 2**62),
+        log_append=st.booleans(),
+        min_offset=st.one_of(st.none(), st.integers(0, 40)),
+    )
+    def test_valid_batches(self, records, codec_, base_offset, log_append, min_offset):  # type: ignore[no-untyped-def]
+        values, keys, headers, timestamps = records
+        data = build_batch(
+            values, keys, headers=headers, timestamps=timestamps, timestamp=TS,
+            codec=codec_, base_offset=base_offset,
+        )  # fmt: skip
+        if log_append:
+            data = patch_batch(data, attributes=codec_ | 0x08)
+        result = self.assertSame(data, None if min_offset is None else base_offset + min_offset)
+        self.assertIsInstance(result, list)
+
+    @settings(max_examples=1000, deadline=None)
+    @given(
+        body=st.binary(max_size=120),
+        count=st.integers(0, 12),
+        base=st.sampled_from([0, 2**63 - 1, -(2**63), 1000]),
+    )
+    def test_random_records(self, body: bytes, count: int, base: int) -> None:
+        """Garbage records: the same records or the same DecodeError."""
+        data = build_batch([b"x"], timestamp=base, base_offset=base)
+        self.assertSame(patch_batch(with_body(data, body), count=count))
+
+    @settings(max_examples=1000, deadline=None)
+    @given(
+        pos=st.integers(min_value=0),
+        value=st.integers(0, 255),
+        codec_=st.sampled_from([codec.CODEC_NONE, codec.CODEC_GZIP]),
+    )
+    def test_mutated_records(self, pos: int, value: int, codec_: int) -> None:
+        data = build_batch(
+            [b"value-1", None, b"v" * 70, b"w" * 300],
+            [None, b"key", b"k", b""],
+            headers=[[("h", b"1"), ("n", None)], [], [("x", b"")], [("\u00e9", b"z" * 200)]],
+            timestamps=[TS, TS + 1, TS + 200, TS - 70_000],
+            codec=codec_,
+            base_offset=1000,
+        )
+        body = bytearray(codec.decompress(codec_, data[BATCH_HEADER_SIZE:]))
+        body[pos % len(body)] = value
+        self.assertSame(patch_batch(with_body(data, bytes(body)), attributes=0))
+
+    @settings(max_examples=500, deadline=None)
+    @given(
+        fields=st.lists(
+            st.one_of(
+                st.integers(-(2**70), 2**70).map(_zigzag),
+                st.integers(-3, 20).map(_zigzag),
+                st.binary(max_size=8),
+            ),
+            max_size=14,
+        ),
+        count=st.integers(1, 3),
+    )
+    def test_varint_fields(self, fields: list[bytes], count: int) -> None:
+        """Records made of varints of every size, 10-byte ones beyond 64 bits included."""
+        data = build_batch([b"x"], timestamp=TS, base_offset=7)
+        self.assertSame(patch_batch(with_body(data, b"".join(fields)), count=count))
+
+    def test_numbers_beyond_64_bits(self) -> None:
+        """Offsets and timestamps past int64 are left to the reference, which keeps them."""
+        data = build_batch([b"a"], timestamp=2**63 - 1, base_offset=2**63 - 1)
+        record = b"\x00" + _zigzag(5) + _zigzag(5) + b"\x01\x02a\x00"
+        body = _zigzag(len(record)) + record
+        (expected,) = self.assertSame(patch_batch(with_body(data, body), count=1))
+        record = expected[0][2]
+        self.assertEqual((record.offset, record.timestamp), (2**63 + 4, 2**63 + 4))
+        self.assertIs(record.timestamp_type, TimestampType.CREATE_TIME)
+        self.assertIsNone(
+            _crecords.decode_records(body, 0, 1, 2**63 - 1, 2**63 - 1, TimestampType.CREATE_TIME)
+        )
+
+    def test_buffer_types(self) -> None:
+        body = build_batch([b"ab"], timestamp=TS)[BATCH_HEADER_SIZE:]
+        for buf in (body, bytearray(body), memoryview(body)):
+            (r,) = _crecords.decode_records(buf, 0, 1, 0, TS, TimestampType.CREATE_TIME)
+            self.assertEqual(r, (0, TS, TimestampType.CREATE_TIME, None, b"ab", ()))
+
+
+
+class SameMessagesTests(SynchronousTestCase):
+    """The compiled wrapping of records into afkak's message tuples matches the reference."""
+
+    def setUp(self) -> None:
+        if _crecords is None:
+            raise SkipTest("the compiled record codec is not built")
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        records=record_sets(),
+        magic=st.sampled_from([0, 1, 2]),
+        prefix=st.sampled_from([(), ("topic", 3)]),
+    )
+    def test_wrapped_records(self, records, magic, prefix):  # type: ignore[no-untyped-def]
+        from afkak.common import Message, OffsetAndMessage, SourcedMessage
+        from afkak.message_set import _wrap_records
+
+        values, keys, headers, timestamps = records
+        data = build_batch(values, keys, headers=headers, timestamps=timestamps, timestamp=TS)
+        (batch,) = read_batches(data)
+        cls = SourcedMessage if prefix else OffsetAndMessage
+        expected = _wrap_records(batch.records(), magic, prefix, cls, Message)
+        got = _crecords.wrap_records(batch.records(), magic, prefix, cls, Message)
+        self.assertEqual(got, expected)
+        for g, e in zip(got, expected, strict=True):
+            self.assertIs(type(g), cls)
+            self.assertIs(type(g[-1]), Message)
+            self.assertEqual(vars(g[-1]), vars(e[-1]))  # timestamp, and headers when set
+            self.assertEqual((g[-1].timestamp, g[-1].headers), (e[-1].timestamp, e[-1].headers))
+
+
+class SameEncodingTests(SynchronousTestCase):
+    """The compiled encoder writes the reference's bytes, or leaves the batch to it."""
+
+    def setUp(self) -> None:
+        if _crecords is None:
+            raise SkipTest("the compiled record codec is not built")
+
+    def both(self, *args: object, **kwargs: object) -> bytes:
+        """build_batch's result on the compiled path, checked against the reference's."""
+        from afkak.records import builder
+
+        compiled = build_batch(*args, **kwargs)
+        saved = builder._compiled_encode
+        builder._compiled_encode = None
+        try:
+            reference = build_batch(*args, **kwargs)
+        finally:
+            builder._compiled_encode = saved
+        self.assertEqual(compiled, reference)
+        return compiled
+
+    @settings(max_examples=300, deadline=None)
+    @given(records=record_sets(), base_offset=st.integers(0, 2**40))
+    def test_same_bytes(self, records, base_offset):  # type: ignore[no-untyped-def]
+        values, keys, headers, timestamps = records
+        self.both(values, keys, headers=headers, timestamps=timestamps, timestamp=TS)
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        values=st.lists(st.one_of(st.none(), st.binary(max_size=20_000)), min_size=1, max_size=4),
+        deltas=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=4, max_size=4),
+    )
+    def test_long_values_and_extreme_timestamps(self, values, deltas):  # type: ignore[no-untyped-def]
+        base = 2**62
+        stamps = [base + d // 2 for d in deltas[: len(values)]]
+        self.both(values, [b"k"] * len(values), timestamps=stamps)
+
+    def test_other_buffers_and_bad_types_go_to_the_reference(self) -> None:
+        data = self.both([bytearray(b"ab"), memoryview(b"cd")], timestamp=TS)
+        self.assertEqual([r.value for r in read_batches(data).__next__()], [b"ab", b"cd"])
+        self.assertIsNone(_crecords.encode_records([bytearray(b"x")], None, None))
+        self.assertIsNone(_crecords.encode_records([b"x"], None, [2**64]))
+        with self.assertRaises(TypeError):
+            build_batch(["text"], timestamp=TS)  # type: ignore[list-item]
