@@ -21,9 +21,12 @@ from afkak.client import COORDINATOR_MOVED, LEADER_MOVED, KafkaClient, group_nam
 from afkak.common import (
     BrokerMetadata,
     BrokerResponseError,
+    CoordinatorLoadInProgress,
+    NotController,
     OffsetCommitRequest,
     OffsetRequest,
     TopicAndPartition,
+    error_code,
 )
 from afkak.protocol.messages import MetadataRequest
 from afkak.records.aborted import isolation_level as isolation_level_of
@@ -75,9 +78,9 @@ from ._types import (
     _error_or_none,
 )
 
-NOT_CONTROLLER = 41
+NOT_CONTROLLER = error_code(NotController)
 #: COORDINATOR_LOAD_IN_PROGRESS, with the codes that mean the coordinator moved.
-COORDINATOR_RETRY = COORDINATOR_MOVED | {14}
+COORDINATOR_RETRY = COORDINATOR_MOVED | {error_code(CoordinatorLoadInProgress)}
 
 
 def _errno(result: Any) -> int:

@@ -16,8 +16,7 @@ import attrs
 from afkak._errors import DecodeError
 from afkak.client import VersionedCall
 from afkak.common import BrokerResponseError, TopicAndPartition
-from afkak.group._payloads import decode_assignment, decode_subscription
-from afkak.group._requests import PROTOCOL_TYPE
+from afkak.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
 from afkak.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,

@@ -11,7 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from afkak.client import VersionedCall
-from afkak.protocol._primitives import ZERO_UUID
+from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,

@@ -99,6 +99,8 @@ class GroupRequests(Protocol):
         payloads: Sequence[OffsetRequest] | None = None,
         fail_on_error: bool = True,
         callback: Callable[[Any], Any] | None = None,
+        *,
+        isolation_level: str = "read_uncommitted",
     ) -> Deferred[list[Any]]: ...
 
     def send_offset_commit_request(
@@ -117,6 +119,8 @@ class GroupRequests(Protocol):
         payloads: Sequence[OffsetFetchRequest] | None = None,
         fail_on_error: bool = True,
         callback: Callable[[Any], Any] | None = None,
+        *,
+        require_stable: bool = False,
     ) -> Deferred[list[Any]]: ...
 
 

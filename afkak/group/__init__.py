@@ -22,18 +22,18 @@ from afkak.group._admin import (
 from afkak.group._assignor import Assignment, Member, PartitionAssignor, RebalanceProtocol
 from afkak.group._group import ASSIGNORS, DEFAULT_ASSIGNORS, ConsumerGroup
 from afkak.group._member import Generation, GroupMember, RebalanceListener
-from afkak.group._payloads import (
+from afkak.group._range import RangeAssignor
+from afkak.group._roundrobin import RoundRobinAssignor
+from afkak.group._states import TRANSITIONS, MemberEvent, MemberState
+from afkak.group._sticky import CooperativeStickyAssignor
+from afkak.group._transform import TransactionalProcessor
+from afkak.protocol.consumer_protocol import (
     Subscription,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-from afkak.group._range import RangeAssignor
-from afkak.group._roundrobin import RoundRobinAssignor
-from afkak.group._states import TRANSITIONS, MemberEvent, MemberState
-from afkak.group._sticky import CooperativeStickyAssignor
-from afkak.group._transform import TransactionalProcessor
 
 __all__ = [
     "ASSIGNORS",

@@ -22,8 +22,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from afkak.common import TopicAndPartition
-
-from ._payloads import Subscription
+from afkak.protocol.consumer_protocol import Subscription
 
 
 class RebalanceProtocol(enum.IntEnum):

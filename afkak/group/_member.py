@@ -36,17 +36,17 @@ from afkak.common import (
     KafkaError,
     TopicAndPartition,
 )
-
-from . import _requests as req
-from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
-from ._heartbeat import HeartbeatTimer
-from ._payloads import (
+from afkak.protocol.consumer_protocol import (
     Subscription,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
+
+from . import _requests as req
+from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
+from ._heartbeat import HeartbeatTimer
 from ._reactions import (
     FENCED_INSTANCE_ID,
     HEARTBEAT,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from afkak.connection import VersionedRequest
+from afkak.protocol.consumer_protocol import PROTOCOL_TYPE
 from afkak.protocol.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -13,7 +14,6 @@ from afkak.protocol.messages import (
     SyncGroupRequest,
 )
 
-PROTOCOL_TYPE = "consumer"
 #: LeaveGroup from v3 on names the leaving members in a list (KIP-345).
 LEAVE_BATCH_VERSION = 3
 #: group.instance.id (static membership) exists from these versions on.

@@ -13,9 +13,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from afkak.protocol import messages
+from afkak.protocol import ZERO_UUID, messages
 from afkak.protocol._message import Message, Struct
-from afkak.protocol._primitives import ZERO_UUID
 from afkak.test.test_protocol_roundtrip import struct_strategy
 
 try:

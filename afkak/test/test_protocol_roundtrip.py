@@ -12,9 +12,8 @@ from uuid import UUID
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from afkak.protocol import messages
+from afkak.protocol import ZERO_UUID, messages
 from afkak.protocol._message import FieldSpec, Message, Struct
-from afkak.protocol._primitives import ZERO_UUID
 from afkak.protocol.messages import FetchResponse as F, MetadataResponse as M
 
 _INTS = {

@@ -22,6 +22,9 @@ from afkak.protocol.messages import ConsumerProtocolAssignment, ConsumerProtocol
 
 _VERSION = struct.Struct(">h")
 
+#: The JoinGroup protocol type of Kafka's consumers.
+PROTOCOL_TYPE = "consumer"
+
 #: What afkak writes: v3 subscriptions (owned partitions, generation, rack) and
 #: v3 assignments, as Kafka 4's Java consumer.
 SUBSCRIPTION_VERSION = 3
