@@ -151,11 +151,11 @@ def flatten(messages: Iterable[Any], max_size: int = DEFAULT_MAX_SIZE) -> tuple[
     :raises UnsupportedCodecError: a wrapper's codec library is missing.
     """
     codec = getattr(messages, "codec", CODEC_NONE)
-    if not any(type(m[1]) is int and m[1] & CODEC_MASK for m in messages):
+    if not any(_codec_of(m) for m in messages):
         return list(messages), codec
     flat: list[Any] = []
     for m in messages:
-        wrapped = m[1] & CODEC_MASK
+        wrapped = _codec_of(m)
         if not wrapped:
             flat.append(m)
             continue
@@ -167,6 +167,13 @@ def flatten(messages: Iterable[Any], max_size: int = DEFAULT_MAX_SIZE) -> tuple[
             raise ValueError(f"a compressed message does not hold a message set: {e}") from None
         flat.extend(Message(0, 0, key, value, timestamp=ts) for key, value, ts in inner)
     return flat, codec
+
+
+def _codec_of(message: Any) -> int:
+    """The codec of a compressed wrapper message; 0 for anything else."""
+    if isinstance(message, tuple) and len(message) == 4 and type(message[1]) is int:
+        return message[1] & CODEC_MASK
+    return 0
 
 
 def offset_messages(batches: Iterable[RecordBatch], offset: int) -> Iterator[tuple[int, Message]]:

@@ -9,6 +9,7 @@ per-API encoding in the ``_*_call`` modules.
 from __future__ import annotations
 
 import warnings
+from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -23,14 +24,17 @@ from twisted.python.failure import Failure
 
 from afkak.common import (
     BrokerMetadata,
+    BrokerResponseError,
     CancelledError,
     ClientError,
     FetchRequest,
     KafkaUnavailableError,
+    MessageSizeTooLargeError,
     OffsetCommitRequest,
     OffsetFetchRequest,
     OffsetRequest,
     ProduceRequest,
+    ProduceResponse,
     TopicAndPartition,
 )
 from afkak.connection._connection import BrokerConnection
@@ -43,7 +47,8 @@ from ._fetch_call import FetchCall
 from ._hosts import format_host_port, parse_hosts
 from ._list_offsets_call import ListOffsetsCall
 from ._pool import ConnectionPool
-from ._produce_call import ProduceCall, encode_messages
+from ._produce_call import ProduceCall, encode_records, records_of
+from ._produce_split import DEFAULT_MAX_REQUEST_SIZE, halve, split_records
 from ._routing import group_by_broker, payload_key
 
 log = Logger()
@@ -78,6 +83,10 @@ class KafkaClient:
         the number of consecutive failures.
     :param metadata_max_age: seconds between periodic metadata refreshes of
         the known topics (``None``: never).
+    :param max_request_size: the largest record batch :meth:`send_produce_request`
+        (and, by default, a :class:`~afkak.producer.Producer`) writes, in bytes
+        estimated before compression: Kafka's ``max.request.size``, 1 MiB by
+        default.  Set it to the broker's ``message.max.bytes`` if that is lower.
     """
 
     clientId = "afkak-client"
@@ -98,6 +107,8 @@ class KafkaClient:
         endpoint_factory: Callable[[Any, str, int], Any] = HostnameEndpoint,
         retry_policy: Callable[[int], float] = _DEFAULT_RETRY_POLICY,
         metadata_max_age: float | None = DEFAULT_METADATA_MAX_AGE,
+        *,
+        max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
     ) -> None:
         bootstrap = parse_hosts(hosts)
         if clientId is not None:
@@ -113,6 +124,10 @@ class KafkaClient:
         if not callable(endpoint_factory) or not callable(retry_policy):
             raise TypeError("endpoint_factory and retry_policy must be callable")
         self.correlation_id = check.integer("correlation_id", correlation_id, 0, check.INT32_MAX)
+        #: Bytes a record batch may have at most (estimated before compression).
+        self.max_request_size = check.integer(
+            "max_request_size", max_request_size, 1024, check.INT32_MAX
+        )
         self.timeout = timeout / 1000.0
         if reactor is None:
             from twisted.internet import reactor  # type: ignore[no-redef]
@@ -267,24 +282,77 @@ class KafkaClient:
         """Write each payload's messages to its partition's leader, one request per broker.
 
         Fires with a :class:`ProduceResponse` per payload, in payload order (an
-        empty list with ``acks=0``, which gets no response).
+        empty list with ``acks=0``, which gets no response).  A payload larger
+        than :attr:`max_request_size` is written as several record batches,
+        in order, one request after the other (a batch the broker refuses as
+        too large is halved and sent again); its response carries the first
+        batch's offset, or the error that stopped it.  A payload holding a
+        record that cannot fit in a batch alone gets
+        :exc:`MessageSizeTooLargeError` and nothing of it is written.
         """
         items = check.payload_list(payloads, ProduceRequest)
         if acks not in _ACKS or isinstance(acks, bool):
             raise ValueError(f"acks must be one of {_ACKS}, not {acks!r}")
         check.integer("timeout", timeout, 0, check.INT32_MAX)
         check.optional_callable("callback", callback)
-        now_ms = int(self.reactor.seconds() * 1000)
-        batches = {(p.topic, p.partition): encode_messages(p.messages, now_ms) for p in items}
-
-        def make_call(batch: Sequence[ProduceRequest]) -> ProduceCall:
-            return ProduceCall(batch, acks, timeout, batches, self._cluster.cache.topic_ids)
-
+        prepared = {(p.topic, p.partition): records_of(p.messages) for p in items}
         return self._operation(
-            self._to_leaders(
-                items, make_call, fail_on_error, callback, timeout / 1000, expect_response=acks != 0
-            )
+            self._produce(items, prepared, acks, timeout, fail_on_error, callback)
         )
+
+    async def _produce(
+        self,
+        items: Sequence[ProduceRequest],
+        prepared: Mapping[tuple[str, int], tuple[list[Any], int]],
+        acks: int,
+        timeout: int,
+        fail_on_error: bool,
+        callback: Callable[[Any], Any] | None,
+    ) -> list[Any]:
+        """Send the payloads' batches in rounds: a payload's next batch goes after its last."""
+        now_ms = int(self.reactor.seconds() * 1000)
+        waiting: dict[tuple[str, int], deque[list[Any]]] = {}
+        results: dict[tuple[str, int], ProduceResponse] = {}
+        for key, (records, _) in prepared.items():
+            batches = split_records(records, self.max_request_size)
+            if batches is None:
+                results[key] = ProduceResponse(*key, MessageSizeTooLargeError.errno, -1)
+            else:
+                waiting[key] = deque(batches)
+        while True:
+            keys = {
+                key: waiting[key].popleft()
+                for key in waiting
+                if waiting[key] and not (key in results and results[key].error)
+            }
+            if not keys:
+                break
+            encoded = {
+                key: encode_records(records, prepared[key][1], now_ms)
+                for key, records in keys.items()
+            }
+
+            def make_call(batch: Sequence[ProduceRequest]) -> ProduceCall:
+                return ProduceCall(batch, acks, timeout, encoded, self._cluster.cache.topic_ids)
+
+            sending = [p for p in items if (p.topic, p.partition) in keys]
+            responses = await self._to_leaders(
+                sending, make_call, False, None, timeout / 1000, expect_response=acks != 0
+            )
+            for r in responses:
+                key = (r.topic, r.partition)
+                if r.error == MessageSizeTooLargeError.errno and len(keys[key]) > 1:
+                    waiting[key].extendleft(reversed(halve(keys[key])))
+                elif key not in results or r.error:
+                    results[key] = r
+        if acks == 0:
+            return []
+        responses = [results[p.topic, p.partition] for p in items]
+        if fail_on_error:
+            for r in responses:
+                if r.error:
+                    raise BrokerResponseError.from_errno(r.error, r)
+        return responses if callback is None else [callback(r) for r in responses]
 
     def send_fetch_request(
         self,

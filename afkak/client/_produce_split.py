@@ -1,0 +1,62 @@
+"""Cutting a partition's records into record batches the broker accepts.
+
+afkak 21 wrote legacy message sets, where the broker checked each message
+against ``message.max.bytes`` alone; a v2 record batch is checked whole, so
+many large records written as one batch fail with MESSAGE_TOO_LARGE.  Records
+are cut up front into batches whose size is at most *limit* (Kafka's
+``max.request.size``, 1 MiB by default), estimated before compression with
+each record's largest possible overhead; a batch the broker still refuses as
+too large is halved and sent again (:func:`halve`), as Kafka's Java producer
+splits batches.  A record that cannot fit alone is refused before anything is
+sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from afkak.records import BATCH_HEADER_SIZE
+
+#: Kafka's default ``max.request.size`` (and, give or take the log overhead,
+#: the broker's default ``message.max.bytes``).
+DEFAULT_MAX_REQUEST_SIZE = 1024 * 1024
+#: The most a record adds beyond its key, value and header bytes: its length,
+#: offset delta, key and value lengths and header count as 5-byte varints, a
+#: 10-byte timestamp delta and its attributes.
+RECORD_BOUND = 36
+
+
+def record_bound(message: Any) -> int:
+    """An upper bound of the encoded size of *message* (a checked Message tuple) as a record."""
+    size = RECORD_BOUND
+    if message[2] is not None:
+        size += len(message[2])
+    if message[3] is not None:
+        size += len(message[3])
+    for name, value in getattr(message, "headers", ()):
+        size += RECORD_BOUND + len(name.encode("utf-8")) + (len(value) if value else 0)
+    return size
+
+
+def split_records(records: Sequence[Any], limit: int) -> list[list[Any]] | None:
+    """*records* cut, in order, into batches of at most *limit* bytes; None if one cannot fit."""
+    room = limit - BATCH_HEADER_SIZE
+    batches: list[list[Any]] = [[]]
+    used = 0
+    for record in records:
+        size = record_bound(record)
+        if size > room:
+            return None
+        if used + size > room and batches[-1]:
+            batches.append([])
+            used = 0
+        batches[-1].append(record)
+        used += size
+    return batches
+
+
+def halve(records: list[Any]) -> list[list[Any]]:
+    """A batch the broker refused as too large, as two batches (in order)."""
+    middle = (len(records) + 1) // 2
+    return [records[:middle], records[middle:]]
