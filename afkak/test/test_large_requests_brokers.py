@@ -1,4 +1,4 @@
-"""Requests larger than the broker accepts, on noida-db and Tansu (default message.max.bytes, 1 MiB).
+"""Requests larger than the broker accepts, on noida-db and Tansu (message.max.bytes: 1 MiB).
 
 afkak 21 wrote legacy message sets, each message checked alone; a v2 record
 batch is checked whole.  Ten 384 KiB messages in one call must be written
