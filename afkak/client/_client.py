@@ -332,7 +332,9 @@ class KafkaClient:
                 for key, records in keys.items()
             }
 
-            def make_call(batch: Sequence[ProduceRequest]) -> ProduceCall:
+            def make_call(
+                batch: Sequence[ProduceRequest], encoded: dict[Any, bytes] = encoded
+            ) -> ProduceCall:
                 return ProduceCall(batch, acks, timeout, encoded, self._cluster.cache.topic_ids)
 
             sending = [p for p in items if (p.topic, p.partition) in keys]

@@ -16,44 +16,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from afkak.records import BATCH_HEADER_SIZE
+from afkak.records import RECORD_SIZE_BOUND, split_points
 
 #: Kafka's default ``max.request.size`` (and, give or take the log overhead,
 #: the broker's default ``message.max.bytes``).
 DEFAULT_MAX_REQUEST_SIZE = 1024 * 1024
-#: The most a record adds beyond its key, value and header bytes: its length,
-#: offset delta, key and value lengths and header count as 5-byte varints, a
-#: 10-byte timestamp delta and its attributes.
-RECORD_BOUND = 36
 
 
 def record_bound(message: Any) -> int:
     """An upper bound of the encoded size of *message* (a checked Message tuple) as a record."""
-    size = RECORD_BOUND
+    size = RECORD_SIZE_BOUND
     if message[2] is not None:
         size += len(message[2])
     if message[3] is not None:
         size += len(message[3])
     for name, value in getattr(message, "headers", ()):
-        size += RECORD_BOUND + len(name.encode("utf-8")) + (len(value) if value else 0)
+        size += 10 + len(name.encode("utf-8")) + (len(value) if value else 0)
     return size
 
 
 def split_records(records: Sequence[Any], limit: int) -> list[list[Any]] | None:
     """*records* cut, in order, into batches of at most *limit* bytes; None if one cannot fit."""
-    room = limit - BATCH_HEADER_SIZE
-    batches: list[list[Any]] = [[]]
-    used = 0
-    for record in records:
-        size = record_bound(record)
-        if size > room:
-            return None
-        if used + size > room and batches[-1]:
-            batches.append([])
-            used = 0
-        batches[-1].append(record)
-        used += size
-    return batches
+    starts = split_points(map(record_bound, records), limit)
+    if starts is None:
+        return None
+    return [list(records[i:j]) for i, j in zip(starts, [*starts[1:], len(records)], strict=True)]
 
 
 def halve(records: list[Any]) -> list[list[Any]]:

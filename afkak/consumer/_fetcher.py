@@ -35,7 +35,6 @@ FAST_GROWTH_LIMIT = 1024 * 1024
 _TOPIC_GONE = frozenset({3, 100, 103})
 
 
-
 class _PartitionFetchCall(FetchCall):
     """The client's Fetch call, with the whole response bounded by the fetch size too.
 

@@ -16,8 +16,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError
-from afkak._broker_errors import MessageSizeTooLargeError
+from afkak._broker_errors import BrokerResponseError, MessageSizeTooLargeError
 from afkak._errors import CancelledError, ClientError, KafkaUnavailableError
 from afkak.client import topic_name
 from afkak.partitioner import RoundRobinPartitioner
@@ -518,7 +517,8 @@ class Producer:
     ) -> None:
         """Append values (already counted in the buffer) to the partition's open batch."""
         if size > self._split_above:
-            headers_size = sum(len(n) + (len(v) if v else 0) for n, v in headers)
+            # A header adds its name and value, and their lengths (two varints).
+            headers_size = sum(10 + len(n.encode()) + (len(v) if v else 0) for n, v in headers)
             runs = pieces(values, key, headers_size, self._max_request_size)
             if runs is None:
                 error = MessageSizeTooLargeError(

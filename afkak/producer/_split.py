@@ -16,30 +16,18 @@ from typing import Any
 from twisted.internet.defer import Deferred, DeferredList, FirstError
 from twisted.python.failure import Failure
 
-from afkak.records import BATCH_HEADER_SIZE
-
-#: The most a record adds beyond its key, value and headers (see afkak.client).
-RECORD_BOUND = 36
+from afkak.records import RECORD_SIZE_BOUND, split_points
 
 
 def pieces(
     values: Sequence[bytes | None], key: bytes | None, headers_size: int, limit: int
 ) -> list[Sequence[bytes | None]] | None:
     """*values* cut into runs whose batches stay within *limit* bytes; None if one cannot fit."""
-    room = limit - BATCH_HEADER_SIZE
-    each = RECORD_BOUND + (len(key) if key is not None else 0) + headers_size
-    runs: list[Sequence[bytes | None]] = []
-    start = used = 0
-    for i, value in enumerate(values):
-        size = each + (len(value) if value is not None else 0)
-        if size > room:
-            return None
-        if used + size > room and i > start:
-            runs.append(values[start:i])
-            start, used = i, 0
-        used += size
-    runs.append(values[start:])
-    return runs
+    each = RECORD_SIZE_BOUND + (len(key) if key is not None else 0) + headers_size
+    starts = split_points((each + (len(v) if v is not None else 0) for v in values), limit)
+    if starts is None:
+        return None
+    return [values[i:j] for i, j in zip(starts, [*starts[1:], len(values)], strict=True)]
 
 
 def joined(d: Deferred[Any], parts: list[Deferred[Any]]) -> None:

@@ -522,9 +522,7 @@ class ProduceTests(ClientTestCase):
         )
         self.assertEqual((response.error, response.offset), (0, 0))
         self.assertEqual([r.value for r in self.cluster.records("t", 0)], values)
-        sizes = [
-            len(r.request.topic_data[0].partition_data[0].records) for r in self.seen(PRODUCE)
-        ]
+        sizes = [len(r.request.topic_data[0].partition_data[0].records) for r in self.seen(PRODUCE)]
         self.assertEqual(len(sizes), 5)
         self.assertTrue(all(size <= client.max_request_size for size in sizes), sizes)
         [again] = self.successResultOf(

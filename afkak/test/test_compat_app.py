@@ -110,9 +110,7 @@ def afkak21_app(bootstrap: str, topic: str, group: str) -> Any:
         consumer.start(OFFSET_EARLIEST)
         yield done
         yield consumer.shutdown()
-        [committed] = yield client.send_offset_fetch_request(
-            group, [OffsetFetchRequest(topic, 0)]
-        )
+        [committed] = yield client.send_offset_fetch_request(group, [OffsetFetchRequest(topic, 0)])
 
         # A ConsumerGroup whose Consumers get consumer_kwargs.
         group_read: list[tuple[bytes | None, bytes | None]] = []
