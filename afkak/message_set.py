@@ -151,7 +151,12 @@ def flatten(messages: Iterable[Any], max_size: int = DEFAULT_MAX_SIZE) -> tuple[
     :raises UnsupportedCodecError: a wrapper's codec library is missing.
     """
     codec = getattr(messages, "codec", CODEC_NONE)
-    if not any(_codec_of(m) for m in messages):
+    try:
+        # The common case, at C speed: no message has attributes.
+        plain = not any([m[1] for m in messages])
+    except (TypeError, IndexError, KeyError):
+        plain = False  # not messages: the per-message path lets the caller's checks report it
+    if plain:
         return list(messages), codec
     flat: list[Any] = []
     for m in messages:
