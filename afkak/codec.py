@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 try:
     import zstandard as _zstd
 except ImportError:  # pragma: no cover - depends on the environment
-    _zstd = None
+    _zstd = None  # type: ignore[assignment]
 
 __all__ = [
     "CODEC_NONE",

@@ -78,13 +78,13 @@ class MessageSet(list[Message]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MessageSet) and self.codec != other.codec:
             return False
-        return list.__eq__(self, other)  # type: ignore[operator]
+        return list.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         return f"MessageSet({list.__repr__(self)}, codec={self.codec})"

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from afkak.common import ProduceRequest, ProduceResponse
 from afkak.message_set import flatten
-from afkak.protocol._primitives import ZERO_UUID
+from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import ProduceRequest as ProduceMsg
 from afkak.records.builder import build_batch
 

@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
-from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak._retry import backoff_policy, retrying
+from afkak.client import ConsumerClient, group_name, kafka_client, topic_list
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_LATEST,
@@ -29,6 +30,7 @@ from afkak.common import (
     TopicAndPartition,
     UnknownMemberId,
 )
+from afkak.consumer import Consumer
 
 from ._assignor import PartitionAssignor
 from ._member import Generation, GroupMember
@@ -50,6 +52,8 @@ DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")
 #: Commit errors that mean the member's generation is over: rebalance, not give up.
 _FENCED_ERRORS = (IllegalGeneration, UnknownMemberId)
 _RESERVED_OPTIONS = {"consumer_group", "commit_consumer_id", "commit_generation_id"}
+#: Waits between final commits refused while the group rebalances (50 ms doubling to 1 s).
+_SHUTDOWN_COMMIT_BACKOFF = backoff_policy(0.05, 1.0)
 
 Callback = Callable[[list[TopicAndPartition]], Any]
 Offsets = dict[TopicAndPartition, Any]
@@ -121,7 +125,7 @@ class ConsumerGroup:
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         group_id: str,
         topics: Sequence[str],
         processor: Callable[..., Any],
@@ -140,23 +144,36 @@ class ConsumerGroup:
         fatal_backoff_ms: int = 1000,
         **consumer_options: Any,
     ) -> None:
-        if isinstance(topics, str):
-            topics = [topics]
+        kafka_client(client)
+        group_name(group_id)
+        topics = topic_list(topics)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
         if consumer_kwargs is not None and not isinstance(consumer_kwargs, dict):
             raise TypeError(f"consumer_kwargs must be a dict, not {consumer_kwargs!r}")
         consumer_options = {**(consumer_kwargs or {}), **consumer_options}
+        if group_instance_id is not None:
+            group_name(group_instance_id)
+        for name, callback in (
+            ("on_assigned", on_assigned),
+            ("on_revoked", on_revoked),
+            ("on_lost", on_lost),
+        ):
+            if callback is not None and not callable(callback):
+                raise TypeError(f"{name} must be callable or None, not {callback!r}")
         reserved = _RESERVED_OPTIONS & set(consumer_options)
         if reserved:
             raise TypeError(f"the group sets these Consumer options itself: {sorted(reserved)}")
+        consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
+        # Each partition's Consumer checks these; check them once now, not after joining.
+        Consumer(client, topics[0], 0, processor, consumer_group=group_id, **consumer_options)
         self.client = client
         self.group_id = group_id
         self.processor = processor
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
         self.on_lost = on_lost if on_lost is not None else on_revoked
-        self.consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
+        self.consumer_options = consumer_options
         #: afkak 21's name: the options each Consumer gets (the group adds its own).
         self.consumer_kwargs = self.consumer_options
         self.initial_backoff_ms = initial_backoff_ms
@@ -343,8 +360,6 @@ class ConsumerGroup:
             consumer.commit_generation_id = generation.generation_id
 
     def _start_consumers(self, partitions: list[TopicAndPartition], generation: Generation) -> None:
-        from afkak.consumer import Consumer  # the consumer layer sits beside this one
-
         for tp in partitions:
             consumer = Consumer(
                 self.client,
@@ -427,21 +442,23 @@ class ConsumerGroup:
         progress is committed, or the rebalance timeout has passed.
         """
         reactor = self.client.reactor
-        deadline = reactor.seconds() + self.member.rebalance_timeout_ms / 1000.0
-        delay = 0.05
-        attempt: Any = consumer.shutdown
-        while True:
-            try:
-                offset = await maybeDeferred(attempt)
-                break
-            except RebalanceInProgress as e:
-                if reactor.seconds() + delay > deadline:
-                    return self._give_up_failed(tp, consumer, e)
-                await deferLater(reactor, delay, lambda: None)
-                delay = min(delay * 2, 1.0)
-                attempt = consumer.commit
-            except Exception as e:
-                return self._give_up_failed(tp, consumer, e)
+        calls = [consumer.shutdown]
+
+        def attempt() -> Deferred[Any]:
+            call = calls.pop() if calls else consumer.commit  # then only the commit again
+            return maybeDeferred(call)
+
+        try:
+            offset = await retrying(
+                reactor,
+                attempt,
+                _SHUTDOWN_COMMIT_BACKOFF,
+                retriable=lambda e: isinstance(e, RebalanceInProgress),
+                deadline=reactor.seconds() + self.member.rebalance_timeout_ms / 1000.0,
+                what=f"final commit of {tp.topic}/{tp.partition}",
+            )
+        except Exception as e:
+            return self._give_up_failed(tp, consumer, e)
         self._ended(consumer.last_processed_offset if offset is None else offset, tp)
         return None
 

@@ -29,10 +29,11 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._errors import DecodeError
+from afkak._retry import backoff_policy, is_retriable
+from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerResponseError,
     KafkaError,
-    KafkaUnavailableError,
     TopicAndPartition,
 )
 
@@ -100,12 +101,13 @@ class GroupMember:
 
     Timeouts are in milliseconds, as Kafka's configuration names them;
     *retry_backoff_ms* doubles on each consecutive failure up to
-    *retry_backoff_max_ms*.
+    *retry_backoff_max_ms*, jittered by ±20 % (Kafka's ``retry.backoff.ms`` and
+    ``retry.backoff.max.ms``).
     """
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         group_id: str,
         topics: Sequence[str],
         listener: RebalanceListener,
@@ -142,7 +144,7 @@ class GroupMember:
         # look the coordinator up again) well within the session timeout.
         self._heartbeat_timeout = min(client.timeout, session_timeout_ms / 3000.0)
         self.group_instance_id = group_instance_id
-        self._backoff = (retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
+        self._backoff = backoff_policy(retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
         #: Delay between failed attempts before the member first joined (afkak 21).
         self._initial_backoff = None if initial_backoff_ms is None else initial_backoff_ms / 1000.0
         self.state = S.STOPPED
@@ -534,7 +536,7 @@ class GroupMember:
             return await self._wait(d)
         except KafkaError as e:
             # An undecodable answer costs the connection, as a lost one does: retry.
-            if not (e.retriable or isinstance(e, (KafkaUnavailableError, DecodeError))):
+            if not (is_retriable(e) or isinstance(e, DecodeError)):
                 raise
             log.info(
                 "{member!r}: {request} failed: {error}",
@@ -548,8 +550,7 @@ class GroupMember:
     def _delay(self, failures: int) -> float:
         if self._initial_backoff is not None and not self.member_id and not self.rebalances:
             return self._initial_backoff
-        base, cap = self._backoff
-        return float(min(cap, base * 2 ** max(0, failures - 1)))
+        return self._backoff(failures)
 
     async def _sleep(self, seconds: float) -> None:
         await self._wait(deferLater(self.reactor, seconds, lambda: None))

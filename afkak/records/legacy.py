@@ -49,7 +49,7 @@ def _parse(buf: bytes, pos: int, check_crc: bool) -> tuple[_Message, int]:
         p += 8
     else:
         raise DecodeError(f"unknown magic {magic} in a message set", offset=pos)
-    fields = []
+    fields: list[bytes | None] = []
     for _ in range(2):
         if p + 4 > end:
             raise DecodeError("message shorter than its fields", offset=p)

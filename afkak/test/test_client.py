@@ -162,6 +162,11 @@ class ConstructorTests(ClientTestCase):
         self.assertRaises(ValueError, KafkaClient, "h", timeout=0, reactor=self.clock)
         self.assertRaises(ValueError, KafkaClient, "h", metadata_max_age=-1, reactor=self.clock)
         self.assertRaises(TypeError, KafkaClient, "h", correlation_id="0", reactor=self.clock)
+        self.assertRaises(ValueError, KafkaClient, "h", timeout=float("inf"), reactor=self.clock)
+        self.assertRaises(ValueError, KafkaClient, "h", timeout=float("nan"), reactor=self.clock)
+        self.assertRaises(TypeError, KafkaClient, "h", reactor="x")
+        self.assertRaises(TypeError, KafkaClient, "h", disconnect_on_timeout="no")
+        self.assertRaises(TypeError, KafkaClient, "h", reactor=self.clock, unknown=1)
         self.assertEqual(self.cluster.requests_seen, [])
 
     def test_default_reactor_is_the_global_one(self) -> None:

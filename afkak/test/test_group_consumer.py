@@ -500,3 +500,23 @@ class PublicSurfaceTests(SynchronousTestCase):
             ConsumerGroup(client, "g", [], lambda c, m: None)
         with self.assertRaises(TypeError):
             ConsumerGroup(client, "g", ["t"], None)  # type: ignore[arg-type]
+        # Once accepted, these failed only after joining, or start() returned None (issue 10, 4).
+        processor = lambda c, m: None  # noqa: E731
+        bad: list[tuple[type[Exception], tuple[Any, ...], dict[str, Any]]] = [
+            (TypeError, (None, "g", ["t"], processor), {}),
+            (TypeError, (client, None, ["t"], processor), {}),
+            (ValueError, (client, "", ["t"], processor), {}),
+            (TypeError, (client, 5, ["t"], processor), {}),
+            (TypeError, (client, "g", [None], processor), {}),
+            (TypeError, (client, "g", [b"x"], processor), {}),
+            (TypeError, (client, "g", b"x", processor), {}),
+            (ValueError, (client, "g", ["bad topic"], processor), {}),
+            (ValueError, (client, "g", ["t"], processor), {"buffer_size": -1}),
+            (TypeError, (client, "g", ["t"], processor), {"no_such_option": 1}),
+            (TypeError, (client, "g", ["t"], processor), {"on_assigned": 5}),
+            (TypeError, (client, "g", ["t"], processor), {"group_instance_id": 5}),
+            (ValueError, (client, "g", ["t"], processor), {"assignors": ["nope"]}),
+        ]
+        for error, args, kwargs in bad:
+            with self.subTest(args=args, kwargs=kwargs):
+                self.assertRaises(error, ConsumerGroup, *args, **kwargs)

@@ -28,7 +28,7 @@ from afkak.producer import Producer, RecordMetadata
 from afkak.records import read_batches
 from afkak.testing import FakeKafkaCluster
 
-PRODUCE, INIT_PRODUCER_ID = 0, 22
+PRODUCE, METADATA, INIT_PRODUCER_ID = 0, 3, 22
 
 
 class ProducerTestCase(SynchronousTestCase):
@@ -86,8 +86,9 @@ class ConstructorTests(ProducerTestCase):
     def test_defaults_are_idempotent_with_acks_all(self) -> None:
         options = Producer(self.client).options
         self.assertEqual((options.acks, options.idempotent), (-1, True))
-        self.assertEqual((options.ack_timeout_ms, options.max_attempts), (1000, 10))
-        self.assertEqual((options.retry_interval, options.codec), (0.25, CODEC_NONE))
+        self.assertEqual((options.ack_timeout_ms, options.max_attempts), (1000, 2**31 - 1))
+        self.assertEqual((options.retry_interval, options.codec), (0.1, CODEC_NONE))
+        self.assertEqual((options.retry_backoff_max, options.delivery_timeout), (1.0, 120.0))
         self.assertEqual((options.batch_send, options.linger), (False, 0.0))
         self.assertEqual((options.batch_size, options.max_in_flight), (16384, 5))
         self.assertEqual(options.buffer_memory, 32 * 1024 * 1024)
@@ -154,10 +155,17 @@ class ConstructorTests(ProducerTestCase):
             (ValueError, {"batch_size": 0}),
             (ValueError, {"max_in_flight_per_partition": 0}),
             (ValueError, {"buffer_memory": 0}),
+            (ValueError, {"delivery_timeout_ms": 0}),
+            (TypeError, {"delivery_timeout_ms": 1.5}),
+            (ValueError, {"retry_backoff_max_ms": -1}),
         ]
         for error, options in bad:
             with self.assertRaises(error, msg=repr(options)):
                 Producer(self.client, **options)
+        with self.assertRaises(TypeError):
+            Producer(None)  # was an AttributeError
+        with self.assertRaises(TypeError):
+            Producer(self.client, no_such_option=1)  # type: ignore[call-arg]
 
 
 class SendMessagesTests(ProducerTestCase):
@@ -339,11 +347,26 @@ class SendTests(ProducerTestCase):
             (TypeError, ("t", b"v"), {"timestamp": -1}),
             (TypeError, ("t", b"v"), {"partition": -1}),
             (TypeError, ("t", b"v"), {"partition": "0"}),
+            (ValueError, ("t", b"v"), {"timestamp": 2**63}),
+            (ValueError, ("t", b"v"), {"headers": [("\ud800", b"v")]}),
         ]
         for error, args, kwargs in cases:
             self.failureResultOf(producer.send(*args, **kwargs), error)
         self.run_until(producer.send("t", b"v", partition=3)).trap(ValueError)
         self.assertEqual(self.produce_requests(), [])
+
+
+    def test_unencodable_record_fails_alone(self) -> None:
+        """timestamp=2**63 once broke its whole batch and the partition's sequence (issue 10, 2)."""
+        producer = self.producer()
+        before = producer.send("t", b"a", partition=0)
+        bad = producer.send("t", b"b", partition=0, timestamp=2**63)
+        after = producer.send("t", b"c", partition=0)
+        self.failureResultOf(bad, ValueError)
+        self.succeed(producer.flush())
+        self.assertEqual([self.successResultOf(d).offset for d in (before, after)], [0, 1])
+        self.succeed(producer.send("t", b"d", partition=0))
+        self.assertEqual(self.values("t", 0), [b"a", b"c", b"d"])
 
 
 class BatchingTests(ProducerTestCase):
@@ -663,6 +686,37 @@ class StopTests(ProducerTestCase):
         self.failureResultOf(later, CancelledError)
         self.clock.advance(1)
         self.assertEqual(len(self.produce_requests()), 1)
+
+
+    def test_stop_while_metadata_loads(self) -> None:
+        """stop() raised RuntimeError while a topic's metadata was loading (issue 10, 3)."""
+        producer = Producer(self.client)
+        self.succeed(producer.send("t", b"a"))
+        self.cluster.delay(METADATA, 1.0)
+        pending = [producer.send("new", b"b"), producer.send_messages("u", None, [b"c"])]
+        self.clock.advance(0.01)
+        self.successResultOf(producer.stop())
+        for d in pending:
+            self.failureResultOf(d, CancelledError)
+
+    def test_stop_with_brokers_unreachable(self) -> None:
+        for broker in range(3):
+            self.cluster.refuse_connections(broker)
+        producer = Producer(self.client)
+        pending = [producer.send("t", b"a"), producer.send_messages("u", None, [b"b"])]
+        for _ in range(5):
+            self.clock.advance(0.5)
+        self.successResultOf(producer.stop())
+        for d in pending:
+            self.failureResultOf(d, CancelledError)
+
+    def test_stop_while_a_retry_of_the_metadata_waits(self) -> None:
+        self.cluster.fail_next(METADATA, 5, count=1)
+        producer = Producer(self.client)
+        d = producer.send("new", b"a")
+        self.clock.advance(0.01)
+        self.successResultOf(producer.stop())
+        self.failureResultOf(d, CancelledError)
 
 
 class BatchTests(SynchronousTestCase):

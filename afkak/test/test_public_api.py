@@ -33,7 +33,7 @@ SURFACE = {
     "afkak.partitioner": ["RoundRobinPartitioner", "HashedPartitioner", "murmur2"],
     "afkak.group": ["ConsumerGroup", "RangeAssignor", "RoundRobinAssignor"],
     "afkak.codec": ["CODEC_NONE", "has_snappy", "compress", "decompress"],
-    "afkak.testing": ["FakeKafkaCluster"],
+    "afkak.testing": ["FakeKafkaCluster", "EmbeddedBroker", "EmbeddedBrokerUnavailable"],
     "afkak.common": [
         "OFFSET_EARLIEST",
         "OFFSET_LATEST",
