@@ -296,7 +296,7 @@ class KafkaClient:
             raise ValueError(f"acks must be one of {_ACKS}, not {acks!r}")
         check.integer("timeout", timeout, 0, check.INT32_MAX)
         check.optional_callable("callback", callback)
-        prepared = {(p.topic, p.partition): records_of(p.messages) for p in items}
+        prepared = [records_of(p.messages) for p in items]
         return self._operation(
             self._produce(items, prepared, acks, timeout, fail_on_error, callback)
         )
@@ -304,33 +304,34 @@ class KafkaClient:
     async def _produce(
         self,
         items: Sequence[ProduceRequest],
-        prepared: Mapping[tuple[str, int], tuple[list[Any], int]],
+        prepared: Sequence[tuple[list[Any], int]],
         acks: int,
         timeout: int,
         fail_on_error: bool,
         callback: Callable[[Any], Any] | None,
     ) -> list[Any]:
-        """Send the payloads' batches in rounds: a payload's next batch goes after its last."""
+        """Send the payloads' batches in rounds: a payload's next batch goes once its last is in."""
         now_ms = int(self.reactor.seconds() * 1000)
-        waiting: dict[tuple[str, int], deque[list[Any]]] = {}
-        results: dict[tuple[str, int], ProduceResponse] = {}
-        for key, (records, _) in prepared.items():
+        waiting: list[deque[list[Any]]] = []
+        results: list[Any] = []  # each payload's ProduceResponse; None until known
+        for p, (records, _) in zip(items, prepared, strict=True):
             batches = split_records(records, self.max_request_size)
-            if batches is None:
-                results[key] = ProduceResponse(*key, MessageSizeTooLargeError.errno, -1)
-            else:
-                waiting[key] = deque(batches)
+            waiting.append(deque(batches or ()))
+            too_large = MessageSizeTooLargeError.errno
+            results.append(
+                None if batches else ProduceResponse(p.topic, p.partition, too_large, -1)
+            )
         while True:
-            keys = {
-                key: waiting[key].popleft()
-                for key in waiting
-                if waiting[key] and not (key in results and results[key].error)
-            }
-            if not keys:
+            chosen: dict[tuple[str, int], int] = {}
+            for i, p in enumerate(items):
+                failed = results[i] is not None and results[i].error
+                if waiting[i] and not failed:
+                    chosen[p.topic, p.partition] = i
+            if not chosen:
                 break
+            sent = {key: waiting[i].popleft() for key, i in chosen.items()}
             encoded = {
-                key: encode_records(records, prepared[key][1], now_ms)
-                for key, records in keys.items()
+                key: encode_records(sent[key], prepared[i][1], now_ms) for key, i in chosen.items()
             }
 
             def make_call(
@@ -338,24 +339,28 @@ class KafkaClient:
             ) -> ProduceCall:
                 return ProduceCall(batch, acks, timeout, encoded, self._cluster.cache.topic_ids)
 
-            sending = [p for p in items if (p.topic, p.partition) in keys]
             responses = await self._to_leaders(
-                sending, make_call, False, None, timeout / 1000, expect_response=acks != 0
+                [items[i] for i in sorted(chosen.values())],
+                make_call,
+                False,
+                None,
+                timeout / 1000,
+                expect_response=acks != 0,
             )
             for r in responses:
                 key = (r.topic, r.partition)
-                if r.error == MessageSizeTooLargeError.errno and len(keys[key]) > 1:
-                    waiting[key].extendleft(reversed(halve(keys[key])))
-                elif key not in results or r.error:
-                    results[key] = r
+                i = chosen[key]
+                if r.error == MessageSizeTooLargeError.errno and len(sent[key]) > 1:
+                    waiting[i].extendleft(reversed(halve(sent[key])))
+                elif results[i] is None or r.error:
+                    results[i] = r
         if acks == 0:
             return []
-        responses = [results[p.topic, p.partition] for p in items]
         if fail_on_error:
-            for r in responses:
+            for r in results:
                 if r.error:
                     raise BrokerResponseError.from_errno(r.error, r)
-        return responses if callback is None else [callback(r) for r in responses]
+        return results if callback is None else [callback(r) for r in results]
 
     def send_fetch_request(
         self,
