@@ -141,10 +141,6 @@ def wrap_messages(messages: Iterable[Message], codec: int) -> Message:
     return Message(0, codec, None, compress(codec, encode_message_set(list(messages))))
 
 
-def _is_wrapper(m: Any) -> bool:
-    return isinstance(m, tuple) and type(m[1]) is int and bool(m[1] & CODEC_MASK)
-
-
 def flatten(messages: Iterable[Any], max_size: int = DEFAULT_MAX_SIZE) -> tuple[list[Any], int]:
     """The messages to write as records, and the codec of their batch.
 
@@ -156,11 +152,16 @@ def flatten(messages: Iterable[Any], max_size: int = DEFAULT_MAX_SIZE) -> tuple[
     :raises UnsupportedCodecError: a wrapper's codec library is missing.
     """
     codec = getattr(messages, "codec", CODEC_NONE)
-    if not any(_is_wrapper(m) for m in messages):
+    try:
+        # The common case, at C speed: no message has attributes.
+        plain = not any([m[1] for m in messages])
+    except (TypeError, IndexError, KeyError):
+        plain = False  # not messages: the per-message path lets the caller's checks report it
+    if plain:
         return list(messages), codec
     flat: list[Any] = []
     for m in messages:
-        wrapped = m[1] & CODEC_MASK if _is_wrapper(m) else CODEC_NONE
+        wrapped = _codec_of(m)
         if not wrapped:
             flat.append(m)
             continue
@@ -172,6 +173,13 @@ def flatten(messages: Iterable[Any], max_size: int = DEFAULT_MAX_SIZE) -> tuple[
             raise ValueError(f"a compressed message does not hold a message set: {e}") from None
         flat.extend(Message(0, 0, key, value, timestamp=ts) for key, value, ts in inner)
     return flat, codec
+
+
+def _codec_of(message: Any) -> int:
+    """The codec of a compressed wrapper message; 0 for anything else."""
+    if isinstance(message, tuple) and len(message) == 4 and type(message[1]) is int:
+        return message[1] & CODEC_MASK
+    return 0
 
 
 def fetched_messages(

@@ -9,6 +9,7 @@ per-API encoding in the ``_*_call`` modules.
 from __future__ import annotations
 
 import warnings
+from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -23,14 +24,17 @@ from twisted.python.failure import Failure
 from afkak._retry import reconnect_backoff
 from afkak.common import (
     BrokerMetadata,
+    BrokerResponseError,
     CancelledError,
     ClientError,
     FetchRequest,
     KafkaUnavailableError,
+    MessageSizeTooLargeError,
     OffsetCommitRequest,
     OffsetFetchRequest,
     OffsetRequest,
     ProduceRequest,
+    ProduceResponse,
     TopicAndPartition,
 )
 from afkak.connection import BrokerConnection, SaslMechanism, tls_endpoint_factory
@@ -44,7 +48,8 @@ from ._fetch_call import FetchCall
 from ._hosts import format_host_port, parse_hosts
 from ._list_offsets_call import ListOffsetsCall
 from ._pool import ConnectionPool
-from ._produce_call import ProduceCall, encode_messages
+from ._produce_call import ProduceCall, encode_records, records_of
+from ._produce_split import DEFAULT_MAX_REQUEST_SIZE, halve, split_records
 from ._routing import group_by_broker, payload_key
 
 log = Logger()
@@ -91,6 +96,10 @@ class KafkaClient:
         (:func:`afkak.ScramSha256`, :func:`afkak.ScramSha512`),
         :class:`afkak.OAuthBearer`, or any
         :class:`~afkak.connection.SaslMechanism`.
+    :param max_request_size: the largest record batch :meth:`send_produce_request`
+        (and, by default, a :class:`~afkak.producer.Producer`) writes, in bytes
+        estimated before compression: Kafka's ``max.request.size``, 1 MiB by
+        default.  Set it to the broker's ``message.max.bytes`` if that is lower.
     """
 
     clientId = "afkak-client"
@@ -114,6 +123,7 @@ class KafkaClient:
         *,
         tls: Any = None,
         sasl: SaslMechanism | None = None,
+        max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
     ) -> None:
         bootstrap = parse_hosts(hosts)
         if clientId is not None:
@@ -128,6 +138,10 @@ class KafkaClient:
         if not isinstance(disconnect_on_timeout, int):  # bool, or 21.5's 0/1
             raise TypeError(f"disconnect_on_timeout must be a bool, not {disconnect_on_timeout!r}")
         self.correlation_id = check.integer("correlation_id", correlation_id, 0, check.INT32_MAX)
+        #: Bytes a record batch may have at most (estimated before compression).
+        self.max_request_size = check.integer(
+            "max_request_size", max_request_size, 1024, check.INT32_MAX
+        )
         if reactor is None:
             from twisted.internet import reactor  # type: ignore[no-redef]
         self.reactor = check.reactor_time("reactor", reactor)
@@ -287,24 +301,84 @@ class KafkaClient:
         """Write each payload's messages to its partition's leader, one request per broker.
 
         Fires with a :class:`ProduceResponse` per payload, in payload order (an
-        empty list with ``acks=0``, which gets no response).
+        empty list with ``acks=0``, which gets no response).  A payload larger
+        than :attr:`max_request_size` is written as several record batches,
+        in order, one request after the other (a batch the broker refuses as
+        too large is halved and sent again); its response carries the first
+        batch's offset, or the error that stopped it.  A payload holding a
+        record that cannot fit in a batch alone gets
+        :exc:`MessageSizeTooLargeError` and nothing of it is written.
         """
         items = check.payload_list(payloads, ProduceRequest)
         if acks not in _ACKS or isinstance(acks, bool):
             raise ValueError(f"acks must be one of {_ACKS}, not {acks!r}")
         check.integer("timeout", timeout, 0, check.INT32_MAX)
         check.optional_callable("callback", callback)
-        now_ms = int(self.reactor.seconds() * 1000)
-        batches = {(p.topic, p.partition): encode_messages(p.messages, now_ms) for p in items}
-
-        def make_call(batch: Sequence[ProduceRequest]) -> ProduceCall:
-            return ProduceCall(batch, acks, timeout, batches, self._cluster.cache.topic_ids)
-
+        prepared = [records_of(p.messages) for p in items]
         return self._operation(
-            self._to_leaders(
-                items, make_call, fail_on_error, callback, timeout / 1000, expect_response=acks != 0
-            )
+            self._produce(items, prepared, acks, timeout, fail_on_error, callback)
         )
+
+    async def _produce(
+        self,
+        items: Sequence[ProduceRequest],
+        prepared: Sequence[tuple[list[Any], int]],
+        acks: int,
+        timeout: int,
+        fail_on_error: bool,
+        callback: Callable[[Any], Any] | None,
+    ) -> list[Any]:
+        """Send the payloads' batches in rounds: a payload's next batch goes once its last is in."""
+        now_ms = int(self.reactor.seconds() * 1000)
+        waiting: list[deque[list[Any]]] = []
+        results: list[Any] = []  # each payload's ProduceResponse; None until known
+        for p, (records, _) in zip(items, prepared, strict=True):
+            batches = split_records(records, self.max_request_size)
+            waiting.append(deque(batches or ()))
+            too_large = MessageSizeTooLargeError.errno
+            results.append(
+                None if batches else ProduceResponse(p.topic, p.partition, too_large, -1)
+            )
+        while True:
+            chosen: dict[tuple[str, int], int] = {}
+            for i, p in enumerate(items):
+                failed = results[i] is not None and results[i].error
+                if waiting[i] and not failed:
+                    chosen[p.topic, p.partition] = i
+            if not chosen:
+                break
+            sent = {key: waiting[i].popleft() for key, i in chosen.items()}
+            encoded = {
+                key: encode_records(sent[key], prepared[i][1], now_ms) for key, i in chosen.items()
+            }
+
+            def make_call(
+                batch: Sequence[ProduceRequest], encoded: dict[Any, bytes] = encoded
+            ) -> ProduceCall:
+                return ProduceCall(batch, acks, timeout, encoded, self._cluster.cache.topic_ids)
+
+            responses = await self._to_leaders(
+                [items[i] for i in sorted(chosen.values())],
+                make_call,
+                False,
+                None,
+                timeout / 1000,
+                expect_response=acks != 0,
+            )
+            for r in responses:
+                key = (r.topic, r.partition)
+                i = chosen[key]
+                if r.error == MessageSizeTooLargeError.errno and len(sent[key]) > 1:
+                    waiting[i].extendleft(reversed(halve(sent[key])))
+                elif results[i] is None or r.error:
+                    results[i] = r
+        if acks == 0:
+            return []
+        if fail_on_error:
+            for r in results:
+                if r.error:
+                    raise BrokerResponseError.from_errno(r.error, r)
+        return results if callback is None else [callback(r) for r in results]
 
     def send_fetch_request(
         self,

@@ -36,17 +36,24 @@ def encode_messages(messages: Any, now_ms: int) -> bytes:
         ``bytes`` or ``None``.
     :raises ValueError: there are no messages, or a wrapper holds no message set.
     """
+    return encode_records(*records_of(messages), now_ms)
+
+
+def records_of(messages: Any) -> tuple[list[Any], int]:
+    """The checked messages to write as records (wrappers opened), and their batch's codec.
+
+    :raises TypeError: a message is not a 4-tuple, or its key or value is not
+        ``bytes`` or ``None``.
+    :raises ValueError: there are no messages, or a wrapper holds no message set.
+    """
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise TypeError(f"messages must be a list of Message, not {messages!r}")
     if not messages:
         raise ValueError("a produce payload needs at least one message")
     try:
-        messages, codec = flatten(messages)
-    except (TypeError, IndexError):
-        raise TypeError(f"messages must be afkak.common.Message tuples: {messages!r}") from None
-    try:
-        keys = [m[2] for m in messages]
-        values = [m[3] for m in messages]
+        records, codec = flatten(messages)
+        keys = [m[2] for m in records]
+        values = [m[3] for m in records]
     except (TypeError, IndexError):
         raise TypeError(f"messages must be afkak.common.Message tuples: {messages!r}") from None
     types = set(map(type, values))
@@ -54,10 +61,16 @@ def encode_messages(messages: Any, now_ms: int) -> bytes:
     if not types <= _BYTES_OR_NONE:
         bad = next(x for x in (*keys, *values) if type(x) not in _BYTES_OR_NONE)
         raise TypeError(f"message keys and values must be bytes or None, not {bad!r}")
-    stamps = [getattr(m, "timestamp", None) for m in messages]
-    headers = [getattr(m, "headers", ()) for m in messages]
+    return records, codec
+
+
+def encode_records(records: Sequence[Any], codec: int, now_ms: int) -> bytes:
+    """One record batch of checked *records* (see :func:`records_of`)."""
+    keys = [m[2] for m in records]
+    stamps = [getattr(m, "timestamp", None) for m in records]
+    headers = [getattr(m, "headers", ()) for m in records]
     return build_batch(
-        values,
+        [m[3] for m in records],
         None if all(k is None for k in keys) else keys,
         headers=headers if any(headers) else None,
         timestamps=None

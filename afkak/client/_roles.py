@@ -127,6 +127,9 @@ class GroupRequests(Protocol):
 class ProducerClient(BrokerRequests, ClusterMetadata, Protocol):
     """What the producer uses: requests to partition leaders, and the metadata to find them."""
 
+    #: The largest record batch to write, in bytes (the producer's default).
+    max_request_size: int
+
 
 class ConsumerClient(BrokerRequests, ClusterMetadata, GroupRequests, Protocol):
     """What consumers and groups use: fetches, offset lookups, commits and group requests."""

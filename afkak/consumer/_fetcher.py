@@ -92,7 +92,7 @@ class PartitionFetcher:
             if fetched.truncated:
                 self.grow()
             elif fetched.next_offset > offset:
-                return fetched
+                return self._within_buffer(fetched) if self.max_buffer_size else fetched
 
     def grow(self) -> None:
         """Grow the fetch size: x16 (up to 1 MiB) below 1 MiB, then x2, up to the maximum.
@@ -108,6 +108,27 @@ class PartitionFetcher:
             )
         size = min(size * 16, FAST_GROWTH_LIMIT) if size < FAST_GROWTH_LIMIT else size * 2
         self.buffer_size = size if limit is None else min(size, limit)
+
+    def _within_buffer(self, fetched: FetchedRecords) -> FetchedRecords:
+        """The batches that fit in ``max_buffer_size``, up to the first that does not.
+
+        Brokers since Kafka 0.10.1 (KIP-74) return a first batch larger than
+        the fetch size whole; afkak 21's promise holds anyway: the records
+        before it are delivered, then :class:`ConsumerFetchSizeTooSmall` is
+        raised when the fetch reaches it.
+        """
+        limit = self.max_buffer_size
+        for i, batch in enumerate(fetched.batches):
+            if batch.size_in_bytes > limit:  # type: ignore[operator]
+                if i == 0:
+                    raise ConsumerFetchSizeTooSmall(
+                        f"a record batch of {self.topic}/{self.partition} at offset"
+                        f" {batch.base_offset} ({batch.size_in_bytes} bytes) is larger than"
+                        f" max_buffer_size={limit}"
+                    )
+                next_offset = max(fetched.offset, batch.base_offset)
+                return FetchedRecords(fetched.batches[:i], fetched.offset, next_offset, False)
+        return fetched
 
     async def _fetch(self, offset: int) -> FetchedRecords:
         leader = (await self.client.leaders_for([self.key]))[self.key]

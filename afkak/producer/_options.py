@@ -49,6 +49,8 @@ class Options:
     max_in_flight: int
     buffer_memory: int
     retry_unknown_outcome: bool
+    #: ``None``: the client's.
+    max_request_size: int | None
 
     def retry_policy(self) -> RetryPolicy:
         """Kafka's retry backoff: *retry_interval* doubling to *retry_backoff_max*, jittered."""
@@ -92,6 +94,7 @@ def resolve(
     retry_unknown_outcome: Any,
     transactional_id: Any = None,
     transaction_timeout_ms: Any = 60_000,
+    max_request_size: Any = None,
 ) -> Options:
     """Check the arguments (TypeError / ValueError) and resolve their defaults."""
     if req_acks is not UNSET and (req_acks not in _ACKS or isinstance(req_acks, bool)):
@@ -167,4 +170,7 @@ def resolve(
         max_in_flight=in_flight,
         buffer_memory=_int("buffer_memory", buffer_memory, 1, 2**63 - 1),
         retry_unknown_outcome=bool(retry_unknown_outcome),
+        max_request_size=None
+        if max_request_size is None
+        else _int("max_request_size", max_request_size, 1024),
     )

@@ -16,7 +16,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError
+from afkak._broker_errors import BrokerResponseError, MessageSizeTooLargeError
 from afkak._errors import (
     CancelledError,
     ClientError,
@@ -33,6 +33,7 @@ from ._batch import RECORD_OVERHEAD, ProducerBatch
 from ._options import UNSET
 from ._partition import TopicState
 from ._sender import Sender
+from ._split import joined, pieces
 from ._transaction import ConsumerGroupMetadata, State as TransactionState, TransactionManager
 
 log = Logger()
@@ -132,6 +133,13 @@ class Producer:
         is 1.
     :param buffer_memory: bytes of records held (waiting or in flight) at
         most; sends beyond it wait, in order, until batches are settled.
+    :param max_request_size: the largest record batch written, in bytes
+        (estimated before compression); by default the client's
+        ``max_request_size`` (Kafka's 1 MiB).  A ``send_messages`` call larger
+        than this is written as several batches, in order, on one partition;
+        a record that cannot fit alone fails its send with
+        :exc:`~afkak.common.MessageSizeTooLargeError`.  Batches of small
+        records are cut at *batch_size* or a quarter of this, whichever is less.
     :param retry_unknown_outcome: without idempotence, whether to retry a
         batch that may have been written (connection lost after sending,
         request timeouts): ``True`` may write records twice; ``False`` (the
@@ -193,6 +201,7 @@ class Producer:
         delivery_timeout_ms: int = DELIVERY_TIMEOUT_MS,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = _DEFAULT_TRANSACTION_TIMEOUT_MS,
+        max_request_size: int | None = None,
     ) -> None:
         kafka_client(client)
         if not callable(partitioner_class):
@@ -217,6 +226,7 @@ class Producer:
             delivery_timeout_ms=delivery_timeout_ms,
             transactional_id=transactional_id,
             transaction_timeout_ms=transaction_timeout_ms,
+            max_request_size=max_request_size,
         )
         self.client = client
         self.partitioner_class = partitioner_class
@@ -234,7 +244,15 @@ class Producer:
                 self._drop_unsent,
             )
         self._sender = Sender(client, self.options, self._release, self._transaction)
-        self._batch_size = self.options.batch_size
+        self._max_request_size = (
+            client.max_request_size
+            if self.options.max_request_size is None
+            else self.options.max_request_size
+        )
+        # Batches of small records are cut well below the limit (the size is an
+        # estimate); larger sends are measured exactly against it (see _split).
+        self._batch_size = min(self.options.batch_size, self._max_request_size // 4)
+        self._split_above = self._max_request_size // 2
         self._linger = self.options.linger
         self._buffer_memory = self.options.buffer_memory
         self._batch_mode = self.options.batch_send
@@ -632,6 +650,20 @@ class Producer:
         record: bool,
     ) -> None:
         """Append values (already counted in the buffer) to the partition's open batch."""
+        if size > self._split_above:
+            # A header adds its name and value, and their lengths (two varints).
+            headers_size = sum(10 + len(n.encode()) + (len(v) if v else 0) for n, v in headers)
+            runs = pieces(values, key, headers_size, self._max_request_size)
+            if runs is None:
+                error = MessageSizeTooLargeError(
+                    f"a record to {route.name} is larger than max_request_size"
+                    f" ({self._max_request_size} bytes)"
+                )
+                self._refuse(d, size, Failure(error))
+                return
+            if len(runs) > 1:
+                self._append_pieces(route, partition, key, runs, timestamp, now, d)
+                return
         part = route.parts.get(partition)
         if part is None:
             part = route.part(partition)
@@ -665,6 +697,28 @@ class Producer:
             # afkak 21's byte trigger counts the messages' bytes (values and headers).
             overhead = n * (RECORD_OVERHEAD + (len(key) if key is not None else 0))
             self._sender.count_unsent(n, size - overhead)
+
+    def _append_pieces(
+        self,
+        route: TopicState,
+        partition: int,
+        key: bytes | None,
+        runs: list[Sequence[bytes | None]],
+        timestamp: int,
+        now: float,
+        d: Deferred[Any],
+    ) -> None:
+        """Append a ``send_messages`` call too large for one batch as several, in order."""
+        parts: list[Deferred[Any]] = []
+        self._outstanding += len(runs) - 1  # each piece settles as one send
+        for run in runs:
+            part_d: Deferred[Any] = Deferred()
+            parts.append(part_d)
+            size = _values_size(route.name, run)
+            if key is not None:
+                size += len(run) * len(key)
+            self._append(route, partition, key, run, (), timestamp, now, part_d, size, False)
+        joined(d, parts)
 
     def _new_batch(self, route: TopicState, part: Any, now: float) -> ProducerBatch:
         sealed = part.open is not None

@@ -8,16 +8,19 @@ producer side.
 from afkak.records.batch import RecordBatch
 from afkak.records.builder import (
     BATCH_HEADER_SIZE,
+    RECORD_SIZE_BOUND,
     RecordBatchBuilder,
     build_batch,
     build_batches,
     build_control_batch,
+    split_points,
 )
 from afkak.records.reader import read_batches
 from afkak.records.record import ControlMarker, ControlType, Header, Record, TimestampType
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "RECORD_SIZE_BOUND",
     "ControlMarker",
     "ControlType",
     "Header",
@@ -29,4 +32,5 @@ __all__ = [
     "build_batches",
     "build_control_batch",
     "read_batches",
+    "split_points",
 ]

@@ -40,6 +40,8 @@ __all__ = [
     "build_batches",
     "build_control_batch",
     "BATCH_HEADER_SIZE",
+    "RECORD_SIZE_BOUND",
+    "split_points",
 ]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -54,6 +56,10 @@ _MAX_SEQUENCE = 2**31 - 1
 #: timestamp delta (1), offset delta (2), key and value lengths (1 and 2)
 #: and header count: the usual sizes for records of 64 B to 8 KiB.
 _RECORD_OVERHEAD = 10
+#: The most a record adds beyond its key, value and header bytes: its length,
+#: offset delta, key and value lengths and header count as 5-byte varints, a
+#: 10-byte timestamp delta and its attributes (for exact size limits).
+RECORD_SIZE_BOUND = 36
 # SIZE_PLUS[c][i]: SIZE[i] + c, for adding constant parts of a record's length.
 _SIZE_PLUS = {c: [s + c for s in SIZE] for c in (2, 3, 4)}
 _BytesLike = bytes | bytearray | memoryview
@@ -314,6 +320,27 @@ def build_batches(
         )
         start = stop
     return batches
+
+
+def split_points(sizes: Iterable[int], limit: int) -> list[int] | None:
+    """Where to cut records of these sizes into batches of at most *limit* bytes.
+
+    *sizes* are upper bounds of the records' encoded sizes (see
+    :data:`RECORD_SIZE_BOUND`); the batch header counts too.  Returns the
+    indexes at which a new batch starts (0 first), or None when a record
+    cannot fit in a batch alone.
+    """
+    room = limit - BATCH_HEADER_SIZE
+    starts = [0]
+    used = 0
+    for i, size in enumerate(sizes):
+        if size > room:
+            return None
+        if used + size > room and i > starts[-1]:
+            starts.append(i)
+            used = 0
+        used += size
+    return starts
 
 
 def _add_sequence(base_sequence: int, n: int) -> int:

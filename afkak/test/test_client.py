@@ -27,6 +27,7 @@ from afkak.common import (
     KafkaUnavailableError,
     LeaderUnavailableError,
     Message,
+    MessageSizeTooLargeError,
     NotCoordinator,
     NotLeaderForPartitionError,
     OffsetCommitRequest,
@@ -513,6 +514,61 @@ class ProduceTests(ClientTestCase):
         with self.assertRaises(ValueError):
             client.send_produce_request([ProduceRequest("t", 0, [bad])])
         self.assertEqual(self.seen(PRODUCE), [])
+
+    def test_payload_over_the_limit_is_written_as_several_batches_in_order(self) -> None:
+        # afkak 21 wrote ten 384 KiB messages in one call: each message is under the broker's
+        # 1 MiB, the whole is not.  The client cuts the batch; the offsets follow on.
+        client = self.make_client()
+        values = [bytes([65 + i]) * (384 * 1024) for i in range(10)]
+        [response] = self.successResultOf(
+            client.send_produce_request(
+                [ProduceRequest("t", 0, [create_message(v) for v in values])]
+            )
+        )
+        self.assertEqual((response.error, response.offset), (0, 0))
+        self.assertEqual([r.value for r in self.cluster.records("t", 0)], values)
+        sizes = [len(r.request.topic_data[0].partition_data[0].records) for r in self.seen(PRODUCE)]
+        self.assertEqual(len(sizes), 5)
+        self.assertTrue(all(size <= client.max_request_size for size in sizes), sizes)
+        [again] = self.successResultOf(
+            client.send_produce_request([ProduceRequest("t", 0, [create_message(b"next")])])
+        )
+        self.assertEqual(again.offset, 10)
+
+    def test_record_over_the_limit_fails_only_its_payload(self) -> None:
+        client = self.make_client()
+        huge = create_message(b"x" * (1024 * 1024))
+        payloads = [
+            ProduceRequest("t", 0, [create_message(b"before"), huge]),
+            ProduceRequest("t", 1, [create_message(b"fine")]),
+        ]
+        responses = self.successResultOf(client.send_produce_request(payloads, fail_on_error=False))
+        self.assertEqual([(r.error, r.offset) for r in responses], [(10, -1), (0, 0)])
+        self.assertEqual(self.cluster.records("t", 0), [])
+        self.assertEqual([r.value for r in self.cluster.records("t", 1)], [b"fine"])
+        failure = self.failureResultOf(
+            client.send_produce_request(payloads[:1]), MessageSizeTooLargeError
+        )
+        self.assertEqual(failure.value.args[0], ProduceResponse("t", 0, 10, -1))
+
+    def test_batch_refused_as_too_large_is_halved(self) -> None:
+        # A broker whose message.max.bytes is below the client's limit: learn and split.
+        self.cluster.max_message_bytes = 300 * 1024
+        client = self.make_client()
+        values = [b"%d" % i * (50 * 1024) for i in range(8)]
+        [response] = self.successResultOf(
+            client.send_produce_request(
+                [ProduceRequest("t", 0, [create_message(v) for v in values])]
+            )
+        )
+        self.assertEqual((response.error, response.offset), (0, 0))
+        self.assertEqual([r.value for r in self.cluster.records("t", 0)], values)
+        single = create_message(b"y" * (400 * 1024))
+        [refused] = self.successResultOf(
+            client.send_produce_request([ProduceRequest("t", 0, [single])], fail_on_error=False)
+        )
+        self.assertEqual(refused.error, 10)
+        self.assertEqual(len(self.cluster.records("t", 0)), 8)
 
     def test_acks_zero_returns_no_responses(self) -> None:
         client = self.make_client()

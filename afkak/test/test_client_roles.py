@@ -51,5 +51,6 @@ class RoleTests(unittest.TestCase):
     def test_the_roles_are_not_empty(self) -> None:
         self.assertGreaterEqual(len(members(ConsumerClient)), 15)
         self.assertEqual(
-            members(ProducerClient), members(BrokerRequests) | members(ClusterMetadata)
+            members(ProducerClient),
+            members(BrokerRequests) | members(ClusterMetadata) | {"max_request_size"},
         )

@@ -845,6 +845,47 @@ class FetchSizeTests(ConsumerTestCase):
         self.assertEqual(sizes, [100, 1600, 2000])
 
 
+class MaxBufferSizeTests(ConsumerTestCase):
+    """afkak 21: a record that cannot be delivered within max_buffer_size fails start().
+
+    Brokers since Kafka 0.10.1 (KIP-74, as the fake cluster by default) return
+    an oversized first batch whole; the consumer still refuses it, after
+    delivering the records before it.
+    """
+
+    def test_records_before_then_fails(self) -> None:
+        self.append(b"a", b"b")
+        self.append(b"c")
+        self.append(b"x" * (256 * 1024))
+        self.append(b"after")
+        p = Recorder()
+        c = self.consumer(p, buffer_size=64 * 1024, max_buffer_size=256 * 1024)
+        d = self.start(c, 0)
+        self.run_for(1)
+        failure = self.failureResultOf(d, ConsumerFetchSizeTooSmall)
+        self.assertIn("max_buffer_size=262144", str(failure.value))
+        self.assertEqual(p.values, [b"a", b"b", b"c"])
+        self.assertEqual(c.last_processed_offset, 2)
+
+    def test_first_batch_too_large(self) -> None:
+        self.append(b"x" * 5000)
+        p = Recorder()
+        c = self.consumer(p, buffer_size=1000, max_buffer_size=4096)
+        d = self.start(c, 0)
+        self.run_for(1)
+        self.failureResultOf(d, ConsumerFetchSizeTooSmall)
+        self.assertEqual(p.values, [])
+
+    def test_without_max_buffer_size_the_whole_batch_is_delivered(self) -> None:
+        self.append(b"x" * 5000)
+        p = Recorder()
+        c = self.consumer(p, buffer_size=1000)
+        self.stop(c)
+        self.start(c, 0)
+        self.run_for(1)
+        self.assertEqual(p.values, [b"x" * 5000])
+
+
 class OffsetResetTests(ConsumerTestCase):
     def test_out_of_range_without_reset_fails(self) -> None:
         self.append(b"a")

@@ -22,6 +22,7 @@ from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
     OFFSET_LATEST,
+    ConsumerFetchSizeTooSmall,
     OffsetOutOfRangeError,
     SourcedMessage,
     TopicAndPartition,
@@ -268,6 +269,28 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
         produce(self.broker.bootstrap, self.topic, [b"a"], partition=0)
         consumer = Consumer(self.client, self.topic, 0, lambda c, m: None)
         self.assertRaises(OffsetOutOfRangeError, wait, consumer.start(100))
+
+    def test_record_larger_than_max_buffer_size_fails_after_those_before(self: Any) -> None:
+        # afkak 21's ConsumerFetchSizeTooSmall, whatever the broker returns (KIP-74 brokers
+        # return the oversized batch whole).
+        self.create()
+        produce(self.broker.bootstrap, self.topic, [b"a", b"b", b"c"], partition=0)
+        produce(self.broker.bootstrap, self.topic, [b"x" * (256 * 1024)], partition=0)
+        produce(self.broker.bootstrap, self.topic, [b"after"], partition=0)
+        seen: list[bytes] = []
+        consumer = Consumer(
+            self.client,
+            self.topic,
+            0,
+            lambda c, messages: seen.extend(m.message.value for m in messages),
+            fetch_max_wait_time=50,
+            buffer_size=64 * 1024,
+            max_buffer_size=256 * 1024,
+        )
+        with self.assertRaises(ConsumerFetchSizeTooSmall):
+            wait(consumer.start(OFFSET_EARLIEST))
+        self.assertEqual(seen, [b"a", b"b", b"c"])
+        self.assertEqual(consumer.last_processed_offset, 2)
 
     def test_latest_reads_only_new_records(self: Any) -> None:
         from twisted.internet import reactor

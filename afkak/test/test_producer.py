@@ -19,6 +19,7 @@ from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_Z
 from afkak.common import (
     CancelledError,
     ClientError,
+    MessageSizeTooLargeError,
     ProduceResponse,
     UnknownTopicOrPartitionError,
 )
@@ -364,7 +365,6 @@ class SendTests(ProducerTestCase):
         self.run_until(producer.send("t", b"v", partition=3)).trap(ValueError)
         self.assertEqual(self.produce_requests(), [])
 
-
     def test_unencodable_record_fails_alone(self) -> None:
         """timestamp=2**63 once broke its whole batch and the partition's sequence (issue 10, 2)."""
         producer = self.producer()
@@ -537,6 +537,41 @@ class BatchingTests(ProducerTestCase):
         for d in ds:
             self.successResultOf(d)
 
+    def test_call_over_the_limit_is_written_as_several_batches_in_order(self) -> None:
+        producer = self.producer()
+        values = [bytes([65 + i]) * (384 * 1024) for i in range(10)]
+        first = producer.send_messages("t", None, values)
+        after = producer.send_messages("t", None, [b"after"])
+        result = self.succeed(first)
+        self.assertEqual((result.partition, result.offset), (0, 0))
+        self.assertEqual(self.succeed(after).partition, 1)
+        self.assertEqual(self.values("t", 0), values)
+        batches = self.stored_batches("t", 0)
+        self.assertEqual([len(b) for b in batches], [2, 2, 2, 2, 2])
+        self.assertEqual(producer._buffered, 0)
+        self.assertEqual(producer._outstanding, 0)
+        self.assertIsNone(self.succeed(producer.flush()))
+
+    def test_record_over_the_limit_fails_only_its_send(self) -> None:
+        producer = self.producer(partitioner_class=HashedPartitioner)
+        before = producer.send_messages("t", b"k", [b"before"])
+        huge = producer.send_messages("t", b"k", [b"small", b"x" * (1024 * 1024)])
+        record = producer.send("t", b"y" * (1024 * 1024), partition=0)
+        after = producer.send_messages("t", b"k", [b"after"])
+        self.assertEqual(self.succeed(after).offset, 1)
+        self.assertEqual(self.successResultOf(before).offset, 0)
+        self.failureResultOf(huge, MessageSizeTooLargeError)
+        self.failureResultOf(record, MessageSizeTooLargeError)
+        self.assertEqual(self.values(), [b"before", b"after"])
+        self.assertEqual((producer._buffered, producer._outstanding), (0, 0))
+
+    def test_max_request_size(self) -> None:
+        producer = self.producer(max_request_size=100 * 1024)
+        d = producer.send_messages("t", None, [b"v" * (30 * 1024)] * 7)
+        self.succeed(d)
+        self.assertEqual([len(b) for b in self.stored_batches("t", 0)], [3, 3, 1])
+        self.failureResultOf(producer.send("t", b"x" * (100 * 1024)), MessageSizeTooLargeError)
+
     def test_flush_sends_at_once(self) -> None:
         producer = self.producer(linger_ms=60_000)
         d = producer.send_messages("t", None, [b"v"])
@@ -660,7 +695,6 @@ class StopTests(ProducerTestCase):
         self.failureResultOf(later, CancelledError)
         self.clock.advance(1)
         self.assertEqual(len(self.produce_requests()), 1)
-
 
     def test_stop_while_metadata_loads(self) -> None:
         """stop() raised RuntimeError while a topic's metadata was loading (issue 10, 3)."""

@@ -80,6 +80,9 @@ class Quirks:
     #: ApiVersions above v2 gets UNSUPPORTED_VERSION in a non-standard body: read the
     #: error code from the first 2 bytes and retry with v0.
     api_versions_above_v2_nonstandard_error: bool = False
+    #: Produce accepts a record batch of any size (Kafka: MESSAGE_TOO_LARGE past
+    #: message.max.bytes, 1 MiB by default).
+    no_message_max_bytes: bool = False
     #: Answers Produce with acks=0 (Kafka sends nothing): a pipelining client must drop it.
     answers_acks0_produce: bool = False
     #: Flexible Metadata responses (v9+) end with one stray byte after the body; the

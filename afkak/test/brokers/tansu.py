@@ -46,6 +46,7 @@ class TansuBroker(Broker):
         list_groups_state_unknown=True,
         acls_unusable=True,
         scram_unusable=True,
+        no_message_max_bytes=True,
         min_working_versions={**RECORD_BATCH_V2_FLOOR, 22: 4},
         reasons={
             "auto_create_partitions": "Metadata auto-creates topics with 4 partitions",
@@ -59,6 +60,7 @@ class TansuBroker(Broker):
             "fetch_long_poll_wakes_early": "an empty Fetch answers at about max_wait_ms / 2",
             "read_committed_returns_aborted": "read_committed returns aborted records",
             "join_group_waits_half_session_timeout": "each JoinGroup waits session_timeout / 2",
+            "no_message_max_bytes": "Produce accepts batches of any size (no message.max.bytes)",
             "commit_metadata_not_stored": "OffsetCommit metadata is not stored",
             "answers_acks0_produce": "answers Produce with acks=0",
             "min_working_versions": "record batch v2 only; InitProducerId works from v4",
