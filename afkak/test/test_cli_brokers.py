@@ -10,8 +10,10 @@ import itertools
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -165,7 +167,9 @@ class TansuCliTests(SynchronousTestCase):
         self.assert_one_line_error(
             cli("groups", "describe", "--bogus", bootstrap=self.bootstrap), 2
         )
-        config = os.path.join(self.mktemp())
+        workdir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, workdir, True)
+        config = os.path.join(workdir, "command.properties")
         with open(config, "w") as f:
             f.write("security.protocol=PLAINTEXT\nnot-a-pair\n")
         line = self.assert_one_line_error(
