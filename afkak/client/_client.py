@@ -115,7 +115,7 @@ class KafkaClient:
             raise TypeError(f"disconnect_on_timeout must be a bool, not {disconnect_on_timeout!r}")
         self.correlation_id = check.integer("correlation_id", correlation_id, 0, check.INT32_MAX)
         if reactor is None:
-            from twisted.internet import reactor  # type: ignore[no-redef]
+            from twisted.internet import reactor
         self.reactor = check.reactor_time("reactor", reactor)
         self.timeout = timeout / 1000.0
         self._disconnect_on_timeout = bool(disconnect_on_timeout)
