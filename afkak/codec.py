@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 try:
     import zstandard as _zstd
 except ImportError:  # pragma: no cover - depends on the environment
-    _zstd = None  # type: ignore[assignment]
+    _zstd = None  # type: ignore[assignment, unused-ignore]  # typed only when installed
 
 __all__ = [
     "CODEC_NONE",

@@ -143,7 +143,7 @@ class KafkaClient:
             "max_request_size", max_request_size, 1024, check.INT32_MAX
         )
         if reactor is None:
-            from twisted.internet import reactor  # type: ignore[no-redef]
+            from twisted.internet import reactor
         self.reactor = check.reactor_time("reactor", reactor)
         self.timeout = timeout / 1000.0
         self._disconnect_on_timeout = bool(disconnect_on_timeout)

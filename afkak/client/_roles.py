@@ -84,6 +84,8 @@ class ClusterMetadata(Protocol):
 class GroupRequests(Protocol):
     """Requests about consumer groups and offsets: to a group's coordinator, or by partition."""
 
+    def consumer_group_to_brokers(self) -> dict[str, Any]: ...
+
     def send_request_to_coordinator(
         self,
         group: str,

@@ -360,7 +360,8 @@ class Consumer:
             integer("start_offset", start_offset, 0, 2**63 - 1)
         elif start_offset == OFFSET_COMMITTED and not self.consumer_group:
             raise ValueError("OFFSET_COMMITTED needs a consumer_group")
-        self._start_d = start_d = Deferred()
+        start_d: Deferred[int | None] = Deferred()
+        self._start_d = start_d
         self._fetch_offset = start_offset
         self._uncommitted = 0
         if self.consumer_group and self.auto_commit_every_ms:
@@ -403,7 +404,8 @@ class Consumer:
             return fail(RestopError(f"{self!r} is not running"))
         if self._shutdown_d is not None:
             return fail(RestopError(f"{self!r} is already shutting down"))
-        self._shutdown_d = shutdown_d = Deferred()
+        shutdown_d: Deferred[int | None] = Deferred()
+        self._shutdown_d = shutdown_d
         self._stop_commit_looper()
         self._cancel_fetch()
         self._drop_fetched()
@@ -523,7 +525,7 @@ class Consumer:
     def _fetch(self) -> None:
         d = Deferred.fromCoroutine(self._next_records(self._fetch_offset))
         self._fetching = d
-        d.addCallbacks(self._fetched, self._fetch_failed, (d,), None, (d,))
+        d.addCallbacks(self._fetched, self._fetch_failed, callbackArgs=(d,), errbackArgs=(d,))
 
     async def _next_records(self, offset: int) -> FetchedRecords:
         if offset == OFFSET_COMMITTED:
@@ -591,7 +593,10 @@ class Consumer:
                 return  # stopped from within the processor
             self._processing = result
             result.addCallbacks(
-                self._processed, self._processor_failed, (last, count, result), None, (result,)
+                self._processed,
+                self._processor_failed,
+                callbackArgs=(last, count, result),
+                errbackArgs=(result,),
             )
         else:
             self._processed(None, last, count, token)
@@ -623,10 +628,12 @@ class Consumer:
     async def _committed_offset(self) -> int:
         """The group's committed offset, or where ``auto_offset_reset`` says to start."""
         request = OffsetFetchRequest(self.topic, self.partition)
+        group = self.consumer_group
+        assert group is not None  # start() refuses OFFSET_COMMITTED without a group
         [answer] = await self._retry.run(
             self.client.reactor,
             lambda: self.client.send_offset_fetch_request(
-                self.consumer_group,
+                group,
                 [request],
                 require_stable=self.isolation_level == "read_committed",
             ),
@@ -684,10 +691,12 @@ class Consumer:
         request = OffsetCommitRequest(
             self.topic, self.partition, offset + 1, -1, self.commit_metadata
         )
+        group = self.consumer_group
+        assert group is not None  # commit() refuses to run without a group
         await self._retry.run(
             self.client.reactor,
             lambda: self.client.send_offset_commit_request(
-                self.consumer_group,
+                group,
                 [request],
                 group_generation_id=self.commit_generation_id,
                 consumer_id=self.commit_consumer_id,

@@ -9,11 +9,10 @@ further failure multiplies it by :data:`REQUEST_RETRY_FACTOR`, up to
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import attrs
-from twisted.internet.defer import Deferred
 
 from afkak._retry import backoff_policy, retrying
 
@@ -35,7 +34,7 @@ class RetryPolicy:
     async def run(
         self,
         reactor: Any,
-        attempt: Callable[[], Deferred[T]],
+        attempt: Callable[[], Awaitable[T]],
         on_retry: Callable[[BaseException], None] | None = None,
         what: str = "request",
     ) -> T:

@@ -53,8 +53,15 @@ Assignment = dict[str, list[TopicAndPartition]]
 
 @runtime_checkable
 class PartitionAssignor(Protocol):
-    name: str
-    supported_protocols: tuple[RebalanceProtocol, ...]
+    @property
+    def name(self) -> str:
+        """The protocol name the group agrees on ("range", ...)."""
+        ...
+
+    @property
+    def supported_protocols(self) -> tuple[RebalanceProtocol, ...]:
+        """The rebalance protocols (eager, cooperative) this assignor works with."""
+        ...
 
     def assign(self, partitions: Mapping[str, int], members: Mapping[str, Member]) -> Assignment:
         """Partitions for every member, from topic partition counts and subscriptions."""

@@ -180,7 +180,7 @@ class ConsumerGroup:
         self.initial_backoff_ms = initial_backoff_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.fatal_backoff_ms = fatal_backoff_ms
-        self.consumers: dict[TopicAndPartition, Any] = {}
+        self.consumers: dict[TopicAndPartition, Consumer] = {}
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
         self._stopping: Deferred[Offsets] | None = None
@@ -385,7 +385,7 @@ class ConsumerGroup:
             self.consumers[tp] = consumer
             consumer.start(OFFSET_COMMITTED).addBoth(self._consumer_ended, tp, consumer)
 
-    def _consumer_ended(self, result: Any, tp: TopicAndPartition, consumer: Any) -> None:
+    def _consumer_ended(self, result: Any, tp: TopicAndPartition, consumer: Consumer) -> None:
         """A Consumer's ``start()`` fired: expected when we stopped it, else a problem.
 
         A commit refused because a rebalance is under way (REBALANCE_IN_PROGRESS,

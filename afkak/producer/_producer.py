@@ -74,7 +74,6 @@ class _Pending:
         headers: Any,
         timestamp: int | None,
         partition: int | None,
-        d: Deferred[Any] | None,
         size: int,
         record: bool,
     ) -> None:
@@ -84,7 +83,8 @@ class _Pending:
         self.headers = headers
         self.timestamp = timestamp
         self.partition = partition
-        self.d = d
+        #: What the caller got: fires once the send is acknowledged or refused.
+        self.d: Deferred[Any] = Deferred()
         self.size = size
         self.record = record
 
@@ -373,7 +373,7 @@ class Producer:
         buffered = self._buffered
         if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
             # (A stopped producer has no routes.)
-            return self._send_later(_Pending(topic, key, msgs, (), None, None, None, size, False))
+            return self._send_later(_Pending(topic, key, msgs, (), None, None, size, False))
         d: Deferred[Any] = Deferred()
         now = self._seconds()
         self._outstanding += 1
@@ -454,7 +454,7 @@ class Producer:
         for name, hvalue in headers:
             size += len(name) + (len(hvalue) if hvalue is not None else 0) + 3
         return self._send_later(
-            _Pending(topic, key, (value,), headers, timestamp, partition, None, size, True)
+            _Pending(topic, key, (value,), headers, timestamp, partition, size, True)
         )
 
     # -- transactions -----------------------------------------------------------
@@ -585,7 +585,7 @@ class Producer:
         """
         if self._stopped:
             return fail(ClientError(f"{self!r} has been stopped"))
-        d = pending.d = Deferred()
+        d = pending.d
         now = self._seconds()
         if pending.timestamp is None:
             pending.timestamp = int(now * 1000)
@@ -623,6 +623,7 @@ class Producer:
         except Exception:
             self._refuse(pending.d, pending.size, Failure())
             return
+        assert pending.timestamp is not None  # _send_later set it
         self._append(
             route,
             partition,

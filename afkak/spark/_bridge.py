@@ -43,13 +43,13 @@ def _reactor() -> Any:
     if _reactor_pid != pid:
         with _lock:
             if _reactor_pid != pid:
-                if reactor.running:  # type: ignore[attr-defined]
+                if reactor.running:
                     raise ReactorError(
                         "the global reactor is already running in this process but not in "
                         "afkak's thread (inherited through fork, or started by other code)"
                     )
                 thread = threading.Thread(
-                    target=reactor.run,  # type: ignore[attr-defined]
+                    target=reactor.run,
                     kwargs={"installSignalHandlers": False},
                     name="afkak-reactor",
                     daemon=True,

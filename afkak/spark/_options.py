@@ -235,7 +235,7 @@ def _parse_assign(value: str) -> tuple[TopicAndPartition, ...]:
     parsed = _json("assign", value)
     if not isinstance(parsed, dict) or not parsed:
         raise OptionError(f'assign must be JSON like {{"topic": [0, 1]}}, not {value!r}')
-    assigned = []
+    assigned: list[TopicAndPartition] = []
     for topic, partitions in parsed.items():
         if not isinstance(partitions, list) or not all(
             isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in partitions

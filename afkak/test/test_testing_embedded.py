@@ -6,6 +6,10 @@ That afkak produces to and consumes from it is test_main_job's embedded run.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import time
 import unittest
 
 from afkak.test.brokers import api_versions, pid_exists
@@ -43,3 +47,32 @@ class EmbeddedBrokerTests(unittest.TestCase):
             unavailable(str(exc))
         with self.assertRaises(RuntimeError):
             _ = broker.bootstrap
+
+    @unittest.skipUnless(shutil.which("setpriv"), "needs util-linux's setpriv")
+    def test_the_broker_ends_when_its_parent_is_killed(self) -> None:
+        script = (
+            "import os\n"
+            "from afkak.testing import EmbeddedBroker, EmbeddedBrokerUnavailable\n"
+            "try:\n"
+            "    broker = EmbeddedBroker().start()\n"
+            "except EmbeddedBrokerUnavailable:\n"
+            "    print('unavailable', flush=True)\n"
+            "    raise SystemExit(0)\n"
+            "print(broker._process.pid, flush=True)\n"
+            "os.kill(os.getpid(), 9)\n"
+        )
+        checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": checkout},
+        )
+        if done.stdout.strip() == "unavailable":
+            unavailable("the embedded broker cannot run here")
+        pid = int(done.stdout.split()[0])
+        deadline = time.monotonic() + 10
+        while pid_exists(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(pid_exists(pid), f"broker {pid} outlived its killed parent")

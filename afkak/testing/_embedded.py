@@ -63,7 +63,8 @@ class EmbeddedBroker:
 
     Topics are created on first use with 4 partitions (or with CreateTopics);
     storage is memory only, so everything is gone once it stops.  A broker
-    left running is stopped at interpreter exit.  Tansu differs from Kafka in
+    left running is stopped at interpreter exit (and, where util-linux's
+    ``setpriv`` exists, when this process dies).  Tansu differs from Kafka in
     places (see ``afkak/test/brokers/tansu.py``'s quirks): use it to try
     afkak out and for integration tests, not as a reference.
 
@@ -114,11 +115,19 @@ class EmbeddedBroker:
         argv, env = self.command(port, self.advertised_port)
         self._workdir = tempfile.mkdtemp(prefix="afkak-embedded-")
         log_path = os.path.join(self._workdir, "broker.log")
-        with open(log_path, "wb") as log:
-            self._process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                env=env, cwd=self._workdir, close_fds=True,
-            )  # fmt: skip
+        # With util-linux's setpriv the broker also gets SIGTERM if this process dies unawares.
+        setpriv = shutil.which("setpriv")
+        if setpriv is not None:
+            argv = [setpriv, "--pdeathsig", "TERM", "--", *argv]
+        try:
+            with open(log_path, "wb") as log:
+                self._process = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                    env=env, cwd=self._workdir, close_fds=True,
+                )  # fmt: skip
+        except OSError as exc:
+            self.stop()
+            raise EmbeddedBrokerUnavailable(f"the embedded broker cannot run: {exc}") from exc
         _running.add(self)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:

@@ -192,7 +192,7 @@ def error_response(api_key: int, request: Any, version: int, code: int) -> Any |
     builder = _BUILDERS.get(api_key)
     if builder is not None:
         return builder(request, version, code)
-    cls = response_class(api_key)
+    cls: type[Any] = response_class(api_key)
     for spec in cls.SCHEMA:
         if spec.name == "error_code" and spec.present(version) and not spec.tagged(version):
             return cls(error_code=code)

@@ -8,6 +8,7 @@ rebalance gets there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from afkak._broker_errors import (
@@ -75,7 +76,7 @@ def handle_join_group(ctx: ConnectionHandler, request: JoinGroupRequest, version
         request.group_id,
         request.member_id,
         request.group_instance_id,
-        ctx.client_id,
+        ctx.client_id or "",  # a null client id is "", as Kafka has it
         CLIENT_HOST,
         timeout,
         request.rebalance_timeout_ms if version >= 1 else timeout,
@@ -196,7 +197,9 @@ def handle_describe_groups(
                 group_id=group_id,
                 group_state=group.state,
                 protocol_type=group.protocol_type or "",
-                protocol_data=group.protocol_name if group.state in (COMPLETING, STABLE) else "",
+                protocol_data=(group.protocol_name or "")
+                if group.state in (COMPLETING, STABLE)
+                else "",
                 members=[
                     R.DescribedGroupMember(
                         member_id=m.member_id,
@@ -230,7 +233,8 @@ def handle_list_groups(ctx: ConnectionHandler, request: ListGroupsRequest, versi
     return R(groups=listed)
 
 
-GROUP_APIS = {
+#: The classic group protocol's handlers by api key.
+GROUP_APIS: dict[int, Callable[..., Any]] = {
     11: handle_join_group,
     12: handle_heartbeat,
     13: handle_leave_group,

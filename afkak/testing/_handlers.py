@@ -107,8 +107,8 @@ class ConnectionHandler:
         """UNSUPPORTED_VERSION; for ApiVersions, the v0 layout with our ranges (KIP-511)."""
         error = code(UnsupportedVersion)
         if header.request_api_key == API_VERSIONS:
-            response = ApiVersionsResponse(error_code=error, api_keys=self.advertised_ranges())
-            return encode_response(response, 0, header.correlation_id)
+            versions = ApiVersionsResponse(error_code=error, api_keys=self.advertised_ranges())
+            return encode_response(versions, 0, header.correlation_id)
         response = error_response(
             header.request_api_key, request, header.request_api_version, error
         )
@@ -157,7 +157,8 @@ def handle_metadata(ctx: ConnectionHandler, request: MetadataRequest, version: i
                 continue
             name = asked.name
             if (
-                name not in cluster.topics
+                name is not None
+                and name not in cluster.topics
                 and allow_create
                 and live
                 and not topic_name_problem(name)

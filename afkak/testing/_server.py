@@ -196,7 +196,9 @@ class KafkaServerFactory(Factory):
         self.faults = ServerFaults()
         self.connections: list[KafkaServerProtocol] = []
 
-    def buildProtocol(self, addr: Any) -> KafkaServerProtocol | None:
+    # Twisted's Factory is generic only in recent releases (23.8 cannot subscript it), so
+    # the narrower return type is declared against the unparameterised base.
+    def buildProtocol(self, addr: Any) -> KafkaServerProtocol | None:  # type: ignore[override]
         if self.faults.refusing:
             return None
         protocol = KafkaServerProtocol(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from twisted.internet.address import IPv4Address
 from twisted.internet.defer import Deferred
@@ -27,6 +27,7 @@ from twisted.internet.interfaces import (
     IConsumer,
     IProducer,
     IProtocol,
+    IPullProducer,
     IPushProducer,
     ITCPTransport,
 )
@@ -176,7 +177,7 @@ class MemoryTransport:
 
     def _pull(self) -> None:
         if self.producer is not None and not self.streaming and self.connected:
-            self.producer.resumeProducing()
+            cast(IPullProducer, self.producer).resumeProducing()  # not streaming: a pull producer
 
     def _receive(self, data: bytes) -> None:
         if not (self.connected and self._receiving):
