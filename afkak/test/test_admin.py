@@ -30,6 +30,7 @@ from afkak.common import (
     NotController,
     NotCoordinator,
     NotLeaderForPartitionError,
+    RequestTimedOutError,
     TopicAlreadyExists,
     TopicAndPartition,
     UnknownTopicOrPartitionError,
@@ -358,6 +359,22 @@ class AdminFakeClusterTests(SynchronousTestCase):
         self.cluster.delay(CreateTopicsRequest, 5)
         d = self.admin.create_topics([NewTopic("u", 1, 1)])
         d.cancel()
+        self.failureResultOf(d, CancelledError)
+
+    def test_server_timeout_adds_to_the_client_timeout(self) -> None:
+        """A controller that never answers fails the call after timeout_ms plus the
+        client's own timeout, not before, and leaves nothing pending."""
+        self.cluster.delay(CreateTopicsRequest, 3600)
+        d = self.admin.create_topics([NewTopic("slow", 1, 1)], timeout_ms=20000)
+        self.clock.advance(29)
+        self.assertNoResult(d)
+        self.clock.advance(2)
+        self.failureResultOf(d, RequestTimedOutError)
+
+    def test_client_close_cancels_admin_calls(self) -> None:
+        self.cluster.delay(CreateTopicsRequest, 3600)
+        d = self.admin.create_topics([NewTopic("slow", 1, 1)])
+        self.client.close()
         self.failureResultOf(d, CancelledError)
 
 
