@@ -196,8 +196,13 @@ async def _as_member(s: Session, sink: Sink, how: str, partitions: list[int]) ->
     )
     stopped = group.start()
     stopped.addErrback(lambda f: None if done.called else done.errback(f))
+    # Interrupted (Ctrl-C stops the reactor): leave the group and commit first.
+    trigger = s.reactor.addSystemEventTrigger("before", "shutdown", group.shutdown)
     check_done()
-    await done
+    try:
+        await done
+    finally:
+        s.reactor.removeSystemEventTrigger(trigger)
     await group.shutdown()
     if cut:
         # The group committed whole batches; records past -c COUNT were not written.

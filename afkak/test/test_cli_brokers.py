@@ -98,6 +98,15 @@ class TansuCliTests(SynchronousTestCase):
         ]
         self.assertEqual((records[0]["key"], records[0]["value"]), ("k1", "v1"))
 
+    def test_produce_from_file_with_rate_and_codec(self) -> None:
+        self.ok("topics", "create", self.topic, "-p", "1")
+        path = self.mktemp()
+        with open(path, "wb") as f:
+            f.write(b"".join(b"line %d\n" % i for i in range(50)))
+        self.ok("produce", self.topic, "-f", path, "--rate", "2000", "-z", "gzip")
+        with open(path, "rb") as f:
+            self.assertEqual(self.ok("consume", self.topic, "-o", "beginning", "-e"), f.read())
+
     def test_group_lag_and_reset(self) -> None:
         self.ok("topics", "create", self.topic, "-p", "1")
         self.ok("produce", self.topic, stdin=b"".join(b"%d\n" % i for i in range(20)))
