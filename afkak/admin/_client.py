@@ -19,8 +19,10 @@ from twisted.internet.task import deferLater
 
 from afkak.client import COORDINATOR_MOVED, LEADER_MOVED, KafkaClient, group_name, topic_name
 from afkak.common import (
+    BrokerConnectionError,
     BrokerMetadata,
     BrokerResponseError,
+    KafkaUnavailableError,
     OffsetCommitRequest,
     OffsetRequest,
     TopicAndPartition,
@@ -75,6 +77,10 @@ from ._types import (
 )
 
 NOT_CONTROLLER = 41
+#: Kafka's internal topics (some brokers do not flag them ``is_internal``).
+INTERNAL_TOPICS = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
+)
 #: COORDINATOR_LOAD_IN_PROGRESS, with the codes that mean the coordinator moved.
 COORDINATOR_RETRY = COORDINATOR_MOVED | {14}
 
@@ -172,6 +178,8 @@ class KafkaAdminClient:
         attempt = 0
         while True:
             brokers, controller_id = await self._brokers()
+            if not brokers:
+                raise KafkaUnavailableError("the cluster's metadata names no brokers")
             controller = brokers.get(controller_id) or next(iter(brokers.values()))
             timeout = self.client.timeout + timeout_ms / 1000
             (answered,) = await self._to_broker(controller, make_call(pending), timeout)
@@ -190,6 +198,10 @@ class KafkaAdminClient:
             try:
                 response = await self.client.send_request_to_coordinator(group, call)
                 results = call.parse(response)
+            except BrokerConnectionError:
+                if attempt >= self.retries:
+                    raise
+                results = None  # the coordinator went away: look it up again
             except BrokerResponseError as e:
                 if e.errno not in COORDINATOR_RETRY or attempt >= self.retries:
                     raise
@@ -333,7 +345,7 @@ class KafkaAdminClient:
         listings = [
             TopicListing(t.name, _topic_id(t.topic_id), bool(t.is_internal))
             for t in response.topics
-            if t.name is not None and (internal or not (t.is_internal or t.name.startswith("__")))
+            if t.name is not None and (internal or not (t.is_internal or t.name in INTERNAL_TOPICS))
         ]
         return sorted(listings, key=lambda t: t.name)
 

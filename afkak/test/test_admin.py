@@ -144,11 +144,12 @@ class AdminFakeClusterTests(SynchronousTestCase):
         self.cluster.create_topic("b", 1)
         self.cluster.create_topic("a", 1)
         self.cluster.create_topic("__consumer_offsets", 1)
+        self.cluster.create_topic("__mine", 1)  # a user's topic, not an internal one
         names = [t.name for t in self.result(self.admin.list_topics())]
-        self.assertEqual(names, ["a", "b"])
+        self.assertEqual(names, ["__mine", "a", "b"])
         everything = self.result(self.admin.list_topics(internal=True))
-        self.assertEqual([t.name for t in everything], ["__consumer_offsets", "a", "b"])
-        self.assertEqual(everything[1].topic_id, self.cluster.topic_id("a"))
+        self.assertEqual([t.name for t in everything], ["__consumer_offsets", "__mine", "a", "b"])
+        self.assertEqual(everything[2].topic_id, self.cluster.topic_id("a"))
 
     def test_describe_topics(self) -> None:
         self.cluster.create_topic("d", 2, 2)
@@ -249,6 +250,11 @@ class AdminFakeClusterTests(SynchronousTestCase):
         self.assertEqual(
             self.result(self.admin.describe_consumer_groups(["g"]))["g"].state, "Empty"
         )
+
+    def test_lost_coordinator_connection_is_retried(self) -> None:
+        self.commit_some()
+        self.cluster.drop_next(OffsetFetchRequest)
+        self.assertEqual(self.result(self.admin.list_consumer_group_offsets("g")), {TP("t", 0): 1})
 
     def test_list_describe_delete_groups(self) -> None:
         self.commit_some()
