@@ -8,6 +8,7 @@ tells each partition's high watermark, which ``-e`` stops at); with
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +45,8 @@ class Sink:
         self.limit = a.count
         self.written = 0
         self.bar = bar
+        #: The reader went away (``afkak consume ... | head``): stop quietly.
+        self.closed = False
         if s.out.as_json:
             self.render: Callable[[Any], Any] = lambda m: s.out.json(record_json(m))
         else:
@@ -54,16 +57,31 @@ class Sink:
 
     @property
     def full(self) -> bool:
-        return self.limit is not None and self.written >= self.limit
+        return self.closed or (self.limit is not None and self.written >= self.limit)
 
     def write(self, message: Any) -> None:
         if not self.full:
-            self.render(message)
+            try:
+                self.render(message)
+            except BrokenPipeError:
+                self._close()
+                return
             self.written += 1
             self.bar.advance()
 
     def flush(self) -> None:
-        sys.stdout.flush()
+        if not self.closed:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                self._close()
+
+    def _close(self) -> None:
+        """Send what is left in stdout's buffers to /dev/null (nothing reads it any more)."""
+        self.closed = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def parse_offset(text: str) -> tuple[str, int]:

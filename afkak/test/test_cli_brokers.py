@@ -112,6 +112,23 @@ class CliTests:
         with open(path, "rb") as f:
             self.assertEqual(self.ok("consume", self.topic, "-o", "beginning", "-e"), f.read())
 
+    def test_reader_going_away_ends_consume_quietly(self: Any) -> None:
+        """``afkak consume ... | head -1``: exit 0, nothing on stderr."""
+        self.ok("topics", "create", self.topic, "-p", "1")
+        self.ok("produce", self.topic, stdin=b"".join(b"%d\n" % i for i in range(5000)))
+        env = {**os.environ, "PYTHONPATH": _ROOT, "AFKAK_BOOTSTRAP": self.bootstrap}
+        reader = subprocess.Popen(
+            [sys.executable, "-m", "afkak", "consume", self.topic, "-o", "beginning"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.assertEqual(reader.stdout.readline(), b"0\n")
+        reader.stdout.close()
+        self.assertEqual(reader.wait(60), 0)
+        self.assertEqual(reader.stderr.read(), b"")
+        reader.stderr.close()
+
     def test_group_lag_and_reset(self: Any) -> None:
         self.ok("topics", "create", self.topic, "-p", "1")
         self.ok("produce", self.topic, stdin=b"".join(b"%d\n" % i for i in range(20)))
