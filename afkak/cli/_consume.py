@@ -85,7 +85,9 @@ class Sink:
 
 
 def parse_offset(text: str) -> tuple[str, int]:
-    """``beginning``, ``end``, ``stored``, ``N``, ``-N`` (N before the end) or ``s@MS``."""
+    """``beginning`` (or ``earliest``), ``end`` (or ``latest``), ``stored``, ``N``, ``-N``
+    (N before the end) or ``s@MS``."""
+    text = {"earliest": "beginning", "latest": "end"}.get(text, text)
     if text in ("beginning", "end", "stored"):
         return text, 0
     if text.startswith("s@") and text[2:].isdigit():
