@@ -16,6 +16,7 @@ from uuid import UUID
 
 from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.task import deferLater
+from twisted.logger import Logger
 
 from afkak.client import COORDINATOR_MOVED, LEADER_MOVED, KafkaClient, group_name, topic_name
 from afkak.common import (
@@ -75,6 +76,8 @@ from ._types import (
     UserScramCredentials,
     _error_or_none,
 )
+
+log = Logger()
 
 NOT_CONTROLLER = 41
 #: Kafka's internal topics (some brokers do not flag them ``is_internal``).
@@ -187,6 +190,11 @@ class KafkaAdminClient:
             pending = [i for i in pending if _errno(answered.get(key(i))) == NOT_CONTROLLER]
             if not pending or attempt >= self.retries:
                 return results
+            log.info(
+                "{n} item(s) refused by {controller!r} (NOT_CONTROLLER): resending",
+                n=len(pending),
+                controller=controller,
+            )
             await self._pause(attempt)
             attempt += 1
 
@@ -212,6 +220,7 @@ class KafkaAdminClient:
             )
             if not moved or attempt >= self.retries:
                 return results
+            log.info("the coordinator of group {group!r} moved: resending", group=group)
             self.client.reset_consumer_group_metadata(group)
             await self._pause(attempt)
             attempt += 1
@@ -266,6 +275,7 @@ class KafkaAdminClient:
             pending = {tp: pending[tp] for tp in pending if _errno(results.get(tp)) in LEADER_MOVED}
             if not pending or attempt >= self.retries:
                 return results
+            log.info("leaders of {n} partition(s) moved: resending", n=len(pending))
             await self._pause(attempt)
             attempt += 1
 
