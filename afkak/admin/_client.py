@@ -229,13 +229,12 @@ class KafkaAdminClient:
         self,
         items: Mapping[TopicAndPartition, Any],
         make_call: Callable[[dict[TopicAndPartition, Any]], Any],
-        failed: Callable[[BrokerResponseError], Any],
         timeout: float,
     ) -> dict[TopicAndPartition, Any]:
         """Send each partition's item to its leader; resend those whose leader moved.
 
-        A partition the cluster lacks (or that has no leader) gets the result
-        ``failed(error)``.
+        A partition the cluster lacks (or that has no leader) gets its call's
+        ``failed(error)`` result.
         """
         results: dict[TopicAndPartition, Any] = {}
         pending = dict(items)
@@ -271,7 +270,8 @@ class KafkaAdminClient:
             for (answered,) in answers:
                 results.update(answered)
             for tp, errno in problems.items():
-                results[tp] = failed(BrokerResponseError.from_errno(errno))
+                error = BrokerResponseError.from_errno(errno)
+                results.update(make_call({tp: pending[tp]}).failed(error))
             pending = {tp: pending[tp] for tp in pending if _errno(results.get(tp)) in LEADER_MOVED}
             if not pending or attempt >= self.retries:
                 return results
@@ -462,18 +462,20 @@ class KafkaAdminClient:
             node = int(r.name) if r.type == ResourceType.BROKER and r.name else None
             by_node.setdefault(node, []).append(r)
         brokers = (await self._brokers())[0] if set(by_node) - {None} else {}
+        results: dict[ConfigResource, Any] = {}
         sends = []
         for node, batch in by_node.items():
+            call = make_call(batch)
             if node is None:
-                sends.append(self._to_any(make_call(batch)))
+                sends.append(Deferred.fromCoroutine(self._to_any(call)))
             elif node in brokers:
-                sends.append(self._to_broker(brokers[node], make_call(batch)))
+                sends.append(Deferred.fromCoroutine(self._to_broker(brokers[node], call)))
             else:
-                raise ValueError(f"no broker {node} in the cluster")
-        answers = await gatherResults(
-            [Deferred.fromCoroutine(s) for s in sends], consumeErrors=True
-        ).addErrback(lambda f: f.value.subFailure)
-        results: dict[ConfigResource, Any] = {}
+                error = BrokerResponseError.from_errno(8, f"no broker {node} in the cluster")
+                results.update(call.failed(error))
+        answers = await gatherResults(sends, consumeErrors=True).addErrback(
+            lambda f: f.value.subFailure
+        )
         for (answered,) in answers:
             results.update(answered)
         return results
@@ -754,9 +756,7 @@ class KafkaAdminClient:
             payloads = [OffsetRequest(tp.topic, tp.partition, t, 1) for tp, t in batch.items()]
             return ListedOffsetsCall(payloads, timeout_ms, int(level))
 
-        return await self._to_leaders(
-            specs, make_call, lambda e: ListedOffset(-1, error=e), self.client.timeout
-        )
+        return await self._to_leaders(specs, make_call, self.client.timeout)
 
     def delete_records(
         self, before: Mapping[TopicAndPartition, int], *, timeout_ms: int | None = None
@@ -774,14 +774,7 @@ class KafkaAdminClient:
         def make_call(batch: dict[TopicAndPartition, int]) -> DeleteRecordsCall:
             return DeleteRecordsCall(batch, timeout)
 
-        return self._run(
-            self._to_leaders(
-                checked,
-                make_call,
-                lambda e: DeletedRecords(-1, e),
-                self.client.timeout + timeout / 1000,
-            )
-        )
+        return self._run(self._to_leaders(checked, make_call, self.client.timeout + timeout / 1000))
 
     # -- ACLs and SCRAM ---------------------------------------------------------
 

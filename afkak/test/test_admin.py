@@ -367,6 +367,35 @@ class AdminFakeClusterTests(SynchronousTestCase):
         d.cancel()
         self.failureResultOf(d, CancelledError)
 
+    def test_items_a_response_leaves_out_get_an_error(self) -> None:
+        """A broker answering for fewer topics than asked: those get UnknownError, the
+        others their answers; nothing is left hanging."""
+        from afkak._broker_errors import UnknownError
+        from afkak.testing import _handlers
+
+        honest = _handlers.SERVED_APIS[19]
+
+        def forgetful(ctx: Any, request: Any, version: int) -> Any:
+            response = honest(ctx, request, version)
+            response.topics = response.topics[:1]
+            return response
+
+        _handlers.SERVED_APIS[19] = forgetful
+        self.addCleanup(_handlers.SERVED_APIS.__setitem__, 19, honest)
+        results = self.result(self.admin.create_topics([NewTopic("a", 1, 1), NewTopic("b", 1, 1)]))
+        self.assertIsNone(results["a"].error)
+        self.assertIsInstance(results["b"].error, UnknownError)
+        self.assertIn("left out", str(results["b"].error))
+
+    def test_config_of_an_unknown_broker(self) -> None:
+        from afkak.common import BrokerNotAvailableError
+
+        self.cluster.create_topic("c", 1)
+        topic, gone = ConfigResource.topic("c"), ConfigResource.broker(42)
+        results = self.result(self.admin.describe_configs([topic, gone]))
+        self.assertIsNone(results[topic].error)
+        self.assertIsInstance(results[gone].error, BrokerNotAvailableError)
+
     def test_server_timeout_adds_to_the_client_timeout(self) -> None:
         """A controller that never answers fails the call after timeout_ms plus the
         client's own timeout, not before, and leaves nothing pending."""
@@ -382,6 +411,17 @@ class AdminFakeClusterTests(SynchronousTestCase):
         d = self.admin.create_topics([NewTopic("slow", 1, 1)])
         self.client.close()
         self.failureResultOf(d, CancelledError)
+
+
+def _acl() -> Any:
+    from afkak.admin import AclBinding, AclOperation, AclPermission, ResourceType
+
+    return AclBinding(
+        ResourceType.TOPIC, "t", "User:alice", "*", AclOperation.READ, AclPermission.ALLOW
+    )
+
+
+_READ_ACL = _acl()
 
 
 class SecurityCallTests(SynchronousTestCase):
@@ -442,10 +482,11 @@ class SecurityCallTests(SynchronousTestCase):
         with self.assertRaises(SecurityDisabled):
             DescribeAclsCall.parse(None, R(error_code=54))  # type: ignore[arg-type]
         C = CreateAclsResponse
-        results = CreateAclsCall.parse(
-            None, C(results=[C.AclCreationResult(), C.AclCreationResult(54)])
-        )  # type: ignore[arg-type]
-        self.assertEqual([r.ok for r in results], [True, False])
+        bindings = [_READ_ACL] * 3
+        results = CreateAclsCall(bindings).parse(
+            C(results=[C.AclCreationResult(), C.AclCreationResult(54)])
+        )
+        self.assertEqual([r.ok for r in results], [True, False, False])  # the third: left out
         D = DeleteAclsResponse
         [deletion] = DeleteAclsCall.parse(  # type: ignore[arg-type]
             None,
