@@ -16,12 +16,15 @@ from uuid import UUID
 
 from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.task import deferLater
+from twisted.logger import Logger
 
 from afkak.client import COORDINATOR_MOVED, LEADER_MOVED, KafkaClient, group_name, topic_name
 from afkak.common import (
+    BrokerConnectionError,
     BrokerMetadata,
     BrokerResponseError,
     CoordinatorLoadInProgress,
+    KafkaUnavailableError,
     NotController,
     OffsetCommitRequest,
     OffsetRequest,
@@ -78,7 +81,13 @@ from ._types import (
     _error_or_none,
 )
 
+log = Logger()
+
 NOT_CONTROLLER = error_code(NotController)
+#: Kafka's internal topics (some brokers do not flag them ``is_internal``).
+INTERNAL_TOPICS = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
+)
 #: COORDINATOR_LOAD_IN_PROGRESS, with the codes that mean the coordinator moved.
 COORDINATOR_RETRY = COORDINATOR_MOVED | {error_code(CoordinatorLoadInProgress)}
 
@@ -176,6 +185,8 @@ class KafkaAdminClient:
         attempt = 0
         while True:
             brokers, controller_id = await self._brokers()
+            if not brokers:
+                raise KafkaUnavailableError("the cluster's metadata names no brokers")
             controller = brokers.get(controller_id) or next(iter(brokers.values()))
             timeout = self.client.timeout + timeout_ms / 1000
             (answered,) = await self._to_broker(controller, make_call(pending), timeout)
@@ -183,6 +194,11 @@ class KafkaAdminClient:
             pending = [i for i in pending if _errno(answered.get(key(i))) == NOT_CONTROLLER]
             if not pending or attempt >= self.retries:
                 return results
+            log.info(
+                "{n} item(s) refused by {controller!r} (NOT_CONTROLLER): resending",
+                n=len(pending),
+                controller=controller,
+            )
             await self._pause(attempt)
             attempt += 1
 
@@ -194,6 +210,10 @@ class KafkaAdminClient:
             try:
                 response = await self.client.send_request_to_coordinator(group, call)
                 results = call.parse(response)
+            except BrokerConnectionError:
+                if attempt >= self.retries:
+                    raise
+                results = None  # the coordinator went away: look it up again
             except BrokerResponseError as e:
                 if e.errno not in COORDINATOR_RETRY or attempt >= self.retries:
                     raise
@@ -204,6 +224,7 @@ class KafkaAdminClient:
             )
             if not moved or attempt >= self.retries:
                 return results
+            log.info("the coordinator of group {group!r} moved: resending", group=group)
             self.client.reset_consumer_group_metadata(group)
             await self._pause(attempt)
             attempt += 1
@@ -212,13 +233,12 @@ class KafkaAdminClient:
         self,
         items: Mapping[TopicAndPartition, Any],
         make_call: Callable[[dict[TopicAndPartition, Any]], Any],
-        failed: Callable[[BrokerResponseError], Any],
         timeout: float,
     ) -> dict[TopicAndPartition, Any]:
         """Send each partition's item to its leader; resend those whose leader moved.
 
-        A partition the cluster lacks (or that has no leader) gets the result
-        ``failed(error)``.
+        A partition the cluster lacks (or that has no leader) gets its call's
+        ``failed(error)`` result.
         """
         results: dict[TopicAndPartition, Any] = {}
         pending = dict(items)
@@ -254,10 +274,12 @@ class KafkaAdminClient:
             for (answered,) in answers:
                 results.update(answered)
             for tp, errno in problems.items():
-                results[tp] = failed(BrokerResponseError.from_errno(errno))
+                error = BrokerResponseError.from_errno(errno)
+                results.update(make_call({tp: pending[tp]}).failed(error))
             pending = {tp: pending[tp] for tp in pending if _errno(results.get(tp)) in LEADER_MOVED}
             if not pending or attempt >= self.retries:
                 return results
+            log.info("leaders of {n} partition(s) moved: resending", n=len(pending))
             await self._pause(attempt)
             attempt += 1
 
@@ -337,7 +359,7 @@ class KafkaAdminClient:
         listings = [
             TopicListing(t.name, _topic_id(t.topic_id), bool(t.is_internal))
             for t in response.topics
-            if t.name is not None and (internal or not (t.is_internal or t.name.startswith("__")))
+            if t.name is not None and (internal or not (t.is_internal or t.name in INTERNAL_TOPICS))
         ]
         return sorted(listings, key=lambda t: t.name)
 
@@ -444,18 +466,20 @@ class KafkaAdminClient:
             node = int(r.name) if r.type == ResourceType.BROKER and r.name else None
             by_node.setdefault(node, []).append(r)
         brokers = (await self._brokers())[0] if set(by_node) - {None} else {}
+        results: dict[ConfigResource, Any] = {}
         sends = []
         for node, batch in by_node.items():
+            call = make_call(batch)
             if node is None:
-                sends.append(self._to_any(make_call(batch)))
+                sends.append(Deferred.fromCoroutine(self._to_any(call)))
             elif node in brokers:
-                sends.append(self._to_broker(brokers[node], make_call(batch)))
+                sends.append(Deferred.fromCoroutine(self._to_broker(brokers[node], call)))
             else:
-                raise ValueError(f"no broker {node} in the cluster")
-        answers = await gatherResults(
-            [Deferred.fromCoroutine(s) for s in sends], consumeErrors=True
-        ).addErrback(lambda f: f.value.subFailure)
-        results: dict[ConfigResource, Any] = {}
+                error = BrokerResponseError.from_errno(8, f"no broker {node} in the cluster")
+                results.update(call.failed(error))
+        answers = await gatherResults(sends, consumeErrors=True).addErrback(
+            lambda f: f.value.subFailure
+        )
         for (answered,) in answers:
             results.update(answered)
         return results
@@ -744,9 +768,7 @@ class KafkaAdminClient:
             payloads = [OffsetRequest(tp.topic, tp.partition, t, 1) for tp, t in batch.items()]
             return ListedOffsetsCall(payloads, timeout_ms, int(level))
 
-        return await self._to_leaders(
-            specs, make_call, lambda e: ListedOffset(-1, error=e), self.client.timeout
-        )
+        return await self._to_leaders(specs, make_call, self.client.timeout)
 
     def delete_records(
         self, before: Mapping[TopicAndPartition, int], *, timeout_ms: int | None = None
@@ -764,14 +786,7 @@ class KafkaAdminClient:
         def make_call(batch: dict[TopicAndPartition, int]) -> DeleteRecordsCall:
             return DeleteRecordsCall(batch, timeout)
 
-        return self._run(
-            self._to_leaders(
-                checked,
-                make_call,
-                lambda e: DeletedRecords(-1, e),
-                self.client.timeout + timeout / 1000,
-            )
-        )
+        return self._run(self._to_leaders(checked, make_call, self.client.timeout + timeout / 1000))
 
     # -- ACLs and SCRAM ---------------------------------------------------------
 

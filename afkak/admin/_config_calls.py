@@ -20,6 +20,7 @@ from ._types import (
     ItemResult,
     ResourceConfig,
     _error_or_none,
+    left_out,
 )
 
 
@@ -52,8 +53,11 @@ class DescribeConfigsCall(VersionedCall):
             include_synonyms=self.include_synonyms,
         )
 
+    def failed(self, error: Any) -> dict[ConfigResource, ResourceConfig]:
+        return {r: ResourceConfig(r, {}, error) for r in self.resources}
+
     def parse(self, response: Any) -> list[Any]:
-        results = {}
+        results = self.failed(left_out("the resource"))
         for r in response.results:
             resource = ConfigResource(r.resource_type, r.resource_name)
             entries = {
@@ -98,12 +102,18 @@ class IncrementalAlterConfigsCall(VersionedCall):
             validate_only=self.validate_only,
         )
 
+    def failed(self, error: Any) -> dict[ConfigResource, ItemResult]:
+        return {r: ItemResult(error) for r in self.changes}
+
     def parse(self, response: Any) -> list[Any]:
         return [
             {
-                ConfigResource(r.resource_type, r.resource_name): ItemResult(
-                    _error_or_none(r.error_code, r.error_message)
-                )
-                for r in response.responses
+                **self.failed(left_out("the resource")),
+                **{
+                    ConfigResource(r.resource_type, r.resource_name): ItemResult(
+                        _error_or_none(r.error_code, r.error_message)
+                    )
+                    for r in response.responses
+                },
             }
         ]

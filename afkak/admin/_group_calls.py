@@ -25,7 +25,7 @@ from afkak.protocol.messages import (
     OffsetFetchRequest,
 )
 
-from ._types import ItemResult, _error_or_none
+from ._types import ItemResult, _error_or_none, left_out
 
 #: ListGroups filters by state from this version on.
 STATES_FILTER_VERSION = 4
@@ -98,7 +98,10 @@ class DescribeGroupsCall(VersionedCall):
         return DescribeGroupsRequest(groups=[self.group_id])
 
     def parse(self, response: Any) -> list[GroupDescription]:
-        (g,) = [g for g in response.groups if g.group_id == self.group_id] or response.groups
+        found = [g for g in response.groups if g.group_id == self.group_id]
+        if not found:
+            return [GroupDescription(self.group_id, "", "", "", (), left_out("the group"))]
+        g = found[0]
         consumer = g.protocol_type == PROTOCOL_TYPE
         return [
             GroupDescription(
@@ -142,7 +145,9 @@ class DeleteGroupsCall(VersionedCall):
         return DeleteGroupsRequest(groups_names=[self.group_id])
 
     def parse(self, response: Any) -> list[ItemResult]:
-        found = [r for r in response.results if r.group_id == self.group_id] or response.results
+        found = [r for r in response.results if r.group_id == self.group_id]
+        if not found:
+            return [ItemResult(left_out("the group"))]
         return [ItemResult(_error_or_none(found[0].error_code))]
 
 
@@ -170,7 +175,9 @@ class OffsetDeleteCall(VersionedCall):
 
     def parse(self, response: Any) -> list[Any]:
         group_error = _error_or_none(response.error_code)
-        results = {tp: ItemResult(group_error) for tp in self.partitions}
+        results = {
+            tp: ItemResult(group_error or left_out("the partition")) for tp in self.partitions
+        }
         if group_error is None:
             for t in response.topics:
                 for p in t.partitions:

@@ -9,23 +9,32 @@ from afkak.client import ListOffsetsCall, VersionedCall
 from afkak.common import TopicAndPartition
 from afkak.protocol.messages import DeleteRecordsRequest
 
-from ._types import DeletedRecords, ListedOffset, _error_or_none
+from ._types import DeletedRecords, ListedOffset, _error_or_none, left_out
 
 
 class ListedOffsetsCall(ListOffsetsCall):
     """ListOffsets answering ``{partition: ListedOffset}`` (offset, timestamp, leader epoch)."""
 
+    def failed(self, error: Any) -> dict[TopicAndPartition, ListedOffset]:
+        return {
+            TopicAndPartition(p.topic, p.partition): ListedOffset(-1, error=error)
+            for p in self.payloads
+        }
+
     def parse(self, response: Any) -> list[Any]:
         return [
             {
-                TopicAndPartition(t.name, p.partition_index): ListedOffset(
-                    offset=p.offset,
-                    timestamp=p.timestamp,
-                    leader_epoch=p.leader_epoch,
-                    error=_error_or_none(p.error_code),
-                )
-                for t in response.topics
-                for p in t.partitions
+                **self.failed(left_out("the partition")),
+                **{
+                    TopicAndPartition(t.name, p.partition_index): ListedOffset(
+                        offset=p.offset,
+                        timestamp=p.timestamp,
+                        leader_epoch=p.leader_epoch,
+                        error=_error_or_none(p.error_code),
+                    )
+                    for t in response.topics
+                    for p in t.partitions
+                },
             }
         ]
 
@@ -49,13 +58,19 @@ class DeleteRecordsCall(VersionedCall):
             timeout_ms=self.timeout_ms,
         )
 
+    def failed(self, error: Any) -> dict[TopicAndPartition, DeletedRecords]:
+        return {tp: DeletedRecords(-1, error) for tp in self.before}
+
     def parse(self, response: Any) -> list[Any]:
         return [
             {
-                TopicAndPartition(t.name, p.partition_index): DeletedRecords(
-                    p.low_watermark, _error_or_none(p.error_code)
-                )
-                for t in response.topics
-                for p in t.partitions
+                **self.failed(left_out("the partition")),
+                **{
+                    TopicAndPartition(t.name, p.partition_index): DeletedRecords(
+                        p.low_watermark, _error_or_none(p.error_code)
+                    )
+                    for t in response.topics
+                    for p in t.partitions
+                },
             }
         ]

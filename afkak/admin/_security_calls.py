@@ -32,6 +32,7 @@ from ._types import (
     ScramUpsertion,
     UserScramCredentials,
     _error_or_none,
+    left_out,
 )
 
 _HASHES = {ScramMechanism.SCRAM_SHA_256: "sha256", ScramMechanism.SCRAM_SHA_512: "sha512"}
@@ -98,7 +99,11 @@ class CreateAclsCall(VersionedCall):
         return R(creations=[R.AclCreation(*_wire(b)) for b in self.bindings])
 
     def parse(self, response: Any) -> list[ItemResult]:
-        return [ItemResult(_error_or_none(r.error_code, r.error_message)) for r in response.results]
+        results = [
+            ItemResult(_error_or_none(r.error_code, r.error_message)) for r in response.results
+        ]
+        missing = len(self.bindings) - len(results)
+        return results + [ItemResult(left_out("the binding"))] * missing
 
 
 class DeleteAclsCall(VersionedCall):
@@ -198,9 +203,7 @@ class AlterScramCall(VersionedCall):
         )
 
     def parse(self, response: Any) -> list[Any]:
-        return [
-            {
-                r.user: ItemResult(_error_or_none(r.error_code, r.error_message))
-                for r in response.results
-            }
-        ]
+        results = {c.user: ItemResult(left_out("the user")) for c in self.changes}
+        for r in response.results:
+            results[r.user] = ItemResult(_error_or_none(r.error_code, r.error_message))
+        return [results]

@@ -2,6 +2,8 @@
 
 Each parse returns ``{key: result}`` with the broker's error per topic, so the
 admin client can resend just the topics a broker refused with NOT_CONTROLLER.
+Like every admin call, each has ``failed(error)``: that error for every item
+asked (also what a topic the response left out gets).
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ from afkak.protocol.messages import (
     DeleteTopicsRequest,
 )
 
-from ._types import CreatedTopic, DeletedTopic, ItemResult, NewPartitions, NewTopic, _error_or_none
+from ._types import (
+    CreatedTopic,
+    DeletedTopic,
+    ItemResult,
+    NewPartitions,
+    NewTopic,
+    _error_or_none,
+    left_out,
+)
 
 #: DeleteTopics names topics by id (or name) from this version on.
 DELETE_BY_ID_VERSION = 6
@@ -52,17 +62,23 @@ class CreateTopicsCall(VersionedCall):
             validate_only=self.validate_only,
         )
 
+    def failed(self, error: Any) -> dict[str, CreatedTopic]:
+        return {t.name: CreatedTopic(t.name, error) for t in self.topics}
+
     def parse(self, response: Any) -> list[Any]:
         return [
             {
-                t.name: CreatedTopic(
-                    name=t.name,
-                    error=_error_or_none(t.error_code, t.error_message),
-                    topic_id=None if t.topic_id in (None, ZERO_UUID) else t.topic_id,
-                    num_partitions=t.num_partitions,
-                    replication_factor=t.replication_factor,
-                )
-                for t in response.topics
+                **self.failed(left_out("the topic")),
+                **{
+                    t.name: CreatedTopic(
+                        name=t.name,
+                        error=_error_or_none(t.error_code, t.error_message),
+                        topic_id=None if t.topic_id in (None, ZERO_UUID) else t.topic_id,
+                        num_partitions=t.num_partitions,
+                        replication_factor=t.replication_factor,
+                    )
+                    for t in response.topics
+                },
             }
         ]
 
@@ -90,8 +106,16 @@ class DeleteTopicsCall(VersionedCall):
             return R(topics=states, timeout_ms=self.timeout_ms)
         return R(topic_names=[str(t) for t in self.topics], timeout_ms=self.timeout_ms)
 
+    def failed(self, error: Any) -> dict[Any, DeletedTopic]:
+        return {
+            t: DeletedTopic(
+                None if isinstance(t, UUID) else t, t if isinstance(t, UUID) else None, error
+            )
+            for t in self.topics
+        }
+
     def parse(self, response: Any) -> list[Any]:
-        results: dict[str | UUID, DeletedTopic] = {}
+        results = self.failed(left_out("the topic"))
         for r in response.responses:
             topic_id = None if r.topic_id in (None, ZERO_UUID) else r.topic_id
             key: Any = topic_id if topic_id in self.topics else r.name
@@ -129,10 +153,18 @@ class CreatePartitionsCall(VersionedCall):
             validate_only=self.validate_only,
         )
 
+    def failed(self, error: Any) -> dict[str, ItemResult]:
+        return {name: ItemResult(error) for name in self.counts}
+
     def parse(self, response: Any) -> list[Any]:
         return [
             {
-                r.name: ItemResult(_error_or_none(r.error_code, r.error_message))
-                for r in response.results
+                **self.failed(left_out("the topic")),
+                **{
+                    **{
+                        r.name: ItemResult(_error_or_none(r.error_code, r.error_message))
+                        for r in response.results
+                    },
+                },
             }
         ]

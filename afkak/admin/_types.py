@@ -28,6 +28,11 @@ def _str_dict(value: Mapping[str, str]) -> dict[str, str]:
     return dict(value)
 
 
+def left_out(item: object) -> BrokerResponseError:
+    """The error of an item the broker's response did not mention."""
+    return BrokerResponseError.from_errno(-1, f"the broker's response left out {item}")
+
+
 # -- topics ------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ tells each partition's high watermark, which ``-e`` stops at); with
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +45,8 @@ class Sink:
         self.limit = a.count
         self.written = 0
         self.bar = bar
+        #: The reader went away (``afkak consume ... | head``): stop quietly.
+        self.closed = False
         if s.out.as_json:
             self.render: Callable[[Any], Any] = lambda m: s.out.json(record_json(m))
         else:
@@ -54,20 +57,37 @@ class Sink:
 
     @property
     def full(self) -> bool:
-        return self.limit is not None and self.written >= self.limit
+        return self.closed or (self.limit is not None and self.written >= self.limit)
 
     def write(self, message: Any) -> None:
         if not self.full:
-            self.render(message)
+            try:
+                self.render(message)
+            except BrokenPipeError:
+                self._close()
+                return
             self.written += 1
             self.bar.advance()
 
     def flush(self) -> None:
-        sys.stdout.flush()
+        if not self.closed:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                self._close()
+
+    def _close(self) -> None:
+        """Send what is left in stdout's buffers to /dev/null (nothing reads it any more)."""
+        self.closed = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def parse_offset(text: str) -> tuple[str, int]:
-    """``beginning``, ``end``, ``stored``, ``N``, ``-N`` (N before the end) or ``s@MS``."""
+    """``beginning`` (or ``earliest``), ``end`` (or ``latest``), ``stored``, ``N``, ``-N``
+    (N before the end) or ``s@MS``."""
+    text = {"earliest": "beginning", "latest": "end"}.get(text, text)
     if text in ("beginning", "end", "stored"):
         return text, 0
     if text.startswith("s@") and text[2:].isdigit():
@@ -196,8 +216,13 @@ async def _as_member(s: Session, sink: Sink, how: str, partitions: list[int]) ->
     )
     stopped = group.start()
     stopped.addErrback(lambda f: None if done.called else done.errback(f))
+    # Interrupted (Ctrl-C stops the reactor): leave the group and commit first.
+    trigger = s.reactor.addSystemEventTrigger("before", "shutdown", group.shutdown)
     check_done()
-    await done
+    try:
+        await done
+    finally:
+        s.reactor.removeSystemEventTrigger(trigger)
     await group.shutdown()
     if cut:
         # The group committed whole batches; records past -c COUNT were not written.

@@ -46,6 +46,8 @@ def error_of(exc: BaseException) -> CommandError:
         return CommandError(_line(exc), FAILED)
     if isinstance(exc, (ValueError, TypeError)):
         return CommandError(_line(exc), USAGE)
+    if isinstance(exc, OSError) and exc.filename is not None:  # an input file
+        return CommandError(f"{exc.filename}: {exc.strerror}", USAGE)
     return CommandError(f"{type(exc).__name__}: {_line(exc)}", FAILED)
 
 

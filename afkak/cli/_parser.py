@@ -140,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--offset",
         default="end",
-        help="beginning, end (default), stored, N, -N (N before the end), s@TIMESTAMP_MS",
+        help="beginning|earliest, end|latest (default), stored, N, -N (N before the end), "
+        "s@TIMESTAMP_MS",
     )
     p.add_argument("-G", "--group", help="consume as a member of GROUP (commits offsets)")
     p.add_argument("-p", "--partition", type=_non_negative)

@@ -71,6 +71,7 @@ async def produce(s: Session) -> int:
     if a.partition is not None and a.partition not in [p.partition for p in described.partitions]:
         raise CommandError(f"topic {a.topic} has no partition {a.partition}", 4)
     separator = a.key_separator.encode() if a.key_separator else None
+    stream: BinaryIO = open(a.file, "rb") if a.file else sys.stdin.buffer
     producer = Producer(
         s.client,
         partitioner_class=KeyOrRoundRobin,
@@ -78,7 +79,6 @@ async def produce(s: Session) -> int:
         req_acks=a.acks,
         linger_ms=a.linger_ms,
     )
-    stream: BinaryIO = open(a.file, "rb") if a.file else sys.stdin.buffer
     total = _count_lines(a.file) if a.file and s.interactive else None
     pending: deque[Deferred[Any]] = deque()
     errors: list[Any] = []

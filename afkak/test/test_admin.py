@@ -30,6 +30,7 @@ from afkak.common import (
     NotController,
     NotCoordinator,
     NotLeaderForPartitionError,
+    RequestTimedOutError,
     TopicAlreadyExists,
     TopicAndPartition,
     UnknownTopicOrPartitionError,
@@ -143,11 +144,12 @@ class AdminFakeClusterTests(SynchronousTestCase):
         self.cluster.create_topic("b", 1)
         self.cluster.create_topic("a", 1)
         self.cluster.create_topic("__consumer_offsets", 1)
+        self.cluster.create_topic("__mine", 1)  # a user's topic, not an internal one
         names = [t.name for t in self.result(self.admin.list_topics())]
-        self.assertEqual(names, ["a", "b"])
+        self.assertEqual(names, ["__mine", "a", "b"])
         everything = self.result(self.admin.list_topics(internal=True))
-        self.assertEqual([t.name for t in everything], ["__consumer_offsets", "a", "b"])
-        self.assertEqual(everything[1].topic_id, self.cluster.topic_id("a"))
+        self.assertEqual([t.name for t in everything], ["__consumer_offsets", "__mine", "a", "b"])
+        self.assertEqual(everything[2].topic_id, self.cluster.topic_id("a"))
 
     def test_describe_topics(self) -> None:
         self.cluster.create_topic("d", 2, 2)
@@ -248,6 +250,11 @@ class AdminFakeClusterTests(SynchronousTestCase):
         self.assertEqual(
             self.result(self.admin.describe_consumer_groups(["g"]))["g"].state, "Empty"
         )
+
+    def test_lost_coordinator_connection_is_retried(self) -> None:
+        self.commit_some()
+        self.cluster.drop_next(OffsetFetchRequest)
+        self.assertEqual(self.result(self.admin.list_consumer_group_offsets("g")), {TP("t", 0): 1})
 
     def test_list_describe_delete_groups(self) -> None:
         self.commit_some()
@@ -360,6 +367,62 @@ class AdminFakeClusterTests(SynchronousTestCase):
         d.cancel()
         self.failureResultOf(d, CancelledError)
 
+    def test_items_a_response_leaves_out_get_an_error(self) -> None:
+        """A broker answering for fewer topics than asked: those get UnknownError, the
+        others their answers; nothing is left hanging."""
+        from afkak._broker_errors import UnknownError
+        from afkak.testing import _handlers
+
+        honest = _handlers.SERVED_APIS[19]
+
+        def forgetful(ctx: Any, request: Any, version: int) -> Any:
+            response = honest(ctx, request, version)
+            response.topics = response.topics[:1]
+            return response
+
+        _handlers.SERVED_APIS[19] = forgetful
+        self.addCleanup(_handlers.SERVED_APIS.__setitem__, 19, honest)
+        results = self.result(self.admin.create_topics([NewTopic("a", 1, 1), NewTopic("b", 1, 1)]))
+        self.assertIsNone(results["a"].error)
+        self.assertIsInstance(results["b"].error, UnknownError)
+        self.assertIn("left out", str(results["b"].error))
+
+    def test_config_of_an_unknown_broker(self) -> None:
+        from afkak.common import BrokerNotAvailableError
+
+        self.cluster.create_topic("c", 1)
+        topic, gone = ConfigResource.topic("c"), ConfigResource.broker(42)
+        results = self.result(self.admin.describe_configs([topic, gone]))
+        self.assertIsNone(results[topic].error)
+        self.assertIsInstance(results[gone].error, BrokerNotAvailableError)
+
+    def test_server_timeout_adds_to_the_client_timeout(self) -> None:
+        """A controller that never answers fails the call after timeout_ms plus the
+        client's own timeout, not before, and leaves nothing pending."""
+        self.cluster.delay(CreateTopicsRequest, 3600)
+        d = self.admin.create_topics([NewTopic("slow", 1, 1)], timeout_ms=20000)
+        self.clock.advance(29)
+        self.assertNoResult(d)
+        self.clock.advance(2)
+        self.failureResultOf(d, RequestTimedOutError)
+
+    def test_client_close_cancels_admin_calls(self) -> None:
+        self.cluster.delay(CreateTopicsRequest, 3600)
+        d = self.admin.create_topics([NewTopic("slow", 1, 1)])
+        self.client.close()
+        self.failureResultOf(d, CancelledError)
+
+
+def _acl() -> Any:
+    from afkak.admin import AclBinding, AclOperation, AclPermission, ResourceType
+
+    return AclBinding(
+        ResourceType.TOPIC, "t", "User:alice", "*", AclOperation.READ, AclPermission.ALLOW
+    )
+
+
+_READ_ACL = _acl()
+
 
 class SecurityCallTests(SynchronousTestCase):
     """ACL and SCRAM builders and parsers (no broker here implements them usably, and the
@@ -419,10 +482,11 @@ class SecurityCallTests(SynchronousTestCase):
         with self.assertRaises(SecurityDisabled):
             DescribeAclsCall.parse(None, R(error_code=54))  # type: ignore[arg-type]
         C = CreateAclsResponse
-        results = CreateAclsCall.parse(
-            None, C(results=[C.AclCreationResult(), C.AclCreationResult(54)])
-        )  # type: ignore[arg-type]
-        self.assertEqual([r.ok for r in results], [True, False])
+        bindings = [_READ_ACL] * 3
+        results = CreateAclsCall(bindings).parse(
+            C(results=[C.AclCreationResult(), C.AclCreationResult(54)])
+        )
+        self.assertEqual([r.ok for r in results], [True, False, False])  # the third: left out
         D = DeleteAclsResponse
         [deletion] = DeleteAclsCall.parse(  # type: ignore[arg-type]
             None,

@@ -20,6 +20,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from afkak.admin import (
     ConfigChange,
     ConfigResource,
+    IsolationLevel,
     KafkaAdminClient,
     NewTopic,
     OffsetSpec,
@@ -238,6 +239,33 @@ class AdminBrokerTests:
         if not self.quirks.list_offsets_by_timestamp_returns_zero:
             at = wait(self.admin.list_offsets({TP(self.topic, 0): self.base_ts + 2500}))
             self.assertEqual(at[TP(self.topic, 0)].offset, 3)
+
+    def test_list_offsets_isolation_level(self: Any) -> None:
+        """An open transaction: READ_COMMITTED's LATEST (the last stable offset) stays
+        before it, READ_UNCOMMITTED's moves past it."""
+        self.quirks.skip_if("read_committed_returns_aborted")
+        self.create()
+        producer = self.ck.Producer(
+            client_config(self.broker.bootstrap, **{"transactional.id": self.topic})
+        )
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(self.topic, b"t%d" % i, partition=0)
+        self.assertEqual(producer.flush(15), 0)
+        tp = TP(self.topic, 0)
+
+        def latest(level: IsolationLevel) -> int:
+            found = wait(self.admin.list_offsets({tp: OffsetSpec.LATEST}, isolation_level=level))
+            return found[tp].offset  # type: ignore[no-any-return]
+
+        self.assertEqual(latest(IsolationLevel.READ_UNCOMMITTED), 3)
+        self.assertEqual(latest(IsolationLevel.READ_COMMITTED), 0)
+        producer.commit_transaction(15)
+        deadline = time.monotonic() + 10
+        while latest(IsolationLevel.READ_COMMITTED) < 4:  # 3 records and the commit marker
+            self.assertLess(time.monotonic(), deadline, "the last stable offset did not move")
+            time.sleep(0.1)
 
     def peer_consumer(self: Any, **config: Any) -> Any:
         consumer = self.ck.Consumer(

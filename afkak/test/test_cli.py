@@ -134,6 +134,8 @@ class FormatTests(SynchronousTestCase):
 
     def test_offsets(self) -> None:
         self.assertEqual(parse_offset("beginning"), ("beginning", 0))
+        self.assertEqual(parse_offset("earliest"), ("beginning", 0))
+        self.assertEqual(parse_offset("latest"), ("end", 0))
         self.assertEqual(parse_offset("12"), ("offset", 12))
         self.assertEqual(parse_offset("-5"), ("from_end", 5))
         self.assertEqual(parse_offset("s@1700000000000"), ("timestamp", 1700000000000))

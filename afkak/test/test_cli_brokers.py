@@ -1,4 +1,5 @@
-"""The ``afkak`` command end to end: ``python -m afkak`` subprocesses against Tansu.
+"""The ``afkak`` command end to end: ``python -m afkak`` subprocesses against Tansu
+(and noida-db).
 
 Round trip of 10,000 lines through produce and consume, lag and resets agreeing
 with the library, and one-line errors with their exit codes for bad input.
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SynchronousTestCase
@@ -49,9 +50,13 @@ def cli(
     )
 
 
-class TansuCliTests(SynchronousTestCase):
-    def setUp(self) -> None:
-        self.broker = shared_broker("tansu")
+class CliTests:
+    """Mixed into one SynchronousTestCase per broker kind."""
+
+    broker_name: ClassVar[str]
+
+    def setUp(self: Any) -> None:
+        self.broker = shared_broker(self.broker_name)
         self.bootstrap = self.broker.bootstrap
         n = next(_names)
         stamp = int(time.time() * 1000)
@@ -61,15 +66,15 @@ class TansuCliTests(SynchronousTestCase):
         self.addCleanup(lambda: wait(self.client.close()))
         self.admin = KafkaAdminClient(self.client)
 
-    def ok(self, *argv: str, stdin: bytes = b"") -> bytes:
+    def ok(self: Any, *argv: str, stdin: bytes = b"") -> bytes:
         done = cli(*argv, stdin=stdin, bootstrap=self.bootstrap)
         self.assertEqual(done.returncode, 0, done.stderr.decode())
         return done.stdout
 
-    def json(self, *argv: str) -> Any:
+    def json(self: Any, *argv: str) -> Any:
         return json.loads(self.ok("--json", *argv))
 
-    def test_round_trip_of_10000_lines(self) -> None:
+    def test_round_trip_of_10000_lines(self: Any) -> None:
         """10,000 lines (arbitrary bytes but newline) in through stdin, out identical."""
         self.ok("topics", "create", self.topic, "-p", "1")
         rng = random.Random(12)
@@ -85,7 +90,7 @@ class TansuCliTests(SynchronousTestCase):
         print(f"\nCLI: produced 10,000 lines in {produced:.2f} s, consumed in {consumed:.2f} s")
         self.assertEqual(out, data)
 
-    def test_keys_headers_partition_and_format(self) -> None:
+    def test_keys_headers_partition_and_format(self: Any) -> None:
         self.ok("topics", "create", self.topic, "-p", "2")
         self.ok(
             "produce", self.topic, "-K", ":", "-H", "src=cli", "-p", "1", stdin=b"k1:v1\nnokey\n"
@@ -100,7 +105,33 @@ class TansuCliTests(SynchronousTestCase):
         ]
         self.assertEqual((records[0]["key"], records[0]["value"]), ("k1", "v1"))
 
-    def test_group_lag_and_reset(self) -> None:
+    def test_produce_from_file_with_rate_and_codec(self: Any) -> None:
+        self.ok("topics", "create", self.topic, "-p", "1")
+        path = self.mktemp()
+        with open(path, "wb") as f:
+            f.write(b"".join(b"line %d\n" % i for i in range(50)))
+        self.ok("produce", self.topic, "-f", path, "--rate", "2000", "-z", "gzip")
+        with open(path, "rb") as f:
+            self.assertEqual(self.ok("consume", self.topic, "-o", "beginning", "-e"), f.read())
+
+    def test_reader_going_away_ends_consume_quietly(self: Any) -> None:
+        """``afkak consume ... | head -1``: exit 0, nothing on stderr."""
+        self.ok("topics", "create", self.topic, "-p", "1")
+        self.ok("produce", self.topic, stdin=b"".join(b"%d\n" % i for i in range(5000)))
+        env = {**os.environ, "PYTHONPATH": _ROOT, "AFKAK_BOOTSTRAP": self.bootstrap}
+        reader = subprocess.Popen(
+            [sys.executable, "-m", "afkak", "consume", self.topic, "-o", "beginning"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.assertEqual(reader.stdout.readline(), b"0\n")
+        reader.stdout.close()
+        self.assertEqual(reader.wait(60), 0)
+        self.assertEqual(reader.stderr.read(), b"")
+        reader.stderr.close()
+
+    def test_group_lag_and_reset(self: Any) -> None:
         self.ok("topics", "create", self.topic, "-p", "1")
         self.ok("produce", self.topic, stdin=b"".join(b"%d\n" % i for i in range(20)))
         # A group member reads 5 records and commits where it stopped.
@@ -137,7 +168,7 @@ class TansuCliTests(SynchronousTestCase):
         out = self.ok("consume", self.topic, "-G", self.group, "-c", "2")
         self.assertEqual(out, b"0\n1\n")
 
-    def test_admin_commands(self) -> None:
+    def test_admin_commands(self: Any) -> None:
         self.ok("topics", "create", self.topic, "-p", "2", "--config", "retention.ms=60000")
         self.assertIn(self.topic, [t["name"] for t in self.json("topics", "list")])
         [described] = self.json("topics", "describe", self.topic, "--configs")
@@ -151,14 +182,16 @@ class TansuCliTests(SynchronousTestCase):
         self.ok("topics", "delete", self.topic)
         self.assertNotIn(self.topic, [t["name"] for t in self.json("topics", "list")])
 
-    def assert_one_line_error(self, done: subprocess.CompletedProcess[bytes], code: int) -> str:
+    def assert_one_line_error(
+        self: Any, done: subprocess.CompletedProcess[bytes], code: int
+    ) -> str:
         lines = done.stderr.decode().splitlines()
         self.assertEqual(done.returncode, code, done.stderr.decode())
         self.assertEqual(len(lines), 1, lines)
         self.assertTrue(lines[0].startswith("afkak: error: "), lines)
         return lines[0]
 
-    def test_bad_input_exits_non_zero_with_one_line(self) -> None:
+    def test_bad_input_exits_non_zero_with_one_line(self: Any) -> None:
         line = self.assert_one_line_error(
             cli("consume", "no-such-topic", bootstrap=self.bootstrap), 4
         )
@@ -187,3 +220,11 @@ class TansuCliTests(SynchronousTestCase):
         )
         self.assert_one_line_error(cli("topics", "list", bootstrap=f"127.0.0.1:{free_port()}"), 3)
         self.assert_one_line_error(cli("topics", "list"), 2)  # no bootstrap at all
+
+
+class TansuCliTests(CliTests, SynchronousTestCase):
+    broker_name = "tansu"
+
+
+class NoidaCliTests(CliTests, SynchronousTestCase):
+    broker_name = "noida"

@@ -78,8 +78,9 @@ What the fake does (and does not):
   (:class:`afkak.admin.KafkaAdminClient`): DeleteTopics, CreatePartitions,
   DeleteRecords, DescribeConfigs, IncrementalAlterConfigs (topic configs over
   Kafka's defaults for common keys; broker configs static and read-only),
-  DeleteGroups and OffsetDelete.  Node 0 (the first live node) is the
-  controller: DeleteTopics and CreatePartitions elsewhere answer NOT_CONTROLLER.  Any other request
+  DeleteGroups and OffsetDelete.  Metadata names the first live node the
+  controller; every node takes CreateTopics, DeleteTopics and CreatePartitions
+  (Kafka 4.x brokers forward them to the controller).  Any other request
   (and a version outside the advertised range) is answered with
   UNSUPPORTED_VERSION where the response schema has an error code;
   otherwise the connection is dropped.  ApiVersions at an unadvertised

@@ -2,9 +2,10 @@
 DescribeConfigs, IncrementalAlterConfigs, DeleteGroups and OffsetDelete.
 
 Topic configs are a dict per topic over Kafka's defaults for a few common keys;
-broker configs are read-only and static.  Node 0 (the first live broker) is
-the controller, as Metadata says; the others answer NOT_CONTROLLER to the
-controller-only APIs, as a Kafka cluster does.
+broker configs are read-only and static.  Any broker takes the controller's
+requests (CreateTopics, DeleteTopics, CreatePartitions), as a Kafka 4.x
+(KRaft) broker forwards them; tests of NOT_CONTROLLER handling inject it with
+``fail_next``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from afkak._broker_errors import (
     InvalidReplicaAssignment,
     InvalidRequest,
     NonEmptyGroup,
-    NotController,
     OffsetOutOfRangeError,
     UnknownTopicId,
 )
@@ -68,12 +68,6 @@ TOPIC_DEFAULTS = {
     "segment.bytes": "1073741824",
 }
 LIST_CONFIGS = {"cleanup.policy"}
-NOT_CONTROLLER = code(NotController)
-
-
-def _controller(cluster: FakeKafkaCluster) -> int:
-    live = [n for n, b in sorted(cluster.brokers.items()) if b.up]
-    return live[0] if live else -1
 
 
 def handle_delete_topics(ctx: ConnectionHandler, request: DeleteTopicsRequest, version: int) -> Any:
@@ -90,9 +84,7 @@ def handle_delete_topics(ctx: ConnectionHandler, request: DeleteTopicsRequest, v
         result = R.DeletableTopicResult(name=topic.name if topic else name)
         if version >= 6:
             result.topic_id = topic.topic_id if topic else topic_id or result.topic_id
-        if ctx.node != _controller(cluster):
-            result.error_code = NOT_CONTROLLER
-        elif topic is None:
+        if topic is None:
             result.error_code = code(UnknownTopicId) if topic_id else UNKNOWN_TOPIC_OR_PARTITION
         else:
             del cluster.topics[topic.name]
@@ -119,8 +111,6 @@ def handle_create_partitions(
 
 def _grow(ctx: ConnectionHandler, t: Any, validate_only: bool) -> tuple[int, str | None]:
     cluster = ctx.cluster
-    if ctx.node != _controller(cluster):
-        return NOT_CONTROLLER, None
     topic = cluster.topics.get(t.name)
     if topic is None:
         return UNKNOWN_TOPIC_OR_PARTITION, None
