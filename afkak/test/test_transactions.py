@@ -224,6 +224,8 @@ class TransactionalProducerTests(TxnTestCase):
             for p in t.partitions
         ]
         self.assertEqual(sorted(added), sorted([("t", p) for p in range(3)] * 2))
+        finds = [r.request for r in self.cluster.requests_seen if r.api_key == 10]
+        self.assertIn((1, [TID]), [(f.key_type, f.coordinator_keys) for f in finds])
 
     def test_open_transaction_holds_back_read_committed(self) -> None:
         self.cluster.append("t", 0, [b"plain"])
@@ -615,6 +617,12 @@ class ConsumeTransformProduceTests(TxnTestCase):
         self.assertEqual(self.outputs(), expected)
         for p in range(3):
             self.assertEqual(self.cluster.committed_offsets["ctp", "in", p].offset, 50)
+        commits = [r.request for r in self.cluster.requests_seen if r.api_key == 28]
+        self.assertTrue(commits)
+        for c in commits:  # KIP-447: the member's generation and id
+            self.assertEqual(c.group_id, "ctp")
+            self.assertGreaterEqual(c.generation_id, 1)
+            self.assertTrue(c.member_id)
 
     def test_stale_generation_aborts(self) -> None:
         group, producer = self.pipeline("ctp-1")
