@@ -58,7 +58,6 @@ from afkak.protocol.messages import (
 
 log = Logger()
 
-MAX_EPOCH = 2**15 - 1
 #: The client side of AddPartitionsToTxn ends at v3 (v4+ is broker-to-broker).
 _ADD_PARTITIONS_MAX = 3
 #: EndTxn v5 and TxnOffsetCommit v5 are transaction version 2 (KIP-890) only.
