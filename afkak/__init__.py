@@ -9,11 +9,16 @@ from afkak import common  # noqa: F401  (first: it fixes the public module of re
 from afkak._version import __version__
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
+from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, OFFSET_LATEST
 from afkak.consumer import Consumer
 from afkak.group import ConsumerGroup
 from afkak.message_set import MessageSet, create_message, create_message_set
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
+
+__title__ = "afkak"
+__author__ = "Robert Thille and the afkak contributors"
+__license__ = "Apache License 2.0"
 
 __all__ = [
     "CODEC_GZIP",
@@ -26,6 +31,9 @@ __all__ = [
     "HashedPartitioner",
     "KafkaClient",
     "MessageSet",
+    "OFFSET_COMMITTED",
+    "OFFSET_EARLIEST",
+    "OFFSET_LATEST",
     "Producer",
     "RoundRobinPartitioner",
     "__version__",

@@ -2,22 +2,40 @@
 
 :class:`KafkaClient` is the public class.  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
-mean stale metadata, the topic-name check, the Fetch and FindCoordinator request builders.
+mean stale metadata, the argument checks, the Fetch and FindCoordinator request
+builders, and the roles (typing.Protocols) the layers above type their
+``client`` with.
 """
 
 from afkak.client._client import KafkaClient
 from afkak.client._coordinator_call import TRANSACTION_KEY_TYPE, FindCoordinatorCall
 from afkak.client._fetch_call import FetchCall
+from afkak.client._roles import (
+    BrokerRequests,
+    ClusterMetadata,
+    ConsumerClient,
+    GroupRequests,
+    ProducerClient,
+)
 from afkak.client._stale import COORDINATOR_MOVED, LEADER_MOVED, TOPIC_GONE
-from afkak.client._validate import topic_name
+from afkak.client._validate import group_name, integer, kafka_client, topic_list, topic_name
 
 __all__ = [
     "COORDINATOR_MOVED",
     "LEADER_MOVED",
     "TOPIC_GONE",
     "TRANSACTION_KEY_TYPE",
+    "BrokerRequests",
+    "ClusterMetadata",
+    "ConsumerClient",
     "FetchCall",
     "FindCoordinatorCall",
+    "GroupRequests",
     "KafkaClient",
+    "ProducerClient",
+    "group_name",
+    "integer",
+    "kafka_client",
+    "topic_list",
     "topic_name",
 ]

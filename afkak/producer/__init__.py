@@ -8,8 +8,21 @@ retries), ``_outcome`` (error classification), ``_identity`` (producer id and
 epoch), ``_transaction`` (the transactional producer's state machine).
 """
 
-from afkak.producer._producer import Producer
+from afkak.producer._producer import (
+    BATCH_SEND_MSG_BYTES,
+    BATCH_SEND_MSG_COUNT,
+    BATCH_SEND_SECS_COUNT,
+    Producer,
+)
 from afkak.producer._result import RecordMetadata
 from afkak.producer._transaction import ConsumerGroupMetadata, State as TransactionState
 
-__all__ = ["ConsumerGroupMetadata", "Producer", "RecordMetadata", "TransactionState"]
+__all__ = [
+    "BATCH_SEND_MSG_BYTES",
+    "BATCH_SEND_MSG_COUNT",
+    "BATCH_SEND_SECS_COUNT",
+    "ConsumerGroupMetadata",
+    "Producer",
+    "RecordMetadata",
+    "TransactionState",
+]

@@ -21,6 +21,9 @@ SURFACE = {
         "CODEC_SNAPPY",
         "CODEC_LZ4",
         "CODEC_ZSTD",
+        "OFFSET_EARLIEST",
+        "OFFSET_LATEST",
+        "OFFSET_COMMITTED",
         "HashedPartitioner",
         "RoundRobinPartitioner",
     ],
@@ -35,7 +38,7 @@ SURFACE = {
         "TransactionalProcessor",
     ],
     "afkak.codec": ["CODEC_NONE", "has_snappy", "compress", "decompress"],
-    "afkak.testing": ["FakeKafkaCluster"],
+    "afkak.testing": ["FakeKafkaCluster", "EmbeddedBroker", "EmbeddedBrokerUnavailable"],
     "afkak.common": [
         "OFFSET_EARLIEST",
         "OFFSET_LATEST",

@@ -12,6 +12,7 @@ from typing import Any
 
 from hypothesis import given, strategies as st
 from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -39,6 +40,7 @@ from afkak.common import (
     UnknownMemberId,
     UnstableOffsetCommit,
 )
+from afkak.client import KafkaClient
 from afkak.consumer import Consumer
 from afkak.group import ConsumerGroup, TransactionalProcessor, group_lag
 from afkak.producer import ConsumerGroupMetadata, Producer, TransactionState as State
@@ -69,8 +71,9 @@ class IsolationLevelTests(SynchronousTestCase):
         self.assertRaises(TypeError, isolation_level, True)
 
     def test_consumer_refuses_bad_level(self) -> None:
+        client = KafkaClient("broker:9092", reactor=Clock())
         self.assertRaises(
-            ValueError, Consumer, object(), "t", 0, lambda c, m: None, isolation_level="x"
+            ValueError, Consumer, client, "t", 0, lambda c, m: None, isolation_level="x"
         )
 
 
