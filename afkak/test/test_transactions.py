@@ -16,6 +16,7 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
+from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
@@ -40,7 +41,6 @@ from afkak.common import (
     UnknownMemberId,
     UnstableOffsetCommit,
 )
-from afkak.client import KafkaClient
 from afkak.consumer import Consumer
 from afkak.group import ConsumerGroup, TransactionalProcessor, group_lag
 from afkak.producer import ConsumerGroupMetadata, Producer, TransactionState as State
