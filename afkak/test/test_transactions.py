@@ -36,6 +36,7 @@ from afkak.common import (
     TopicAndPartition,
     TopicAuthorizationFailed,
     TransactionAbortable,
+    TransactionAbortedError,
     TransactionalIdAuthorizationFailed,
     TransactionStateError,
     UnknownMemberId,
@@ -356,6 +357,20 @@ class TransactionalProducerTests(TxnTestCase):
             self.clock.advance(0.1)
         consumer.stop()
         self.assertEqual(got[:1], [8])
+
+    def test_abort_fails_sends_waiting_for_buffer_space(self) -> None:
+        producer = self.ready(buffer_memory=1000, linger_ms=50)
+        self.succeed(producer.begin_transaction())
+        sends = [producer.send("t", b"x" * 300, partition=0) for _ in range(6)]
+        self.assertTrue(producer._blocked, "some sends wait for buffer space")
+        self.succeed(producer.abort_transaction())
+        for d in sends:
+            self.fail_with(d, TransactionAbortedError)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"next", partition=0))
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(self.read("read_committed"), [b"next"])
+        self.assertEqual(self.read("read_uncommitted"), [b"next"])
 
     def test_cancel_commit(self) -> None:
         producer = self.ready()
