@@ -388,7 +388,7 @@ class KafkaClient:
         max_wait_time: int = DEFAULT_FETCH_SERVER_WAIT_MSECS,
         min_bytes: int = DEFAULT_FETCH_MIN_BYTES,
         *,
-        isolation_level: str = "read_uncommitted",
+        isolation_level: str | int = "read_uncommitted",
     ) -> Deferred[list[Any]]:
         """Fetch from each payload's partition leader, one request per broker.
 
@@ -420,7 +420,7 @@ class KafkaClient:
         fail_on_error: bool = True,
         callback: Callable[[Any], Any] | None = None,
         *,
-        isolation_level: str = "read_uncommitted",
+        isolation_level: str | int = "read_uncommitted",
     ) -> Deferred[list[Any]]:
         """Look up offsets by time (-1 latest, -2 earliest) at each partition's leader.
 

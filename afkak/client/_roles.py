@@ -85,6 +85,7 @@ class GroupRequests(Protocol):
     """Requests about consumer groups and offsets: to a group's coordinator, or by partition."""
 
     def consumer_group_to_brokers(self) -> dict[str, Any]: ...
+    def reset_consumer_group_metadata(self, *groups: str) -> None: ...
 
     def send_request_to_coordinator(
         self,
@@ -102,7 +103,7 @@ class GroupRequests(Protocol):
         fail_on_error: bool = True,
         callback: Callable[[Any], Any] | None = None,
         *,
-        isolation_level: str = "read_uncommitted",
+        isolation_level: str | int = "read_uncommitted",
     ) -> Deferred[list[Any]]: ...
 
     def send_offset_commit_request(
@@ -126,8 +127,9 @@ class GroupRequests(Protocol):
     ) -> Deferred[list[Any]]: ...
 
 
-class ProducerClient(BrokerRequests, ClusterMetadata, Protocol):
-    """What the producer uses: requests to partition leaders, and the metadata to find them."""
+class ProducerClient(BrokerRequests, ClusterMetadata, GroupRequests, Protocol):
+    """What the producer uses: requests to partition leaders, and the metadata to find
+    them; a transactional producer also commits offsets at a group's coordinator."""
 
     #: The largest record batch to write, in bytes (the producer's default).
     max_request_size: int

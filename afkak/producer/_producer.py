@@ -240,6 +240,7 @@ class Producer:
                 transaction_timeout_ms,
                 self.options.retry_policy(),
                 self.options.max_attempts,
+                self.options.delivery_timeout,
                 self.flush,
                 self._drop_unsent,
             )
@@ -526,12 +527,19 @@ class Producer:
         return getattr(self._transaction, name)(*args)  # type: ignore[no-any-return]
 
     def _drop_unsent(self, failure: Failure) -> None:
-        """Fail every send not in flight (an aborted or failed transaction's)."""
+        """Fail every send not in flight (an aborted or failed transaction's).
+
+        Those waiting for buffer space go first: space freed by the others
+        must not let them into a batch of the next transaction.
+        """
+        blocked, self._blocked = self._blocked, deque()
         self._sender.fail_unsent(failure)
-        for waiting in self._unrouted.values():
+        unrouted, self._unrouted = self._unrouted, {}
+        for waiting in unrouted.values():
             for pending in waiting:
                 self._refuse(pending.d, pending.size, failure)
-        self._unrouted.clear()
+        for pending in blocked:  # not counted in the buffer yet
+            self._refuse(pending.d, 0, failure)
 
     def flush(self) -> Deferred[None]:
         """Send everything now (ignoring linger and batch triggers).

@@ -27,14 +27,13 @@ producer is done).  This object is also the Sender's producer identity.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from twisted.internet import defer
 from twisted.internet.defer import Deferred, succeed
-from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -46,6 +45,7 @@ from afkak._errors import (
     TransactionAbortedError,
     TransactionStateError,
 )
+from afkak._retry import RetryPolicy, retrying
 from afkak.client import TRANSACTION_KEY_TYPE, FindCoordinatorCall
 from afkak.common import TopicAndPartition
 from afkak.protocol.messages import (
@@ -57,8 +57,8 @@ from afkak.protocol.messages import (
 )
 
 log = Logger()
+T = TypeVar("T")
 
-MAX_EPOCH = 2**15 - 1
 #: The client side of AddPartitionsToTxn ends at v3 (v4+ is broker-to-broker).
 _ADD_PARTITIONS_MAX = 3
 #: EndTxn v5 and TxnOffsetCommit v5 are transaction version 2 (KIP-890) only.
@@ -66,8 +66,6 @@ _END_TXN_MAX = 4
 _TXN_OFFSET_COMMIT_MAX = 4
 #: InitProducerId v6 is KIP-939 (two-phase commit).
 _INIT_PRODUCER_ID_MAX = 5
-#: CONCURRENT_TRANSACTIONS: the previous transaction is still completing; retry soon.
-_CONCURRENT_RETRY = 0.02
 
 
 class State(enum.Enum):
@@ -160,17 +158,12 @@ class ConsumerGroupMetadata:
     group_instance_id: str | None = None
 
 
-class _Retry(Exception):
-    """Internal: the attempt failed in a way worth another try."""
-
-    def __init__(self, failure: Failure, find_coordinator: bool) -> None:
-        self.failure = failure
-        self.find_coordinator = find_coordinator
-
-
 class TransactionManager:
     """A transactional producer's state, transaction coordinator and producer identity.
 
+    :param backoff: the producer's retry policy; a retriable error is retried
+        for at most *give_up_after* seconds (the delivery timeout) or
+        *max_attempts* attempts.
     :param flush: fires once every send accepted so far is settled.
     :param drop_unsent: fails every send not yet in flight with the failure.
     :param wake: asks the sender to drain (a partition joined the transaction).
@@ -181,8 +174,9 @@ class TransactionManager:
         client: Any,
         transactional_id: str,
         timeout_ms: int,
-        backoff: Callable[[int], float],
+        backoff: RetryPolicy,
         max_attempts: int,
+        give_up_after: float,
         flush: Callable[[], Deferred[None]],
         drop_unsent: Callable[[Failure], None],
     ) -> None:
@@ -198,6 +192,7 @@ class TransactionManager:
         self._reactor = client.reactor
         self._backoff = backoff
         self._max_attempts = max_attempts
+        self._give_up_after = give_up_after
         self._flush = flush
         self._drop_unsent = drop_unsent
         self._coordinator: Any = None
@@ -374,48 +369,31 @@ class TransactionManager:
             self.abortable(failure)
         return failure
 
-    async def _attempts(self, attempt: Callable[[], Any], what: str) -> Any:
-        """``await attempt()``, retried with back-off on retriable errors."""
-        tries = 0
-        while True:
-            tries += 1
-            try:
-                return await attempt()
-            except _Retry as retry:
-                if tries >= self._max_attempts:
-                    retry.failure.raiseException()
-                if retry.find_coordinator:
-                    self._coordinator = None
-                concurrent = isinstance(retry.failure.value, BrokerResponseError) and (
-                    retry.failure.value.errno == 51
-                )
-                delay = _CONCURRENT_RETRY if concurrent else self._backoff(tries)
-                log.debug(
-                    "{txn!r}: {what} retried: {e}",
-                    txn=self,
-                    what=what,
-                    e=retry.failure.getErrorMessage(),
-                )
-                await deferLater(self._reactor, delay, lambda: None)
+    async def _attempts(self, attempt: Callable[[], Awaitable[T]], what: str) -> T:
+        """``await attempt()``, retried (afkak._retry) while :func:`classify` says so."""
+        return await retrying(
+            self._reactor,
+            attempt,
+            self._backoff,
+            retriable=_retriable,
+            max_attempts=self._max_attempts,
+            deadline=self._reactor.seconds() + self._give_up_after,
+            on_retry=self._on_retry,
+            what=f"{self!r}: {what}",
+        )
+
+    def _on_retry(self, error: BaseException) -> None:
+        if classify(error) is Kind.FIND_COORDINATOR:
+            self._coordinator = None
 
     async def _request(self, request: Any, coordinator: str | None = None, **bounds: Any) -> Any:
         """Send *request* to the transaction coordinator (or *coordinator* group's)."""
-        try:
-            if coordinator is not None:
-                return await self._client.send_request_to_coordinator(
-                    coordinator, request, **bounds
-                )
-            if self._coordinator is None:
-                call = FindCoordinatorCall(self.transactional_id, TRANSACTION_KEY_TYPE)
-                [self._coordinator] = call.parse(
-                    await self._client.send_request_to_any_broker(call)
-                )
-            return await self._client.send_request_to_broker(self._coordinator, request, **bounds)
-        except CancelledError:
-            raise
-        except Exception as e:
-            _check(e)
-            raise
+        if coordinator is not None:
+            return await self._client.send_request_to_coordinator(coordinator, request, **bounds)
+        if self._coordinator is None:
+            call = FindCoordinatorCall(self.transactional_id, TRANSACTION_KEY_TYPE)
+            [self._coordinator] = call.parse(await self._client.send_request_to_any_broker(call))
+        return await self._client.send_request_to_broker(self._coordinator, request, **bounds)
 
     async def _init_producer_id(self, current: tuple[int, int] = (-1, -1)) -> None:
         response = await self._request(
@@ -555,18 +533,10 @@ class TransactionManager:
         self.state = State.READY
 
 
-def _check(error: BaseException) -> None:
-    """Turn a request's exception into _Retry when it is worth another attempt."""
-    if isinstance(error, _Retry):
-        return
-    kind = classify(error)
-    if kind is Kind.RETRY or kind is Kind.FIND_COORDINATOR:
-        raise _Retry(Failure(error), kind is Kind.FIND_COORDINATOR) from error
+def _retriable(error: BaseException) -> bool:
+    return classify(error) in (Kind.RETRY, Kind.FIND_COORDINATOR)
 
 
 def _check_code(code: int, what: str) -> None:
-    if not code:
-        return
-    error = BrokerResponseError.from_errno(code, what)
-    _check(error)
-    raise error
+    if code:
+        raise BrokerResponseError.from_errno(code, what)

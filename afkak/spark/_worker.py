@@ -176,11 +176,15 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
             raise BrokerResponseError.from_errno(fetched.error, f"fetch {tp} at {offset}")
         batches = list(read_batches(fetched.records))
         if not batches:
-            if fetched.high_watermark <= offset:
+            # read_committed reads up to the last stable offset.
+            log_end = fetched.high_watermark
+            if opts.isolation_level and fetched.last_stable_offset >= 0:
+                log_end = fetched.last_stable_offset
+            if log_end <= offset:
                 _lost(
                     opts,
                     f"{tp.topic}/{tp.partition}: offsets {offset}..{r.end} are past "
-                    f"the log end {fetched.high_watermark}",
+                    f"the log end {log_end}",
                 )
                 return
             empty += 1

@@ -12,9 +12,11 @@ from typing import Any
 
 from hypothesis import given, strategies as st
 from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
+from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
@@ -34,6 +36,7 @@ from afkak.common import (
     TopicAndPartition,
     TopicAuthorizationFailed,
     TransactionAbortable,
+    TransactionAbortedError,
     TransactionalIdAuthorizationFailed,
     TransactionStateError,
     UnknownMemberId,
@@ -69,8 +72,9 @@ class IsolationLevelTests(SynchronousTestCase):
         self.assertRaises(TypeError, isolation_level, True)
 
     def test_consumer_refuses_bad_level(self) -> None:
+        client = KafkaClient("broker:9092", reactor=Clock())
         self.assertRaises(
-            ValueError, Consumer, object(), "t", 0, lambda c, m: None, isolation_level="x"
+            ValueError, Consumer, client, "t", 0, lambda c, m: None, isolation_level="x"
         )
 
 
@@ -224,6 +228,8 @@ class TransactionalProducerTests(TxnTestCase):
             for p in t.partitions
         ]
         self.assertEqual(sorted(added), sorted([("t", p) for p in range(3)] * 2))
+        finds = [r.request for r in self.cluster.requests_seen if r.api_key == 10]
+        self.assertIn((1, [TID]), [(f.key_type, f.coordinator_keys) for f in finds])
 
     def test_open_transaction_holds_back_read_committed(self) -> None:
         self.cluster.append("t", 0, [b"plain"])
@@ -351,6 +357,20 @@ class TransactionalProducerTests(TxnTestCase):
             self.clock.advance(0.1)
         consumer.stop()
         self.assertEqual(got[:1], [8])
+
+    def test_abort_fails_sends_waiting_for_buffer_space(self) -> None:
+        producer = self.ready(buffer_memory=1000, linger_ms=50)
+        self.succeed(producer.begin_transaction())
+        sends = [producer.send("t", b"x" * 300, partition=0) for _ in range(6)]
+        self.assertTrue(producer._blocked, "some sends wait for buffer space")
+        self.succeed(producer.abort_transaction())
+        for d in sends:
+            self.fail_with(d, TransactionAbortedError)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"next", partition=0))
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(self.read("read_committed"), [b"next"])
+        self.assertEqual(self.read("read_uncommitted"), [b"next"])
 
     def test_cancel_commit(self) -> None:
         producer = self.ready()
@@ -615,6 +635,12 @@ class ConsumeTransformProduceTests(TxnTestCase):
         self.assertEqual(self.outputs(), expected)
         for p in range(3):
             self.assertEqual(self.cluster.committed_offsets["ctp", "in", p].offset, 50)
+        commits = [r.request for r in self.cluster.requests_seen if r.api_key == 28]
+        self.assertTrue(commits)
+        for c in commits:  # KIP-447: the member's generation and id
+            self.assertEqual(c.group_id, "ctp")
+            self.assertGreaterEqual(c.generation_id, 1)
+            self.assertTrue(c.member_id)
 
     def test_stale_generation_aborts(self) -> None:
         group, producer = self.pipeline("ctp-1")

@@ -299,3 +299,53 @@ def _sleep(seconds: float) -> Any:
     from twisted.internet.task import deferLater
 
     return deferLater(reactor, seconds, lambda: None)
+
+
+class TransactionalWritesOnEveryBroker(SynchronousTestCase):
+    """afkak's transactional Producer against each broker: what each one can show.
+
+    Tansu and the mock run transactions but return aborted records to
+    read_committed readers, so only the writing side is compared there:
+    every record reaches read_uncommitted readers, and fencing holds unless
+    the broker ignores it (``produce_ignores_producer_fencing``).
+    """
+
+    def check(self, name: str) -> None:
+        broker = shared_broker(name)
+        client = KafkaClient(broker.bootstrap, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(client.close()))
+        topic = f"txn-{name}-{next(_names)}-{int(time.time() * 1000)}"
+        broker.create_topic(topic, 2)
+        producer = Producer(client, transactional_id=f"every-{topic}")
+        self.addCleanup(lambda: wait(producer.stop()))
+        wait(producer.init_transactions(), 30)
+        for prefix, commit in ((b"c", True), (b"a", False)):
+            wait(producer.begin_transaction())
+            for i in range(4):
+                producer.send(topic, prefix + b"%d" % i, partition=i % 2)
+            wait(producer.flush(), 30)
+            wait(producer.commit_transaction() if commit else producer.abort_transaction(), 30)
+        records = consume(
+            broker.bootstrap, topic, 8, config={"isolation.level": "read_uncommitted"}
+        )
+        self.assertEqual(
+            sorted(r.value for r in records),
+            sorted(b"%s%d" % (p, i) for p in (b"c", b"a") for i in range(4)),
+        )
+        successor = Producer(client, transactional_id=f"every-{topic}")
+        self.addCleanup(lambda: wait(successor.stop()))
+        wait(successor.init_transactions(), 30)
+        if broker.quirks.produce_ignores_producer_fencing:
+            return
+        wait(producer.begin_transaction())
+        with self.assertRaises((ProducerFenced, InvalidProducerEpoch)):
+            wait(producer.send(topic, b"zombie", partition=0), 30)
+
+    def test_tansu(self) -> None:
+        self.check("tansu")
+
+    def test_noida(self) -> None:
+        self.check("noida")
+
+    def test_rdkafka_mock(self) -> None:
+        self.check("rdkafka_mock")

@@ -13,6 +13,7 @@ fences the previous producer.  Tests may set ``cluster.transactions.denied``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -336,7 +337,7 @@ def handle_end_txn(ctx: ConnectionHandler, request: EndTxnRequest, version: int)
     return EndTxnResponse(error_code=error)
 
 
-TXN_APIS = {
+TXN_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     22: handle_init_producer_id,
     24: handle_add_partitions_to_txn,
     25: handle_add_offsets_to_txn,
@@ -373,4 +374,7 @@ def _txn_offset_commit_error(request: Any, version: int, code: int) -> Any:
 
 
 #: Error responses (``fail_next``) of the APIs whose errors are not top-level.
-TXN_ERROR_RESPONSES = {24: _add_partitions_error, 28: _txn_offset_commit_error}
+TXN_ERROR_RESPONSES: dict[int, Callable[[Any, int, int], Any]] = {
+    24: _add_partitions_error,
+    28: _txn_offset_commit_error,
+}

@@ -63,6 +63,9 @@ class Quirks:
     one_batch_per_fetch: bool = False
     #: read_committed consumers also get records of aborted transactions.
     read_committed_returns_aborted: bool = False
+    #: Produce accepts a fenced transactional producer's batches (an older epoch) and
+    #: transactions of the fenced producer go on (Kafka: PRODUCER_FENCED).
+    produce_ignores_producer_fencing: bool = False
     #: Idempotent producer sequence numbers are not checked (no dedup, no sequence errors).
     no_idempotence_checks: bool = False
     #: Every JoinGroup is held for session_timeout_ms / 2: use 1-6 s session timeouts.

@@ -67,6 +67,7 @@ class RdkafkaMockCluster(Broker):
         fetch_long_poll_ignores_new_data=True,
         one_batch_per_fetch=True,
         read_committed_returns_aborted=True,
+        produce_ignores_producer_fencing=True,
         no_idempotence_checks=True,
         sync_group_follower_may_fail=True,
         leave_group_v3_misread=True,
@@ -85,6 +86,9 @@ class RdkafkaMockCluster(Broker):
             ),
             "one_batch_per_fetch": "one record batch per partition in each Fetch response",
             "read_committed_returns_aborted": "read_committed returns aborted records",
+            "produce_ignores_producer_fencing": (
+                "a producer fenced by a newer one with its transactional id can still send"
+            ),
             "no_idempotence_checks": "idempotent producer sequences are not checked",
             "sync_group_follower_may_fail": (
                 "a follower's SyncGroup can fail with INVALID_REQUEST if the leader synced first"
