@@ -179,14 +179,6 @@ class TransactionAbortedError(KafkaError):
     """A send that was not written because its transaction was aborted."""
 
 
-class DeliveryTimeoutError(ClientError):
-    """A record was not acknowledged within the producer's ``delivery_timeout_ms``.
-
-    Kafka's Java producer reports this as a ``TimeoutException``; the record
-    may or may not have been written.
-    """
-
-
 class OperationInProgress(KafkaError):
     """The operation is already under way; ``deferred`` fires when it completes."""
 

@@ -591,7 +591,7 @@ class GroupLagTests(TxnTestCase):
         tp = TopicAndPartition("t", 0)
         self.assertEqual((uncommitted[tp].log_end, uncommitted[tp].lag), (3, 2))
         self.assertEqual((committed[tp].log_end, committed[tp].lag), (2, 1))
-        self.fail_with(group_lag(self.client, "g", isolation_level="x"), ValueError)
+        self.assertRaises(ValueError, group_lag, self.client, "g", isolation_level="x")
 
 
 class ConsumeTransformProduceTests(TxnTestCase):
