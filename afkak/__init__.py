@@ -18,11 +18,16 @@ from afkak.connection import (
     ScramSha256,
     ScramSha512,
 )
+from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, OFFSET_LATEST
 from afkak.consumer import Consumer
 from afkak.group import ConsumerGroup
 from afkak.message_set import MessageSet, create_message, create_message_set
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
+
+__title__ = "afkak"
+__author__ = "Robert Thille and the afkak contributors"
+__license__ = "Apache License 2.0"
 
 __all__ = [
     "CODEC_GZIP",
@@ -38,6 +43,9 @@ __all__ = [
     "OAuthBearer",
     "OAuthBearerToken",
     "Plain",
+    "OFFSET_COMMITTED",
+    "OFFSET_EARLIEST",
+    "OFFSET_LATEST",
     "Producer",
     "RoundRobinPartitioner",
     "Scram",

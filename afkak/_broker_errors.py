@@ -72,6 +72,13 @@ class BrokerResponseError(KafkaError):
             raise cls.from_errno(errno, *args)
 
 
+def error_code(error: type[BrokerResponseError]) -> int:
+    """The Kafka error code of *error*, for code that compares codes in responses."""
+    if error.errno is None:
+        raise TypeError(f"{error.__name__} has no error code")
+    return error.errno
+
+
 class RetriableBrokerResponseError(BrokerResponseError):
     """The shared superclass of all broker errors which can be retried."""
 

@@ -126,6 +126,8 @@ class InvalidConsumerGroupError(KafkaError):
 class KafkaUnavailableError(KafkaError):
     """No broker of the cluster could be reached."""
 
+    retriable = True  # the cluster may come back
+
 
 class LeaderUnavailableError(KafkaError):
     """The partition has no leader in the cluster metadata (election in progress)."""
@@ -155,6 +157,14 @@ class CancelledError(KafkaError):
         self.request_sent = request_sent
         self.message = message
         super().__init__(*(() if message is None else (message,)))
+
+
+class DeliveryTimeoutError(ClientError):
+    """A record was not acknowledged within the producer's ``delivery_timeout_ms``.
+
+    Kafka's Java producer reports this as a ``TimeoutException``; the record
+    may or may not have been written.
+    """
 
 
 class OperationInProgress(KafkaError):

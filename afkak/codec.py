@@ -17,6 +17,7 @@ import zlib
 from typing import Final
 
 from afkak._errors import DecodeError, UnsupportedCodecError
+from afkak.common import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 
 try:
     import snappy as _snappy
@@ -31,7 +32,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 try:
     import zstandard as _zstd
 except ImportError:  # pragma: no cover - depends on the environment
-    _zstd = None
+    _zstd = None  # type: ignore[assignment]
 
 __all__ = [
     "CODEC_NONE",
@@ -48,13 +49,12 @@ __all__ = [
     "has_snappy",
     "has_lz4",
     "has_zstd",
+    "gzip_encode",
+    "gzip_decode",
+    "snappy_encode",
+    "snappy_decode",
 ]
 
-CODEC_NONE: Final = 0
-CODEC_GZIP: Final = 1
-CODEC_SNAPPY: Final = 2
-CODEC_LZ4: Final = 3
-CODEC_ZSTD: Final = 4
 
 #: Codec number -> the name Kafka uses for it (``compression.type``).
 CODEC_NAMES: Final = {
@@ -120,15 +120,7 @@ def compress(codec: int, data: bytes) -> bytes:
         c = zlib.compressobj(6, zlib.DEFLATED, 31)
         return c.compress(data) + c.flush()
     if codec == CODEC_SNAPPY:
-        if _snappy is None:
-            raise _missing(codec)
-        parts = [_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1)]
-        view = memoryview(data)
-        for start in range(0, len(data), _XERIAL_BLOCK):
-            block = _snappy.compress(bytes(view[start : start + _XERIAL_BLOCK]))
-            parts.append(_INT32.pack(len(block)))
-            parts.append(block)
-        return b"".join(parts)
+        return snappy_encode(data, xerial_compatible=True)
     if codec == CODEC_LZ4:
         if _lz4 is None:
             raise _missing(codec)
@@ -145,6 +137,33 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == CODEC_NONE:
         return bytes(data)
     raise _unknown(codec)
+
+
+def gzip_encode(payload: bytes) -> bytes:
+    """afkak 21's name for ``compress(CODEC_GZIP, payload)``."""
+    return compress(CODEC_GZIP, payload)
+
+
+def snappy_encode(
+    payload: bytes, xerial_compatible: bool = False, xerial_blocksize: int = _XERIAL_BLOCK
+) -> bytes:
+    """Compress *payload* with snappy, as afkak 21 did.
+
+    With *xerial_compatible*, in xerial framing (the format Kafka uses),
+    cutting *payload* into blocks of *xerial_blocksize* bytes; otherwise one
+    raw snappy block.
+    """
+    if _snappy is None:
+        raise _missing(CODEC_SNAPPY)
+    if not xerial_compatible:
+        return _snappy.compress(bytes(payload))
+    parts = [_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1)]
+    view = memoryview(payload)
+    for start in range(0, len(payload), xerial_blocksize):
+        block = _snappy.compress(bytes(view[start : start + xerial_blocksize]))
+        parts.append(_INT32.pack(len(block)))
+        parts.append(block)
+    return b"".join(parts)
 
 
 # --- decompression ---------------------------------------------------------
@@ -176,6 +195,16 @@ def decompress(codec: int, data: bytes, max_size: int = DEFAULT_MAX_SIZE) -> byt
             raise _too_big(max_size)
         return bytes(data)
     raise _unknown(codec)
+
+
+def gzip_decode(payload: bytes) -> bytes:
+    """afkak 21's name for ``decompress(CODEC_GZIP, payload)``."""
+    return decompress(CODEC_GZIP, payload)
+
+
+def snappy_decode(payload: bytes) -> bytes:
+    """afkak 21's name for ``decompress(CODEC_SNAPPY, payload)``: xerial framing or a raw block."""
+    return decompress(CODEC_SNAPPY, payload)
 
 
 def decompress_lz4_legacy(data: bytes, max_size: int = DEFAULT_MAX_SIZE) -> bytes:

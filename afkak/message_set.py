@@ -1,15 +1,19 @@
 """Message construction for ``KafkaClient.send_produce_request()``.
 
-afkak 21 compressed a message set by wrapping it in one compressed message.
-afkak now writes only record batch v2, where compression applies to a whole
-batch, so :func:`create_message_set` returns the plain messages in a
-:class:`MessageSet` whose ``codec`` the client applies when it encodes the
-batch.
+afkak 21 compressed a message set by wrapping it in one compressed message
+(attributes carrying the codec, value the compressed inner message set), and
+applications hold on to that wrapper (``create_message_set(...)[0]``) or mix
+it with plain messages.  afkak writes only record batch v2, where compression
+applies to a whole batch, so the client opens every wrapper again
+(:func:`flatten`) and writes its inner messages as records of a batch
+compressed with the wrapper's codec: nothing is ever written as an opaque
+compressed blob.
 """
 
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from afkak._errors import DecodeError
 from afkak.codec import (
     CODEC_GZIP,
     CODEC_LZ4,
@@ -17,6 +21,8 @@ from afkak.codec import (
     CODEC_NONE,
     CODEC_SNAPPY,
     CODEC_ZSTD,
+    DEFAULT_MAX_SIZE,
+    compress,
     has_gzip,
     has_lz4,
     has_snappy,
@@ -24,6 +30,7 @@ from afkak.codec import (
 )
 from afkak.common import Message, UnsupportedCodecError
 from afkak.records import RecordBatch
+from afkak.records.legacy import encode_message_set, unwrap_message
 
 # Codec -> whether its library is installed.
 _AVAILABLE: dict[int, Callable[[], bool]] = {
@@ -35,8 +42,15 @@ _AVAILABLE: dict[int, Callable[[], bool]] = {
 }
 
 
+#: The codec bits of a message's attributes (afkak 21 used the low two only).
+CODEC_MASK = 0x07
+
+
 class MessageSet(list[Message]):
     """A list of messages to be written as one record batch compressed with ``codec``.
+
+    :func:`create_message_set` returns one holding afkak 21's single
+    compressed wrapper message when given a codec.
 
     It is a :class:`list` in every other respect.  Two message sets are equal
     when their messages and codecs are; a message set and a plain list compare
@@ -64,13 +78,13 @@ class MessageSet(list[Message]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MessageSet) and self.codec != other.codec:
             return False
-        return list.__eq__(self, other)  # type: ignore[operator]
+        return list.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         return f"MessageSet({list.__repr__(self)}, codec={self.codec})"
@@ -93,16 +107,18 @@ def create_message(payload: bytes | None, key: bytes | None = None) -> Message:
 
 
 def create_message_set(requests: Iterable[Any], codec: int = CODEC_NONE) -> MessageSet:
-    """Create a message set from a list of requests.
+    """Create a message set from a list of requests, as afkak 21 did.
 
     Each request is a :class:`~afkak.common.SendRequest` (or a tuple of the
     same shape: topic, key, messages, deferred) and contributes one message per
     item of its ``messages``, all with its ``key``.
 
-    Unlike afkak 21, which returned a single codec-encoded wrapper message when
-    ``codec`` was not ``CODEC_NONE``, this always returns the plain messages;
-    the :class:`MessageSet`'s ``codec`` tells the client how to compress the
-    record batch it writes them in.
+    With ``CODEC_NONE`` the result holds the plain messages.  With a codec it
+    holds one wrapper message, ``Message(0, codec, None, compressed)``, whose
+    value is the inner messages' magic-0 message set compressed with *codec*
+    (afkak 21's format).  The client writes a wrapper's inner messages as the
+    records of a batch compressed with its codec, so offsets count the inner
+    messages.  The :class:`MessageSet`'s ``codec`` is *codec* either way.
 
     :param codec: One of ``CODEC_NONE``, ``CODEC_GZIP``, ``CODEC_SNAPPY``,
         ``CODEC_LZ4`` or ``CODEC_ZSTD``.
@@ -113,7 +129,48 @@ def create_message_set(requests: Iterable[Any], codec: int = CODEC_NONE) -> Mess
     messages = MessageSet(codec=codec)
     for _topic, key, payloads, _deferred in requests:
         messages.extend([create_message(payload, key) for payload in payloads])
-    return messages
+    if codec == CODEC_NONE or not messages:
+        return messages
+    return MessageSet([wrap_messages(messages, codec)], codec)
+
+
+def wrap_messages(messages: Iterable[Message], codec: int) -> Message:
+    """afkak 21's compressed wrapper: one message holding *messages* compressed with *codec*."""
+    MessageSet(codec=codec)  # UnsupportedCodecError for an unknown or missing codec
+    return Message(0, codec, None, compress(codec, encode_message_set(list(messages))))
+
+
+def _is_wrapper(m: Any) -> bool:
+    return isinstance(m, tuple) and type(m[1]) is int and bool(m[1] & CODEC_MASK)
+
+
+def flatten(messages: Iterable[Any], max_size: int = DEFAULT_MAX_SIZE) -> tuple[list[Any], int]:
+    """The messages to write as records, and the codec of their batch.
+
+    Each compressed wrapper (a message whose attributes carry a codec) is
+    replaced by its inner messages.  The batch's codec is the
+    :class:`MessageSet`'s, else the first wrapper's, else ``CODEC_NONE``.
+
+    :raises ValueError: a wrapper's value is not a compressed message set.
+    :raises UnsupportedCodecError: a wrapper's codec library is missing.
+    """
+    codec = getattr(messages, "codec", CODEC_NONE)
+    if not any(_is_wrapper(m) for m in messages):
+        return list(messages), codec
+    flat: list[Any] = []
+    for m in messages:
+        wrapped = m[1] & CODEC_MASK if _is_wrapper(m) else CODEC_NONE
+        if not wrapped:
+            flat.append(m)
+            continue
+        if codec == CODEC_NONE:
+            codec = wrapped
+        try:
+            inner = unwrap_message(m[0], m[1], m[3], max_size)
+        except DecodeError as e:
+            raise ValueError(f"a compressed message does not hold a message set: {e}") from None
+        flat.extend(Message(0, 0, key, value, timestamp=ts) for key, value, ts in inner)
+    return flat, codec
 
 
 def offset_messages(batches: Iterable[RecordBatch], offset: int) -> Iterator[tuple[int, Message]]:

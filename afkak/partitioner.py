@@ -15,20 +15,20 @@ import struct
 from collections.abc import Iterator, Sequence
 from itertools import cycle
 
-__all__ = ["HashedPartitioner", "Partitioner", "RoundRobinPartitioner", "murmur2"]
+__all__ = ["HashedPartitioner", "Partitioner", "RoundRobinPartitioner", "murmur2", "pure_murmur2"]
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
 _MASK = 0xFFFFFFFF
 
 
-def murmur2(data: bytes) -> int:
+def murmur2(data: bytes, seed: int = _SEED) -> int:
     """MurmurHash2 of *data* as Kafka computes it (seed 0x9747b28c), as an unsigned 32-bit int.
 
     Kafka's ``Utils.murmur2`` returns the same bits as a signed Java int.
     """
     length = len(data)
-    h = (_SEED ^ length) & _MASK
+    h = (seed ^ length) & _MASK
     whole = length & ~3
     for k in struct.unpack_from(f"<{length >> 2}I", data):
         k = (k * _M) & _MASK
@@ -47,6 +47,21 @@ def murmur2(data: bytes) -> int:
     h = (h * _M) & _MASK
     h ^= h >> 15
     return h
+
+
+def pure_murmur2(byte_array: bytes | bytearray, seed: int = _SEED) -> int:
+    """afkak 21's name for :func:`murmur2`: the hash of a ``bytearray`` (or ``bytes``)."""
+    if not isinstance(byte_array, (bytes, bytearray)):
+        raise TypeError(f"byte_array must be a bytearray, not {type(byte_array).__name__}")
+    return murmur2(bytes(byte_array), seed)
+
+
+def _key_bytes(key: str | bytes | bytearray | None) -> bytes:
+    if isinstance(key, str):
+        return key.encode("utf-8")
+    if isinstance(key, (bytes, bytearray)):
+        return bytes(key)
+    raise TypeError(f"partition key {key!r} must be str, bytes or bytearray")
 
 
 class Partitioner:
@@ -101,10 +116,11 @@ class HashedPartitioner(Partitioner):
     """Places each message by the murmur2 hash of its key, as Kafka's default partitioner.
 
     The partition is ``partitions[(murmur2(key) & 0x7fffffff) % len(partitions)]``.
-    A key is required: ``partition()`` raises :exc:`TypeError` for ``None``.
+    A key is required: ``partition()`` raises :exc:`TypeError` for ``None``.  A
+    ``str`` key is hashed as its UTF-8 bytes, as afkak 21 did.
     """
 
-    def partition(self, key: bytes | None, partitions: Sequence[int]) -> int:
-        if key is None:
-            raise TypeError(f"{type(self).__name__} needs a key (bytes), not None")
+    def partition(self, key: str | bytes | None, partitions: Sequence[int]) -> int:
+        if type(key) is not bytes:
+            key = _key_bytes(key)
         return partitions[(murmur2(key) & 0x7FFFFFFF) % len(partitions)]

@@ -3,6 +3,13 @@
 
 Usage: tools/generate_protocol.py [SCHEMA_DIR [OUT_DIR]]
 
+SCHEMA_DIR holds Apache Kafka 4.3's message schemas, the ``*.json`` files of Kafka's
+``clients/src/main/resources/common/message`` (default: ``../shared/kafka-protocol/messages``
+next to the repository).  The generator refuses (exit status 2, nothing written) when that
+folder is missing or incomplete: no request or response header, a request without its
+response (or the other way round), or a schema that a module already in OUT_DIR was
+generated from.  Every module is generated and compiled before any file is written.
+
 One Python module per schema file, holding attrs value classes, their field
 metadata and straight-line encoder/decoder functions for every valid version
 (versions with identical layouts share a function), plus an ``__init__.py``
@@ -610,7 +617,8 @@ def gen_class(schema: Schema, sd: StructDef, top: bool) -> list[str]:
         api_name = (
             re.sub(r"(Request|Response)$", "", sd.name) if schema.api_key is not None else sd.name
         )
-        out.append(f"    API_KEY: ClassVar[int | None] = {schema.api_key!r}")
+        key_type = "int" if schema.api_key is not None else "int | None"
+        out.append(f"    API_KEY: ClassVar[{key_type}] = {schema.api_key!r}")
         out.append(f"    API_NAME: ClassVar[str] = {api_name!r}")
         out.append(f"    MIN_VERSION: ClassVar[int] = {schema.valid[0]}")  # type: ignore[index]
         out.append(f"    MAX_VERSION: ClassVar[int] = {schema.valid[1]}")  # type: ignore[index]
@@ -620,9 +628,6 @@ def gen_class(schema: Schema, sd: StructDef, top: bool) -> list[str]:
             if fv > schema.valid[1]:  # type: ignore[index]
                 fv = None
         out.append(f"    FLEXIBLE_VERSION: ClassVar[int | None] = {fv!r}")
-        for other in schema.order:
-            if other is not sd:
-                out.append(f"    {other.name}: ClassVar[type[{other.name}]] = {other.name}")
         out.append("")
     for f in sd.fields:
         if f.type.startswith("[]"):
@@ -646,6 +651,13 @@ def gen_class(schema: Schema, sd: StructDef, top: bool) -> list[str]:
             out.append(f"    {f.name}: {ann} = {default_expr(f)}")
     if not sd.fields:
         out.append("    pass")
+    if top:
+        # The nested structs as class attributes (``FetchRequest.FetchTopic``), after the
+        # fields: their annotations must name the module's classes, not these variables.
+        nested = [other.name for other in schema.order if other is not sd]
+        if nested:
+            out.append("")
+        out += [f"    {name}: ClassVar[type[{name}]] = {name}" for name in nested]
     return out
 
 
@@ -762,6 +774,7 @@ def generate_init(schemas: list[Schema]) -> str:
     lines.append("from typing import TYPE_CHECKING, Any")
     lines.append("")
     lines.append("if TYPE_CHECKING:")
+    lines.append("    from afkak.protocol._message import Message")
     for name in sorted(mods):
         lines.append(f"    from .{mods[name]} import {name}")
     lines.append("")
@@ -792,17 +805,17 @@ def generate_init(schemas: list[Schema]) -> str:
     return value
 
 
-def _class(name: str) -> type:
-    cls = globals().get(name)
-    return cls if cls is not None else __getattr__(name)  # type: ignore[no-any-return]
+def _class(name: str) -> type[Message]:
+    cls: type[Message] | None = globals().get(name)
+    return cls if cls is not None else __getattr__(name)
 
 
-def request_class(api_key: int) -> type:
+def request_class(api_key: int) -> type[Message]:
     """The request class for ``api_key``, importing only its module (KeyError if unknown)."""
     return _class(_REQUEST_KEYS[api_key])
 
 
-def response_class(api_key: int) -> type:
+def response_class(api_key: int) -> type[Message]:
     """The response class for ``api_key``, importing only its module (KeyError if unknown)."""
     return _class(_RESPONSE_KEYS[api_key])
 
@@ -812,21 +825,61 @@ def __dir__() -> list[str]:
     return "\n".join(lines) + "\n"
 
 
+class SchemaError(Exception):
+    """The schema folder cannot produce a complete afkak.protocol.messages."""
+
+
+HEADERS = ("RequestHeader", "ResponseHeader")
+
+
+def check_complete(schema_dir: Path, out_dir: Path) -> None:
+    """Raise SchemaError unless *schema_dir* holds a complete set of message schemas."""
+    if not schema_dir.is_dir():
+        raise SchemaError(f"no schema folder at {schema_dir}")
+    names = {path.stem for path in schema_dir.glob("*.json")}
+    problems = [f"{header}.json is missing" for header in HEADERS if header not in names]
+    for name in sorted(names):
+        for mine, other in (("Request", "Response"), ("Response", "Request")):
+            if name.endswith(mine) and name not in HEADERS:
+                pair = name[: -len(mine)] + other
+                if pair not in names:
+                    problems.append(f"{name}.json has no {pair}.json")
+    generated = {path.stem for path in out_dir.glob("*.py")} - {"__init__"}
+    lost = sorted(generated - {snake(name) for name in names})
+    if lost:
+        problems.append(f"no schema for the existing modules {', '.join(lost)}")
+    if problems:
+        raise SchemaError(f"incomplete schema folder {schema_dir}: " + "; ".join(problems))
+
+
 def load(schema_dir: Path) -> list[Schema]:
     schemas = []
     for path in sorted(schema_dir.glob("*.json")):
-        doc = json.loads(strip_comments(path.read_text(encoding="utf-8")))
-        schemas.append(Schema(doc))
+        try:
+            doc = json.loads(strip_comments(path.read_text(encoding="utf-8")))
+            schemas.append(Schema(doc))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SchemaError(f"malformed schema {path.name}: {exc!r}") from exc
     return schemas
 
 
 def generate(schema_dir: Path, out_dir: Path) -> list[Path]:
-    """Write every module into ``out_dir``; return the paths written."""
+    """Write every module into ``out_dir``; return the paths written.
+
+    Raises SchemaError, writing nothing, if the schemas are incomplete or a
+    generated module does not compile.
+    """
+    check_complete(schema_dir, out_dir)
     schemas = load(schema_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
     files = {f"{snake(s.name)}.py": generate_module(s) for s in schemas}
     files["__init__.py"] = generate_init(schemas)
+    for name, text in files.items():
+        try:
+            compile(text, name, "exec")
+        except SyntaxError as exc:
+            raise SchemaError(f"generated {name} does not compile: {exc}") from exc
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
     for name, text in sorted(files.items()):
         path = out_dir / name
         path.write_text(text, encoding="utf-8", newline="\n")
@@ -838,7 +891,16 @@ def main(argv: list[str]) -> int:
     repo = Path(__file__).resolve().parent.parent
     schema_dir = Path(argv[1]) if len(argv) > 1 else repo.parent / "shared/kafka-protocol/messages"
     out_dir = Path(argv[2]) if len(argv) > 2 else repo / "afkak/protocol/messages"
-    written = generate(schema_dir, out_dir)
+    try:
+        written = generate(schema_dir, out_dir)
+    except SchemaError as exc:
+        print(f"generate_protocol: {exc}; nothing written.", file=sys.stderr)
+        print(
+            "Pass the folder of Kafka 4.3's message schemas "
+            "(clients/src/main/resources/common/message).",
+            file=sys.stderr,
+        )
+        return 2
     print(f"wrote {len(written)} files to {os.path.relpath(out_dir)}")
     return 0
 

@@ -18,12 +18,13 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import react
 
 from afkak import CODEC_GZIP, Consumer, KafkaClient, Producer
-from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST
+from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, TopicAlreadyExists, error_code
 from afkak.protocol.messages import CreateTopicsRequest
+from afkak.testing import EmbeddedBroker
 
 TOPIC = "afkak-main-job"
 GROUP = "afkak-main-job-group"
-TOPIC_ALREADY_EXISTS = 36
+TOPIC_ALREADY_EXISTS = error_code(TopicAlreadyExists)
 WORDS = [b"twisted", b"deferred", b"kafka", b"record-batch-v2", b"gzip"]
 
 
@@ -98,9 +99,7 @@ def main(argv: list[str]) -> None:
     bootstrap = argv[1] if len(argv) > 1 else os.environ.get("AFKAK_BOOTSTRAP", "")
     with ExitStack() as stack:
         if not bootstrap:
-            from afkak.test.brokers.tansu import TansuBroker
-
-            bootstrap = stack.enter_context(TansuBroker()).bootstrap
+            bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap
             print(f"started an embedded Tansu broker on {bootstrap}")
         else:
             print(f"using the cluster at {bootstrap}")

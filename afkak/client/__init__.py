@@ -2,19 +2,36 @@
 
 :class:`KafkaClient` is the public class.  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
-mean stale metadata, the topic-name check, and the Fetch request builder.
+mean stale metadata, the argument checks, the Fetch request builder, and the
+roles (typing.Protocols) the layers above type their ``client`` with.
 """
 
 from afkak.client._client import KafkaClient
 from afkak.client._fetch_call import FetchCall
+from afkak.client._roles import (
+    BrokerRequests,
+    ClusterMetadata,
+    ConsumerClient,
+    GroupRequests,
+    ProducerClient,
+)
 from afkak.client._stale import COORDINATOR_MOVED, LEADER_MOVED, TOPIC_GONE
-from afkak.client._validate import topic_name
+from afkak.client._validate import group_name, integer, kafka_client, topic_list, topic_name
 
 __all__ = [
     "COORDINATOR_MOVED",
     "LEADER_MOVED",
     "TOPIC_GONE",
+    "BrokerRequests",
+    "ClusterMetadata",
+    "ConsumerClient",
     "FetchCall",
+    "GroupRequests",
     "KafkaClient",
+    "ProducerClient",
+    "group_name",
+    "integer",
+    "kafka_client",
+    "topic_list",
     "topic_name",
 ]

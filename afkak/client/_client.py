@@ -14,13 +14,13 @@ from types import MappingProxyType
 from typing import Any
 from uuid import UUID
 
-from twisted.application.internet import backoffPolicy
 from twisted.internet import defer
 from twisted.internet.defer import Deferred, fail
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak._retry import reconnect_backoff
 from afkak.common import (
     BrokerMetadata,
     CancelledError,
@@ -33,7 +33,7 @@ from afkak.common import (
     ProduceRequest,
     TopicAndPartition,
 )
-from afkak.connection._connection import BrokerConnection
+from afkak.connection import BrokerConnection
 from afkak.connection._sasl import SaslMechanism
 from afkak.connection._tls import tls_endpoint_factory
 
@@ -50,7 +50,7 @@ from ._routing import group_by_broker, payload_key
 
 log = Logger()
 
-_DEFAULT_RETRY_POLICY = backoffPolicy()
+_DEFAULT_RETRY_POLICY = reconnect_backoff()
 _ACKS = (-1, 0, 1)
 
 
@@ -77,7 +77,9 @@ class KafkaClient:
         by default the global reactor.
     :param endpoint_factory: ``(reactor, host, port) -> IStreamClientEndpoint``.
     :param retry_policy: seconds to wait before reconnecting to a broker, given
-        the number of consecutive failures.
+        the number of consecutive failures; by default Kafka's reconnect
+        backoff, 50 ms doubling to 1 s with ±20 % jitter
+        (``reconnect.backoff.ms``, ``reconnect.backoff.max.ms``).
     :param metadata_max_age: seconds between periodic metadata refreshes of
         the known topics (``None``: never).
     :param tls: secure every broker connection with TLS: ``True`` (the
@@ -119,19 +121,18 @@ class KafkaClient:
             if not isinstance(clientId, str):
                 raise TypeError(f"clientId must be a str, not {clientId!r}")
             self.clientId = clientId
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise TypeError(f"timeout must be a number of milliseconds, not {timeout!r}")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, not {timeout!r}")
-        if metadata_max_age is not None and not metadata_max_age > 0:
-            raise ValueError(f"metadata_max_age must be positive or None, not {metadata_max_age!r}")
+        check.number("timeout", timeout)
+        if metadata_max_age is not None:
+            check.number("metadata_max_age", metadata_max_age)
         if not callable(endpoint_factory) or not callable(retry_policy):
             raise TypeError("endpoint_factory and retry_policy must be callable")
+        if not isinstance(disconnect_on_timeout, int):  # bool, or 21.5's 0/1
+            raise TypeError(f"disconnect_on_timeout must be a bool, not {disconnect_on_timeout!r}")
         self.correlation_id = check.integer("correlation_id", correlation_id, 0, check.INT32_MAX)
-        self.timeout = timeout / 1000.0
         if reactor is None:
             from twisted.internet import reactor  # type: ignore[no-redef]
-        self.reactor = reactor
+        self.reactor = check.reactor_time("reactor", reactor)
+        self.timeout = timeout / 1000.0
         self._disconnect_on_timeout = bool(disconnect_on_timeout)
         if sasl is not None and not isinstance(sasl, SaslMechanism):
             raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
@@ -180,6 +181,15 @@ class KafkaClient:
     def clients(self) -> dict[int, BrokerConnection]:
         """Node id -> connection (private despite the name)."""
         return self._cluster.pool.clients
+
+    @property
+    def clock(self) -> Any:
+        """The reactor (afkak 21's name for it)."""
+        return self.reactor
+
+    def consumer_group_to_brokers(self) -> dict[str, Any]:
+        """A copy of the cached group name -> coordinator's BrokerMetadata."""
+        return dict(self._cluster.cache.coordinators)
 
     @property
     def _brokers(self) -> dict[int, Any]:

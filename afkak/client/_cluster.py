@@ -30,8 +30,7 @@ from afkak.common import (
     PartitionUnavailableError,
     TopicAndPartition,
 )
-from afkak.connection._connection import BrokerConnection
-from afkak.connection._lifecycle import State
+from afkak.connection import BrokerConnection, State
 
 from ._coalesce import MetadataCoalescer, SharedResult
 from ._coordinator_call import FindCoordinatorCall

@@ -19,7 +19,7 @@ from afkak.common import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
-from afkak.protocol._primitives import ZERO_UUID
+from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import OffsetCommitRequest as CommitMsg, OffsetFetchRequest as FetchMsg
 
 from ._call import TopicIds, VersionedCall, group_by_topic

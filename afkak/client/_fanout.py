@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from twisted.internet.defer import DeferredList
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.python.failure import Failure
 
 from afkak.common import (
@@ -49,7 +49,7 @@ async def fan_out(
     whole operation was cancelled (or the client closed): that is raised.
     *coordinator* sends over the brokers' group coordinator connections.
     """
-    sends = []
+    sends: list[Deferred[Any]] = []
     for broker, batch in batches.items():
         call = make_call(batch)
         d = cluster.request(

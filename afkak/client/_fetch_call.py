@@ -15,7 +15,7 @@ from uuid import UUID
 
 from afkak.common import FetchRequest, FetchResponse, OffsetAndMessage
 from afkak.message_set import offset_messages
-from afkak.protocol._primitives import ZERO_UUID
+from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import FetchRequest as FetchMsg
 from afkak.records.reader import read_batches
 

@@ -24,7 +24,7 @@ def parse_hosts(hosts: str | Iterable[str | tuple[str, int]]) -> tuple[HostPort,
     without a port.
     """
     if isinstance(hosts, str):
-        items: list[str | tuple[str, int]] = hosts.split(",")
+        items: list[str | tuple[str, int]] = [*hosts.split(",")]
     elif isinstance(hosts, (bytes, bytearray)) or not isinstance(hosts, Iterable):
         raise TypeError(f"hosts must be a str or an iterable of str or (host, port), not {hosts!r}")
     else:

@@ -12,9 +12,10 @@ from uuid import UUID
 
 import attrs
 
+from afkak._broker_errors import UnknownTopicOrPartitionError, error_code
 from afkak.common import BrokerMetadata, PartitionMetadata, TopicAndPartition, TopicMetadata
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_OR_PARTITION = error_code(UnknownTopicOrPartitionError)
 
 
 @attrs.frozen
@@ -131,9 +132,9 @@ class MetadataCache:
 
     def topic_fully_replicated(self, topic: str) -> bool:
         partitions = self.topic_partitions.get(topic)
-        return bool(partitions) and all(
-            self.partition_fully_replicated(TopicAndPartition(topic, p)) for p in partitions
-        )
+        if not partitions:
+            return False
+        return all(self.partition_fully_replicated(TopicAndPartition(topic, p)) for p in partitions)
 
     # -- invalidation -------------------------------------------------------
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from afkak.common import BrokerMetadata, PartitionMetadata, TopicMetadata
-from afkak.protocol._primitives import ZERO_UUID
+from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import MetadataRequest
 
 from ._call import VersionedCall, check_top_level_error

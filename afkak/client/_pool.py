@@ -19,7 +19,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from afkak.common import BrokerMetadata
-from afkak.connection._connection import BrokerConnection
+from afkak.connection import BrokerConnection
 from afkak.connection._sasl import SaslAuthenticator, SaslMechanism
 
 log = Logger()

@@ -1,7 +1,8 @@
 """Produce request (api key 0) for afkak's ``ProduceRequest`` payloads.
 
 Each payload's messages become one record batch v2, compressed with the
-payload's ``MessageSet.codec`` when it has one.  Batches are encoded when the
+payload's ``MessageSet.codec`` (or its afkak 21 wrappers' codec) when it has
+one.  Batches are encoded when the
 call is made, so bad messages fail before anything is sent.  Messages without
 a timestamp get the reactor's current time.  From v13 on, topics are named by
 id.
@@ -13,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from afkak.codec import CODEC_NONE
 from afkak.common import ProduceRequest, ProduceResponse
-from afkak.protocol._primitives import ZERO_UUID
+from afkak.message_set import flatten
+from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import ProduceRequest as ProduceMsg
 from afkak.records.builder import build_batch
 
@@ -28,14 +29,21 @@ _BYTES_OR_NONE = frozenset({bytes, type(None)})
 def encode_messages(messages: Any, now_ms: int) -> bytes:
     """One record batch holding *messages* (a list of Message, or a MessageSet).
 
+    afkak 21's compressed wrapper messages among them are replaced by their
+    inner messages, and the batch gets their codec (see :func:`flatten`).
+
     :raises TypeError: a message is not a 4-tuple, or its key or value is not
         ``bytes`` or ``None``.
-    :raises ValueError: there are no messages.
+    :raises ValueError: there are no messages, or a wrapper holds no message set.
     """
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise TypeError(f"messages must be a list of Message, not {messages!r}")
     if not messages:
         raise ValueError("a produce payload needs at least one message")
+    try:
+        messages, codec = flatten(messages)
+    except (TypeError, IndexError):
+        raise TypeError(f"messages must be afkak.common.Message tuples: {messages!r}") from None
     try:
         keys = [m[2] for m in messages]
         values = [m[3] for m in messages]
@@ -56,7 +64,7 @@ def encode_messages(messages: Any, now_ms: int) -> bytes:
         if all(s is None for s in stamps)
         else [now_ms if s is None else s for s in stamps],
         timestamp=now_ms,
-        codec=getattr(messages, "codec", CODEC_NONE),
+        codec=codec,
     )
 
 

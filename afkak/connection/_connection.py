@@ -19,7 +19,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from twisted.application.internet import backoffPolicy
 from twisted.internet.defer import Deferred, fail, maybeDeferred, succeed
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.internet.interfaces import IDelayedCall, IStreamClientEndpoint
@@ -29,6 +28,7 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError, RequestTimedOutError
 from afkak._errors import BrokerConnectionError, CancelledError, ClientError, KafkaError
+from afkak._retry import reconnect_backoff
 from afkak._version import __version__
 from afkak.connection._lifecycle import CONNECTED_STATES, Event, State, next_state
 from afkak.connection._protocol import BrokerProtocol
@@ -99,7 +99,8 @@ class BrokerConnection:
         by default a :class:`HostnameEndpoint`.
     :param retry_policy: seconds to wait before reconnecting, given the number
         of consecutive failures (1, 2, ...); reset once a connection is ready.
-        By default Twisted's jittered :func:`backoffPolicy`.
+        By default Kafka's reconnect backoff: 50 ms doubling to 1 s, ±20 %
+        jitter (``reconnect.backoff.ms``, ``reconnect.backoff.max.ms``).
     :param request_timeout: seconds from :meth:`request` until a request fails
         with :class:`~afkak.common.RequestTimedOutError`, queueing included.
     :param connect_timeout: seconds a TCP connection attempt may take.
@@ -113,7 +114,8 @@ class BrokerConnection:
         connection at :data:`REAUTHENTICATE_AT` of it: queued requests wait
         meanwhile, those in flight are answered in order as usual.
     :param on_timeout: called as ``on_timeout(connection, request_sent)`` after
-        a request timed out; a client can call :meth:`disconnect` from it.
+        a request timed out; a client can call :meth:`disconnect` from it.  A
+        connection silent past a request's timeout is dropped regardless.
 
     Reading backpressure: :meth:`pause_reading` stops reading responses from
     the socket (the broker then stalls on TCP flow control) until
@@ -146,7 +148,7 @@ class BrokerConnection:
         self._reactor = reactor
         self._client_id = client_id
         self._endpoint_factory = endpoint_factory
-        self._retry_policy = backoffPolicy() if retry_policy is None else retry_policy
+        self._retry_policy = reconnect_backoff() if retry_policy is None else retry_policy
         self._request_timeout = request_timeout
         self._connect_timeout = connect_timeout
         self._max_in_flight = max_in_flight
@@ -212,8 +214,10 @@ class BrokerConnection:
             the bytes are written.
         :param timeout: seconds instead of the connection's ``request_timeout``.
             A request that times out or is cancelled after it was written
-            keeps its pipelining slot until its response arrives or the
-            connection drops: the broker is still working on it.
+            frees its pipelining slot at once (its late response is dropped).
+            One that times out with nothing received on the connection since
+            it was written shows a silent broker (hung, or a half-open TCP
+            connection): the connection is dropped and made again.
         :returns: a Deferred, whose cancellation fails it with
             :class:`~afkak.common.CancelledError` telling whether the request
             had been sent.
@@ -285,9 +289,11 @@ class BrokerConnection:
     def _start_connecting(self) -> None:
         build = partial(BrokerProtocol, self, self._client_id, self._max_frame_size)
         factory = _ProtocolFactory(build)
-        attempt = self._attempt = maybeDeferred(
+        # Fires with the BrokerProtocol that the factory built (typed IProtocol by Twisted).
+        attempt: Deferred[Any] = maybeDeferred(
             lambda: self._endpoint_factory(self._reactor, self.host, self.port).connect(factory)
         )
+        self._attempt = attempt
         self._connect_timer = self._reactor.callLater(self._connect_timeout, attempt.cancel)
         attempt.addCallbacks(self._connected, self._connect_failed, errbackArgs=(attempt,))
 
@@ -350,8 +356,7 @@ class BrokerConnection:
                 self._closing = protocol
                 protocol.close()
             for request in protocol.take_in_flight():
-                if not request.abandoned:
-                    request.fail(CancelledError(request_sent=True, message=f"{self!r} was closed"))
+                request.fail(CancelledError(request_sent=True, message=f"{self!r} was closed"))
         queued = list(self._queue)
         self._queue.clear()
         for request in queued:
@@ -545,8 +550,12 @@ class BrokerConnection:
     def _time_out(self, request: PendingRequest, timeout: float, notify: bool) -> None:
         request.timer = None
         sent = request.sent
+        protocol = self._protocol
+        silent = False
         if sent:
-            request.abandoned = True  # its response, if it comes, frees the slot
+            if protocol is not None:
+                protocol.forget(request)
+                silent = protocol.frames_received == request.frames_before
             error = RequestTimedOutError(
                 f"no response to {request.api_name} from {self.host}:{self.port} within {timeout} s"
             )
@@ -558,10 +567,21 @@ class BrokerConnection:
         request.fail(error)
         if notify and self._on_timeout is not None:
             self._on_timeout(self, sent)
+        if protocol is None or protocol is not self._protocol:
+            return
+        if silent and self._state in CONNECTED_STATES:
+            self._fire(
+                Event.DROPPED,
+                BrokerConnectionError(f"nothing received for {timeout} s after a request"),
+            )
+        elif sent:
+            self._pump()
 
     def _cancel(self, request: PendingRequest) -> None:
+        protocol = self._protocol
         if request.sent:
-            request.abandoned = True
+            if protocol is not None:
+                protocol.forget(request)
         else:
             self._queue.remove(request)
         request.fail(
@@ -569,6 +589,8 @@ class BrokerConnection:
                 request_sent=request.sent, message=f"{request.api_name} request was cancelled"
             )
         )
+        if request.sent and protocol is not None and protocol is self._protocol:
+            self._pump()
 
     def _abandon(self, protocol: BrokerProtocol, error: BrokerConnectionError) -> None:
         """Close ``protocol`` (if it is still open) and fail its requests in flight."""
@@ -576,8 +598,7 @@ class BrokerConnection:
         if not protocol.lost:
             protocol.transport.abortConnection()
         for request in protocol.take_in_flight():
-            if not request.abandoned:
-                request.fail(error)
+            request.fail(error)
 
     def _transport(self) -> Any:
         assert self._protocol is not None

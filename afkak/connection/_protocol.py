@@ -2,7 +2,10 @@
 
 :class:`BrokerProtocol` holds what dies with the TCP connection: the requests
 in flight by correlation id, the correlation counter, and whether the
-transport has asked us to stop writing.  What to send, and when, is decided by
+transport has asked us to stop writing.  A response whose correlation id was
+never given out, or was already answered, breaks the protocol (Kafka's Java
+client closes the connection too): responses to requests given up on, or sent
+expecting no response, are dropped.  What to send, and when, is decided by
 its owner, a :class:`~afkak.connection.BrokerConnection`.
 """
 
@@ -16,12 +19,19 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from afkak._errors import DecodeError
+from afkak._errors import DecodeError, ProtocolError
 from afkak.connection._request import PendingRequest
 from afkak.connection.framing import FramedProtocol, FrameTooLargeError
 from afkak.protocol.header import encode_request, peek_correlation_id
 
 log = Logger()
+
+_UNANSWERED_KEPT = 4096
+"""Correlation ids of requests sent without expecting a response that are remembered.
+
+Kafka does not answer ``acks=0`` produce requests, but some brokers do; their
+answers are dropped as long as their ids are among the latest this many.
+"""
 
 
 class ProtocolOwner(Protocol):
@@ -53,6 +63,9 @@ class BrokerProtocol(FramedProtocol):
         self._client_id = client_id
         self._correlation_id = 0
         self.in_flight: dict[int, PendingRequest] = {}
+        self._forgotten: set[int] = set()
+        self._unanswered: dict[int, None] = {}
+        self.frames_received = 0
         self.write_paused = False
         self.lost = False
 
@@ -72,9 +85,21 @@ class BrokerProtocol(FramedProtocol):
         self._correlation_id = (correlation_id + 1) & 0x7FFFFFFF
         frame = encode_request(message, request.version, correlation_id, self._client_id)
         request.sent = True
+        request.correlation_id = correlation_id
+        request.frames_before = self.frames_received
         if request.expect_response:  # before writing: a transport may deliver the answer at once
             self.in_flight[correlation_id] = request
+        else:
+            unanswered = self._unanswered
+            unanswered[correlation_id] = None
+            if len(unanswered) > _UNANSWERED_KEPT:
+                del unanswered[next(iter(unanswered))]
         self.transport.write(frame)
+
+    def forget(self, request: PendingRequest) -> None:
+        """Free the pipelining slot of ``request`` (timed out or cancelled); drop its answer."""
+        if self.in_flight.pop(request.correlation_id, None) is request:
+            self._forgotten.add(request.correlation_id)
 
     def close(self) -> None:
         """Close once what was written is sent.
@@ -90,9 +115,11 @@ class BrokerProtocol(FramedProtocol):
         """Forget and return the requests in flight (the connection is going away)."""
         requests = list(self.in_flight.values())
         self.in_flight = {}
+        self._forgotten.clear()
         return requests
 
     def frameReceived(self, frame: bytes) -> None:
+        self.frames_received += 1
         try:
             correlation_id = peek_correlation_id(frame)
         except DecodeError as error:
@@ -100,19 +127,26 @@ class BrokerProtocol(FramedProtocol):
             return
         request = self.in_flight.pop(correlation_id, None)
         if request is None:
-            # Brokers answer acks=0 produce requests, which Kafka itself does not.
+            if correlation_id in self._forgotten:
+                self._forgotten.discard(correlation_id)
+            elif correlation_id in self._unanswered:
+                del self._unanswered[correlation_id]
+            else:
+                self._owner._protocol_failed(
+                    self, ProtocolError(f"response with unknown correlation id {correlation_id}")
+                )
+                return
             log.debug(
                 "Dropping a response nobody waits for (correlation id {cid})", cid=correlation_id
             )
             return
-        if not request.abandoned:
-            try:
-                response = request.decode(frame)
-            except DecodeError as error:
-                request.fail(error)
-                self._owner._protocol_failed(self, error)
-                return
-            request.succeed(response)
+        try:
+            response = request.decode(frame)
+        except DecodeError as error:
+            request.fail(error)
+            self._owner._protocol_failed(self, error)
+            return
+        request.succeed(response)
         self._owner._protocol_writable(self)
 
     def frameTooLarge(self, error: FrameTooLargeError) -> None:

@@ -38,9 +38,10 @@ class VersionedRequest:
 class PendingRequest:
     """One request from :meth:`BrokerConnection.request` until its Deferred fires.
 
-    ``sent`` is set once its bytes are written; ``abandoned`` once it timed
-    out or was cancelled after that, so that its response (still owed by the
-    broker, still holding a pipelining slot) is dropped on arrival.
+    ``sent`` is set once its bytes are written, with the ``correlation_id``
+    it went under and ``frames_before``, the count of responses the
+    connection had received by then (a request timing out with none received
+    since shows a silent connection).
     """
 
     __slots__ = (
@@ -54,7 +55,8 @@ class PendingRequest:
         "timer",
         "version",
         "sent",
-        "abandoned",
+        "correlation_id",
+        "frames_before",
     )
 
     def __init__(
@@ -67,7 +69,7 @@ class PendingRequest:
     ) -> None:
         request_class = getattr(msg_or_builder, "request_class", None)
         self._builder = request_class is not None
-        self.request_class = request_class if self._builder else type(msg_or_builder)
+        self.request_class: Any = request_class if self._builder else type(msg_or_builder)
         if getattr(self.request_class, "API_KEY", None) is None:
             raise TypeError(f"not a request message or RequestBuilder: {msg_or_builder!r}")
         self._message = msg_or_builder
@@ -80,7 +82,8 @@ class PendingRequest:
         self.timer: IDelayedCall | None = None
         self.version = -1
         self.sent = False
-        self.abandoned = False
+        self.correlation_id = -1
+        self.frames_before = 0
 
     @property
     def api_name(self) -> str:

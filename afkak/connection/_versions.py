@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from afkak._broker_errors import UnsupportedVersion, error_code
 from afkak._errors import DecodeError, NoCommonVersionError
 from afkak.protocol.header import decode_response
 from afkak.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
@@ -19,7 +20,7 @@ from afkak.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 ApiVersionRanges = Mapping[int, tuple[int, int]]
 """Inclusive ``(min, max)`` version range the broker supports, by API key."""
 
-UNSUPPORTED_VERSION = 35
+UNSUPPORTED_VERSION = error_code(UnsupportedVersion)
 _UNSUPPORTED_VERSION_BYTES = UNSUPPORTED_VERSION.to_bytes(2, "big")
 _API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
 

@@ -11,6 +11,7 @@ the chunk that holds them.
 from __future__ import annotations
 
 import struct
+from typing import Protocol as TypingProtocol
 
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
@@ -40,6 +41,16 @@ class FrameTooLargeError(ProtocolError):
         )
 
 
+class StreamTransport(TypingProtocol):
+    """What a Kafka connection uses of its transport: TCP and TLS transports provide it."""
+
+    def write(self, data: bytes) -> None: ...
+    def loseConnection(self) -> None: ...
+    def abortConnection(self) -> None: ...
+    def registerProducer(self, producer: object, streaming: bool) -> None: ...
+    def unregisterProducer(self) -> None: ...
+
+
 class FramedProtocol(Protocol):
     """A protocol receiving int32 size-prefixed frames through :meth:`frameReceived`.
 
@@ -47,6 +58,9 @@ class FramedProtocol(Protocol):
     :meth:`frameTooLarge`.  Writing needs no help: Kafka encoders produce the
     size prefix themselves.
     """
+
+    #: Set by ``makeConnection`` before any other method is called.
+    transport: StreamTransport  # type: ignore[assignment]
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         self.max_frame_size = max_frame_size

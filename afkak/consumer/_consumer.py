@@ -18,6 +18,7 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak.client import ConsumerClient, integer, kafka_client, topic_name
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
@@ -127,7 +128,7 @@ class Consumer:
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         topic: str,
         partition: int,
         processor: Processor,
@@ -146,9 +147,9 @@ class Consumer:
         commit_consumer_id: str = "",
         commit_generation_id: int = -1,
     ) -> None:
-        if not isinstance(topic, str) or not topic:
-            raise TypeError(f"topic must be a non-empty str, not {topic!r}")
-        _integer("partition", partition, 0, _INT32_MAX)
+        kafka_client(client)
+        topic_name(topic)
+        integer("partition", partition, 0, _INT32_MAX)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
         if consumer_group is not None and (
@@ -166,13 +167,13 @@ class Consumer:
                 auto_commit_every_ms = AUTO_COMMIT_INTERVAL
         elif auto_commit_every_n or auto_commit_every_ms:
             raise ValueError("auto_commit_every_n/_ms are set without a consumer_group")
-        self.auto_commit_every_n = _integer("auto_commit_every_n", auto_commit_every_n or 0, 0)
-        self.auto_commit_every_ms = _integer("auto_commit_every_ms", auto_commit_every_ms or 0, 0)
-        _integer("fetch_size_bytes", fetch_size_bytes, 0, _INT32_MAX)
-        _integer("fetch_max_wait_time", fetch_max_wait_time, 0, _INT32_MAX)
-        _integer("buffer_size", buffer_size, 1, _INT32_MAX)
+        self.auto_commit_every_n = integer("auto_commit_every_n", auto_commit_every_n or 0, 0, _INT32_MAX)
+        self.auto_commit_every_ms = integer("auto_commit_every_ms", auto_commit_every_ms or 0, 0, _INT32_MAX)
+        integer("fetch_size_bytes", fetch_size_bytes, 0, _INT32_MAX)
+        integer("fetch_max_wait_time", fetch_max_wait_time, 0, _INT32_MAX)
+        integer("buffer_size", buffer_size, 1, _INT32_MAX)
         if max_buffer_size is not None:
-            _integer("max_buffer_size", max_buffer_size, 1, _INT32_MAX)
+            integer("max_buffer_size", max_buffer_size, 1, _INT32_MAX)
             if buffer_size > max_buffer_size:
                 raise ValueError(
                     f"buffer_size ({buffer_size}) is greater than "
@@ -187,7 +188,7 @@ class Consumer:
                 f"request_retry_max_delay ({request_retry_max_delay!r}) is less than "
                 f"request_retry_init_delay ({request_retry_init_delay!r})"
             )
-        _integer("request_retry_max_attempts", request_retry_max_attempts, 0)
+        integer("request_retry_max_attempts", request_retry_max_attempts, 0, _INT32_MAX)
         if auto_offset_reset not in (None, OFFSET_EARLIEST, OFFSET_LATEST):
             raise ValueError(
                 f"auto_offset_reset must be OFFSET_EARLIEST, OFFSET_LATEST or None, "
@@ -195,7 +196,7 @@ class Consumer:
             )
         if not isinstance(commit_consumer_id, str):
             raise TypeError(f"commit_consumer_id must be a str, not {commit_consumer_id!r}")
-        _integer("commit_generation_id", commit_generation_id, -(2**31), _INT32_MAX)
+        integer("commit_generation_id", commit_generation_id, -(2**31), _INT32_MAX)
 
         self.client = client
         self.topic = topic
@@ -294,6 +295,11 @@ class Consumer:
         return self._fetcher.max_wait_ms
 
     @property
+    def auto_commit_every_s(self) -> float:
+        """afkak 21's name: ``auto_commit_every_ms`` in seconds."""
+        return self.auto_commit_every_ms / 1000.0
+
+    @property
     def retry_init_delay(self) -> float:
         return self._retry.init_delay
 
@@ -323,7 +329,7 @@ class Consumer:
         if self._start_d is not None:
             raise RestartError(f"{self!r} is already running")
         if start_offset not in (OFFSET_EARLIEST, OFFSET_LATEST, OFFSET_COMMITTED):
-            _integer("start_offset", start_offset, 0)
+            integer("start_offset", start_offset, 0, 2**63 - 1)
         elif start_offset == OFFSET_COMMITTED and not self.consumer_group:
             raise ValueError("OFFSET_COMMITTED needs a consumer_group")
         self._start_d = start_d = Deferred()
@@ -690,11 +696,3 @@ class Consumer:
         looper, self._commit_looper = self._commit_looper, None
         if looper is not None and looper.running:
             looper.stop()
-
-
-def _integer(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {value!r}")
-    if value < low or (high is not None and value > high):
-        raise ValueError(f"{name} out of range: {value!r}")
-    return value

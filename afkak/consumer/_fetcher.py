@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from afkak.client import FetchCall
+from afkak.client import ConsumerClient, FetchCall
 from afkak.common import (
     BrokerResponseError,
     ConsumerFetchSizeTooSmall,
@@ -59,7 +59,7 @@ class PartitionFetcher:
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         topic: str,
         partition: int,
         *,

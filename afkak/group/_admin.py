@@ -14,6 +14,7 @@ import attrs
 from twisted.internet.defer import Deferred, gatherResults
 
 from afkak._errors import DecodeError
+from afkak.client import ConsumerClient
 from afkak.common import (
     OFFSET_LATEST,
     BrokerMetadata,
@@ -81,12 +82,12 @@ class PartitionLag:
         return self.log_end - max(self.committed, 0)
 
 
-def describe_group(client: Any, group_id: str) -> Deferred[GroupDescription]:
+def describe_group(client: ConsumerClient, group_id: str) -> Deferred[GroupDescription]:
     """Describe *group_id* (DescribeGroups at its coordinator)."""
     return Deferred.fromCoroutine(_describe(client, group_id))
 
 
-async def _describe(client: Any, group_id: str) -> GroupDescription:
+async def _describe(client: ConsumerClient, group_id: str) -> GroupDescription:
     response = await client.send_request_to_coordinator(
         group_id, DescribeGroupsRequest(groups=[group_id])
     )
@@ -123,12 +124,12 @@ def _member(m: Any, consumer: bool) -> MemberDescription:
     )
 
 
-def list_groups(client: Any) -> Deferred[list[GroupListing]]:
+def list_groups(client: ConsumerClient) -> Deferred[list[GroupListing]]:
     """Every group of the cluster (ListGroups at every broker), sorted by id."""
     return Deferred.fromCoroutine(_list(client))
 
 
-async def _list(client: Any) -> list[GroupListing]:
+async def _list(client: ConsumerClient) -> list[GroupListing]:
     metadata = await client.send_request_to_any_broker(MetadataRequest(topics=[]))
     brokers = [BrokerMetadata(b.node_id, b.host, b.port) for b in metadata.brokers]
     responses = await gatherResults(
@@ -144,7 +145,7 @@ async def _list(client: Any) -> list[GroupListing]:
 
 
 def committed_offsets(
-    client: Any, group_id: str, topics: Sequence[str] | None = None
+    client: ConsumerClient, group_id: str, topics: Sequence[str] | None = None
 ) -> Deferred[dict[TopicAndPartition, int]]:
     """The group's committed offsets: of every partition of *topics* (-1 where none),
     or of every partition it committed when *topics* is None."""
@@ -152,7 +153,7 @@ def committed_offsets(
 
 
 async def _committed(
-    client: Any, group_id: str, topics: Sequence[str] | None
+    client: ConsumerClient, group_id: str, topics: Sequence[str] | None
 ) -> dict[TopicAndPartition, int]:
     def build(version: int) -> Any:
         wanted = None
@@ -185,14 +186,14 @@ async def _committed(
 
 
 def group_lag(
-    client: Any, group_id: str, topics: Sequence[str] | None = None
+    client: ConsumerClient, group_id: str, topics: Sequence[str] | None = None
 ) -> Deferred[dict[TopicAndPartition, PartitionLag]]:
     """Committed offset, log end (ListOffsets latest) and lag of each partition."""
     return Deferred.fromCoroutine(_lag(client, group_id, topics))
 
 
 async def _lag(
-    client: Any, group_id: str, topics: Sequence[str] | None
+    client: ConsumerClient, group_id: str, topics: Sequence[str] | None
 ) -> dict[TopicAndPartition, PartitionLag]:
     committed = await _committed(client, group_id, topics)
     if not committed:

@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
-from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak._retry import backoff_policy, retrying
+from afkak.client import ConsumerClient, group_name, kafka_client, topic_list
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_LATEST,
@@ -29,6 +30,7 @@ from afkak.common import (
     TopicAndPartition,
     UnknownMemberId,
 )
+from afkak.consumer import Consumer
 
 from ._assignor import PartitionAssignor
 from ._member import Generation, GroupMember
@@ -50,6 +52,8 @@ DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")
 #: Commit errors that mean the member's generation is over: rebalance, not give up.
 _FENCED_ERRORS = (IllegalGeneration, UnknownMemberId)
 _RESERVED_OPTIONS = {"consumer_group", "commit_consumer_id", "commit_generation_id"}
+#: Waits between final commits refused while the group rebalances (50 ms doubling to 1 s).
+_SHUTDOWN_COMMIT_BACKOFF = backoff_policy(0.05, 1.0)
 
 Callback = Callable[[list[TopicAndPartition]], Any]
 Offsets = dict[TopicAndPartition, Any]
@@ -96,18 +100,36 @@ class ConsumerGroup:
         Consumers committed and stopped; may return a Deferred.
     :param on_lost: called with partitions lost (this member was fenced;
         nothing could be committed); by default *on_revoked*.
+    :param consumer_kwargs: afkak 21's way to pass options to each
+        :class:`~afkak.consumer.Consumer` (a dict); merged with *consumer_options*.
+    :param initial_backoff_ms: afkak 21: milliseconds between failed attempts
+        to reach the coordinator until the member first joined (by default
+        the growing *retry_backoff_ms* delay).
+    :param retry_backoff_ms: milliseconds before the first retry of a failed
+        coordinator request; doubled on each consecutive failure.
+    :param fatal_backoff_ms: the longest such delay (default 1000); afkak 21
+        waited this long after unexpected errors.
     :param consumer_options: passed to each :class:`~afkak.consumer.Consumer`
         (``auto_commit_every_n``, ...).  ``auto_offset_reset`` defaults to
         ``OFFSET_LATEST`` (where a partition without a committed offset
         starts), as Kafka's ``auto.offset.reset``.
+
+    afkak 21's attributes and subclass hooks stay: ``member_id``,
+    ``generation_id``, ``leader_id``, ``coordinator_broker``, ``topics``,
+    ``consumer_kwargs``, ``session_timeout_ms``, ``heartbeat_interval_ms``;
+    :meth:`on_join_prepare`, :meth:`on_join_complete`,
+    :meth:`on_group_leave`, :meth:`on_consumer_error`,
+    :meth:`stop_consumers` and :meth:`shutdown_consumers`.  ``consumers``
+    maps each :class:`~afkak.common.TopicAndPartition` to its Consumer.
     """
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         group_id: str,
         topics: Sequence[str],
         processor: Callable[..., Any],
+        consumer_kwargs: dict[str, Any] | None = None,
         *,
         assignors: Sequence[str | PartitionAssignor] = DEFAULT_ASSIGNORS,
         session_timeout_ms: int = 45000,
@@ -117,22 +139,46 @@ class ConsumerGroup:
         on_assigned: Callback | None = None,
         on_revoked: Callback | None = None,
         on_lost: Callback | None = None,
+        initial_backoff_ms: int | None = None,
+        retry_backoff_ms: int = 100,
+        fatal_backoff_ms: int = 1000,
         **consumer_options: Any,
     ) -> None:
-        if isinstance(topics, str):
-            topics = [topics]
+        kafka_client(client)
+        group_name(group_id)
+        topics = topic_list(topics)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
+        if consumer_kwargs is not None and not isinstance(consumer_kwargs, dict):
+            raise TypeError(f"consumer_kwargs must be a dict, not {consumer_kwargs!r}")
+        consumer_options = {**(consumer_kwargs or {}), **consumer_options}
+        if group_instance_id is not None:
+            group_name(group_instance_id)
+        for name, callback in (
+            ("on_assigned", on_assigned),
+            ("on_revoked", on_revoked),
+            ("on_lost", on_lost),
+        ):
+            if callback is not None and not callable(callback):
+                raise TypeError(f"{name} must be callable or None, not {callback!r}")
         reserved = _RESERVED_OPTIONS & set(consumer_options)
         if reserved:
             raise TypeError(f"the group sets these Consumer options itself: {sorted(reserved)}")
+        consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
+        # Each partition's Consumer checks these; check them once now, not after joining.
+        Consumer(client, topics[0], 0, processor, consumer_group=group_id, **consumer_options)
         self.client = client
         self.group_id = group_id
         self.processor = processor
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
         self.on_lost = on_lost if on_lost is not None else on_revoked
-        self.consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
+        self.consumer_options = consumer_options
+        #: afkak 21's name: the options each Consumer gets (the group adds its own).
+        self.consumer_kwargs = self.consumer_options
+        self.initial_backoff_ms = initial_backoff_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.fatal_backoff_ms = fatal_backoff_ms
         self.consumers: dict[TopicAndPartition, Any] = {}
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
@@ -147,6 +193,9 @@ class ConsumerGroup:
             rebalance_timeout_ms=rebalance_timeout_ms,
             heartbeat_interval_ms=heartbeat_interval_ms,
             group_instance_id=group_instance_id,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
+            initial_backoff_ms=initial_backoff_ms,
         )
 
     def __repr__(self) -> str:
@@ -163,6 +212,82 @@ class ConsumerGroup:
     def assignment(self) -> list[TopicAndPartition]:
         """The partitions this member owns now."""
         return sorted(self.member.owned)
+
+    # -- afkak 21's attributes --------------------------------------------------
+
+    @property
+    def topics(self) -> list[str]:
+        return list(self.member.topics)
+
+    @property
+    def member_id(self) -> str:
+        return self.member.member_id
+
+    @property
+    def generation_id(self) -> int | None:
+        """The generation joined, ``None`` when not in one (afkak 21's value)."""
+        generation = self.member.generation_id
+        return None if generation < 0 else generation
+
+    @property
+    def leader_id(self) -> str | None:
+        return self.member.leader_id or None
+
+    @property
+    def coordinator_broker(self) -> Any:
+        """The coordinator's :class:`~afkak.common.BrokerMetadata`, once known."""
+        return self.client.consumer_group_to_brokers().get(self.group_id)
+
+    @property
+    def session_timeout_ms(self) -> int:
+        return self.member.session_timeout_ms
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        return int(self.member.heartbeats.interval * 1000)
+
+    # -- afkak 21's subclass hooks ---------------------------------------------------
+
+    def on_join_prepare(self) -> Any:
+        """Called before each JoinGroup, once partitions that must go were given up.
+
+        Consumers of partitions revoked before joining (all of them unless
+        the group rebalances cooperatively) are already shut down and
+        committed.  May return a Deferred.
+        """
+        return None
+
+    def on_join_complete(self, assignments: dict[str, list[int]]) -> Any:
+        """Called after each rebalance with ``{topic: [partition, ...]}`` owned now.
+
+        Their Consumers are running.  May return a Deferred.
+        """
+        return None
+
+    def on_group_leave(self) -> None:
+        """Called when the member left the group (stopped or failed): stops any Consumer left."""
+        self.stop_consumers()
+
+    def on_consumer_error(self, failure: Failure) -> None:
+        """A Consumer failed with an error the group cannot handle: the group stops with it."""
+        self.member.fail(failure)
+
+    def stop_consumers(self) -> None:
+        """Stop every Consumer now, without committing."""
+        consumers, self.consumers = self.consumers, {}
+        for consumer in consumers.values():
+            try:
+                consumer.stop()
+            except RestopError:
+                pass
+
+    def shutdown_consumers(self) -> Deferred[Any]:
+        """Shut every Consumer down (finish processing, commit); fires when all are done."""
+        consumers, self.consumers = self.consumers, {}
+        return DeferredList(
+            [self._end_consumer(tp, c, commit=True) for tp, c in consumers.items()],
+            consumeErrors=True,
+        )
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -206,6 +331,7 @@ class ConsumerGroup:
         stopping, self._stopping = self._stopping, None
         offsets, self._offsets = self._offsets, {}
         outcome = result if isinstance(result, Failure) else offsets
+        self.on_group_leave()
         if stopping is not None:
             stopping.callback(offsets)
         if start_d is not None:
@@ -216,11 +342,15 @@ class ConsumerGroup:
 
     # -- the membership's listener --------------------------------------------
 
+    def prepare_join(self) -> Any:
+        return self.on_join_prepare()
+
     def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[Any]:
         self._rebind(self.consumers.values(), generation)
         added = [tp for tp in partitions if tp not in self.consumers]
         d = maybeDeferred(self.on_assigned, added) if self.on_assigned and added else succeed(None)
-        return d.addCallback(lambda _: self._start_consumers(added, generation))
+        d.addCallback(lambda _: self._start_consumers(added, generation))
+        return d.addCallback(lambda _: self.on_join_complete(_by_topic(partitions)))
 
     @staticmethod
     def _rebind(consumers: Iterable[Any], generation: Generation) -> None:
@@ -230,8 +360,6 @@ class ConsumerGroup:
             consumer.commit_generation_id = generation.generation_id
 
     def _start_consumers(self, partitions: list[TopicAndPartition], generation: Generation) -> None:
-        from afkak.consumer import Consumer  # the consumer layer sits beside this one
-
         for tp in partitions:
             consumer = Consumer(
                 self.client,
@@ -279,7 +407,7 @@ class ConsumerGroup:
         elif result.check(*_FENCED_ERRORS):
             self.member.request_rejoin(f"{tp}: commit refused: {result.getErrorMessage()}")
         else:
-            self.member.fail(result)
+            self.on_consumer_error(result)
 
     def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[Any]:
         return self._give_up(partitions, commit=True, then=self.on_revoked)
@@ -314,21 +442,23 @@ class ConsumerGroup:
         progress is committed, or the rebalance timeout has passed.
         """
         reactor = self.client.reactor
-        deadline = reactor.seconds() + self.member.rebalance_timeout_ms / 1000.0
-        delay = 0.05
-        attempt: Any = consumer.shutdown
-        while True:
-            try:
-                offset = await maybeDeferred(attempt)
-                break
-            except RebalanceInProgress as e:
-                if reactor.seconds() + delay > deadline:
-                    return self._give_up_failed(tp, consumer, e)
-                await deferLater(reactor, delay, lambda: None)
-                delay = min(delay * 2, 1.0)
-                attempt = consumer.commit
-            except Exception as e:
-                return self._give_up_failed(tp, consumer, e)
+        calls = [consumer.shutdown]
+
+        def attempt() -> Deferred[Any]:
+            call = calls.pop() if calls else consumer.commit  # then only the commit again
+            return maybeDeferred(call)
+
+        try:
+            offset = await retrying(
+                reactor,
+                attempt,
+                _SHUTDOWN_COMMIT_BACKOFF,
+                retriable=lambda e: isinstance(e, RebalanceInProgress),
+                deadline=reactor.seconds() + self.member.rebalance_timeout_ms / 1000.0,
+                what=f"final commit of {tp.topic}/{tp.partition}",
+            )
+        except Exception as e:
+            return self._give_up_failed(tp, consumer, e)
         self._ended(consumer.last_processed_offset if offset is None else offset, tp)
         return None
 
@@ -339,6 +469,13 @@ class ConsumerGroup:
     def _give_up_failed(self, tp: TopicAndPartition, consumer: Any, error: Exception) -> None:
         self._ended(consumer.last_processed_offset, tp)
         log.warn("{tp}: given up uncommitted: {error}", tp=tp, error=error)
+
+
+def _by_topic(partitions: Iterable[TopicAndPartition]) -> dict[str, list[int]]:
+    assignments: dict[str, list[int]] = {}
+    for tp in sorted(partitions):
+        assignments.setdefault(tp.topic, []).append(tp.partition)
+    return assignments
 
 
 def _relay(result: Any, waiter: Deferred[Any]) -> Any:

@@ -29,10 +29,11 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._errors import DecodeError
+from afkak._retry import backoff_policy, is_retriable
+from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerResponseError,
     KafkaError,
-    KafkaUnavailableError,
     TopicAndPartition,
 )
 
@@ -76,6 +77,8 @@ class RebalanceListener(Protocol):
 
     def lose(self, partitions: list[TopicAndPartition]) -> Deferred[Any] | None: ...
 
+    def prepare_join(self) -> Deferred[Any] | None: ...
+
     def assign(
         self, partitions: list[TopicAndPartition], generation: Generation
     ) -> Deferred[Any] | None: ...
@@ -98,12 +101,13 @@ class GroupMember:
 
     Timeouts are in milliseconds, as Kafka's configuration names them;
     *retry_backoff_ms* doubles on each consecutive failure up to
-    *retry_backoff_max_ms*.
+    *retry_backoff_max_ms*, jittered by ±20 % (Kafka's ``retry.backoff.ms`` and
+    ``retry.backoff.max.ms``).
     """
 
     def __init__(
         self,
-        client: Any,
+        client: ConsumerClient,
         group_id: str,
         topics: Sequence[str],
         listener: RebalanceListener,
@@ -115,6 +119,7 @@ class GroupMember:
         group_instance_id: str | None = None,
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1000,
+        initial_backoff_ms: int | None = None,
     ) -> None:
         if not assignors:
             raise ValueError("at least one assignor is needed")
@@ -139,7 +144,9 @@ class GroupMember:
         # look the coordinator up again) well within the session timeout.
         self._heartbeat_timeout = min(client.timeout, session_timeout_ms / 3000.0)
         self.group_instance_id = group_instance_id
-        self._backoff = (retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
+        self._backoff = backoff_policy(retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
+        #: Delay between failed attempts before the member first joined (afkak 21).
+        self._initial_backoff = None if initial_backoff_ms is None else initial_backoff_ms / 1000.0
         self.state = S.STOPPED
         self.member_id = ""
         self.generation_id = -1
@@ -254,6 +261,7 @@ class GroupMember:
             await self._fenced()
             return
         self._transition(E.PREPARED)
+        await maybeDeferred(self.listener.prepare_join)
         try:
             joined = await self._join(reason)
             self._transition(E.JOINED)
@@ -528,7 +536,7 @@ class GroupMember:
             return await self._wait(d)
         except KafkaError as e:
             # An undecodable answer costs the connection, as a lost one does: retry.
-            if not (e.retriable or isinstance(e, (KafkaUnavailableError, DecodeError))):
+            if not (is_retriable(e) or isinstance(e, DecodeError)):
                 raise
             log.info(
                 "{member!r}: {request} failed: {error}",
@@ -540,8 +548,9 @@ class GroupMember:
             return None
 
     def _delay(self, failures: int) -> float:
-        base, cap = self._backoff
-        return float(min(cap, base * 2 ** max(0, failures - 1)))
+        if self._initial_backoff is not None and not self.member_id and not self.rebalances:
+            return self._initial_backoff
+        return self._backoff(failures)
 
     async def _sleep(self, seconds: float) -> None:
         await self._wait(deferLater(self.reactor, seconds, lambda: None))

@@ -8,14 +8,26 @@ from __future__ import annotations
 
 import enum
 
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
+from afkak._broker_errors import (
+    CoordinatorLoadInProgress,
+    CoordinatorNotAvailable,
+    FencedInstanceId,
+    IllegalGeneration,
+    MemberIdRequired,
+    NotCoordinator,
+    RebalanceInProgress,
+    UnknownMemberId,
+    error_code,
+)
+
+COORDINATOR_LOAD_IN_PROGRESS = error_code(CoordinatorLoadInProgress)
+COORDINATOR_NOT_AVAILABLE = error_code(CoordinatorNotAvailable)
+NOT_COORDINATOR = error_code(NotCoordinator)
+ILLEGAL_GENERATION = error_code(IllegalGeneration)
+UNKNOWN_MEMBER_ID = error_code(UnknownMemberId)
+REBALANCE_IN_PROGRESS = error_code(RebalanceInProgress)
+MEMBER_ID_REQUIRED = error_code(MemberIdRequired)
+FENCED_INSTANCE_ID = error_code(FencedInstanceId)
 
 
 class Reaction(enum.Enum):

@@ -8,7 +8,18 @@ retries), ``_outcome`` (error classification), ``_identity`` (producer id and
 epoch).
 """
 
-from afkak.producer._producer import Producer
+from afkak.producer._producer import (
+    BATCH_SEND_MSG_BYTES,
+    BATCH_SEND_MSG_COUNT,
+    BATCH_SEND_SECS_COUNT,
+    Producer,
+)
 from afkak.producer._result import RecordMetadata
 
-__all__ = ["Producer", "RecordMetadata"]
+__all__ = [
+    "BATCH_SEND_MSG_BYTES",
+    "BATCH_SEND_MSG_COUNT",
+    "BATCH_SEND_SECS_COUNT",
+    "Producer",
+    "RecordMetadata",
+]

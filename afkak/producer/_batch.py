@@ -66,6 +66,7 @@ class ProducerBatch:
         "record_waiters",
         "size",
         "created",
+        "opened",
         "order",
         "count",
         "data",
@@ -73,6 +74,7 @@ class ProducerBatch:
         "producer_epoch",
         "base_sequence",
         "attempts",
+        "last_error",
     )
 
     def __init__(self, part: Any, created: float, order: int) -> None:
@@ -90,6 +92,8 @@ class ProducerBatch:
         #: Estimated encoded size (before compression), for cutting batches.
         self.size = BATCH_HEADER_SIZE
         self.created = created
+        #: When it was opened (``created`` is moved to send it early); the delivery timeout runs from here.
+        self.opened = created
         #: Position among the partition's batches, to keep retries in order.
         self.order = order
         self.count = 0
@@ -99,6 +103,8 @@ class ProducerBatch:
         self.base_sequence = -1
         #: Produce requests this batch was sent in so far.
         self.attempts = 0
+        #: Why its latest attempt failed, for the delivery timeout's error.
+        self.last_error: str | None = None
 
     def __repr__(self) -> str:
         return (

@@ -3,7 +3,10 @@
 The id comes from InitProducerId (any broker answers it for a producer
 without a transactional id).  The epoch is bumped locally when a
 partition's sequence numbers must restart (Kafka's KIP-360 for idempotent
-producers); when it would overflow, a new id is fetched instead.
+producers); when it would overflow, a new id is fetched instead.  When a
+broker has lost the producer's state (UNKNOWN_PRODUCER_ID), InitProducerId
+is sent again with the current id and epoch, and the broker answers with
+the id and epoch to go on with (KIP-360).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError
+from afkak._retry import is_retriable
+from afkak.client import BrokerRequests
 from afkak.protocol.messages import InitProducerIdRequest
 
 log = Logger()
@@ -36,9 +41,9 @@ class ProducerIdentity:
 
     def __init__(
         self,
-        client: Any,
+        client: BrokerRequests,
         reactor: Any,
-        retry_interval: float,
+        backoff: Callable[[int], float],
         max_attempts: int,
         on_ready: Callable[[], None],
         on_fatal: Callable[[Failure], None],
@@ -47,11 +52,13 @@ class ProducerIdentity:
         self.epoch = -1
         self._client = client
         self._reactor = reactor
-        self._retry_interval = retry_interval
+        self._backoff = backoff
         self._max_attempts = max_attempts
         self._on_ready = on_ready
         self._on_fatal = on_fatal
         self._attempts = 0
+        #: The id and epoch given up, sent with the next InitProducerId (KIP-360).
+        self._previous = (-1, -1)
         self._request: Deferred[Any] | None = None
         self._retry_call: Any = None
 
@@ -64,9 +71,13 @@ class ProducerIdentity:
         if self.ready or self._request is not None or self._retry_call is not None:
             return
         self._attempts += 1
+        producer_id, epoch = self._previous
         d = self._request = self._client.send_request_to_any_broker(
             InitProducerIdRequest(
-                transactional_id=None, transaction_timeout_ms=_TRANSACTION_TIMEOUT_MS
+                transactional_id=None,
+                transaction_timeout_ms=_TRANSACTION_TIMEOUT_MS,
+                producer_id=producer_id,
+                producer_epoch=epoch,
             )
         )
         d.addCallbacks(self._answered, self._failed)
@@ -82,6 +93,23 @@ class ProducerIdentity:
             return None
         self.epoch += 1
         return self.producer_id, self.epoch
+
+    def reset(self, producer_id: int) -> None:
+        """The broker does not know *producer_id*: get the id and epoch to go on with.
+
+        Ignored unless *producer_id* is the current one (batches in flight
+        under an id given up report it too).
+        """
+        if producer_id != self.producer_id or not self.ready:
+            return
+        log.warn(
+            "The broker lost producer id {pid} (epoch {epoch}); asking for a new one",
+            pid=producer_id,
+            epoch=self.epoch,
+        )
+        self._previous = (self.producer_id, self.epoch)
+        self.producer_id = self.epoch = -1
+        self.ensure()
 
     def stop(self) -> None:
         if self._retry_call is not None:
@@ -104,16 +132,13 @@ class ProducerIdentity:
         self._request = None
         if failure.check(CancelledError):
             return
-        error = failure.value
-        give_up = self._attempts >= self._max_attempts or (
-            isinstance(error, BrokerResponseError) and not error.retriable
-        )
+        give_up = self._attempts >= self._max_attempts or not is_retriable(failure.value)
         if give_up:
             self._attempts = 0
             self._on_fatal(failure)
             return
         log.info("InitProducerId failed, retrying: {error}", error=failure.getErrorMessage())
-        delay = self._retry_interval * 2 ** (self._attempts - 1)
+        delay = self._backoff(self._attempts)
         self._retry_call = self._reactor.callLater(delay, self._retry)
 
     def _retry(self) -> None:

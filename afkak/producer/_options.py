@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from afkak._retry import RetryPolicy, backoff_policy
 from afkak.codec import CODEC_NAMES, CODEC_NONE, compress
 from afkak.common import PRODUCER_ACK_ALL_REPLICAS, PRODUCER_ACK_LOCAL_WRITE
 
@@ -31,8 +32,13 @@ class Options:
     acks: int
     idempotent: bool
     ack_timeout_ms: int
+    #: Attempts per batch (or lookup) at most; unlimited unless set, as Kafka's ``retries``.
     max_attempts: int
     retry_interval: float
+    #: ``retry.backoff.max.ms`` in seconds.
+    retry_backoff_max: float
+    #: ``delivery.timeout.ms`` in seconds.
+    delivery_timeout: float
     codec: int
     batch_send: bool
     batch_every_n: int
@@ -43,6 +49,10 @@ class Options:
     max_in_flight: int
     buffer_memory: int
     retry_unknown_outcome: bool
+
+    def retry_policy(self) -> RetryPolicy:
+        """Kafka's retry backoff: *retry_interval* doubling to *retry_backoff_max*, jittered."""
+        return backoff_policy(self.retry_interval, max(self.retry_interval, self.retry_backoff_max))
 
 
 def _int(name: str, value: Any, low: int, high: int = _INT32_MAX) -> int:
@@ -67,6 +77,8 @@ def resolve(
     ack_timeout: Any,
     max_req_attempts: Any,
     retry_interval: Any,
+    retry_backoff_max_ms: Any,
+    delivery_timeout_ms: Any,
     codec: Any,
     batch_send: Any,
     batch_every_n: Any,
@@ -102,9 +114,10 @@ def resolve(
         raise ValueError(f"unknown compression codec {codec!r}")
     compress(codec, b"")  # UnsupportedCodecError when its library is missing
     batch_send = bool(batch_send)
-    every_n = _int("batch_every_n", batch_every_n, 0)
-    every_b = _int("batch_every_b", batch_every_b, 0)
-    every_t = _number("batch_every_t", batch_every_t, 0)
+    # afkak 21: a trigger of 0 or None is off.
+    every_n = 0 if batch_every_n is None else _int("batch_every_n", batch_every_n, 0)
+    every_b = 0 if batch_every_b is None else _int("batch_every_b", batch_every_b, 0)
+    every_t = 0 if batch_every_t is None else _number("batch_every_t", batch_every_t, 0)
     if batch_send:
         if not (every_n or every_b or every_t):
             raise ValueError("batch_send needs one of batch_every_n, _b or _t to be non-zero")
@@ -121,8 +134,14 @@ def resolve(
         acks=acks,
         idempotent=idempotent,
         ack_timeout_ms=_int("ack_timeout", ack_timeout, 0),
-        max_attempts=_int("max_req_attempts", max_req_attempts, 1),
+        max_attempts=(
+            _INT32_MAX
+            if max_req_attempts is UNSET
+            else _int("max_req_attempts", max_req_attempts, 1)
+        ),
         retry_interval=_number("retry_interval", retry_interval, 0),
+        retry_backoff_max=_int("retry_backoff_max_ms", retry_backoff_max_ms, 0) / 1000.0,
+        delivery_timeout=_int("delivery_timeout_ms", delivery_timeout_ms, 1) / 1000.0,
         codec=codec,
         batch_send=batch_send,
         batch_every_n=every_n,

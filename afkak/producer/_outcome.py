@@ -5,7 +5,9 @@ marks it retriable; the idempotence errors are retried after fixing the
 producer's sequence state (an epoch bump); an error that leaves it unknown
 whether the batch was written (connection lost after sending, timeouts) is
 retried only with idempotence, where the broker drops the duplicate, or when
-the user accepts duplicates.  CORRUPT_MESSAGE, retriable in Kafka's table, is
+the user accepts duplicates.  UNKNOWN_PRODUCER_ID (a broker restarted and
+forgot the producer) is retried under the producer id and epoch a new
+InitProducerId gives, which sends the current ones (KIP-360).  CORRUPT_MESSAGE, retriable in Kafka's table, is
 not retried: the producer built the batch and would resend the same bytes.
 """
 
@@ -13,16 +15,25 @@ from __future__ import annotations
 
 import enum
 
-from afkak._broker_errors import BrokerResponseError
+from afkak._broker_errors import (
+    BrokerResponseError,
+    CorruptMessage,
+    DuplicateSequenceNumber,
+    InvalidProducerEpoch,
+    OutOfOrderSequenceNumber,
+    ProducerFenced,
+    UnknownProducerId,
+    error_code,
+)
 from afkak._errors import BrokerConnectionError, DecodeError, KafkaError
 from afkak.client import LEADER_MOVED, TOPIC_GONE
 
-CORRUPT_MESSAGE = 2
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-DUPLICATE_SEQUENCE_NUMBER = 46
-INVALID_PRODUCER_EPOCH = 47
-UNKNOWN_PRODUCER_ID = 59
-PRODUCER_FENCED = 90
+CORRUPT_MESSAGE = error_code(CorruptMessage)
+OUT_OF_ORDER_SEQUENCE_NUMBER = error_code(OutOfOrderSequenceNumber)
+DUPLICATE_SEQUENCE_NUMBER = error_code(DuplicateSequenceNumber)
+INVALID_PRODUCER_EPOCH = error_code(InvalidProducerEpoch)
+UNKNOWN_PRODUCER_ID = error_code(UnknownProducerId)
+PRODUCER_FENCED = error_code(ProducerFenced)
 #: Errors after which the batch may or may not have been written:
 #: REQUEST_TIMED_OUT, NETWORK_EXCEPTION, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 UNKNOWN_OUTCOME = frozenset({7, 13, 20})
@@ -34,6 +45,9 @@ class Action(enum.Enum):
     DONE = "done"  #: the batch is written
     RETRY = "retry"  #: send it again (after a back-off)
     BUMP = "bump"  #: send it again once the partition's sequences restart at a new epoch
+    #: the broker lost the producer's state: send it again under the id and epoch
+    #: InitProducerId gives next (KIP-360)
+    RESET = "reset"
     FAIL = "fail"  #: fail its sends
 
 
@@ -46,7 +60,9 @@ def for_error_code(code: int, *, idempotent: bool, retry_unknown_outcome: bool) 
             return Action.DONE
         if code == OUT_OF_ORDER_SEQUENCE_NUMBER:
             return Action.RETRY  # the caller bumps when the gap is real
-        if code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED):
+        if code == UNKNOWN_PRODUCER_ID:
+            return Action.RESET
+        if code in (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED):
             return Action.BUMP
         if code in UNKNOWN_OUTCOME:
             return Action.RETRY

@@ -99,6 +99,23 @@ class PartitionState:
         self.next_sequence = (sequence + count) % SEQUENCE_MODULUS
         return sequence
 
+    def expire(self, before: float) -> list[ProducerBatch]:
+        """Remove and return the batches not in flight that were opened before *before*."""
+        expired = []
+        ready = self.ready
+        while ready and ready[0].opened < before:
+            expired.append(ready.popleft())
+        if self.open is not None and self.open.opened < before and not ready:
+            expired.append(self.open)
+            self.open = None
+        return expired
+
+    def oldest(self) -> float | None:
+        """When its oldest batch not in flight was opened (None: it has none)."""
+        if self.ready:
+            return self.ready[0].opened
+        return None if self.open is None else self.open.opened
+
     def drop_all(self) -> list[ProducerBatch]:
         """Remove and return every batch not in flight."""
         batches = list(self.ready)

@@ -17,8 +17,9 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
-from afkak._errors import CancelledError, ClientError, KafkaUnavailableError
-from afkak.client import topic_name
+from afkak._errors import CancelledError, ClientError
+from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, is_retriable
+from afkak.client import ProducerClient, kafka_client, topic_name
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
 
@@ -30,10 +31,16 @@ from ._sender import Sender
 
 log = Logger()
 
+#: afkak 21's defaults of the batch mode triggers (seconds, messages, bytes).
+BATCH_SEND_SECS_COUNT = 30
+BATCH_SEND_MSG_COUNT = 10
+BATCH_SEND_MSG_BYTES = 32 * 1024
+
 _DEFAULT_LINGER_MS = 0
 _DEFAULT_BATCH_SIZE = 16384
 _DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024
 _BYTES = (bytes, bytearray, memoryview)
+_MAX_TIMESTAMP = 2**63 - 1
 
 
 class _Pending:
@@ -87,9 +94,11 @@ class Producer:
         *enable_idempotence* turns idempotence off, as Kafka's producer does.
     :param ack_timeout: milliseconds the broker may wait for the acks.
     :param max_req_attempts: attempts per batch (and per metadata or producer
-        id lookup) before its sends fail.
-    :param retry_interval: seconds before the first retry; doubled on each
-        further attempt (at most 30 s).
+        id lookup) before its sends fail; by default no limit but
+        *delivery_timeout_ms* (Kafka's ``retries``).
+    :param retry_interval: seconds before the first retry (Kafka's
+        ``retry.backoff.ms``, 0.1 s); doubled on each further attempt up to
+        *retry_backoff_max_ms*, each wait jittered by ±20 %.
     :param codec: compression of each batch: ``None``/``CODEC_NONE``,
         ``CODEC_GZIP``, ``CODEC_SNAPPY``, ``CODEC_LZ4`` or ``CODEC_ZSTD``.
     :param batch_send: ``False`` (default): send as soon as possible, a
@@ -121,23 +130,44 @@ class Producer:
         request timeouts): ``True`` may write records twice; ``False`` (the
         default) fails those sends instead.  With idempotence they are always
         retried (safely).
+    :param retry_backoff_max_ms: the longest wait between retries (Kafka's
+        ``retry.backoff.max.ms``).
+    :param delivery_timeout_ms: milliseconds from a send until it fails with
+        :class:`~afkak.common.KafkaTimeoutError` unless acknowledged (Kafka's
+        ``delivery.timeout.ms``, 120 s): retriable errors are retried until
+        then.  A batch in flight is given its request's answer first.
 
     Records are stamped with the reactor's time (CreateTime) when sent.
+
+    afkak 21's attributes stay readable: ``client``, ``partitioner_class``,
+    ``req_acks``, ``ack_timeout``, ``codec``, ``batch_every_n``,
+    ``batch_every_b``, ``batch_every_t`` (1, 1 and ``None`` without
+    *batch_send*), ``partitioners`` (topic -> its partitioner) and
+    ``stopping``.
     """
+
+    DEFAULT_ACK_TIMEOUT = 1000
+    #: afkak 21's default attempt limit; now sends retry until *delivery_timeout_ms*
+    #: unless *max_req_attempts* is given.
+    DEFAULT_REQ_ATTEMPTS = 10
+    #: Seconds before the first retry (Kafka's ``retry.backoff.ms``; afkak 21: 0.25).
+    INIT_RETRY_INTERVAL = RETRY_BACKOFF_MS / 1000
+    #: The factor the retry delay grows by per attempt (afkak 21: 1.20205).
+    RETRY_INTERVAL_FACTOR = 2.0
 
     def __init__(
         self,
-        client: Any,
+        client: ProducerClient,
         partitioner_class: Any = RoundRobinPartitioner,
         req_acks: int = UNSET,
-        ack_timeout: int = 1000,
-        max_req_attempts: int = 10,
-        retry_interval: float = 0.25,
+        ack_timeout: int = DEFAULT_ACK_TIMEOUT,
+        max_req_attempts: int = UNSET,
+        retry_interval: float = INIT_RETRY_INTERVAL,
         codec: int | None = None,
         batch_send: bool = False,
-        batch_every_n: int = 10,
-        batch_every_b: int = 32768,
-        batch_every_t: float = 30,
+        batch_every_n: int = BATCH_SEND_MSG_COUNT,
+        batch_every_b: int = BATCH_SEND_MSG_BYTES,
+        batch_every_t: float | None = BATCH_SEND_SECS_COUNT,
         *,
         enable_idempotence: bool = UNSET,
         linger_ms: int = _DEFAULT_LINGER_MS,
@@ -145,7 +175,10 @@ class Producer:
         max_in_flight_per_partition: int = 5,
         buffer_memory: int = _DEFAULT_BUFFER_MEMORY,
         retry_unknown_outcome: bool = False,
+        retry_backoff_max_ms: int = RETRY_BACKOFF_MAX_MS,
+        delivery_timeout_ms: int = DELIVERY_TIMEOUT_MS,
     ) -> None:
+        kafka_client(client)
         if not callable(partitioner_class):
             raise TypeError(f"partitioner_class must be callable, not {partitioner_class!r}")
         self.options = _options.resolve(
@@ -164,6 +197,8 @@ class Producer:
             max_in_flight_per_partition=max_in_flight_per_partition,
             buffer_memory=buffer_memory,
             retry_unknown_outcome=retry_unknown_outcome,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+            delivery_timeout_ms=delivery_timeout_ms,
         )
         self.client = client
         self.partitioner_class = partitioner_class
@@ -179,7 +214,9 @@ class Producer:
         self._routes: dict[str, TopicState] = {}
         self._unrouted: dict[str, list[_Pending]] = {}
         self._topic_loads: dict[str, Any] = {}  # Deferred or DelayedCall
-        self._topic_attempts: dict[str, int] = {}
+        #: Topic -> (failed metadata lookups, reactor time of the first).
+        self._topic_attempts: dict[str, tuple[int, float]] = {}
+        self._backoff = self.options.retry_policy()
         self._blocked: deque[_Pending] = deque()
         #: Bytes of records accepted and not settled (estimated, uncompressed).
         self._buffered = 0
@@ -193,6 +230,47 @@ class Producer:
             f"<Producer acks={self.options.acks} idempotent={self.options.idempotent}"
             f" buffered={self._buffered}>"
         )
+
+    # -- afkak 21's attributes -----------------------------------------------------
+
+    @property
+    def req_acks(self) -> int:
+        return self.options.acks
+
+    @property
+    def ack_timeout(self) -> int:
+        return self.options.ack_timeout_ms
+
+    @property
+    def codec(self) -> int:
+        return self.options.codec
+
+    @property
+    def batch_every_n(self) -> int:
+        return self.options.batch_every_n if self._batch_mode else 1
+
+    @property
+    def batch_every_b(self) -> int:
+        return self.options.batch_every_b if self._batch_mode else 1
+
+    @property
+    def batch_every_t(self) -> float | None:
+        return self.options.linger if self._batch_mode else None
+
+    @property
+    def batchDesc(self) -> str:
+        if not self._batch_mode:
+            return "Unbatched"
+        return f"{self.batch_every_n}cnt/{self.batch_every_b}bytes/{self.batch_every_t}secs"
+
+    @property
+    def partitioners(self) -> dict[str, Any]:
+        """Topic -> the partitioner made for it."""
+        return {topic: route.partitioner for topic, route in self._routes.items()}
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopped
 
     # -- sending -------------------------------------------------------------
 
@@ -308,6 +386,8 @@ class Producer:
                 not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0
             ):
                 raise TypeError(f"timestamp must be a non-negative int (ms), not {timestamp!r}")
+            if timestamp is not None and timestamp > _MAX_TIMESTAMP:
+                raise ValueError(f"timestamp {timestamp} does not fit Kafka's int64")
             if partition is not None and (
                 not isinstance(partition, int) or isinstance(partition, bool) or partition < 0
             ):
@@ -352,9 +432,9 @@ class Producer:
         for batch in self._sender.stop(failure):
             batch.fail(failure)
             self._release(batch)
-        for load in self._topic_loads.values():
+        loads, self._topic_loads = self._topic_loads, {}
+        for load in loads.values():  # a cancelled load's callback runs at once
             load.cancel()
-        self._topic_loads.clear()
         unrouted, blocked = self._unrouted, self._blocked
         self._unrouted, self._blocked = {}, deque()
         for waiting in unrouted.values():
@@ -470,7 +550,9 @@ class Producer:
             part.seal()
             self._sender.wake()
         if self._batch_mode:
-            self._sender.count_unsent(n, size)
+            # afkak 21's byte trigger counts the messages' bytes (values and headers).
+            overhead = n * (RECORD_OVERHEAD + (len(key) if key is not None else 0))
+            self._sender.count_unsent(n, size - overhead)
 
     def _new_batch(self, route: TopicState, part: Any, now: float) -> ProducerBatch:
         sealed = part.open is not None
@@ -554,13 +636,16 @@ class Producer:
                     f"no partitions for topic {topic!r}",
                 )
             )
-        attempts = self._topic_attempts[topic] = self._topic_attempts.get(topic, 0) + 1
-        # KafkaUnavailableError: no broker answered this time.
-        retriable = getattr(failure.value, "retriable", False) or isinstance(
-            failure.value, KafkaUnavailableError
-        )
-        if attempts < self.options.max_attempts and retriable:
-            delay = min(self.options.retry_interval * 2 ** (attempts - 1), 30.0)
+        now = self._reactor.seconds()
+        attempts, since = self._topic_attempts.get(topic, (0, now))
+        attempts += 1
+        self._topic_attempts[topic] = (attempts, since)
+        delay = self._backoff(attempts)
+        if (
+            attempts < self.options.max_attempts
+            and is_retriable(failure.value)
+            and now + delay < since + self.options.delivery_timeout
+        ):
             self._topic_loads[topic] = self._reactor.callLater(delay, self._reload_topic, topic)
             return
         self._topic_attempts.pop(topic, None)
@@ -603,4 +688,8 @@ def _check_headers(headers: Any) -> tuple[tuple[str, bytes | None], ...]:
             or (pair[1] is not None and not isinstance(pair[1], _BYTES))
         ):
             raise TypeError(f"each header must be a (str, bytes | None) pair, not {pair!r:.100}")
+        try:
+            pair[0].encode()
+        except UnicodeEncodeError as e:
+            raise ValueError(f"header name {pair[0]!r:.100} is not encodable as UTF-8") from e
     return checked

@@ -7,7 +7,10 @@ per broker carrying the next batch of each of its ready partitions, then
 another round while partitions still have batches and in-flight room.  Each
 answer is applied per partition: success fires the sends, errors are
 classified by :mod:`._outcome` (retry after a back-off, restart the
-sequences at a new epoch, or fail).
+sequences at a new epoch, or fail).  Retries wait by the producer's
+:mod:`afkak._retry` policy (Kafka's ``retry.backoff.ms`` doubling to
+``retry.backoff.max.ms``); a batch not acknowledged within the delivery
+timeout (``delivery.timeout.ms``, counted from when it was opened) fails.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
-from afkak._errors import CancelledError
+from afkak._errors import CancelledError, DeliveryTimeoutError
+from afkak.client import ProducerClient
 from afkak.protocol.messages import ProduceRequest
 
 from ._batch import ProducerBatch
@@ -42,7 +46,6 @@ _PartitionData = ProduceRequest.PartitionProduceData
 #: Produce v3 is the first with record batches v2; v13 names topics by id,
 #: which the producer does not track, so it stops at v12.
 PRODUCE_VERSIONS = {"min_version": 3, "max_version": 12}
-_MAX_BACKOFF = 30.0
 _NEVER = float("inf")
 
 
@@ -55,7 +58,7 @@ class Sender:
 
     def __init__(
         self,
-        client: Any,
+        client: ProducerClient,
         options: Options,
         release: Callable[[ProducerBatch], None],
     ) -> None:
@@ -77,12 +80,14 @@ class Sender:
         self._requests: set[Deferred[Any]] = set()
         self._routing: Deferred[Any] | None = None
         self._stopped = False
+        self._backoff = options.retry_policy()
+        self._delivery_timeout = options.delivery_timeout
         self.identity: ProducerIdentity | None = None
         if options.idempotent:
             self.identity = ProducerIdentity(
                 client,
                 self._reactor,
-                options.retry_interval,
+                self._backoff,
                 options.max_attempts,
                 self.wake,
                 self._identity_failed,
@@ -149,19 +154,27 @@ class Sender:
         options = self._options
         linger = options.linger
         identity = self.identity
+        expires_at = self._expire(now)
+        if expires_at < _NEVER:
+            self.wake(expires_at - now)
         if identity is not None and not identity.ready:
             identity.ensure()
             return
         expire_all = self._expire_all or self.flushing
         self._expire_all = False
-        if options.batch_send:
-            # afkak's batch mode sends everything when its timer expires.
+        batch_mode = options.batch_send
+        if batch_mode:
+            # afkak's batch mode sends nothing until a trigger fires (count, bytes,
+            # or its timer), then everything: full batches sealed meanwhile wait too.
             if not expire_all and linger is not None:
                 expire_all = any(
-                    p.open is not None and p.open.created + linger <= now for p in self.active
+                    _first_created(p) + linger <= now for p in self.active if _held(p)
                 )
             if expire_all:
                 self._unsent_count = self._unsent_bytes = 0
+                for part in self.active:
+                    for waiting in part.ready:
+                        waiting.created = -_NEVER
         wake_at = _NEVER
         sendable: list[PartitionState] = []
         for part in list(self.active):
@@ -187,11 +200,47 @@ class Sender:
             if part.retry_at > now:
                 wake_at = min(wake_at, part.retry_at)
                 continue
+            if batch_mode and _held(part):
+                if linger is not None:
+                    wake_at = min(wake_at, _first_created(part) + linger)
+                continue
             sendable.append(part)
         if wake_at < _NEVER:
             self.wake(max(0.0, wake_at - now))
         if sendable:
             self._send_rounds(sendable)
+
+    def _expire(self, now: float) -> float:
+        """Fail the batches whose delivery timeout passed; when the next one expires."""
+        timeout = self._delivery_timeout
+        next_expiry = _NEVER
+        for part in list(self.active):
+            oldest = part.oldest()
+            if oldest is None:
+                continue
+            if oldest + timeout <= now:
+                expired = part.expire(now - timeout)
+                for batch in expired:
+                    if batch.data is not None and self.identity is not None:
+                        part.bump = True  # later sequences must not wait for this batch's
+                    self._settle(batch, self._timed_out(batch))
+                oldest = part.oldest()
+                if oldest is None:
+                    if not part.in_flight:
+                        self.active.discard(part)
+                    continue
+            next_expiry = min(next_expiry, oldest + timeout)
+        return next_expiry
+
+    def _timed_out(self, batch: ProducerBatch) -> Failure:
+        reason = "" if batch.last_error is None else f"; last error: {batch.last_error}"
+        return Failure(
+            DeliveryTimeoutError(
+                f"{batch.count or len(batch.values)} record(s) for {batch.topic}/{batch.partition}"
+                f" not acknowledged within the delivery timeout ({self._delivery_timeout:g} s,"
+                f" {batch.attempts} attempt(s)){reason}"
+            )
+        )
 
     def _send_rounds(self, parts: list[PartitionState]) -> None:
         leaders = self._client.topics_to_brokers
@@ -229,10 +278,10 @@ class Sender:
             return None  # a retry goes alone, after what is in flight settled
         identity = self.identity
         if identity is not None:
-            if part.bump or part.producer_id < 0:
+            if part.bump or part.producer_id != identity.producer_id:
                 if part.in_flight:
                     return None
-                if part.bump:
+                if part.bump and part.producer_id == identity.producer_id:
                     fresh = identity.bump()
                     if fresh is None:
                         return None
@@ -412,20 +461,26 @@ class Sender:
                 part.bump = True  # later sequences must not wait for this batch's
             self._settle(batch, failure)
             return
+        delay = self._backoff(batch.attempts)
+        now = self._reactor.seconds()
+        batch.last_error = failure.getErrorMessage()
+        if now >= batch.opened + self._delivery_timeout:
+            if self.identity is not None:
+                part.bump = True
+            self._settle(batch, self._timed_out(batch))
+            return
         if action is Action.BUMP:
             part.bump = True
+        elif action is Action.RESET and self.identity is not None:
+            self.identity.reset(batch.producer_id)
         part.requeue(batch)
         self.active.add(part)
-        delay = self._backoff(batch.attempts)
-        part.retry_at = max(part.retry_at, self._reactor.seconds() + delay)
+        part.retry_at = max(part.retry_at, now + delay)
         self.wake(delay)
 
     def _settle(self, batch: ProducerBatch, failure: Failure) -> None:
         batch.fail(failure)
         self._release(batch)
-
-    def _backoff(self, attempts: int) -> float:
-        return min(self._options.retry_interval * 2 ** (attempts - 1), _MAX_BACKOFF)
 
     # -- failures of everything waiting ------------------------------------------
 
@@ -458,3 +513,16 @@ class Sender:
             waiting.extend(part.drop_all())
         self.active.clear()
         return waiting
+
+
+def _held(part: PartitionState) -> bool:
+    """Batch mode: the partition's next batch waits for a trigger (never sent, not released)."""
+    if part.ready:
+        head = part.ready[0]
+        return head.attempts == 0 and head.created != -_NEVER
+    return part.open is not None and part.open.created != -_NEVER
+
+
+def _first_created(part: PartitionState) -> float:
+    """When the partition's oldest unsent batch started."""
+    return part.ready[0].created if part.ready else part.open.created  # type: ignore[union-attr]

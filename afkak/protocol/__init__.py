@@ -10,6 +10,7 @@ Kafka's own generator does).  Malformed input raises
 """
 
 from afkak.protocol._message import FieldSpec, Message, Struct
+from afkak.protocol._primitives import ZERO_UUID
 from afkak.protocol.header import (
     decode_request,
     decode_response,
@@ -20,6 +21,7 @@ from afkak.protocol.header import (
 from afkak.protocol.messages import request_class, response_class
 
 __all__ = [
+    "ZERO_UUID",
     "FieldSpec",
     "Message",
     "Struct",

@@ -9,6 +9,7 @@ path that runs only after the fast encoder failed, to name the bad field.
 
 from __future__ import annotations
 
+import builtins
 import struct
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
@@ -48,7 +49,7 @@ class FieldSpec:
     tagged_versions: tuple[int, int] | None = None
     ignorable: bool = False
     default: Any = None
-    struct: type | None = None
+    struct: builtins.type[Struct] | None = None
     flexible: tuple[int, int] | None = ALL
 
     def present(self, version: int) -> bool:

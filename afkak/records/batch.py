@@ -264,7 +264,7 @@ def _decode_headers(buf: bytes, pos: int) -> tuple[tuple[Header, ...], int]:
     count, pos = decode_zigzag(buf, pos)
     if count < 0:
         raise DecodeError(f"negative header count {count}", offset=pos)
-    headers = []
+    headers: list[Header] = []
     end = len(buf)
     for _ in range(count):
         n, pos = decode_zigzag(buf, pos)

@@ -144,13 +144,13 @@ def _encode_common(
     if n >= TABLE_LIMIT:
         return None
     try:
-        vlens = list(map(len, values))
+        vlens = list(map(len, values))  # type: ignore[arg-type]
     except TypeError:  # a None value, or a wrong type
         return None
     klens = None
     if keys is not None:
         try:
-            klens = list(map(len, keys))
+            klens = list(map(len, keys))  # type: ignore[arg-type]
         except TypeError:  # a None key, or a wrong type
             if any(k is not None for k in keys):
                 return None
@@ -168,10 +168,10 @@ def _encode_common(
         lengths = map(add, lengths, map(FIELD.__getitem__, klens))
     if not same_ts:
         lengths = map(add, lengths, map(SIZE.__getitem__, deltas))  # type: ignore[arg-type]
-    lengths = list(lengths)
-    if max(lengths) >= TABLE_LIMIT:
+    sizes = list(lengths)
+    if max(sizes) >= TABLE_LIMIT:
         return None
-    columns: list[Iterable] = [map(ENC0.__getitem__, lengths)]  # previous header count, length
+    columns: list[Iterable] = [map(ENC0.__getitem__, sizes)]  # previous header count, length
     if same_ts:
         columns.append(ATTR_TS0_ENC[:n])
     else:
@@ -188,7 +188,7 @@ def _encode_common(
     parts: list = [None] * (width * n)
     for i, column in enumerate(columns):
         parts[i::width] = column
-    parts[0] = ENC[lengths[0]]  # no header count before the first record
+    parts[0] = ENC[sizes[0]]  # no header count before the first record
     parts.append(b"\x00")
     return b"".join(parts)
 
@@ -322,7 +322,7 @@ def _headers_size(headers: Sequence[Header]) -> int:
 def _lengths(blobs: Sequence[_BytesLike | None]) -> Iterable[int]:
     """The lengths of *blobs*, None counting as 0."""
     try:
-        return list(map(len, blobs))
+        return list(map(len, blobs))  # type: ignore[arg-type]
     except TypeError:
         return [0 if b is None else len(b) for b in blobs]
 

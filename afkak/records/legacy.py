@@ -1,9 +1,12 @@
 """Legacy message sets (magic 0 and 1), which old brokers may still return.
 
-Read-only: Kafka 4.x accepts only record batch v2 on produce.  A compressed
-message wraps a whole inner message set; each message found at the top level
-of a fetch becomes one :class:`RecordBatch`, decoded eagerly (legacy data is
-rare, so it has no fast path).
+Kafka 4.x accepts only record batch v2 on produce, so legacy sets are never
+sent.  A compressed message wraps a whole inner message set; each message
+found at the top level of a fetch becomes one :class:`RecordBatch`, decoded
+eagerly (legacy data is rare, so it has no fast path).  afkak 21's
+compressed wrapper messages are built (:func:`encode_message_set`) and
+opened again (:func:`unwrap_message`) so that the client can write their
+inner messages as records.
 """
 
 from __future__ import annotations
@@ -12,15 +15,16 @@ import struct
 import zlib
 
 from afkak._errors import ChecksumError, DecodeError
-from afkak.codec import CODEC_LZ4, CODEC_NONE, decompress, decompress_lz4_legacy
+from afkak.codec import CODEC_LZ4, CODEC_NONE, CODEC_ZSTD, decompress, decompress_lz4_legacy
 from afkak.records.batch import RecordBatch
 from afkak.records.record import Record, TimestampType
 
-__all__ = ["read_legacy_message"]
+__all__ = ["encode_message_set", "read_legacy_message", "unwrap_message"]
 
 _HEAD = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
+_MAGIC0_HEAD = struct.Struct(">bb")  # magic, attributes
 _CODEC_MASK = 0x07
 _LOG_APPEND_TIME = 0x08
 _LOG_OVERHEAD = 12  # offset and size: the part of a message that size does not count
@@ -45,7 +49,7 @@ def _parse(buf: bytes, pos: int, check_crc: bool) -> tuple[_Message, int]:
         p += 8
     else:
         raise DecodeError(f"unknown magic {magic} in a message set", offset=pos)
-    fields = []
+    fields: list[bytes | None] = []
     for _ in range(2):
         if p + 4 > end:
             raise DecodeError("message shorter than its fields", offset=p)
@@ -90,6 +94,45 @@ def _unwrap(outer: _Message, check_crc: bool, max_size: int) -> list[_Message]:
         shift = offset - inner[-1][0]
         inner = [(m[0] + shift,) + m[1:] for m in inner]
     return inner
+
+
+def encode_message_set(messages: list[tuple[int, int, bytes | None, bytes | None]]) -> bytes:
+    """afkak 21's magic-0 message set of *messages*, ``(magic, attributes, key, value)`` tuples.
+
+    Every message gets offset 0 (the broker assigned offsets); the magic and
+    attributes given are ignored: inner messages are plain magic 0 messages.
+    """
+    out = []
+    for _, _, key, value in messages:
+        parts = [_MAGIC0_HEAD.pack(0, 0)]
+        for field in (key, value):
+            if field is None:
+                parts.append(_INT32.pack(-1))
+            else:
+                parts.append(_INT32.pack(len(field)))
+                parts.append(bytes(field))
+        body = b"".join(parts)
+        crc = zlib.crc32(body)
+        out.append(struct.pack(">qiI", 0, len(body) + 4, crc))
+        out.append(body)
+    return b"".join(out)
+
+
+def unwrap_message(
+    magic: int, attributes: int, value: bytes | None, max_size: int
+) -> list[tuple[bytes | None, bytes | None, int | None]]:
+    """The ``(key, value, timestamp)`` of each inner message of a compressed wrapper.
+
+    Raises :class:`DecodeError` when *value* is not a compressed message set.
+    """
+    if attributes & _CODEC_MASK == CODEC_ZSTD and value is not None:
+        # Never on the legacy wire, but afkak's own wrappers may use zstd.
+        value, attributes = decompress(CODEC_ZSTD, value, max_size), CODEC_NONE
+    try:
+        inner = _unwrap((0, magic, attributes, -1, None, value), True, max_size)
+    except struct.error:
+        raise DecodeError("truncated inner message in a compressed message") from None
+    return [(m[4], m[5], m[3] if m[1] > 0 else None) for m in inner]
 
 
 def read_legacy_message(buf: bytes, pos: int, check_crc: bool, max_size: int) -> RecordBatch:

@@ -14,9 +14,9 @@ from itertools import repeat
 from typing import Any, TypeVar
 
 import attrs
-from twisted.internet import task
 from twisted.internet.defer import FirstError, gatherResults
 
+from afkak._retry import retry_backoff, retrying
 from afkak.client import KafkaClient
 from afkak.common import BrokerResponseError, OffsetRequest, TopicAndPartition
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
@@ -28,7 +28,8 @@ from ._rows import Outgoing, chunks_by_key
 
 NAMED_TOPICS_MAX_VERSION = 12
 _ATTEMPTS = 5
-_BACKOFF = 0.1  # seconds, doubled after each attempt
+#: Kafka's retry backoff: 100 ms doubling to 1 s, jittered.
+_BACKOFF = retry_backoff()
 
 T = TypeVar("T")
 
@@ -61,17 +62,13 @@ async def _retrying(
 ) -> T:
     """``await attempt()``, retried on retriable errors after forgetting the leaders."""
     keys = list(partitions)
-    delay = _BACKOFF
-    for _ in range(_ATTEMPTS - 1):
-        try:
-            return await attempt()
-        except Exception as e:
-            if not getattr(e, "retriable", False):
-                raise
-        client.note_stale_leaders(keys)
-        await task.deferLater(client.reactor, delay, lambda: None)
-        delay *= 2
-    return await attempt()
+    return await retrying(
+        client.reactor,
+        attempt,
+        _BACKOFF,
+        max_attempts=_ATTEMPTS,
+        on_retry=lambda _: client.note_stale_leaders(keys),
+    )
 
 
 async def partitions_of(client: KafkaClient, topics: Sequence[str]) -> list[TopicAndPartition]:

@@ -15,8 +15,15 @@ from typing import Any
 
 import pyarrow as pa
 
+from afkak._broker_errors import error_code
 from afkak.client import KafkaClient
-from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, BrokerResponseError, TopicAndPartition
+from afkak.common import (
+    OFFSET_EARLIEST,
+    OFFSET_LATEST,
+    BrokerResponseError,
+    OffsetOutOfRangeError,
+    TopicAndPartition,
+)
 from afkak.producer import Producer
 from afkak.records import Record, read_batches
 
@@ -25,7 +32,7 @@ from ._options import ClientConfig, OffsetSpec, ReadOptions, WriteOptions
 from ._planning import DataLossError, OffsetRange, ranges_between, resolve, split_ranges
 from ._rows import arrow_to_outgoing, records_to_arrow
 
-OFFSET_OUT_OF_RANGE = 1
+OFFSET_OUT_OF_RANGE = error_code(OffsetOutOfRangeError)
 #: Empty fetches in a row, below the high watermark, before a task gives up.
 _MAX_EMPTY_FETCHES = 20
 

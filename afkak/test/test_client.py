@@ -14,7 +14,7 @@ from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
-from afkak.codec import CODEC_GZIP
+from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.common import (
     BrokerConnectionError,
     BrokerMetadata,
@@ -161,6 +161,11 @@ class ConstructorTests(ClientTestCase):
         self.assertRaises(ValueError, KafkaClient, "h", timeout=0, reactor=self.clock)
         self.assertRaises(ValueError, KafkaClient, "h", metadata_max_age=-1, reactor=self.clock)
         self.assertRaises(TypeError, KafkaClient, "h", correlation_id="0", reactor=self.clock)
+        self.assertRaises(ValueError, KafkaClient, "h", timeout=float("inf"), reactor=self.clock)
+        self.assertRaises(ValueError, KafkaClient, "h", timeout=float("nan"), reactor=self.clock)
+        self.assertRaises(TypeError, KafkaClient, "h", reactor="x")
+        self.assertRaises(TypeError, KafkaClient, "h", disconnect_on_timeout="no")
+        self.assertRaises(TypeError, KafkaClient, "h", reactor=self.clock, unknown=1)
         self.assertEqual(self.cluster.requests_seen, [])
 
     def test_default_reactor_is_the_global_one(self) -> None:
@@ -467,6 +472,47 @@ class ProduceTests(ClientTestCase):
         [sent] = self.seen(PRODUCE)[0].request.topic_data[0].partition_data
         [batch] = read_batches(sent.records)
         self.assertEqual(batch.codec, CODEC_GZIP)
+
+    def test_afkak_21_wrappers_write_their_inner_messages(self) -> None:
+        # afkak 21 applications pass create_message_set(...)[0], or mix wrappers and plain
+        # messages; every inner message becomes a record, offsets count them.
+        client = self.make_client()
+        for codec in (CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD):
+            self.cluster.create_topic(f"w{codec}", 1)
+            wrapper = create_message_set([("t", b"k", [b"a", b"b", b"c"], None)], codec)[0]
+            plain = create_message(b"p")
+            [first] = self.successResultOf(
+                client.send_produce_request([ProduceRequest(f"w{codec}", 0, [wrapper])])
+            )
+            [second] = self.successResultOf(
+                client.send_produce_request(
+                    [ProduceRequest(f"w{codec}", 0, [plain, wrapper, plain])]
+                )
+            )
+            self.assertEqual((first.offset, second.offset), (0, 3))
+            self.assertEqual(
+                [(r.offset, r.key, r.value) for r in self.cluster.records(f"w{codec}", 0)],
+                [
+                    (0, b"k", b"a"),
+                    (1, b"k", b"b"),
+                    (2, b"k", b"c"),
+                    (3, None, b"p"),
+                    (4, b"k", b"a"),
+                    (5, b"k", b"b"),
+                    (6, b"k", b"c"),
+                    (7, None, b"p"),
+                ],
+            )
+            last = self.seen(PRODUCE)[-1].request.topic_data[0].partition_data[0]
+            [batch] = read_batches(last.records)
+            self.assertEqual((batch.codec, batch.record_count), (codec, 5))
+
+    def test_a_wrapper_without_a_message_set_fails_the_call(self) -> None:
+        client = self.make_client()
+        bad = Message(0, CODEC_GZIP, None, b"not gzip")
+        with self.assertRaises(ValueError):
+            client.send_produce_request([ProduceRequest("t", 0, [bad])])
+        self.assertEqual(self.seen(PRODUCE), [])
 
     def test_acks_zero_returns_no_responses(self) -> None:
         client = self.make_client()

@@ -16,8 +16,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
-from afkak.common import FetchRequest, Message, ProduceRequest
-from afkak.message_set import MessageSet
+from afkak.common import FetchRequest, Message, ProduceRequest, SendRequest
+from afkak.message_set import MessageSet, create_message, create_message_set
 from afkak.test.brokers import Broker, consume, produce, shared_broker
 from afkak.test.test_client_brokers import wait
 
@@ -120,6 +120,37 @@ class InteropTests:
                 self.assertEqual(
                     [tuple(r.headers) for r in records],
                     [m.headers for m in messages],
+                )
+
+    def test_confluent_kafka_reads_afkak_21_wrappers(self: Any) -> None:
+        # afkak 21's create_message_set(..., codec) wrapper, alone ([0]) or mixed with plain
+        # messages: confluent-kafka reads the inner messages, in a batch of that codec.
+        for codec, name in CODECS.items():
+            if codec == CODEC_NONE:
+                continue
+            with self.subTest(codec=name):
+                topic = self.topic(codec)
+                values = [f"{name}-{i}".encode() for i in range(COUNT)]
+                wrapper = create_message_set([SendRequest(topic, b"k", values, None)], codec)[0]
+                plain = create_message(b"plain")
+                responses = [
+                    wait(self.client.send_produce_request([ProduceRequest(topic, 0, msgs)]))[0]
+                    for msgs in ([wrapper], [plain, wrapper, plain])
+                ]
+                self.assertEqual([(r.error, r.offset) for r in responses], [(0, 0), (0, COUNT)])
+                total = 2 * COUNT + 2
+                records = consume(self.broker.bootstrap, topic, total, partitions=[0])
+                self.assertEqual(
+                    [(r.offset, r.key, r.value) for r in records],
+                    [
+                        (i, key, value)
+                        for i, (key, value) in enumerate(
+                            [(b"k", v) for v in values]
+                            + [(None, b"plain")]
+                            + [(b"k", v) for v in values]
+                            + [(None, b"plain")]
+                        )
+                    ],
                 )
 
 

@@ -718,25 +718,66 @@ class TimeoutTests(ConnectionTestCase):
         self.assertIs(connection.state, State.READY)
         self.assertEqual(self.broker.topics(), [])
 
-    def test_in_flight_timeout_holds_its_slot_until_the_late_response(self) -> None:
-        connection = self.ready(max_in_flight=1, request_timeout=5)
+    def test_in_flight_timeout_frees_its_slot_and_drops_the_late_response(self) -> None:
+        self.net.serve(self.broker, ordered=False)
+        connection = self.ready(max_in_flight=2, request_timeout=5)
         self.broker.hold = True
         first = connection.request(metadata("a"))
+        answered = connection.request(metadata("x"), timeout=60)
         self.net.flush()
-        self.clock.advance(4)
-        second = connection.request(metadata("b"), timeout=60)
-        self.clock.advance(1)
+        self.broker.release(1)  # the broker is alive: it answers x
+        self.net.flush()
+        self.assert_answered(answered, "x")
+        ds = [connection.request(metadata(name), timeout=60) for name in "bc"]
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [["a"], ["x"], ["b"]])  # c waits for a's slot
+        self.clock.advance(5)
         self.assertIn(
             "no response to Metadata", str(self.failureResultOf(first, RequestTimedOutError).value)
         )
         self.assertEqual(self.timeouts, [(connection, True)])
         self.net.flush()
-        self.assertEqual(self.broker.topics(), [["a"]])  # b waits for a's slot
+        self.assertEqual(self.broker.topics(), [["a"], ["x"], ["b"], ["c"]])
         self.broker.hold = False
-        self.broker.release()
+        for _ in range(3):
+            self.broker.release()  # a's late answer first: dropped, not an error
+            self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        self.assert_answered(ds[0], "b")
+        self.assert_answered(ds[1], "c")
+
+    def test_silent_connection_is_dropped_and_made_again(self) -> None:
+        """Five timeouts on a hung broker must not wedge the connection (issue 10, 1)."""
+        connection = self.ready(max_in_flight=5, request_timeout=5)
+        self.broker.hold = True
+        hung = [connection.request(metadata(str(n))) for n in range(5)]
         self.net.flush()
-        self.assertEqual(self.broker.topics(), [["a"], ["b"]])
-        self.assert_answered(second, "b")
+        self.clock.advance(5)
+        self.failureResultOf(hung[0], RequestTimedOutError)
+        for d in hung[1:]:  # the connection they were written on was dropped
+            self.failureResultOf(d, BrokerConnectionError)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.broker.hold = False
+        later = [connection.request(metadata(str(n)), timeout=60) for n in range(15)]
+        self.clock.advance(10)
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        for n, d in enumerate(later):
+            self.assert_answered(d, str(n))
+
+    def test_unknown_correlation_id_drops_the_connection(self) -> None:
+        connection = self.ready()
+        self.broker.special["stray"] = lambda header: struct.pack(
+            ">ii", 4, header.correlation_id + 1000
+        )
+        d = connection.request(metadata("stray"))
+        with capturedLogs() as events:
+            self.net.flush()
+        self.failureResultOf(d, BrokerConnectionError)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.assertIn(
+            "unknown correlation id", " ".join(str(e.get("error", "")) for e in events)
+        )
 
     def test_timeout_hook_can_disconnect(self) -> None:
         connection = self.ready(

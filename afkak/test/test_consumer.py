@@ -15,6 +15,7 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
+from afkak._retry import is_retriable
 from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_COMMITTED,
@@ -48,7 +49,6 @@ from afkak.consumer import (
     Consumer,
 )
 from afkak.consumer._messages import read_fetched
-from afkak.consumer._retry import is_retriable
 from afkak.protocol.messages import (
     FetchRequest,
     OffsetCommitRequest,
@@ -185,7 +185,9 @@ class ConstructionTests(ConsumerTestCase):
     def test_bad_arguments(self) -> None:
         p = Recorder()
         bad: list[tuple[type[Exception], tuple[Any, ...], dict[str, Any]]] = [
-            (TypeError, ("", 0, p), {}),
+            (ValueError, ("", 0, p), {}),
+            (ValueError, ("a topic", 0, p), {}),  # the Producer refuses it too
+            (TypeError, (b"t", 0, p), {}),
             (TypeError, ("t", "0", p), {}),
             (ValueError, ("t", -1, p), {}),
             (TypeError, ("t", 0, None), {}),
@@ -205,6 +207,8 @@ class ConstructionTests(ConsumerTestCase):
         for error, args, kwargs in bad:
             with self.subTest(args=args, kwargs=kwargs):
                 self.assertRaises(error, Consumer, self.client, *args, **kwargs)
+        self.assertRaises(TypeError, Consumer, None, "t", 0, p)  # was an AttributeError
+        self.assertRaises(TypeError, Consumer, self.client, "t", 0, p, no_such_option=1)
 
     def test_bad_start_offsets(self) -> None:
         c = self.consumer()

@@ -318,6 +318,85 @@ class ConsumerGroupTests(SynchronousTestCase):
         self.assertEqual([k for k, _ in calls], ["a+", "a-"])
         self.assertEqual(len(calls[1][1]), 3)
 
+    def test_afkak_21_keywords_attributes_and_hooks(self) -> None:
+        # afkak 21's signature: consumer_kwargs reach every Consumer; its backoffs are accepted.
+        self.produce(3)
+        calls: list[Any] = []
+
+        class Group(ConsumerGroup):
+            def on_join_prepare(self) -> Any:
+                calls.append(("prepare", self.generation_id))
+                return super().on_join_prepare()
+
+            def on_join_complete(self, assignments: dict[str, list[int]]) -> Any:
+                calls.append(("complete", assignments))
+                return super().on_join_complete(assignments)
+
+            def on_group_leave(self) -> None:
+                calls.append(("leave", len(self.consumers)))
+                super().on_group_leave()
+
+        client = self.client("a")
+        g = Group(
+            client,
+            "g",
+            [TOPIC],
+            self.ledger.processor("a"),
+            consumer_kwargs={
+                "auto_offset_reset": OFFSET_EARLIEST,
+                "auto_commit_every_n": 1,
+                "fetch_max_wait_time": 150,
+            },
+            session_timeout_ms=10000,
+            heartbeat_interval_ms=1000,
+            initial_backoff_ms=500,
+            retry_backoff_ms=50,
+            fatal_backoff_ms=2000,
+        )
+        self.groups.append(g)
+        self.assertEqual(
+            (g.member_id, g.generation_id, g.leader_id, g.coordinator_broker),
+            ("", None, None, None),
+        )
+        self.assertEqual((g.session_timeout_ms, g.heartbeat_interval_ms), (10000, 1000))
+        self.assertEqual(
+            (g.initial_backoff_ms, g.retry_backoff_ms, g.fatal_backoff_ms), (500, 50, 2000)
+        )
+        self.assertEqual(g.topics, [TOPIC])
+        g.start()
+        self.advance(5)
+        self.assertEqual(len(self.ledger.seen), 18)
+        self.assertEqual(
+            {(c.fetch_max_wait_time, c.auto_commit_every_n) for c in g.consumers.values()},
+            {(150, 1)},
+        )
+        self.assertEqual(g.consumer_kwargs["fetch_max_wait_time"], 150)
+        self.assertEqual(g.generation_id, 1)
+        self.assertTrue(g.member_id)
+        self.assertEqual(g.leader_id, g.member_id)
+        self.assertEqual(g.coordinator_broker, client.consumer_group_to_brokers()["g"])
+        self.assertEqual(
+            calls, [("prepare", None), ("complete", {TOPIC: list(range(PARTITIONS))})]
+        )
+        self.result(g.shutdown())
+        self.assertEqual(calls[-1], ("leave", 0))
+        self.assertEqual(g.member_id, "")
+
+    def test_stop_and_shutdown_consumers(self) -> None:
+        self.produce(3)
+        g = self.group("a")
+        g.start()
+        self.advance(4)
+        consumers = list(g.consumers.values())
+        self.assertEqual(len(consumers), PARTITIONS)
+        done = g.shutdown_consumers()
+        self.advance(1)
+        self.successResultOf(done)
+        self.assertEqual(g.consumers, {})
+        offsets = {k[2]: v.offset for k, v in self.cluster.committed_offsets.items()}
+        self.assertEqual(offsets, {p: 3 for p in range(PARTITIONS)})
+        g.stop_consumers()  # nothing left: a no-op
+
     def test_inspection(self) -> None:
         self.produce(10)
         admin = self.client("admin")
@@ -421,3 +500,23 @@ class PublicSurfaceTests(SynchronousTestCase):
             ConsumerGroup(client, "g", [], lambda c, m: None)
         with self.assertRaises(TypeError):
             ConsumerGroup(client, "g", ["t"], None)  # type: ignore[arg-type]
+        # Once accepted, these failed only after joining, or start() returned None (issue 10, 4).
+        processor = lambda c, m: None  # noqa: E731
+        bad: list[tuple[type[Exception], tuple[Any, ...], dict[str, Any]]] = [
+            (TypeError, (None, "g", ["t"], processor), {}),
+            (TypeError, (client, None, ["t"], processor), {}),
+            (ValueError, (client, "", ["t"], processor), {}),
+            (TypeError, (client, 5, ["t"], processor), {}),
+            (TypeError, (client, "g", [None], processor), {}),
+            (TypeError, (client, "g", [b"x"], processor), {}),
+            (TypeError, (client, "g", b"x", processor), {}),
+            (ValueError, (client, "g", ["bad topic"], processor), {}),
+            (ValueError, (client, "g", ["t"], processor), {"buffer_size": -1}),
+            (TypeError, (client, "g", ["t"], processor), {"no_such_option": 1}),
+            (TypeError, (client, "g", ["t"], processor), {"on_assigned": 5}),
+            (TypeError, (client, "g", ["t"], processor), {"group_instance_id": 5}),
+            (ValueError, (client, "g", ["t"], processor), {"assignors": ["nope"]}),
+        ]
+        for error, args, kwargs in bad:
+            with self.subTest(args=args, kwargs=kwargs):
+                self.assertRaises(error, ConsumerGroup, *args, **kwargs)

@@ -68,6 +68,7 @@ class Listener:
         self.log: list[tuple[str, list[TopicAndPartition]]] = []
         self.generations: list[Generation] = []
         self.hold: Deferred[None] | None = None
+        self.prepared_joins = 0
 
     @property
     def owned(self) -> list[TopicAndPartition]:
@@ -92,6 +93,9 @@ class Listener:
     def lose(self, partitions: list[TopicAndPartition]) -> None:
         self.log.append(("lose", partitions))
         self._release(partitions)
+
+    def prepare_join(self) -> None:
+        self.prepared_joins += 1
 
     def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> None:
         self.log.append(("assign", partitions))

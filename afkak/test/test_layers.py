@@ -1,15 +1,19 @@
-"""The package's layers import only downwards.
+"""The package's layers import only downwards, through each package's public names.
 
 Wire protocol -> records and codecs -> one broker connection -> KafkaClient ->
 producer / consumer -> consumer groups -> integrations (testing kit, Spark).
 ``afkak.common`` and its private parts sit below everything.  A module may
-import from its own layer and from any layer below, never from above.
+import from its own layer and from any layer below, never from above; and from
+another package only what that package exports, never its private modules
+(``afkak.connection``, not ``afkak.connection._connection``).  Kafka error codes
+come from the error classes, never re-declared as numbers.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import tempfile
 import unittest
 
 import afkak
@@ -22,12 +26,15 @@ LAYERS = {
     "_errors": 0,
     "_broker_errors": 0,
     "_structs": 0,
+    "_retry": 0,
     "common": 0,
     "protocol": 1,
     "codec": 2,
     "records": 2,
     "message_set": 2,
+    "kafkacodec": 2,
     "connection": 3,
+    "brokerclient": 3,
     "client": 4,
     "partitioner": 5,
     "producer": 5,
@@ -59,6 +66,63 @@ def _afkak_imports(path: str) -> set[str]:
     return names
 
 
+def _library_files() -> list[tuple[str, str]]:
+    """(top-level afkak name, path) of every library module, tests excluded."""
+    files = []
+    for top in LAYERS:
+        base = os.path.join(ROOT, top)
+        if os.path.isfile(base + ".py"):
+            files.append((top, base + ".py"))
+        for d, _, names in os.walk(base):
+            files.extend((top, os.path.join(d, f)) for f in names if f.endswith(".py"))
+    return files
+
+
+_SHARED = [name for name in LAYERS if name.startswith("_")]
+
+
+def private_imports(path: str, package: str) -> list[str]:
+    """Modules private to another afkak package that *path*, in *package*, imports."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            parts = module.split(".")
+            # afkak._errors, afkak._version ...: the shared base every layer may use.
+            if parts[0] != "afkak" or len(parts) < 3 or parts[1] in (package, *_SHARED):
+                continue
+            if any(part.startswith("_") for part in parts[2:]):
+                found.append(module)
+    return found
+
+
+def declared_error_codes(path: str) -> list[str]:
+    """Module-level ``NAME = <int>`` where NAME is a Kafka error code's name."""
+    from afkak.common import BrokerResponseError
+
+    names = {cls.message for cls in BrokerResponseError.errnos.values()}
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, (ast.Constant, ast.UnaryOp))
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id.lstrip("_") in names
+        ):
+            found.append(f"{node.targets[0].id} at line {node.lineno}")
+    return found
+
+
 class LayeringTests(unittest.TestCase):
     def test_every_top_level_module_has_a_layer(self) -> None:
         entries = {
@@ -88,3 +152,51 @@ class LayeringTests(unittest.TestCase):
                     if LAYERS.get(imported, 99) > layer:
                         violations.append(f"{os.path.relpath(path, ROOT)} imports afkak.{imported}")
         self.assertEqual(violations, [])
+
+    def test_no_private_imports_across_packages(self) -> None:
+        violations = [
+            f"{os.path.relpath(path, ROOT)} imports {module}"
+            for top, path in _library_files()
+            for module in private_imports(path, top)
+        ]
+        self.assertEqual(violations, [])
+
+    def test_a_planted_private_import_is_found(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "planted.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(
+                    "from afkak.connection import BrokerConnection\n"
+                    "from afkak.connection._connection import Send\n"
+                    "import afkak.protocol._primitives\n"
+                    "from afkak.records import _varint\n"
+                    "from afkak.client._routing import x\n"
+                    "from afkak._errors import KafkaError\n"
+                )
+            self.assertEqual(
+                private_imports(path, "client"),
+                [
+                    "afkak.connection._connection",
+                    "afkak.connection._connection.Send",
+                    "afkak.protocol._primitives",
+                    "afkak.records._varint",
+                ],
+            )
+
+    def test_error_codes_come_from_the_error_classes(self) -> None:
+        declared = [
+            f"{os.path.relpath(path, ROOT)}: {found}"
+            for _, path in _library_files()
+            for found in declared_error_codes(path)
+        ]
+        self.assertEqual(declared, [])
+
+    def test_a_declared_error_code_is_found(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "planted.py")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("NOT_COORDINATOR = 16\n_UNKNOWN_SERVER_ERROR = -1\nDEFAULT_PORT = 9092\n")
+            self.assertEqual(
+                declared_error_codes(path),
+                ["NOT_COORDINATOR at line 1", "_UNKNOWN_SERVER_ERROR at line 2"],
+            )

@@ -10,13 +10,16 @@ import unittest
 import afkak
 from afkak.test.brokers import shared_broker
 
-SCRIPT = os.path.join(os.path.dirname(os.path.dirname(afkak.__file__)), "tools", "main_job.py")
+CHECKOUT = os.path.dirname(os.path.dirname(afkak.__file__))
+SCRIPT = os.path.join(CHECKOUT, "tools", "main_job.py")
 
 
 @unittest.skipUnless(os.path.isfile(SCRIPT), "tools/main_job.py is in a source checkout only")
 class MainJobTests(unittest.TestCase):
     def run_job(self, *args: str) -> str:
         env = {k: v for k, v in os.environ.items() if k != "AFKAK_BOOTSTRAP"}
+        # The script imports the afkak this test imported, whatever is installed.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [CHECKOUT, env.get("PYTHONPATH")]))
         done = subprocess.run(
             [sys.executable, SCRIPT, *args],
             capture_output=True,

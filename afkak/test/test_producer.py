@@ -27,7 +27,7 @@ from afkak.producer import Producer, RecordMetadata
 from afkak.records import read_batches
 from afkak.testing import FakeKafkaCluster
 
-PRODUCE, INIT_PRODUCER_ID = 0, 22
+PRODUCE, METADATA, INIT_PRODUCER_ID = 0, 3, 22
 
 
 class ProducerTestCase(SynchronousTestCase):
@@ -85,8 +85,9 @@ class ConstructorTests(ProducerTestCase):
     def test_defaults_are_idempotent_with_acks_all(self) -> None:
         options = Producer(self.client).options
         self.assertEqual((options.acks, options.idempotent), (-1, True))
-        self.assertEqual((options.ack_timeout_ms, options.max_attempts), (1000, 10))
-        self.assertEqual((options.retry_interval, options.codec), (0.25, CODEC_NONE))
+        self.assertEqual((options.ack_timeout_ms, options.max_attempts), (1000, 2**31 - 1))
+        self.assertEqual((options.retry_interval, options.codec), (0.1, CODEC_NONE))
+        self.assertEqual((options.retry_backoff_max, options.delivery_timeout), (1.0, 120.0))
         self.assertEqual((options.batch_send, options.linger), (False, 0.0))
         self.assertEqual((options.batch_size, options.max_in_flight), (16384, 5))
         self.assertEqual(options.buffer_memory, 32 * 1024 * 1024)
@@ -153,10 +154,17 @@ class ConstructorTests(ProducerTestCase):
             (ValueError, {"batch_size": 0}),
             (ValueError, {"max_in_flight_per_partition": 0}),
             (ValueError, {"buffer_memory": 0}),
+            (ValueError, {"delivery_timeout_ms": 0}),
+            (TypeError, {"delivery_timeout_ms": 1.5}),
+            (ValueError, {"retry_backoff_max_ms": -1}),
         ]
         for error, options in bad:
             with self.assertRaises(error, msg=repr(options)):
                 Producer(self.client, **options)
+        with self.assertRaises(TypeError):
+            Producer(None)  # was an AttributeError
+        with self.assertRaises(TypeError):
+            Producer(self.client, no_such_option=1)  # type: ignore[call-arg]
 
 
 class SendMessagesTests(ProducerTestCase):
@@ -338,11 +346,26 @@ class SendTests(ProducerTestCase):
             (TypeError, ("t", b"v"), {"timestamp": -1}),
             (TypeError, ("t", b"v"), {"partition": -1}),
             (TypeError, ("t", b"v"), {"partition": "0"}),
+            (ValueError, ("t", b"v"), {"timestamp": 2**63}),
+            (ValueError, ("t", b"v"), {"headers": [("\ud800", b"v")]}),
         ]
         for error, args, kwargs in cases:
             self.failureResultOf(producer.send(*args, **kwargs), error)
         self.run_until(producer.send("t", b"v", partition=3)).trap(ValueError)
         self.assertEqual(self.produce_requests(), [])
+
+
+    def test_unencodable_record_fails_alone(self) -> None:
+        """timestamp=2**63 once broke its whole batch and the partition's sequence (issue 10, 2)."""
+        producer = self.producer()
+        before = producer.send("t", b"a", partition=0)
+        bad = producer.send("t", b"b", partition=0, timestamp=2**63)
+        after = producer.send("t", b"c", partition=0)
+        self.failureResultOf(bad, ValueError)
+        self.succeed(producer.flush())
+        self.assertEqual([self.successResultOf(d).offset for d in (before, after)], [0, 1])
+        self.succeed(producer.send("t", b"d", partition=0))
+        self.assertEqual(self.values("t", 0), [b"a", b"c", b"d"])
 
 
 class BatchingTests(ProducerTestCase):
@@ -444,6 +467,65 @@ class BatchingTests(ProducerTestCase):
         self.assertEqual(len(self.produce_requests()), 2)
         self.successResultOf(first)
         self.successResultOf(second)
+
+    def test_afkak_21_batching_scenario(self) -> None:
+        # afkak 21.5's documented batching as its users wrote it: nothing is sent before a
+        # trigger fires, then each call's messages are together on one partition, round
+        # robin starting at the first partition.  A trigger of 0 or None is off.
+        first_and_third = [b"0-%d" % i for i in range(4)] + [b"2-%d" % i for i in range(4)]
+        for every_n, every_t in ((0, 0), (10, 0), (None, None), (0, 600)):
+            with self.subTest(every_n=every_n, every_t=every_t):
+                topic = f"b{every_n}-{every_t}"
+                self.cluster.create_topic(topic, partitions=2)
+                sent_before = len(self.produce_requests())
+                producer = self.producer(
+                    batch_send=True,
+                    batch_every_b=4096,
+                    batch_every_n=every_n,
+                    batch_every_t=every_t,
+                    batch_size=100,  # full batches are cut, and wait for the trigger too
+                )
+                calls = [
+                    producer.send_messages(topic, None, [b"%d-%d" % (c, i) for i in range(4)])
+                    for c in range(2 if every_n == 10 else 4)
+                ]
+                self.clock.advance(60)
+                self.assertEqual(len(self.produce_requests()), sent_before)
+                if every_n == 10:
+                    # The third call makes 12 messages waiting: the count trigger fires.
+                    calls.append(
+                        producer.send_messages(topic, None, [b"2-%d" % i for i in range(4)])
+                    )
+                    self.clock.advance(0)
+                    self.assertEqual(self.values(topic, 0), first_and_third)
+                    calls.append(
+                        producer.send_messages(topic, None, [b"3-%d" % i for i in range(4)])
+                    )
+                calls.append(producer.send_messages(topic, None, [b"x" * 4096]))
+                self.clock.advance(0)
+                self.clock.advance(0.1)
+                results = [self.successResultOf(d) for d in calls]
+                self.assertEqual(self.values(topic, 0), [*first_and_third, b"x" * 4096])
+                self.assertEqual(
+                    self.values(topic, 1),
+                    [b"1-%d" % i for i in range(4)] + [b"3-%d" % i for i in range(4)],
+                )
+                self.assertEqual([r.partition for r in results], [0, 1, 0, 1, 0])
+                producer.stop()
+
+    def test_batch_every_t_holds_full_batches_until_the_timer(self) -> None:
+        producer = self.producer(
+            batch_send=True, batch_every_n=0, batch_every_b=0, batch_every_t=5, batch_size=100
+        )
+        ds = [producer.send_messages("t", None, [b"x" * 60]) for _ in range(6)]
+        self.clock.advance(4.9)
+        self.assertEqual(self.produce_requests(), [])
+        self.clock.advance(0.1)
+        self.clock.advance(0)
+        self.assertTrue(self.produce_requests())
+        self.clock.advance(1)
+        for d in ds:
+            self.successResultOf(d)
 
     def test_flush_sends_at_once(self) -> None:
         producer = self.producer(linger_ms=60_000)
@@ -568,6 +650,37 @@ class StopTests(ProducerTestCase):
         self.failureResultOf(later, CancelledError)
         self.clock.advance(1)
         self.assertEqual(len(self.produce_requests()), 1)
+
+
+    def test_stop_while_metadata_loads(self) -> None:
+        """stop() raised RuntimeError while a topic's metadata was loading (issue 10, 3)."""
+        producer = Producer(self.client)
+        self.succeed(producer.send("t", b"a"))
+        self.cluster.delay(METADATA, 1.0)
+        pending = [producer.send("new", b"b"), producer.send_messages("u", None, [b"c"])]
+        self.clock.advance(0.01)
+        self.successResultOf(producer.stop())
+        for d in pending:
+            self.failureResultOf(d, CancelledError)
+
+    def test_stop_with_brokers_unreachable(self) -> None:
+        for broker in range(3):
+            self.cluster.refuse_connections(broker)
+        producer = Producer(self.client)
+        pending = [producer.send("t", b"a"), producer.send_messages("u", None, [b"b"])]
+        for _ in range(5):
+            self.clock.advance(0.5)
+        self.successResultOf(producer.stop())
+        for d in pending:
+            self.failureResultOf(d, CancelledError)
+
+    def test_stop_while_a_retry_of_the_metadata_waits(self) -> None:
+        self.cluster.fail_next(METADATA, 5, count=1)
+        producer = Producer(self.client)
+        d = producer.send("new", b"a")
+        self.clock.advance(0.01)
+        self.successResultOf(producer.stop())
+        self.failureResultOf(d, CancelledError)
 
 
 class BatchTests(SynchronousTestCase):

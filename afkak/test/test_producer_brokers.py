@@ -14,15 +14,19 @@ import itertools
 import time
 from typing import Any, ClassVar
 
+from twisted.internet import reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.internet.task import deferLater
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
-from afkak.common import TopicAndPartition
+from afkak.common import OffsetRequest, TopicAndPartition
 from afkak.partitioner import HashedPartitioner, murmur2
 from afkak.producer import Producer, RecordMetadata
 from afkak.test.brokers import Broker, consume, shared_broker
+from afkak.test.brokers.interop import end_offsets
+from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.test_client_brokers import wait
 
 _names = itertools.count()
@@ -117,6 +121,40 @@ class RealBrokerProducerTests:
         )
         self.assertEqual(records[3].timestamp_ms, stamp)
         self.assertEqual(records[3].headers, (("x", None),))
+
+    def test_afkak_21_batch_triggers(self: Any) -> None:
+        # afkak 21.5's documented batching: nothing before the byte trigger, then the
+        # first and third calls' messages on partition 0 with the trigger's message.
+        from twisted.internet import reactor
+
+        topic = self.topic(partitions=2)
+        producer = self.producer(
+            batch_send=True, batch_every_b=4096, batch_every_n=0, batch_every_t=0
+        )
+        calls = [
+            producer.send_messages(topic, None, [b"%d-%d" % (c, i) for i in range(4)])
+            for c in range(4)
+        ]
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            reactor.iterate(0.05)  # type: ignore[attr-defined]
+        latest = wait(
+            self.client.send_offset_request([OffsetRequest(topic, p, -1, 1) for p in (0, 1)])
+        )
+        self.assertEqual([r.offsets[0] for r in latest], [0, 0])
+        self.assertFalse(any(d.called for d in calls))
+        calls.append(producer.send_messages(topic, None, [b"x" * 4096]))
+        results = [wait(d) for d in calls]
+        self.assertEqual([r.partition for r in results], [0, 1, 0, 1, 0])
+        records = consume(self.broker.bootstrap, topic, 17, partitions=[0, 1])
+        by_partition = {p: [r.value for r in records if r.partition == p] for p in (0, 1)}
+        self.assertEqual(
+            by_partition[0],
+            [b"0-%d" % i for i in range(4)] + [b"2-%d" % i for i in range(4)] + [b"x" * 4096],
+        )
+        self.assertEqual(
+            by_partition[1], [b"1-%d" % i for i in range(4)] + [b"3-%d" % i for i in range(4)]
+        )
 
     def test_acks_0(self: Any) -> None:
         topic = self.topic(partitions=1)
@@ -223,6 +261,42 @@ class NoidaProducerTests(RealBrokerProducerTests, SynchronousTestCase):
         self.assertEqual([d.result.offset for d in ds], list(range(300)))
         records = consume(self.broker.bootstrap, topic, 300)
         self.assertEqual([r.value[:4] for r in records], [b"%04d" % i for i in range(300)])
+
+
+class NoidaRestartTests(SynchronousTestCase):
+    """kill -9 of the broker under a running idempotent producer (issue 10, 5 and 7)."""
+
+    def test_producer_recovers_when_the_broker_restarts(self) -> None:
+        broker = NoidaBroker().start()
+        self.addCleanup(broker.stop)
+        quirks = broker.quirks
+        # One partition: noida-db forgets the partition count on restart.
+        topic = f"restart-{int(time.time())}"
+        broker.create_topic(topic, 1)
+        client = KafkaClient(broker.bootstrap, timeout=5000, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(client.close()))
+        producer = Producer(client, linger_ms=5)
+        self.addCleanup(lambda: wait(producer.stop()))
+        sent: list[Any] = []
+        for _ in range(3):
+            n = len(sent)
+            sent.extend(producer.send(topic, b"%05d" % i) for i in range(n, n + 400))
+            wait(producer.flush(), timeout=30)
+            time.sleep(quirks.acknowledged_writes_lost_on_kill * 1.5)
+            n = len(sent)
+            sent.extend(producer.send(topic, b"%05d" % i) for i in range(n, n + 400))
+            wait(deferLater(reactor, 0.005, lambda: None))  # some of them in flight
+            broker.crash_and_restart()
+            wait(producer.flush(), timeout=30)  # hung before: the producer never recovered
+        for d in sent:
+            self.assertIsInstance(d.result, RecordMetadata)
+        # The broker may lose acknowledged records on kill -9 (a quirk): what it
+        # kept must hold no duplicate and nothing out of order.
+        kept = end_offsets(broker.bootstrap, topic)[0]
+        records = consume(broker.bootstrap, topic, kept, timeout=30)
+        values = [int(r.value) for r in records]
+        self.assertEqual(values, sorted(set(values)))
+        self.assertGreater(len(values), len(sent) // 2)
 
 
 class RdkafkaMockProducerTests(RealBrokerProducerTests, SynchronousTestCase):

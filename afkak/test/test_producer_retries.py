@@ -12,6 +12,7 @@ from afkak.common import (
     ClusterAuthorizationFailed,
     CoordinatorNotAvailable,
     CorruptMessage,
+    DeliveryTimeoutError,
     DuplicateSequenceNumber,
     InvalidProducerEpoch,
     InvalidRecord,
@@ -53,21 +54,56 @@ class RetryTests(ProducerTestCase):
         self.assertEqual(self.values(partition=1), [b"v", b"w"])
 
     def test_retriable_errors_with_backoff(self) -> None:
+        """Waits double from retry_interval, jittered by ±20 % (Kafka's retry.backoff.ms)."""
         producer = self.producer(retry_interval=0.5)
         self.succeed(producer.send("t", b"first", partition=0))
         self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=2)
         d = producer.send("t", b"v", partition=0)
         self.clock.advance(0)
         self.assertEqual(len(self.produce_requests()), 2)
-        self.clock.advance(0.49)
+        self.clock.advance(0.39)
         self.assertEqual(len(self.produce_requests()), 2)
-        self.clock.advance(0.01)  # first back-off: retry_interval
+        self.clock.advance(0.22)  # first back-off: retry_interval ± 20 %
         self.assertEqual(len(self.produce_requests()), 3)
-        self.clock.advance(0.99)
+        self.clock.advance(0.79 - 0.22)
         self.assertNoResult(d)
-        self.clock.advance(0.01)  # second back-off: doubled
+        self.clock.advance(0.42 + 0.22)  # second back-off: doubled ± 20 %
         self.assertEqual(self.successResultOf(d).offset, 1)
         self.assertEqual(self.values(partition=0), [b"first", b"v"])
+
+    def test_backoff_is_capped_at_retry_backoff_max_ms(self) -> None:
+        """Backoff doubled to 30 s; Kafka's retry.backoff.max.ms is 1 s (issue 10, 7)."""
+        producer = self.producer(retry_interval=0.1)
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=12)
+        d = producer.send("t", b"v", partition=0)
+        self.run_until(d, seconds=12 * 1.2 + 1)
+        self.assertEqual(len(self.produce_requests()), 13)
+
+    def test_delivery_timeout_fails_a_send_retried_until_then(self) -> None:
+        producer = self.producer(retry_interval=0.1, delivery_timeout_ms=5000)
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=1000)
+        d = producer.send("t", b"v", partition=0)
+        for _ in range(450):
+            self.clock.advance(0.01)
+        self.assertNoResult(d)
+        failure = self.run_until(d, seconds=0.6)
+        failure.trap(DeliveryTimeoutError)
+        self.assertIn("NOT_ENOUGH_REPLICAS", failure.getErrorMessage())
+        self.assertGreater(len(self.produce_requests()), 5)
+
+    def test_delivery_timeout_without_a_leader(self) -> None:
+        """A batch in flight gets its request's answer (or timeout) first, then expires."""
+        producer = self.producer(delivery_timeout_ms=15000)
+        self.succeed(producer.send("t", b"a", partition=0))
+        for broker in range(3):
+            self.cluster.set_broker_down(broker)
+        d = producer.send("t", b"v", partition=0)
+        for _ in range(1490):
+            self.clock.advance(0.01)
+        self.assertNoResult(d)
+        request_timeout = self.client.timeout + 1.0
+        self.run_until(d, seconds=request_timeout).trap(DeliveryTimeoutError)
+        self.assertEqual(producer._outstanding, 0)
 
     def test_gives_up_after_max_req_attempts(self) -> None:
         producer = self.producer(max_req_attempts=3, retry_interval=0.1)
@@ -202,18 +238,43 @@ class IdempotenceTests(ProducerTestCase):
         self.assertEqual(self.producer_id(), (1001, 1, 0))
         self.assertEqual(self.values(partition=0), [b"a", b"b"])
 
-    def test_unknown_producer_id_and_invalid_epoch_bump_the_epoch(self) -> None:
+    def test_invalid_epoch_bumps_the_epoch(self) -> None:
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.fail_next(PRODUCE, InvalidProducerEpoch)
+        self.succeed(producer.send("t", b"b", partition=0))
+        self.assertEqual(self.producer_id(), (1001, 1, 0))
+        self.succeed(producer.send("t", b"c", partition=0))
+        self.assertEqual(self.producer_id(), (1001, 1, 1))
+        self.assertEqual(self.values(partition=0), [b"a", b"b", b"c"])
+
+    def test_unknown_producer_id_asks_for_a_new_id_with_the_current_one(self) -> None:
         producer = self.producer(retry_interval=0.1)
         self.succeed(producer.send("t", b"a", partition=0))
         self.cluster.fail_next(PRODUCE, UnknownProducerId)
         self.succeed(producer.send("t", b"b", partition=0))
-        self.assertEqual(self.producer_id(), (1001, 1, 0))
-        self.cluster.fail_next(PRODUCE, InvalidProducerEpoch)
-        self.succeed(producer.send("t", b"c", partition=0))
-        self.assertEqual(self.producer_id(), (1001, 2, 0))
-        self.succeed(producer.send("t", b"d", partition=0))
-        self.assertEqual(self.producer_id(), (1001, 2, 1))
-        self.assertEqual(self.values(partition=0), [b"a", b"b", b"c", b"d"])
+        self.assertEqual(self.producer_id(), (1002, 0, 0))
+        init = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+        self.assertEqual(len(init), 2)
+        if init[1].api_version >= 3:
+            self.assertEqual((init[1].request.producer_id, init[1].request.producer_epoch), (1001, 0))
+        self.assertEqual(self.values(partition=0), [b"a", b"b"])
+
+    def test_recovers_when_the_brokers_forget_the_producer(self) -> None:
+        """A broker restart lost the producer: sends failed until a new Producer (issue 10, 5)."""
+        producer = self.producer(retry_interval=0.1)
+        for p in range(3):
+            self.succeed(producer.send("t", b"a", partition=p))
+        self.cluster.forget_producers()
+        ds = [producer.send("t", b"b%d" % i, partition=i % 3) for i in range(9)]
+        self.succeed(producer.flush())
+        for d in ds:
+            self.successResultOf(d)
+        self.assertEqual(self.producer_id()[:2], (1002, 0))
+        for p in range(3):
+            self.assertEqual(self.values(partition=p), [b"a"] + [b"b%d" % i for i in range(p, 9, 3)])
+        init = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+        self.assertEqual(len(init), 2)  # one new id for all partitions
 
     def test_duplicate_sequence_is_success(self) -> None:
         producer = self.producer()
@@ -226,9 +287,9 @@ class IdempotenceTests(ProducerTestCase):
         self.succeed(producer.send("t", b"a", partition=0))
         assert producer._sender.identity is not None
         producer._sender.identity.epoch = 2**15 - 2
-        self.cluster.fail_next(PRODUCE, UnknownProducerId)
+        self.cluster.fail_next(PRODUCE, InvalidProducerEpoch)
         self.succeed(producer.send("t", b"b", partition=0))
-        self.assertEqual(self.producer_id(), (1002, 1, 0))
+        self.assertEqual(self.producer_id(), (1002, 0, 0))
 
     def test_producer_id_lookup_is_retried(self) -> None:
         self.cluster.fail_next(INIT_PRODUCER_ID, CoordinatorNotAvailable, count=2)
@@ -298,8 +359,9 @@ class OutcomeTests(ProducerTestCase):
         self.assertIs(for_error_code(46, **idem), Action.DONE)
         self.assertIs(for_error_code(46, **plain), Action.FAIL)
         self.assertIs(for_error_code(45, **idem), Action.RETRY)
-        for code in (47, 59, 90):
+        for code in (47, 90):
             self.assertIs(for_error_code(code, **idem), Action.BUMP)
+        self.assertIs(for_error_code(59, **idem), Action.RESET)
         for code in (7, 13, 20):  # written or not: unknown
             self.assertIs(for_error_code(code, **idem), Action.RETRY)
             self.assertIs(for_error_code(code, **plain), Action.FAIL)

@@ -1,12 +1,15 @@
 """The committed afkak.protocol.messages modules are what the generator produces.
 
-Runs only when Kafka's schemas are available next to the repository, at
+Runs only when Kafka 4.3's schemas (Kafka's ``clients/src/main/resources/common/message``)
+are available: in ``$AFKAK_KAFKA_SCHEMAS``, or next to the repository at
 ``<repo>/../shared/kafka-protocol/messages``.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -14,7 +17,9 @@ from pathlib import Path
 from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMAS = REPO.parent / "shared" / "kafka-protocol" / "messages"
+SCHEMAS = Path(
+    os.environ.get("AFKAK_KAFKA_SCHEMAS", REPO.parent / "shared" / "kafka-protocol" / "messages")
+)
 GENERATOR = REPO / "tools" / "generate_protocol.py"
 COMMITTED = REPO / "afkak" / "protocol" / "messages"
 
@@ -63,3 +68,64 @@ class GeneratedCodeTests(unittest.TestCase):
         self.assertEqual(gen.snake("TopicId"), "topic_id")
         self.assertEqual(gen.snake("ZkMigrationReady"), "zk_migration_ready")
         self.assertEqual(gen.snake("ClusterAuthorizedOperations"), "cluster_authorized_operations")
+
+
+@unittest.skipUnless(GENERATOR.is_file(), "tools/ is in a source checkout only")
+class RefusalTests(unittest.TestCase):
+    """A missing or incomplete schema folder: exit status 2 and nothing written."""
+
+    def setUp(self) -> None:
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = Path(tmp.name)
+        self.out = self.tmp / "messages"
+        self.out.mkdir()
+        for path in COMMITTED.glob("*.py"):
+            (self.out / path.name).write_bytes(path.read_bytes())
+        self.before = self.snapshot()
+
+    def snapshot(self) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in self.out.iterdir()}
+
+    def run_generator(self, schema_dir: Path) -> str:
+        done = subprocess.run(
+            [sys.executable, str(GENERATOR), str(schema_dir), str(self.out)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertEqual(self.snapshot(), self.before)
+        self.assertIn("nothing written", done.stderr)
+        return done.stderr
+
+    def schemas(self, *names: str) -> Path:
+        """A schema folder holding *names* (their content is never read: refused first)."""
+        folder = self.tmp / "schemas"
+        folder.mkdir()
+        for name in names:
+            (folder / f"{name}.json").write_text("{}", encoding="utf-8")
+        return folder
+
+    def test_missing_folder(self) -> None:
+        self.assertIn("no schema folder", self.run_generator(self.tmp / "nowhere"))
+
+    def test_empty_folder(self) -> None:
+        err = self.run_generator(self.schemas())
+        self.assertIn("RequestHeader.json is missing", err)
+
+    def test_request_without_response(self) -> None:
+        names = [snake_to_schema(p.stem) for p in COMMITTED.glob("*.py") if p.stem != "__init__"]
+        names.remove("FetchResponse")
+        err = self.run_generator(self.schemas(*names))
+        self.assertIn("FetchRequest.json has no FetchResponse.json", err)
+        self.assertIn("no schema for the existing modules fetch_response", err)
+
+    def test_bad_json(self) -> None:
+        names = [snake_to_schema(p.stem) for p in COMMITTED.glob("*.py") if p.stem != "__init__"]
+        self.assertIn("malformed schema", self.run_generator(self.schemas(*names)))
+
+
+def snake_to_schema(module: str) -> str:
+    """``fetch_request`` -> ``FetchRequest`` (the committed modules' schema names)."""
+    return "".join(part.capitalize() for part in module.split("_"))

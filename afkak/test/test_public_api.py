@@ -21,6 +21,9 @@ SURFACE = {
         "CODEC_SNAPPY",
         "CODEC_LZ4",
         "CODEC_ZSTD",
+        "OFFSET_EARLIEST",
+        "OFFSET_LATEST",
+        "OFFSET_COMMITTED",
         "HashedPartitioner",
         "RoundRobinPartitioner",
         "TLS",
@@ -37,7 +40,7 @@ SURFACE = {
     "afkak.partitioner": ["RoundRobinPartitioner", "HashedPartitioner", "murmur2"],
     "afkak.group": ["ConsumerGroup", "RangeAssignor", "RoundRobinAssignor"],
     "afkak.codec": ["CODEC_NONE", "has_snappy", "compress", "decompress"],
-    "afkak.testing": ["FakeKafkaCluster"],
+    "afkak.testing": ["FakeKafkaCluster", "EmbeddedBroker", "EmbeddedBrokerUnavailable"],
     "afkak.common": [
         "OFFSET_EARLIEST",
         "OFFSET_LATEST",

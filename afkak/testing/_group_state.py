@@ -21,6 +21,16 @@ from typing import Any
 import attrs
 from twisted.internet.defer import Deferred
 
+from afkak._broker_errors import (
+    FencedInstanceId,
+    IllegalGeneration,
+    InconsistentGroupProtocol,
+    MemberIdRequired,
+    RebalanceInProgress,
+    UnknownMemberId,
+    error_code,
+)
+
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (
     "Empty",
     "PreparingRebalance",
@@ -29,12 +39,12 @@ EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (
     "Dead",
 )
 NONE = 0
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
+ILLEGAL_GENERATION = error_code(IllegalGeneration)
+INCONSISTENT_GROUP_PROTOCOL = error_code(InconsistentGroupProtocol)
+UNKNOWN_MEMBER_ID = error_code(UnknownMemberId)
+REBALANCE_IN_PROGRESS = error_code(RebalanceInProgress)
+MEMBER_ID_REQUIRED = error_code(MemberIdRequired)
+FENCED_INSTANCE_ID = error_code(FencedInstanceId)
 
 
 @attrs.define(eq=False)

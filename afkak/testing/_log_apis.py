@@ -14,6 +14,7 @@ from afkak._broker_errors import (
     InvalidRequiredAcks,
     MessageSizeTooLargeError,
     OffsetOutOfRangeError,
+    UnknownProducerId,
 )
 from afkak._errors import DecodeError
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST
@@ -98,6 +99,8 @@ def _append(
     cluster: FakeKafkaCluster, part: FakePartition, records: bytes | None, answer: Any
 ) -> None:
     batch, error, message = _validate(records, cluster.max_message_bytes)
+    if batch is not None and 0 <= batch.producer_id < cluster.forgotten_producers_below:
+        batch, error, message = None, code(UnknownProducerId), "the broker lost this producer"
     if batch is not None:
         try:
             answer.base_offset = part.log.append(batch, bytes(records or b""), part.leader_epoch)

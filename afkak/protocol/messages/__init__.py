@@ -18,6 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from afkak.protocol._message import Message
     from .add_offsets_to_txn_request import AddOffsetsToTxnRequest
     from .add_offsets_to_txn_response import AddOffsetsToTxnResponse
     from .add_partitions_to_txn_request import AddPartitionsToTxnRequest
@@ -474,17 +475,17 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def _class(name: str) -> type:
-    cls = globals().get(name)
-    return cls if cls is not None else __getattr__(name)  # type: ignore[no-any-return]
+def _class(name: str) -> type[Message]:
+    cls: type[Message] | None = globals().get(name)
+    return cls if cls is not None else __getattr__(name)
 
 
-def request_class(api_key: int) -> type:
+def request_class(api_key: int) -> type[Message]:
     """The request class for ``api_key``, importing only its module (KeyError if unknown)."""
     return _class(_REQUEST_KEYS[api_key])
 
 
-def response_class(api_key: int) -> type:
+def response_class(api_key: int) -> type[Message]:
     """The response class for ``api_key``, importing only its module (KeyError if unknown)."""
     return _class(_RESPONSE_KEYS[api_key])
 

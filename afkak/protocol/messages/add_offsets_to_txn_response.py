@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class AddOffsetsToTxnResponse(_m.Message):
     """AddOffsetsToTxnResponse: Kafka response (api key 25), versions 0-4."""
 
-    API_KEY: ClassVar[int | None] = 25
+    API_KEY: ClassVar[int] = 25
     API_NAME: ClassVar[str] = 'AddOffsetsToTxn'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4

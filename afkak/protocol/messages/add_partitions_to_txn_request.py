@@ -42,13 +42,11 @@ class AddPartitionsToTxnTransaction(_m.Struct):
 class AddPartitionsToTxnRequest(_m.Message):
     """AddPartitionsToTxnRequest: Kafka request (api key 24), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 24
+    API_KEY: ClassVar[int] = 24
     API_NAME: ClassVar[str] = 'AddPartitionsToTxn'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    AddPartitionsToTxnTopic: ClassVar[type[AddPartitionsToTxnTopic]] = AddPartitionsToTxnTopic
-    AddPartitionsToTxnTransaction: ClassVar[type[AddPartitionsToTxnTransaction]] = AddPartitionsToTxnTransaction
 
     #: List of transactions to add partitions to.
     transactions: list[AddPartitionsToTxnTransaction] = attrs.field(factory=list)
@@ -60,6 +58,9 @@ class AddPartitionsToTxnRequest(_m.Message):
     v3_and_below_producer_epoch: int = 0
     #: The partitions to add to the transaction.
     v3_and_below_topics: list[AddPartitionsToTxnTopic] = attrs.field(factory=list)
+
+    AddPartitionsToTxnTopic: ClassVar[type[AddPartitionsToTxnTopic]] = AddPartitionsToTxnTopic
+    AddPartitionsToTxnTransaction: ClassVar[type[AddPartitionsToTxnTransaction]] = AddPartitionsToTxnTransaction
 
 
 AddPartitionsToTxnTopic.SCHEMA = (

@@ -46,14 +46,11 @@ class AddPartitionsToTxnResult(_m.Struct):
 class AddPartitionsToTxnResponse(_m.Message):
     """AddPartitionsToTxnResponse: Kafka response (api key 24), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 24
+    API_KEY: ClassVar[int] = 24
     API_NAME: ClassVar[str] = 'AddPartitionsToTxn'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    AddPartitionsToTxnPartitionResult: ClassVar[type[AddPartitionsToTxnPartitionResult]] = AddPartitionsToTxnPartitionResult
-    AddPartitionsToTxnTopicResult: ClassVar[type[AddPartitionsToTxnTopicResult]] = AddPartitionsToTxnTopicResult
-    AddPartitionsToTxnResult: ClassVar[type[AddPartitionsToTxnResult]] = AddPartitionsToTxnResult
 
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -63,6 +60,10 @@ class AddPartitionsToTxnResponse(_m.Message):
     results_by_transaction: list[AddPartitionsToTxnResult] = attrs.field(factory=list)
     #: The results for each topic.
     results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = attrs.field(factory=list)
+
+    AddPartitionsToTxnPartitionResult: ClassVar[type[AddPartitionsToTxnPartitionResult]] = AddPartitionsToTxnPartitionResult
+    AddPartitionsToTxnTopicResult: ClassVar[type[AddPartitionsToTxnTopicResult]] = AddPartitionsToTxnTopicResult
+    AddPartitionsToTxnResult: ClassVar[type[AddPartitionsToTxnResult]] = AddPartitionsToTxnResult
 
 
 AddPartitionsToTxnPartitionResult.SCHEMA = (

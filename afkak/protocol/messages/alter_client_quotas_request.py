@@ -48,19 +48,20 @@ class EntryData(_m.Struct):
 class AlterClientQuotasRequest(_m.Message):
     """AlterClientQuotasRequest: Kafka request (api key 49), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 49
+    API_KEY: ClassVar[int] = 49
     API_NAME: ClassVar[str] = 'AlterClientQuotas'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    EntityData: ClassVar[type[EntityData]] = EntityData
-    OpData: ClassVar[type[OpData]] = OpData
-    EntryData: ClassVar[type[EntryData]] = EntryData
 
     #: The quota configuration entries to alter.
     entries: list[EntryData] = attrs.field(factory=list)
     #: Whether the alteration should be validated, but not performed.
     validate_only: bool = False
+
+    EntityData: ClassVar[type[EntityData]] = EntityData
+    OpData: ClassVar[type[OpData]] = OpData
+    EntryData: ClassVar[type[EntryData]] = EntryData
 
 
 EntityData.SCHEMA = (

@@ -38,18 +38,19 @@ class EntryData(_m.Struct):
 class AlterClientQuotasResponse(_m.Message):
     """AlterClientQuotasResponse: Kafka response (api key 49), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 49
+    API_KEY: ClassVar[int] = 49
     API_NAME: ClassVar[str] = 'AlterClientQuotas'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    EntityData: ClassVar[type[EntityData]] = EntityData
-    EntryData: ClassVar[type[EntryData]] = EntryData
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The quota configuration entries to alter.
     entries: list[EntryData] = attrs.field(factory=list)
+
+    EntityData: ClassVar[type[EntityData]] = EntityData
+    EntryData: ClassVar[type[EntryData]] = EntryData
 
 
 EntityData.SCHEMA = (

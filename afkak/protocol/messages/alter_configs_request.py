@@ -38,18 +38,19 @@ class AlterConfigsResource(_m.Struct):
 class AlterConfigsRequest(_m.Message):
     """AlterConfigsRequest: Kafka request (api key 33), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 33
+    API_KEY: ClassVar[int] = 33
     API_NAME: ClassVar[str] = 'AlterConfigs'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AlterableConfig: ClassVar[type[AlterableConfig]] = AlterableConfig
-    AlterConfigsResource: ClassVar[type[AlterConfigsResource]] = AlterConfigsResource
 
     #: The updates for each resource.
     resources: list[AlterConfigsResource] = attrs.field(factory=list)
     #: True if we should validate the request, but not change the configurations.
     validate_only: bool = False
+
+    AlterableConfig: ClassVar[type[AlterableConfig]] = AlterableConfig
+    AlterConfigsResource: ClassVar[type[AlterConfigsResource]] = AlterConfigsResource
 
 
 AlterableConfig.SCHEMA = (

@@ -30,17 +30,18 @@ class AlterConfigsResourceResponse(_m.Struct):
 class AlterConfigsResponse(_m.Message):
     """AlterConfigsResponse: Kafka response (api key 33), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 33
+    API_KEY: ClassVar[int] = 33
     API_NAME: ClassVar[str] = 'AlterConfigs'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AlterConfigsResourceResponse: ClassVar[type[AlterConfigsResourceResponse]] = AlterConfigsResourceResponse
 
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The responses for each resource.
     responses: list[AlterConfigsResourceResponse] = attrs.field(factory=list)
+
+    AlterConfigsResourceResponse: ClassVar[type[AlterConfigsResourceResponse]] = AlterConfigsResourceResponse
 
 
 AlterConfigsResourceResponse.SCHEMA = (

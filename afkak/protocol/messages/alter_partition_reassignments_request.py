@@ -36,13 +36,11 @@ class ReassignableTopic(_m.Struct):
 class AlterPartitionReassignmentsRequest(_m.Message):
     """AlterPartitionReassignmentsRequest: Kafka request (api key 45), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 45
+    API_KEY: ClassVar[int] = 45
     API_NAME: ClassVar[str] = 'AlterPartitionReassignments'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    ReassignablePartition: ClassVar[type[ReassignablePartition]] = ReassignablePartition
-    ReassignableTopic: ClassVar[type[ReassignableTopic]] = ReassignableTopic
 
     #: The time in ms to wait for the request to complete.
     timeout_ms: int = 60000
@@ -50,6 +48,9 @@ class AlterPartitionReassignmentsRequest(_m.Message):
     allow_replication_factor_change: bool = True
     #: The topics to reassign.
     topics: list[ReassignableTopic] = attrs.field(factory=list)
+
+    ReassignablePartition: ClassVar[type[ReassignablePartition]] = ReassignablePartition
+    ReassignableTopic: ClassVar[type[ReassignableTopic]] = ReassignableTopic
 
 
 ReassignablePartition.SCHEMA = (

@@ -38,13 +38,11 @@ class ReassignableTopicResponse(_m.Struct):
 class AlterPartitionReassignmentsResponse(_m.Message):
     """AlterPartitionReassignmentsResponse: Kafka response (api key 45), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 45
+    API_KEY: ClassVar[int] = 45
     API_NAME: ClassVar[str] = 'AlterPartitionReassignments'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    ReassignablePartitionResponse: ClassVar[type[ReassignablePartitionResponse]] = ReassignablePartitionResponse
-    ReassignableTopicResponse: ClassVar[type[ReassignableTopicResponse]] = ReassignableTopicResponse
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -56,6 +54,9 @@ class AlterPartitionReassignmentsResponse(_m.Message):
     error_message: str | None = ''
     #: The responses to topics to reassign.
     responses: list[ReassignableTopicResponse] = attrs.field(factory=list)
+
+    ReassignablePartitionResponse: ClassVar[type[ReassignablePartitionResponse]] = ReassignablePartitionResponse
+    ReassignableTopicResponse: ClassVar[type[ReassignableTopicResponse]] = ReassignableTopicResponse
 
 
 ReassignablePartitionResponse.SCHEMA = (

@@ -36,16 +36,17 @@ class AlterReplicaLogDir(_m.Struct):
 class AlterReplicaLogDirsRequest(_m.Message):
     """AlterReplicaLogDirsRequest: Kafka request (api key 34), versions 1-2."""
 
-    API_KEY: ClassVar[int | None] = 34
+    API_KEY: ClassVar[int] = 34
     API_NAME: ClassVar[str] = 'AlterReplicaLogDirs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AlterReplicaLogDirTopic: ClassVar[type[AlterReplicaLogDirTopic]] = AlterReplicaLogDirTopic
-    AlterReplicaLogDir: ClassVar[type[AlterReplicaLogDir]] = AlterReplicaLogDir
 
     #: The alterations to make for each directory.
     dirs: list[AlterReplicaLogDir] = attrs.field(factory=list)
+
+    AlterReplicaLogDirTopic: ClassVar[type[AlterReplicaLogDirTopic]] = AlterReplicaLogDirTopic
+    AlterReplicaLogDir: ClassVar[type[AlterReplicaLogDir]] = AlterReplicaLogDir
 
 
 AlterReplicaLogDirTopic.SCHEMA = (

@@ -36,18 +36,19 @@ class AlterReplicaLogDirTopicResult(_m.Struct):
 class AlterReplicaLogDirsResponse(_m.Message):
     """AlterReplicaLogDirsResponse: Kafka response (api key 34), versions 1-2."""
 
-    API_KEY: ClassVar[int | None] = 34
+    API_KEY: ClassVar[int] = 34
     API_NAME: ClassVar[str] = 'AlterReplicaLogDirs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AlterReplicaLogDirPartitionResult: ClassVar[type[AlterReplicaLogDirPartitionResult]] = AlterReplicaLogDirPartitionResult
-    AlterReplicaLogDirTopicResult: ClassVar[type[AlterReplicaLogDirTopicResult]] = AlterReplicaLogDirTopicResult
 
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The results for each topic.
     results: list[AlterReplicaLogDirTopicResult] = attrs.field(factory=list)
+
+    AlterReplicaLogDirPartitionResult: ClassVar[type[AlterReplicaLogDirPartitionResult]] = AlterReplicaLogDirPartitionResult
+    AlterReplicaLogDirTopicResult: ClassVar[type[AlterReplicaLogDirTopicResult]] = AlterReplicaLogDirTopicResult
 
 
 AlterReplicaLogDirPartitionResult.SCHEMA = (

@@ -42,18 +42,19 @@ class ScramCredentialUpsertion(_m.Struct):
 class AlterUserScramCredentialsRequest(_m.Message):
     """AlterUserScramCredentialsRequest: Kafka request (api key 51), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 51
+    API_KEY: ClassVar[int] = 51
     API_NAME: ClassVar[str] = 'AlterUserScramCredentials'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    ScramCredentialDeletion: ClassVar[type[ScramCredentialDeletion]] = ScramCredentialDeletion
-    ScramCredentialUpsertion: ClassVar[type[ScramCredentialUpsertion]] = ScramCredentialUpsertion
 
     #: The SCRAM credentials to remove.
     deletions: list[ScramCredentialDeletion] = attrs.field(factory=list)
     #: The SCRAM credentials to update/insert.
     upsertions: list[ScramCredentialUpsertion] = attrs.field(factory=list)
+
+    ScramCredentialDeletion: ClassVar[type[ScramCredentialDeletion]] = ScramCredentialDeletion
+    ScramCredentialUpsertion: ClassVar[type[ScramCredentialUpsertion]] = ScramCredentialUpsertion
 
 
 ScramCredentialDeletion.SCHEMA = (

@@ -28,17 +28,18 @@ class AlterUserScramCredentialsResult(_m.Struct):
 class AlterUserScramCredentialsResponse(_m.Message):
     """AlterUserScramCredentialsResponse: Kafka response (api key 51), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 51
+    API_KEY: ClassVar[int] = 51
     API_NAME: ClassVar[str] = 'AlterUserScramCredentials'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    AlterUserScramCredentialsResult: ClassVar[type[AlterUserScramCredentialsResult]] = AlterUserScramCredentialsResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The results for deletions and alterations, one per affected user.
     results: list[AlterUserScramCredentialsResult] = attrs.field(factory=list)
+
+    AlterUserScramCredentialsResult: ClassVar[type[AlterUserScramCredentialsResult]] = AlterUserScramCredentialsResult
 
 
 AlterUserScramCredentialsResult.SCHEMA = (

@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class ApiVersionsRequest(_m.Message):
     """ApiVersionsRequest: Kafka request (api key 18), versions 0-4."""
 
-    API_KEY: ClassVar[int | None] = 18
+    API_KEY: ClassVar[int] = 18
     API_NAME: ClassVar[str] = 'ApiVersions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4

@@ -52,14 +52,11 @@ class FinalizedFeatureKey(_m.Struct):
 class ApiVersionsResponse(_m.Message):
     """ApiVersionsResponse: Kafka response (api key 18), versions 0-4."""
 
-    API_KEY: ClassVar[int | None] = 18
+    API_KEY: ClassVar[int] = 18
     API_NAME: ClassVar[str] = 'ApiVersions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    ApiVersion: ClassVar[type[ApiVersion]] = ApiVersion
-    SupportedFeatureKey: ClassVar[type[SupportedFeatureKey]] = SupportedFeatureKey
-    FinalizedFeatureKey: ClassVar[type[FinalizedFeatureKey]] = FinalizedFeatureKey
 
     #: The top-level error code.
     error_code: int = 0
@@ -75,6 +72,10 @@ class ApiVersionsResponse(_m.Message):
     finalized_features: list[FinalizedFeatureKey] = attrs.field(factory=list)
     #: Set by a KRaft controller if the required configurations for ZK migration are present.
     zk_migration_ready: bool = False
+
+    ApiVersion: ClassVar[type[ApiVersion]] = ApiVersion
+    SupportedFeatureKey: ClassVar[type[SupportedFeatureKey]] = SupportedFeatureKey
+    FinalizedFeatureKey: ClassVar[type[FinalizedFeatureKey]] = FinalizedFeatureKey
 
 
 ApiVersion.SCHEMA = (

@@ -31,12 +31,13 @@ class ConsumerProtocolAssignment(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = None
-    TopicPartition: ClassVar[type[TopicPartition]] = TopicPartition
 
     #: The list of topics and partitions assigned to this consumer.
     assigned_partitions: list[TopicPartition] = attrs.field(factory=list)
     #: User data.
     user_data: bytes | None = None
+
+    TopicPartition: ClassVar[type[TopicPartition]] = TopicPartition
 
 
 TopicPartition.SCHEMA = (

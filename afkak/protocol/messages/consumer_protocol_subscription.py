@@ -31,7 +31,6 @@ class ConsumerProtocolSubscription(_m.Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = None
-    TopicPartition: ClassVar[type[TopicPartition]] = TopicPartition
 
     #: The topics that the member wants to consume.
     topics: list[str] = attrs.field(factory=list)
@@ -43,6 +42,8 @@ class ConsumerProtocolSubscription(_m.Message):
     generation_id: int = -1
     #: The rack id of the member.
     rack_id: str | None = None
+
+    TopicPartition: ClassVar[type[TopicPartition]] = TopicPartition
 
 
 TopicPartition.SCHEMA = (

@@ -36,15 +36,16 @@ class AclCreation(_m.Struct):
 class CreateAclsRequest(_m.Message):
     """CreateAclsRequest: Kafka request (api key 30), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 30
+    API_KEY: ClassVar[int] = 30
     API_NAME: ClassVar[str] = 'CreateAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AclCreation: ClassVar[type[AclCreation]] = AclCreation
 
     #: The ACLs that we want to create.
     creations: list[AclCreation] = attrs.field(factory=list)
+
+    AclCreation: ClassVar[type[AclCreation]] = AclCreation
 
 
 AclCreation.SCHEMA = (

@@ -26,17 +26,18 @@ class AclCreationResult(_m.Struct):
 class CreateAclsResponse(_m.Message):
     """CreateAclsResponse: Kafka response (api key 30), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 30
+    API_KEY: ClassVar[int] = 30
     API_NAME: ClassVar[str] = 'CreateAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AclCreationResult: ClassVar[type[AclCreationResult]] = AclCreationResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The results for each ACL creation.
     results: list[AclCreationResult] = attrs.field(factory=list)
+
+    AclCreationResult: ClassVar[type[AclCreationResult]] = AclCreationResult
 
 
 AclCreationResult.SCHEMA = (

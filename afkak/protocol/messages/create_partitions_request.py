@@ -36,13 +36,11 @@ class CreatePartitionsTopic(_m.Struct):
 class CreatePartitionsRequest(_m.Message):
     """CreatePartitionsRequest: Kafka request (api key 37), versions 0-3."""
 
-    API_KEY: ClassVar[int | None] = 37
+    API_KEY: ClassVar[int] = 37
     API_NAME: ClassVar[str] = 'CreatePartitions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    CreatePartitionsAssignment: ClassVar[type[CreatePartitionsAssignment]] = CreatePartitionsAssignment
-    CreatePartitionsTopic: ClassVar[type[CreatePartitionsTopic]] = CreatePartitionsTopic
 
     #: Each topic that we want to create new partitions inside.
     topics: list[CreatePartitionsTopic] = attrs.field(factory=list)
@@ -50,6 +48,9 @@ class CreatePartitionsRequest(_m.Message):
     timeout_ms: int = 0
     #: If true, then validate the request, but don't actually increase the number of partitions.
     validate_only: bool = False
+
+    CreatePartitionsAssignment: ClassVar[type[CreatePartitionsAssignment]] = CreatePartitionsAssignment
+    CreatePartitionsTopic: ClassVar[type[CreatePartitionsTopic]] = CreatePartitionsTopic
 
 
 CreatePartitionsAssignment.SCHEMA = (

@@ -28,17 +28,18 @@ class CreatePartitionsTopicResult(_m.Struct):
 class CreatePartitionsResponse(_m.Message):
     """CreatePartitionsResponse: Kafka response (api key 37), versions 0-3."""
 
-    API_KEY: ClassVar[int | None] = 37
+    API_KEY: ClassVar[int] = 37
     API_NAME: ClassVar[str] = 'CreatePartitions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    CreatePartitionsTopicResult: ClassVar[type[CreatePartitionsTopicResult]] = CreatePartitionsTopicResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The partition creation results for each topic.
     results: list[CreatePartitionsTopicResult] = attrs.field(factory=list)
+
+    CreatePartitionsTopicResult: ClassVar[type[CreatePartitionsTopicResult]] = CreatePartitionsTopicResult
 
 
 CreatePartitionsTopicResult.SCHEMA = (

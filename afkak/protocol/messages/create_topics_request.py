@@ -52,14 +52,11 @@ class CreatableTopic(_m.Struct):
 class CreateTopicsRequest(_m.Message):
     """CreateTopicsRequest: Kafka request (api key 19), versions 2-7."""
 
-    API_KEY: ClassVar[int | None] = 19
+    API_KEY: ClassVar[int] = 19
     API_NAME: ClassVar[str] = 'CreateTopics'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
-    CreatableReplicaAssignment: ClassVar[type[CreatableReplicaAssignment]] = CreatableReplicaAssignment
-    CreatableTopicConfig: ClassVar[type[CreatableTopicConfig]] = CreatableTopicConfig
-    CreatableTopic: ClassVar[type[CreatableTopic]] = CreatableTopic
 
     #: The topics to create.
     topics: list[CreatableTopic] = attrs.field(factory=list)
@@ -67,6 +64,10 @@ class CreateTopicsRequest(_m.Message):
     timeout_ms: int = 60000
     #: If true, check that the topics can be created as specified, but don't create anything.
     validate_only: bool = False
+
+    CreatableReplicaAssignment: ClassVar[type[CreatableReplicaAssignment]] = CreatableReplicaAssignment
+    CreatableTopicConfig: ClassVar[type[CreatableTopicConfig]] = CreatableTopicConfig
+    CreatableTopic: ClassVar[type[CreatableTopic]] = CreatableTopic
 
 
 CreatableReplicaAssignment.SCHEMA = (

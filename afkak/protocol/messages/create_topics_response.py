@@ -55,18 +55,19 @@ class CreatableTopicResult(_m.Struct):
 class CreateTopicsResponse(_m.Message):
     """CreateTopicsResponse: Kafka response (api key 19), versions 2-7."""
 
-    API_KEY: ClassVar[int | None] = 19
+    API_KEY: ClassVar[int] = 19
     API_NAME: ClassVar[str] = 'CreateTopics'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
-    CreatableTopicConfigs: ClassVar[type[CreatableTopicConfigs]] = CreatableTopicConfigs
-    CreatableTopicResult: ClassVar[type[CreatableTopicResult]] = CreatableTopicResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Results for each topic we tried to create.
     topics: list[CreatableTopicResult] = attrs.field(factory=list)
+
+    CreatableTopicConfigs: ClassVar[type[CreatableTopicConfigs]] = CreatableTopicConfigs
+    CreatableTopicResult: ClassVar[type[CreatableTopicResult]] = CreatableTopicResult
 
 
 CreatableTopicConfigs.SCHEMA = (

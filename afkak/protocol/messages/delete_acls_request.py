@@ -36,15 +36,16 @@ class DeleteAclsFilter(_m.Struct):
 class DeleteAclsRequest(_m.Message):
     """DeleteAclsRequest: Kafka request (api key 31), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 31
+    API_KEY: ClassVar[int] = 31
     API_NAME: ClassVar[str] = 'DeleteAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DeleteAclsFilter: ClassVar[type[DeleteAclsFilter]] = DeleteAclsFilter
 
     #: The filters to use when deleting ACLs.
     filters: list[DeleteAclsFilter] = attrs.field(factory=list)
+
+    DeleteAclsFilter: ClassVar[type[DeleteAclsFilter]] = DeleteAclsFilter
 
 
 DeleteAclsFilter.SCHEMA = (

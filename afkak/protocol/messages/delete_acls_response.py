@@ -52,18 +52,19 @@ class DeleteAclsFilterResult(_m.Struct):
 class DeleteAclsResponse(_m.Message):
     """DeleteAclsResponse: Kafka response (api key 31), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 31
+    API_KEY: ClassVar[int] = 31
     API_NAME: ClassVar[str] = 'DeleteAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DeleteAclsMatchingAcl: ClassVar[type[DeleteAclsMatchingAcl]] = DeleteAclsMatchingAcl
-    DeleteAclsFilterResult: ClassVar[type[DeleteAclsFilterResult]] = DeleteAclsFilterResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The results for each filter.
     filter_results: list[DeleteAclsFilterResult] = attrs.field(factory=list)
+
+    DeleteAclsMatchingAcl: ClassVar[type[DeleteAclsMatchingAcl]] = DeleteAclsMatchingAcl
+    DeleteAclsFilterResult: ClassVar[type[DeleteAclsFilterResult]] = DeleteAclsFilterResult
 
 
 DeleteAclsMatchingAcl.SCHEMA = (

@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class DeleteGroupsRequest(_m.Message):
     """DeleteGroupsRequest: Kafka request (api key 42), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 42
+    API_KEY: ClassVar[int] = 42
     API_NAME: ClassVar[str] = 'DeleteGroups'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -26,17 +26,18 @@ class DeletableGroupResult(_m.Struct):
 class DeleteGroupsResponse(_m.Message):
     """DeleteGroupsResponse: Kafka response (api key 42), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 42
+    API_KEY: ClassVar[int] = 42
     API_NAME: ClassVar[str] = 'DeleteGroups'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DeletableGroupResult: ClassVar[type[DeletableGroupResult]] = DeletableGroupResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The deletion results.
     results: list[DeletableGroupResult] = attrs.field(factory=list)
+
+    DeletableGroupResult: ClassVar[type[DeletableGroupResult]] = DeletableGroupResult
 
 
 DeletableGroupResult.SCHEMA = (

@@ -36,18 +36,19 @@ class DeleteRecordsTopic(_m.Struct):
 class DeleteRecordsRequest(_m.Message):
     """DeleteRecordsRequest: Kafka request (api key 21), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 21
+    API_KEY: ClassVar[int] = 21
     API_NAME: ClassVar[str] = 'DeleteRecords'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DeleteRecordsPartition: ClassVar[type[DeleteRecordsPartition]] = DeleteRecordsPartition
-    DeleteRecordsTopic: ClassVar[type[DeleteRecordsTopic]] = DeleteRecordsTopic
 
     #: Each topic that we want to delete records from.
     topics: list[DeleteRecordsTopic] = attrs.field(factory=list)
     #: How long to wait for the deletion to complete, in milliseconds.
     timeout_ms: int = 0
+
+    DeleteRecordsPartition: ClassVar[type[DeleteRecordsPartition]] = DeleteRecordsPartition
+    DeleteRecordsTopic: ClassVar[type[DeleteRecordsTopic]] = DeleteRecordsTopic
 
 
 DeleteRecordsPartition.SCHEMA = (

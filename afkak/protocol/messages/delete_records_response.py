@@ -38,18 +38,19 @@ class DeleteRecordsTopicResult(_m.Struct):
 class DeleteRecordsResponse(_m.Message):
     """DeleteRecordsResponse: Kafka response (api key 21), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 21
+    API_KEY: ClassVar[int] = 21
     API_NAME: ClassVar[str] = 'DeleteRecords'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DeleteRecordsPartitionResult: ClassVar[type[DeleteRecordsPartitionResult]] = DeleteRecordsPartitionResult
-    DeleteRecordsTopicResult: ClassVar[type[DeleteRecordsTopicResult]] = DeleteRecordsTopicResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Each topic that we wanted to delete records from.
     topics: list[DeleteRecordsTopicResult] = attrs.field(factory=list)
+
+    DeleteRecordsPartitionResult: ClassVar[type[DeleteRecordsPartitionResult]] = DeleteRecordsPartitionResult
+    DeleteRecordsTopicResult: ClassVar[type[DeleteRecordsTopicResult]] = DeleteRecordsTopicResult
 
 
 DeleteRecordsPartitionResult.SCHEMA = (

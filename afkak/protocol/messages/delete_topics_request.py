@@ -27,12 +27,11 @@ class DeleteTopicState(_m.Struct):
 class DeleteTopicsRequest(_m.Message):
     """DeleteTopicsRequest: Kafka request (api key 20), versions 1-6."""
 
-    API_KEY: ClassVar[int | None] = 20
+    API_KEY: ClassVar[int] = 20
     API_NAME: ClassVar[str] = 'DeleteTopics'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    DeleteTopicState: ClassVar[type[DeleteTopicState]] = DeleteTopicState
 
     #: The name or topic ID of the topic.
     topics: list[DeleteTopicState] = attrs.field(factory=list)
@@ -40,6 +39,8 @@ class DeleteTopicsRequest(_m.Message):
     topic_names: list[str] = attrs.field(factory=list)
     #: The length of time in milliseconds to wait for the deletions to complete.
     timeout_ms: int = 0
+
+    DeleteTopicState: ClassVar[type[DeleteTopicState]] = DeleteTopicState
 
 
 DeleteTopicState.SCHEMA = (

@@ -31,17 +31,18 @@ class DeletableTopicResult(_m.Struct):
 class DeleteTopicsResponse(_m.Message):
     """DeleteTopicsResponse: Kafka response (api key 20), versions 1-6."""
 
-    API_KEY: ClassVar[int | None] = 20
+    API_KEY: ClassVar[int] = 20
     API_NAME: ClassVar[str] = 'DeleteTopics'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    DeletableTopicResult: ClassVar[type[DeletableTopicResult]] = DeletableTopicResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The results for each topic we tried to delete.
     responses: list[DeletableTopicResult] = attrs.field(factory=list)
+
+    DeletableTopicResult: ClassVar[type[DeletableTopicResult]] = DeletableTopicResult
 
 
 DeletableTopicResult.SCHEMA = (

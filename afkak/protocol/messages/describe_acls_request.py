@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class DescribeAclsRequest(_m.Message):
     """DescribeAclsRequest: Kafka request (api key 29), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 29
+    API_KEY: ClassVar[int] = 29
     API_NAME: ClassVar[str] = 'DescribeAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3

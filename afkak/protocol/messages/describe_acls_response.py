@@ -44,13 +44,11 @@ class DescribeAclsResource(_m.Struct):
 class DescribeAclsResponse(_m.Message):
     """DescribeAclsResponse: Kafka response (api key 29), versions 1-3."""
 
-    API_KEY: ClassVar[int | None] = 29
+    API_KEY: ClassVar[int] = 29
     API_NAME: ClassVar[str] = 'DescribeAcls'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    AclDescription: ClassVar[type[AclDescription]] = AclDescription
-    DescribeAclsResource: ClassVar[type[DescribeAclsResource]] = DescribeAclsResource
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -60,6 +58,9 @@ class DescribeAclsResponse(_m.Message):
     error_message: str | None = ''
     #: Each Resource that is referenced in an ACL.
     resources: list[DescribeAclsResource] = attrs.field(factory=list)
+
+    AclDescription: ClassVar[type[AclDescription]] = AclDescription
+    DescribeAclsResource: ClassVar[type[DescribeAclsResource]] = DescribeAclsResource
 
 
 AclDescription.SCHEMA = (

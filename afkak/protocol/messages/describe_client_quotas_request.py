@@ -28,17 +28,18 @@ class ComponentData(_m.Struct):
 class DescribeClientQuotasRequest(_m.Message):
     """DescribeClientQuotasRequest: Kafka request (api key 48), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 48
+    API_KEY: ClassVar[int] = 48
     API_NAME: ClassVar[str] = 'DescribeClientQuotas'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    ComponentData: ClassVar[type[ComponentData]] = ComponentData
 
     #: Filter components to apply to quota entities.
     components: list[ComponentData] = attrs.field(factory=list)
     #: Whether the match is strict, i.e. should exclude entities with unspecified entity types.
     strict: bool = False
+
+    ComponentData: ClassVar[type[ComponentData]] = ComponentData
 
 
 ComponentData.SCHEMA = (

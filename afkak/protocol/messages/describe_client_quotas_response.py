@@ -46,14 +46,11 @@ class EntryData(_m.Struct):
 class DescribeClientQuotasResponse(_m.Message):
     """DescribeClientQuotasResponse: Kafka response (api key 48), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 48
+    API_KEY: ClassVar[int] = 48
     API_NAME: ClassVar[str] = 'DescribeClientQuotas'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    EntityData: ClassVar[type[EntityData]] = EntityData
-    ValueData: ClassVar[type[ValueData]] = ValueData
-    EntryData: ClassVar[type[EntryData]] = EntryData
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -63,6 +60,10 @@ class DescribeClientQuotasResponse(_m.Message):
     error_message: str | None = ''
     #: A result entry.
     entries: list[EntryData] | None = attrs.field(factory=list)
+
+    EntityData: ClassVar[type[EntityData]] = EntityData
+    ValueData: ClassVar[type[ValueData]] = ValueData
+    EntryData: ClassVar[type[EntryData]] = EntryData
 
 
 EntityData.SCHEMA = (

@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class DescribeClusterRequest(_m.Message):
     """DescribeClusterRequest: Kafka request (api key 60), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 60
+    API_KEY: ClassVar[int] = 60
     API_NAME: ClassVar[str] = 'DescribeCluster'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -32,12 +32,11 @@ class DescribeClusterBroker(_m.Struct):
 class DescribeClusterResponse(_m.Message):
     """DescribeClusterResponse: Kafka response (api key 60), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 60
+    API_KEY: ClassVar[int] = 60
     API_NAME: ClassVar[str] = 'DescribeCluster'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    DescribeClusterBroker: ClassVar[type[DescribeClusterBroker]] = DescribeClusterBroker
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -55,6 +54,8 @@ class DescribeClusterResponse(_m.Message):
     brokers: list[DescribeClusterBroker] = attrs.field(factory=list)
     #: 32-bit bitfield to represent authorized operations for this cluster.
     cluster_authorized_operations: int = -2147483648
+
+    DescribeClusterBroker: ClassVar[type[DescribeClusterBroker]] = DescribeClusterBroker
 
 
 DescribeClusterBroker.SCHEMA = (

@@ -28,12 +28,11 @@ class DescribeConfigsResource(_m.Struct):
 class DescribeConfigsRequest(_m.Message):
     """DescribeConfigsRequest: Kafka request (api key 32), versions 1-4."""
 
-    API_KEY: ClassVar[int | None] = 32
+    API_KEY: ClassVar[int] = 32
     API_NAME: ClassVar[str] = 'DescribeConfigs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    DescribeConfigsResource: ClassVar[type[DescribeConfigsResource]] = DescribeConfigsResource
 
     #: The resources whose configurations we want to describe.
     resources: list[DescribeConfigsResource] = attrs.field(factory=list)
@@ -41,6 +40,8 @@ class DescribeConfigsRequest(_m.Message):
     include_synonyms: bool = False
     #: True if we should include configuration documentation.
     include_documentation: bool = False
+
+    DescribeConfigsResource: ClassVar[type[DescribeConfigsResource]] = DescribeConfigsResource
 
 
 DescribeConfigsResource.SCHEMA = (

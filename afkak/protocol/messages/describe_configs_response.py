@@ -68,19 +68,20 @@ class DescribeConfigsResult(_m.Struct):
 class DescribeConfigsResponse(_m.Message):
     """DescribeConfigsResponse: Kafka response (api key 32), versions 1-4."""
 
-    API_KEY: ClassVar[int | None] = 32
+    API_KEY: ClassVar[int] = 32
     API_NAME: ClassVar[str] = 'DescribeConfigs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    DescribeConfigsSynonym: ClassVar[type[DescribeConfigsSynonym]] = DescribeConfigsSynonym
-    DescribeConfigsResourceResult: ClassVar[type[DescribeConfigsResourceResult]] = DescribeConfigsResourceResult
-    DescribeConfigsResult: ClassVar[type[DescribeConfigsResult]] = DescribeConfigsResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The results for each resource.
     results: list[DescribeConfigsResult] = attrs.field(factory=list)
+
+    DescribeConfigsSynonym: ClassVar[type[DescribeConfigsSynonym]] = DescribeConfigsSynonym
+    DescribeConfigsResourceResult: ClassVar[type[DescribeConfigsResourceResult]] = DescribeConfigsResourceResult
+    DescribeConfigsResult: ClassVar[type[DescribeConfigsResult]] = DescribeConfigsResult
 
 
 DescribeConfigsSynonym.SCHEMA = (

@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class DescribeGroupsRequest(_m.Message):
     """DescribeGroupsRequest: Kafka request (api key 15), versions 0-6."""
 
-    API_KEY: ClassVar[int | None] = 15
+    API_KEY: ClassVar[int] = 15
     API_NAME: ClassVar[str] = 'DescribeGroups'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6

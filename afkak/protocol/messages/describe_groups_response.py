@@ -56,18 +56,19 @@ class DescribedGroup(_m.Struct):
 class DescribeGroupsResponse(_m.Message):
     """DescribeGroupsResponse: Kafka response (api key 15), versions 0-6."""
 
-    API_KEY: ClassVar[int | None] = 15
+    API_KEY: ClassVar[int] = 15
     API_NAME: ClassVar[str] = 'DescribeGroups'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_VERSION: ClassVar[int | None] = 5
-    DescribedGroupMember: ClassVar[type[DescribedGroupMember]] = DescribedGroupMember
-    DescribedGroup: ClassVar[type[DescribedGroup]] = DescribedGroup
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Each described group.
     groups: list[DescribedGroup] = attrs.field(factory=list)
+
+    DescribedGroupMember: ClassVar[type[DescribedGroupMember]] = DescribedGroupMember
+    DescribedGroup: ClassVar[type[DescribedGroup]] = DescribedGroup
 
 
 DescribedGroupMember.SCHEMA = (

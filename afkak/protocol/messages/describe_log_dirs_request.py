@@ -26,15 +26,16 @@ class DescribableLogDirTopic(_m.Struct):
 class DescribeLogDirsRequest(_m.Message):
     """DescribeLogDirsRequest: Kafka request (api key 35), versions 1-5."""
 
-    API_KEY: ClassVar[int | None] = 35
+    API_KEY: ClassVar[int] = 35
     API_NAME: ClassVar[str] = 'DescribeLogDirs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DescribableLogDirTopic: ClassVar[type[DescribableLogDirTopic]] = DescribableLogDirTopic
 
     #: Each topic that we want to describe log directories for, or null for all topics.
     topics: list[DescribableLogDirTopic] | None = attrs.field(factory=list)
+
+    DescribableLogDirTopic: ClassVar[type[DescribableLogDirTopic]] = DescribableLogDirTopic
 
 
 DescribableLogDirTopic.SCHEMA = (

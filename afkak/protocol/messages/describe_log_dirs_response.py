@@ -58,14 +58,11 @@ class DescribeLogDirsResult(_m.Struct):
 class DescribeLogDirsResponse(_m.Message):
     """DescribeLogDirsResponse: Kafka response (api key 35), versions 1-5."""
 
-    API_KEY: ClassVar[int | None] = 35
+    API_KEY: ClassVar[int] = 35
     API_NAME: ClassVar[str] = 'DescribeLogDirs'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    DescribeLogDirsPartition: ClassVar[type[DescribeLogDirsPartition]] = DescribeLogDirsPartition
-    DescribeLogDirsTopic: ClassVar[type[DescribeLogDirsTopic]] = DescribeLogDirsTopic
-    DescribeLogDirsResult: ClassVar[type[DescribeLogDirsResult]] = DescribeLogDirsResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -73,6 +70,10 @@ class DescribeLogDirsResponse(_m.Message):
     error_code: int = 0
     #: The log directories.
     results: list[DescribeLogDirsResult] = attrs.field(factory=list)
+
+    DescribeLogDirsPartition: ClassVar[type[DescribeLogDirsPartition]] = DescribeLogDirsPartition
+    DescribeLogDirsTopic: ClassVar[type[DescribeLogDirsTopic]] = DescribeLogDirsTopic
+    DescribeLogDirsResult: ClassVar[type[DescribeLogDirsResult]] = DescribeLogDirsResult
 
 
 DescribeLogDirsPartition.SCHEMA = (

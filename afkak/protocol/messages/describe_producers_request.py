@@ -26,15 +26,16 @@ class TopicRequest(_m.Struct):
 class DescribeProducersRequest(_m.Message):
     """DescribeProducersRequest: Kafka request (api key 61), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 61
+    API_KEY: ClassVar[int] = 61
     API_NAME: ClassVar[str] = 'DescribeProducers'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    TopicRequest: ClassVar[type[TopicRequest]] = TopicRequest
 
     #: The topics to list producers for.
     topics: list[TopicRequest] = attrs.field(factory=list)
+
+    TopicRequest: ClassVar[type[TopicRequest]] = TopicRequest
 
 
 TopicRequest.SCHEMA = (

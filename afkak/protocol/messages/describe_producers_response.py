@@ -58,19 +58,20 @@ class TopicResponse(_m.Struct):
 class DescribeProducersResponse(_m.Message):
     """DescribeProducersResponse: Kafka response (api key 61), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 61
+    API_KEY: ClassVar[int] = 61
     API_NAME: ClassVar[str] = 'DescribeProducers'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    ProducerState: ClassVar[type[ProducerState]] = ProducerState
-    PartitionResponse: ClassVar[type[PartitionResponse]] = PartitionResponse
-    TopicResponse: ClassVar[type[TopicResponse]] = TopicResponse
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Each topic in the response.
     topics: list[TopicResponse] = attrs.field(factory=list)
+
+    ProducerState: ClassVar[type[ProducerState]] = ProducerState
+    PartitionResponse: ClassVar[type[PartitionResponse]] = PartitionResponse
+    TopicResponse: ClassVar[type[TopicResponse]] = TopicResponse
 
 
 ProducerState.SCHEMA = (

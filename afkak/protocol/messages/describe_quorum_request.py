@@ -34,16 +34,17 @@ class TopicData(_m.Struct):
 class DescribeQuorumRequest(_m.Message):
     """DescribeQuorumRequest: Kafka request (api key 55), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 55
+    API_KEY: ClassVar[int] = 55
     API_NAME: ClassVar[str] = 'DescribeQuorum'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    PartitionData: ClassVar[type[PartitionData]] = PartitionData
-    TopicData: ClassVar[type[TopicData]] = TopicData
 
     #: The topics to describe.
     topics: list[TopicData] = attrs.field(factory=list)
+
+    PartitionData: ClassVar[type[PartitionData]] = PartitionData
+    TopicData: ClassVar[type[TopicData]] = TopicData
 
 
 PartitionData.SCHEMA = (

@@ -87,16 +87,11 @@ class Node(_m.Struct):
 class DescribeQuorumResponse(_m.Message):
     """DescribeQuorumResponse: Kafka response (api key 55), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 55
+    API_KEY: ClassVar[int] = 55
     API_NAME: ClassVar[str] = 'DescribeQuorum'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    ReplicaState: ClassVar[type[ReplicaState]] = ReplicaState
-    PartitionData: ClassVar[type[PartitionData]] = PartitionData
-    TopicData: ClassVar[type[TopicData]] = TopicData
-    Listener: ClassVar[type[Listener]] = Listener
-    Node: ClassVar[type[Node]] = Node
 
     #: The top level error code.
     error_code: int = 0
@@ -106,6 +101,12 @@ class DescribeQuorumResponse(_m.Message):
     topics: list[TopicData] = attrs.field(factory=list)
     #: The nodes in the quorum.
     nodes: list[Node] = attrs.field(factory=list)
+
+    ReplicaState: ClassVar[type[ReplicaState]] = ReplicaState
+    PartitionData: ClassVar[type[PartitionData]] = PartitionData
+    TopicData: ClassVar[type[TopicData]] = TopicData
+    Listener: ClassVar[type[Listener]] = Listener
+    Node: ClassVar[type[Node]] = Node
 
 
 ReplicaState.SCHEMA = (

@@ -34,13 +34,11 @@ class Cursor(_m.Struct):
 class DescribeTopicPartitionsRequest(_m.Message):
     """DescribeTopicPartitionsRequest: Kafka request (api key 75), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 75
+    API_KEY: ClassVar[int] = 75
     API_NAME: ClassVar[str] = 'DescribeTopicPartitions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    TopicRequest: ClassVar[type[TopicRequest]] = TopicRequest
-    Cursor: ClassVar[type[Cursor]] = Cursor
 
     #: The topics to fetch details for.
     topics: list[TopicRequest] = attrs.field(factory=list)
@@ -48,6 +46,9 @@ class DescribeTopicPartitionsRequest(_m.Message):
     response_partition_limit: int = 2000
     #: The first topic and partition index to fetch details for.
     cursor: Cursor | None = None
+
+    TopicRequest: ClassVar[type[TopicRequest]] = TopicRequest
+    Cursor: ClassVar[type[Cursor]] = Cursor
 
 
 TopicRequest.SCHEMA = (

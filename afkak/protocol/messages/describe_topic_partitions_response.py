@@ -69,14 +69,11 @@ class Cursor(_m.Struct):
 class DescribeTopicPartitionsResponse(_m.Message):
     """DescribeTopicPartitionsResponse: Kafka response (api key 75), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 75
+    API_KEY: ClassVar[int] = 75
     API_NAME: ClassVar[str] = 'DescribeTopicPartitions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    DescribeTopicPartitionsResponsePartition: ClassVar[type[DescribeTopicPartitionsResponsePartition]] = DescribeTopicPartitionsResponsePartition
-    DescribeTopicPartitionsResponseTopic: ClassVar[type[DescribeTopicPartitionsResponseTopic]] = DescribeTopicPartitionsResponseTopic
-    Cursor: ClassVar[type[Cursor]] = Cursor
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -84,6 +81,10 @@ class DescribeTopicPartitionsResponse(_m.Message):
     topics: list[DescribeTopicPartitionsResponseTopic] = attrs.field(factory=list)
     #: The next topic and partition index to fetch details for.
     next_cursor: Cursor | None = None
+
+    DescribeTopicPartitionsResponsePartition: ClassVar[type[DescribeTopicPartitionsResponsePartition]] = DescribeTopicPartitionsResponsePartition
+    DescribeTopicPartitionsResponseTopic: ClassVar[type[DescribeTopicPartitionsResponseTopic]] = DescribeTopicPartitionsResponseTopic
+    Cursor: ClassVar[type[Cursor]] = Cursor
 
 
 DescribeTopicPartitionsResponsePartition.SCHEMA = (

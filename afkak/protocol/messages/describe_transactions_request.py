@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class DescribeTransactionsRequest(_m.Message):
     """DescribeTransactionsRequest: Kafka request (api key 65), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 65
+    API_KEY: ClassVar[int] = 65
     API_NAME: ClassVar[str] = 'DescribeTransactions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0

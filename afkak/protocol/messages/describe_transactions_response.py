@@ -48,18 +48,19 @@ class TransactionState(_m.Struct):
 class DescribeTransactionsResponse(_m.Message):
     """DescribeTransactionsResponse: Kafka response (api key 65), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 65
+    API_KEY: ClassVar[int] = 65
     API_NAME: ClassVar[str] = 'DescribeTransactions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    TopicData: ClassVar[type[TopicData]] = TopicData
-    TransactionState: ClassVar[type[TransactionState]] = TransactionState
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The current state of the transaction.
     transaction_states: list[TransactionState] = attrs.field(factory=list)
+
+    TopicData: ClassVar[type[TopicData]] = TopicData
+    TransactionState: ClassVar[type[TransactionState]] = TransactionState
 
 
 TopicData.SCHEMA = (

@@ -24,15 +24,16 @@ class UserName(_m.Struct):
 class DescribeUserScramCredentialsRequest(_m.Message):
     """DescribeUserScramCredentialsRequest: Kafka request (api key 50), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 50
+    API_KEY: ClassVar[int] = 50
     API_NAME: ClassVar[str] = 'DescribeUserScramCredentials'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    UserName: ClassVar[type[UserName]] = UserName
 
     #: The users to describe, or null/empty to describe all users.
     users: list[UserName] | None = attrs.field(factory=list)
+
+    UserName: ClassVar[type[UserName]] = UserName
 
 
 UserName.SCHEMA = (

@@ -40,13 +40,11 @@ class DescribeUserScramCredentialsResult(_m.Struct):
 class DescribeUserScramCredentialsResponse(_m.Message):
     """DescribeUserScramCredentialsResponse: Kafka response (api key 50), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 50
+    API_KEY: ClassVar[int] = 50
     API_NAME: ClassVar[str] = 'DescribeUserScramCredentials'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    CredentialInfo: ClassVar[type[CredentialInfo]] = CredentialInfo
-    DescribeUserScramCredentialsResult: ClassVar[type[DescribeUserScramCredentialsResult]] = DescribeUserScramCredentialsResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -56,6 +54,9 @@ class DescribeUserScramCredentialsResponse(_m.Message):
     error_message: str | None = ''
     #: The results for descriptions, one per user.
     results: list[DescribeUserScramCredentialsResult] = attrs.field(factory=list)
+
+    CredentialInfo: ClassVar[type[CredentialInfo]] = CredentialInfo
+    DescribeUserScramCredentialsResult: ClassVar[type[DescribeUserScramCredentialsResult]] = DescribeUserScramCredentialsResult
 
 
 CredentialInfo.SCHEMA = (

@@ -26,12 +26,11 @@ class TopicPartitions(_m.Struct):
 class ElectLeadersRequest(_m.Message):
     """ElectLeadersRequest: Kafka request (api key 43), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 43
+    API_KEY: ClassVar[int] = 43
     API_NAME: ClassVar[str] = 'ElectLeaders'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    TopicPartitions: ClassVar[type[TopicPartitions]] = TopicPartitions
 
     #: Type of elections to conduct for the partition. A value of '0' elects the preferred replica. A value of '1' elects the first live replica if there are no in-sync replica.
     election_type: int = 0
@@ -39,6 +38,8 @@ class ElectLeadersRequest(_m.Message):
     topic_partitions: list[TopicPartitions] | None = attrs.field(factory=list)
     #: The time in ms to wait for the election to complete.
     timeout_ms: int = 60000
+
+    TopicPartitions: ClassVar[type[TopicPartitions]] = TopicPartitions
 
 
 TopicPartitions.SCHEMA = (

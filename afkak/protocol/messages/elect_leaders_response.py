@@ -38,13 +38,11 @@ class ReplicaElectionResult(_m.Struct):
 class ElectLeadersResponse(_m.Message):
     """ElectLeadersResponse: Kafka response (api key 43), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 43
+    API_KEY: ClassVar[int] = 43
     API_NAME: ClassVar[str] = 'ElectLeaders'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 2
-    PartitionResult: ClassVar[type[PartitionResult]] = PartitionResult
-    ReplicaElectionResult: ClassVar[type[ReplicaElectionResult]] = ReplicaElectionResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -52,6 +50,9 @@ class ElectLeadersResponse(_m.Message):
     error_code: int = 0
     #: The election results, or an empty array if the requester did not have permission and the request asks for all partitions.
     replica_election_results: list[ReplicaElectionResult] = attrs.field(factory=list)
+
+    PartitionResult: ClassVar[type[PartitionResult]] = PartitionResult
+    ReplicaElectionResult: ClassVar[type[ReplicaElectionResult]] = ReplicaElectionResult
 
 
 PartitionResult.SCHEMA = (

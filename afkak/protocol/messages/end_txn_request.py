@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class EndTxnRequest(_m.Message):
     """EndTxnRequest: Kafka request (api key 26), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 26
+    API_KEY: ClassVar[int] = 26
     API_NAME: ClassVar[str] = 'EndTxn'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

@@ -73,15 +73,11 @@ class ForgottenTopic(_m.Struct):
 class FetchRequest(_m.Message):
     """FetchRequest: Kafka request (api key 1), versions 4-18."""
 
-    API_KEY: ClassVar[int | None] = 1
+    API_KEY: ClassVar[int] = 1
     API_NAME: ClassVar[str] = 'Fetch'
     MIN_VERSION: ClassVar[int] = 4
     MAX_VERSION: ClassVar[int] = 18
     FLEXIBLE_VERSION: ClassVar[int | None] = 12
-    ReplicaState: ClassVar[type[ReplicaState]] = ReplicaState
-    FetchPartition: ClassVar[type[FetchPartition]] = FetchPartition
-    FetchTopic: ClassVar[type[FetchTopic]] = FetchTopic
-    ForgottenTopic: ClassVar[type[ForgottenTopic]] = ForgottenTopic
 
     #: The clusterId if known. This is used to validate metadata fetches prior to broker registration.
     cluster_id: str | None = None
@@ -107,6 +103,11 @@ class FetchRequest(_m.Message):
     forgotten_topics_data: list[ForgottenTopic] = attrs.field(factory=list)
     #: Rack ID of the consumer making this request.
     rack_id: str = ''
+
+    ReplicaState: ClassVar[type[ReplicaState]] = ReplicaState
+    FetchPartition: ClassVar[type[FetchPartition]] = FetchPartition
+    FetchTopic: ClassVar[type[FetchTopic]] = FetchTopic
+    ForgottenTopic: ClassVar[type[ForgottenTopic]] = ForgottenTopic
 
 
 ReplicaState.SCHEMA = (

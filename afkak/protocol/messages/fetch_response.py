@@ -111,18 +111,11 @@ class NodeEndpoint(_m.Struct):
 class FetchResponse(_m.Message):
     """FetchResponse: Kafka response (api key 1), versions 4-18."""
 
-    API_KEY: ClassVar[int | None] = 1
+    API_KEY: ClassVar[int] = 1
     API_NAME: ClassVar[str] = 'Fetch'
     MIN_VERSION: ClassVar[int] = 4
     MAX_VERSION: ClassVar[int] = 18
     FLEXIBLE_VERSION: ClassVar[int | None] = 12
-    EpochEndOffset: ClassVar[type[EpochEndOffset]] = EpochEndOffset
-    LeaderIdAndEpoch: ClassVar[type[LeaderIdAndEpoch]] = LeaderIdAndEpoch
-    SnapshotId: ClassVar[type[SnapshotId]] = SnapshotId
-    AbortedTransaction: ClassVar[type[AbortedTransaction]] = AbortedTransaction
-    PartitionData: ClassVar[type[PartitionData]] = PartitionData
-    FetchableTopicResponse: ClassVar[type[FetchableTopicResponse]] = FetchableTopicResponse
-    NodeEndpoint: ClassVar[type[NodeEndpoint]] = NodeEndpoint
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -134,6 +127,14 @@ class FetchResponse(_m.Message):
     responses: list[FetchableTopicResponse] = attrs.field(factory=list)
     #: Endpoints for all current-leaders enumerated in PartitionData, with errors NOT_LEADER_OR_FOLLOWER & FENCED_LEADER_EPOCH.
     node_endpoints: list[NodeEndpoint] = attrs.field(factory=list)
+
+    EpochEndOffset: ClassVar[type[EpochEndOffset]] = EpochEndOffset
+    LeaderIdAndEpoch: ClassVar[type[LeaderIdAndEpoch]] = LeaderIdAndEpoch
+    SnapshotId: ClassVar[type[SnapshotId]] = SnapshotId
+    AbortedTransaction: ClassVar[type[AbortedTransaction]] = AbortedTransaction
+    PartitionData: ClassVar[type[PartitionData]] = PartitionData
+    FetchableTopicResponse: ClassVar[type[FetchableTopicResponse]] = FetchableTopicResponse
+    NodeEndpoint: ClassVar[type[NodeEndpoint]] = NodeEndpoint
 
 
 EpochEndOffset.SCHEMA = (

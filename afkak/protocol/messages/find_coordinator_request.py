@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class FindCoordinatorRequest(_m.Message):
     """FindCoordinatorRequest: Kafka request (api key 10), versions 0-6."""
 
-    API_KEY: ClassVar[int | None] = 10
+    API_KEY: ClassVar[int] = 10
     API_NAME: ClassVar[str] = 'FindCoordinator'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6

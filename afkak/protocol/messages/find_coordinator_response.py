@@ -34,12 +34,11 @@ class Coordinator(_m.Struct):
 class FindCoordinatorResponse(_m.Message):
     """FindCoordinatorResponse: Kafka response (api key 10), versions 0-6."""
 
-    API_KEY: ClassVar[int | None] = 10
+    API_KEY: ClassVar[int] = 10
     API_NAME: ClassVar[str] = 'FindCoordinator'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    Coordinator: ClassVar[type[Coordinator]] = Coordinator
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -55,6 +54,8 @@ class FindCoordinatorResponse(_m.Message):
     port: int = 0
     #: Each coordinator result in the response.
     coordinators: list[Coordinator] = attrs.field(factory=list)
+
+    Coordinator: ClassVar[type[Coordinator]] = Coordinator
 
 
 Coordinator.SCHEMA = (

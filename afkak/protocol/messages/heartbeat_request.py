@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class HeartbeatRequest(_m.Message):
     """HeartbeatRequest: Kafka request (api key 12), versions 0-4."""
 
-    API_KEY: ClassVar[int | None] = 12
+    API_KEY: ClassVar[int] = 12
     API_NAME: ClassVar[str] = 'Heartbeat'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4

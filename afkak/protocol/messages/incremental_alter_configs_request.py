@@ -40,18 +40,19 @@ class AlterConfigsResource(_m.Struct):
 class IncrementalAlterConfigsRequest(_m.Message):
     """IncrementalAlterConfigsRequest: Kafka request (api key 44), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 44
+    API_KEY: ClassVar[int] = 44
     API_NAME: ClassVar[str] = 'IncrementalAlterConfigs'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    AlterableConfig: ClassVar[type[AlterableConfig]] = AlterableConfig
-    AlterConfigsResource: ClassVar[type[AlterConfigsResource]] = AlterConfigsResource
 
     #: The incremental updates for each resource.
     resources: list[AlterConfigsResource] = attrs.field(factory=list)
     #: True if we should validate the request, but not change the configurations.
     validate_only: bool = False
+
+    AlterableConfig: ClassVar[type[AlterableConfig]] = AlterableConfig
+    AlterConfigsResource: ClassVar[type[AlterConfigsResource]] = AlterConfigsResource
 
 
 AlterableConfig.SCHEMA = (

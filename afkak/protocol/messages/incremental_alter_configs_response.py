@@ -30,17 +30,18 @@ class AlterConfigsResourceResponse(_m.Struct):
 class IncrementalAlterConfigsResponse(_m.Message):
     """IncrementalAlterConfigsResponse: Kafka response (api key 44), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 44
+    API_KEY: ClassVar[int] = 44
     API_NAME: ClassVar[str] = 'IncrementalAlterConfigs'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    AlterConfigsResourceResponse: ClassVar[type[AlterConfigsResourceResponse]] = AlterConfigsResourceResponse
 
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The responses for each resource.
     responses: list[AlterConfigsResourceResponse] = attrs.field(factory=list)
+
+    AlterConfigsResourceResponse: ClassVar[type[AlterConfigsResourceResponse]] = AlterConfigsResourceResponse
 
 
 AlterConfigsResourceResponse.SCHEMA = (

@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class InitProducerIdRequest(_m.Message):
     """InitProducerIdRequest: Kafka request (api key 22), versions 0-6."""
 
-    API_KEY: ClassVar[int | None] = 22
+    API_KEY: ClassVar[int] = 22
     API_NAME: ClassVar[str] = 'InitProducerId'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6

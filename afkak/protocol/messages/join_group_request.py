@@ -26,12 +26,11 @@ class JoinGroupRequestProtocol(_m.Struct):
 class JoinGroupRequest(_m.Message):
     """JoinGroupRequest: Kafka request (api key 11), versions 0-9."""
 
-    API_KEY: ClassVar[int | None] = 11
+    API_KEY: ClassVar[int] = 11
     API_NAME: ClassVar[str] = 'JoinGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    JoinGroupRequestProtocol: ClassVar[type[JoinGroupRequestProtocol]] = JoinGroupRequestProtocol
 
     #: The group identifier.
     group_id: str = ''
@@ -49,6 +48,8 @@ class JoinGroupRequest(_m.Message):
     protocols: list[JoinGroupRequestProtocol] = attrs.field(factory=list)
     #: The reason why the member (re-)joins the group.
     reason: str | None = None
+
+    JoinGroupRequestProtocol: ClassVar[type[JoinGroupRequestProtocol]] = JoinGroupRequestProtocol
 
 
 JoinGroupRequestProtocol.SCHEMA = (

@@ -28,12 +28,11 @@ class JoinGroupResponseMember(_m.Struct):
 class JoinGroupResponse(_m.Message):
     """JoinGroupResponse: Kafka response (api key 11), versions 0-9."""
 
-    API_KEY: ClassVar[int | None] = 11
+    API_KEY: ClassVar[int] = 11
     API_NAME: ClassVar[str] = 'JoinGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    JoinGroupResponseMember: ClassVar[type[JoinGroupResponseMember]] = JoinGroupResponseMember
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -53,6 +52,8 @@ class JoinGroupResponse(_m.Message):
     member_id: str = ''
     #: The group members.
     members: list[JoinGroupResponseMember] = attrs.field(factory=list)
+
+    JoinGroupResponseMember: ClassVar[type[JoinGroupResponseMember]] = JoinGroupResponseMember
 
 
 JoinGroupResponseMember.SCHEMA = (

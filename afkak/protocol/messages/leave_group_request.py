@@ -28,12 +28,11 @@ class MemberIdentity(_m.Struct):
 class LeaveGroupRequest(_m.Message):
     """LeaveGroupRequest: Kafka request (api key 13), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 13
+    API_KEY: ClassVar[int] = 13
     API_NAME: ClassVar[str] = 'LeaveGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    MemberIdentity: ClassVar[type[MemberIdentity]] = MemberIdentity
 
     #: The ID of the group to leave.
     group_id: str = ''
@@ -41,6 +40,8 @@ class LeaveGroupRequest(_m.Message):
     member_id: str = ''
     #: List of leaving member identities.
     members: list[MemberIdentity] = attrs.field(factory=list)
+
+    MemberIdentity: ClassVar[type[MemberIdentity]] = MemberIdentity
 
 
 MemberIdentity.SCHEMA = (

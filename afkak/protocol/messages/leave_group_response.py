@@ -28,12 +28,11 @@ class MemberResponse(_m.Struct):
 class LeaveGroupResponse(_m.Message):
     """LeaveGroupResponse: Kafka response (api key 13), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 13
+    API_KEY: ClassVar[int] = 13
     API_NAME: ClassVar[str] = 'LeaveGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    MemberResponse: ClassVar[type[MemberResponse]] = MemberResponse
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -41,6 +40,8 @@ class LeaveGroupResponse(_m.Message):
     error_code: int = 0
     #: List of leaving member responses.
     members: list[MemberResponse] = attrs.field(factory=list)
+
+    MemberResponse: ClassVar[type[MemberResponse]] = MemberResponse
 
 
 MemberResponse.SCHEMA = (

@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class ListConfigResourcesRequest(_m.Message):
     """ListConfigResourcesRequest: Kafka request (api key 74), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 74
+    API_KEY: ClassVar[int] = 74
     API_NAME: ClassVar[str] = 'ListConfigResources'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

@@ -26,12 +26,11 @@ class ConfigResource(_m.Struct):
 class ListConfigResourcesResponse(_m.Message):
     """ListConfigResourcesResponse: Kafka response (api key 74), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 74
+    API_KEY: ClassVar[int] = 74
     API_NAME: ClassVar[str] = 'ListConfigResources'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    ConfigResource: ClassVar[type[ConfigResource]] = ConfigResource
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -39,6 +38,8 @@ class ListConfigResourcesResponse(_m.Message):
     error_code: int = 0
     #: Each config resource in the response.
     config_resources: list[ConfigResource] = attrs.field(factory=list)
+
+    ConfigResource: ClassVar[type[ConfigResource]] = ConfigResource
 
 
 ConfigResource.SCHEMA = (

@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class ListGroupsRequest(_m.Message):
     """ListGroupsRequest: Kafka request (api key 16), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 16
+    API_KEY: ClassVar[int] = 16
     API_NAME: ClassVar[str] = 'ListGroups'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

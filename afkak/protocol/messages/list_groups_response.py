@@ -30,12 +30,11 @@ class ListedGroup(_m.Struct):
 class ListGroupsResponse(_m.Message):
     """ListGroupsResponse: Kafka response (api key 16), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 16
+    API_KEY: ClassVar[int] = 16
     API_NAME: ClassVar[str] = 'ListGroups'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    ListedGroup: ClassVar[type[ListedGroup]] = ListedGroup
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -43,6 +42,8 @@ class ListGroupsResponse(_m.Message):
     error_code: int = 0
     #: Each group in the response.
     groups: list[ListedGroup] = attrs.field(factory=list)
+
+    ListedGroup: ClassVar[type[ListedGroup]] = ListedGroup
 
 
 ListedGroup.SCHEMA = (

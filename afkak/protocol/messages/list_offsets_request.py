@@ -40,13 +40,11 @@ class ListOffsetsTopic(_m.Struct):
 class ListOffsetsRequest(_m.Message):
     """ListOffsetsRequest: Kafka request (api key 2), versions 1-11."""
 
-    API_KEY: ClassVar[int | None] = 2
+    API_KEY: ClassVar[int] = 2
     API_NAME: ClassVar[str] = 'ListOffsets'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    ListOffsetsPartition: ClassVar[type[ListOffsetsPartition]] = ListOffsetsPartition
-    ListOffsetsTopic: ClassVar[type[ListOffsetsTopic]] = ListOffsetsTopic
 
     #: The broker ID of the requester, or -1 if this request is being made by a normal consumer.
     replica_id: int = 0
@@ -56,6 +54,9 @@ class ListOffsetsRequest(_m.Message):
     topics: list[ListOffsetsTopic] = attrs.field(factory=list)
     #: The timeout to await a response in milliseconds for requests that require reading from remote storage for topics enabled with tiered storage.
     timeout_ms: int = 0
+
+    ListOffsetsPartition: ClassVar[type[ListOffsetsPartition]] = ListOffsetsPartition
+    ListOffsetsTopic: ClassVar[type[ListOffsetsTopic]] = ListOffsetsTopic
 
 
 ListOffsetsPartition.SCHEMA = (

@@ -44,18 +44,19 @@ class ListOffsetsTopicResponse(_m.Struct):
 class ListOffsetsResponse(_m.Message):
     """ListOffsetsResponse: Kafka response (api key 2), versions 1-11."""
 
-    API_KEY: ClassVar[int | None] = 2
+    API_KEY: ClassVar[int] = 2
     API_NAME: ClassVar[str] = 'ListOffsets'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 11
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    ListOffsetsPartitionResponse: ClassVar[type[ListOffsetsPartitionResponse]] = ListOffsetsPartitionResponse
-    ListOffsetsTopicResponse: ClassVar[type[ListOffsetsTopicResponse]] = ListOffsetsTopicResponse
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Each topic in the response.
     topics: list[ListOffsetsTopicResponse] = attrs.field(factory=list)
+
+    ListOffsetsPartitionResponse: ClassVar[type[ListOffsetsPartitionResponse]] = ListOffsetsPartitionResponse
+    ListOffsetsTopicResponse: ClassVar[type[ListOffsetsTopicResponse]] = ListOffsetsTopicResponse
 
 
 ListOffsetsPartitionResponse.SCHEMA = (

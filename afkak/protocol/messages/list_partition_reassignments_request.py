@@ -26,17 +26,18 @@ class ListPartitionReassignmentsTopics(_m.Struct):
 class ListPartitionReassignmentsRequest(_m.Message):
     """ListPartitionReassignmentsRequest: Kafka request (api key 46), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 46
+    API_KEY: ClassVar[int] = 46
     API_NAME: ClassVar[str] = 'ListPartitionReassignments'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    ListPartitionReassignmentsTopics: ClassVar[type[ListPartitionReassignmentsTopics]] = ListPartitionReassignmentsTopics
 
     #: The time in ms to wait for the request to complete.
     timeout_ms: int = 60000
     #: The topics to list partition reassignments for, or null to list everything.
     topics: list[ListPartitionReassignmentsTopics] | None = None
+
+    ListPartitionReassignmentsTopics: ClassVar[type[ListPartitionReassignmentsTopics]] = ListPartitionReassignmentsTopics
 
 
 ListPartitionReassignmentsTopics.SCHEMA = (

@@ -40,13 +40,11 @@ class OngoingTopicReassignment(_m.Struct):
 class ListPartitionReassignmentsResponse(_m.Message):
     """ListPartitionReassignmentsResponse: Kafka response (api key 46), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 46
+    API_KEY: ClassVar[int] = 46
     API_NAME: ClassVar[str] = 'ListPartitionReassignments'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    OngoingPartitionReassignment: ClassVar[type[OngoingPartitionReassignment]] = OngoingPartitionReassignment
-    OngoingTopicReassignment: ClassVar[type[OngoingTopicReassignment]] = OngoingTopicReassignment
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -56,6 +54,9 @@ class ListPartitionReassignmentsResponse(_m.Message):
     error_message: str | None = ''
     #: The ongoing reassignments for each topic.
     topics: list[OngoingTopicReassignment] = attrs.field(factory=list)
+
+    OngoingPartitionReassignment: ClassVar[type[OngoingPartitionReassignment]] = OngoingPartitionReassignment
+    OngoingTopicReassignment: ClassVar[type[OngoingTopicReassignment]] = OngoingTopicReassignment
 
 
 OngoingPartitionReassignment.SCHEMA = (

@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class ListTransactionsRequest(_m.Message):
     """ListTransactionsRequest: Kafka request (api key 66), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 66
+    API_KEY: ClassVar[int] = 66
     API_NAME: ClassVar[str] = 'ListTransactions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

@@ -28,12 +28,11 @@ class TransactionState(_m.Struct):
 class ListTransactionsResponse(_m.Message):
     """ListTransactionsResponse: Kafka response (api key 66), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 66
+    API_KEY: ClassVar[int] = 66
     API_NAME: ClassVar[str] = 'ListTransactions'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    TransactionState: ClassVar[type[TransactionState]] = TransactionState
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -43,6 +42,8 @@ class ListTransactionsResponse(_m.Message):
     unknown_state_filters: list[str] = attrs.field(factory=list)
     #: The current state of the transaction for the transactional id.
     transaction_states: list[TransactionState] = attrs.field(factory=list)
+
+    TransactionState: ClassVar[type[TransactionState]] = TransactionState
 
 
 TransactionState.SCHEMA = (

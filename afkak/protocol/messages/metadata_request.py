@@ -27,12 +27,11 @@ class MetadataRequestTopic(_m.Struct):
 class MetadataRequest(_m.Message):
     """MetadataRequest: Kafka request (api key 3), versions 0-13."""
 
-    API_KEY: ClassVar[int | None] = 3
+    API_KEY: ClassVar[int] = 3
     API_NAME: ClassVar[str] = 'Metadata'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
-    MetadataRequestTopic: ClassVar[type[MetadataRequestTopic]] = MetadataRequestTopic
 
     #: The topics to fetch metadata for.
     topics: list[MetadataRequestTopic] | None = attrs.field(factory=list)
@@ -42,6 +41,8 @@ class MetadataRequest(_m.Message):
     include_cluster_authorized_operations: bool = False
     #: Whether to include topic authorized operations.
     include_topic_authorized_operations: bool = False
+
+    MetadataRequestTopic: ClassVar[type[MetadataRequestTopic]] = MetadataRequestTopic
 
 
 MetadataRequestTopic.SCHEMA = (

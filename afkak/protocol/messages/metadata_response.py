@@ -69,14 +69,11 @@ class MetadataResponseTopic(_m.Struct):
 class MetadataResponse(_m.Message):
     """MetadataResponse: Kafka response (api key 3), versions 0-13."""
 
-    API_KEY: ClassVar[int | None] = 3
+    API_KEY: ClassVar[int] = 3
     API_NAME: ClassVar[str] = 'Metadata'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
-    MetadataResponseBroker: ClassVar[type[MetadataResponseBroker]] = MetadataResponseBroker
-    MetadataResponsePartition: ClassVar[type[MetadataResponsePartition]] = MetadataResponsePartition
-    MetadataResponseTopic: ClassVar[type[MetadataResponseTopic]] = MetadataResponseTopic
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -92,6 +89,10 @@ class MetadataResponse(_m.Message):
     cluster_authorized_operations: int = -2147483648
     #: The top-level error code, or 0 if there was no error.
     error_code: int = 0
+
+    MetadataResponseBroker: ClassVar[type[MetadataResponseBroker]] = MetadataResponseBroker
+    MetadataResponsePartition: ClassVar[type[MetadataResponsePartition]] = MetadataResponsePartition
+    MetadataResponseTopic: ClassVar[type[MetadataResponseTopic]] = MetadataResponseTopic
 
 
 MetadataResponseBroker.SCHEMA = (

@@ -45,13 +45,11 @@ class OffsetCommitRequestTopic(_m.Struct):
 class OffsetCommitRequest(_m.Message):
     """OffsetCommitRequest: Kafka request (api key 8), versions 2-10."""
 
-    API_KEY: ClassVar[int | None] = 8
+    API_KEY: ClassVar[int] = 8
     API_NAME: ClassVar[str] = 'OffsetCommit'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_VERSION: ClassVar[int | None] = 8
-    OffsetCommitRequestPartition: ClassVar[type[OffsetCommitRequestPartition]] = OffsetCommitRequestPartition
-    OffsetCommitRequestTopic: ClassVar[type[OffsetCommitRequestTopic]] = OffsetCommitRequestTopic
 
     #: The unique group identifier.
     group_id: str = ''
@@ -65,6 +63,9 @@ class OffsetCommitRequest(_m.Message):
     retention_time_ms: int = -1
     #: The topics to commit offsets for.
     topics: list[OffsetCommitRequestTopic] = attrs.field(factory=list)
+
+    OffsetCommitRequestPartition: ClassVar[type[OffsetCommitRequestPartition]] = OffsetCommitRequestPartition
+    OffsetCommitRequestTopic: ClassVar[type[OffsetCommitRequestTopic]] = OffsetCommitRequestTopic
 
 
 OffsetCommitRequestPartition.SCHEMA = (

@@ -39,18 +39,19 @@ class OffsetCommitResponseTopic(_m.Struct):
 class OffsetCommitResponse(_m.Message):
     """OffsetCommitResponse: Kafka response (api key 8), versions 2-10."""
 
-    API_KEY: ClassVar[int | None] = 8
+    API_KEY: ClassVar[int] = 8
     API_NAME: ClassVar[str] = 'OffsetCommit'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_VERSION: ClassVar[int | None] = 8
-    OffsetCommitResponsePartition: ClassVar[type[OffsetCommitResponsePartition]] = OffsetCommitResponsePartition
-    OffsetCommitResponseTopic: ClassVar[type[OffsetCommitResponseTopic]] = OffsetCommitResponseTopic
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The responses for each topic.
     topics: list[OffsetCommitResponseTopic] = attrs.field(factory=list)
+
+    OffsetCommitResponsePartition: ClassVar[type[OffsetCommitResponsePartition]] = OffsetCommitResponsePartition
+    OffsetCommitResponseTopic: ClassVar[type[OffsetCommitResponseTopic]] = OffsetCommitResponseTopic
 
 
 OffsetCommitResponsePartition.SCHEMA = (

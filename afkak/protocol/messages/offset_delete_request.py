@@ -34,18 +34,19 @@ class OffsetDeleteRequestTopic(_m.Struct):
 class OffsetDeleteRequest(_m.Message):
     """OffsetDeleteRequest: Kafka request (api key 47), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 47
+    API_KEY: ClassVar[int] = 47
     API_NAME: ClassVar[str] = 'OffsetDelete'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = None
-    OffsetDeleteRequestPartition: ClassVar[type[OffsetDeleteRequestPartition]] = OffsetDeleteRequestPartition
-    OffsetDeleteRequestTopic: ClassVar[type[OffsetDeleteRequestTopic]] = OffsetDeleteRequestTopic
 
     #: The unique group identifier.
     group_id: str = ''
     #: The topics to delete offsets for.
     topics: list[OffsetDeleteRequestTopic] = attrs.field(factory=list)
+
+    OffsetDeleteRequestPartition: ClassVar[type[OffsetDeleteRequestPartition]] = OffsetDeleteRequestPartition
+    OffsetDeleteRequestTopic: ClassVar[type[OffsetDeleteRequestTopic]] = OffsetDeleteRequestTopic
 
 
 OffsetDeleteRequestPartition.SCHEMA = (

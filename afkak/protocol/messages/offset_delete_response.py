@@ -36,13 +36,11 @@ class OffsetDeleteResponseTopic(_m.Struct):
 class OffsetDeleteResponse(_m.Message):
     """OffsetDeleteResponse: Kafka response (api key 47), versions 0-0."""
 
-    API_KEY: ClassVar[int | None] = 47
+    API_KEY: ClassVar[int] = 47
     API_NAME: ClassVar[str] = 'OffsetDelete'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_VERSION: ClassVar[int | None] = None
-    OffsetDeleteResponsePartition: ClassVar[type[OffsetDeleteResponsePartition]] = OffsetDeleteResponsePartition
-    OffsetDeleteResponseTopic: ClassVar[type[OffsetDeleteResponseTopic]] = OffsetDeleteResponseTopic
 
     #: The top-level error code, or 0 if there was no error.
     error_code: int = 0
@@ -50,6 +48,9 @@ class OffsetDeleteResponse(_m.Message):
     throttle_time_ms: int = 0
     #: The responses for each topic.
     topics: list[OffsetDeleteResponseTopic] = attrs.field(factory=list)
+
+    OffsetDeleteResponsePartition: ClassVar[type[OffsetDeleteResponsePartition]] = OffsetDeleteResponsePartition
+    OffsetDeleteResponseTopic: ClassVar[type[OffsetDeleteResponseTopic]] = OffsetDeleteResponseTopic
 
 
 OffsetDeleteResponsePartition.SCHEMA = (

@@ -53,14 +53,11 @@ class OffsetFetchRequestGroup(_m.Struct):
 class OffsetFetchRequest(_m.Message):
     """OffsetFetchRequest: Kafka request (api key 9), versions 1-10."""
 
-    API_KEY: ClassVar[int | None] = 9
+    API_KEY: ClassVar[int] = 9
     API_NAME: ClassVar[str] = 'OffsetFetch'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    OffsetFetchRequestTopic: ClassVar[type[OffsetFetchRequestTopic]] = OffsetFetchRequestTopic
-    OffsetFetchRequestTopics: ClassVar[type[OffsetFetchRequestTopics]] = OffsetFetchRequestTopics
-    OffsetFetchRequestGroup: ClassVar[type[OffsetFetchRequestGroup]] = OffsetFetchRequestGroup
 
     #: The group to fetch offsets for.
     group_id: str = ''
@@ -70,6 +67,10 @@ class OffsetFetchRequest(_m.Message):
     groups: list[OffsetFetchRequestGroup] = attrs.field(factory=list)
     #: Whether broker should hold on returning unstable offsets but set a retriable error code for the partitions.
     require_stable: bool = False
+
+    OffsetFetchRequestTopic: ClassVar[type[OffsetFetchRequestTopic]] = OffsetFetchRequestTopic
+    OffsetFetchRequestTopics: ClassVar[type[OffsetFetchRequestTopics]] = OffsetFetchRequestTopics
+    OffsetFetchRequestGroup: ClassVar[type[OffsetFetchRequestGroup]] = OffsetFetchRequestGroup
 
 
 OffsetFetchRequestTopic.SCHEMA = (

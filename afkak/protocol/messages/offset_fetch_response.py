@@ -83,16 +83,11 @@ class OffsetFetchResponseGroup(_m.Struct):
 class OffsetFetchResponse(_m.Message):
     """OffsetFetchResponse: Kafka response (api key 9), versions 1-10."""
 
-    API_KEY: ClassVar[int | None] = 9
+    API_KEY: ClassVar[int] = 9
     API_NAME: ClassVar[str] = 'OffsetFetch'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 10
     FLEXIBLE_VERSION: ClassVar[int | None] = 6
-    OffsetFetchResponsePartition: ClassVar[type[OffsetFetchResponsePartition]] = OffsetFetchResponsePartition
-    OffsetFetchResponseTopic: ClassVar[type[OffsetFetchResponseTopic]] = OffsetFetchResponseTopic
-    OffsetFetchResponsePartitions: ClassVar[type[OffsetFetchResponsePartitions]] = OffsetFetchResponsePartitions
-    OffsetFetchResponseTopics: ClassVar[type[OffsetFetchResponseTopics]] = OffsetFetchResponseTopics
-    OffsetFetchResponseGroup: ClassVar[type[OffsetFetchResponseGroup]] = OffsetFetchResponseGroup
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -102,6 +97,12 @@ class OffsetFetchResponse(_m.Message):
     error_code: int = 0
     #: The responses per group id.
     groups: list[OffsetFetchResponseGroup] = attrs.field(factory=list)
+
+    OffsetFetchResponsePartition: ClassVar[type[OffsetFetchResponsePartition]] = OffsetFetchResponsePartition
+    OffsetFetchResponseTopic: ClassVar[type[OffsetFetchResponseTopic]] = OffsetFetchResponseTopic
+    OffsetFetchResponsePartitions: ClassVar[type[OffsetFetchResponsePartitions]] = OffsetFetchResponsePartitions
+    OffsetFetchResponseTopics: ClassVar[type[OffsetFetchResponseTopics]] = OffsetFetchResponseTopics
+    OffsetFetchResponseGroup: ClassVar[type[OffsetFetchResponseGroup]] = OffsetFetchResponseGroup
 
 
 OffsetFetchResponsePartition.SCHEMA = (

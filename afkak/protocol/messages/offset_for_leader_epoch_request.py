@@ -38,18 +38,19 @@ class OffsetForLeaderTopic(_m.Struct):
 class OffsetForLeaderEpochRequest(_m.Message):
     """OffsetForLeaderEpochRequest: Kafka request (api key 23), versions 2-4."""
 
-    API_KEY: ClassVar[int | None] = 23
+    API_KEY: ClassVar[int] = 23
     API_NAME: ClassVar[str] = 'OffsetForLeaderEpoch'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    OffsetForLeaderPartition: ClassVar[type[OffsetForLeaderPartition]] = OffsetForLeaderPartition
-    OffsetForLeaderTopic: ClassVar[type[OffsetForLeaderTopic]] = OffsetForLeaderTopic
 
     #: The broker ID of the follower, of -1 if this request is from a consumer.
     replica_id: int = -2
     #: Each topic to get offsets for.
     topics: list[OffsetForLeaderTopic] = attrs.field(factory=list)
+
+    OffsetForLeaderPartition: ClassVar[type[OffsetForLeaderPartition]] = OffsetForLeaderPartition
+    OffsetForLeaderTopic: ClassVar[type[OffsetForLeaderTopic]] = OffsetForLeaderTopic
 
 
 OffsetForLeaderPartition.SCHEMA = (

@@ -40,18 +40,19 @@ class OffsetForLeaderTopicResult(_m.Struct):
 class OffsetForLeaderEpochResponse(_m.Message):
     """OffsetForLeaderEpochResponse: Kafka response (api key 23), versions 2-4."""
 
-    API_KEY: ClassVar[int | None] = 23
+    API_KEY: ClassVar[int] = 23
     API_NAME: ClassVar[str] = 'OffsetForLeaderEpoch'
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    EpochEndOffset: ClassVar[type[EpochEndOffset]] = EpochEndOffset
-    OffsetForLeaderTopicResult: ClassVar[type[OffsetForLeaderTopicResult]] = OffsetForLeaderTopicResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: Each topic we fetched offsets for.
     topics: list[OffsetForLeaderTopicResult] = attrs.field(factory=list)
+
+    EpochEndOffset: ClassVar[type[EpochEndOffset]] = EpochEndOffset
+    OffsetForLeaderTopicResult: ClassVar[type[OffsetForLeaderTopicResult]] = OffsetForLeaderTopicResult
 
 
 EpochEndOffset.SCHEMA = (

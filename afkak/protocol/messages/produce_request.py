@@ -39,13 +39,11 @@ class TopicProduceData(_m.Struct):
 class ProduceRequest(_m.Message):
     """ProduceRequest: Kafka request (api key 0), versions 3-13."""
 
-    API_KEY: ClassVar[int | None] = 0
+    API_KEY: ClassVar[int] = 0
     API_NAME: ClassVar[str] = 'Produce'
     MIN_VERSION: ClassVar[int] = 3
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
-    PartitionProduceData: ClassVar[type[PartitionProduceData]] = PartitionProduceData
-    TopicProduceData: ClassVar[type[TopicProduceData]] = TopicProduceData
 
     #: The transactional ID, or null if the producer is not transactional.
     transactional_id: str | None = None
@@ -55,6 +53,9 @@ class ProduceRequest(_m.Message):
     timeout_ms: int = 0
     #: Each topic to produce to.
     topic_data: list[TopicProduceData] = attrs.field(factory=list)
+
+    PartitionProduceData: ClassVar[type[PartitionProduceData]] = PartitionProduceData
+    TopicProduceData: ClassVar[type[TopicProduceData]] = TopicProduceData
 
 
 PartitionProduceData.SCHEMA = (

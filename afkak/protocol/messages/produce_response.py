@@ -85,16 +85,11 @@ class NodeEndpoint(_m.Struct):
 class ProduceResponse(_m.Message):
     """ProduceResponse: Kafka response (api key 0), versions 3-13."""
 
-    API_KEY: ClassVar[int | None] = 0
+    API_KEY: ClassVar[int] = 0
     API_NAME: ClassVar[str] = 'Produce'
     MIN_VERSION: ClassVar[int] = 3
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_VERSION: ClassVar[int | None] = 9
-    BatchIndexAndErrorMessage: ClassVar[type[BatchIndexAndErrorMessage]] = BatchIndexAndErrorMessage
-    LeaderIdAndEpoch: ClassVar[type[LeaderIdAndEpoch]] = LeaderIdAndEpoch
-    PartitionProduceResponse: ClassVar[type[PartitionProduceResponse]] = PartitionProduceResponse
-    TopicProduceResponse: ClassVar[type[TopicProduceResponse]] = TopicProduceResponse
-    NodeEndpoint: ClassVar[type[NodeEndpoint]] = NodeEndpoint
 
     #: Each produce response.
     responses: list[TopicProduceResponse] = attrs.field(factory=list)
@@ -102,6 +97,12 @@ class ProduceResponse(_m.Message):
     throttle_time_ms: int = 0
     #: Endpoints for all current-leaders enumerated in PartitionProduceResponses, with errors NOT_LEADER_OR_FOLLOWER.
     node_endpoints: list[NodeEndpoint] = attrs.field(factory=list)
+
+    BatchIndexAndErrorMessage: ClassVar[type[BatchIndexAndErrorMessage]] = BatchIndexAndErrorMessage
+    LeaderIdAndEpoch: ClassVar[type[LeaderIdAndEpoch]] = LeaderIdAndEpoch
+    PartitionProduceResponse: ClassVar[type[PartitionProduceResponse]] = PartitionProduceResponse
+    TopicProduceResponse: ClassVar[type[TopicProduceResponse]] = TopicProduceResponse
+    NodeEndpoint: ClassVar[type[NodeEndpoint]] = NodeEndpoint
 
 
 BatchIndexAndErrorMessage.SCHEMA = (

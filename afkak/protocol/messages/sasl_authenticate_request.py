@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class SaslAuthenticateRequest(_m.Message):
     """SaslAuthenticateRequest: Kafka request (api key 36), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 36
+    API_KEY: ClassVar[int] = 36
     API_NAME: ClassVar[str] = 'SaslAuthenticate'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2

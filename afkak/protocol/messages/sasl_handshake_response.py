@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class SaslHandshakeResponse(_m.Message):
     """SaslHandshakeResponse: Kafka response (api key 17), versions 0-1."""
 
-    API_KEY: ClassVar[int | None] = 17
+    API_KEY: ClassVar[int] = 17
     API_NAME: ClassVar[str] = 'SaslHandshake'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1

@@ -26,12 +26,11 @@ class SyncGroupRequestAssignment(_m.Struct):
 class SyncGroupRequest(_m.Message):
     """SyncGroupRequest: Kafka request (api key 14), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 14
+    API_KEY: ClassVar[int] = 14
     API_NAME: ClassVar[str] = 'SyncGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 4
-    SyncGroupRequestAssignment: ClassVar[type[SyncGroupRequestAssignment]] = SyncGroupRequestAssignment
 
     #: The unique group identifier.
     group_id: str = ''
@@ -47,6 +46,8 @@ class SyncGroupRequest(_m.Message):
     protocol_name: str | None = None
     #: Each assignment.
     assignments: list[SyncGroupRequestAssignment] = attrs.field(factory=list)
+
+    SyncGroupRequestAssignment: ClassVar[type[SyncGroupRequestAssignment]] = SyncGroupRequestAssignment
 
 
 SyncGroupRequestAssignment.SCHEMA = (

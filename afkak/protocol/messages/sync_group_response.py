@@ -16,7 +16,7 @@ from afkak.protocol import _primitives as _p
 class SyncGroupResponse(_m.Message):
     """SyncGroupResponse: Kafka response (api key 14), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 14
+    API_KEY: ClassVar[int] = 14
     API_NAME: ClassVar[str] = 'SyncGroup'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5

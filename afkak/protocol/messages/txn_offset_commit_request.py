@@ -40,13 +40,11 @@ class TxnOffsetCommitRequestTopic(_m.Struct):
 class TxnOffsetCommitRequest(_m.Message):
     """TxnOffsetCommitRequest: Kafka request (api key 28), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 28
+    API_KEY: ClassVar[int] = 28
     API_NAME: ClassVar[str] = 'TxnOffsetCommit'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    TxnOffsetCommitRequestPartition: ClassVar[type[TxnOffsetCommitRequestPartition]] = TxnOffsetCommitRequestPartition
-    TxnOffsetCommitRequestTopic: ClassVar[type[TxnOffsetCommitRequestTopic]] = TxnOffsetCommitRequestTopic
 
     #: The ID of the transaction.
     transactional_id: str = ''
@@ -64,6 +62,9 @@ class TxnOffsetCommitRequest(_m.Message):
     group_instance_id: str | None = None
     #: Each topic that we want to commit offsets for.
     topics: list[TxnOffsetCommitRequestTopic] = attrs.field(factory=list)
+
+    TxnOffsetCommitRequestPartition: ClassVar[type[TxnOffsetCommitRequestPartition]] = TxnOffsetCommitRequestPartition
+    TxnOffsetCommitRequestTopic: ClassVar[type[TxnOffsetCommitRequestTopic]] = TxnOffsetCommitRequestTopic
 
 
 TxnOffsetCommitRequestPartition.SCHEMA = (

@@ -36,18 +36,19 @@ class TxnOffsetCommitResponseTopic(_m.Struct):
 class TxnOffsetCommitResponse(_m.Message):
     """TxnOffsetCommitResponse: Kafka response (api key 28), versions 0-5."""
 
-    API_KEY: ClassVar[int | None] = 28
+    API_KEY: ClassVar[int] = 28
     API_NAME: ClassVar[str] = 'TxnOffsetCommit'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_VERSION: ClassVar[int | None] = 3
-    TxnOffsetCommitResponsePartition: ClassVar[type[TxnOffsetCommitResponsePartition]] = TxnOffsetCommitResponsePartition
-    TxnOffsetCommitResponseTopic: ClassVar[type[TxnOffsetCommitResponseTopic]] = TxnOffsetCommitResponseTopic
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
     #: The responses for each topic.
     topics: list[TxnOffsetCommitResponseTopic] = attrs.field(factory=list)
+
+    TxnOffsetCommitResponsePartition: ClassVar[type[TxnOffsetCommitResponsePartition]] = TxnOffsetCommitResponsePartition
+    TxnOffsetCommitResponseTopic: ClassVar[type[TxnOffsetCommitResponseTopic]] = TxnOffsetCommitResponseTopic
 
 
 TxnOffsetCommitResponsePartition.SCHEMA = (

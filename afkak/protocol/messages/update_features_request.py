@@ -30,12 +30,11 @@ class FeatureUpdateKey(_m.Struct):
 class UpdateFeaturesRequest(_m.Message):
     """UpdateFeaturesRequest: Kafka request (api key 57), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 57
+    API_KEY: ClassVar[int] = 57
     API_NAME: ClassVar[str] = 'UpdateFeatures'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    FeatureUpdateKey: ClassVar[type[FeatureUpdateKey]] = FeatureUpdateKey
 
     #: How long to wait in milliseconds before timing out the request.
     timeout_ms: int = 60000
@@ -43,6 +42,8 @@ class UpdateFeaturesRequest(_m.Message):
     feature_updates: list[FeatureUpdateKey] = attrs.field(factory=list)
     #: True if we should validate the request, but not perform the upgrade or downgrade.
     validate_only: bool = False
+
+    FeatureUpdateKey: ClassVar[type[FeatureUpdateKey]] = FeatureUpdateKey
 
 
 FeatureUpdateKey.SCHEMA = (

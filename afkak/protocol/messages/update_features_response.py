@@ -28,12 +28,11 @@ class UpdatableFeatureResult(_m.Struct):
 class UpdateFeaturesResponse(_m.Message):
     """UpdateFeaturesResponse: Kafka response (api key 57), versions 0-2."""
 
-    API_KEY: ClassVar[int | None] = 57
+    API_KEY: ClassVar[int] = 57
     API_NAME: ClassVar[str] = 'UpdateFeatures'
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 0
-    UpdatableFeatureResult: ClassVar[type[UpdatableFeatureResult]] = UpdatableFeatureResult
 
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -43,6 +42,8 @@ class UpdateFeaturesResponse(_m.Message):
     error_message: str | None = ''
     #: Results for each feature update.
     results: list[UpdatableFeatureResult] = attrs.field(factory=list)
+
+    UpdatableFeatureResult: ClassVar[type[UpdatableFeatureResult]] = UpdatableFeatureResult
 
 
 UpdatableFeatureResult.SCHEMA = (

@@ -44,16 +44,17 @@ class WritableTxnMarker(_m.Struct):
 class WriteTxnMarkersRequest(_m.Message):
     """WriteTxnMarkersRequest: Kafka request (api key 27), versions 1-2."""
 
-    API_KEY: ClassVar[int | None] = 27
+    API_KEY: ClassVar[int] = 27
     API_NAME: ClassVar[str] = 'WriteTxnMarkers'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    WritableTxnMarkerTopic: ClassVar[type[WritableTxnMarkerTopic]] = WritableTxnMarkerTopic
-    WritableTxnMarker: ClassVar[type[WritableTxnMarker]] = WritableTxnMarker
 
     #: The transaction markers to be written.
     markers: list[WritableTxnMarker] = attrs.field(factory=list)
+
+    WritableTxnMarkerTopic: ClassVar[type[WritableTxnMarkerTopic]] = WritableTxnMarkerTopic
+    WritableTxnMarker: ClassVar[type[WritableTxnMarker]] = WritableTxnMarker
 
 
 WritableTxnMarkerTopic.SCHEMA = (

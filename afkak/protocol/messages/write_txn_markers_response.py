@@ -46,17 +46,18 @@ class WritableTxnMarkerResult(_m.Struct):
 class WriteTxnMarkersResponse(_m.Message):
     """WriteTxnMarkersResponse: Kafka response (api key 27), versions 1-2."""
 
-    API_KEY: ClassVar[int | None] = 27
+    API_KEY: ClassVar[int] = 27
     API_NAME: ClassVar[str] = 'WriteTxnMarkers'
     MIN_VERSION: ClassVar[int] = 1
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_VERSION: ClassVar[int | None] = 1
-    WritableTxnMarkerPartitionResult: ClassVar[type[WritableTxnMarkerPartitionResult]] = WritableTxnMarkerPartitionResult
-    WritableTxnMarkerTopicResult: ClassVar[type[WritableTxnMarkerTopicResult]] = WritableTxnMarkerTopicResult
-    WritableTxnMarkerResult: ClassVar[type[WritableTxnMarkerResult]] = WritableTxnMarkerResult
 
     #: The results for writing makers.
     markers: list[WritableTxnMarkerResult] = attrs.field(factory=list)
+
+    WritableTxnMarkerPartitionResult: ClassVar[type[WritableTxnMarkerPartitionResult]] = WritableTxnMarkerPartitionResult
+    WritableTxnMarkerTopicResult: ClassVar[type[WritableTxnMarkerTopicResult]] = WritableTxnMarkerTopicResult
+    WritableTxnMarkerResult: ClassVar[type[WritableTxnMarkerResult]] = WritableTxnMarkerResult
 
 
 WritableTxnMarkerPartitionResult.SCHEMA = (

@@ -87,6 +87,28 @@ class Broker(abc.ABC):
         if process is not None:
             process.stop(self.stop_timeout)
 
+    def crash_and_restart(self) -> float:
+        """kill -9 the broker, start it again on the same port with its data; seconds down.
+
+        Only for brokers that keep their data in their working directory
+        (``_spawn`` takes ``workdir``).
+        """
+        process, bootstrap = self._process, self._bootstrap
+        if process is None or bootstrap is None:
+            raise RuntimeError(f"{self.name} broker is not running")
+        began = time.monotonic()
+        process.kill()
+        port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
+        for _ in range(_START_ATTEMPTS):
+            restarted, _ = self._spawn(port, workdir=process.workdir)
+            failure = self._wait_ready(restarted, bootstrap)
+            if not failure:
+                self._process = restarted
+                return time.monotonic() - began
+            restarted.kill()
+            time.sleep(0.5)  # the port may still be held by the dead process's sockets
+        raise RuntimeError(f"{self.name} broker did not restart: {failure}")
+
     def __enter__(self) -> Self:
         return self.start()
 
@@ -98,7 +120,7 @@ class Broker(abc.ABC):
         """Create ``topic`` with ``partitions`` partitions and wait until it is visible."""
 
     @abc.abstractmethod
-    def _spawn(self, port: int) -> tuple[ManagedProcess, str]:
+    def _spawn(self, port: int, workdir: str | None = None) -> tuple[ManagedProcess, str]:
         """Start the process for a broker on ``port``; return it and its bootstrap."""
 
     def _wait_ready(self, process: ManagedProcess, bootstrap: str) -> str:

@@ -191,3 +191,17 @@ def consume(
             f"read {len(records)} of {count} records from {topic!r}: {records}"
         )
     return records
+
+
+def end_offsets(bootstrap: str, topic: str, timeout: float = 10.0) -> dict[int, int]:
+    """{partition: log end offset} of ``topic``, as confluent-kafka reads them."""
+    ck = _confluent_kafka()
+    consumer = ck.Consumer(client_config(bootstrap, **{"group.id": "afkak-test-harness"}))
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
+        return {
+            p: consumer.get_watermark_offsets(ck.TopicPartition(topic, p), timeout=timeout)[1]
+            for p in sorted(metadata.partitions)
+        }
+    finally:
+        consumer.close()

@@ -35,6 +35,8 @@ class NoidaBroker(Broker):
         retention_applies_to_record_timestamps=True,
         answers_acks0_produce=True,
         sasl_accepts_any_password=True,
+        partition_count_lost_on_restart=True,
+        acknowledged_writes_lost_on_kill=1.0,
         # ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1,
         # DeleteTopics 0 and DescribeConfigs 0 close the connection.
         min_working_versions={
@@ -52,6 +54,12 @@ class NoidaBroker(Broker):
                 "7-day retention applies to record timestamps: use current ones"
             ),
             "answers_acks0_produce": "answers Produce with acks=0",
+            "acknowledged_writes_lost_on_kill": (
+                "kill -9 loses what was written in about the last second (persisted later)"
+            ),
+            "partition_count_lost_on_restart": (
+                "after kill -9 and a restart, every topic has 1 partition (noida-db 0.2.3)"
+            ),
             "min_working_versions": (
                 "advertises v0 of everything but closes the connection on old versions"
             ),
@@ -63,7 +71,7 @@ class NoidaBroker(Broker):
     )
     start_timeout = 15.0
 
-    def _spawn(self, port: int) -> tuple[ManagedProcess, str]:
+    def _spawn(self, port: int, workdir: str | None = None) -> tuple[ManagedProcess, str]:
         # A relative data directory lands in the process's working directory, the
         # temporary directory that ManagedProcess.stop() removes.
         argv = [
@@ -78,7 +86,7 @@ class NoidaBroker(Broker):
             "--kafka-port",
             str(port),
         ]
-        return ManagedProcess(self.name, argv), f"127.0.0.1:{port}"
+        return ManagedProcess(self.name, argv, workdir=workdir), f"127.0.0.1:{port}"
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
         admin_create_topic(self.bootstrap, topic, partitions)

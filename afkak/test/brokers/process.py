@@ -44,17 +44,20 @@ class ManagedProcess:
         env: Mapping[str, str] | None = None,
         stdin: int | None = subprocess.DEVNULL,
         stdout: int | None = None,
+        workdir: str | None = None,
     ) -> None:
         """Start ``argv``; its stderr (and stdout unless ``stdout`` is given) go to a log.
 
+        ``workdir``: the directory of a process that was killed, to start
+        again with its data (by default a new temporary one).
         Raises OSError if the executable cannot be run.
         """
         if shutil.which(argv[0]) is None:
             raise FileNotFoundError(f"not an executable file: {argv[0]}")
         self.name = name
-        self.workdir = tempfile.mkdtemp(prefix=f"afkak-{name}-")
+        self.workdir = workdir or tempfile.mkdtemp(prefix=f"afkak-{name}-")
         self.log_path = os.path.join(self.workdir, "broker.log")
-        with open(self.log_path, "wb") as log:
+        with open(self.log_path, "ab") as log:
             try:
                 self._popen = subprocess.Popen(
                     _with_parent_death_signal(argv),
@@ -111,6 +114,13 @@ class ManagedProcess:
                     _close_quietly(pipe)
             shutil.rmtree(self.workdir, ignore_errors=True)
             _running.discard(self)
+
+    def kill(self) -> None:
+        """SIGKILL (a crash) and reap it; its directory stays, for a restart."""
+        if self._popen.poll() is None:
+            self._popen.kill()
+        self._popen.wait(10)
+        _running.discard(self)
 
     def wait(self, timeout: float) -> int:
         """Wait for the process to end by itself; raises subprocess.TimeoutExpired."""

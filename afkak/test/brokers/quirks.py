@@ -40,6 +40,11 @@ class Quirks:
     supports_fault_injection: bool = False
     #: Data survives a broker restart (SIGKILL included).
     persistent_storage: bool = True
+    #: After a restart a topic has 1 partition, whatever it was created with.
+    partition_count_lost_on_restart: bool = False
+    #: Seconds before a kill -9 in which acknowledged records may be lost (Kafka: 0, the
+    #: page cache survives a process crash).
+    acknowledged_writes_lost_on_kill: float = 0.0
     #: ListOffsets(LATEST) gives the last batch's base offset + 1, not the log-end offset.
     list_offsets_latest_is_last_batch_base_plus_one: bool = False
     #: ListOffsets by timestamp always answers offset 0.

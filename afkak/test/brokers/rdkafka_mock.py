@@ -119,7 +119,7 @@ class RdkafkaMockCluster(Broker):
         """``{broker_id: "127.0.0.1:PORT"}``."""
         return dict(enumerate(self.bootstrap.split(","), start=1))
 
-    def _spawn(self, port: int) -> tuple[ManagedProcess, str]:
+    def _spawn(self, port: int, workdir: str | None = None) -> tuple[ManagedProcess, str]:
         # ``port`` is unused: the mock cluster binds ports of its own choosing. The
         # helper script needs only the standard library, so it runs isolated (-I).
         argv = [
@@ -130,7 +130,7 @@ class RdkafkaMockCluster(Broker):
             str(self.initial_rebalance_delay_ms),
         ]
         process = ManagedProcess(
-            self.name, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            self.name, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, workdir=workdir
         )
         try:
             hello = self._read_reply(process, self.start_timeout)

