@@ -9,6 +9,7 @@ from afkak import common  # noqa: F401  (first: it fixes the public module of re
 from afkak._version import __version__
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
+from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, OFFSET_LATEST
 from afkak.connection import (
     TLS,
     OAuthBearer,
@@ -18,7 +19,6 @@ from afkak.connection import (
     ScramSha256,
     ScramSha512,
 )
-from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, OFFSET_LATEST
 from afkak.consumer import Consumer
 from afkak.group import ConsumerGroup
 from afkak.message_set import MessageSet, create_message, create_message_set

@@ -33,9 +33,7 @@ from afkak.common import (
     ProduceRequest,
     TopicAndPartition,
 )
-from afkak.connection import BrokerConnection
-from afkak.connection._sasl import SaslMechanism
-from afkak.connection._tls import tls_endpoint_factory
+from afkak.connection import BrokerConnection, SaslMechanism, tls_endpoint_factory
 
 from . import _validate as check
 from ._cluster import Cluster

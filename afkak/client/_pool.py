@@ -19,8 +19,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from afkak.common import BrokerMetadata
-from afkak.connection import BrokerConnection
-from afkak.connection._sasl import SaslAuthenticator, SaslMechanism
+from afkak.connection import BrokerConnection, SaslAuthenticator, SaslMechanism
 
 log = Logger()
 

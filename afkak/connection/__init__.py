@@ -17,7 +17,7 @@ from afkak.connection._sasl_mechanisms import (
     ScramSha256,
     ScramSha512,
 )
-from afkak.connection._tls import TLS
+from afkak.connection._tls import TLS, tls_endpoint_factory
 from afkak.connection._versions import ApiVersionRanges, choose_version
 from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE, FramedProtocol, FrameTooLargeError
 
@@ -46,4 +46,5 @@ __all__ = [
     "VersionedRequest",
     "choose_version",
     "default_endpoint_factory",
+    "tls_endpoint_factory",
 ]
