@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import tempfile
 import time
 import uuid
@@ -44,6 +43,7 @@ from afkak.protocol.messages import CreateTopicsRequest
 from afkak.protocol.messages.create_topics_request import CreatableTopic
 from afkak.test.brokers.sasl import SaslBroker
 from afkak.test.test_client_brokers import wait
+from afkak.test.test_client_tls import self_signed_certificate, tls_directory
 
 PASSWORD = "alice-pw-7f3c9e"
 WRONG = "wrong-pw-51ab0d"
@@ -371,16 +371,7 @@ class SaslOverTLSTests(SynchronousTestCase):
     """SCRAM-SHA-512 over TLS; the SASL server terminates TLS (Tansu's own TLS flags conflict)."""
 
     def setUp(self) -> None:
-        try:
-            import OpenSSL  # noqa: F401
-            import service_identity  # noqa: F401
-        except ImportError as e:
-            self.skipTest(f"Twisted's TLS support is not installed ({e}): pip install 'afkak[tls]'")
-        from afkak.test.test_client_tls import self_signed_certificate
-
-        directory = tempfile.mkdtemp(prefix="afkak-sasl-tls-")
-        self.addCleanup(shutil.rmtree, directory)
-        self.cert, key = self_signed_certificate(directory)
+        self.cert, key = self_signed_certificate(tls_directory(self))
         self.server = SaslBroker({"alice": PASSWORD}, cert=self.cert, key=key).start()
         self.addCleanup(self.server.stop)
 
@@ -492,17 +483,9 @@ class MutualTLSTests(SynchronousTestCase):
     """Client certificates: the SASL server requires one signed by the client CA."""
 
     def setUp(self) -> None:
-        try:
-            import OpenSSL  # noqa: F401
-            import service_identity  # noqa: F401
-        except ImportError as e:
-            self.skipTest(f"Twisted's TLS support is not installed ({e}): pip install 'afkak[tls]'")
         import os
 
-        from afkak.test.test_client_tls import self_signed_certificate
-
-        directory = tempfile.mkdtemp(prefix="afkak-mtls-")
-        self.addCleanup(shutil.rmtree, directory)
+        directory = tempfile.mkdtemp(prefix="afkak-mtls-", dir=tls_directory(self))
         os.mkdir(os.path.join(directory, "client"))
         self.cert, key = self_signed_certificate(directory)
         self.client_cert = self_signed_certificate(os.path.join(directory, "client"))
