@@ -94,6 +94,30 @@ def capture_logs(case: SynchronousTestCase) -> list[str]:
     return logged
 
 
+def create_topic(client: KafkaClient, topic: str) -> list[int]:
+    """Create *topic* with one partition through CreateTopics; the error codes."""
+    wait(client.load_metadata_for_topics())
+    broker = next(iter(client._brokers.values()))
+    request = CreateTopicsRequest(
+        topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
+        timeout_ms=5000,
+    )
+    created = wait(client.send_request_to_broker(broker, request))
+    return [t.error_code for t in created.topics]
+
+
+def afkak_read(client: KafkaClient, topic: str, count: int) -> list[bytes]:
+    """The first *count* values of partition 0 of *topic*, read by afkak's Consumer."""
+    got: list[bytes] = []
+    consumer = Consumer(client, topic, 0, lambda c, msgs: got.extend(m.message.value for m in msgs))
+    consumer.start(OFFSET_EARLIEST)
+    try:
+        pump(lambda: len(got) >= count, 20, f"{count} records of {topic} consumed")
+    finally:
+        consumer.stop()
+    return got
+
+
 def confluent_read(config: dict[str, Any], topic: str, count: int) -> list[bytes]:
     """The first *count* values of *topic*, read by confluent-kafka from the start."""
     import confluent_kafka
@@ -147,30 +171,12 @@ class MechanismTests:
 
         client = self.client(self.mechanism())
         topic = f"sasl-{self.name.lower()}-{uuid.uuid4().hex[:6]}"
-        wait(client.load_metadata_for_topics())
-        broker = next(iter(client._brokers.values()))
-        created = wait(
-            client.send_request_to_broker(
-                broker,
-                CreateTopicsRequest(
-                    topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
-                    timeout_ms=5000,
-                ),
-            )
-        )
-        self.assertEqual([t.error_code for t in created.topics], [0])
+        self.assertEqual(create_topic(client, topic), [0])  # an admin call: CreateTopics
         producer = Producer(client)
         self.addCleanup(producer.stop)
         wait(producer.send_messages(topic, msgs=[b"one", b"two"]))
 
-        got: list[bytes] = []
-        consumer = Consumer(
-            client, topic, 0, lambda c, msgs: got.extend(m.message.value for m in msgs)
-        )
-        consumer.start(OFFSET_EARLIEST)
-        pump(lambda: len(got) >= 2, 20, "afkak consumed")
-        consumer.stop()
-        self.assertEqual(got, [b"one", b"two"])
+        self.assertEqual(afkak_read(client, topic, 2), [b"one", b"two"])
 
         config = confluent_config(self.server.bootstrap, self.name, PASSWORD)
         self.assertEqual(confluent_read(config, topic, 2), [b"one", b"two"])
@@ -410,14 +416,9 @@ class SaslOverTLSTests(SynchronousTestCase):
         producer = Producer(client)
         self.addCleanup(producer.stop)
         topic = f"sasl-stdlib-tls-{uuid.uuid4().hex[:6]}"
+        self.assertEqual(create_topic(client, topic), [0])
         wait(producer.send_messages(topic, msgs=[b"stdlib tls"] * 50))
-        got: list[bytes] = []
-        consumer = Consumer(
-            client, topic, 0, lambda c, msgs: got.extend(m.message.value for m in msgs)
-        )
-        consumer.start(OFFSET_EARLIEST)
-        pump(lambda: len(got) >= 50, 20, "consumed over stdlib TLS")
-        consumer.stop()
+        self.assertEqual(afkak_read(client, topic, 50), [b"stdlib tls"] * 50)
         untrusting = KafkaClient(
             self.server.bootstrap,
             tls=ssl.create_default_context(),
