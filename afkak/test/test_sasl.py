@@ -285,3 +285,24 @@ class ConnectionSaslTests(ConnectionTestCase):
         self.clock.advance(1)
         self.net.flush()
         self.assertIs(connection.state, State.BACKING_OFF)
+
+    def test_authentication_waiting_on_a_token_times_out(self) -> None:
+        pending: list[Deferred[OAuthBearerToken]] = []
+
+        def provider() -> Deferred[OAuthBearerToken]:
+            pending.append(Deferred())
+            return pending[-1]
+
+        self.broker.enabled = ["OAUTHBEARER"]
+        mechanism = OAuthBearer(provider)
+        connection = self.connection(
+            authenticator=SaslAuthenticator(mechanism, "broker", 9092, self.clock),
+            request_timeout=5,
+        )
+        connection.connect()
+        self.net.flush()
+        self.assertIs(connection.state, State.AUTHENTICATING)
+        self.clock.advance(5)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        pending[0].callback(OAuthBearerToken("late", self.clock.seconds() + 60))  # ignored
+        self.assertIs(connection.state, State.BACKING_OFF)
