@@ -460,7 +460,8 @@ class BrokerConnection:
         if request.timer is not None and request.timer.active():
             request.timer.cancel()
         request.timer = None
-        request.abandoned = request.sent
+        if request.sent and self._protocol is not None:
+            self._protocol.forget(request)
 
     def _authenticated(self, lifetime_ms: object, protocol: BrokerProtocol) -> None:
         self._end_authentication_timer()

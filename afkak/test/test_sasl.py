@@ -12,7 +12,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.common import SaslAuthenticationFailed, UnsupportedSaslMechanism
+from afkak.common import CancelledError, SaslAuthenticationFailed, UnsupportedSaslMechanism
 from afkak.connection import (
     OAuthBearer,
     OAuthBearerToken,
@@ -306,3 +306,14 @@ class ConnectionSaslTests(ConnectionTestCase):
         self.assertIs(connection.state, State.BACKING_OFF)
         pending[0].callback(OAuthBearerToken("late", self.clock.seconds() + 60))  # ignored
         self.assertIs(connection.state, State.BACKING_OFF)
+
+    def test_authentication_waiting_on_the_broker_times_out_once(self) -> None:
+        self.broker.hold = True  # the broker never answers the handshake
+        connection = self.sasl(request_timeout=5)
+        d = connection.request(metadata("t"), timeout=60)
+        self.net.flush()
+        self.assertIs(connection.state, State.AUTHENTICATING)
+        self.clock.advance(5)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.assertNoResult(d)  # a retriable failure: the request waits for the next connection
+        d.addErrback(lambda f: f.trap(CancelledError))  # closed by the clean-up
