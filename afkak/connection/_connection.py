@@ -169,6 +169,7 @@ class BrokerConnection:
         self._closing: BrokerProtocol | None = None
         self._close_waiters: list[Deferred[None]] = []
         self._reauth_call: IDelayedCall | None = None
+        self._auth_timer: IDelayedCall | None = None
         self._reauthenticating = False
 
     def __repr__(self) -> str:
@@ -308,7 +309,7 @@ class BrokerConnection:
             return
         protocol = self._protocol
         assert protocol is not None
-        authenticating = maybeDeferred(self._authenticator, partial(self._send_now, protocol))
+        authenticating = self._run_authenticator(protocol)
         authenticating.addCallbacks(
             self._authenticated,
             self._authentication_failed,
@@ -324,7 +325,7 @@ class BrokerConnection:
         self._pump()
 
     def _back_off(self, reason: BaseException) -> None:
-        self._stop_reauthenticating()
+        self._stop_authenticating()
         self._failures += 1
         delay = self._retry_policy(self._failures)
         log.warn(
@@ -341,7 +342,7 @@ class BrokerConnection:
             self._abandon(protocol, lost)
 
     def _shut_down(self) -> None:
-        self._stop_reauthenticating()
+        self._stop_authenticating()
         for timer in (self._retry_call, self._connect_timer):
             if timer is not None and timer.active():
                 timer.cancel()
@@ -442,7 +443,9 @@ class BrokerConnection:
         max_version: int | None = None,
     ) -> Deferred[Any]:
         """Write a handshake request on ``protocol`` at once, bypassing the queue."""
-        request = PendingRequest(msg_or_builder, min_version, max_version, True)
+        request = PendingRequest(
+            msg_or_builder, min_version, max_version, True, self._forget_handshake_request
+        )
         if protocol is not self._protocol:
             request.fail(BrokerConnectionError(f"connection to {self.host}:{self.port} lost"))
         else:
@@ -452,12 +455,22 @@ class BrokerConnection:
             self._send(protocol, request)
         return request.deferred
 
+    def _forget_handshake_request(self, request: PendingRequest) -> None:
+        """A handshake request was cancelled (its authentication timed out): drop it quietly."""
+        if request.timer is not None and request.timer.active():
+            request.timer.cancel()
+        request.timer = None
+        if request.sent and self._protocol is not None:
+            self._protocol.forget(request)
+
     def _authenticated(self, lifetime_ms: object, protocol: BrokerProtocol) -> None:
+        self._end_authentication_timer()
         if protocol is self._protocol and self._state is State.AUTHENTICATING:
             self._schedule_reauthentication(lifetime_ms, protocol)
             self._fire(Event.AUTHENTICATED)
 
     def _authentication_failed(self, failure: Failure, protocol: BrokerProtocol) -> None:
+        self._end_authentication_timer()
         if protocol is not self._protocol or self._state not in CONNECTED_STATES:
             return
         error = failure.value
@@ -481,10 +494,9 @@ class BrokerConnection:
         self._reauth_call = None
         if protocol is not self._protocol or self._state is not State.READY:
             return
-        assert self._authenticator is not None
         log.debug("{broker}: re-authenticating", broker=self)
         self._reauthenticating = True  # _pump holds the queue meanwhile
-        authenticating = maybeDeferred(self._authenticator, partial(self._send_now, protocol))
+        authenticating = self._run_authenticator(protocol)
         authenticating.addCallbacks(
             self._reauthenticated,
             self._authentication_failed,
@@ -493,12 +505,30 @@ class BrokerConnection:
         )
 
     def _reauthenticated(self, lifetime_ms: object, protocol: BrokerProtocol) -> None:
+        self._end_authentication_timer()
         if protocol is self._protocol and self._state is State.READY:
             self._reauthenticating = False
             self._schedule_reauthentication(lifetime_ms, protocol)
             self._pump()
 
-    def _stop_reauthenticating(self) -> None:
+    def _run_authenticator(self, protocol: BrokerProtocol) -> Deferred[Any]:
+        """The authenticator's Deferred, cancelled if it takes longer than a request may.
+
+        Its own requests time out by themselves; this bounds what it awaits
+        besides them (a token provider, say), so no connection waits forever.
+        """
+        assert self._authenticator is not None
+        authenticating = maybeDeferred(self._authenticator, partial(self._send_now, protocol))
+        self._auth_timer = self._reactor.callLater(self._request_timeout, authenticating.cancel)
+        return authenticating
+
+    def _end_authentication_timer(self) -> None:
+        if self._auth_timer is not None and self._auth_timer.active():
+            self._auth_timer.cancel()
+        self._auth_timer = None
+
+    def _stop_authenticating(self) -> None:
+        self._end_authentication_timer()
         self._reauthenticating = False
         if self._reauth_call is not None and self._reauth_call.active():
             self._reauth_call.cancel()

@@ -15,9 +15,9 @@ not speak it: such a broker fails the authentication with an error saying so.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.internet.defer import Deferred
 
 from afkak._broker_errors import (
     BrokerResponseError,
@@ -78,10 +78,10 @@ class SaslAuthenticator:
     def __repr__(self) -> str:
         return f"<SaslAuthenticator {self._mechanism.name} to {self._where}>"
 
-    def __call__(self, send: Send) -> Deferred[int]:
+    def __call__(self, send: Send) -> Deferred[int | None]:
         return Deferred.fromCoroutine(self._authenticate(send))
 
-    async def _authenticate(self, send: Send) -> int:
+    async def _authenticate(self, send: Send) -> int | None:
         name = self._mechanism.name
         try:
             handshake = await send(SaslHandshakeRequest(mechanism=name), min_version=1)
@@ -99,8 +99,8 @@ class SaslAuthenticator:
             raise BrokerResponseError.from_errno(
                 handshake.error_code, f"SaslHandshake with {self._where} for {name}"
             )
-        conversation = await maybeDeferred(self._mechanism.start, self._host, self._clock)
-        message = await maybeDeferred(conversation.respond, None)
+        conversation = await _resolved(self._mechanism.start(self._host, self._clock))
+        message = await _resolved(conversation.respond(None))
         lifetime_ms = 0
         while message is not None:
             response = await send(SaslAuthenticateRequest(auth_bytes=message))
@@ -118,7 +118,7 @@ class SaslAuthenticator:
     async def _respond(self, conversation: SaslConversation, challenge: bytes) -> bytes | None:
         """The mechanism's answer to the server; its complaints are authentication failures."""
         try:
-            return await maybeDeferred(conversation.respond, challenge)
+            return await _resolved(conversation.respond(challenge))
         except KafkaError:
             raise
         except Exception as e:
@@ -126,3 +126,13 @@ class SaslAuthenticator:
                 f"{self._mechanism.name} authentication to {self._where} failed: "
                 f"the server's message was refused: {e}"
             ) from e
+
+
+T = TypeVar("T")
+
+
+async def _resolved(value: T | Deferred[T]) -> T:
+    """*value*, or what it fires with if it is a Deferred."""
+    if isinstance(value, Deferred):
+        return await value
+    return value

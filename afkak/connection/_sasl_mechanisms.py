@@ -203,6 +203,8 @@ class OAuthBearer:
                 f"the token provider returned {type(result).__name__}, not OAuthBearerToken"
             )
         for waiter in waiters:
+            if waiter.called:  # cancelled: its authentication timed out
+                continue
             if isinstance(result, OAuthBearerToken):
                 waiter.callback(result)
             else:

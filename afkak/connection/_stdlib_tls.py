@@ -26,6 +26,11 @@ class _SSLContextProtocol(ProtocolWrapper):
 
     factory: SSLContextFactory
 
+    @property
+    def _tcp(self) -> Any:
+        """The TCP transport below (set from connectionMade on)."""
+        return self.transport
+
     def connectionMade(self) -> None:
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
@@ -75,7 +80,7 @@ class _SSLContextProtocol(ProtocolWrapper):
                 except ssl.SSLWantReadError:
                     break
                 except ssl.SSLZeroReturnError:  # close_notify from the peer
-                    self.transport.loseConnection()
+                    self._tcp.loseConnection()
                     break
                 if not data:
                     break
@@ -85,14 +90,14 @@ class _SSLContextProtocol(ProtocolWrapper):
         except ssl.SSLError as e:
             self._failed_reason = Failure(e)
             self._send_tls()
-            self.transport.abortConnection()
+            self._tcp.abortConnection()
             return
         self._send_tls()
 
     def _send_tls(self) -> None:
         data = self._outgoing.read()
         if data:
-            self.transport.write(data)
+            self._tcp.write(data)
 
     # From the protocol above
 
@@ -119,7 +124,7 @@ class _SSLContextProtocol(ProtocolWrapper):
         except ssl.SSLError:
             pass
         self._send_tls()
-        self.transport.loseConnection()
+        self._tcp.loseConnection()
 
 
 class SSLContextFactory(WrappingFactory):

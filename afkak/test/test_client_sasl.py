@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import tempfile
 import time
 import uuid
@@ -44,6 +43,7 @@ from afkak.protocol.messages import CreateTopicsRequest
 from afkak.protocol.messages.create_topics_request import CreatableTopic
 from afkak.test.brokers.sasl import SaslBroker
 from afkak.test.test_client_brokers import wait
+from afkak.test.test_client_tls import self_signed_certificate, tls_directory
 
 PASSWORD = "alice-pw-7f3c9e"
 WRONG = "wrong-pw-51ab0d"
@@ -92,6 +92,30 @@ def capture_logs(case: SynchronousTestCase) -> list[str]:
     globalLogPublisher.addObserver(observe)
     case.addCleanup(globalLogPublisher.removeObserver, observe)
     return logged
+
+
+def create_topic(client: KafkaClient, topic: str) -> list[int]:
+    """Create *topic* with one partition through CreateTopics; the error codes."""
+    wait(client.load_metadata_for_topics())
+    broker = next(iter(client._brokers.values()))
+    request = CreateTopicsRequest(
+        topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
+        timeout_ms=5000,
+    )
+    created = wait(client.send_request_to_broker(broker, request))
+    return [t.error_code for t in created.topics]
+
+
+def afkak_read(client: KafkaClient, topic: str, count: int) -> list[bytes]:
+    """The first *count* values of partition 0 of *topic*, read by afkak's Consumer."""
+    got: list[bytes] = []
+    consumer = Consumer(client, topic, 0, lambda c, msgs: got.extend(m.message.value for m in msgs))
+    consumer.start(OFFSET_EARLIEST)
+    try:
+        pump(lambda: len(got) >= count, 20, f"{count} records of {topic} consumed")
+    finally:
+        consumer.stop()
+    return got
 
 
 def confluent_read(config: dict[str, Any], topic: str, count: int) -> list[bytes]:
@@ -147,30 +171,12 @@ class MechanismTests:
 
         client = self.client(self.mechanism())
         topic = f"sasl-{self.name.lower()}-{uuid.uuid4().hex[:6]}"
-        wait(client.load_metadata_for_topics())
-        broker = next(iter(client._brokers.values()))
-        created = wait(
-            client.send_request_to_broker(
-                broker,
-                CreateTopicsRequest(
-                    topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
-                    timeout_ms=5000,
-                ),
-            )
-        )
-        self.assertEqual([t.error_code for t in created.topics], [0])
+        self.assertEqual(create_topic(client, topic), [0])  # an admin call: CreateTopics
         producer = Producer(client)
         self.addCleanup(producer.stop)
         wait(producer.send_messages(topic, msgs=[b"one", b"two"]))
 
-        got: list[bytes] = []
-        consumer = Consumer(
-            client, topic, 0, lambda c, msgs: got.extend(m.message.value for m in msgs)
-        )
-        consumer.start(OFFSET_EARLIEST)
-        pump(lambda: len(got) >= 2, 20, "afkak consumed")
-        consumer.stop()
-        self.assertEqual(got, [b"one", b"two"])
+        self.assertEqual(afkak_read(client, topic, 2), [b"one", b"two"])
 
         config = confluent_config(self.server.bootstrap, self.name, PASSWORD)
         self.assertEqual(confluent_read(config, topic, 2), [b"one", b"two"])
@@ -371,16 +377,7 @@ class SaslOverTLSTests(SynchronousTestCase):
     """SCRAM-SHA-512 over TLS; the SASL server terminates TLS (Tansu's own TLS flags conflict)."""
 
     def setUp(self) -> None:
-        try:
-            import OpenSSL  # noqa: F401
-            import service_identity  # noqa: F401
-        except ImportError as e:
-            self.skipTest(f"Twisted's TLS support is not installed ({e}): pip install 'afkak[tls]'")
-        from afkak.test.test_client_tls import self_signed_certificate
-
-        directory = tempfile.mkdtemp(prefix="afkak-sasl-tls-")
-        self.addCleanup(shutil.rmtree, directory)
-        self.cert, key = self_signed_certificate(directory)
+        self.cert, key = self_signed_certificate(tls_directory(self))
         self.server = SaslBroker({"alice": PASSWORD}, cert=self.cert, key=key).start()
         self.addCleanup(self.server.stop)
 
@@ -419,14 +416,9 @@ class SaslOverTLSTests(SynchronousTestCase):
         producer = Producer(client)
         self.addCleanup(producer.stop)
         topic = f"sasl-stdlib-tls-{uuid.uuid4().hex[:6]}"
+        self.assertEqual(create_topic(client, topic), [0])
         wait(producer.send_messages(topic, msgs=[b"stdlib tls"] * 50))
-        got: list[bytes] = []
-        consumer = Consumer(
-            client, topic, 0, lambda c, msgs: got.extend(m.message.value for m in msgs)
-        )
-        consumer.start(OFFSET_EARLIEST)
-        pump(lambda: len(got) >= 50, 20, "consumed over stdlib TLS")
-        consumer.stop()
+        self.assertEqual(afkak_read(client, topic, 50), [b"stdlib tls"] * 50)
         untrusting = KafkaClient(
             self.server.bootstrap,
             tls=ssl.create_default_context(),
@@ -492,17 +484,9 @@ class MutualTLSTests(SynchronousTestCase):
     """Client certificates: the SASL server requires one signed by the client CA."""
 
     def setUp(self) -> None:
-        try:
-            import OpenSSL  # noqa: F401
-            import service_identity  # noqa: F401
-        except ImportError as e:
-            self.skipTest(f"Twisted's TLS support is not installed ({e}): pip install 'afkak[tls]'")
         import os
 
-        from afkak.test.test_client_tls import self_signed_certificate
-
-        directory = tempfile.mkdtemp(prefix="afkak-mtls-")
-        self.addCleanup(shutil.rmtree, directory)
+        directory = tempfile.mkdtemp(prefix="afkak-mtls-", dir=tls_directory(self))
         os.mkdir(os.path.join(directory, "client"))
         self.cert, key = self_signed_certificate(directory)
         self.client_cert = self_signed_certificate(os.path.join(directory, "client"))

@@ -65,18 +65,23 @@ def self_signed_certificate(directory: str) -> tuple[str, str]:
     return cert_path, key_path
 
 
+def tls_directory(case: SynchronousTestCase) -> str:
+    """A temporary directory for *case*'s certificates; skips it without Twisted's TLS extra."""
+    try:
+        import OpenSSL  # noqa: F401
+        import service_identity  # noqa: F401
+    except ImportError as e:
+        case.skipTest(f"Twisted's TLS support is not installed ({e}): pip install 'afkak[tls]'")
+    directory = tempfile.mkdtemp(prefix="afkak-tls-")
+    case.addCleanup(shutil.rmtree, directory)
+    return directory
+
+
 class TLSClientTests(SynchronousTestCase):
     def setUp(self) -> None:
         from twisted.internet import reactor
 
-        try:
-            import OpenSSL  # noqa: F401
-            import service_identity  # noqa: F401
-        except ImportError as e:
-            self.skipTest(f"Twisted's TLS support is not installed ({e}): pip install 'afkak[tls]'")
-        directory = tempfile.mkdtemp(prefix="afkak-tls-")
-        self.addCleanup(shutil.rmtree, directory)
-        cert_path, key_path = self_signed_certificate(directory)
+        cert_path, key_path = self_signed_certificate(tls_directory(self))
         with open(cert_path, "rb") as f:
             self.trust = Certificate.loadPEM(f.read())
         tls_port = free_port()
@@ -132,14 +137,7 @@ class TLSOptionTests(SynchronousTestCase):
     """KafkaClient's ``tls`` option: what each form turns into, and what is refused."""
 
     def setUp(self) -> None:
-        try:
-            import OpenSSL  # noqa: F401
-            import service_identity  # noqa: F401
-        except ImportError as e:
-            self.skipTest(f"Twisted's TLS support is not installed ({e}): pip install 'afkak[tls]'")
-        directory = tempfile.mkdtemp(prefix="afkak-tls-options-")
-        self.addCleanup(shutil.rmtree, directory)
-        self.cert, self.key = self_signed_certificate(directory)
+        self.cert, self.key = self_signed_certificate(tls_directory(self))
 
     def test_forms(self) -> None:
         import ssl

@@ -12,7 +12,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.common import SaslAuthenticationFailed, UnsupportedSaslMechanism
+from afkak.common import CancelledError, SaslAuthenticationFailed, UnsupportedSaslMechanism
 from afkak.connection import (
     OAuthBearer,
     OAuthBearerToken,
@@ -285,3 +285,35 @@ class ConnectionSaslTests(ConnectionTestCase):
         self.clock.advance(1)
         self.net.flush()
         self.assertIs(connection.state, State.BACKING_OFF)
+
+    def test_authentication_waiting_on_a_token_times_out(self) -> None:
+        pending: list[Deferred[OAuthBearerToken]] = []
+
+        def provider() -> Deferred[OAuthBearerToken]:
+            pending.append(Deferred())
+            return pending[-1]
+
+        self.broker.enabled = ["OAUTHBEARER"]
+        mechanism = OAuthBearer(provider)
+        connection = self.connection(
+            authenticator=SaslAuthenticator(mechanism, "broker", 9092, self.clock),
+            request_timeout=5,
+        )
+        connection.connect()
+        self.net.flush()
+        self.assertIs(connection.state, State.AUTHENTICATING)
+        self.clock.advance(5)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        pending[0].callback(OAuthBearerToken("late", self.clock.seconds() + 60))  # ignored
+        self.assertIs(connection.state, State.BACKING_OFF)
+
+    def test_authentication_waiting_on_the_broker_times_out_once(self) -> None:
+        self.broker.hold = True  # the broker never answers the handshake
+        connection = self.sasl(request_timeout=5)
+        d = connection.request(metadata("t"), timeout=60)
+        self.net.flush()
+        self.assertIs(connection.state, State.AUTHENTICATING)
+        self.clock.advance(5)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.assertNoResult(d)  # a retriable failure: the request waits for the next connection
+        d.addErrback(lambda f: f.trap(CancelledError))  # closed by the clean-up
