@@ -52,5 +52,8 @@ class RoleTests(unittest.TestCase):
         self.assertGreaterEqual(len(members(ConsumerClient)), 15)
         self.assertEqual(
             members(ProducerClient),
-            members(BrokerRequests) | members(ClusterMetadata) | {"max_request_size"},
+            members(BrokerRequests)
+            | members(ClusterMetadata)
+            | members(GroupRequests)
+            | {"max_request_size"},
         )
