@@ -17,7 +17,14 @@ from uuid import UUID
 from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.task import deferLater
 
-from afkak.client import COORDINATOR_MOVED, LEADER_MOVED, KafkaClient, group_name, topic_name
+from afkak.client import (
+    COORDINATOR_MOVED,
+    LEADER_MOVED,
+    AdminClient,
+    KafkaClient,
+    group_name,
+    topic_name,
+)
 from afkak.common import (
     BrokerMetadata,
     BrokerResponseError,
@@ -106,7 +113,7 @@ class KafkaAdminClient:
 
     def __init__(
         self,
-        client: KafkaClient,
+        client: AdminClient,
         *,
         timeout_ms: int = 30000,
         retries: int = 5,
@@ -536,7 +543,7 @@ class KafkaAdminClient:
         )
         if outcome.error is not None:
             raise outcome.error
-        return offsets  # type: ignore[no-any-return]
+        return offsets
 
     def alter_consumer_group_offsets(
         self, group_id: str, offsets: Mapping[TopicAndPartition, int]
@@ -587,7 +594,7 @@ class KafkaAdminClient:
 
         async def delete() -> dict[TopicAndPartition, ItemResult]:
             (results,) = await self._to_coordinator(group, lambda: OffsetDeleteCall(group, parts))
-            return results  # type: ignore[no-any-return]
+            return results
 
         return self._run(delete())
 
@@ -798,7 +805,7 @@ class KafkaAdminClient:
 
         async def describe() -> dict[str, UserScramCredentials]:
             (results,) = await self._to_any(DescribeScramCall(names))
-            return results  # type: ignore[no-any-return]
+            return results
 
         return self._run(describe())
 
@@ -814,7 +821,7 @@ class KafkaAdminClient:
 
         async def alter() -> dict[str, ItemResult]:
             (results,) = await self._to_any(call)
-            return results  # type: ignore[no-any-return]
+            return results
 
         return self._run(alter())
 

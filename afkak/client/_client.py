@@ -388,15 +388,16 @@ class KafkaClient:
         max_wait_time: int = DEFAULT_FETCH_SERVER_WAIT_MSECS,
         min_bytes: int = DEFAULT_FETCH_MIN_BYTES,
         *,
-        isolation_level: str = "read_uncommitted",
+        isolation_level: str | int = "read_uncommitted",
     ) -> Deferred[list[Any]]:
         """Fetch from each payload's partition leader, one request per broker.
 
         Fires with a :class:`FetchResponse` per payload, whose ``messages``
         decode lazily to :class:`OffsetAndMessage` tuples from the payload's
-        offset on.  With *isolation_level* ``"read_committed"`` the fetch
-        stops at the last stable offset (``messages.last_stable_offset``) and
-        aborted transactions' records are left out.
+        offset on.  With *isolation_level* ``"read_committed"`` (or its wire
+        value 1) the fetch stops at the last stable offset
+        (``messages.last_stable_offset``) and aborted transactions' records
+        are left out.
         """
         level = isolation_level_of(isolation_level)
         items = check.payload_list(payloads, FetchRequest)
@@ -420,13 +421,14 @@ class KafkaClient:
         fail_on_error: bool = True,
         callback: Callable[[Any], Any] | None = None,
         *,
-        isolation_level: str = "read_uncommitted",
+        isolation_level: str | int = "read_uncommitted",
     ) -> Deferred[list[Any]]:
         """Look up offsets by time (-1 latest, -2 earliest) at each partition's leader.
 
         Fires with an :class:`OffsetResponse` per payload; ``offsets`` is a
         1-tuple (``max_offsets`` is ignored by modern brokers).  With
-        *isolation_level* ``"read_committed"``, latest is the last stable offset.
+        *isolation_level* ``"read_committed"`` (or its wire value 1), latest
+        is the last stable offset.
         """
         level = isolation_level_of(isolation_level)
         items = check.payload_list(payloads, OffsetRequest)

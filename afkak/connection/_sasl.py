@@ -15,7 +15,8 @@ not speak it: such a broker fails the authentication with an error saying so.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, ParamSpec, Protocol, TypeVar, cast, runtime_checkable
 
 from twisted.internet.defer import Deferred, maybeDeferred
 
@@ -27,6 +28,20 @@ from afkak._broker_errors import (
 from afkak._errors import KafkaError, NoCommonVersionError
 from afkak.connection._connection import Send
 from afkak.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _maybe_deferred(
+    f: Callable[_P, _T | Deferred[_T]], *args: _P.args, **kwargs: _P.kwargs
+) -> Deferred[_T]:
+    """:func:`maybeDeferred` for a mechanism's calls, which return a value or a Deferred of it.
+
+    Twisted's overloads type that as a Deferred of the union; at run time
+    ``maybeDeferred`` returns the function's Deferred itself.
+    """
+    return cast("Deferred[_T]", maybeDeferred(f, *args, **kwargs))
 
 
 class SaslConversation(Protocol):
@@ -78,7 +93,7 @@ class SaslAuthenticator:
     def __repr__(self) -> str:
         return f"<SaslAuthenticator {self._mechanism.name} to {self._where}>"
 
-    def __call__(self, send: Send) -> Deferred[int]:
+    def __call__(self, send: Send) -> Deferred[int | None]:
         return Deferred.fromCoroutine(self._authenticate(send))
 
     async def _authenticate(self, send: Send) -> int:
@@ -99,8 +114,8 @@ class SaslAuthenticator:
             raise BrokerResponseError.from_errno(
                 handshake.error_code, f"SaslHandshake with {self._where} for {name}"
             )
-        conversation = await maybeDeferred(self._mechanism.start, self._host, self._clock)
-        message = await maybeDeferred(conversation.respond, None)
+        conversation = await _maybe_deferred(self._mechanism.start, self._host, self._clock)
+        message = await _maybe_deferred(conversation.respond, None)
         lifetime_ms = 0
         while message is not None:
             response = await send(SaslAuthenticateRequest(auth_bytes=message))
@@ -118,7 +133,7 @@ class SaslAuthenticator:
     async def _respond(self, conversation: SaslConversation, challenge: bytes) -> bytes | None:
         """The mechanism's answer to the server; its complaints are authentication failures."""
         try:
-            return await maybeDeferred(conversation.respond, challenge)
+            return await _maybe_deferred(conversation.respond, challenge)
         except KafkaError:
             raise
         except Exception as e:

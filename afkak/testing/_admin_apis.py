@@ -9,6 +9,7 @@ controller-only APIs, as a Kafka cluster does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from afkak._broker_errors import (
@@ -353,7 +354,7 @@ def _subscribed_topics(member: Any, protocol: str | None) -> list[str]:
         return []
 
 
-ADMIN_APIS = {
+ADMIN_APIS: dict[int, Callable[..., Any]] = {
     20: handle_delete_topics,
     21: handle_delete_records,
     32: handle_describe_configs,

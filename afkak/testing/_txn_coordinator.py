@@ -13,6 +13,7 @@ fences the previous producer.  Tests may set ``cluster.transactions.denied``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -336,7 +337,7 @@ def handle_end_txn(ctx: ConnectionHandler, request: EndTxnRequest, version: int)
     return EndTxnResponse(error_code=error)
 
 
-TXN_APIS = {
+TXN_APIS: dict[int, Callable[..., Any]] = {
     22: handle_init_producer_id,
     24: handle_add_partitions_to_txn,
     25: handle_add_offsets_to_txn,
