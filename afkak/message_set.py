@@ -202,7 +202,11 @@ def fetched_messages(
 
 
 def _wrap_records(
-    records: list[Record], magic: int, prefix: tuple[Any, ...], cls: type[tuple], message_cls: type
+    records: list[Record],
+    magic: int,
+    prefix: tuple[Any, ...],
+    cls: type[tuple[Any, ...]],
+    message_cls: type[Message],
 ) -> list[Any]:
     """The reference for ``_crecords.wrap_records``: tuples built as the classes build them.
 
@@ -213,7 +217,7 @@ def _wrap_records(
     out = []
     for r in records:
         # r is (offset, timestamp, timestamp_type, key, value, headers)
-        message = new(message_cls, (magic, 0, r[3], r[4]))
+        message: Message = new(message_cls, (magic, 0, r[3], r[4]))
         message.timestamp = r[1]
         if r[5]:
             message.headers = r[5]

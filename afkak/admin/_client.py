@@ -18,7 +18,14 @@ from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
-from afkak.client import COORDINATOR_MOVED, LEADER_MOVED, KafkaClient, group_name, topic_name
+from afkak.client import (
+    COORDINATOR_MOVED,
+    LEADER_MOVED,
+    AdminClient,
+    KafkaClient,
+    group_name,
+    topic_name,
+)
 from afkak.common import (
     BrokerConnectionError,
     BrokerMetadata,
@@ -115,7 +122,7 @@ class KafkaAdminClient:
 
     def __init__(
         self,
-        client: KafkaClient,
+        client: AdminClient,
         *,
         timeout_ms: int = 30000,
         retries: int = 5,
@@ -560,7 +567,7 @@ class KafkaAdminClient:
         )
         if outcome.error is not None:
             raise outcome.error
-        return offsets  # type: ignore[no-any-return]
+        return offsets
 
     def alter_consumer_group_offsets(
         self, group_id: str, offsets: Mapping[TopicAndPartition, int]
@@ -611,7 +618,7 @@ class KafkaAdminClient:
 
         async def delete() -> dict[TopicAndPartition, ItemResult]:
             (results,) = await self._to_coordinator(group, lambda: OffsetDeleteCall(group, parts))
-            return results  # type: ignore[no-any-return]
+            return results
 
         return self._run(delete())
 
@@ -813,7 +820,7 @@ class KafkaAdminClient:
 
         async def describe() -> dict[str, UserScramCredentials]:
             (results,) = await self._to_any(DescribeScramCall(names))
-            return results  # type: ignore[no-any-return]
+            return results
 
         return self._run(describe())
 
@@ -829,7 +836,7 @@ class KafkaAdminClient:
 
         async def alter() -> dict[str, ItemResult]:
             (results,) = await self._to_any(call)
-            return results  # type: ignore[no-any-return]
+            return results
 
         return self._run(alter())
 

@@ -15,7 +15,7 @@ from ._output import INTERRUPTED, OK, error_of
 def run(command: Callable[[Any], Coroutine[Any, Any, int | None]], reactor: Any = None) -> int:
     """Run ``command(reactor)`` until it finishes; its exit code (errors: one line on stderr)."""
     if reactor is None:
-        from twisted.internet import reactor  # type: ignore[no-redef]
+        from twisted.internet import reactor
     outcome: list[Any] = []
 
     def start() -> None:

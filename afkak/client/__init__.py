@@ -15,6 +15,7 @@ from afkak.client._fetch_call import FetchCall
 from afkak.client._list_offsets_call import ListOffsetsCall
 from afkak.client._produce_call import ProduceCall
 from afkak.client._roles import (
+    AdminClient,
     BrokerRequests,
     ClusterMetadata,
     ConsumerClient,
@@ -29,6 +30,7 @@ __all__ = [
     "LEADER_MOVED",
     "TOPIC_GONE",
     "TRANSACTION_KEY_TYPE",
+    "AdminClient",
     "BrokerRequests",
     "ClusterMetadata",
     "ConsumerClient",

@@ -394,9 +394,10 @@ class KafkaClient:
 
         Fires with a :class:`FetchResponse` per payload, whose ``messages``
         decode lazily to :class:`OffsetAndMessage` tuples from the payload's
-        offset on.  With *isolation_level* ``"read_committed"`` the fetch
-        stops at the last stable offset (``messages.last_stable_offset``) and
-        aborted transactions' records are left out.
+        offset on.  With *isolation_level* ``"read_committed"`` (or its wire
+        value 1) the fetch stops at the last stable offset
+        (``messages.last_stable_offset``) and aborted transactions' records
+        are left out.
         """
         level = isolation_level_of(isolation_level)
         items = check.payload_list(payloads, FetchRequest)
@@ -426,7 +427,8 @@ class KafkaClient:
 
         Fires with an :class:`OffsetResponse` per payload; ``offsets`` is a
         1-tuple (``max_offsets`` is ignored by modern brokers).  With
-        *isolation_level* ``"read_committed"``, latest is the last stable offset.
+        *isolation_level* ``"read_committed"`` (or its wire value 1), latest
+        is the last stable offset.
         """
         level = isolation_level_of(isolation_level)
         items = check.payload_list(payloads, OffsetRequest)

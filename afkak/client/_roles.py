@@ -3,8 +3,9 @@
 :class:`~afkak.client.KafkaClient` provides all of them; a layer types its
 ``client`` with the roles it needs (the producer: :class:`BrokerRequests` and
 :class:`ClusterMetadata`), so a test double or another client only has to
-provide those.  :class:`ProducerClient` and :class:`ConsumerClient` combine
-them for the producer and for consumers and groups.
+provide those.  :class:`ProducerClient`, :class:`ConsumerClient` and
+:class:`AdminClient` combine them for the producer, for consumers and groups,
+and for the admin client.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from afkak.common import (
 )
 
 __all__ = [
+    "AdminClient",
     "BrokerRequests",
     "ClusterMetadata",
     "ConsumerClient",
@@ -85,6 +87,7 @@ class GroupRequests(Protocol):
     """Requests about consumer groups and offsets: to a group's coordinator, or by partition."""
 
     def consumer_group_to_brokers(self) -> dict[str, Any]: ...
+
     def reset_consumer_group_metadata(self, *groups: str) -> None: ...
 
     def send_request_to_coordinator(
@@ -137,3 +140,7 @@ class ProducerClient(BrokerRequests, ClusterMetadata, GroupRequests, Protocol):
 
 class ConsumerClient(BrokerRequests, ClusterMetadata, GroupRequests, Protocol):
     """What consumers and groups use: fetches, offset lookups, commits and group requests."""
+
+
+class AdminClient(BrokerRequests, GroupRequests, Protocol):
+    """What :class:`~afkak.admin.KafkaAdminClient` uses: requests to brokers and coordinators."""

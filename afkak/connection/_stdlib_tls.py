@@ -13,7 +13,7 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-from twisted.internet.interfaces import IHandshakeListener
+from twisted.internet.interfaces import IHandshakeListener, ITCPTransport
 from twisted.internet.protocol import connectionDone
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.python.failure import Failure
@@ -25,6 +25,8 @@ class _SSLContextProtocol(ProtocolWrapper):
     """TLS client over the TCP transport; plaintext to and from ``wrappedProtocol``."""
 
     factory: SSLContextFactory
+    #: The TCP connection below, set by ``makeConnection`` before any other call.
+    transport: ITCPTransport
 
     @property
     def _tcp(self) -> Any:

@@ -524,7 +524,7 @@ class Producer:
             return fail(TransactionStateError(f"{self!r} has no transactional_id"))
         if self._stopped:
             return fail(ClientError(f"{self!r} has been stopped"))
-        return getattr(self._transaction, name)(*args)  # type: ignore[no-any-return]
+        return getattr(self._transaction, name)(*args)
 
     def _drop_unsent(self, failure: Failure) -> None:
         """Fail every send not in flight (an aborted or failed transaction's).

@@ -171,9 +171,7 @@ class Sender:
             # afkak's batch mode sends nothing until a trigger fires (count, bytes,
             # or its timer), then everything: full batches sealed meanwhile wait too.
             if not expire_all and linger is not None:
-                expire_all = any(
-                    _first_created(p) + linger <= now for p in self.active if _held(p)
-                )
+                expire_all = any(_first_created(p) + linger <= now for p in self.active if _held(p))
             if expire_all:
                 self._unsent_count = self._unsent_bytes = 0
                 for part in self.active:
@@ -350,11 +348,15 @@ class Sender:
 
     def _send(self, broker: Any, batches: list[ProducerBatch]) -> None:
         options = self._options
+        encoded: dict[tuple[str, int], bytes] = {}
+        for b in batches:
+            assert b.data is not None  # batches are encoded before they are sent
+            encoded[b.topic, b.partition] = b.data
         call = ProduceCall(
             [ProduceRequest(b.topic, b.partition, ()) for b in batches],
             options.acks,
             options.ack_timeout_ms,
-            {(b.topic, b.partition): b.data for b in batches},
+            encoded,
             self._client.topic_ids,
             None if self.transaction is None else self.transaction.transactional_id,
         )
@@ -472,9 +474,10 @@ class Sender:
 
     def _after(self, batch: ProducerBatch, action: Action, failure: Failure) -> None:
         part = batch.part
-        if action is Action.BUMP and self.transaction is not None:
-            # A transaction's epoch is the coordinator's: the transaction
-            # fails instead (fatal when fenced, else abortable and re-epoched).
+        if action in (Action.BUMP, Action.RESET) and self.transaction is not None:
+            # A transaction's producer id and epoch are the coordinator's: the
+            # transaction fails instead (fatal when fenced, else abortable and
+            # re-epoched), as Kafka's producer does.
             action = Action.FAIL
         if action is Action.FAIL or batch.attempts >= self._options.max_attempts:
             if batch.attempts > 1 or action is not Action.FAIL:
@@ -499,7 +502,7 @@ class Sender:
             return
         if action is Action.BUMP:
             part.bump = True
-        elif action is Action.RESET and self.identity is not None:
+        elif action is Action.RESET and isinstance(self.identity, ProducerIdentity):
             self.identity.reset(batch.producer_id)
         part.requeue(batch)
         self.active.add(part)

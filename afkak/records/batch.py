@@ -33,7 +33,7 @@ def compiled_records() -> Any:
     if os.environ.get("AFKAK_NO_EXTENSIONS"):
         return None
     try:
-        from afkak.records import _crecords
+        import afkak.records._crecords as _crecords
     except ImportError:
         return None
     return _crecords

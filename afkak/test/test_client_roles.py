@@ -12,6 +12,7 @@ import unittest
 from twisted.internet.task import Clock
 
 from afkak.client import (
+    AdminClient,
     BrokerRequests,
     ClusterMetadata,
     ConsumerClient,
@@ -20,7 +21,14 @@ from afkak.client import (
     ProducerClient,
 )
 
-ROLES = (BrokerRequests, ClusterMetadata, GroupRequests, ProducerClient, ConsumerClient)
+ROLES = (
+    BrokerRequests,
+    ClusterMetadata,
+    GroupRequests,
+    ProducerClient,
+    ConsumerClient,
+    AdminClient,
+)
 
 
 def members(role: type) -> set[str]:
@@ -57,3 +65,5 @@ class RoleTests(unittest.TestCase):
             | members(GroupRequests)
             | {"max_request_size"},
         )
+        self.assertEqual(members(AdminClient), members(BrokerRequests) | members(GroupRequests))
+        self.assertLessEqual(members(AdminClient), members(ConsumerClient))

@@ -13,6 +13,7 @@ from afkak.common import (
     CoordinatorNotAvailable,
     GroupIdNotFound,
     IllegalGeneration,
+    InvalidConfig,
     InvalidGroupId,
     InvalidPartitions,
     InvalidProducerEpoch,
@@ -313,6 +314,7 @@ class CreateTopicsTests(SynchronousTestCase):
             C.CreatableTopic("dup", 1, 1),
             C.CreatableTopic("assign", -1, -1, [C.CreatableReplicaAssignment(0, [9])]),
             C.CreatableTopic("mixed", 2, -1, [C.CreatableReplicaAssignment(0, [0])]),
+            C.CreatableTopic("null", 1, 1, [], [C.CreatableTopicConfig("retention.ms", None)]),
         )
         self.assertEqual(
             [r.error_code for r in results],
@@ -325,6 +327,7 @@ class CreateTopicsTests(SynchronousTestCase):
                 InvalidRequest.errno,
                 InvalidReplicaAssignment.errno,
                 InvalidRequest.errno,
+                InvalidConfig.errno,
             ],
         )
         self.assertTrue(all(r.error_message for r in results))
@@ -334,6 +337,13 @@ class CreateTopicsTests(SynchronousTestCase):
         (result,) = self.create(C.CreatableTopic("v", 2, 1), validate_only=True)
         self.assertEqual((result.error_code, result.num_partitions), (0, 2))
         self.assertNotIn("v", self.cluster.topics)
+
+    def test_configs(self) -> None:
+        (result,) = self.create(
+            C.CreatableTopic("c", 1, 1, [], [C.CreatableTopicConfig("retention.ms", "5")])
+        )
+        self.assertEqual(result.error_code, 0)
+        self.assertEqual(self.cluster.topics["c"].configs, {"retention.ms": "5"})
 
 
 class InitProducerIdTests(SynchronousTestCase):

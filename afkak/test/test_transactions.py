@@ -40,6 +40,7 @@ from afkak.common import (
     TransactionalIdAuthorizationFailed,
     TransactionStateError,
     UnknownMemberId,
+    UnknownProducerId,
     UnstableOffsetCommit,
 )
 from afkak.consumer import Consumer
@@ -513,6 +514,16 @@ class ErrorClassificationTests(TxnTestCase):
         self.cluster.fail_next(ProduceRequest, TopicAuthorizationFailed)
         self.fail_with(producer.send("t", b"x", partition=0), TopicAuthorizationFailed)
         self.assert_abortable(producer, TopicAuthorizationFailed)
+        self.assertEqual(producer._transaction.epoch, epoch + 1)  # type: ignore[union-attr]
+
+    def test_produce_unknown_producer_id_is_abortable_and_bumps_the_epoch(self) -> None:
+        """The broker lost the producer: the transaction's epoch is the coordinator's, so
+        the transaction fails (as for an epoch error) instead of the producer resetting."""
+        producer = self.begun()
+        epoch = producer._transaction.epoch  # type: ignore[union-attr]
+        self.cluster.fail_next(ProduceRequest, UnknownProducerId)
+        self.fail_with(producer.send("t", b"x", partition=0), UnknownProducerId)
+        self.assert_abortable(producer, UnknownProducerId)
         self.assertEqual(producer._transaction.epoch, epoch + 1)  # type: ignore[union-attr]
 
     # AddOffsetsToTxn and TxnOffsetCommit

@@ -10,6 +10,7 @@ requests (CreateTopics, DeleteTopics, CreatePartitions), as a Kafka 4.x
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from afkak._broker_errors import (
@@ -343,7 +344,7 @@ def _subscribed_topics(member: Any, protocol: str | None) -> list[str]:
         return []
 
 
-ADMIN_APIS = {
+ADMIN_APIS: dict[int, Callable[..., Any]] = {
     20: handle_delete_topics,
     21: handle_delete_records,
     32: handle_describe_configs,

@@ -11,13 +11,16 @@ FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from afkak._broker_errors import FetchSessionIdNotFound, InvalidFetchSessionEpoch
 from afkak.protocol.messages import FetchRequest, FetchResponse
 from afkak.testing._lookup import code
+
+if TYPE_CHECKING:
+    from afkak.protocol.messages.fetch_request import FetchTopic
 
 __all__ = ["FakeFetchSession", "open_session"]
 
@@ -37,7 +40,10 @@ class FakeFetchSession:
 
 
 def open_session(
-    sessions: dict[tuple[int, int], FakeFetchSession], node: int, request: FetchRequest, version: int
+    sessions: dict[tuple[int, int], FakeFetchSession],
+    node: int,
+    request: FetchRequest,
+    version: int,
 ) -> tuple[FetchRequest, Callable[[Any], Any]] | Any:
     """The request to read for *request* and how to shape its response, or an error response.
 
@@ -51,9 +57,9 @@ def open_session(
         if request.session_epoch == -1:
             return request, _unchanged
         session_id = max((sid for n, sid in sessions if n == node), default=0) + 1
-        session = sessions[(node, session_id)] = FakeFetchSession(session_id)
-        _update(session, request, by_id)
-        return request, _full(session, by_id)
+        created = sessions[(node, session_id)] = FakeFetchSession(session_id)
+        _update(created, request, by_id)
+        return request, _full(created, by_id)
     session = sessions.get((node, request.session_id))
     if session is None:
         return FetchResponse(error_code=code(FetchSessionIdNotFound), session_id=0)
@@ -65,7 +71,7 @@ def open_session(
         for partition in forgotten.partitions:
             session.partitions.pop((topic, partition), None)
     _update(session, request, by_id)
-    topics: dict[Any, FetchRequest.FetchTopic] = {}
+    topics: dict[Any, FetchTopic] = {}
     for (topic, partition), (name, topic_id, offset, max_bytes, _) in session.partitions.items():
         entry = topics.get(topic)
         if entry is None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from afkak._broker_errors import (
     CoordinatorNotAvailable,
+    InvalidConfig,
     InvalidPartitions,
     InvalidReplicaAssignment,
     InvalidReplicationFactor,
@@ -237,7 +238,8 @@ def handle_create_topics(ctx: ConnectionHandler, request: CreateTopicsRequest, v
             problem, error = f"topic {t.name!r} is listed more than once", code(InvalidRequest)
         if not problem and not request.validate_only:
             topic = cluster.create_topic(t.name, replicas=replicas)
-            topic.configs.update((c.name, c.value) for c in t.configs)
+            # (_placement refused null values, as Kafka does)
+            topic.configs.update({c.name: c.value for c in t.configs if c.value is not None})
             result.topic_id = topic.topic_id
         if problem:
             result.error_code, result.error_message = error, problem
@@ -255,6 +257,13 @@ def _placement(cluster: FakeKafkaCluster, t: Any) -> tuple[str | None, int, list
         return problem, code(InvalidTopic), []
     if t.name in cluster.topics:
         return f"Topic '{t.name}' already exists.", code(TopicAlreadyExists), []
+    nulls = [c.name for c in t.configs if c.value is None]
+    if nulls:
+        return (
+            f"Null value not supported for topic configs: {','.join(nulls)}",
+            code(InvalidConfig),
+            [],
+        )
     nodes = sorted(n for n, b in cluster.brokers.items() if b.up)
     if t.assignments:
         if t.num_partitions != -1 or t.replication_factor != -1:

@@ -160,7 +160,7 @@ def node_endpoints(cluster: FakeKafkaCluster, nodes: set[int], response: Any) ->
 
 
 def handle_fetch(ctx: ConnectionHandler, request: FetchRequest, version: int) -> Any:
-    shape = _unchanged
+    shape: Callable[[Any], Any] = _unchanged
     if ctx.cluster.fetch_sessions:
         opened = open_session(ctx.cluster.sessions, ctx.node, request, version)
         if isinstance(opened, FetchResponse):

@@ -1,0 +1,24 @@
+"""Types of the compiled twins in ``_crecords.pyx`` (built only when Cython is there)."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from afkak.records.record import Record, TimestampType
+
+_BytesLike = bytes | bytearray | memoryview
+
+def decode_records(
+    data: _BytesLike, pos: int, count: int, base_offset: int, base_ts: int, tt: TimestampType
+) -> list[Record] | None: ...
+def wrap_records(
+    records: list[Record],
+    magic: int,
+    prefix: tuple[Any, ...],
+    cls: type[tuple[Any, ...]],
+    message_cls: type[tuple[Any, ...]],
+) -> list[Any]: ...
+def encode_records(
+    values: Sequence[_BytesLike | None],
+    keys: Sequence[_BytesLike | None] | None,
+    deltas: Sequence[int] | None,
+) -> bytes | None: ...
