@@ -31,11 +31,8 @@ from afkak.protocol.messages import (
     SyncGroupResponse,
 )
 from afkak.testing._group_state import (
-    COMPLETING,
-    DEAD,
-    EMPTY,
     INCONSISTENT_GROUP_PROTOCOL,
-    STABLE,
+    GroupState,
     JoinResult,
 )
 from afkak.testing._lookup import code
@@ -187,18 +184,18 @@ def handle_describe_groups(
         error = _group_error(ctx, group_id)
         group = ctx.state.group_coordinator.groups.get(group_id)
         if error or group is None:
-            state = DEAD if group_id not in ctx.state.groups else EMPTY
+            state = GroupState.DEAD if group_id not in ctx.state.groups else GroupState.EMPTY
             described.append(
-                R.DescribedGroup(error_code=error, group_id=group_id, group_state=state)
+                R.DescribedGroup(error_code=error, group_id=group_id, group_state=state.value)
             )
             continue
         described.append(
             R.DescribedGroup(
                 group_id=group_id,
-                group_state=group.state,
+                group_state=group.state.value,
                 protocol_type=group.protocol_type or "",
                 protocol_data=(group.protocol_name or "")
-                if group.state in (COMPLETING, STABLE)
+                if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
                 else "",
                 members=[
                     R.DescribedGroupMember(
@@ -207,7 +204,7 @@ def handle_describe_groups(
                         client_id=m.client_id,
                         client_host=m.client_host,
                         member_metadata=m.metadata(group.protocol_name),
-                        member_assignment=m.assignment if group.state == STABLE else b"",
+                        member_assignment=m.assignment if group.state == GroupState.STABLE else b"",
                     )
                     for m in group.members.values()
                 ],
@@ -219,12 +216,14 @@ def handle_describe_groups(
 def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest, version: int) -> Any:
     R = ListGroupsResponse
     cluster = ctx.state
-    rows = {g: ("", EMPTY) for g in cluster.groups}
+    rows = {g: ("", GroupState.EMPTY) for g in cluster.groups}
     for g, group in cluster.group_coordinator.groups.items():
         if group.members or g not in rows:
             rows[g] = (group.protocol_type or "", group.state)
     listed = [
-        R.ListedGroup(group_id=g, protocol_type=ptype, group_state=state, group_type="classic")
+        R.ListedGroup(
+            group_id=g, protocol_type=ptype, group_state=state.value, group_type="classic"
+        )
         for g, (ptype, state) in sorted(rows.items())
         if cluster.coordinator(g) == ctx.node
         and (version < 4 or not request.states_filter or state in request.states_filter)
