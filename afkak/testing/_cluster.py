@@ -9,7 +9,7 @@ reads and changes to answer the requests, and the in-memory connections.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 from uuid import UUID
 
 from twisted.internet.address import IPv4Address
@@ -43,7 +43,15 @@ class _Shared(Generic[T]):
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name
 
-    def __get__(self, cluster: FakeKafkaCluster, owner: type | None = None) -> T:
+    @overload
+    def __get__(self, cluster: None, owner: type) -> _Shared[T]: ...
+    @overload
+    def __get__(self, cluster: FakeKafkaCluster, owner: type | None = None) -> T: ...
+    def __get__(
+        self, cluster: FakeKafkaCluster | None, owner: type | None = None
+    ) -> T | _Shared[T]:
+        if cluster is None:  # looked up on the class (help(), Sphinx)
+            return self
         value: T = getattr(cluster.state, self._name)
         return value
 
