@@ -28,6 +28,7 @@ from afkak.protocol.messages import (
 )
 from afkak.test.test_testing_transport import RawClient, connect
 from afkak.testing import FakeKafkaCluster
+from afkak.testing._group_state import GroupState
 
 P = JoinGroupRequest.JoinGroupRequestProtocol
 
@@ -168,7 +169,7 @@ class FakeCoordinatorTests(SynchronousTestCase):
             LeaveGroupRequest("g", members=[LeaveGroupRequest.MemberIdentity(c)]), 5
         )
         self.assertEqual([m.error_code for m in left.members], [0])
-        self.assertEqual(self.cluster.group_coordinator.groups["g"].state, "Empty")
+        self.assertIs(self.cluster.group_coordinator.groups["g"].state, GroupState.EMPTY)
 
     def test_static_member_fences_its_predecessor(self) -> None:
         d = self.client.request(join(instance="i"), 9)
@@ -208,3 +209,14 @@ class FakeCoordinatorTests(SynchronousTestCase):
             for x in self.request(ListGroupsRequest(), 4, connect(self.cluster, node)).groups
         ]
         self.assertEqual(listed, ["g"])
+        coordinator = connect(self.cluster, self.cluster.coordinator("g"))
+        by_state = {
+            state: [
+                (x.group_id, x.group_state)
+                for x in self.request(
+                    ListGroupsRequest(states_filter=[state]), 4, coordinator
+                ).groups
+            ]
+            for state in ("Stable", "Empty")
+        }
+        self.assertEqual(by_state, {"Stable": [("g", "Stable")], "Empty": []})

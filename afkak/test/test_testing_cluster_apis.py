@@ -45,7 +45,7 @@ from afkak.protocol.messages import (
 )
 from afkak.test.test_testing_transport import RawClient, connect
 from afkak.testing import FakeKafkaCluster
-from afkak.testing._cluster import java_string_hash
+from afkak.testing._cluster_state import java_string_hash
 
 M, C, OC, OF = MetadataRequest, CreateTopicsRequest, OffsetCommitRequest, OffsetFetchRequest
 

@@ -52,8 +52,7 @@ from afkak.testing._lookup import (
 from afkak.testing._state import FakePartition
 
 if TYPE_CHECKING:
-    from afkak.testing._cluster import FakeKafkaCluster
-    from afkak.testing._handlers import ConnectionHandler
+    from afkak.testing._cluster_state import ClusterState, RequestContext
 
 TOPIC, BROKER = 2, 4
 DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG = 5, 1, 4
@@ -71,8 +70,8 @@ TOPIC_DEFAULTS = {
 LIST_CONFIGS = {"cleanup.policy"}
 
 
-def handle_delete_topics(ctx: ConnectionHandler, request: DeleteTopicsRequest, version: int) -> Any:
-    cluster = ctx.cluster
+def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest, version: int) -> Any:
+    cluster = ctx.state
     R = DeleteTopicsResponse
     asked = (
         [(s.name, s.topic_id if s.name is None else None) for s in request.topics]
@@ -90,15 +89,15 @@ def handle_delete_topics(ctx: ConnectionHandler, request: DeleteTopicsRequest, v
         else:
             del cluster.topics[topic.name]
             del cluster.topics_by_id[topic.topic_id]
-            for key in [k for k in cluster._committed if k[1] == topic.name]:
-                del cluster._committed[key]
+            for key in [k for k in cluster.committed_offsets if k[1] == topic.name]:
+                del cluster.committed_offsets[key]
             cluster.wake_fetches()
         results.append(result)
     return R(responses=results)
 
 
 def handle_create_partitions(
-    ctx: ConnectionHandler, request: CreatePartitionsRequest, version: int
+    ctx: RequestContext, request: CreatePartitionsRequest, version: int
 ) -> Any:
     R = CreatePartitionsResponse
     results = []
@@ -110,8 +109,8 @@ def handle_create_partitions(
     return R(results=results)
 
 
-def _grow(ctx: ConnectionHandler, t: Any, validate_only: bool) -> tuple[int, str | None]:
-    cluster = ctx.cluster
+def _grow(ctx: RequestContext, t: Any, validate_only: bool) -> tuple[int, str | None]:
+    cluster = ctx.state
     topic = cluster.topics.get(t.name)
     if topic is None:
         return UNKNOWN_TOPIC_OR_PARTITION, None
@@ -138,10 +137,8 @@ def _grow(ctx: ConnectionHandler, t: Any, validate_only: bool) -> tuple[int, str
     return 0, None
 
 
-def handle_delete_records(
-    ctx: ConnectionHandler, request: DeleteRecordsRequest, version: int
-) -> Any:
-    cluster = ctx.cluster
+def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest, version: int) -> Any:
+    cluster = ctx.state
     R = DeleteRecordsResponse
     topics = []
     for t in request.topics:
@@ -167,7 +164,7 @@ def handle_delete_records(
     return R(topics=topics)
 
 
-def _broker_configs(cluster: FakeKafkaCluster) -> dict[str, str]:
+def _broker_configs(cluster: ClusterState) -> dict[str, str]:
     return {
         "auto.create.topics.enable": str(cluster.auto_create_topics).lower(),
         "default.replication.factor": str(cluster.default_replication),
@@ -177,9 +174,9 @@ def _broker_configs(cluster: FakeKafkaCluster) -> dict[str, str]:
 
 
 def handle_describe_configs(
-    ctx: ConnectionHandler, request: DescribeConfigsRequest, version: int
+    ctx: RequestContext, request: DescribeConfigsRequest, version: int
 ) -> Any:
-    cluster = ctx.cluster
+    cluster = ctx.state
     R = DescribeConfigsResponse
     results = []
     for r in request.resources:
@@ -235,9 +232,9 @@ def handle_describe_configs(
 
 
 def handle_incremental_alter_configs(
-    ctx: ConnectionHandler, request: IncrementalAlterConfigsRequest, version: int
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest, version: int
 ) -> Any:
-    cluster = ctx.cluster
+    cluster = ctx.state
     R = IncrementalAlterConfigsResponse
     responses = []
     for r in request.resources:
@@ -287,8 +284,8 @@ def _altered(current: dict[str, str], changes: Any) -> tuple[dict[str, str], str
     return configs, None
 
 
-def handle_delete_groups(ctx: ConnectionHandler, request: DeleteGroupsRequest, version: int) -> Any:
-    cluster = ctx.cluster
+def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest, version: int) -> Any:
+    cluster = ctx.state
     R = DeleteGroupsResponse
     results = []
     for group_id in request.groups_names:
@@ -301,14 +298,14 @@ def handle_delete_groups(ctx: ConnectionHandler, request: DeleteGroupsRequest, v
         if not error:
             cluster.groups.discard(group_id)
             cluster.group_coordinator.groups.pop(group_id, None)
-            for key in [k for k in cluster._committed if k[0] == group_id]:
-                del cluster._committed[key]
+            for key in [k for k in cluster.committed_offsets if k[0] == group_id]:
+                del cluster.committed_offsets[key]
         results.append(R.DeletableGroupResult(group_id=group_id, error_code=error))
     return R(results=results)
 
 
-def handle_offset_delete(ctx: ConnectionHandler, request: OffsetDeleteRequest, version: int) -> Any:
-    cluster = ctx.cluster
+def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest, version: int) -> Any:
+    cluster = ctx.state
     R = OffsetDeleteResponse
     group_id = request.group_id
     error = _group_error(ctx, group_id)
@@ -331,7 +328,7 @@ def handle_offset_delete(ctx: ConnectionHandler, request: OffsetDeleteRequest, v
             elif t.name in subscribed:
                 answer.error_code = code(GroupSubscribedToTopic)
             else:
-                cluster._committed.pop((group_id, t.name, p.partition_index), None)
+                cluster.committed_offsets.pop((group_id, t.name, p.partition_index), None)
             answers.append(answer)
         topics.append(R.OffsetDeleteResponseTopic(name=t.name, partitions=answers))
     return R(topics=topics)

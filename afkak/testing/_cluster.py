@@ -1,15 +1,15 @@
 """FakeKafkaCluster: an in-memory multi-broker Kafka cluster speaking the real protocol.
 
-The cluster holds the state (brokers, topics, partition logs, committed
-offsets, producer ids) and the test-facing API: setup, fault injection and
-inspection.  :mod:`afkak.testing._handlers` answers the requests.
+The facade tests use: connecting, setup, fault injection and inspection.  It
+owns a :class:`~afkak.testing._cluster_state.ClusterState` (brokers, topics,
+logs, groups, transactions, faults), which :mod:`afkak.testing._handlers`
+reads and changes to answer the requests, and the in-memory connections.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar, overload
 from uuid import UUID
 
 from twisted.internet.address import IPv4Address
@@ -23,39 +23,44 @@ from afkak._broker_errors import BrokerResponseError
 from afkak.protocol import Message
 from afkak.protocol.messages import REQUESTS
 from afkak.records import Record, build_batch, read_batches
+from afkak.testing._cluster_state import ClusterState, FetchWaiter
 from afkak.testing._faults import FaultPlan
+from afkak.testing._fetch_sessions import FakeFetchSession
 from afkak.testing._group_state import GroupCoordinatorState
 from afkak.testing._handlers import SERVED_APIS, ConnectionHandler
-from afkak.testing._lookup import code, topic_name_problem
+from afkak.testing._lookup import code
 from afkak.testing._server import KafkaServerFactory, KafkaServerProtocol
-from afkak.testing._state import (
-    CommittedOffset,
-    FakeBroker,
-    FakePartition,
-    FakeTopic,
-    SeenRequest,
-)
+from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 from afkak.testing._transport import DeliveryLoop, connect_pair
-from afkak.testing._txn_coordinator import TransactionCoordinatorState
+from afkak.testing._txn_state import TransactionCoordinatorState
 
-if TYPE_CHECKING:
-    from afkak.testing._fetch_sessions import FakeFetchSession
-    from afkak.testing._log_apis import FetchWaiter
+T = TypeVar("T")
+
+
+class _Shared(Generic[T]):
+    """An attribute of the facade that is its state's attribute of the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, cluster: None, owner: type) -> _Shared[T]: ...
+    @overload
+    def __get__(self, cluster: FakeKafkaCluster, owner: type | None = None) -> T: ...
+    def __get__(
+        self, cluster: FakeKafkaCluster | None, owner: type | None = None
+    ) -> T | _Shared[T]:
+        if cluster is None:  # looked up on the class (help(), Sphinx)
+            return self
+        value: T = getattr(cluster.state, self._name)
+        return value
+
+    def __set__(self, cluster: FakeKafkaCluster, value: T) -> None:
+        setattr(cluster.state, self._name, value)
+
 
 ApiKeyLike = int | type[Message]
 ErrorCodeLike = int | type[BrokerResponseError]
-
-DEFAULT_PORT = 9092
-OFFSETS_TOPIC_PARTITIONS = 50  # Kafka's offsets.topic.num.partitions
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode()``, which Kafka uses to place group coordinators."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 class FakeKafkaCluster:
@@ -84,8 +89,11 @@ class FakeKafkaCluster:
     (node id -> :class:`FakeBroker`), ``topics`` (name -> :class:`FakeTopic`),
     ``topics_by_id``, ``api_versions``, ``auto_create_topics``,
     ``requests_seen``.  ``groups``, ``transactions`` (the transaction
-    coordinator: :class:`~afkak.testing._txn_coordinator.TransactionCoordinatorState`),
+    coordinator: :class:`~afkak.testing._txn_state.TransactionCoordinatorState`),
     ``fetch_waiters`` and ``faults`` are the request handlers' bookkeeping.
+    Each of these is an attribute of ``state``
+    (:class:`~afkak.testing._cluster_state.ClusterState`), the object the
+    request handlers share; the cluster reads and writes them through.
     """
 
     def __init__(
@@ -102,45 +110,54 @@ class FakeKafkaCluster:
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
-        self.reactor = Clock() if reactor is None else reactor
-        self.auto_create_topics = auto_create_topics
-        self.default_partitions = default_partitions
-        self.default_replication = (
-            min(3, brokers) if default_replication is None else default_replication
-        )
-        self.cluster_id = cluster_id
-        self.max_message_bytes = max_message_bytes
-        self.fetch_whole_first_batch = True
-        self.fetch_sessions = False
-        self.sessions: dict[tuple[int, int], FakeFetchSession] = {}
-        self.brokers: dict[int, FakeBroker] = {
-            n: FakeBroker(n, f"broker-{n}", DEFAULT_PORT) for n in range(brokers)
-        }
-        self.api_versions: dict[int, tuple[int, int]] = {
+        versions = {
             key: (REQUESTS[key].MIN_VERSION, REQUESTS[key].MAX_VERSION) for key in SERVED_APIS
         }
         for key, vrange in (api_versions or {}).items():
             if vrange is None:
-                self.api_versions.pop(key, None)
+                versions.pop(key, None)
             else:
-                self.api_versions[key] = vrange
-        self.topics: dict[str, FakeTopic] = {}
-        self.topics_by_id: dict[UUID, FakeTopic] = {}
-        self.requests_seen: list[SeenRequest] = []
-        self._committed: dict[tuple[str, str, int], CommittedOffset] = {}
-        self.groups: set[str] = set()
-        self.group_coordinator = GroupCoordinatorState(self.reactor)
-        self.faults = FaultPlan()
+                versions[key] = vrange
+        reactor = Clock() if reactor is None else reactor
+        #: What the request handlers read and change.
+        self.state = ClusterState(
+            brokers,
+            reactor,
+            versions,
+            auto_create_topics=auto_create_topics,
+            default_partitions=default_partitions,
+            default_replication=(
+                min(3, brokers) if default_replication is None else default_replication
+            ),
+            cluster_id=cluster_id,
+            max_message_bytes=max_message_bytes,
+        )
         self._loop = DeliveryLoop()
         self._factories = {
-            n: KafkaServerFactory(self._unused_handler, self.reactor) for n in self.brokers
+            n: KafkaServerFactory(self._unused_handler, reactor) for n in self.brokers
         }
-        self._random = random.Random(0)
-        self._next_producer_id = 1000
-        #: Producer ids below this are unknown to the brokers (:meth:`forget_producers`).
-        self.forgotten_producers_below = 0
-        self.transactions = TransactionCoordinatorState(self)
-        self.fetch_waiters: set[FetchWaiter] = set()
+
+    reactor: _Shared[Any] = _Shared()
+    auto_create_topics: _Shared[bool] = _Shared()
+    default_partitions: _Shared[int] = _Shared()
+    default_replication: _Shared[int] = _Shared()
+    cluster_id: _Shared[str] = _Shared()
+    max_message_bytes: _Shared[int] = _Shared()
+    fetch_whole_first_batch: _Shared[bool] = _Shared()
+    fetch_sessions: _Shared[bool] = _Shared()
+    sessions: _Shared[dict[tuple[int, int], FakeFetchSession]] = _Shared()
+    brokers: _Shared[dict[int, FakeBroker]] = _Shared()
+    api_versions: _Shared[dict[int, tuple[int, int]]] = _Shared()
+    topics: _Shared[dict[str, FakeTopic]] = _Shared()
+    topics_by_id: _Shared[dict[UUID, FakeTopic]] = _Shared()
+    requests_seen: _Shared[list[SeenRequest]] = _Shared()
+    groups: _Shared[set[str]] = _Shared()
+    group_coordinator: _Shared[GroupCoordinatorState] = _Shared()
+    faults: _Shared[FaultPlan] = _Shared()
+    #: Producer ids below this are unknown to the brokers (:meth:`forget_producers`).
+    forgotten_producers_below: _Shared[int] = _Shared()
+    transactions: _Shared[TransactionCoordinatorState] = _Shared()
+    fetch_waiters: _Shared[set[FetchWaiter]] = _Shared()
 
     @staticmethod
     def _unused_handler(header: Any, request: Any) -> None:
@@ -169,7 +186,7 @@ class FakeKafkaCluster:
             why = "no such broker" if broker is None else "broker is down or refusing"
             return fail(ConnectionRefusedError(f"{host}:{port}: {why}"))
         server_factory = self._factories[broker.node_id]
-        handler = ConnectionHandler(self, broker.node_id)
+        handler = ConnectionHandler(self.state, broker.node_id)
         server = KafkaServerProtocol(handler, self.reactor, server_factory.faults)
         server.factory = server_factory
         handler.protocol = server
@@ -199,38 +216,14 @@ class FakeKafkaCluster:
         ``replicas`` places each partition explicitly (its first node leads).
         Raises ValueError for an existing or illegal name or a bad placement.
         """
-        problem = topic_name_problem(name)
-        if problem:
-            raise ValueError(problem)
-        if name in self.topics:
-            raise ValueError(f"topic {name!r} already exists")
-        nodes = sorted(self.brokers)
-        if replicas is None:
-            rf = self.default_replication if replication_factor is None else replication_factor
-            if partitions < 1 or not 1 <= rf <= len(nodes):
-                raise ValueError(f"cannot place {partitions} partitions with replication {rf}")
-            replicas = [[nodes[(p + i) % len(nodes)] for i in range(rf)] for p in range(partitions)]
-        elif not replicas or any(
-            not r or set(r) - set(nodes) or len(set(r)) != len(r) for r in replicas
-        ):
-            raise ValueError(f"bad replica placement {replicas!r}")
-        topic_id = UUID(int=self._random.getrandbits(128), version=4)
-        topic = FakeTopic(name, topic_id, [])
-        for index, nodes_of in enumerate(replicas):
-            live = [n for n in nodes_of if self.brokers[n].up]
-            topic.partitions.append(
-                FakePartition(name, index, list(nodes_of), live[0] if live else -1)
-            )
-        self.topics[name] = topic
-        self.topics_by_id[topic_id] = topic
-        return topic
+        return self.state.create_topic(name, partitions, replication_factor, replicas=replicas)
 
     def topic_id(self, topic: str) -> UUID:
         return self.topics[topic].topic_id
 
     def partition(self, topic: str, partition: int) -> FakePartition:
         """The state of one partition (KeyError/IndexError if it does not exist)."""
-        return self.topics[topic].partitions[partition]
+        return self.state.partition(topic, partition)
 
     def append(
         self,
@@ -258,15 +251,14 @@ class FakeKafkaCluster:
 
     def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
         """Advance a partition's log start offset, as the DeleteRecords API does."""
-        self.partition(topic, partition).log.delete_before(before_offset)
-        self.wake_fetches()
+        self.state.delete_records(topic, partition, before_offset)
 
     # Groups and producers
 
     @property
     def committed_offsets(self) -> dict[tuple[str, str, int], CommittedOffset]:
         """``{(group, topic, partition): CommittedOffset}``, a copy."""
-        return dict(self._committed)
+        return dict(self.state.committed_offsets)
 
     def commit(
         self,
@@ -278,12 +270,11 @@ class FakeKafkaCluster:
         leader_epoch: int = -1,
     ) -> None:
         """Record a committed offset, as an OffsetCommit request does."""
-        self.groups.add(group)
-        self._committed[group, topic, partition] = CommittedOffset(offset, metadata, leader_epoch)
+        self.state.commit(group, topic, partition, CommittedOffset(offset, metadata, leader_epoch))
 
     def committed(self, group: str) -> Iterable[tuple[tuple[str, int], CommittedOffset]]:
         """``((topic, partition), CommittedOffset)`` of each commit of ``group``."""
-        return (((t, p), c) for (g, t, p), c in self._committed.items() if g == group)
+        return self.state.committed(group)
 
     def coordinator(self, key: str) -> int:
         """The node coordinating group (or transactional id) ``key``; -1 if none is up.
@@ -291,18 +282,10 @@ class FakeKafkaCluster:
         As Kafka, the key hashes to one of 50 internal partitions, led by node
         ``partition % brokers`` or, when that node is down, the next one up.
         """
-        nodes = sorted(self.brokers)
-        h = java_string_hash(key)
-        start = (0 if h == -(2**31) else abs(h)) % OFFSETS_TOPIC_PARTITIONS % len(nodes)
-        for i in range(len(nodes)):
-            node = nodes[(start + i) % len(nodes)]
-            if self.brokers[node].up:
-                return node
-        return -1
+        return self.state.coordinator(key)
 
     def new_producer_id(self) -> int:
-        self._next_producer_id += 1
-        return self._next_producer_id
+        return self.state.new_producer_id()
 
     def forget_producers(self) -> None:
         """Lose the idempotent producers' state, as a broker keeping it in memory does on restart.
@@ -310,7 +293,7 @@ class FakeKafkaCluster:
         Produce requests from the producer ids given out so far are answered
         UNKNOWN_PRODUCER_ID; a producer must get a new id (KIP-360).
         """
-        self.forgotten_producers_below = self._next_producer_id + 1
+        self.state.forget_producers()
 
     # Faults
 
@@ -362,14 +345,7 @@ class FakeKafkaCluster:
 
     def move_leader(self, topic: str, partition: int, new_leader: int) -> None:
         """Make ``new_leader`` lead the partition (joining its replicas), bumping its epoch."""
-        if new_leader not in self.brokers:
-            raise ValueError(f"no broker {new_leader}")
-        part = self.partition(topic, partition)
-        if new_leader not in part.replicas:
-            part.replicas.append(new_leader)
-        part.leader = new_leader
-        part.leader_epoch += 1
-        self.wake_fetches()
+        self.state.move_leader(topic, partition, new_leader)
 
     def set_broker_down(self, node_id: int) -> None:
         """Stop a broker: drop its connections, refuse new ones, hide it from Metadata.
@@ -378,25 +354,12 @@ class FakeKafkaCluster:
         LEADER_NOT_AVAILABLE, when there is none); its groups move to another
         coordinator.
         """
-        self.brokers[node_id].up = False
+        self.state.set_broker_down(node_id)
         self._factories[node_id].drop_connections()
-        for topic in self.topics.values():
-            for part in topic.partitions:
-                if part.leader == node_id:
-                    live = [n for n in part.replicas if self.brokers[n].up]
-                    part.leader = live[0] if live else -1
-                    part.leader_epoch += 1
-        self.wake_fetches()
 
     def set_broker_up(self, node_id: int) -> None:
         """Restart a broker; it leads again the partitions left without a leader."""
-        self.brokers[node_id].up = True
-        for topic in self.topics.values():
-            for part in topic.partitions:
-                if part.leader == -1 and node_id in part.replicas:
-                    part.leader = node_id
-                    part.leader_epoch += 1
-        self.wake_fetches()
+        self.state.set_broker_up(node_id)
 
     def change_address(self, node_id: int, host: str, port: int) -> None:
         """Move a broker to a new address: Metadata advertises it, new connections need it."""
@@ -405,8 +368,7 @@ class FakeKafkaCluster:
 
     def wake_fetches(self) -> None:
         """Re-evaluate the long-polling Fetch requests (after any change to the logs or leaders)."""
-        for waiter in list(self.fetch_waiters):
-            waiter.poll()
+        self.state.wake_fetches()
 
 
 def _api_key(api_key: ApiKeyLike) -> int:

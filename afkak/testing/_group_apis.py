@@ -23,16 +23,17 @@ from afkak.protocol.messages import (
 )
 from afkak.testing._error_responses import error_response
 from afkak.testing._lookup import UNKNOWN_TOPIC_OR_PARTITION, code, find_partition, find_topic
+from afkak.testing._state import CommittedOffset
 
 if TYPE_CHECKING:
-    from afkak.testing._handlers import ConnectionHandler
+    from afkak.testing._cluster_state import RequestContext
 
 ZERO_UUID = UUID(int=0)
 MAX_METADATA_BYTES = 4096  # Kafka's offset.metadata.max.bytes
 
 
-def handle_offset_commit(ctx: ConnectionHandler, request: OffsetCommitRequest, version: int) -> Any:
-    cluster = ctx.cluster
+def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest, version: int) -> Any:
+    cluster = ctx.state
     group_error = _commit_group_error(ctx, request, version)
     topics = []
     for rt in request.topics:
@@ -50,9 +51,7 @@ def handle_offset_commit(ctx: ConnectionHandler, request: OffsetCommitRequest, v
                     request.group_id,
                     topic.name,
                     rp.partition_index,
-                    rp.committed_offset,
-                    metadata,
-                    rp.committed_leader_epoch,
+                    CommittedOffset(rp.committed_offset, metadata, rp.committed_leader_epoch),
                 )
             answers.append(
                 OffsetCommitResponse.OffsetCommitResponsePartition(
@@ -67,7 +66,7 @@ def handle_offset_commit(ctx: ConnectionHandler, request: OffsetCommitRequest, v
     return OffsetCommitResponse(topics=topics)
 
 
-def _commit_group_error(ctx: ConnectionHandler, request: OffsetCommitRequest, version: int) -> int:
+def _commit_group_error(ctx: RequestContext, request: OffsetCommitRequest, version: int) -> int:
     """Kafka 4's checks of a commit's group, member and generation.
 
     A group with members is checked by the group coordinator; otherwise it is
@@ -77,14 +76,14 @@ def _commit_group_error(ctx: ConnectionHandler, request: OffsetCommitRequest, ve
     """
     if not request.group_id:
         return code(InvalidGroupId)
-    if ctx.cluster.coordinator(request.group_id) != ctx.node:
+    if ctx.state.coordinator(request.group_id) != ctx.node:
         return code(NotCoordinator)
     claims_membership = (
         request.generation_id_or_member_epoch >= 0
         or bool(request.member_id)
         or request.group_instance_id is not None
     )
-    membership = ctx.cluster.group_coordinator.commit_error(
+    membership = ctx.state.group_coordinator.commit_error(
         request.group_id,
         request.member_id,
         request.group_instance_id,
@@ -94,14 +93,14 @@ def _commit_group_error(ctx: ConnectionHandler, request: OffsetCommitRequest, ve
         return membership
     if not claims_membership:
         return 0
-    if request.group_id in ctx.cluster.groups:
+    if request.group_id in ctx.state.groups:
         return code(UnknownMemberId)
     if version >= 9:
         return code(GroupIdNotFound)
     return code(IllegalGeneration)
 
 
-def handle_offset_fetch(ctx: ConnectionHandler, request: OffsetFetchRequest, version: int) -> Any:
+def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest, version: int) -> Any:
     R = OffsetFetchResponse
     if version >= 8:
         return R(
@@ -110,7 +109,7 @@ def handle_offset_fetch(ctx: ConnectionHandler, request: OffsetFetchRequest, ver
                 for g in request.groups
             ]
         )
-    if ctx.cluster.coordinator(request.group_id) != ctx.node:
+    if ctx.state.coordinator(request.group_id) != ctx.node:
         return error_response(OffsetFetchRequest.API_KEY, request, version, code(NotCoordinator))
     found = _committed(
         ctx, request.group_id, request.topics, by_id=False, stable=request.require_stable
@@ -136,10 +135,10 @@ def handle_offset_fetch(ctx: ConnectionHandler, request: OffsetFetchRequest, ver
 
 
 def _fetch_group(
-    ctx: ConnectionHandler, group_id: str, topics: Any, version: int, stable: bool
+    ctx: RequestContext, group_id: str, topics: Any, version: int, stable: bool
 ) -> Any:
     R = OffsetFetchResponse
-    if ctx.cluster.coordinator(group_id) != ctx.node:
+    if ctx.state.coordinator(group_id) != ctx.node:
         return R.OffsetFetchResponseGroup(group_id=group_id, error_code=code(NotCoordinator))
     found = _committed(ctx, group_id, topics, by_id=version >= 10, stable=stable)
     return R.OffsetFetchResponseGroup(
@@ -165,7 +164,7 @@ def _fetch_group(
 
 
 def _committed(
-    ctx: ConnectionHandler, group_id: str, topics: Any, by_id: bool, stable: bool = False
+    ctx: RequestContext, group_id: str, topics: Any, by_id: bool, stable: bool = False
 ) -> Iterable[tuple[str, Any, list[tuple[int, int, int, str, int]]]]:
     """(name, topic id, [(partition, offset, epoch, metadata, error)]) per topic asked.
 
@@ -175,7 +174,7 @@ def _committed(
     (``require_stable``), offsets an open transaction staged answer
     UNSTABLE_OFFSET_COMMIT.
     """
-    cluster = ctx.cluster
+    cluster = ctx.state
     wanted: list[tuple[str, UUID, list[int], int]] = []
     if topics is None:
         by_topic: dict[str, list[int]] = {}

@@ -31,17 +31,14 @@ from afkak.protocol.messages import (
     SyncGroupResponse,
 )
 from afkak.testing._group_state import (
-    COMPLETING,
-    DEAD,
-    EMPTY,
     INCONSISTENT_GROUP_PROTOCOL,
-    STABLE,
+    GroupState,
     JoinResult,
 )
 from afkak.testing._lookup import code
 
 if TYPE_CHECKING:
-    from afkak.testing._handlers import ConnectionHandler
+    from afkak.testing._cluster_state import RequestContext
 
 #: Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms.
 MIN_SESSION_TIMEOUT_MS = 6000
@@ -51,19 +48,19 @@ MEMBER_ID_REQUIRED_VERSION = 4
 CLIENT_HOST = "/127.0.0.1"
 
 
-def _group_error(ctx: ConnectionHandler, group_id: str) -> int:
+def _group_error(ctx: RequestContext, group_id: str) -> int:
     if not group_id:
         return code(InvalidGroupId)
-    if ctx.cluster.coordinator(group_id) != ctx.node:
+    if ctx.state.coordinator(group_id) != ctx.node:
         return code(NotCoordinator)
     return 0
 
 
-def handle_join_group(ctx: ConnectionHandler, request: JoinGroupRequest, version: int) -> Any:
+def handle_join_group(ctx: RequestContext, request: JoinGroupRequest, version: int) -> Any:
     R = JoinGroupResponse
     error = _group_error(ctx, request.group_id)
     timeout = request.session_timeout_ms
-    coordinator = ctx.cluster.group_coordinator
+    coordinator = ctx.state.group_coordinator
     if not error and not MIN_SESSION_TIMEOUT_MS <= timeout <= MAX_SESSION_TIMEOUT_MS:
         error = code(InvalidSessionTimeout)
     if error:
@@ -111,10 +108,10 @@ def _join_response(result: JoinResult, version: int) -> Any:
     )
 
 
-def handle_sync_group(ctx: ConnectionHandler, request: SyncGroupRequest, version: int) -> Any:
+def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest, version: int) -> Any:
     R = SyncGroupResponse
     error = _group_error(ctx, request.group_id)
-    group = ctx.cluster.group_coordinator.groups.get(request.group_id)
+    group = ctx.state.group_coordinator.groups.get(request.group_id)
     if (
         not error
         and version >= 5
@@ -127,7 +124,7 @@ def handle_sync_group(ctx: ConnectionHandler, request: SyncGroupRequest, version
         error = INCONSISTENT_GROUP_PROTOCOL
     if error:
         return R(error_code=error)
-    outcome = ctx.cluster.group_coordinator.sync(
+    outcome = ctx.state.group_coordinator.sync(
         request.group_id,
         request.member_id,
         request.group_instance_id,
@@ -136,7 +133,7 @@ def handle_sync_group(ctx: ConnectionHandler, request: SyncGroupRequest, version
     )
 
     def answer(result: tuple[int, bytes]) -> Any:
-        g = ctx.cluster.group_coordinator.groups.get(request.group_id)
+        g = ctx.state.group_coordinator.groups.get(request.group_id)
         return R(
             error_code=result[0],
             protocol_type=g.protocol_type if g and not result[0] else None,
@@ -149,21 +146,21 @@ def handle_sync_group(ctx: ConnectionHandler, request: SyncGroupRequest, version
     return outcome.addCallback(answer)
 
 
-def handle_heartbeat(ctx: ConnectionHandler, request: HeartbeatRequest, version: int) -> Any:
+def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest, version: int) -> Any:
     error = _group_error(ctx, request.group_id)
     if not error:
-        error = ctx.cluster.group_coordinator.heartbeat(
+        error = ctx.state.group_coordinator.heartbeat(
             request.group_id, request.member_id, request.group_instance_id, request.generation_id
         )
     return HeartbeatResponse(error_code=error)
 
 
-def handle_leave_group(ctx: ConnectionHandler, request: LeaveGroupRequest, version: int) -> Any:
+def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest, version: int) -> Any:
     R = LeaveGroupResponse
     error = _group_error(ctx, request.group_id)
     if error:
         return R(error_code=error)
-    coordinator = ctx.cluster.group_coordinator
+    coordinator = ctx.state.group_coordinator
     if version < 3:
         return R(error_code=coordinator.leave(request.group_id, request.member_id, None))
     return R(
@@ -179,26 +176,26 @@ def handle_leave_group(ctx: ConnectionHandler, request: LeaveGroupRequest, versi
 
 
 def handle_describe_groups(
-    ctx: ConnectionHandler, request: DescribeGroupsRequest, version: int
+    ctx: RequestContext, request: DescribeGroupsRequest, version: int
 ) -> Any:
     R = DescribeGroupsResponse
     described = []
     for group_id in request.groups:
         error = _group_error(ctx, group_id)
-        group = ctx.cluster.group_coordinator.groups.get(group_id)
+        group = ctx.state.group_coordinator.groups.get(group_id)
         if error or group is None:
-            state = DEAD if group_id not in ctx.cluster.groups else EMPTY
+            state = GroupState.DEAD if group_id not in ctx.state.groups else GroupState.EMPTY
             described.append(
-                R.DescribedGroup(error_code=error, group_id=group_id, group_state=state)
+                R.DescribedGroup(error_code=error, group_id=group_id, group_state=state.value)
             )
             continue
         described.append(
             R.DescribedGroup(
                 group_id=group_id,
-                group_state=group.state,
+                group_state=group.state.value,
                 protocol_type=group.protocol_type or "",
                 protocol_data=(group.protocol_name or "")
-                if group.state in (COMPLETING, STABLE)
+                if group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
                 else "",
                 members=[
                     R.DescribedGroupMember(
@@ -207,7 +204,7 @@ def handle_describe_groups(
                         client_id=m.client_id,
                         client_host=m.client_host,
                         member_metadata=m.metadata(group.protocol_name),
-                        member_assignment=m.assignment if group.state == STABLE else b"",
+                        member_assignment=m.assignment if group.state == GroupState.STABLE else b"",
                     )
                     for m in group.members.values()
                 ],
@@ -216,15 +213,17 @@ def handle_describe_groups(
     return R(groups=described)
 
 
-def handle_list_groups(ctx: ConnectionHandler, request: ListGroupsRequest, version: int) -> Any:
+def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest, version: int) -> Any:
     R = ListGroupsResponse
-    cluster = ctx.cluster
-    rows = {g: ("", EMPTY) for g in cluster.groups}
+    cluster = ctx.state
+    rows = {g: ("", GroupState.EMPTY) for g in cluster.groups}
     for g, group in cluster.group_coordinator.groups.items():
         if group.members or g not in rows:
             rows[g] = (group.protocol_type or "", group.state)
     listed = [
-        R.ListedGroup(group_id=g, protocol_type=ptype, group_state=state, group_type="classic")
+        R.ListedGroup(
+            group_id=g, protocol_type=ptype, group_state=state.value, group_type="classic"
+        )
         for g, (ptype, state) in sorted(rows.items())
         if cluster.coordinator(g) == ctx.node
         and (version < 4 or not request.states_filter or state in request.states_filter)

@@ -14,6 +14,7 @@ cluster's reactor.  The wire handlers are in :mod:`._group_coordinator`.
 
 from __future__ import annotations
 
+import enum
 import itertools
 from collections import Counter
 from typing import Any
@@ -31,13 +32,17 @@ from afkak._broker_errors import (
     error_code,
 )
 
-EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (
-    "Empty",
-    "PreparingRebalance",
-    "CompletingRebalance",
-    "Stable",
-    "Dead",
-)
+
+class GroupState(enum.StrEnum):
+    """A classic group's state; the values are Kafka's state names, as DescribeGroups answers."""
+
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
 NONE = 0
 ILLEGAL_GENERATION = error_code(IllegalGeneration)
 INCONSISTENT_GROUP_PROTOCOL = error_code(InconsistentGroupProtocol)
@@ -82,7 +87,7 @@ class GroupMemberState:
 @attrs.define(eq=False)
 class FakeGroup:
     group_id: str
-    state: str = EMPTY
+    state: GroupState = GroupState.EMPTY
     generation_id: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -220,7 +225,7 @@ class GroupCoordinatorState:
         if group.leader_id == old_id:
             group.leader_id = new_id
         unchanged = [n for n, _ in old.protocols] == [n for n, _ in protocols]
-        if group.state == STABLE and unchanged:
+        if group.state == GroupState.STABLE and unchanged:
             self._touch(group, member)
             return self._result(group, member, skip_assignment=group.leader_id == new_id)
         return self._await_join(group, member)
@@ -239,9 +244,9 @@ class GroupCoordinatorState:
     ) -> JoinResult | Deferred[JoinResult]:
         changed = member.protocols != protocols
         member.protocols = protocols
-        if group.state == COMPLETING and not changed:
+        if group.state == GroupState.COMPLETING_REBALANCE and not changed:
             return self._result(group, member)
-        if group.state == STABLE and not changed and member.member_id != group.leader_id:
+        if group.state == GroupState.STABLE and not changed and member.member_id != group.leader_id:
             return self._result(group, member)
         return self._await_join(group, member)
 
@@ -255,20 +260,20 @@ class GroupCoordinatorState:
         waiter: Deferred[JoinResult] = Deferred(cancelled)
         member.join_waiter = waiter
         self._stop_session(member)
-        if group.state != PREPARING:
+        if group.state != GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(group)
         else:
             self._maybe_complete_join(group)
         return waiter
 
     def _prepare_rebalance(self, group: FakeGroup) -> None:
-        if group.state == COMPLETING:
+        if group.state == GroupState.COMPLETING_REBALANCE:
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     waiter, m.sync_waiter = m.sync_waiter, None
                     waiter.callback((REBALANCE_IN_PROGRESS, b""))
-        initial = group.state == EMPTY
-        group.state = PREPARING
+        initial = group.state == GroupState.EMPTY
+        group.state = GroupState.PREPARING_REBALANCE
         group.delaying = initial
         if initial:
             delay = self.initial_rebalance_delay_ms
@@ -280,7 +285,7 @@ class GroupCoordinatorState:
             self._maybe_complete_join(group)
 
     def _maybe_complete_join(self, group: FakeGroup) -> None:
-        if group.state != PREPARING or group.pending:
+        if group.state != GroupState.PREPARING_REBALANCE or group.pending:
             return
         if group.delaying:
             return
@@ -295,19 +300,19 @@ class GroupCoordinatorState:
     def _complete_join(self, group: FakeGroup) -> None:
         self._cancel_join_timer(group)
         group.delaying = False
-        if group.state != PREPARING:
+        if group.state != GroupState.PREPARING_REBALANCE:
             return
         for m in [m for m in group.members.values() if m.join_waiter is None]:
             self._remove(group, m)
         group.generation_id += 1
         if not group.members:
-            group.state, group.protocol_name, group.leader_id = EMPTY, None, None
+            group.state, group.protocol_name, group.leader_id = GroupState.EMPTY, None, None
             group.protocol_type = None
             return
         group.protocol_name = self._vote(group)
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
-        group.state = COMPLETING
+        group.state = GroupState.COMPLETING_REBALANCE
         for m in group.members.values():
             m.assignment = b""
         for m in list(group.members.values()):
@@ -374,14 +379,14 @@ class GroupCoordinatorState:
             return error, b""
         assert group is not None and member is not None
         self._touch(group, member)
-        if group.state == PREPARING:
+        if group.state == GroupState.PREPARING_REBALANCE:
             return REBALANCE_IN_PROGRESS, b""
-        if group.state == STABLE:
+        if group.state == GroupState.STABLE:
             return NONE, member.assignment
         if member_id == group.leader_id:
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
-            group.state = STABLE
+            group.state = GroupState.STABLE
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     waiter, m.sync_waiter = m.sync_waiter, None
@@ -403,7 +408,7 @@ class GroupCoordinatorState:
             return error
         assert group is not None and member is not None
         self._touch(group, member)
-        return REBALANCE_IN_PROGRESS if group.state == PREPARING else NONE
+        return REBALANCE_IN_PROGRESS if group.state == GroupState.PREPARING_REBALANCE else NONE
 
     def leave(self, group_id: str, member_id: str, instance_id: str | None) -> int:
         group = self.groups.get(group_id)
@@ -467,13 +472,13 @@ class GroupCoordinatorState:
             group.leader_id = next(iter(group.members), None)
 
     def _member_gone(self, group: FakeGroup) -> None:
-        if group.state in (STABLE, COMPLETING):
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             if group.members:
                 self._prepare_rebalance(group)
             else:
-                group.state, group.protocol_type, group.protocol_name = EMPTY, None, None
+                group.state, group.protocol_type, group.protocol_name = GroupState.EMPTY, None, None
                 group.generation_id += 1
-        elif group.state == PREPARING:
+        elif group.state == GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)
 
     # -- commits ------------------------------------------------------------------
@@ -483,7 +488,7 @@ class GroupCoordinatorState:
     ) -> int | None:
         """Kafka's checks of a member's OffsetCommit; None if the group has no membership."""
         group = self.groups.get(group_id)
-        if group is None or (group.state == EMPTY and not group.members):
+        if group is None or (group.state == GroupState.EMPTY and not group.members):
             return None
         if generation_id < 0 and not member_id and instance_id is None:
             return UNKNOWN_MEMBER_ID if group.members else None
@@ -491,7 +496,7 @@ class GroupCoordinatorState:
         if error:
             return error
         assert group is not None and member is not None
-        if group.state == COMPLETING:
+        if group.state == GroupState.COMPLETING_REBALANCE:
             return REBALANCE_IN_PROGRESS
         self._touch(group, member)
         return NONE

@@ -58,7 +58,7 @@ from afkak.testing._state import SeenRequest
 from afkak.testing._txn_coordinator import TXN_APIS
 
 if TYPE_CHECKING:
-    from afkak.testing._cluster import FakeKafkaCluster
+    from afkak.testing._cluster_state import ClusterState
     from afkak.testing._server import KafkaServerProtocol
 
 PRODUCE, API_VERSIONS = 0, 18
@@ -68,29 +68,29 @@ _SOFTWARE_NAME = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 class ConnectionHandler:
     """Answers the requests of one client connection to broker ``node``."""
 
-    def __init__(self, cluster: FakeKafkaCluster, node: int) -> None:
-        self.cluster = cluster
+    def __init__(self, state: ClusterState, node: int) -> None:
+        self.state = state
         self.node = node
         self.protocol: KafkaServerProtocol | None = None
         self.client_id: str | None = None
 
     def __call__(self, header: Any, request: Any) -> Any:
-        cluster, node = self.cluster, self.node
+        state, node = self.state, self.node
         api_key, version = header.request_api_key, header.request_api_version
         self.client_id = header.client_id
-        cluster.requests_seen.append(
+        state.requests_seen.append(
             SeenRequest(node, api_key, version, header.correlation_id, header.client_id, request)
         )
-        if cluster.faults.take_drop(api_key, node):
+        if state.faults.take_drop(api_key, node):
             return self._drop()
-        advertised = cluster.api_versions.get(api_key)
+        advertised = state.api_versions.get(api_key)
         if advertised is None or not advertised[0] <= version <= advertised[1]:
             return self._unsupported(header, request)
-        injected = cluster.faults.take_error(api_key, node)
+        injected = state.faults.take_error(api_key, node)
         try:
             if injected is None:
                 response = SERVED_APIS[api_key](self, request, version)
-                if cluster.faults.take_answer_drop(api_key, node):
+                if state.faults.take_answer_drop(api_key, node):
                     raise DropConnection()  # handled (it took effect), never answered
                 return response
             if api_key == PRODUCE and request.acks == 0:
@@ -118,7 +118,7 @@ class ConnectionHandler:
     def advertised_ranges(self) -> list[Any]:
         return [
             ApiVersionsResponse.ApiVersion(key, lo, hi)
-            for key, (lo, hi) in sorted(self.cluster.api_versions.items())
+            for key, (lo, hi) in sorted(self.state.api_versions.items())
         ]
 
 
@@ -132,7 +132,7 @@ def handle_api_versions(ctx: ConnectionHandler, request: ApiVersionsRequest, ver
 
 
 def handle_metadata(ctx: ConnectionHandler, request: MetadataRequest, version: int) -> Any:
-    cluster = ctx.cluster
+    cluster = ctx.state
     R = MetadataResponse
     live = [b for _, b in sorted(cluster.brokers.items()) if b.up]
     if request.topics is None or (version == 0 and not request.topics):
@@ -184,7 +184,7 @@ def handle_metadata(ctx: ConnectionHandler, request: MetadataRequest, version: i
     )
 
 
-def _describe_topic(cluster: FakeKafkaCluster, name: str) -> Any:
+def _describe_topic(cluster: ClusterState, name: str) -> Any:
     R = MetadataResponse
     topic = cluster.topics[name]
     partitions = []
@@ -214,11 +214,11 @@ def handle_find_coordinator(
         if request.key_type not in (0, 1) or (request.key_type == 1 and not key):
             found.append(R.Coordinator(key, -1, "", -1, code(InvalidRequest)))
             continue
-        node = ctx.cluster.coordinator(key)
+        node = ctx.state.coordinator(key)
         if node < 0:
             found.append(R.Coordinator(key, -1, "", -1, code(CoordinatorNotAvailable)))
             continue
-        broker = ctx.cluster.brokers[node]
+        broker = ctx.state.brokers[node]
         found.append(R.Coordinator(key, node, broker.host, broker.port, 0))
     if version >= 4:
         return R(coordinators=found)
@@ -227,7 +227,7 @@ def handle_find_coordinator(
 
 
 def handle_create_topics(ctx: ConnectionHandler, request: CreateTopicsRequest, version: int) -> Any:
-    cluster = ctx.cluster
+    cluster = ctx.state
     R = CreateTopicsResponse
     names = [t.name for t in request.topics]
     results = []
@@ -250,7 +250,7 @@ def handle_create_topics(ctx: ConnectionHandler, request: CreateTopicsRequest, v
     return R(topics=results)
 
 
-def _placement(cluster: FakeKafkaCluster, t: Any) -> tuple[str | None, int, list[list[int]]]:
+def _placement(cluster: ClusterState, t: Any) -> tuple[str | None, int, list[list[int]]]:
     """(problem, error code, replicas per partition) to create topic ``t``, as Kafka checks."""
     problem = topic_name_problem(t.name)
     if problem:

@@ -40,8 +40,7 @@ from afkak.testing._lookup import (
 )
 
 if TYPE_CHECKING:
-    from afkak.testing._cluster import FakeKafkaCluster
-    from afkak.testing._handlers import ConnectionHandler
+    from afkak.testing._cluster_state import ClusterState, RequestContext
     from afkak.testing._state import FakePartition
 
 MAX_TIMESTAMP, EARLIEST_LOCAL = -3, -4  # ListOffsets special times (v7+, v8+)
@@ -55,8 +54,8 @@ class DropConnection(Exception):
 # Produce
 
 
-def handle_produce(ctx: ConnectionHandler, request: ProduceRequest, version: int) -> Any:
-    cluster, node = ctx.cluster, ctx.node
+def handle_produce(ctx: RequestContext, request: ProduceRequest, version: int) -> Any:
+    cluster, node = ctx.state, ctx.node
     failed = False
     leaders: set[int] = set()
     topics = []
@@ -97,9 +96,7 @@ def handle_produce(ctx: ConnectionHandler, request: ProduceRequest, version: int
     )
 
 
-def _append(
-    cluster: FakeKafkaCluster, part: FakePartition, records: bytes | None, answer: Any
-) -> None:
+def _append(cluster: ClusterState, part: FakePartition, records: bytes | None, answer: Any) -> None:
     batch, error, message = _validate(records, cluster.max_message_bytes)
     if batch is not None and 0 <= batch.producer_id < cluster.forgotten_producers_below:
         batch, error, message = None, code(UnknownProducerId), "the broker lost this producer"
@@ -147,7 +144,7 @@ def _validate(records: bytes | None, max_bytes: int) -> tuple[RecordBatch | None
     return batch, 0, None
 
 
-def node_endpoints(cluster: FakeKafkaCluster, nodes: set[int], response: Any) -> list[Any]:
+def node_endpoints(cluster: ClusterState, nodes: set[int], response: Any) -> list[Any]:
     """The NodeEndpoints (tagged, v10+ Produce / v16+ Fetch) of the leaders a response points to."""
     return [
         response.NodeEndpoint(b.node_id, b.host, b.port, b.rack)
@@ -159,10 +156,10 @@ def node_endpoints(cluster: FakeKafkaCluster, nodes: set[int], response: Any) ->
 # Fetch
 
 
-def handle_fetch(ctx: ConnectionHandler, request: FetchRequest, version: int) -> Any:
+def handle_fetch(ctx: RequestContext, request: FetchRequest, version: int) -> Any:
     shape: Callable[[Any], Any] = _unchanged
-    if ctx.cluster.fetch_sessions:
-        opened = open_session(ctx.cluster.sessions, ctx.node, request, version)
+    if ctx.state.fetch_sessions:
+        opened = open_session(ctx.state.sessions, ctx.node, request, version)
         if isinstance(opened, FetchResponse):
             return opened  # a session error
         request, shape = opened
@@ -170,10 +167,10 @@ def handle_fetch(ctx: ConnectionHandler, request: FetchRequest, version: int) ->
         # Sessionless: the fake never creates fetch sessions (as a broker
         # whose session cache is full), so no incremental fetch can name one.
         return FetchResponse(error_code=code(FetchSessionIdNotFound), session_id=0)
-    response, size, failed = read_fetch(ctx.cluster, ctx.node, request, version)
+    response, size, failed = read_fetch(ctx.state, ctx.node, request, version)
     if failed or size >= request.min_bytes or request.max_wait_ms <= 0:
         return shape(response)
-    return FetchWaiter(ctx.cluster, ctx.node, request, version, shape).deferred
+    return FetchWaiter(ctx.state, ctx.node, request, version, shape).deferred
 
 
 def _unchanged(response: Any) -> Any:
@@ -185,7 +182,7 @@ class FetchWaiter:
 
     def __init__(
         self,
-        cluster: FakeKafkaCluster,
+        cluster: ClusterState,
         node: int,
         request: FetchRequest,
         version: int,
@@ -221,7 +218,7 @@ class FetchWaiter:
 
 
 def read_fetch(
-    cluster: FakeKafkaCluster, node: int, request: FetchRequest, version: int
+    cluster: ClusterState, node: int, request: FetchRequest, version: int
 ) -> tuple[Any, int, bool]:
     """The Fetch response as of now, its records' size, and whether a partition failed."""
     left = request.max_bytes
@@ -290,8 +287,8 @@ def read_fetch(
 # ListOffsets
 
 
-def handle_list_offsets(ctx: ConnectionHandler, request: ListOffsetsRequest, version: int) -> Any:
-    cluster, node = ctx.cluster, ctx.node
+def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest, version: int) -> Any:
+    cluster, node = ctx.state, ctx.node
     topics = []
     for lt in request.topics:
         topic, _ = find_topic(cluster, lt.name, None, False)

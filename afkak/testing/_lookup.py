@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 from uuid import UUID
 
 from afkak._broker_errors import (
@@ -16,8 +16,12 @@ from afkak._broker_errors import (
 )
 from afkak.testing._state import FakePartition, FakeTopic
 
-if TYPE_CHECKING:
-    from afkak.testing._cluster import FakeKafkaCluster
+
+class Topics(Protocol):
+    """The cluster's topics, by name and by id."""
+
+    topics: dict[str, FakeTopic]
+    topics_by_id: dict[UUID, FakeTopic]
 
 
 def code(error: type[BrokerResponseError]) -> int:
@@ -42,7 +46,7 @@ def topic_name_problem(name: str | None) -> str | None:
 
 
 def find_topic(
-    cluster: FakeKafkaCluster, name: str | None, topic_id: UUID | None, by_id: bool
+    cluster: Topics, name: str | None, topic_id: UUID | None, by_id: bool
 ) -> tuple[FakeTopic | None, int]:
     """The topic a request names, or None and the error code for an unknown one."""
     if by_id:

@@ -1,0 +1,151 @@
+"""The transaction coordinator's state: each transactional id's producer and transaction.
+
+Timeouts run on the cluster's reactor; the wire handlers are in :mod:`._txn_coordinator`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from afkak._broker_errors import (
+    InvalidProducerEpoch,
+    InvalidProducerIdMapping,
+    InvalidTxnState,
+    ProducerFenced,
+    TransactionalIdAuthorizationFailed,
+)
+from afkak.records import RecordBatch
+from afkak.testing._lookup import code
+from afkak.testing._state import CommittedOffset
+
+if TYPE_CHECKING:
+    from afkak.testing._state import FakePartition
+
+MAX_EPOCH = 2**15 - 1
+
+
+class TransactionState(enum.StrEnum):
+    """A transaction's state; the values are Kafka's TransactionState names."""
+
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+
+
+class _Cluster(Protocol):
+    """What the coordinator uses of the cluster's state."""
+
+    reactor: Any
+
+    def partition(self, topic: str, partition: int) -> FakePartition: ...
+    def commit(
+        self, group: str, topic: str, partition: int, committed: CommittedOffset
+    ) -> None: ...
+    def wake_fetches(self) -> None: ...
+    def new_producer_id(self) -> int: ...
+
+
+@attrs.define(eq=False)
+class FakeTransaction:
+    """One transactional id's producer and its ongoing transaction."""
+
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    timeout_ms: int
+    state: TransactionState = TransactionState.EMPTY
+    partitions: set[tuple[str, int]] = attrs.field(factory=set)
+    groups: set[str] = attrs.field(factory=set)
+    #: group -> {(topic, partition): offset} staged by TxnOffsetCommit.
+    offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = attrs.field(factory=dict)
+    timer: Any = attrs.field(default=None, repr=False)
+
+
+class TransactionCoordinatorState:
+    """Every transactional id of a fake cluster, and the transaction timeouts."""
+
+    def __init__(self, cluster: _Cluster) -> None:
+        self._cluster = cluster
+        self.transactions: dict[str, FakeTransaction] = {}
+        #: Transactional ids refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+        self.denied: set[str] = set()
+        #: How many transactions were committed / aborted (for tests).
+        self.committed = 0
+        self.aborted = 0
+
+    def check_produce(self, batch: RecordBatch, part: FakePartition) -> tuple[int, str | None]:
+        """The error for a transactional batch: its producer must have added the partition."""
+        for txn in self.transactions.values():
+            if txn.producer_id != batch.producer_id:
+                continue
+            if batch.producer_epoch < txn.epoch:
+                return code(ProducerFenced), "a newer producer epoch exists"
+            if txn.state == TransactionState.ONGOING and (part.topic, part.index) in txn.partitions:
+                return 0, None
+        return code(InvalidTxnState), "the partition is not in an ongoing transaction"
+
+    def staged(self, group: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction staged an offset of *group* for the partition."""
+        return any(
+            (topic, partition) in txn.offsets.get(group, ())
+            for txn in self.transactions.values()
+            if txn.state == TransactionState.ONGOING
+        )
+
+    def end(self, txn: FakeTransaction, commit: bool) -> None:
+        """Complete *txn*: markers in its partitions, its staged offsets committed or dropped."""
+        if txn.timer is not None and txn.timer.active():
+            txn.timer.cancel()
+        txn.timer = None
+        cluster = self._cluster
+        for topic, index in sorted(txn.partitions):
+            cluster.partition(topic, index).log.write_marker(txn.producer_id, txn.epoch, commit)
+        if commit:
+            for group, offsets in txn.offsets.items():
+                for (topic, index), committed in offsets.items():
+                    cluster.commit(group, topic, index, committed)
+            self.committed += 1
+        else:
+            self.aborted += 1
+        txn.partitions.clear()
+        txn.groups.clear()
+        txn.offsets.clear()
+        txn.state = TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT
+        cluster.wake_fetches()
+
+    def _begin(self, txn: FakeTransaction) -> None:
+        if txn.state != TransactionState.ONGOING:
+            txn.state = TransactionState.ONGOING
+            txn.timer = self._cluster.reactor.callLater(
+                txn.timeout_ms / 1000.0, self._expire, txn, txn.epoch
+            )
+
+    def _expire(self, txn: FakeTransaction, epoch: int) -> None:
+        """The transaction timed out: abort it under a bumped epoch, fencing its producer."""
+        txn.timer = None
+        if txn.state == TransactionState.ONGOING and txn.epoch == epoch:
+            self._bump(txn)
+            self.end(txn, commit=False)
+
+    def _bump(self, txn: FakeTransaction) -> None:
+        if txn.epoch + 1 >= MAX_EPOCH:
+            txn.producer_id, txn.epoch = self._cluster.new_producer_id(), 0
+        else:
+            txn.epoch += 1
+
+    def current(self, tid: str, pid: int, epoch: int) -> tuple[FakeTransaction | None, int]:
+        """The transaction of a request from (*pid*, *epoch*), or the error Kafka answers."""
+        if tid in self.denied:
+            return None, code(TransactionalIdAuthorizationFailed)
+        txn = self.transactions.get(tid)
+        if txn is None or txn.producer_id != pid:
+            return None, code(InvalidProducerIdMapping)
+        if epoch < txn.epoch:
+            return None, code(ProducerFenced)
+        if epoch > txn.epoch:
+            return None, code(InvalidProducerEpoch)
+        return txn, 0
