@@ -46,7 +46,9 @@ class FetchedMessages:
         self._offset = offset
 
     def __iter__(self) -> Iterator[OffsetAndMessage]:
-        return iter(fetched_messages(read_batches(self._records), self._offset, (), OffsetAndMessage))
+        return iter(
+            fetched_messages(read_batches(self._records), self._offset, (), OffsetAndMessage)
+        )
 
     def __bool__(self) -> bool:
         return bool(self._records)

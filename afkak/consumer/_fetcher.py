@@ -12,7 +12,6 @@ batch grows as documented.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 from afkak.client import ConsumerClient
 from afkak.common import (

@@ -164,9 +164,7 @@ class Sender:
             # afkak's batch mode sends nothing until a trigger fires (count, bytes,
             # or its timer), then everything: full batches sealed meanwhile wait too.
             if not expire_all and linger is not None:
-                expire_all = any(
-                    _first_created(p) + linger <= now for p in self.active if _held(p)
-                )
+                expire_all = any(_first_created(p) + linger <= now for p in self.active if _held(p))
             if expire_all:
                 self._unsent_count = self._unsent_bytes = 0
                 for part in self.active:

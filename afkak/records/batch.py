@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Iterator
-from typing import Any
 from functools import partial
 from itertools import repeat
 from operator import add
+from typing import Any
 
 import attrs
 

@@ -364,7 +364,6 @@ class SendTests(ProducerTestCase):
         self.run_until(producer.send("t", b"v", partition=3)).trap(ValueError)
         self.assertEqual(self.produce_requests(), [])
 
-
     def test_unencodable_record_fails_alone(self) -> None:
         """timestamp=2**63 once broke its whole batch and the partition's sequence (issue 10, 2)."""
         producer = self.producer()
@@ -660,7 +659,6 @@ class StopTests(ProducerTestCase):
         self.failureResultOf(later, CancelledError)
         self.clock.advance(1)
         self.assertEqual(len(self.produce_requests()), 1)
-
 
     def test_stop_while_metadata_loads(self) -> None:
         """stop() raised RuntimeError while a topic's metadata was loading (issue 10, 3)."""

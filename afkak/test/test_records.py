@@ -9,8 +9,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import codec
-from afkak.records import batch as batch_module
-from afkak.records import builder as builder_module
 from afkak._errors import ChecksumError, DecodeError, EncodeError, UnsupportedCodecError
 from afkak.records import (
     BATCH_HEADER_SIZE,
@@ -19,9 +17,11 @@ from afkak.records import (
     Record,
     RecordBatchBuilder,
     TimestampType,
+    batch as batch_module,
     build_batch,
     build_batches,
     build_control_batch,
+    builder as builder_module,
     read_batches,
 )
 

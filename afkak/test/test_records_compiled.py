@@ -15,8 +15,7 @@ from twisted.trial.unittest import SkipTest, SynchronousTestCase
 import afkak
 from afkak import codec
 from afkak._errors import DecodeError
-from afkak.records import TimestampType, build_batch, read_batches
-from afkak.records import batch as batch_module
+from afkak.records import TimestampType, batch as batch_module, build_batch, read_batches
 from afkak.test.test_records import (
     BATCH_HEADER_SIZE,
     CODECS,
@@ -173,7 +172,6 @@ class SamePathsTests(SynchronousTestCase):
         for buf in (body, bytearray(body), memoryview(body)):
             (r,) = _crecords.decode_records(buf, 0, 1, 0, TS, TimestampType.CREATE_TIME)
             self.assertEqual(r, (0, TS, TimestampType.CREATE_TIME, None, b"ab", ()))
-
 
 
 class SameMessagesTests(SynchronousTestCase):

@@ -37,7 +37,10 @@ class FakeFetchSession:
 
 
 def open_session(
-    sessions: dict[tuple[int, int], FakeFetchSession], node: int, request: FetchRequest, version: int
+    sessions: dict[tuple[int, int], FakeFetchSession],
+    node: int,
+    request: FetchRequest,
+    version: int,
 ) -> tuple[FetchRequest, Callable[[Any], Any]] | Any:
     """The request to read for *request* and how to shape its response, or an error response.
 
