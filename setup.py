@@ -8,8 +8,12 @@ installs as pure Python and uses its reference record code.
 import os
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+
+MODULE = "afkak.records._crecords"
+PYX = "afkak/records/_crecords.pyx"
+C = "afkak/records/_crecords.c"  # Cython's output, shipped in the sdist
 
 
 class optional_build_ext(build_ext):
@@ -41,12 +45,12 @@ def extensions():
     try:
         from Cython.Build import cythonize
     except ImportError:
+        if os.path.exists(C):
+            return [Extension(MODULE, [C])]
         print("afkak: Cython is not installed; pure-Python record code only", file=sys.stderr)
         return []
     return cythonize(
-        ["afkak/records/_crecords.pyx"],
-        compiler_directives={"language_level": 3},
-        quiet=True,
+        [Extension(MODULE, [PYX])], compiler_directives={"language_level": 3}, quiet=True
     )
 
 

@@ -178,7 +178,10 @@ class BrokerFetcher:
             changed, forgotten = list(wants), []
         changed_set = set(changed)
         call = FetchCall(
-            [FetchRequest(k.topic, k.partition, wants[k].offset, wants[k].max_bytes) for k in changed],
+            [
+                FetchRequest(k.topic, k.partition, wants[k].offset, wants[k].max_bytes)
+                for k in changed
+            ],
             min(w.max_wait_ms for w in wants.values()),
             min(w.min_bytes for w in wants.values()),
             client.topic_ids,
@@ -268,7 +271,9 @@ class BrokerFetcher:
         for key, (offset, _) in covered.items():
             self._answer(key, offset, answer)
 
-    def _answer(self, key: TopicAndPartition, offset: int, answer: PartitionAnswer | Failure) -> None:
+    def _answer(
+        self, key: TopicAndPartition, offset: int, answer: PartitionAnswer | Failure
+    ) -> None:
         """Fire the waiting requests of *key* from *offset* (the offset the broker read at)."""
         wants = self._wants.get(key)
         if not wants:

@@ -176,8 +176,12 @@ class Consumer:
                 auto_commit_every_ms = AUTO_COMMIT_INTERVAL
         elif auto_commit_every_n or auto_commit_every_ms:
             raise ValueError("auto_commit_every_n/_ms are set without a consumer_group")
-        self.auto_commit_every_n = integer("auto_commit_every_n", auto_commit_every_n or 0, 0, _INT32_MAX)
-        self.auto_commit_every_ms = integer("auto_commit_every_ms", auto_commit_every_ms or 0, 0, _INT32_MAX)
+        self.auto_commit_every_n = integer(
+            "auto_commit_every_n", auto_commit_every_n or 0, 0, _INT32_MAX
+        )
+        self.auto_commit_every_ms = integer(
+            "auto_commit_every_ms", auto_commit_every_ms or 0, 0, _INT32_MAX
+        )
         integer("fetch_size_bytes", fetch_size_bytes, 0, _INT32_MAX)
         integer("fetch_max_wait_time", fetch_max_wait_time, 0, _INT32_MAX)
         integer("buffer_size", buffer_size, 1, _INT32_MAX)

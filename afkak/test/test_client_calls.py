@@ -32,6 +32,7 @@ from afkak.common import (
     OffsetResponse,
     ProduceRequest,
     ProduceResponse,
+    TopicAndPartition,
     UnknownTopicId,
 )
 from afkak.message_set import MessageSet
@@ -409,6 +410,38 @@ class FetchCallTests(SynchronousTestCase):
             )
         call = FetchCall(payloads, 250, 1, {"a": TID_A, "b": TID_B})
         self.assertEqual([t.topic_id for t in round_trip(call(17), 17).topics], [TID_A, TID_B])
+
+    def test_session_fields_forgotten_partitions_and_response_bound(self) -> None:
+        """From v7 a call belongs to its fetch session; before, it is a plain full fetch."""
+        ids = {"a": TID_A, "b": TID_B}
+        call = FetchCall(
+            [FetchRequest("a", 0, 5, 100)],
+            100,
+            1,
+            ids,
+            max_bytes=300,
+            session_id=42,
+            session_epoch=3,
+            forgotten=[TopicAndPartition("b", 1), TopicAndPartition("b", 2)],
+            unchanged=[TopicAndPartition("a", 1)],
+        )
+        for version in all_versions(call):
+            request = round_trip(call(version), version)
+            self.assertEqual(request.max_bytes, 300)
+            forgotten = [
+                (t.topic_id if version >= 13 else t.topic, t.partitions)
+                for t in request.forgotten_topics_data
+            ]
+            if version >= 7:
+                self.assertEqual((request.session_id, request.session_epoch), (42, 3))
+                self.assertEqual(forgotten, [(TID_B if version >= 13 else "b", [1, 2])])
+            else:
+                self.assertEqual(forgotten, [])
+        # A topic known only through the session or the forgotten partitions
+        # counts for the topic-id version cap too.
+        capped = FetchCall([], 100, 1, {"a": TID_A}, unchanged=[TopicAndPartition("b", 0)])
+        self.assertEqual(capped.max_version, 12)
+        self.assertEqual(FetchCall([], 100, 1, {}).max_version, None)
 
     def test_response_messages_decode_lazily_from_the_requested_offset(self) -> None:
         data = (

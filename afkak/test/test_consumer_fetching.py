@@ -112,9 +112,7 @@ class SharedFetchTests(tc.ConsumerTestCase):
             self.append_all(b"r%d" % round_)
             # One answer per broker, then one request per broker.
             self.assertEqual(sorted(r.broker for r in self.fetches(before)), [0, 1, 2])
-        self.assertEqual(
-            self.values(), [[b"r%d-%d" % (r, p) for r in range(3)] for p in range(8)]
-        )
+        self.assertEqual(self.values(), [[b"r%d-%d" % (r, p) for r in range(3)] for p in range(8)])
         self.assertEqual(fetch_requests(self.client), len(self.fetches()))
 
     def test_busy_consumer_is_left_out_of_the_next_fetch(self) -> None:
@@ -207,9 +205,7 @@ class SessionSharedFetchTests(SharedFetchTests):
         epochs = [r.request.session_epoch for r in self.fetches(before) if r.broker == 2]
         self.assertIn(0, epochs[1:])  # FETCH_SESSION_ID_NOT_FOUND, then a new session
         self.append_all(b"c")
-        self.assertEqual(
-            self.values(), [[b"a-%d" % p, b"b-%d" % p, b"c-%d" % p] for p in range(8)]
-        )
+        self.assertEqual(self.values(), [[b"a-%d" % p, b"b-%d" % p, b"c-%d" % p] for p in range(8)])
 
 
 class SharedFetcherLifetimeTests(tc.ConsumerTestCase):

@@ -174,7 +174,6 @@ class SamePathsTests(SynchronousTestCase):
             self.assertEqual(r, (0, TS, TimestampType.CREATE_TIME, None, b"ab", ()))
 
 
-
 class SameMessagesTests(SynchronousTestCase):
     """The compiled wrapping of records into afkak's message tuples matches the reference."""
 

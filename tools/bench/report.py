@@ -277,7 +277,7 @@ def targets(
 def targets_issue14(
     rows: Sequence[Row], produce_100: str, consumes: Sequence[str], partitions: str
 ) -> list[Target]:
-    """Issue 14's targets: consuming against confluent-kafka and aiokafka, and one fetch per broker."""
+    """Issue 14's targets: consuming against confluent-kafka and aiokafka; fetches per broker."""
     find = {(r.workload, r.label): r for r in rows if r.failures < r.runs}
     compare = _comparer(rows)
 

@@ -125,7 +125,9 @@ async def _consume(reactor: Any, job: Job) -> Result:
             done.callback(None)
 
     options = {"buffer_size": FETCH_BYTES} if job.variant == "1 MiB fetches" else {}
-    consumers = [Consumer(client, job.topic, p, processor, **options) for p in range(job.partitions)]
+    consumers = [
+        Consumer(client, job.topic, p, processor, **options) for p in range(job.partitions)
+    ]
     meter = Meter(job)
     meter.start()
     for consumer in consumers:
