@@ -23,10 +23,18 @@ from afkak.client._roles import (
     ProducerClient,
 )
 from afkak.client._stale import COORDINATOR_MOVED, LEADER_MOVED, TOPIC_GONE
-from afkak.client._validate import group_name, integer, kafka_client, topic_list, topic_name
+from afkak.client._validate import (
+    INT32_MAX,
+    group_name,
+    integer,
+    kafka_client,
+    topic_list,
+    topic_name,
+)
 
 __all__ = [
     "COORDINATOR_MOVED",
+    "INT32_MAX",
     "LEADER_MOVED",
     "TOPIC_GONE",
     "TRANSACTION_KEY_TYPE",

@@ -4,7 +4,8 @@
 constants, as in afkak 21.
 """
 
-from afkak.consumer._consumer import (
+from afkak.consumer._consumer import Consumer
+from afkak.consumer._options import (
     AUTO_COMMIT_INTERVAL,
     AUTO_COMMIT_MSG_COUNT,
     FETCH_BUFFER_SIZE_BYTES,
@@ -12,7 +13,6 @@ from afkak.consumer._consumer import (
     FETCH_MIN_BYTES,
     REQUEST_RETRY_MAX_DELAY,
     REQUEST_RETRY_MIN_DELAY,
-    Consumer,
 )
 from afkak.consumer._retry import REQUEST_RETRY_FACTOR
 

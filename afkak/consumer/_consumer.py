@@ -3,8 +3,8 @@
 The consumer is a small state machine driven by :meth:`Consumer._pump`:
 at most one fetch is in flight, at most one fetched response waits while the
 processor works (fetch-ahead, bounded), and the processor is called again
-only once the Deferred it returned has fired (backpressure).  Commits store
-Kafka's standard value, the next offset to consume.
+only once the Deferred it returned has fired (backpressure).  Its settings
+are checked in :mod:`._options`, and its commits are a :class:`._committer.Committer`'s.
 """
 
 from __future__ import annotations
@@ -12,54 +12,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import defer
 from twisted.internet.defer import Deferred, fail, succeed
-from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak.client import ConsumerClient, integer, kafka_client, topic_name
+from afkak.client import INT32_MAX, ConsumerClient, integer, kafka_client, topic_name
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
     OFFSET_LATEST,
     CancelledError,
     InvalidConsumerGroupError,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-    OffsetOutOfRangeError,
-    OperationInProgress,
     RestartError,
     RestopError,
     SourcedMessage,
 )
-from afkak.records.aborted import isolation_level as isolation_level_of
+from afkak.records.aborted import READ_COMMITTED
 
+from ._committer import Committer
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
-from ._retry import RetryPolicy
+from ._options import (
+    FETCH_BUFFER_SIZE_BYTES,
+    FETCH_MAX_WAIT_TIME,
+    FETCH_MIN_BYTES,
+    REQUEST_RETRY_MAX_DELAY,
+    REQUEST_RETRY_MIN_DELAY,
+    resolve,
+)
 
 log = Logger()
-
-#: Default ``auto_commit_every_n`` when a consumer group is given.
-AUTO_COMMIT_MSG_COUNT = 100
-#: Default ``auto_commit_every_ms`` when a consumer group is given.
-AUTO_COMMIT_INTERVAL = 5000
-#: Default ``fetch_size_bytes``: the broker waits for this many bytes...
-FETCH_MIN_BYTES = 64 * 1024
-#: ...or this many milliseconds (default ``fetch_max_wait_time``).
-FETCH_MAX_WAIT_TIME = 100
-#: Default ``buffer_size``: the fetch size (bytes per fetch) to start with;
-#: 1 MiB, as the Java client's ``max.partition.fetch.bytes`` (afkak 21: 128 KiB).
-FETCH_BUFFER_SIZE_BYTES = 1024 * 1024
-#: Default ``request_retry_init_delay`` (seconds).
-REQUEST_RETRY_MIN_DELAY = 0.1
-#: Default ``request_retry_max_delay`` (seconds).
-REQUEST_RETRY_MAX_DELAY = 30.0
-
-#: The offset OffsetFetch answers for a group that has committed none.
-_NOT_COMMITTED = -1
-_INT32_MAX = 2**31 - 1
 
 Processor = Callable[["Consumer", list[SourcedMessage]], Any]
 
@@ -158,90 +140,45 @@ class Consumer:
     ) -> None:
         kafka_client(client)
         topic_name(topic)
-        integer("partition", partition, 0, _INT32_MAX)
+        integer("partition", partition, 0, INT32_MAX)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
-        if consumer_group is not None and (
-            not isinstance(consumer_group, str) or not consumer_group
-        ):
-            raise InvalidConsumerGroupError(f"bad consumer_group {consumer_group!r}")
-        if commit_metadata is not None and not isinstance(commit_metadata, (str, bytes)):
-            raise TypeError(f"commit_metadata must be str or bytes, not {commit_metadata!r}")
-        if isinstance(commit_metadata, bytes):
-            commit_metadata.decode("utf-8")  # the protocol carries a string
-        if consumer_group is not None:
-            if auto_commit_every_n is None:
-                auto_commit_every_n = AUTO_COMMIT_MSG_COUNT
-            if auto_commit_every_ms is None:
-                auto_commit_every_ms = AUTO_COMMIT_INTERVAL
-        elif auto_commit_every_n or auto_commit_every_ms:
-            raise ValueError("auto_commit_every_n/_ms are set without a consumer_group")
-        self.auto_commit_every_n = integer(
-            "auto_commit_every_n", auto_commit_every_n or 0, 0, _INT32_MAX
+        self._options = options = resolve(
+            consumer_group=consumer_group,
+            commit_metadata=commit_metadata,
+            auto_commit_every_n=auto_commit_every_n,
+            auto_commit_every_ms=auto_commit_every_ms,
+            fetch_size_bytes=fetch_size_bytes,
+            fetch_max_wait_time=fetch_max_wait_time,
+            buffer_size=buffer_size,
+            max_buffer_size=max_buffer_size,
+            request_retry_init_delay=request_retry_init_delay,
+            request_retry_max_delay=request_retry_max_delay,
+            request_retry_max_attempts=request_retry_max_attempts,
+            auto_offset_reset=auto_offset_reset,
+            commit_consumer_id=commit_consumer_id,
+            commit_generation_id=commit_generation_id,
+            isolation_level=isolation_level,
         )
-        self.auto_commit_every_ms = integer(
-            "auto_commit_every_ms", auto_commit_every_ms or 0, 0, _INT32_MAX
-        )
-        integer("fetch_size_bytes", fetch_size_bytes, 0, _INT32_MAX)
-        integer("fetch_max_wait_time", fetch_max_wait_time, 0, _INT32_MAX)
-        integer("buffer_size", buffer_size, 1, _INT32_MAX)
-        if max_buffer_size is not None:
-            integer("max_buffer_size", max_buffer_size, 1, _INT32_MAX)
-            if buffer_size > max_buffer_size:
-                raise ValueError(
-                    f"buffer_size ({buffer_size}) is greater than "
-                    f"max_buffer_size ({max_buffer_size})"
-                )
-        if not request_retry_init_delay > 0:
-            raise ValueError(
-                f"request_retry_init_delay must be positive: {request_retry_init_delay!r}"
-            )
-        if not request_retry_max_delay >= request_retry_init_delay:
-            raise ValueError(
-                f"request_retry_max_delay ({request_retry_max_delay!r}) is less than "
-                f"request_retry_init_delay ({request_retry_init_delay!r})"
-            )
-        integer("request_retry_max_attempts", request_retry_max_attempts, 0, _INT32_MAX)
-        if auto_offset_reset not in (None, OFFSET_EARLIEST, OFFSET_LATEST):
-            raise ValueError(
-                f"auto_offset_reset must be OFFSET_EARLIEST, OFFSET_LATEST or None, "
-                f"not {auto_offset_reset!r}"
-            )
-        if not isinstance(commit_consumer_id, str):
-            raise TypeError(f"commit_consumer_id must be a str, not {commit_consumer_id!r}")
-        integer("commit_generation_id", commit_generation_id, -(2**31), _INT32_MAX)
-        level = isolation_level_of(isolation_level)
-
         self.client = client
         self.topic = topic
         self.partition = partition
         self.processor = processor
-        self.consumer_group = consumer_group
-        self.commit_metadata = commit_metadata
-        self.auto_offset_reset = auto_offset_reset
-        self.commit_consumer_id = commit_consumer_id
-        self.commit_generation_id = commit_generation_id
-        self.isolation_level = "read_committed" if level else "read_uncommitted"
-        self._retry = RetryPolicy(
-            request_retry_init_delay, request_retry_max_delay, request_retry_max_attempts
-        )
+        self._committer = Committer(client, topic, partition, options, self._fail)
         self._fetcher = PartitionFetcher(
             client,
             topic,
             partition,
-            min_bytes=fetch_size_bytes,
-            max_wait_ms=fetch_max_wait_time,
-            buffer_size=buffer_size,
-            max_buffer_size=max_buffer_size,
-            auto_offset_reset=auto_offset_reset,
-            retry=self._retry,
-            isolation_level=level,
+            min_bytes=options.fetch_min_bytes,
+            max_wait_ms=options.fetch_max_wait_ms,
+            buffer_size=options.buffer_size,
+            max_buffer_size=options.max_buffer_size,
+            auto_offset_reset=options.auto_offset_reset,
+            retry=options.retry,
+            isolation_level=options.isolation,
         )
         self._high_watermark = -1
         self._last_stable_offset = -1
-
-        self._last_processed_offset: int | None = None
-        self._last_committed_offset: int | None = None
         # Running: the Deferred start() returned; None when stopped.
         self._start_d: Deferred[int | None] | None = None
         self._shutdown_d: Deferred[int | None] | None = None
@@ -260,13 +197,6 @@ class Consumer:
         self._processing: object | None = None
         self._pumping = False
         self._repump = False
-        # The commit request in flight, the offset it commits, who waits for it.
-        self._commit_d: Deferred[None] | None = None
-        self._committing: int | None = None
-        self._commit_waiters: list[Deferred[int | None]] = []
-        self._auto_commit_pending = False
-        self._uncommitted = 0
-        self._commit_looper: LoopingCall | None = None
 
     def __repr__(self) -> str:
         if self._start_d is None:
@@ -283,7 +213,7 @@ class Consumer:
     @property
     def last_processed_offset(self) -> int | None:
         """Offset of the last message the processor finished with (None: none yet)."""
-        return self._last_processed_offset
+        return self._committer.last_processed
 
     @property
     def last_committed_offset(self) -> int | None:
@@ -293,7 +223,7 @@ class Consumer:
         consume, as in every Kafka client.  After :meth:`start` with
         ``OFFSET_COMMITTED`` it is the group's committed offset minus one.
         """
-        return self._last_committed_offset
+        return self._committer.last_committed
 
     @property
     def high_watermark(self) -> int:
@@ -327,21 +257,68 @@ class Consumer:
         return self._fetcher.max_wait_ms
 
     @property
+    def consumer_group(self) -> str | None:
+        return self._options.consumer_group
+
+    @property
+    def commit_metadata(self) -> str | bytes | None:
+        return self._options.commit_metadata
+
+    @property
+    def auto_offset_reset(self) -> int | None:
+        return self._options.auto_offset_reset
+
+    @property
+    def isolation_level(self) -> str:
+        return "read_committed" if self._options.isolation == READ_COMMITTED else "read_uncommitted"
+
+    @property
+    def auto_commit_every_n(self) -> int:
+        return self._options.auto_commit_every_n
+
+    @property
+    def auto_commit_every_ms(self) -> int:
+        return self._options.auto_commit_every_ms
+
+    @property
     def auto_commit_every_s(self) -> float:
         """afkak 21's name: ``auto_commit_every_ms`` in seconds."""
         return self.auto_commit_every_ms / 1000.0
 
     @property
     def retry_init_delay(self) -> float:
-        return self._retry.init_delay
+        return self._options.retry.init_delay
 
     @property
     def retry_max_delay(self) -> float:
-        return self._retry.max_delay
+        return self._options.retry.max_delay
 
     @property
     def request_retry_max_attempts(self) -> int:
-        return self._retry.max_attempts
+        return self._options.retry.max_attempts
+
+    @property
+    def commit_consumer_id(self) -> str:
+        """The member id sent with commits."""
+        return self._committer.member_id
+
+    @property
+    def commit_generation_id(self) -> int:
+        """The group generation sent with commits."""
+        return self._committer.generation_id
+
+    def set_generation(self, generation_id: int, member_id: str) -> None:
+        """Commit as *member_id* of group generation *generation_id* from now on.
+
+        A :class:`~afkak.group.ConsumerGroup` calls it when a rebalance keeps
+        this partition with the member: its offsets are then committed with
+        the new generation.
+        """
+        integer("commit_generation_id", generation_id, -(2**31), INT32_MAX)
+        if not isinstance(member_id, str):
+            raise TypeError(f"commit_consumer_id must be a str, not {member_id!r}")
+        self._committer.generation_id = generation_id
+        self._committer.member_id = member_id
 
     # -- starting and stopping ---------------------------------------------------
 
@@ -367,11 +344,7 @@ class Consumer:
         start_d: Deferred[int | None] = Deferred()
         self._start_d = start_d
         self._fetch_offset = start_offset
-        self._uncommitted = 0
-        if self.consumer_group and self.auto_commit_every_ms:
-            self._commit_looper = LoopingCall(self._auto_commit)
-            self._commit_looper.clock = self.client.reactor
-            self._commit_looper.start(self.auto_commit_every_ms / 1000, now=False)
+        self._committer.start()
         self._pump()
         return start_d
 
@@ -389,7 +362,7 @@ class Consumer:
             raise RestopError(f"{self!r} is not running")
         shutdown_d = self._shutdown_d
         self._halt()
-        offset = self._last_processed_offset
+        offset = self.last_processed_offset
         if shutdown_d is not None:
             shutdown_d.errback(CancelledError(message="the consumer was stopped"))
         start_d.callback(offset)
@@ -410,7 +383,7 @@ class Consumer:
             return fail(RestopError(f"{self!r} is already shutting down"))
         shutdown_d: Deferred[int | None] = Deferred()
         self._shutdown_d = shutdown_d
-        self._stop_commit_looper()
+        self._committer.pause()
         self._cancel_fetch()
         self._drop_fetched()
         if self._processing is None:
@@ -420,17 +393,10 @@ class Consumer:
     def _finish_shutdown(self) -> None:
         """The processor is done: commit (with a group), then stop."""
         if self.consumer_group:
-            d = Deferred.fromCoroutine(self._final_commit())
+            d = Deferred.fromCoroutine(self._committer.commit_last())
         else:
             d = succeed(None)
         d.addBoth(self._shut_down)
-
-    async def _final_commit(self) -> None:
-        while self._commit_d is not None:
-            waiter: Deferred[int | None] = Deferred()
-            self._commit_waiters.append(waiter)
-            await waiter
-        await self.commit()
 
     def _shut_down(self, result: Any) -> None:
         shutdown_d, self._shutdown_d = self._shutdown_d, None
@@ -446,15 +412,12 @@ class Consumer:
         """Cancel everything under way and mark the consumer stopped."""
         self._start_d = None
         self._shutdown_d = None
-        self._stop_commit_looper()
         self._cancel_fetch()
         self._drop_fetched()
         processing, self._processing = self._processing, None
         if isinstance(processing, Deferred):
             processing.cancel()
-        if self._commit_d is not None:
-            self._commit_d.cancel()
-        self._auto_commit_pending = False
+        self._committer.halt()
 
     def _fail(self, failure: Failure) -> None:
         """Stop because of an error that cannot be retried; start()'s Deferred fails."""
@@ -533,7 +496,7 @@ class Consumer:
 
     async def _next_records(self, offset: int) -> FetchedRecords:
         if offset == OFFSET_COMMITTED:
-            offset = await self._committed_offset()
+            offset = await self._committer.committed_offset()
         if offset < 0:
             offset = await self._fetcher.offset_at(offset)
         return await self._fetcher.next_records(offset)
@@ -573,7 +536,7 @@ class Consumer:
     def _next_block(self) -> list[SourcedMessage]:
         """The next messages for the processor: at most ``auto_commit_every_n`` with a group."""
         remaining, start = self._remaining, self._next_index
-        size = self.auto_commit_every_n if self.consumer_group else 0
+        size = self._options.auto_commit_every_n
         end = len(remaining) if not size else min(start + size, len(remaining))
         block = remaining if start == 0 and end == len(remaining) else remaining[start:end]
         if end == len(remaining):
@@ -609,14 +572,10 @@ class Consumer:
         if token is not self._processing:
             return result  # stopped meanwhile: these messages do not count
         self._processing = None
-        self._last_processed_offset = last
-        self._uncommitted += count
+        self._committer.processed(last, count)
         if self._shutdown_d is not None:
             self._finish_shutdown()
             return result
-        if self.consumer_group and self.auto_commit_every_n:
-            if self._uncommitted >= self.auto_commit_every_n:
-                self._auto_commit()
         self._pump()
         return result
 
@@ -627,32 +586,7 @@ class Consumer:
         self._fail(failure)
         return None
 
-    # -- offsets and commits -----------------------------------------------------
-
-    async def _committed_offset(self) -> int:
-        """The group's committed offset, or where ``auto_offset_reset`` says to start."""
-        request = OffsetFetchRequest(self.topic, self.partition)
-        group = self.consumer_group
-        assert group is not None  # start() refuses OFFSET_COMMITTED without a group
-        [answer] = await self._retry.run(
-            self.client.reactor,
-            lambda: self.client.send_offset_fetch_request(
-                group,
-                [request],
-                require_stable=self.isolation_level == "read_committed",
-            ),
-            None,
-            f"committed offset lookup for {self.topic}/{self.partition}",
-        )
-        if answer.offset != _NOT_COMMITTED:
-            self._last_committed_offset = answer.offset - 1
-            return int(answer.offset)
-        if self.auto_offset_reset is None:
-            raise OffsetOutOfRangeError(
-                f"group {self.consumer_group!r} has no committed offset for "
-                f"{self.topic}/{self.partition} and auto_offset_reset is None"
-            )
-        return self.auto_offset_reset
+    # -- commits ---------------------------------------------------------------------
 
     def commit(self) -> Deferred[int | None]:
         """Commit :attr:`last_processed_offset` if it differs from :attr:`last_committed_offset`.
@@ -672,74 +606,4 @@ class Consumer:
         """
         if not self.consumer_group:
             return fail(InvalidConsumerGroupError(f"{self!r} has no consumer_group to commit to"))
-        if self._commit_d is not None:
-            waiter: Deferred[int | None] = Deferred()
-            self._commit_waiters.append(waiter)
-            if self._last_processed_offset == self._committing:
-                return waiter
-            return fail(OperationInProgress(waiter))
-        offset = self._last_processed_offset
-        if offset is None or offset == self._last_committed_offset:
-            return succeed(self._last_committed_offset)
-        self._committing = offset
-        self._uncommitted = 0
-        if self._commit_looper is not None and self._commit_looper.running:
-            self._commit_looper.reset()
-        waiter = Deferred()
-        self._commit_waiters.append(waiter)
-        d = self._commit_d = Deferred.fromCoroutine(self._send_commit(offset))
-        d.addBoth(self._committed, offset)
-        return waiter
-
-    async def _send_commit(self, offset: int) -> None:
-        request = OffsetCommitRequest(
-            self.topic, self.partition, offset + 1, -1, self.commit_metadata
-        )
-        group = self.consumer_group
-        assert group is not None  # commit() refuses to run without a group
-        await self._retry.run(
-            self.client.reactor,
-            lambda: self.client.send_offset_commit_request(
-                group,
-                [request],
-                group_generation_id=self.commit_generation_id,
-                consumer_id=self.commit_consumer_id,
-            ),
-            None,
-            f"commit of {self.topic}/{self.partition} offset {offset + 1}",
-        )
-
-    def _committed(self, result: Any, offset: int) -> None:
-        self._commit_d = None
-        self._committing = None
-        waiters, self._commit_waiters = self._commit_waiters, []
-        if isinstance(result, Failure):
-            if result.check(defer.CancelledError):
-                result = Failure(CancelledError(message="commit cancelled"))
-            for waiter in waiters:
-                waiter.errback(result)
-            return
-        self._last_committed_offset = offset
-        for waiter in waiters:
-            waiter.callback(offset)
-        if self._auto_commit_pending:
-            self._auto_commit_pending = False
-            self._auto_commit()
-
-    def _auto_commit(self) -> None:
-        """Commit what was processed (by count or by timer); a failure stops the consumer."""
-        if self._start_d is None or self._shutdown_d is not None:
-            return
-        if self._commit_d is not None:
-            self._auto_commit_pending = True
-            return
-        self.commit().addErrback(self._auto_commit_failed)
-
-    def _auto_commit_failed(self, failure: Failure) -> None:
-        if not failure.check(CancelledError):
-            self._fail(failure)
-
-    def _stop_commit_looper(self) -> None:
-        looper, self._commit_looper = self._commit_looper, None
-        if looper is not None and looper.running:
-            looper.stop()
+        return self._committer.commit()

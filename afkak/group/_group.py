@@ -364,11 +364,10 @@ class ConsumerGroup:
         return d.addCallback(lambda _: self.on_join_complete(_by_topic(partitions)))
 
     @staticmethod
-    def _rebind(consumers: Iterable[Any], generation: Generation) -> None:
+    def _rebind(consumers: Iterable[Consumer], generation: Generation) -> None:
         """Make Consumers kept across a rebalance commit as the new generation."""
         for consumer in consumers:
-            consumer.commit_consumer_id = generation.member_id
-            consumer.commit_generation_id = generation.generation_id
+            consumer.set_generation(generation.generation_id, generation.member_id)
 
     def _start_consumers(self, partitions: list[TopicAndPartition], generation: Generation) -> None:
         for tp in partitions:

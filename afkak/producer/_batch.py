@@ -17,7 +17,7 @@ thousands of sends, and the garbage collector scans every one of them.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -92,7 +92,8 @@ class ProducerBatch:
         #: Estimated encoded size (before compression), for cutting batches.
         self.size = BATCH_HEADER_SIZE
         self.created = created
-        #: When it was opened (``created`` is moved to send it early); the delivery timeout runs from here.
+        #: When it was opened (``created`` is moved to send it early); the delivery
+        #: timeout runs from here.
         self.opened = created
         #: Position among the partition's batches, to keep retries in order.
         self.order = order
@@ -111,6 +112,59 @@ class ProducerBatch:
             f"<ProducerBatch {self.topic}/{self.partition} #{self.order} "
             f"records={self.count or len(self.values)} seq={self.base_sequence}>"
         )
+
+    def append(
+        self,
+        key: bytes | None,
+        values: Sequence[bytes | None],
+        headers: Any,
+        timestamp: int,
+        size: int,
+        d: Any,
+        record: bool,
+    ) -> None:
+        """Append one send's *values*, each with *key*, *headers* and *timestamp*.
+
+        *size* is their estimated share of the batch; *d* waits for them, as a
+        ``send`` (*record*: one record) or a ``send_messages`` (any number).
+        """
+        if headers or self.headers is not None:
+            if len(values) == 1:
+                self.add_headers(headers)
+            else:
+                self.headers.extend([()] * len(values))  # type: ignore[union-attr]
+        if record:
+            self.record_waiters.append((d, len(self.values)))
+            self.add_messages(key, values, timestamp, size, None)
+        else:
+            self.add_messages(key, values, timestamp, size, d)
+
+    def add_messages(
+        self, key: bytes | None, values: Sequence[bytes | None], timestamp: int, size: int, d: Any
+    ) -> None:
+        """Append a ``send_messages`` call's values (no headers): the hot path, kept lean.
+
+        *d* (None: a ``send`` record, whose waiter is kept apart) waits for them.
+        """
+        n = len(values)
+        if key is not None or self.keys is not None:
+            self.add_keys(key, n)
+        mine = self.values
+        first = len(mine)
+        if n == 1:
+            mine.append(values[0])
+            self.timestamps.append(timestamp)
+        else:
+            mine.extend(values)
+            self.timestamps.extend([timestamp] * n)
+        self.size += size
+        if d is None:
+            return
+        waiters = self.waiters
+        if self.firsts is None and first == len(waiters):
+            waiters.append(d)  # add_waiter()'s common case, inlined
+        else:
+            self.add_waiter(d, first)
 
     def add_keys(self, key: bytes | None, n: int) -> None:
         """Record *n* more keys (all *key*) for the values being appended."""

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from afkak._retry import RetryPolicy, backoff_policy
+from afkak.client import INT32_MAX, integer
 from afkak.codec import CODEC_NAMES, CODEC_NONE, compress
 from afkak.common import PRODUCER_ACK_ALL_REPLICAS, PRODUCER_ACK_LOCAL_WRITE
 
@@ -24,7 +25,6 @@ UNSET: Any = type("Unset", (), {"__repr__": lambda self: "<unset>"})()
 _ACKS = (-1, 0, 1)
 #: Kafka refuses more than five in-flight batches per partition with idempotence.
 MAX_IDEMPOTENT_IN_FLIGHT = 5
-_INT32_MAX = 2**31 - 1
 
 
 @attrs.frozen
@@ -57,12 +57,9 @@ class Options:
         return backoff_policy(self.retry_interval, max(self.retry_interval, self.retry_backoff_max))
 
 
-def _int(name: str, value: Any, low: int, high: int = _INT32_MAX) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not {value!r}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be within [{low}, {high}], not {value!r}")
-    return value
+def _int(name: str, value: Any, low: int) -> int:
+    """An int setting: at least *low*, at most the protocol's int32."""
+    return integer(name, value, low, INT32_MAX)
 
 
 def _number(name: str, value: Any, low: float) -> float:
@@ -154,7 +151,7 @@ def resolve(
         idempotent=idempotent,
         ack_timeout_ms=_int("ack_timeout", ack_timeout, 0),
         max_attempts=(
-            _INT32_MAX
+            INT32_MAX
             if max_req_attempts is UNSET
             else _int("max_req_attempts", max_req_attempts, 1)
         ),
@@ -168,7 +165,7 @@ def resolve(
         linger=linger,
         batch_size=_int("batch_size", batch_size, 1),
         max_in_flight=in_flight,
-        buffer_memory=_int("buffer_memory", buffer_memory, 1, 2**63 - 1),
+        buffer_memory=integer("buffer_memory", buffer_memory, 1, 2**63 - 1),
         retry_unknown_outcome=bool(retry_unknown_outcome),
         max_request_size=None
         if max_request_size is None

@@ -389,22 +389,8 @@ class Producer:
         if batch is None or batch.headers is not None or batch.size + size >= self._fast_limit:
             self._append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
             return d
-        # The common case, inlined: room in an open batch without headers.
-        values = batch.values
-        if key is not None or batch.keys is not None:
-            batch.add_keys(key, n)
-        waiters = batch.waiters
-        if batch.firsts is None and len(waiters) == len(values):
-            waiters.append(d)
-        else:
-            batch.add_waiter(d, len(values))
-        if n == 1:
-            values.append(msgs[0])
-            batch.timestamps.append(int(now * 1000))
-        else:
-            values.extend(msgs)
-            batch.timestamps.extend([int(now * 1000)] * n)
-        batch.size += size
+        # The common case: room in an open batch without headers.
+        batch.add_messages(key, msgs, int(now * 1000), size, d)
         return d
 
     def send(
@@ -679,31 +665,13 @@ class Producer:
         batch = part.open
         if batch is None or (batch.size + size > self._batch_size and batch.values):
             batch = self._new_batch(route, part, now)
-        n = len(values)
-        if key is not None or batch.keys is not None:
-            batch.add_keys(key, n)
-        if headers or batch.headers is not None:
-            if n == 1:
-                batch.add_headers(headers)
-            else:
-                batch.headers.extend([()] * n)  # type: ignore[union-attr]
-        first = len(batch.values)
-        if n == 1:
-            batch.values.append(values[0])
-            batch.timestamps.append(timestamp)
-        else:
-            batch.values.extend(values)
-            batch.timestamps.extend([timestamp] * n)
-        batch.size += size
-        if record:
-            batch.record_waiters.append((d, first))
-        else:
-            batch.add_waiter(d, first)
+        batch.append(key, values, headers, timestamp, size, d, record)
         if batch.size >= self._batch_size:
             part.seal()
             self._sender.wake()
         if self._batch_mode:
             # afkak 21's byte trigger counts the messages' bytes (values and headers).
+            n = len(values)
             overhead = n * (RECORD_OVERHEAD + (len(key) if key is not None else 0))
             self._sender.count_unsent(n, size - overhead)
 

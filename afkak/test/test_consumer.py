@@ -577,6 +577,20 @@ class CommitTests(ConsumerTestCase):
         seen = self.requests(OFFSET_COMMIT)[0].request
         self.assertEqual((seen.member_id, seen.generation_id_or_member_epoch), ("member-1", 4))
 
+    def test_set_generation_changes_what_later_commits_send(self) -> None:
+        self.append(b"a")
+        c = self.consumer(consumer_group="g", commit_consumer_id="member-1", commit_generation_id=4)
+        self.assertRaises(TypeError, c.set_generation, "5", "member-2")
+        self.assertRaises(ValueError, c.set_generation, 2**31, "member-2")
+        self.assertRaises(TypeError, c.set_generation, 5, None)
+        c.set_generation(5, "member-2")
+        self.assertEqual((c.commit_consumer_id, c.commit_generation_id), ("member-2", 5))
+        self.stop(c)
+        self.start(c, 0)
+        self.failureResultOf(c.commit(), GroupIdNotFound)
+        seen = self.requests(OFFSET_COMMIT)[0].request
+        self.assertEqual((seen.member_id, seen.generation_id_or_member_epoch), ("member-2", 5))
+
 
 class AutoCommitTests(ConsumerTestCase):
     def test_every_n_messages(self) -> None:

@@ -1,0 +1,133 @@
+"""The Consumer's settings, checked and resolved from its constructor arguments.
+
+Checked at construction so that a bad argument raises at the call, not at
+the first fetch or commit.  Resolving applies the rule that ties them
+together: a consumer group turns auto-commit on by default, and without one
+there is nothing to auto-commit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from afkak.client import INT32_MAX, integer
+from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, InvalidConsumerGroupError
+from afkak.records.aborted import isolation_level as isolation_level_of
+
+from ._retry import RetryPolicy
+
+#: Default ``auto_commit_every_n`` when a consumer group is given.
+AUTO_COMMIT_MSG_COUNT = 100
+#: Default ``auto_commit_every_ms`` when a consumer group is given.
+AUTO_COMMIT_INTERVAL = 5000
+#: Default ``fetch_size_bytes``: the broker waits for this many bytes...
+FETCH_MIN_BYTES = 64 * 1024
+#: ...or this many milliseconds (default ``fetch_max_wait_time``).
+FETCH_MAX_WAIT_TIME = 100
+#: Default ``buffer_size``: the fetch size (bytes per fetch) to start with;
+#: 1 MiB, as the Java client's ``max.partition.fetch.bytes`` (afkak 21: 128 KiB).
+FETCH_BUFFER_SIZE_BYTES = 1024 * 1024
+#: Default ``request_retry_init_delay`` (seconds).
+REQUEST_RETRY_MIN_DELAY = 0.1
+#: Default ``request_retry_max_delay`` (seconds).
+REQUEST_RETRY_MAX_DELAY = 30.0
+
+
+@attrs.frozen
+class Options:
+    consumer_group: str | None
+    commit_metadata: str | bytes | None
+    #: 0: off (always 0 without a group).
+    auto_commit_every_n: int
+    auto_commit_every_ms: int
+    fetch_min_bytes: int
+    fetch_max_wait_ms: int
+    buffer_size: int
+    max_buffer_size: int | None
+    retry: RetryPolicy
+    auto_offset_reset: int | None
+    commit_consumer_id: str
+    commit_generation_id: int
+    #: The wire isolation level (0: read_uncommitted, 1: read_committed).
+    isolation: int
+
+
+def resolve(
+    *,
+    consumer_group: Any,
+    commit_metadata: Any,
+    auto_commit_every_n: Any,
+    auto_commit_every_ms: Any,
+    fetch_size_bytes: Any,
+    fetch_max_wait_time: Any,
+    buffer_size: Any,
+    max_buffer_size: Any,
+    request_retry_init_delay: Any,
+    request_retry_max_delay: Any,
+    request_retry_max_attempts: Any,
+    auto_offset_reset: Any,
+    commit_consumer_id: Any,
+    commit_generation_id: Any,
+    isolation_level: Any,
+) -> Options:
+    """Check the arguments (TypeError / ValueError) and resolve their defaults."""
+    if consumer_group is not None and (not isinstance(consumer_group, str) or not consumer_group):
+        raise InvalidConsumerGroupError(f"bad consumer_group {consumer_group!r}")
+    if commit_metadata is not None and not isinstance(commit_metadata, (str, bytes)):
+        raise TypeError(f"commit_metadata must be str or bytes, not {commit_metadata!r}")
+    if isinstance(commit_metadata, bytes):
+        commit_metadata.decode("utf-8")  # the protocol carries a string
+    if consumer_group is not None:
+        if auto_commit_every_n is None:
+            auto_commit_every_n = AUTO_COMMIT_MSG_COUNT
+        if auto_commit_every_ms is None:
+            auto_commit_every_ms = AUTO_COMMIT_INTERVAL
+    elif auto_commit_every_n or auto_commit_every_ms:
+        raise ValueError("auto_commit_every_n/_ms are set without a consumer_group")
+    if max_buffer_size is not None:
+        integer("max_buffer_size", max_buffer_size, 1, INT32_MAX)
+        if integer("buffer_size", buffer_size, 1, INT32_MAX) > max_buffer_size:
+            raise ValueError(
+                f"buffer_size ({buffer_size}) is greater than max_buffer_size ({max_buffer_size})"
+            )
+    if auto_offset_reset not in (None, OFFSET_EARLIEST, OFFSET_LATEST):
+        raise ValueError(
+            f"auto_offset_reset must be OFFSET_EARLIEST, OFFSET_LATEST or None, "
+            f"not {auto_offset_reset!r}"
+        )
+    if not isinstance(commit_consumer_id, str):
+        raise TypeError(f"commit_consumer_id must be a str, not {commit_consumer_id!r}")
+    return Options(
+        consumer_group=consumer_group,
+        commit_metadata=commit_metadata,
+        auto_commit_every_n=integer("auto_commit_every_n", auto_commit_every_n or 0, 0, INT32_MAX),
+        auto_commit_every_ms=integer(
+            "auto_commit_every_ms", auto_commit_every_ms or 0, 0, INT32_MAX
+        ),
+        fetch_min_bytes=integer("fetch_size_bytes", fetch_size_bytes, 0, INT32_MAX),
+        fetch_max_wait_ms=integer("fetch_max_wait_time", fetch_max_wait_time, 0, INT32_MAX),
+        buffer_size=integer("buffer_size", buffer_size, 1, INT32_MAX),
+        max_buffer_size=max_buffer_size,
+        retry=_retry(request_retry_init_delay, request_retry_max_delay, request_retry_max_attempts),
+        auto_offset_reset=auto_offset_reset,
+        commit_consumer_id=commit_consumer_id,
+        commit_generation_id=integer(
+            "commit_generation_id", commit_generation_id, -(2**31), INT32_MAX
+        ),
+        isolation=isolation_level_of(isolation_level),
+    )
+
+
+def _retry(init_delay: Any, max_delay: Any, max_attempts: Any) -> RetryPolicy:
+    if not init_delay > 0:
+        raise ValueError(f"request_retry_init_delay must be positive: {init_delay!r}")
+    if not max_delay >= init_delay:
+        raise ValueError(
+            f"request_retry_max_delay ({max_delay!r}) is less than "
+            f"request_retry_init_delay ({init_delay!r})"
+        )
+    return RetryPolicy(
+        init_delay, max_delay, integer("request_retry_max_attempts", max_attempts, 0, INT32_MAX)
+    )
