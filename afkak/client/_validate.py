@@ -66,8 +66,13 @@ def number(name: str, value: object, low: float = 0.0) -> float:
 
 def reactor_time(name: str, reactor: object) -> Any:
     """An IReactorTime provider (``callLater`` and ``seconds``), as a Clock or reactor is."""
-    if not (callable(getattr(reactor, "callLater", None)) and callable(getattr(reactor, "seconds", None))):
-        raise TypeError(f"{name} must provide IReactorTime (callLater, seconds), not {reactor!r:.100}")
+    if not (
+        callable(getattr(reactor, "callLater", None))
+        and callable(getattr(reactor, "seconds", None))
+    ):
+        raise TypeError(
+            f"{name} must provide IReactorTime (callLater, seconds), not {reactor!r:.100}"
+        )
     return reactor
 
 

@@ -7,8 +7,9 @@ whether the batch was written (connection lost after sending, timeouts) is
 retried only with idempotence, where the broker drops the duplicate, or when
 the user accepts duplicates.  UNKNOWN_PRODUCER_ID (a broker restarted and
 forgot the producer) is retried under the producer id and epoch a new
-InitProducerId gives, which sends the current ones (KIP-360).  CORRUPT_MESSAGE, retriable in Kafka's table, is
-not retried: the producer built the batch and would resend the same bytes.
+InitProducerId gives, which sends the current ones (KIP-360).
+CORRUPT_MESSAGE, retriable in Kafka's table, is not retried: the producer
+built the batch and would resend the same bytes.
 """
 
 from __future__ import annotations

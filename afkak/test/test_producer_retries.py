@@ -257,7 +257,9 @@ class IdempotenceTests(ProducerTestCase):
         init = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
         self.assertEqual(len(init), 2)
         if init[1].api_version >= 3:
-            self.assertEqual((init[1].request.producer_id, init[1].request.producer_epoch), (1001, 0))
+            self.assertEqual(
+                (init[1].request.producer_id, init[1].request.producer_epoch), (1001, 0)
+            )
         self.assertEqual(self.values(partition=0), [b"a", b"b"])
 
     def test_recovers_when_the_brokers_forget_the_producer(self) -> None:
@@ -272,7 +274,9 @@ class IdempotenceTests(ProducerTestCase):
             self.successResultOf(d)
         self.assertEqual(self.producer_id()[:2], (1002, 0))
         for p in range(3):
-            self.assertEqual(self.values(partition=p), [b"a"] + [b"b%d" % i for i in range(p, 9, 3)])
+            self.assertEqual(
+                self.values(partition=p), [b"a"] + [b"b%d" % i for i in range(p, 9, 3)]
+            )
         init = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
         self.assertEqual(len(init), 2)  # one new id for all partitions
 

@@ -76,7 +76,9 @@ class BackoffTests(SynchronousTestCase):
 
 
 class RetryingTests(SynchronousTestCase):
-    def run_loop(self, outcomes: list[Any], **kwargs: Any) -> tuple[Deferred[Any], Clock, list[float]]:
+    def run_loop(
+        self, outcomes: list[Any], **kwargs: Any
+    ) -> tuple[Deferred[Any], Clock, list[float]]:
         clock = Clock()
         calls: list[float] = []
 
@@ -92,7 +94,9 @@ class RetryingTests(SynchronousTestCase):
         return d, clock, calls
 
     def test_retries_retriable_errors_with_the_policy(self) -> None:
-        d, _, calls = self.run_loop([NotLeaderForPartitionError(), BrokerConnectionError("x"), "ok"])
+        d, _, calls = self.run_loop(
+            [NotLeaderForPartitionError(), BrokerConnectionError("x"), "ok"]
+        )
         self.assertEqual(self.successResultOf(d), "ok")
         self.assertEqual(calls, [0.0, 1.0, 3.0])
 
