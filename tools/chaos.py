@@ -86,7 +86,7 @@ def run_produce(args: argparse.Namespace) -> int:
             report = chaos_produce.produce_mock(args.records, seed=args.seed, progress=update)
         else:
             report = chaos_produce.produce_noida(
-                args.records, kills=args.kills, seed=args.seed, progress=update
+                args.records, kills=args.kills, seed=args.seed, progress=update, period=args.period
             )
     for line in report.lines():
         print(line)
@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         produce = commands.add_parser(name, help="idempotent producing through faults")
         produce.add_argument("--records", type=int, default=100_000)
         produce.add_argument("--kills", type=int, default=5)
+        produce.add_argument("--period", type=float, default=6.0, help="seconds between kills")
         produce.set_defaults(run=run_produce)
     group = commands.add_parser("group", help="mixed consumer group through member kills")
     group.add_argument("--records", type=int, default=50_000)
