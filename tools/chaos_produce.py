@@ -27,8 +27,6 @@ from afkak.test.brokers import NoidaBroker, RdkafkaMockCluster, consume
 from afkak.test.brokers.interop import end_offsets
 
 Progress = Callable[[int], None]
-#: Sends are made in chunks of this many, each flushed before the next.
-CHUNK = 20_000
 #: Retriable produce errors the mock pushes: NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
 #: NETWORK_EXCEPTION, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 RETRIABLE_CODES = (6, 7, 13, 19, 20)
@@ -49,9 +47,11 @@ class ProduceReport:
     read_back: int = 0
 
     def ok(self, checks_sequences: bool) -> bool:
+        """0 lost (beyond the broker's loss window), no failed send; where the broker
+        checks sequence numbers also 0 duplicated and 0 reordered."""
         unexplained = self.lost - self.lost_in_loss_window
-        dup_ok = self.duplicated == 0 or not checks_sequences
-        return unexplained == 0 and self.reordered == 0 and dup_ok and not self.failed
+        ordered = (self.duplicated == 0 and self.reordered == 0) or not checks_sequences
+        return unexplained == 0 and ordered and not self.failed
 
     def lines(self) -> Iterator[str]:
         yield f"{self.broker}: {self.records:,} records to {self.partitions} partition(s)"
@@ -71,37 +71,6 @@ def _drive(until: Callable[[], bool], timeout: float) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"not done within {timeout} s")
         reactor.iterate(0.01)  # type: ignore[attr-defined]
-
-
-def _produce(
-    client: KafkaClient,
-    topic: str,
-    records: int,
-    partitions: int,
-    report: ProduceReport,
-    progress: Progress | None,
-) -> dict[int, float]:
-    """Send every record; {record: reactor time of its acknowledgement}."""
-    producer = Producer(client, linger_ms=5, batch_size=64 * 1024)
-    acked: dict[int, float] = {}
-
-    def settled(result: Any, i: int) -> None:
-        if hasattr(result, "trap"):
-            report.failed[type(result.value).__name__] += 1
-        else:
-            acked[i] = reactor.seconds()
-
-    for start in range(0, records, CHUNK):
-        for i in range(start, min(records, start + CHUNK)):
-            producer.send(topic, b"%d" % i, partition=i % partitions).addBoth(settled, i)
-        flushed = producer.flush()
-        _drive(lambda: flushed.called, timeout=600)
-        if progress is not None:
-            progress(len(acked) + sum(report.failed.values()))
-    stopped = producer.stop()
-    _drive(lambda: stopped.called, timeout=30)
-    report.acknowledged = len(acked)
-    return acked
 
 
 def _verify(
@@ -138,8 +107,13 @@ def _verify(
                 report.lost_in_loss_window += 1
 
 
-def produce_mock(records: int, seed: int = 0, progress: Progress | None = None) -> ProduceReport:
-    """Through errors, leader moves, a broker down and up, latency on the 3-broker mock."""
+def produce_mock(
+    records: int, seed: int = 0, progress: Progress | None = None, seconds: float = 100.0
+) -> ProduceReport:
+    """Through errors, leader moves, a broker down and up, latency on the 3-broker mock.
+
+    Records flow evenly over *seconds*; a fault comes every 0.2 s.
+    """
     rng = random.Random(seed)
     partitions = 8
     topic = f"chaos-{int(time.time())}"
@@ -169,7 +143,7 @@ def produce_mock(records: int, seed: int = 0, progress: Progress | None = None) 
         faults = LoopingCall(fault)
         faults.start(0.2, now=False)
         try:
-            acked = _produce(client, topic, records, partitions, report, progress)
+            acked = _produce_evenly(client, topic, records, partitions, report, seconds, progress)
         finally:
             faults.stop()
             while down:
@@ -299,7 +273,8 @@ def produce_noida(
         killer = LoopingCall(kill)
         killer.start(period, now=False)
         try:
-            acked = _produce_evenly(client, topic, records, report, (kills + 1) * period, progress)
+            duration = (kills + 1) * period
+            acked = _produce_evenly(client, topic, records, 1, report, duration, progress)
         finally:
             killer.stop()
             faults.stop()
@@ -316,11 +291,15 @@ def _produce_evenly(
     client: KafkaClient,
     topic: str,
     records: int,
+    partitions: int,
     report: ProduceReport,
     duration: float,
     progress: Progress | None,
 ) -> dict[int, float]:
-    """Send *records* to partition 0 spread over *duration* seconds; then flush."""
+    """Send *records* spread over *duration* seconds; then flush.
+
+    Returns {record: reactor time of its acknowledgement}.
+    """
     producer = Producer(client, linger_ms=5, batch_size=64 * 1024)
     acked: dict[int, float] = {}
 
@@ -334,7 +313,7 @@ def _produce_evenly(
     chunk = max(100, int(records * 0.1 / duration))
     for start in range(0, records, chunk):
         for i in range(start, min(records, start + chunk)):
-            producer.send(topic, b"%d" % i, partition=0).addBoth(settled, i)
+            producer.send(topic, b"%d" % i, partition=i % partitions).addBoth(settled, i)
         due = began + duration * min(records, start + chunk) / records
         _drive(lambda: time.monotonic() >= due, timeout=duration + 60)  # noqa: B023
         if progress is not None:
