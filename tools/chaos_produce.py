@@ -264,6 +264,8 @@ def produce_noida(
                 proxy.latency = rng.choice((0.0, 0.0, 0.05, 0.2))
 
         def kill() -> None:
+            if len(kill_times) >= kills:
+                return
             kill_times.append(reactor.seconds())
             broker.crash_and_restart()
             report.faults["kill -9"] += 1
