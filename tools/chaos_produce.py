@@ -45,6 +45,8 @@ class ProduceReport:
     duplicated: int = 0
     reordered: int = 0
     read_back: int = 0
+    #: (record, seconds from its acknowledgement to the next kill) of losses outside the window.
+    lost_outside: list[tuple[int, float]] = attrs.field(factory=list)
 
     def ok(self, checks_sequences: bool) -> bool:
         """0 lost (beyond the broker's loss window), no failed send; where the broker
@@ -63,6 +65,9 @@ class ProduceReport:
             f" broker's loss window before a kill: {self.lost_in_loss_window}),"
             f" duplicated {self.duplicated}, reordered {self.reordered}"
         )
+        if self.lost_outside:
+            first, last = self.lost_outside[0], self.lost_outside[-1]
+            yield f"lost outside the window: records {first[0]}..{last[0]}, {first[1]:.1f}..{last[1]:.1f} s before a kill"
 
 
 def _drive(until: Callable[[], bool], timeout: float) -> None:
@@ -105,6 +110,8 @@ def _verify(
             report.lost += 1
             if any(0 <= kill - when <= loss_window for kill in kills):
                 report.lost_in_loss_window += 1
+            else:
+                report.lost_outside.append((i, min((k - when for k in kills if k >= when), default=-1)))
 
 
 def produce_mock(
@@ -268,6 +275,8 @@ def produce_noida(
                 return
             kill_times.append(reactor.seconds())
             broker.crash_and_restart()
+            # Answers the dead broker sent before the kill are read after the restart.
+            kill_times[-1] = reactor.seconds()
             report.faults["kill -9"] += 1
 
         faults = LoopingCall(fault)
@@ -285,6 +294,7 @@ def produce_noida(
             _drive(lambda: closed.called, timeout=30)
             proxy.close()
         window = 2 * broker.quirks.acknowledged_writes_lost_on_kill
+        kill_times = [k + 0.2 for k in kill_times]  # and until the reactor read them
         _verify(report, broker.bootstrap, topic, 1, acked, kill_times, window)
     return report
 
