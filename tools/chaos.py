@@ -102,7 +102,9 @@ def run_group(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     with progress_bar("records processed", args.records) as update:
-        report = chaos_group.group(args.records, kills=args.kills, seed=args.seed, progress=update)
+        report = chaos_group.group(
+            args.records, kills=args.kills, seed=args.seed, progress=update, period=args.period
+        )
     for line in report.lines():
         print(line)
     print(f"{time.monotonic() - started:.0f} s")
@@ -126,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     group = commands.add_parser("group", help="mixed consumer group through member kills")
     group.add_argument("--records", type=int, default=50_000)
     group.add_argument("--kills", type=int, default=20)
+    group.add_argument("--period", type=float, default=8.0, help="seconds between kills")
     group.set_defaults(run=run_group)
     args = parser.parse_args(argv)
     return int(args.run(args))
