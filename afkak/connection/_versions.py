@@ -37,7 +37,26 @@ def decode_api_versions(frame: bytes, version: int) -> ApiVersionsResponse:
             return decode_response(frame, _API_VERSIONS_KEY, 0)[1]
         except DecodeError:
             return ApiVersionsResponse(error_code=UNSUPPORTED_VERSION)
-    return decode_response(frame, _API_VERSIONS_KEY, version)[1]
+    response = decode_response(frame, _API_VERSIONS_KEY, version)[1]
+    if response.error_code == 0:
+        _check_ranges(response, version)
+    return response
+
+
+def _check_ranges(response: ApiVersionsResponse, version: int) -> None:
+    """Refuse version ranges no broker sends (a corrupted answer would wedge the connection).
+
+    The broker answered ApiVersions at ``version``, so it lists that API with
+    ``version`` in range; every range is ``0 <= min <= max``, each API once.
+    """
+    seen = set()
+    for k in response.api_keys:
+        if not 0 <= k.min_version <= k.max_version or k.api_key in seen:
+            raise DecodeError(f"implausible ApiVersions entry {k!r}")
+        seen.add(k.api_key)
+    own = ranges_of(response).get(_API_VERSIONS_KEY)
+    if own is None or not own[0] <= version <= own[1]:
+        raise DecodeError(f"ApiVersions v{version} answered without listing that version")
 
 
 def ranges_of(response: ApiVersionsResponse) -> dict[int, tuple[int, int]]:

@@ -536,6 +536,21 @@ class NegotiationTests(ConnectionTestCase):
         self.net.flush()
         self.assertIs(connection.state, State.BACKING_OFF)
 
+    def test_implausible_api_versions_answer_backs_off(self) -> None:
+        """A corrupted answer once made a READY connection that no request could use (fuzzer)."""
+        for versions in (
+            {METADATA: (0, 12)},  # ApiVersions itself missing
+            {API_VERSIONS: (0, 4), METADATA: (9, 2)},  # min above max
+            {API_VERSIONS: (0, 2), METADATA: (0, 12)},  # does not list the version it answered
+        ):
+            with self.subTest(versions=versions):
+                self.broker.versions = versions
+                connection = self.connection()
+                connection.connect()
+                self.net.flush()
+                self.assertIs(connection.state, State.BACKING_OFF)
+                connection.close()
+
 
 class VersionChoiceTests(ConnectionTestCase):
     def test_highest_common_version(self) -> None:

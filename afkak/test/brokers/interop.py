@@ -169,7 +169,7 @@ def consume(
         records: list[Record] = []
         deadline = time.monotonic() + timeout
         while len(records) < count and time.monotonic() < deadline:
-            for msg in consumer.consume(count - len(records), timeout=0.2):
+            for msg in consumer.consume(min(count - len(records), 100_000), timeout=0.2):
                 if msg.error() is not None:
                     if msg.error().code() == ck.KafkaError._PARTITION_EOF:
                         continue

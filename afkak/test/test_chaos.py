@@ -1,0 +1,56 @@
+"""Short runs of the chaos harness (tools/chaos.py); the long runs are in docs/reliability.rst.
+
+Each run stays well under a minute.  The broker runs skip when their broker
+cannot start; the whole module skips outside a source checkout (no tools/).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import unittest
+from typing import Any
+
+from twisted.trial.unittest import SynchronousTestCase
+
+TOOLS = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "tools")
+
+
+def tool(name: str) -> Any:
+    if not os.path.exists(os.path.join(TOOLS, name + ".py")):
+        raise unittest.SkipTest("tools/ is not here (not a source checkout)")
+    if TOOLS not in sys.path:
+        sys.path.insert(0, TOOLS)
+    return importlib.import_module(name)
+
+
+class FuzzTests(SynchronousTestCase):
+    def test_mutated_responses_break_nothing(self) -> None:
+        report = tool("chaos_fuzz").fuzz(3000, seed=1)
+        self.assertGreaterEqual(report.mutated, 3000)
+        self.assertEqual((report.crashes, report.hung, report.collateral), (0, 0, 0))
+        self.assertEqual(report.timers_left, 0)
+        self.assertGreater(report.hostile_failed, 0)
+        self.assertTrue(all(report.mutations.values()), report.mutations)
+
+
+class ProduceTests(SynchronousTestCase):
+    def test_mock_cluster_faults(self) -> None:
+        report = tool("chaos_produce").produce_mock(10_000, seed=1, seconds=4)
+        self.assertGreater(sum(report.faults.values()), 10)
+        self.assertEqual(report.acknowledged, 10_000, report.failed)
+        self.assertEqual(report.lost, 0)
+        self.assertTrue(report.ok(checks_sequences=False), list(report.lines()))
+
+    def test_noida_kills_behind_the_fault_proxy(self) -> None:
+        report = tool("chaos_produce").produce_noida(6_000, kills=2, seed=1, period=3.0)
+        self.assertEqual(report.faults["kill -9"], 2)
+        self.assertTrue(report.ok(checks_sequences=True), list(report.lines()))
+
+
+class GroupTests(SynchronousTestCase):
+    def test_members_killed_while_records_flow(self) -> None:
+        report = tool("chaos_group").group(2_000, kills=3, seed=1, period=3.0)
+        self.assertEqual(sum(report.kills.values()), 3)
+        self.assertEqual(report.lost, 0, list(report.lines()))
