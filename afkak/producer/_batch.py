@@ -166,6 +166,17 @@ class ProducerBatch:
         else:
             self.add_waiter(d, first)
 
+    def add_one(self, value: bytes | None, timestamp: int, size: int, d: Any) -> None:
+        """Append a ``send_messages`` call of one unkeyed value: the hottest path."""
+        mine, waiters = self.values, self.waiters
+        if self.keys is not None or self.firsts is not None or len(mine) != len(waiters):
+            self.add_messages(None, (value,), timestamp, size, d)
+            return
+        mine.append(value)
+        self.timestamps.append(timestamp)
+        self.size += size
+        waiters.append(d)
+
     def add_keys(self, key: bytes | None, n: int) -> None:
         """Record *n* more keys (all *key*) for the values being appended."""
         keys = self.keys

@@ -379,18 +379,23 @@ class Producer:
         now = self._seconds()
         self._outstanding += 1
         self._buffered = buffered + size
-        try:
-            partition = route.choose(key, route.partitions)
-        except Exception:
-            self._refuse(d, size, Failure())
-            return d
+        partition = route.only
+        if partition is None:
+            try:
+                partition = route.choose(key, route.partitions)
+            except Exception:
+                self._refuse(d, size, Failure())
+                return d
         part = route.parts.get(partition)
         batch = None if part is None else part.open
         if batch is None or batch.headers is not None or batch.size + size >= self._fast_limit:
             self._append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
             return d
         # The common case: room in an open batch without headers.
-        batch.add_messages(key, msgs, int(now * 1000), size, d)
+        if n == 1 and key is None:
+            batch.add_one(msgs[0], int(now * 1000), size, d)
+        else:
+            batch.add_messages(key, msgs, int(now * 1000), size, d)
         return d
 
     def send(
@@ -608,6 +613,8 @@ class Producer:
         try:
             partition = pending.partition
             if partition is None:
+                partition = route.only
+            if partition is None:
                 partition = route.choose(pending.key, route.partitions)
             elif partition not in route.partitions:
                 raise ValueError(
@@ -711,7 +718,7 @@ class Producer:
         # A new batch is a good moment to notice a change in the partition count.
         partitions = self.client.topic_partitions.get(route.name)
         if partitions and partitions is not route.partitions:
-            route.partitions = partitions
+            route.repartition(partitions)
         return batch
 
     def _refuse(self, d: Deferred[Any], size: int, failure: Failure) -> None:
