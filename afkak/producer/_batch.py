@@ -263,10 +263,8 @@ class ProducerBatch:
         else:
             offsets = [base_offset + first for first in self.firsts]
         # tuple.__new__ skips the named tuple's Python-level constructor.
-        fire_all(
-            waiters,
-            [_new_tuple(ProduceResponse, (topic, partition, 0, o)) for o in offsets],
-        )
+        for d, o in zip(waiters, offsets, strict=True):
+            d.callback(_new_tuple(ProduceResponse, (topic, partition, 0, o)))
         if self.record_waiters:
             stamps = self.timestamps
             fire_all(
