@@ -375,11 +375,18 @@ class SendTests(ProducerTestCase):
             (TypeError, ("t", b"v"), {"partition": "0"}),
             (ValueError, ("t", b"v"), {"timestamp": 2**63}),
             (ValueError, ("t", b"v"), {"headers": [("\ud800", b"v")]}),
+            (TypeError, ("t", b"v"), {"headers": 5}),
+            (TypeError, ("t", b"v"), {"headers": None}),
         ]
         for error, args, kwargs in cases:
             self.failureResultOf(producer.send(*args, **kwargs), error)
         self.run_until(producer.send("t", b"v", partition=3)).trap(ValueError)
         self.assertEqual(self.produce_requests(), [])
+        # Once the topic is routed, sends take the shorter path: the same checks.
+        self.succeed(producer.send("t", b"v", headers=[]))
+        for error, args, kwargs in cases:
+            self.failureResultOf(producer.send(*args, **kwargs), error)
+        self.failureResultOf(producer.send("t", b"v", partition=3), ValueError)
 
     def test_unencodable_record_fails_alone(self) -> None:
         """timestamp=2**63 once broke its whole batch and the partition's sequence (issue 10, 2)."""
