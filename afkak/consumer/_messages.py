@@ -7,12 +7,11 @@ enough to know where the next fetch starts); the records are decoded into
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 from afkak.common import SourcedMessage
 from afkak.message_set import fetched_messages
-from afkak.records import RecordBatch, read_batches
+from afkak.records import RecordBatch, gc_paused, read_batches
 from afkak.records.aborted import AbortedTransactions
 
 __all__ = ["FetchedRecords", "read_fetched"]
@@ -64,18 +63,8 @@ class FetchedRecords:
         batch.
         """
         batches, self.batches = self.batches, []
-        # Decoding creates several GC-tracked objects per record and no
-        # reference cycle, so the cyclic GC's passes over them (dozens per
-        # megabyte fetched, then full collections as they pile up) would
-        # find nothing to free, yet cost as much as the decoding: pause it.
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
+        with gc_paused():
             return _sourced_messages(topic, partition, batches, self.offset)
-        finally:
-            if paused:
-                gc.enable()
 
 
 def _sourced_messages(

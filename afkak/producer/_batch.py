@@ -166,6 +166,17 @@ class ProducerBatch:
         else:
             self.add_waiter(d, first)
 
+    def add_one(self, value: bytes | None, timestamp: int, size: int, d: Any) -> None:
+        """Append a ``send_messages`` call of one unkeyed value: the hottest path."""
+        mine, waiters = self.values, self.waiters
+        if self.keys is not None or self.firsts is not None or len(mine) != len(waiters):
+            self.add_messages(None, (value,), timestamp, size, d)
+            return
+        mine.append(value)
+        self.timestamps.append(timestamp)
+        self.size += size
+        waiters.append(d)
+
     def add_keys(self, key: bytes | None, n: int) -> None:
         """Record *n* more keys (all *key*) for the values being appended."""
         keys = self.keys
@@ -252,10 +263,8 @@ class ProducerBatch:
         else:
             offsets = [base_offset + first for first in self.firsts]
         # tuple.__new__ skips the named tuple's Python-level constructor.
-        fire_all(
-            waiters,
-            [_new_tuple(ProduceResponse, (topic, partition, 0, o)) for o in offsets],
-        )
+        for d, o in zip(waiters, offsets, strict=True):
+            d.callback(_new_tuple(ProduceResponse, (topic, partition, 0, o)))
         if self.record_waiters:
             stamps = self.timestamps
             fire_all(

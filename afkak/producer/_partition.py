@@ -12,6 +12,7 @@ from collections import deque
 from typing import Any
 
 from afkak._structs import TopicAndPartition
+from afkak.partitioner import RoundRobinPartitioner
 
 from ._batch import SEQUENCE_MODULUS, ProducerBatch
 
@@ -129,16 +130,26 @@ class PartitionState:
 class TopicState:
     """A topic the producer writes to: its partitions, partitioner and partition states."""
 
-    __slots__ = ("name", "partitions", "partitioner", "choose", "parts")
+    __slots__ = ("name", "partitions", "partitioner", "choose", "only", "parts")
 
     def __init__(self, name: str, partitions: list[int], partitioner: Any) -> None:
         self.name = name
-        #: The topic's partition numbers, as the client's metadata last listed them.
-        self.partitions = partitions
         self.partitioner = partitioner
         #: ``partitioner.partition``, bound once.
         self.choose = partitioner.partition
         self.parts: dict[int, PartitionState] = {}
+        self.repartition(partitions)
+
+    def repartition(self, partitions: list[int]) -> None:
+        """Take the topic's partition numbers, as the client's metadata last listed them."""
+        self.partitions = partitions
+        #: The partition of every send when the partitioner need not be
+        #: asked: a round robin over one partition.
+        self.only: int | None = (
+            partitions[0]
+            if len(partitions) == 1 and type(self.partitioner) is RoundRobinPartitioner
+            else None
+        )
 
     def part(self, partition: int) -> PartitionState:
         state = self.parts.get(partition)

@@ -379,18 +379,23 @@ class Producer:
         now = self._seconds()
         self._outstanding += 1
         self._buffered = buffered + size
-        try:
-            partition = route.choose(key, route.partitions)
-        except Exception:
-            self._refuse(d, size, Failure())
-            return d
+        partition = route.only
+        if partition is None:
+            try:
+                partition = route.choose(key, route.partitions)
+            except Exception:
+                self._refuse(d, size, Failure())
+                return d
         part = route.parts.get(partition)
         batch = None if part is None else part.open
         if batch is None or batch.headers is not None or batch.size + size >= self._fast_limit:
             self._append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
             return d
         # The common case: room in an open batch without headers.
-        batch.add_messages(key, msgs, int(now * 1000), size, d)
+        if n == 1 and key is None:
+            batch.add_one(msgs[0], int(now * 1000), size, d)
+        else:
+            batch.add_messages(key, msgs, int(now * 1000), size, d)
         return d
 
     def send(
@@ -414,13 +419,16 @@ class Producer:
             with :exc:`TypeError` / :exc:`ValueError` for bad arguments, or
             with the error that kept the record from being written.
         """
+        route = self._routes.get(topic)  # a routed topic's name was checked
         try:
-            topic_name(topic)
-            if value is not None and not isinstance(value, _BYTES):
+            if route is None:
+                topic_name(topic)
+            if value is not None and type(value) is not bytes and not isinstance(value, _BYTES):
                 raise TypeError(f"value must be bytes or None, not {value!r:.100}")
-            if key is not None and not isinstance(key, _BYTES):
+            if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
                 raise TypeError(f"key must be bytes or None, not {key!r:.100}")
-            headers = _check_headers(headers)
+            if type(headers) is not tuple or headers:
+                headers = _check_headers(headers)
             if timestamp is not None and (
                 not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0
             ):
@@ -440,9 +448,22 @@ class Producer:
             size += len(key)
         for name, hvalue in headers:
             size += len(name) + (len(hvalue) if hvalue is not None else 0) + 3
-        return self._send_later(
-            _Pending(topic, key, (value,), headers, timestamp, partition, size, True)
-        )
+        buffered = self._buffered
+        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
+            return self._send_later(
+                _Pending(topic, key, (value,), headers, timestamp, partition, size, True)
+            )
+        # The common case, as send_messages': routed, and room in the buffer.
+        d: Deferred[Any] = Deferred()
+        now = self._seconds()
+        self._outstanding += 1
+        self._buffered = buffered + size
+        if timestamp is None:
+            timestamp = int(now * 1000)
+        chosen = self._partition_for(route, partition, key, d, size)
+        if chosen is not None:
+            self._append(route, chosen, key, (value,), headers, timestamp, now, d, size, True)
+        return d
 
     # -- transactions -----------------------------------------------------------
 
@@ -605,17 +626,10 @@ class Producer:
         self._place(route, pending, now)
 
     def _place(self, route: TopicState, pending: _Pending, now: float) -> None:
-        try:
-            partition = pending.partition
-            if partition is None:
-                partition = route.choose(pending.key, route.partitions)
-            elif partition not in route.partitions:
-                raise ValueError(
-                    f"topic {route.name} has no partition {partition}"
-                    f" (it has {len(route.partitions)})"
-                )
-        except Exception:
-            self._refuse(pending.d, pending.size, Failure())
+        partition = self._partition_for(
+            route, pending.partition, pending.key, pending.d, pending.size
+        )
+        if partition is None:
             return
         assert pending.timestamp is not None  # _send_later set it
         self._append(
@@ -630,6 +644,30 @@ class Producer:
             pending.size,
             pending.record,
         )
+
+    def _partition_for(
+        self,
+        route: TopicState,
+        partition: int | None,
+        key: bytes | None,
+        d: Deferred[Any],
+        size: int,
+    ) -> int | None:
+        """The given partition (checked) or the partitioner's choice; None: *d* was refused."""
+        try:
+            if partition is None:
+                partition = route.only
+                if partition is None:
+                    partition = route.choose(key, route.partitions)
+            elif partition not in route.partitions:
+                raise ValueError(
+                    f"topic {route.name} has no partition {partition}"
+                    f" (it has {len(route.partitions)})"
+                )
+        except Exception:
+            self._refuse(d, size, Failure())
+            return None
+        return partition
 
     def _append(
         self,
@@ -711,7 +749,7 @@ class Producer:
         # A new batch is a good moment to notice a change in the partition count.
         partitions = self.client.topic_partitions.get(route.name)
         if partitions and partitions is not route.partitions:
-            route.partitions = partitions
+            route.repartition(partitions)
         return batch
 
     def _refuse(self, d: Deferred[Any], size: int, failure: Failure) -> None:
@@ -820,7 +858,7 @@ def _values_size(topic: str, values: Sequence[Any]) -> int:
 
 
 def _check_headers(headers: Any) -> tuple[tuple[str, bytes | None], ...]:
-    if isinstance(headers, (str, bytes)) or not isinstance(headers, (Sequence, tuple, list)):
+    if isinstance(headers, (str, bytes)) or not isinstance(headers, (tuple, list, Sequence)):
         raise TypeError(f"headers must be a sequence of (str, bytes) pairs, not {headers!r:.100}")
     checked = tuple(headers)
     for pair in checked:

@@ -15,6 +15,7 @@ from afkak.records.builder import (
     build_control_batch,
     split_points,
 )
+from afkak.records.gc_pause import gc_paused
 from afkak.records.reader import read_batches
 from afkak.records.record import ControlMarker, ControlType, Header, Record, TimestampType
 
@@ -31,6 +32,7 @@ __all__ = [
     "build_batch",
     "build_batches",
     "build_control_batch",
+    "gc_paused",
     "read_batches",
     "split_points",
 ]

@@ -25,7 +25,7 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.producer import Producer
-from afkak.records import Record, read_batches
+from afkak.records import Record, gc_paused, read_batches
 from afkak.records.aborted import committed_batches
 
 from . import _bridge, _kafka
@@ -200,9 +200,11 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
         next_offset = batches[-1].next_offset
         if next_offset < r.end:
             pending = start_fetch(next_offset)
-        records = _records_between(committed_batches(batches, fetched.aborted), offset, r.end)
-        if records:
-            yield records_to_arrow(tp, records, schema)
+        with gc_paused():
+            records = _records_between(committed_batches(batches, fetched.aborted), offset, r.end)
+            arrow = records_to_arrow(tp, records, schema) if records else None
+        if arrow is not None:
+            yield arrow
         offset = next_offset
 
 

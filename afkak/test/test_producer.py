@@ -7,6 +7,7 @@ Clock; nothing is mocked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from twisted.internet.defer import Deferred
@@ -23,7 +24,7 @@ from afkak.common import (
     ProduceResponse,
     UnknownTopicOrPartitionError,
 )
-from afkak.partitioner import HashedPartitioner, murmur2
+from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner, murmur2
 from afkak.producer import Producer, RecordMetadata
 from afkak.records import read_batches
 from afkak.testing import FakeKafkaCluster
@@ -209,6 +210,21 @@ class SendMessagesTests(ProducerTestCase):
         self.succeed(producer.flush())
         self.assertEqual(self.values(partition=1), [b"1", b"4", b"7"])
 
+    def test_a_partitioner_subclass_is_asked_even_for_one_partition(self) -> None:
+        asked: list[list[int]] = []
+
+        class Recording(RoundRobinPartitioner):
+            def partition(self, key: bytes | None, partitions: Sequence[int]) -> int:
+                asked.append(list(partitions))
+                return super().partition(key, partitions)
+
+        self.cluster.create_topic("one", partitions=1)
+        producer = self.producer(partitioner_class=Recording)
+        self.succeed(producer.send_messages("one", None, [b"a"]))
+        self.succeed(producer.send("one", b"b"))
+        self.assertEqual(asked, [[0], [0]])
+        self.assertEqual(self.values("one", 0), [b"a", b"b"])
+
     def test_argument_errors_fail_the_deferred(self) -> None:
         producer = self.producer()
         cases: list[tuple[type[Exception], tuple[Any, ...]]] = [
@@ -359,11 +375,18 @@ class SendTests(ProducerTestCase):
             (TypeError, ("t", b"v"), {"partition": "0"}),
             (ValueError, ("t", b"v"), {"timestamp": 2**63}),
             (ValueError, ("t", b"v"), {"headers": [("\ud800", b"v")]}),
+            (TypeError, ("t", b"v"), {"headers": 5}),
+            (TypeError, ("t", b"v"), {"headers": None}),
         ]
         for error, args, kwargs in cases:
             self.failureResultOf(producer.send(*args, **kwargs), error)
         self.run_until(producer.send("t", b"v", partition=3)).trap(ValueError)
         self.assertEqual(self.produce_requests(), [])
+        # Once the topic is routed, sends take the shorter path: the same checks.
+        self.succeed(producer.send("t", b"v", headers=[]))
+        for error, args, kwargs in cases:
+            self.failureResultOf(producer.send(*args, **kwargs), error)
+        self.failureResultOf(producer.send("t", b"v", partition=3), ValueError)
 
     def test_unencodable_record_fails_alone(self) -> None:
         """timestamp=2**63 once broke its whole batch and the partition's sequence (issue 10, 2)."""
