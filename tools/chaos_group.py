@@ -40,11 +40,11 @@ REBALANCE_TIMEOUT_MS = 10000
 
 _CONFLUENT_MEMBER = """
 import sys, confluent_kafka as ck
-bootstrap, group, topic, path = sys.argv[1:]
+bootstrap, group, topic, path, session_ms, poll_ms = sys.argv[1:]
 c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                 "session.timeout.ms": %d, "heartbeat.interval.ms": 1000,
-                 "max.poll.interval.ms": %d,
+                 "session.timeout.ms": int(session_ms), "heartbeat.interval.ms": 1000,
+                 "max.poll.interval.ms": int(poll_ms),
                  "partition.assignment.strategy": "range"})
 c.subscribe([topic])
 with open(path, "a") as out:
@@ -58,7 +58,7 @@ with open(path, "a") as out:
                 c.commit(asynchronous=False)
             except ck.KafkaException:
                 pass  # a rebalance took the partitions: their records come again
-""" % (SESSION_TIMEOUT_MS, REBALANCE_TIMEOUT_MS)
+"""
 
 
 @attrs.define
@@ -134,10 +134,12 @@ def group(
         def confluent_member() -> subprocess.Popen[bytes]:
             path = os.path.join(workdir, f"member-{len(files)}.txt")
             files.append(path)
-            argv = [sys.executable, "-c", _CONFLUENT_MEMBER, broker.bootstrap, group_id, topic, path]
+            argv = [sys.executable, "-c", _CONFLUENT_MEMBER, broker.bootstrap, group_id, topic]
+            argv += [path, str(SESSION_TIMEOUT_MS), str(REBALANCE_TIMEOUT_MS)]
             return subprocess.Popen(argv, stderr=None)
 
-        members: list[Any] = [afkak_member(), afkak_member(), confluent_member(), confluent_member()]
+        members: list[Any] = [afkak_member(), afkak_member()]
+        members += [confluent_member(), confluent_member()]
         producer = Producer(client, linger_ms=5)
         duration = kills * period
         began = time.monotonic()
