@@ -46,7 +46,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The experiments next to this file, and the afkak of this checkout (not an installed one).
+_TOOLS = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [_TOOLS, os.path.dirname(_TOOLS)]
 
 from rich.progress import Progress  # noqa: E402
 

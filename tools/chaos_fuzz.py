@@ -157,7 +157,9 @@ class FuzzReport:
 
     def lines(self) -> Iterator[str]:
         yield f"mutated responses: {self.mutated:,} ({self.requests:,} requests in all)"
-        yield f"requests to the hostile broker that failed (as they should): {self.hostile_failed:,}"
+        yield (
+            f"requests to the hostile broker that failed (as they should): {self.hostile_failed:,}"
+        )
         yield f"crashes: {self.crashes}, hung Deferreds: {self.hung}"
         yield f"failures of requests to the clean broker (collateral): {self.collateral}"
         yield (
@@ -269,7 +271,9 @@ def _requests() -> list[tuple[Any, dict[str, Any]]]:
             FetchRequest.FetchTopic(
                 topic=TOPIC,
                 partitions=[
-                    FetchRequest.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1 << 16)
+                    FetchRequest.FetchPartition(
+                        partition=p, fetch_offset=0, partition_max_bytes=1 << 16
+                    )
                     for p in range(2)
                 ],
             )

@@ -9,6 +9,13 @@ confluent-kafka process gets SIGKILL; a new member takes its place.  At the
 end every record must have been processed by some member; records
 processed more than once (inside a killed member's uncommitted window) are
 counted.
+
+noida-db never expires the session of a member that stops heartbeating
+(quirk ``group_sessions_never_expire``): a SIGKILLed member stays in the
+group for good, keeps its partitions and, as leader, holds every later
+rebalance in SyncGroup.  There the harness does the coordinator's part: a
+session timeout after a kill it removes the dead member with a LeaveGroup
+naming it, as Kafka's coordinator would have, and counts it.
 """
 
 from __future__ import annotations
@@ -25,12 +32,15 @@ from typing import Any
 
 import attrs
 from twisted.internet import reactor
+from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
+from afkak.admin import KafkaAdminClient
 from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST
 from afkak.group import ConsumerGroup
 from afkak.producer import Producer
+from afkak.protocol.messages import LeaveGroupRequest
 from afkak.test.brokers import NoidaBroker
 
 PARTITIONS = 4
@@ -40,11 +50,11 @@ REBALANCE_TIMEOUT_MS = 10000
 
 _CONFLUENT_MEMBER = """
 import sys, confluent_kafka as ck
-bootstrap, group, topic, path = sys.argv[1:]
-c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+bootstrap, group, topic, path, session_ms, poll_ms, client_id = sys.argv[1:]
+c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                 "session.timeout.ms": %d, "heartbeat.interval.ms": 1000,
-                 "max.poll.interval.ms": %d,
+                 "session.timeout.ms": int(session_ms), "heartbeat.interval.ms": 1000,
+                 "max.poll.interval.ms": int(poll_ms),
                  "partition.assignment.strategy": "range"})
 c.subscribe([topic])
 with open(path, "a") as out:
@@ -58,7 +68,7 @@ with open(path, "a") as out:
                 c.commit(asynchronous=False)
             except ck.KafkaException:
                 pass  # a rebalance took the partitions: their records come again
-""" % (SESSION_TIMEOUT_MS, REBALANCE_TIMEOUT_MS)
+"""
 
 
 @attrs.define
@@ -68,10 +78,17 @@ class GroupReport:
     processed: int = 0
     lost: int = 0
     duplicates: int = 0
+    #: Killed members the harness removed from the group (noida-db's sessions never expire).
+    expired_by_harness: int = 0
     states: list[str] = attrs.field(factory=list)
 
     def lines(self) -> Iterator[str]:
         yield f"{self.records:,} records; members killed: {dict(self.kills)}"
+        if self.expired_by_harness:
+            yield (
+                f"killed members removed by the harness after their session timeout"
+                f" (the broker never expires sessions): {self.expired_by_harness}"
+            )
         yield (
             f"processed {self.processed:,} distinct records: lost {self.lost},"
             f" processed more than once {self.duplicates}"
@@ -130,14 +147,38 @@ def group(
             return member
 
         files: list[str] = []
+        client_ids: dict[int, str] = {}
 
         def confluent_member() -> subprocess.Popen[bytes]:
             path = os.path.join(workdir, f"member-{len(files)}.txt")
+            client_id = f"chaos-confluent-{len(files)}"
             files.append(path)
-            argv = [sys.executable, "-c", _CONFLUENT_MEMBER, broker.bootstrap, group_id, topic, path]
-            return subprocess.Popen(argv, stderr=None)
+            argv = [sys.executable, "-c", _CONFLUENT_MEMBER, broker.bootstrap, group_id, topic]
+            argv += [path, str(SESSION_TIMEOUT_MS), str(REBALANCE_TIMEOUT_MS), client_id]
+            process = subprocess.Popen(argv, stderr=None)
+            client_ids[process.pid] = client_id
+            return process
 
-        members: list[Any] = [afkak_member(), afkak_member(), confluent_member(), confluent_member()]
+        admin = KafkaAdminClient(client)
+
+        async def expire(client_id: str) -> None:
+            """Remove a killed member as the coordinator would at its session timeout."""
+            described = await admin.describe_consumer_groups([group_id])
+            for m in described[group_id].members:
+                if m.client_id == client_id:
+                    leave = LeaveGroupRequest(group_id=group_id, member_id=m.member_id)
+                    await client.send_request_to_coordinator(group_id, leave, max_version=2)
+                    report.expired_by_harness += 1
+
+        def expire_later(client_id: str) -> None:
+            def run() -> None:
+                d = Deferred.fromCoroutine(expire(client_id))
+                d.addErrback(lambda f: print("removing a killed member failed:", f.value))
+
+            reactor.callLater(SESSION_TIMEOUT_MS / 1000, run)  # type: ignore[attr-defined]
+
+        members: list[Any] = [afkak_member(), afkak_member()]
+        members += [confluent_member(), confluent_member()]
         producer = Producer(client, linger_ms=5)
         duration = kills * period
         began = time.monotonic()
@@ -160,6 +201,8 @@ def group(
                     else:
                         victim.kill()
                         victim.wait()
+                        if broker.quirks.group_sessions_never_expire:
+                            expire_later(client_ids[victim.pid])
                         members[index] = confluent_member()
                         report.kills["confluent-kafka"] += 1
                 if progress is not None:

@@ -67,7 +67,10 @@ class ProduceReport:
         )
         if self.lost_outside:
             first, last = self.lost_outside[0], self.lost_outside[-1]
-            yield f"lost outside the window: records {first[0]}..{last[0]}, {first[1]:.1f}..{last[1]:.1f} s before a kill"
+            yield (
+                f"lost outside the window: records {first[0]}..{last[0]},"
+                f" {first[1]:.1f}..{last[1]:.1f} s before a kill"
+            )
 
 
 def _drive(until: Callable[[], bool], timeout: float) -> None:
@@ -111,7 +114,8 @@ def _verify(
             if any(0 <= kill - when <= loss_window for kill in kills):
                 report.lost_in_loss_window += 1
             else:
-                report.lost_outside.append((i, min((k - when for k in kills if k >= when), default=-1)))
+                before_kill = min((k - when for k in kills if k >= when), default=-1)
+                report.lost_outside.append((i, before_kill))
 
 
 def produce_mock(

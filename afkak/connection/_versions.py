@@ -15,7 +15,7 @@ from typing import Any
 from afkak._broker_errors import UnsupportedVersion, error_code
 from afkak._errors import DecodeError, NoCommonVersionError
 from afkak.protocol.header import decode_response
-from afkak.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from afkak.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
 
 ApiVersionRanges = Mapping[int, tuple[int, int]]
 """Inclusive ``(min, max)`` version range the broker supports, by API key."""
@@ -23,6 +23,10 @@ ApiVersionRanges = Mapping[int, tuple[int, int]]
 UNSUPPORTED_VERSION = error_code(UnsupportedVersion)
 _UNSUPPORTED_VERSION_BYTES = UNSUPPORTED_VERSION.to_bytes(2, "big")
 _API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
+#: Metadata: every broker lists it (a client cannot work without it); an answer
+#: without it is corrupt, and accepting it would leave a ready connection on
+#: which no Metadata request could ever be sent (found by the fuzzer).
+_ALWAYS_LISTED = frozenset((MetadataRequest.API_KEY,))
 
 
 def decode_api_versions(frame: bytes, version: int) -> ApiVersionsResponse:
@@ -47,7 +51,8 @@ def _check_ranges(response: ApiVersionsResponse, version: int) -> None:
     """Refuse version ranges no broker sends (a corrupted answer would wedge the connection).
 
     The broker answered ApiVersions at ``version``, so it lists that API with
-    ``version`` in range; every range is ``0 <= min <= max``, each API once.
+    ``version`` in range; every range is ``0 <= min <= max``, each API once,
+    and Metadata is there.
     """
     seen = set()
     for k in response.api_keys:
@@ -57,6 +62,9 @@ def _check_ranges(response: ApiVersionsResponse, version: int) -> None:
     own = ranges_of(response).get(_API_VERSIONS_KEY)
     if own is None or not own[0] <= version <= own[1]:
         raise DecodeError(f"ApiVersions v{version} answered without listing that version")
+    missing = _ALWAYS_LISTED - seen
+    if missing:
+        raise DecodeError(f"ApiVersions answered without the APIs {sorted(missing)}")
 
 
 def ranges_of(response: ApiVersionsResponse) -> dict[int, tuple[int, int]]:

@@ -60,7 +60,7 @@ from ._states import MemberEvent as E, MemberState as S, next_state
 
 log = Logger()
 
-#: Extra time a JoinGroup may take beyond the rebalance timeout (Java: 5 s).
+#: Extra time a JoinGroup or SyncGroup may take beyond the rebalance timeout (Java: 5 s).
 JOIN_GRACE_SECONDS = 5.0
 
 
@@ -355,8 +355,7 @@ class GroupMember:
                 [(a.name, metadata) for a in self.assignors],
                 reason,
             )
-            timeout = self.rebalance_timeout_ms / 1000.0 + JOIN_GRACE_SECONDS
-            response = await self._request(request, timeout, failures)
+            response = await self._request(request, self._rebalance_request_timeout, failures)
             if response is None:
                 failures += 1
                 continue
@@ -395,7 +394,7 @@ class GroupMember:
             self.protocol_name,
             assignments,
         )
-        response = await self._request(request, self.client.timeout, 0)
+        response = await self._request(request, self._rebalance_request_timeout, 0)
         if response is None:
             raise _Rejoin()
         reaction = react(SYNC_GROUP, response.error_code)
@@ -523,6 +522,15 @@ class GroupMember:
             log.info("{member!r}: LeaveGroup answered {errors}", member=self, errors=errors)
 
     # -- plumbing -----------------------------------------------------------------
+
+    @property
+    def _rebalance_request_timeout(self) -> float:
+        """Seconds JoinGroup and SyncGroup may take: the coordinator legitimately holds
+        them up to the rebalance timeout (waiting for the other members to join, for
+        the leader's assignment), so Java's margin above it, or the client's request
+        timeout if longer.  A shorter one times out a rebalance that is going well,
+        and the member's rejoin restarts it."""
+        return max(self.client.timeout, self.rebalance_timeout_ms / 1000.0 + JOIN_GRACE_SECONDS)
 
     async def _request(self, request: Any, timeout: float, failures: int) -> Any:
         """The coordinator's response, or None after a retriable failure (and a backoff).

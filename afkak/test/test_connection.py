@@ -542,6 +542,7 @@ class NegotiationTests(ConnectionTestCase):
             {METADATA: (0, 12)},  # ApiVersions itself missing
             {API_VERSIONS: (0, 4), METADATA: (9, 2)},  # min above max
             {API_VERSIONS: (0, 2), METADATA: (0, 12)},  # does not list the version it answered
+            {API_VERSIONS: (0, 4), 200: (0, 12)},  # Metadata missing (its key corrupted)
         ):
             with self.subTest(versions=versions):
                 self.broker.versions = versions

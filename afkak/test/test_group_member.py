@@ -128,6 +128,7 @@ class GroupMemberTests(SynchronousTestCase):
         name: str,
         assignors: Any = None,
         owners: Owners | None = None,
+        timeout_ms: int | None = None,
         **options: Any,
     ) -> tuple[GroupMember, Listener, Deferred[None]]:
         client = KafkaClient(
@@ -135,6 +136,7 @@ class GroupMemberTests(SynchronousTestCase):
             clientId=name,
             reactor=self.clock,
             endpoint_factory=self.cluster.endpoint_factory,
+            **({} if timeout_ms is None else {"timeout": timeout_ms}),
         )
         self.addCleanup(client.close)
         self.clients[name] = client
@@ -406,6 +408,52 @@ class GroupMemberTests(SynchronousTestCase):
         self.assertEqual(a.state, MemberState.STABLE)
         self.assertEqual(la.owned, ALL)
         self.assertEqual(len(self.seen(SYNC)), 2)
+
+    def test_sync_may_take_the_rebalance_timeout(self) -> None:
+        """A follower's SyncGroup waits for the leader's, up to the rebalance timeout:
+        its request timeout is the rebalance timeout plus a margin, as JoinGroup's
+        (a shorter one made the member time out, rejoin and time out again forever)."""
+        self.cluster.delay(SyncGroupRequest, 8)
+        a, la, _ = self.member(
+            "a", timeout_ms=5000, session_timeout_ms=30000, rebalance_timeout_ms=20000
+        )
+        self.advance(15)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertEqual(la.owned, ALL)
+        self.assertEqual(len(self.seen(SYNC)), 1)
+
+    def test_sync_answer_lost_with_the_connection_rejoins(self) -> None:
+        """The coordinator handled the SyncGroup but its connection dropped before the
+        answer: the member joins again (same member id) and gets its assignment."""
+        self.cluster.drop_answer_next(SyncGroupRequest)
+        a, la, _ = self.member("a")
+        self.advance(6)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertEqual(la.owned, ALL)
+        syncs = self.seen(SYNC)
+        self.assertEqual(len(syncs), 2)
+        self.assertEqual(syncs[0].request.member_id, syncs[1].request.member_id)
+
+    def test_join_answer_lost_with_the_connection_joins_again(self) -> None:
+        a, la, _ = self.member("a")
+        self.advance(4)
+        self.cluster.drop_answer_next(JoinGroupRequest)
+        b, lb, _ = self.member("b")
+        self.advance(30)
+        self.assertEqual((a.state, b.state), (MemberState.STABLE, MemberState.STABLE))
+        self.assertEqual(sorted(la.owned + lb.owned), ALL)
+
+    def test_silent_coordinator_times_out_and_member_rejoins(self) -> None:
+        """A coordinator that never answers SyncGroup: the request times out after the
+        rebalance timeout plus the margin and the member joins again; nothing hangs."""
+        self.cluster.delay(SyncGroupRequest, 1000)
+        a, la, _ = self.member("a", session_timeout_ms=60000, rebalance_timeout_ms=20000)
+        self.advance(30)
+        self.assertGreaterEqual(len(self.seen(SYNC)), 2)
+        self.cluster.delay(SyncGroupRequest, 0)
+        self.advance(60)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertEqual(la.owned, ALL)
 
     def test_sync_unknown_member_rejoins_as_new_member(self) -> None:
         self.cluster.fail_next(SyncGroupRequest, UnknownMemberId)

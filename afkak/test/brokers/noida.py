@@ -38,6 +38,7 @@ class NoidaBroker(Broker):
         acknowledged_writes_lost_on_kill=1.0,
         sasl_accepts_any_password=True,
         no_topic_ids=True,
+        group_sessions_never_expire=True,
         acls_unusable=True,
         scram_unusable=True,
         # ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1,
@@ -64,6 +65,10 @@ class NoidaBroker(Broker):
                 "after kill -9 and a restart, every topic has 1 partition (noida-db 0.2.3)"
             ),
             "no_topic_ids": "no topic ids: topics cannot be deleted by id",
+            "group_sessions_never_expire": (
+                "a group member that stops heartbeating (kill -9) is never expired"
+                " (noida-db 0.2.3): it keeps its partitions and, as leader, blocks rebalances"
+            ),
             "acls_unusable": "no authorizer: the ACL APIs answer SECURITY_DISABLED",
             "scram_unusable": "the SCRAM credential APIs are not implemented",
             "min_working_versions": (

@@ -72,6 +72,9 @@ class Quirks:
     join_group_waits_half_session_timeout: bool = False
     #: A follower's SyncGroup may fail with INVALID_REQUEST when the leader synced first.
     sync_group_follower_may_fail: bool = False
+    #: A member that stops heartbeating is never expired: it stays in the group (as
+    #: leader it holds every later rebalance in SyncGroup) until it leaves.
+    group_sessions_never_expire: bool = False
     #: LeaveGroup v3+ (batched members) is misread.
     leave_group_v3_misread: bool = False
     #: OffsetCommit metadata strings are not stored (OffsetFetch returns none).
