@@ -20,10 +20,12 @@ from twisted.logger import Logger
 
 from afkak.client import (
     COORDINATOR_MOVED,
+    INT32_MAX,
     LEADER_MOVED,
     AdminClient,
     KafkaClient,
     group_name,
+    integer,
     topic_name,
 )
 from afkak.common import (
@@ -90,6 +92,7 @@ from ._types import (
 
 log = Logger()
 
+_INT64_MAX = 2**63 - 1
 NOT_CONTROLLER = error_code(NotController)
 #: Kafka's internal topics (some brokers do not flag them ``is_internal``).
 INTERNAL_TOPICS = frozenset(
@@ -846,37 +849,21 @@ def _topic_id(value: UUID | None) -> UUID | None:
 
 
 def _ms(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int of milliseconds, not {value!r}")
-    if not 0 <= value <= 2**31 - 1:
-        raise ValueError(f"{name} must be 0..2**31-1, not {value!r}")
-    return value
+    return integer(name, value, 0, INT32_MAX)
 
 
 def _count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"a partition count must be an int, not {value!r}")
-    if value < 1:
-        raise ValueError(f"a partition count must be positive, not {value!r}")
-    return value
+    return integer("a partition count", value, 1, INT32_MAX)
 
 
 def _offset(value: object, allow_latest: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"an offset must be an int, not {value!r}")
-    if value < 0 and not (allow_latest and value == -1):
-        raise ValueError(f"an offset must be >= 0, not {value!r}")
-    return value
+    """An offset to commit or delete before; -1 (the log end) where *allow_latest*."""
+    return integer("an offset", value, -1 if allow_latest else 0, _INT64_MAX)
 
 
 def _time(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"a ListOffsets time must be an int, not {value!r}")
-    if value < OffsetSpec.MAX_TIMESTAMP:
-        raise ValueError(
-            f"a ListOffsets time must be a timestamp >= 0 or an OffsetSpec, not {value!r}"
-        )
-    return int(value)
+    """A ListOffsets time: a timestamp >= 0 or an :class:`OffsetSpec`."""
+    return integer("a ListOffsets time", value, OffsetSpec.MAX_TIMESTAMP, _INT64_MAX)
 
 
 def _resources(resources: Iterable[ConfigResource]) -> list[ConfigResource]:
