@@ -33,14 +33,13 @@ from afkak import (
     ScramSha256,
     ScramSha512,
 )
+from afkak.admin import KafkaAdminClient, NewTopic
 from afkak.common import (
     OFFSET_EARLIEST,
     KafkaUnavailableError,
     SaslAuthenticationFailed,
     UnsupportedSaslMechanism,
 )
-from afkak.protocol.messages import CreateTopicsRequest
-from afkak.protocol.messages.create_topics_request import CreatableTopic
 from afkak.test.brokers.sasl import SaslBroker
 from afkak.test.test_client_brokers import wait
 from afkak.test.test_client_tls import self_signed_certificate, tls_directory
@@ -95,15 +94,9 @@ def capture_logs(case: SynchronousTestCase) -> list[str]:
 
 
 def create_topic(client: KafkaClient, topic: str) -> list[int]:
-    """Create *topic* with one partition through CreateTopics; the error codes."""
-    wait(client.load_metadata_for_topics())
-    broker = next(iter(client._brokers.values()))
-    request = CreateTopicsRequest(
-        topics=[CreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
-        timeout_ms=5000,
-    )
-    created = wait(client.send_request_to_broker(broker, request))
-    return [t.error_code for t in created.topics]
+    """Create *topic* with one partition with the admin client; the error codes."""
+    created = wait(KafkaAdminClient(client).create_topics([NewTopic(topic, 1, 1)]))
+    return [0 if t.error is None else t.error.errno for t in created.values()]
 
 
 def afkak_read(client: KafkaClient, topic: str, count: int) -> list[bytes]:
