@@ -40,6 +40,9 @@ cdef extern from *:
     object afkak_alloc_tuple(object tp, Py_ssize_t n)
     bint afkak_add_overflows(int64_t a, int64_t b, int64_t *out)
 
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *op)
+
 # Return codes of the readers below (besides 0, "done").
 cdef enum:
     TRUNCATED = 1  # ran past the buffer: IndexError, like the reference
@@ -161,6 +164,7 @@ cdef inline object _record(object off, object ts, object tt, object key, object 
     _put(record, 3, key)
     _put(record, 4, value)
     _put(record, 5, headers)
+    PyObject_GC_UnTrack(<void *>record)
     return record
 
 
@@ -255,6 +259,8 @@ def wrap_records(list records, object magic, tuple prefix, object cls, object me
             _put(wrapped, i, prefix[i])
         _put(wrapped, width, r[0])
         _put(wrapped, width + 1, message)
+        PyObject_GC_UnTrack(<void *>message)
+        PyObject_GC_UnTrack(<void *>wrapped)
         out.append(wrapped)
     return out
 

@@ -257,8 +257,13 @@ def _decode_records(
             else:
                 b2 = buf[pos + 1]
                 if b2 < 128:
-                    n = pos + 2 + len2[b + (b2 << 7)]
-                    value = buf[pos + 2 : n]
+                    n = len2[b + (b2 << 7)]
+                    if n == -1:  # null, written in two bytes
+                        value = None
+                        n = pos + 2
+                    else:
+                        n += pos + 2
+                        value = buf[pos + 2 : n]
                 else:
                     n, pos = decode_length(buf, pos)
                     if n == -1:

@@ -449,6 +449,13 @@ class MalformedTests(SynchronousTestCase):
                 for batch in read_batches(bad):
                     batch.records(1005)
 
+    def test_non_canonical_varints(self) -> None:
+        """Lengths written with more bytes than needed mean what they say (81 00 is -1: null)."""
+        data = self.sample()
+        body = b"\x10\x00\x00\x00\x81\x00\x81\x00\x00"  # record length 8, null key and value
+        (record,) = all_records(patch_batch(with_body(data, body), count=1))
+        self.assertEqual((record.key, record.value, record.headers), (None, None, ()))
+
     def test_decompression_bomb(self) -> None:
         body = codec.compress(codec.CODEC_GZIP, bytes(8 << 20))
         data = patch_batch(
