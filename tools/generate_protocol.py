@@ -440,9 +440,11 @@ class Emitter:
                 body.append(f"{ind}    {a}({length}(len(e)))")
                 body.append(f"{ind}    {a}(e)")
 
-    @staticmethod
-    def reader(ftype: str, flex: bool) -> str:
-        return ("read_compact_" if flex else "read_") + ("string" if ftype == "string" else "bytes")
+    def reader(self, ftype: str, flex: bool) -> str:
+        prefix = "read_compact_" if flex else "read_"
+        if ftype == "records" and self.s.kind == "response":
+            return prefix + "records"  # a view of the response: fetched records are not copied
+        return prefix + ("string" if ftype == "string" else "bytes")
 
     @staticmethod
     def string_func(flex: bool, nullable: bool) -> str:
@@ -635,6 +637,8 @@ def gen_class(schema: Schema, sd: StructDef, top: bool) -> list[str]:
             ann = f"list[{inner}]"
         elif f.type == "struct":
             ann = f.struct.name  # type: ignore[union-attr]
+        elif f.type == "records" and schema.kind == "response":
+            ann = "bytes | memoryview"  # decoded as a view of the response (read_records)
         else:
             ann = PY_TYPES[f.type]
         if f.default is None or f.nullable is not None:

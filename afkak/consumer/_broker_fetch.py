@@ -39,6 +39,10 @@ PartitionAnswer = tuple[int, Any]
 #: FETCH_SESSION_TOPIC_ID_ERROR: the session is gone; start a new one.
 _SESSION_ERRORS = frozenset({70, 71, 106})
 _INT32_MAX = 2**31 - 1
+#: The bound of a whole Fetch response: the Java client's ``fetch.max.bytes``
+#: default (50 MiB).  Each partition's share is its consumer's ``buffer_size``
+#: (``max.partition.fetch.bytes``); the broker returns at least one batch.
+FETCH_MAX_BYTES = 50 * 1024 * 1024
 
 _SHARED: WeakKeyDictionary[Any, dict[tuple[int, int], BrokerFetcher]] = WeakKeyDictionary()
 
@@ -186,7 +190,7 @@ class BrokerFetcher:
             min(w.min_bytes for w in wants.values()),
             client.topic_ids,
             self.isolation_level,
-            max_bytes=min(sum(w.max_bytes for w in wants.values()), _INT32_MAX),
+            max_bytes=FETCH_MAX_BYTES,
             session_id=self._session_id,
             session_epoch=self._epoch,
             forgotten=forgotten,

@@ -180,17 +180,34 @@ def read_compact_string(mv: memoryview, pos: int, nullable: bool) -> tuple[str |
 
 def read_bytes(mv: memoryview, pos: int, nullable: bool) -> tuple[bytes | None, int]:
     """int32 length (-1 = null) and the bytes, copied once."""
+    view, end = read_records(mv, pos, nullable)
+    return None if view is None else bytes(view), end
+
+
+def read_compact_bytes(mv: memoryview, pos: int, nullable: bool) -> tuple[bytes | None, int]:
+    """Unsigned varint length + 1 (0 = null) and the bytes, copied once."""
+    view, end = read_compact_records(mv, pos, nullable)
+    return None if view is None else bytes(view), end
+
+
+def read_records(mv: memoryview, pos: int, nullable: bool) -> tuple[memoryview | None, int]:
+    """A response's records: int32 length (-1 = null), then a view of them, not a copy.
+
+    Fetched records are the bulk of a response, and the record reader slices
+    what it keeps (keys, values) out of them anyway; the view keeps the
+    response's buffer alive until the records are read.
+    """
     (n,) = INT32.unpack_from(mv, pos)
     end = pos + 4 + n
     if n < 0 or end > len(mv):
         if n == -1 and nullable:
             return None, pos + 4
         raise _bad_length(pos, n)
-    return bytes(mv[pos + 4 : end]), end
+    return mv[pos + 4 : end], end
 
 
-def read_compact_bytes(mv: memoryview, pos: int, nullable: bool) -> tuple[bytes | None, int]:
-    """Unsigned varint length + 1 (0 = null) and the bytes, copied once."""
+def read_compact_records(mv: memoryview, pos: int, nullable: bool) -> tuple[memoryview | None, int]:
+    """Compact (unsigned varint length + 1, 0 = null) twin of :func:`read_records`."""
     n = mv[pos]
     if n < 0x80:
         start = pos + 1
@@ -201,7 +218,7 @@ def read_compact_bytes(mv: memoryview, pos: int, nullable: bool) -> tuple[bytes 
         if n == 0 and nullable:
             return None, start
         raise _bad_length(pos, n - 1)
-    return bytes(mv[start:end]), end
+    return mv[start:end], end
 
 
 # --- uuid ------------------------------------------------------------------

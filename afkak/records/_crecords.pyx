@@ -14,6 +14,7 @@ every field (bytes, tuples, ints), which Cython writes with the reference
 counting done for us, and it needs no runtime dependency.
 """
 
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -173,12 +174,24 @@ def decode_records(object data, Py_ssize_t pos, Py_ssize_t count, int64_t base_o
     """Decode *count* v2 records from *data* at *pos*: :class:`Record` tuples.
 
     Same contract as ``afkak.records.batch._decode_records``; None when the
-    batch holds numbers beyond 64 bits, for the reference to decode.
+    batch holds numbers beyond 64 bits, for the reference to decode.  *data*
+    is bytes or any contiguous buffer (a view of a fetch response), read in
+    place.
     """
-    if type(data) is not bytes:
-        data = bytes(data)
-    cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
-    cdef Py_ssize_t size = PyBytes_GET_SIZE(data)
+    cdef Py_buffer view
+    if type(data) is bytes:
+        return _decode(<const unsigned char *>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
+                       pos, count, base_offset, base_ts, tt)
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return _decode(<const unsigned char *>view.buf, view.len,
+                       pos, count, base_offset, base_ts, tt)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef object _decode(const unsigned char *buf, Py_ssize_t size, Py_ssize_t pos, Py_ssize_t count,
+                    int64_t base_offset, int64_t base_ts, object tt):
     cdef Py_ssize_t end, start, i
     cdef int64_t length = 0, delta = 0
     cdef int64_t off = 0, ts = 0

@@ -74,7 +74,8 @@ class RecordBatch:
     record_count: int
     #: Size of the batch on the wire, headers included.
     size_in_bytes: int
-    _payload: bytes | None = attrs.field(default=None, repr=False)
+    #: The records section: bytes, or a view of the fetch response it came in.
+    _payload: bytes | memoryview | None = attrs.field(default=None, repr=False)
     _records: list[Record] | None = attrs.field(default=None, repr=False)
     _max_size: int = attrs.field(default=DEFAULT_MAX_SIZE, repr=False)
     _inflated: bool = attrs.field(default=False, repr=False)
@@ -136,10 +137,11 @@ class RecordBatch:
             pos, count = 0, self.record_count
             if min_offset is not None:
                 pos, count = _skip_records(payload, count, min_offset - self.base_offset)
-            args = (payload, pos, count, self.base_offset, self.base_timestamp, self.timestamp_type)
-            records = None if _compiled_decode is None else _compiled_decode(*args)
+            args = (pos, count, self.base_offset, self.base_timestamp, self.timestamp_type)
+            records = None if _compiled_decode is None else _compiled_decode(payload, *args)
             if records is None:
-                records = _decode_records(*args)
+                # the reference slices keys and values out of bytes, not out of a view
+                records = _decode_records(bytes(payload), *args)
         except IndexError:
             raise DecodeError(
                 f"record batch at offset {self.base_offset} ends inside a record"

@@ -46,6 +46,9 @@ def read_batches(
     view = memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
+    # Batches decode lazily: they keep views of immutable bytes (a fetch
+    # response), and copies of anything that could change meanwhile.
+    copy = type(view.obj) is not bytes
     end = len(view)
     pos = 0
     while pos + _LOG_OVERHEAD <= end:
@@ -57,7 +60,7 @@ def read_batches(
             return  # a partial trailing batch
         magic = view[pos + _MAGIC_OFFSET]
         if magic == 2:
-            yield _read_v2(view, pos, batch_end, check_crc, max_size)
+            yield _read_v2(view, pos, batch_end, check_crc, max_size, copy)
         elif magic < 2:
             chunk = view[pos:batch_end].tobytes()
             yield read_legacy_message(chunk, 0, check_crc, max_size)
@@ -66,7 +69,9 @@ def read_batches(
         pos = batch_end
 
 
-def _read_v2(view: memoryview, pos: int, end: int, check_crc: bool, max_size: int) -> RecordBatch:
+def _read_v2(
+    view: memoryview, pos: int, end: int, check_crc: bool, max_size: int, copy: bool
+) -> RecordBatch:
     if end - pos < _V2_HEADER_SIZE:
         raise DecodeError("record batch shorter than its header", offset=pos)
     (
@@ -90,6 +95,7 @@ def _read_v2(view: memoryview, pos: int, end: int, check_crc: bool, max_size: in
         raise DecodeError(f"negative record count {count}", offset=pos)
     if attributes & 0x07 > CODEC_ZSTD:
         raise DecodeError(f"unknown codec {attributes & 0x07} in record batch", offset=pos)
+    body = view[pos + _V2_HEADER_SIZE : end]
     return RecordBatch(
         base_offset=base_offset,
         last_offset=base_offset + last_offset_delta,
@@ -106,6 +112,6 @@ def _read_v2(view: memoryview, pos: int, end: int, check_crc: bool, max_size: in
         max_timestamp=max_timestamp,
         record_count=count,
         size_in_bytes=end - pos,
-        payload=view[pos + _V2_HEADER_SIZE : end].tobytes(),
+        payload=body.tobytes() if copy else body,
         max_size=max_size,
     )

@@ -48,6 +48,7 @@ from afkak.consumer import (
     REQUEST_RETRY_FACTOR,
     Consumer,
 )
+from afkak.consumer._broker_fetch import FETCH_MAX_BYTES
 from afkak.consumer._messages import read_fetched
 from afkak.protocol.messages import (
     FetchRequest,
@@ -334,7 +335,8 @@ class DeliveryTests(ConsumerTestCase):
         self.assertGreaterEqual(seen.api_version, 13)
         self.assertEqual(request.topics[0].topic_id, self.cluster.topic_id("t"))
         self.assertEqual(
-            (request.max_wait_ms, request.min_bytes, request.max_bytes), (250, 10, 4096)
+            (request.max_wait_ms, request.min_bytes, request.max_bytes),
+            (250, 10, FETCH_MAX_BYTES),  # the response's bound: Java's fetch.max.bytes
         )
         part = request.topics[0].partitions[0]
         self.assertEqual(

@@ -78,7 +78,7 @@ class PartitionData(_m.Struct):
     #: The preferred read replica for the consumer to use on its next fetch request.
     preferred_read_replica: int = -1
     #: The record data.
-    records: bytes | None = b''
+    records: bytes | memoryview | None = b''
 
 
 @attrs.define
@@ -403,7 +403,7 @@ def _dec_partition_data_v4(mv, pos):
             for _ in range(n):
                 e, pos = _dec_aborted_transaction_v4(mv, pos)
                 f_aborted_transactions.append(e)
-        f_records, pos = _p.read_bytes(mv, pos, True)
+        f_records, pos = _p.read_records(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
@@ -425,7 +425,7 @@ def _dec_partition_data_v5(mv, pos):
             for _ in range(n):
                 e, pos = _dec_aborted_transaction_v4(mv, pos)
                 f_aborted_transactions.append(e)
-        f_records, pos = _p.read_bytes(mv, pos, True)
+        f_records, pos = _p.read_records(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
@@ -449,7 +449,7 @@ def _dec_partition_data_v11(mv, pos):
                 f_aborted_transactions.append(e)
         f_preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_records, pos = _p.read_bytes(mv, pos, True)
+        f_records, pos = _p.read_records(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
     return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records), pos
@@ -473,7 +473,7 @@ def _dec_partition_data_v12(mv, pos):
                 f_aborted_transactions.append(e)
         f_preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_records, pos = _p.read_compact_bytes(mv, pos, True)
+        f_records, pos = _p.read_compact_records(mv, pos, True)
         f_diverging_epoch = EpochEndOffset()
         f_current_leader = LeaderIdAndEpoch()
         f_snapshot_id = SnapshotId()
