@@ -302,3 +302,14 @@ class PrimitiveTests(unittest.TestCase):
         self.assertEqual(_p.compact_nstring(None), b"\x00")
         self.assertEqual(_p.compact_string("ab"), b"\x03ab")
         self.assertEqual(_p.read_compact_bytes(memoryview(b"\x00"), 0, True), (None, 1))
+
+
+class RecordsViewTests(unittest.TestCase):
+    def test_fetched_records_are_a_view_of_the_response(self) -> None:
+        """A Fetch response's records are not copied out of it: the record reader reads them in place."""
+        for version in (11, 12):
+            data = _fetch(version).encode(version)
+            records = FetchResponse.decode(data, version).responses[0].partitions[0].records
+            self.assertIsInstance(records, memoryview)
+            self.assertIs(records.obj, data)
+            self.assertEqual(records, b"\x01\x02\x03")

@@ -279,6 +279,16 @@ class RoundTripTests(SynchronousTestCase):
             self.assertEqual(next(batches).records()[0].value, b"a")
             self.assertRaises(ChecksumError, next, batches)
 
+    def test_read_in_place_only_from_immutable_bytes(self) -> None:
+        """Batches decode lazily: a view of bytes is read in place, a bytearray is copied first."""
+        data = build_batch([b"abc"], timestamp=TS)
+        (batch,) = read_batches(memoryview(data))
+        self.assertIs(batch._payload.obj, data)
+        mutable = bytearray(data)
+        (batch,) = read_batches(mutable)
+        mutable[-4:-1] = b"xyz"  # the value, changed after the batch was read
+        self.assertEqual(batch.records()[0].value, b"abc")
+
     def test_record_type(self) -> None:
         r = Record(1, 2, TimestampType.CREATE_TIME, b"k", b"v", (("h", None),))
         self.assertEqual(
