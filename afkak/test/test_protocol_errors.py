@@ -306,7 +306,7 @@ class PrimitiveTests(unittest.TestCase):
 
 class RecordsViewTests(unittest.TestCase):
     def test_fetched_records_are_a_view_of_the_response(self) -> None:
-        """A Fetch response's records are not copied out of it: the record reader reads them in place."""
+        """A Fetch response's records are not copied: the record reader reads them in place."""
         for version in (11, 12):
             data = _fetch(version).encode(version)
             records = FetchResponse.decode(data, version).responses[0].partitions[0].records
