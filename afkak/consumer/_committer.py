@@ -63,6 +63,12 @@ class Committer:
         self._waiters: list[Deferred[int | None]] = []
         self._auto_commit_pending = False
 
+    def reconfigure(self, options: Options) -> None:
+        """Commit per *options* from now on (the auto-commit interval from the next start)."""
+        self._options = options
+        self.member_id = options.commit_consumer_id
+        self.generation_id = options.commit_generation_id
+
     def start(self) -> None:
         """Auto-commit from now on, per the ``auto_commit_every_*`` options."""
         self._auto = True

@@ -165,18 +165,7 @@ class Consumer:
         self.partition = partition
         self.processor = processor
         self._committer = Committer(client, topic, partition, options, self._fail)
-        self._fetcher = PartitionFetcher(
-            client,
-            topic,
-            partition,
-            min_bytes=options.fetch_min_bytes,
-            max_wait_ms=options.fetch_max_wait_ms,
-            buffer_size=options.buffer_size,
-            max_buffer_size=options.max_buffer_size,
-            auto_offset_reset=options.auto_offset_reset,
-            retry=options.retry,
-            isolation_level=options.isolation,
-        )
+        self._fetcher = PartitionFetcher(client, topic, partition, options)
         self._high_watermark = -1
         self._last_stable_offset = -1
         # Running: the Deferred start() returned; None when stopped.
@@ -239,22 +228,44 @@ class Consumer:
         """
         return self._last_stable_offset
 
+    # The settings are attributes an application may set, as in afkak 21: a
+    # new value is checked as the constructor checks it (TypeError /
+    # ValueError), and used from the next fetch or commit on (the
+    # auto-commit interval from the next start()).  consumer_group and
+    # isolation_level are fixed at construction.
+
     @property
     def buffer_size(self) -> int:
         """The current fetch size, in bytes (grows for oversized batches)."""
         return self._fetcher.buffer_size
 
+    @buffer_size.setter
+    def buffer_size(self, value: int) -> None:
+        self._reconfigure(buffer_size=value)
+
     @property
     def max_buffer_size(self) -> int | None:
         return self._fetcher.max_buffer_size
+
+    @max_buffer_size.setter
+    def max_buffer_size(self, value: int | None) -> None:
+        self._reconfigure(max_buffer_size=value)
 
     @property
     def fetch_min_bytes(self) -> int:
         return self._fetcher.min_bytes
 
+    @fetch_min_bytes.setter
+    def fetch_min_bytes(self, value: int) -> None:
+        self._reconfigure(fetch_size_bytes=value)
+
     @property
     def fetch_max_wait_time(self) -> int:
         return self._fetcher.max_wait_ms
+
+    @fetch_max_wait_time.setter
+    def fetch_max_wait_time(self, value: int) -> None:
+        self._reconfigure(fetch_max_wait_time=value)
 
     @property
     def consumer_group(self) -> str | None:
@@ -264,9 +275,17 @@ class Consumer:
     def commit_metadata(self) -> str | bytes | None:
         return self._options.commit_metadata
 
+    @commit_metadata.setter
+    def commit_metadata(self, value: str | bytes | None) -> None:
+        self._reconfigure(commit_metadata=value)
+
     @property
     def auto_offset_reset(self) -> int | None:
         return self._options.auto_offset_reset
+
+    @auto_offset_reset.setter
+    def auto_offset_reset(self, value: int | None) -> None:
+        self._reconfigure(auto_offset_reset=value)
 
     @property
     def isolation_level(self) -> str:
@@ -276,36 +295,94 @@ class Consumer:
     def auto_commit_every_n(self) -> int:
         return self._options.auto_commit_every_n
 
+    @auto_commit_every_n.setter
+    def auto_commit_every_n(self, value: int) -> None:
+        self._reconfigure(auto_commit_every_n=value)
+
     @property
     def auto_commit_every_ms(self) -> int:
         return self._options.auto_commit_every_ms
+
+    @auto_commit_every_ms.setter
+    def auto_commit_every_ms(self, value: int) -> None:
+        self._reconfigure(auto_commit_every_ms=value)
 
     @property
     def auto_commit_every_s(self) -> float:
         """afkak 21's name: ``auto_commit_every_ms`` in seconds."""
         return self.auto_commit_every_ms / 1000.0
 
+    @auto_commit_every_s.setter
+    def auto_commit_every_s(self, value: float) -> None:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise TypeError(f"auto_commit_every_s must be a number, not {value!r}")
+        self._reconfigure(auto_commit_every_ms=round(value * 1000))
+
     @property
     def retry_init_delay(self) -> float:
         return self._options.retry.init_delay
+
+    @retry_init_delay.setter
+    def retry_init_delay(self, value: float) -> None:
+        self._reconfigure(request_retry_init_delay=value)
 
     @property
     def retry_max_delay(self) -> float:
         return self._options.retry.max_delay
 
+    @retry_max_delay.setter
+    def retry_max_delay(self, value: float) -> None:
+        self._reconfigure(request_retry_max_delay=value)
+
     @property
     def request_retry_max_attempts(self) -> int:
         return self._options.retry.max_attempts
+
+    @request_retry_max_attempts.setter
+    def request_retry_max_attempts(self, value: int) -> None:
+        self._reconfigure(request_retry_max_attempts=value)
 
     @property
     def commit_consumer_id(self) -> str:
         """The member id sent with commits."""
         return self._committer.member_id
 
+    @commit_consumer_id.setter
+    def commit_consumer_id(self, value: str) -> None:
+        self._reconfigure(commit_consumer_id=value)
+
     @property
     def commit_generation_id(self) -> int:
         """The group generation sent with commits."""
         return self._committer.generation_id
+
+    @commit_generation_id.setter
+    def commit_generation_id(self, value: int) -> None:
+        self._reconfigure(commit_generation_id=value)
+
+    def _reconfigure(self, **changes: Any) -> None:
+        """Check the settings with *changes* as the constructor does, then use them."""
+        o, fetcher, committer = self._options, self._fetcher, self._committer
+        current = {
+            "consumer_group": o.consumer_group,
+            "commit_metadata": o.commit_metadata,
+            "auto_commit_every_n": o.auto_commit_every_n,
+            "auto_commit_every_ms": o.auto_commit_every_ms,
+            "fetch_size_bytes": fetcher.min_bytes,
+            "fetch_max_wait_time": fetcher.max_wait_ms,
+            "buffer_size": fetcher.buffer_size,
+            "max_buffer_size": fetcher.max_buffer_size,
+            "request_retry_init_delay": o.retry.init_delay,
+            "request_retry_max_delay": o.retry.max_delay,
+            "request_retry_max_attempts": o.retry.max_attempts,
+            "auto_offset_reset": o.auto_offset_reset,
+            "commit_consumer_id": committer.member_id,
+            "commit_generation_id": committer.generation_id,
+            "isolation_level": self.isolation_level,
+        }
+        self._options = options = resolve(**{**current, **changes})
+        committer.reconfigure(options)
+        fetcher.reconfigure(options)
 
     def set_generation(self, generation_id: int, member_id: str) -> None:
         """Commit as *member_id* of group generation *generation_id* from now on.
@@ -314,11 +391,7 @@ class Consumer:
         this partition with the member: its offsets are then committed with
         the new generation.
         """
-        integer("commit_generation_id", generation_id, -(2**31), INT32_MAX)
-        if not isinstance(member_id, str):
-            raise TypeError(f"commit_consumer_id must be a str, not {member_id!r}")
-        self._committer.generation_id = generation_id
-        self._committer.member_id = member_id
+        self._reconfigure(commit_generation_id=generation_id, commit_consumer_id=member_id)
 
     # -- starting and stopping ---------------------------------------------------
 

@@ -21,10 +21,10 @@ from afkak.common import (
     OffsetRequest,
     TopicAndPartition,
 )
-from afkak.records.aborted import READ_UNCOMMITTED
 
 from ._broker_fetch import broker_fetcher
 from ._messages import FetchedRecords, read_fetched
+from ._options import Options
 from ._retry import RetryPolicy
 
 #: Below this fetch size a too-small fetch size grows 16-fold (at most to
@@ -43,30 +43,23 @@ class PartitionFetcher:
     """
 
     def __init__(
-        self,
-        client: ConsumerClient,
-        topic: str,
-        partition: int,
-        *,
-        min_bytes: int,
-        max_wait_ms: int,
-        buffer_size: int,
-        max_buffer_size: int | None,
-        auto_offset_reset: int | None,
-        retry: RetryPolicy,
-        isolation_level: int = READ_UNCOMMITTED,
+        self, client: ConsumerClient, topic: str, partition: int, options: Options
     ) -> None:
         self.client = client
         self.topic = topic
         self.partition = partition
         self.key = TopicAndPartition(topic, partition)
-        self.min_bytes = min_bytes
-        self.max_wait_ms = max_wait_ms
-        self.buffer_size = buffer_size
-        self.max_buffer_size = max_buffer_size
-        self.auto_offset_reset = auto_offset_reset
-        self.retry = retry
-        self.isolation_level = isolation_level
+        self.isolation_level = options.isolation
+        self.reconfigure(options)
+
+    def reconfigure(self, options: Options) -> None:
+        """Fetch per *options* from the next request on."""
+        self.min_bytes = options.fetch_min_bytes
+        self.max_wait_ms = options.fetch_max_wait_ms
+        self.buffer_size = options.buffer_size
+        self.max_buffer_size = options.max_buffer_size
+        self.auto_offset_reset = options.auto_offset_reset
+        self.retry: RetryPolicy = options.retry
 
     async def next_records(self, offset: int) -> FetchedRecords:
         """The next fetch response that moves past *offset*.

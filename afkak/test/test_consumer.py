@@ -594,6 +594,54 @@ class CommitTests(ConsumerTestCase):
         self.assertEqual((seen.member_id, seen.generation_id_or_member_epoch), ("member-2", 5))
 
 
+    def test_settings_are_attributes_an_application_may_set(self) -> None:
+        """As in afkak 21: set between runs, checked as the constructor checks them."""
+        self.append(b"a")
+        c = self.consumer(consumer_group="g", commit_consumer_id="member-1", commit_generation_id=4)
+        c.buffer_size = 4096
+        c.fetch_max_wait_time = 250
+        c.fetch_min_bytes = 10
+        c.commit_metadata = "meta"
+        c.auto_commit_every_s = 2
+        c.retry_init_delay = 0.5
+        c.commit_generation_id = 5
+        self.assertEqual(
+            (c.buffer_size, c.fetch_max_wait_time, c.fetch_min_bytes, c.commit_metadata),
+            (4096, 250, 10, "meta"),
+        )
+        self.assertEqual((c.auto_commit_every_ms, c.retry_init_delay), (2000, 0.5))
+        for name, bad, error in [
+            ("buffer_size", 0, ValueError),
+            ("buffer_size", "1", TypeError),
+            ("max_buffer_size", 100, ValueError),  # below buffer_size
+            ("fetch_max_wait_time", -1, ValueError),
+            ("commit_metadata", 5, TypeError),
+            ("auto_offset_reset", 7, ValueError),
+            ("auto_commit_every_s", "2", TypeError),
+            ("retry_max_delay", 0.1, ValueError),  # below retry_init_delay
+            ("commit_consumer_id", None, TypeError),
+        ]:
+            with self.assertRaises(error, msg=name):
+                setattr(c, name, bad)
+        self.assertEqual(
+            (c.buffer_size, c.max_buffer_size, c.commit_consumer_id), (4096, None, "member-1")
+        )
+        with self.assertRaises(AttributeError):
+            c.consumer_group = "h"  # type: ignore[misc]
+        self.stop(c)
+        self.start(c, 0)
+        fetch = self.requests(FETCH)[0]
+        part = fetch.request.topics[0].partitions[0]
+        self.assertEqual(
+            (fetch.request.max_wait_ms, fetch.request.min_bytes, part.partition_max_bytes),
+            (250, 10, 4096),
+        )
+        self.failureResultOf(c.commit(), GroupIdNotFound)
+        seen = self.requests(OFFSET_COMMIT)[0].request
+        self.assertEqual(seen.generation_id_or_member_epoch, 5)
+        self.assertEqual(seen.topics[0].partitions[0].committed_metadata, "meta")
+
+
 class AutoCommitTests(ConsumerTestCase):
     def test_every_n_messages(self) -> None:
         p = Recorder()
