@@ -169,7 +169,7 @@ def snappy_encode(
 # --- decompression ---------------------------------------------------------
 
 
-def decompress(codec: int, data: bytes, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+def decompress(codec: int, data: bytes | memoryview, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
     """Decompress *data* compressed with *codec*, producing at most *max_size* bytes.
 
     Raises :class:`DecodeError` for corrupt data or when the output would be
@@ -222,7 +222,7 @@ def _too_big(max_size: int) -> DecodeError:
     return DecodeError(f"decompressed data exceeds max_size of {max_size} bytes")
 
 
-def _gunzip(data: bytes, max_size: int) -> bytes:
+def _gunzip(data: bytes | memoryview, max_size: int) -> bytes:
     out: list[bytes] = []
     total = 0
     try:
@@ -273,7 +273,7 @@ def _unsnappy_block(block: bytes, budget: int, max_size: int) -> bytes:
     return out
 
 
-def _unsnappy(data: bytes, max_size: int) -> bytes:
+def _unsnappy(data: bytes | memoryview, max_size: int) -> bytes:
     data = bytes(data)
     if not data.startswith(_XERIAL_MAGIC):
         return _unsnappy_block(data, max_size, max_size)
@@ -297,7 +297,7 @@ def _unsnappy(data: bytes, max_size: int) -> bytes:
     return b"".join(out)
 
 
-def _unlz4(data: bytes, max_size: int) -> bytes:
+def _unlz4(data: bytes | memoryview, max_size: int) -> bytes:
     out: list[bytes] = []
     total = 0
     try:
@@ -320,7 +320,7 @@ def _unlz4(data: bytes, max_size: int) -> bytes:
     return b"".join(out)
 
 
-def _unzstd(data: bytes, max_size: int) -> bytes:
+def _unzstd(data: bytes | memoryview, max_size: int) -> bytes:
     # zstd cannot bound one call's output, so the input is fed in pieces small
     # enough that one piece expands to at most about max_size bytes (a zstd
     # block of up to 128 KiB can be encoded in 4 bytes): the output never

@@ -25,7 +25,7 @@ def encode_zigzag(n: int) -> bytes:
     return bytes(out)
 
 
-def decode_zigzag(buf: bytes, pos: int) -> tuple[int, int]:
+def decode_zigzag(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """Decode the zigzag varint at *pos*; return it and the position after it."""
     result = shift = 0
     while shift < 70:

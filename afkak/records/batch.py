@@ -156,7 +156,7 @@ class RecordBatch:
         return records
 
 
-def _skip_records(buf: bytes, count: int, min_delta: int) -> tuple[int, int]:
+def _skip_records(buf: bytes | memoryview, count: int, min_delta: int) -> tuple[int, int]:
     """Skip the records whose offset delta is below *min_delta*.
 
     Return the position of the first record kept and the number of records
