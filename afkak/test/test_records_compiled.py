@@ -219,7 +219,9 @@ class SameMessagesTests(SynchronousTestCase):
 
         data = build_batch([b"v", None], [b"k", None], headers=[[("h", b"x")], []], timestamp=TS)
         (batch,) = read_batches(data)
-        records = batch.records()
+        records = _crecords.decode_records(
+            batch._payload, 0, 2, 0, batch.base_timestamp, batch.timestamp_type
+        )
         wrapped = _crecords.wrap_records(records, 2, ("t", 0), SourcedMessage, Message)
         tracked = [
             gc.is_tracked(o)
