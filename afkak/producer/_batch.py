@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from itertools import repeat
 from typing import Any
 
 from crc32c import crc32c
@@ -29,6 +28,7 @@ from afkak._structs import ProduceResponse
 from afkak.records import BATCH_HEADER_SIZE, build_batch
 
 from ._result import RecordMetadata
+from ._waiters import fail_all, to_fire
 
 _PRODUCER_FIELDS = struct.Struct(">qhi")  # producer id, epoch, base sequence
 _PRODUCER_OFFSET = 43
@@ -256,15 +256,11 @@ class ProducerBatch:
         """Fire every waiting send: *base_offset* -1 (unknown) gives offsets -1."""
         topic, partition = self.topic, self.partition
         waiters = self.waiters
-        if base_offset < 0:
-            offsets: Iterable[int] = repeat(-1, len(waiters))
-        elif self.firsts is None:
-            offsets = range(base_offset, base_offset + len(waiters))
-        else:
-            offsets = [base_offset + first for first in self.firsts]
+        starts = range(len(waiters)) if self.firsts is None else self.firsts
         # tuple.__new__ skips the named tuple's Python-level constructor.
-        for d, o in zip(waiters, offsets, strict=True):
-            d.callback(_new_tuple(ProduceResponse, (topic, partition, 0, o)))
+        for i in to_fire(waiters):
+            o = base_offset + starts[i] if base_offset >= 0 else -1
+            waiters[i].callback(_new_tuple(ProduceResponse, (topic, partition, 0, o)))
         if self.record_waiters:
             stamps = self.timestamps
             fire_all(
@@ -282,7 +278,9 @@ class ProducerBatch:
 
     def succeed_unacknowledged(self) -> None:
         """Fire every waiting send of an ``acks=0`` batch: ``None``, or offsets -1."""
-        fire_all(self.waiters, repeat(None, len(self.waiters)))
+        waiters = self.waiters
+        for i in to_fire(waiters):
+            waiters[i].callback(None)
         topic, partition, stamps = self.topic, self.partition, self.timestamps
         fire_all(
             [d for d, _ in self.record_waiters],
@@ -290,7 +288,6 @@ class ProducerBatch:
         )
 
     def fail(self, failure: Failure) -> None:
-        for d in self.waiters:
-            d.errback(failure)
+        fail_all(self.waiters, failure)
         for d, _ in self.record_waiters:
             d.errback(failure)

@@ -27,6 +27,7 @@ from afkak.client import ProducerClient, kafka_client, topic_name
 from afkak.common import TopicAndPartition
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
+from afkak.records.gc_pause import untrack as _untrack
 
 from . import _options
 from ._batch import RECORD_OVERHEAD, ProducerBatch
@@ -396,6 +397,8 @@ class Producer:
             batch.add_one(msgs[0], int(now * 1000), size, d)
         else:
             batch.add_messages(key, msgs, int(now * 1000), size, d)
+        if _untrack is not None:
+            _untrack(d)  # until its batch settles (see afkak.records.gc_pause)
         return d
 
     def send(

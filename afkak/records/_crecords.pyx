@@ -15,14 +15,17 @@ counting done for us, and it needs no runtime dependency.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.object cimport PyTypeObject
+from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
+
+from _weakref import getweakrefcount
 
 from afkak._errors import DecodeError
 from afkak.records.record import Record
@@ -373,3 +376,100 @@ def encode_records(values, keys, deltas):
     finally:
         PyMem_Free(lengths)
         PyMem_Free(dvals)
+
+
+
+cdef extern from *:
+    """
+    static int afkak_untrack_owned_list(PyObject *o, void *arg) {
+        if (PyList_CheckExact(o) && Py_REFCNT(o) == 1 && PyObject_GC_IsTracked(o))
+            PyObject_GC_UnTrack(o);
+        return 0;
+    }
+    static int afkak_track_list(PyObject *o, void *arg) {
+        if (PyList_CheckExact(o) && !PyObject_GC_IsTracked(o))
+            PyObject_GC_Track(o);
+        return 0;
+    }
+    static void afkak_untrack(PyObject *o) {
+        if (PyObject_GC_IsTracked(o)) {
+            Py_TYPE(o)->tp_traverse(o, afkak_untrack_owned_list, NULL);
+            PyObject_GC_UnTrack(o);
+        }
+    }
+    static void afkak_track(PyObject *o) {
+        if (PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o)) {
+            Py_TYPE(o)->tp_traverse(o, afkak_track_list, NULL);
+            PyObject_GC_Track(o);
+        }
+    }
+    """
+    void afkak_untrack(object o)
+    void afkak_track(object o)
+
+cdef extern from *:
+    """
+    /* 1 when nothing can reach o but the caller's list (its one reference): an
+       instance of exactly cls, without weak references, whose attribute attr
+       is an empty list; 0 otherwise; -1 on error. */
+    static int afkak_unreachable(PyObject *o, PyObject *cls, PyObject *attr,
+                                 PyObject *weakrefcount) {
+        PyObject *got;
+        Py_ssize_t offset;
+        int empty;
+        if ((PyObject *)Py_TYPE(o) != cls || Py_REFCNT(o) != 1)
+            return 0;
+        offset = ((PyTypeObject *)cls)->tp_weaklistoffset;
+        if (offset > 0) {
+            if (*(PyObject **)((char *)o + offset) != NULL)
+                return 0;
+        } else {
+            got = PyObject_CallOneArg(weakrefcount, o);
+            if (got == NULL)
+                return -1;
+            empty = PyObject_Not(got);  /* 1: no weak references */
+            Py_DECREF(got);
+            if (empty != 1)
+                return empty;
+        }
+        got = PyObject_GetAttr(o, attr);
+        if (got == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        empty = PyList_CheckExact(got) && PyList_GET_SIZE(got) == 0;
+        Py_DECREF(got);
+        return empty;
+    }
+    """
+    int afkak_unreachable(PyObject *o, object cls, object attr, object weakrefcount) except -1
+
+
+def untrack(object obj):
+    """Hide *obj* and the lists only it holds from the cyclic GC (see ``gc_pause``)."""
+    afkak_untrack(obj)
+
+
+def track_all(list objs):
+    """Show each object of *objs* and the lists it holds to the cyclic GC again."""
+    for item in objs:
+        afkak_track(item)
+
+
+def reachable(list objs, object cls, str attr):
+    """The indexes of the objects of *objs* that anything else can reach.
+
+    The others are instances of exactly *cls*, without weak references, whose
+    attribute *attr* is an empty list, and which only *objs* refers to: no
+    code can ever see them again.  Those returned are shown to the cyclic GC
+    again (see ``untrack``).
+    """
+    cdef list out = []
+    cdef Py_ssize_t i
+    cdef PyObject *o
+    for i in range(len(objs)):
+        o = PyList_GET_ITEM(objs, i)
+        if not afkak_unreachable(o, cls, attr, getweakrefcount):
+            afkak_track(<object>o)
+            out.append(i)
+    return out
