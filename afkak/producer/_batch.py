@@ -28,7 +28,7 @@ from afkak._structs import ProduceResponse
 from afkak.records import BATCH_HEADER_SIZE, build_batch
 
 from ._result import RecordMetadata
-from ._waiters import fail_all, to_fire
+from ._waiters import fail_all, to_fire, untrack
 
 _PRODUCER_FIELDS = struct.Struct(">qhi")  # producer id, epoch, base sequence
 _PRODUCER_OFFSET = 43
@@ -63,6 +63,7 @@ class ProducerBatch:
         "timestamps",
         "waiters",
         "firsts",
+        "plain",
         "record_waiters",
         "size",
         "created",
@@ -88,6 +89,10 @@ class ProducerBatch:
         self.timestamps: list[int] = []
         self.waiters: list[Any] = []
         self.firsts: list[int] | None = None
+        #: True while every send appended was one value without key or headers by
+        #: ``send_messages``: values, timestamps and waiters go in step, and
+        #: ``send_messages`` appends to them itself (its hottest path).
+        self.plain = True
         self.record_waiters: list[tuple[Any, int]] = []
         #: Estimated encoded size (before compression), for cutting batches.
         self.size = BATCH_HEADER_SIZE
@@ -134,6 +139,7 @@ class ProducerBatch:
             else:
                 self.headers.extend([()] * len(values))  # type: ignore[union-attr]
         if record:
+            self.plain = False
             self.record_waiters.append((d, len(self.values)))
             self.add_messages(key, values, timestamp, size, None)
         else:
@@ -155,6 +161,7 @@ class ProducerBatch:
             mine.append(values[0])
             self.timestamps.append(timestamp)
         else:
+            self.plain = False
             mine.extend(values)
             self.timestamps.extend([timestamp] * n)
         self.size += size
@@ -165,17 +172,8 @@ class ProducerBatch:
             waiters.append(d)  # add_waiter()'s common case, inlined
         else:
             self.add_waiter(d, first)
-
-    def add_one(self, value: bytes | None, timestamp: int, size: int, d: Any) -> None:
-        """Append a ``send_messages`` call of one unkeyed value: the hottest path."""
-        mine, waiters = self.values, self.waiters
-        if self.keys is not None or self.firsts is not None or len(mine) != len(waiters):
-            self.add_messages(None, (value,), timestamp, size, d)
-            return
-        mine.append(value)
-        self.timestamps.append(timestamp)
-        self.size += size
-        waiters.append(d)
+        if untrack is not None:
+            untrack(d)  # until the batch settles: see ._waiters
 
     def add_keys(self, key: bytes | None, n: int) -> None:
         """Record *n* more keys (all *key*) for the values being appended."""
@@ -184,6 +182,7 @@ class ProducerBatch:
             if key is None:
                 return
             keys = self.keys = [None] * len(self.values)
+            self.plain = False
         keys.extend([key] * n)
 
     def add_waiter(self, d: Any, first: int) -> None:
@@ -203,6 +202,7 @@ class ProducerBatch:
             if not headers:
                 return
             self.headers = [()] * len(self.values)
+            self.plain = False
         self.headers.append(headers)
 
     def encode(

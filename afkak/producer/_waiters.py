@@ -24,7 +24,9 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 
-from afkak.records.gc_pause import reachable, track_all
+from afkak.records.gc_pause import reachable, track_all, untrack
+
+__all__ = ["CALLBACK_LIST", "fail_all", "to_fire", "untrack"]
 
 
 def _callback_list() -> str | None:
