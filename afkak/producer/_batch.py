@@ -193,6 +193,7 @@ class ProducerBatch:
                 self.waiters.append(d)
                 return
             firsts = self.firsts = list(range(len(self.waiters)))
+            self.plain = False
         firsts.append(first)
         self.waiters.append(d)
 
