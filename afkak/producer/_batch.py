@@ -11,7 +11,10 @@ Each send waiting on the batch is one entry of ``waiters``
 message, unless it is None because every send so far had one message, so the
 indexes match) or of ``record_waiters`` (``send``: the Deferred and the
 record index).  Few objects per message matter: a producer holds many
-thousands of sends, and the garbage collector scans every one of them.
+thousands of sends, and the garbage collector scans every one it tracks; a
+``send_messages`` Deferred waits untracked and is fired only if anything can
+see it (:mod:`._waiters`).  While ``plain`` (one-value sends without key or
+headers so far), ``send_messages`` appends to the lists itself.
 """
 
 from __future__ import annotations

@@ -15,10 +15,9 @@ counting done for us, and it needs no runtime dependency.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_GET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.object cimport PyObject, PyTypeObject
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -378,7 +377,6 @@ def encode_records(values, keys, deltas):
         PyMem_Free(dvals)
 
 
-
 cdef extern from *:
     """
     static int afkak_untrack_owned_list(PyObject *o, void *arg) {
@@ -409,15 +407,16 @@ cdef extern from *:
 
 cdef extern from *:
     """
-    /* 1 when nothing can reach o but the caller's list (its one reference): an
-       instance of exactly cls, without weak references, whose attribute attr
-       is an empty list; 0 otherwise; -1 on error. */
+    /* 1 when nothing can reach o but the caller's list and the caller's own
+       reference (two references): an instance of exactly cls, without weak
+       references, whose attribute attr is an empty list; 0 otherwise; -1 on
+       error. */
     static int afkak_unreachable(PyObject *o, PyObject *cls, PyObject *attr,
                                  PyObject *weakrefcount) {
         PyObject *got;
         Py_ssize_t offset;
         int empty;
-        if ((PyObject *)Py_TYPE(o) != cls || Py_REFCNT(o) != 1)
+        if ((PyObject *)Py_TYPE(o) != cls || Py_REFCNT(o) != 2)
             return 0;
         offset = ((PyTypeObject *)cls)->tp_weaklistoffset;
         if (offset > 0) {
@@ -442,7 +441,7 @@ cdef extern from *:
         return empty;
     }
     """
-    int afkak_unreachable(PyObject *o, object cls, object attr, object weakrefcount) except -1
+    int afkak_unreachable(object o, object cls, object attr, object weakrefcount) except -1
 
 
 def untrack(object obj):
@@ -465,11 +464,11 @@ def reachable(list objs, object cls, str attr):
     again (see ``untrack``).
     """
     cdef list out = []
-    cdef Py_ssize_t i
-    cdef PyObject *o
-    for i in range(len(objs)):
-        o = PyList_GET_ITEM(objs, i)
-        if not afkak_unreachable(o, cls, attr, getweakrefcount):
-            afkak_track(<object>o)
+    cdef Py_ssize_t i = 0
+    while i < len(objs):  # (re-read: attr's lookup could change objs)
+        item = objs[i]  # a reference of our own, besides the list's
+        if not afkak_unreachable(item, cls, attr, getweakrefcount):
+            afkak_track(item)
             out.append(i)
+        i += 1
     return out
