@@ -9,6 +9,11 @@ DecodeError; DecodeError; UnicodeDecodeError).  Input whose numbers leave
 64 bits (10-byte varints above 2**64, sums past int64) makes it return None,
 and the caller then runs the reference on that batch.
 
+Also ``untrack``, ``track_all`` and ``reachable``, which Python cannot write:
+keeping objects that pile up by the thousand (a producer's waiting sends) off
+the cyclic GC, and telling which of them nothing else refers to (see
+:mod:`afkak.records.gc_pause`).
+
 Cython rather than C through a binding: the loop touches Python objects on
 every field (bytes, tuples, ints), which Cython writes with the reference
 counting done for us, and it needs no runtime dependency.
