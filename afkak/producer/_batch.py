@@ -9,8 +9,8 @@ patched in place.
 Each send waiting on the batch is one entry of ``waiters``
 (``send_messages``: its Deferred; ``firsts`` holds the index of its first
 message, unless it is None because every send so far had one message, so the
-indexes match) or of ``record_waiters`` (``send``: the Deferred and the
-record index).  Few objects per message matter: a producer holds many
+indexes match) or of ``record_waiters`` (``send``: its Deferred, and in
+``record_indexes`` its record's index).  Few objects per message matter: a producer holds many
 thousands of sends, and the garbage collector scans every one it tracks; a
 ``send_messages`` Deferred waits untracked and is fired only if anything can
 see it (:mod:`._waiters`).  While ``plain`` (one-value sends without key or
@@ -20,11 +20,10 @@ headers so far), ``send_messages`` appends to the lists itself.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from crc32c import crc32c
-from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from afkak._structs import ProduceResponse
@@ -42,12 +41,6 @@ _CRC_START = 21
 #: (the same estimate as :class:`afkak.records.RecordBatchBuilder`'s).
 RECORD_OVERHEAD = 10
 SEQUENCE_MODULUS = 2**31
-
-
-def fire_all(deferreds: Iterable[Deferred[Any]], results: Iterable[Any]) -> None:
-    """``d.callback(result)`` for each pair."""
-    for d, result in zip(deferreds, results, strict=True):
-        d.callback(result)
 
 
 _new_tuple = tuple.__new__
@@ -68,6 +61,7 @@ class ProducerBatch:
         "firsts",
         "plain",
         "record_waiters",
+        "record_indexes",
         "size",
         "created",
         "opened",
@@ -96,7 +90,9 @@ class ProducerBatch:
         #: ``send_messages``: values, timestamps and waiters go in step, and
         #: ``send_messages`` appends to them itself (its hottest path).
         self.plain = True
-        self.record_waiters: list[tuple[Any, int]] = []
+        self.record_waiters: list[Any] = []
+        #: The index of each ``record_waiters`` Deferred's record.
+        self.record_indexes: list[int] = []
         #: Estimated encoded size (before compression), for cutting batches.
         self.size = BATCH_HEADER_SIZE
         self.created = created
@@ -143,8 +139,11 @@ class ProducerBatch:
                 self.headers.extend([()] * len(values))  # type: ignore[union-attr]
         if record:
             self.plain = False
-            self.record_waiters.append((d, len(self.values)))
+            self.record_waiters.append(d)
+            self.record_indexes.append(len(self.values))
             self.add_messages(key, values, timestamp, size, None)
+            if untrack is not None:
+                untrack(d)  # until the batch settles: see ._waiters
         else:
             self.add_messages(key, values, timestamp, size, d)
 
@@ -266,18 +265,22 @@ class ProducerBatch:
             o = base_offset + starts[i] if base_offset >= 0 else -1
             waiters[i].callback(_new_tuple(ProduceResponse, (topic, partition, 0, o)))
         if self.record_waiters:
-            stamps = self.timestamps
-            fire_all(
-                [d for d, _ in self.record_waiters],
-                [
-                    RecordMetadata(
-                        topic,
-                        partition,
-                        base_offset + index if base_offset >= 0 else -1,
-                        stamps[index] if log_append_time < 0 else log_append_time,
-                    )
-                    for _, index in self.record_waiters
-                ],
+            self._fire_records(base_offset, log_append_time)
+
+    def _fire_records(self, base_offset: int, log_append_time: int) -> None:
+        """Fire the waiting ``send`` calls: offset -1 if *base_offset* is, the record's
+        timestamp unless *log_append_time* (the broker's) is given."""
+        topic, partition, stamps = self.topic, self.partition, self.timestamps
+        waiters, indexes = self.record_waiters, self.record_indexes
+        for i in to_fire(waiters):
+            index = indexes[i]
+            waiters[i].callback(
+                RecordMetadata(
+                    topic,
+                    partition,
+                    base_offset + index if base_offset >= 0 else -1,
+                    stamps[index] if log_append_time < 0 else log_append_time,
+                )
             )
 
     def succeed_unacknowledged(self) -> None:
@@ -285,13 +288,9 @@ class ProducerBatch:
         waiters = self.waiters
         for i in to_fire(waiters):
             waiters[i].callback(None)
-        topic, partition, stamps = self.topic, self.partition, self.timestamps
-        fire_all(
-            [d for d, _ in self.record_waiters],
-            [RecordMetadata(topic, partition, -1, stamps[i]) for _, i in self.record_waiters],
-        )
+        if self.record_waiters:
+            self._fire_records(-1, -1)
 
     def fail(self, failure: Failure) -> None:
         fail_all(self.waiters, failure)
-        for d, _ in self.record_waiters:
-            d.errback(failure)
+        fail_all(self.record_waiters, failure)

@@ -38,11 +38,13 @@ class WaitingSendsTests(ProducerTestCase):
         producer = self.producer(linger_ms=10)
         keyed = producer.send_messages("t", b"k", [b"b"])
         d = producer.send_messages("t", None, [b"a"])
-        self.assertFalse(gc.is_tracked(d))
-        self.assertFalse(gc.is_tracked(keyed))
+        record = producer.send("t", b"c", headers=[("h", b"v")])
+        for waiting in (d, keyed, record):
+            self.assertFalse(gc.is_tracked(waiting))
         self.assertEqual(self.succeed(d), ProduceResponse("t", 0, 0, 1))
-        self.assertTrue(gc.is_tracked(d))
-        self.assertTrue(gc.is_tracked(keyed))
+        self.assertEqual(self.succeed(record).offset, 2)
+        for settled in (d, keyed, record):
+            self.assertTrue(gc.is_tracked(settled))
 
     def test_dropped_sends_with_callbacks_fire(self) -> None:
         producer = self.producer(linger_ms=10)
@@ -61,14 +63,17 @@ class WaitingSendsTests(ProducerTestCase):
             seen.append(("await", await producer.send_messages("t", None, [b"e"])))
 
         ensureDeferred(waits())
+        producer.send("t", b"f").addCallback(lambda r: seen.append(("send", r)))
         self.succeed(producer.flush())
         self.assertEqual(
-            seen,
+            seen[:5],
             [
                 (kind, ProduceResponse("t", 0, 0, offset))
                 for offset, kind in enumerate(["cb", "both", "cbs", "chained", "await"])
             ],
         )
+        self.assertEqual(seen[5][0], "send")
+        self.assertEqual((seen[5][1].partition, seen[5][1].offset), (0, 5))
 
     def test_a_send_seen_through_a_weak_reference_fires(self) -> None:
         producer = self.producer(linger_ms=10)
@@ -100,10 +105,11 @@ class WaitingSendsTests(ProducerTestCase):
         producer = self.producer(linger_ms=10, max_req_attempts=1)
         self.cluster.fail_next(PRODUCE, CorruptMessage)
         producer.send_messages("t", None, [b"a"])  # dropped: its failure is unhandled
-        held = producer.send_messages("t", None, [b"b"])
+        producer.send("t", b"b")  # dropped too
+        held = producer.send_messages("t", None, [b"c"])
         self.run_until(held).trap(CorruptMessage)
         gc.collect()
-        self.assertEqual(len(self.flushLoggedErrors(CorruptMessage)), 1)
+        self.assertEqual(len(self.flushLoggedErrors(CorruptMessage)), 2)
 
     def test_one_batch_mixing_every_kind_of_send(self) -> None:
         """One-value sends (appended by send_messages itself) before and after keyed,
