@@ -46,6 +46,16 @@ class WaitingSendsTests(ProducerTestCase):
         for settled in (d, keyed, record):
             self.assertTrue(gc.is_tracked(settled))
 
+    def test_waiting_sends_add_nothing_the_collector_scans(self) -> None:
+        _compiled()
+        producer = self.producer(linger_ms=10)
+        self.succeed(producer.send_messages("t", None, [b"first"]))  # routed, batch state made
+        before = len(gc.get_objects())
+        ds = [producer.send_messages("t", None, [b"v"]) for _ in range(1000)]
+        ds += [producer.send("t", b"r") for _ in range(1000)]
+        self.assertLess(len(gc.get_objects()) - before, 50)  # not 2 per send
+        self.assertEqual(self.succeed(ds[-1]).offset, 2000)
+
     def test_dropped_sends_with_callbacks_fire(self) -> None:
         producer = self.producer(linger_ms=10)
         seen: list[Any] = []
