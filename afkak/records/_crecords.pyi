@@ -20,7 +20,8 @@ def wrap_records(
 def encode_records(
     values: Sequence[_BytesLike | None],
     keys: Sequence[_BytesLike | None] | None,
-    deltas: Sequence[int] | None,
+    timestamps: Sequence[int] | None,
+    base: int,
 ) -> bytes | None: ...
 def untrack(obj: object) -> None: ...
 def track_all(objs: list[Any]) -> None: ...

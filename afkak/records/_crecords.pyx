@@ -43,9 +43,13 @@ cdef extern from *:
     static int afkak_add_overflows(int64_t a, int64_t b, int64_t *out) {
         return __builtin_add_overflow(a, b, out);
     }
+    static int afkak_sub_overflows(int64_t a, int64_t b, int64_t *out) {
+        return __builtin_sub_overflow(a, b, out);
+    }
     """
     object afkak_alloc_tuple(object tp, Py_ssize_t n)
     bint afkak_add_overflows(int64_t a, int64_t b, int64_t *out)
+    bint afkak_sub_overflows(int64_t a, int64_t b, int64_t *out)
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
@@ -312,23 +316,31 @@ cdef inline Py_ssize_t _blob_put(unsigned char *out, object blob):
     return i + n
 
 
-def encode_records(values, keys, deltas):
+def encode_records(values, keys, timestamps, base):
     """The records section of a batch without headers; None to leave it to the reference.
 
     Compiled twin of ``afkak.records.builder._encode_common`` /
     ``_encode_each`` for records without headers: *values* and *keys* (None:
-    all null) hold bytes or None, *deltas* the timestamp deltas (None: all 0).
-    Anything else (bytearray, memoryview, a wrong type, a delta beyond 64
-    bits) returns None.
+    all null) hold bytes or None; each record's timestamp delta is its
+    *timestamps* entry minus *base* (None: all 0).  Anything else (bytearray,
+    memoryview, a wrong type, a number beyond 64 bits) returns None.
     """
     cdef Py_ssize_t n = len(values), i, total = 0, size, part
-    cdef int64_t delta = 0
+    cdef int64_t delta = 0, stamp, base_ts = 0
     cdef int overflow = 0
-    if (keys is not None and len(keys) != n) or (deltas is not None and len(deltas) != n):
+    if (keys is not None and len(keys) != n) or (
+        timestamps is not None and len(timestamps) != n
+    ):
         return None
     cdef list vals = list(values)
     cdef list ks = None if keys is None else list(keys)
-    cdef list ds = None if deltas is None else list(deltas)
+    cdef list ds = None if timestamps is None else list(timestamps)
+    if ds is not None:
+        if type(base) is not int:
+            return None
+        base_ts = PyLong_AsLongLongAndOverflow(base, &overflow)
+        if overflow:
+            return None
     cdef Py_ssize_t *lengths = <Py_ssize_t *>PyMem_Malloc(max(n, 1) * sizeof(Py_ssize_t))
     cdef int64_t *dvals = <int64_t *>PyMem_Malloc(max(n, 1) * sizeof(int64_t))
     cdef unsigned char *out
@@ -342,8 +354,8 @@ def encode_records(values, keys, deltas):
                 item = ds[i]
                 if type(item) is not int:
                     return None
-                delta = PyLong_AsLongLongAndOverflow(item, &overflow)
-                if overflow:
+                stamp = PyLong_AsLongLongAndOverflow(item, &overflow)
+                if overflow or afkak_sub_overflows(stamp, base_ts, &delta):
                     return None
             dvals[i] = delta
             size = 1 + _zz_size(delta) + _zz_size(i) + 1  # attributes ... header count
