@@ -221,7 +221,11 @@ class SameMessagesTests(SynchronousTestCase):
         (batch,) = read_batches(data)
         records = batch.records()
         wrapped = _crecords.wrap_records(records, 2, ("t", 0), SourcedMessage, Message)
-        tracked = [gc.is_tracked(o) for r, w in zip(records, wrapped) for o in (r, w, w.message)]
+        tracked = [
+            gc.is_tracked(o)
+            for r, w in zip(records, wrapped, strict=True)
+            for o in (r, w, w.message)
+        ]
         self.assertEqual(tracked, [False] * 6)
         self.assertEqual(wrapped[0].message.headers, (("h", b"x"),))
 
