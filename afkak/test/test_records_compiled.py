@@ -217,6 +217,8 @@ class SameMessagesTests(SynchronousTestCase):
 
         from afkak.common import Message, SourcedMessage
 
+        # The compiled decoder even when AFKAK_NO_EXTENSIONS turned it off.
+        self.patch(batch_module, "_compiled_decode", _crecords.decode_records)
         data = build_batch([b"v", None], [b"k", None], headers=[[("h", b"x")], []], timestamp=TS)
         (batch,) = read_batches(data)
         records = batch.records()
