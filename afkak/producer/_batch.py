@@ -9,26 +9,28 @@ patched in place.
 Each send waiting on the batch is one entry of ``waiters``
 (``send_messages``: its Deferred; ``firsts`` holds the index of its first
 message, unless it is None because every send so far had one message, so the
-indexes match) or of ``record_waiters`` (``send``: the Deferred and the
-record index).  Few objects per message matter: a producer holds many
-thousands of sends, and the garbage collector scans every one of them.
+indexes match) or of ``record_waiters`` (``send``: its Deferred, and in
+``record_indexes`` its record's index).  Few objects per message matter: a producer holds many
+thousands of sends, and the garbage collector scans every one it tracks; a
+``send_messages`` Deferred waits untracked and is fired only if anything can
+see it (:mod:`._waiters`).  While ``plain`` (one-value sends without key or
+headers so far), ``send_messages`` appends to the lists itself.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
-from itertools import repeat
+from collections.abc import Sequence
 from typing import Any
 
 from crc32c import crc32c
-from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from afkak._structs import ProduceResponse
 from afkak.records import BATCH_HEADER_SIZE, build_batch
 
 from ._result import RecordMetadata
+from ._waiters import fail_all, to_fire, untrack
 
 _PRODUCER_FIELDS = struct.Struct(">qhi")  # producer id, epoch, base sequence
 _PRODUCER_OFFSET = 43
@@ -39,12 +41,6 @@ _CRC_START = 21
 #: (the same estimate as :class:`afkak.records.RecordBatchBuilder`'s).
 RECORD_OVERHEAD = 10
 SEQUENCE_MODULUS = 2**31
-
-
-def fire_all(deferreds: Iterable[Deferred[Any]], results: Iterable[Any]) -> None:
-    """``d.callback(result)`` for each pair."""
-    for d, result in zip(deferreds, results, strict=True):
-        d.callback(result)
 
 
 _new_tuple = tuple.__new__
@@ -63,7 +59,9 @@ class ProducerBatch:
         "timestamps",
         "waiters",
         "firsts",
+        "plain",
         "record_waiters",
+        "record_indexes",
         "size",
         "created",
         "opened",
@@ -88,7 +86,13 @@ class ProducerBatch:
         self.timestamps: list[int] = []
         self.waiters: list[Any] = []
         self.firsts: list[int] | None = None
-        self.record_waiters: list[tuple[Any, int]] = []
+        #: True while every send appended was one value without key or headers by
+        #: ``send_messages``: values, timestamps and waiters go in step, and
+        #: ``send_messages`` appends to them itself (its hottest path).
+        self.plain = True
+        self.record_waiters: list[Any] = []
+        #: The index of each ``record_waiters`` Deferred's record.
+        self.record_indexes: list[int] = []
         #: Estimated encoded size (before compression), for cutting batches.
         self.size = BATCH_HEADER_SIZE
         self.created = created
@@ -134,8 +138,12 @@ class ProducerBatch:
             else:
                 self.headers.extend([()] * len(values))  # type: ignore[union-attr]
         if record:
-            self.record_waiters.append((d, len(self.values)))
+            self.plain = False
+            self.record_waiters.append(d)
+            self.record_indexes.append(len(self.values))
             self.add_messages(key, values, timestamp, size, None)
+            if untrack is not None:
+                untrack(d)  # until the batch settles: see ._waiters
         else:
             self.add_messages(key, values, timestamp, size, d)
 
@@ -155,6 +163,7 @@ class ProducerBatch:
             mine.append(values[0])
             self.timestamps.append(timestamp)
         else:
+            self.plain = False
             mine.extend(values)
             self.timestamps.extend([timestamp] * n)
         self.size += size
@@ -165,17 +174,8 @@ class ProducerBatch:
             waiters.append(d)  # add_waiter()'s common case, inlined
         else:
             self.add_waiter(d, first)
-
-    def add_one(self, value: bytes | None, timestamp: int, size: int, d: Any) -> None:
-        """Append a ``send_messages`` call of one unkeyed value: the hottest path."""
-        mine, waiters = self.values, self.waiters
-        if self.keys is not None or self.firsts is not None or len(mine) != len(waiters):
-            self.add_messages(None, (value,), timestamp, size, d)
-            return
-        mine.append(value)
-        self.timestamps.append(timestamp)
-        self.size += size
-        waiters.append(d)
+        if untrack is not None:
+            untrack(d)  # until the batch settles: see ._waiters
 
     def add_keys(self, key: bytes | None, n: int) -> None:
         """Record *n* more keys (all *key*) for the values being appended."""
@@ -184,6 +184,7 @@ class ProducerBatch:
             if key is None:
                 return
             keys = self.keys = [None] * len(self.values)
+            self.plain = False
         keys.extend([key] * n)
 
     def add_waiter(self, d: Any, first: int) -> None:
@@ -194,6 +195,7 @@ class ProducerBatch:
                 self.waiters.append(d)
                 return
             firsts = self.firsts = list(range(len(self.waiters)))
+            self.plain = False
         firsts.append(first)
         self.waiters.append(d)
 
@@ -203,6 +205,7 @@ class ProducerBatch:
             if not headers:
                 return
             self.headers = [()] * len(self.values)
+            self.plain = False
         self.headers.append(headers)
 
     def encode(
@@ -256,41 +259,38 @@ class ProducerBatch:
         """Fire every waiting send: *base_offset* -1 (unknown) gives offsets -1."""
         topic, partition = self.topic, self.partition
         waiters = self.waiters
-        if base_offset < 0:
-            offsets: Iterable[int] = repeat(-1, len(waiters))
-        elif self.firsts is None:
-            offsets = range(base_offset, base_offset + len(waiters))
-        else:
-            offsets = [base_offset + first for first in self.firsts]
+        starts = range(len(waiters)) if self.firsts is None else self.firsts
         # tuple.__new__ skips the named tuple's Python-level constructor.
-        for d, o in zip(waiters, offsets, strict=True):
-            d.callback(_new_tuple(ProduceResponse, (topic, partition, 0, o)))
+        for i in to_fire(waiters):
+            o = base_offset + starts[i] if base_offset >= 0 else -1
+            waiters[i].callback(_new_tuple(ProduceResponse, (topic, partition, 0, o)))
         if self.record_waiters:
-            stamps = self.timestamps
-            fire_all(
-                [d for d, _ in self.record_waiters],
-                [
-                    RecordMetadata(
-                        topic,
-                        partition,
-                        base_offset + index if base_offset >= 0 else -1,
-                        stamps[index] if log_append_time < 0 else log_append_time,
-                    )
-                    for _, index in self.record_waiters
-                ],
+            self._fire_records(base_offset, log_append_time)
+
+    def _fire_records(self, base_offset: int, log_append_time: int) -> None:
+        """Fire the waiting ``send`` calls: offset -1 if *base_offset* is, the record's
+        timestamp unless *log_append_time* (the broker's) is given."""
+        topic, partition, stamps = self.topic, self.partition, self.timestamps
+        waiters, indexes = self.record_waiters, self.record_indexes
+        for i in to_fire(waiters):
+            index = indexes[i]
+            waiters[i].callback(
+                RecordMetadata(
+                    topic,
+                    partition,
+                    base_offset + index if base_offset >= 0 else -1,
+                    stamps[index] if log_append_time < 0 else log_append_time,
+                )
             )
 
     def succeed_unacknowledged(self) -> None:
         """Fire every waiting send of an ``acks=0`` batch: ``None``, or offsets -1."""
-        fire_all(self.waiters, repeat(None, len(self.waiters)))
-        topic, partition, stamps = self.topic, self.partition, self.timestamps
-        fire_all(
-            [d for d, _ in self.record_waiters],
-            [RecordMetadata(topic, partition, -1, stamps[i]) for _, i in self.record_waiters],
-        )
+        waiters = self.waiters
+        for i in to_fire(waiters):
+            waiters[i].callback(None)
+        if self.record_waiters:
+            self._fire_records(-1, -1)
 
     def fail(self, failure: Failure) -> None:
-        for d in self.waiters:
-            d.errback(failure)
-        for d, _ in self.record_waiters:
-            d.errback(failure)
+        fail_all(self.waiters, failure)
+        fail_all(self.record_waiters, failure)

@@ -35,6 +35,7 @@ from ._partition import TopicState
 from ._sender import Sender
 from ._split import joined, pieces
 from ._transaction import ConsumerGroupMetadata, State as TransactionState, TransactionManager
+from ._waiters import untrack as _untrack
 
 log = Logger()
 
@@ -388,14 +389,20 @@ class Producer:
                 return d
         part = route.parts.get(partition)
         batch = None if part is None else part.open
-        if batch is None or batch.headers is not None or batch.size + size >= self._fast_limit:
+        if batch is None or batch.size + size >= self._fast_limit:
             self._append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
-            return d
-        # The common case: room in an open batch without headers.
-        if n == 1 and key is None:
-            batch.add_one(msgs[0], int(now * 1000), size, d)
-        else:
+        elif batch.plain and n == 1 and key is None:
+            # The hottest path (ProducerBatch.add_messages' work, inlined).
+            batch.values.append(msgs[0])
+            batch.timestamps.append(int(now * 1000))
+            batch.waiters.append(d)
+            batch.size += size
+            if _untrack is not None:
+                _untrack(d)  # until its batch settles: see ._waiters
+        elif batch.headers is None:
             batch.add_messages(key, msgs, int(now * 1000), size, d)
+        else:
+            self._append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
         return d
 
     def send(

@@ -9,6 +9,11 @@ DecodeError; DecodeError; UnicodeDecodeError).  Input whose numbers leave
 64 bits (10-byte varints above 2**64, sums past int64) makes it return None,
 and the caller then runs the reference on that batch.
 
+Also ``untrack``, ``track_all`` and ``reachable``, which Python cannot write:
+keeping objects that pile up by the thousand (a producer's waiting sends) off
+the cyclic GC, and telling which of them nothing else refers to (see
+:mod:`afkak.records.gc_pause`).
+
 Cython rather than C through a binding: the loop touches Python objects on
 every field (bytes, tuples, ints), which Cython writes with the reference
 counting done for us, and it needs no runtime dependency.
@@ -25,6 +30,8 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
+from _weakref import getweakrefcount
+
 from afkak._errors import DecodeError
 from afkak.records.record import Record
 
@@ -37,9 +44,13 @@ cdef extern from *:
     static int afkak_add_overflows(int64_t a, int64_t b, int64_t *out) {
         return __builtin_add_overflow(a, b, out);
     }
+    static int afkak_sub_overflows(int64_t a, int64_t b, int64_t *out) {
+        return __builtin_sub_overflow(a, b, out);
+    }
     """
     object afkak_alloc_tuple(object tp, Py_ssize_t n)
     bint afkak_add_overflows(int64_t a, int64_t b, int64_t *out)
+    bint afkak_sub_overflows(int64_t a, int64_t b, int64_t *out)
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
@@ -318,23 +329,31 @@ cdef inline Py_ssize_t _blob_put(unsigned char *out, object blob):
     return i + n
 
 
-def encode_records(values, keys, deltas):
+def encode_records(values, keys, timestamps, base):
     """The records section of a batch without headers; None to leave it to the reference.
 
     Compiled twin of ``afkak.records.builder._encode_common`` /
     ``_encode_each`` for records without headers: *values* and *keys* (None:
-    all null) hold bytes or None, *deltas* the timestamp deltas (None: all 0).
-    Anything else (bytearray, memoryview, a wrong type, a delta beyond 64
-    bits) returns None.
+    all null) hold bytes or None; each record's timestamp delta is its
+    *timestamps* entry minus *base* (None: all 0).  Anything else (bytearray,
+    memoryview, a wrong type, a number beyond 64 bits) returns None.
     """
     cdef Py_ssize_t n = len(values), i, total = 0, size, part
-    cdef int64_t delta = 0
+    cdef int64_t delta = 0, stamp, base_ts = 0
     cdef int overflow = 0
-    if (keys is not None and len(keys) != n) or (deltas is not None and len(deltas) != n):
+    if (keys is not None and len(keys) != n) or (
+        timestamps is not None and len(timestamps) != n
+    ):
         return None
     cdef list vals = list(values)
     cdef list ks = None if keys is None else list(keys)
-    cdef list ds = None if deltas is None else list(deltas)
+    cdef list ds = None if timestamps is None else list(timestamps)
+    if ds is not None:
+        if type(base) is not int:
+            return None
+        base_ts = PyLong_AsLongLongAndOverflow(base, &overflow)
+        if overflow:
+            return None
     cdef Py_ssize_t *lengths = <Py_ssize_t *>PyMem_Malloc(max(n, 1) * sizeof(Py_ssize_t))
     cdef int64_t *dvals = <int64_t *>PyMem_Malloc(max(n, 1) * sizeof(int64_t))
     cdef unsigned char *out
@@ -348,8 +367,8 @@ def encode_records(values, keys, deltas):
                 item = ds[i]
                 if type(item) is not int:
                     return None
-                delta = PyLong_AsLongLongAndOverflow(item, &overflow)
-                if overflow:
+                stamp = PyLong_AsLongLongAndOverflow(item, &overflow)
+                if overflow or afkak_sub_overflows(stamp, base_ts, &delta):
                     return None
             dvals[i] = delta
             size = 1 + _zz_size(delta) + _zz_size(i) + 1  # attributes ... header count
@@ -386,3 +405,100 @@ def encode_records(values, keys, deltas):
     finally:
         PyMem_Free(lengths)
         PyMem_Free(dvals)
+
+
+cdef extern from *:
+    """
+    static int afkak_untrack_owned_list(PyObject *o, void *arg) {
+        if (PyList_CheckExact(o) && Py_REFCNT(o) == 1 && PyObject_GC_IsTracked(o))
+            PyObject_GC_UnTrack(o);
+        return 0;
+    }
+    static int afkak_track_list(PyObject *o, void *arg) {
+        if (PyList_CheckExact(o) && !PyObject_GC_IsTracked(o))
+            PyObject_GC_Track(o);
+        return 0;
+    }
+    static void afkak_untrack(PyObject *o) {
+        if (PyObject_GC_IsTracked(o)) {
+            Py_TYPE(o)->tp_traverse(o, afkak_untrack_owned_list, NULL);
+            PyObject_GC_UnTrack(o);
+        }
+    }
+    static void afkak_track(PyObject *o) {
+        if (PyObject_IS_GC(o) && !PyObject_GC_IsTracked(o)) {
+            Py_TYPE(o)->tp_traverse(o, afkak_track_list, NULL);
+            PyObject_GC_Track(o);
+        }
+    }
+    """
+    void afkak_untrack(object o)
+    void afkak_track(object o)
+
+cdef extern from *:
+    """
+    /* 1 when nothing can reach o but the caller's list and the caller's own
+       reference (two references): an instance of exactly cls, without weak
+       references, whose attribute attr is an empty list; 0 otherwise; -1 on
+       error. */
+    static int afkak_unreachable(PyObject *o, PyObject *cls, PyObject *attr,
+                                 PyObject *weakrefcount) {
+        PyObject *got;
+        Py_ssize_t offset;
+        int empty;
+        if ((PyObject *)Py_TYPE(o) != cls || Py_REFCNT(o) != 2)
+            return 0;
+        offset = ((PyTypeObject *)cls)->tp_weaklistoffset;
+        if (offset > 0) {
+            if (*(PyObject **)((char *)o + offset) != NULL)
+                return 0;
+        } else {
+            got = PyObject_CallOneArg(weakrefcount, o);
+            if (got == NULL)
+                return -1;
+            empty = PyObject_Not(got);  /* 1: no weak references */
+            Py_DECREF(got);
+            if (empty != 1)
+                return empty;
+        }
+        got = PyObject_GetAttr(o, attr);
+        if (got == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        empty = PyList_CheckExact(got) && PyList_GET_SIZE(got) == 0;
+        Py_DECREF(got);
+        return empty;
+    }
+    """
+    int afkak_unreachable(object o, object cls, object attr, object weakrefcount) except -1
+
+
+def untrack(object obj):
+    """Hide *obj* and the lists only it holds from the cyclic GC (see ``gc_pause``)."""
+    afkak_untrack(obj)
+
+
+def track_all(list objs):
+    """Show each object of *objs* and the lists it holds to the cyclic GC again."""
+    for item in objs:
+        afkak_track(item)
+
+
+def reachable(list objs, object cls, str attr):
+    """The indexes of the objects of *objs* that anything else can reach.
+
+    The others are instances of exactly *cls*, without weak references, whose
+    attribute *attr* is an empty list, and which only *objs* refers to: no
+    code can ever see them again.  Those returned are shown to the cyclic GC
+    again (see ``untrack``).
+    """
+    cdef list out = []
+    cdef Py_ssize_t i = 0
+    while i < len(objs):  # (re-read: attr's lookup could change objs)
+        item = objs[i]  # a reference of our own, besides the list's
+        if not afkak_unreachable(item, cls, attr, getweakrefcount):
+            afkak_track(item)
+            out.append(i)
+        i += 1
+    return out

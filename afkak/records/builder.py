@@ -105,22 +105,22 @@ def build_batch(
         raise EncodeError(f"{len(headers)} header lists for {n} values")
     if timestamps is None:
         base_ts = max_ts = _now_ms() if timestamp is None else timestamp
-        deltas = None
     else:
         if len(timestamps) != n:
             raise EncodeError(f"{len(timestamps)} timestamps for {n} values")
         base_ts, max_ts = timestamps[0], max(timestamps)
-        deltas = list(map(sub, timestamps, repeat(base_ts, n)))
     if codec not in CODEC_NAMES:
         compress(codec, b"")  # raises UnsupportedCodecError
     body = None
-    if headers is None or not any(headers):
-        if _compiled_encode is not None:
-            body = _compiled_encode(values, keys, deltas)
-        if body is None:
-            body = _encode_common(values, keys, deltas)
+    plain = headers is None or not any(headers)
+    if plain and _compiled_encode is not None:
+        body = _compiled_encode(values, keys, timestamps, base_ts)
     if body is None:
-        body = _encode_each(values, keys, headers, deltas)
+        deltas = None if timestamps is None else list(map(sub, timestamps, repeat(base_ts, n)))
+        if plain:
+            body = _encode_common(values, keys, deltas)
+        if body is None:
+            body = _encode_each(values, keys, headers, deltas)
     if codec != CODEC_NONE:
         body = compress(codec, body)
     attributes = codec

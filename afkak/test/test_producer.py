@@ -767,7 +767,8 @@ class BatchTests(SynchronousTestCase):
         batch = self.batch()
         d1: Deferred[Any] = Deferred()
         d2: Deferred[Any] = Deferred()
-        batch.record_waiters.extend([(d1, 0), (d2, 2)])
+        batch.record_waiters.extend([d1, d2])
+        batch.record_indexes.extend([0, 2])
         batch.encode(CODEC_NONE, -1, -1, -1)
         batch.succeed(10, 999)
         self.assertEqual(self.successResultOf(d1), RecordMetadata("t", 4, 10, 999))
@@ -776,7 +777,8 @@ class BatchTests(SynchronousTestCase):
     def test_create_time_without_log_append_time(self) -> None:
         batch = self.batch()
         d: Deferred[Any] = Deferred()
-        batch.record_waiters.append((d, 1))
+        batch.record_waiters.append(d)
+        batch.record_indexes.append(1)
         batch.encode(CODEC_NONE, -1, -1, -1)
         batch.succeed(10, -1)
         self.assertEqual(self.successResultOf(d), RecordMetadata("t", 4, 11, 101))
@@ -804,8 +806,8 @@ class BatchTests(SynchronousTestCase):
         self.assertEqual(batch.last_sequence, 2)
 
     def test_firing_deferreds(self) -> None:
-        from afkak.producer._batch import fire_all
-
+        """Held, listened-to and cancelled waiters: each gets its result, none raises."""
+        batch = self.batch()
         quiet: Deferred[Any] = Deferred()
         listened: Deferred[Any] = Deferred()
         seen: list[Any] = []
@@ -813,11 +815,13 @@ class BatchTests(SynchronousTestCase):
         cancelled: Deferred[Any] = Deferred()
         cancelled.cancel()
         self.failureResultOf(cancelled)
-        fire_all([quiet, listened, cancelled], ["a", "b", "c"])
-        self.assertEqual(seen, ["b"])
+        batch.waiters.extend([quiet, listened, cancelled])
+        batch.encode(CODEC_NONE, -1, -1, -1)
+        batch.succeed(7, -1)
+        self.assertEqual(seen, [ProduceResponse("t", 4, 0, 8)])
         late: list[Any] = []
         quiet.addCallback(late.append)  # runs at once, with the stored result
-        self.assertEqual(late, ["a"])
+        self.assertEqual(late, [ProduceResponse("t", 4, 0, 7)])
 
 
 class ClientClosedTests(ProducerTestCase):

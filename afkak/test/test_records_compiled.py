@@ -217,6 +217,8 @@ class SameMessagesTests(SynchronousTestCase):
 
         from afkak.common import Message, SourcedMessage
 
+        # The compiled decoder even when AFKAK_NO_EXTENSIONS turned it off.
+        self.patch(batch_module, "_compiled_decode", _crecords.decode_records)
         data = build_batch([b"v", None], [b"k", None], headers=[[("h", b"x")], []], timestamp=TS)
         (batch,) = read_batches(data)
         records = _crecords.decode_records(
@@ -272,7 +274,9 @@ class SameEncodingTests(SynchronousTestCase):
     def test_other_buffers_and_bad_types_go_to_the_reference(self) -> None:
         data = self.both([bytearray(b"ab"), memoryview(b"cd")], timestamp=TS)
         self.assertEqual([r.value for r in read_batches(data).__next__()], [b"ab", b"cd"])
-        self.assertIsNone(_crecords.encode_records([bytearray(b"x")], None, None))
-        self.assertIsNone(_crecords.encode_records([b"x"], None, [2**64]))
+        self.assertIsNone(_crecords.encode_records([bytearray(b"x")], None, None, 0))
+        self.assertIsNone(_crecords.encode_records([b"x"], None, [2**64], 0))
+        self.assertIsNone(_crecords.encode_records([b"x"], None, [0], 2**64))
+        self.assertIsNone(_crecords.encode_records([b"x"], None, [-(2**63)], 1))  # delta overflows
         with self.assertRaises(TypeError):
             build_batch(["text"], timestamp=TS)  # type: ignore[list-item]

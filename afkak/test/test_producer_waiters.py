@@ -1,0 +1,184 @@
+"""The Deferreds of waiting sends: what the application sees of them stays Twisted's.
+
+With the compiled record module a send's Deferred waits untracked by the
+cyclic GC and is tracked again when its batch settles, and an acknowledged
+Deferred that nothing can see (dropped, no callback, no weak reference) is
+not fired; without it every one is fired and tracked as usual.  Every test
+here that does not name the compiled path runs on both (tools/test.sh runs
+the suite with AFKAK_NO_EXTENSIONS=1 too).
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+from twisted.internet.defer import Deferred, ensureDeferred, setDebugging
+from twisted.python.failure import Failure
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
+
+from afkak.common import CorruptMessage, ProduceResponse
+from afkak.producer import _waiters
+from afkak.records import gc_pause
+
+from .test_producer import PRODUCE, ProducerTestCase
+
+
+def _compiled() -> None:
+    if gc_pause.untrack is None:
+        raise SkipTest("the compiled record module is not built (or AFKAK_NO_EXTENSIONS is set)")
+
+
+class WaitingSendsTests(ProducerTestCase):
+    partitions = 1
+
+    def test_a_waiting_send_is_untracked_until_its_batch_settles(self) -> None:
+        _compiled()
+        producer = self.producer(linger_ms=10)
+        keyed = producer.send_messages("t", b"k", [b"b"])
+        d = producer.send_messages("t", None, [b"a"])
+        record = producer.send("t", b"c", headers=[("h", b"v")])
+        for waiting in (d, keyed, record):
+            self.assertFalse(gc.is_tracked(waiting))
+        self.assertEqual(self.succeed(d), ProduceResponse("t", 0, 0, 1))
+        self.assertEqual(self.succeed(record).offset, 2)
+        for settled in (d, keyed, record):
+            self.assertTrue(gc.is_tracked(settled))
+
+    def test_waiting_sends_add_nothing_the_collector_scans(self) -> None:
+        _compiled()
+        producer = self.producer(linger_ms=10)
+        self.succeed(producer.send_messages("t", None, [b"first"]))  # routed, batch state made
+        before = len(gc.get_objects())
+        ds = [producer.send_messages("t", None, [b"v"]) for _ in range(1000)]
+        ds += [producer.send("t", b"r") for _ in range(1000)]
+        self.assertLess(len(gc.get_objects()) - before, 50)  # not 2 per send
+        self.assertEqual(self.succeed(ds[-1]).offset, 2000)
+
+    def test_dropped_sends_with_callbacks_fire(self) -> None:
+        producer = self.producer(linger_ms=10)
+        seen: list[Any] = []
+        producer.send_messages("t", None, [b"a"]).addCallback(lambda r: seen.append(("cb", r)))
+        producer.send_messages("t", None, [b"b"]).addBoth(lambda r: seen.append(("both", r)))
+        producer.send_messages("t", None, [b"c"]).addCallbacks(
+            lambda r: seen.append(("cbs", r)), seen.append
+        )
+        chained: Deferred[Any] = Deferred()
+        chained.addCallback(lambda r: seen.append(("chained", r)))
+        producer.send_messages("t", None, [b"d"]).chainDeferred(chained)
+        del chained
+
+        async def waits() -> None:
+            seen.append(("await", await producer.send_messages("t", None, [b"e"])))
+
+        ensureDeferred(waits())
+        producer.send("t", b"f").addCallback(lambda r: seen.append(("send", r)))
+        self.succeed(producer.flush())
+        self.assertEqual(
+            seen[:5],
+            [
+                (kind, ProduceResponse("t", 0, 0, offset))
+                for offset, kind in enumerate(["cb", "both", "cbs", "chained", "await"])
+            ],
+        )
+        self.assertEqual(seen[5][0], "send")
+        self.assertEqual((seen[5][1].partition, seen[5][1].offset), (0, 5))
+
+    def test_a_send_seen_through_a_weak_reference_fires(self) -> None:
+        producer = self.producer(linger_ms=10)
+        ref = weakref.ref(producer.send_messages("t", None, [b"a"]))
+        seen: list[Any] = []
+
+        def look(result: Any) -> None:
+            # The first send's Deferred is alive while its batch fires.
+            first = ref()
+            assert first is not None
+            seen.append(self.successResultOf(first))
+
+        producer.send_messages("t", None, [b"b"]).addCallback(look)
+        self.succeed(producer.flush())
+        self.assertEqual(seen, [ProduceResponse("t", 0, 0, 0)])
+
+    def test_a_cancelled_send_is_tracked_again_when_its_batch_settles(self) -> None:
+        _compiled()
+        producer = self.producer(linger_ms=10)
+        d = producer.send_messages("t", None, [b"a"])
+        d.cancel()
+        self.failureResultOf(d)
+        self.assertFalse(gc.is_tracked(d))
+        self.succeed(producer.flush())
+        self.assertTrue(gc.is_tracked(d))
+        self.assertEqual(self.values(), [b"a"])
+
+    def test_failed_sends_fail_every_deferred_even_dropped_ones(self) -> None:
+        producer = self.producer(linger_ms=10, max_req_attempts=1)
+        self.cluster.fail_next(PRODUCE, CorruptMessage)
+        producer.send_messages("t", None, [b"a"])  # dropped: its failure is unhandled
+        producer.send("t", b"b")  # dropped too
+        held = producer.send_messages("t", None, [b"c"])
+        self.run_until(held).trap(CorruptMessage)
+        gc.collect()
+        self.assertEqual(len(self.flushLoggedErrors(CorruptMessage)), 2)
+
+    def test_one_batch_mixing_every_kind_of_send(self) -> None:
+        """One-value sends (appended by send_messages itself) before and after keyed,
+        multi-value and header-carrying ones, in one batch: each Deferred's offset and
+        each record stay right."""
+        producer = self.producer(linger_ms=10)
+        ds = [
+            producer.send_messages("t", None, [b"a"]),
+            producer.send_messages("t", None, [b"b"]),
+            producer.send_messages("t", b"k", [b"c"]),
+            producer.send_messages("t", None, [b"d"]),
+            producer.send_messages("t", None, [b"e", b"f"]),
+            producer.send_messages("t", None, [b"g"]),
+            producer.send("t", b"h", headers=[("x", b"1")]),
+            producer.send_messages("t", None, [b"i"]),
+        ]
+        offsets = [self.succeed(d).offset for d in ds]
+        self.assertEqual(offsets, [0, 1, 2, 3, 4, 6, 7, 8])
+        [batch] = self.stored_batches("t", 0)
+        self.assertEqual(
+            [(r.key, r.value, r.headers) for r in batch],
+            [(None, b"a", ()), (None, b"b", ()), (b"k", b"c", ())]
+            + [(None, v, ()) for v in (b"d", b"e", b"f", b"g")]
+            + [(None, b"h", (("x", b"1"),)), (None, b"i", ())],
+        )
+
+
+class ToFireTests(SynchronousTestCase):
+    """_waiters.to_fire: which acknowledged Deferreds are fired."""
+
+    def test_the_callback_list_of_this_twisted_is_found(self) -> None:
+        self.assertIn(_waiters.CALLBACK_LIST, ("_callbacks", "callbacks"))
+
+    def test_leaves_out_only_what_nothing_can_see(self) -> None:
+        _compiled()
+        waiters: list[Deferred[Any]] = [Deferred() for _ in range(5)]
+        for i in range(5):  # (a loop variable would hold the last one)
+            gc_pause.untrack(waiters[i])
+        held = waiters[1]
+        waiters[2].addCallback(lambda r: r)
+        ref = weakref.ref(waiters[3])
+        self.assertEqual(list(_waiters.to_fire(waiters)), [1, 2, 3])
+        self.assertEqual([gc.is_tracked(d) for d in waiters], [False, True, True, True, False])
+        self.assertIs(ref(), waiters[3])
+        self.assertIs(held, waiters[1])
+
+    def test_fires_everything_in_debug_mode(self) -> None:
+        self.addCleanup(setDebugging, False)
+        setDebugging(True)
+        waiters: list[Deferred[Any]] = [Deferred() for _ in range(3)]
+        self.assertEqual(list(_waiters.to_fire(waiters)), [0, 1, 2])
+
+    def test_fires_everything_without_the_compiled_module(self) -> None:
+        self.patch(_waiters, "reachable", None)
+        waiters: list[Deferred[Any]] = [Deferred() for _ in range(3)]
+        self.assertEqual(list(_waiters.to_fire(waiters)), [0, 1, 2])
+
+    def test_fail_all_fails_each(self) -> None:
+        waiters: list[Deferred[Any]] = [Deferred() for _ in range(2)]
+        _waiters.fail_all(waiters, Failure(CorruptMessage("x")))
+        for d in waiters:
+            self.failureResultOf(d, CorruptMessage)
