@@ -22,3 +22,31 @@ def encode_records(
     keys: Sequence[_BytesLike | None] | None,
     deltas: Sequence[int] | None,
 ) -> bytes | None: ...
+
+class RecordColumns:
+    rows: int
+    key_nulls: int
+    value_nulls: int
+    key_size: int
+    value_size: int
+    offsets: bytearray
+    timestamps: bytearray
+    types: bytearray
+    key_valid: bytearray
+    key_offsets: bytearray
+    key_data: bytearray
+    value_valid: bytearray
+    value_offsets: bytearray
+    value_data: bytearray
+    def __init__(self, rows_hint: int = 1024, bytes_hint: int = 65536) -> None: ...
+    def add(
+        self,
+        data: _BytesLike,
+        count: int,
+        base_offset: int,
+        base_ts: int,
+        tt: int,
+        fixed_ts: int | None,
+        min_offset: int,
+        end_offset: int,
+    ) -> bool: ...

@@ -14,6 +14,12 @@ every field (bytes, tuples, ints), which Cython writes with the reference
 counting done for us, and it needs no runtime dependency.
 """
 
+from cpython.bytearray cimport (
+    PyByteArray_AS_STRING,
+    PyByteArray_FromStringAndSize,
+    PyByteArray_GET_SIZE,
+    PyByteArray_Resize,
+)
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -21,7 +27,7 @@ from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
 from afkak._errors import DecodeError
@@ -373,3 +379,192 @@ def encode_records(values, keys, deltas):
     finally:
         PyMem_Free(lengths)
         PyMem_Free(dvals)
+
+
+cdef inline char *_grown(bytearray buf, Py_ssize_t needed) except NULL:
+    """*buf*'s storage, resized to at least *needed* bytes (doubling) first if shorter."""
+    cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+    if needed > size:
+        PyByteArray_Resize(buf, max(needed, 2 * size))
+    return PyByteArray_AS_STRING(buf)
+
+
+cdef inline void _set_bit(unsigned char *bits, Py_ssize_t i, bint on) noexcept nogil:
+    if i & 7 == 0:
+        bits[i >> 3] = 0
+    if on:
+        bits[i >> 3] |= <unsigned char>(1 << (i & 7))
+
+
+cdef class RecordColumns:
+    """Decoded records as column buffers in Arrow's layout: no Python object per record.
+
+    :meth:`add` appends a v2 batch's records; the buffers then hold, for
+    ``rows`` records: ``offsets`` and ``timestamps`` (int64), ``types``
+    (int32 timestamp types), and for keys and values a validity bitmap (bit
+    set: not null), ``rows + 1`` int32 offsets into their data, and the data
+    (``key_size`` and ``value_size`` bytes).  They are bytearrays, possibly
+    longer than needed; headers are checked but not kept.  Errors are those
+    of :func:`decode_records`.
+    """
+
+    cdef readonly Py_ssize_t rows, key_nulls, value_nulls, key_size, value_size
+    cdef readonly bytearray offsets, timestamps, types
+    cdef readonly bytearray key_valid, key_offsets, key_data
+    cdef readonly bytearray value_valid, value_offsets, value_data
+    cdef Py_ssize_t capacity, key_room, value_room
+    cdef int64_t *p_offsets
+    cdef int64_t *p_timestamps
+    cdef int32_t *p_types
+    cdef int32_t *p_key_offsets
+    cdef int32_t *p_value_offsets
+    cdef unsigned char *p_key_valid
+    cdef unsigned char *p_value_valid
+    cdef unsigned char *p_key_data
+    cdef unsigned char *p_value_data
+
+    def __cinit__(self, Py_ssize_t rows_hint=1024, Py_ssize_t bytes_hint=65536):
+        self.capacity = 0
+        self.offsets = PyByteArray_FromStringAndSize(NULL, 0)
+        self.timestamps = PyByteArray_FromStringAndSize(NULL, 0)
+        self.types = PyByteArray_FromStringAndSize(NULL, 0)
+        self.key_valid = PyByteArray_FromStringAndSize(NULL, 0)
+        self.value_valid = PyByteArray_FromStringAndSize(NULL, 0)
+        self.key_offsets = PyByteArray_FromStringAndSize(NULL, 0)
+        self.value_offsets = PyByteArray_FromStringAndSize(NULL, 0)
+        self.key_data = PyByteArray_FromStringAndSize(NULL, 0)
+        self.value_data = PyByteArray_FromStringAndSize(NULL, 0)
+        self._reserve_rows(max(rows_hint, 8))
+        self.p_key_offsets[0] = 0
+        self.p_value_offsets[0] = 0
+        self._reserve_data(0, 64)
+        self._reserve_data(1, max(bytes_hint, 64))
+
+    cdef int _reserve_rows(self, Py_ssize_t n) except -1:
+        """Room for *n* rows at least."""
+        if n <= self.capacity:
+            return 0
+        n = max(n, 2 * self.capacity)
+        self.p_offsets = <int64_t *>_grown(self.offsets, 8 * n)
+        self.p_timestamps = <int64_t *>_grown(self.timestamps, 8 * n)
+        self.p_types = <int32_t *>_grown(self.types, 4 * n)
+        self.p_key_valid = <unsigned char *>_grown(self.key_valid, n // 8 + 1)
+        self.p_value_valid = <unsigned char *>_grown(self.value_valid, n // 8 + 1)
+        self.p_key_offsets = <int32_t *>_grown(self.key_offsets, 4 * (n + 1))
+        self.p_value_offsets = <int32_t *>_grown(self.value_offsets, 4 * (n + 1))
+        self.capacity = n
+        return 0
+
+    cdef int _reserve_data(self, bint value, Py_ssize_t n) except -1:
+        """Room for *n* bytes of key (*value* false) or value data at least."""
+        if value:
+            self.p_value_data = <unsigned char *>_grown(self.value_data, n)
+            self.value_room = PyByteArray_GET_SIZE(self.value_data)
+        else:
+            self.p_key_data = <unsigned char *>_grown(self.key_data, n)
+            self.key_room = PyByteArray_GET_SIZE(self.key_data)
+        return 0
+
+    cdef int _blob(self, const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos,
+                   bint value, bint keep) except -1:
+        """Read the nullable key or value at pos[0]; append it to row ``rows`` when *keep*.
+
+        Returns 0, or TOO_BIG for a length beyond 64 bits or data past 2 GiB.
+        """
+        cdef int64_t n = 0
+        cdef int rc = _varint(buf, size, pos, &n)
+        cdef Py_ssize_t used
+        if rc == TOO_BIG:
+            return TOO_BIG
+        if rc:
+            _fail(rc, pos[0])
+        if n < -1:
+            raise DecodeError(f"negative length {n}", offset=pos[0])
+        if n > size - pos[0]:
+            raise IndexError("a key or value runs past the end of its batch")
+        if not keep:
+            if n > 0:
+                pos[0] += n
+            return 0
+        used = self.value_size if value else self.key_size
+        if n > 0:
+            if used + n > 0x7FFFFFFF:
+                return TOO_BIG
+            if used + n > (self.value_room if value else self.key_room):
+                self._reserve_data(value, used + n)
+            memcpy((self.p_value_data if value else self.p_key_data) + used, buf + pos[0],
+                   <size_t>n)
+            used += n
+            pos[0] += n
+        if value:
+            _set_bit(self.p_value_valid, self.rows, n >= 0)
+            self.value_nulls += n < 0
+            self.p_value_offsets[self.rows + 1] = <int32_t>used
+            self.value_size = used
+        else:
+            _set_bit(self.p_key_valid, self.rows, n >= 0)
+            self.key_nulls += n < 0
+            self.p_key_offsets[self.rows + 1] = <int32_t>used
+            self.key_size = used
+        return 0
+
+    def add(self, object data, Py_ssize_t count, int64_t base_offset, int64_t base_ts,
+            int32_t tt, object fixed_ts, int64_t min_offset, int64_t end_offset):
+        """Append the records of a v2 batch's *data* whose offsets are in [min_offset, end_offset).
+
+        *data* holds *count* records and nothing else; *fixed_ts* replaces every
+        record's timestamp when not None (LOG_APPEND_TIME).  Returns False when
+        the batch holds numbers beyond 64 bits (or data past 2 GiB), leaving
+        the columns unusable: decode with :func:`decode_records` then.
+        """
+        if type(data) is not bytes:
+            data = bytes(data)
+        cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
+        cdef Py_ssize_t size = PyBytes_GET_SIZE(data), pos = 0, end, i
+        cdef int64_t length = 0, delta = 0, off = 0, ts = 0, fixed = 0
+        cdef bint keep, use_fixed = fixed_ts is not None
+        cdef int rc
+        if use_fixed:
+            fixed = fixed_ts
+        for i in range(count):
+            rc = _varint(buf, size, &pos, &length)
+            if rc:
+                if rc == TOO_BIG:
+                    return False
+                _fail(rc, pos)
+            end = pos + length if -1 <= length <= size else -2
+            pos += 1  # attributes, unused
+            rc = _varint(buf, size, &pos, &delta)
+            if rc == 0 and afkak_add_overflows(base_ts, delta, &ts):
+                rc = TOO_BIG
+            if rc == 0:
+                rc = _varint(buf, size, &pos, &delta)
+                if rc == 0 and afkak_add_overflows(base_offset, delta, &off):
+                    rc = TOO_BIG
+            if rc:
+                if rc == TOO_BIG:
+                    return False
+                _fail(rc, pos)
+            keep = min_offset <= off < end_offset
+            if keep and self.rows == self.capacity:
+                self._reserve_rows(self.rows + 1)
+            if self._blob(buf, size, &pos, False, keep) or self._blob(buf, size, &pos, True, keep):
+                return False
+            if pos >= size:
+                raise IndexError("record runs past the end of its batch")
+            if buf[pos] == 0:
+                pos += 1
+            elif _headers(buf, size, &pos) is None:
+                return False
+            if pos != end:
+                raise DecodeError(
+                    f"record at offset {off} does not fill its declared length", offset=pos
+                )
+            if keep:
+                self.p_offsets[self.rows] = off
+                self.p_timestamps[self.rows] = fixed if use_fixed else ts
+                self.p_types[self.rows] = tt
+                self.rows += 1
+        if pos != size:
+            raise DecodeError("record batch has bytes after its last record", offset=pos)
+        return True

@@ -25,13 +25,14 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.producer import Producer
-from afkak.records import Record, gc_paused, read_batches
+from afkak.records import Record, RecordBatch, gc_paused, read_batches
 from afkak.records.aborted import committed_batches
+from afkak.records.batch import RecordColumns
 
 from . import _bridge, _kafka
 from ._options import ClientConfig, OffsetSpec, ReadOptions, WriteOptions
 from ._planning import DataLossError, OffsetRange, ranges_between, resolve, split_ranges
-from ._rows import arrow_to_outgoing, records_to_arrow
+from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
 OFFSET_OUT_OF_RANGE = error_code(OffsetOutOfRangeError)
 #: Empty fetches in a row, below the high watermark, before a task gives up.
@@ -127,18 +128,50 @@ def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
     return plan(opts, start, end)
 
 
-def _records_between(batches: Iterable[Any], offset: int, end: int) -> list[Record]:
-    records: list[Record] = []
+def _batches_between(batches: Iterable[RecordBatch], offset: int, end: int) -> list[RecordBatch]:
+    """The data batches of *batches* holding offsets in [offset, end)."""
+    found = []
     for batch in batches:
         if batch.is_control or batch.last_offset < offset:
             continue
         if batch.base_offset >= end:
             break
+        found.append(batch)
+    return found
+
+
+def _records_between(batches: Iterable[RecordBatch], offset: int, end: int) -> list[Record]:
+    records: list[Record] = []
+    for batch in batches:
         found = batch.records(offset)
         if batch.last_offset >= end:
             found = [r for r in found if r[0] < end]
         records.extend(found)
     return records
+
+
+def to_arrow(
+    tp: TopicAndPartition,
+    batches: Sequence[RecordBatch],
+    offset: int,
+    end: int,
+    schema: pa.Schema,
+    compiled: bool = True,
+) -> pa.RecordBatch | None:
+    """The records of *batches* in [offset, end) as one Arrow batch; None if there is none.
+
+    The compiled record code decodes straight into the Arrow buffers when it
+    is built (and *compiled*) and no headers are read; otherwise, and for
+    batches it leaves to the reference decoder, records go through
+    :class:`Record` tuples.  Both give the same batch.
+    """
+    if compiled and RecordColumns is not None and "headers" not in schema.names:
+        rows = sum(min(b.record_count, b.size_in_bytes // 7 + 1) for b in batches)
+        columns = RecordColumns(rows, sum(b.size_in_bytes for b in batches))
+        if all(b.add_to(columns, offset, end) for b in batches):
+            return columns_to_arrow(tp, columns, schema) if columns.rows else None
+    records = _records_between(batches, offset, end)
+    return records_to_arrow(tp, records, schema) if records else None
 
 
 def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -201,8 +234,8 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
         if next_offset < r.end:
             pending = start_fetch(next_offset)
         with gc_paused():
-            records = _records_between(committed_batches(batches, fetched.aborted), offset, r.end)
-            arrow = records_to_arrow(tp, records, schema) if records else None
+            kept = _batches_between(committed_batches(batches, fetched.aborted), offset, r.end)
+            arrow = to_arrow(tp, kept, offset, r.end, schema)
         if arrow is not None:
             yield arrow
         offset = next_offset

@@ -8,6 +8,8 @@ out, value for value and type for type.
 from __future__ import annotations
 
 import os
+import struct
+from typing import Any
 
 from hypothesis import example, given, settings, strategies as st
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
@@ -218,10 +220,15 @@ class SameMessagesTests(SynchronousTestCase):
         from afkak.common import Message, SourcedMessage
 
         data = build_batch([b"v", None], [b"k", None], headers=[[("h", b"x")], []], timestamp=TS)
-        (batch,) = read_batches(data)
-        records = batch.records()
+        body = data[BATCH_HEADER_SIZE:]
+        records = _crecords.decode_records(body, 0, 2, 0, TS, TimestampType.CREATE_TIME)
+        assert records is not None
         wrapped = _crecords.wrap_records(records, 2, ("t", 0), SourcedMessage, Message)
-        tracked = [gc.is_tracked(o) for r, w in zip(records, wrapped) for o in (r, w, w.message)]
+        tracked = [
+            gc.is_tracked(o)
+            for r, w in zip(records, wrapped, strict=True)
+            for o in (r, w, w.message)
+        ]
         self.assertEqual(tracked, [False] * 6)
         self.assertEqual(wrapped[0].message.headers, (("h", b"x"),))
 
@@ -270,3 +277,138 @@ class SameEncodingTests(SynchronousTestCase):
         self.assertIsNone(_crecords.encode_records([b"x"], None, [2**64]))
         with self.assertRaises(TypeError):
             build_batch(["text"], timestamp=TS)  # type: ignore[list-item]
+
+
+def column_rows(columns: Any) -> list[tuple[int, int, int, bytes | None, bytes | None]]:
+    """The rows held by a RecordColumns, read back from its buffers in Arrow's layout."""
+    n = columns.rows
+
+    def blobs(valid: bytearray, offsets: bytearray, data: bytearray) -> list[bytes | None]:
+        ends = struct.unpack_from(f"<{n + 1}i", offsets)
+        return [
+            bytes(data[ends[i] : ends[i + 1]]) if valid[i >> 3] >> (i & 7) & 1 else None
+            for i in range(n)
+        ]
+
+    keys = blobs(columns.key_valid, columns.key_offsets, columns.key_data)
+    values = blobs(columns.value_valid, columns.value_offsets, columns.value_data)
+    assert columns.key_nulls == keys.count(None)
+    assert columns.value_nulls == values.count(None)
+    return list(
+        zip(
+            struct.unpack_from(f"<{n}q", columns.offsets),
+            struct.unpack_from(f"<{n}q", columns.timestamps),
+            struct.unpack_from(f"<{n}i", columns.types),
+            keys,
+            values,
+            strict=True,
+        )
+    )
+
+
+def columns_outcome(data: bytes, start: int, end: int, hint: int) -> object:
+    """The rows of *data* at offsets [start, end) through RecordColumns (None: left to the
+    reference), or DecodeError."""
+    columns = _crecords.RecordColumns(hint, hint)
+    try:
+        for batch in read_batches(data):
+            if not batch.add_to(columns, start, end):
+                return None
+    except DecodeError:
+        return DecodeError
+    return column_rows(columns)
+
+
+def reference_outcome(data: bytes, start: int, end: int) -> object:
+    try:
+        return [
+            (r[0], r[1], int(r[2]), r[3], r[4])
+            for b in read_batches(data)
+            for r in b.records()
+            if start <= r[0] < end
+        ]
+    except DecodeError:
+        return DecodeError
+
+
+class SameColumnsTests(SynchronousTestCase):
+    """Records decoded into column buffers (RecordColumns) are the reference's records."""
+
+    def setUp(self) -> None:
+        if _crecords is None:
+            raise SkipTest("the compiled record codec is not built")
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        sets=st.lists(record_sets(), min_size=1, max_size=3),
+        codec_=st.sampled_from(CODECS),
+        base_offset=st.integers(0, 2**62),
+        log_append=st.booleans(),
+        window=st.tuples(st.integers(0, 40), st.integers(0, 100)),
+        hint=st.integers(0, 64),
+    )
+    def test_valid_batches(self, sets, codec_, base_offset, log_append, window, hint):  # type: ignore[no-untyped-def]
+        """Several batches, any window of offsets, buffers grown from any size."""
+        data = b""
+        offset = base_offset
+        for values, keys, headers, timestamps in sets:
+            batch = build_batch(
+                values, keys, headers=headers, timestamps=timestamps, timestamp=TS,
+                codec=codec_, base_offset=offset,
+            )  # fmt: skip
+            if log_append:
+                batch = patch_batch(batch, attributes=codec_ | 0x08)
+            data += batch
+            offset += len(values)
+        start, end = base_offset + window[0], base_offset + window[0] + window[1]
+        expected = reference_outcome(data, start, end)
+        self.assertIsInstance(expected, list)
+        self.assertEqual(columns_outcome(data, start, end, hint), expected)
+
+    @settings(max_examples=1000, deadline=None)
+    @given(
+        pos=st.integers(min_value=0),
+        value=st.integers(0, 255),
+        codec_=st.sampled_from([codec.CODEC_NONE, codec.CODEC_GZIP]),
+    )
+    def test_mutated_records(self, pos: int, value: int, codec_: int) -> None:
+        """Damaged records: the same rows or a DecodeError, as the reference."""
+        data = build_batch(
+            [b"value-1", None, b"v" * 70, b"w" * 300],
+            [None, b"key", b"k", b""],
+            headers=[[("h", b"1"), ("n", None)], [], [("x", b"")], [("\u00e9", b"z" * 200)]],
+            timestamps=[TS, TS + 1, TS + 200, TS - 70_000],
+            codec=codec_,
+            base_offset=1000,
+        )
+        body = bytearray(codec.decompress(codec_, data[BATCH_HEADER_SIZE:]))
+        body[pos % len(body)] = value
+        data = patch_batch(with_body(data, bytes(body)), attributes=0)
+        got = columns_outcome(data, 0, 2**63 - 1, 1)
+        if got is not None:
+            self.assertEqual(got, reference_outcome(data, 0, 2**63 - 1))
+
+    @settings(max_examples=500, deadline=None)
+    @given(
+        body=st.binary(max_size=120),
+        count=st.integers(0, 12),
+        base=st.sampled_from([0, 2**63 - 1, -(2**63), 1000]),
+    )
+    def test_random_records(self, body: bytes, count: int, base: int) -> None:
+        """Garbage: the same rows, the same DecodeError, or left to the reference."""
+        data = build_batch([b"x"], timestamp=base, base_offset=base)
+        data = patch_batch(with_body(data, body), count=count)
+        got = columns_outcome(data, -(2**63), 2**63 - 1, 4)
+        if got is not None:
+            self.assertEqual(got, reference_outcome(data, -(2**63), 2**63 - 1))
+
+    def test_numbers_beyond_64_bits_are_left_to_the_reference(self) -> None:
+        data = build_batch([b"a"], timestamp=2**63 - 1, base_offset=2**63 - 1)
+        record = b"\x00" + _zigzag(5) + _zigzag(5) + b"\x01\x02a\x00"
+        data = patch_batch(with_body(data, _zigzag(len(record)) + record), count=1)
+        self.assertIsNone(columns_outcome(data, 0, 2**63 - 1, 1))
+
+    def test_legacy_messages_are_left_to_the_reference(self) -> None:
+        (batch,) = read_batches(build_batch([b"a"], timestamp=TS))
+        batch.magic = 1
+        self.assertFalse(batch.add_to(_crecords.RecordColumns(1, 1), 0, 10))
