@@ -35,6 +35,9 @@ from ._planning import DataLossError, OffsetRange, ranges_between, resolve, spli
 from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
 OFFSET_OUT_OF_RANGE = error_code(OffsetOutOfRangeError)
+#: Smallest fetch a read asks for, and the bytes per record it assumes until it has seen some.
+_MIN_FETCH_BYTES = 64 * 1024
+_GUESS_RECORD_BYTES = 1024
 #: Empty fetches in a row, below the high watermark, before a task gives up.
 _MAX_EMPTY_FETCHES = 20
 
@@ -174,6 +177,18 @@ def to_arrow(
     return records_to_arrow(tp, records, schema) if records else None
 
 
+def fetch_bytes(limit: int, records_left: int, seen: tuple[int, int] | None) -> int:
+    """Bytes to fetch for the *records_left* of a range: about what they take, up to *limit*.
+
+    *seen* is (bytes, records) fetched so far in the range, else a guess of
+    1 KiB a record is made; never less than 64 KiB (brokers return a whole
+    batch even when it is larger).  A short range (a small micro-batch, say)
+    then does not fetch megabytes it will not read.
+    """
+    per_record = seen[0] / max(seen[1], 1) if seen else _GUESS_RECORD_BYTES
+    return min(limit, max(_MIN_FETCH_BYTES, int(records_left * per_record * 1.1)))
+
+
 def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The records of *r* as Arrow batches, one per fetch; stops at the range's end.
 
@@ -183,15 +198,17 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
     """
     client = client_for(opts.client)
     tp = TopicAndPartition(r.topic, r.partition)
+    seen: tuple[int, int] | None = None
 
-    def start_fetch(offset: int) -> Future[_kafka.FetchedPartition]:
+    def start_fetch(offset: int, full: bool = False) -> Future[Any]:
+        limit = opts.max_partition_fetch_bytes
         return _bridge.submit(
             opts.poll_timeout,
             _kafka.fetch,
             client,
             tp,
             offset,
-            opts.max_partition_fetch_bytes,
+            limit if full else fetch_bytes(limit, r.end - offset, seen),
             opts.fetch_max_wait_ms,
             opts.isolation_level,
         )
@@ -227,10 +244,16 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
                     f" high watermark {fetched.high_watermark} (kafka.max.partition.fetch.bytes"
                     " too small?)"
                 )
-            pending = start_fetch(offset)
+            pending = start_fetch(offset, full=True)  # a batch larger than the estimate?
             continue
         empty = 0
         next_offset = batches[-1].next_offset
+        got = sum(b.size_in_bytes for b in batches)
+        seen = (
+            (got, next_offset - offset)
+            if seen is None
+            else (seen[0] + got, seen[1] + next_offset - offset)
+        )
         if next_offset < r.end:
             pending = start_fetch(next_offset)
         with gc_paused():

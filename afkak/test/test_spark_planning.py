@@ -51,7 +51,7 @@ try:
         read_schema,
         records_to_arrow,
     )
-    from afkak.spark._worker import to_arrow
+    from afkak.spark._worker import fetch_bytes, to_arrow
 except ImportError as e:
     if os.environ.get("CI") == "true":
         raise
@@ -317,6 +317,16 @@ class PlanningTests(Case):
             self.assertEqual(mine[-1].end, r.end)
             self.assertTrue(all(a.end == b.start for a, b in zip(mine, mine[1:], strict=False)))
             self.assertTrue(all(x.size > 0 for x in mine))
+
+    def test_fetch_bytes(self) -> None:
+        """A read asks for about what its range still needs: 64 KiB to the fetch limit."""
+        limit = 8 * 1024 * 1024
+        self.assertEqual(fetch_bytes(limit, 1, None), 64 * 1024)
+        self.assertEqual(fetch_bytes(limit, 1000, None), 1000 * 1024 * 11 // 10)
+        self.assertEqual(fetch_bytes(limit, 10**6, None), limit)
+        self.assertEqual(fetch_bytes(limit, 10_000, (100_000, 1000)), 1_100_000)
+        self.assertEqual(fetch_bytes(limit, 10, (100_000, 1000)), 64 * 1024)
+        self.assertEqual(fetch_bytes(1000, 10, None), 1000)  # the limit wins
 
     def test_rate_limit(self) -> None:
         start = {TP("t", 0): 0, TP("t", 1): 100, TP("t", 2): 7}
