@@ -38,7 +38,20 @@ class RecordColumns:
     value_valid: bytearray
     value_offsets: bytearray
     value_data: bytearray
-    def __init__(self, rows_hint: int = 1024, bytes_hint: int = 65536) -> None: ...
+    headers: bool
+    header_count: int
+    header_key_size: int
+    header_value_size: int
+    header_value_nulls: int
+    header_offsets: bytearray
+    header_key_offsets: bytearray
+    header_key_data: bytearray
+    header_value_valid: bytearray
+    header_value_offsets: bytearray
+    header_value_data: bytearray
+    def __init__(
+        self, rows_hint: int = 1024, bytes_hint: int = 65536, headers: bool = False
+    ) -> None: ...
     def add(
         self,
         data: _BytesLike,

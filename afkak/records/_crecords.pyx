@@ -403,15 +403,22 @@ cdef class RecordColumns:
     ``rows`` records: ``offsets`` and ``timestamps`` (int64), ``types``
     (int32 timestamp types), and for keys and values a validity bitmap (bit
     set: not null), ``rows + 1`` int32 offsets into their data, and the data
-    (``key_size`` and ``value_size`` bytes).  They are bytearrays, possibly
-    longer than needed; headers are checked but not kept.  Errors are those
-    of :func:`decode_records`.
+    (``key_size`` and ``value_size`` bytes).  With *headers*, also each
+    record's headers: ``rows + 1`` int32 ``header_offsets`` into
+    ``header_count`` headers, whose keys (never null) and values are laid
+    out as above.  Without, headers are checked but not kept.  The buffers
+    are bytearrays, possibly longer than needed.  Errors are those of
+    :func:`decode_records`.
     """
 
     cdef readonly Py_ssize_t rows, key_nulls, value_nulls, key_size, value_size
     cdef readonly bytearray offsets, timestamps, types
     cdef readonly bytearray key_valid, key_offsets, key_data
     cdef readonly bytearray value_valid, value_offsets, value_data
+    cdef readonly bint headers
+    cdef readonly Py_ssize_t header_count, header_key_size, header_value_size, header_value_nulls
+    cdef readonly bytearray header_offsets, header_key_offsets, header_key_data
+    cdef readonly bytearray header_value_valid, header_value_offsets, header_value_data
     cdef Py_ssize_t capacity, key_room, value_room
     cdef int64_t *p_offsets
     cdef int64_t *p_timestamps
@@ -423,8 +430,18 @@ cdef class RecordColumns:
     cdef unsigned char *p_key_data
     cdef unsigned char *p_value_data
 
-    def __cinit__(self, Py_ssize_t rows_hint=1024, Py_ssize_t bytes_hint=65536):
+    def __cinit__(self, Py_ssize_t rows_hint=1024, Py_ssize_t bytes_hint=65536,
+                  bint headers=False):
         self.capacity = 0
+        self.headers = headers
+        self.header_offsets = PyByteArray_FromStringAndSize(NULL, 0)
+        self.header_key_offsets = PyByteArray_FromStringAndSize(NULL, 4)
+        self.header_key_data = PyByteArray_FromStringAndSize(NULL, 0)
+        self.header_value_valid = PyByteArray_FromStringAndSize(NULL, 0)
+        self.header_value_offsets = PyByteArray_FromStringAndSize(NULL, 4)
+        self.header_value_data = PyByteArray_FromStringAndSize(NULL, 0)
+        (<int32_t *>PyByteArray_AS_STRING(self.header_key_offsets))[0] = 0
+        (<int32_t *>PyByteArray_AS_STRING(self.header_value_offsets))[0] = 0
         self.offsets = PyByteArray_FromStringAndSize(NULL, 0)
         self.timestamps = PyByteArray_FromStringAndSize(NULL, 0)
         self.types = PyByteArray_FromStringAndSize(NULL, 0)
@@ -452,7 +469,79 @@ cdef class RecordColumns:
         self.p_value_valid = <unsigned char *>_grown(self.value_valid, n // 8 + 1)
         self.p_key_offsets = <int32_t *>_grown(self.key_offsets, 4 * (n + 1))
         self.p_value_offsets = <int32_t *>_grown(self.value_offsets, 4 * (n + 1))
+        if self.headers:
+            (<int32_t *>_grown(self.header_offsets, 4 * (n + 1)))[0] = 0
         self.capacity = n
+        return 0
+
+    cdef int _headers(self, const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos,
+                      bint keep) except -1:
+        """Read a record's headers at pos[0] (count included); keep them when *keep*.
+
+        Returns 0, or TOO_BIG for a number beyond 64 bits or data past 2 GiB.
+        Errors and their order are those of the reference.
+        """
+        cdef int64_t count = 0, n = 0, i
+        cdef Py_ssize_t p = pos[0], j, h = 0
+        cdef int rc = _varint(buf, size, &p, &count)
+        cdef bint ascii
+        if rc == TOO_BIG:
+            return TOO_BIG
+        if rc:
+            _fail(rc, p)
+        if count < 0:
+            raise DecodeError(f"negative header count {count}", offset=p)
+        for i in range(count):
+            rc = _varint(buf, size, &p, &n)
+            if rc == TOO_BIG:
+                return TOO_BIG
+            if rc:
+                _fail(rc, p)
+            if n < 0 or n > size - p:
+                raise DecodeError(f"bad header key length {n}", offset=p)
+            ascii = True
+            for j in range(n):
+                if buf[p + j] >= 0x80:
+                    ascii = False
+                    break
+            if not ascii:  # UnicodeDecodeError as the reference's, else nothing
+                PyUnicode_DecodeUTF8(<const char *>buf + p, <Py_ssize_t>n, NULL)
+            if keep:
+                h = self.header_count
+                if self.header_key_size + n > 0x7FFFFFFF:
+                    return TOO_BIG
+                memcpy(_grown(self.header_key_data, self.header_key_size + n)
+                       + self.header_key_size, buf + p, <size_t>n)
+                self.header_key_size += n
+                (<int32_t *>_grown(self.header_key_offsets, 4 * (h + 2)))[h + 1] = (
+                    <int32_t>self.header_key_size
+                )
+            p += n
+            rc = _varint(buf, size, &p, &n)
+            if rc == TOO_BIG:
+                return TOO_BIG
+            if rc:
+                _fail(rc, p)
+            if n < -1:
+                raise DecodeError(f"negative length {n}", offset=p)
+            if n > size - p:
+                raise DecodeError("header value runs past the end", offset=p)
+            if keep:
+                if n > 0:
+                    if self.header_value_size + n > 0x7FFFFFFF:
+                        return TOO_BIG
+                    memcpy(_grown(self.header_value_data, self.header_value_size + n)
+                           + self.header_value_size, buf + p, <size_t>n)
+                    self.header_value_size += n
+                _set_bit(<unsigned char *>_grown(self.header_value_valid, h // 8 + 1), h, n >= 0)
+                self.header_value_nulls += n < 0
+                (<int32_t *>_grown(self.header_value_offsets, 4 * (h + 2)))[h + 1] = (
+                    <int32_t>self.header_value_size
+                )
+                self.header_count += 1
+            if n > 0:
+                p += n
+        pos[0] = p
         return 0
 
     cdef int _reserve_data(self, bint value, Py_ssize_t n) except -1:
@@ -554,13 +643,17 @@ cdef class RecordColumns:
                 raise IndexError("record runs past the end of its batch")
             if buf[pos] == 0:
                 pos += 1
-            elif _headers(buf, size, &pos) is None:
+            elif self._headers(buf, size, &pos, keep and self.headers):
                 return False
             if pos != end:
                 raise DecodeError(
                     f"record at offset {off} does not fill its declared length", offset=pos
                 )
             if keep:
+                if self.headers:
+                    (<int32_t *>PyByteArray_AS_STRING(self.header_offsets))[self.rows + 1] = (
+                        <int32_t>self.header_count
+                    )
                 self.p_offsets[self.rows] = off
                 self.p_timestamps[self.rows] = fixed if use_fixed else ts
                 self.p_types[self.rows] = tt

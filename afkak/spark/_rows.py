@@ -88,44 +88,66 @@ def records_to_arrow(
 def columns_to_arrow(tp: TopicAndPartition, columns: Any, schema: pa.Schema) -> pa.RecordBatch:
     """The records in compiled *columns* (a ``RecordColumns``, all of *tp*) as an Arrow batch.
 
-    The same batch as :func:`records_to_arrow` gives for the same records
-    (without headers), built on the columns' buffers without copying them.
+    The same batch as :func:`records_to_arrow` gives for the same records,
+    built on the columns' buffers without copying them (*columns* must hold
+    headers if *schema* has them).
     """
     n = columns.rows
 
-    def binary(
-        valid: bytearray, nulls: int, offsets: bytearray, data: bytearray, size: int
+    def fixed(kind: pa.DataType, width: int, data: bytearray, count: int = n) -> pa.Array:
+        buffers = [None, pa.py_buffer(data)[: width * count]]
+        return pa.Array.from_buffers(kind, count, buffers, null_count=0)
+
+    def blobs(
+        kind: pa.DataType,
+        count: int,
+        valid: bytearray,
+        nulls: int,
+        offsets: bytearray,
+        data: bytearray,
+        size: int,
     ) -> pa.Array:
         buffers = [
-            pa.py_buffer(valid)[: (n + 7) // 8] if nulls else None,
-            pa.py_buffer(offsets)[: 4 * (n + 1)],
+            pa.py_buffer(valid)[: (count + 7) // 8] if nulls else None,
+            pa.py_buffer(offsets)[: 4 * (count + 1)],
             pa.py_buffer(data)[:size],
         ]
-        return pa.Array.from_buffers(pa.binary(), n, buffers, null_count=nulls)
+        return pa.Array.from_buffers(kind, count, buffers, null_count=nulls)
 
-    def fixed(kind: pa.DataType, width: int, data: bytearray) -> pa.Array:
-        return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(data)[: width * n]], null_count=0)
-
-    key, value = columns.key_valid, columns.value_valid
+    c = columns
     arrays = {
-        "key": binary(
-            key, columns.key_nulls, columns.key_offsets, columns.key_data, columns.key_size
+        "key": blobs(
+            pa.binary(), n, c.key_valid, c.key_nulls, c.key_offsets, c.key_data, c.key_size
         ),
-        "value": binary(
-            value,
-            columns.value_nulls,
-            columns.value_offsets,
-            columns.value_data,
-            columns.value_size,
+        "value": blobs(
+            pa.binary(), n, c.value_valid, c.value_nulls, c.value_offsets, c.value_data,
+            c.value_size,
         ),
         "topic": pa.repeat(pa.scalar(tp.topic, pa.string()), n),
         "partition": pa.repeat(pa.scalar(tp.partition, pa.int32()), n),
-        "offset": fixed(pa.int64(), 8, columns.offsets),
-        "timestamp": fixed(_TIMESTAMP_MS, 8, columns.timestamps).cast(
-            schema.field("timestamp").type
-        ),
-        "timestampType": fixed(pa.int32(), 4, columns.types),
-    }
+        "offset": fixed(pa.int64(), 8, c.offsets),
+        "timestamp": fixed(_TIMESTAMP_MS, 8, c.timestamps).cast(schema.field("timestamp").type),
+        "timestampType": fixed(pa.int32(), 4, c.types),
+    }  # fmt: skip
+    if "headers" in schema.names:
+        kind = schema.field("headers").type
+        h = c.header_count
+        entries = pa.StructArray.from_arrays(
+            [
+                blobs(
+                    pa.string(), h, c.header_key_offsets, 0, c.header_key_offsets,
+                    c.header_key_data, c.header_key_size,
+                ),
+                blobs(
+                    pa.binary(), h, c.header_value_valid, c.header_value_nulls,
+                    c.header_value_offsets, c.header_value_data, c.header_value_size,
+                ),
+            ],
+            fields=list(kind.value_type),
+        )  # fmt: skip
+        arrays["headers"] = pa.ListArray.from_arrays(
+            fixed(pa.int32(), 4, c.header_offsets, n + 1), entries, type=kind
+        )
     return pa.RecordBatch.from_arrays([arrays[name] for name in schema.names], schema=schema)
 
 

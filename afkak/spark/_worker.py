@@ -164,13 +164,14 @@ def to_arrow(
     """The records of *batches* in [offset, end) as one Arrow batch; None if there is none.
 
     The compiled record code decodes straight into the Arrow buffers when it
-    is built (and *compiled*) and no headers are read; otherwise, and for
-    batches it leaves to the reference decoder, records go through
-    :class:`Record` tuples.  Both give the same batch.
+    is built (and *compiled*); otherwise, and for batches it leaves to the
+    reference decoder, records go through :class:`Record` tuples.  Both give
+    the same batch.
     """
-    if compiled and RecordColumns is not None and "headers" not in schema.names:
+    if compiled and RecordColumns is not None:
         rows = sum(min(b.record_count, b.size_in_bytes // 7 + 1) for b in batches)
-        columns = RecordColumns(rows, sum(b.size_in_bytes for b in batches))
+        size = sum(b.size_in_bytes for b in batches)
+        columns = RecordColumns(rows, size, "headers" in schema.names)
         if all(b.add_to(columns, offset, end) for b in batches):
             return columns_to_arrow(tp, columns, schema) if columns.rows else None
     records = _records_between(batches, offset, end)

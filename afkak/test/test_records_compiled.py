@@ -279,37 +279,54 @@ class SameEncodingTests(SynchronousTestCase):
             build_batch(["text"], timestamp=TS)  # type: ignore[list-item]
 
 
-def column_rows(columns: Any) -> list[tuple[int, int, int, bytes | None, bytes | None]]:
-    """The rows held by a RecordColumns, read back from its buffers in Arrow's layout."""
-    n = columns.rows
+def _blobs(
+    n: int, valid: bytearray | None, offsets: bytearray, data: bytearray
+) -> list[bytes | None]:
+    """Arrow's binary layout read back: *n* items, null where *valid*'s bit is clear."""
+    ends = struct.unpack_from(f"<{n + 1}i", offsets)
+    return [
+        bytes(data[ends[i] : ends[i + 1]])
+        if valid is None or valid[i >> 3] >> (i & 7) & 1
+        else None
+        for i in range(n)
+    ]
 
-    def blobs(valid: bytearray, offsets: bytearray, data: bytearray) -> list[bytes | None]:
-        ends = struct.unpack_from(f"<{n + 1}i", offsets)
-        return [
-            bytes(data[ends[i] : ends[i + 1]]) if valid[i >> 3] >> (i & 7) & 1 else None
-            for i in range(n)
-        ]
 
-    keys = blobs(columns.key_valid, columns.key_offsets, columns.key_data)
-    values = blobs(columns.value_valid, columns.value_offsets, columns.value_data)
-    assert columns.key_nulls == keys.count(None)
-    assert columns.value_nulls == values.count(None)
-    return list(
-        zip(
-            struct.unpack_from(f"<{n}q", columns.offsets),
-            struct.unpack_from(f"<{n}q", columns.timestamps),
-            struct.unpack_from(f"<{n}i", columns.types),
-            keys,
-            values,
-            strict=True,
-        )
+def column_rows(c: Any) -> list[tuple[object, ...]]:
+    """The rows held by a RecordColumns, read back from its buffers in Arrow's layout.
+
+    As the reference's records: (offset, timestamp, type, key, value[, headers]).
+    """
+    n = c.rows
+    keys = _blobs(n, c.key_valid, c.key_offsets, c.key_data)
+    values = _blobs(n, c.value_valid, c.value_offsets, c.value_data)
+    assert (c.key_nulls, c.value_nulls) == (keys.count(None), values.count(None))
+    assert (c.key_size, c.value_size) == (
+        sum(len(k or b"") for k in keys),
+        sum(len(v or b"") for v in values),
     )
+    columns: list[list[Any]] = [
+        list(struct.unpack_from(f"<{n}q", c.offsets)),
+        list(struct.unpack_from(f"<{n}q", c.timestamps)),
+        list(struct.unpack_from(f"<{n}i", c.types)),
+        keys,
+        values,
+    ]
+    if c.headers:
+        h = c.header_count
+        names = [k.decode() for k in _blobs(h, None, c.header_key_offsets, c.header_key_data)]
+        found = _blobs(h, c.header_value_valid, c.header_value_offsets, c.header_value_data)
+        assert c.header_value_nulls == found.count(None)
+        pairs = list(zip(names, found, strict=True))
+        ends = struct.unpack_from(f"<{n + 1}i", c.header_offsets)
+        columns.append([tuple(pairs[ends[i] : ends[i + 1]]) for i in range(n)])
+    return list(zip(*columns, strict=True))
 
 
-def columns_outcome(data: bytes, start: int, end: int, hint: int) -> object:
+def columns_outcome(data: bytes, start: int, end: int, hint: int, headers: bool = False) -> object:
     """The rows of *data* at offsets [start, end) through RecordColumns (None: left to the
     reference), or DecodeError."""
-    columns = _crecords.RecordColumns(hint, hint)
+    columns = _crecords.RecordColumns(hint, hint, headers)
     try:
         for batch in read_batches(data):
             if not batch.add_to(columns, start, end):
@@ -319,10 +336,10 @@ def columns_outcome(data: bytes, start: int, end: int, hint: int) -> object:
     return column_rows(columns)
 
 
-def reference_outcome(data: bytes, start: int, end: int) -> object:
+def reference_outcome(data: bytes, start: int, end: int, headers: bool = False) -> object:
     try:
         return [
-            (r[0], r[1], int(r[2]), r[3], r[4])
+            (r[0], r[1], int(r[2]), r[3], r[4], *([r[5]] if headers else []))
             for b in read_batches(data)
             for r in b.records()
             if start <= r[0] < end
@@ -346,8 +363,9 @@ class SameColumnsTests(SynchronousTestCase):
         log_append=st.booleans(),
         window=st.tuples(st.integers(0, 40), st.integers(0, 100)),
         hint=st.integers(0, 64),
+        headers=st.booleans(),
     )
-    def test_valid_batches(self, sets, codec_, base_offset, log_append, window, hint):  # type: ignore[no-untyped-def]
+    def test_valid_batches(self, sets, codec_, base_offset, log_append, window, hint, headers):  # type: ignore[no-untyped-def]
         """Several batches, any window of offsets, buffers grown from any size."""
         data = b""
         offset = base_offset
@@ -361,17 +379,18 @@ class SameColumnsTests(SynchronousTestCase):
             data += batch
             offset += len(values)
         start, end = base_offset + window[0], base_offset + window[0] + window[1]
-        expected = reference_outcome(data, start, end)
+        expected = reference_outcome(data, start, end, headers)
         self.assertIsInstance(expected, list)
-        self.assertEqual(columns_outcome(data, start, end, hint), expected)
+        self.assertEqual(columns_outcome(data, start, end, hint, headers), expected)
 
     @settings(max_examples=1000, deadline=None)
     @given(
         pos=st.integers(min_value=0),
         value=st.integers(0, 255),
         codec_=st.sampled_from([codec.CODEC_NONE, codec.CODEC_GZIP]),
+        headers=st.booleans(),
     )
-    def test_mutated_records(self, pos: int, value: int, codec_: int) -> None:
+    def test_mutated_records(self, pos: int, value: int, codec_: int, headers: bool) -> None:
         """Damaged records: the same rows or a DecodeError, as the reference."""
         data = build_batch(
             [b"value-1", None, b"v" * 70, b"w" * 300],
@@ -384,9 +403,9 @@ class SameColumnsTests(SynchronousTestCase):
         body = bytearray(codec.decompress(codec_, data[BATCH_HEADER_SIZE:]))
         body[pos % len(body)] = value
         data = patch_batch(with_body(data, bytes(body)), attributes=0)
-        got = columns_outcome(data, 0, 2**63 - 1, 1)
+        got = columns_outcome(data, 0, 2**63 - 1, 1, headers)
         if got is not None:
-            self.assertEqual(got, reference_outcome(data, 0, 2**63 - 1))
+            self.assertEqual(got, reference_outcome(data, 0, 2**63 - 1, headers))
 
     @settings(max_examples=500, deadline=None)
     @given(
@@ -398,9 +417,9 @@ class SameColumnsTests(SynchronousTestCase):
         """Garbage: the same rows, the same DecodeError, or left to the reference."""
         data = build_batch([b"x"], timestamp=base, base_offset=base)
         data = patch_batch(with_body(data, body), count=count)
-        got = columns_outcome(data, -(2**63), 2**63 - 1, 4)
+        got = columns_outcome(data, -(2**63), 2**63 - 1, 4, True)
         if got is not None:
-            self.assertEqual(got, reference_outcome(data, -(2**63), 2**63 - 1))
+            self.assertEqual(got, reference_outcome(data, -(2**63), 2**63 - 1, True))
 
     def test_numbers_beyond_64_bits_are_left_to_the_reference(self) -> None:
         data = build_batch([b"a"], timestamp=2**63 - 1, base_offset=2**63 - 1)
