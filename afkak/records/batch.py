@@ -47,9 +47,9 @@ _compiled_decode: Callable[..., list[Record] | None] | None = getattr(
 )
 #: Whether records are decoded by compiled code (see setup.py).
 COMPILED = _compiled_decode is not None
-#: ``RecordColumns(rows_hint, bytes_hint)``: records decoded into column
-#: buffers (Arrow's layout) by :meth:`RecordBatch.add_to`; None without the
-#: compiled code.
+#: ``RecordColumns(rows_hint, bytes_hint, headers=False)``: records decoded
+#: into column buffers in Arrow's layout by :meth:`RecordBatch.add_to` (see
+#: ``_crecords.pyx``); None without the compiled code.
 RecordColumns: Any = getattr(compiled_records(), "RecordColumns", None)
 
 

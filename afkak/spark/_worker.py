@@ -178,15 +178,16 @@ def to_arrow(
     return records_to_arrow(tp, records, schema) if records else None
 
 
-def fetch_bytes(limit: int, records_left: int, seen: tuple[int, int] | None) -> int:
+def fetch_bytes(limit: int, records_left: int, seen_bytes: int = 0, seen_records: int = 0) -> int:
     """Bytes to fetch for the *records_left* of a range: about what they take, up to *limit*.
 
-    *seen* is (bytes, records) fetched so far in the range, else a guess of
-    1 KiB a record is made; never less than 64 KiB (brokers return a whole
-    batch even when it is larger).  A short range (a small micro-batch, say)
-    then does not fetch megabytes it will not read.
+    The size of a record is what the range's fetches held so far
+    (*seen_bytes* over *seen_records*), else guessed at 1 KiB; never less
+    than 64 KiB (brokers return a whole batch even when it is larger).  A
+    short range (a small micro-batch, say) then does not fetch megabytes it
+    will not read.
     """
-    per_record = seen[0] / max(seen[1], 1) if seen else _GUESS_RECORD_BYTES
+    per_record = seen_bytes / seen_records if seen_records else _GUESS_RECORD_BYTES
     return min(limit, max(_MIN_FETCH_BYTES, int(records_left * per_record * 1.1)))
 
 
@@ -199,9 +200,9 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
     """
     client = client_for(opts.client)
     tp = TopicAndPartition(r.topic, r.partition)
-    seen: tuple[int, int] | None = None
+    seen_bytes = seen_records = 0
 
-    def start_fetch(offset: int, full: bool = False) -> Future[Any]:
+    def start_fetch(offset: int, full: bool = False) -> Future[_kafka.FetchedPartition]:
         limit = opts.max_partition_fetch_bytes
         return _bridge.submit(
             opts.poll_timeout,
@@ -209,7 +210,7 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
             client,
             tp,
             offset,
-            limit if full else fetch_bytes(limit, r.end - offset, seen),
+            limit if full else fetch_bytes(limit, r.end - offset, seen_bytes, seen_records),
             opts.fetch_max_wait_ms,
             opts.isolation_level,
         )
@@ -249,12 +250,8 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
             continue
         empty = 0
         next_offset = batches[-1].next_offset
-        got = sum(b.size_in_bytes for b in batches)
-        seen = (
-            (got, next_offset - offset)
-            if seen is None
-            else (seen[0] + got, seen[1] + next_offset - offset)
-        )
+        seen_bytes += sum(b.size_in_bytes for b in batches)
+        seen_records += next_offset - offset
         if next_offset < r.end:
             pending = start_fetch(next_offset)
         with gc_paused():

@@ -321,12 +321,12 @@ class PlanningTests(Case):
     def test_fetch_bytes(self) -> None:
         """A read asks for about what its range still needs: 64 KiB to the fetch limit."""
         limit = 8 * 1024 * 1024
-        self.assertEqual(fetch_bytes(limit, 1, None), 64 * 1024)
-        self.assertEqual(fetch_bytes(limit, 1000, None), 1000 * 1024 * 11 // 10)
-        self.assertEqual(fetch_bytes(limit, 10**6, None), limit)
-        self.assertEqual(fetch_bytes(limit, 10_000, (100_000, 1000)), 1_100_000)
-        self.assertEqual(fetch_bytes(limit, 10, (100_000, 1000)), 64 * 1024)
-        self.assertEqual(fetch_bytes(1000, 10, None), 1000)  # the limit wins
+        self.assertEqual(fetch_bytes(limit, 1), 64 * 1024)
+        self.assertEqual(fetch_bytes(limit, 1000), 1000 * 1024 * 11 // 10)
+        self.assertEqual(fetch_bytes(limit, 10**6), limit)
+        self.assertEqual(fetch_bytes(limit, 10_000, 100_000, 1000), 1_100_000)
+        self.assertEqual(fetch_bytes(limit, 10, 100_000, 1000), 64 * 1024)
+        self.assertEqual(fetch_bytes(1000, 10), 1000)  # the limit wins
 
     def test_rate_limit(self) -> None:
         start = {TP("t", 0): 0, TP("t", 1): 100, TP("t", 2): 7}
