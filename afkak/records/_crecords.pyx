@@ -49,6 +49,9 @@ cdef extern from *:
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
 
+cdef class RecordColumns
+
+
 # Return codes of the readers below (besides 0, "done").
 cdef enum:
     TRUNCATED = 1  # ran past the buffer: IndexError, like the reference
@@ -92,6 +95,37 @@ cdef inline object _blob(const unsigned char *buf, Py_ssize_t start, int64_t n):
     return PyBytes_FromStringAndSize(<const char *>buf + start, <Py_ssize_t>n)
 
 
+cdef inline int _record_start(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos,
+                              Py_ssize_t *end, int64_t base_offset, int64_t base_ts,
+                              int64_t *off, int64_t *ts) except -1:
+    """Read a record's length, attributes and deltas at pos[0], advancing it.
+
+    Sets *end* (where the record must end; -1 and below never match), *off*
+    and *ts*.  Returns 0, or TOO_BIG for a number beyond 64 bits; raises as
+    the reference for the rest.
+    """
+    cdef int64_t length = 0, delta = 0
+    cdef int rc = _varint(buf, size, pos, &length)
+    if rc:
+        if rc == TOO_BIG:
+            return TOO_BIG
+        _fail(rc, pos[0])
+    end[0] = pos[0] + length if -1 <= length <= size else -2
+    pos[0] += 1  # attributes, unused
+    rc = _varint(buf, size, pos, &delta)
+    if rc == 0 and afkak_add_overflows(base_ts, delta, ts):
+        rc = TOO_BIG
+    if rc == 0:
+        rc = _varint(buf, size, pos, &delta)
+        if rc == 0 and afkak_add_overflows(base_offset, delta, off):
+            rc = TOO_BIG
+    if rc:
+        if rc == TOO_BIG:
+            return TOO_BIG
+        _fail(rc, pos[0])
+    return 0
+
+
 cdef object _nullable(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos):
     """The nullable key or value at pos[0] (advancing it), or _TOO_BIG."""
     cdef int64_t n = 0
@@ -111,11 +145,18 @@ cdef object _nullable(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos
     return blob
 
 
-cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos):
-    """Decode a record's headers (count included); None means "too big for 64 bits"."""
-    cdef int64_t count = 0, n = 0, i
+cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos,
+                     RecordColumns into=None, bint build=True):
+    """Decode a record's headers (count included) at pos[0], advancing it.
+
+    Returns a tuple of (key, value) pairs when *build*, else (); appends the
+    headers to *into*'s header columns when given; None means "too big for 64
+    bits" (or for 2 GiB of columns).  Keys are checked as UTF-8 either way.
+    """
+    cdef int64_t count = 0, n = 0, i, j
     cdef int rc
-    cdef Py_ssize_t p = pos[0]
+    cdef Py_ssize_t p = pos[0], key_at
+    cdef object key = None
     rc = _varint(buf, size, &p, &count)
     if rc == TOO_BIG:
         return None
@@ -123,7 +164,7 @@ cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos)
         _fail(rc, p)
     if count < 0:
         raise DecodeError(f"negative header count {count}", offset=p)
-    out = []
+    out = [] if build else None
     i = 0
     while i < count:
         rc = _varint(buf, size, &p, &n)
@@ -133,8 +174,17 @@ cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos)
             _fail(rc, p)
         if n < 0 or n > size - p:
             raise DecodeError(f"bad header key length {n}", offset=p)
-        key = PyUnicode_DecodeUTF8(<const char *>buf + p, <Py_ssize_t>n, NULL)
+        if build:
+            key = PyUnicode_DecodeUTF8(<const char *>buf + p, <Py_ssize_t>n, NULL)
+        else:
+            for j in range(n):
+                if buf[p + j] >= 0x80:  # not ASCII: UnicodeDecodeError as when building
+                    PyUnicode_DecodeUTF8(<const char *>buf + p, <Py_ssize_t>n, NULL)
+                    break
+        key_at = p
         p += n
+        if into is not None and into._add_header_key(buf + key_at, n):
+            return None
         rc = _varint(buf, size, &p, &n)
         if rc == TOO_BIG:
             return None
@@ -142,16 +192,17 @@ cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos)
             _fail(rc, p)
         if n < -1:
             raise DecodeError(f"negative length {n}", offset=p)
-        if n == -1:
-            out.append((key, None))
-        else:
-            if n > size - p:
-                raise DecodeError("header value runs past the end", offset=p)
-            out.append((key, _blob(buf, p, n)))
+        if n > size - p:
+            raise DecodeError("header value runs past the end", offset=p)
+        if into is not None and into._add_header_value(buf + p, n):
+            return None
+        if build:
+            out.append((key, None if n == -1 else _blob(buf, p, n)))
+        if n > 0:
             p += n
         i += 1
     pos[0] = p
-    return tuple(out)
+    return tuple(out) if build else _EMPTY
 
 
 cdef inline void _put(object t, Py_ssize_t i, object item):
@@ -185,34 +236,13 @@ def decode_records(object data, Py_ssize_t pos, Py_ssize_t count, int64_t base_o
         data = bytes(data)
     cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef Py_ssize_t size = PyBytes_GET_SIZE(data)
-    cdef Py_ssize_t end, start, i
-    cdef int64_t length = 0, delta = 0
+    cdef Py_ssize_t end = 0, i
     cdef int64_t off = 0, ts = 0
-    cdef int rc
     cdef object key, value, headers
     cdef list out = []
     for i in range(count):
-        # length (-1 and below can never match the record's end)
-        rc = _varint(buf, size, &pos, &length)
-        if rc:
-            if rc == TOO_BIG:
-                return None
-            _fail(rc, pos)
-        start = pos
-        end = pos + length if -1 <= length <= size else -2
-        pos += 1  # attributes, unused
-        # timestamp and offset deltas
-        rc = _varint(buf, size, &pos, &delta)
-        if rc == 0 and afkak_add_overflows(base_ts, delta, &ts):
-            rc = TOO_BIG
-        if rc == 0:
-            rc = _varint(buf, size, &pos, &delta)
-            if rc == 0 and afkak_add_overflows(base_offset, delta, &off):
-                rc = TOO_BIG
-        if rc:
-            if rc == TOO_BIG:
-                return None
-            _fail(rc, pos)
+        if _record_start(buf, size, &pos, &end, base_offset, base_ts, &off, &ts):
+            return None
         # key and value
         key = _nullable(buf, size, &pos)
         if key is _TOO_BIG:
@@ -396,6 +426,22 @@ cdef inline void _set_bit(unsigned char *bits, Py_ssize_t i, bint on) noexcept n
         bits[i >> 3] |= <unsigned char>(1 << (i & 7))
 
 
+cdef int _append(bytearray data, Py_ssize_t *used, bytearray offsets, Py_ssize_t i,
+                 const unsigned char *src, int64_t n) except -1:
+    """Append *n* bytes (none if negative) to *data* as item *i* of a binary column.
+
+    *used* is the data's length so far; item *i* ends at offsets[i + 1].
+    Returns 0, or TOO_BIG past 2 GiB.
+    """
+    if n > 0:
+        if used[0] + n > 0x7FFFFFFF:
+            return TOO_BIG
+        memcpy(_grown(data, used[0] + n) + used[0], src, <size_t>n)
+        used[0] += n
+    (<int32_t *>_grown(offsets, 4 * (i + 2)))[i + 1] = <int32_t>used[0]
+    return 0
+
+
 cdef class RecordColumns:
     """Decoded records as column buffers in Arrow's layout: no Python object per record.
 
@@ -474,74 +520,20 @@ cdef class RecordColumns:
         self.capacity = n
         return 0
 
-    cdef int _headers(self, const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos,
-                      bint keep) except -1:
-        """Read a record's headers at pos[0] (count included); keep them when *keep*.
+    cdef int _add_header_key(self, const unsigned char *key, int64_t n) except -1:
+        """Append a header key of *n* bytes; TOO_BIG past 2 GiB."""
+        return _append(self.header_key_data, &self.header_key_size, self.header_key_offsets,
+                       self.header_count, key, n)
 
-        Returns 0, or TOO_BIG for a number beyond 64 bits or data past 2 GiB.
-        Errors and their order are those of the reference.
-        """
-        cdef int64_t count = 0, n = 0, i
-        cdef Py_ssize_t p = pos[0], j, h = 0
-        cdef int rc = _varint(buf, size, &p, &count)
-        cdef bint ascii
-        if rc == TOO_BIG:
+    cdef int _add_header_value(self, const unsigned char *value, int64_t n) except -1:
+        """Append the value (*n* bytes, -1: null) of the header whose key came last."""
+        cdef Py_ssize_t h = self.header_count
+        if _append(self.header_value_data, &self.header_value_size, self.header_value_offsets,
+                   h, value, n):
             return TOO_BIG
-        if rc:
-            _fail(rc, p)
-        if count < 0:
-            raise DecodeError(f"negative header count {count}", offset=p)
-        for i in range(count):
-            rc = _varint(buf, size, &p, &n)
-            if rc == TOO_BIG:
-                return TOO_BIG
-            if rc:
-                _fail(rc, p)
-            if n < 0 or n > size - p:
-                raise DecodeError(f"bad header key length {n}", offset=p)
-            ascii = True
-            for j in range(n):
-                if buf[p + j] >= 0x80:
-                    ascii = False
-                    break
-            if not ascii:  # UnicodeDecodeError as the reference's, else nothing
-                PyUnicode_DecodeUTF8(<const char *>buf + p, <Py_ssize_t>n, NULL)
-            if keep:
-                h = self.header_count
-                if self.header_key_size + n > 0x7FFFFFFF:
-                    return TOO_BIG
-                memcpy(_grown(self.header_key_data, self.header_key_size + n)
-                       + self.header_key_size, buf + p, <size_t>n)
-                self.header_key_size += n
-                (<int32_t *>_grown(self.header_key_offsets, 4 * (h + 2)))[h + 1] = (
-                    <int32_t>self.header_key_size
-                )
-            p += n
-            rc = _varint(buf, size, &p, &n)
-            if rc == TOO_BIG:
-                return TOO_BIG
-            if rc:
-                _fail(rc, p)
-            if n < -1:
-                raise DecodeError(f"negative length {n}", offset=p)
-            if n > size - p:
-                raise DecodeError("header value runs past the end", offset=p)
-            if keep:
-                if n > 0:
-                    if self.header_value_size + n > 0x7FFFFFFF:
-                        return TOO_BIG
-                    memcpy(_grown(self.header_value_data, self.header_value_size + n)
-                           + self.header_value_size, buf + p, <size_t>n)
-                    self.header_value_size += n
-                _set_bit(<unsigned char *>_grown(self.header_value_valid, h // 8 + 1), h, n >= 0)
-                self.header_value_nulls += n < 0
-                (<int32_t *>_grown(self.header_value_offsets, 4 * (h + 2)))[h + 1] = (
-                    <int32_t>self.header_value_size
-                )
-                self.header_count += 1
-            if n > 0:
-                p += n
-        pos[0] = p
+        _set_bit(<unsigned char *>_grown(self.header_value_valid, h // 8 + 1), h, n >= 0)
+        self.header_value_nulls += n < 0
+        self.header_count += 1
         return 0
 
     cdef int _reserve_data(self, bint value, Py_ssize_t n) except -1:
@@ -609,31 +601,14 @@ cdef class RecordColumns:
         if type(data) is not bytes:
             data = bytes(data)
         cdef const unsigned char *buf = <const unsigned char *>PyBytes_AS_STRING(data)
-        cdef Py_ssize_t size = PyBytes_GET_SIZE(data), pos = 0, end, i
-        cdef int64_t length = 0, delta = 0, off = 0, ts = 0, fixed = 0
+        cdef Py_ssize_t size = PyBytes_GET_SIZE(data), pos = 0, end = 0, i
+        cdef int64_t off = 0, ts = 0, fixed = 0
         cdef bint keep, use_fixed = fixed_ts is not None
-        cdef int rc
         if use_fixed:
             fixed = fixed_ts
         for i in range(count):
-            rc = _varint(buf, size, &pos, &length)
-            if rc:
-                if rc == TOO_BIG:
-                    return False
-                _fail(rc, pos)
-            end = pos + length if -1 <= length <= size else -2
-            pos += 1  # attributes, unused
-            rc = _varint(buf, size, &pos, &delta)
-            if rc == 0 and afkak_add_overflows(base_ts, delta, &ts):
-                rc = TOO_BIG
-            if rc == 0:
-                rc = _varint(buf, size, &pos, &delta)
-                if rc == 0 and afkak_add_overflows(base_offset, delta, &off):
-                    rc = TOO_BIG
-            if rc:
-                if rc == TOO_BIG:
-                    return False
-                _fail(rc, pos)
+            if _record_start(buf, size, &pos, &end, base_offset, base_ts, &off, &ts):
+                return False
             keep = min_offset <= off < end_offset
             if keep and self.rows == self.capacity:
                 self._reserve_rows(self.rows + 1)
@@ -643,7 +618,7 @@ cdef class RecordColumns:
                 raise IndexError("record runs past the end of its batch")
             if buf[pos] == 0:
                 pos += 1
-            elif self._headers(buf, size, &pos, keep and self.headers):
+            elif _headers(buf, size, &pos, self if keep and self.headers else None, False) is None:
                 return False
             if pos != end:
                 raise DecodeError(

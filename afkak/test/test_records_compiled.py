@@ -56,6 +56,35 @@ def outcome(data: bytes, compiled: bool, min_offset: int | None = None) -> objec
         batch_module._compiled_decode = saved
 
 
+#: Random records sections, record counts and base offsets/timestamps (see garbage_batch).
+GARBAGE = {
+    "body": st.binary(max_size=120),
+    "count": st.integers(0, 12),
+    "base": st.sampled_from([0, 2**63 - 1, -(2**63), 1000]),
+}
+
+
+def garbage_batch(body: bytes, count: int, base: int) -> bytes:
+    """A valid batch header announcing *count* records, then *body* as its records."""
+    data = build_batch([b"x"], timestamp=base, base_offset=base)
+    return patch_batch(with_body(data, body), count=count)
+
+
+def mutated_batch(pos: int, value: int, codec_: int) -> bytes:
+    """A batch of four varied records, its records section (decompressed) with one byte changed."""
+    data = build_batch(
+        [b"value-1", None, b"v" * 70, b"w" * 300],
+        [None, b"key", b"k", b""],
+        headers=[[("h", b"1"), ("n", None)], [], [("x", b"")], [("\u00e9", b"z" * 200)]],
+        timestamps=[TS, TS + 1, TS + 200, TS - 70_000],
+        codec=codec_,
+        base_offset=1000,
+    )
+    body = bytearray(codec.decompress(codec_, data[BATCH_HEADER_SIZE:]))
+    body[pos % len(body)] = value
+    return patch_batch(with_body(data, bytes(body)), attributes=0)
+
+
 class ExtensionBuildTests(SynchronousTestCase):
     def test_built_where_required(self) -> None:
         """tools/test.sh sets AFKAK_REQUIRE_EXTENSIONS: CI fails if the build silently fell back."""
@@ -78,12 +107,16 @@ class ExtensionBuildTests(SynchronousTestCase):
         self.assertIsNone(batch_module.compiled_records())
 
 
-class SamePathsTests(SynchronousTestCase):
-    """Byte for byte, the compiled decoder returns what the reference returns."""
+class CompiledCase(SynchronousTestCase):
+    """Tests of the compiled record code: skipped where it is not built."""
 
     def setUp(self) -> None:
         if _crecords is None:
             raise SkipTest("the compiled record codec is not built")
+
+
+class SamePathsTests(CompiledCase):
+    """Byte for byte, the compiled decoder returns what the reference returns."""
 
     def assertSame(self, data: bytes, min_offset: int | None = None) -> object:
         expected = outcome(data, False, min_offset)
@@ -110,15 +143,10 @@ class SamePathsTests(SynchronousTestCase):
         self.assertIsInstance(result, list)
 
     @settings(max_examples=1000, deadline=None)
-    @given(
-        body=st.binary(max_size=120),
-        count=st.integers(0, 12),
-        base=st.sampled_from([0, 2**63 - 1, -(2**63), 1000]),
-    )
+    @given(**GARBAGE)
     def test_random_records(self, body: bytes, count: int, base: int) -> None:
         """Garbage records: the same records or the same DecodeError."""
-        data = build_batch([b"x"], timestamp=base, base_offset=base)
-        self.assertSame(patch_batch(with_body(data, body), count=count))
+        self.assertSame(garbage_batch(body, count, base))
 
     @settings(max_examples=1000, deadline=None)
     @given(
@@ -129,17 +157,7 @@ class SamePathsTests(SynchronousTestCase):
     # a null value written as the two-byte varint 81 00: the reference read b""
     @example(pos=29, value=0x81, codec_=codec.CODEC_NONE)
     def test_mutated_records(self, pos: int, value: int, codec_: int) -> None:
-        data = build_batch(
-            [b"value-1", None, b"v" * 70, b"w" * 300],
-            [None, b"key", b"k", b""],
-            headers=[[("h", b"1"), ("n", None)], [], [("x", b"")], [("\u00e9", b"z" * 200)]],
-            timestamps=[TS, TS + 1, TS + 200, TS - 70_000],
-            codec=codec_,
-            base_offset=1000,
-        )
-        body = bytearray(codec.decompress(codec_, data[BATCH_HEADER_SIZE:]))
-        body[pos % len(body)] = value
-        self.assertSame(patch_batch(with_body(data, bytes(body)), attributes=0))
+        self.assertSame(mutated_batch(pos, value, codec_))
 
     @settings(max_examples=500, deadline=None)
     @given(
@@ -178,12 +196,8 @@ class SamePathsTests(SynchronousTestCase):
             self.assertEqual(r, (0, TS, TimestampType.CREATE_TIME, None, b"ab", ()))
 
 
-class SameMessagesTests(SynchronousTestCase):
+class SameMessagesTests(CompiledCase):
     """The compiled wrapping of records into afkak's message tuples matches the reference."""
-
-    def setUp(self) -> None:
-        if _crecords is None:
-            raise SkipTest("the compiled record codec is not built")
 
     @settings(max_examples=200, deadline=None)
     @given(
@@ -233,12 +247,8 @@ class SameMessagesTests(SynchronousTestCase):
         self.assertEqual(wrapped[0].message.headers, (("h", b"x"),))
 
 
-class SameEncodingTests(SynchronousTestCase):
+class SameEncodingTests(CompiledCase):
     """The compiled encoder writes the reference's bytes, or leaves the batch to it."""
-
-    def setUp(self) -> None:
-        if _crecords is None:
-            raise SkipTest("the compiled record codec is not built")
 
     def both(self, *args: object, **kwargs: object) -> bytes:
         """build_batch's result on the compiled path, checked against the reference's."""
@@ -348,12 +358,8 @@ def reference_outcome(data: bytes, start: int, end: int, headers: bool = False) 
         return DecodeError
 
 
-class SameColumnsTests(SynchronousTestCase):
+class SameColumnsTests(CompiledCase):
     """Records decoded into column buffers (RecordColumns) are the reference's records."""
-
-    def setUp(self) -> None:
-        if _crecords is None:
-            raise SkipTest("the compiled record codec is not built")
 
     @settings(max_examples=300, deadline=None)
     @given(
@@ -392,31 +398,16 @@ class SameColumnsTests(SynchronousTestCase):
     )
     def test_mutated_records(self, pos: int, value: int, codec_: int, headers: bool) -> None:
         """Damaged records: the same rows or a DecodeError, as the reference."""
-        data = build_batch(
-            [b"value-1", None, b"v" * 70, b"w" * 300],
-            [None, b"key", b"k", b""],
-            headers=[[("h", b"1"), ("n", None)], [], [("x", b"")], [("\u00e9", b"z" * 200)]],
-            timestamps=[TS, TS + 1, TS + 200, TS - 70_000],
-            codec=codec_,
-            base_offset=1000,
-        )
-        body = bytearray(codec.decompress(codec_, data[BATCH_HEADER_SIZE:]))
-        body[pos % len(body)] = value
-        data = patch_batch(with_body(data, bytes(body)), attributes=0)
+        data = mutated_batch(pos, value, codec_)
         got = columns_outcome(data, 0, 2**63 - 1, 1, headers)
         if got is not None:
             self.assertEqual(got, reference_outcome(data, 0, 2**63 - 1, headers))
 
     @settings(max_examples=500, deadline=None)
-    @given(
-        body=st.binary(max_size=120),
-        count=st.integers(0, 12),
-        base=st.sampled_from([0, 2**63 - 1, -(2**63), 1000]),
-    )
+    @given(**GARBAGE)
     def test_random_records(self, body: bytes, count: int, base: int) -> None:
         """Garbage: the same rows, the same DecodeError, or left to the reference."""
-        data = build_batch([b"x"], timestamp=base, base_offset=base)
-        data = patch_batch(with_body(data, body), count=count)
+        data = garbage_batch(body, count, base)
         got = columns_outcome(data, -(2**63), 2**63 - 1, 4, True)
         if got is not None:
             self.assertEqual(got, reference_outcome(data, -(2**63), 2**63 - 1, True))
