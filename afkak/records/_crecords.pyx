@@ -9,6 +9,10 @@ DecodeError; DecodeError; UnicodeDecodeError).  Input whose numbers leave
 64 bits (10-byte varints above 2**64, sums past int64) makes it return None,
 and the caller then runs the reference on that batch.
 
+:class:`RecordColumns` decodes records into column buffers in Arrow's layout
+instead (the Spark source's batches), with the same checks and errors; its
+reference is the reference's records turned into columns.
+
 Cython rather than C through a binding: the loop touches Python objects on
 every field (bytes, tuples, ints), which Cython writes with the reference
 counting done for us, and it needs no runtime dependency.
