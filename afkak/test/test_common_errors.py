@@ -258,7 +258,9 @@ class RaiseForErrnoTests(SynchronousTestCase):
             str(common.OffsetOutOfRangeError("t/0")), "[Error 1] OFFSET_OUT_OF_RANGE: t/0"
         )
         self.assertEqual(str(common.NotCoordinator()), "[Error 16] NOT_COORDINATOR")
-        self.assertEqual(str(BrokerResponseError.from_errno(999)), "[Error 999] unknown error code")
+        self.assertEqual(
+            str(BrokerResponseError.from_errno(999)), "[Error 999] unknown error code"
+        )
 
     def test_pickle(self) -> None:
         error = pickle.loads(pickle.dumps(common.UnknownMemberId("m-1")))

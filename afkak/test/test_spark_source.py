@@ -463,9 +463,9 @@ class SparkSaslTests(SynchronousTestCase):
         ).save()
         # One key, one partition; a last one-record batch as a seal (see the module docstring).
         seal = self.spark.createDataFrame([(b"k", SEAL)], "key binary, value binary")
-        seal.write.format("afkak").options(**self.options(self.secret)).option("topic", topic).mode(
-            "append"
-        ).save()
+        seal.write.format("afkak").options(**self.options(self.secret)).option(
+            "topic", topic
+        ).mode("append").save()
         read = (
             self.spark.read.format("afkak")
             .options(**self.options(self.secret))
