@@ -8,7 +8,16 @@ Tansu broker unless ``--bootstrap`` names one), then reads all of them:
 - with afkak's Consumer, one per partition on one KafkaClient, in this
   process (the global reactor in a thread, as in Spark's workers).
 
-Run: ``python tools/spark_bench.py [--records N] [--master local[2]]``.
+With ``--phases`` it also says where a warm query's time goes: the data
+source's own work run in this process (planning, then ``read_range`` over
+every task's offsets: the Python worker's share), then queries timed with
+the CPU seconds spent meanwhile by the JVM, its Python workers and the
+broker (from /proc, Linux only): a Python data source with afkak's schema
+and no Kafka returning 4 rows (Spark's own fixed cost per query), a query
+reading 4 records (the fixed cost with afkak's), ``count(*)`` and the
+benchmark query.
+
+Run: ``python tools/spark_bench.py [--records N] [--warm K] [--phases]``.
 """
 
 from __future__ import annotations
@@ -18,7 +27,11 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from twisted.internet.defer import Deferred, gatherResults
 
@@ -75,7 +88,15 @@ async def consume_all(client: KafkaClient, topic: str, ends: dict[str, int]) -> 
     return total[0]
 
 
-def spark_read(spark: Any, bootstrap: str, topic: str, ends: dict[str, int]) -> tuple[float, int]:
+def spark_read(
+    spark: Any,
+    bootstrap: str,
+    topic: str,
+    ends: dict[str, int],
+    exprs: tuple[str, ...] = ("count(*) as n", "sum(length(value)) as bytes"),
+) -> tuple[float, int]:
+    """Run one query over the topic up to *ends*: its seconds (load included) and row count."""
+    started = time.perf_counter()
     df = (
         spark.read.format("afkak")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -83,9 +104,146 @@ def spark_read(spark: Any, bootstrap: str, topic: str, ends: dict[str, int]) -> 
         .option("endingOffsets", json.dumps({topic: ends}))
         .load()
     )
-    started = time.perf_counter()
-    [row] = df.selectExpr("count(*) as n", "sum(length(value)) as bytes").collect()
+    [row] = df.selectExpr(*exprs).collect()
     return time.perf_counter() - started, row.n
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every process's parent and CPU seconds (its own, and its reaped children's)."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        cpu = sum(int(x) for x in fields[11:15]) / _TICK
+        found[int(name)] = (int(fields[1]), cpu)
+    return found
+
+
+def cpu_by_role(jvm: int) -> dict[str, float]:
+    """CPU seconds so far of the JVM, its Python workers, and this process's other children."""
+    procs = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in procs.items():
+        children.setdefault(parent, []).append(pid)
+
+    def tree(root: int) -> list[int]:
+        out, todo = [], [root]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo.extend(children.get(pid, ()))
+        return out
+
+    workers = tree(jvm)[1:]
+    others = [p for c in children.get(os.getpid(), ()) if c != jvm for p in tree(c)]
+    # reaped workers count in their parents' totals, which are in the trees
+    return {
+        "JVM": procs.get(jvm, (0, 0.0))[1],
+        "Python workers": sum(procs[p][1] for p in workers),
+        "broker": sum(procs[p][1] for p in others),
+    }
+
+
+def timed(jvm: int, run: Callable[[], tuple[float, int]]) -> tuple[float, int, dict[str, float]]:
+    """*run*'s seconds and rows, and the CPU seconds of each role meanwhile."""
+    before = cpu_by_role(jvm)
+    elapsed, n = run()
+    after = cpu_by_role(jvm)
+    return elapsed, n, {k: after[k] - before[k] for k in after}
+
+
+def worker_alone(bootstrap: str, topic: str, ends: dict[str, int]) -> tuple[float, float, int]:
+    """The data source's planning and reading in this process: seconds, CPU seconds, rows."""
+    from afkak.spark import _rows, _worker
+    from afkak.spark._options import parse_read_options
+
+    opts = parse_read_options(
+        {
+            "kafka.bootstrap.servers": bootstrap,
+            "subscribe": topic,
+            "endingoffsets": json.dumps({topic: ends}),
+        },
+        streaming=False,
+    )
+    schema = _rows.arrow_schema(_rows.read_schema(False))
+    started, cpu = time.perf_counter(), time.process_time()
+    n = sum(
+        b.num_rows for r in _worker.plan_batch(opts) for b in _worker.read_range(opts, r, schema)
+    )
+    return time.perf_counter() - started, time.process_time() - cpu, n
+
+
+def register_floor_source(spark: Any) -> None:
+    """Register ``afkak_bench_floor``: 4 tasks of 1 row each, the afkak schema, no Kafka.
+
+    What Spark alone costs a query over a Python data source: the floor
+    under the 4-record query.  Defined here, so pickled by value.
+    """
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from afkak.spark._rows import arrow_schema, read_schema
+
+    class FloorReader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(PARTITIONS)]
+
+        def read(self, partition: InputPartition) -> Any:
+            row = {"value": b"x", "topic": "t", "partition": partition.value, "offset": 0}
+            yield pa.RecordBatch.from_pylist([row], schema=arrow_schema(read_schema(False)))
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "afkak_bench_floor"
+
+        def schema(self) -> Any:
+            return read_schema(False)
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return FloorReader()
+
+    spark.dataSource.register(FloorSource)
+
+
+def floor_read(spark: Any) -> tuple[float, int]:
+    started = time.perf_counter()
+    [row] = spark.read.format("afkak_bench_floor").load().selectExpr("count(*) as n").collect()
+    return time.perf_counter() - started, row.n
+
+
+def phases(spark: Any, bootstrap: str, topic: str, ends: dict[str, int], rounds: int) -> None:
+    """Where a warm query's time goes (see the module docstring)."""
+    register_floor_source(spark)
+    floor_read(spark)  # its first query starts nothing new, but warm it anyway
+    for _ in range(rounds):
+        elapsed, cpu, n = worker_alone(bootstrap, topic, ends)
+        print(
+            f"data source alone (plan + read_range, 1 process): {elapsed:.2f} s, {cpu:.2f} CPU s,"
+            f" {cpu / n * 1e6:.2f} CPU us/record"
+        )
+    jvm = spark.sparkContext._gateway.proc.pid
+    first = {p: 1 for p in ends}
+    read = partial(spark_read, spark, bootstrap, topic)
+    queries: list[tuple[str, Callable[[], tuple[float, int]]]] = [
+        ("Spark alone (4 rows, no Kafka), count(*)", partial(floor_read, spark)),
+        ("4 records, count(*)", partial(read, first, ("count(*) as n",))),
+        ("all, count(*)", partial(read, ends, ("count(*) as n",))),
+        ("all, count(*) + sum(length(value))", partial(read, ends)),
+    ]
+    for _ in range(rounds):
+        for name, query in queries:
+            took, rows, spent = timed(jvm, query)
+            shares = ", ".join(f"{k} {v:.2f}" for k, v in spent.items())
+            print(f"  {name}: {took:.2f} s, {rows:,} rows; CPU s: {shares}")
 
 
 def main() -> None:
@@ -94,6 +252,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--bootstrap", help="an existing broker (default: start Tansu)")
+    parser.add_argument("--warm", type=int, default=2, help="warm queries timed (default 2)")
+    parser.add_argument(
+        "--phases", type=int, default=0, metavar="R", help="R rounds of per-phase timing"
+    )
     args = parser.parse_args()
 
     if args.bootstrap:
@@ -124,6 +286,10 @@ def main() -> None:
     )
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    # this checkout's afkak in Spark's Python workers too (they inherit the environment)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [sys.path[0], os.environ.get("PYTHONPATH")])
+    )
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
@@ -140,10 +306,12 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(AfkakDataSource)
-    for run in ("cold", "warm", "warm"):
+    for run in ["cold"] + ["warm"] * args.warm:
         elapsed, n = spark_read(spark, bootstrap, topic, ends)
         assert n == args.records, n
         print(f"Spark {args.master} ({run}): {elapsed:.2f} s, {n / elapsed:,.0f} records/s")
+    if args.phases:
+        phases(spark, bootstrap, topic, ends, args.phases)
     spark.stop()
 
 

@@ -26,3 +26,44 @@ def encode_records(
 def untrack(obj: object) -> None: ...
 def track_all(objs: list[Any]) -> None: ...
 def reachable(objs: list[Any], cls: type, attr: str) -> list[int]: ...
+
+class RecordColumns:
+    rows: int
+    key_nulls: int
+    value_nulls: int
+    key_size: int
+    value_size: int
+    offsets: bytearray
+    timestamps: bytearray
+    types: bytearray
+    key_valid: bytearray
+    key_offsets: bytearray
+    key_data: bytearray
+    value_valid: bytearray
+    value_offsets: bytearray
+    value_data: bytearray
+    headers: bool
+    header_count: int
+    header_key_size: int
+    header_value_size: int
+    header_value_nulls: int
+    header_offsets: bytearray
+    header_key_offsets: bytearray
+    header_key_data: bytearray
+    header_value_valid: bytearray
+    header_value_offsets: bytearray
+    header_value_data: bytearray
+    def __init__(
+        self, rows_hint: int = 1024, bytes_hint: int = 65536, headers: bool = False
+    ) -> None: ...
+    def add(
+        self,
+        data: _BytesLike,
+        count: int,
+        base_offset: int,
+        base_ts: int,
+        tt: int,
+        fixed_ts: int | None,
+        min_offset: int,
+        end_offset: int,
+    ) -> bool: ...

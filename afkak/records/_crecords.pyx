@@ -14,12 +14,22 @@ keeping objects that pile up by the thousand (a producer's waiting sends) off
 the cyclic GC, and telling which of them nothing else refers to (see
 :mod:`afkak.records.gc_pause`).
 
+:class:`RecordColumns` decodes records into column buffers in Arrow's layout
+instead (the Spark source's batches), with the same checks and errors; its
+reference is the reference's records turned into columns.
+
 Cython rather than C through a binding: the loop touches Python objects on
 every field (bytes, tuples, ints), which Cython writes with the reference
 counting done for us, and it needs no runtime dependency.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport (
+    PyByteArray_AS_STRING,
+    PyByteArray_FromStringAndSize,
+    PyByteArray_GET_SIZE,
+    PyByteArray_Resize,
+)
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -27,7 +37,7 @@ from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
 from _weakref import getweakrefcount
@@ -54,6 +64,9 @@ cdef extern from *:
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
+
+cdef class RecordColumns
+
 
 # Return codes of the readers below (besides 0, "done").
 cdef enum:
@@ -98,6 +111,37 @@ cdef inline object _blob(const unsigned char *buf, Py_ssize_t start, int64_t n):
     return PyBytes_FromStringAndSize(<const char *>buf + start, <Py_ssize_t>n)
 
 
+cdef inline int _record_start(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos,
+                              Py_ssize_t *end, int64_t base_offset, int64_t base_ts,
+                              int64_t *off, int64_t *ts) except -1:
+    """Read a record's length, attributes and deltas at pos[0], advancing it.
+
+    Sets *end* (where the record must end; -1 and below never match), *off*
+    and *ts*.  Returns 0, or TOO_BIG for a number beyond 64 bits; raises as
+    the reference for the rest.
+    """
+    cdef int64_t length = 0, delta = 0
+    cdef int rc = _varint(buf, size, pos, &length)
+    if rc:
+        if rc == TOO_BIG:
+            return TOO_BIG
+        _fail(rc, pos[0])
+    end[0] = pos[0] + length if -1 <= length <= size else -2
+    pos[0] += 1  # attributes, unused
+    rc = _varint(buf, size, pos, &delta)
+    if rc == 0 and afkak_add_overflows(base_ts, delta, ts):
+        rc = TOO_BIG
+    if rc == 0:
+        rc = _varint(buf, size, pos, &delta)
+        if rc == 0 and afkak_add_overflows(base_offset, delta, off):
+            rc = TOO_BIG
+    if rc:
+        if rc == TOO_BIG:
+            return TOO_BIG
+        _fail(rc, pos[0])
+    return 0
+
+
 cdef object _nullable(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos):
     """The nullable key or value at pos[0] (advancing it), or _TOO_BIG."""
     cdef int64_t n = 0
@@ -117,11 +161,18 @@ cdef object _nullable(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos
     return blob
 
 
-cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos):
-    """Decode a record's headers (count included); None means "too big for 64 bits"."""
-    cdef int64_t count = 0, n = 0, i
+cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos,
+                     RecordColumns into=None, bint build=True):
+    """Decode a record's headers (count included) at pos[0], advancing it.
+
+    Returns a tuple of (key, value) pairs when *build*, else (); appends the
+    headers to *into*'s header columns when given; None means "too big for 64
+    bits" (or for 2 GiB of columns).  Keys are checked as UTF-8 either way.
+    """
+    cdef int64_t count = 0, n = 0, i, j
     cdef int rc
-    cdef Py_ssize_t p = pos[0]
+    cdef Py_ssize_t p = pos[0], key_at
+    cdef object key = None
     rc = _varint(buf, size, &p, &count)
     if rc == TOO_BIG:
         return None
@@ -129,7 +180,7 @@ cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos)
         _fail(rc, p)
     if count < 0:
         raise DecodeError(f"negative header count {count}", offset=p)
-    out = []
+    out = [] if build else None
     i = 0
     while i < count:
         rc = _varint(buf, size, &p, &n)
@@ -139,8 +190,17 @@ cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos)
             _fail(rc, p)
         if n < 0 or n > size - p:
             raise DecodeError(f"bad header key length {n}", offset=p)
-        key = PyUnicode_DecodeUTF8(<const char *>buf + p, <Py_ssize_t>n, NULL)
+        if build:
+            key = PyUnicode_DecodeUTF8(<const char *>buf + p, <Py_ssize_t>n, NULL)
+        else:
+            for j in range(n):
+                if buf[p + j] >= 0x80:  # not ASCII: UnicodeDecodeError as when building
+                    PyUnicode_DecodeUTF8(<const char *>buf + p, <Py_ssize_t>n, NULL)
+                    break
+        key_at = p
         p += n
+        if into is not None and into._add_header_key(buf + key_at, n):
+            return None
         rc = _varint(buf, size, &p, &n)
         if rc == TOO_BIG:
             return None
@@ -148,16 +208,17 @@ cdef object _headers(const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos)
             _fail(rc, p)
         if n < -1:
             raise DecodeError(f"negative length {n}", offset=p)
-        if n == -1:
-            out.append((key, None))
-        else:
-            if n > size - p:
-                raise DecodeError("header value runs past the end", offset=p)
-            out.append((key, _blob(buf, p, n)))
+        if n > size - p:
+            raise DecodeError("header value runs past the end", offset=p)
+        if into is not None and into._add_header_value(buf + p, n):
+            return None
+        if build:
+            out.append((key, None if n == -1 else _blob(buf, p, n)))
+        if n > 0:
             p += n
         i += 1
     pos[0] = p
-    return tuple(out)
+    return tuple(out) if build else _EMPTY
 
 
 cdef inline void _put(object t, Py_ssize_t i, object item):
@@ -203,34 +264,13 @@ def decode_records(object data, Py_ssize_t pos, Py_ssize_t count, int64_t base_o
 
 cdef object _decode(const unsigned char *buf, Py_ssize_t size, Py_ssize_t pos, Py_ssize_t count,
                     int64_t base_offset, int64_t base_ts, object tt):
-    cdef Py_ssize_t end, start, i
-    cdef int64_t length = 0, delta = 0
+    cdef Py_ssize_t end = 0, i
     cdef int64_t off = 0, ts = 0
-    cdef int rc
     cdef object key, value, headers
     cdef list out = []
     for i in range(count):
-        # length (-1 and below can never match the record's end)
-        rc = _varint(buf, size, &pos, &length)
-        if rc:
-            if rc == TOO_BIG:
-                return None
-            _fail(rc, pos)
-        start = pos
-        end = pos + length if -1 <= length <= size else -2
-        pos += 1  # attributes, unused
-        # timestamp and offset deltas
-        rc = _varint(buf, size, &pos, &delta)
-        if rc == 0 and afkak_add_overflows(base_ts, delta, &ts):
-            rc = TOO_BIG
-        if rc == 0:
-            rc = _varint(buf, size, &pos, &delta)
-            if rc == 0 and afkak_add_overflows(base_offset, delta, &off):
-                rc = TOO_BIG
-        if rc:
-            if rc == TOO_BIG:
-                return None
-            _fail(rc, pos)
+        if _record_start(buf, size, &pos, &end, base_offset, base_ts, &off, &ts):
+            return None
         # key and value
         key = _nullable(buf, size, &pos)
         if key is _TOO_BIG:
@@ -502,3 +542,243 @@ def reachable(list objs, object cls, str attr):
             out.append(i)
         i += 1
     return out
+
+
+cdef inline char *_grown(bytearray buf, Py_ssize_t needed) except NULL:
+    """*buf*'s storage, resized to at least *needed* bytes (doubling) first if shorter."""
+    cdef Py_ssize_t size = PyByteArray_GET_SIZE(buf)
+    if needed > size:
+        PyByteArray_Resize(buf, max(needed, 2 * size))
+    return PyByteArray_AS_STRING(buf)
+
+
+cdef inline void _set_bit(unsigned char *bits, Py_ssize_t i, bint on) noexcept nogil:
+    if i & 7 == 0:
+        bits[i >> 3] = 0
+    if on:
+        bits[i >> 3] |= <unsigned char>(1 << (i & 7))
+
+
+cdef int _append(bytearray data, Py_ssize_t *used, bytearray offsets, Py_ssize_t i,
+                 const unsigned char *src, int64_t n) except -1:
+    """Append *n* bytes (none if negative) to *data* as item *i* of a binary column.
+
+    *used* is the data's length so far; item *i* ends at offsets[i + 1].
+    Returns 0, or TOO_BIG past 2 GiB.
+    """
+    if n > 0:
+        if used[0] + n > 0x7FFFFFFF:
+            return TOO_BIG
+        memcpy(_grown(data, used[0] + n) + used[0], src, <size_t>n)
+        used[0] += n
+    (<int32_t *>_grown(offsets, 4 * (i + 2)))[i + 1] = <int32_t>used[0]
+    return 0
+
+
+cdef class RecordColumns:
+    """Decoded records as column buffers in Arrow's layout: no Python object per record.
+
+    :meth:`add` appends a v2 batch's records; the buffers then hold, for
+    ``rows`` records: ``offsets`` and ``timestamps`` (int64), ``types``
+    (int32 timestamp types), and for keys and values a validity bitmap (bit
+    set: not null), ``rows + 1`` int32 offsets into their data, and the data
+    (``key_size`` and ``value_size`` bytes).  With *headers*, also each
+    record's headers: ``rows + 1`` int32 ``header_offsets`` into
+    ``header_count`` headers, whose keys (never null) and values are laid
+    out as above.  Without, headers are checked but not kept.  The buffers
+    are bytearrays, possibly longer than needed.  Errors are those of
+    :func:`decode_records`.
+    """
+
+    cdef readonly Py_ssize_t rows, key_nulls, value_nulls, key_size, value_size
+    cdef readonly bytearray offsets, timestamps, types
+    cdef readonly bytearray key_valid, key_offsets, key_data
+    cdef readonly bytearray value_valid, value_offsets, value_data
+    cdef readonly bint headers
+    cdef readonly Py_ssize_t header_count, header_key_size, header_value_size, header_value_nulls
+    cdef readonly bytearray header_offsets, header_key_offsets, header_key_data
+    cdef readonly bytearray header_value_valid, header_value_offsets, header_value_data
+    cdef Py_ssize_t capacity, key_room, value_room
+    cdef int64_t *p_offsets
+    cdef int64_t *p_timestamps
+    cdef int32_t *p_types
+    cdef int32_t *p_key_offsets
+    cdef int32_t *p_value_offsets
+    cdef unsigned char *p_key_valid
+    cdef unsigned char *p_value_valid
+    cdef unsigned char *p_key_data
+    cdef unsigned char *p_value_data
+
+    def __cinit__(self, Py_ssize_t rows_hint=1024, Py_ssize_t bytes_hint=65536,
+                  bint headers=False):
+        self.capacity = 0
+        self.headers = headers
+        self.header_offsets = PyByteArray_FromStringAndSize(NULL, 0)
+        self.header_key_offsets = PyByteArray_FromStringAndSize(NULL, 4)
+        self.header_key_data = PyByteArray_FromStringAndSize(NULL, 0)
+        self.header_value_valid = PyByteArray_FromStringAndSize(NULL, 0)
+        self.header_value_offsets = PyByteArray_FromStringAndSize(NULL, 4)
+        self.header_value_data = PyByteArray_FromStringAndSize(NULL, 0)
+        (<int32_t *>PyByteArray_AS_STRING(self.header_key_offsets))[0] = 0
+        (<int32_t *>PyByteArray_AS_STRING(self.header_value_offsets))[0] = 0
+        self.offsets = PyByteArray_FromStringAndSize(NULL, 0)
+        self.timestamps = PyByteArray_FromStringAndSize(NULL, 0)
+        self.types = PyByteArray_FromStringAndSize(NULL, 0)
+        self.key_valid = PyByteArray_FromStringAndSize(NULL, 0)
+        self.value_valid = PyByteArray_FromStringAndSize(NULL, 0)
+        self.key_offsets = PyByteArray_FromStringAndSize(NULL, 0)
+        self.value_offsets = PyByteArray_FromStringAndSize(NULL, 0)
+        self.key_data = PyByteArray_FromStringAndSize(NULL, 0)
+        self.value_data = PyByteArray_FromStringAndSize(NULL, 0)
+        self._reserve_rows(max(rows_hint, 8))
+        self.p_key_offsets[0] = 0
+        self.p_value_offsets[0] = 0
+        self._reserve_data(0, 64)
+        self._reserve_data(1, max(bytes_hint, 64))
+
+    cdef int _reserve_rows(self, Py_ssize_t n) except -1:
+        """Room for *n* rows at least."""
+        if n <= self.capacity:
+            return 0
+        n = max(n, 2 * self.capacity)
+        self.p_offsets = <int64_t *>_grown(self.offsets, 8 * n)
+        self.p_timestamps = <int64_t *>_grown(self.timestamps, 8 * n)
+        self.p_types = <int32_t *>_grown(self.types, 4 * n)
+        self.p_key_valid = <unsigned char *>_grown(self.key_valid, n // 8 + 1)
+        self.p_value_valid = <unsigned char *>_grown(self.value_valid, n // 8 + 1)
+        self.p_key_offsets = <int32_t *>_grown(self.key_offsets, 4 * (n + 1))
+        self.p_value_offsets = <int32_t *>_grown(self.value_offsets, 4 * (n + 1))
+        if self.headers:
+            (<int32_t *>_grown(self.header_offsets, 4 * (n + 1)))[0] = 0
+        self.capacity = n
+        return 0
+
+    cdef int _add_header_key(self, const unsigned char *key, int64_t n) except -1:
+        """Append a header key of *n* bytes; TOO_BIG past 2 GiB."""
+        return _append(self.header_key_data, &self.header_key_size, self.header_key_offsets,
+                       self.header_count, key, n)
+
+    cdef int _add_header_value(self, const unsigned char *value, int64_t n) except -1:
+        """Append the value (*n* bytes, -1: null) of the header whose key came last."""
+        cdef Py_ssize_t h = self.header_count
+        if _append(self.header_value_data, &self.header_value_size, self.header_value_offsets,
+                   h, value, n):
+            return TOO_BIG
+        _set_bit(<unsigned char *>_grown(self.header_value_valid, h // 8 + 1), h, n >= 0)
+        self.header_value_nulls += n < 0
+        self.header_count += 1
+        return 0
+
+    cdef int _reserve_data(self, bint value, Py_ssize_t n) except -1:
+        """Room for *n* bytes of key (*value* false) or value data at least."""
+        if value:
+            self.p_value_data = <unsigned char *>_grown(self.value_data, n)
+            self.value_room = PyByteArray_GET_SIZE(self.value_data)
+        else:
+            self.p_key_data = <unsigned char *>_grown(self.key_data, n)
+            self.key_room = PyByteArray_GET_SIZE(self.key_data)
+        return 0
+
+    cdef int _blob(self, const unsigned char *buf, Py_ssize_t size, Py_ssize_t *pos,
+                   bint value, bint keep) except -1:
+        """Read the nullable key or value at pos[0]; append it to row ``rows`` when *keep*.
+
+        Returns 0, or TOO_BIG for a length beyond 64 bits or data past 2 GiB.
+        """
+        cdef int64_t n = 0
+        cdef int rc = _varint(buf, size, pos, &n)
+        cdef Py_ssize_t used
+        if rc == TOO_BIG:
+            return TOO_BIG
+        if rc:
+            _fail(rc, pos[0])
+        if n < -1:
+            raise DecodeError(f"negative length {n}", offset=pos[0])
+        if n > size - pos[0]:
+            raise IndexError("a key or value runs past the end of its batch")
+        if not keep:
+            if n > 0:
+                pos[0] += n
+            return 0
+        used = self.value_size if value else self.key_size
+        if n > 0:
+            if used + n > 0x7FFFFFFF:
+                return TOO_BIG
+            if used + n > (self.value_room if value else self.key_room):
+                self._reserve_data(value, used + n)
+            memcpy((self.p_value_data if value else self.p_key_data) + used, buf + pos[0],
+                   <size_t>n)
+            used += n
+            pos[0] += n
+        if value:
+            _set_bit(self.p_value_valid, self.rows, n >= 0)
+            self.value_nulls += n < 0
+            self.p_value_offsets[self.rows + 1] = <int32_t>used
+            self.value_size = used
+        else:
+            _set_bit(self.p_key_valid, self.rows, n >= 0)
+            self.key_nulls += n < 0
+            self.p_key_offsets[self.rows + 1] = <int32_t>used
+            self.key_size = used
+        return 0
+
+    def add(self, object data, Py_ssize_t count, int64_t base_offset, int64_t base_ts,
+            int32_t tt, object fixed_ts, int64_t min_offset, int64_t end_offset):
+        """Append the records of a v2 batch's *data* whose offsets are in [min_offset, end_offset).
+
+        *data* holds *count* records and nothing else; *fixed_ts* replaces every
+        record's timestamp when not None (LOG_APPEND_TIME).  Returns False when
+        the batch holds numbers beyond 64 bits (or data past 2 GiB), leaving
+        the columns unusable: decode with :func:`decode_records` then.  *data*
+        is bytes or any contiguous buffer, read in place.
+        """
+        cdef Py_buffer view
+        if type(data) is bytes:
+            return self._add(<const unsigned char *>PyBytes_AS_STRING(data),
+                             PyBytes_GET_SIZE(data), count, base_offset, base_ts, tt, fixed_ts,
+                             min_offset, end_offset)
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            return self._add(<const unsigned char *>view.buf, view.len, count, base_offset,
+                             base_ts, tt, fixed_ts, min_offset, end_offset)
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef bint _add(self, const unsigned char *buf, Py_ssize_t size, Py_ssize_t count,
+                   int64_t base_offset, int64_t base_ts, int32_t tt, object fixed_ts,
+                   int64_t min_offset, int64_t end_offset) except -1:
+        cdef Py_ssize_t pos = 0, end = 0, i
+        cdef int64_t off = 0, ts = 0, fixed = 0
+        cdef bint keep, use_fixed = fixed_ts is not None
+        if use_fixed:
+            fixed = fixed_ts
+        for i in range(count):
+            if _record_start(buf, size, &pos, &end, base_offset, base_ts, &off, &ts):
+                return False
+            keep = min_offset <= off < end_offset
+            if keep and self.rows == self.capacity:
+                self._reserve_rows(self.rows + 1)
+            if self._blob(buf, size, &pos, False, keep) or self._blob(buf, size, &pos, True, keep):
+                return False
+            if pos >= size:
+                raise IndexError("record runs past the end of its batch")
+            if buf[pos] == 0:
+                pos += 1
+            elif _headers(buf, size, &pos, self if keep and self.headers else None, False) is None:
+                return False
+            if pos != end:
+                raise DecodeError(
+                    f"record at offset {off} does not fill its declared length", offset=pos
+                )
+            if keep:
+                if self.headers:
+                    (<int32_t *>PyByteArray_AS_STRING(self.header_offsets))[self.rows + 1] = (
+                        <int32_t>self.header_count
+                    )
+                self.p_offsets[self.rows] = off
+                self.p_timestamps[self.rows] = fixed if use_fixed else ts
+                self.p_types[self.rows] = tt
+                self.rows += 1
+        if pos != size:
+            raise DecodeError("record batch has bytes after its last record", offset=pos)
+        return True

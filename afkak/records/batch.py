@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from itertools import repeat
 from operator import add
@@ -21,7 +22,7 @@ from afkak.codec import CODEC_NONE, DEFAULT_MAX_SIZE, decompress
 from afkak.records._varint import DEC1, DEC2, LEN1, LEN2, decode_length, decode_zigzag
 from afkak.records.record import ControlMarker, ControlType, Header, Record, TimestampType
 
-__all__ = ["RecordBatch", "COMPILED"]
+__all__ = ["RecordBatch", "COMPILED", "RecordColumns"]
 
 _new_record = partial(tuple.__new__, Record)
 _INT16 = struct.Struct(">h")
@@ -46,6 +47,10 @@ _compiled_decode: Callable[..., list[Record] | None] | None = getattr(
 )
 #: Whether records are decoded by compiled code (see setup.py).
 COMPILED = _compiled_decode is not None
+#: ``RecordColumns(rows_hint, bytes_hint, headers=False)``: records decoded
+#: into column buffers in Arrow's layout by :meth:`RecordBatch.add_to` (see
+#: ``_crecords.pyx``); None without the compiled code.
+RecordColumns: Any = getattr(compiled_records(), "RecordColumns", None)
 
 
 @attrs.define(eq=False)
@@ -78,7 +83,7 @@ class RecordBatch:
     _payload: bytes | memoryview | None = attrs.field(default=None, repr=False)
     _records: list[Record] | None = attrs.field(default=None, repr=False)
     _max_size: int = attrs.field(default=DEFAULT_MAX_SIZE, repr=False)
-    _inflated: bool = attrs.field(default=False, repr=False)
+    _inflated_done: bool = attrs.field(default=False, repr=False)
 
     @property
     def next_offset(self) -> int:
@@ -127,21 +132,40 @@ class RecordBatch:
             pass  # a marker type newer than this client: keep the number
         return ControlMarker(type=type_, version=version, coordinator_epoch=epoch)
 
-    def _decode(self, min_offset: int | None) -> list[Record]:
+    def add_to(self, columns: Any, min_offset: int, end_offset: int) -> bool:
+        """Append the records at offsets [*min_offset*, *end_offset*) to compiled *columns*.
+
+        *columns* is a :data:`RecordColumns`.  False, with *columns* left
+        unusable, for a batch that only :meth:`records` reads (a legacy
+        message, numbers beyond 64 bits).
+        """
+        if self.magic != 2:
+            return False
+        payload = self._inflated()
+        tt = self.timestamp_type
+        fixed = self.max_timestamp if tt == TimestampType.LOG_APPEND_TIME else None
+        with self._decode_errors():
+            return bool(
+                columns.add(
+                    payload, self.record_count, self.base_offset, self.base_timestamp,
+                    int(tt), fixed, min_offset, end_offset,
+                )
+            )  # fmt: skip
+
+    def _inflated(self) -> bytes | memoryview:
+        """The records section, decompressed (once)."""
         payload = self._payload
         assert payload is not None
-        if self.codec != CODEC_NONE and not self._inflated:
+        if self.codec != CODEC_NONE and not self._inflated_done:
             payload = self._payload = decompress(self.codec, payload, self._max_size)
-            self._inflated = True
+            self._inflated_done = True
+        return payload
+
+    @contextmanager
+    def _decode_errors(self) -> Iterator[None]:
+        """The decoders' IndexError and UnicodeDecodeError as DecodeError."""
         try:
-            pos, count = 0, self.record_count
-            if min_offset is not None:
-                pos, count = _skip_records(payload, count, min_offset - self.base_offset)
-            args = (pos, count, self.base_offset, self.base_timestamp, self.timestamp_type)
-            records = None if _compiled_decode is None else _compiled_decode(payload, *args)
-            if records is None:
-                # the reference slices keys and values out of bytes, not out of a view
-                records = _decode_records(bytes(payload), *args)
+            yield
         except IndexError:
             raise DecodeError(
                 f"record batch at offset {self.base_offset} ends inside a record"
@@ -150,6 +174,18 @@ class RecordBatch:
             raise DecodeError(
                 f"record batch at offset {self.base_offset} has a header key that is not UTF-8"
             ) from None
+
+    def _decode(self, min_offset: int | None) -> list[Record]:
+        payload = self._inflated()
+        with self._decode_errors():
+            pos, count = 0, self.record_count
+            if min_offset is not None:
+                pos, count = _skip_records(payload, count, min_offset - self.base_offset)
+            args = (pos, count, self.base_offset, self.base_timestamp, self.timestamp_type)
+            records = None if _compiled_decode is None else _compiled_decode(payload, *args)
+            if records is None:
+                # the reference slices keys and values out of bytes, not out of a view
+                records = _decode_records(bytes(payload), *args)
         if self.timestamp_type == TimestampType.LOG_APPEND_TIME:
             t, tt = self.max_timestamp, self.timestamp_type
             records = [_new_record((r[0], t, tt, r[3], r[4], r[5])) for r in records]

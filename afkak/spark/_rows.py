@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import repeat
+from typing import Any
 
 import attrs
 import pyarrow as pa
@@ -82,6 +83,72 @@ def records_to_arrow(
     if "headers" in schema.names:
         columns["headers"] = pa.array(headers, schema.field("headers").type)
     return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+
+def columns_to_arrow(tp: TopicAndPartition, columns: Any, schema: pa.Schema) -> pa.RecordBatch:
+    """The records in compiled *columns* (a ``RecordColumns``, all of *tp*) as an Arrow batch.
+
+    The same batch as :func:`records_to_arrow` gives for the same records,
+    built on the columns' buffers without copying them (*columns* must hold
+    headers if *schema* has them).
+    """
+    n = columns.rows
+
+    def fixed(kind: pa.DataType, width: int, data: bytearray, count: int = n) -> pa.Array:
+        buffers = [None, pa.py_buffer(data)[: width * count]]
+        return pa.Array.from_buffers(kind, count, buffers, null_count=0)
+
+    def blobs(
+        kind: pa.DataType,
+        count: int,
+        valid: bytearray,
+        nulls: int,
+        offsets: bytearray,
+        data: bytearray,
+        size: int,
+    ) -> pa.Array:
+        buffers = [
+            pa.py_buffer(valid)[: (count + 7) // 8] if nulls else None,
+            pa.py_buffer(offsets)[: 4 * (count + 1)],
+            pa.py_buffer(data)[:size],
+        ]
+        return pa.Array.from_buffers(kind, count, buffers, null_count=nulls)
+
+    c = columns
+    arrays = {
+        "key": blobs(
+            pa.binary(), n, c.key_valid, c.key_nulls, c.key_offsets, c.key_data, c.key_size
+        ),
+        "value": blobs(
+            pa.binary(), n, c.value_valid, c.value_nulls, c.value_offsets, c.value_data,
+            c.value_size,
+        ),
+        "topic": pa.repeat(pa.scalar(tp.topic, pa.string()), n),
+        "partition": pa.repeat(pa.scalar(tp.partition, pa.int32()), n),
+        "offset": fixed(pa.int64(), 8, c.offsets),
+        "timestamp": fixed(_TIMESTAMP_MS, 8, c.timestamps).cast(schema.field("timestamp").type),
+        "timestampType": fixed(pa.int32(), 4, c.types),
+    }  # fmt: skip
+    if "headers" in schema.names:
+        kind = schema.field("headers").type
+        h = c.header_count
+        entries = pa.StructArray.from_arrays(
+            [
+                blobs(
+                    pa.string(), h, c.header_key_offsets, 0, c.header_key_offsets,
+                    c.header_key_data, c.header_key_size,
+                ),
+                blobs(
+                    pa.binary(), h, c.header_value_valid, c.header_value_nulls,
+                    c.header_value_offsets, c.header_value_data, c.header_value_size,
+                ),
+            ],
+            fields=list(kind.value_type),
+        )  # fmt: skip
+        arrays["headers"] = pa.ListArray.from_arrays(
+            fixed(pa.int32(), 4, c.header_offsets, n + 1), entries, type=kind
+        )
+    return pa.RecordBatch.from_arrays([arrays[name] for name in schema.names], schema=schema)
 
 
 def check_write_schema(schema: StructType, default_topic: str | None) -> None:

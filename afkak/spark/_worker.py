@@ -25,15 +25,19 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.producer import Producer
-from afkak.records import Record, gc_paused, read_batches
+from afkak.records import Record, RecordBatch, gc_paused, read_batches
 from afkak.records.aborted import committed_batches
+from afkak.records.batch import RecordColumns
 
 from . import _bridge, _kafka
 from ._options import ClientConfig, OffsetSpec, ReadOptions, WriteOptions
 from ._planning import DataLossError, OffsetRange, ranges_between, resolve, split_ranges
-from ._rows import arrow_to_outgoing, records_to_arrow
+from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
 OFFSET_OUT_OF_RANGE = error_code(OffsetOutOfRangeError)
+#: Smallest fetch a read asks for, and the bytes per record it assumes until it has seen some.
+_MIN_FETCH_BYTES = 64 * 1024
+_GUESS_RECORD_BYTES = 1024
 #: Empty fetches in a row, below the high watermark, before a task gives up.
 _MAX_EMPTY_FETCHES = 20
 
@@ -127,18 +131,64 @@ def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
     return plan(opts, start, end)
 
 
-def _records_between(batches: Iterable[Any], offset: int, end: int) -> list[Record]:
-    records: list[Record] = []
+def _batches_between(batches: Iterable[RecordBatch], offset: int, end: int) -> list[RecordBatch]:
+    """The data batches of *batches* holding offsets in [offset, end)."""
+    found = []
     for batch in batches:
         if batch.is_control or batch.last_offset < offset:
             continue
         if batch.base_offset >= end:
             break
+        found.append(batch)
+    return found
+
+
+def _records_between(batches: Iterable[RecordBatch], offset: int, end: int) -> list[Record]:
+    records: list[Record] = []
+    for batch in batches:
         found = batch.records(offset)
         if batch.last_offset >= end:
             found = [r for r in found if r[0] < end]
         records.extend(found)
     return records
+
+
+def to_arrow(
+    tp: TopicAndPartition,
+    batches: Sequence[RecordBatch],
+    offset: int,
+    end: int,
+    schema: pa.Schema,
+    compiled: bool = True,
+) -> pa.RecordBatch | None:
+    """The records of *batches* in [offset, end) as one Arrow batch; None if there is none.
+
+    The compiled record code decodes straight into the Arrow buffers when it
+    is built (and *compiled*); otherwise, and for batches it leaves to the
+    reference decoder, records go through :class:`Record` tuples.  Both give
+    the same batch.
+    """
+    if compiled and RecordColumns is not None:
+        rows = sum(min(b.record_count, b.size_in_bytes // 7 + 1) for b in batches)
+        size = sum(b.size_in_bytes for b in batches)
+        columns = RecordColumns(rows, size, "headers" in schema.names)
+        if all(b.add_to(columns, offset, end) for b in batches):
+            return columns_to_arrow(tp, columns, schema) if columns.rows else None
+    records = _records_between(batches, offset, end)
+    return records_to_arrow(tp, records, schema) if records else None
+
+
+def fetch_bytes(limit: int, records_left: int, seen_bytes: int = 0, seen_records: int = 0) -> int:
+    """Bytes to fetch for the *records_left* of a range: about what they take, up to *limit*.
+
+    The size of a record is what the range's fetches held so far
+    (*seen_bytes* over *seen_records*), else guessed at 1 KiB; never less
+    than 64 KiB (brokers return a whole batch even when it is larger).  A
+    short range (a small micro-batch, say) then does not fetch megabytes it
+    will not read.
+    """
+    per_record = seen_bytes / seen_records if seen_records else _GUESS_RECORD_BYTES
+    return min(limit, max(_MIN_FETCH_BYTES, int(records_left * per_record * 1.1)))
 
 
 def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -150,15 +200,17 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
     """
     client = client_for(opts.client)
     tp = TopicAndPartition(r.topic, r.partition)
+    seen_bytes = seen_records = 0
 
-    def start_fetch(offset: int) -> Future[_kafka.FetchedPartition]:
+    def start_fetch(offset: int, full: bool = False) -> Future[_kafka.FetchedPartition]:
+        limit = opts.max_partition_fetch_bytes
         return _bridge.submit(
             opts.poll_timeout,
             _kafka.fetch,
             client,
             tp,
             offset,
-            opts.max_partition_fetch_bytes,
+            limit if full else fetch_bytes(limit, r.end - offset, seen_bytes, seen_records),
             opts.fetch_max_wait_ms,
             opts.isolation_level,
         )
@@ -194,15 +246,17 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
                     f" high watermark {fetched.high_watermark} (kafka.max.partition.fetch.bytes"
                     " too small?)"
                 )
-            pending = start_fetch(offset)
+            pending = start_fetch(offset, full=True)  # a batch larger than the estimate?
             continue
         empty = 0
         next_offset = batches[-1].next_offset
+        seen_bytes += sum(b.size_in_bytes for b in batches)
+        seen_records += next_offset - offset
         if next_offset < r.end:
             pending = start_fetch(next_offset)
         with gc_paused():
-            records = _records_between(committed_batches(batches, fetched.aborted), offset, r.end)
-            arrow = records_to_arrow(tp, records, schema) if records else None
+            kept = _batches_between(committed_batches(batches, fetched.aborted), offset, r.end)
+            arrow = to_arrow(tp, kept, offset, r.end, schema)
         if arrow is not None:
             yield arrow
         offset = next_offset

@@ -8,6 +8,8 @@ out, value for value and type for type.
 from __future__ import annotations
 
 import os
+import struct
+from typing import Any
 
 from hypothesis import example, given, settings, strategies as st
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
@@ -54,6 +56,35 @@ def outcome(data: bytes, compiled: bool, min_offset: int | None = None) -> objec
         batch_module._compiled_decode = saved
 
 
+#: Random records sections, record counts and base offsets/timestamps (see garbage_batch).
+GARBAGE = {
+    "body": st.binary(max_size=120),
+    "count": st.integers(0, 12),
+    "base": st.sampled_from([0, 2**63 - 1, -(2**63), 1000]),
+}
+
+
+def garbage_batch(body: bytes, count: int, base: int) -> bytes:
+    """A valid batch header announcing *count* records, then *body* as its records."""
+    data = build_batch([b"x"], timestamp=base, base_offset=base)
+    return patch_batch(with_body(data, body), count=count)
+
+
+def mutated_batch(pos: int, value: int, codec_: int) -> bytes:
+    """A batch of four varied records, its records section (decompressed) with one byte changed."""
+    data = build_batch(
+        [b"value-1", None, b"v" * 70, b"w" * 300],
+        [None, b"key", b"k", b""],
+        headers=[[("h", b"1"), ("n", None)], [], [("x", b"")], [("\u00e9", b"z" * 200)]],
+        timestamps=[TS, TS + 1, TS + 200, TS - 70_000],
+        codec=codec_,
+        base_offset=1000,
+    )
+    body = bytearray(codec.decompress(codec_, data[BATCH_HEADER_SIZE:]))
+    body[pos % len(body)] = value
+    return patch_batch(with_body(data, bytes(body)), attributes=0)
+
+
 class ExtensionBuildTests(SynchronousTestCase):
     def test_built_where_required(self) -> None:
         """tools/test.sh sets AFKAK_REQUIRE_EXTENSIONS: CI fails if the build silently fell back."""
@@ -76,12 +107,16 @@ class ExtensionBuildTests(SynchronousTestCase):
         self.assertIsNone(batch_module.compiled_records())
 
 
-class SamePathsTests(SynchronousTestCase):
-    """Byte for byte, the compiled decoder returns what the reference returns."""
+class CompiledCase(SynchronousTestCase):
+    """Tests of the compiled record code: skipped where it is not built."""
 
     def setUp(self) -> None:
         if _crecords is None:
             raise SkipTest("the compiled record codec is not built")
+
+
+class SamePathsTests(CompiledCase):
+    """Byte for byte, the compiled decoder returns what the reference returns."""
 
     def assertSame(self, data: bytes, min_offset: int | None = None) -> object:
         expected = outcome(data, False, min_offset)
@@ -108,15 +143,10 @@ class SamePathsTests(SynchronousTestCase):
         self.assertIsInstance(result, list)
 
     @settings(max_examples=1000, deadline=None)
-    @given(
-        body=st.binary(max_size=120),
-        count=st.integers(0, 12),
-        base=st.sampled_from([0, 2**63 - 1, -(2**63), 1000]),
-    )
+    @given(**GARBAGE)
     def test_random_records(self, body: bytes, count: int, base: int) -> None:
         """Garbage records: the same records or the same DecodeError."""
-        data = build_batch([b"x"], timestamp=base, base_offset=base)
-        self.assertSame(patch_batch(with_body(data, body), count=count))
+        self.assertSame(garbage_batch(body, count, base))
 
     @settings(max_examples=1000, deadline=None)
     @given(
@@ -127,17 +157,7 @@ class SamePathsTests(SynchronousTestCase):
     # a null value written as the two-byte varint 81 00: the reference read b""
     @example(pos=29, value=0x81, codec_=codec.CODEC_NONE)
     def test_mutated_records(self, pos: int, value: int, codec_: int) -> None:
-        data = build_batch(
-            [b"value-1", None, b"v" * 70, b"w" * 300],
-            [None, b"key", b"k", b""],
-            headers=[[("h", b"1"), ("n", None)], [], [("x", b"")], [("\u00e9", b"z" * 200)]],
-            timestamps=[TS, TS + 1, TS + 200, TS - 70_000],
-            codec=codec_,
-            base_offset=1000,
-        )
-        body = bytearray(codec.decompress(codec_, data[BATCH_HEADER_SIZE:]))
-        body[pos % len(body)] = value
-        self.assertSame(patch_batch(with_body(data, bytes(body)), attributes=0))
+        self.assertSame(mutated_batch(pos, value, codec_))
 
     @settings(max_examples=500, deadline=None)
     @given(
@@ -176,12 +196,8 @@ class SamePathsTests(SynchronousTestCase):
             self.assertEqual(r, (0, TS, TimestampType.CREATE_TIME, None, b"ab", ()))
 
 
-class SameMessagesTests(SynchronousTestCase):
+class SameMessagesTests(CompiledCase):
     """The compiled wrapping of records into afkak's message tuples matches the reference."""
-
-    def setUp(self) -> None:
-        if _crecords is None:
-            raise SkipTest("the compiled record codec is not built")
 
     @settings(max_examples=200, deadline=None)
     @given(
@@ -220,10 +236,9 @@ class SameMessagesTests(SynchronousTestCase):
         # The compiled decoder even when AFKAK_NO_EXTENSIONS turned it off.
         self.patch(batch_module, "_compiled_decode", _crecords.decode_records)
         data = build_batch([b"v", None], [b"k", None], headers=[[("h", b"x")], []], timestamp=TS)
-        (batch,) = read_batches(data)
-        records = _crecords.decode_records(
-            batch._payload, 0, 2, 0, batch.base_timestamp, batch.timestamp_type
-        )
+        body = data[BATCH_HEADER_SIZE:]
+        records = _crecords.decode_records(body, 0, 2, 0, TS, TimestampType.CREATE_TIME)
+        assert records is not None
         wrapped = _crecords.wrap_records(records, 2, ("t", 0), SourcedMessage, Message)
         tracked = [
             gc.is_tracked(o)
@@ -234,12 +249,8 @@ class SameMessagesTests(SynchronousTestCase):
         self.assertEqual(wrapped[0].message.headers, (("h", b"x"),))
 
 
-class SameEncodingTests(SynchronousTestCase):
+class SameEncodingTests(CompiledCase):
     """The compiled encoder writes the reference's bytes, or leaves the batch to it."""
-
-    def setUp(self) -> None:
-        if _crecords is None:
-            raise SkipTest("the compiled record codec is not built")
 
     def both(self, *args: object, **kwargs: object) -> bytes:
         """build_batch's result on the compiled path, checked against the reference's."""
@@ -280,3 +291,138 @@ class SameEncodingTests(SynchronousTestCase):
         self.assertIsNone(_crecords.encode_records([b"x"], None, [-(2**63)], 1))  # delta overflows
         with self.assertRaises(TypeError):
             build_batch(["text"], timestamp=TS)  # type: ignore[list-item]
+
+
+def _blobs(
+    n: int, valid: bytearray | None, offsets: bytearray, data: bytearray
+) -> list[bytes | None]:
+    """Arrow's binary layout read back: *n* items, null where *valid*'s bit is clear."""
+    ends = struct.unpack_from(f"<{n + 1}i", offsets)
+    return [
+        bytes(data[ends[i] : ends[i + 1]])
+        if valid is None or valid[i >> 3] >> (i & 7) & 1
+        else None
+        for i in range(n)
+    ]
+
+
+def column_rows(c: Any) -> list[tuple[object, ...]]:
+    """The rows held by a RecordColumns, read back from its buffers in Arrow's layout.
+
+    As the reference's records: (offset, timestamp, type, key, value[, headers]).
+    """
+    n = c.rows
+    keys = _blobs(n, c.key_valid, c.key_offsets, c.key_data)
+    values = _blobs(n, c.value_valid, c.value_offsets, c.value_data)
+    assert (c.key_nulls, c.value_nulls) == (keys.count(None), values.count(None))
+    assert (c.key_size, c.value_size) == (
+        sum(len(k or b"") for k in keys),
+        sum(len(v or b"") for v in values),
+    )
+    columns: list[list[Any]] = [
+        list(struct.unpack_from(f"<{n}q", c.offsets)),
+        list(struct.unpack_from(f"<{n}q", c.timestamps)),
+        list(struct.unpack_from(f"<{n}i", c.types)),
+        keys,
+        values,
+    ]
+    if c.headers:
+        h = c.header_count
+        names = [k.decode() for k in _blobs(h, None, c.header_key_offsets, c.header_key_data)]
+        found = _blobs(h, c.header_value_valid, c.header_value_offsets, c.header_value_data)
+        assert c.header_value_nulls == found.count(None)
+        pairs = list(zip(names, found, strict=True))
+        ends = struct.unpack_from(f"<{n + 1}i", c.header_offsets)
+        columns.append([tuple(pairs[ends[i] : ends[i + 1]]) for i in range(n)])
+    return list(zip(*columns, strict=True))
+
+
+def columns_outcome(data: bytes, start: int, end: int, hint: int, headers: bool = False) -> object:
+    """The rows of *data* at offsets [start, end) through RecordColumns (None: left to the
+    reference), or DecodeError."""
+    columns = _crecords.RecordColumns(hint, hint, headers)
+    try:
+        for batch in read_batches(data):
+            if not batch.add_to(columns, start, end):
+                return None
+    except DecodeError:
+        return DecodeError
+    return column_rows(columns)
+
+
+def reference_outcome(data: bytes, start: int, end: int, headers: bool = False) -> object:
+    try:
+        return [
+            (r[0], r[1], int(r[2]), r[3], r[4], *([r[5]] if headers else []))
+            for b in read_batches(data)
+            for r in b.records()
+            if start <= r[0] < end
+        ]
+    except DecodeError:
+        return DecodeError
+
+
+class SameColumnsTests(CompiledCase):
+    """Records decoded into column buffers (RecordColumns) are the reference's records."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        sets=st.lists(record_sets(), min_size=1, max_size=3),
+        codec_=st.sampled_from(CODECS),
+        base_offset=st.integers(0, 2**62),
+        log_append=st.booleans(),
+        window=st.tuples(st.integers(0, 40), st.integers(0, 100)),
+        hint=st.integers(0, 64),
+        headers=st.booleans(),
+    )
+    def test_valid_batches(self, sets, codec_, base_offset, log_append, window, hint, headers):  # type: ignore[no-untyped-def]
+        """Several batches, any window of offsets, buffers grown from any size."""
+        data = b""
+        offset = base_offset
+        for values, keys, headers, timestamps in sets:
+            batch = build_batch(
+                values, keys, headers=headers, timestamps=timestamps, timestamp=TS,
+                codec=codec_, base_offset=offset,
+            )  # fmt: skip
+            if log_append:
+                batch = patch_batch(batch, attributes=codec_ | 0x08)
+            data += batch
+            offset += len(values)
+        start, end = base_offset + window[0], base_offset + window[0] + window[1]
+        expected = reference_outcome(data, start, end, headers)
+        self.assertIsInstance(expected, list)
+        self.assertEqual(columns_outcome(data, start, end, hint, headers), expected)
+
+    @settings(max_examples=1000, deadline=None)
+    @given(
+        pos=st.integers(min_value=0),
+        value=st.integers(0, 255),
+        codec_=st.sampled_from([codec.CODEC_NONE, codec.CODEC_GZIP]),
+        headers=st.booleans(),
+    )
+    def test_mutated_records(self, pos: int, value: int, codec_: int, headers: bool) -> None:
+        """Damaged records: the same rows or a DecodeError, as the reference."""
+        data = mutated_batch(pos, value, codec_)
+        got = columns_outcome(data, 0, 2**63 - 1, 1, headers)
+        if got is not None:
+            self.assertEqual(got, reference_outcome(data, 0, 2**63 - 1, headers))
+
+    @settings(max_examples=500, deadline=None)
+    @given(**GARBAGE)
+    def test_random_records(self, body: bytes, count: int, base: int) -> None:
+        """Garbage: the same rows, the same DecodeError, or left to the reference."""
+        data = garbage_batch(body, count, base)
+        got = columns_outcome(data, -(2**63), 2**63 - 1, 4, True)
+        if got is not None:
+            self.assertEqual(got, reference_outcome(data, -(2**63), 2**63 - 1, True))
+
+    def test_numbers_beyond_64_bits_are_left_to_the_reference(self) -> None:
+        data = build_batch([b"a"], timestamp=2**63 - 1, base_offset=2**63 - 1)
+        record = b"\x00" + _zigzag(5) + _zigzag(5) + b"\x01\x02a\x00"
+        data = patch_batch(with_body(data, _zigzag(len(record)) + record), count=1)
+        self.assertIsNone(columns_outcome(data, 0, 2**63 - 1, 1))
+
+    def test_legacy_messages_are_left_to_the_reference(self) -> None:
+        (batch,) = read_batches(build_batch([b"a"], timestamp=TS))
+        batch.magic = 1
+        self.assertFalse(batch.add_to(_crecords.RecordColumns(1, 1), 0, 10))

@@ -12,12 +12,14 @@ import subprocess
 import sys
 import textwrap
 
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak.common import TopicAndPartition as TP
-from afkak.records import Record
+from afkak.records import Record, build_batch, read_batches
+from afkak.records.batch import RecordColumns
+from afkak.test.test_records import CODECS, TS, patch_batch, record_sets
 
 try:
     import pyarrow as pa
@@ -49,6 +51,7 @@ try:
         read_schema,
         records_to_arrow,
     )
+    from afkak.spark._worker import fetch_bytes, to_arrow
 except ImportError as e:
     if os.environ.get("CI") == "true":
         raise
@@ -64,6 +67,15 @@ def token_provider() -> object:
     from afkak.connection import OAuthBearerToken
 
     return OAuthBearerToken("spark-token", 60.0)
+
+
+def ipc_round_trip(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """*batch* written as an Arrow IPC stream and read back (as Spark's worker sends it)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    (read,) = pa.ipc.open_stream(sink.getvalue())
+    return read
 
 
 class Case(SynchronousTestCase):
@@ -205,6 +217,7 @@ class ReadOptionTests(Case):
                 parse_read_options({**BOOT, "subscribe": "t", **options}, streaming=False)
             self.assertIn(words, str(caught.exception))
             self.assertNotIn(secret, str(caught.exception))
+
     def test_isolation_level(self) -> None:
         def level(options: dict[str, str]) -> int:
             return parse_read_options(
@@ -305,6 +318,16 @@ class PlanningTests(Case):
             self.assertTrue(all(a.end == b.start for a, b in zip(mine, mine[1:], strict=False)))
             self.assertTrue(all(x.size > 0 for x in mine))
 
+    def test_fetch_bytes(self) -> None:
+        """A read asks for about what its range still needs: 64 KiB to the fetch limit."""
+        limit = 8 * 1024 * 1024
+        self.assertEqual(fetch_bytes(limit, 1), 64 * 1024)
+        self.assertEqual(fetch_bytes(limit, 1000), 1000 * 1024 * 11 // 10)
+        self.assertEqual(fetch_bytes(limit, 10**6), limit)
+        self.assertEqual(fetch_bytes(limit, 10_000, 100_000, 1000), 1_100_000)
+        self.assertEqual(fetch_bytes(limit, 10, 100_000, 1000), 64 * 1024)
+        self.assertEqual(fetch_bytes(1000, 10), 1000)  # the limit wins
+
     def test_rate_limit(self) -> None:
         start = {TP("t", 0): 0, TP("t", 1): 100, TP("t", 2): 7}
         latest = {TP("t", 0): 300, TP("t", 1): 200, TP("t", 2): 8}
@@ -339,6 +362,41 @@ class RowTests(Case):
         )
         plain = records_to_arrow(TP("t", 3), [], arrow_schema(read_schema(False)))
         self.assertEqual((plain.num_rows, "headers" in plain.schema.names), (0, False))
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        sets=st.lists(record_sets(), min_size=1, max_size=3),
+        codec_=st.sampled_from(CODECS),
+        log_append=st.booleans(),
+        window=st.tuples(st.integers(0, 40), st.integers(0, 100)),
+        headers=st.booleans(),
+    )
+    def test_compiled_arrow_equals_pure(self, sets, codec_, log_append, window, headers):
+        """to_arrow decoding straight into Arrow buffers gives the table the Record path gives."""
+        if RecordColumns is None:
+            raise SkipTest("the compiled record codec is not built")
+        data, offset = b"", 1000
+        for values, keys, hdrs, timestamps in sets:
+            batch = build_batch(
+                values, keys, headers=hdrs, timestamps=timestamps, timestamp=TS,
+                codec=codec_, base_offset=offset,
+            )  # fmt: skip
+            data += patch_batch(batch, attributes=codec_ | 0x08) if log_append else batch
+            offset += len(values)
+        schema = arrow_schema(read_schema(include_headers=headers))
+        start, end = 1000 + window[0], 1000 + window[0] + window[1]
+        tp = TP("topic", 7)
+        pure = to_arrow(tp, list(read_batches(data)), start, end, schema, compiled=False)
+        fast = to_arrow(tp, list(read_batches(data)), start, end, schema)
+        if pure is None:
+            self.assertIsNone(fast)
+            return
+        assert fast is not None
+        self.assertEqual(fast.schema, pure.schema)
+        self.assertTrue(fast.equals(pure), (fast.to_pylist(), pure.to_pylist()))
+        self.assertEqual([c.null_count for c in fast.columns], [c.null_count for c in pure.columns])
+        # what Spark receives: the Arrow stream of the batch
+        self.assertTrue(ipc_round_trip(fast).equals(pure))
 
     def test_arrow_to_outgoing(self) -> None:
         headers = pa.array(
