@@ -221,7 +221,7 @@ def _wrap_records(
         message.timestamp = r[1]
         if r[5]:
             message.headers = r[5]
-        out.append(new(cls, (*prefix, r[0], message)))
+        out.append(new(cls, prefix + (r[0], message)))
     return out
 
 

@@ -64,7 +64,11 @@ class FetchedRecords:
         """
         batches, self.batches = self.batches, []
         with gc_paused():
-            return _sourced_messages(topic, partition, batches, self.offset)
+            messages = _sourced_messages(topic, partition, batches, self.offset)
+            # The batches' decoded records go now, not after the collection
+            # that the end of the pause lets run (which would scan them).
+            del batches
+        return messages
 
 
 def _sourced_messages(

@@ -1205,6 +1205,26 @@ class ReadFetchedTests(SynchronousTestCase):
         self.assertTrue(gc.isenabled())
 
 
+    def test_decoded_records_go_before_the_pause_ends(self) -> None:
+        """The collection that may run when the GC pause ends must not scan them."""
+        import weakref
+        from contextlib import contextmanager
+
+        import afkak.consumer._messages as messages_module
+
+        fetched = read_fetched(build_batch([b"x", b"y"]), 0)
+        batch = weakref.ref(fetched.batches[0])
+        alive_at_the_end = []
+
+        @contextmanager
+        def watched() -> Any:
+            yield
+            alive_at_the_end.append(batch() is not None)
+
+        self.patch(messages_module, "gc_paused", watched)
+        self.assertEqual(len(fetched.messages("t", 0)), 2)
+        self.assertEqual(alive_at_the_end, [False])
+
 class RetriableTests(SynchronousTestCase):
     def test_classification(self) -> None:
         self.assertTrue(is_retriable(NotLeaderForPartitionError()))
