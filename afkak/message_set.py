@@ -10,7 +10,7 @@ compressed with the wrapper's codec: nothing is ever written as an opaque
 compressed blob.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from afkak._errors import DecodeError
@@ -29,7 +29,7 @@ from afkak.codec import (
     has_zstd,
 )
 from afkak.common import Message, UnsupportedCodecError
-from afkak.records import Record, RecordBatch
+from afkak.records import RecordBatch
 from afkak.records.batch import compiled_records
 from afkak.records.legacy import encode_message_set, unwrap_message
 
@@ -197,12 +197,12 @@ def fetched_messages(
     for batch in batches:
         if batch.is_control or batch.last_offset < offset:
             continue
-        out += _wrap(batch.records(offset), batch.magic, prefix, cls, Message)
+        out += _wrap(batch.fields(offset), batch.magic, prefix, cls, Message)
     return out
 
 
 def _wrap_records(
-    records: list[Record],
+    records: Sequence[tuple[Any, ...]],
     magic: int,
     prefix: tuple[Any, ...],
     cls: type[tuple[Any, ...]],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from itertools import repeat
@@ -111,6 +111,17 @@ class RecordBatch:
             return self._records
         return [r for r in self._records if r[0] >= min_offset]
 
+    def fields(self, min_offset: int | None = None) -> Sequence[tuple[Any, ...]]:
+        """Like :meth:`records`, for code that reads each record once: not cached.
+
+        The pure-Python decoder then returns plain ``(offset, timestamp,
+        timestamp_type, key, value, headers)`` tuples, without building the
+        :class:`Record` of each (the compiled one builds them anyway).
+        """
+        if self._records is not None:
+            return self.records(min_offset)
+        return self._decode(min_offset, False)
+
     @property
     def control_marker(self) -> ControlMarker | None:
         """The transaction marker of a control batch; None for other batches."""
@@ -175,20 +186,23 @@ class RecordBatch:
                 f"record batch at offset {self.base_offset} has a header key that is not UTF-8"
             ) from None
 
-    def _decode(self, min_offset: int | None) -> list[Record]:
+    def _decode(self, min_offset: int | None, as_records: bool = True) -> list[Any]:
         payload = self._inflated()
         with self._decode_errors():
             pos, count = 0, self.record_count
             if min_offset is not None:
                 pos, count = _skip_records(payload, count, min_offset - self.base_offset)
             args = (pos, count, self.base_offset, self.base_timestamp, self.timestamp_type)
-            records = None if _compiled_decode is None else _compiled_decode(payload, *args)
+            records: list[Any] | None = None
+            if _compiled_decode is not None:
+                records = _compiled_decode(payload, *args)
             if records is None:
                 # the reference slices keys and values out of bytes, not out of a view
-                records = _decode_records(bytes(payload), *args)
+                records = _decode_records(bytes(payload), *args, as_records)
         if self.timestamp_type == TimestampType.LOG_APPEND_TIME:
             t, tt = self.max_timestamp, self.timestamp_type
-            records = [_new_record((r[0], t, tt, r[3], r[4], r[5])) for r in records]
+            make = _new_record if as_records else tuple
+            records = [make((r[0], t, tt, r[3], r[4], r[5])) for r in records]
         return records
 
 
@@ -219,8 +233,11 @@ def _decode_records(
     base_offset: int,
     base_ts: int,
     tt: TimestampType,
-) -> list[Record]:
+    as_records: bool = True,
+) -> list[Any]:
     """Decode *count* v2 records from *buf* at *pos*; the buffer must end with them.
+
+    :class:`Record` tuples, or plain ones without *as_records*.
 
     The common cases (1- and 2-byte varints, no headers) are inlined; the
     rest call the generic varint decoder.  Malformed data ends in a
@@ -323,7 +340,7 @@ def _decode_records(
         append((off, ts, tt, key, value, headers))
     if pos != len(buf):
         raise DecodeError("record batch has bytes after its last record", offset=pos)
-    return list(map(_new_record, out))
+    return list(map(_new_record, out)) if as_records else out
 
 
 def _decode_headers(buf: bytes, pos: int) -> tuple[tuple[Header, ...], int]:

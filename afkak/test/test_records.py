@@ -194,6 +194,24 @@ class RoundTripTests(SynchronousTestCase):
         self.assertEqual(len(batch.records()), len(values))
         self.assertEqual(batch.records(min_offset), expected)  # from the cache
 
+    @settings(max_examples=50, deadline=None, suppress_health_check=BOTH_PATHS)
+    @given(
+        records=record_sets(),
+        min_offset=st.one_of(st.none(), st.integers(-5, 40)),
+        log_append=st.booleans(),
+    )
+    def test_fields(self, records, min_offset, log_append):  # type: ignore[no-untyped-def]
+        """fields() holds what records() holds, as tuples, without caching anything."""
+        values, keys, headers, timestamps = records
+        data = build_batch(values, keys, headers=headers, timestamps=timestamps)
+        if log_append:
+            data = patch_batch(data, attributes=0x08, max_ts=999)
+        (batch,) = read_batches(data)
+        fields = batch.fields(min_offset)
+        self.assertIsNone(batch._records)
+        self.assertEqual([tuple(f) for f in fields], batch.records(min_offset))
+        self.assertEqual([tuple(f) for f in batch.fields(min_offset)], batch.records(min_offset))
+
     def test_min_offset_with_gaps(self) -> None:
         """Offsets with gaps (as in compacted topics) are skipped by offset, not index."""
         data = build_batch([b"a", b"b", b"c"], timestamp=TS, base_offset=100)
