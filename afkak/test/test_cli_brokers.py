@@ -107,7 +107,10 @@ class CliTests:
 
     def test_produce_from_file_with_rate_and_codec(self: Any) -> None:
         self.ok("topics", "create", self.topic, "-p", "1")
-        path = self.mktemp()
+        # Not trial's mktemp: it writes below the working directory, the checkout.
+        directory = tempfile.mkdtemp(prefix="afkak-cli-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        path = os.path.join(directory, "lines")
         with open(path, "wb") as f:
             f.write(b"".join(b"line %d\n" % i for i in range(50)))
         self.ok("produce", self.topic, "-f", path, "--rate", "2000", "-z", "gzip")
