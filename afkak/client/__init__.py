@@ -28,6 +28,7 @@ from afkak.client._validate import (
     group_name,
     integer,
     kafka_client,
+    number,
     topic_list,
     topic_name,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "group_name",
     "integer",
     "kafka_client",
+    "number",
     "topic_list",
     "topic_name",
 ]

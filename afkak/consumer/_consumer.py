@@ -9,6 +9,7 @@ are checked in :mod:`._options`, and its commits are a :class:`._committer.Commi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak.client import INT32_MAX, ConsumerClient, integer, kafka_client, topic_name
+from afkak.client import INT32_MAX, ConsumerClient, integer, kafka_client, number, topic_name
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
@@ -314,9 +315,9 @@ class Consumer:
 
     @auto_commit_every_s.setter
     def auto_commit_every_s(self, value: float) -> None:
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise TypeError(f"auto_commit_every_s must be a number, not {value!r}")
-        self._reconfigure(auto_commit_every_ms=round(value * 1000))
+        # Any finite number here; the range is auto_commit_every_ms's.
+        seconds = number("auto_commit_every_s", value, -math.inf)
+        self._reconfigure(auto_commit_every_ms=round(seconds * 1000))
 
     @property
     def retry_init_delay(self) -> float:

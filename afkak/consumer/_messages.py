@@ -78,7 +78,7 @@ def _sourced_messages(
 
 
 def read_fetched(
-    records: bytes | None,
+    records: bytes | memoryview | None,
     offset: int,
     aborted: list[Any] | None = None,
     high_watermark: int = -1,

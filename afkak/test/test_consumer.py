@@ -618,6 +618,7 @@ class CommitTests(ConsumerTestCase):
             ("commit_metadata", 5, TypeError),
             ("auto_offset_reset", 7, ValueError),
             ("auto_commit_every_s", "2", TypeError),
+            ("auto_commit_every_s", float("inf"), ValueError),  # was an OverflowError
             ("retry_max_delay", 0.1, ValueError),  # below retry_init_delay
             ("commit_consumer_id", None, TypeError),
         ]:
