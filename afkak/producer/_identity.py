@@ -2,11 +2,13 @@
 
 The id comes from InitProducerId (any broker answers it for a producer
 without a transactional id).  The epoch is bumped locally when a
-partition's sequence numbers must restart (Kafka's KIP-360 for idempotent
-producers); when it would overflow, a new id is fetched instead.  When a
-broker has lost the producer's state (UNKNOWN_PRODUCER_ID), InitProducerId
-is sent again with the current id and epoch, and the broker answers with
-the id and epoch to go on with (KIP-360).
+partition's sequence numbers must restart, as Kafka's Java producer and
+librdkafka do for an idempotent producer (KIP-360): after a sequence gap
+(OUT_OF_ORDER_SEQUENCE_NUMBER) or when a broker lost the producer's state
+(UNKNOWN_PRODUCER_ID).  When a bump cannot help (the epoch would overflow,
+or the broker refuses even a restarted sequence) a fresh id is fetched.
+InitProducerId never carries the current id: brokers that lost it refuse
+it (Tansu answers UNKNOWN_SERVER_ERROR), so asking again never loops.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class ProducerIdentity:
     ) -> None:
         self.producer_id = -1
         self.epoch = -1
+        #: How many ids arrived: a fresh id restarts every partition's sequences,
+        #: even when a restarted broker hands out the same number again.
+        self.generation = 0
         self._client = client
         self._reactor = reactor
         self._backoff = backoff
@@ -57,8 +62,6 @@ class ProducerIdentity:
         self._on_ready = on_ready
         self._on_fatal = on_fatal
         self._attempts = 0
-        #: The id and epoch given up, sent with the next InitProducerId (KIP-360).
-        self._previous = (-1, -1)
         self._request: Deferred[Any] | None = None
         self._retry_call: Any = None
 
@@ -71,13 +74,12 @@ class ProducerIdentity:
         if self.ready or self._request is not None or self._retry_call is not None:
             return
         self._attempts += 1
-        producer_id, epoch = self._previous
         d = self._request = self._client.send_request_to_any_broker(
             InitProducerIdRequest(
                 transactional_id=None,
                 transaction_timeout_ms=_TRANSACTION_TIMEOUT_MS,
-                producer_id=producer_id,
-                producer_epoch=epoch,
+                producer_id=-1,
+                producer_epoch=-1,
             )
         )
         d.addCallbacks(self._answered, self._failed)
@@ -95,7 +97,7 @@ class ProducerIdentity:
         return self.producer_id, self.epoch
 
     def reset(self, producer_id: int) -> None:
-        """The broker does not know *producer_id*: get the id and epoch to go on with.
+        """The broker refuses *producer_id* even at a new epoch: get a fresh id.
 
         Ignored unless *producer_id* is the current one (batches in flight
         under an id given up report it too).
@@ -107,7 +109,6 @@ class ProducerIdentity:
             pid=producer_id,
             epoch=self.epoch,
         )
-        self._previous = (self.producer_id, self.epoch)
         self.producer_id = self.epoch = -1
         self.ensure()
 
@@ -124,6 +125,7 @@ class ProducerIdentity:
             self._failed(Failure(BrokerResponseError.from_errno(response.error_code)))
             return
         self._attempts = 0
+        self.generation += 1
         self.producer_id, self.epoch = response.producer_id, response.producer_epoch
         log.debug("Producer id {pid}, epoch {epoch}", pid=self.producer_id, epoch=self.epoch)
         self._on_ready()

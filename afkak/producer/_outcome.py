@@ -6,8 +6,9 @@ producer's sequence state (an epoch bump); an error that leaves it unknown
 whether the batch was written (connection lost after sending, timeouts) is
 retried only with idempotence, where the broker drops the duplicate, or when
 the user accepts duplicates.  UNKNOWN_PRODUCER_ID (a broker restarted and
-forgot the producer) is retried under the producer id and epoch a new
-InitProducerId gives, which sends the current ones (KIP-360).
+forgot the producer) is retried at a new epoch with the sequences restarted,
+as Java's producer and librdkafka do (KIP-360); the sender takes a fresh
+producer id instead when even the restarted sequence is refused.
 CORRUPT_MESSAGE, retriable in Kafka's table, is not retried: the producer
 built the batch and would resend the same bytes.
 """
@@ -46,8 +47,8 @@ class Action(enum.Enum):
     DONE = "done"  #: the batch is written
     RETRY = "retry"  #: send it again (after a back-off)
     BUMP = "bump"  #: send it again once the partition's sequences restart at a new epoch
-    #: the broker lost the producer's state: send it again under the id and epoch
-    #: InitProducerId gives next (KIP-360)
+    #: the broker refuses the producer id even at a new epoch: send it again
+    #: under a fresh id from InitProducerId
     RESET = "reset"
     FAIL = "fail"  #: fail its sends
 
@@ -61,9 +62,7 @@ def for_error_code(code: int, *, idempotent: bool, retry_unknown_outcome: bool) 
             return Action.DONE
         if code == OUT_OF_ORDER_SEQUENCE_NUMBER:
             return Action.RETRY  # the caller bumps when the gap is real
-        if code == UNKNOWN_PRODUCER_ID:
-            return Action.RESET
-        if code in (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED):
+        if code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH, PRODUCER_FENCED):
             return Action.BUMP
         if code in UNKNOWN_OUTCOME:
             return Action.RETRY

@@ -30,6 +30,7 @@ class PartitionState:
         "orders",
         "producer_id",
         "producer_epoch",
+        "generation",
         "next_sequence",
         "acked_next",
         "bump",
@@ -54,6 +55,8 @@ class PartitionState:
         # sequence of the next new batch, and the one after the last acknowledged.
         self.producer_id = -1
         self.producer_epoch = -1
+        #: The producer identity's generation (a count of the ids it was given).
+        self.generation = -1
         self.next_sequence = 0
         self.acked_next = 0
         #: The sequences must restart at a new epoch before anything more is sent.
@@ -81,9 +84,10 @@ class PartitionState:
             index += 1
         ready.insert(index, batch)
 
-    def restart_sequences(self, producer_id: int, epoch: int) -> None:
+    def restart_sequences(self, producer_id: int, epoch: int, generation: int) -> None:
         """Adopt a new epoch: waiting batches that were sent get sequences from 0 again."""
         self.producer_id, self.producer_epoch = producer_id, epoch
+        self.generation = generation
         sequence = 0
         for batch in self.ready:
             if batch.data is None:

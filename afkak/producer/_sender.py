@@ -287,18 +287,22 @@ class Sender:
                 if part.in_flight:
                     return None
                 # A new epoch (KIP-360, after an abort): sequences restart.
-                part.restart_sequences(txn.producer_id, txn.epoch)
+                part.restart_sequences(txn.producer_id, txn.epoch, txn.generation)
         if identity is not None:
-            if part.bump or part.producer_id != identity.producer_id:
+            current = (
+                part.generation == identity.generation and part.producer_epoch == identity.epoch
+            )
+            if part.bump or not current:
+                # Sequences restart at the identity's new id or epoch (as Java's
+                # producer, once nothing of the partition is in flight), or at
+                # an epoch bumped for this partition's lost sequence (KIP-360).
                 if part.in_flight:
                     return None
-                if part.bump and part.producer_id == identity.producer_id:
+                if part.bump and current:
                     fresh = identity.bump()
                     if fresh is None:
                         return None
-                    part.restart_sequences(*fresh)
-                else:
-                    part.restart_sequences(identity.producer_id, identity.epoch)
+                part.restart_sequences(identity.producer_id, identity.epoch, identity.generation)
             part.ready.popleft()
             if head.data is None:
                 head.encode(
@@ -449,6 +453,10 @@ class Sender:
                 self._client.note_stale_leaders([part.key])
             if code == OUT_OF_ORDER_SEQUENCE_NUMBER and self._is_gap(part, batch):
                 action = Action.BUMP
+            elif action is Action.BUMP and batch.base_sequence == 0:
+                # Refused although its sequence (re)started: a new epoch cannot
+                # help (a broker that lost the id, or fences local bumps).
+                action = Action.RESET
             error = BrokerResponseError.from_errno(
                 code, answer.error_message or f"producing to {batch.topic}/{batch.partition}"
             )

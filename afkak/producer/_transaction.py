@@ -184,6 +184,8 @@ class TransactionManager:
         self.timeout_ms = timeout_ms
         self.producer_id = -1
         self.epoch = -1
+        #: How many ids (or epochs) the coordinator gave.
+        self.generation = 0
         self.state = State.UNINITIALIZED
         #: The error of ABORTABLE_ERROR / FATAL_ERROR.
         self.error: Failure | None = None
@@ -406,6 +408,7 @@ class TransactionManager:
             max_version=_INIT_PRODUCER_ID_MAX,
         )
         _check_code(response.error_code, "InitProducerId")
+        self.generation += 1
         self.producer_id, self.epoch = response.producer_id, response.producer_epoch
 
     async def _bump_epoch(self) -> None:

@@ -27,6 +27,7 @@ from afkak.producer import Producer, RecordMetadata
 from afkak.test.brokers import Broker, consume, shared_broker
 from afkak.test.brokers.interop import end_offsets
 from afkak.test.brokers.noida import NoidaBroker
+from afkak.test.brokers.tansu import TansuBroker
 from afkak.test.test_client_brokers import wait
 
 _names = itertools.count()
@@ -299,6 +300,31 @@ class NoidaRestartTests(SynchronousTestCase):
         # How much survives depends on how far behind noida-db's persistence is
         # (more on a loaded machine), so only that something did is checked.
         self.assertTrue(values)
+
+
+class TansuRestartTests(SynchronousTestCase):
+    """Tansu restarted with its data gone forgets every producer id (issue 20, 4)."""
+
+    def test_idempotent_producer_recovers_when_the_broker_forgets_it(self) -> None:
+        broker = TansuBroker().start()
+        self.addCleanup(broker.stop)
+        topic = f"forget-{int(time.time())}"
+        broker.create_topic(topic, 1)
+        client = KafkaClient(broker.bootstrap, timeout=5000, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(client.close()))
+        producer = Producer(client)
+        self.addCleanup(lambda: wait(producer.stop()))
+        before = [producer.send(topic, b"a%d" % i, partition=0) for i in range(20)]
+        wait(producer.flush(), timeout=30)
+        broker.crash_and_restart()  # memory storage: topics and producer ids are gone
+        broker.create_topic(topic, 1)
+        after = [producer.send(topic, b"b%d" % i, partition=0) for i in range(20)]
+        # Failed before: InitProducerId carrying the lost id was refused, for ever.
+        wait(producer.flush(), timeout=30)
+        for d in before + after:
+            self.assertIsInstance(d.result, RecordMetadata)
+        records = consume(broker.bootstrap, topic, 20, timeout=30)
+        self.assertEqual([r.value for r in records], [b"b%d" % i for i in range(20)])
 
 
 class RdkafkaMockProducerTests(RealBrokerProducerTests, SynchronousTestCase):

@@ -7,6 +7,8 @@ nothing was lost or written twice.
 
 from __future__ import annotations
 
+from typing import Any
+
 from afkak.common import (
     BrokerConnectionError,
     ClusterAuthorizationFailed,
@@ -22,6 +24,7 @@ from afkak.common import (
     OutOfOrderSequenceNumber,
     RequestTimedOutError,
     TopicAuthorizationFailed,
+    UnknownError,
     UnknownProducerId,
 )
 from afkak.producer import Producer
@@ -248,22 +251,25 @@ class IdempotenceTests(ProducerTestCase):
         self.assertEqual(self.producer_id(), (1001, 1, 1))
         self.assertEqual(self.values(partition=0), [b"a", b"b", b"c"])
 
-    def test_unknown_producer_id_asks_for_a_new_id_with_the_current_one(self) -> None:
+    def init_requests(self) -> list[Any]:
+        return [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+
+    def test_unknown_producer_id_bumps_the_epoch_locally(self) -> None:
+        """As Java's producer and librdkafka (KIP-360): no InitProducerId, sequences restart."""
         producer = self.producer(retry_interval=0.1)
         self.succeed(producer.send("t", b"a", partition=0))
         self.cluster.fail_next(PRODUCE, UnknownProducerId)
         self.succeed(producer.send("t", b"b", partition=0))
-        self.assertEqual(self.producer_id(), (1002, 0, 0))
-        init = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
-        self.assertEqual(len(init), 2)
-        if init[1].api_version >= 3:
-            self.assertEqual(
-                (init[1].request.producer_id, init[1].request.producer_epoch), (1001, 0)
-            )
+        self.assertEqual(self.producer_id(), (1001, 1, 0))
+        self.assertEqual(len(self.init_requests()), 1)
         self.assertEqual(self.values(partition=0), [b"a", b"b"])
 
     def test_recovers_when_the_brokers_forget_the_producer(self) -> None:
-        """A broker restart lost the producer: sends failed until a new Producer (issue 10, 5)."""
+        """A broker restart lost the producer: sends failed until a new Producer (issue 10, 5).
+
+        The fake refuses the id at any epoch, so after the bump (sequences
+        restarted, refused again) the producer takes a fresh id.
+        """
         producer = self.producer(retry_interval=0.1)
         for p in range(3):
             self.succeed(producer.send("t", b"a", partition=p))
@@ -277,8 +283,35 @@ class IdempotenceTests(ProducerTestCase):
             self.assertEqual(
                 self.values(partition=p), [b"a"] + [b"b%d" % i for i in range(p, 9, 3)]
             )
-        init = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
-        self.assertEqual(len(init), 2)  # one new id for all partitions
+        self.assertEqual(len(self.init_requests()), 2)  # one new id for all partitions
+
+    def test_init_producer_id_never_carries_the_lost_id(self) -> None:
+        """Issue 20, 4: Tansu refuses InitProducerId naming an id it lost, and afkak
+        asked with it for ever; a fresh id (-1, -1) is asked for instead."""
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.forget_producers()
+        self.succeed(producer.send("t", b"b", partition=0))
+        self.assertEqual(
+            [(r.request.producer_id, r.request.producer_epoch) for r in self.init_requests()],
+            [(-1, -1), (-1, -1)],
+        )
+
+    def test_a_refused_producer_id_lookup_falls_back_to_a_fresh_id(self) -> None:
+        """Tansu answers UNKNOWN_SERVER_ERROR; the lookup is asked again, for a fresh id,
+        and the send is written; nothing loops afterwards."""
+        producer = self.producer(retry_interval=0.1)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.fail_next(INIT_PRODUCER_ID, UnknownError)
+        self.cluster.forget_producers()
+        self.assertEqual(self.succeed(producer.send("t", b"b", partition=0)).offset, 1)
+        self.assertEqual(self.producer_id(), (1002, 0, 0))
+        self.clock.advance(60)
+        self.assertEqual(self.succeed(producer.send("t", b"c", partition=0)).offset, 2)
+        self.assertEqual(
+            [(r.request.producer_id, r.request.producer_epoch) for r in self.init_requests()],
+            [(-1, -1)] * 3,  # the first, the refused one, the fresh one
+        )
 
     def test_duplicate_sequence_is_success(self) -> None:
         producer = self.producer()
@@ -365,7 +398,7 @@ class OutcomeTests(ProducerTestCase):
         self.assertIs(for_error_code(45, **idem), Action.RETRY)
         for code in (47, 90):
             self.assertIs(for_error_code(code, **idem), Action.BUMP)
-        self.assertIs(for_error_code(59, **idem), Action.RESET)
+        self.assertIs(for_error_code(59, **idem), Action.BUMP)
         for code in (7, 13, 20):  # written or not: unknown
             self.assertIs(for_error_code(code, **idem), Action.RETRY)
             self.assertIs(for_error_code(code, **plain), Action.FAIL)
