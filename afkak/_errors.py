@@ -159,11 +159,24 @@ class CancelledError(KafkaError):
         super().__init__(*(() if message is None else (message,)))
 
 
-class DeliveryTimeoutError(ClientError):
+class KafkaTimeoutError(ClientError):
+    """The producer gave up on a send in time (Java's ``TimeoutException``)."""
+
+
+class DeliveryTimeoutError(KafkaTimeoutError):
     """A record was not acknowledged within the producer's ``delivery_timeout_ms``.
 
     Kafka's Java producer reports this as a ``TimeoutException``; the record
     may or may not have been written.
+    """
+
+
+class BufferExhaustedError(KafkaTimeoutError):
+    """A send got no buffer space within the producer's ``max_block_ms``.
+
+    As Java's ``BufferExhaustedException``: the buffer (``buffer_memory``)
+    stayed full, usually because the brokers are slow or unreachable.  The
+    record was not written.
     """
 
 

@@ -39,6 +39,8 @@ class Options:
     retry_backoff_max: float
     #: ``delivery.timeout.ms`` in seconds.
     delivery_timeout: float
+    #: ``max.block.ms`` in seconds: the longest a send waits for buffer space.
+    max_block: float
     codec: int
     batch_send: bool
     batch_every_n: int
@@ -79,6 +81,7 @@ def resolve(
     retry_backoff_max_ms: Any,
     delivery_timeout_ms: Any,
     codec: Any,
+    max_block_ms: Any = 60_000,
     batch_send: Any,
     batch_every_n: Any,
     batch_every_b: Any,
@@ -158,6 +161,7 @@ def resolve(
         retry_interval=_number("retry_interval", retry_interval, 0),
         retry_backoff_max=_int("retry_backoff_max_ms", retry_backoff_max_ms, 0) / 1000.0,
         delivery_timeout=_int("delivery_timeout_ms", delivery_timeout_ms, 1) / 1000.0,
+        max_block=_int("max_block_ms", max_block_ms, 0) / 1000.0,
         codec=codec,
         batch_send=batch_send,
         batch_every_n=every_n,

@@ -18,8 +18,10 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError, MessageSizeTooLargeError
 from afkak._errors import (
+    BufferExhaustedError,
     CancelledError,
     ClientError,
+    DeliveryTimeoutError,
     TransactionStateError,
 )
 from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, is_retriable
@@ -48,6 +50,8 @@ _DEFAULT_LINGER_MS = 0
 _DEFAULT_BATCH_SIZE = 16384
 _DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024
 _DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
+#: Java's ``max.block.ms``.
+_DEFAULT_MAX_BLOCK_MS = 60_000
 _BYTES = (bytes, bytearray, memoryview)
 _MAX_TIMESTAMP = 2**63 - 1
 
@@ -65,6 +69,7 @@ class _Pending:
         "d",
         "size",
         "record",
+        "since",
     )
 
     def __init__(
@@ -88,6 +93,9 @@ class _Pending:
         self.d: Deferred[Any] = Deferred()
         self.size = size
         self.record = record
+        #: Reactor time of the call: waits for buffer space and metadata count
+        #: toward the delivery timeout.
+        self.since = 0.0
 
 
 class Producer:
@@ -133,7 +141,12 @@ class Producer:
         earlier one that is retried, as with Kafka's producer, unless this
         is 1.
     :param buffer_memory: bytes of records held (waiting or in flight) at
-        most; sends beyond it wait, in order, until batches are settled.
+        most; sends beyond it wait, in order, until batches are settled, for
+        *max_block_ms* at most.
+    :param max_block_ms: how long a send may wait for buffer space (Kafka's
+        ``max.block.ms``, 60 s) before it fails with
+        :class:`~afkak.common.BufferExhaustedError` (a
+        :class:`~afkak.common.KafkaTimeoutError`; the record is not written).
     :param max_request_size: the largest record batch written, in bytes
         (estimated before compression); by default the client's
         ``max_request_size`` (Kafka's 1 MiB).  A ``send_messages`` call larger
@@ -203,6 +216,7 @@ class Producer:
         transactional_id: str | None = None,
         transaction_timeout_ms: int = _DEFAULT_TRANSACTION_TIMEOUT_MS,
         max_request_size: int | None = None,
+        max_block_ms: int = _DEFAULT_MAX_BLOCK_MS,
     ) -> None:
         kafka_client(client)
         if not callable(partitioner_class):
@@ -228,6 +242,7 @@ class Producer:
             transactional_id=transactional_id,
             transaction_timeout_ms=transaction_timeout_ms,
             max_request_size=max_request_size,
+            max_block_ms=max_block_ms,
         )
         self.client = client
         self.partitioner_class = partitioner_class
@@ -267,6 +282,8 @@ class Producer:
         self._topic_attempts: dict[str, tuple[int, float]] = {}
         self._backoff = self.options.retry_policy()
         self._blocked: deque[_Pending] = deque()
+        #: Fails the sends that waited for buffer space too long (a DelayedCall).
+        self._block_timer: Any = None
         #: Bytes of records accepted and not settled (estimated, uncompressed).
         self._buffered = 0
         #: Sends accepted and not settled.
@@ -547,6 +564,7 @@ class Producer:
         must not let them into a batch of the next transaction.
         """
         blocked, self._blocked = self._blocked, deque()
+        self._disarm_block_timer()
         self._sender.fail_unsent(failure)
         unrouted, self._unrouted = self._unrouted, {}
         for waiting in unrouted.values():
@@ -589,6 +607,7 @@ class Producer:
             load.cancel()
         unrouted, blocked = self._unrouted, self._blocked
         self._unrouted, self._blocked = {}, deque()
+        self._disarm_block_timer()
         for waiting in unrouted.values():
             for pending in waiting:
                 self._refuse(pending.d, pending.size, failure)
@@ -608,7 +627,7 @@ class Producer:
         if self._stopped:
             return fail(ClientError(f"{self!r} has been stopped"))
         d = pending.d
-        now = self._seconds()
+        now = pending.since = self._seconds()
         if pending.timestamp is None:
             pending.timestamp = int(now * 1000)
         self._outstanding += 1
@@ -616,6 +635,8 @@ class Producer:
             self._buffered and self._buffered + pending.size > self._buffer_memory
         ):
             self._blocked.append(pending)
+            if self._block_timer is None:
+                self._arm_block_timer()
         else:
             self._accept(pending, now)
         return d
@@ -651,6 +672,12 @@ class Producer:
             pending.size,
             pending.record,
         )
+        # The delivery timeout counts from the call, waits included.
+        part = route.parts.get(partition)
+        if part is not None:
+            batch = part.open or (part.ready[-1] if part.ready else None)
+            if batch is not None and batch.opened > pending.since:
+                batch.opened = pending.since
 
     def _partition_for(
         self,
@@ -785,6 +812,46 @@ class Producer:
             not self._buffered or self._buffered + blocked[0].size <= self._buffer_memory
         ):
             self._accept(blocked.popleft(), now)
+
+    # -- bounding the wait for buffer space --------------------------------------
+
+    def _block_limit(self) -> tuple[float, bool]:
+        """Seconds a send may wait for buffer space; whether *max_block_ms* is the bound."""
+        max_block, delivery = self.options.max_block, self.options.delivery_timeout
+        return (max_block, True) if max_block <= delivery else (delivery, False)
+
+    def _arm_block_timer(self) -> None:
+        """Time out the oldest waiting send (they wait in call order)."""
+        limit, _ = self._block_limit()
+        delay = max(0.0, self._blocked[0].since + limit - self._seconds())
+        self._block_timer = self._reactor.callLater(delay, self._block_expired)
+
+    def _disarm_block_timer(self) -> None:
+        if self._block_timer is not None:
+            if self._block_timer.active():
+                self._block_timer.cancel()
+            self._block_timer = None
+
+    def _block_expired(self) -> None:
+        self._block_timer = None
+        blocked = self._blocked
+        now = self._seconds()
+        limit, by_max_block = self._block_limit()
+        while blocked and blocked[0].since + limit <= now:
+            pending = blocked.popleft()
+            if by_max_block:
+                error: Exception = BufferExhaustedError(
+                    f"no buffer space for a send to {pending.topic} within max_block_ms"
+                    f" ({limit:g} s; buffer_memory {self._buffer_memory} bytes in use)"
+                )
+            else:
+                error = DeliveryTimeoutError(
+                    f"a send to {pending.topic} waited for buffer space longer than the"
+                    f" delivery timeout ({limit:g} s)"
+                )
+            self._refuse(pending.d, 0, Failure(error))  # not counted in the buffer yet
+        if blocked and self._block_timer is None:
+            self._arm_block_timer()
 
     def _check_flushed(self) -> None:
         if self._outstanding or not self._flush_waiters:

@@ -18,9 +18,13 @@ from twisted.trial.unittest import SynchronousTestCase
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.common import (
+    BufferExhaustedError,
     CancelledError,
     ClientError,
+    DeliveryTimeoutError,
+    KafkaTimeoutError,
     MessageSizeTooLargeError,
+    NotEnoughReplicas,
     ProduceResponse,
     UnknownTopicOrPartitionError,
 )
@@ -687,6 +691,88 @@ class BufferTests(ProducerTestCase):
         self.clock.pump([0] + [1.0] * 5)
         self.assertEqual([self.successResultOf(d).offset for d in ds], [0, 1, 2, 3])
         self.assertEqual(self.values(partition=1), [b"%d" % i * 50 for i in range(4)])
+
+
+class MaxBlockTests(ProducerTestCase):
+    """Issue 20, 5: sends waiting for buffer space waited for ever (broker down)."""
+
+    def brokers_down(self) -> None:
+        for broker in range(3):
+            self.cluster.set_broker_down(broker)
+
+    def test_a_send_waiting_for_buffer_space_fails_after_max_block_ms(self) -> None:
+        producer = self.producer(buffer_memory=200, max_block_ms=5000)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.brokers_down()
+        held = producer.send("t", b"x" * 150, partition=0)
+        waiting = [producer.send("t", b"y" * 100, partition=0) for _ in range(3)]
+        self.clock.advance(4.99)
+        for d in waiting:
+            self.assertNoResult(d)
+        self.clock.advance(0.02)
+        for d in waiting:
+            failure = self.failureResultOf(d, BufferExhaustedError)
+            self.assertIsInstance(failure.value, KafkaTimeoutError)
+            self.assertIn("max_block_ms", failure.getErrorMessage())
+        self.assertNoResult(held)  # in the buffer: the delivery timeout bounds it
+        self.assertEqual(len(producer._blocked), 0)
+        held.addErrback(lambda f: None)
+
+    def test_max_block_ms_defaults_to_javas_60_s(self) -> None:
+        producer = self.producer(buffer_memory=200)
+        self.assertEqual(producer.options.max_block, 60.0)
+        self.brokers_down()
+        producer.send("t", b"x" * 150, partition=0).addErrback(lambda f: None)
+        d = producer.send_messages("t", None, [b"y" * 100])
+        self.clock.advance(59.9)
+        self.assertNoResult(d)
+        self.clock.advance(0.2)
+        self.failureResultOf(d, BufferExhaustedError)
+
+    def test_the_delivery_timeout_covers_the_wait(self) -> None:
+        """A send that waited for space is acknowledged within delivery_timeout_ms of the call."""
+        producer = self.producer(
+            buffer_memory=200, max_block_ms=10_000, delivery_timeout_ms=5000, retry_interval=0.1
+        )
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.delay(PRODUCE, 3.0)
+        first = producer.send("t", b"x" * 150, partition=0)
+        late = producer.send("t", b"y" * 100, partition=0)
+        self.clock.advance(0)
+        self.cluster.delay(PRODUCE, 0)
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=1000)
+        self.clock.advance(3.0)
+        self.successResultOf(first)
+        self.clock.pump([0.1] * 19)
+        self.assertNoResult(late)  # 4.9 s after the call
+        self.clock.pump([0.1] * 3)
+        self.failureResultOf(late, DeliveryTimeoutError)
+
+    def test_a_wait_longer_than_the_delivery_timeout_is_a_delivery_timeout(self) -> None:
+        producer = self.producer(buffer_memory=200, delivery_timeout_ms=2000)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.brokers_down()
+        producer.send("t", b"x" * 150, partition=0).addErrback(lambda f: None)
+        d = producer.send("t", b"y" * 100, partition=0)
+        self.clock.advance(1.99)
+        self.assertNoResult(d)
+        self.clock.advance(0.02)
+        self.assertIn(
+            "buffer space", self.failureResultOf(d, DeliveryTimeoutError).getErrorMessage()
+        )
+
+    def test_stop_leaves_no_timer(self) -> None:
+        producer = self.producer(buffer_memory=200)
+        self.brokers_down()
+        producer.send("t", b"x" * 150, partition=0).addErrback(lambda f: None)
+        producer.send("t", b"y" * 100, partition=0).addErrback(lambda f: None)
+        self.succeed(producer.stop())
+        self.assertEqual(producer._block_timer, None)
+
+    def test_bad_max_block_ms(self) -> None:
+        for bad, error in (("1", TypeError), (-1, ValueError), (1.5, TypeError)):
+            with self.assertRaises(error):
+                Producer(self.client, max_block_ms=bad)
 
 
 class StopTests(ProducerTestCase):
