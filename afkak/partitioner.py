@@ -5,7 +5,8 @@ and asked ``partition(key, partitions)`` for each send, *partitions* being the
 topic's current sorted partition numbers.  :class:`HashedPartitioner` places
 keys as Kafka's Java client (and kafka-python, librdkafka's
 ``murmur2_random``) do, so records with the same key land in the same
-partition whichever of these clients wrote them.
+partition whichever of these clients wrote them.  :class:`DefaultPartitioner`,
+the producer's default, places keyed records so and the others round robin.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ import struct
 from collections.abc import Iterator, Sequence
 from itertools import cycle
 
-__all__ = ["HashedPartitioner", "Partitioner", "RoundRobinPartitioner", "murmur2", "pure_murmur2"]
+__all__ = [
+    "DefaultPartitioner",
+    "HashedPartitioner",
+    "Partitioner",
+    "RoundRobinPartitioner",
+    "murmur2",
+    "pure_murmur2",
+]
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
@@ -62,6 +70,13 @@ def _key_bytes(key: str | bytes | bytearray | None) -> bytes:
     if isinstance(key, (bytes, bytearray)):
         return bytes(key)
     raise TypeError(f"partition key {key!r} must be str, bytes or bytearray")
+
+
+def _by_key(key: str | bytes | bytearray | None, partitions: Sequence[int]) -> int:
+    """Where Kafka's Java client puts a record with *key* (``Utils.toPositive`` of murmur2)."""
+    if type(key) is not bytes:
+        key = _key_bytes(key)
+    return partitions[(murmur2(key) & 0x7FFFFFFF) % len(partitions)]
 
 
 class Partitioner:
@@ -121,6 +136,21 @@ class HashedPartitioner(Partitioner):
     """
 
     def partition(self, key: str | bytes | None, partitions: Sequence[int]) -> int:
-        if type(key) is not bytes:
-            key = _key_bytes(key)
-        return partitions[(murmur2(key) & 0x7FFFFFFF) % len(partitions)]
+        return _by_key(key, partitions)
+
+
+class DefaultPartitioner(RoundRobinPartitioner):
+    """The Producer's default: a keyed record by its key's hash, others round robin.
+
+    A record with a key goes where Kafka's Java client puts it (as
+    :class:`HashedPartitioner`), so one key keeps one partition and its
+    order.  A record without one goes round robin, as afkak 21's default
+    placed every record (:class:`RoundRobinPartitioner`, whose
+    :meth:`~RoundRobinPartitioner.set_random_start` applies); keyed records
+    do not move its cycle.
+    """
+
+    def partition(self, key: str | bytes | None, partitions: Sequence[int]) -> int:
+        if key is None:
+            return RoundRobinPartitioner.partition(self, key, partitions)
+        return _by_key(key, partitions)

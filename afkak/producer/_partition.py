@@ -12,7 +12,7 @@ from collections import deque
 from typing import Any
 
 from afkak._structs import TopicAndPartition
-from afkak.partitioner import RoundRobinPartitioner
+from afkak.partitioner import DefaultPartitioner, RoundRobinPartitioner
 
 from ._batch import SEQUENCE_MODULUS, ProducerBatch
 
@@ -131,6 +131,9 @@ class PartitionState:
         return batches
 
 
+_ONE_PARTITION_IS_THE_ANSWER = (DefaultPartitioner, RoundRobinPartitioner)
+
+
 class TopicState:
     """A topic the producer writes to: its partitions, partitioner and partition states."""
 
@@ -148,10 +151,10 @@ class TopicState:
         """Take the topic's partition numbers, as the client's metadata last listed them."""
         self.partitions = partitions
         #: The partition of every send when the partitioner need not be
-        #: asked: a round robin over one partition.
+        #: asked: the default or a round robin over one partition.
         self.only: int | None = (
             partitions[0]
-            if len(partitions) == 1 and type(self.partitioner) is RoundRobinPartitioner
+            if len(partitions) == 1 and type(self.partitioner) in _ONE_PARTITION_IS_THE_ANSWER
             else None
         )
 

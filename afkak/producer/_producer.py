@@ -27,7 +27,7 @@ from afkak._errors import (
 from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, is_retriable
 from afkak.client import ProducerClient, kafka_client, topic_name
 from afkak.common import TopicAndPartition
-from afkak.partitioner import RoundRobinPartitioner
+from afkak.partitioner import DefaultPartitioner
 from afkak.records import BATCH_HEADER_SIZE
 
 from . import _options
@@ -104,6 +104,9 @@ class Producer:
     :param client: the :class:`~afkak.client.KafkaClient` to use.
     :param partitioner_class: factory of topic partitioners, called as
         ``partitioner_class(topic, partitions)``; see :mod:`afkak.partitioner`.
+        By default :class:`~afkak.partitioner.DefaultPartitioner`: a keyed
+        record goes where Kafka's Java client puts it (murmur2 of the key),
+        others round robin (afkak 21 sent every record round robin).
     :param req_acks: acknowledgements the leader waits for: ``-1`` all in-sync
         replicas, ``1`` the leader only, ``0`` none (no response at all; sends
         fire once written to the connection).  By default ``-1`` with
@@ -194,7 +197,7 @@ class Producer:
     def __init__(
         self,
         client: ProducerClient,
-        partitioner_class: Any = RoundRobinPartitioner,
+        partitioner_class: Any = DefaultPartitioner,
         req_acks: int = UNSET,
         ack_timeout: int = DEFAULT_ACK_TIMEOUT,
         max_req_attempts: int = UNSET,

@@ -28,7 +28,7 @@ from afkak.common import (
     ProduceResponse,
     UnknownTopicOrPartitionError,
 )
-from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner, murmur2
+from afkak.partitioner import DefaultPartitioner, HashedPartitioner, RoundRobinPartitioner, murmur2
 from afkak.producer import Producer, RecordMetadata
 from afkak.records import read_batches
 from afkak.testing import FakeKafkaCluster
@@ -691,6 +691,26 @@ class BufferTests(ProducerTestCase):
         self.clock.pump([0] + [1.0] * 5)
         self.assertEqual([self.successResultOf(d).offset for d in ds], [0, 1, 2, 3])
         self.assertEqual(self.values(partition=1), [b"%d" % i * 50 for i in range(4)])
+
+
+class DefaultPlacementTests(ProducerTestCase):
+    """Issue 20, 6: Producer(client) spread one key over every partition."""
+
+    partitions = 4
+
+    def test_keyed_sends_go_where_the_java_client_puts_them(self) -> None:
+        producer = self.producer()
+        self.assertIs(producer.partitioner_class, DefaultPartitioner)
+        # Kafka 4.1.1's BuiltInPartitioner.partitionForKey over 4 partitions.
+        java = {b"foobar": 2, b"key-0": 1, b"key-42": 3, b"user:7": 0}
+        for key, partition in java.items():
+            for d in (producer.send("t", b"v", key), producer.send_messages("t", key, [b"v"])):
+                self.assertEqual(self.succeed(d).partition, partition, key)
+
+    def test_unkeyed_sends_go_round_robin(self) -> None:
+        producer = self.producer()
+        got = [self.succeed(producer.send("t", b"v")).partition for _ in range(5)]
+        self.assertEqual(got, [0, 1, 2, 3, 0])
 
 
 class MaxBlockTests(ProducerTestCase):
