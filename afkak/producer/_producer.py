@@ -357,11 +357,14 @@ class Producer:
         :returns: a Deferred that fires once the messages are acknowledged, with
             a :class:`~afkak.common.ProduceResponse` ``(topic, partition, 0,
             offset)``, *offset* being the first message's (``None`` with
-            ``req_acks=0``).  It fails with :exc:`TypeError` if *topic* is not a
-            ``str``, *key* not ``bytes`` or ``None`` or *msgs* not a sequence of
-            them, with :exc:`ValueError` if *msgs* is empty, and with the
-            broker's or the client's error if the messages could not be written.
+            ``req_acks=0``).  It fails with the broker's or the client's error
+            if the messages could not be written, or with the partitioner's
+            error (:class:`~afkak.partitioner.HashedPartitioner` without a key).
             Cancelling it stops the waiting, not the sending.
+        :raises TypeError: at the call, if *topic* is not a ``str``, *key*
+            not ``bytes`` or ``None`` or *msgs* not a sequence of them.
+        :raises ValueError: at the call, if *msgs* is empty or *topic* not a
+            valid name.
         """
         if self._transaction is not None:
             try:
@@ -369,29 +372,26 @@ class Producer:
             except Exception as e:
                 return fail(e)
         route = self._routes.get(topic)
-        try:
-            if route is None:
-                topic_name(topic)
-            if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
-                raise TypeError(f"key={key!r} must be bytes or None")
-            kind = type(msgs)
-            if (
-                kind is not list
-                and kind is not tuple
-                and (isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence))
-            ):
-                raise TypeError(f"msgs must be a sequence of bytes or None, not {msgs!r:.100}")
-            n = len(msgs)
-            if n == 1 and type(msgs[0]) is bytes:
-                size = RECORD_OVERHEAD + len(msgs[0])
-            elif n:
-                size = _values_size(topic, msgs)
-            else:
-                raise ValueError("msgs must be a non-empty sequence")
-            if key is not None:
-                size += n * len(key)
-        except (TypeError, ValueError) as e:
-            return fail(e)
+        if route is None:
+            topic_name(topic)
+        if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
+            raise TypeError(f"key={key!r} must be bytes or None")
+        kind = type(msgs)
+        if (
+            kind is not list
+            and kind is not tuple
+            and (isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence))
+        ):
+            raise TypeError(f"msgs must be a sequence of bytes or None, not {msgs!r:.100}")
+        n = len(msgs)
+        if n == 1 and type(msgs[0]) is bytes:
+            size = RECORD_OVERHEAD + len(msgs[0])
+        elif n:
+            size = _values_size(topic, msgs)
+        else:
+            raise ValueError("msgs must be a non-empty sequence")
+        if key is not None:
+            size += n * len(key)
         buffered = self._buffered
         if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
             # (A stopped producer has no routes.)
@@ -443,33 +443,38 @@ class Producer:
         :param partition: the partition; by default the partitioner's choice.
         :returns: a Deferred firing with a :class:`RecordMetadata` once the
             record is acknowledged (offset -1 with ``req_acks=0``); failing
-            with :exc:`TypeError` / :exc:`ValueError` for bad arguments, or
-            with the error that kept the record from being written.
+            with the error that kept the record from being written (a
+            *partition* the topic does not have: :exc:`ValueError`, once its
+            metadata is known).
+        :raises TypeError: at the call, for an argument of the wrong type.
+        :raises ValueError: at the call, for a value out of range (a
+            *timestamp* beyond int64, a header name not encodable as UTF-8,
+            an invalid topic name).
         """
         route = self._routes.get(topic)  # a routed topic's name was checked
-        try:
-            if route is None:
-                topic_name(topic)
-            if value is not None and type(value) is not bytes and not isinstance(value, _BYTES):
-                raise TypeError(f"value must be bytes or None, not {value!r:.100}")
-            if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
-                raise TypeError(f"key must be bytes or None, not {key!r:.100}")
-            if type(headers) is not tuple or headers:
-                headers = _check_headers(headers)
-            if timestamp is not None and (
-                not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0
-            ):
-                raise TypeError(f"timestamp must be a non-negative int (ms), not {timestamp!r}")
-            if timestamp is not None and timestamp > _MAX_TIMESTAMP:
-                raise ValueError(f"timestamp {timestamp} does not fit Kafka's int64")
-            if partition is not None and (
-                not isinstance(partition, int) or isinstance(partition, bool) or partition < 0
-            ):
-                raise TypeError(f"partition must be a non-negative int, not {partition!r}")
-            if self._transaction is not None:
+        if route is None:
+            topic_name(topic)
+        if value is not None and type(value) is not bytes and not isinstance(value, _BYTES):
+            raise TypeError(f"value must be bytes or None, not {value!r:.100}")
+        if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
+            raise TypeError(f"key must be bytes or None, not {key!r:.100}")
+        if type(headers) is not tuple or headers:
+            headers = _check_headers(headers)
+        if timestamp is not None and (
+            not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0
+        ):
+            raise TypeError(f"timestamp must be a non-negative int (ms), not {timestamp!r}")
+        if timestamp is not None and timestamp > _MAX_TIMESTAMP:
+            raise ValueError(f"timestamp {timestamp} does not fit Kafka's int64")
+        if partition is not None and (
+            not isinstance(partition, int) or isinstance(partition, bool) or partition < 0
+        ):
+            raise TypeError(f"partition must be a non-negative int, not {partition!r}")
+        if self._transaction is not None:
+            try:
                 self._transaction.check_send()
-        except Exception as e:
-            return fail(e)
+            except Exception as e:
+                return fail(e)
         size = RECORD_OVERHEAD + (len(value) if value is not None else 0)
         if key is not None:
             size += len(key)
