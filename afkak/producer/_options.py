@@ -35,6 +35,8 @@ class Options:
     #: Attempts per batch (or lookup) at most; unlimited unless set, as Kafka's ``retries``.
     max_attempts: int
     retry_interval: float
+    #: What each retry's wait is multiplied by (``Producer.RETRY_INTERVAL_FACTOR``).
+    retry_factor: float
     #: ``retry.backoff.max.ms`` in seconds.
     retry_backoff_max: float
     #: ``delivery.timeout.ms`` in seconds.
@@ -56,7 +58,11 @@ class Options:
 
     def retry_policy(self) -> RetryPolicy:
         """Kafka's retry backoff: *retry_interval* doubling to *retry_backoff_max*, jittered."""
-        return backoff_policy(self.retry_interval, max(self.retry_interval, self.retry_backoff_max))
+        return backoff_policy(
+            self.retry_interval,
+            max(self.retry_interval, self.retry_backoff_max),
+            self.retry_factor,
+        )
 
 
 def _int(name: str, value: Any, low: int) -> int:
@@ -79,6 +85,7 @@ def resolve(
     max_req_attempts: Any,
     retry_interval: Any,
     retry_backoff_max_ms: Any,
+    retry_factor: Any = 2.0,
     delivery_timeout_ms: Any,
     codec: Any,
     max_block_ms: Any = 60_000,
@@ -159,6 +166,7 @@ def resolve(
             else _int("max_req_attempts", max_req_attempts, 1)
         ),
         retry_interval=_number("retry_interval", retry_interval, 0),
+        retry_factor=_number("RETRY_INTERVAL_FACTOR", retry_factor, 1),
         retry_backoff_max=_int("retry_backoff_max_ms", retry_backoff_max_ms, 0) / 1000.0,
         delivery_timeout=_int("delivery_timeout_ms", delivery_timeout_ms, 1) / 1000.0,
         max_block=_int("max_block_ms", max_block_ms, 0) / 1000.0,

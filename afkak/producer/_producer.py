@@ -117,7 +117,8 @@ class Producer:
         id lookup) before its sends fail; by default no limit but
         *delivery_timeout_ms* (Kafka's ``retries``).
     :param retry_interval: seconds before the first retry (Kafka's
-        ``retry.backoff.ms``, 0.1 s); doubled on each further attempt up to
+        ``retry.backoff.ms``, 0.1 s); multiplied by
+        :attr:`RETRY_INTERVAL_FACTOR` (2) on each further attempt up to
         *retry_backoff_max_ms*, each wait jittered by ±20 %.
     :param codec: compression of each batch: ``None``/``CODEC_NONE``,
         ``CODEC_GZIP``, ``CODEC_SNAPPY``, ``CODEC_LZ4`` or ``CODEC_ZSTD``.
@@ -165,7 +166,8 @@ class Producer:
     :param retry_backoff_max_ms: the longest wait between retries (Kafka's
         ``retry.backoff.max.ms``).
     :param delivery_timeout_ms: milliseconds from a send until it fails with
-        :class:`~afkak.common.KafkaTimeoutError` unless acknowledged (Kafka's
+        :class:`~afkak.common.DeliveryTimeoutError` (a
+        :class:`~afkak.common.KafkaTimeoutError`) unless acknowledged (Kafka's
         ``delivery.timeout.ms``, 120 s): retriable errors are retried until
         then.  A batch in flight is given its request's answer first.
     :param transactional_id: makes the producer transactional (and
@@ -191,7 +193,9 @@ class Producer:
     DEFAULT_REQ_ATTEMPTS = 10
     #: Seconds before the first retry (Kafka's ``retry.backoff.ms``; afkak 21: 0.25).
     INIT_RETRY_INTERVAL = RETRY_BACKOFF_MS / 1000
-    #: The factor the retry delay grows by per attempt (afkak 21: 1.20205).
+    #: The factor the retry delay grows by per attempt, up to
+    #: *retry_backoff_max_ms* (afkak 21: 1.20205; Kafka's: 2).  Read when a
+    #: producer is made: set it on a subclass (or the class) to change it.
     RETRY_INTERVAL_FACTOR = 2.0
 
     def __init__(
@@ -229,6 +233,7 @@ class Producer:
             ack_timeout=ack_timeout,
             max_req_attempts=max_req_attempts,
             retry_interval=retry_interval,
+            retry_factor=self.RETRY_INTERVAL_FACTOR,
             codec=codec,
             batch_send=batch_send,
             batch_every_n=batch_every_n,

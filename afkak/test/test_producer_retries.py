@@ -18,6 +18,7 @@ from afkak.common import (
     DuplicateSequenceNumber,
     InvalidProducerEpoch,
     InvalidRecord,
+    KafkaTimeoutError,
     MessageSizeTooLargeError,
     NotEnoughReplicas,
     NotLeaderForPartitionError,
@@ -74,6 +75,32 @@ class RetryTests(ProducerTestCase):
         self.assertEqual(self.successResultOf(d).offset, 1)
         self.assertEqual(self.values(partition=0), [b"first", b"v"])
 
+    def test_retry_interval_factor_is_the_backoff_factor(self) -> None:
+        """Issue 20, 10: documented as the backoff factor, never read."""
+
+        class Slower(Producer):
+            RETRY_INTERVAL_FACTOR = 3.0
+
+        producer = Slower(self.client, retry_interval=0.5, retry_backoff_max_ms=10_000)
+        self.addCleanup(producer.stop)
+        self.succeed(producer.send("t", b"first", partition=0))
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas, count=2)
+        d = producer.send("t", b"v", partition=0)
+        self.clock.advance(0)
+        self.clock.advance(0.61)  # first back-off: retry_interval ± 20 %
+        self.assertEqual(len(self.produce_requests()), 3)
+        self.clock.advance(1.19)  # not yet: tripled ± 20 % is at least 1.2 s
+        self.assertEqual(len(self.produce_requests()), 3)
+        self.clock.advance(0.61)
+        self.assertEqual(len(self.produce_requests()), 4)
+        self.assertEqual(self.successResultOf(d).offset, 1)
+        with self.assertRaises(ValueError):
+
+            class Shrinking(Producer):
+                RETRY_INTERVAL_FACTOR = 0.5
+
+            Shrinking(self.client)
+
     def test_backoff_is_capped_at_retry_backoff_max_ms(self) -> None:
         """Backoff doubled to 30 s; Kafka's retry.backoff.max.ms is 1 s (issue 10, 7)."""
         producer = self.producer(retry_interval=0.1)
@@ -91,6 +118,7 @@ class RetryTests(ProducerTestCase):
         self.assertNoResult(d)
         failure = self.run_until(d, seconds=0.6)
         failure.trap(DeliveryTimeoutError)
+        self.assertIsInstance(failure.value, KafkaTimeoutError)  # what the docstring names
         self.assertIn("NOT_ENOUGH_REPLICAS", failure.getErrorMessage())
         self.assertGreater(len(self.produce_requests()), 5)
 
