@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from crc32c import crc32c
 from twisted.python.failure import Failure
@@ -31,6 +31,9 @@ from afkak.records import BATCH_HEADER_SIZE, build_batch
 
 from ._result import RecordMetadata
 from ._waiters import fail_all, to_fire, untrack
+
+#: What a key or value may be (checked by the Producer's calls).
+Buffer: TypeAlias = bytes | bytearray | memoryview
 
 _PRODUCER_FIELDS = struct.Struct(">qhi")  # producer id, epoch, base sequence
 _PRODUCER_OFFSET = 43
@@ -80,8 +83,8 @@ class ProducerBatch:
         self.part = part
         self.topic: str = part.topic
         self.partition: int = part.partition
-        self.values: list[bytes | None] = []
-        self.keys: list[bytes | None] | None = None  # None while every key is None
+        self.values: list[Buffer | None] = []
+        self.keys: list[Buffer | None] | None = None  # None while every key is None
         self.headers: list[Any] | None = None  # None while no record has headers
         self.timestamps: list[int] = []
         self.waiters: list[Any] = []
@@ -119,8 +122,8 @@ class ProducerBatch:
 
     def append(
         self,
-        key: bytes | None,
-        values: Sequence[bytes | None],
+        key: Buffer | None,
+        values: Sequence[Buffer | None],
         headers: Any,
         timestamp: int,
         size: int,
@@ -148,7 +151,7 @@ class ProducerBatch:
             self.add_messages(key, values, timestamp, size, d)
 
     def add_messages(
-        self, key: bytes | None, values: Sequence[bytes | None], timestamp: int, size: int, d: Any
+        self, key: Buffer | None, values: Sequence[Buffer | None], timestamp: int, size: int, d: Any
     ) -> None:
         """Append a ``send_messages`` call's values (no headers): the hot path, kept lean.
 
@@ -177,7 +180,7 @@ class ProducerBatch:
         if untrack is not None:
             untrack(d)  # until the batch settles: see ._waiters
 
-    def add_keys(self, key: bytes | None, n: int) -> None:
+    def add_keys(self, key: Buffer | None, n: int) -> None:
         """Record *n* more keys (all *key*) for the values being appended."""
         keys = self.keys
         if keys is None:

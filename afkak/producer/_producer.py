@@ -9,7 +9,7 @@ batches and settles them.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from twisted.internet.defer import Deferred, fail, succeed
@@ -31,7 +31,7 @@ from afkak.partitioner import DefaultPartitioner
 from afkak.records import BATCH_HEADER_SIZE
 
 from . import _options
-from ._batch import RECORD_OVERHEAD, ProducerBatch
+from ._batch import RECORD_OVERHEAD, Buffer, ProducerBatch
 from ._options import UNSET
 from ._partition import TopicState
 from ._sender import Sender
@@ -75,8 +75,8 @@ class _Pending:
     def __init__(
         self,
         topic: str,
-        key: bytes | None,
-        values: Sequence[bytes | None],
+        key: Buffer | None,
+        values: Sequence[Buffer | None],
         headers: Any,
         timestamp: int | None,
         partition: int | None,
@@ -177,6 +177,13 @@ class Producer:
         this one.  See :doc:`/transactions`.
     :param transaction_timeout_ms: how long the coordinator lets a
         transaction stay open before aborting it (and fencing this producer).
+    :param key_serializer: a callable turning each key given to :meth:`send`
+        and :meth:`send_messages` into ``bytes`` (as aiokafka's and Java's
+        serializers); a ``None`` key stays ``None`` (no key).  What it raises,
+        and :exc:`TypeError` if it returns anything but ``bytes`` or ``None``,
+        is raised at the call.
+    :param value_serializer: the same for each value (message); a ``None``
+        value stays ``None`` (a tombstone).
 
     Records are stamped with the reactor's time (CreateTime) when sent.
 
@@ -224,10 +231,20 @@ class Producer:
         transaction_timeout_ms: int = _DEFAULT_TRANSACTION_TIMEOUT_MS,
         max_request_size: int | None = None,
         max_block_ms: int = _DEFAULT_MAX_BLOCK_MS,
+        key_serializer: Callable[[Any], bytes | None] | None = None,
+        value_serializer: Callable[[Any], bytes | None] | None = None,
     ) -> None:
         kafka_client(client)
         if not callable(partitioner_class):
             raise TypeError(f"partitioner_class must be callable, not {partitioner_class!r}")
+        for name, serializer in (
+            ("key_serializer", key_serializer),
+            ("value_serializer", value_serializer),
+        ):
+            if serializer is not None and not callable(serializer):
+                raise TypeError(f"{name} must be callable or None, not {serializer!r:.100}")
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
         self.options = _options.resolve(
             req_acks=req_acks,
             ack_timeout=ack_timeout,
@@ -348,17 +365,16 @@ class Producer:
 
     # -- sending -------------------------------------------------------------
 
-    def send_messages(
-        self, topic: str, key: bytes | None = None, msgs: Sequence[bytes | None] = ()
-    ) -> Deferred[Any]:
+    def send_messages(self, topic: str, key: Any = None, msgs: Sequence[Any] = ()) -> Deferred[Any]:
         """Send *msgs* (all to one partition, chosen by the partitioner from *key*).
 
         :param topic: the topic (``str``).
-        :param key: ``bytes`` or ``None``; the key of every message and the
-            partitioner's input.  Kafka refuses unkeyed messages on compacted
+        :param key: ``bytes`` or ``None`` (or what *key_serializer* takes);
+            the key of every message and the partitioner's input.  Kafka refuses unkeyed messages on compacted
             topics, and :class:`~afkak.partitioner.HashedPartitioner` needs a key.
-        :param msgs: a non-empty sequence of ``bytes`` values, ``None`` for a
-            null value (a tombstone on a compacted topic).
+        :param msgs: a non-empty sequence of ``bytes`` values (or what
+            *value_serializer* takes), ``None`` for a null value (a tombstone
+            on a compacted topic).
         :returns: a Deferred that fires once the messages are acknowledged, with
             a :class:`~afkak.common.ProduceResponse` ``(topic, partition, 0,
             offset)``, *offset* being the first message's (``None`` with
@@ -379,6 +395,8 @@ class Producer:
         route = self._routes.get(topic)
         if route is None:
             topic_name(topic)
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key)
         if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
             raise TypeError(f"key={key!r} must be bytes or None")
         kind = type(msgs)
@@ -388,6 +406,9 @@ class Producer:
             and (isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence))
         ):
             raise TypeError(f"msgs must be a sequence of bytes or None, not {msgs!r:.100}")
+        if self._value_serializer is not None:
+            serialize = self._value_serializer
+            msgs = [None if m is None else serialize(m) for m in msgs]
         n = len(msgs)
         if n == 1 and type(msgs[0]) is bytes:
             size = RECORD_OVERHEAD + len(msgs[0])
@@ -433,8 +454,8 @@ class Producer:
     def send(
         self,
         topic: str,
-        value: bytes | None,
-        key: bytes | None = None,
+        value: Any,
+        key: Any = None,
         *,
         headers: Sequence[tuple[str, bytes | None]] = (),
         timestamp: int | None = None,
@@ -459,6 +480,10 @@ class Producer:
         route = self._routes.get(topic)  # a routed topic's name was checked
         if route is None:
             topic_name(topic)
+        if value is not None and self._value_serializer is not None:
+            value = self._value_serializer(value)
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key)
         if value is not None and type(value) is not bytes and not isinstance(value, _BYTES):
             raise TypeError(f"value must be bytes or None, not {value!r:.100}")
         if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
@@ -696,7 +721,7 @@ class Producer:
         self,
         route: TopicState,
         partition: int | None,
-        key: bytes | None,
+        key: Buffer | None,
         d: Deferred[Any],
         size: int,
     ) -> int | None:
@@ -720,8 +745,8 @@ class Producer:
         self,
         route: TopicState,
         partition: int,
-        key: bytes | None,
-        values: Sequence[bytes | None],
+        key: Buffer | None,
+        values: Sequence[Buffer | None],
         headers: Any,
         timestamp: int,
         now: float,
@@ -764,8 +789,8 @@ class Producer:
         self,
         route: TopicState,
         partition: int,
-        key: bytes | None,
-        runs: list[Sequence[bytes | None]],
+        key: Buffer | None,
+        runs: list[Sequence[Buffer | None]],
         timestamp: int,
         now: float,
         d: Deferred[Any],

@@ -18,10 +18,12 @@ from twisted.python.failure import Failure
 
 from afkak.records import RECORD_SIZE_BOUND, split_points
 
+from ._batch import Buffer
+
 
 def pieces(
-    values: Sequence[bytes | None], key: bytes | None, headers_size: int, limit: int
-) -> list[Sequence[bytes | None]] | None:
+    values: Sequence[Buffer | None], key: Buffer | None, headers_size: int, limit: int
+) -> list[Sequence[Buffer | None]] | None:
     """*values* cut into runs whose batches stay within *limit* bytes; None if one cannot fit."""
     each = RECORD_SIZE_BOUND + (len(key) if key is not None else 0) + headers_size
     starts = split_points((each + (len(v) if v is not None else 0) for v in values), limit)

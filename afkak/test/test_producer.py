@@ -7,6 +7,7 @@ Clock; nothing is mocked.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -702,6 +703,56 @@ class BufferTests(ProducerTestCase):
         self.clock.pump([0] + [1.0] * 5)
         self.assertEqual([self.successResultOf(d).offset for d in ds], [0, 1, 2, 3])
         self.assertEqual(self.values(partition=1), [b"%d" % i * 50 for i in range(4)])
+
+
+class SerializerTests(ProducerTestCase):
+    """Issue 22: key_serializer / value_serializer, as aiokafka's."""
+
+    def test_send_and_send_messages_serialize_keys_and_values(self) -> None:
+        producer = self.producer(
+            key_serializer=lambda k: k.encode(),
+            value_serializer=lambda v: json.dumps(v).encode(),
+        )
+        one = self.succeed(producer.send("t", {"n": 1}, "user-7"))
+        many = self.succeed(producer.send_messages("t", "user-7", [{"n": 2}, None]))
+        self.assertEqual(many.partition, one.partition)  # the serialized key placed both
+        records = self.cluster.records("t", one.partition)
+        self.assertEqual(
+            [(r.key, r.value) for r in records],
+            [(b"user-7", b'{"n": 1}'), (b"user-7", b'{"n": 2}'), (b"user-7", None)],
+        )
+
+    def test_none_is_not_serialized(self) -> None:
+        """A null key stays unkeyed, a null value a tombstone."""
+        seen: list[Any] = []
+
+        def serializer(x: Any) -> bytes:
+            seen.append(x)
+            return b"s"
+
+        producer = self.producer(key_serializer=serializer, value_serializer=serializer)
+        self.succeed(producer.send("t", None, partition=0))
+        self.succeed(producer.send_messages("t", None, [None]))
+        self.assertEqual(seen, [])
+        records = [r for p in range(self.partitions) for r in self.cluster.records("t", p)]
+        self.assertEqual([(r.key, r.value) for r in records], [(None, None), (None, None)])
+
+    def test_wrong_types_raise_at_the_call(self) -> None:
+        def refuse(key: Any) -> bytes:
+            raise ValueError(f"no key {key!r}")
+
+        producer = self.producer(value_serializer=lambda v: v, key_serializer=refuse)
+        with self.assertRaises(TypeError):
+            producer.send("t", "not bytes")
+        with self.assertRaises(TypeError):
+            producer.send_messages("t", None, [b"ok", 5])
+        with self.assertRaises(ValueError):  # what the serializer raised
+            producer.send("t", b"v", key=5)
+        with self.assertRaises(TypeError):
+            Producer(self.client, key_serializer="utf-8")
+        with self.assertRaises(TypeError):
+            Producer(self.client, value_serializer=b"json")
+        self.assertEqual(self.produce_requests(), [])
 
 
 class DefaultPlacementTests(ProducerTestCase):
