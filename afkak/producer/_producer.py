@@ -1,14 +1,13 @@
 """Producer: afkak's documented producer API on record batches v2.
 
 This module is the facade: argument checks, the topic routes (partition
-lists and partitioners, loaded on first use), appending records to their
-partition's open batch, and the buffer bound.  :mod:`._sender` sends the
-batches and settles them.
+lists and partitioners, loaded on first use) and the transaction calls.
+:mod:`._accumulator` holds what was accepted (batches, the buffer bound),
+:mod:`._sender` sends the batches and settles them.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -16,26 +15,21 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError, MessageSizeTooLargeError
-from afkak._errors import (
-    BufferExhaustedError,
-    CancelledError,
-    ClientError,
-    DeliveryTimeoutError,
-    TransactionStateError,
-)
+from afkak._broker_errors import BrokerResponseError
+from afkak._errors import CancelledError, ClientError, TransactionStateError
 from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, is_retriable
 from afkak.client import ProducerClient, kafka_client, topic_name
 from afkak.common import TopicAndPartition
 from afkak.partitioner import DefaultPartitioner
-from afkak.records import BATCH_HEADER_SIZE
 
 from . import _options
-from ._batch import RECORD_OVERHEAD, Buffer, ProducerBatch
+from ._accumulator import Pending, RecordAccumulator
+from ._batch import RECORD_OVERHEAD, Buffer
+from ._identity import ProducerIdentity
 from ._options import UNSET
 from ._partition import TopicState
 from ._sender import Sender
-from ._split import joined, pieces
+from ._split import BYTES as _BYTES, values_size
 from ._transaction import ConsumerGroupMetadata, State as TransactionState, TransactionManager
 from ._waiters import untrack as _untrack
 
@@ -52,50 +46,7 @@ _DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024
 _DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 #: Java's ``max.block.ms``.
 _DEFAULT_MAX_BLOCK_MS = 60_000
-_BYTES = (bytes, bytearray, memoryview)
 _MAX_TIMESTAMP = 2**63 - 1
-
-
-class _Pending:
-    """A send waiting for buffer space or for its topic's metadata."""
-
-    __slots__ = (
-        "topic",
-        "key",
-        "values",
-        "headers",
-        "timestamp",
-        "partition",
-        "d",
-        "size",
-        "record",
-        "since",
-    )
-
-    def __init__(
-        self,
-        topic: str,
-        key: Buffer | None,
-        values: Sequence[Buffer | None],
-        headers: Any,
-        timestamp: int | None,
-        partition: int | None,
-        size: int,
-        record: bool,
-    ) -> None:
-        self.topic = topic
-        self.key = key
-        self.values = values
-        self.headers = headers
-        self.timestamp = timestamp
-        self.partition = partition
-        #: What the caller got: fires once the send is acknowledged or refused.
-        self.d: Deferred[Any] = Deferred()
-        self.size = size
-        self.record = record
-        #: Reactor time of the call: waits for buffer space and metadata count
-        #: toward the delivery timeout.
-        self.since = 0.0
 
 
 class Producer:
@@ -273,53 +224,40 @@ class Producer:
         self.partitioner_class = partitioner_class
         self._reactor = client.reactor
         self._seconds = client.reactor.seconds
+        self._routes: dict[str, TopicState] = {}
+        self._topic_loads: dict[str, Any] = {}  # Deferred or DelayedCall
+        #: Topic -> (failed metadata lookups, reactor time of the first).
+        self._topic_attempts: dict[str, tuple[int, float]] = {}
+        self._backoff = self.options.retry_policy()
+        self._stopped = False
+        acc = self._accumulator = RecordAccumulator(client, self.options, self._admit)
+        self._batch_mode = self.options.batch_send
         self._transaction: TransactionManager | None = None
         if transactional_id is not None:
-            self._transaction = TransactionManager(
+            acc.identity = acc.transaction = self._transaction = TransactionManager(
                 client,
                 transactional_id,
                 transaction_timeout_ms,
                 self.options.retry_policy(),
                 self.options.max_attempts,
                 self.options.delivery_timeout,
-                self.flush,
-                self._drop_unsent,
+                acc,
             )
-        self._sender = Sender(client, self.options, self._release, self._transaction)
-        self._max_request_size = (
-            client.max_request_size
-            if self.options.max_request_size is None
-            else self.options.max_request_size
-        )
-        # Batches of small records are cut well below the limit (the size is an
-        # estimate); larger sends are measured exactly against it (see _split).
-        self._batch_size = min(self.options.batch_size, self._max_request_size // 4)
-        self._split_above = self._max_request_size // 2
-        self._linger = self.options.linger
-        self._buffer_memory = self.options.buffer_memory
-        self._batch_mode = self.options.batch_send
-        #: send_messages appends inline below this batch size (never in batch mode).
-        self._fast_limit = 0 if self._batch_mode else self._batch_size
-        self._routes: dict[str, TopicState] = {}
-        self._unrouted: dict[str, list[_Pending]] = {}
-        self._topic_loads: dict[str, Any] = {}  # Deferred or DelayedCall
-        #: Topic -> (failed metadata lookups, reactor time of the first).
-        self._topic_attempts: dict[str, tuple[int, float]] = {}
-        self._backoff = self.options.retry_policy()
-        self._blocked: deque[_Pending] = deque()
-        #: Fails the sends that waited for buffer space too long (a DelayedCall).
-        self._block_timer: Any = None
-        #: Bytes of records accepted and not settled (estimated, uncompressed).
-        self._buffered = 0
-        #: Sends accepted and not settled.
-        self._outstanding = 0
-        self._flush_waiters: list[Deferred[None]] = []
-        self._stopped = False
+        elif self.options.idempotent:
+            acc.identity = ProducerIdentity(
+                client,
+                client.reactor,
+                self._backoff,
+                self.options.max_attempts,
+                acc.wake,
+                acc.identity_failed,
+            )
+        acc.sender = self._sender = Sender(client, self.options, acc)
 
     def __repr__(self) -> str:
         return (
             f"<Producer acks={self.options.acks} idempotent={self.options.idempotent}"
-            f" buffered={self._buffered}>"
+            f" buffered={self._accumulator.buffered}>"
         )
 
     # -- afkak 21's attributes -----------------------------------------------------
@@ -370,8 +308,9 @@ class Producer:
 
         :param topic: the topic (``str``).
         :param key: ``bytes`` or ``None`` (or what *key_serializer* takes);
-            the key of every message and the partitioner's input.  Kafka refuses unkeyed messages on compacted
-            topics, and :class:`~afkak.partitioner.HashedPartitioner` needs a key.
+            the key of every message and the partitioner's input.  Kafka
+            refuses unkeyed messages on compacted topics, and
+            :class:`~afkak.partitioner.HashedPartitioner` needs a key.
         :param msgs: a non-empty sequence of ``bytes`` values (or what
             *value_serializer* takes), ``None`` for a null value (a tombstone
             on a compacted topic).
@@ -413,30 +352,31 @@ class Producer:
         if n == 1 and type(msgs[0]) is bytes:
             size = RECORD_OVERHEAD + len(msgs[0])
         elif n:
-            size = _values_size(topic, msgs)
+            size = values_size(topic, msgs)
         else:
             raise ValueError("msgs must be a non-empty sequence")
         if key is not None:
             size += n * len(key)
-        buffered = self._buffered
-        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
+        acc = self._accumulator
+        buffered = acc.buffered
+        if route is None or acc.blocked or (buffered and buffered + size > acc.buffer_memory):
             # (A stopped producer has no routes.)
-            return self._send_later(_Pending(topic, key, msgs, (), None, None, size, False))
+            return self._send_later(Pending(topic, key, msgs, (), None, None, size, False))
         d: Deferred[Any] = Deferred()
         now = self._seconds()
-        self._outstanding += 1
-        self._buffered = buffered + size
+        acc.outstanding += 1
+        acc.buffered = buffered + size
         partition = route.only
         if partition is None:
             try:
                 partition = route.choose(key, route.partitions)
             except Exception:
-                self._refuse(d, size, Failure())
+                acc.refuse(d, size, Failure())
                 return d
         part = route.parts.get(partition)
         batch = None if part is None else part.open
-        if batch is None or batch.size + size >= self._fast_limit:
-            self._append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
+        if batch is None or batch.size + size >= acc.fast_limit:
+            acc.append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
         elif batch.plain and n == 1 and key is None:
             # The hottest path (ProducerBatch.add_messages' work, inlined).
             batch.values.append(msgs[0])
@@ -448,7 +388,7 @@ class Producer:
         elif batch.headers is None:
             batch.add_messages(key, msgs, int(now * 1000), size, d)
         else:
-            self._append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
+            acc.append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
         return d
 
     def send(
@@ -510,21 +450,22 @@ class Producer:
             size += len(key)
         for name, hvalue in headers:
             size += len(name) + (len(hvalue) if hvalue is not None else 0) + 3
-        buffered = self._buffered
-        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
+        acc = self._accumulator
+        buffered = acc.buffered
+        if route is None or acc.blocked or (buffered and buffered + size > acc.buffer_memory):
             return self._send_later(
-                _Pending(topic, key, (value,), headers, timestamp, partition, size, True)
+                Pending(topic, key, (value,), headers, timestamp, partition, size, True)
             )
         # The common case, as send_messages': routed, and room in the buffer.
         d: Deferred[Any] = Deferred()
         now = self._seconds()
-        self._outstanding += 1
-        self._buffered = buffered + size
+        acc.outstanding += 1
+        acc.buffered = buffered + size
         if timestamp is None:
             timestamp = int(now * 1000)
         chosen = self._partition_for(route, partition, key, d, size)
         if chosen is not None:
-            self._append(route, chosen, key, (value,), headers, timestamp, now, d, size, True)
+            acc.append(route, chosen, key, (value,), headers, timestamp, now, d, size, True)
         return d
 
     # -- transactions -----------------------------------------------------------
@@ -595,35 +536,13 @@ class Producer:
             return fail(ClientError(f"{self!r} has been stopped"))
         return getattr(self._transaction, name)(*args)
 
-    def _drop_unsent(self, failure: Failure) -> None:
-        """Fail every send not in flight (an aborted or failed transaction's).
-
-        Those waiting for buffer space go first: space freed by the others
-        must not let them into a batch of the next transaction.
-        """
-        blocked, self._blocked = self._blocked, deque()
-        self._disarm_block_timer()
-        self._sender.fail_unsent(failure)
-        unrouted, self._unrouted = self._unrouted, {}
-        for waiting in unrouted.values():
-            for pending in waiting:
-                self._refuse(pending.d, pending.size, failure)
-        for pending in blocked:  # not counted in the buffer yet
-            self._refuse(pending.d, 0, failure)
-
     def flush(self) -> Deferred[None]:
         """Send everything now (ignoring linger and batch triggers).
 
         Fires once no send is outstanding: those made before, and any made
         until then, are acknowledged or failed.
         """
-        if not self._outstanding:
-            return succeed(None)
-        d: Deferred[None] = Deferred()
-        self._flush_waiters.append(d)
-        self._sender.flushing = True
-        self._sender.expire_lingers()
-        return d
+        return self._accumulator.flush()
 
     def stop(self) -> Deferred[None]:
         """Stop the producer: outstanding sends fail with :exc:`~afkak.common.CancelledError`.
@@ -637,68 +556,44 @@ class Producer:
         self._stopped = True
         self._routes = {}
         failure = Failure(CancelledError(request_sent=False, message="the producer was stopped"))
-        for batch in self._sender.stop(failure):
-            batch.fail(failure)
-            self._release(batch)
+        self._sender.stop()
         loads, self._topic_loads = self._topic_loads, {}
         for load in loads.values():  # a cancelled load's callback runs at once
             load.cancel()
-        unrouted, blocked = self._unrouted, self._blocked
-        self._unrouted, self._blocked = {}, deque()
-        self._disarm_block_timer()
-        for waiting in unrouted.values():
-            for pending in waiting:
-                self._refuse(pending.d, pending.size, failure)
-        for pending in blocked:  # not counted in the buffer yet
-            self._refuse(pending.d, 0, failure)
-        self._check_flushed()
+        self._accumulator.stop(failure)
         return succeed(None)
 
-    # -- accepting -------------------------------------------------------------
+    # -- routing -------------------------------------------------------------
 
-    def _send_later(self, pending: _Pending) -> Deferred[Any]:
-        """Take a send that is not for :meth:`send_messages`' fast path.
+    def _send_later(self, pending: Pending) -> Deferred[Any]:
+        """Take a send that is not for the fast paths.
 
         It waits (in order) for buffer space, then, if need be, for its
         topic's metadata.
         """
         if self._stopped:
             return fail(ClientError(f"{self!r} has been stopped"))
-        d = pending.d
-        now = pending.since = self._seconds()
-        if pending.timestamp is None:
-            pending.timestamp = int(now * 1000)
-        self._outstanding += 1
-        if self._blocked or (
-            self._buffered and self._buffered + pending.size > self._buffer_memory
-        ):
-            self._blocked.append(pending)
-            if self._block_timer is None:
-                self._arm_block_timer()
-        else:
-            self._accept(pending, now)
-        return d
+        self._accumulator.accept(pending)
+        return pending.d
 
-    def _accept(self, pending: _Pending, now: float) -> None:
-        """Take a send into the buffer: append it, or wait for its topic's metadata."""
-        self._buffered += pending.size
+    def _admit(self, pending: Pending, now: float) -> None:
+        """Route a send that got buffer space: append it, or wait for its topic's metadata."""
         route = self._routes.get(pending.topic)
         if route is None:
-            waiting = self._unrouted.setdefault(pending.topic, [])
-            waiting.append(pending)
-            if pending.topic not in self._topic_loads:
+            if self._accumulator.wait_for_route(pending) and pending.topic not in self._topic_loads:
                 self._load_topic(pending.topic)
             return
         self._place(route, pending, now)
 
-    def _place(self, route: TopicState, pending: _Pending, now: float) -> None:
+    def _place(self, route: TopicState, pending: Pending, now: float) -> None:
         partition = self._partition_for(
             route, pending.partition, pending.key, pending.d, pending.size
         )
         if partition is None:
             return
-        assert pending.timestamp is not None  # _send_later set it
-        self._append(
+        assert pending.timestamp is not None  # accept() set it
+        acc = self._accumulator
+        acc.append(
             route,
             partition,
             pending.key,
@@ -710,12 +605,7 @@ class Producer:
             pending.size,
             pending.record,
         )
-        # The delivery timeout counts from the call, waits included.
-        part = route.parts.get(partition)
-        if part is not None:
-            batch = part.open or (part.ready[-1] if part.ready else None)
-            if batch is not None and batch.opened > pending.since:
-                batch.opened = pending.since
+        acc.opened_since(route.parts.get(partition), pending.since)
 
     def _partition_for(
         self,
@@ -737,167 +627,9 @@ class Producer:
                     f" (it has {len(route.partitions)})"
                 )
         except Exception:
-            self._refuse(d, size, Failure())
+            self._accumulator.refuse(d, size, Failure())
             return None
         return partition
-
-    def _append(
-        self,
-        route: TopicState,
-        partition: int,
-        key: Buffer | None,
-        values: Sequence[Buffer | None],
-        headers: Any,
-        timestamp: int,
-        now: float,
-        d: Deferred[Any],
-        size: int,
-        record: bool,
-    ) -> None:
-        """Append values (already counted in the buffer) to the partition's open batch."""
-        if size > self._split_above:
-            # A header adds its name and value, and their lengths (two varints).
-            headers_size = sum(10 + len(n.encode()) + (len(v) if v else 0) for n, v in headers)
-            runs = pieces(values, key, headers_size, self._max_request_size)
-            if runs is None:
-                error = MessageSizeTooLargeError(
-                    f"a record to {route.name} is larger than max_request_size"
-                    f" ({self._max_request_size} bytes)"
-                )
-                self._refuse(d, size, Failure(error))
-                return
-            if len(runs) > 1:
-                self._append_pieces(route, partition, key, runs, timestamp, now, d)
-                return
-        part = route.parts.get(partition)
-        if part is None:
-            part = route.part(partition)
-        batch = part.open
-        if batch is None or (batch.size + size > self._batch_size and batch.values):
-            batch = self._new_batch(route, part, now)
-        batch.append(key, values, headers, timestamp, size, d, record)
-        if batch.size >= self._batch_size:
-            part.seal()
-            self._sender.wake()
-        if self._batch_mode:
-            # afkak 21's byte trigger counts the messages' bytes (values and headers).
-            n = len(values)
-            overhead = n * (RECORD_OVERHEAD + (len(key) if key is not None else 0))
-            self._sender.count_unsent(n, size - overhead)
-
-    def _append_pieces(
-        self,
-        route: TopicState,
-        partition: int,
-        key: Buffer | None,
-        runs: list[Sequence[Buffer | None]],
-        timestamp: int,
-        now: float,
-        d: Deferred[Any],
-    ) -> None:
-        """Append a ``send_messages`` call too large for one batch as several, in order."""
-        parts: list[Deferred[Any]] = []
-        self._outstanding += len(runs) - 1  # each piece settles as one send
-        for run in runs:
-            part_d: Deferred[Any] = Deferred()
-            parts.append(part_d)
-            size = _values_size(route.name, run)
-            if key is not None:
-                size += len(run) * len(key)
-            self._append(route, partition, key, run, (), timestamp, now, part_d, size, False)
-        joined(d, parts)
-
-    def _new_batch(self, route: TopicState, part: Any, now: float) -> ProducerBatch:
-        sealed = part.open is not None
-        if sealed:
-            part.seal()
-        batch = part.new_batch(now)
-        if sealed:
-            self._sender.wake()
-        else:
-            self._sender.activate(part)
-            if self._linger is not None:
-                self._sender.wake(self._linger)
-        # A new batch is a good moment to notice a change in the partition count.
-        partitions = self.client.topic_partitions.get(route.name)
-        if partitions and partitions is not route.partitions:
-            route.repartition(partitions)
-        return batch
-
-    def _refuse(self, d: Deferred[Any], size: int, failure: Failure) -> None:
-        """Fail a send that was counted in the buffer but never appended."""
-        self._buffered -= size
-        self._outstanding -= 1
-        d.errback(failure)
-        self._unblock()
-        self._check_flushed()
-
-    # -- settling --------------------------------------------------------------
-
-    def _release(self, batch: ProducerBatch) -> None:
-        """A batch was settled: free its buffer space and let waiting sends in."""
-        self._buffered -= batch.size - BATCH_HEADER_SIZE
-        self._outstanding -= len(batch.waiters) + len(batch.record_waiters)
-        self._unblock()
-        self._check_flushed()
-
-    def _unblock(self) -> None:
-        blocked = self._blocked
-        if not blocked or self._stopped:
-            return
-        now = self._reactor.seconds()
-        while blocked and (
-            not self._buffered or self._buffered + blocked[0].size <= self._buffer_memory
-        ):
-            self._accept(blocked.popleft(), now)
-
-    # -- bounding the wait for buffer space --------------------------------------
-
-    def _block_limit(self) -> tuple[float, bool]:
-        """Seconds a send may wait for buffer space; whether *max_block_ms* is the bound."""
-        max_block, delivery = self.options.max_block, self.options.delivery_timeout
-        return (max_block, True) if max_block <= delivery else (delivery, False)
-
-    def _arm_block_timer(self) -> None:
-        """Time out the oldest waiting send (they wait in call order)."""
-        limit, _ = self._block_limit()
-        delay = max(0.0, self._blocked[0].since + limit - self._seconds())
-        self._block_timer = self._reactor.callLater(delay, self._block_expired)
-
-    def _disarm_block_timer(self) -> None:
-        if self._block_timer is not None:
-            if self._block_timer.active():
-                self._block_timer.cancel()
-            self._block_timer = None
-
-    def _block_expired(self) -> None:
-        self._block_timer = None
-        blocked = self._blocked
-        now = self._seconds()
-        limit, by_max_block = self._block_limit()
-        while blocked and blocked[0].since + limit <= now:
-            pending = blocked.popleft()
-            if by_max_block:
-                error: Exception = BufferExhaustedError(
-                    f"no buffer space for a send to {pending.topic} within max_block_ms"
-                    f" ({limit:g} s; buffer_memory {self._buffer_memory} bytes in use)"
-                )
-            else:
-                error = DeliveryTimeoutError(
-                    f"a send to {pending.topic} waited for buffer space longer than the"
-                    f" delivery timeout ({limit:g} s)"
-                )
-            self._refuse(pending.d, 0, Failure(error))  # not counted in the buffer yet
-        if blocked and self._block_timer is None:
-            self._arm_block_timer()
-
-    def _check_flushed(self) -> None:
-        if self._outstanding or not self._flush_waiters:
-            return
-        waiters, self._flush_waiters = self._flush_waiters, []
-        self._sender.flushing = False
-        for d in waiters:
-            d.callback(None)
 
     # -- topic metadata ----------------------------------------------------------
 
@@ -917,7 +649,7 @@ class Producer:
                 topic, partitions, self.partitioner_class(topic, partitions)
             )
             now = self._reactor.seconds()
-            for pending in self._unrouted.pop(topic, []):
+            for pending in self._accumulator.unrouted.pop(topic, []):
                 self._place(route, pending, now)
             return
         if isinstance(result, Failure):
@@ -945,28 +677,11 @@ class Producer:
         log.warn(
             "Cannot send to topic {topic}: {error}", topic=topic, error=failure.getErrorMessage()
         )
-        for pending in self._unrouted.pop(topic, []):
-            self._refuse(pending.d, pending.size, failure)
+        self._accumulator.refuse_unrouted(topic, failure)
 
     def _reload_topic(self, topic: str) -> None:
         del self._topic_loads[topic]
         self._load_topic(topic)
-
-
-def _values_size(topic: str, values: Sequence[Any]) -> int:
-    """The buffer size of message *values*: TypeError unless each is bytes or None."""
-    size = len(values) * RECORD_OVERHEAD
-    for m in values:
-        if type(m) is bytes:
-            size += len(m)
-        elif m is not None:
-            if not isinstance(m, _BYTES):
-                raise TypeError(
-                    f"message to topic {topic} ({m!r:.100}) has type"
-                    f" {type(m).__name__}, but must be bytes or None"
-                )
-            size += len(m)
-    return size
 
 
 def _check_headers(headers: Any) -> tuple[tuple[str, bytes | None], ...]:

@@ -1,10 +1,11 @@
 """Turning ready batches into Produce requests, and their answers into results.
 
 A drain runs when a batch may have become sendable (linger expired, batch
-full, a response freed an in-flight slot, a back-off ended).  It seals the
-open batches that may go, finds the leaders, and sends one Produce request
-per broker carrying the next batch of each of its ready partitions, then
-another round while partitions still have batches and in-flight room.  Each
+full, a response freed an in-flight slot, a back-off ended).  The
+:class:`~._accumulator.RecordAccumulator` says which partitions may go and
+hands over their next batches; the sender finds missing leaders and sends
+one Produce request per broker per round, while partitions still have
+batches and in-flight room.  Each
 answer is applied per partition: success fires the sends, errors are
 classified by :mod:`._outcome` (retry after a back-off, restart the
 sequences at a new epoch, or fail).  Retries wait by the producer's
@@ -15,7 +16,6 @@ timeout (``delivery.timeout.ms``, counted from when it was opened) fails.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from twisted.internet.defer import Deferred
@@ -27,6 +27,7 @@ from afkak._errors import CancelledError, DeliveryTimeoutError
 from afkak.client import ProduceCall, ProducerClient
 from afkak.common import ProduceRequest
 
+from ._accumulator import NEVER as _NEVER, RecordAccumulator
 from ._batch import ProducerBatch
 from ._identity import ProducerIdentity
 from ._options import Options
@@ -38,64 +39,39 @@ from ._outcome import (
     for_exception,
 )
 from ._partition import PartitionState
-from ._transaction import TransactionManager
 
 log = Logger()
 
 #: Produce v3 is the first with record batches v2.
 MIN_PRODUCE_VERSION = 3
-_NEVER = float("inf")
 
 
 class Sender:
-    """Sends the batches of a producer's partitions and settles them.
+    """Sends the accumulator's batches and settles them.
 
-    :param release: called with each batch that is settled (written or
-        failed), after its sends fired, to free its buffer space.
+    Drains when woken (a batch became sendable, linger expired, a response
+    freed an in-flight slot, a back-off ended): expired batches fail, the
+    producer id is fetched if needed, then each round of
+    :meth:`RecordAccumulator.drain <._accumulator.RecordAccumulator.drain>`
+    becomes one Produce request per broker.
     """
 
     def __init__(
-        self,
-        client: ProducerClient,
-        options: Options,
-        release: Callable[[ProducerBatch], None],
-        transaction: TransactionManager | None = None,
+        self, client: ProducerClient, options: Options, accumulator: RecordAccumulator
     ) -> None:
         self._client = client
         self._reactor = client.reactor
         self._options = options
-        self._release = release
-        self._limit = options.max_in_flight
-        #: Partitions with an open or ready batch.
-        self.active: set[PartitionState] = set()
+        self._accumulator = accumulator
         self._timer: Any = None
         self._draining = False
         self._again = False
-        self._expire_all = False
-        #: While a flush waits, every drain sends every open batch.
-        self.flushing = False
-        self._unsent_count = 0
-        self._unsent_bytes = 0
         self._requests: set[Deferred[Any]] = set()
         self._routing: Deferred[Any] | None = None
         self._stopped = False
         self._backoff = options.retry_policy()
         self._delivery_timeout = options.delivery_timeout
-        self.identity: ProducerIdentity | TransactionManager | None = None
-        #: A transactional producer's transaction: its identity too.
-        self.transaction = transaction
-        if transaction is not None:
-            self.identity = transaction
-            transaction.wake = self.wake
-        elif options.idempotent:
-            self.identity = ProducerIdentity(
-                client,
-                self._reactor,
-                self._backoff,
-                options.max_attempts,
-                self.wake,
-                self._identity_failed,
-            )
+        self.transaction = accumulator.transaction
         self._request_timeout = client.timeout + options.ack_timeout_ms / 1000.0
 
     # -- scheduling ----------------------------------------------------------
@@ -110,27 +86,6 @@ class Sender:
                 return
             timer.cancel()
         self._timer = self._reactor.callLater(delay, self._timer_fired)
-
-    def activate(self, part: PartitionState) -> None:
-        """A partition has a new batch; get a producer id soon if one is needed."""
-        self.active.add(part)
-        if self.identity is not None and not self.identity.ready:
-            self.wake()  # the drain asks for it (not now: this is inside an append)
-
-    def expire_lingers(self) -> None:
-        """Let every open batch go at the next drain (flush, batch triggers)."""
-        self._expire_all = True
-        self.wake()
-
-    def count_unsent(self, n: int, size: int) -> None:
-        """Batch mode: count appended records; send everything once a trigger is reached."""
-        self._unsent_count += n
-        self._unsent_bytes += size
-        options = self._options
-        if (options.batch_every_n and self._unsent_count >= options.batch_every_n) or (
-            options.batch_every_b and self._unsent_bytes >= options.batch_every_b
-        ):
-            self.expire_lingers()
 
     def _timer_fired(self) -> None:
         self._timer = None
@@ -155,84 +110,29 @@ class Sender:
 
     def _drain_once(self) -> None:
         now = self._reactor.seconds()
-        options = self._options
-        linger = options.linger
-        identity = self.identity
-        expires_at = self._expire(now)
+        accumulator = self._accumulator
+        expired, expires_at = accumulator.expired(now)
+        for batch in expired:
+            accumulator.fail(batch, self._timed_out(batch))
         if expires_at < _NEVER:
             self.wake(expires_at - now)
+        identity = accumulator.identity
         if identity is not None and not identity.ready:
             identity.ensure()
             return
-        expire_all = self._expire_all or self.flushing
-        self._expire_all = False
-        batch_mode = options.batch_send
-        if batch_mode:
-            # afkak's batch mode sends nothing until a trigger fires (count, bytes,
-            # or its timer), then everything: full batches sealed meanwhile wait too.
-            if not expire_all and linger is not None:
-                expire_all = any(_first_created(p) + linger <= now for p in self.active if _held(p))
-            if expire_all:
-                self._unsent_count = self._unsent_bytes = 0
-                for part in self.active:
-                    for waiting in part.ready:
-                        waiting.created = -_NEVER
-        wake_at = _NEVER
-        sendable: list[PartitionState] = []
-        for part in list(self.active):
-            batch = part.open
-            if batch is not None:
-                if expire_all:
-                    batch.created = -_NEVER
-                if part.retry_at > now:
-                    wake_at = min(wake_at, part.retry_at)
-                elif not part.ready and part.in_flight < self._limit:
-                    if batch.created == -_NEVER:
-                        part.seal()
-                    elif linger is not None:
-                        due = batch.created + linger
-                        if due <= now:
-                            part.seal()
-                        else:
-                            wake_at = min(wake_at, due)
-            if not part.ready:
-                if part.open is None:
-                    self.active.discard(part)
-                continue
-            if part.retry_at > now:
-                wake_at = min(wake_at, part.retry_at)
-                continue
-            if batch_mode and _held(part):
-                if linger is not None:
-                    wake_at = min(wake_at, _first_created(part) + linger)
-                continue
-            sendable.append(part)
+        wake_at = accumulator.ready(now)
         if wake_at < _NEVER:
             self.wake(max(0.0, wake_at - now))
-        if sendable:
-            self._send_rounds(sendable)
-
-    def _expire(self, now: float) -> float:
-        """Fail the batches whose delivery timeout passed; when the next one expires."""
-        timeout = self._delivery_timeout
-        next_expiry = _NEVER
-        for part in list(self.active):
-            oldest = part.oldest()
-            if oldest is None:
-                continue
-            if oldest + timeout <= now:
-                expired = part.expire(now - timeout)
-                for batch in expired:
-                    if batch.data is not None and self.identity is not None:
-                        part.bump = True  # later sequences must not wait for this batch's
-                    self._settle(batch, self._timed_out(batch))
-                oldest = part.oldest()
-                if oldest is None:
-                    if not part.in_flight:
-                        self.active.discard(part)
-                    continue
-            next_expiry = min(next_expiry, oldest + timeout)
-        return next_expiry
+        leaders = self._client.topics_to_brokers
+        requests, leaderless = accumulator.drain(leaders)
+        if leaderless:
+            self._find_leaders(leaderless)
+        while requests:
+            for broker, batches in requests.items():
+                self._send(broker, batches)
+            if self._stopped:
+                break
+            requests, _ = accumulator.drain(leaders)
 
     def _timed_out(self, batch: ProducerBatch) -> Failure:
         reason = "" if batch.last_error is None else f"; last error: {batch.last_error}"
@@ -243,82 +143,6 @@ class Sender:
                 f" {batch.attempts} attempt(s)){reason}"
             )
         )
-
-    def _send_rounds(self, parts: list[PartitionState]) -> None:
-        leaders = self._client.topics_to_brokers
-        routed = []
-        missing = []
-        for part in parts:
-            broker = leaders.get(part.key)
-            if broker is None:
-                missing.append(part)
-            else:
-                routed.append((part, broker))
-        if missing:
-            self._find_leaders(missing)
-        while routed:
-            requests: dict[Any, list[ProducerBatch]] = {}
-            still = []
-            for part, broker in routed:
-                batch = self._take(part)
-                if batch is not None:
-                    requests.setdefault(broker, []).append(batch)
-                    if part.ready:
-                        still.append((part, broker))
-            routed = still
-            for broker, batches in requests.items():
-                self._send(broker, batches)
-            if not requests or self._stopped:
-                break
-
-    def _take(self, part: PartitionState) -> ProducerBatch | None:
-        """The partition's next batch to send now, if any may go."""
-        if not part.ready or part.in_flight >= self._limit:
-            return None
-        head = part.ready[0]
-        if head.attempts and part.in_flight:
-            return None  # a retry goes alone, after what is in flight settled
-        identity = self.identity
-        txn = self.transaction
-        if txn is not None:
-            if not txn.partition_added(part.key):
-                return None  # wakes the sender once the partition joined
-            if (part.producer_id, part.producer_epoch) != (txn.producer_id, txn.epoch):
-                if part.in_flight:
-                    return None
-                # A new epoch (KIP-360, after an abort): sequences restart.
-                part.restart_sequences(txn.producer_id, txn.epoch, txn.generation)
-        if identity is not None:
-            current = (
-                part.generation == identity.generation and part.producer_epoch == identity.epoch
-            )
-            if part.bump or not current:
-                # Sequences restart at the identity's new id or epoch (as Java's
-                # producer, once nothing of the partition is in flight), or at
-                # an epoch bumped for this partition's lost sequence (KIP-360).
-                if part.in_flight:
-                    return None
-                if part.bump and current:
-                    fresh = identity.bump()
-                    if fresh is None:
-                        return None
-                part.restart_sequences(identity.producer_id, identity.epoch, identity.generation)
-            part.ready.popleft()
-            if head.data is None:
-                head.encode(
-                    self._options.codec,
-                    part.producer_id,
-                    part.producer_epoch,
-                    part.take_sequence(len(head.values)),
-                    txn is not None,
-                )
-        else:
-            part.ready.popleft()
-            if head.data is None:
-                head.encode(self._options.codec, -1, -1, -1)
-        part.in_flight += 1
-        head.attempts += 1
-        return head
 
     def _find_leaders(self, parts: list[PartitionState]) -> None:
         if self._routing is not None:
@@ -340,7 +164,7 @@ class Sender:
                 part.route_failures += 1
                 if part.route_failures >= self._options.max_attempts:
                     part.route_failures = 0
-                    self._fail_waiting(part, result)
+                    self._accumulator.fail_partition(part, result)
                 else:
                     part.retry_at = now + self._backoff(part.route_failures)
         else:
@@ -384,7 +208,7 @@ class Sender:
         if self._stopped:
             failure = Failure(CancelledError(request_sent=True, message="the producer stopped"))
             for batch in batches:
-                self._settle(batch, failure)
+                self._accumulator.fail(batch, failure)
             return
         if isinstance(result, Failure):
             self._request_failed(result, batches)
@@ -392,7 +216,7 @@ class Sender:
             for batch in batches:
                 batch.part.route_failures = 0
                 batch.succeed_unacknowledged()
-                self._release(batch)
+                self._accumulator.release(batch)
         else:
             self._apply_response(result, batches, call)
         self.drain()
@@ -478,7 +302,7 @@ class Sender:
         if batch.producer_epoch == part.producer_epoch and batch.base_sequence >= 0:
             part.acked_next = (batch.last_sequence + 1) % (2**31)
         batch.succeed(base_offset, log_append_time)
-        self._release(batch)
+        self._accumulator.release(batch)
 
     def _after(self, batch: ProducerBatch, action: Action, failure: Failure) -> None:
         part = batch.part
@@ -496,79 +320,36 @@ class Sender:
                     n=batch.attempts,
                     error=failure.getErrorMessage(),
                 )
-            if self.identity is not None:
+            if self._accumulator.identity is not None:
                 part.bump = True  # later sequences must not wait for this batch's
-            self._settle(batch, failure)
+            self._accumulator.fail(batch, failure)
             return
         delay = self._backoff(batch.attempts)
         now = self._reactor.seconds()
         batch.last_error = failure.getErrorMessage()
         if now >= batch.opened + self._delivery_timeout:
-            if self.identity is not None:
+            if self._accumulator.identity is not None:
                 part.bump = True
-            self._settle(batch, self._timed_out(batch))
+            self._accumulator.fail(batch, self._timed_out(batch))
             return
+        identity = self._accumulator.identity
         if action is Action.BUMP:
             part.bump = True
-        elif action is Action.RESET and isinstance(self.identity, ProducerIdentity):
-            self.identity.reset(batch.producer_id)
-        part.requeue(batch)
-        self.active.add(part)
-        part.retry_at = max(part.retry_at, now + delay)
+        elif action is Action.RESET and isinstance(identity, ProducerIdentity):
+            identity.reset(batch.producer_id)
+        self._accumulator.requeue(batch, now + delay)
         self.wake(delay)
 
-    def _settle(self, batch: ProducerBatch, failure: Failure) -> None:
-        batch.fail(failure)
-        self._release(batch)
-        if self.transaction is not None:
-            self.transaction.send_failed(failure)
-
-    # -- failures of everything waiting ------------------------------------------
-
-    def _fail_waiting(self, part: PartitionState, failure: Failure) -> None:
-        for batch in part.drop_all():
-            self._settle(batch, failure)
-        self.active.discard(part)
-
-    def _identity_failed(self, failure: Failure) -> None:
-        log.error(
-            "No producer id for the idempotent producer: {error}", error=failure.getErrorMessage()
-        )
-        for part in list(self.active):
-            self._fail_waiting(part, failure)
-
-    def fail_unsent(self, failure: Failure) -> None:
-        """Fail every batch not in flight (an aborted or failed transaction's)."""
-        for part in list(self.active):
-            self._fail_waiting(part, failure)
-
-    def stop(self, failure: Failure) -> list[ProducerBatch]:
-        """Stop sending; fail what is in flight with *failure*; return the waiting batches."""
+    def stop(self) -> None:
+        """Stop sending: requests in flight are cancelled (their batches fail)."""
         self._stopped = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self.identity is not None:
-            self.identity.stop()
+        identity = self._accumulator.identity
+        if identity is not None:
+            identity.stop()
         if self._routing is not None:
             self._routing.cancel()
         for d in list(self._requests):
             d.cancel()
-        waiting: list[ProducerBatch] = []
-        for part in self.active:
-            waiting.extend(part.drop_all())
-        self.active.clear()
-        return waiting
-
-
-def _held(part: PartitionState) -> bool:
-    """Batch mode: the partition's next batch waits for a trigger (never sent, not released)."""
-    if part.ready:
-        head = part.ready[0]
-        return head.attempts == 0 and head.created != -_NEVER
-    return part.open is not None and part.open.created != -_NEVER
-
-
-def _first_created(part: PartitionState) -> float:
-    """When the partition's oldest unsent batch started."""
-    return part.ready[0].created if part.ready else part.open.created  # type: ignore[union-attr]

@@ -18,7 +18,10 @@ from twisted.python.failure import Failure
 
 from afkak.records import RECORD_SIZE_BOUND, split_points
 
-from ._batch import Buffer
+from ._batch import RECORD_OVERHEAD, Buffer
+
+#: The types a key or value may have.
+BYTES = (bytes, bytearray, memoryview)
 
 
 def pieces(
@@ -43,3 +46,19 @@ def joined(d: Deferred[Any], parts: list[Deferred[Any]]) -> None:
         d.errback(first.subFailure if isinstance(first, FirstError) else failure)
 
     DeferredList(parts, fireOnOneErrback=True, consumeErrors=True).addCallbacks(settle, failed)
+
+
+def values_size(topic: str, values: Sequence[Any]) -> int:
+    """The buffer size of message *values*: TypeError unless each is bytes or None."""
+    size = len(values) * RECORD_OVERHEAD
+    for m in values:
+        if type(m) is bytes:
+            size += len(m)
+        elif m is not None:
+            if not isinstance(m, BYTES):
+                raise TypeError(
+                    f"message to topic {topic} ({m!r:.100}) has type"
+                    f" {type(m).__name__}, but must be bytes or None"
+                )
+            size += len(m)
+    return size

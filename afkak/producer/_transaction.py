@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -158,15 +158,27 @@ class ConsumerGroupMetadata:
     group_instance_id: str | None = None
 
 
+class Sends(Protocol):
+    """The producer's accepted sends, as a transaction needs them (its accumulator)."""
+
+    def flush(self) -> Deferred[None]:
+        """Fires once every send accepted so far is settled."""
+
+    def drop_unsent(self, failure: Failure) -> None:
+        """Fails every send not yet in flight with *failure*."""
+
+    def wake(self, delay: float = 0.0) -> None:
+        """Has the sender drain (a partition joined the transaction)."""
+
+
 class TransactionManager:
     """A transactional producer's state, transaction coordinator and producer identity.
 
     :param backoff: the producer's retry policy; a retriable error is retried
         for at most *give_up_after* seconds (the delivery timeout) or
         *max_attempts* attempts.
-    :param flush: fires once every send accepted so far is settled.
-    :param drop_unsent: fails every send not yet in flight with the failure.
-    :param wake: asks the sender to drain (a partition joined the transaction).
+    :param sends: the producer's accumulator, flushed before a commit, its
+        unsent records dropped by an abort.
     """
 
     def __init__(
@@ -177,8 +189,7 @@ class TransactionManager:
         backoff: RetryPolicy,
         max_attempts: int,
         give_up_after: float,
-        flush: Callable[[], Deferred[None]],
-        drop_unsent: Callable[[Failure], None],
+        sends: Sends,
     ) -> None:
         self.transactional_id = transactional_id
         self.timeout_ms = timeout_ms
@@ -189,14 +200,12 @@ class TransactionManager:
         self.state = State.UNINITIALIZED
         #: The error of ABORTABLE_ERROR / FATAL_ERROR.
         self.error: Failure | None = None
-        self.wake: Callable[[], None] = lambda: None
         self._client = client
         self._reactor = client.reactor
         self._backoff = backoff
         self._max_attempts = max_attempts
         self._give_up_after = give_up_after
-        self._flush = flush
-        self._drop_unsent = drop_unsent
+        self._sends = sends
         self._coordinator: Any = None
         self._partitions: set[TopicAndPartition] = set()
         self._new_partitions: set[TopicAndPartition] = set()
@@ -262,7 +271,7 @@ class TransactionManager:
             self._adding = None
         if isinstance(result, Failure):
             self._failed(result, "AddPartitionsToTxn")
-        self.wake()
+        self._sends.wake()
 
     def send_failed(self, failure: Failure) -> None:
         """A send of this transaction failed: it cannot commit any more."""
@@ -280,14 +289,14 @@ class TransactionManager:
             return
         log.warn("{txn!r}: abortable error: {e}", txn=self, e=failure.getErrorMessage())
         self.state, self.error = State.ABORTABLE_ERROR, failure
-        self._drop_unsent(failure)
+        self._sends.drop_unsent(failure)
 
     def fatal(self, failure: Failure) -> None:
         if self.state is State.FATAL_ERROR:
             return
         log.error("{txn!r}: fatal error: {e}", txn=self, e=failure.getErrorMessage())
         self.state, self.error = State.FATAL_ERROR, failure
-        self._drop_unsent(failure)
+        self._sends.drop_unsent(failure)
 
     # -- the API ------------------------------------------------------------------
 
@@ -324,7 +333,7 @@ class TransactionManager:
         if self._operation is not None:
             self._operation.cancel()
         self.state, self.error = State.ABORTING, None
-        self._drop_unsent(Failure(TransactionAbortedError(f"{self!r} was aborted")))
+        self._sends.drop_unsent(Failure(TransactionAbortedError(f"{self!r} was aborted")))
         return self._run(self._complete(commit=False), "EndTxn")
 
     # -- running the steps ----------------------------------------------------------
@@ -507,7 +516,7 @@ class TransactionManager:
         await self._attempts(commit, "TxnOffsetCommit")
 
     async def _complete(self, commit: bool) -> None:
-        await self._flush()
+        await self._sends.flush()
         if self._adding is not None:
             await self._adding
         if commit and self.state is not State.COMMITTING:

@@ -587,8 +587,8 @@ class BatchingTests(ProducerTestCase):
         self.assertEqual(self.values("t", 0), values)
         batches = self.stored_batches("t", 0)
         self.assertEqual([len(b) for b in batches], [2, 2, 2, 2, 2])
-        self.assertEqual(producer._buffered, 0)
-        self.assertEqual(producer._outstanding, 0)
+        self.assertEqual(producer._accumulator.buffered, 0)
+        self.assertEqual(producer._accumulator.outstanding, 0)
         self.assertIsNone(self.succeed(producer.flush()))
 
     def test_record_over_the_limit_fails_only_its_send(self) -> None:
@@ -602,7 +602,7 @@ class BatchingTests(ProducerTestCase):
         self.failureResultOf(huge, MessageSizeTooLargeError)
         self.failureResultOf(record, MessageSizeTooLargeError)
         self.assertEqual(self.values(), [b"before", b"after"])
-        self.assertEqual((producer._buffered, producer._outstanding), (0, 0))
+        self.assertEqual((producer._accumulator.buffered, producer._accumulator.outstanding), (0, 0))
 
     def test_max_request_size(self) -> None:
         producer = self.producer(max_request_size=100 * 1024)
@@ -797,7 +797,7 @@ class MaxBlockTests(ProducerTestCase):
             self.assertIsInstance(failure.value, KafkaTimeoutError)
             self.assertIn("max_block_ms", failure.getErrorMessage())
         self.assertNoResult(held)  # in the buffer: the delivery timeout bounds it
-        self.assertEqual(len(producer._blocked), 0)
+        self.assertEqual(len(producer._accumulator.blocked), 0)
         held.addErrback(lambda f: None)
 
     def test_max_block_ms_defaults_to_javas_60_s(self) -> None:
@@ -849,7 +849,7 @@ class MaxBlockTests(ProducerTestCase):
         producer.send("t", b"x" * 150, partition=0).addErrback(lambda f: None)
         producer.send("t", b"y" * 100, partition=0).addErrback(lambda f: None)
         self.succeed(producer.stop())
-        self.assertEqual(producer._block_timer, None)
+        self.assertEqual(producer._accumulator.block_timer, None)
 
     def test_bad_max_block_ms(self) -> None:
         for bad, error in (("1", TypeError), (-1, ValueError), (1.5, TypeError)):

@@ -134,7 +134,7 @@ class RetryTests(ProducerTestCase):
         self.assertNoResult(d)
         request_timeout = self.client.timeout + 1.0
         self.run_until(d, seconds=request_timeout).trap(DeliveryTimeoutError)
-        self.assertEqual(producer._outstanding, 0)
+        self.assertEqual(producer._accumulator.outstanding, 0)
 
     def test_gives_up_after_max_req_attempts(self) -> None:
         producer = self.producer(max_req_attempts=3, retry_interval=0.1)
@@ -350,8 +350,8 @@ class IdempotenceTests(ProducerTestCase):
     def test_epoch_overflow_gets_a_new_producer_id(self) -> None:
         producer = self.producer(retry_interval=0.1)
         self.succeed(producer.send("t", b"a", partition=0))
-        assert producer._sender.identity is not None
-        producer._sender.identity.epoch = 2**15 - 2
+        assert producer._accumulator.identity is not None
+        producer._accumulator.identity.epoch = 2**15 - 2
         self.cluster.fail_next(PRODUCE, InvalidProducerEpoch)
         self.succeed(producer.send("t", b"b", partition=0))
         self.assertEqual(self.producer_id(), (1002, 0, 0))

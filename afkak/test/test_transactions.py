@@ -363,7 +363,7 @@ class TransactionalProducerTests(TxnTestCase):
         producer = self.ready(buffer_memory=1000, linger_ms=50)
         self.succeed(producer.begin_transaction())
         sends = [producer.send("t", b"x" * 300, partition=0) for _ in range(6)]
-        self.assertTrue(producer._blocked, "some sends wait for buffer space")
+        self.assertTrue(producer._accumulator.blocked, "some sends wait for buffer space")
         self.succeed(producer.abort_transaction())
         for d in sends:
             self.fail_with(d, TransactionAbortedError)
