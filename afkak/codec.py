@@ -42,6 +42,8 @@ __all__ = [
     "CODEC_ZSTD",
     "CODEC_NAMES",
     "DEFAULT_MAX_SIZE",
+    "COMPRESSION_LEVELS",
+    "check_compression_level",
     "compress",
     "decompress",
     "decompress_lz4_legacy",
@@ -73,7 +75,36 @@ _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = struct.Struct(">8sii")
 _XERIAL_BLOCK = 32 * 1024
 _INT32 = struct.Struct(">i")
+_GZIP_LEVEL = 6
 _ZSTD_LEVEL = 3
+
+#: Codec -> the compression levels it takes, lowest and highest (KIP-390, the
+#: Java client's ranges: ``compression.gzip.level``, ``compression.lz4.level``,
+#: ``compression.zstd.level``).  By default gzip compresses at 6 and zstd at 3,
+#: as Kafka does, and lz4 in its fast mode.
+COMPRESSION_LEVELS: Final = {
+    CODEC_GZIP: (1, 9),
+    CODEC_LZ4: (1, 17),
+    CODEC_ZSTD: (-131072, 22),
+}
+
+
+def check_compression_level(codec: int, level: int | None) -> int | None:
+    """*level* if *codec* takes it: TypeError unless an int, ValueError out of range."""
+    if level is None:
+        return None
+    if not isinstance(level, int) or isinstance(level, bool):
+        raise TypeError(f"a compression level is an int, not {level!r}")
+    bounds = COMPRESSION_LEVELS.get(codec)
+    if bounds is None:
+        name = CODEC_NAMES.get(codec, codec)
+        raise ValueError(f"codec {name} has no compression levels")
+    low, high = bounds
+    if not low <= level <= high:
+        raise ValueError(
+            f"{CODEC_NAMES[codec]} compression levels are {low} to {high}, not {level}"
+        )
+    return level
 
 
 def has_gzip() -> bool:
@@ -110,14 +141,16 @@ def _unknown(codec: int) -> UnsupportedCodecError:
 # --- compression -----------------------------------------------------------
 
 
-def compress(codec: int, data: bytes) -> bytes:
+def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
     """Compress *data* the way Kafka's Java client does for *codec*.
 
     snappy uses xerial framing, lz4 the LZ4 frame format with independent
     64 KiB blocks, zstd one standard frame and gzip one gzip member.
+    *level* (see :data:`COMPRESSION_LEVELS`, checked by the caller with
+    :func:`check_compression_level`) is the codec's default when None.
     """
     if codec == CODEC_GZIP:
-        c = zlib.compressobj(6, zlib.DEFLATED, 31)
+        c = zlib.compressobj(_GZIP_LEVEL if level is None else level, zlib.DEFLATED, 31)
         return c.compress(data) + c.flush()
     if codec == CODEC_SNAPPY:
         return snappy_encode(data, xerial_compatible=True)
@@ -126,6 +159,7 @@ def compress(codec: int, data: bytes) -> bytes:
             raise _missing(codec)
         return _lz4.compress(
             data,
+            compression_level=0 if level is None else level,
             block_size=_lz4.BLOCKSIZE_MAX64KB,
             block_linked=False,
             store_size=False,
@@ -133,7 +167,7 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == CODEC_ZSTD:
         if _zstd is None:
             raise _missing(codec)
-        return _zstd.ZstdCompressor(level=_ZSTD_LEVEL).compress(data)
+        return _zstd.ZstdCompressor(level=_ZSTD_LEVEL if level is None else level).compress(data)
     if codec == CODEC_NONE:
         return bytes(data)
     raise _unknown(codec)

@@ -402,11 +402,12 @@ class RecordAccumulator:
                     part.producer_epoch,
                     part.take_sequence(len(head.values)),
                     txn is not None,
+                    self.options.compression_level,
                 )
         else:
             part.ready.popleft()
             if head.data is None:
-                head.encode(self.options.codec, -1, -1, -1)
+                head.encode(self.options.codec, -1, -1, -1, False, self.options.compression_level)
         part.in_flight += 1
         head.attempts += 1
         return head

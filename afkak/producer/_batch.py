@@ -218,6 +218,7 @@ class ProducerBatch:
         producer_epoch: int,
         sequence: int,
         transactional: bool = False,
+        compression_level: int | None = None,
     ) -> None:
         """Build the record batch (done once; the record lists are then released)."""
         self.count = len(self.values)
@@ -232,6 +233,7 @@ class ProducerBatch:
             headers=self.headers,
             timestamps=self.timestamps,
             codec=codec,
+            compression_level=compression_level,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             base_sequence=sequence,

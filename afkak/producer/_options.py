@@ -16,7 +16,7 @@ import attrs
 
 from afkak._retry import RetryPolicy, backoff_policy
 from afkak.client import INT32_MAX, integer
-from afkak.codec import CODEC_NAMES, CODEC_NONE, compress
+from afkak.codec import CODEC_NAMES, CODEC_NONE, check_compression_level, compress
 from afkak.common import PRODUCER_ACK_ALL_REPLICAS, PRODUCER_ACK_LOCAL_WRITE
 
 #: Marks an argument the caller did not pass.
@@ -44,6 +44,8 @@ class Options:
     #: ``max.block.ms`` in seconds: the longest a send waits for buffer space.
     max_block: float
     codec: int
+    #: The codec's compression level (None: its default).
+    compression_level: int | None
     batch_send: bool
     batch_every_n: int
     batch_every_b: int
@@ -89,6 +91,7 @@ def resolve(
     delivery_timeout_ms: Any,
     codec: Any,
     max_block_ms: Any = 60_000,
+    compression_level: Any = None,
     batch_send: Any,
     batch_every_n: Any,
     batch_every_b: Any,
@@ -171,6 +174,7 @@ def resolve(
         delivery_timeout=_int("delivery_timeout_ms", delivery_timeout_ms, 1) / 1000.0,
         max_block=_int("max_block_ms", max_block_ms, 0) / 1000.0,
         codec=codec,
+        compression_level=check_compression_level(codec, compression_level),
         batch_send=batch_send,
         batch_every_n=every_n,
         batch_every_b=every_b,

@@ -73,6 +73,9 @@ class Producer:
         *retry_backoff_max_ms*, each wait jittered by ±20 %.
     :param codec: compression of each batch: ``None``/``CODEC_NONE``,
         ``CODEC_GZIP``, ``CODEC_SNAPPY``, ``CODEC_LZ4`` or ``CODEC_ZSTD``.
+    :param compression_level: the codec's level (KIP-390): gzip 1 to 9
+        (default 6), lz4 1 to 17 (default: its fast mode), zstd -131072 to 22
+        (default 3); ``ValueError`` out of range or for a codec without levels.
     :param batch_send: ``False`` (default): send as soon as possible, a
         partition's records accumulating only while it has
         *max_in_flight_per_partition* requests in flight (or for *linger_ms*).
@@ -182,6 +185,7 @@ class Producer:
         transaction_timeout_ms: int = _DEFAULT_TRANSACTION_TIMEOUT_MS,
         max_request_size: int | None = None,
         max_block_ms: int = _DEFAULT_MAX_BLOCK_MS,
+        compression_level: int | None = None,
         key_serializer: Callable[[Any], bytes | None] | None = None,
         value_serializer: Callable[[Any], bytes | None] | None = None,
     ) -> None:
@@ -219,6 +223,7 @@ class Producer:
             transaction_timeout_ms=transaction_timeout_ms,
             max_request_size=max_request_size,
             max_block_ms=max_block_ms,
+            compression_level=compression_level,
         )
         self.client = client
         self.partitioner_class = partitioner_class

@@ -81,6 +81,7 @@ def build_batch(
     timestamps: Sequence[int] | None = None,
     timestamp: int | None = None,
     codec: int = CODEC_NONE,
+    compression_level: int | None = None,
     base_offset: int = 0,
     producer_id: int = -1,
     producer_epoch: int = -1,
@@ -94,7 +95,8 @@ def build_batch(
     ``values[i]``, ``keys[i]`` (all null when *keys* is None), ``headers[i]``
     (none when *headers* is None) and ``timestamps[i]`` make record *i*.
     Without *timestamps* every record gets *timestamp*, by default now (ms).
-    The batch's base timestamp is the first record's.
+    The batch's base timestamp is the first record's.  *compression_level*
+    (checked by :func:`afkak.codec.check_compression_level`) is *codec*'s.
     """
     n = len(values)
     if n == 0:
@@ -122,7 +124,7 @@ def build_batch(
         if body is None:
             body = _encode_each(values, keys, headers, deltas)
     if codec != CODEC_NONE:
-        body = compress(codec, body)
+        body = compress(codec, body, compression_level)
     attributes = codec
     if is_transactional:
         attributes |= _TRANSACTIONAL

@@ -26,6 +26,50 @@ COMPRESSING = ALL_CODECS[1:]
 SAMPLE = b"".join(b"record %d with some text; " % i for i in range(5000))
 
 
+class CompressionLevelTests(SynchronousTestCase):
+    """Issue 24: KIP-390's compression levels (Java's ranges) for gzip, lz4 and zstd."""
+
+    def test_every_level_round_trips(self) -> None:
+        for c, (low, high) in codec.COMPRESSION_LEVELS.items():
+            levels = range(low, high + 1) if high - low < 30 else (low, -5, -1, 1, 3, 10, 19, high)
+            for level in levels:
+                compressed = codec.compress(c, SAMPLE, level)
+                self.assertEqual(codec.decompress(c, compressed), SAMPLE, (c, level))
+
+    def test_levels_change_the_output(self) -> None:
+        for c, fast, small in (
+            (codec.CODEC_GZIP, 1, 9),
+            (codec.CODEC_LZ4, 1, 12),
+            (codec.CODEC_ZSTD, -5, 19),
+        ):
+            self.assertGreater(
+                len(codec.compress(c, SAMPLE, fast)), len(codec.compress(c, SAMPLE, small)), c
+            )
+
+    def test_the_default_is_kafkas(self) -> None:
+        """gzip 6 and zstd 3 as Kafka's defaults; lz4 keeps afkak's fast mode."""
+        self.assertEqual(
+            codec.compress(codec.CODEC_GZIP, SAMPLE), codec.compress(codec.CODEC_GZIP, SAMPLE, 6)
+        )
+        self.assertEqual(
+            codec.compress(codec.CODEC_ZSTD, SAMPLE), codec.compress(codec.CODEC_ZSTD, SAMPLE, 3)
+        )
+
+    def test_bad_levels(self) -> None:
+        for c, level, error in (
+            (codec.CODEC_GZIP, 0, ValueError),
+            (codec.CODEC_GZIP, 10, ValueError),
+            (codec.CODEC_LZ4, 18, ValueError),
+            (codec.CODEC_ZSTD, 23, ValueError),
+            (codec.CODEC_SNAPPY, 1, ValueError),
+            (codec.CODEC_NONE, 1, ValueError),
+            (codec.CODEC_GZIP, 1.5, TypeError),
+            (codec.CODEC_GZIP, True, TypeError),
+        ):
+            with self.assertRaises(error, msg=(c, level)):
+                codec.check_compression_level(c, level)
+
+
 class RoundTripTests(SynchronousTestCase):
     @settings(max_examples=60, deadline=None)
     @given(codec_=st.sampled_from(ALL_CODECS), data=st.binary(max_size=100_000))

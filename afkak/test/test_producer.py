@@ -602,7 +602,9 @@ class BatchingTests(ProducerTestCase):
         self.failureResultOf(huge, MessageSizeTooLargeError)
         self.failureResultOf(record, MessageSizeTooLargeError)
         self.assertEqual(self.values(), [b"before", b"after"])
-        self.assertEqual((producer._accumulator.buffered, producer._accumulator.outstanding), (0, 0))
+        self.assertEqual(
+            (producer._accumulator.buffered, producer._accumulator.outstanding), (0, 0)
+        )
 
     def test_max_request_size(self) -> None:
         producer = self.producer(max_request_size=100 * 1024)
@@ -640,6 +642,40 @@ class CodecTests(ProducerTestCase):
             if codec != CODEC_NONE:
                 raw = sum(len(v) for v in values)
                 self.assertLess(len(self.cluster.partition(topic, 0).log.batches[0].data), raw)
+
+    def test_compression_levels(self) -> None:
+        """Issue 24 (KIP-390): each codec's level reaches the batch; the records read back."""
+        values = [b"value %d " % i * 20 for i in range(50)]
+        sizes = {}
+        for codec, level in (
+            (CODEC_GZIP, 1),
+            (CODEC_GZIP, 9),
+            (CODEC_LZ4, 1),
+            (CODEC_LZ4, 17),
+            (CODEC_ZSTD, -5),
+            (CODEC_ZSTD, 22),
+        ):
+            topic = f"level-{codec}-{level}"
+            self.cluster.create_topic(topic, partitions=1)
+            producer = self.producer(codec=codec, compression_level=level)
+            for value in values:
+                producer.send_messages(topic, None, [value])
+            self.succeed(producer.flush())
+            [batch] = self.stored_batches(topic, 0)
+            self.assertEqual([r.value for r in batch], values)
+            sizes[codec, level] = len(self.cluster.partition(topic, 0).log.batches[0].data)
+        self.assertLess(sizes[CODEC_GZIP, 9], sizes[CODEC_GZIP, 1])
+        self.assertLess(sizes[CODEC_ZSTD, 22], sizes[CODEC_ZSTD, -5])
+
+    def test_bad_compression_levels_raise_at_the_constructor(self) -> None:
+        for options, error in (
+            ({"codec": CODEC_GZIP, "compression_level": 10}, ValueError),
+            ({"codec": CODEC_SNAPPY, "compression_level": 1}, ValueError),
+            ({"compression_level": 1}, ValueError),
+            ({"codec": CODEC_ZSTD, "compression_level": "3"}, TypeError),
+        ):
+            with self.assertRaises(error, msg=repr(options)):
+                Producer(self.client, **options)
 
 
 class InFlightTests(ProducerTestCase):

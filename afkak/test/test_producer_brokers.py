@@ -184,6 +184,25 @@ class RealBrokerProducerTests:
 class TansuProducerTests(RealBrokerProducerTests, SynchronousTestCase):
     broker_name = "tansu"
 
+    def test_compression_levels_read_by_confluent_kafka(self) -> None:
+        """Issue 24 (KIP-390): batches at each codec's lowest and highest level."""
+        for codec, level in (
+            (CODEC_GZIP, 1),
+            (CODEC_GZIP, 9),
+            (CODEC_LZ4, 1),
+            (CODEC_LZ4, 17),
+            (CODEC_ZSTD, -5),
+            (CODEC_ZSTD, 22),
+        ):
+            topic = self.topic(partitions=1)
+            producer = self.producer(codec=codec, compression_level=level, linger_ms=5)
+            values = [b"value %d " % i * 10 for i in range(200)]
+            for value in values:
+                producer.send(topic, value)
+            wait(producer.flush())
+            records = consume(self.broker.bootstrap, topic, len(values))
+            self.assertEqual([r.value for r in records], values, (codec, level))
+
     def test_read_by_kafka_python(self) -> None:
         from kafka import KafkaConsumer, TopicPartition
 
