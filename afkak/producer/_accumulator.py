@@ -41,10 +41,12 @@ log = Logger()
 NEVER = float("inf")
 
 
-class Waker(Protocol):
+class Drainer(Protocol):
     """What drains the accumulator (the Sender)."""
 
     def wake(self, delay: float = 0.0) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 class Pending:
@@ -107,7 +109,7 @@ class RecordAccumulator:
         self.options = options
         self._admit = admit
         #: Drains this accumulator: the producer's Sender.
-        self.sender: Waker | None = None
+        self.sender: Drainer | None = None
         #: The producer id, epoch and sequences' source (None: not idempotent).
         self.identity: ProducerIdentity | TransactionManager | None = None
         self.transaction: TransactionManager | None = None
@@ -528,8 +530,11 @@ class RecordAccumulator:
         self._refuse_waiting(blocked, failure)
 
     def stop(self, failure: Failure) -> None:
-        """Fail everything not in flight with *failure*; later space admits nothing."""
+        """Stop the sender (what is in flight fails as cancelled), then fail everything
+        else with *failure*; freed space admits nothing any more."""
         self._stopped = True
+        if self.sender is not None:
+            self.sender.stop()
         batches: list[ProducerBatch] = []
         for part in self.active:
             batches.extend(part.drop_all())

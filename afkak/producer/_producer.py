@@ -257,7 +257,7 @@ class Producer:
                 acc.wake,
                 acc.identity_failed,
             )
-        acc.sender = self._sender = Sender(client, self.options, acc)
+        acc.sender = Sender(client, self.options, acc)
 
     def __repr__(self) -> str:
         return (
@@ -561,11 +561,10 @@ class Producer:
         self._stopped = True
         self._routes = {}
         failure = Failure(CancelledError(request_sent=False, message="the producer was stopped"))
-        self._sender.stop()
+        self._accumulator.stop(failure)  # and the sender
         loads, self._topic_loads = self._topic_loads, {}
         for load in loads.values():  # a cancelled load's callback runs at once
             load.cancel()
-        self._accumulator.stop(failure)
         return succeed(None)
 
     # -- routing -------------------------------------------------------------

@@ -894,6 +894,24 @@ class MaxBlockTests(ProducerTestCase):
 
 
 class StopTests(ProducerTestCase):
+    def test_stop_with_sends_in_flight_and_waiting_for_space(self) -> None:
+        """Space freed by the cancelled requests admits nothing: no send is routed after stop."""
+        producer = self.producer(buffer_memory=300)
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.delay(PRODUCE, 5.0)
+        in_flight = producer.send("t", b"x" * 200, partition=0)
+        self.clock.advance(0)
+        waiting = [producer.send("other", b"y" * 150) for _ in range(3)]
+        requests = len(self.cluster.requests_seen)
+        self.succeed(producer.stop())
+        self.failureResultOf(in_flight, CancelledError)
+        for d in waiting:
+            self.failureResultOf(d, CancelledError)
+        self.clock.advance(10)
+        self.assertEqual(len(self.cluster.requests_seen), requests)  # no metadata load
+        self.assertEqual(producer._accumulator.buffered, 0)
+        self.assertEqual(producer._accumulator.outstanding, 0)
+
     def test_stop_cancels_outstanding_sends(self) -> None:
         self.cluster.delay(PRODUCE, 1.0)
         producer = Producer(self.client, linger_ms=0, buffer_memory=200)
