@@ -97,6 +97,38 @@ class RecordAccumulator:
     :param admit: routes a send that got buffer space (the Producer's).
     """
 
+    __slots__ = (
+        "_admit",
+        "_batch_mode",
+        "_client",
+        "_expire_all",
+        "_flush_waiters",
+        "_limit",
+        "_linger",
+        "_reactor",
+        "_seconds",
+        "_sendable",
+        "_split_above",
+        "_stopped",
+        "_unsent_bytes",
+        "_unsent_count",
+        "active",
+        "batch_size",
+        "block_timer",
+        "blocked",
+        "buffer_memory",
+        "buffered",
+        "fast_limit",
+        "flushing",
+        "identity",
+        "max_request_size",
+        "options",
+        "outstanding",
+        "sender",
+        "transaction",
+        "unrouted",
+    )
+
     def __init__(
         self,
         client: ProducerClient,

@@ -200,6 +200,10 @@ class Producer:
                 raise TypeError(f"{name} must be callable or None, not {serializer!r:.100}")
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
+        if key_serializer is not None or value_serializer is not None:
+            # Only a serializing producer's calls pay for serializing.
+            self.send = self._serialize_send  # type: ignore[method-assign]
+            self.send_messages = self._serialize_send_messages  # type: ignore[method-assign]
         self.options = _options.resolve(
             req_acks=req_acks,
             ack_timeout=ack_timeout,
@@ -339,8 +343,6 @@ class Producer:
         route = self._routes.get(topic)
         if route is None:
             topic_name(topic)
-        if key is not None and self._key_serializer is not None:
-            key = self._key_serializer(key)
         if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
             raise TypeError(f"key={key!r} must be bytes or None")
         kind = type(msgs)
@@ -350,9 +352,6 @@ class Producer:
             and (isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence))
         ):
             raise TypeError(f"msgs must be a sequence of bytes or None, not {msgs!r:.100}")
-        if self._value_serializer is not None:
-            serialize = self._value_serializer
-            msgs = [None if m is None else serialize(m) for m in msgs]
         n = len(msgs)
         if n == 1 and type(msgs[0]) is bytes:
             size = RECORD_OVERHEAD + len(msgs[0])
@@ -425,10 +424,6 @@ class Producer:
         route = self._routes.get(topic)  # a routed topic's name was checked
         if route is None:
             topic_name(topic)
-        if value is not None and self._value_serializer is not None:
-            value = self._value_serializer(value)
-        if key is not None and self._key_serializer is not None:
-            key = self._key_serializer(key)
         if value is not None and type(value) is not bytes and not isinstance(value, _BYTES):
             raise TypeError(f"value must be bytes or None, not {value!r:.100}")
         if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
@@ -472,6 +467,27 @@ class Producer:
         if chosen is not None:
             acc.append(route, chosen, key, (value,), headers, timestamp, now, d, size, True)
         return d
+
+    def _serialize_send(self, topic: str, value: Any, key: Any = None, **options: Any) -> Any:
+        """:meth:`send` of a producer with serializers: the key and value serialized."""
+        if value is not None and self._value_serializer is not None:
+            value = self._value_serializer(value)
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key)
+        return Producer.send(self, topic, value, key, **options)
+
+    def _serialize_send_messages(self, topic: str, key: Any = None, msgs: Any = ()) -> Any:
+        """:meth:`send_messages` of a producer with serializers: the key and messages
+        serialized (what is not a sequence is left for its check)."""
+        if key is not None and self._key_serializer is not None:
+            key = self._key_serializer(key)
+        serialize = self._value_serializer
+        if serialize is not None and (
+            isinstance(msgs, (list, tuple))
+            or (isinstance(msgs, Sequence) and not isinstance(msgs, (str, bytes)))
+        ):
+            msgs = [None if m is None else serialize(m) for m in msgs]
+        return Producer.send_messages(self, topic, key, msgs)
 
     # -- transactions -----------------------------------------------------------
 
