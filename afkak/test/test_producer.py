@@ -35,6 +35,15 @@ from afkak.records import read_batches
 from afkak.testing import FakeKafkaCluster
 
 PRODUCE, METADATA, INIT_PRODUCER_ID = 0, 3, 22
+#: Each codec's lowest and highest compression level (zstd's fast -5, not -131072).
+LEVEL_EXTREMES = (
+    (CODEC_GZIP, 1),
+    (CODEC_GZIP, 9),
+    (CODEC_LZ4, 1),
+    (CODEC_LZ4, 17),
+    (CODEC_ZSTD, -5),
+    (CODEC_ZSTD, 22),
+)
 
 
 class ProducerTestCase(SynchronousTestCase):
@@ -647,14 +656,7 @@ class CodecTests(ProducerTestCase):
         """Issue 24 (KIP-390): each codec's level reaches the batch; the records read back."""
         values = [b"value %d " % i * 20 for i in range(50)]
         sizes = {}
-        for codec, level in (
-            (CODEC_GZIP, 1),
-            (CODEC_GZIP, 9),
-            (CODEC_LZ4, 1),
-            (CODEC_LZ4, 17),
-            (CODEC_ZSTD, -5),
-            (CODEC_ZSTD, 22),
-        ):
+        for codec, level in LEVEL_EXTREMES:
             topic = f"level-{codec}-{level}"
             self.cluster.create_topic(topic, partitions=1)
             producer = self.producer(codec=codec, compression_level=level)

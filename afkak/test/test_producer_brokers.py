@@ -29,6 +29,7 @@ from afkak.test.brokers.interop import end_offsets
 from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.brokers.tansu import TansuBroker
 from afkak.test.test_client_brokers import wait
+from afkak.test.test_producer import LEVEL_EXTREMES
 
 _names = itertools.count()
 CODECS = (CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
@@ -186,14 +187,7 @@ class TansuProducerTests(RealBrokerProducerTests, SynchronousTestCase):
 
     def test_compression_levels_read_by_confluent_kafka(self) -> None:
         """Issue 24 (KIP-390): batches at each codec's lowest and highest level."""
-        for codec, level in (
-            (CODEC_GZIP, 1),
-            (CODEC_GZIP, 9),
-            (CODEC_LZ4, 1),
-            (CODEC_LZ4, 17),
-            (CODEC_ZSTD, -5),
-            (CODEC_ZSTD, 22),
-        ):
+        for codec, level in LEVEL_EXTREMES:
             topic = self.topic(partitions=1)
             producer = self.producer(codec=codec, compression_level=level, linger_ms=5)
             values = [b"value %d " % i * 10 for i in range(200)]
