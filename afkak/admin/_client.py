@@ -306,7 +306,7 @@ class KafkaAdminClient:
 
         With *validate_only* the controller checks the request and creates nothing.
         """
-        new = list(topics)
+        new = _items("topics", topics)
         for t in new:
             if not isinstance(t, NewTopic):
                 raise TypeError(f"topics must be NewTopic values, not {t!r}")
@@ -328,7 +328,7 @@ class KafkaAdminClient:
 
         Fires ``{name or id: DeletedTopic}``.
         """
-        names = [t if isinstance(t, UUID) else topic_name(t) for t in topics]
+        names = [t if isinstance(t, UUID) else topic_name(t) for t in _items("topics", topics)]
         timeout = self._server_timeout(timeout_ms)
         return self._run(
             self._to_controller(
@@ -346,7 +346,7 @@ class KafkaAdminClient:
         """Grow topics to the given partition counts; fires ``{name: ItemResult}``."""
         counts = {
             topic_name(name): n if isinstance(n, NewPartitions) else NewPartitions(_count(n))
-            for name, n in new_partitions.items()
+            for name, n in _mapping("new_partitions", new_partitions).items()
         }
         timeout = self._server_timeout(timeout_ms)
         return self._run(
@@ -378,7 +378,7 @@ class KafkaAdminClient:
 
         Fires ``{name: TopicDescription}``; never auto-creates a topic.
         """
-        names = [topic_name(t) for t in topics]
+        names = [topic_name(t) for t in _items("topics", topics)]
         return self._run(self._describe_topics(names))
 
     async def _describe_topics(self, names: list[str]) -> dict[str, TopicDescription]:
@@ -438,9 +438,10 @@ class KafkaAdminClient:
         are asked of that broker.  Fires ``{resource: ResourceConfig}``.
         """
         wanted = _resources(resources)
+        names = None if keys is None else [_text("keys", k) for k in _items("keys", keys)]
         return self._run(
             self._per_resource_broker(
-                wanted, lambda batch: DescribeConfigsCall(batch, keys, bool(include_synonyms))
+                wanted, lambda batch: DescribeConfigsCall(batch, names, bool(include_synonyms))
             )
         )
 
@@ -454,7 +455,11 @@ class KafkaAdminClient:
 
         Fires ``{resource: ItemResult}``.
         """
-        wanted = {r: list(c) for r, c in zip(_resources(changes), changes.values(), strict=True)}
+        _mapping("changes", changes)
+        wanted = {
+            r: _items("changes", c)
+            for r, c in zip(_resources(changes), changes.values(), strict=True)
+        }
         for c in (c for cs in wanted.values() for c in cs):
             if not isinstance(c, ConfigChange):
                 raise TypeError(f"changes must be ConfigChange values, not {c!r}")
@@ -503,7 +508,7 @@ class KafkaAdminClient:
 
         *states* (``"Stable"``, ``"Empty"`` ...) keeps only groups in those states.
         """
-        wanted = None if states is None else [str(s) for s in states]
+        wanted = None if states is None else [_text("states", s) for s in _items("states", states)]
         return self._run(self._list_groups(wanted))
 
     async def _list_groups(self, states: list[str] | None) -> list[GroupListing]:
@@ -522,14 +527,14 @@ class KafkaAdminClient:
         self, group_ids: Iterable[str]
     ) -> Deferred[dict[str, GroupDescription]]:
         """State, protocol and members of each group; fires ``{group: GroupDescription}``."""
-        groups = [group_name(g) for g in group_ids]
+        groups = [group_name(g) for g in _items("group_ids", group_ids)]
         return self._per_group(
             groups, lambda g: self._to_coordinator(g, lambda: DescribeGroupsCall(g))
         )
 
     def delete_consumer_groups(self, group_ids: Iterable[str]) -> Deferred[dict[str, ItemResult]]:
         """Delete empty groups and their offsets; fires ``{group: ItemResult}``."""
-        groups = [group_name(g) for g in group_ids]
+        groups = [group_name(g) for g in _items("group_ids", group_ids)]
         return self._per_group(
             groups, lambda g: self._to_coordinator(g, lambda: DeleteGroupsCall(g))
         )
@@ -551,7 +556,7 @@ class KafkaAdminClient:
         """The group's committed offsets: of every partition of *topics* (-1 where none),
         or of every partition it committed when *topics* is None."""
         group = group_name(group_id)
-        names = None if topics is None else [topic_name(t) for t in topics]
+        names = None if topics is None else [topic_name(t) for t in _items("topics", topics)]
         return self._run(self._committed(group, names))
 
     async def _committed(
@@ -582,8 +587,8 @@ class KafkaAdminClient:
         """
         group = group_name(group_id)
         payloads = [
-            OffsetCommitRequest(topic_name(tp.topic), tp.partition, _offset(o), -1, None)
-            for tp, o in offsets.items()
+            OffsetCommitRequest(*_partition(tp), _offset(o), -1, None)
+            for tp, o in _mapping("offsets", offsets).items()
         ]
         return self._run(self._alter_offsets(group, payloads))
 
@@ -617,7 +622,7 @@ class KafkaAdminClient:
     ) -> Deferred[dict[TopicAndPartition, ItemResult]]:
         """Forget the group's committed offsets of *partitions* (not of ones it consumes)."""
         group = group_name(group_id)
-        parts = [TopicAndPartition(topic_name(tp.topic), tp.partition) for tp in partitions]
+        parts = [_partition(tp) for tp in _items("partitions", partitions)]
 
         async def delete() -> dict[TopicAndPartition, ItemResult]:
             (results,) = await self._to_coordinator(group, lambda: OffsetDeleteCall(group, parts))
@@ -640,7 +645,7 @@ class KafkaAdminClient:
         read (records of open transactions are not lag yet).
         """
         group = group_name(group_id)
-        names = None if topics is None else [topic_name(t) for t in topics]
+        names = None if topics is None else [topic_name(t) for t in _items("topics", topics)]
         level = IsolationLevel(isolation_level_of(isolation_level))
         return self._run(self._lag(group, names, level))
 
@@ -697,7 +702,10 @@ class KafkaAdminClient:
         if how in ("timestamp", "offset", "shift"):
             value = _offset(value) if how != "shift" else int(value)
         group = group_name(group_id)
-        wanted = [p if isinstance(p, TopicAndPartition) else topic_name(p) for p in partitions]
+        wanted = [
+            _partition(p) if isinstance(p, tuple) else topic_name(p)
+            for p in _items("partitions", partitions)
+        ]
         return self._run(self._plan(group, wanted, how, value))
 
     async def _plan(
@@ -745,7 +753,10 @@ class KafkaAdminClient:
         self, group_id: str, plan: Mapping[TopicAndPartition, OffsetReset | int]
     ) -> Deferred[dict[TopicAndPartition, ItemResult]]:
         """Apply a :meth:`plan_offset_reset` plan (or plain target offsets)."""
-        targets = {tp: r.target if isinstance(r, OffsetReset) else r for tp, r in plan.items()}
+        targets = {
+            tp: r.target if isinstance(r, OffsetReset) else r
+            for tp, r in _mapping("plan", plan).items()
+        }
         return self.alter_consumer_group_offsets(group_id, targets)
 
     # -- records and offsets -----------------------------------------------------
@@ -762,10 +773,7 @@ class KafkaAdminClient:
 
         With READ_COMMITTED, LATEST is the last stable offset.
         """
-        checked = {
-            TopicAndPartition(topic_name(tp.topic), tp.partition): _time(t)
-            for tp, t in specs.items()
-        }
+        checked = {_partition(tp): _time(t) for tp, t in _mapping("specs", specs).items()}
         level = IsolationLevel(isolation_level)
         return self._run(self._list_offsets(checked, level))
 
@@ -788,8 +796,8 @@ class KafkaAdminClient:
         Fires ``{partition: DeletedRecords}`` with the new log start offsets.
         """
         checked = {
-            TopicAndPartition(topic_name(tp.topic), tp.partition): _offset(o, allow_latest=True)
-            for tp, o in before.items()
+            _partition(tp): _offset(o, allow_latest=True)
+            for tp, o in _mapping("before", before).items()
         }
         timeout = self._server_timeout(timeout_ms)
 
@@ -807,19 +815,19 @@ class KafkaAdminClient:
 
     def create_acls(self, bindings: Iterable[AclBinding]) -> Deferred[list[ItemResult]]:
         """Create ACLs; fires one ItemResult per binding, in order."""
-        new = [_binding_check(b) for b in bindings]
+        new = [_binding_check(b) for b in _items("bindings", bindings)]
         return self._run(self._to_any(CreateAclsCall(new)))
 
     def delete_acls(self, filters: Iterable[AclBinding]) -> Deferred[list[AclDeletion]]:
         """Delete the ACLs each filter matches; fires one AclDeletion per filter."""
-        wanted = [_binding_check(f) for f in filters]
+        wanted = [_binding_check(f) for f in _items("filters", filters)]
         return self._run(self._to_any(DeleteAclsCall(wanted)))
 
     def describe_user_scram_credentials(
         self, users: Iterable[str] | None = None
     ) -> Deferred[dict[str, UserScramCredentials]]:
         """SCRAM mechanisms and iterations of *users* (of every user when None)."""
-        names = None if users is None else [str(u) for u in users]
+        names = None if users is None else [_text("users", u) for u in _items("users", users)]
 
         async def describe() -> dict[str, UserScramCredentials]:
             (results,) = await self._to_any(DescribeScramCall(names))
@@ -831,7 +839,7 @@ class KafkaAdminClient:
         self, changes: Iterable[ScramUpsertion | ScramDeletion]
     ) -> Deferred[dict[str, ItemResult]]:
         """Set or delete users' SCRAM credentials; fires ``{user: ItemResult}``."""
-        wanted = list(changes)
+        wanted = _items("changes", changes)
         for c in wanted:
             if not isinstance(c, (ScramUpsertion, ScramDeletion)):
                 raise TypeError(f"changes must be ScramUpsertion or ScramDeletion, not {c!r}")
@@ -866,8 +874,35 @@ def _time(value: object) -> int:
     return integer("a ListOffsets time", value, OffsetSpec.MAX_TIMESTAMP, _INT64_MAX)
 
 
+def _items(what: str, values: object) -> list[Any]:
+    """The items of a collection argument: one bare ``str``/``bytes`` is refused, not split."""
+    if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
+        raise TypeError(f"{what} must be a collection, not {values!r:.100}")
+    return list(values)
+
+
+def _mapping(what: str, values: object) -> Mapping[Any, Any]:
+    if not isinstance(values, Mapping):
+        raise TypeError(f"{what} must be a mapping, not {values!r:.100}")
+    return values
+
+
+def _partition(tp: object) -> TopicAndPartition:
+    if not isinstance(tp, TopicAndPartition):
+        raise TypeError(f"expected a TopicAndPartition, not {tp!r:.100}")
+    return TopicAndPartition(
+        topic_name(tp.topic), integer("a partition", tp.partition, 0, INT32_MAX)
+    )
+
+
+def _text(what: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must hold str values, not {value!r:.100}")
+    return value
+
+
 def _resources(resources: Iterable[ConfigResource]) -> list[ConfigResource]:
-    checked = list(resources)
+    checked = _items("resources", resources)
     for r in checked:
         if not isinstance(r, ConfigResource):
             raise TypeError(f"resources must be ConfigResource values, not {r!r}")

@@ -523,3 +523,71 @@ class SecurityCallTests(SynchronousTestCase):
         with self.assertRaises(ValueError):
             AlterScramCall([ScramUpsertion("a", ScramMechanism.UNKNOWN, "pw")])
         self.assertIsNone(self.roundtrip(DescribeScramCall(None), 0).users)
+
+
+class CollectionArgumentTests(SynchronousTestCase):
+    """A call taking a collection of names refuses one bare name (issue 20 item 7):
+    ``delete_topics("or")`` deleted the topics ``o`` and ``r``."""
+
+    def setUp(self) -> None:
+        self.clock, self.cluster, self.client = on_fake_cluster(self)
+        self.admin = KafkaAdminClient(self.client)
+        for name in ("o", "r", "or"):
+            self.cluster.create_topic(name, 1)
+
+    def test_a_bare_name_is_refused_at_the_call(self) -> None:
+        calls = {
+            "delete_topics": lambda v: self.admin.delete_topics(v),
+            "describe_topics": lambda v: self.admin.describe_topics(v),
+            "create_topics": lambda v: self.admin.create_topics(v),
+            "describe_configs": lambda v: self.admin.describe_configs(v),
+            "describe_configs keys": lambda v: self.admin.describe_configs(
+                [ConfigResource.topic("or")], keys=v
+            ),
+            "list_consumer_groups": lambda v: self.admin.list_consumer_groups(states=v),
+            "describe_consumer_groups": lambda v: self.admin.describe_consumer_groups(v),
+            "delete_consumer_groups": lambda v: self.admin.delete_consumer_groups(v),
+            "list_consumer_group_offsets": lambda v: self.admin.list_consumer_group_offsets(
+                "g", topics=v
+            ),
+            "delete_consumer_group_offsets": lambda v: self.admin.delete_consumer_group_offsets(
+                "g", v
+            ),
+            "group_lag": lambda v: self.admin.group_lag("g", topics=v),
+            "plan_offset_reset": lambda v: self.admin.plan_offset_reset("g", v, to_earliest=True),
+            "create_acls": lambda v: self.admin.create_acls(v),
+            "delete_acls": lambda v: self.admin.delete_acls(v),
+            "describe_user_scram_credentials": lambda v: self.admin.describe_user_scram_credentials(
+                v
+            ),
+            "alter_user_scram_credentials": lambda v: self.admin.alter_user_scram_credentials(v),
+        }
+        for name, call in calls.items():
+            for bare in ("or", b"or", 7):
+                with self.subTest(call=name, value=bare):
+                    self.assertRaises(TypeError, call, bare)
+        self.assertEqual(sorted(self.cluster.topics), ["o", "or", "r"])
+        self.assertEqual(self.cluster.requests_seen, [])
+
+    def test_mappings_must_be_mappings_keyed_by_partition(self) -> None:
+        calls = {
+            "list_offsets": lambda v: self.admin.list_offsets(v),
+            "delete_records": lambda v: self.admin.delete_records(v),
+            "alter_consumer_group_offsets": lambda v: self.admin.alter_consumer_group_offsets(
+                "g", v
+            ),
+            "reset_offsets": lambda v: self.admin.reset_offsets("g", v),
+        }
+        for name, call in calls.items():
+            for wrong in ("or", [TP("or", 0)], {("or", 0): 0}, {"or": 0}, {None: 0}):
+                with self.subTest(call=name, value=wrong):
+                    self.assertRaises(TypeError, call, wrong)
+        for wrong in ("or", [("or", 3)], {3: 1}):
+            with self.subTest(call="create_partitions", value=wrong):
+                self.assertRaises(TypeError, self.admin.create_partitions, wrong)
+        self.assertEqual(self.cluster.requests_seen, [])
+
+    def test_collections_that_are_not_names_still_work(self) -> None:
+        d = self.admin.describe_topics(t for t in ("o", "r"))
+        self.clock.advance(1)
+        self.assertEqual(sorted(self.successResultOf(d)), ["o", "r"])
