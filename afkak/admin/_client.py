@@ -69,6 +69,7 @@ from ._types import (
     ClusterDescription,
     ConfigChange,
     ConfigResource,
+    ConfigResourceType,
     CreatedTopic,
     DeletedRecords,
     DeletedTopic,
@@ -81,7 +82,6 @@ from ._types import (
     OffsetSpec,
     PartitionDescription,
     ResourceConfig,
-    ResourceType,
     ScramDeletion,
     ScramUpsertion,
     TopicDescription,
@@ -478,7 +478,7 @@ class KafkaAdminClient:
         """One request for the resources any broker answers, one per named broker."""
         by_node: dict[int | None, list[ConfigResource]] = {}
         for r in resources:
-            node = int(r.name) if r.type == ResourceType.BROKER and r.name else None
+            node = int(r.name) if r.type == ConfigResourceType.BROKER and r.name else None
             by_node.setdefault(node, []).append(r)
         brokers = (await self._brokers())[0] if set(by_node) - {None} else {}
         results: dict[ConfigResource, Any] = {}
@@ -906,9 +906,9 @@ def _resources(resources: Iterable[ConfigResource]) -> list[ConfigResource]:
     for r in checked:
         if not isinstance(r, ConfigResource):
             raise TypeError(f"resources must be ConfigResource values, not {r!r}")
-        if r.type == ResourceType.TOPIC:
+        if r.type == ConfigResourceType.TOPIC:
             topic_name(r.name)
-        elif r.type == ResourceType.BROKER and r.name and not r.name.isdigit():
+        elif r.type == ConfigResourceType.BROKER and r.name and not r.name.isdigit():
             raise ValueError(f"a broker config resource names a node id, not {r.name!r}")
     return checked
 

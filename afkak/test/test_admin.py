@@ -591,3 +591,39 @@ class CollectionArgumentTests(SynchronousTestCase):
         d = self.admin.describe_topics(t for t in ("o", "r"))
         self.clock.advance(1)
         self.assertEqual(sorted(self.successResultOf(d)), ["o", "r"])
+
+
+class ConfigResourceTypeTests(SynchronousTestCase):
+    """Config resource types are Kafka's ConfigResource.Type (issue 20 item 8):
+    GROUP is 32 (afkak sent ACL's 3) and CLIENT_METRICS is 16."""
+
+    def test_kafka_numbers(self) -> None:
+        from afkak.admin import ConfigResourceType
+
+        self.assertEqual(ConfigResourceType.GROUP, 32)
+        self.assertEqual(ConfigResourceType.CLIENT_METRICS, 16)
+        self.assertEqual(ConfigResourceType.BROKER_LOGGER, 8)
+        self.assertEqual(ConfigResource.group("g"), ConfigResource(32, "g"))
+        self.assertEqual(ConfigResource.client_metrics("m").type, 16)
+
+    def test_group_config_request_carries_32(self) -> None:
+        from afkak.admin._config_calls import DescribeConfigsCall
+
+        request = DescribeConfigsCall([ConfigResource.group("g")], None, False).build(4)
+        self.assertEqual([r.resource_type for r in request.resources], [32])
+
+    def test_topic_and_broker_keep_their_numbers(self) -> None:
+        self.assertEqual(ConfigResource.topic("t").type, 2)
+        self.assertEqual(ConfigResource.broker(1).type, 4)
+
+    def test_acl_group_is_not_a_config_resource_type(self) -> None:
+        from afkak.admin import ResourceType
+
+        self.assertRaises(ValueError, ConfigResource, ResourceType.GROUP, "g")
+
+    def test_a_group_config_answer_is_keyed_by_its_resource(self) -> None:
+        clock, _, client = on_fake_cluster(self)
+        d = KafkaAdminClient(client).describe_configs([ConfigResource.group("g")])
+        clock.advance(1)
+        (resource,) = self.successResultOf(d)
+        self.assertEqual(resource, ConfigResource.group("g"))
