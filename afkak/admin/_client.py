@@ -554,7 +554,7 @@ class KafkaAdminClient:
         self, group_id: str, topics: Iterable[str] | None = None
     ) -> Deferred[dict[TopicAndPartition, int]]:
         """The group's committed offsets: of every partition of *topics* (-1 where none),
-        or of every partition it committed when *topics* is None."""
+        or of every partition of the cluster's topics it committed when *topics* is None."""
         group = group_name(group_id)
         names = None if topics is None else [topic_name(t) for t in _items("topics", topics)]
         return self._run(self._committed(group, names))
@@ -562,19 +562,21 @@ class KafkaAdminClient:
     async def _committed(
         self, group: str, topics: list[str] | None
     ) -> dict[TopicAndPartition, int]:
-        wanted = None
-        if topics is not None:
-            layout = await self._metadata(topics)
-            wanted = {
-                t.name: sorted(p.partition_index for p in t.partitions)
-                for t in layout.topics
-                if not t.error_code
-            }
+        # Every partition is asked for by name: a null topic list ("all") is answered
+        # with a null array by some brokers (Tansu), which is no answer at all.
+        layout = await self._metadata(topics)
+        wanted = {
+            t.name: sorted(p.partition_index for p in t.partitions)
+            for t in layout.topics
+            if not t.error_code and t.name is not None
+        }
         outcome, offsets = await self._to_coordinator(
             group, lambda: CommittedOffsetsCall(group, wanted)
         )
         if outcome.error is not None:
             raise outcome.error
+        if topics is None:
+            return {tp: o for tp, o in offsets.items() if o >= 0}
         return offsets
 
     def alter_consumer_group_offsets(

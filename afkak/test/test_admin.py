@@ -242,6 +242,21 @@ class AdminFakeClusterTests(SynchronousTestCase):
         self.assertTrue(deleted[TP("t", 0)].ok)
         self.assertNotIn(("g", "t", 0), self.cluster.committed_offsets)
 
+    def test_all_committed_offsets_are_asked_for_by_name(self) -> None:
+        """Tansu answers OffsetFetch's null topic list ("all") with a null array, which
+        ``afkak groups lag GROUP`` printed as a DecodeError (issue 26): afkak names
+        every partition instead, and keeps those the group committed."""
+        self.commit_some()
+        self.cluster.create_topic("other", 2)
+        self.assertEqual(self.result(self.admin.group_lag("g"))[TP("t", 0)].log_end, 4)
+        fetches = [r.request for r in self.cluster.requests_seen if r.api_key == 9]
+        self.assertTrue(fetches)
+        for request in fetches:
+            self.assertEqual(
+                sorted((t.name, list(t.partition_indexes)) for t in request.topics),
+                [("other", [0, 1]), ("t", [0, 1])],
+            )
+
     def test_coordinator_moves_are_retried(self) -> None:
         self.commit_some()
         self.cluster.fail_next(OffsetFetchRequest, NotCoordinator)

@@ -147,6 +147,9 @@ class CliTests:
             [(tp.partition, v.committed, v.log_end, v.lag) for tp, v in sorted(library.items())],
         )
         self.assertEqual(lag[0]["committed"], 5)
+        # Without --topic: every partition the group committed (Tansu answered the
+        # "all topics" OffsetFetch with a null array, shown as a DecodeError).
+        self.assertEqual(self.json("groups", "lag", self.group), lag)
         before = wait(self.admin.list_consumer_group_offsets(self.group, [self.topic]))
         plan = self.json(
             "groups", "reset-offsets", self.group, "--topic", self.topic, "--to-earliest"
