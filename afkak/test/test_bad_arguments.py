@@ -16,6 +16,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import (
+    TLS,
     Consumer,
     ConsumerGroup,
     HashedPartitioner,
@@ -115,6 +116,8 @@ ROWS: list[Row] = [
         ValueError,
     ),
     # TLS and SASL values
+    ("TLS missing CA file", lambda s: TLS(trust_root="/nonexistent/ca.pem"), ValueError),
+    ("TLS handshake timeout", lambda s: TLS(handshake_timeout=0), ValueError),
     ("Plain username int", lambda s: Plain(1, "p"), TypeError),
     ("ScramSha256 password None", lambda s: ScramSha256("u", None), TypeError),
     # the admin client
