@@ -301,3 +301,27 @@ class AdminCommandTests(SynchronousTestCase):
         self.assertEqual(admin._timestamp("2026-01-01T00:00:00Z"), 1767225600000)
         with self.assertRaises(SystemExit):
             build_parser().parse_args(["groups", "reset-offsets", "g", "--topic", "t"])
+
+
+class GlobalOptionTests(SynchronousTestCase):
+    """The global options may follow the command (issue 26: they were refused there)."""
+
+    def test_anywhere(self) -> None:
+        for argv in (
+            ["-b", "h:1", "--json", "--timeout", "3", "topics", "list"],
+            ["topics", "list", "-b", "h:1", "--json", "--timeout", "3"],
+            ["topics", "-b", "h:1", "list", "--json", "--timeout", "3"],
+            ["--json", "groups", "lag", "g", "--bootstrap", "h:1", "--timeout=3"],
+        ):
+            with self.subTest(argv=argv):
+                args = build_parser().parse_args(argv)
+                self.assertEqual((args.bootstrap, args.json, args.timeout), ("h:1", True, 3.0))
+
+    def test_defaults_and_no_reset_after_the_command(self) -> None:
+        args = build_parser().parse_args(["topics", "list"])
+        self.assertEqual(
+            (args.bootstrap, args.json, args.timeout, args.no_progress, args.command_config),
+            (None, False, 10.0, False, None),
+        )
+        args = build_parser().parse_args(["--command-config", "f", "cluster"])
+        self.assertEqual(args.command_config, "f")
