@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 from afkak._version import __version__
 
 from . import _admin_commands as admin
+from ._broker import broker
 from ._consume import consume
 from ._produce import CODECS, produce
 
@@ -30,6 +31,13 @@ def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, not {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"must be a TCP port (1-65535), not {value}")
     return value
 
 
@@ -187,4 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-K", "--key-separator", metavar="SEP", help="print KEY<SEP>VALUE")
     p.add_argument("--session-timeout-ms", type=_positive, default=10000)
     p.set_defaults(run=consume)
+
+    p = commands.add_parser(
+        "broker", help="a development broker on 127.0.0.1 (Apache Kafka where Java is installed)"
+    )
+    p.add_argument("--port", type=_port, default=9092, help="port to listen on (default 9092)")
+    p.set_defaults(run=None, local=broker)
     return parser
