@@ -154,7 +154,7 @@ def creator_factory(tls: Any) -> Callable[[str], Any]:
 
 
 def tls_endpoint_factory(tls: Any, endpoint_factory: EndpointFactory) -> EndpointFactory:
-    """*endpoint_factory*'s endpoints, wrapped in TLS per *tls* (see :func:`creator_factory`)."""
+    """*endpoint_factory*'s endpoints, wrapped in TLS per *tls* (see ``creator_factory``)."""
     creator = creator_factory(tls)
     timeout = tls.handshake_timeout if isinstance(tls, TLS) else HANDSHAKE_TIMEOUT
 

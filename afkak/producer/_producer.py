@@ -149,7 +149,7 @@ class Producer:
     :param retry_backoff_max_ms: the longest wait between retries (Kafka's
         ``retry.backoff.max.ms``).
     :param delivery_timeout_ms: milliseconds from a send until it fails with
-        :class:`~afkak.common.KafkaTimeoutError` unless acknowledged (Kafka's
+        :class:`~afkak.common.DeliveryTimeoutError` unless acknowledged (Kafka's
         ``delivery.timeout.ms``, 120 s): retriable errors are retried until
         then.  A batch in flight is given its request's answer first.
     :param transactional_id: makes the producer transactional (and
