@@ -23,9 +23,9 @@ from afkak.client import (
     INT32_MAX,
     LEADER_MOVED,
     AdminClient,
-    KafkaClient,
     group_name,
     integer,
+    number,
     topic_name,
 )
 from afkak.common import (
@@ -115,7 +115,9 @@ class KafkaAdminClient:
     (``None`` on success); a failure of the whole call (no broker reachable,
     a malformed response) fails the Deferred instead.
 
-    :param client: the KafkaClient to send requests with (not closed by this class).
+    :param client: the :class:`~afkak.client.KafkaClient` to send requests with (not
+        closed by this class), or any object with its :class:`~afkak.client.AdminClient`
+        calls (a wrapper that records or throttles them, say).
     :param timeout_ms: default server-side time limit of the operations that
         take one (create/delete topics, create partitions, delete records).
     :param retries: how often a request refused because the controller,
@@ -131,9 +133,7 @@ class KafkaAdminClient:
         retries: int = 5,
         retry_backoff: float = 0.1,
     ) -> None:
-        if not isinstance(client, KafkaClient):
-            raise TypeError(f"client must be a KafkaClient, not {client!r}")
-        self.client = client
+        self.client = _admin_client(client)
         self.timeout_ms = _ms("timeout_ms", timeout_ms)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValueError(f"retries must be an int >= 0, not {retries!r}")
@@ -852,6 +852,31 @@ class KafkaAdminClient:
             return results
 
         return self._run(alter())
+
+
+#: What the admin client calls on its client (:class:`~afkak.client.AdminClient`).
+_ADMIN_CALLS = (
+    "send_request_to_broker",
+    "send_request_to_any_broker",
+    "send_request_to_coordinator",
+    "reset_consumer_group_metadata",
+    "send_offset_commit_request",
+)
+
+
+def _admin_client(client: object) -> AdminClient:
+    """*client* if it has the :class:`~afkak.client.AdminClient` calls, a reactor and a
+    timeout (checked structurally: a KafkaClient, or a wrapper of one)."""
+    missing = [name for name in _ADMIN_CALLS if not callable(getattr(client, name, None))]
+    if missing:
+        raise TypeError(
+            f"client must be an AdminClient such as a KafkaClient, not {client!r:.100} "
+            f"(it has no {', '.join(missing)})"
+        )
+    if not callable(getattr(getattr(client, "reactor", None), "callLater", None)):
+        raise TypeError(f"client.reactor must provide callLater, not {client!r:.100}")
+    number("client.timeout", getattr(client, "timeout", None))
+    return client  # type: ignore[return-value]
 
 
 def _topic_id(value: UUID | None) -> UUID | None:

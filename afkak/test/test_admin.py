@@ -642,3 +642,39 @@ class ConfigResourceTypeTests(SynchronousTestCase):
         clock.advance(1)
         (resource,) = self.successResultOf(d)
         self.assertEqual(resource, ConfigResource.group("g"))
+
+
+class AdminClientProtocolTests(SynchronousTestCase):
+    """KafkaAdminClient takes any AdminClient (issue 21 item 7), not only a KafkaClient."""
+
+    def test_a_wrapper_of_a_client_is_accepted_and_used(self) -> None:
+        clock, cluster, client = on_fake_cluster(self)
+        cluster.create_topic("t", 1)
+        calls: list[str] = []
+
+        class Recording:
+            def __init__(self, wrapped: KafkaClient) -> None:
+                self.wrapped = wrapped
+
+            def __getattr__(self, name: str) -> Any:
+                value = getattr(self.wrapped, name)
+                if callable(value):
+                    calls.append(name)
+                return value
+
+        admin = KafkaAdminClient(Recording(client))  # type: ignore[arg-type]
+        d = admin.list_topics()
+        clock.advance(1)
+        self.assertEqual([t.name for t in self.successResultOf(d)], ["t"])
+        self.assertIn("send_request_to_any_broker", calls)
+
+    def test_what_is_missing_is_named(self) -> None:
+        class Partial:
+            reactor = Clock()
+            timeout = 1.0
+
+            def send_request_to_broker(self) -> None: ...
+
+        with self.assertRaises(TypeError) as e:
+            KafkaAdminClient(Partial())  # type: ignore[arg-type]
+        self.assertIn("send_request_to_any_broker", str(e.exception))
