@@ -1,11 +1,9 @@
 """KafkaAdminClient: topics, cluster, configs, groups, offsets, records, ACLs, SCRAM.
 
-Each call builds its request with one of the ``_*_calls`` builders and routes
-it as Kafka requires: topic creation and deletion to the controller (items
-refused with NOT_CONTROLLER are sent again to the new one), group calls to the
-group's coordinator (sent again when it moved), records and offsets to each
-partition's leader (again when leadership moved), the rest to any broker.
-Retries are bounded (``retries``) and spaced on the client's reactor.
+Each call checks its arguments, builds its request with one of the
+``_*_calls`` builders, and has :mod:`._routing` send it where Kafka requires
+(controller, coordinator, leaders, any broker) and resend what was refused
+because that target moved.
 """
 
 from __future__ import annotations
@@ -14,14 +12,10 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from twisted.internet.defer import Deferred, gatherResults
-from twisted.internet.task import deferLater
-from twisted.logger import Logger
+from twisted.internet.defer import Deferred
 
 from afkak.client import (
-    COORDINATOR_MOVED,
     INT32_MAX,
-    LEADER_MOVED,
     AdminClient,
     group_name,
     integer,
@@ -29,18 +23,12 @@ from afkak.client import (
     topic_name,
 )
 from afkak.common import (
-    BrokerConnectionError,
     BrokerMetadata,
     BrokerResponseError,
-    CoordinatorLoadInProgress,
-    KafkaUnavailableError,
-    NotController,
     OffsetCommitRequest,
     OffsetRequest,
     TopicAndPartition,
-    error_code,
 )
-from afkak.protocol.messages import MetadataRequest
 from afkak.records.aborted import isolation_level as isolation_level_of
 
 from ._config_calls import DescribeConfigsCall, IncrementalAlterConfigsCall
@@ -55,6 +43,7 @@ from ._group_calls import (
 )
 from ._lag import PartitionLag, reset_target
 from ._log_calls import DeleteRecordsCall, ListedOffsetsCall
+from ._routing import Router
 from ._security_calls import (
     AlterScramCall,
     CreateAclsCall,
@@ -90,21 +79,11 @@ from ._types import (
     _error_or_none,
 )
 
-log = Logger()
-
 _INT64_MAX = 2**63 - 1
-NOT_CONTROLLER = error_code(NotController)
 #: Kafka's internal topics (some brokers do not flag them ``is_internal``).
 INTERNAL_TOPICS = frozenset(
     {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
 )
-#: COORDINATOR_LOAD_IN_PROGRESS, with the codes that mean the coordinator moved.
-COORDINATOR_RETRY = COORDINATOR_MOVED | {error_code(CoordinatorLoadInProgress)}
-
-
-def _errno(result: Any) -> int:
-    error = getattr(result, "error", None)
-    return getattr(error, "errno", 0) if error is not None else 0
 
 
 class KafkaAdminClient:
@@ -141,6 +120,7 @@ class KafkaAdminClient:
             raise ValueError(f"retry_backoff must be seconds >= 0, not {retry_backoff!r}")
         self.retries = retries
         self.retry_backoff = float(retry_backoff)
+        self._router = Router(self.client, retries, self.retry_backoff)
 
     def __repr__(self) -> str:
         return f"<KafkaAdminClient on {self.client!r}>"
@@ -151,147 +131,8 @@ class KafkaAdminClient:
     def _run(coro: Coroutine[Any, Any, Any]) -> Deferred[Any]:
         return Deferred.fromCoroutine(coro)
 
-    async def _pause(self, attempt: int) -> None:
-        await deferLater(self.client.reactor, self.retry_backoff * 2**attempt)
-
     def _server_timeout(self, timeout_ms: int | None) -> int:
         return self.timeout_ms if timeout_ms is None else _ms("timeout_ms", timeout_ms)
-
-    async def _metadata(self, topics: Sequence[str] | None) -> Any:
-        """Metadata, never auto-creating topics; ``None`` asks for all, ``()`` for none."""
-        request = MetadataRequest(
-            topics=None
-            if topics is None
-            else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-            allow_auto_topic_creation=False,
-        )
-        return await self.client.send_request_to_any_broker(request, min_version=1)
-
-    async def _brokers(self) -> tuple[dict[int, BrokerMetadata], int]:
-        response = await self._metadata(())
-        brokers = {b.node_id: BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers}
-        return brokers, response.controller_id
-
-    async def _to_any(self, call: Any) -> Any:
-        response = await self.client.send_request_to_any_broker(call)
-        return call.parse(response)
-
-    async def _to_broker(
-        self, broker: BrokerMetadata, call: Any, timeout: float | None = None
-    ) -> Any:
-        response = await self.client.send_request_to_broker(broker, call, timeout=timeout)
-        return call.parse(response)
-
-    async def _to_controller(
-        self,
-        items: Sequence[Any],
-        key: Callable[[Any], Any],
-        make_call: Callable[[Sequence[Any]], Any],
-        timeout_ms: int,
-    ) -> dict[Any, Any]:
-        """Send *items* to the controller; resend those it refused as NOT_CONTROLLER."""
-        results: dict[Any, Any] = {}
-        pending = list(items)
-        attempt = 0
-        while True:
-            brokers, controller_id = await self._brokers()
-            if not brokers:
-                raise KafkaUnavailableError("the cluster's metadata names no brokers")
-            controller = brokers.get(controller_id) or next(iter(brokers.values()))
-            timeout = self.client.timeout + timeout_ms / 1000
-            (answered,) = await self._to_broker(controller, make_call(pending), timeout)
-            results.update(answered)
-            pending = [i for i in pending if _errno(answered.get(key(i))) == NOT_CONTROLLER]
-            if not pending or attempt >= self.retries:
-                return results
-            log.info(
-                "{n} item(s) refused by {controller!r} (NOT_CONTROLLER): resending",
-                n=len(pending),
-                controller=controller,
-            )
-            await self._pause(attempt)
-            attempt += 1
-
-    async def _to_coordinator(self, group: str, make_call: Callable[[], Any]) -> Any:
-        """Send one call to *group*'s coordinator; again (up to ``retries``) if it moved."""
-        attempt = 0
-        while True:
-            call = make_call()
-            try:
-                response = await self.client.send_request_to_coordinator(group, call)
-                results = call.parse(response)
-            except BrokerConnectionError:
-                if attempt >= self.retries:
-                    raise
-                results = None  # the coordinator went away: look it up again
-            except BrokerResponseError as e:
-                if e.errno not in COORDINATOR_RETRY or attempt >= self.retries:
-                    raise
-                results = None
-            moved = results is None or any(
-                _errno(r) in COORDINATOR_RETRY
-                for r in (results[0].values() if isinstance(results[0], dict) else results)
-            )
-            if not moved or attempt >= self.retries:
-                return results
-            log.info("the coordinator of group {group!r} moved: resending", group=group)
-            self.client.reset_consumer_group_metadata(group)
-            await self._pause(attempt)
-            attempt += 1
-
-    async def _to_leaders(
-        self,
-        items: Mapping[TopicAndPartition, Any],
-        make_call: Callable[[dict[TopicAndPartition, Any]], Any],
-        timeout: float,
-    ) -> dict[TopicAndPartition, Any]:
-        """Send each partition's item to its leader; resend those whose leader moved.
-
-        A partition the cluster lacks (or that has no leader) gets its call's
-        ``failed(error)`` result.
-        """
-        results: dict[TopicAndPartition, Any] = {}
-        pending = dict(items)
-        attempt = 0
-        while True:
-            response = await self._metadata(sorted({tp.topic for tp in pending}))
-            brokers = {
-                b.node_id: BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers
-            }
-            leaders: dict[int, dict[TopicAndPartition, Any]] = {}
-            problems: dict[TopicAndPartition, int] = {}
-            layout = {t.name: t for t in response.topics}
-            for tp, item in pending.items():
-                t = layout.get(tp.topic)
-                part = (
-                    next((p for p in t.partitions if p.partition_index == tp.partition), None)
-                    if t
-                    else None
-                )
-                if t is None or t.error_code or part is None:
-                    problems[tp] = (t.error_code if t is not None else 0) or 3
-                elif part.leader_id not in brokers:
-                    problems[tp] = 5  # LEADER_NOT_AVAILABLE
-                else:
-                    leaders.setdefault(part.leader_id, {})[tp] = item
-            answers = await gatherResults(
-                [
-                    Deferred.fromCoroutine(self._to_broker(brokers[n], make_call(batch), timeout))
-                    for n, batch in leaders.items()
-                ],
-                consumeErrors=True,
-            ).addErrback(lambda f: f.value.subFailure)
-            for (answered,) in answers:
-                results.update(answered)
-            for tp, errno in problems.items():
-                error = BrokerResponseError.from_errno(errno)
-                results.update(make_call({tp: pending[tp]}).failed(error))
-            pending = {tp: pending[tp] for tp in pending if _errno(results.get(tp)) in LEADER_MOVED}
-            if not pending or attempt >= self.retries:
-                return results
-            log.info("leaders of {n} partition(s) moved: resending", n=len(pending))
-            await self._pause(attempt)
-            attempt += 1
 
     # -- topics -------------------------------------------------------------
 
@@ -313,7 +154,7 @@ class KafkaAdminClient:
             topic_name(t.name)
         timeout = self._server_timeout(timeout_ms)
         return self._run(
-            self._to_controller(
+            self._router.to_controller(
                 new,
                 lambda t: t.name,
                 lambda batch: CreateTopicsCall(batch, timeout, bool(validate_only)),
@@ -331,7 +172,7 @@ class KafkaAdminClient:
         names = [t if isinstance(t, UUID) else topic_name(t) for t in _items("topics", topics)]
         timeout = self._server_timeout(timeout_ms)
         return self._run(
-            self._to_controller(
+            self._router.to_controller(
                 names, lambda t: t, lambda batch: DeleteTopicsCall(batch, timeout), timeout
             )
         )
@@ -350,7 +191,7 @@ class KafkaAdminClient:
         }
         timeout = self._server_timeout(timeout_ms)
         return self._run(
-            self._to_controller(
+            self._router.to_controller(
                 list(counts),
                 lambda t: t,
                 lambda batch: CreatePartitionsCall(
@@ -365,7 +206,7 @@ class KafkaAdminClient:
         return self._run(self._list_topics(internal))
 
     async def _list_topics(self, internal: bool) -> list[TopicListing]:
-        response = await self._metadata(None)
+        response = await self._router.metadata(None)
         listings = [
             TopicListing(t.name, _topic_id(t.topic_id), bool(t.is_internal))
             for t in response.topics
@@ -382,7 +223,7 @@ class KafkaAdminClient:
         return self._run(self._describe_topics(names))
 
     async def _describe_topics(self, names: list[str]) -> dict[str, TopicDescription]:
-        response = await self._metadata(names)
+        response = await self._router.metadata(names)
         found = {t.name: t for t in response.topics}
         results = {}
         for name in names:
@@ -416,7 +257,7 @@ class KafkaAdminClient:
         return self._run(self._describe_cluster())
 
     async def _describe_cluster(self) -> ClusterDescription:
-        response = await self._metadata(())
+        response = await self._router.metadata(())
         brokers = sorted(
             (BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers),
             key=lambda b: b.node_id,
@@ -439,10 +280,8 @@ class KafkaAdminClient:
         """
         wanted = _resources(resources)
         names = None if keys is None else [_text("keys", k) for k in _items("keys", keys)]
-        return self._run(
-            self._per_resource_broker(
-                wanted, lambda batch: DescribeConfigsCall(batch, names, bool(include_synonyms))
-            )
+        return self._per_resource_broker(
+            wanted, lambda batch: DescribeConfigsCall(batch, names, bool(include_synonyms))
         )
 
     def incremental_alter_configs(
@@ -463,41 +302,22 @@ class KafkaAdminClient:
         for c in (c for cs in wanted.values() for c in cs):
             if not isinstance(c, ConfigChange):
                 raise TypeError(f"changes must be ConfigChange values, not {c!r}")
-        return self._run(
-            self._per_resource_broker(
-                list(wanted),
-                lambda batch: IncrementalAlterConfigsCall(
-                    {r: wanted[r] for r in batch}, bool(validate_only)
-                ),
-            )
+        return self._per_resource_broker(
+            list(wanted),
+            lambda batch: IncrementalAlterConfigsCall(
+                {r: wanted[r] for r in batch}, bool(validate_only)
+            ),
         )
 
-    async def _per_resource_broker(
+    def _per_resource_broker(
         self, resources: list[ConfigResource], make_call: Callable[[list[ConfigResource]], Any]
-    ) -> dict[ConfigResource, Any]:
+    ) -> Deferred[dict[ConfigResource, Any]]:
         """One request for the resources any broker answers, one per named broker."""
         by_node: dict[int | None, list[ConfigResource]] = {}
         for r in resources:
             node = int(r.name) if r.type == ConfigResourceType.BROKER and r.name else None
             by_node.setdefault(node, []).append(r)
-        brokers = (await self._brokers())[0] if set(by_node) - {None} else {}
-        results: dict[ConfigResource, Any] = {}
-        sends = []
-        for node, batch in by_node.items():
-            call = make_call(batch)
-            if node is None:
-                sends.append(Deferred.fromCoroutine(self._to_any(call)))
-            elif node in brokers:
-                sends.append(Deferred.fromCoroutine(self._to_broker(brokers[node], call)))
-            else:
-                error = BrokerResponseError.from_errno(8, f"no broker {node} in the cluster")
-                results.update(call.failed(error))
-        answers = await gatherResults(sends, consumeErrors=True).addErrback(
-            lambda f: f.value.subFailure
-        )
-        for (answered,) in answers:
-            results.update(answered)
-        return results
+        return self._run(self._router.to_nodes(by_node, make_call))
 
     # -- consumer groups -----------------------------------------------------------
 
@@ -512,14 +332,7 @@ class KafkaAdminClient:
         return self._run(self._list_groups(wanted))
 
     async def _list_groups(self, states: list[str] | None) -> list[GroupListing]:
-        brokers, _ = await self._brokers()
-        answers = await gatherResults(
-            [
-                Deferred.fromCoroutine(self._to_broker(b, ListGroupsCall(states)))
-                for b in brokers.values()
-            ],
-            consumeErrors=True,
-        ).addErrback(lambda f: f.value.subFailure)
+        answers = await self._router.to_every_broker(lambda: ListGroupsCall(states))
         listings = {g.group_id: g for answer in answers for g in answer}
         return [listings[k] for k in sorted(listings)]
 
@@ -528,27 +341,20 @@ class KafkaAdminClient:
     ) -> Deferred[dict[str, GroupDescription]]:
         """State, protocol and members of each group; fires ``{group: GroupDescription}``."""
         groups = [group_name(g) for g in _items("group_ids", group_ids)]
-        return self._per_group(
-            groups, lambda g: self._to_coordinator(g, lambda: DescribeGroupsCall(g))
-        )
+        return self._per_group(groups, DescribeGroupsCall)
 
     def delete_consumer_groups(self, group_ids: Iterable[str]) -> Deferred[dict[str, ItemResult]]:
         """Delete empty groups and their offsets; fires ``{group: ItemResult}``."""
         groups = [group_name(g) for g in _items("group_ids", group_ids)]
-        return self._per_group(
-            groups, lambda g: self._to_coordinator(g, lambda: DeleteGroupsCall(g))
-        )
+        return self._per_group(groups, DeleteGroupsCall)
 
     def _per_group(
-        self, groups: list[str], run: Callable[[str], Coroutine[Any, Any, Any]]
+        self, groups: list[str], make_call: Callable[[str], Any]
     ) -> Deferred[dict[str, Any]]:
-        async def all_groups() -> dict[str, Any]:
-            answers = await gatherResults(
-                [Deferred.fromCoroutine(run(g)) for g in groups], consumeErrors=True
-            ).addErrback(lambda f: f.value.subFailure)
-            return {g: a[0] for g, a in zip(groups, answers, strict=True)}
-
-        return self._run(all_groups())
+        router = self._router
+        return self._run(
+            router.per_group(groups, lambda g: router.to_coordinator(g, lambda: make_call(g)))
+        )
 
     def list_consumer_group_offsets(
         self, group_id: str, topics: Iterable[str] | None = None
@@ -564,13 +370,13 @@ class KafkaAdminClient:
     ) -> dict[TopicAndPartition, int]:
         # Every partition is asked for by name: a null topic list ("all") is answered
         # with a null array by some brokers (Tansu), which is no answer at all.
-        layout = await self._metadata(topics)
+        layout = await self._router.metadata(topics)
         wanted = {
             t.name: sorted(p.partition_index for p in t.partitions)
             for t in layout.topics
             if not t.error_code and t.name is not None
         }
-        outcome, offsets = await self._to_coordinator(
+        outcome, offsets = await self._router.to_coordinator(
             group, lambda: CommittedOffsetsCall(group, wanted)
         )
         if outcome.error is not None:
@@ -592,32 +398,7 @@ class KafkaAdminClient:
             OffsetCommitRequest(*_partition(tp), _offset(o), -1, None)
             for tp, o in _mapping("offsets", offsets).items()
         ]
-        return self._run(self._alter_offsets(group, payloads))
-
-    async def _alter_offsets(
-        self, group: str, payloads: list[Any]
-    ) -> dict[TopicAndPartition, ItemResult]:
-        results: dict[TopicAndPartition, ItemResult] = {}
-        pending = payloads
-        attempt = 0
-        while True:
-            responses = await self.client.send_offset_commit_request(
-                group, pending, fail_on_error=False
-            )
-            for r in responses:
-                results[TopicAndPartition(r.topic, r.partition)] = ItemResult(
-                    _error_or_none(r.error)
-                )
-            retry = {
-                TopicAndPartition(r.topic, r.partition)
-                for r in responses
-                if r.error in COORDINATOR_RETRY
-            }
-            pending = [p for p in pending if TopicAndPartition(p.topic, p.partition) in retry]
-            if not pending or attempt >= self.retries:
-                return results
-            await self._pause(attempt)
-            attempt += 1
+        return self._run(self._router.commit_offsets(group, payloads))
 
     def delete_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicAndPartition]
@@ -627,7 +408,9 @@ class KafkaAdminClient:
         parts = [_partition(tp) for tp in _items("partitions", partitions)]
 
         async def delete() -> dict[TopicAndPartition, ItemResult]:
-            (results,) = await self._to_coordinator(group, lambda: OffsetDeleteCall(group, parts))
+            (results,) = await self._router.to_coordinator(
+                group, lambda: OffsetDeleteCall(group, parts)
+            )
             return results
 
         return self._run(delete())
@@ -714,7 +497,7 @@ class KafkaAdminClient:
         self, group: str, wanted: list[Any], how: str, value: Any
     ) -> dict[TopicAndPartition, OffsetReset]:
         topics = sorted({w.topic if isinstance(w, TopicAndPartition) else w for w in wanted})
-        layout = await self._metadata(topics)
+        layout = await self._router.metadata(topics)
         parts = []
         for t in layout.topics:
             if t.error_code:
@@ -788,7 +571,7 @@ class KafkaAdminClient:
             payloads = [OffsetRequest(tp.topic, tp.partition, t, 1) for tp, t in batch.items()]
             return ListedOffsetsCall(payloads, timeout_ms, int(level))
 
-        return await self._to_leaders(specs, make_call, self.client.timeout)
+        return await self._router.to_leaders(specs, make_call, self.client.timeout)
 
     def delete_records(
         self, before: Mapping[TopicAndPartition, int], *, timeout_ms: int | None = None
@@ -806,24 +589,26 @@ class KafkaAdminClient:
         def make_call(batch: dict[TopicAndPartition, int]) -> DeleteRecordsCall:
             return DeleteRecordsCall(batch, timeout)
 
-        return self._run(self._to_leaders(checked, make_call, self.client.timeout + timeout / 1000))
+        return self._run(
+            self._router.to_leaders(checked, make_call, self.client.timeout + timeout / 1000)
+        )
 
     # -- ACLs and SCRAM ---------------------------------------------------------
 
     def describe_acls(self, acl_filter: AclBinding) -> Deferred[list[AclBinding]]:
         """The ACLs matching *acl_filter* (``None`` names and ANY values match all)."""
         _binding_check(acl_filter)
-        return self._run(self._to_any(DescribeAclsCall(acl_filter)))
+        return self._run(self._router.to_any(DescribeAclsCall(acl_filter)))
 
     def create_acls(self, bindings: Iterable[AclBinding]) -> Deferred[list[ItemResult]]:
         """Create ACLs; fires one ItemResult per binding, in order."""
         new = [_binding_check(b) for b in _items("bindings", bindings)]
-        return self._run(self._to_any(CreateAclsCall(new)))
+        return self._run(self._router.to_any(CreateAclsCall(new)))
 
     def delete_acls(self, filters: Iterable[AclBinding]) -> Deferred[list[AclDeletion]]:
         """Delete the ACLs each filter matches; fires one AclDeletion per filter."""
         wanted = [_binding_check(f) for f in _items("filters", filters)]
-        return self._run(self._to_any(DeleteAclsCall(wanted)))
+        return self._run(self._router.to_any(DeleteAclsCall(wanted)))
 
     def describe_user_scram_credentials(
         self, users: Iterable[str] | None = None
@@ -832,7 +617,7 @@ class KafkaAdminClient:
         names = None if users is None else [_text("users", u) for u in _items("users", users)]
 
         async def describe() -> dict[str, UserScramCredentials]:
-            (results,) = await self._to_any(DescribeScramCall(names))
+            (results,) = await self._router.to_any(DescribeScramCall(names))
             return results
 
         return self._run(describe())
@@ -848,7 +633,7 @@ class KafkaAdminClient:
         call = AlterScramCall(wanted)
 
         async def alter() -> dict[str, ItemResult]:
-            (results,) = await self._to_any(call)
+            (results,) = await self._router.to_any(call)
             return results
 
         return self._run(alter())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -678,3 +679,38 @@ class AdminClientProtocolTests(SynchronousTestCase):
         with self.assertRaises(TypeError) as e:
             KafkaAdminClient(Partial())  # type: ignore[arg-type]
         self.assertIn("send_request_to_any_broker", str(e.exception))
+
+
+class RouterResendTests(SynchronousTestCase):
+    """The admin client's one retry loop (afkak.admin._routing.Router.resend)."""
+
+    def test_bounded_by_retries_with_doubling_backoff(self) -> None:
+        from afkak.admin._routing import Router
+
+        clock, _, client = on_fake_cluster(self)
+        router = Router(client, retries=3, retry_backoff=0.5)
+        seen: list[tuple[float, bool]] = []
+
+        async def attempt(last: bool) -> bool:
+            seen.append((clock.seconds(), last))
+            return True  # always something left to resend
+
+        d = Deferred.fromCoroutine(router.resend(attempt, "test"))
+        clock.pump([0.25] * 40)
+        self.successResultOf(d)
+        self.assertEqual(seen, [(0, False), (0.5, False), (1.5, False), (3.5, True)])
+
+    def test_stops_when_nothing_is_left(self) -> None:
+        from afkak.admin._routing import Router
+
+        clock, _, client = on_fake_cluster(self)
+        calls: list[bool] = []
+
+        async def attempt(last: bool) -> bool:
+            calls.append(last)
+            return len(calls) < 2
+
+        d = Deferred.fromCoroutine(Router(client, 5, 0.1).resend(attempt, "test"))
+        clock.advance(1)
+        self.successResultOf(d)
+        self.assertEqual(calls, [False, False])
