@@ -12,7 +12,6 @@ import unittest
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import (
@@ -35,7 +34,7 @@ from afkak.common import (
     UnsupportedCodecError,
 )
 from afkak.group import committed_offsets, describe_group, group_lag
-from afkak.testing import FakeKafkaCluster
+from afkak.test.test_admin import on_fake_cluster
 
 TP = TopicAndPartition
 
@@ -48,14 +47,7 @@ class Surface:
     """The public objects, built against one fake cluster, that the rows call."""
 
     def __init__(self, case: unittest.TestCase) -> None:
-        self.clock = Clock()
-        self.cluster = FakeKafkaCluster(brokers=1, reactor=self.clock)
-        self.client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-        )
-        case.addCleanup(self.client.close)
+        self.clock, self.cluster, self.client = on_fake_cluster(case)  # type: ignore[arg-type]
         self.admin = KafkaAdminClient(self.client)
         self.producer = Producer(self.client)
         self.consumer = Consumer(self.client, "t", 0, _processor)

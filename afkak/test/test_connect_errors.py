@@ -16,19 +16,16 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import TLS, KafkaClient, Producer
 from afkak.common import KafkaUnavailableError
+from afkak.test.test_admin import on_fake_cluster
 from afkak.test.test_client_brokers import wait
 from afkak.testing import FakeKafkaCluster
 
 
 def refusing_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
-    clock = Clock()
-    cluster = FakeKafkaCluster(brokers=2, reactor=clock)
+    """A fake cluster refusing every connection, and a client that never reached it."""
+    clock, cluster, client = on_fake_cluster(case)
     for node in cluster.brokers:
         cluster.refuse_connections(node)
-    client = KafkaClient(
-        cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
-    )
-    case.addCleanup(client.close)
     return clock, cluster, client
 
 
@@ -61,15 +58,11 @@ class RefusedBootstrapTests(SynchronousTestCase):
         self.assertLess(clock.seconds(), 5)
 
     def test_once_the_cluster_answered_a_refusal_is_retried(self) -> None:
-        clock = Clock()
-        cluster = FakeKafkaCluster(brokers=1, reactor=clock)
-        client = KafkaClient(
-            cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
-        )
-        self.addCleanup(client.close)
-        self.successResultOf(client.load_metadata_for_topics("t"))
-        cluster.drop_connections(0)
-        cluster.refuse_connections(0)
+        clock, cluster, client = on_fake_cluster(self)
+        self.successResultOf(client.load_metadata_for_topics())
+        for node in cluster.brokers:
+            cluster.drop_connections(node)
+            cluster.refuse_connections(node)
         d = client.load_metadata_for_topics("t")
         settle(clock, d, 5)
         error = self.failureResultOf(d, KafkaUnavailableError).value
