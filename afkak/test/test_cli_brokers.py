@@ -249,7 +249,7 @@ class CliTests:
             with self.subTest(argv=argv):
                 code, stdout, stderr = interrupted(self.bootstrap, *argv)
                 self.assertEqual((code, stderr), (130, b"afkak: interrupted\n"))
-                self.assertEqual(len(stdout.splitlines()), 100)
+                self.assertTrue(0 < len(stdout.splitlines()) <= 100, stdout[-200:])
 
     def test_progress_total_summary_and_ctrl_c_on_a_terminal(self: Any) -> None:
         """On a terminal ``consume -e`` shows a total and ends with a summary; after
