@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
-# Set up a virtualenv with afkak and its test extras, then run the whole test suite.
+# Set up a virtualenv with afkak and its test extras (once), then run the whole test suite.
 # Usage: bash tools/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
-VENV=${AFKAK_VENV:-.venv}
-[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e '.[test,snappy,lz4,zstd,spark]'
+. tools/venv.sh 'test,snappy,lz4,zstd,spark'
 set +e
 # The compiled record codec must have been built (test_records_compiled checks).
 AFKAK_REQUIRE_EXTENSIONS=1 "$VENV/bin/python" -m pytest -q "$@"

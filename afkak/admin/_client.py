@@ -1,11 +1,9 @@
 """KafkaAdminClient: topics, cluster, configs, groups, offsets, records, ACLs, SCRAM.
 
-Each call builds its request with one of the ``_*_calls`` builders and routes
-it as Kafka requires: topic creation and deletion to the controller (items
-refused with NOT_CONTROLLER are sent again to the new one), group calls to the
-group's coordinator (sent again when it moved), records and offsets to each
-partition's leader (again when leadership moved), the rest to any broker.
-Retries are bounded (``retries``) and spaced on the client's reactor.
+Each call checks its arguments, builds its request with one of the
+``_*_calls`` builders, and has :mod:`._routing` send it where Kafka requires
+(controller, coordinator, leaders, any broker) and resend what was refused
+because that target moved.
 """
 
 from __future__ import annotations
@@ -14,33 +12,23 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from twisted.internet.defer import Deferred, gatherResults
-from twisted.internet.task import deferLater
-from twisted.logger import Logger
+from twisted.internet.defer import Deferred
 
 from afkak.client import (
-    COORDINATOR_MOVED,
     INT32_MAX,
-    LEADER_MOVED,
     AdminClient,
-    KafkaClient,
     group_name,
     integer,
+    number,
     topic_name,
 )
 from afkak.common import (
-    BrokerConnectionError,
     BrokerMetadata,
     BrokerResponseError,
-    CoordinatorLoadInProgress,
-    KafkaUnavailableError,
-    NotController,
     OffsetCommitRequest,
     OffsetRequest,
     TopicAndPartition,
-    error_code,
 )
-from afkak.protocol.messages import MetadataRequest
 from afkak.records.aborted import isolation_level as isolation_level_of
 
 from ._config_calls import DescribeConfigsCall, IncrementalAlterConfigsCall
@@ -55,6 +43,7 @@ from ._group_calls import (
 )
 from ._lag import PartitionLag, reset_target
 from ._log_calls import DeleteRecordsCall, ListedOffsetsCall
+from ._routing import Router
 from ._security_calls import (
     AlterScramCall,
     CreateAclsCall,
@@ -69,6 +58,7 @@ from ._types import (
     ClusterDescription,
     ConfigChange,
     ConfigResource,
+    ConfigResourceType,
     CreatedTopic,
     DeletedRecords,
     DeletedTopic,
@@ -81,7 +71,6 @@ from ._types import (
     OffsetSpec,
     PartitionDescription,
     ResourceConfig,
-    ResourceType,
     ScramDeletion,
     ScramUpsertion,
     TopicDescription,
@@ -90,21 +79,11 @@ from ._types import (
     _error_or_none,
 )
 
-log = Logger()
-
 _INT64_MAX = 2**63 - 1
-NOT_CONTROLLER = error_code(NotController)
 #: Kafka's internal topics (some brokers do not flag them ``is_internal``).
 INTERNAL_TOPICS = frozenset(
     {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
 )
-#: COORDINATOR_LOAD_IN_PROGRESS, with the codes that mean the coordinator moved.
-COORDINATOR_RETRY = COORDINATOR_MOVED | {error_code(CoordinatorLoadInProgress)}
-
-
-def _errno(result: Any) -> int:
-    error = getattr(result, "error", None)
-    return getattr(error, "errno", 0) if error is not None else 0
 
 
 class KafkaAdminClient:
@@ -115,7 +94,9 @@ class KafkaAdminClient:
     (``None`` on success); a failure of the whole call (no broker reachable,
     a malformed response) fails the Deferred instead.
 
-    :param client: the KafkaClient to send requests with (not closed by this class).
+    :param client: the :class:`~afkak.client.KafkaClient` to send requests with (not
+        closed by this class), or any object with its :class:`~afkak.client.AdminClient`
+        calls (a wrapper that records or throttles them, say).
     :param timeout_ms: default server-side time limit of the operations that
         take one (create/delete topics, create partitions, delete records).
     :param retries: how often a request refused because the controller,
@@ -131,9 +112,7 @@ class KafkaAdminClient:
         retries: int = 5,
         retry_backoff: float = 0.1,
     ) -> None:
-        if not isinstance(client, KafkaClient):
-            raise TypeError(f"client must be a KafkaClient, not {client!r}")
-        self.client = client
+        self.client = _admin_client(client)
         self.timeout_ms = _ms("timeout_ms", timeout_ms)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValueError(f"retries must be an int >= 0, not {retries!r}")
@@ -141,6 +120,7 @@ class KafkaAdminClient:
             raise ValueError(f"retry_backoff must be seconds >= 0, not {retry_backoff!r}")
         self.retries = retries
         self.retry_backoff = float(retry_backoff)
+        self._router = Router(self.client, retries, self.retry_backoff)
 
     def __repr__(self) -> str:
         return f"<KafkaAdminClient on {self.client!r}>"
@@ -151,147 +131,8 @@ class KafkaAdminClient:
     def _run(coro: Coroutine[Any, Any, Any]) -> Deferred[Any]:
         return Deferred.fromCoroutine(coro)
 
-    async def _pause(self, attempt: int) -> None:
-        await deferLater(self.client.reactor, self.retry_backoff * 2**attempt)
-
     def _server_timeout(self, timeout_ms: int | None) -> int:
         return self.timeout_ms if timeout_ms is None else _ms("timeout_ms", timeout_ms)
-
-    async def _metadata(self, topics: Sequence[str] | None) -> Any:
-        """Metadata, never auto-creating topics; ``None`` asks for all, ``()`` for none."""
-        request = MetadataRequest(
-            topics=None
-            if topics is None
-            else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-            allow_auto_topic_creation=False,
-        )
-        return await self.client.send_request_to_any_broker(request, min_version=1)
-
-    async def _brokers(self) -> tuple[dict[int, BrokerMetadata], int]:
-        response = await self._metadata(())
-        brokers = {b.node_id: BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers}
-        return brokers, response.controller_id
-
-    async def _to_any(self, call: Any) -> Any:
-        response = await self.client.send_request_to_any_broker(call)
-        return call.parse(response)
-
-    async def _to_broker(
-        self, broker: BrokerMetadata, call: Any, timeout: float | None = None
-    ) -> Any:
-        response = await self.client.send_request_to_broker(broker, call, timeout=timeout)
-        return call.parse(response)
-
-    async def _to_controller(
-        self,
-        items: Sequence[Any],
-        key: Callable[[Any], Any],
-        make_call: Callable[[Sequence[Any]], Any],
-        timeout_ms: int,
-    ) -> dict[Any, Any]:
-        """Send *items* to the controller; resend those it refused as NOT_CONTROLLER."""
-        results: dict[Any, Any] = {}
-        pending = list(items)
-        attempt = 0
-        while True:
-            brokers, controller_id = await self._brokers()
-            if not brokers:
-                raise KafkaUnavailableError("the cluster's metadata names no brokers")
-            controller = brokers.get(controller_id) or next(iter(brokers.values()))
-            timeout = self.client.timeout + timeout_ms / 1000
-            (answered,) = await self._to_broker(controller, make_call(pending), timeout)
-            results.update(answered)
-            pending = [i for i in pending if _errno(answered.get(key(i))) == NOT_CONTROLLER]
-            if not pending or attempt >= self.retries:
-                return results
-            log.info(
-                "{n} item(s) refused by {controller!r} (NOT_CONTROLLER): resending",
-                n=len(pending),
-                controller=controller,
-            )
-            await self._pause(attempt)
-            attempt += 1
-
-    async def _to_coordinator(self, group: str, make_call: Callable[[], Any]) -> Any:
-        """Send one call to *group*'s coordinator; again (up to ``retries``) if it moved."""
-        attempt = 0
-        while True:
-            call = make_call()
-            try:
-                response = await self.client.send_request_to_coordinator(group, call)
-                results = call.parse(response)
-            except BrokerConnectionError:
-                if attempt >= self.retries:
-                    raise
-                results = None  # the coordinator went away: look it up again
-            except BrokerResponseError as e:
-                if e.errno not in COORDINATOR_RETRY or attempt >= self.retries:
-                    raise
-                results = None
-            moved = results is None or any(
-                _errno(r) in COORDINATOR_RETRY
-                for r in (results[0].values() if isinstance(results[0], dict) else results)
-            )
-            if not moved or attempt >= self.retries:
-                return results
-            log.info("the coordinator of group {group!r} moved: resending", group=group)
-            self.client.reset_consumer_group_metadata(group)
-            await self._pause(attempt)
-            attempt += 1
-
-    async def _to_leaders(
-        self,
-        items: Mapping[TopicAndPartition, Any],
-        make_call: Callable[[dict[TopicAndPartition, Any]], Any],
-        timeout: float,
-    ) -> dict[TopicAndPartition, Any]:
-        """Send each partition's item to its leader; resend those whose leader moved.
-
-        A partition the cluster lacks (or that has no leader) gets its call's
-        ``failed(error)`` result.
-        """
-        results: dict[TopicAndPartition, Any] = {}
-        pending = dict(items)
-        attempt = 0
-        while True:
-            response = await self._metadata(sorted({tp.topic for tp in pending}))
-            brokers = {
-                b.node_id: BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers
-            }
-            leaders: dict[int, dict[TopicAndPartition, Any]] = {}
-            problems: dict[TopicAndPartition, int] = {}
-            layout = {t.name: t for t in response.topics}
-            for tp, item in pending.items():
-                t = layout.get(tp.topic)
-                part = (
-                    next((p for p in t.partitions if p.partition_index == tp.partition), None)
-                    if t
-                    else None
-                )
-                if t is None or t.error_code or part is None:
-                    problems[tp] = (t.error_code if t is not None else 0) or 3
-                elif part.leader_id not in brokers:
-                    problems[tp] = 5  # LEADER_NOT_AVAILABLE
-                else:
-                    leaders.setdefault(part.leader_id, {})[tp] = item
-            answers = await gatherResults(
-                [
-                    Deferred.fromCoroutine(self._to_broker(brokers[n], make_call(batch), timeout))
-                    for n, batch in leaders.items()
-                ],
-                consumeErrors=True,
-            ).addErrback(lambda f: f.value.subFailure)
-            for (answered,) in answers:
-                results.update(answered)
-            for tp, errno in problems.items():
-                error = BrokerResponseError.from_errno(errno)
-                results.update(make_call({tp: pending[tp]}).failed(error))
-            pending = {tp: pending[tp] for tp in pending if _errno(results.get(tp)) in LEADER_MOVED}
-            if not pending or attempt >= self.retries:
-                return results
-            log.info("leaders of {n} partition(s) moved: resending", n=len(pending))
-            await self._pause(attempt)
-            attempt += 1
 
     # -- topics -------------------------------------------------------------
 
@@ -306,14 +147,14 @@ class KafkaAdminClient:
 
         With *validate_only* the controller checks the request and creates nothing.
         """
-        new = list(topics)
+        new = _items("topics", topics)
         for t in new:
             if not isinstance(t, NewTopic):
                 raise TypeError(f"topics must be NewTopic values, not {t!r}")
             topic_name(t.name)
         timeout = self._server_timeout(timeout_ms)
         return self._run(
-            self._to_controller(
+            self._router.to_controller(
                 new,
                 lambda t: t.name,
                 lambda batch: CreateTopicsCall(batch, timeout, bool(validate_only)),
@@ -328,10 +169,10 @@ class KafkaAdminClient:
 
         Fires ``{name or id: DeletedTopic}``.
         """
-        names = [t if isinstance(t, UUID) else topic_name(t) for t in topics]
+        names = [t if isinstance(t, UUID) else topic_name(t) for t in _items("topics", topics)]
         timeout = self._server_timeout(timeout_ms)
         return self._run(
-            self._to_controller(
+            self._router.to_controller(
                 names, lambda t: t, lambda batch: DeleteTopicsCall(batch, timeout), timeout
             )
         )
@@ -346,11 +187,11 @@ class KafkaAdminClient:
         """Grow topics to the given partition counts; fires ``{name: ItemResult}``."""
         counts = {
             topic_name(name): n if isinstance(n, NewPartitions) else NewPartitions(_count(n))
-            for name, n in new_partitions.items()
+            for name, n in _mapping("new_partitions", new_partitions).items()
         }
         timeout = self._server_timeout(timeout_ms)
         return self._run(
-            self._to_controller(
+            self._router.to_controller(
                 list(counts),
                 lambda t: t,
                 lambda batch: CreatePartitionsCall(
@@ -365,7 +206,7 @@ class KafkaAdminClient:
         return self._run(self._list_topics(internal))
 
     async def _list_topics(self, internal: bool) -> list[TopicListing]:
-        response = await self._metadata(None)
+        response = await self._router.metadata(None)
         listings = [
             TopicListing(t.name, _topic_id(t.topic_id), bool(t.is_internal))
             for t in response.topics
@@ -378,11 +219,11 @@ class KafkaAdminClient:
 
         Fires ``{name: TopicDescription}``; never auto-creates a topic.
         """
-        names = [topic_name(t) for t in topics]
+        names = [topic_name(t) for t in _items("topics", topics)]
         return self._run(self._describe_topics(names))
 
     async def _describe_topics(self, names: list[str]) -> dict[str, TopicDescription]:
-        response = await self._metadata(names)
+        response = await self._router.metadata(names)
         found = {t.name: t for t in response.topics}
         results = {}
         for name in names:
@@ -416,7 +257,7 @@ class KafkaAdminClient:
         return self._run(self._describe_cluster())
 
     async def _describe_cluster(self) -> ClusterDescription:
-        response = await self._metadata(())
+        response = await self._router.metadata(())
         brokers = sorted(
             (BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers),
             key=lambda b: b.node_id,
@@ -438,10 +279,9 @@ class KafkaAdminClient:
         are asked of that broker.  Fires ``{resource: ResourceConfig}``.
         """
         wanted = _resources(resources)
-        return self._run(
-            self._per_resource_broker(
-                wanted, lambda batch: DescribeConfigsCall(batch, keys, bool(include_synonyms))
-            )
+        names = None if keys is None else [_text("keys", k) for k in _items("keys", keys)]
+        return self._per_resource_broker(
+            wanted, lambda batch: DescribeConfigsCall(batch, names, bool(include_synonyms))
         )
 
     def incremental_alter_configs(
@@ -454,45 +294,30 @@ class KafkaAdminClient:
 
         Fires ``{resource: ItemResult}``.
         """
-        wanted = {r: list(c) for r, c in zip(_resources(changes), changes.values(), strict=True)}
+        _mapping("changes", changes)
+        wanted = {
+            r: _items("changes", c)
+            for r, c in zip(_resources(changes), changes.values(), strict=True)
+        }
         for c in (c for cs in wanted.values() for c in cs):
             if not isinstance(c, ConfigChange):
                 raise TypeError(f"changes must be ConfigChange values, not {c!r}")
-        return self._run(
-            self._per_resource_broker(
-                list(wanted),
-                lambda batch: IncrementalAlterConfigsCall(
-                    {r: wanted[r] for r in batch}, bool(validate_only)
-                ),
-            )
+        return self._per_resource_broker(
+            list(wanted),
+            lambda batch: IncrementalAlterConfigsCall(
+                {r: wanted[r] for r in batch}, bool(validate_only)
+            ),
         )
 
-    async def _per_resource_broker(
+    def _per_resource_broker(
         self, resources: list[ConfigResource], make_call: Callable[[list[ConfigResource]], Any]
-    ) -> dict[ConfigResource, Any]:
+    ) -> Deferred[dict[ConfigResource, Any]]:
         """One request for the resources any broker answers, one per named broker."""
         by_node: dict[int | None, list[ConfigResource]] = {}
         for r in resources:
-            node = int(r.name) if r.type == ResourceType.BROKER and r.name else None
+            node = int(r.name) if r.type == ConfigResourceType.BROKER and r.name else None
             by_node.setdefault(node, []).append(r)
-        brokers = (await self._brokers())[0] if set(by_node) - {None} else {}
-        results: dict[ConfigResource, Any] = {}
-        sends = []
-        for node, batch in by_node.items():
-            call = make_call(batch)
-            if node is None:
-                sends.append(Deferred.fromCoroutine(self._to_any(call)))
-            elif node in brokers:
-                sends.append(Deferred.fromCoroutine(self._to_broker(brokers[node], call)))
-            else:
-                error = BrokerResponseError.from_errno(8, f"no broker {node} in the cluster")
-                results.update(call.failed(error))
-        answers = await gatherResults(sends, consumeErrors=True).addErrback(
-            lambda f: f.value.subFailure
-        )
-        for (answered,) in answers:
-            results.update(answered)
-        return results
+        return self._run(self._router.to_nodes(by_node, make_call))
 
     # -- consumer groups -----------------------------------------------------------
 
@@ -503,18 +328,11 @@ class KafkaAdminClient:
 
         *states* (``"Stable"``, ``"Empty"`` ...) keeps only groups in those states.
         """
-        wanted = None if states is None else [str(s) for s in states]
+        wanted = None if states is None else [_text("states", s) for s in _items("states", states)]
         return self._run(self._list_groups(wanted))
 
     async def _list_groups(self, states: list[str] | None) -> list[GroupListing]:
-        brokers, _ = await self._brokers()
-        answers = await gatherResults(
-            [
-                Deferred.fromCoroutine(self._to_broker(b, ListGroupsCall(states)))
-                for b in brokers.values()
-            ],
-            consumeErrors=True,
-        ).addErrback(lambda f: f.value.subFailure)
+        answers = await self._router.to_every_broker(lambda: ListGroupsCall(states))
         listings = {g.group_id: g for answer in answers for g in answer}
         return [listings[k] for k in sorted(listings)]
 
@@ -522,54 +340,49 @@ class KafkaAdminClient:
         self, group_ids: Iterable[str]
     ) -> Deferred[dict[str, GroupDescription]]:
         """State, protocol and members of each group; fires ``{group: GroupDescription}``."""
-        groups = [group_name(g) for g in group_ids]
-        return self._per_group(
-            groups, lambda g: self._to_coordinator(g, lambda: DescribeGroupsCall(g))
-        )
+        groups = [group_name(g) for g in _items("group_ids", group_ids)]
+        return self._per_group(groups, DescribeGroupsCall)
 
     def delete_consumer_groups(self, group_ids: Iterable[str]) -> Deferred[dict[str, ItemResult]]:
         """Delete empty groups and their offsets; fires ``{group: ItemResult}``."""
-        groups = [group_name(g) for g in group_ids]
-        return self._per_group(
-            groups, lambda g: self._to_coordinator(g, lambda: DeleteGroupsCall(g))
-        )
+        groups = [group_name(g) for g in _items("group_ids", group_ids)]
+        return self._per_group(groups, DeleteGroupsCall)
 
     def _per_group(
-        self, groups: list[str], run: Callable[[str], Coroutine[Any, Any, Any]]
+        self, groups: list[str], make_call: Callable[[str], Any]
     ) -> Deferred[dict[str, Any]]:
-        async def all_groups() -> dict[str, Any]:
-            answers = await gatherResults(
-                [Deferred.fromCoroutine(run(g)) for g in groups], consumeErrors=True
-            ).addErrback(lambda f: f.value.subFailure)
-            return {g: a[0] for g, a in zip(groups, answers, strict=True)}
-
-        return self._run(all_groups())
+        router = self._router
+        return self._run(
+            router.per_group(groups, lambda g: router.to_coordinator(g, lambda: make_call(g)))
+        )
 
     def list_consumer_group_offsets(
         self, group_id: str, topics: Iterable[str] | None = None
     ) -> Deferred[dict[TopicAndPartition, int]]:
         """The group's committed offsets: of every partition of *topics* (-1 where none),
-        or of every partition it committed when *topics* is None."""
+        or of every partition of the cluster's topics it committed when *topics* is None."""
         group = group_name(group_id)
-        names = None if topics is None else [topic_name(t) for t in topics]
+        names = None if topics is None else [topic_name(t) for t in _items("topics", topics)]
         return self._run(self._committed(group, names))
 
     async def _committed(
         self, group: str, topics: list[str] | None
     ) -> dict[TopicAndPartition, int]:
-        wanted = None
-        if topics is not None:
-            layout = await self._metadata(topics)
-            wanted = {
-                t.name: sorted(p.partition_index for p in t.partitions)
-                for t in layout.topics
-                if not t.error_code
-            }
-        outcome, offsets = await self._to_coordinator(
+        # Every partition is asked for by name: a null topic list ("all") is answered
+        # with a null array by some brokers (Tansu), which is no answer at all.
+        layout = await self._router.metadata(topics)
+        wanted = {
+            t.name: sorted(p.partition_index for p in t.partitions)
+            for t in layout.topics
+            if not t.error_code and t.name is not None
+        }
+        outcome, offsets = await self._router.to_coordinator(
             group, lambda: CommittedOffsetsCall(group, wanted)
         )
         if outcome.error is not None:
             raise outcome.error
+        if topics is None:
+            return {tp: o for tp, o in offsets.items() if o >= 0}
         return offsets
 
     def alter_consumer_group_offsets(
@@ -582,45 +395,22 @@ class KafkaAdminClient:
         """
         group = group_name(group_id)
         payloads = [
-            OffsetCommitRequest(topic_name(tp.topic), tp.partition, _offset(o), -1, None)
-            for tp, o in offsets.items()
+            OffsetCommitRequest(*_partition(tp), _offset(o), -1, None)
+            for tp, o in _mapping("offsets", offsets).items()
         ]
-        return self._run(self._alter_offsets(group, payloads))
-
-    async def _alter_offsets(
-        self, group: str, payloads: list[Any]
-    ) -> dict[TopicAndPartition, ItemResult]:
-        results: dict[TopicAndPartition, ItemResult] = {}
-        pending = payloads
-        attempt = 0
-        while True:
-            responses = await self.client.send_offset_commit_request(
-                group, pending, fail_on_error=False
-            )
-            for r in responses:
-                results[TopicAndPartition(r.topic, r.partition)] = ItemResult(
-                    _error_or_none(r.error)
-                )
-            retry = {
-                TopicAndPartition(r.topic, r.partition)
-                for r in responses
-                if r.error in COORDINATOR_RETRY
-            }
-            pending = [p for p in pending if TopicAndPartition(p.topic, p.partition) in retry]
-            if not pending or attempt >= self.retries:
-                return results
-            await self._pause(attempt)
-            attempt += 1
+        return self._run(self._router.commit_offsets(group, payloads))
 
     def delete_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicAndPartition]
     ) -> Deferred[dict[TopicAndPartition, ItemResult]]:
         """Forget the group's committed offsets of *partitions* (not of ones it consumes)."""
         group = group_name(group_id)
-        parts = [TopicAndPartition(topic_name(tp.topic), tp.partition) for tp in partitions]
+        parts = [_partition(tp) for tp in _items("partitions", partitions)]
 
         async def delete() -> dict[TopicAndPartition, ItemResult]:
-            (results,) = await self._to_coordinator(group, lambda: OffsetDeleteCall(group, parts))
+            (results,) = await self._router.to_coordinator(
+                group, lambda: OffsetDeleteCall(group, parts)
+            )
             return results
 
         return self._run(delete())
@@ -640,7 +430,7 @@ class KafkaAdminClient:
         read (records of open transactions are not lag yet).
         """
         group = group_name(group_id)
-        names = None if topics is None else [topic_name(t) for t in topics]
+        names = None if topics is None else [topic_name(t) for t in _items("topics", topics)]
         level = IsolationLevel(isolation_level_of(isolation_level))
         return self._run(self._lag(group, names, level))
 
@@ -697,14 +487,17 @@ class KafkaAdminClient:
         if how in ("timestamp", "offset", "shift"):
             value = _offset(value) if how != "shift" else int(value)
         group = group_name(group_id)
-        wanted = [p if isinstance(p, TopicAndPartition) else topic_name(p) for p in partitions]
+        wanted = [
+            _partition(p) if isinstance(p, tuple) else topic_name(p)
+            for p in _items("partitions", partitions)
+        ]
         return self._run(self._plan(group, wanted, how, value))
 
     async def _plan(
         self, group: str, wanted: list[Any], how: str, value: Any
     ) -> dict[TopicAndPartition, OffsetReset]:
         topics = sorted({w.topic if isinstance(w, TopicAndPartition) else w for w in wanted})
-        layout = await self._metadata(topics)
+        layout = await self._router.metadata(topics)
         parts = []
         for t in layout.topics:
             if t.error_code:
@@ -745,7 +538,10 @@ class KafkaAdminClient:
         self, group_id: str, plan: Mapping[TopicAndPartition, OffsetReset | int]
     ) -> Deferred[dict[TopicAndPartition, ItemResult]]:
         """Apply a :meth:`plan_offset_reset` plan (or plain target offsets)."""
-        targets = {tp: r.target if isinstance(r, OffsetReset) else r for tp, r in plan.items()}
+        targets = {
+            tp: r.target if isinstance(r, OffsetReset) else r
+            for tp, r in _mapping("plan", plan).items()
+        }
         return self.alter_consumer_group_offsets(group_id, targets)
 
     # -- records and offsets -----------------------------------------------------
@@ -762,10 +558,7 @@ class KafkaAdminClient:
 
         With READ_COMMITTED, LATEST is the last stable offset.
         """
-        checked = {
-            TopicAndPartition(topic_name(tp.topic), tp.partition): _time(t)
-            for tp, t in specs.items()
-        }
+        checked = {_partition(tp): _time(t) for tp, t in _mapping("specs", specs).items()}
         level = IsolationLevel(isolation_level)
         return self._run(self._list_offsets(checked, level))
 
@@ -778,7 +571,7 @@ class KafkaAdminClient:
             payloads = [OffsetRequest(tp.topic, tp.partition, t, 1) for tp, t in batch.items()]
             return ListedOffsetsCall(payloads, timeout_ms, int(level))
 
-        return await self._to_leaders(specs, make_call, self.client.timeout)
+        return await self._router.to_leaders(specs, make_call, self.client.timeout)
 
     def delete_records(
         self, before: Mapping[TopicAndPartition, int], *, timeout_ms: int | None = None
@@ -788,41 +581,43 @@ class KafkaAdminClient:
         Fires ``{partition: DeletedRecords}`` with the new log start offsets.
         """
         checked = {
-            TopicAndPartition(topic_name(tp.topic), tp.partition): _offset(o, allow_latest=True)
-            for tp, o in before.items()
+            _partition(tp): _offset(o, allow_latest=True)
+            for tp, o in _mapping("before", before).items()
         }
         timeout = self._server_timeout(timeout_ms)
 
         def make_call(batch: dict[TopicAndPartition, int]) -> DeleteRecordsCall:
             return DeleteRecordsCall(batch, timeout)
 
-        return self._run(self._to_leaders(checked, make_call, self.client.timeout + timeout / 1000))
+        return self._run(
+            self._router.to_leaders(checked, make_call, self.client.timeout + timeout / 1000)
+        )
 
     # -- ACLs and SCRAM ---------------------------------------------------------
 
     def describe_acls(self, acl_filter: AclBinding) -> Deferred[list[AclBinding]]:
         """The ACLs matching *acl_filter* (``None`` names and ANY values match all)."""
         _binding_check(acl_filter)
-        return self._run(self._to_any(DescribeAclsCall(acl_filter)))
+        return self._run(self._router.to_any(DescribeAclsCall(acl_filter)))
 
     def create_acls(self, bindings: Iterable[AclBinding]) -> Deferred[list[ItemResult]]:
         """Create ACLs; fires one ItemResult per binding, in order."""
-        new = [_binding_check(b) for b in bindings]
-        return self._run(self._to_any(CreateAclsCall(new)))
+        new = [_binding_check(b) for b in _items("bindings", bindings)]
+        return self._run(self._router.to_any(CreateAclsCall(new)))
 
     def delete_acls(self, filters: Iterable[AclBinding]) -> Deferred[list[AclDeletion]]:
         """Delete the ACLs each filter matches; fires one AclDeletion per filter."""
-        wanted = [_binding_check(f) for f in filters]
-        return self._run(self._to_any(DeleteAclsCall(wanted)))
+        wanted = [_binding_check(f) for f in _items("filters", filters)]
+        return self._run(self._router.to_any(DeleteAclsCall(wanted)))
 
     def describe_user_scram_credentials(
         self, users: Iterable[str] | None = None
     ) -> Deferred[dict[str, UserScramCredentials]]:
         """SCRAM mechanisms and iterations of *users* (of every user when None)."""
-        names = None if users is None else [str(u) for u in users]
+        names = None if users is None else [_text("users", u) for u in _items("users", users)]
 
         async def describe() -> dict[str, UserScramCredentials]:
-            (results,) = await self._to_any(DescribeScramCall(names))
+            (results,) = await self._router.to_any(DescribeScramCall(names))
             return results
 
         return self._run(describe())
@@ -831,17 +626,42 @@ class KafkaAdminClient:
         self, changes: Iterable[ScramUpsertion | ScramDeletion]
     ) -> Deferred[dict[str, ItemResult]]:
         """Set or delete users' SCRAM credentials; fires ``{user: ItemResult}``."""
-        wanted = list(changes)
+        wanted = _items("changes", changes)
         for c in wanted:
             if not isinstance(c, (ScramUpsertion, ScramDeletion)):
                 raise TypeError(f"changes must be ScramUpsertion or ScramDeletion, not {c!r}")
         call = AlterScramCall(wanted)
 
         async def alter() -> dict[str, ItemResult]:
-            (results,) = await self._to_any(call)
+            (results,) = await self._router.to_any(call)
             return results
 
         return self._run(alter())
+
+
+#: What the admin client calls on its client (:class:`~afkak.client.AdminClient`).
+_ADMIN_CALLS = (
+    "send_request_to_broker",
+    "send_request_to_any_broker",
+    "send_request_to_coordinator",
+    "reset_consumer_group_metadata",
+    "send_offset_commit_request",
+)
+
+
+def _admin_client(client: object) -> AdminClient:
+    """*client* if it has the :class:`~afkak.client.AdminClient` calls, a reactor and a
+    timeout (checked structurally: a KafkaClient, or a wrapper of one)."""
+    missing = [name for name in _ADMIN_CALLS if not callable(getattr(client, name, None))]
+    if missing:
+        raise TypeError(
+            f"client must be an AdminClient such as a KafkaClient, not {client!r:.100} "
+            f"(it has no {', '.join(missing)})"
+        )
+    if not callable(getattr(getattr(client, "reactor", None), "callLater", None)):
+        raise TypeError(f"client.reactor must provide callLater, not {client!r:.100}")
+    number("client.timeout", getattr(client, "timeout", None))
+    return client  # type: ignore[return-value]
 
 
 def _topic_id(value: UUID | None) -> UUID | None:
@@ -866,14 +686,41 @@ def _time(value: object) -> int:
     return integer("a ListOffsets time", value, OffsetSpec.MAX_TIMESTAMP, _INT64_MAX)
 
 
+def _items(what: str, values: object) -> list[Any]:
+    """The items of a collection argument: one bare ``str``/``bytes`` is refused, not split."""
+    if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
+        raise TypeError(f"{what} must be a collection, not {values!r:.100}")
+    return list(values)
+
+
+def _mapping(what: str, values: object) -> Mapping[Any, Any]:
+    if not isinstance(values, Mapping):
+        raise TypeError(f"{what} must be a mapping, not {values!r:.100}")
+    return values
+
+
+def _partition(tp: object) -> TopicAndPartition:
+    if not isinstance(tp, TopicAndPartition):
+        raise TypeError(f"expected a TopicAndPartition, not {tp!r:.100}")
+    return TopicAndPartition(
+        topic_name(tp.topic), integer("a partition", tp.partition, 0, INT32_MAX)
+    )
+
+
+def _text(what: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must hold str values, not {value!r:.100}")
+    return value
+
+
 def _resources(resources: Iterable[ConfigResource]) -> list[ConfigResource]:
-    checked = list(resources)
+    checked = _items("resources", resources)
     for r in checked:
         if not isinstance(r, ConfigResource):
             raise TypeError(f"resources must be ConfigResource values, not {r!r}")
-        if r.type == ResourceType.TOPIC:
+        if r.type == ConfigResourceType.TOPIC:
             topic_name(r.name)
-        elif r.type == ResourceType.BROKER and r.name and not r.name.isdigit():
+        elif r.type == ConfigResourceType.BROKER and r.name and not r.name.isdigit():
             raise ValueError(f"a broker config resource names a node id, not {r.name!r}")
     return checked
 

@@ -187,8 +187,8 @@ class OffsetDeleteCall(VersionedCall):
 
 
 class CommittedOffsetsCall(VersionedCall):
-    """OffsetFetch of a group's offsets in *topics* ({name: partitions}), or of every
-    partition it committed when None (a null topic list, in the single-group layout).
+    """OffsetFetch of a group's offsets in *topics* ({name: partitions}), in the
+    single-group layout.
 
     Parses to ``[ItemResult (the group's error), {partition: committed offset}]``.
     """
@@ -196,18 +196,15 @@ class CommittedOffsetsCall(VersionedCall):
     request_class = OffsetFetchRequest
     min_version, max_version = 2, 7
 
-    def __init__(self, group_id: str, topics: dict[str, list[int]] | None) -> None:
+    def __init__(self, group_id: str, topics: dict[str, list[int]]) -> None:
         self.group_id = group_id
         self.topics = topics
 
     def build(self, version: int) -> Any:
         R = OffsetFetchRequest
-        wanted = None
-        if self.topics is not None:
-            wanted = [
-                R.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
-                for t, ps in self.topics.items()
-            ]
+        wanted = [
+            R.OffsetFetchRequestTopic(name=t, partition_indexes=ps) for t, ps in self.topics.items()
+        ]
         return R(group_id=self.group_id, topics=wanted)
 
     def parse(self, response: Any) -> list[Any]:

@@ -133,7 +133,7 @@ class ClusterDescription:
 
 
 class ResourceType(enum.IntEnum):
-    """Kafka's resource types (configs and ACLs)."""
+    """Kafka's ACL resource types (configs number theirs apart: :class:`ConfigResourceType`)."""
 
     UNKNOWN = 0
     ANY = 1
@@ -145,6 +145,17 @@ class ResourceType(enum.IntEnum):
     DELEGATION_TOKEN = 6
     USER = 7
     BROKER_LOGGER = 8
+
+
+class ConfigResourceType(enum.IntEnum):
+    """Kafka's config resource types (``ConfigResource.Type``), numbered apart from ACLs'."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
 
 
 class ConfigSource(enum.IntEnum):
@@ -170,18 +181,31 @@ class AlterOp(enum.IntEnum):
 
 @attrs.frozen
 class ConfigResource:
-    """A topic (by name) or a broker (by node id as a string, "" for the cluster default)."""
+    """A topic (by name), a broker (by node id as a string, "" for the cluster default),
+    a broker logger, a client metrics subscription or a group (Kafka 4's group configs).
 
-    type: ResourceType = attrs.field(converter=ResourceType)
+    *type* takes :class:`ConfigResourceType` numbers; ``ResourceType.TOPIC`` and
+    ``ResourceType.BROKER`` share theirs, ACLs' ``ResourceType.GROUP`` (3) is refused.
+    """
+
+    type: ConfigResourceType = attrs.field(converter=ConfigResourceType)
     name: str
 
     @classmethod
     def topic(cls, name: str) -> ConfigResource:
-        return cls(ResourceType.TOPIC, name)
+        return cls(ConfigResourceType.TOPIC, name)
 
     @classmethod
     def broker(cls, node_id: int | str) -> ConfigResource:
-        return cls(ResourceType.BROKER, str(node_id))
+        return cls(ConfigResourceType.BROKER, str(node_id))
+
+    @classmethod
+    def group(cls, group_id: str) -> ConfigResource:
+        return cls(ConfigResourceType.GROUP, group_id)
+
+    @classmethod
+    def client_metrics(cls, name: str) -> ConfigResource:
+        return cls(ConfigResourceType.CLIENT_METRICS, name)
 
 
 @attrs.frozen

@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
+    if args.run is None:  # a command that connects to nothing (afkak broker)
+        return int(args.local(args))
     try:
         compile_checks(args)
     except ValueError as e:

@@ -2,15 +2,19 @@
 
 ``--command-config`` takes the properties file Kafka's shell tools take.  The
 standard security keys become KafkaClient options (``tls``, ``sasl``) where
-this afkak's KafkaClient has them; any other key is refused rather than
-silently ignored, except ``client.id`` and ``request.timeout.ms``.
+this afkak's KafkaClient has them; ``bootstrap.servers``, ``client.id`` and
+``request.timeout.ms`` are read too.  Any other key is refused (naming its
+file and line, with the key meant when it is a known misspelling) rather than
+silently ignored.
 """
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import afkak
@@ -26,15 +30,58 @@ _SASL_MECHANISMS = {
 }
 
 
+#: The keys this command reads.
+KNOWN_KEYS = (
+    "bootstrap.servers",
+    "client.id",
+    "request.timeout.ms",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.username",
+    "sasl.password",
+    "sasl.jaas.config",
+    "ssl.ca.location",
+    "ssl.certificate.location",
+    "ssl.key.location",
+    "ssl.endpoint.identification.algorithm",
+)
+#: librdkafka's (and kcat's) names of keys Kafka's tools spell otherwise.
+_LIBRDKAFKA_NAMES = {
+    "sasl.mechanisms": "sasl.mechanism",
+    "metadata.broker.list": "bootstrap.servers",
+    "socket.timeout.ms": "request.timeout.ms",
+}
+
+
 class ConfigError(ValueError):
     """Bad connection settings (a malformed properties file, an unknown key, ...)."""
 
 
+class Properties(dict[str, str]):
+    """A properties file's keys and values, remembering the line that set each key."""
+
+    def __init__(self, path: str | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.lines: dict[str, int] = {}
+
+    def at(self, key: str) -> str:
+        """``FILE:LINE: `` where *key* was set, to begin an error message with."""
+        if self.path is None:
+            return ""
+        line = self.lines.get(key)
+        return f"{self.path}:{line}: " if line is not None else f"{self.path}: "
+
+
 def bootstrap(value: str | None) -> str:
-    """The bootstrap list: ``--bootstrap``, else ``$AFKAK_BOOTSTRAP``."""
+    """The bootstrap list: ``--bootstrap`` (or the ``--command-config`` file's
+    ``bootstrap.servers``), else ``$AFKAK_BOOTSTRAP``."""
     hosts = value or os.environ.get(BOOTSTRAP_ENV, "")
     if not hosts.strip():
-        raise ConfigError(f"no brokers: give --bootstrap HOST:PORT or set {BOOTSTRAP_ENV}")
+        raise ConfigError(
+            f"no brokers: give --bootstrap HOST:PORT, bootstrap.servers in --command-config, "
+            f"or set {BOOTSTRAP_ENV}"
+        )
     return hosts
 
 
@@ -42,16 +89,24 @@ def read_properties(path: str) -> dict[str, str]:
     """A Java-style ``.properties`` file as a dict (``key=value``, ``key: value``,
     ``#``/``!`` comments, backslash line continuations)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e.strerror}") from None
-    properties: dict[str, str] = {}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        at = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"{path}:{at}: not UTF-8 text (byte {data[e.start]:#x})") from None
+    properties = Properties(path)
     logical = ""
+    start = 0
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip() if not logical else raw.lstrip()
         if not logical and (not line or line[0] in "#!"):
             continue
+        if not logical:
+            start = number
         if line.endswith("\\") and not line.endswith("\\\\"):
             logical += line[:-1]
             continue
@@ -60,40 +115,71 @@ def read_properties(path: str) -> dict[str, str]:
         if match is None:
             raise ConfigError(f"{path}:{number}: not a key=value line: {raw.strip()!r}")
         properties[match.group(1)] = match.group(2).strip()
+        properties.lines[match.group(1)] = start
     if logical:
         raise ConfigError(f"{path}: the last line ends with a continuation backslash")
     return properties
 
 
-def client_options(properties: dict[str, str]) -> dict[str, Any]:
-    """KafkaClient keyword arguments for the properties (TLS and SASL by their standard keys)."""
+def client_options(properties: Mapping[str, str]) -> dict[str, Any]:
+    """KafkaClient keyword arguments for the properties (TLS and SASL by their standard keys;
+    ``hosts`` from ``bootstrap.servers``)."""
+    where = properties if isinstance(properties, Properties) else Properties()
+    unknown = sorted(
+        (k for k in properties if k not in KNOWN_KEYS),
+        key=lambda k: (where.lines.get(k, 0), k),
+    )
+    if unknown:
+        raise ConfigError(f"{where.at(unknown[0])}{_unsupported(unknown)}")
     props = dict(properties)
     options: dict[str, Any] = {}
+    if "bootstrap.servers" in props:
+        options["hosts"] = props.pop("bootstrap.servers")
     if "client.id" in props:
         options["clientId"] = props.pop("client.id")
     if "request.timeout.ms" in props:
-        options["timeout"] = _int(props.pop("request.timeout.ms"), "request.timeout.ms")
+        key = "request.timeout.ms"
+        options["timeout"] = _int(props.pop(key), where.at(key) + key)
     protocol = props.pop("security.protocol", "PLAINTEXT").upper()
     if protocol not in _SECURITY_PROTOCOLS:
-        raise ConfigError(f"security.protocol must be one of {', '.join(_SECURITY_PROTOCOLS)}")
+        raise ConfigError(
+            f"{where.at('security.protocol')}security.protocol must be one of "
+            f"{', '.join(_SECURITY_PROTOCOLS)}"
+        )
     tls_keys = {k: props.pop(k) for k in list(props) if k.startswith("ssl.")}
     sasl_keys = {k: props.pop(k) for k in list(props) if k.startswith("sasl.")}
-    if props:
-        raise ConfigError(f"unsupported properties: {', '.join(sorted(props))}")
     if protocol in ("SSL", "SASL_SSL"):
-        options["tls"] = _tls(tls_keys)
+        options["tls"] = _tls(tls_keys, where)
     elif tls_keys:
         raise ConfigError(
-            f"ssl.* properties need security.protocol SSL or SASL_SSL, not {protocol}"
+            f"{where.at(min(tls_keys))}ssl.* properties need security.protocol SSL or "
+            f"SASL_SSL, not {protocol}"
         )
     if protocol.startswith("SASL_"):
-        options["sasl"] = _sasl(sasl_keys)
+        options["sasl"] = _sasl(sasl_keys, where)
     elif sasl_keys:
-        raise ConfigError(f"sasl.* properties need a SASL security.protocol, not {protocol}")
+        raise ConfigError(
+            f"{where.at(min(sasl_keys))}sasl.* properties need a SASL security.protocol, "
+            f"not {protocol}"
+        )
     missing = [k for k in options if k not in inspect.signature(KafkaClient).parameters]
     if missing:
         raise ConfigError(f"this afkak's KafkaClient has no {'/'.join(missing)} option")
     return options
+
+
+def _unsupported(keys: list[str]) -> str:
+    """``unsupported property 'K'`` (did you mean ...?), and how many more there are."""
+    key = keys[0]
+    meant = _LIBRDKAFKA_NAMES.get(key) or next(
+        iter(difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.75)), None
+    )
+    text = f"unsupported property {key!r}"
+    if meant is not None:
+        text += f" (did you mean {meant}?)"
+    if len(keys) > 1:
+        text += f", and {len(keys) - 1} more: {', '.join(keys[1:])}"
+    return text
 
 
 def _int(value: str, key: str) -> int:
@@ -110,39 +196,43 @@ def _feature(name: str) -> Any:
     return feature
 
 
-def _tls(keys: dict[str, str]) -> Any:
-    known = {
-        "ssl.ca.location",
-        "ssl.certificate.location",
-        "ssl.key.location",
-        "ssl.endpoint.identification.algorithm",
-    }
-    unknown = set(keys) - known
-    if unknown:
-        raise ConfigError(f"unsupported properties: {', '.join(sorted(unknown))}")
+def _tls(keys: dict[str, str], where: Properties) -> Any:
     cert, key = keys.get("ssl.certificate.location"), keys.get("ssl.key.location")
     if (cert is None) != (key is None):
-        raise ConfigError("ssl.certificate.location and ssl.key.location go together")
+        given = "ssl.certificate.location" if cert is not None else "ssl.key.location"
+        raise ConfigError(
+            f"{where.at(given)}ssl.certificate.location and ssl.key.location go together"
+        )
     verify = keys.get("ssl.endpoint.identification.algorithm", "https").lower()
-    return _feature("TLS")(
-        trust_root=keys.get("ssl.ca.location"),
-        client_certificate=(cert, key) if cert else None,
-        verify_hostname=verify == "https",
-    )
+    try:
+        return _feature("TLS")(
+            trust_root=keys.get("ssl.ca.location"),
+            client_certificate=(cert, key) if cert else None,
+            verify_hostname=verify == "https",
+        )
+    except ValueError as e:  # a file that is missing or unreadable: name the key's line
+        file_keys = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
+        culprit = next((k for k in file_keys if keys.get(k) and keys[k] in str(e)), None)
+        prefix = where.at(culprit) if culprit else where.at("security.protocol")
+        raise ConfigError(f"{prefix}{e}") from None
 
 
-def _sasl(keys: dict[str, str]) -> Any:
+def _sasl(keys: dict[str, str], where: Properties) -> Any:
     mechanism = keys.pop("sasl.mechanism", "PLAIN").upper()
     if mechanism not in _SASL_MECHANISMS:
-        raise ConfigError(f"sasl.mechanism must be one of {', '.join(_SASL_MECHANISMS)}")
+        raise ConfigError(
+            f"{where.at('sasl.mechanism')}sasl.mechanism must be one of "
+            f"{', '.join(_SASL_MECHANISMS)}"
+        )
     username, password = keys.pop("sasl.username", None), keys.pop("sasl.password", None)
     jaas = keys.pop("sasl.jaas.config", None)
     if jaas is not None:
         found = dict(_JAAS_OPTION.findall(jaas))
         username = found.get("username", username)
         password = found.get("password", password)
-    if keys:
-        raise ConfigError(f"unsupported properties: {', '.join(sorted(keys))}")
     if username is None or password is None:
-        raise ConfigError("SASL needs sasl.username and sasl.password (or sasl.jaas.config)")
+        raise ConfigError(
+            f"{where.at('security.protocol')}SASL needs sasl.username and sasl.password "
+            "(or sasl.jaas.config)"
+        )
     return _feature(_SASL_MECHANISMS[mechanism])(username, password)

@@ -112,20 +112,38 @@ async def consume(s: Session) -> int:
         if a.partition not in partitions:
             raise CommandError(f"topic {a.topic} has no partition {a.partition}", 4)
         partitions = [a.partition]
-    total = a.count if a.count is not None else None
+    tps = [TP(a.topic, p) for p in partitions]
+    if a.group and a.partition is not None:
+        raise ValueError("-p/--partition cannot be combined with a group (-G)")
+    if not a.group and how == "stored":
+        raise ValueError("--offset stored needs a group (-G)")
+    starts = None if a.group else await _start_offsets(s, tps, how, n)
+    ends: dict[TP, int] = {}
+    total = a.count
+    if a.exit_at_end:
+        # The end offsets are known: the progress display shows a total.
+        ends = await _listed(s, {tp: OffsetSpec.LATEST for tp in tps})
+        begins = starts if starts is not None else await _group_starts(s, tps, how, ends)
+        backlog = sum(max(0, ends[tp] - begins[tp]) for tp in tps)
+        total = backlog if total is None else min(total, backlog)
     with progress(f"consume {a.topic}", total, s.interactive, "msg") as bar:
         sink = Sink(s, bar)
-        if a.group:
-            if a.partition is not None:
-                raise ValueError("-p/--partition cannot be combined with a group (-G)")
-            await _as_member(s, sink, how, partitions)
+        if starts is None:
+            await _as_member(s, sink, how, ends)
         else:
-            if how == "stored":
-                raise ValueError("--offset stored needs a group (-G)")
-            starts = await _start_offsets(s, [TP(a.topic, p) for p in partitions], how, n)
             await _fetch_loop(s, sink, starts)
         sink.flush()
+    if s.interactive:
+        sys.stderr.write(f"afkak: consumed {sink.written} records from {a.topic}\n")
     return OK
+
+
+async def _group_starts(s: Session, tps: list[TP], how: str, ends: dict[TP, int]) -> dict[TP, int]:
+    """Where a group member will start: the committed offsets, else the reset's."""
+    committed = await s.admin.list_consumer_group_offsets(s.args.group, [s.args.topic])
+    earliest = await _listed(s, {tp: OffsetSpec.EARLIEST for tp in tps})
+    reset = ends if how == "end" else earliest
+    return {tp: committed[tp] if committed.get(tp, -1) >= 0 else reset[tp] for tp in tps}
 
 
 async def _start_offsets(s: Session, tps: list[TP], how: str, n: int) -> dict[TP, int]:
@@ -180,11 +198,9 @@ async def _fetch_loop(s: Session, sink: Sink, offsets: dict[TP, int]) -> None:
             await deferLater(s.reactor, 0.05)  # brokers that answer an empty Fetch at once
 
 
-async def _as_member(s: Session, sink: Sink, how: str, partitions: list[int]) -> None:
+async def _as_member(s: Session, sink: Sink, how: str, ends: dict[TP, int]) -> None:
+    """Consume as a member of ``-G GROUP``; with ``-e`` until each partition's *ends*."""
     a = s.args
-    ends: dict[TP, int] = {}
-    if a.exit_at_end:
-        ends = await _listed(s, {TP(a.topic, p): OffsetSpec.LATEST for p in partitions})
     done: Deferred[None] = Deferred()
     finished: set[TP] = {tp for tp, end in ends.items() if end == 0}
     #: Where each partition's last written record ends, when -c cut a batch short.

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from afkak._version import __version__
 
 from . import _admin_commands as admin
+from ._broker import broker
 from ._consume import consume
 from ._produce import CODECS, produce
 
@@ -33,6 +34,13 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"must be a TCP port (1-65535), not {value}")
+    return value
+
+
 def _rate(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -40,28 +48,62 @@ def _rate(text: str) -> float:
     return value
 
 
+def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    """The options every command takes; a command's parser has them without
+    defaults, so that given before the command they are not reset after it."""
+
+    def default(value: object) -> object:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument(
+        "-b",
+        "--bootstrap",
+        default=default(None),
+        help="HOST:PORT[,HOST:PORT...] (default: $AFKAK_BOOTSTRAP)",
+    )
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        default=default(None),
+        help="a Kafka .properties file: bootstrap.servers, security.protocol, sasl.*, ssl.*, "
+        "client.id",
+    )
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="machine-readable output"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=default(10.0),
+        help="request timeout in seconds (default 10)",
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", default=default(False), help="never show progress"
+    )
+
+
+class _CommandParser(_Parser):
+    """A command's parser: it takes the global options too (``afkak topics list -b HOST``),
+    as kcat and Kafka's tools do."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _global_options(self, defaults=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="afkak",
         description="Kafka topics, groups, records and offsets from a shell, with afkak.",
         epilog="Exit codes: 0 ok, 1 Kafka refused, 2 bad input, 3 cluster unreachable, "
-        "4 unknown topic/group/partition, 130 interrupted.",
+        "4 unknown topic/group/partition, 130 interrupted.  Options may also follow the "
+        "command.",
     )
     parser.add_argument("--version", action="version", version=f"afkak {__version__}")
-    parser.add_argument(
-        "-b", "--bootstrap", help="HOST:PORT[,HOST:PORT...] (default: $AFKAK_BOOTSTRAP)"
+    _global_options(parser, defaults=True)
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser
     )
-    parser.add_argument(
-        "--command-config",
-        metavar="FILE",
-        help="a Kafka .properties file: security.protocol, sasl.*, ssl.*, client.id",
-    )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument(
-        "--timeout", type=float, default=10.0, help="request timeout in seconds (default 10)"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="never show progress")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     topics = commands.add_parser("topics", help="list, describe, create, delete, alter-config")
     t = topics.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -153,4 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-K", "--key-separator", metavar="SEP", help="print KEY<SEP>VALUE")
     p.add_argument("--session-timeout-ms", type=_positive, default=10000)
     p.set_defaults(run=consume)
+
+    p = commands.add_parser(
+        "broker", help="a development broker on 127.0.0.1 (Apache Kafka where Java is installed)"
+    )
+    p.add_argument("--port", type=_port, default=9092, help="port to listen on (default 9092)")
+    p.set_defaults(run=None, local=broker)
     return parser

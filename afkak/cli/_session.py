@@ -26,7 +26,8 @@ class Session:
             options = client_options(read_properties(path)) if path else {}
             options.setdefault("clientId", "afkak-cli")
             options.setdefault("timeout", int(args.timeout * 1000))
-            client = KafkaClient(bootstrap(args.bootstrap), reactor=reactor, **options)
+            hosts = bootstrap(args.bootstrap or options.pop("hosts", None))
+            client = KafkaClient(hosts, reactor=reactor, **options)
         self.args = args
         self.reactor = reactor
         self.client = client

@@ -1,6 +1,7 @@
 """The cluster-aware client: metadata, routing and afkak's request API.
 
-:class:`KafkaClient` is the public class.  The other names are for afkak's own
+:class:`KafkaClient` is the public class, with :exc:`NoBrokerListening` (the
+error of a bootstrap that reached no broker at all).  The other names are for afkak's own
 layers above the client (producer, consumer, groups): the error classes that
 mean stale metadata, the argument checks, the Fetch, FindCoordinator,
 ListOffsets and Produce request builders and their base,
@@ -10,6 +11,7 @@ roles (typing.Protocols) the layers above type their ``client`` with.
 
 from afkak.client._call import VersionedCall
 from afkak.client._client import KafkaClient
+from afkak.client._cluster import NoBrokerListening
 from afkak.client._coordinator_call import TRANSACTION_KEY_TYPE, FindCoordinatorCall
 from afkak.client._fetch_call import FetchCall
 from afkak.client._list_offsets_call import ListOffsetsCall
@@ -48,6 +50,7 @@ __all__ = [
     "GroupRequests",
     "KafkaClient",
     "ListOffsetsCall",
+    "NoBrokerListening",
     "ProduceCall",
     "ProducerClient",
     "VersionedCall",

@@ -71,7 +71,7 @@ class KafkaClient:
         port follows; the default port is 9092.
     :param clientId: ``str`` sent to brokers to identify the client.
     :param timeout: client-side request timeout, in **milliseconds**
-        (available as :attr:`timeout` in seconds).  Fetch and produce requests
+        (available as ``timeout`` in seconds).  Fetch and produce requests
         get the server-side wait on top.
     :param disconnect_on_timeout: drop a broker's connection when a request to
         it times out.

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
+from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.interfaces import IDelayedCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -30,7 +31,7 @@ from afkak.common import (
     PartitionUnavailableError,
     TopicAndPartition,
 )
-from afkak.connection import BrokerConnection, State
+from afkak.connection import BrokerConnection, State, TLSHandshakeError
 
 from ._coalesce import MetadataCoalescer, SharedResult
 from ._coordinator_call import FindCoordinatorCall
@@ -41,6 +42,27 @@ from ._pool import ConnectionPool
 from ._stale import COORDINATOR_MOVED, lost_broker
 
 log = Logger()
+
+
+class NoBrokerListening(KafkaUnavailableError):
+    """No bootstrap address could be connected to, and no broker ever answered.
+
+    Every address refused the connection (Kafka not started, a wrong port) or
+    failed its TLS handshake (a plaintext port, an untrusted certificate):
+    not retriable, so that the program says so at once instead of retrying
+    until its timeouts.  Once the cluster has answered, a refusal is a broker
+    restarting: retriable.
+    """
+
+    retriable = False
+
+
+class _Refused(BrokerConnectionError):
+    """The connection attempt was refused."""
+
+
+class _HandshakeFailed(_Refused):
+    """The connection's TLS handshake failed or got no answer."""
 
 
 class Cluster:
@@ -112,6 +134,7 @@ class Cluster:
         """
         bounds = _bounds(call, min_version, max_version)
         errors: list[str] = []
+        refused: list[KafkaError] = []
         last: KafkaError | None = None  # the cause, e.g. SaslAuthenticationFailed
         for broker in self._candidates():
             conn = self.pool.connection(broker)
@@ -132,9 +155,22 @@ class Cluster:
                 raise
             except KafkaError as e:
                 last = e
+                if isinstance(e, _Refused):
+                    refused.append(e)
                 errors.append(f"{format_host_port(host, port)}: {e}")
             finally:
                 self.pool.release(conn)
+        if errors and len(refused) == len(errors) and not self.cache.brokers:
+            addresses = ", ".join(format_host_port(h, p) for h, p in self.bootstrap_hosts)
+            handshakes = [str(e) for e in refused if isinstance(e, _HandshakeFailed)]
+            if handshakes:
+                message = "; ".join(handshakes)
+            else:
+                message = (
+                    f"no Kafka broker listens at {addresses} (connection refused): "
+                    "is it running, on that port?"
+                )
+            raise NoBrokerListening(message) from last
         raise KafkaUnavailableError(
             f"no broker answered {type(call).__name__}: " + "; ".join(errors or ["no hosts known"])
         ) from last
@@ -165,9 +201,12 @@ class Cluster:
         def explain(result: Any) -> Any:
             unsubscribe()
             if refused and isinstance(result, Failure) and result.check(CancelledError):
-                return Failure(
-                    BrokerConnectionError(f"cannot connect: {refused[0].getErrorMessage()}")
-                )
+                reason = refused[0].getErrorMessage()
+                if refused[0].check(TLSHandshakeError):
+                    return Failure(_HandshakeFailed(reason))
+                if refused[0].check(ConnectionRefusedError):
+                    return Failure(_Refused(f"cannot connect: {reason}"))
+                return Failure(BrokerConnectionError(f"cannot connect: {reason}"))
             return result
 
         unsubscribe = self.pool.on_connect_failure(conn, connect_failed)

@@ -17,7 +17,7 @@ from afkak.connection._sasl_mechanisms import (
     ScramSha256,
     ScramSha512,
 )
-from afkak.connection._tls import TLS, tls_endpoint_factory
+from afkak.connection._tls import TLS, TLSHandshakeError, tls_endpoint_factory
 from afkak.connection._versions import ApiVersionRanges, choose_version
 from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE, FramedProtocol, FrameTooLargeError
 
@@ -43,6 +43,7 @@ __all__ = [
     "Send",
     "State",
     "TLS",
+    "TLSHandshakeError",
     "VersionedRequest",
     "choose_version",
     "default_endpoint_factory",

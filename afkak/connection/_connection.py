@@ -111,7 +111,7 @@ class BrokerConnection:
         failing drops the connection, and a failure that is not retriable
         (wrong credentials) also fails the queued requests with it.  If it
         fires with a session lifetime (ms), it runs again on the same
-        connection at :data:`REAUTHENTICATE_AT` of it: queued requests wait
+        connection at ``REAUTHENTICATE_AT`` of it: queued requests wait
         meanwhile, those in flight are answered in order as usual.
     :param on_timeout: called as ``on_timeout(connection, request_sent)`` after
         a request timed out; a client can call :meth:`disconnect` from it.  A

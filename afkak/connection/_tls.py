@@ -12,11 +12,13 @@ the connection backs off as after any failed attempt.  Except with an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred
+from twisted.internet.error import ConnectionDone, ConnectionLost
 from twisted.internet.interfaces import IHandshakeListener, IStreamClientEndpoint
 from twisted.internet.protocol import connectionDone
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
@@ -38,6 +40,24 @@ def _load_certificate(value: Any) -> Any:
     return value
 
 
+#: Seconds to wait for the broker's side of a TLS handshake (a TLS listener
+#: answers a ClientHello at once; a plaintext one never does).
+HANDSHAKE_TIMEOUT = 5.0
+
+
+class TLSHandshakeError(BrokerConnectionError):
+    """The TLS handshake with a broker failed or got no answer."""
+
+
+def _readable_file(what: str, path: str) -> None:
+    """ValueError naming *path* unless it is a file this process can read."""
+    if not os.path.isfile(path):
+        missing = "does not exist" if not os.path.exists(path) else "is not a file"
+        raise ValueError(f"{what} {path} {missing}")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"{what} {path} is not readable")
+
+
 @attrs.frozen
 class TLS:
     """How to secure broker connections; pass as ``KafkaClient(tls=...)`` (or ``tls=True``).
@@ -51,11 +71,33 @@ class TLS:
     :param verify_hostname: check that each broker's certificate names the
         host the client connects to (the advertised host).  Turning it off
         still verifies the chain.
+    :param handshake_timeout: seconds a connection waits for the broker's side
+        of the handshake.  A plaintext listener never answers TLS (Tansu) or
+        closes the connection (Kafka): either fails the attempt as a TLS
+        handshake failure, not as a request timing out later.
     """
 
     trust_root: Any = None
     client_certificate: Any = attrs.field(default=None, repr=False)
     verify_hostname: bool = True
+    handshake_timeout: float = HANDSHAKE_TIMEOUT
+
+    def __attrs_post_init__(self) -> None:
+        if (
+            isinstance(self.handshake_timeout, bool)
+            or not isinstance(self.handshake_timeout, (int, float))
+            or not 0 < self.handshake_timeout < float("inf")
+        ):
+            raise ValueError(
+                f"handshake_timeout must be seconds > 0, not {self.handshake_timeout!r}"
+            )
+        # A missing file would otherwise surface only as every request timing out.
+        if isinstance(self.trust_root, str):
+            _readable_file("trust_root (the CA file)", self.trust_root)
+        if isinstance(self.client_certificate, tuple):
+            cert_path, key_path = self.client_certificate
+            _readable_file("client_certificate's certificate file", cert_path)
+            _readable_file("client_certificate's key file", key_path)
 
     def creator(self, host: str) -> Any:
         """The ``IOpenSSLClientConnectionCreator`` for one broker *host*."""
@@ -112,11 +154,13 @@ def creator_factory(tls: Any) -> Callable[[str], Any]:
 
 
 def tls_endpoint_factory(tls: Any, endpoint_factory: EndpointFactory) -> EndpointFactory:
-    """*endpoint_factory*'s endpoints, wrapped in TLS per *tls* (see :func:`creator_factory`)."""
+    """*endpoint_factory*'s endpoints, wrapped in TLS per *tls* (see ``creator_factory``)."""
     creator = creator_factory(tls)
+    timeout = tls.handshake_timeout if isinstance(tls, TLS) else HANDSHAKE_TIMEOUT
 
     def factory(reactor: Any, host: str, port: int) -> Any:
-        return _TLSEndpoint(creator(host), endpoint_factory(reactor, host, port), host, port)
+        endpoint = endpoint_factory(reactor, host, port)
+        return _TLSEndpoint(creator(host), endpoint, host, port, reactor, timeout)
 
     return factory
 
@@ -139,9 +183,12 @@ class _HandshakeWatchFactory(WrappingFactory):
     protocol = _HandshakeWatch
     noisy = False
 
-    def __init__(self, wrapped: Any, where: str) -> None:
+    def __init__(self, wrapped: Any, where: str, reactor: Any, timeout: float) -> None:
         super().__init__(wrapped)
         self._where = where
+        self._reactor = reactor
+        self._timeout = timeout
+        self._timer: Any = None
         self.watch: _HandshakeWatch | None = None
         self.done: Deferred[Any] = Deferred(self._cancel)
 
@@ -149,20 +196,42 @@ class _HandshakeWatchFactory(WrappingFactory):
         watch = super().buildProtocol(addr)
         assert isinstance(watch, _HandshakeWatch)
         self.watch = watch
+        self._timer = self._reactor.callLater(self._timeout, self._no_answer)
         return watch
+
+    def _no_answer(self) -> None:
+        self._timer = None
+        self._fail(
+            f"TLS handshake with {self._where} got no answer within {self._timeout:g} s "
+            "(a plaintext listener does not answer TLS: is this the broker's TLS port?)"
+        )
+        if self.watch is not None and self.watch.transport is not None:
+            self.watch.transport.abortConnection()  # type: ignore[attr-defined]
 
     def settle(self, result: Any) -> None:
         if self.done.called:
             return
         if isinstance(result, Failure):
             reason = result.getErrorMessage() or type(result.value).__name__
-            self.done.errback(
-                BrokerConnectionError(f"TLS handshake with {self._where} failed: {reason}")
-            )
+            if result.check(ConnectionDone, ConnectionLost) or "wrong version number" in reason:
+                reason += " (is this the broker's TLS port?)"
+            self._fail(f"TLS handshake with {self._where} failed: {reason}")
         else:
+            self._stop_timer()
             self.done.callback(result)
 
+    def _fail(self, message: str) -> None:
+        self._stop_timer()
+        if not self.done.called:
+            self.done.errback(TLSHandshakeError(message))
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+
     def _cancel(self, _: Deferred[Any]) -> None:
+        self._stop_timer()
         if self.watch is not None and self.watch.transport is not None:
             self.watch.transport.abortConnection()  # type: ignore[attr-defined]
 
@@ -171,18 +240,28 @@ class _HandshakeWatchFactory(WrappingFactory):
 class _TLSEndpoint:
     """Connects over TLS; fires with the protocol once the handshake has succeeded."""
 
-    def __init__(self, creator: Any, endpoint: IStreamClientEndpoint, host: str, port: int):
+    def __init__(
+        self,
+        creator: Any,
+        endpoint: IStreamClientEndpoint,
+        host: str,
+        port: int,
+        reactor: Any,
+        handshake_timeout: float,
+    ):
         self._creator = creator
         self._endpoint = endpoint
         self._host = host
         self._where = f"{host}:{port}"
+        self._reactor = reactor
+        self._handshake_timeout = handshake_timeout
 
     def connect(self, factory: Any) -> Deferred[Any]:
         import ssl
 
         from afkak.connection._stdlib_tls import SSLContextFactory
 
-        watch = _HandshakeWatchFactory(factory, self._where)
+        watch = _HandshakeWatchFactory(factory, self._where, self._reactor, self._handshake_timeout)
         if isinstance(self._creator, ssl.SSLContext):
             tls: Any = SSLContextFactory(self._creator, self._host, watch)
         else:

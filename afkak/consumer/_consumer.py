@@ -78,11 +78,11 @@ class Consumer:
     :param commit_metadata: ``str`` or UTF-8 ``bytes`` stored with each commit.
     :param int auto_commit_every_n: commit once this many messages have been
         processed since the last commit; 0 disables.  With a group, defaults
-        to :data:`AUTO_COMMIT_MSG_COUNT`, and the processor gets at most this
+        to ``AUTO_COMMIT_MSG_COUNT``, and the processor gets at most this
         many messages per call.  Without a group it must be unset or 0.
     :param int auto_commit_every_ms: commit every this many milliseconds (the
         period restarts at each commit); 0 disables.  With a group, defaults
-        to :data:`AUTO_COMMIT_INTERVAL`.  Without a group it must be unset or 0.
+        to ``AUTO_COMMIT_INTERVAL``.  Without a group it must be unset or 0.
     :param int fetch_size_bytes: the broker holds a fetch until this many
         bytes are available...
     :param int fetch_max_wait_time: ...or this many milliseconds passed.
@@ -97,7 +97,7 @@ class Consumer:
     :param float request_retry_init_delay: seconds to wait before retrying a
         failed request (fetch, offset lookup, commit).
     :param float request_retry_max_delay: the longest wait between retries;
-        the wait grows by :data:`~afkak.consumer.REQUEST_RETRY_FACTOR` after
+        the wait grows by ``afkak.consumer.REQUEST_RETRY_FACTOR`` after
         each failure and starts again at the initial delay after a success.
     :param int request_retry_max_attempts: attempts per request before
         failing; 0 (the default) retries forever.  Only retriable errors are

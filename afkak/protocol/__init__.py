@@ -1,7 +1,7 @@
 """Kafka wire protocol: message classes generated from Kafka's schemas, and framing.
 
 Each message class (``afkak.protocol.messages.FetchRequest``, ...) has
-``encode(version) -> bytes`` and ``decode(data, version)``; :mod:`.header` adds
+``encode(version) -> bytes`` and ``decode(data, version)``; ``afkak.protocol.header`` adds
 the request/response headers and the size prefix.  Encoding a non-default value
 in a field the version lacks raises :class:`~afkak._errors.EncodeError` unless
 the schema marks the field ignorable, in which case the value is dropped (as

@@ -146,7 +146,7 @@ class RecordBatch:
     def add_to(self, columns: Any, min_offset: int, end_offset: int) -> bool:
         """Append the records at offsets [*min_offset*, *end_offset*) to compiled *columns*.
 
-        *columns* is a :data:`RecordColumns`.  False, with *columns* left
+        *columns* is a ``RecordColumns``.  False, with *columns* left
         unusable, for a batch that only :meth:`records` reads (a legacy
         message, numbers beyond 64 bits).
         """

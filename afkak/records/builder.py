@@ -328,7 +328,7 @@ def split_points(sizes: Iterable[int], limit: int) -> list[int] | None:
     """Where to cut records of these sizes into batches of at most *limit* bytes.
 
     *sizes* are upper bounds of the records' encoded sizes (see
-    :data:`RECORD_SIZE_BOUND`); the batch header counts too.  Returns the
+    ``RECORD_SIZE_BOUND``); the batch header counts too.  Returns the
     indexes at which a new batch starts (0 first), or None when a record
     cannot fit in a batch alone.
     """

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -241,6 +242,21 @@ class AdminFakeClusterTests(SynchronousTestCase):
         deleted = self.result(self.admin.delete_consumer_group_offsets("g", [TP("t", 0)]))
         self.assertTrue(deleted[TP("t", 0)].ok)
         self.assertNotIn(("g", "t", 0), self.cluster.committed_offsets)
+
+    def test_all_committed_offsets_are_asked_for_by_name(self) -> None:
+        """Tansu answers OffsetFetch's null topic list ("all") with a null array, which
+        ``afkak groups lag GROUP`` printed as a DecodeError (issue 26): afkak names
+        every partition instead, and keeps those the group committed."""
+        self.commit_some()
+        self.cluster.create_topic("other", 2)
+        self.assertEqual(self.result(self.admin.group_lag("g"))[TP("t", 0)].log_end, 4)
+        fetches = [r.request for r in self.cluster.requests_seen if r.api_key == 9]
+        self.assertTrue(fetches)
+        for request in fetches:
+            self.assertEqual(
+                sorted((t.name, list(t.partition_indexes)) for t in request.topics),
+                [("other", [0, 1]), ("t", [0, 1])],
+            )
 
     def test_coordinator_moves_are_retried(self) -> None:
         self.commit_some()
@@ -523,3 +539,178 @@ class SecurityCallTests(SynchronousTestCase):
         with self.assertRaises(ValueError):
             AlterScramCall([ScramUpsertion("a", ScramMechanism.UNKNOWN, "pw")])
         self.assertIsNone(self.roundtrip(DescribeScramCall(None), 0).users)
+
+
+class CollectionArgumentTests(SynchronousTestCase):
+    """A call taking a collection of names refuses one bare name (issue 20 item 7):
+    ``delete_topics("or")`` deleted the topics ``o`` and ``r``."""
+
+    def setUp(self) -> None:
+        self.clock, self.cluster, self.client = on_fake_cluster(self)
+        self.admin = KafkaAdminClient(self.client)
+        for name in ("o", "r", "or"):
+            self.cluster.create_topic(name, 1)
+
+    def test_a_bare_name_is_refused_at_the_call(self) -> None:
+        calls = {
+            "delete_topics": lambda v: self.admin.delete_topics(v),
+            "describe_topics": lambda v: self.admin.describe_topics(v),
+            "create_topics": lambda v: self.admin.create_topics(v),
+            "describe_configs": lambda v: self.admin.describe_configs(v),
+            "describe_configs keys": lambda v: self.admin.describe_configs(
+                [ConfigResource.topic("or")], keys=v
+            ),
+            "list_consumer_groups": lambda v: self.admin.list_consumer_groups(states=v),
+            "describe_consumer_groups": lambda v: self.admin.describe_consumer_groups(v),
+            "delete_consumer_groups": lambda v: self.admin.delete_consumer_groups(v),
+            "list_consumer_group_offsets": lambda v: self.admin.list_consumer_group_offsets(
+                "g", topics=v
+            ),
+            "delete_consumer_group_offsets": lambda v: self.admin.delete_consumer_group_offsets(
+                "g", v
+            ),
+            "group_lag": lambda v: self.admin.group_lag("g", topics=v),
+            "plan_offset_reset": lambda v: self.admin.plan_offset_reset("g", v, to_earliest=True),
+            "create_acls": lambda v: self.admin.create_acls(v),
+            "delete_acls": lambda v: self.admin.delete_acls(v),
+            "describe_user_scram_credentials": lambda v: self.admin.describe_user_scram_credentials(
+                v
+            ),
+            "alter_user_scram_credentials": lambda v: self.admin.alter_user_scram_credentials(v),
+        }
+        for name, call in calls.items():
+            for bare in ("or", b"or", 7):
+                with self.subTest(call=name, value=bare):
+                    self.assertRaises(TypeError, call, bare)
+        self.assertEqual(sorted(self.cluster.topics), ["o", "or", "r"])
+        self.assertEqual(self.cluster.requests_seen, [])
+
+    def test_mappings_must_be_mappings_keyed_by_partition(self) -> None:
+        calls = {
+            "list_offsets": lambda v: self.admin.list_offsets(v),
+            "delete_records": lambda v: self.admin.delete_records(v),
+            "alter_consumer_group_offsets": lambda v: self.admin.alter_consumer_group_offsets(
+                "g", v
+            ),
+            "reset_offsets": lambda v: self.admin.reset_offsets("g", v),
+        }
+        for name, call in calls.items():
+            for wrong in ("or", [TP("or", 0)], {("or", 0): 0}, {"or": 0}, {None: 0}):
+                with self.subTest(call=name, value=wrong):
+                    self.assertRaises(TypeError, call, wrong)
+        for wrong in ("or", [("or", 3)], {3: 1}):
+            with self.subTest(call="create_partitions", value=wrong):
+                self.assertRaises(TypeError, self.admin.create_partitions, wrong)
+        self.assertEqual(self.cluster.requests_seen, [])
+
+    def test_collections_that_are_not_names_still_work(self) -> None:
+        d = self.admin.describe_topics(t for t in ("o", "r"))
+        self.clock.advance(1)
+        self.assertEqual(sorted(self.successResultOf(d)), ["o", "r"])
+
+
+class ConfigResourceTypeTests(SynchronousTestCase):
+    """Config resource types are Kafka's ConfigResource.Type (issue 20 item 8):
+    GROUP is 32 (afkak sent ACL's 3) and CLIENT_METRICS is 16."""
+
+    def test_kafka_numbers(self) -> None:
+        from afkak.admin import ConfigResourceType
+
+        self.assertEqual(ConfigResourceType.GROUP, 32)
+        self.assertEqual(ConfigResourceType.CLIENT_METRICS, 16)
+        self.assertEqual(ConfigResourceType.BROKER_LOGGER, 8)
+        self.assertEqual(ConfigResource.group("g"), ConfigResource(32, "g"))
+        self.assertEqual(ConfigResource.client_metrics("m").type, 16)
+
+    def test_group_config_request_carries_32(self) -> None:
+        from afkak.admin._config_calls import DescribeConfigsCall
+
+        request = DescribeConfigsCall([ConfigResource.group("g")], None, False).build(4)
+        self.assertEqual([r.resource_type for r in request.resources], [32])
+
+    def test_topic_and_broker_keep_their_numbers(self) -> None:
+        self.assertEqual(ConfigResource.topic("t").type, 2)
+        self.assertEqual(ConfigResource.broker(1).type, 4)
+
+    def test_acl_group_is_not_a_config_resource_type(self) -> None:
+        from afkak.admin import ResourceType
+
+        self.assertRaises(ValueError, ConfigResource, ResourceType.GROUP, "g")
+
+    def test_a_group_config_answer_is_keyed_by_its_resource(self) -> None:
+        clock, _, client = on_fake_cluster(self)
+        d = KafkaAdminClient(client).describe_configs([ConfigResource.group("g")])
+        clock.advance(1)
+        (resource,) = self.successResultOf(d)
+        self.assertEqual(resource, ConfigResource.group("g"))
+
+
+class AdminClientProtocolTests(SynchronousTestCase):
+    """KafkaAdminClient takes any AdminClient (issue 21 item 7), not only a KafkaClient."""
+
+    def test_a_wrapper_of_a_client_is_accepted_and_used(self) -> None:
+        clock, cluster, client = on_fake_cluster(self)
+        cluster.create_topic("t", 1)
+        calls: list[str] = []
+
+        class Recording:
+            def __init__(self, wrapped: KafkaClient) -> None:
+                self.wrapped = wrapped
+
+            def __getattr__(self, name: str) -> Any:
+                value = getattr(self.wrapped, name)
+                if callable(value):
+                    calls.append(name)
+                return value
+
+        admin = KafkaAdminClient(Recording(client))  # type: ignore[arg-type]
+        d = admin.list_topics()
+        clock.advance(1)
+        self.assertEqual([t.name for t in self.successResultOf(d)], ["t"])
+        self.assertIn("send_request_to_any_broker", calls)
+
+    def test_what_is_missing_is_named(self) -> None:
+        class Partial:
+            reactor = Clock()
+            timeout = 1.0
+
+            def send_request_to_broker(self) -> None: ...
+
+        with self.assertRaises(TypeError) as e:
+            KafkaAdminClient(Partial())  # type: ignore[arg-type]
+        self.assertIn("send_request_to_any_broker", str(e.exception))
+
+
+class RouterResendTests(SynchronousTestCase):
+    """The admin client's one retry loop (afkak.admin._routing.Router.resend)."""
+
+    def test_bounded_by_retries_with_doubling_backoff(self) -> None:
+        from afkak.admin._routing import Router
+
+        clock, _, client = on_fake_cluster(self)
+        router = Router(client, retries=3, retry_backoff=0.5)
+        seen: list[tuple[float, bool]] = []
+
+        async def attempt(last: bool) -> bool:
+            seen.append((clock.seconds(), last))
+            return True  # always something left to resend
+
+        d = Deferred.fromCoroutine(router.resend(attempt, "test"))
+        clock.pump([0.25] * 40)
+        self.successResultOf(d)
+        self.assertEqual(seen, [(0, False), (0.5, False), (1.5, False), (3.5, True)])
+
+    def test_stops_when_nothing_is_left(self) -> None:
+        from afkak.admin._routing import Router
+
+        clock, _, client = on_fake_cluster(self)
+        calls: list[bool] = []
+
+        async def attempt(last: bool) -> bool:
+            calls.append(last)
+            return len(calls) < 2
+
+        d = Deferred.fromCoroutine(Router(client, 5, 0.1).resend(attempt, "test"))
+        clock.advance(1)
+        self.successResultOf(d)
+        self.assertEqual(calls, [False, False])

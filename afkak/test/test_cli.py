@@ -84,11 +84,14 @@ class PropertiesTests(SynchronousTestCase):
 
     def test_security_options_map_to_the_client(self) -> None:
         """SASL/TLS properties become the KafkaClient's tls/sasl options when it has them."""
+        ca = self.mktemp()
+        with open(ca, "w") as f:
+            f.write("not checked until a connection is made\n")
         props = {
             "security.protocol": "SASL_SSL",
             "sasl.mechanism": "SCRAM-SHA-256",
             "sasl.jaas.config": 'x required username="alice" password="pw";',
-            "ssl.ca.location": "/ca.pem",
+            "ssl.ca.location": ca,
         }
         if not hasattr(afkak, "TLS"):
             with self.assertRaises(ConfigError) as e:
@@ -96,8 +99,60 @@ class PropertiesTests(SynchronousTestCase):
             self.assertIn("no TLS support", str(e.exception))
             return
         options = client_options(props)
-        self.assertEqual(options["tls"].trust_root, "/ca.pem")
+        self.assertEqual(options["tls"].trust_root, ca)
         self.assertEqual(options["sasl"].username, "alice")
+
+    def config_error(self, text: str | bytes) -> str:
+        """The one-line error for a --command-config file holding *text*."""
+        path = self.mktemp()
+        with open(path, "wb") as f:
+            f.write(text.encode() if isinstance(text, str) else text)
+        with self.assertRaises(ConfigError) as e:
+            client_options(read_properties(path))
+        message = str(e.exception)
+        self.assertTrue(message.startswith(path + ":"), message)
+        return message[len(path) :]
+
+    def test_bootstrap_servers_is_read(self) -> None:
+        """The first line of most Kafka client.properties files (issue 26)."""
+        options = client_options(properties("bootstrap.servers=k1:9092,k2:9092\n"))
+        self.assertEqual(options, {"hosts": "k1:9092,k2:9092"})
+
+    def test_unknown_key_names_file_and_line(self) -> None:
+        self.assertEqual(
+            self.config_error("client.id=x\n\nthis is garbage\n"),
+            ":3: unsupported property 'this'",
+        )
+
+    def test_librdkafka_spellings_get_did_you_mean(self) -> None:
+        message = self.config_error(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanisms=PLAIN\nsasl.username=u\n"
+        )
+        self.assertEqual(
+            message, ":2: unsupported property 'sasl.mechanisms' (did you mean sasl.mechanism?)"
+        )
+        self.assertIn(
+            "did you mean bootstrap.servers?", self.config_error("metadata.broker.list=h\n")
+        )
+        self.assertIn("did you mean client.id?", self.config_error("client.idd=h\n"))
+
+    def test_non_utf8_names_file_and_line(self) -> None:
+        self.assertEqual(
+            self.config_error(b"client.id=x\nsasl.password=caf\xe9\n"),
+            ":2: not UTF-8 text (byte 0xe9)",
+        )
+
+    def test_value_errors_name_the_line(self) -> None:
+        self.assertTrue(
+            self.config_error("client.id=x\nrequest.timeout.ms=soon\n").startswith(
+                ":2: request.timeout.ms must be an integer"
+            )
+        )
+        self.assertTrue(
+            self.config_error(
+                "security.protocol=SSL\nssl.ca.location=/nonexistent/ca.pem\n"
+            ).startswith(":2: trust_root (the CA file) /nonexistent/ca.pem does not exist")
+        )
 
     def test_bootstrap_from_environment(self) -> None:
         self.patch(os, "environ", {"AFKAK_BOOTSTRAP": "h:1"})
@@ -246,3 +301,27 @@ class AdminCommandTests(SynchronousTestCase):
         self.assertEqual(admin._timestamp("2026-01-01T00:00:00Z"), 1767225600000)
         with self.assertRaises(SystemExit):
             build_parser().parse_args(["groups", "reset-offsets", "g", "--topic", "t"])
+
+
+class GlobalOptionTests(SynchronousTestCase):
+    """The global options may follow the command (issue 26: they were refused there)."""
+
+    def test_anywhere(self) -> None:
+        for argv in (
+            ["-b", "h:1", "--json", "--timeout", "3", "topics", "list"],
+            ["topics", "list", "-b", "h:1", "--json", "--timeout", "3"],
+            ["topics", "-b", "h:1", "list", "--json", "--timeout", "3"],
+            ["--json", "groups", "lag", "g", "--bootstrap", "h:1", "--timeout=3"],
+        ):
+            with self.subTest(argv=argv):
+                args = build_parser().parse_args(argv)
+                self.assertEqual((args.bootstrap, args.json, args.timeout), ("h:1", True, 3.0))
+
+    def test_defaults_and_no_reset_after_the_command(self) -> None:
+        args = build_parser().parse_args(["topics", "list"])
+        self.assertEqual(
+            (args.bootstrap, args.json, args.timeout, args.no_progress, args.command_config),
+            (None, False, 10.0, False, None),
+        )
+        args = build_parser().parse_args(["--command-config", "f", "cluster"])
+        self.assertEqual(args.command_config, "f")

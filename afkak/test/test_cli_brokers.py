@@ -10,11 +10,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import pty
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, ClassVar
 
@@ -147,6 +150,9 @@ class CliTests:
             [(tp.partition, v.committed, v.log_end, v.lag) for tp, v in sorted(library.items())],
         )
         self.assertEqual(lag[0]["committed"], 5)
+        # Without --topic: every partition the group committed (Tansu answered the
+        # "all topics" OffsetFetch with a null array, shown as a DecodeError).
+        self.assertEqual(self.json("groups", "lag", self.group), lag)
         before = wait(self.admin.list_consumer_group_offsets(self.group, [self.topic]))
         plan = self.json(
             "groups", "reset-offsets", self.group, "--topic", self.topic, "--to-earliest"
@@ -223,6 +229,107 @@ class CliTests:
         )
         self.assert_one_line_error(cli("topics", "list", bootstrap=f"127.0.0.1:{free_port()}"), 3)
         self.assert_one_line_error(cli("topics", "list"), 2)  # no bootstrap at all
+
+    def test_options_after_the_command(self: Any) -> None:
+        """``afkak topics list -b HOST --json`` (issue 26): as kcat and Kafka's tools."""
+        self.ok("topics", "create", self.topic, "-p", "1")
+        done = cli("topics", "list", "-b", self.bootstrap, "--json")
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        self.assertIn(self.topic, [t["name"] for t in json.loads(done.stdout)])
+
+    def test_ctrl_c_in_consume_exits_130_without_a_traceback(self: Any) -> None:
+        """docs/cli.rst promises 130 and one line; a fetch in flight made it a
+        FailedPayloadsError dump and exit 1 (issue 26)."""
+        self.ok("topics", "create", self.topic, "-p", "2")
+        self.ok("produce", self.topic, stdin=b"".join(b"%d\n" % i for i in range(100)))
+        for argv in (
+            ("consume", self.topic, "-o", "beginning"),
+            ("consume", self.topic, "-o", "beginning", "-G", self.group),
+        ):
+            with self.subTest(argv=argv):
+                code, stdout, stderr = interrupted(self.bootstrap, *argv)
+                self.assertEqual((code, stderr), (130, b"afkak: interrupted\n"))
+                self.assertTrue(0 < len(stdout.splitlines()) <= 100, stdout[-200:])
+
+    def test_progress_total_summary_and_ctrl_c_on_a_terminal(self: Any) -> None:
+        """On a terminal ``consume -e`` shows a total and ends with a summary; after
+        Ctrl-C nothing is drawn after the message (the prompt gets its own line)."""
+        self.ok("topics", "create", self.topic, "-p", "2")
+        self.ok("produce", self.topic, stdin=b"".join(b"%d\n" % i for i in range(300)))
+        code, stdout, stderr = on_a_terminal(
+            self.bootstrap, "consume", self.topic, "-o", "beginning", "-e"
+        )
+        self.assertEqual((code, len(stdout.splitlines())), (0, 300), stderr)
+        # A total (from ListOffsets: Tansu's LATEST is not the log end, hence no number).
+        self.assertRegex(stderr, rb"\d+/[1-9]\d*")
+        self.assertTrue(
+            stderr.rstrip().endswith(b"afkak: consumed 300 records from " + self.topic.encode()),
+            stderr[-300:],
+        )
+        code, _, stderr = on_a_terminal(
+            self.bootstrap, "consume", self.topic, "-o", "beginning", interrupt=True
+        )
+        self.assertEqual(code, 130, stderr)
+        self.assertTrue(stderr.endswith(b"afkak: interrupted\r\n"), stderr[-300:])
+        self.assertNotIn(b"Traceback", stderr)
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": _ROOT}
+    env.pop("AFKAK_BOOTSTRAP", None)
+    return env
+
+
+def interrupted(bootstrap: str, *argv: str) -> tuple[int, bytes, bytes]:
+    """Run ``afkak -b BOOTSTRAP ARGV...`` until its first output line, then SIGINT it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "afkak", "-b", bootstrap, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    time.sleep(0.5)  # into the next fetch (or the group's next poll)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    return process.returncode, first + stdout, stderr
+
+
+def on_a_terminal(bootstrap: str, *argv: str, interrupt: bool = False) -> tuple[int, bytes, bytes]:
+    """Run ``afkak`` with stderr on a pseudo-terminal (so that it shows progress);
+    with *interrupt*, SIGINT it once it has written a record."""
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "afkak", "-b", bootstrap, *argv],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env={**_env(), "COLUMNS": "100", "TERM": "xterm"},
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def read_terminal() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the child closed its side
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=read_terminal, daemon=True)
+    reader.start()
+    assert process.stdout is not None
+    if interrupt:
+        process.stdout.readline()
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+    stdout, _ = process.communicate(timeout=60)
+    reader.join(10)
+    os.close(master)
+    return process.returncode, stdout, b"".join(chunks)
 
 
 class TansuCliTests(CliTests, SynchronousTestCase):

@@ -955,6 +955,8 @@ class StopTests(ProducerTestCase):
             self.failureResultOf(d, CancelledError)
 
     def test_stop_with_brokers_unreachable(self) -> None:
+        # (The cluster answered once: a refusal before that fails sends at once.)
+        self.successResultOf(self.client.load_metadata_for_topics())
         for broker in range(3):
             self.cluster.refuse_connections(broker)
         producer = Producer(self.client)

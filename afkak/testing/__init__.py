@@ -73,8 +73,10 @@ What the fake does (and does not):
 - APIs served, at every version afkak's protocol classes know unless
   ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
-  InitProducerId, the classic group protocol: JoinGroup, SyncGroup,
-  Heartbeat, LeaveGroup, DescribeGroups, ListGroups, and the admin APIs
+  the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+  DescribeGroups, ListGroups; the transactional APIs: InitProducerId,
+  AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn (see
+  below); and the admin APIs
   (:class:`afkak.admin.KafkaAdminClient`): DeleteTopics, CreatePartitions,
   DeleteRecords, DescribeConfigs, IncrementalAlterConfigs (topic configs over
   Kafka's defaults for common keys; broker configs static and read-only),
@@ -99,9 +101,15 @@ What the fake does (and does not):
   from JoinGroup v4, static members, session and rebalance timeouts and the
   3 s initial rebalance delay on the cluster's reactor; ``group_coordinator``
   holds the state).  Commits are checked against the member and generation;
-  "simple" consumers (generation -1) commit to groups without members.  No
-  transactions, no replication lag (high watermark = log end = last stable
-  offset).
+  "simple" consumers (generation -1) commit to groups without members.
+- Transactions follow Kafka's coordinator (``cluster.transactions``): producer
+  ids and epochs with fencing, transactional produce, staged offsets, COMMIT and
+  ABORT markers written at EndTxn, the transaction timeout on the cluster's
+  reactor.  Each partition tracks its last stable offset (the first offset of
+  its oldest open transaction) and its aborted transactions: ``read_committed``
+  fetches stop at the LSO and list the aborted ones, ListOffsets(LATEST) with
+  READ_COMMITTED answers the LSO.  No replication lag: the high watermark is the
+  log end.
 - Auto-created topics are usable at once (Kafka first answers
   LEADER_NOT_AVAILABLE).
 - A client must register a request as in flight before writing it: the

@@ -72,11 +72,15 @@ class EmbeddedBroker:
         connections.
     :param advertised_port: the port the broker names in its metadata, when
         clients reach it through a proxy (by default its own port).
+    :param port: the port to listen on (by default a free one).
     """
 
-    def __init__(self, start_timeout: float = 10.0, advertised_port: int | None = None) -> None:
+    def __init__(
+        self, start_timeout: float = 10.0, advertised_port: int | None = None, port: int = 0
+    ) -> None:
         self.start_timeout = start_timeout
         self.advertised_port = advertised_port
+        self.port = port
         self._process: subprocess.Popen[bytes] | None = None
         self._workdir: str | None = None
         self._bootstrap: str | None = None
@@ -111,7 +115,7 @@ class EmbeddedBroker:
         """
         if self._process is not None:
             raise RuntimeError("the embedded broker is already running")
-        port = _free_port()
+        port = self.port or _free_port()
         argv, env = self.command(port, self.advertised_port)
         self._workdir = tempfile.mkdtemp(prefix="afkak-embedded-")
         log_path = os.path.join(self._workdir, "broker.log")

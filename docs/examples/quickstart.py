@@ -7,6 +7,7 @@ from afkak.common import OFFSET_EARLIEST
 async def main(reactor):
     client = KafkaClient("127.0.0.1:9092", reactor=reactor)
 
+    print("writing a record to topic greetings...")
     producer = Producer(client)
     written = await producer.send("greetings", b"hello, kafka", key=b"me")
     print(f"written to {written.topic}/{written.partition} at offset {written.offset}")
@@ -20,8 +21,14 @@ async def main(reactor):
         if not received.called:
             received.callback(None)
 
+    print("joining consumer group greeters (the broker gathers members for a few seconds)...")
     group = ConsumerGroup(
-        client, "greeters", ["greetings"], processor, auto_offset_reset=OFFSET_EARLIEST
+        client,
+        "greeters",
+        ["greetings"],
+        processor,
+        auto_offset_reset=OFFSET_EARLIEST,
+        session_timeout_ms=6000,  # short: a development broker holds each join this long / 2
     )
     group.start()
     await received

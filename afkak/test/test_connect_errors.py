@@ -1,0 +1,150 @@
+"""Errors that name the real cause (issue 26): a refused bootstrap surfaces at once
+as KafkaUnavailableError naming the address, a missing TLS file is a ValueError
+at construction, and TLS to a plaintext port fails as a TLS handshake failure."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from typing import Any
+
+from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak import TLS, KafkaClient, Producer
+from afkak.common import KafkaUnavailableError
+from afkak.test.test_admin import on_fake_cluster
+from afkak.test.test_client_brokers import wait
+from afkak.testing import FakeKafkaCluster
+
+
+def refusing_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
+    """A fake cluster refusing every connection, and a client that never reached it."""
+    clock, cluster, client = on_fake_cluster(case)
+    for node in cluster.brokers:
+        cluster.refuse_connections(node)
+    return clock, cluster, client
+
+
+def settle(clock: Clock, d: Any, seconds: float) -> None:
+    for _ in range(int(seconds * 10)):
+        if d.called:
+            return
+        clock.advance(0.1)
+
+
+class RefusedBootstrapTests(SynchronousTestCase):
+    """Nothing listens at any bootstrap address, and no broker ever answered."""
+
+    def test_metadata_names_the_addresses(self) -> None:
+        clock, _, client = refusing_cluster(self)
+        d = client.load_metadata_for_topics("t")
+        settle(clock, d, 5)
+        error = self.failureResultOf(d, KafkaUnavailableError).value
+        self.assertIn("broker-0:9092", str(error))
+        self.assertIn("refused", str(error))
+        self.assertFalse(error.retriable)
+
+    def test_producer_send_fails_within_seconds_not_120(self) -> None:
+        clock, _, client = refusing_cluster(self)
+        producer = Producer(client)
+        d = producer.send("greetings", b"hello")
+        settle(clock, d, 5)
+        error = self.failureResultOf(d, KafkaUnavailableError).value
+        self.assertIn("broker-1:9092", str(error))
+        self.assertLess(clock.seconds(), 5)
+
+    def test_once_the_cluster_answered_a_refusal_is_retried(self) -> None:
+        clock, cluster, client = on_fake_cluster(self)
+        self.successResultOf(client.load_metadata_for_topics())
+        for node in cluster.brokers:
+            cluster.drop_connections(node)
+            cluster.refuse_connections(node)
+        d = client.load_metadata_for_topics("t")
+        settle(clock, d, 5)
+        error = self.failureResultOf(d, KafkaUnavailableError).value
+        self.assertTrue(error.retriable)
+
+
+class TLSFileTests(SynchronousTestCase):
+    def test_missing_ca_file_is_a_value_error_naming_it(self) -> None:
+        with self.assertRaises(ValueError) as e:
+            TLS(trust_root="/nonexistent/ca.pem")
+        self.assertIn("/nonexistent/ca.pem", str(e.exception))
+
+    def test_missing_client_certificate_or_key(self) -> None:
+        with tempfile.NamedTemporaryFile(suffix=".pem") as cert:
+            with self.assertRaises(ValueError) as e:
+                TLS(client_certificate=(cert.name, "/nonexistent/key.pem"))
+            self.assertIn("/nonexistent/key.pem", str(e.exception))
+            with self.assertRaises(ValueError) as e:
+                TLS(client_certificate=("/nonexistent/cert.pem", cert.name))
+            self.assertIn("/nonexistent/cert.pem", str(e.exception))
+
+    def test_an_unreadable_ca_is_refused(self) -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            with self.assertRaises(ValueError) as e:
+                TLS(trust_root=directory)
+            self.assertIn(directory, str(e.exception))
+
+    def test_existing_files_are_accepted(self) -> None:
+        with tempfile.NamedTemporaryFile(suffix=".pem") as ca:
+            self.assertEqual(TLS(trust_root=ca.name).trust_root, ca.name)
+            self.assertTrue(os.path.exists(ca.name))
+
+
+class _Silent(Protocol):
+    """A plaintext listener that reads and never answers (as Tansu does to TLS)."""
+
+
+class _Closing(Protocol):
+    """A plaintext listener that closes on its first bytes (as Kafka does to TLS:
+    a ClientHello read as a request size is far too large)."""
+
+    def dataReceived(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.loseConnection()
+
+
+class TLSToPlaintextTests(SynchronousTestCase):
+    """TLS to a plaintext port fails as a TLS handshake failure, in seconds,
+    not as REQUEST_TIMED_OUT once the request timeout ran out."""
+
+    def listen(self, protocol: type[Protocol]) -> str:
+        from twisted.internet import reactor
+
+        port = reactor.listenTCP(0, Factory.forProtocol(protocol), interface="127.0.0.1")
+        self.addCleanup(port.stopListening)
+        return f"127.0.0.1:{port.getHost().port}"
+
+    def metadata_error(self, bootstrap: str, tls: Any) -> tuple[Exception, float]:
+        client = KafkaClient(bootstrap, tls=tls, timeout=30000, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(client.close()))
+        start = time.monotonic()
+        with self.assertRaises(KafkaUnavailableError) as e:
+            wait(client.load_metadata_for_topics("t"), timeout=20)
+        return e.exception, time.monotonic() - start
+
+    def test_a_silent_listener(self) -> None:
+        bootstrap = self.listen(_Silent)
+        error, took = self.metadata_error(bootstrap, TLS(handshake_timeout=0.5))
+        self.assertIn("TLS handshake", str(error))
+        self.assertIn("no answer within 0.5 s", str(error))
+        self.assertIn(bootstrap, str(error))
+        self.assertFalse(error.retriable)
+        self.assertLess(took, 5)
+
+    def test_a_listener_that_closes(self) -> None:
+        bootstrap = self.listen(_Closing)
+        error, took = self.metadata_error(bootstrap, True)
+        self.assertIn("TLS handshake", str(error))
+        self.assertIn("TLS port?", str(error))
+        self.assertLess(took, 3)
+
+    def test_handshake_timeout_is_checked(self) -> None:
+        for bad in (0, -1, float("inf"), "5", True):
+            with self.subTest(bad):
+                self.assertRaises(ValueError, TLS, handshake_timeout=bad)
