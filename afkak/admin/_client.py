@@ -32,13 +32,11 @@ from afkak.common import (
     BrokerConnectionError,
     BrokerMetadata,
     BrokerResponseError,
-    CoordinatorLoadInProgress,
+    ErrorCode,
     KafkaUnavailableError,
-    NotController,
     OffsetCommitRequest,
     OffsetRequest,
     TopicAndPartition,
-    error_code,
 )
 from afkak.protocol.messages import MetadataRequest
 from afkak.records.aborted import isolation_level as isolation_level_of
@@ -93,13 +91,13 @@ from ._types import (
 log = Logger()
 
 _INT64_MAX = 2**63 - 1
-NOT_CONTROLLER = error_code(NotController)
+NOT_CONTROLLER = ErrorCode.NOT_CONTROLLER
 #: Kafka's internal topics (some brokers do not flag them ``is_internal``).
 INTERNAL_TOPICS = frozenset(
     {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
 )
 #: COORDINATOR_LOAD_IN_PROGRESS, with the codes that mean the coordinator moved.
-COORDINATOR_RETRY = COORDINATOR_MOVED | {error_code(CoordinatorLoadInProgress)}
+COORDINATOR_RETRY = COORDINATOR_MOVED | {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
 
 
 def _errno(result: Any) -> int:
@@ -485,7 +483,9 @@ class KafkaAdminClient:
             elif node in brokers:
                 sends.append(Deferred.fromCoroutine(self._to_broker(brokers[node], call)))
             else:
-                error = BrokerResponseError.from_errno(8, f"no broker {node} in the cluster")
+                error = BrokerResponseError.from_errno(
+                    ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node} in the cluster"
+                )
                 results.update(call.failed(error))
         answers = await gatherResults(sends, consumeErrors=True).addErrback(
             lambda f: f.value.subFailure
@@ -715,7 +715,9 @@ class KafkaAdminClient:
                     parts.append(tp)
         missing = [w for w in wanted if isinstance(w, TopicAndPartition) and w not in parts]
         if missing:
-            raise BrokerResponseError.from_errno(3, f"no partition {missing[0]}")
+            raise BrokerResponseError.from_errno(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {missing[0]}"
+            )
         committed = await self._committed(group, topics)
         earliest = await self._list_offsets(
             {tp: OffsetSpec.EARLIEST for tp in parts}, IsolationLevel.READ_UNCOMMITTED

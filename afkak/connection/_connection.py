@@ -26,7 +26,7 @@ from twisted.internet.protocol import Factory
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError, RequestTimedOutError
+from afkak._broker_errors import BrokerResponseError, ErrorCode, RequestTimedOutError
 from afkak._errors import BrokerConnectionError, CancelledError, ClientError, KafkaError
 from afkak._retry import reconnect_backoff
 from afkak._version import __version__
@@ -417,7 +417,7 @@ class BrokerConnection:
         protocol.send(request, request.message(version))
 
     def _versions_received(self, response: Any, protocol: BrokerProtocol, version: int) -> None:
-        if response.error_code == 0:
+        if response.error_code == ErrorCode.NONE:
             self._fire(Event.NEGOTIATED, ranges_of(response))
         elif response.error_code == UNSUPPORTED_VERSION and version > 0:
             retry = retry_version(response, version)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from afkak.client import ConsumerClient
+from afkak.client import TOPIC_GONE, ConsumerClient
 from afkak.common import (
     BrokerResponseError,
     ConsumerFetchSizeTooSmall,
@@ -30,9 +30,6 @@ from ._retry import RetryPolicy
 #: Below this fetch size a too-small fetch size grows 16-fold (at most to
 #: this size); from this size on it doubles.
 FAST_GROWTH_LIMIT = 1024 * 1024
-#: The errors meaning the topic is gone or was recreated with a new id:
-#: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID.
-_TOPIC_GONE = frozenset({3, 100, 103})
 
 
 class PartitionFetcher:
@@ -160,7 +157,7 @@ class PartitionFetcher:
 
     def _forget(self, error: BaseException) -> None:
         """Forget the metadata a failed request proved stale: the leader, or the topic."""
-        if isinstance(error, BrokerResponseError) and error.errno in _TOPIC_GONE:
+        if isinstance(error, BrokerResponseError) and error.errno in TOPIC_GONE:
             self.client.reset_topic_metadata(self.topic)
         else:
             self.client.note_stale_leaders([self.key])

@@ -33,6 +33,7 @@ from afkak._retry import backoff_policy, is_retriable
 from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerResponseError,
+    ErrorCode,
     KafkaError,
     TopicAndPartition,
 )
@@ -48,11 +49,9 @@ from . import _requests as req
 from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
 from ._heartbeat import HeartbeatTimer
 from ._reactions import (
-    FENCED_INSTANCE_ID,
     HEARTBEAT,
     JOIN_GROUP,
     SYNC_GROUP,
-    UNKNOWN_MEMBER_ID,
     Reaction,
     react,
 )
@@ -316,7 +315,7 @@ class GroupMember:
             error=BrokerResponseError.from_errno(error or 0).message,
         )
         self._transition(E.FENCED)
-        self._reset(member_id=error in (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID))
+        self._reset(member_id=error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID))
         lost, self.owned = sorted(self.owned), frozenset()
         if lost:
             await maybeDeferred(self.listener.lose, lost)
@@ -371,7 +370,7 @@ class GroupMember:
             elif reaction is Reaction.FENCED:
                 if self.owned:
                     raise _Fenced(response.error_code)
-                self._reset(member_id=response.error_code == UNKNOWN_MEMBER_ID)
+                self._reset(member_id=response.error_code == ErrorCode.UNKNOWN_MEMBER_ID)
             elif reaction is Reaction.BACKOFF:
                 failures += 1
                 await self._sleep(self._delay(failures))

@@ -16,7 +16,7 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError, MessageSizeTooLargeError
+from afkak._broker_errors import BrokerResponseError, ErrorCode, MessageSizeTooLargeError
 from afkak._errors import (
     CancelledError,
     ClientError,
@@ -820,7 +820,8 @@ class Producer:
         else:
             failure = Failure(
                 BrokerResponseError.from_errno(
-                    self.client.metadata_error_for_topic(topic) or 3,
+                    self.client.metadata_error_for_topic(topic)
+                    or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     f"no partitions for topic {topic!r}",
                 )
             )

@@ -23,13 +23,7 @@ import attrs
 from twisted.internet.defer import Deferred
 
 from afkak._broker_errors import (
-    FencedInstanceId,
-    IllegalGeneration,
-    InconsistentGroupProtocol,
-    MemberIdRequired,
-    RebalanceInProgress,
-    UnknownMemberId,
-    error_code,
+    ErrorCode,
 )
 
 
@@ -41,15 +35,6 @@ class GroupState(enum.StrEnum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
-
-
-NONE = 0
-ILLEGAL_GENERATION = error_code(IllegalGeneration)
-INCONSISTENT_GROUP_PROTOCOL = error_code(InconsistentGroupProtocol)
-UNKNOWN_MEMBER_ID = error_code(UnknownMemberId)
-REBALANCE_IN_PROGRESS = error_code(RebalanceInProgress)
-MEMBER_ID_REQUIRED = error_code(MemberIdRequired)
-FENCED_INSTANCE_ID = error_code(FencedInstanceId)
 
 
 @attrs.define(eq=False)
@@ -134,7 +119,7 @@ class GroupCoordinatorState:
     ) -> JoinResult | Deferred[JoinResult]:
         group = self.group(group_id)
         if not self._compatible(group, protocol_type, protocols):
-            return JoinResult(INCONSISTENT_GROUP_PROTOCOL, member_id)
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         if member_id in group.pending:
             timer = group.pending.pop(member_id)
             if timer.active():
@@ -155,13 +140,13 @@ class GroupCoordinatorState:
                 group.pending[member_id] = self.reactor.callLater(
                     session_timeout_ms / 1000.0, group.pending.pop, member_id, None
                 )
-                return JoinResult(MEMBER_ID_REQUIRED, member_id)
+                return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
         elif member_id not in group.members:
-            return JoinResult(UNKNOWN_MEMBER_ID, member_id)
+            return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
         else:
             member = group.members[member_id]
             if instance_id is not None and group.static.get(instance_id) != member_id:
-                return JoinResult(FENCED_INSTANCE_ID, member_id)
+                return JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id)
             return self._rejoin(group, member, protocols)
         member = GroupMemberState(
             member_id,
@@ -233,10 +218,10 @@ class GroupCoordinatorState:
     def _fence(self, old: GroupMemberState) -> None:
         if old.join_waiter is not None:
             waiter, old.join_waiter = old.join_waiter, None
-            waiter.callback(JoinResult(FENCED_INSTANCE_ID, old.member_id))
+            waiter.callback(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old.member_id))
         if old.sync_waiter is not None:
             waiter2, old.sync_waiter = old.sync_waiter, None
-            waiter2.callback((FENCED_INSTANCE_ID, b""))
+            waiter2.callback((ErrorCode.FENCED_INSTANCE_ID, b""))
         self._stop_session(old)
 
     def _rejoin(
@@ -256,7 +241,7 @@ class GroupCoordinatorState:
                 member.join_waiter = None
 
         if member.join_waiter is not None:
-            member.join_waiter.callback(JoinResult(UNKNOWN_MEMBER_ID, member.member_id))
+            member.join_waiter.callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
         waiter: Deferred[JoinResult] = Deferred(cancelled)
         member.join_waiter = waiter
         self._stop_session(member)
@@ -271,7 +256,7 @@ class GroupCoordinatorState:
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     waiter, m.sync_waiter = m.sync_waiter, None
-                    waiter.callback((REBALANCE_IN_PROGRESS, b""))
+                    waiter.callback((ErrorCode.REBALANCE_IN_PROGRESS, b""))
         initial = group.state == GroupState.EMPTY
         group.state = GroupState.PREPARING_REBALANCE
         group.delaying = initial
@@ -334,7 +319,7 @@ class GroupCoordinatorState:
     ) -> JoinResult:
         leader = member.member_id == group.leader_id
         return JoinResult(
-            NONE,
+            ErrorCode.NONE,
             member.member_id,
             group.generation_id,
             group.protocol_type,
@@ -358,13 +343,13 @@ class GroupCoordinatorState:
         member = group.members.get(member_id) if group else None
         if group is None or member is None:
             if group is not None and instance_id is not None and instance_id in group.static:
-                return FENCED_INSTANCE_ID, None, None
-            return UNKNOWN_MEMBER_ID, None, None
+                return ErrorCode.FENCED_INSTANCE_ID, None, None
+            return ErrorCode.UNKNOWN_MEMBER_ID, None, None
         if instance_id is not None and group.static.get(instance_id) != member_id:
-            return FENCED_INSTANCE_ID, None, None
+            return ErrorCode.FENCED_INSTANCE_ID, None, None
         if generation_id != group.generation_id:
-            return ILLEGAL_GENERATION, group, member
-        return NONE, group, member
+            return ErrorCode.ILLEGAL_GENERATION, group, member
+        return ErrorCode.NONE, group, member
 
     def sync(
         self,
@@ -380,9 +365,9 @@ class GroupCoordinatorState:
         assert group is not None and member is not None
         self._touch(group, member)
         if group.state == GroupState.PREPARING_REBALANCE:
-            return REBALANCE_IN_PROGRESS, b""
+            return ErrorCode.REBALANCE_IN_PROGRESS, b""
         if group.state == GroupState.STABLE:
-            return NONE, member.assignment
+            return ErrorCode.NONE, member.assignment
         if member_id == group.leader_id:
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
@@ -390,8 +375,8 @@ class GroupCoordinatorState:
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     waiter, m.sync_waiter = m.sync_waiter, None
-                    waiter.callback((NONE, m.assignment))
-            return NONE, member.assignment
+                    waiter.callback((ErrorCode.NONE, m.assignment))
+            return ErrorCode.NONE, member.assignment
 
         def cancelled(d: Deferred[Any]) -> None:
             if member.sync_waiter is d:
@@ -408,30 +393,34 @@ class GroupCoordinatorState:
             return error
         assert group is not None and member is not None
         self._touch(group, member)
-        return REBALANCE_IN_PROGRESS if group.state == GroupState.PREPARING_REBALANCE else NONE
+        return (
+            ErrorCode.REBALANCE_IN_PROGRESS
+            if group.state == GroupState.PREPARING_REBALANCE
+            else ErrorCode.NONE
+        )
 
     def leave(self, group_id: str, member_id: str, instance_id: str | None) -> int:
         group = self.groups.get(group_id)
         if group is None:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if instance_id is not None:
             current = group.static.get(instance_id)
             if current is None:
-                return UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if member_id and current != member_id:
-                return FENCED_INSTANCE_ID
+                return ErrorCode.FENCED_INSTANCE_ID
             member_id = current
         if member_id in group.pending:
             timer = group.pending.pop(member_id)
             if timer.active():
                 timer.cancel()
-            return NONE
+            return ErrorCode.NONE
         member = group.members.get(member_id)
         if member is None:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         self._remove(group, member)
         self._member_gone(group)
-        return NONE
+        return ErrorCode.NONE
 
     # -- sessions ---------------------------------------------------------------
 
@@ -461,8 +450,8 @@ class GroupCoordinatorState:
         ):
             del group.static[member.instance_id]
         for attr, answer in (
-            ("join_waiter", JoinResult(UNKNOWN_MEMBER_ID, member.member_id)),
-            ("sync_waiter", (UNKNOWN_MEMBER_ID, b"")),
+            ("join_waiter", JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id)),
+            ("sync_waiter", (ErrorCode.UNKNOWN_MEMBER_ID, b"")),
         ):
             waiter = getattr(member, attr)
             if waiter is not None:
@@ -491,12 +480,12 @@ class GroupCoordinatorState:
         if group is None or (group.state == GroupState.EMPTY and not group.members):
             return None
         if generation_id < 0 and not member_id and instance_id is None:
-            return UNKNOWN_MEMBER_ID if group.members else None
+            return ErrorCode.UNKNOWN_MEMBER_ID if group.members else None
         error, group, member = self.check_member(group_id, member_id, instance_id, generation_id)
         if error:
             return error
         assert group is not None and member is not None
         if group.state == GroupState.COMPLETING_REBALANCE:
-            return REBALANCE_IN_PROGRESS
+            return ErrorCode.REBALANCE_IN_PROGRESS
         self._touch(group, member)
-        return NONE
+        return ErrorCode.NONE
