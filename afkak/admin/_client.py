@@ -10,14 +10,15 @@ Retries are bounded (``retries``) and spaced on the client's reactor.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any
+import math
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence, Sized
+from typing import Any, TypeVar
 from uuid import UUID
 
 from twisted.internet.defer import Deferred, gatherResults
-from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
+from afkak._retry import backoff_policy, retrying
 from afkak.client import (
     COORDINATOR_MOVED,
     INT32_MAX,
@@ -89,6 +90,7 @@ from ._types import (
 )
 
 log = Logger()
+T = TypeVar("T")
 
 _INT64_MAX = 2**63 - 1
 NOT_CONTROLLER = ErrorCode.NOT_CONTROLLER
@@ -98,6 +100,11 @@ INTERNAL_TOPICS = frozenset(
 )
 #: COORDINATOR_LOAD_IN_PROGRESS, with the codes that mean the coordinator moved.
 COORDINATOR_RETRY = COORDINATOR_MOVED | {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+
+
+def _left(what: str) -> Callable[[Sized], str | None]:
+    """*again* for :func:`retrying`: items left to resend, or None when there are none."""
+    return lambda left: f"{len(left)} {what}" if left else None
 
 
 def _errno(result: Any) -> int:
@@ -149,8 +156,25 @@ class KafkaAdminClient:
     def _run(coro: Coroutine[Any, Any, Any]) -> Deferred[Any]:
         return Deferred.fromCoroutine(coro)
 
-    async def _pause(self, attempt: int) -> None:
-        await deferLater(self.client.reactor, self.retry_backoff * 2**attempt)
+    def _retrying(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        again: Callable[[T], str | None],
+        what: str,
+        retriable: Callable[[BaseException], bool] = lambda e: False,
+        on_retry: Callable[[Any], None] | None = None,
+    ) -> Awaitable[T]:
+        """Up to ``retries`` more attempts, ``retry_backoff`` seconds apart, doubling."""
+        return retrying(
+            self.client.reactor,
+            attempt,
+            backoff_policy(self.retry_backoff, math.inf, jitter=0.0),
+            retriable=retriable,
+            again=again,
+            max_attempts=self.retries + 1,
+            on_retry=on_retry,
+            what=what,
+        )
 
     def _server_timeout(self, timeout_ms: int | None) -> int:
         return self.timeout_ms if timeout_ms is None else _ms("timeout_ms", timeout_ms)
@@ -190,8 +214,9 @@ class KafkaAdminClient:
         """Send *items* to the controller; resend those it refused as NOT_CONTROLLER."""
         results: dict[Any, Any] = {}
         pending = list(items)
-        attempt = 0
-        while True:
+
+        async def send() -> list[Any]:
+            nonlocal pending
             brokers, controller_id = await self._brokers()
             if not brokers:
                 raise KafkaUnavailableError("the cluster's metadata names no brokers")
@@ -200,42 +225,37 @@ class KafkaAdminClient:
             (answered,) = await self._to_broker(controller, make_call(pending), timeout)
             results.update(answered)
             pending = [i for i in pending if _errno(answered.get(key(i))) == NOT_CONTROLLER]
-            if not pending or attempt >= self.retries:
-                return results
-            log.info(
-                "{n} item(s) refused by {controller!r} (NOT_CONTROLLER): resending",
-                n=len(pending),
-                controller=controller,
-            )
-            await self._pause(attempt)
-            attempt += 1
+            return pending
+
+        await self._retrying(send, _left("item(s) refused as NOT_CONTROLLER"), "controller request")
+        return results
 
     async def _to_coordinator(self, group: str, make_call: Callable[[], Any]) -> Any:
         """Send one call to *group*'s coordinator; again (up to ``retries``) if it moved."""
-        attempt = 0
-        while True:
+
+        async def send() -> Any:
             call = make_call()
-            try:
-                response = await self.client.send_request_to_coordinator(group, call)
-                results = call.parse(response)
-            except BrokerConnectionError:
-                if attempt >= self.retries:
-                    raise
-                results = None  # the coordinator went away: look it up again
-            except BrokerResponseError as e:
-                if e.errno not in COORDINATOR_RETRY or attempt >= self.retries:
-                    raise
-                results = None
-            moved = results is None or any(
-                _errno(r) in COORDINATOR_RETRY
-                for r in (results[0].values() if isinstance(results[0], dict) else results)
+            response = await self.client.send_request_to_coordinator(group, call)
+            return call.parse(response)
+
+        def moved(results: Any) -> str | None:
+            items = results[0].values() if isinstance(results[0], dict) else results
+            moved = any(_errno(r) in COORDINATOR_RETRY for r in items)
+            return f"the coordinator of group {group!r} moved" if moved else None
+
+        def gone(error: BaseException) -> bool:
+            # The coordinator went away, or moved: look it up again.
+            return isinstance(error, BrokerConnectionError) or (
+                isinstance(error, BrokerResponseError) and error.errno in COORDINATOR_RETRY
             )
-            if not moved or attempt >= self.retries:
-                return results
-            log.info("the coordinator of group {group!r} moved: resending", group=group)
-            self.client.reset_consumer_group_metadata(group)
-            await self._pause(attempt)
-            attempt += 1
+
+        return await self._retrying(
+            send,
+            moved,
+            f"request to the coordinator of group {group!r}",
+            retriable=gone,
+            on_retry=lambda _: self.client.reset_consumer_group_metadata(group),
+        )
 
     async def _to_leaders(
         self,
@@ -250,8 +270,9 @@ class KafkaAdminClient:
         """
         results: dict[TopicAndPartition, Any] = {}
         pending = dict(items)
-        attempt = 0
-        while True:
+
+        async def send() -> dict[TopicAndPartition, Any]:
+            nonlocal pending
             response = await self._metadata(sorted({tp.topic for tp in pending}))
             brokers = {
                 b.node_id: BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers
@@ -267,9 +288,9 @@ class KafkaAdminClient:
                     else None
                 )
                 if t is None or t.error_code or part is None:
-                    problems[tp] = (t.error_code if t is not None else 0) or 3
+                    problems[tp] = (t and t.error_code) or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 elif part.leader_id not in brokers:
-                    problems[tp] = 5  # LEADER_NOT_AVAILABLE
+                    problems[tp] = ErrorCode.LEADER_NOT_AVAILABLE
                 else:
                     leaders.setdefault(part.leader_id, {})[tp] = item
             answers = await gatherResults(
@@ -285,11 +306,10 @@ class KafkaAdminClient:
                 error = BrokerResponseError.from_errno(errno)
                 results.update(make_call({tp: pending[tp]}).failed(error))
             pending = {tp: pending[tp] for tp in pending if _errno(results.get(tp)) in LEADER_MOVED}
-            if not pending or attempt >= self.retries:
-                return results
-            log.info("leaders of {n} partition(s) moved: resending", n=len(pending))
-            await self._pause(attempt)
-            attempt += 1
+            return pending
+
+        await self._retrying(send, _left("partition(s) whose leader moved"), "leader requests")
+        return results
 
     # -- topics -------------------------------------------------------------
 
@@ -592,8 +612,9 @@ class KafkaAdminClient:
     ) -> dict[TopicAndPartition, ItemResult]:
         results: dict[TopicAndPartition, ItemResult] = {}
         pending = payloads
-        attempt = 0
-        while True:
+
+        async def send() -> list[Any]:
+            nonlocal pending
             responses = await self.client.send_offset_commit_request(
                 group, pending, fail_on_error=False
             )
@@ -607,10 +628,10 @@ class KafkaAdminClient:
                 if r.error in COORDINATOR_RETRY
             }
             pending = [p for p in pending if TopicAndPartition(p.topic, p.partition) in retry]
-            if not pending or attempt >= self.retries:
-                return results
-            await self._pause(attempt)
-            attempt += 1
+            return pending
+
+        await self._retrying(send, _left("offset(s) whose coordinator moved"), "offset commit")
+        return results
 
     def delete_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicAndPartition]

@@ -25,7 +25,7 @@ from afkak.common import (
 from ._broker_fetch import broker_fetcher
 from ._messages import FetchedRecords, read_fetched
 from ._options import Options
-from ._retry import RetryPolicy
+from ._retry import RequestRetries
 
 #: Below this fetch size a too-small fetch size grows 16-fold (at most to
 #: this size); from this size on it doubles.
@@ -56,7 +56,7 @@ class PartitionFetcher:
         self.buffer_size = options.buffer_size
         self.max_buffer_size = options.max_buffer_size
         self.auto_offset_reset = options.auto_offset_reset
-        self.retry: RetryPolicy = options.retry
+        self.retry: RequestRetries = options.retry
 
     async def next_records(self, offset: int) -> FetchedRecords:
         """The next fetch response that moves past *offset*.

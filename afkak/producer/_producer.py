@@ -22,7 +22,7 @@ from afkak._errors import (
     ClientError,
     TransactionStateError,
 )
-from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, is_retriable
+from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, retrying
 from afkak.client import ProducerClient, kafka_client, topic_name
 from afkak.common import TopicAndPartition
 from afkak.partitioner import RoundRobinPartitioner
@@ -262,9 +262,7 @@ class Producer:
         self._fast_limit = 0 if self._batch_mode else self._batch_size
         self._routes: dict[str, TopicState] = {}
         self._unrouted: dict[str, list[_Pending]] = {}
-        self._topic_loads: dict[str, Any] = {}  # Deferred or DelayedCall
-        #: Topic -> (failed metadata lookups, reactor time of the first).
-        self._topic_attempts: dict[str, tuple[int, float]] = {}
+        self._topic_loads: dict[str, Deferred[Any]] = {}
         self._backoff = self.options.retry_policy()
         self._blocked: deque[_Pending] = deque()
         #: Bytes of records accepted and not settled (estimated, uncompressed).
@@ -797,56 +795,51 @@ class Producer:
     # -- topic metadata ----------------------------------------------------------
 
     def _load_topic(self, topic: str) -> None:
-        d = self.client.load_metadata_for_topics(topic)
+        """Load *topic*'s partitions, retrying within the delivery timeout."""
+        d = Deferred.fromCoroutine(
+            retrying(
+                self._reactor,
+                lambda: self._topic_partitions(topic),
+                self._backoff,
+                max_attempts=self.options.max_attempts,
+                deadline=self._reactor.seconds() + self.options.delivery_timeout,
+                what=f"metadata of topic {topic!r}",
+            )
+        )
         self._topic_loads[topic] = d
         d.addBoth(self._topic_loaded, topic)
+
+    async def _topic_partitions(self, topic: str) -> Any:
+        try:
+            await self.client.load_metadata_for_topics(topic)
+        except Exception:
+            if not self.client.topic_partitions.get(topic):
+                raise
+        partitions = self.client.topic_partitions.get(topic)
+        if not partitions:
+            raise BrokerResponseError.from_errno(
+                self.client.metadata_error_for_topic(topic) or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"no partitions for topic {topic!r}",
+            )
+        return partitions
 
     def _topic_loaded(self, result: Any, topic: str) -> None:
         self._topic_loads.pop(topic, None)
         if self._stopped:
             return
-        partitions = self.client.topic_partitions.get(topic)
-        if partitions:
-            self._topic_attempts.pop(topic, None)
-            route = self._routes[topic] = TopicState(
-                topic, partitions, self.partitioner_class(topic, partitions)
-            )
-            now = self._reactor.seconds()
-            for pending in self._unrouted.pop(topic, []):
-                self._place(route, pending, now)
-            return
         if isinstance(result, Failure):
-            failure = result
-        else:
-            failure = Failure(
-                BrokerResponseError.from_errno(
-                    self.client.metadata_error_for_topic(topic)
-                    or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    f"no partitions for topic {topic!r}",
-                )
+            log.warn(
+                "Cannot send to topic {topic}: {error}", topic=topic, error=result.getErrorMessage()
             )
-        now = self._reactor.seconds()
-        attempts, since = self._topic_attempts.get(topic, (0, now))
-        attempts += 1
-        self._topic_attempts[topic] = (attempts, since)
-        delay = self._backoff(attempts)
-        if (
-            attempts < self.options.max_attempts
-            and is_retriable(failure.value)
-            and now + delay < since + self.options.delivery_timeout
-        ):
-            self._topic_loads[topic] = self._reactor.callLater(delay, self._reload_topic, topic)
+            for pending in self._unrouted.pop(topic, []):
+                self._refuse(pending.d, pending.size, result)
             return
-        self._topic_attempts.pop(topic, None)
-        log.warn(
-            "Cannot send to topic {topic}: {error}", topic=topic, error=failure.getErrorMessage()
+        route = self._routes[topic] = TopicState(
+            topic, result, self.partitioner_class(topic, result)
         )
+        now = self._reactor.seconds()
         for pending in self._unrouted.pop(topic, []):
-            self._refuse(pending.d, pending.size, failure)
-
-    def _reload_topic(self, topic: str) -> None:
-        del self._topic_loads[topic]
-        self._load_topic(topic)
+            self._place(route, pending, now)
 
 
 def _values_size(topic: str, values: Sequence[Any]) -> int:

@@ -107,6 +107,19 @@ class AdminFakeClusterTests(SynchronousTestCase):
         sent = [r for r in self.cluster.requests_seen if r.api_key == 19]
         self.assertEqual([r.broker for r in sent], [0, 0])
 
+    def test_not_controller_resends_are_bounded_and_double(self) -> None:
+        """``retries`` resends, ``retry_backoff`` apart and doubling; then the refusal stays."""
+        admin = KafkaAdminClient(self.client, retries=2, retry_backoff=1.0)
+        self.cluster.fail_next(CreateTopicsRequest, NotController, count=5)
+        d = admin.create_topics([NewTopic("c", 1, 1)])
+        sent = []
+        for _ in range(8):
+            sent.append(len([r for r in self.cluster.requests_seen if r.api_key == 19]))
+            self.clock.advance(0.5)
+        self.assertEqual(sent, [1, 1, 2, 2, 2, 2, 3, 3])
+        self.assertIsInstance(self.successResultOf(d)["c"].error, NotController)
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
     def test_delete_topics_by_name_and_id(self) -> None:
         self.cluster.create_topic("a", 1)
         b = self.cluster.create_topic("b", 1)

@@ -287,6 +287,16 @@ class SendMessagesTests(ProducerTestCase):
         metadata = [r for r in self.cluster.requests_seen if r.api_key == 3]
         self.assertEqual(len(metadata), 3)
 
+    def test_unknown_topic_fails_within_the_delivery_timeout(self) -> None:
+        """Without an attempt limit the lookups stop before ``delivery_timeout_ms``."""
+        self.cluster.auto_create_topics = False
+        producer = self.producer(delivery_timeout_ms=2000, retry_backoff_max_ms=400)
+        start = self.clock.seconds()
+        failure = self.run_until(producer.send_messages("missing", None, [b"v"]))
+        failure.trap(UnknownTopicOrPartitionError)
+        self.assertLess(self.clock.seconds() - start, 2.0)
+        self.assertGreater(len([r for r in self.cluster.requests_seen if r.api_key == 3]), 3)
+
     def test_acks_0_fires_with_none_when_written(self) -> None:
         producer = self.producer(req_acks=0)
         self.assertIsNone(self.succeed(producer.send_messages("t", None, [b"v"])))
