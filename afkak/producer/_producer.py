@@ -811,10 +811,13 @@ class Producer:
 
     async def _topic_partitions(self, topic: str) -> Any:
         try:
-            await self.client.load_metadata_for_topics(topic)
+            loaded = await self.client.load_metadata_for_topics(topic)
         except Exception:
             if not self.client.topic_partitions.get(topic):
                 raise
+        else:
+            if loaded is None:  # the load was cancelled: stop() is under way
+                raise CancelledError(request_sent=None, message="the producer was stopped")
         partitions = self.client.topic_partitions.get(topic)
         if not partitions:
             raise BrokerResponseError.from_errno(

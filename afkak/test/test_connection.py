@@ -791,9 +791,7 @@ class TimeoutTests(ConnectionTestCase):
             self.net.flush()
         self.failureResultOf(d, BrokerConnectionError)
         self.assertIs(connection.state, State.BACKING_OFF)
-        self.assertIn(
-            "unknown correlation id", " ".join(str(e.get("error", "")) for e in events)
-        )
+        self.assertIn("unknown correlation id", " ".join(str(e.get("error", "")) for e in events))
 
     def test_timeout_hook_can_disconnect(self) -> None:
         connection = self.ready(

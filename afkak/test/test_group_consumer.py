@@ -375,9 +375,7 @@ class ConsumerGroupTests(SynchronousTestCase):
         self.assertTrue(g.member_id)
         self.assertEqual(g.leader_id, g.member_id)
         self.assertEqual(g.coordinator_broker, client.consumer_group_to_brokers()["g"])
-        self.assertEqual(
-            calls, [("prepare", None), ("complete", {TOPIC: list(range(PARTITIONS))})]
-        )
+        self.assertEqual(calls, [("prepare", None), ("complete", {TOPIC: list(range(PARTITIONS))})])
         self.result(g.shutdown())
         self.assertEqual(calls[-1], ("leave", 0))
         self.assertEqual(g.member_id, "")

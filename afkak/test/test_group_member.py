@@ -10,8 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from twisted.internet.defer import Deferred
-from twisted.internet.task import Clock
-from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
 from afkak.common import (
@@ -41,6 +39,7 @@ from afkak.protocol.messages import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from afkak.test.helpers import ClockTestCase
 from afkak.testing import FakeKafkaCluster
 
 TOPIC = "t"
@@ -109,9 +108,9 @@ class Listener:
             self.owners.owner[tp] = self.name
 
 
-class GroupMemberTests(SynchronousTestCase):
+class GroupMemberTests(ClockTestCase):
     def setUp(self) -> None:
-        self.clock = Clock()
+        super().setUp()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
         self.cluster.create_topic(TOPIC, 6)
         self.owners = Owners()
