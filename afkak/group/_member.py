@@ -55,7 +55,7 @@ from ._reactions import (
     Reaction,
     react,
 )
-from ._states import MemberEvent as E, MemberState as S, next_state
+from ._states import TABLE, MemberEvent as E, MemberState as S
 
 log = Logger()
 
@@ -229,7 +229,8 @@ class GroupMember:
             wake.callback(None)
 
     def _transition(self, event: E) -> None:
-        new = next_state(self.state, event)
+        new = TABLE.next(self.state, event)
+        assert new is not None  # the member's table declares no no-ops
         log.debug("{member!r}: {event} -> {state}", member=self, event=event.value, state=new.name)
         self.state = new
         if new in (S.STABLE, S.PREPARING):

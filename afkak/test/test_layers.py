@@ -31,6 +31,7 @@ LAYERS = {
     "_broker_errors": 0,
     "_structs": 0,
     "_retry": 0,
+    "_transitions": 0,
     "common": 0,
     "protocol": 1,
     "codec": 2,

@@ -22,9 +22,8 @@ from typing import Any
 import attrs
 from twisted.internet.defer import Deferred
 
-from afkak._broker_errors import (
-    ErrorCode,
-)
+from afkak._broker_errors import ErrorCode
+from afkak._transitions import TransitionTable
 
 
 class GroupState(enum.StrEnum):
@@ -35,6 +34,33 @@ class GroupState(enum.StrEnum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
+
+
+class GroupInput(enum.Enum):
+    PREPARE = "a member joins, leaves or changes: rebalance"
+    COMPLETE = "every member joined, or the join timed out"
+    SYNCED = "the leader's SyncGroup brought the assignment"
+    EMPTIED = "the last member left"
+
+
+G, In = GroupState, GroupInput
+#: Kafka's classic group states (``GroupMetadata.validPreviousStates``), as a table.
+GROUP_TABLE = TransitionTable(
+    {
+        (G.EMPTY, In.PREPARE): G.PREPARING_REBALANCE,
+        (G.STABLE, In.PREPARE): G.PREPARING_REBALANCE,
+        (G.COMPLETING_REBALANCE, In.PREPARE): G.PREPARING_REBALANCE,
+        (G.PREPARING_REBALANCE, In.COMPLETE): G.COMPLETING_REBALANCE,
+        (G.COMPLETING_REBALANCE, In.SYNCED): G.STABLE,
+        (G.PREPARING_REBALANCE, In.EMPTIED): G.EMPTY,
+        (G.COMPLETING_REBALANCE, In.EMPTIED): G.EMPTY,
+        (G.STABLE, In.EMPTIED): G.EMPTY,
+    },
+    ignored=[
+        (G.PREPARING_REBALANCE, In.PREPARE),  # the rebalance under way takes it in
+        *((state, In.COMPLETE) for state in G if state is not G.PREPARING_REBALANCE),
+    ],
+)
 
 
 @attrs.define(eq=False)
@@ -245,20 +271,21 @@ class GroupCoordinatorState:
         waiter: Deferred[JoinResult] = Deferred(cancelled)
         member.join_waiter = waiter
         self._stop_session(member)
-        if group.state != GroupState.PREPARING_REBALANCE:
-            self._prepare_rebalance(group)
-        else:
-            self._maybe_complete_join(group)
+        self._prepare_rebalance(group)
         return waiter
 
     def _prepare_rebalance(self, group: FakeGroup) -> None:
-        if group.state == GroupState.COMPLETING_REBALANCE:
+        """Start a rebalance; during one, see whether it can complete."""
+        old = group.state
+        if not _move(group, In.PREPARE):
+            self._maybe_complete_join(group)
+            return
+        if old == GroupState.COMPLETING_REBALANCE:
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     waiter, m.sync_waiter = m.sync_waiter, None
                     waiter.callback((ErrorCode.REBALANCE_IN_PROGRESS, b""))
-        initial = group.state == GroupState.EMPTY
-        group.state = GroupState.PREPARING_REBALANCE
+        initial = old == GroupState.EMPTY
         group.delaying = initial
         if initial:
             delay = self.initial_rebalance_delay_ms
@@ -285,19 +312,19 @@ class GroupCoordinatorState:
     def _complete_join(self, group: FakeGroup) -> None:
         self._cancel_join_timer(group)
         group.delaying = False
-        if group.state != GroupState.PREPARING_REBALANCE:
+        if GROUP_TABLE.next(group.state, In.COMPLETE) is None:  # no rebalance under way
             return
         for m in [m for m in group.members.values() if m.join_waiter is None]:
             self._remove(group, m)
         group.generation_id += 1
         if not group.members:
-            group.state, group.protocol_name, group.leader_id = GroupState.EMPTY, None, None
-            group.protocol_type = None
+            _move(group, In.EMPTIED)
+            group.protocol_name, group.leader_id, group.protocol_type = None, None, None
             return
         group.protocol_name = self._vote(group)
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
-        group.state = GroupState.COMPLETING_REBALANCE
+        _move(group, In.COMPLETE)
         for m in group.members.values():
             m.assignment = b""
         for m in list(group.members.values()):
@@ -371,7 +398,7 @@ class GroupCoordinatorState:
         if member_id == group.leader_id:
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
-            group.state = GroupState.STABLE
+            _move(group, In.SYNCED)
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     waiter, m.sync_waiter = m.sync_waiter, None
@@ -465,7 +492,8 @@ class GroupCoordinatorState:
             if group.members:
                 self._prepare_rebalance(group)
             else:
-                group.state, group.protocol_type, group.protocol_name = GroupState.EMPTY, None, None
+                _move(group, In.EMPTIED)
+                group.protocol_type, group.protocol_name = None, None
                 group.generation_id += 1
         elif group.state == GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)
@@ -489,3 +517,12 @@ class GroupCoordinatorState:
             return ErrorCode.REBALANCE_IN_PROGRESS
         self._touch(group, member)
         return ErrorCode.NONE
+
+
+def _move(group: FakeGroup, event: GroupInput) -> bool:
+    """Apply *event* to *group*'s state; False if its state ignores it."""
+    new = GROUP_TABLE.next(group.state, event)
+    if new is None:
+        return False
+    group.state = new
+    return True
