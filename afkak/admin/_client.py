@@ -19,12 +19,11 @@ from twisted.internet.defer import Deferred, gatherResults
 from twisted.logger import Logger
 
 from afkak._retry import backoff_policy, retrying
-from afkak.client import (
+from afkak.client import AdminClient, KafkaClient
+from afkak.client._interlayer import (
     COORDINATOR_MOVED,
     INT32_MAX,
     LEADER_MOVED,
-    AdminClient,
-    KafkaClient,
     group_name,
     integer,
     topic_name,

@@ -24,7 +24,7 @@ from weakref import WeakKeyDictionary, ref
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from afkak.client import FetchCall
+from afkak.client._interlayer import FetchCall
 from afkak.common import BrokerMetadata, ErrorCode, FetchRequest, TopicAndPartition
 from afkak.records.aborted import READ_UNCOMMITTED
 

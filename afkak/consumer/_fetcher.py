@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from afkak.client import TOPIC_GONE, ConsumerClient
+from afkak.client import ConsumerClient
+from afkak.client._interlayer import TOPIC_GONE
 from afkak.common import (
     BrokerResponseError,
     ConsumerFetchSizeTooSmall,

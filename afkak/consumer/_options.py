@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from afkak.client import INT32_MAX, integer
+from afkak.client._interlayer import INT32_MAX, integer
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, InvalidConsumerGroupError
 from afkak.records.aborted import isolation_level as isolation_level_of
 

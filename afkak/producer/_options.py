@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from afkak._retry import RetryPolicy, backoff_policy
-from afkak.client import INT32_MAX, integer
+from afkak.client._interlayer import INT32_MAX, integer
 from afkak.codec import CODEC_NAMES, CODEC_NONE, compress
 from afkak.common import PRODUCER_ACK_ALL_REPLICAS, PRODUCER_ACK_LOCAL_WRITE
 
@@ -51,10 +51,16 @@ class Options:
     retry_unknown_outcome: bool
     #: ``None``: the client's.
     max_request_size: int | None
+    #: What the retry delay is multiplied by per failure (``Producer.RETRY_INTERVAL_FACTOR``).
+    retry_factor: float = 2.0
 
     def retry_policy(self) -> RetryPolicy:
-        """Kafka's retry backoff: *retry_interval* doubling to *retry_backoff_max*, jittered."""
-        return backoff_policy(self.retry_interval, max(self.retry_interval, self.retry_backoff_max))
+        """Kafka's retry backoff: *retry_interval* growing to *retry_backoff_max*, jittered."""
+        return backoff_policy(
+            self.retry_interval,
+            max(self.retry_interval, self.retry_backoff_max),
+            factor=self.retry_factor,
+        )
 
 
 def _int(name: str, value: Any, low: int) -> int:
@@ -92,6 +98,7 @@ def resolve(
     transactional_id: Any = None,
     transaction_timeout_ms: Any = 60_000,
     max_request_size: Any = None,
+    retry_factor: Any = 2.0,
 ) -> Options:
     """Check the arguments (TypeError / ValueError) and resolve their defaults."""
     if req_acks is not UNSET and (req_acks not in _ACKS or isinstance(req_acks, bool)):
@@ -156,6 +163,7 @@ def resolve(
             else _int("max_req_attempts", max_req_attempts, 1)
         ),
         retry_interval=_number("retry_interval", retry_interval, 0),
+        retry_factor=_number("RETRY_INTERVAL_FACTOR", retry_factor, 1),
         retry_backoff_max=_int("retry_backoff_max_ms", retry_backoff_max_ms, 0) / 1000.0,
         delivery_timeout=_int("delivery_timeout_ms", delivery_timeout_ms, 1) / 1000.0,
         codec=codec,

@@ -18,7 +18,7 @@ import enum
 
 from afkak._broker_errors import BrokerResponseError, ErrorCode
 from afkak._errors import BrokerConnectionError, DecodeError, KafkaError
-from afkak.client import LEADER_MOVED, TOPIC_GONE
+from afkak.client._interlayer import LEADER_MOVED, TOPIC_GONE
 
 # Plain ints: each Produce response's partitions are compared with them.
 CORRUPT_MESSAGE = int(ErrorCode.CORRUPT_MESSAGE)

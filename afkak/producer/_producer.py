@@ -23,7 +23,8 @@ from afkak._errors import (
     TransactionStateError,
 )
 from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, retrying
-from afkak.client import ProducerClient, kafka_client, topic_name
+from afkak.client import ProducerClient
+from afkak.client._interlayer import kafka_client, topic_name
 from afkak.common import TopicAndPartition
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
@@ -175,7 +176,8 @@ class Producer:
     DEFAULT_REQ_ATTEMPTS = 10
     #: Seconds before the first retry (Kafka's ``retry.backoff.ms``; afkak 21: 0.25).
     INIT_RETRY_INTERVAL = RETRY_BACKOFF_MS / 1000
-    #: The factor the retry delay grows by per attempt (afkak 21: 1.20205).
+    #: The factor the retry delay grows by per attempt (afkak 21: 1.20205); a subclass
+    #: may set its own.
     RETRY_INTERVAL_FACTOR = 2.0
 
     def __init__(
@@ -212,6 +214,7 @@ class Producer:
             ack_timeout=ack_timeout,
             max_req_attempts=max_req_attempts,
             retry_interval=retry_interval,
+            retry_factor=self.RETRY_INTERVAL_FACTOR,
             codec=codec,
             batch_send=batch_send,
             batch_every_n=batch_every_n,

@@ -24,7 +24,8 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError, ErrorCode
 from afkak._errors import CancelledError, DeliveryTimeoutError
-from afkak.client import ProduceCall, ProducerClient
+from afkak.client import ProducerClient
+from afkak.client._interlayer import ProduceCall
 from afkak.common import ProduceRequest
 
 from ._batch import ProducerBatch

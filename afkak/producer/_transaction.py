@@ -46,7 +46,7 @@ from afkak._errors import (
     TransactionStateError,
 )
 from afkak._retry import RetryPolicy, retrying
-from afkak.client import COORDINATOR_MOVED, TRANSACTION_KEY_TYPE, FindCoordinatorCall
+from afkak.client._interlayer import COORDINATOR_MOVED, TRANSACTION_KEY_TYPE, FindCoordinatorCall
 from afkak.common import TopicAndPartition
 from afkak.protocol.messages import (
     AddOffsetsToTxnRequest,

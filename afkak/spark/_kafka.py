@@ -17,7 +17,8 @@ import attrs
 from twisted.internet.defer import FirstError, gatherResults
 
 from afkak._retry import retry_backoff, retrying
-from afkak.client import FetchCall, KafkaClient
+from afkak.client import KafkaClient
+from afkak.client._interlayer import FetchCall
 from afkak.common import BrokerResponseError, FetchRequest, OffsetRequest, TopicAndPartition
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer

@@ -31,15 +31,8 @@ from afkak.common import (
     NoCommonVersionError,
     RequestTimedOutError,
 )
-from afkak.connection import (
-    TRANSITIONS,
-    BrokerConnection,
-    Event,
-    State,
-    VersionedRequest,
-    choose_version,
-    default_endpoint_factory,
-)
+from afkak.connection import BrokerConnection, State, VersionedRequest, default_endpoint_factory
+from afkak.connection._interlayer import TRANSITIONS, Event, choose_version
 from afkak.connection._lifecycle import TABLE
 from afkak.protocol.header import encode_response
 from afkak.protocol.messages import (

@@ -6,7 +6,9 @@ Spark, the command line).
 ``afkak.common`` and its private parts sit below everything.  A module may
 import from its own layer and from any layer below, never from above; and from
 another package only what that package exports, never its private modules
-(``afkak.connection``, not ``afkak.connection._connection``).  Kafka error codes
+(``afkak.connection``, not ``afkak.connection._connection``), or the names a
+package keeps for afkak's own layers (``afkak.client._interlayer``), which are
+not in its public ``__all__``.  Kafka error codes
 are named through ``ErrorCode`` (the one table, which gives the error classes
 their codes), never written as numbers: not declared as constants, not listed
 in sets, not compared with, not passed to ``from_errno``.
@@ -87,6 +89,8 @@ def _library_files() -> list[tuple[str, str]]:
 
 
 _SHARED = [name for name in LAYERS if name.startswith("_")]
+#: The one private module of a package that the layers above may import.
+INTERLAYER = "_interlayer"
 
 
 def private_imports(path: str, package: str) -> list[str]:
@@ -105,6 +109,9 @@ def private_imports(path: str, package: str) -> list[str]:
             parts = module.split(".")
             # afkak._errors, afkak._version ...: the shared base every layer may use.
             if parts[0] != "afkak" or len(parts) < 3 or parts[1] in (package, *_SHARED):
+                continue
+            # A package's names for afkak's layers above it (not the public API).
+            if parts[2] == INTERLAYER:
                 continue
             if any(part.startswith("_") for part in parts[2:]):
                 found.append(module)
@@ -226,6 +233,8 @@ class LayeringTests(unittest.TestCase):
             "import afkak.protocol._primitives\n"
             "from afkak.records import _varint\n"
             "from afkak.client._routing import x\n"
+            "from afkak.connection._interlayer import Event\n"
+            "from afkak.connection._lifecycle import Event\n"
             "from afkak._errors import KafkaError\n",
             lambda path: private_imports(path, "client"),
         )
@@ -236,6 +245,8 @@ class LayeringTests(unittest.TestCase):
                 "afkak.connection._connection.Send",
                 "afkak.protocol._primitives",
                 "afkak.records._varint",
+                "afkak.connection._lifecycle",
+                "afkak.connection._lifecycle.Event",
             ],
         )
 

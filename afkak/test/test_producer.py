@@ -84,6 +84,22 @@ class ProducerTestCase(ClockTestCase):
 
 
 class ConstructorTests(ProducerTestCase):
+    def test_retry_interval_factor_is_read(self) -> None:
+        """Producer.RETRY_INTERVAL_FACTOR was documented as the backoff factor, never read."""
+
+        class Patient(Producer):
+            RETRY_INTERVAL_FACTOR = 3.0
+
+        options = {"retry_interval": 0.1, "retry_backoff_max_ms": 100_000}
+        for cls, low, high in ((Producer, 0.32, 0.48), (Patient, 0.72, 1.08)):
+            policy = cls(self.client, **options).options.retry_policy()
+            self.assertTrue(low - 1e-9 <= policy(3) <= high + 1e-9, (cls, policy(3)))
+
+        class Shrinking(Producer):
+            RETRY_INTERVAL_FACTOR = 0.5
+
+        self.assertRaises(ValueError, Shrinking, self.client)
+
     def test_defaults_are_idempotent_with_acks_all(self) -> None:
         options = Producer(self.client).options
         self.assertEqual((options.acks, options.idempotent), (-1, True))
