@@ -387,7 +387,7 @@ class BrokerConnection:
                 f"connecting timed out after {self._connect_timeout} s"
             )
         else:
-            reason = failure.value
+            reason = failure.value or ConnectionRefusedError()
         self._fire(Event.CONNECT_FAILED, reason)
 
     def _end_attempt(self) -> None:

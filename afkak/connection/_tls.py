@@ -132,7 +132,7 @@ class _HandshakeWatch(ProtocolWrapper):
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         self.factory.settle(reason)
-        super().connectionLost(reason)
+        super().connectionLost(reason)  # type: ignore[no-untyped-call]  # Twisted, untyped
 
 
 class _HandshakeWatchFactory(WrappingFactory):
@@ -140,7 +140,7 @@ class _HandshakeWatchFactory(WrappingFactory):
     noisy = False
 
     def __init__(self, wrapped: Any, where: str) -> None:
-        super().__init__(wrapped)
+        super().__init__(wrapped)  # type: ignore[no-untyped-call]
         self._where = where
         self.watch: _HandshakeWatch | None = None
         self.done: Deferred[Any] = Deferred(self._cancel)

@@ -38,10 +38,11 @@ def decode_api_versions(frame: bytes, version: int) -> ApiVersionsResponse:
     # Response header v0 is the 4-byte correlation id; the error code follows.
     if version > 0 and frame[4:6] == _UNSUPPORTED_VERSION_BYTES:
         try:
-            return decode_response(frame, _API_VERSIONS_KEY, 0)[1]
+            old: ApiVersionsResponse = decode_response(frame, _API_VERSIONS_KEY, 0)[1]
         except DecodeError:
             return ApiVersionsResponse(error_code=UNSUPPORTED_VERSION)
-    response = decode_response(frame, _API_VERSIONS_KEY, version)[1]
+        return old
+    response: ApiVersionsResponse = decode_response(frame, _API_VERSIONS_KEY, version)[1]
     if response.error_code == ErrorCode.NONE:
         _check_ranges(response, version)
     return response

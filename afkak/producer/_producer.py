@@ -25,7 +25,7 @@ from afkak._errors import (
 from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, retrying
 from afkak.client import ProducerClient
 from afkak.client._interlayer import kafka_client, topic_name
-from afkak.common import TopicAndPartition
+from afkak.common import ProduceResponse, TopicAndPartition
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
 
@@ -33,6 +33,7 @@ from . import _options
 from ._batch import RECORD_OVERHEAD, ProducerBatch
 from ._options import UNSET
 from ._partition import TopicState
+from ._result import RecordMetadata
 from ._sender import Sender
 from ._split import joined, pieces
 from ._transaction import ConsumerGroupMetadata, State as TransactionState, TransactionManager
@@ -326,7 +327,7 @@ class Producer:
 
     def send_messages(
         self, topic: str, key: bytes | None = None, msgs: Sequence[bytes | None] = ()
-    ) -> Deferred[Any]:
+    ) -> Deferred[ProduceResponse | None]:
         """Send *msgs* (all to one partition, chosen by the partitioner from *key*).
 
         :param topic: the topic (``str``).
@@ -415,7 +416,7 @@ class Producer:
         headers: Sequence[tuple[str, bytes | None]] = (),
         timestamp: int | None = None,
         partition: int | None = None,
-    ) -> Deferred[Any]:
+    ) -> Deferred[RecordMetadata]:
         """Send one record, with what record batches v2 carry.
 
         :param headers: ``(str, bytes | None)`` pairs.
