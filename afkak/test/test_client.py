@@ -371,6 +371,25 @@ class MetadataTests(ClientTestCase):
         self.clock.advance(5)
 
 
+class CloseTests(ClientTestCase):
+    def test_close_sends_no_queued_metadata_load(self) -> None:
+        """A load queued behind the one in flight was sent after close(): a request,
+        and its timeout timer, left behind by a closed client."""
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.cluster.delay(3, 1.0)  # Metadata
+        first = client.load_metadata_for_topics("a")
+        queued = client.load_metadata_for_topics("b")
+        self.clock.advance(0.01)
+        sent = len(self.cluster.requests_seen)
+        self.successResultOf(client.close())
+        self.assertEqual(len(self.cluster.requests_seen), sent)
+        for d in (first, queued):
+            self.failureResultOf(d, CancelledError)
+        self.clock.advance(1.0)  # the fake broker's held answer goes nowhere
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+
 class CoordinatorTests(ClientTestCase):
     def test_load_coordinator(self) -> None:
         client = self.make_client()
