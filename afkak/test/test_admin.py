@@ -43,14 +43,16 @@ from afkak.protocol.messages import (
     DescribeGroupsRequest,
     OffsetFetchRequest,
 )
+from afkak.test.helpers import ClockTestCase
 from afkak.testing import FakeKafkaCluster
 
 TP = TopicAndPartition
 
 
 def on_fake_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
-    """A Clock, a 3-broker fake cluster without auto-creation, and a client of it."""
-    clock = Clock()
+    """A Clock (the case's, for a ClockTestCase), a 3-broker fake cluster without
+    auto-creation, and a client of it."""
+    clock = getattr(case, "clock", None) or Clock()
     cluster = FakeKafkaCluster(brokers=3, reactor=clock, auto_create_topics=False)
     client = KafkaClient(
         cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
@@ -59,8 +61,9 @@ def on_fake_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster,
     return clock, cluster, client
 
 
-class AdminFakeClusterTests(SynchronousTestCase):
+class AdminFakeClusterTests(ClockTestCase):
     def setUp(self) -> None:
+        super().setUp()
         self.clock, self.cluster, self.client = on_fake_cluster(self)
         self.admin = KafkaAdminClient(self.client)
 

@@ -9,9 +9,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from twisted.internet.task import Clock
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
-from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD
@@ -48,7 +46,7 @@ from afkak.protocol.messages import (
     OffsetFetchRequest as RawOffsetFetch,
 )
 from afkak.records import read_batches
-from afkak.test.helpers import needs_codecs
+from afkak.test.helpers import ClockTestCase, needs_codecs
 from afkak.testing import FakeKafkaCluster
 
 
@@ -117,13 +115,13 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDI
 )
 
 
-class ClientTestCase(SynchronousTestCase):
+class ClientTestCase(ClockTestCase):
     """A 3-broker fake cluster on a Clock, and clients that are closed after each test."""
 
     brokers = 3
 
     def setUp(self) -> None:
-        self.clock = Clock()
+        super().setUp()
         self.cluster = self.make_cluster()
 
     def make_cluster(self, **options: Any) -> FakeKafkaCluster:

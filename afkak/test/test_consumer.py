@@ -57,7 +57,7 @@ from afkak.protocol.messages import (
     OffsetFetchRequest,
 )
 from afkak.records import ControlType, build_batch, build_control_batch
-from afkak.test.helpers import needs_codecs
+from afkak.test.helpers import ClockTestCase, needs_codecs
 from afkak.testing import FakeKafkaCluster
 
 FETCH, LIST_OFFSETS, OFFSET_COMMIT = 1, 2, 8
@@ -103,14 +103,14 @@ class Recorder:
         return [m.offset for m in self.messages]
 
 
-class ConsumerTestCase(SynchronousTestCase):
+class ConsumerTestCase(ClockTestCase):
     """A 3-broker fake cluster with topic "t" (2 partitions) and a client, on a Clock."""
 
     #: Whether the fake brokers grant fetch sessions (test_consumer_fetching runs them so).
     fetch_sessions = False
 
     def setUp(self) -> None:
-        self.clock = Clock()
+        super().setUp()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
         self.cluster.fetch_sessions = self.fetch_sessions
         self.cluster.create_topic("t", partitions=2)
