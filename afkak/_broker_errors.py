@@ -1,17 +1,165 @@
 """Broker error codes: one :class:`BrokerResponseError` subclass per Kafka error code.
 
-The table covers every code that Apache Kafka 4.3 defines (-1 and 1..133).
-Class names for codes 1..72 are afkak's historical ones (some end in
-``Error``, some do not); newer codes use the CamelCase of the Kafka name.
-``message`` is Kafka's current name for the code and ``retriable`` follows
-Kafka (the Java exception is a ``RetriableException``).
+:class:`ErrorCode` is the table of every code that Apache Kafka 4.3 defines
+(-1 and 1..133, and 0 for none), by Kafka's name; each class names its
+member, which gives the class its ``errno`` and ``message``.  Class names for
+codes 1..72 are afkak's historical ones (some end in ``Error``, some do not);
+newer codes use the CamelCase of the Kafka name.  ``retriable`` follows Kafka
+(the Java exception is a ``RetriableException``).
 """
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any, ClassVar
 
 from afkak._errors import KafkaError
+
+
+class ErrorCode(IntEnum):
+    """Kafka's error codes by Kafka's name: the one table of codes.
+
+    Each :class:`BrokerResponseError` subclass names its member here, which
+    gives it ``errno`` and ``message``.  Compare response codes with these
+    members (``code == ErrorCode.NOT_COORDINATOR``); where a comparison runs
+    per record, bind the member to a module-level ``int`` first.
+    """
+
+    NONE = 0
+    UNKNOWN_SERVER_ERROR = -1
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    CLUSTER_AUTHORIZATION_FAILED = 31
+    INVALID_TIMESTAMP = 32
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+    POLICY_VIOLATION = 44
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
+    INVALID_TXN_STATE = 48
+    INVALID_PRODUCER_ID_MAPPING = 49
+    INVALID_TRANSACTION_TIMEOUT = 50
+    CONCURRENT_TRANSACTIONS = 51
+    TRANSACTION_COORDINATOR_FENCED = 52
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    SECURITY_DISABLED = 54
+    OPERATION_NOT_ATTEMPTED = 55
+    KAFKA_STORAGE_ERROR = 56
+    LOG_DIR_NOT_FOUND = 57
+    SASL_AUTHENTICATION_FAILED = 58
+    UNKNOWN_PRODUCER_ID = 59
+    REASSIGNMENT_IN_PROGRESS = 60
+    DELEGATION_TOKEN_AUTH_DISABLED = 61
+    DELEGATION_TOKEN_NOT_FOUND = 62
+    DELEGATION_TOKEN_OWNER_MISMATCH = 63
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED = 64
+    DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
+    DELEGATION_TOKEN_EXPIRED = 66
+    INVALID_PRINCIPAL_TYPE = 67
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    INVALID_FETCH_SESSION_EPOCH = 71
+    LISTENER_NOT_FOUND = 72
+    TOPIC_DELETION_DISABLED = 73
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    STALE_BROKER_EPOCH = 77
+    OFFSET_NOT_AVAILABLE = 78
+    MEMBER_ID_REQUIRED = 79
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
+    INVALID_RECORD = 87
+    UNSTABLE_OFFSET_COMMIT = 88
+    THROTTLING_QUOTA_EXCEEDED = 89
+    PRODUCER_FENCED = 90
+    RESOURCE_NOT_FOUND = 91
+    DUPLICATE_RESOURCE = 92
+    UNACCEPTABLE_CREDENTIAL = 93
+    INCONSISTENT_VOTER_SET = 94
+    INVALID_UPDATE_VERSION = 95
+    FEATURE_UPDATE_FAILED = 96
+    PRINCIPAL_DESERIALIZATION_FAILURE = 97
+    SNAPSHOT_NOT_FOUND = 98
+    POSITION_OUT_OF_RANGE = 99
+    UNKNOWN_TOPIC_ID = 100
+    DUPLICATE_BROKER_REGISTRATION = 101
+    BROKER_ID_NOT_REGISTERED = 102
+    INCONSISTENT_TOPIC_ID = 103
+    INCONSISTENT_CLUSTER_ID = 104
+    TRANSACTIONAL_ID_NOT_FOUND = 105
+    FETCH_SESSION_TOPIC_ID_ERROR = 106
+    INELIGIBLE_REPLICA = 107
+    NEW_LEADER_ELECTED = 108
+    OFFSET_MOVED_TO_TIERED_STORAGE = 109
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
+    MISMATCHED_ENDPOINT_TYPE = 114
+    UNSUPPORTED_ENDPOINT_TYPE = 115
+    UNKNOWN_CONTROLLER_ID = 116
+    UNKNOWN_SUBSCRIPTION_ID = 117
+    TELEMETRY_TOO_LARGE = 118
+    INVALID_REGISTRATION = 119
+    TRANSACTION_ABORTABLE = 120
+    INVALID_RECORD_STATE = 121
+    SHARE_SESSION_NOT_FOUND = 122
+    INVALID_SHARE_SESSION_EPOCH = 123
+    FENCED_STATE_EPOCH = 124
+    INVALID_VOTER_KEY = 125
+    DUPLICATE_VOTER = 126
+    VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 
 class BrokerResponseError(KafkaError):
@@ -34,6 +182,10 @@ class BrokerResponseError(KafkaError):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         errno = cls.__dict__.get("errno")
+        if isinstance(errno, ErrorCode):
+            # Plain ints in the public attributes, as afkak always had.
+            cls.message = errno.name
+            cls.errno = errno = int(errno)
         if errno is not None:
             taken = BrokerResponseError.errnos.setdefault(errno, cls)
             if taken is not cls:
@@ -72,13 +224,6 @@ class BrokerResponseError(KafkaError):
             raise cls.from_errno(errno, *args)
 
 
-def error_code(error: type[BrokerResponseError]) -> int:
-    """The Kafka error code of *error*, for code that compares codes in responses."""
-    if error.errno is None:
-        raise TypeError(f"{error.__name__} has no error code")
-    return error.errno
-
-
 class RetriableBrokerResponseError(BrokerResponseError):
     """The shared superclass of all broker errors which can be retried."""
 
@@ -86,673 +231,539 @@ class RetriableBrokerResponseError(BrokerResponseError):
 
 
 class UnknownError(BrokerResponseError):
-    errno = -1
-    message = "UNKNOWN_SERVER_ERROR"
+    errno = ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class OffsetOutOfRangeError(BrokerResponseError):
-    errno = 1
-    message = "OFFSET_OUT_OF_RANGE"
+    errno = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
 class CorruptMessage(RetriableBrokerResponseError):
-    errno = 2
-    message = "CORRUPT_MESSAGE"
+    errno = ErrorCode.CORRUPT_MESSAGE
 
 
 class UnknownTopicOrPartitionError(RetriableBrokerResponseError):
-    errno = 3
-    message = "UNKNOWN_TOPIC_OR_PARTITION"
+    errno = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 class InvalidFetchRequestError(BrokerResponseError):
-    errno = 4
-    message = "INVALID_FETCH_SIZE"
+    errno = ErrorCode.INVALID_FETCH_SIZE
 
 
 class LeaderNotAvailableError(RetriableBrokerResponseError):
-    errno = 5
-    message = "LEADER_NOT_AVAILABLE"
+    errno = ErrorCode.LEADER_NOT_AVAILABLE
 
 
 class NotLeaderForPartitionError(RetriableBrokerResponseError):
-    errno = 6
-    message = "NOT_LEADER_OR_FOLLOWER"
+    errno = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 class RequestTimedOutError(RetriableBrokerResponseError):
-    errno = 7
-    message = "REQUEST_TIMED_OUT"
+    errno = ErrorCode.REQUEST_TIMED_OUT
 
 
 class BrokerNotAvailableError(BrokerResponseError):
-    errno = 8
-    message = "BROKER_NOT_AVAILABLE"
+    errno = ErrorCode.BROKER_NOT_AVAILABLE
 
 
 class ReplicaNotAvailableError(RetriableBrokerResponseError):
-    errno = 9
-    message = "REPLICA_NOT_AVAILABLE"
+    errno = ErrorCode.REPLICA_NOT_AVAILABLE
 
 
 class MessageSizeTooLargeError(BrokerResponseError):
-    errno = 10
-    message = "MESSAGE_TOO_LARGE"
+    errno = ErrorCode.MESSAGE_TOO_LARGE
 
 
 class StaleControllerEpochError(BrokerResponseError):
-    errno = 11
-    message = "STALE_CONTROLLER_EPOCH"
+    errno = ErrorCode.STALE_CONTROLLER_EPOCH
 
 
 class OffsetMetadataTooLargeError(BrokerResponseError):
-    errno = 12
-    message = "OFFSET_METADATA_TOO_LARGE"
+    errno = ErrorCode.OFFSET_METADATA_TOO_LARGE
 
 
 class NetworkException(RetriableBrokerResponseError):
-    errno = 13
-    message = "NETWORK_EXCEPTION"
+    errno = ErrorCode.NETWORK_EXCEPTION
 
 
 class CoordinatorLoadInProgress(RetriableBrokerResponseError):
-    errno = 14
-    message = "COORDINATOR_LOAD_IN_PROGRESS"
+    errno = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
 
 
 class CoordinatorNotAvailable(RetriableBrokerResponseError):
-    errno = 15
-    message = "COORDINATOR_NOT_AVAILABLE"
+    errno = ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 class NotCoordinator(RetriableBrokerResponseError):
-    errno = 16
-    message = "NOT_COORDINATOR"
+    errno = ErrorCode.NOT_COORDINATOR
 
 
 class InvalidTopic(BrokerResponseError):
-    errno = 17
-    message = "INVALID_TOPIC_EXCEPTION"
+    errno = ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 class RecordListTooLarge(BrokerResponseError):
-    errno = 18
-    message = "RECORD_LIST_TOO_LARGE"
+    errno = ErrorCode.RECORD_LIST_TOO_LARGE
 
 
 class NotEnoughReplicas(RetriableBrokerResponseError):
-    errno = 19
-    message = "NOT_ENOUGH_REPLICAS"
+    errno = ErrorCode.NOT_ENOUGH_REPLICAS
 
 
 class NotEnoughReplicasAfterAppend(RetriableBrokerResponseError):
-    errno = 20
-    message = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+    errno = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
 
 class InvalidRequiredAcks(BrokerResponseError):
-    errno = 21
-    message = "INVALID_REQUIRED_ACKS"
+    errno = ErrorCode.INVALID_REQUIRED_ACKS
 
 
 class IllegalGeneration(BrokerResponseError):
-    errno = 22
-    message = "ILLEGAL_GENERATION"
+    errno = ErrorCode.ILLEGAL_GENERATION
 
 
 class InconsistentGroupProtocol(BrokerResponseError):
-    errno = 23
-    message = "INCONSISTENT_GROUP_PROTOCOL"
+    errno = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
 class InvalidGroupId(BrokerResponseError):
-    errno = 24
-    message = "INVALID_GROUP_ID"
+    errno = ErrorCode.INVALID_GROUP_ID
 
 
 class UnknownMemberId(BrokerResponseError):
-    errno = 25
-    message = "UNKNOWN_MEMBER_ID"
+    errno = ErrorCode.UNKNOWN_MEMBER_ID
 
 
 class InvalidSessionTimeout(BrokerResponseError):
-    errno = 26
-    message = "INVALID_SESSION_TIMEOUT"
+    errno = ErrorCode.INVALID_SESSION_TIMEOUT
 
 
 class RebalanceInProgress(BrokerResponseError):
-    errno = 27
-    message = "REBALANCE_IN_PROGRESS"
+    errno = ErrorCode.REBALANCE_IN_PROGRESS
 
 
 class InvalidCommitOffsetSize(BrokerResponseError):
-    errno = 28
-    message = "INVALID_COMMIT_OFFSET_SIZE"
+    errno = ErrorCode.INVALID_COMMIT_OFFSET_SIZE
 
 
 class TopicAuthorizationFailed(BrokerResponseError):
-    errno = 29
-    message = "TOPIC_AUTHORIZATION_FAILED"
+    errno = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
 class GroupAuthorizationFailed(BrokerResponseError):
-    errno = 30
-    message = "GROUP_AUTHORIZATION_FAILED"
+    errno = ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
 class ClusterAuthorizationFailed(BrokerResponseError):
-    errno = 31
-    message = "CLUSTER_AUTHORIZATION_FAILED"
+    errno = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 class InvalidTimestamp(BrokerResponseError):
-    errno = 32
-    message = "INVALID_TIMESTAMP"
+    errno = ErrorCode.INVALID_TIMESTAMP
 
 
 class UnsupportedSaslMechanism(BrokerResponseError):
-    errno = 33
-    message = "UNSUPPORTED_SASL_MECHANISM"
+    errno = ErrorCode.UNSUPPORTED_SASL_MECHANISM
 
 
 class IllegalSaslState(BrokerResponseError):
-    errno = 34
-    message = "ILLEGAL_SASL_STATE"
+    errno = ErrorCode.ILLEGAL_SASL_STATE
 
 
 class UnsupportedVersion(BrokerResponseError):
-    errno = 35
-    message = "UNSUPPORTED_VERSION"
+    errno = ErrorCode.UNSUPPORTED_VERSION
 
 
 class TopicAlreadyExists(BrokerResponseError):
-    errno = 36
-    message = "TOPIC_ALREADY_EXISTS"
+    errno = ErrorCode.TOPIC_ALREADY_EXISTS
 
 
 class InvalidPartitions(BrokerResponseError):
-    errno = 37
-    message = "INVALID_PARTITIONS"
+    errno = ErrorCode.INVALID_PARTITIONS
 
 
 class InvalidReplicationFactor(BrokerResponseError):
-    errno = 38
-    message = "INVALID_REPLICATION_FACTOR"
+    errno = ErrorCode.INVALID_REPLICATION_FACTOR
 
 
 class InvalidReplicaAssignment(BrokerResponseError):
-    errno = 39
-    message = "INVALID_REPLICA_ASSIGNMENT"
+    errno = ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
 class InvalidConfig(BrokerResponseError):
-    errno = 40
-    message = "INVALID_CONFIG"
+    errno = ErrorCode.INVALID_CONFIG
 
 
 class NotController(RetriableBrokerResponseError):
-    errno = 41
-    message = "NOT_CONTROLLER"
+    errno = ErrorCode.NOT_CONTROLLER
 
 
 class InvalidRequest(BrokerResponseError):
-    errno = 42
-    message = "INVALID_REQUEST"
+    errno = ErrorCode.INVALID_REQUEST
 
 
 class UnsupportedForMessageFormat(BrokerResponseError):
-    errno = 43
-    message = "UNSUPPORTED_FOR_MESSAGE_FORMAT"
+    errno = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
 class PolicyViolation(BrokerResponseError):
-    errno = 44
-    message = "POLICY_VIOLATION"
+    errno = ErrorCode.POLICY_VIOLATION
 
 
 class OutOfOrderSequenceNumber(BrokerResponseError):
-    errno = 45
-    message = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    errno = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 class DuplicateSequenceNumber(BrokerResponseError):
-    errno = 46
-    message = "DUPLICATE_SEQUENCE_NUMBER"
+    errno = ErrorCode.DUPLICATE_SEQUENCE_NUMBER
 
 
 class InvalidProducerEpoch(BrokerResponseError):
-    errno = 47
-    message = "INVALID_PRODUCER_EPOCH"
+    errno = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 class InvalidTxnState(BrokerResponseError):
-    errno = 48
-    message = "INVALID_TXN_STATE"
+    errno = ErrorCode.INVALID_TXN_STATE
 
 
 class InvalidProducerIdMapping(BrokerResponseError):
-    errno = 49
-    message = "INVALID_PRODUCER_ID_MAPPING"
+    errno = ErrorCode.INVALID_PRODUCER_ID_MAPPING
 
 
 class InvalidTransactionTimeout(BrokerResponseError):
-    errno = 50
-    message = "INVALID_TRANSACTION_TIMEOUT"
+    errno = ErrorCode.INVALID_TRANSACTION_TIMEOUT
 
 
 class ConcurrentTransactions(BrokerResponseError):
-    errno = 51
-    message = "CONCURRENT_TRANSACTIONS"
+    errno = ErrorCode.CONCURRENT_TRANSACTIONS
 
 
 class TransactionCoordinatorFenced(BrokerResponseError):
-    errno = 52
-    message = "TRANSACTION_COORDINATOR_FENCED"
+    errno = ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
 class TransactionalIdAuthorizationFailed(BrokerResponseError):
-    errno = 53
-    message = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+    errno = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
 class SecurityDisabled(BrokerResponseError):
-    errno = 54
-    message = "SECURITY_DISABLED"
+    errno = ErrorCode.SECURITY_DISABLED
 
 
 class OperationNotAttempted(BrokerResponseError):
-    errno = 55
-    message = "OPERATION_NOT_ATTEMPTED"
+    errno = ErrorCode.OPERATION_NOT_ATTEMPTED
 
 
 class KafkaStorageError(RetriableBrokerResponseError):
-    errno = 56
-    message = "KAFKA_STORAGE_ERROR"
+    errno = ErrorCode.KAFKA_STORAGE_ERROR
 
 
 class LogDirNotFound(BrokerResponseError):
-    errno = 57
-    message = "LOG_DIR_NOT_FOUND"
+    errno = ErrorCode.LOG_DIR_NOT_FOUND
 
 
 class SaslAuthenticationFailed(BrokerResponseError):
-    errno = 58
-    message = "SASL_AUTHENTICATION_FAILED"
+    errno = ErrorCode.SASL_AUTHENTICATION_FAILED
 
 
 class UnknownProducerId(BrokerResponseError):
-    errno = 59
-    message = "UNKNOWN_PRODUCER_ID"
+    errno = ErrorCode.UNKNOWN_PRODUCER_ID
 
 
 class ReassignmentInProgress(BrokerResponseError):
-    errno = 60
-    message = "REASSIGNMENT_IN_PROGRESS"
+    errno = ErrorCode.REASSIGNMENT_IN_PROGRESS
 
 
 class DelegationTokenAuthDisabled(BrokerResponseError):
-    errno = 61
-    message = "DELEGATION_TOKEN_AUTH_DISABLED"
+    errno = ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
 
 
 class DelegationTokenNotFound(BrokerResponseError):
-    errno = 62
-    message = "DELEGATION_TOKEN_NOT_FOUND"
+    errno = ErrorCode.DELEGATION_TOKEN_NOT_FOUND
 
 
 class DelegationTokenOwnerMismatch(BrokerResponseError):
-    errno = 63
-    message = "DELEGATION_TOKEN_OWNER_MISMATCH"
+    errno = ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
 
 
 class DelegationTokenRequestNotAllowed(BrokerResponseError):
-    errno = 64
-    message = "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED"
+    errno = ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
 
 
 class DelegationTokenAuthorizationFailed(BrokerResponseError):
-    errno = 65
-    message = "DELEGATION_TOKEN_AUTHORIZATION_FAILED"
+    errno = ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
 
 
 class DelegationTokenExpired(BrokerResponseError):
-    errno = 66
-    message = "DELEGATION_TOKEN_EXPIRED"
+    errno = ErrorCode.DELEGATION_TOKEN_EXPIRED
 
 
 class InvalidPrincipalType(BrokerResponseError):
-    errno = 67
-    message = "INVALID_PRINCIPAL_TYPE"
+    errno = ErrorCode.INVALID_PRINCIPAL_TYPE
 
 
 class NonEmptyGroup(BrokerResponseError):
-    errno = 68
-    message = "NON_EMPTY_GROUP"
+    errno = ErrorCode.NON_EMPTY_GROUP
 
 
 class GroupIdNotFound(BrokerResponseError):
-    errno = 69
-    message = "GROUP_ID_NOT_FOUND"
+    errno = ErrorCode.GROUP_ID_NOT_FOUND
 
 
 class FetchSessionIdNotFound(RetriableBrokerResponseError):
-    errno = 70
-    message = "FETCH_SESSION_ID_NOT_FOUND"
+    errno = ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
 class InvalidFetchSessionEpoch(RetriableBrokerResponseError):
-    errno = 71
-    message = "INVALID_FETCH_SESSION_EPOCH"
+    errno = ErrorCode.INVALID_FETCH_SESSION_EPOCH
 
 
 class ListenerNotFound(RetriableBrokerResponseError):
-    errno = 72
-    message = "LISTENER_NOT_FOUND"
+    errno = ErrorCode.LISTENER_NOT_FOUND
 
 
 class TopicDeletionDisabled(BrokerResponseError):
-    errno = 73
-    message = "TOPIC_DELETION_DISABLED"
+    errno = ErrorCode.TOPIC_DELETION_DISABLED
 
 
 class FencedLeaderEpoch(RetriableBrokerResponseError):
-    errno = 74
-    message = "FENCED_LEADER_EPOCH"
+    errno = ErrorCode.FENCED_LEADER_EPOCH
 
 
 class UnknownLeaderEpoch(RetriableBrokerResponseError):
-    errno = 75
-    message = "UNKNOWN_LEADER_EPOCH"
+    errno = ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 class UnsupportedCompressionType(BrokerResponseError):
-    errno = 76
-    message = "UNSUPPORTED_COMPRESSION_TYPE"
+    errno = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
 
 class StaleBrokerEpoch(BrokerResponseError):
-    errno = 77
-    message = "STALE_BROKER_EPOCH"
+    errno = ErrorCode.STALE_BROKER_EPOCH
 
 
 class OffsetNotAvailable(RetriableBrokerResponseError):
-    errno = 78
-    message = "OFFSET_NOT_AVAILABLE"
+    errno = ErrorCode.OFFSET_NOT_AVAILABLE
 
 
 class MemberIdRequired(BrokerResponseError):
-    errno = 79
-    message = "MEMBER_ID_REQUIRED"
+    errno = ErrorCode.MEMBER_ID_REQUIRED
 
 
 class PreferredLeaderNotAvailable(RetriableBrokerResponseError):
-    errno = 80
-    message = "PREFERRED_LEADER_NOT_AVAILABLE"
+    errno = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
 
 
 class GroupMaxSizeReached(BrokerResponseError):
-    errno = 81
-    message = "GROUP_MAX_SIZE_REACHED"
+    errno = ErrorCode.GROUP_MAX_SIZE_REACHED
 
 
 class FencedInstanceId(BrokerResponseError):
-    errno = 82
-    message = "FENCED_INSTANCE_ID"
+    errno = ErrorCode.FENCED_INSTANCE_ID
 
 
 class EligibleLeadersNotAvailable(RetriableBrokerResponseError):
-    errno = 83
-    message = "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+    errno = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
 
 
 class ElectionNotNeeded(RetriableBrokerResponseError):
-    errno = 84
-    message = "ELECTION_NOT_NEEDED"
+    errno = ErrorCode.ELECTION_NOT_NEEDED
 
 
 class NoReassignmentInProgress(BrokerResponseError):
-    errno = 85
-    message = "NO_REASSIGNMENT_IN_PROGRESS"
+    errno = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
 
 
 class GroupSubscribedToTopic(BrokerResponseError):
-    errno = 86
-    message = "GROUP_SUBSCRIBED_TO_TOPIC"
+    errno = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
 
 
 class InvalidRecord(BrokerResponseError):
-    errno = 87
-    message = "INVALID_RECORD"
+    errno = ErrorCode.INVALID_RECORD
 
 
 class UnstableOffsetCommit(RetriableBrokerResponseError):
-    errno = 88
-    message = "UNSTABLE_OFFSET_COMMIT"
+    errno = ErrorCode.UNSTABLE_OFFSET_COMMIT
 
 
 class ThrottlingQuotaExceeded(RetriableBrokerResponseError):
-    errno = 89
-    message = "THROTTLING_QUOTA_EXCEEDED"
+    errno = ErrorCode.THROTTLING_QUOTA_EXCEEDED
 
 
 class ProducerFenced(BrokerResponseError):
-    errno = 90
-    message = "PRODUCER_FENCED"
+    errno = ErrorCode.PRODUCER_FENCED
 
 
 class ResourceNotFound(BrokerResponseError):
-    errno = 91
-    message = "RESOURCE_NOT_FOUND"
+    errno = ErrorCode.RESOURCE_NOT_FOUND
 
 
 class DuplicateResource(BrokerResponseError):
-    errno = 92
-    message = "DUPLICATE_RESOURCE"
+    errno = ErrorCode.DUPLICATE_RESOURCE
 
 
 class UnacceptableCredential(BrokerResponseError):
-    errno = 93
-    message = "UNACCEPTABLE_CREDENTIAL"
+    errno = ErrorCode.UNACCEPTABLE_CREDENTIAL
 
 
 class InconsistentVoterSet(BrokerResponseError):
-    errno = 94
-    message = "INCONSISTENT_VOTER_SET"
+    errno = ErrorCode.INCONSISTENT_VOTER_SET
 
 
 class InvalidUpdateVersion(BrokerResponseError):
-    errno = 95
-    message = "INVALID_UPDATE_VERSION"
+    errno = ErrorCode.INVALID_UPDATE_VERSION
 
 
 class FeatureUpdateFailed(BrokerResponseError):
-    errno = 96
-    message = "FEATURE_UPDATE_FAILED"
+    errno = ErrorCode.FEATURE_UPDATE_FAILED
 
 
 class PrincipalDeserializationFailure(BrokerResponseError):
-    errno = 97
-    message = "PRINCIPAL_DESERIALIZATION_FAILURE"
+    errno = ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE
 
 
 class SnapshotNotFound(BrokerResponseError):
-    errno = 98
-    message = "SNAPSHOT_NOT_FOUND"
+    errno = ErrorCode.SNAPSHOT_NOT_FOUND
 
 
 class PositionOutOfRange(BrokerResponseError):
-    errno = 99
-    message = "POSITION_OUT_OF_RANGE"
+    errno = ErrorCode.POSITION_OUT_OF_RANGE
 
 
 class UnknownTopicId(RetriableBrokerResponseError):
-    errno = 100
-    message = "UNKNOWN_TOPIC_ID"
+    errno = ErrorCode.UNKNOWN_TOPIC_ID
 
 
 class DuplicateBrokerRegistration(BrokerResponseError):
-    errno = 101
-    message = "DUPLICATE_BROKER_REGISTRATION"
+    errno = ErrorCode.DUPLICATE_BROKER_REGISTRATION
 
 
 class BrokerIdNotRegistered(BrokerResponseError):
-    errno = 102
-    message = "BROKER_ID_NOT_REGISTERED"
+    errno = ErrorCode.BROKER_ID_NOT_REGISTERED
 
 
 class InconsistentTopicId(RetriableBrokerResponseError):
-    errno = 103
-    message = "INCONSISTENT_TOPIC_ID"
+    errno = ErrorCode.INCONSISTENT_TOPIC_ID
 
 
 class InconsistentClusterId(BrokerResponseError):
-    errno = 104
-    message = "INCONSISTENT_CLUSTER_ID"
+    errno = ErrorCode.INCONSISTENT_CLUSTER_ID
 
 
 class TransactionalIdNotFound(BrokerResponseError):
-    errno = 105
-    message = "TRANSACTIONAL_ID_NOT_FOUND"
+    errno = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
 
 
 class FetchSessionTopicIdError(RetriableBrokerResponseError):
-    errno = 106
-    message = "FETCH_SESSION_TOPIC_ID_ERROR"
+    errno = ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR
 
 
 class IneligibleReplica(BrokerResponseError):
-    errno = 107
-    message = "INELIGIBLE_REPLICA"
+    errno = ErrorCode.INELIGIBLE_REPLICA
 
 
 class NewLeaderElected(BrokerResponseError):
-    errno = 108
-    message = "NEW_LEADER_ELECTED"
+    errno = ErrorCode.NEW_LEADER_ELECTED
 
 
 class OffsetMovedToTieredStorage(BrokerResponseError):
-    errno = 109
-    message = "OFFSET_MOVED_TO_TIERED_STORAGE"
+    errno = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
 
 
 class FencedMemberEpoch(BrokerResponseError):
-    errno = 110
-    message = "FENCED_MEMBER_EPOCH"
+    errno = ErrorCode.FENCED_MEMBER_EPOCH
 
 
 class UnreleasedInstanceId(BrokerResponseError):
-    errno = 111
-    message = "UNRELEASED_INSTANCE_ID"
+    errno = ErrorCode.UNRELEASED_INSTANCE_ID
 
 
 class UnsupportedAssignor(BrokerResponseError):
-    errno = 112
-    message = "UNSUPPORTED_ASSIGNOR"
+    errno = ErrorCode.UNSUPPORTED_ASSIGNOR
 
 
 class StaleMemberEpoch(BrokerResponseError):
-    errno = 113
-    message = "STALE_MEMBER_EPOCH"
+    errno = ErrorCode.STALE_MEMBER_EPOCH
 
 
 class MismatchedEndpointType(BrokerResponseError):
-    errno = 114
-    message = "MISMATCHED_ENDPOINT_TYPE"
+    errno = ErrorCode.MISMATCHED_ENDPOINT_TYPE
 
 
 class UnsupportedEndpointType(BrokerResponseError):
-    errno = 115
-    message = "UNSUPPORTED_ENDPOINT_TYPE"
+    errno = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
 
 
 class UnknownControllerId(BrokerResponseError):
-    errno = 116
-    message = "UNKNOWN_CONTROLLER_ID"
+    errno = ErrorCode.UNKNOWN_CONTROLLER_ID
 
 
 class UnknownSubscriptionId(BrokerResponseError):
-    errno = 117
-    message = "UNKNOWN_SUBSCRIPTION_ID"
+    errno = ErrorCode.UNKNOWN_SUBSCRIPTION_ID
 
 
 class TelemetryTooLarge(BrokerResponseError):
-    errno = 118
-    message = "TELEMETRY_TOO_LARGE"
+    errno = ErrorCode.TELEMETRY_TOO_LARGE
 
 
 class InvalidRegistration(BrokerResponseError):
-    errno = 119
-    message = "INVALID_REGISTRATION"
+    errno = ErrorCode.INVALID_REGISTRATION
 
 
 class TransactionAbortable(BrokerResponseError):
-    errno = 120
-    message = "TRANSACTION_ABORTABLE"
+    errno = ErrorCode.TRANSACTION_ABORTABLE
 
 
 class InvalidRecordState(BrokerResponseError):
-    errno = 121
-    message = "INVALID_RECORD_STATE"
+    errno = ErrorCode.INVALID_RECORD_STATE
 
 
 class ShareSessionNotFound(RetriableBrokerResponseError):
-    errno = 122
-    message = "SHARE_SESSION_NOT_FOUND"
+    errno = ErrorCode.SHARE_SESSION_NOT_FOUND
 
 
 class InvalidShareSessionEpoch(RetriableBrokerResponseError):
-    errno = 123
-    message = "INVALID_SHARE_SESSION_EPOCH"
+    errno = ErrorCode.INVALID_SHARE_SESSION_EPOCH
 
 
 class FencedStateEpoch(BrokerResponseError):
-    errno = 124
-    message = "FENCED_STATE_EPOCH"
+    errno = ErrorCode.FENCED_STATE_EPOCH
 
 
 class InvalidVoterKey(BrokerResponseError):
-    errno = 125
-    message = "INVALID_VOTER_KEY"
+    errno = ErrorCode.INVALID_VOTER_KEY
 
 
 class DuplicateVoter(BrokerResponseError):
-    errno = 126
-    message = "DUPLICATE_VOTER"
+    errno = ErrorCode.DUPLICATE_VOTER
 
 
 class VoterNotFound(BrokerResponseError):
-    errno = 127
-    message = "VOTER_NOT_FOUND"
+    errno = ErrorCode.VOTER_NOT_FOUND
 
 
 class InvalidRegularExpression(BrokerResponseError):
-    errno = 128
-    message = "INVALID_REGULAR_EXPRESSION"
+    errno = ErrorCode.INVALID_REGULAR_EXPRESSION
 
 
 class RebootstrapRequired(BrokerResponseError):
-    errno = 129
-    message = "REBOOTSTRAP_REQUIRED"
+    errno = ErrorCode.REBOOTSTRAP_REQUIRED
 
 
 class StreamsInvalidTopology(BrokerResponseError):
-    errno = 130
-    message = "STREAMS_INVALID_TOPOLOGY"
+    errno = ErrorCode.STREAMS_INVALID_TOPOLOGY
 
 
 class StreamsInvalidTopologyEpoch(BrokerResponseError):
-    errno = 131
-    message = "STREAMS_INVALID_TOPOLOGY_EPOCH"
+    errno = ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH
 
 
 class StreamsTopologyFenced(BrokerResponseError):
-    errno = 132
-    message = "STREAMS_TOPOLOGY_FENCED"
+    errno = ErrorCode.STREAMS_TOPOLOGY_FENCED
 
 
 class ShareSessionLimitReached(RetriableBrokerResponseError):
-    errno = 133
-    message = "SHARE_SESSION_LIMIT_REACHED"
+    errno = ErrorCode.SHARE_SESSION_LIMIT_REACHED
 
 
 # afkak's historical aliases.

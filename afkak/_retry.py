@@ -100,9 +100,10 @@ async def retrying(
     policy: RetryPolicy,
     *,
     retriable: Callable[[BaseException], bool] = is_retriable,
+    again: Callable[[T], str | None] | None = None,
     max_attempts: int = 0,
     deadline: float | None = None,
-    on_retry: Callable[[BaseException], None] | None = None,
+    on_retry: Callable[[Any], None] | None = None,
     what: str = "request",
 ) -> T:
     """The result of the first ``attempt()`` that succeeds.
@@ -110,28 +111,41 @@ async def retrying(
     A retriable error is retried after ``policy(failures)`` seconds of
     *reactor* time, unless *max_attempts* (0: no limit) attempts failed or
     the wait would end after *deadline* (reactor seconds); then, as for an
-    error that is not retriable, the error is raised.  *on_retry* is told of
-    each error that will be retried (to forget stale metadata, say).
-    Cancelling the Deferred running this cancels the attempt or the wait.
+    error that is not retriable, the error is raised.  *again* makes a result
+    count as a failure too (part of a request was refused, say): it says why
+    the result needs another attempt, or None when it is final; once
+    attempts or time run out, the last result is returned.  *on_retry* is
+    told of each error or result that will be retried (to forget stale
+    metadata, say).  Cancelling the Deferred running this cancels the
+    attempt or the wait.
     """
     failures = 0
     while True:
+        error: Exception | None = None
         try:
-            return await attempt()
+            result = await attempt()
         except Exception as e:
-            failures += 1
-            if not retriable(e) or failures == max_attempts:
+            if not retriable(e):
                 raise
-            delay = policy(failures)
-            if deadline is not None and reactor.seconds() + delay > deadline:
-                raise
-            if on_retry is not None:
-                on_retry(e)
-            log.info(
-                "{what} failed (attempt {n}), retrying in {delay:.3f} s: {error!r}",
-                what=what,
-                n=failures,
-                delay=delay,
-                error=e,
-            )
+            error, why = e, repr(e)
+        else:
+            why_again = None if again is None else again(result)
+            if why_again is None:
+                return result
+            why = why_again
+        failures += 1
+        delay = None if failures == max_attempts else policy(failures)
+        if delay is None or (deadline is not None and reactor.seconds() + delay > deadline):
+            if error is not None:
+                raise error
+            return result
+        if on_retry is not None:
+            on_retry(result if error is None else error)
+        log.info(
+            "{what} failed (attempt {n}), retrying in {delay:.3f} s: {why}",
+            what=what,
+            n=failures,
+            delay=delay,
+            why=why,
+        )
         await deferLater(reactor, delay)

@@ -14,9 +14,9 @@ from uuid import UUID
 
 from twisted.internet.defer import Deferred
 
-from afkak.client import (
+from afkak.client import AdminClient
+from afkak.client._interlayer import (
     INT32_MAX,
-    AdminClient,
     group_name,
     integer,
     number,
@@ -25,6 +25,7 @@ from afkak.client import (
 from afkak.common import (
     BrokerMetadata,
     BrokerResponseError,
+    ErrorCode,
     OffsetCommitRequest,
     OffsetRequest,
     TopicAndPartition,
@@ -229,7 +230,9 @@ class KafkaAdminClient:
         for name in names:
             t = found.get(name)
             if t is None:
-                results[name] = TopicDescription(name, None, False, (), _error_or_none(3))
+                results[name] = TopicDescription(
+                    name, None, False, (), _error_or_none(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                )
                 continue
             results[name] = TopicDescription(
                 name=name,
@@ -508,7 +511,9 @@ class KafkaAdminClient:
                     parts.append(tp)
         missing = [w for w in wanted if isinstance(w, TopicAndPartition) and w not in parts]
         if missing:
-            raise BrokerResponseError.from_errno(3, f"no partition {missing[0]}")
+            raise BrokerResponseError.from_errno(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {missing[0]}"
+            )
         committed = await self._committed(group, topics)
         earliest = await self._list_offsets(
             {tp: OffsetSpec.EARLIEST for tp in parts}, IsolationLevel.READ_UNCOMMITTED

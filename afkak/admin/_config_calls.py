@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from afkak.client import VersionedCall
+from afkak.client._interlayer import VersionedCall
 from afkak.protocol.messages import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
 from ._types import (

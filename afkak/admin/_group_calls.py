@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from afkak._errors import DecodeError
-from afkak.client import VersionedCall
+from afkak.client._interlayer import VersionedCall
 from afkak.common import BrokerResponseError, TopicAndPartition
 from afkak.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
 from afkak.protocol.messages import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from afkak.client import ListOffsetsCall, VersionedCall
+from afkak.client._interlayer import ListOffsetsCall, VersionedCall
 from afkak.common import TopicAndPartition
 from afkak.protocol.messages import DeleteRecordsRequest
 

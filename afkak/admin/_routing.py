@@ -5,44 +5,46 @@ controller (items refused with NOT_CONTROLLER are sent again to the new one),
 group calls to the group's coordinator (again when it moved or was loading),
 records and offsets to each partition's leader (again when leadership moved),
 the rest to any broker or to a named one.  :class:`Router` does the four, with
-one fan-out (:meth:`Router.gather`) and one retry loop (:meth:`Router.resend`):
-bounded by ``retries``, spaced by ``retry_backoff`` doubling on the client's
-reactor.  :class:`~afkak.admin.KafkaAdminClient` builds the calls and shapes
-the answers.
+one fan-out (:meth:`Router.gather`) and one retry loop (:meth:`Router.resend`,
+afkak's :func:`~afkak._retry.retrying`): bounded by ``retries``, spaced by
+``retry_backoff`` doubling on the client's reactor.
+:class:`~afkak.admin.KafkaAdminClient` builds the calls and shapes the answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+import math
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence, Sized
 from typing import Any, TypeVar
 
 from twisted.internet.defer import Deferred, gatherResults
-from twisted.internet.task import deferLater
-from twisted.logger import Logger
 
-from afkak.client import COORDINATOR_MOVED, LEADER_MOVED, AdminClient
+from afkak._retry import backoff_policy, retrying
+from afkak.client import AdminClient
+from afkak.client._interlayer import COORDINATOR_MOVED, LEADER_MOVED
 from afkak.common import (
     BrokerConnectionError,
     BrokerMetadata,
     BrokerResponseError,
-    CoordinatorLoadInProgress,
+    ErrorCode,
     KafkaUnavailableError,
     LeaderNotAvailableError,
-    NotController,
     TopicAndPartition,
     UnknownTopicOrPartitionError,
-    error_code,
 )
 from afkak.protocol.messages import MetadataRequest
 
 from ._types import ItemResult, _error_or_none
 
-log = Logger()
 T = TypeVar("T")
 
-NOT_CONTROLLER = error_code(NotController)
 #: COORDINATOR_LOAD_IN_PROGRESS, with the codes that mean the coordinator moved.
-COORDINATOR_RETRY = COORDINATOR_MOVED | {error_code(CoordinatorLoadInProgress)}
+COORDINATOR_RETRY = COORDINATOR_MOVED | {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+
+
+def _left(what: str) -> Callable[[Sized], str | None]:
+    """*again* for :meth:`Router.resend`: items left to resend, or None when there are none."""
+    return lambda left: f"{len(left)} {what}" if left else None
 
 
 def _errno(result: Any) -> int:
@@ -68,14 +70,27 @@ class Router:
             [Deferred.fromCoroutine(s) for s in sends], consumeErrors=True
         ).addErrback(lambda f: f.value.subFailure)
 
-    async def resend(self, attempt: Callable[[bool], Awaitable[bool]], what: str) -> None:
-        """``await attempt(last)`` until it returns False (nothing left to resend) or
-        ``retries`` resends are spent; *last* tells the final attempt."""
-        for n in range(self.retries + 1):
-            if not await attempt(n == self.retries) or n == self.retries:
-                return
-            log.info("{what}: resending", what=what)
-            await deferLater(self.client.reactor, self.retry_backoff * 2**n)
+    def resend(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        again: Callable[[T], str | None],
+        what: str,
+        retriable: Callable[[BaseException], bool] = lambda e: False,
+        on_retry: Callable[[Any], None] | None = None,
+    ) -> Coroutine[Any, Any, T]:
+        """``attempt()`` again while *again* names something left to resend (or it
+        failed *retriable*-ly), up to ``retries`` more times, ``retry_backoff``
+        seconds apart, doubling."""
+        return retrying(
+            self.client.reactor,
+            attempt,
+            backoff_policy(self.retry_backoff, math.inf, jitter=0.0),
+            retriable=retriable,
+            again=again,
+            max_attempts=self.retries + 1,
+            on_retry=on_retry,
+            what=what,
+        )
 
     # -- any broker, a named broker --------------------------------------------
 
@@ -127,7 +142,9 @@ class Router:
             elif node in brokers:
                 sends.append(self.to_broker(brokers[node], call))
             else:
-                error = BrokerResponseError.from_errno(8, f"no broker {node} in the cluster")
+                error = BrokerResponseError.from_errno(
+                    ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {node} in the cluster"
+                )
                 results.update(call.failed(error))
         for (answered,) in await self.gather(sends):
             results.update(answered)
@@ -146,7 +163,7 @@ class Router:
         results: dict[Any, Any] = {}
         pending = list(items)
 
-        async def attempt(last: bool) -> bool:
+        async def attempt() -> list[Any]:
             nonlocal pending
             brokers, controller_id = await self.brokers()
             if not brokers:
@@ -155,42 +172,42 @@ class Router:
             timeout = self.client.timeout + timeout_ms / 1000
             (answered,) = await self.to_broker(controller, make_call(pending), timeout)
             results.update(answered)
-            pending = [i for i in pending if _errno(answered.get(key(i))) == NOT_CONTROLLER]
-            return bool(pending)
+            pending = [
+                i for i in pending if _errno(answered.get(key(i))) == ErrorCode.NOT_CONTROLLER
+            ]
+            return pending
 
-        await self.resend(attempt, "item(s) refused as NOT_CONTROLLER")
+        await self.resend(attempt, _left("item(s) refused as NOT_CONTROLLER"), "controller request")
         return results
 
     # -- a group's coordinator -------------------------------------------------------
 
     async def to_coordinator(self, group: str, make_call: Callable[[], Any]) -> Any:
         """Send one call to *group*'s coordinator; again (up to ``retries``) if it moved."""
-        outcome: list[Any] = []
 
-        async def attempt(last: bool) -> bool:
+        async def attempt() -> Any:
             call = make_call()
-            try:
-                response = await self.client.send_request_to_coordinator(group, call)
-                results = call.parse(response)
-            except BrokerConnectionError:
-                if last:
-                    raise
-                results = None  # the coordinator went away: look it up again
-            except BrokerResponseError as e:
-                if e.errno not in COORDINATOR_RETRY or last:
-                    raise
-                results = None
-            outcome[:] = [results]
-            moved = results is None or any(
-                _errno(r) in COORDINATOR_RETRY
-                for r in (results[0].values() if isinstance(results[0], dict) else results)
-            )
-            if moved:
-                self.client.reset_consumer_group_metadata(group)
-            return moved
+            response = await self.client.send_request_to_coordinator(group, call)
+            return call.parse(response)
 
-        await self.resend(attempt, f"the coordinator of group {group!r} moved")
-        return outcome[0]
+        def moved(results: Any) -> str | None:
+            items = results[0].values() if isinstance(results[0], dict) else results
+            moved = any(_errno(r) in COORDINATOR_RETRY for r in items)
+            return f"the coordinator of group {group!r} moved" if moved else None
+
+        def gone(error: BaseException) -> bool:
+            # The coordinator went away, or moved: look it up again.
+            return isinstance(error, BrokerConnectionError) or (
+                isinstance(error, BrokerResponseError) and error.errno in COORDINATOR_RETRY
+            )
+
+        return await self.resend(
+            attempt,
+            moved,
+            f"request to the coordinator of group {group!r}",
+            retriable=gone,
+            on_retry=lambda _: self.client.reset_consumer_group_metadata(group),
+        )
 
     async def per_group(
         self, groups: list[str], run: Callable[[str], Coroutine[Any, Any, Any]]
@@ -206,7 +223,7 @@ class Router:
         results: dict[TopicAndPartition, ItemResult] = {}
         pending = payloads
 
-        async def attempt(last: bool) -> bool:
+        async def attempt() -> list[Any]:
             nonlocal pending
             responses = await self.client.send_offset_commit_request(
                 group, pending, fail_on_error=False
@@ -218,9 +235,13 @@ class Router:
                 if r.error in COORDINATOR_RETRY:
                     retry.add(tp)
             pending = [p for p in pending if TopicAndPartition(p.topic, p.partition) in retry]
-            return bool(pending)
+            return pending
 
-        await self.resend(attempt, f"offsets refused by the coordinator of group {group!r}")
+        await self.resend(
+            attempt,
+            _left(f"offset(s) refused by the coordinator of group {group!r}"),
+            "offset commit",
+        )
         return results
 
     # -- partition leaders ---------------------------------------------------
@@ -239,7 +260,7 @@ class Router:
         results: dict[TopicAndPartition, Any] = {}
         pending = dict(items)
 
-        async def attempt(last: bool) -> bool:
+        async def attempt() -> dict[TopicAndPartition, Any]:
             nonlocal pending
             response = await self.metadata(sorted({tp.topic for tp in pending}))
             brokers = {
@@ -272,7 +293,7 @@ class Router:
             for tp, error in problems.items():
                 results.update(make_call({tp: pending[tp]}).failed(error))
             pending = {tp: pending[tp] for tp in pending if _errno(results.get(tp)) in LEADER_MOVED}
-            return bool(pending)
+            return pending
 
-        await self.resend(attempt, "partition leaders moved")
+        await self.resend(attempt, _left("partition(s) whose leader moved"), "leader requests")
         return results

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from afkak.client import VersionedCall
+from afkak.client._interlayer import VersionedCall
 from afkak.common import BrokerResponseError
 from afkak.protocol.messages import (
     AlterUserScramCredentialsRequest,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from afkak.client import VersionedCall
+from afkak.client._interlayer import VersionedCall
 from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import (
     CreatePartitionsRequest,

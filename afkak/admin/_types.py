@@ -14,7 +14,7 @@ from uuid import UUID
 
 import attrs
 
-from afkak.common import BrokerMetadata, BrokerResponseError
+from afkak.common import BrokerMetadata, BrokerResponseError, ErrorCode
 
 
 def _error_or_none(error_code: int, message: str | None = None) -> BrokerResponseError | None:
@@ -30,7 +30,9 @@ def _str_dict(value: Mapping[str, str]) -> dict[str, str]:
 
 def left_out(item: object) -> BrokerResponseError:
     """The error of an item the broker's response did not mention."""
-    return BrokerResponseError.from_errno(-1, f"the broker's response left out {item}")
+    return BrokerResponseError.from_errno(
+        ErrorCode.UNKNOWN_SERVER_ERROR, f"the broker's response left out {item}"
+    )
 
 
 # -- topics ------------------------------------------------------------------

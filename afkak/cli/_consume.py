@@ -17,7 +17,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
 from afkak.admin import OffsetSpec
-from afkak.client import LEADER_MOVED, TOPIC_GONE
+from afkak.client._interlayer import LEADER_MOVED, TOPIC_GONE
 from afkak.common import (
     OFFSET_EARLIEST,
     OFFSET_LATEST,

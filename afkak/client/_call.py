@@ -15,7 +15,7 @@ from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
-from afkak.common import BrokerResponseError
+from afkak.common import BrokerResponseError, ErrorCode
 
 
 class VersionedCall(ABC):
@@ -68,7 +68,7 @@ class TopicIds:
             return self.by_id[name_or_id]
         except KeyError:
             raise BrokerResponseError.from_errno(
-                100, f"response names unknown topic id {name_or_id}"
+                ErrorCode.UNKNOWN_TOPIC_ID, f"response names unknown topic id {name_or_id}"
             ) from None
 
 

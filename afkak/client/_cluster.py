@@ -226,6 +226,8 @@ class Cluster:
         return Deferred.fromCoroutine(self._metadata_round(topics))
 
     async def _metadata_round(self, topics: tuple[str, ...] | None) -> None:
+        if self.closed:  # a load queued behind the one close() cancelled
+            raise CancelledError(request_sent=False, message="the client is closed")
         call = MetadataCall(topics)
         response = await self.request_any(call)
         [snapshot] = call.parse(response)

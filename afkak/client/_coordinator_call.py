@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from afkak.common import BrokerMetadata, BrokerResponseError
+from afkak.common import BrokerMetadata, BrokerResponseError, ErrorCode
 from afkak.protocol.messages import FindCoordinatorRequest
 
 from ._call import VersionedCall
@@ -42,7 +42,8 @@ class FindCoordinatorCall(VersionedCall):
             found = [c for c in response.coordinators if c.key == self.group]
             if not found:
                 raise BrokerResponseError.from_errno(
-                    15, f"no coordinator entry for group {self.group!r}"
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                    f"no coordinator entry for group {self.group!r}",
                 )
             entry = found[0]
         else:

@@ -12,10 +12,10 @@ from uuid import UUID
 
 import attrs
 
-from afkak._broker_errors import UnknownTopicOrPartitionError, error_code
+from afkak._broker_errors import ErrorCode
 from afkak.common import BrokerMetadata, PartitionMetadata, TopicAndPartition, TopicMetadata
 
-UNKNOWN_TOPIC_OR_PARTITION = error_code(UnknownTopicOrPartitionError)
+UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 @attrs.frozen

@@ -11,18 +11,30 @@ from typing import Any
 
 from twisted.python.failure import Failure
 
-from afkak.common import BrokerConnectionError, RequestTimedOutError, TopicAndPartition
+from afkak.common import BrokerConnectionError, ErrorCode, RequestTimedOutError, TopicAndPartition
 
 from ._metadata import MetadataCache
 
-#: The topic is gone or was recreated: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID,
-#: INCONSISTENT_TOPIC_ID.
-TOPIC_GONE = frozenset({3, 100, 103})
-#: The partition's leadership moved: LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
-#: KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
-LEADER_MOVED = frozenset({5, 6, 56, 74, 75})
-#: The group's coordinator moved: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
-COORDINATOR_MOVED = frozenset({15, 16})
+#: The topic is gone or was recreated.
+TOPIC_GONE = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.INCONSISTENT_TOPIC_ID,
+    }
+)
+#: The partition's leadership moved.
+LEADER_MOVED = frozenset(
+    {
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+    }
+)
+#: The group's coordinator moved.
+COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 
 
 def forget_for_error(

@@ -1,4 +1,9 @@
-"""One connection to one Kafka broker: framing, version negotiation, pipelining, reconnection."""
+"""One connection to one Kafka broker: framing, version negotiation, pipelining, reconnection.
+
+What afkak's own layers share beyond these names (the transition table and its
+inputs, the choice of a request version) is in :mod:`afkak.connection._interlayer`,
+not part of the public API.
+"""
 
 from afkak.connection._connection import (
     Authenticator,
@@ -6,7 +11,7 @@ from afkak.connection._connection import (
     Send,
     default_endpoint_factory,
 )
-from afkak.connection._lifecycle import TRANSITIONS, Event, State
+from afkak.connection._lifecycle import State
 from afkak.connection._request import RequestBuilder, VersionedRequest
 from afkak.connection._sasl import SaslAuthenticator, SaslConversation, SaslMechanism
 from afkak.connection._sasl_mechanisms import (
@@ -18,16 +23,12 @@ from afkak.connection._sasl_mechanisms import (
     ScramSha512,
 )
 from afkak.connection._tls import TLS, TLSHandshakeError, tls_endpoint_factory
-from afkak.connection._versions import ApiVersionRanges, choose_version
 from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE, FramedProtocol, FrameTooLargeError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
-    "TRANSITIONS",
-    "ApiVersionRanges",
     "Authenticator",
     "BrokerConnection",
-    "Event",
     "FrameTooLargeError",
     "FramedProtocol",
     "OAuthBearer",
@@ -45,7 +46,6 @@ __all__ = [
     "TLS",
     "TLSHandshakeError",
     "VersionedRequest",
-    "choose_version",
     "default_endpoint_factory",
     "tls_endpoint_factory",
 ]

@@ -26,11 +26,11 @@ from twisted.internet.protocol import Factory
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError, RequestTimedOutError
+from afkak._broker_errors import BrokerResponseError, ErrorCode, RequestTimedOutError
 from afkak._errors import BrokerConnectionError, CancelledError, ClientError, KafkaError
 from afkak._retry import reconnect_backoff
 from afkak._version import __version__
-from afkak.connection._lifecycle import CONNECTED_STATES, Event, State, next_state
+from afkak.connection._lifecycle import CONNECTED_STATES, TABLE, Event, State
 from afkak.connection._protocol import BrokerProtocol
 from afkak.connection._request import PendingRequest
 from afkak.connection._versions import (
@@ -188,8 +188,7 @@ class BrokerConnection:
 
     def connect(self) -> None:
         """Start connecting now rather than on the first request; no-op unless idle."""
-        if self._state is State.IDLE:
-            self._fire(Event.CONNECT)
+        self._fire(Event.CONNECT)
 
     def request(
         self,
@@ -234,7 +233,7 @@ class BrokerConnection:
         self._queue.append(request)
         if self._state is State.READY:
             self._pump()
-        elif self._state is State.IDLE:
+        else:
             self._fire(Event.CONNECT)
         return request.deferred
 
@@ -255,8 +254,7 @@ class BrokerConnection:
         Requests in flight fail with :class:`~afkak.common.BrokerConnectionError`;
         queued ones wait for the next connection.
         """
-        if self._state in CONNECTED_STATES:
-            self._fire(Event.DROPPED, ClientError("disconnect() was called"))
+        self._fire(Event.DROPPED, ClientError("disconnect() was called"))
 
     def close(self) -> Deferred[None]:
         """Close for good; fires once the TCP connection (if any) is closed.
@@ -265,8 +263,7 @@ class BrokerConnection:
         :class:`~afkak.common.CancelledError`; later requests with
         :class:`~afkak.common.ClientError`.  No timer is left behind.
         """
-        if self._state is not State.CLOSED:
-            self._fire(Event.CLOSE)
+        self._fire(Event.CLOSE)
         if self._closing is None:
             return succeed(None)
         waiter: Deferred[None] = Deferred()
@@ -276,8 +273,10 @@ class BrokerConnection:
     # The state machine
 
     def _fire(self, event: Event, *args: Any) -> None:
-        old = self._state
-        self._state = new = next_state(old, event)
+        old, new = self._state, TABLE.next(self._state, event)
+        if new is None:  # declared a no-op in this state
+            return
+        self._state = new
         log.debug(
             "{broker}: {old} -> {new} ({event})",
             broker=self,
@@ -388,7 +387,7 @@ class BrokerConnection:
                 f"connecting timed out after {self._connect_timeout} s"
             )
         else:
-            reason = failure.value
+            reason = failure.value or ConnectionRefusedError()
         self._fire(Event.CONNECT_FAILED, reason)
 
     def _end_attempt(self) -> None:
@@ -417,7 +416,7 @@ class BrokerConnection:
         protocol.send(request, request.message(version))
 
     def _versions_received(self, response: Any, protocol: BrokerProtocol, version: int) -> None:
-        if response.error_code == 0:
+        if response.error_code == ErrorCode.NONE:
             self._fire(Event.NEGOTIATED, ranges_of(response))
         elif response.error_code == UNSUPPORTED_VERSION and version > 0:
             retry = retry_version(response, version)
@@ -535,7 +534,7 @@ class BrokerConnection:
         self._reauth_call = None
 
     def _handshake_failed(self, failure: Failure, protocol: BrokerProtocol, step: str) -> None:
-        if protocol is self._protocol and self._state in CONNECTED_STATES:
+        if protocol is self._protocol:
             self._fire(Event.DROPPED, ClientError(f"{step} failed: {failure.getErrorMessage()}"))
 
     # Sending requests
@@ -599,7 +598,7 @@ class BrokerConnection:
             self._on_timeout(self, sent)
         if protocol is None or protocol is not self._protocol:
             return
-        if silent and self._state in CONNECTED_STATES:
+        if silent:
             self._fire(
                 Event.DROPPED,
                 BrokerConnectionError(f"nothing received for {timeout} s after a request"),

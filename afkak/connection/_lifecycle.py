@@ -10,6 +10,9 @@
 
     every state except CLOSED ──close──▶ CLOSED
 
+Declared no-ops (ignored): ``connect`` except when IDLE, ``dropped`` without a
+connection, ``close`` when CLOSED; callers fire them without checking.
+
 NEGOTIATING exchanges ApiVersions; AUTHENTICATING runs the authenticator
 (SASL plugs in here) and passes straight through when there is none.  Only
 READY writes queued requests.  ``dropped`` covers everything that ends a
@@ -20,6 +23,8 @@ decode, a failed negotiation or authentication, :meth:`disconnect`.
 from __future__ import annotations
 
 import enum
+
+from afkak._transitions import TransitionTable
 
 
 class State(enum.Enum):
@@ -59,13 +64,11 @@ TRANSITIONS: dict[tuple[State, Event], State] = {
 CONNECTED_STATES = frozenset({State.NEGOTIATING, State.AUTHENTICATING, State.READY})
 """States in which a TCP connection is open."""
 
-
-def next_state(state: State, event: Event) -> State:
-    """The state ``event`` leads to from ``state``.
-
-    :raises RuntimeError: the table has no such transition (a bug in the caller).
-    """
-    try:
-        return TRANSITIONS[state, event]
-    except KeyError:
-        raise RuntimeError(f"no transition from {state.name} on {event.name}") from None
+TABLE = TransitionTable(
+    TRANSITIONS,
+    ignored=[
+        *((state, Event.CONNECT) for state in State if state is not State.IDLE),
+        *((state, Event.DROPPED) for state in State if state not in CONNECTED_STATES),
+        (State.CLOSED, Event.CLOSE),
+    ],
+)

@@ -55,7 +55,7 @@ class _SSLContextProtocol(ProtocolWrapper):
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         if self._failed_reason is not None:
             reason = self._failed_reason  # the TLS error, not "connection aborted"
-        super().connectionLost(reason)
+        super().connectionLost(reason)  # type: ignore[no-untyped-call]  # Twisted, untyped
 
     def _step(self) -> None:
         """Advance the handshake, deliver what decrypts, send what TLS produced."""
@@ -136,6 +136,6 @@ class SSLContextFactory(WrappingFactory):
     noisy = False
 
     def __init__(self, context: ssl.SSLContext, host: str, wrapped: Any) -> None:
-        super().__init__(wrapped)
+        super().__init__(wrapped)  # type: ignore[no-untyped-call]
         self.context = context
         self.host = host

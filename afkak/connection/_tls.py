@@ -176,7 +176,7 @@ class _HandshakeWatch(ProtocolWrapper):
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         self.factory.settle(reason)
-        super().connectionLost(reason)
+        super().connectionLost(reason)  # type: ignore[no-untyped-call]  # Twisted, untyped
 
 
 class _HandshakeWatchFactory(WrappingFactory):
@@ -184,7 +184,7 @@ class _HandshakeWatchFactory(WrappingFactory):
     noisy = False
 
     def __init__(self, wrapped: Any, where: str, reactor: Any, timeout: float) -> None:
-        super().__init__(wrapped)
+        super().__init__(wrapped)  # type: ignore[no-untyped-call]
         self._where = where
         self._reactor = reactor
         self._timeout = timeout

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from afkak._broker_errors import UnsupportedVersion, error_code
+from afkak._broker_errors import ErrorCode
 from afkak._errors import DecodeError, NoCommonVersionError
 from afkak.protocol.header import decode_response
 from afkak.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest
@@ -20,7 +20,7 @@ from afkak.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, Met
 ApiVersionRanges = Mapping[int, tuple[int, int]]
 """Inclusive ``(min, max)`` version range the broker supports, by API key."""
 
-UNSUPPORTED_VERSION = error_code(UnsupportedVersion)
+UNSUPPORTED_VERSION = int(ErrorCode.UNSUPPORTED_VERSION)
 _UNSUPPORTED_VERSION_BYTES = UNSUPPORTED_VERSION.to_bytes(2, "big")
 _API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
 #: Metadata: every broker lists it (a client cannot work without it); an answer
@@ -38,11 +38,12 @@ def decode_api_versions(frame: bytes, version: int) -> ApiVersionsResponse:
     # Response header v0 is the 4-byte correlation id; the error code follows.
     if version > 0 and frame[4:6] == _UNSUPPORTED_VERSION_BYTES:
         try:
-            return decode_response(frame, _API_VERSIONS_KEY, 0)[1]
+            old: ApiVersionsResponse = decode_response(frame, _API_VERSIONS_KEY, 0)[1]
         except DecodeError:
             return ApiVersionsResponse(error_code=UNSUPPORTED_VERSION)
-    response = decode_response(frame, _API_VERSIONS_KEY, version)[1]
-    if response.error_code == 0:
+        return old
+    response: ApiVersionsResponse = decode_response(frame, _API_VERSIONS_KEY, version)[1]
+    if response.error_code == ErrorCode.NONE:
         _check_ranges(response, version)
     return response
 

@@ -24,8 +24,8 @@ from weakref import WeakKeyDictionary, ref
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from afkak.client import FetchCall
-from afkak.common import BrokerMetadata, FetchRequest, TopicAndPartition
+from afkak.client._interlayer import FetchCall
+from afkak.common import BrokerMetadata, ErrorCode, FetchRequest, TopicAndPartition
 from afkak.records.aborted import READ_UNCOMMITTED
 
 __all__ = ["broker_fetcher", "fetch_requests", "BrokerFetcher", "PartitionAnswer"]
@@ -35,9 +35,14 @@ __all__ = ["broker_fetcher", "fetch_requests", "BrokerFetcher", "PartitionAnswer
 #: None with a top-level error.
 PartitionAnswer = tuple[int, Any]
 
-#: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
-#: FETCH_SESSION_TOPIC_ID_ERROR: the session is gone; start a new one.
-_SESSION_ERRORS = frozenset({70, 71, 106})
+#: The session is gone; start a new one.
+_SESSION_ERRORS = frozenset(
+    {
+        ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+        ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+        ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
+    }
+)
 _INT32_MAX = 2**31 - 1
 #: The bound of a whole Fetch response: the Java client's ``fetch.max.bytes``
 #: default (50 MiB).  Each partition's share is its consumer's ``buffer_size``

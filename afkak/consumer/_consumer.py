@@ -17,7 +17,8 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak.client import INT32_MAX, ConsumerClient, integer, kafka_client, number, topic_name
+from afkak.client import ConsumerClient
+from afkak.client._interlayer import INT32_MAX, integer, kafka_client, number, topic_name
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import partial
 
 from afkak.client import ConsumerClient
+from afkak.client._interlayer import TOPIC_GONE
 from afkak.common import (
     BrokerResponseError,
     ConsumerFetchSizeTooSmall,
@@ -25,14 +26,11 @@ from afkak.common import (
 from ._broker_fetch import broker_fetcher
 from ._messages import FetchedRecords, read_fetched
 from ._options import Options
-from ._retry import RetryPolicy
+from ._retry import RequestRetries
 
 #: Below this fetch size a too-small fetch size grows 16-fold (at most to
 #: this size); from this size on it doubles.
 FAST_GROWTH_LIMIT = 1024 * 1024
-#: The errors meaning the topic is gone or was recreated with a new id:
-#: UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID.
-_TOPIC_GONE = frozenset({3, 100, 103})
 
 
 class PartitionFetcher:
@@ -59,7 +57,7 @@ class PartitionFetcher:
         self.buffer_size = options.buffer_size
         self.max_buffer_size = options.max_buffer_size
         self.auto_offset_reset = options.auto_offset_reset
-        self.retry: RetryPolicy = options.retry
+        self.retry: RequestRetries = options.retry
 
     async def next_records(self, offset: int) -> FetchedRecords:
         """The next fetch response that moves past *offset*.
@@ -160,7 +158,7 @@ class PartitionFetcher:
 
     def _forget(self, error: BaseException) -> None:
         """Forget the metadata a failed request proved stale: the leader, or the topic."""
-        if isinstance(error, BrokerResponseError) and error.errno in _TOPIC_GONE:
+        if isinstance(error, BrokerResponseError) and error.errno in TOPIC_GONE:
             self.client.reset_topic_metadata(self.topic)
         else:
             self.client.note_stale_leaders([self.key])

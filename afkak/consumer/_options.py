@@ -12,11 +12,11 @@ from typing import Any
 
 import attrs
 
-from afkak.client import INT32_MAX, integer
+from afkak.client._interlayer import INT32_MAX, integer
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, InvalidConsumerGroupError
 from afkak.records.aborted import isolation_level as isolation_level_of
 
-from ._retry import RetryPolicy
+from ._retry import RequestRetries
 
 #: Default ``auto_commit_every_n`` when a consumer group is given.
 AUTO_COMMIT_MSG_COUNT = 100
@@ -46,7 +46,7 @@ class Options:
     fetch_max_wait_ms: int
     buffer_size: int
     max_buffer_size: int | None
-    retry: RetryPolicy
+    retry: RequestRetries
     auto_offset_reset: int | None
     commit_consumer_id: str
     commit_generation_id: int
@@ -120,7 +120,7 @@ def resolve(
     )
 
 
-def _retry(init_delay: Any, max_delay: Any, max_attempts: Any) -> RetryPolicy:
+def _retry(init_delay: Any, max_delay: Any, max_attempts: Any) -> RequestRetries:
     if not init_delay > 0:
         raise ValueError(f"request_retry_init_delay must be positive: {init_delay!r}")
     if not max_delay >= init_delay:
@@ -128,6 +128,6 @@ def _retry(init_delay: Any, max_delay: Any, max_attempts: Any) -> RetryPolicy:
             f"request_retry_max_delay ({max_delay!r}) is less than "
             f"request_retry_init_delay ({init_delay!r})"
         )
-    return RetryPolicy(
+    return RequestRetries(
         init_delay, max_delay, integer("request_retry_max_attempts", max_attempts, 0, INT32_MAX)
     )

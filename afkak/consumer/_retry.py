@@ -23,7 +23,7 @@ REQUEST_RETRY_FACTOR = 1.20205
 
 
 @attrs.frozen
-class RetryPolicy:
+class RequestRetries:
     """How often, and how patiently, a failed request is attempted again."""
 
     init_delay: float

@@ -19,7 +19,8 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._retry import backoff_policy, retrying
-from afkak.client import ConsumerClient, group_name, kafka_client, topic_list
+from afkak.client import ConsumerClient
+from afkak.client._interlayer import group_name, kafka_client, topic_list
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_LATEST,

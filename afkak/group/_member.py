@@ -29,10 +29,11 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._errors import DecodeError
-from afkak._retry import backoff_policy, is_retriable
+from afkak._retry import backoff_policy, is_retriable, retrying
 from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerResponseError,
+    ErrorCode,
     KafkaError,
     TopicAndPartition,
 )
@@ -48,15 +49,13 @@ from . import _requests as req
 from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
 from ._heartbeat import HeartbeatTimer
 from ._reactions import (
-    FENCED_INSTANCE_ID,
     HEARTBEAT,
     JOIN_GROUP,
     SYNC_GROUP,
-    UNKNOWN_MEMBER_ID,
     Reaction,
     react,
 )
-from ._states import MemberEvent as E, MemberState as S, next_state
+from ._states import TABLE, MemberEvent as E, MemberState as S
 
 log = Logger()
 
@@ -86,6 +85,10 @@ class RebalanceListener(Protocol):
 
 class _Rejoin(Exception):
     """Join again, keeping the member id (REBALANCE_IN_PROGRESS, a coordinator change)."""
+
+
+class _Backoff(Exception):
+    """The coordinator asked the member to wait before joining again."""
 
 
 class _Fenced(Exception):
@@ -226,7 +229,8 @@ class GroupMember:
             wake.callback(None)
 
     def _transition(self, event: E) -> None:
-        new = next_state(self.state, event)
+        new = TABLE.next(self.state, event)
+        assert new is not None  # the member's table declares no no-ops
         log.debug("{member!r}: {event} -> {state}", member=self, event=event.value, state=new.name)
         self.state = new
         if new in (S.STABLE, S.PREPARING):
@@ -316,7 +320,7 @@ class GroupMember:
             error=BrokerResponseError.from_errno(error or 0).message,
         )
         self._transition(E.FENCED)
-        self._reset(member_id=error in (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID))
+        self._reset(member_id=error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID))
         lost, self.owned = sorted(self.owned), frozenset()
         if lost:
             await maybeDeferred(self.listener.lose, lost)
@@ -343,7 +347,21 @@ class GroupMember:
         return encode_subscription(sub)
 
     async def _join(self, reason: str | None) -> Any:
-        failures = 0
+        """JoinGroup until it succeeds; failures and BACKOFF answers back off alike."""
+        return await self._wait(
+            Deferred.fromCoroutine(
+                retrying(
+                    self.reactor,
+                    lambda: self._join_once(reason),
+                    self._delay,
+                    retriable=lambda e: isinstance(e, _Backoff) or self._retriable(e),
+                    what=f"{self!r}: JoinGroup",
+                )
+            )
+        )
+
+    async def _join_once(self, reason: str | None) -> Any:
+        """One JoinGroup, sent again at once after MEMBER_ID_REQUIRED or a fenced reset."""
         while True:
             metadata = self._subscription()
             request = req.join_group(
@@ -355,10 +373,7 @@ class GroupMember:
                 [(a.name, metadata) for a in self.assignors],
                 reason,
             )
-            response = await self._request(request, self._rebalance_request_timeout, failures)
-            if response is None:
-                failures += 1
-                continue
+            response = await self._send(request, self._rebalance_request_timeout)
             reaction = react(JOIN_GROUP, response.error_code)
             if reaction is Reaction.DONE:
                 self.member_id = response.member_id
@@ -371,10 +386,9 @@ class GroupMember:
             elif reaction is Reaction.FENCED:
                 if self.owned:
                     raise _Fenced(response.error_code)
-                self._reset(member_id=response.error_code == UNKNOWN_MEMBER_ID)
+                self._reset(member_id=response.error_code == ErrorCode.UNKNOWN_MEMBER_ID)
             elif reaction is Reaction.BACKOFF:
-                failures += 1
-                await self._sleep(self._delay(failures))
+                raise _Backoff(response.error_code)
             else:
                 raise BrokerResponseError.from_errno(
                     response.error_code, f"JoinGroup of group {self.group_id!r}"
@@ -394,9 +408,14 @@ class GroupMember:
             self.protocol_name,
             assignments,
         )
-        response = await self._request(request, self._rebalance_request_timeout, 0)
-        if response is None:
-            raise _Rejoin()
+        try:
+            response = await self._wait(self._send(request, self._rebalance_request_timeout))
+        except Exception as e:
+            if not self._retriable(e):
+                raise
+            log.info("{member!r}: SyncGroup failed: {error}", member=self, error=e)
+            await self._sleep(self._delay(1))
+            raise _Rejoin() from None
         reaction = react(SYNC_GROUP, response.error_code)
         if reaction is Reaction.DONE:
             return decode_assignment(response.assignment)
@@ -532,28 +551,17 @@ class GroupMember:
         and the member's rejoin restarts it."""
         return max(self.client.timeout, self.rebalance_timeout_ms / 1000.0 + JOIN_GRACE_SECONDS)
 
-    async def _request(self, request: Any, timeout: float, failures: int) -> Any:
-        """The coordinator's response, or None after a retriable failure (and a backoff).
+    def _send(self, request: Any, timeout: float) -> Deferred[Any]:
+        return self.client.send_request_to_coordinator(self.group_id, request, timeout=timeout)
 
-        Retriable: broker errors marked so, no broker reachable, a lost
-        connection, and a response that does not decode (the connection drops
-        it as it drops a broken connection).
-        """
-        d = self.client.send_request_to_coordinator(self.group_id, request, timeout=timeout)
-        try:
-            return await self._wait(d)
-        except KafkaError as e:
-            # An undecodable answer costs the connection, as a lost one does: retry.
-            if not (is_retriable(e) or isinstance(e, DecodeError)):
-                raise
-            log.info(
-                "{member!r}: {request} failed: {error}",
-                member=self,
-                request=type(request).__name__,
-                error=e,
-            )
-            await self._sleep(self._delay(failures + 1))
-            return None
+    @staticmethod
+    def _retriable(error: BaseException) -> bool:
+        """Broker errors marked so, no broker reachable, a lost connection, and a
+        response that does not decode (the connection drops it as it drops a
+        broken connection)."""
+        return isinstance(error, KafkaError) and (
+            is_retriable(error) or isinstance(error, DecodeError)
+        )
 
     def _delay(self, failures: int) -> float:
         if self._initial_backoff is not None and not self.member_id and not self.rebalances:

@@ -9,25 +9,8 @@ from __future__ import annotations
 import enum
 
 from afkak._broker_errors import (
-    CoordinatorLoadInProgress,
-    CoordinatorNotAvailable,
-    FencedInstanceId,
-    IllegalGeneration,
-    MemberIdRequired,
-    NotCoordinator,
-    RebalanceInProgress,
-    UnknownMemberId,
-    error_code,
+    ErrorCode,
 )
-
-COORDINATOR_LOAD_IN_PROGRESS = error_code(CoordinatorLoadInProgress)
-COORDINATOR_NOT_AVAILABLE = error_code(CoordinatorNotAvailable)
-NOT_COORDINATOR = error_code(NotCoordinator)
-ILLEGAL_GENERATION = error_code(IllegalGeneration)
-UNKNOWN_MEMBER_ID = error_code(UnknownMemberId)
-REBALANCE_IN_PROGRESS = error_code(RebalanceInProgress)
-MEMBER_ID_REQUIRED = error_code(MemberIdRequired)
-FENCED_INSTANCE_ID = error_code(FencedInstanceId)
 
 
 class Reaction(enum.Enum):
@@ -41,29 +24,32 @@ class Reaction(enum.Enum):
 
 
 R = Reaction
-_COORDINATOR_MOVING = {
-    COORDINATOR_LOAD_IN_PROGRESS: R.BACKOFF,
-    COORDINATOR_NOT_AVAILABLE: R.BACKOFF,
-    NOT_COORDINATOR: R.BACKOFF,
+_COORDINATOR_MOVING: dict[int, Reaction] = {
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: R.BACKOFF,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: R.BACKOFF,
+    ErrorCode.NOT_COORDINATOR: R.BACKOFF,
 }
-_FENCED = {UNKNOWN_MEMBER_ID: R.FENCED, ILLEGAL_GENERATION: R.FENCED}
+_FENCED: dict[int, Reaction] = {
+    ErrorCode.UNKNOWN_MEMBER_ID: R.FENCED,
+    ErrorCode.ILLEGAL_GENERATION: R.FENCED,
+}
 
 JOIN_GROUP: dict[int, Reaction] = {
-    0: R.DONE,
-    MEMBER_ID_REQUIRED: R.RETRY,
-    REBALANCE_IN_PROGRESS: R.BACKOFF,
+    ErrorCode.NONE: R.DONE,
+    ErrorCode.MEMBER_ID_REQUIRED: R.RETRY,
+    ErrorCode.REBALANCE_IN_PROGRESS: R.BACKOFF,
     **_COORDINATOR_MOVING,
     **_FENCED,
 }
 SYNC_GROUP: dict[int, Reaction] = {
-    0: R.DONE,
-    REBALANCE_IN_PROGRESS: R.REJOIN,
+    ErrorCode.NONE: R.DONE,
+    ErrorCode.REBALANCE_IN_PROGRESS: R.REJOIN,
     **_COORDINATOR_MOVING,
     **_FENCED,
 }
 HEARTBEAT: dict[int, Reaction] = {
-    0: R.DONE,
-    REBALANCE_IN_PROGRESS: R.REJOIN,
+    ErrorCode.NONE: R.DONE,
+    ErrorCode.REBALANCE_IN_PROGRESS: R.REJOIN,
     **{code: R.IGNORE for code in _COORDINATOR_MOVING},
     **_FENCED,
 }

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import enum
 
+from afkak._transitions import TransitionTable
+
 
 class MemberState(enum.Enum):
     STOPPED = "stopped"
@@ -72,13 +74,5 @@ TRANSITIONS: dict[tuple[MemberState, MemberEvent], MemberState] = {
     **{(state, E.FAIL): S.STOPPED for state in S if state is not S.STOPPED},
 }
 
-
-def next_state(state: MemberState, event: MemberEvent) -> MemberState:
-    """The state ``event`` leads to from ``state``.
-
-    :raises RuntimeError: the table has no such transition (a bug in the caller).
-    """
-    try:
-        return TRANSITIONS[state, event]
-    except KeyError:
-        raise RuntimeError(f"no transition from {state.name} on {event.name}") from None
+#: The member ignores no input: each one it gets is a transition.
+TABLE = TransitionTable(TRANSITIONS)

@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError
-from afkak._retry import is_retriable
+from afkak._retry import retrying
 from afkak.client import BrokerRequests
 from afkak.protocol.messages import InitProducerIdRequest
 
@@ -61,9 +62,8 @@ class ProducerIdentity:
         self._max_attempts = max_attempts
         self._on_ready = on_ready
         self._on_fatal = on_fatal
-        self._attempts = 0
+        #: InitProducerId and its retries, while they run.
         self._request: Deferred[Any] | None = None
-        self._retry_call: Any = None
 
     @property
     def ready(self) -> bool:
@@ -71,10 +71,21 @@ class ProducerIdentity:
 
     def ensure(self) -> None:
         """Get a producer id unless there is one or it is being fetched."""
-        if self.ready or self._request is not None or self._retry_call is not None:
+        if self.ready or self._request is not None:
             return
-        self._attempts += 1
-        d = self._request = self._client.send_request_to_any_broker(
+        d = self._request = Deferred.fromCoroutine(
+            retrying(
+                self._reactor,
+                self._init_producer_id,
+                self._backoff,
+                max_attempts=self._max_attempts,
+                what="InitProducerId",
+            )
+        )
+        d.addCallbacks(self._answered, self._failed)
+
+    async def _init_producer_id(self) -> Any:
+        response = await self._client.send_request_to_any_broker(
             InitProducerIdRequest(
                 transactional_id=None,
                 transaction_timeout_ms=_TRANSACTION_TIMEOUT_MS,
@@ -82,7 +93,9 @@ class ProducerIdentity:
                 producer_epoch=-1,
             )
         )
-        d.addCallbacks(self._answered, self._failed)
+        if response.error_code:
+            raise BrokerResponseError.from_errno(response.error_code)
+        return response
 
     def bump(self) -> tuple[int, int] | None:
         """A new epoch, or None while a new id is fetched (the epoch overflowed)."""
@@ -113,18 +126,11 @@ class ProducerIdentity:
         self.ensure()
 
     def stop(self) -> None:
-        if self._retry_call is not None:
-            self._retry_call.cancel()
-            self._retry_call = None
         if self._request is not None:
             self._request.cancel()
 
     def _answered(self, response: Any) -> None:
         self._request = None
-        if response.error_code:
-            self._failed(Failure(BrokerResponseError.from_errno(response.error_code)))
-            return
-        self._attempts = 0
         self.generation += 1
         self.producer_id, self.epoch = response.producer_id, response.producer_epoch
         log.debug("Producer id {pid}, epoch {epoch}", pid=self.producer_id, epoch=self.epoch)
@@ -132,17 +138,5 @@ class ProducerIdentity:
 
     def _failed(self, failure: Failure) -> None:
         self._request = None
-        if failure.check(CancelledError):
-            return
-        give_up = self._attempts >= self._max_attempts or not is_retriable(failure.value)
-        if give_up:
-            self._attempts = 0
+        if not failure.check(CancelledError, defer.CancelledError):  # not stopped
             self._on_fatal(failure)
-            return
-        log.info("InitProducerId failed, retrying: {error}", error=failure.getErrorMessage())
-        delay = self._backoff(self._attempts)
-        self._retry_call = self._reactor.callLater(delay, self._retry)
-
-    def _retry(self) -> None:
-        self._retry_call = None
-        self.ensure()

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from afkak._retry import RetryPolicy, backoff_policy
-from afkak.client import INT32_MAX, integer
+from afkak.client._interlayer import INT32_MAX, integer
 from afkak.codec import CODEC_NAMES, CODEC_NONE, check_compression_level, compress
 from afkak.common import PRODUCER_ACK_ALL_REPLICAS, PRODUCER_ACK_LOCAL_WRITE
 
@@ -59,11 +59,11 @@ class Options:
     max_request_size: int | None
 
     def retry_policy(self) -> RetryPolicy:
-        """Kafka's retry backoff: *retry_interval* doubling to *retry_backoff_max*, jittered."""
+        """Kafka's retry backoff: *retry_interval* growing to *retry_backoff_max*, jittered."""
         return backoff_policy(
             self.retry_interval,
             max(self.retry_interval, self.retry_backoff_max),
-            self.retry_factor,
+            factor=self.retry_factor,
         )
 
 

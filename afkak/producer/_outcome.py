@@ -17,28 +17,25 @@ from __future__ import annotations
 
 import enum
 
-from afkak._broker_errors import (
-    BrokerResponseError,
-    CorruptMessage,
-    DuplicateSequenceNumber,
-    InvalidProducerEpoch,
-    OutOfOrderSequenceNumber,
-    ProducerFenced,
-    UnknownProducerId,
-    error_code,
-)
+from afkak._broker_errors import BrokerResponseError, ErrorCode
 from afkak._errors import BrokerConnectionError, DecodeError, KafkaError
-from afkak.client import LEADER_MOVED, TOPIC_GONE
+from afkak.client._interlayer import LEADER_MOVED, TOPIC_GONE
 
-CORRUPT_MESSAGE = error_code(CorruptMessage)
-OUT_OF_ORDER_SEQUENCE_NUMBER = error_code(OutOfOrderSequenceNumber)
-DUPLICATE_SEQUENCE_NUMBER = error_code(DuplicateSequenceNumber)
-INVALID_PRODUCER_EPOCH = error_code(InvalidProducerEpoch)
-UNKNOWN_PRODUCER_ID = error_code(UnknownProducerId)
-PRODUCER_FENCED = error_code(ProducerFenced)
-#: Errors after which the batch may or may not have been written:
-#: REQUEST_TIMED_OUT, NETWORK_EXCEPTION, NOT_ENOUGH_REPLICAS_AFTER_APPEND.
-UNKNOWN_OUTCOME = frozenset({7, 13, 20})
+# Plain ints: each Produce response's partitions are compared with them.
+CORRUPT_MESSAGE = int(ErrorCode.CORRUPT_MESSAGE)
+OUT_OF_ORDER_SEQUENCE_NUMBER = int(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+DUPLICATE_SEQUENCE_NUMBER = int(ErrorCode.DUPLICATE_SEQUENCE_NUMBER)
+INVALID_PRODUCER_EPOCH = int(ErrorCode.INVALID_PRODUCER_EPOCH)
+UNKNOWN_PRODUCER_ID = int(ErrorCode.UNKNOWN_PRODUCER_ID)
+PRODUCER_FENCED = int(ErrorCode.PRODUCER_FENCED)
+#: Errors after which the batch may or may not have been written.
+UNKNOWN_OUTCOME = frozenset(
+    {
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    }
+)
 #: Errors that mean the broker's metadata moved on: forget the partition's leader.
 STALE_LEADER = LEADER_MOVED | TOPIC_GONE
 
@@ -55,7 +52,7 @@ class Action(enum.Enum):
 
 def for_error_code(code: int, *, idempotent: bool, retry_unknown_outcome: bool) -> Action:
     """The action for a partition's error code in a Produce response."""
-    if code == 0:
+    if not code:  # NONE
         return Action.DONE
     if idempotent:
         if code == DUPLICATE_SEQUENCE_NUMBER:

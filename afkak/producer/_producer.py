@@ -15,11 +15,12 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError
+from afkak._broker_errors import BrokerResponseError, ErrorCode
 from afkak._errors import CancelledError, ClientError, TransactionStateError
-from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, is_retriable
-from afkak.client import ProducerClient, kafka_client, topic_name
-from afkak.common import TopicAndPartition
+from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, retrying
+from afkak.client import ProducerClient
+from afkak.client._interlayer import kafka_client, topic_name
+from afkak.common import ProduceResponse, TopicAndPartition
 from afkak.partitioner import DefaultPartitioner
 
 from . import _options
@@ -28,6 +29,7 @@ from ._batch import RECORD_OVERHEAD, Buffer
 from ._identity import ProducerIdentity
 from ._options import UNSET
 from ._partition import TopicState
+from ._result import RecordMetadata
 from ._sender import Sender
 from ._split import BYTES as _BYTES, values_size
 from ._transaction import ConsumerGroupMetadata, State as TransactionState, TransactionManager
@@ -234,9 +236,7 @@ class Producer:
         self._reactor = client.reactor
         self._seconds = client.reactor.seconds
         self._routes: dict[str, TopicState] = {}
-        self._topic_loads: dict[str, Any] = {}  # Deferred or DelayedCall
-        #: Topic -> (failed metadata lookups, reactor time of the first).
-        self._topic_attempts: dict[str, tuple[int, float]] = {}
+        self._topic_loads: dict[str, Deferred[Any]] = {}
         self._backoff = self.options.retry_policy()
         self._stopped = False
         acc = self._accumulator = RecordAccumulator(client, self.options, self._admit)
@@ -312,7 +312,9 @@ class Producer:
 
     # -- sending -------------------------------------------------------------
 
-    def send_messages(self, topic: str, key: Any = None, msgs: Sequence[Any] = ()) -> Deferred[Any]:
+    def send_messages(
+        self, topic: str, key: Any = None, msgs: Sequence[Any] = ()
+    ) -> Deferred[ProduceResponse | None]:
         """Send *msgs* (all to one partition, chosen by the partitioner from *key*).
 
         :param topic: the topic (``str``).
@@ -404,7 +406,7 @@ class Producer:
         headers: Sequence[tuple[str, bytes | None]] = (),
         timestamp: int | None = None,
         partition: int | None = None,
-    ) -> Deferred[Any]:
+    ) -> Deferred[RecordMetadata]:
         """Send one record, with what record batches v2 carry.
 
         :param headers: ``(str, bytes | None)`` pairs.
@@ -654,54 +656,53 @@ class Producer:
     # -- topic metadata ----------------------------------------------------------
 
     def _load_topic(self, topic: str) -> None:
-        d = self.client.load_metadata_for_topics(topic)
+        """Load *topic*'s partitions, retrying within the delivery timeout."""
+        d = Deferred.fromCoroutine(
+            retrying(
+                self._reactor,
+                lambda: self._topic_partitions(topic),
+                self._backoff,
+                max_attempts=self.options.max_attempts,
+                deadline=self._reactor.seconds() + self.options.delivery_timeout,
+                what=f"metadata of topic {topic!r}",
+            )
+        )
         self._topic_loads[topic] = d
         d.addBoth(self._topic_loaded, topic)
+
+    async def _topic_partitions(self, topic: str) -> Any:
+        try:
+            loaded = await self.client.load_metadata_for_topics(topic)
+        except Exception:
+            if not self.client.topic_partitions.get(topic):
+                raise
+        else:
+            if loaded is None:  # the load was cancelled: stop() is under way
+                raise CancelledError(request_sent=None, message="the producer was stopped")
+        partitions = self.client.topic_partitions.get(topic)
+        if not partitions:
+            raise BrokerResponseError.from_errno(
+                self.client.metadata_error_for_topic(topic) or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"no partitions for topic {topic!r}",
+            )
+        return partitions
 
     def _topic_loaded(self, result: Any, topic: str) -> None:
         self._topic_loads.pop(topic, None)
         if self._stopped:
             return
-        partitions = self.client.topic_partitions.get(topic)
-        if partitions:
-            self._topic_attempts.pop(topic, None)
-            route = self._routes[topic] = TopicState(
-                topic, partitions, self.partitioner_class(topic, partitions)
-            )
-            now = self._reactor.seconds()
-            for pending in self._accumulator.unrouted.pop(topic, []):
-                self._place(route, pending, now)
-            return
         if isinstance(result, Failure):
-            failure = result
-        else:
-            failure = Failure(
-                BrokerResponseError.from_errno(
-                    self.client.metadata_error_for_topic(topic) or 3,
-                    f"no partitions for topic {topic!r}",
-                )
+            log.warn(
+                "Cannot send to topic {topic}: {error}", topic=topic, error=result.getErrorMessage()
             )
-        now = self._reactor.seconds()
-        attempts, since = self._topic_attempts.get(topic, (0, now))
-        attempts += 1
-        self._topic_attempts[topic] = (attempts, since)
-        delay = self._backoff(attempts)
-        if (
-            attempts < self.options.max_attempts
-            and is_retriable(failure.value)
-            and now + delay < since + self.options.delivery_timeout
-        ):
-            self._topic_loads[topic] = self._reactor.callLater(delay, self._reload_topic, topic)
+            self._accumulator.refuse_unrouted(topic, result)
             return
-        self._topic_attempts.pop(topic, None)
-        log.warn(
-            "Cannot send to topic {topic}: {error}", topic=topic, error=failure.getErrorMessage()
+        route = self._routes[topic] = TopicState(
+            topic, result, self.partitioner_class(topic, result)
         )
-        self._accumulator.refuse_unrouted(topic, failure)
-
-    def _reload_topic(self, topic: str) -> None:
-        del self._topic_loads[topic]
-        self._load_topic(topic)
+        now = self._reactor.seconds()
+        for pending in self._accumulator.unrouted.pop(topic, []):
+            self._place(route, pending, now)
 
 
 def _check_headers(headers: Any) -> tuple[tuple[str, bytes | None], ...]:

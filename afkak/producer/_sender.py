@@ -22,9 +22,10 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError
+from afkak._broker_errors import BrokerResponseError, ErrorCode
 from afkak._errors import CancelledError, DeliveryTimeoutError
-from afkak.client import ProduceCall, ProducerClient
+from afkak.client import ProducerClient
+from afkak.client._interlayer import ProduceCall
 from afkak.common import ProduceRequest
 
 from ._accumulator import NEVER as _NEVER, RecordAccumulator
@@ -249,7 +250,9 @@ class Sender:
         for batch in batches:
             answer = answers.get((batch.topic, batch.partition))
             if answer is None:
-                error = BrokerResponseError.from_errno(13, "the response omitted the partition")
+                error = BrokerResponseError.from_errno(
+                    ErrorCode.NETWORK_EXCEPTION, "the response omitted the partition"
+                )
                 self._after(
                     batch,
                     for_exception(

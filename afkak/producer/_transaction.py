@@ -37,7 +37,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError
+from afkak._broker_errors import BrokerResponseError, ErrorCode
 from afkak._errors import (
     CancelledError,
     KafkaError,
@@ -46,7 +46,7 @@ from afkak._errors import (
     TransactionStateError,
 )
 from afkak._retry import RetryPolicy, retrying
-from afkak.client import TRANSACTION_KEY_TYPE, FindCoordinatorCall
+from afkak.client._interlayer import COORDINATOR_MOVED, TRANSACTION_KEY_TYPE, FindCoordinatorCall
 from afkak.common import TopicAndPartition
 from afkak.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -86,40 +86,39 @@ class Kind(enum.Enum):
     FATAL = "fatal"
 
 
-_COORDINATOR_MOVED = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 _RETRY = frozenset(
     {
-        3,  # UNKNOWN_TOPIC_OR_PARTITION (metadata not there yet)
-        14,  # COORDINATOR_LOAD_IN_PROGRESS
-        51,  # CONCURRENT_TRANSACTIONS
-        55,  # OPERATION_NOT_ATTEMPTED (another partition of the request failed)
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,  # metadata not there yet
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.OPERATION_NOT_ATTEMPTED,  # another partition of the request failed
     }
 )
 #: The producer cannot go on: it was fenced, or may not use its transactional id.
 FATAL = frozenset(
     {
-        31,  # CLUSTER_AUTHORIZATION_FAILED
-        35,  # UNSUPPORTED_VERSION
-        47,  # INVALID_PRODUCER_EPOCH
-        48,  # INVALID_TXN_STATE
-        50,  # INVALID_TRANSACTION_TIMEOUT
-        52,  # TRANSACTION_COORDINATOR_FENCED
-        53,  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        90,  # PRODUCER_FENCED
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode.UNSUPPORTED_VERSION,
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        ErrorCode.INVALID_TXN_STATE,
+        ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+        ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        ErrorCode.PRODUCER_FENCED,
     }
 )
 #: The transaction must be aborted; the producer may then go on.
 ABORTABLE = frozenset(
     {
-        22,  # ILLEGAL_GENERATION (TxnOffsetCommit: the group rebalanced)
-        25,  # UNKNOWN_MEMBER_ID
-        27,  # REBALANCE_IN_PROGRESS
-        29,  # TOPIC_AUTHORIZATION_FAILED
-        30,  # GROUP_AUTHORIZATION_FAILED
-        49,  # INVALID_PRODUCER_ID_MAPPING
-        59,  # UNKNOWN_PRODUCER_ID
-        82,  # FENCED_INSTANCE_ID
-        120,  # TRANSACTION_ABORTABLE
+        ErrorCode.ILLEGAL_GENERATION,  # TxnOffsetCommit: the group rebalanced
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        ErrorCode.REBALANCE_IN_PROGRESS,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+        ErrorCode.UNKNOWN_PRODUCER_ID,
+        ErrorCode.FENCED_INSTANCE_ID,
+        ErrorCode.TRANSACTION_ABORTABLE,
     }
 )
 
@@ -128,7 +127,7 @@ def classify(error: BaseException) -> Kind:
     """What a transactional request's *error* means (see the module docstring)."""
     if isinstance(error, BrokerResponseError):
         errno = error.errno
-        if errno in _COORDINATOR_MOVED:
+        if errno in COORDINATOR_MOVED:
             return Kind.FIND_COORDINATOR
         if errno in _RETRY:
             return Kind.RETRY
@@ -463,7 +462,9 @@ class TransactionManager:
             for p in t.results_by_partition
         ]
         # The error that is not OPERATION_NOT_ATTEMPTED says what went wrong.
-        for topic, index, code in sorted(codes, key=lambda c: c[2] == 55):
+        for topic, index, code in sorted(
+            codes, key=lambda c: c[2] == ErrorCode.OPERATION_NOT_ATTEMPTED
+        ):
             _check_code(code, f"adding {topic}/{index} to the transaction")
 
     async def _send_offsets(
@@ -509,7 +510,7 @@ class TransactionManager:
             )
             for t in response.topics:
                 for p in t.partitions:
-                    if p.error_code in _COORDINATOR_MOVED:
+                    if p.error_code in COORDINATOR_MOVED:
                         self._client.reset_consumer_group_metadata(group.group_id)
                     _check_code(p.error_code, f"TxnOffsetCommit of {t.name}/{p.partition_index}")
 

@@ -14,10 +14,11 @@ from itertools import repeat
 from typing import Any, TypeVar
 
 import attrs
-from twisted.internet.defer import FirstError, gatherResults
+from twisted.internet.defer import Deferred, FirstError, gatherResults
 
 from afkak._retry import retry_backoff, retrying
-from afkak.client import FetchCall, KafkaClient
+from afkak.client import KafkaClient
+from afkak.client._interlayer import FetchCall
 from afkak.common import BrokerResponseError, FetchRequest, OffsetRequest, TopicAndPartition
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
@@ -165,6 +166,7 @@ async def send(producer: Producer, out: Outgoing, chunk_bytes: int) -> None:
     (``send_messages``: one partitioner call per chunk, so unkeyed chunks
     rotate over the partitions); the others one by one (``send``).
     """
+    sent: list[Deferred[Any]]
     if out.headers is None and out.partitions is None:
         put_all = producer.send_messages
         sent = [put_all(t, k, values) for t, k, values in chunks_by_key(out, chunk_bytes)]

@@ -15,13 +15,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from afkak._broker_errors import error_code
+from afkak._broker_errors import ErrorCode
 from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_EARLIEST,
     OFFSET_LATEST,
     BrokerResponseError,
-    OffsetOutOfRangeError,
     TopicAndPartition,
 )
 from afkak.producer import Producer
@@ -34,7 +33,7 @@ from ._options import ClientConfig, OffsetSpec, ReadOptions, WriteOptions
 from ._planning import DataLossError, OffsetRange, ranges_between, resolve, split_ranges
 from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
-OFFSET_OUT_OF_RANGE = error_code(OffsetOutOfRangeError)
+OFFSET_OUT_OF_RANGE = ErrorCode.OFFSET_OUT_OF_RANGE
 #: Smallest fetch a read asks for, and the bytes per record it assumes until it has seen some.
 _MIN_FETCH_BYTES = 64 * 1024
 _GUESS_RECORD_BYTES = 1024

@@ -24,6 +24,7 @@ from afkak.admin import (
 )
 from afkak.client import KafkaClient
 from afkak.common import (
+    BrokerConnectionError,
     CancelledError,
     GroupIdNotFound,
     InvalidConfig,
@@ -44,14 +45,16 @@ from afkak.protocol.messages import (
     DescribeGroupsRequest,
     OffsetFetchRequest,
 )
+from afkak.test.helpers import ClockTestCase
 from afkak.testing import FakeKafkaCluster
 
 TP = TopicAndPartition
 
 
 def on_fake_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
-    """A Clock, a 3-broker fake cluster without auto-creation, and a client of it."""
-    clock = Clock()
+    """A Clock (the case's, for a ClockTestCase), a 3-broker fake cluster without
+    auto-creation, and a client of it."""
+    clock = getattr(case, "clock", None) or Clock()
     cluster = FakeKafkaCluster(brokers=3, reactor=clock, auto_create_topics=False)
     client = KafkaClient(
         cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
@@ -60,8 +63,9 @@ def on_fake_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster,
     return clock, cluster, client
 
 
-class AdminFakeClusterTests(SynchronousTestCase):
+class AdminFakeClusterTests(ClockTestCase):
     def setUp(self) -> None:
+        super().setUp()
         self.clock, self.cluster, self.client = on_fake_cluster(self)
         self.admin = KafkaAdminClient(self.client)
 
@@ -107,6 +111,19 @@ class AdminFakeClusterTests(SynchronousTestCase):
         self.assertIsNone(results["c"].error)
         sent = [r for r in self.cluster.requests_seen if r.api_key == 19]
         self.assertEqual([r.broker for r in sent], [0, 0])
+
+    def test_not_controller_resends_are_bounded_and_double(self) -> None:
+        """``retries`` resends, ``retry_backoff`` apart and doubling; then the refusal stays."""
+        admin = KafkaAdminClient(self.client, retries=2, retry_backoff=1.0)
+        self.cluster.fail_next(CreateTopicsRequest, NotController, count=5)
+        d = admin.create_topics([NewTopic("c", 1, 1)])
+        sent = []
+        for _ in range(8):
+            sent.append(len([r for r in self.cluster.requests_seen if r.api_key == 19]))
+            self.clock.advance(0.5)
+        self.assertEqual(sent, [1, 1, 2, 2, 2, 2, 3, 3])
+        self.assertIsInstance(self.successResultOf(d)["c"].error, NotController)
+        self.assertEqual(self.clock.getDelayedCalls(), [])
 
     def test_delete_topics_by_name_and_id(self) -> None:
         self.cluster.create_topic("a", 1)
@@ -685,32 +702,55 @@ class RouterResendTests(SynchronousTestCase):
     """The admin client's one retry loop (afkak.admin._routing.Router.resend)."""
 
     def test_bounded_by_retries_with_doubling_backoff(self) -> None:
-        from afkak.admin._routing import Router
+        from afkak.admin._routing import Router, _left
 
         clock, _, client = on_fake_cluster(self)
         router = Router(client, retries=3, retry_backoff=0.5)
-        seen: list[tuple[float, bool]] = []
+        seen: list[float] = []
 
-        async def attempt(last: bool) -> bool:
-            seen.append((clock.seconds(), last))
-            return True  # always something left to resend
+        async def attempt() -> list[str]:
+            seen.append(clock.seconds())
+            return ["refused"]  # always something left to resend
 
-        d = Deferred.fromCoroutine(router.resend(attempt, "test"))
+        d = Deferred.fromCoroutine(router.resend(attempt, _left("refused"), "test"))
         clock.pump([0.25] * 40)
-        self.successResultOf(d)
-        self.assertEqual(seen, [(0, False), (0.5, False), (1.5, False), (3.5, True)])
+        self.assertEqual(self.successResultOf(d), ["refused"])
+        self.assertEqual(seen, [0, 0.5, 1.5, 3.5])
 
     def test_stops_when_nothing_is_left(self) -> None:
-        from afkak.admin._routing import Router
+        from afkak.admin._routing import Router, _left
 
         clock, _, client = on_fake_cluster(self)
-        calls: list[bool] = []
+        calls: list[float] = []
 
-        async def attempt(last: bool) -> bool:
-            calls.append(last)
-            return len(calls) < 2
+        async def attempt() -> list[str]:
+            calls.append(clock.seconds())
+            return ["refused"] if len(calls) < 2 else []
 
-        d = Deferred.fromCoroutine(Router(client, 5, 0.1).resend(attempt, "test"))
+        d = Deferred.fromCoroutine(Router(client, 5, 0.1).resend(attempt, _left("refused"), "test"))
         clock.advance(1)
-        self.successResultOf(d)
-        self.assertEqual(calls, [False, False])
+        self.assertEqual(self.successResultOf(d), [])
+        self.assertEqual(len(calls), 2)
+        self.assertEqual(clock.getDelayedCalls(), [])
+
+    def test_a_retriable_error_is_raised_once_retries_are_spent(self) -> None:
+        from afkak.admin._routing import Router, _left
+
+        clock, _, client = on_fake_cluster(self)
+        calls: list[float] = []
+
+        async def attempt() -> list[str]:
+            calls.append(clock.seconds())
+            raise BrokerConnectionError("the coordinator went away")
+
+        d = Deferred.fromCoroutine(
+            Router(client, 2, 0.5).resend(
+                attempt,
+                _left("refused"),
+                "test",
+                retriable=lambda e: isinstance(e, BrokerConnectionError),
+            )
+        )
+        clock.pump([0.25] * 20)
+        self.failureResultOf(d, BrokerConnectionError)
+        self.assertEqual(calls, [0, 0.5, 1.5])

@@ -34,7 +34,7 @@ from afkak.common import (
     UnknownTopicOrPartitionError,
 )
 from afkak.test.brokers import Broker, client_config, shared_broker, wait_for_partitions
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 
 TP = TopicAndPartition
 _names = itertools.count()

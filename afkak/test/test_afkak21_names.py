@@ -11,10 +11,12 @@ from twisted.trial.unittest import SynchronousTestCase
 import afkak
 from afkak import brokerclient, codec, common, kafkacodec
 from afkak.client import KafkaClient
+from afkak.codec import CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.common import Message, SendRequest
 from afkak.message_set import flatten
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner, murmur2, pure_murmur2
 from afkak.producer import Producer
+from afkak.test.helpers import needs_codecs
 from afkak.testing import FakeKafkaCluster
 
 
@@ -38,6 +40,7 @@ class ConstantsTests(SynchronousTestCase):
         self.assertEqual((afkak.__title__, afkak.__license__), ("afkak", "Apache License 2.0"))
         self.assertTrue(afkak.__author__)
 
+    @needs_codecs(CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
     def test_kafkacodec(self) -> None:
         self.assertIs(kafkacodec.create_message, afkak.create_message)
         self.assertIs(kafkacodec.create_message_set, afkak.create_message_set)
@@ -60,6 +63,7 @@ class CodecHelperTests(SynchronousTestCase):
         self.assertEqual(codec.gzip_decode(gzip.compress(b"xyz")), b"xyz")
         self.assertEqual(codec.gzip_decode(codec.gzip_encode(b"")), b"")
 
+    @needs_codecs(CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
     def test_snappy(self) -> None:
         data = bytes(range(256)) * 300
         raw = codec.snappy_encode(data)

@@ -72,9 +72,7 @@ class _BrokerChecks:
             self.assertIn(_API_VERSIONS, versions)
             for api_key in (_PRODUCE, _FETCH):
                 _low, high = versions[api_key]
-                self.assertGreaterEqual(
-                    high, broker.quirks.min_working_versions[api_key]
-                )
+                self.assertGreaterEqual(high, broker.quirks.min_working_versions[api_key])
         self.assertEqual(broker.api_versions, versions)
         self.assertLess(broker.start_seconds, broker.start_timeout)
 
@@ -95,9 +93,7 @@ class _BrokerChecks:
         self.assertEqual(len(delivered), 10)
         records = consume(broker.bootstrap, topic, 10)
         self.assertEqual(sorted(r.value for r in records), sorted(values))
-        self.assertEqual(
-            sorted((r.partition, r.offset) for r in records), sorted(delivered)
-        )
+        self.assertEqual(sorted((r.partition, r.offset) for r in records), sorted(delivered))
         self.assertEqual({r.headers for r in records}, {(("h", b"1"),)})
         self.assertTrue(all(r.timestamp_ms > 0 for r in records))
 
@@ -105,9 +101,7 @@ class _BrokerChecks:
         broker = shared_broker(self.broker_class.name)
         topic = _topic()
         self.assertEqual(produce(broker.bootstrap, topic, [b"auto"])[0][1], 0)
-        wait_for_partitions(
-            broker.bootstrap, topic, broker.quirks.auto_create_partitions
-        )
+        wait_for_partitions(broker.bootstrap, topic, broker.quirks.auto_create_partitions)
 
     def test_quirks_name_the_broker_and_give_reasons(self) -> None:
         quirks = self.broker_class.quirks
@@ -161,16 +155,10 @@ class RdkafkaMockHarnessTests(_BrokerChecks, SynchronousTestCase):
         with self.assertRaises(RuntimeError) as caught:
             produce(self.cluster.bootstrap, topic, [b"rejected"])
         self.assertIn("MSG_SIZE_TOO_LARGE", str(caught.exception))
-        self.assertEqual(
-            produce(self.cluster.bootstrap, topic, [b"accepted"]), [(0, 0)]
-        )
-        produce_requests = [
-            r for r in self.cluster.tracked_requests() if r.api_key == _PRODUCE
-        ]
+        self.assertEqual(produce(self.cluster.bootstrap, topic, [b"accepted"]), [(0, 0)])
+        produce_requests = [r for r in self.cluster.tracked_requests() if r.api_key == _PRODUCE]
         self.assertEqual(len(produce_requests), 2)
-        self.assertLessEqual(
-            produce_requests[0].timestamp_us, produce_requests[1].timestamp_us
-        )
+        self.assertLessEqual(produce_requests[0].timestamp_us, produce_requests[1].timestamp_us)
 
     def test_pushed_transport_error_disconnects_then_recovers(self) -> None:
         topic = _topic()
@@ -185,11 +173,7 @@ class RdkafkaMockHarnessTests(_BrokerChecks, SynchronousTestCase):
         self.cluster.partition_set_leader(topic, 1, 3)
         self.cluster.start_request_tracking()
         produce(self.cluster.bootstrap, topic, [b"to-3"], partition=1)
-        brokers = {
-            r.broker_id
-            for r in self.cluster.tracked_requests()
-            if r.api_key == _PRODUCE
-        }
+        brokers = {r.broker_id for r in self.cluster.tracked_requests() if r.api_key == _PRODUCE}
         self.assertEqual(brokers, {3})
 
     def test_rtt_delays_responses(self) -> None:
@@ -202,9 +186,7 @@ class RdkafkaMockHarnessTests(_BrokerChecks, SynchronousTestCase):
 
     def test_bad_commands_raise(self) -> None:
         self.assertRaises(MockCommandError, self.cluster.broker_set_down, 99)
-        self.assertRaises(
-            MockCommandError, self.cluster.coordinator_set, "group", "g", "x"
-        )
+        self.assertRaises(MockCommandError, self.cluster.coordinator_set, "group", "g", "x")
         self.cluster.coordinator_set("group", "g", 2)  # the helper still answers
 
     def test_stop_ends_helper_even_if_it_ignores_shutdown(self) -> None:
@@ -222,9 +204,7 @@ class RdkafkaMockHarnessTests(_BrokerChecks, SynchronousTestCase):
 class QuirksTests(SynchronousTestCase):
     def test_every_deviation_needs_a_reason(self) -> None:
         self.assertRaises(ValueError, Quirks, broker="x", no_fetch_long_poll=True)
-        self.assertRaises(
-            ValueError, Quirks, broker="x", reasons={"no_such_quirk": "r"}
-        )
+        self.assertRaises(ValueError, Quirks, broker="x", reasons={"no_such_quirk": "r"})
 
     def test_skip_if_reports_the_reason(self) -> None:
         quirks = Quirks(
@@ -246,9 +226,7 @@ class _MissingBinary(Broker):
     quirks = Quirks(broker="missing")
 
     def _spawn(self, port: int) -> tuple[ManagedProcess, str]:
-        return ManagedProcess(
-            self.name, ["/nonexistent/afkak-broker"]
-        ), f"127.0.0.1:{port}"
+        return ManagedProcess(self.name, ["/nonexistent/afkak-broker"]), f"127.0.0.1:{port}"
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
         raise AssertionError("never started")
@@ -258,11 +236,7 @@ class UnavailableTests(SynchronousTestCase):
     def setUp(self) -> None:
         saved = os.environ.get("CI")
         self.addCleanup(
-            lambda: (
-                os.environ.pop("CI", None)
-                if saved is None
-                else os.environ.update(CI=saved)
-            )
+            lambda: os.environ.pop("CI", None) if saved is None else os.environ.update(CI=saved)
         )
 
     def test_missing_binary_skips(self) -> None:

@@ -29,7 +29,7 @@ from afkak.admin import KafkaAdminClient
 from afkak.client import KafkaClient
 from afkak.common import TopicAndPartition
 from afkak.test.brokers import free_port, shared_broker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 
 TP = TopicAndPartition
 _names = itertools.count()

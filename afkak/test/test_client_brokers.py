@@ -14,9 +14,7 @@ import time
 import warnings
 from typing import Any, ClassVar
 
-from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint
-from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
@@ -36,26 +34,9 @@ from afkak.common import (
 )
 from afkak.message_set import create_message_set
 from afkak.test.brokers import Broker, shared_broker
+from afkak.test.helpers import wait
 
 _names = itertools.count()
-
-
-def wait(d: Deferred[Any], timeout: float = 15.0) -> Any:
-    """Run the global reactor until *d* fires; its result, or raise its failure."""
-    from twisted.internet import reactor
-
-    results: list[Any] = []
-    d.addBoth(results.append)
-    deadline = time.monotonic() + timeout
-    while not results:
-        if time.monotonic() > deadline:
-            d.cancel()
-            raise AssertionError(f"{d!r} did not fire within {timeout} s")
-        reactor.iterate(0.01)  # type: ignore[attr-defined]
-    result = results[0]
-    if isinstance(result, Failure):
-        result.raiseException()
-    return result
 
 
 class RealBrokerTests:

@@ -19,7 +19,7 @@ from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_Z
 from afkak.common import FetchRequest, Message, ProduceRequest, SendRequest
 from afkak.message_set import MessageSet, create_message, create_message_set
 from afkak.test.brokers import Broker, consume, produce, shared_broker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 
 #: afkak codec -> librdkafka's compression.type.
 CODECS = {

@@ -41,7 +41,7 @@ from afkak.common import (
     UnsupportedSaslMechanism,
 )
 from afkak.test.brokers.sasl import SaslBroker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import pump, wait
 from afkak.test.test_client_tls import self_signed_certificate, tls_directory
 
 PASSWORD = "alice-pw-7f3c9e"
@@ -55,16 +55,6 @@ def unsecured_jwt(subject: str, expires_at: float) -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
     return f"{part({'alg': 'none'})}.{part({'sub': subject, 'exp': expires_at})}."
-
-
-def pump(condition: Any, timeout: float, what: str) -> None:
-    from twisted.internet import reactor
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        reactor.iterate(0.02)  # type: ignore[attr-defined]
 
 
 def confluent_config(bootstrap: str, mechanism: str, password: str) -> dict[str, Any]:

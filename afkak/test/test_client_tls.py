@@ -23,7 +23,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from afkak.client import KafkaClient
 from afkak.common import FetchRequest, Message, ProduceRequest
 from afkak.test.brokers import TansuBroker, free_port
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 
 
 def self_signed_certificate(directory: str) -> tuple[str, str]:

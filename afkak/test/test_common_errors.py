@@ -10,6 +10,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from afkak import common
 from afkak.common import (
     BrokerResponseError,
+    ErrorCode,
     KafkaError,
     RetriableBrokerResponseError,
 )
@@ -181,6 +182,33 @@ class ErrnoTableTests(SynchronousTestCase):
         )
         self.assertEqual(list(range(1, 134)), sorted(BrokerResponseError.errnos)[1:])
 
+    def test_error_code_is_the_table(self) -> None:
+        """ErrorCode names every code once, and gives each class its errno and message."""
+        self.assertEqual(
+            [(code.value, code.name) for code in ErrorCode],
+            [(0, "NONE")] + [(errno, message) for errno, _, message, _ in KAFKA_4_3_ERRORS],
+        )
+        for code, cls in BrokerResponseError.errnos.items():
+            self.assertIs(type(code), int)
+            self.assertIs(type(cls.errno), int)
+            self.assertEqual(ErrorCode(code).name, cls.message)
+        self.assertIn("ErrorCode", common.__all__)
+
+    def test_a_class_names_its_code(self) -> None:
+        """A subclass given a member gets a plain int errno and Kafka's name."""
+        saved = dict(BrokerResponseError.errnos)
+        self.addCleanup(lambda: BrokerResponseError.errnos.update(saved))
+        del BrokerResponseError.errnos[ErrorCode.INVALID_RECORD_STATE]
+
+        class Mine(BrokerResponseError):
+            errno = ErrorCode.INVALID_RECORD_STATE
+
+        self.assertEqual(
+            (type(Mine.errno), Mine.errno, Mine.message), (int, 121, "INVALID_RECORD_STATE")
+        )
+        self.assertIs(BrokerResponseError.errnos[121], Mine)
+        self.assertEqual(str(Mine("x")), "[Error 121] INVALID_RECORD_STATE: x")
+
     def test_hierarchy(self) -> None:
         self.assertTrue(issubclass(BrokerResponseError, KafkaError))
         self.assertFalse(BrokerResponseError.retriable)
@@ -258,9 +286,7 @@ class RaiseForErrnoTests(SynchronousTestCase):
             str(common.OffsetOutOfRangeError("t/0")), "[Error 1] OFFSET_OUT_OF_RANGE: t/0"
         )
         self.assertEqual(str(common.NotCoordinator()), "[Error 16] NOT_COORDINATOR")
-        self.assertEqual(
-            str(BrokerResponseError.from_errno(999)), "[Error 999] unknown error code"
-        )
+        self.assertEqual(str(BrokerResponseError.from_errno(999)), "[Error 999] unknown error code")
 
     def test_pickle(self) -> None:
         error = pickle.loads(pickle.dumps(common.UnknownMemberId("m-1")))

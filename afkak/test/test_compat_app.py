@@ -34,7 +34,7 @@ from afkak import (
 from afkak.common import OffsetFetchRequest, ProduceRequest, SendRequest
 from afkak.kafkacodec import create_gzip_message
 from afkak.test.brokers import consume, shared_broker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 
 _names = itertools.count()
 

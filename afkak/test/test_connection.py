@@ -31,16 +31,9 @@ from afkak.common import (
     NoCommonVersionError,
     RequestTimedOutError,
 )
-from afkak.connection import (
-    TRANSITIONS,
-    BrokerConnection,
-    Event,
-    State,
-    VersionedRequest,
-    choose_version,
-    default_endpoint_factory,
-)
-from afkak.connection._lifecycle import next_state
+from afkak.connection import BrokerConnection, State, VersionedRequest, default_endpoint_factory
+from afkak.connection._interlayer import TRANSITIONS, Event, choose_version
+from afkak.connection._lifecycle import TABLE
 from afkak.protocol.header import encode_response
 from afkak.protocol.messages import (
     ApiVersionsRequest,
@@ -444,9 +437,28 @@ class LifecycleTests(ConnectionTestCase):
         self.assertIs(connection.state, State.BACKING_OFF)
 
     def test_transition_table_rejects_unknown_transitions(self) -> None:
-        self.assertIs(next_state(State.READY, Event.DROPPED), State.BACKING_OFF)
-        self.assertRaises(RuntimeError, next_state, State.CLOSED, Event.CONNECT)
+        self.assertIs(TABLE.next(State.READY, Event.DROPPED), State.BACKING_OFF)
+        self.assertRaises(RuntimeError, TABLE.next, State.CLOSED, Event.RETRY)
+        self.assertRaises(RuntimeError, TABLE.next, State.IDLE, Event.NEGOTIATED)
         self.assertEqual({e for s, e in TRANSITIONS if s is State.CLOSED}, set())
+
+    def test_declared_no_ops(self) -> None:
+        """connect, close and disconnect where they mean nothing change nothing."""
+        for state, event in [
+            (State.CLOSED, Event.CONNECT),
+            (State.READY, Event.CONNECT),
+            (State.CLOSED, Event.CLOSE),
+            (State.IDLE, Event.DROPPED),
+            (State.BACKING_OFF, Event.DROPPED),
+        ]:
+            self.assertIsNone(TABLE.next(state, event), (state, event))
+        connection = self.connection()
+        connection.disconnect()
+        self.assertIs(connection.state, State.IDLE)
+        self.successResultOf(connection.close())
+        self.successResultOf(connection.close())
+        connection.connect()
+        self.assertIs(connection.state, State.CLOSED)
 
     def test_default_endpoint_is_a_hostname_endpoint(self) -> None:
         from twisted.internet import reactor  # only to build the endpoint; nothing runs
@@ -791,9 +803,7 @@ class TimeoutTests(ConnectionTestCase):
             self.net.flush()
         self.failureResultOf(d, BrokerConnectionError)
         self.assertIs(connection.state, State.BACKING_OFF)
-        self.assertIn(
-            "unknown correlation id", " ".join(str(e.get("error", "")) for e in events)
-        )
+        self.assertIn("unknown correlation id", " ".join(str(e.get("error", "")) for e in events))
 
     def test_timeout_hook_can_disconnect(self) -> None:
         connection = self.ready(

@@ -29,7 +29,7 @@ from afkak.common import (
 )
 from afkak.consumer import Consumer
 from afkak.test.brokers import Broker, client_config, consume, produce, shared_broker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 
 _names = itertools.count()
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")

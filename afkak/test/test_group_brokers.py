@@ -15,7 +15,6 @@ import threading
 import time
 import unittest
 from collections import Counter
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from twisted.internet.endpoints import TCP4ClientEndpoint
@@ -25,7 +24,7 @@ from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST, TopicAndPartition
 from afkak.group import ConsumerGroup, describe_group, group_lag, list_groups
 from afkak.test.brokers import Broker, client_config, produce, shared_broker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import pump, wait
 from afkak.test.test_group_consumer import abandon
 
 _names = itertools.count()
@@ -74,18 +73,6 @@ GROUP_QUIRKS: dict[str, dict[str, str]] = {
 }
 #: Records in the mixed-group test (the issue asks 50,000).
 MIXED_RECORDS = int(os.environ.get("AFKAK_GROUP_TEST_RECORDS", "50000"))
-
-
-def pump(until: Callable[[], bool], timeout: float, what: str) -> float:
-    """Run the global reactor until ``until()``; the seconds it took."""
-    from twisted.internet import reactor
-
-    start = time.monotonic()
-    while not until():
-        if time.monotonic() - start > timeout:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        reactor.iterate(0.005)  # type: ignore[attr-defined]
-    return time.monotonic() - start
 
 
 def _offset(offset: int | None) -> int:

@@ -28,6 +28,7 @@ from afkak.group import (
     list_groups,
 )
 from afkak.protocol.messages import HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest
+from afkak.test.helpers import ClockTestCase
 from afkak.testing import FakeKafkaCluster
 
 TOPIC = "t"
@@ -76,9 +77,9 @@ def abandon(group: ConsumerGroup) -> None:
         consumer.stop()
 
 
-class ConsumerGroupTests(SynchronousTestCase):
+class ConsumerGroupTests(ClockTestCase):
     def setUp(self) -> None:
-        self.clock = Clock()
+        super().setUp()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
         self.cluster.create_topic(TOPIC, PARTITIONS)
         self.ledger = Ledger()
@@ -375,9 +376,7 @@ class ConsumerGroupTests(SynchronousTestCase):
         self.assertTrue(g.member_id)
         self.assertEqual(g.leader_id, g.member_id)
         self.assertEqual(g.coordinator_broker, client.consumer_group_to_brokers()["g"])
-        self.assertEqual(
-            calls, [("prepare", None), ("complete", {TOPIC: list(range(PARTITIONS))})]
-        )
+        self.assertEqual(calls, [("prepare", None), ("complete", {TOPIC: list(range(PARTITIONS))})])
         self.result(g.shutdown())
         self.assertEqual(calls[-1], ("leave", 0))
         self.assertEqual(g.member_id, "")

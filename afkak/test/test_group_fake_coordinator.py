@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet.task import Clock
-from twisted.trial.unittest import SynchronousTestCase
-
 from afkak.common import (
     FencedInstanceId,
     IllegalGeneration,
@@ -26,6 +23,7 @@ from afkak.protocol.messages import (
     OffsetCommitRequest,
     SyncGroupRequest,
 )
+from afkak.test.helpers import ClockTestCase
 from afkak.test.test_testing_transport import RawClient, connect
 from afkak.testing import FakeKafkaCluster
 from afkak.testing._group_state import GroupState
@@ -64,9 +62,9 @@ def commit(generation: int, member: str, topic: str = "t") -> OffsetCommitReques
     )
 
 
-class FakeCoordinatorTests(SynchronousTestCase):
+class FakeCoordinatorTests(ClockTestCase):
     def setUp(self) -> None:
-        self.clock = Clock()
+        super().setUp()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
         self.cluster.create_topic("t", 2)
         self.node = self.cluster.coordinator("g")

@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from twisted.internet.defer import Deferred
-from twisted.internet.task import Clock
-from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
 from afkak.common import (
+    CoordinatorLoadInProgress,
     CoordinatorNotAvailable,
     FencedInstanceId,
     IllegalGeneration,
@@ -40,6 +39,7 @@ from afkak.protocol.messages import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from afkak.test.helpers import ClockTestCase
 from afkak.testing import FakeKafkaCluster
 
 TOPIC = "t"
@@ -108,9 +108,9 @@ class Listener:
             self.owners.owner[tp] = self.name
 
 
-class GroupMemberTests(SynchronousTestCase):
+class GroupMemberTests(ClockTestCase):
     def setUp(self) -> None:
-        self.clock = Clock()
+        super().setUp()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
         self.cluster.create_topic(TOPIC, 6)
         self.owners = Owners()
@@ -391,6 +391,24 @@ class GroupMemberTests(SynchronousTestCase):
         self.assertEqual(a.state, MemberState.STABLE)
         self.assertEqual(la.owned, ALL)
         self.assertEqual(len(self.seen(JOIN)), 4)
+
+    def test_join_failures_and_backoff_answers_share_one_backoff(self) -> None:
+        """A BACKOFF answer and a lost request each count as a failure: waits of
+        about 1 s, then 2 s (retry_backoff_ms doubling, jittered by 20 %)."""
+        self.cluster.fail_next(JoinGroupRequest, CoordinatorLoadInProgress)
+        self.cluster.drop_next(JoinGroupRequest)
+        a, la, _ = self.member("a", retry_backoff_ms=1000, retry_backoff_max_ms=4000)
+        joins = []
+        for _ in range(80):
+            joins.append(len(self.seen(JOIN)))
+            self.clock.advance(0.05)
+        self.assertEqual(joins[15], 1)  # 0.75 s: before the first wait can end
+        self.assertEqual(joins[25], 2)  # 1.25 s: after it
+        self.assertEqual(joins[47], 2)  # 2.35 s: the second wait is at least 1.6 s
+        self.assertEqual(joins[79], 4)  # then the member id round
+        self.advance(5)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertEqual(la.owned, ALL)
 
     def test_join_inconsistent_protocol_is_fatal(self) -> None:
         a, la, done = self.member("a")

@@ -21,7 +21,7 @@ from afkak.common import MessageSizeTooLargeError, ProduceRequest
 from afkak.message_set import create_message
 from afkak.producer import Producer
 from afkak.test.brokers import Broker, consume, shared_broker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 
 _names = itertools.count()
 VALUES = [bytes([65 + i]) * (384 * 1024) for i in range(10)]

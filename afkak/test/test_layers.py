@@ -6,8 +6,12 @@ Spark, the command line).
 ``afkak.common`` and its private parts sit below everything.  A module may
 import from its own layer and from any layer below, never from above; and from
 another package only what that package exports, never its private modules
-(``afkak.connection``, not ``afkak.connection._connection``).  Kafka error codes
-come from the error classes, never re-declared as numbers.
+(``afkak.connection``, not ``afkak.connection._connection``), or the names a
+package keeps for afkak's own layers (``afkak.client._interlayer``), which are
+not in its public ``__all__``.  Kafka error codes
+are named through ``ErrorCode`` (the one table, which gives the error classes
+their codes), never written as numbers: not declared as constants, not listed
+in sets, not compared with, not passed to ``from_errno``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import ast
 import os
 import tempfile
 import unittest
+from collections.abc import Callable
 
 import afkak
 
@@ -28,6 +33,7 @@ LAYERS = {
     "_broker_errors": 0,
     "_structs": 0,
     "_retry": 0,
+    "_transitions": 0,
     "common": 0,
     "protocol": 1,
     "codec": 2,
@@ -83,6 +89,8 @@ def _library_files() -> list[tuple[str, str]]:
 
 
 _SHARED = [name for name in LAYERS if name.startswith("_")]
+#: The one private module of a package that the layers above may import.
+INTERLAYER = "_interlayer"
 
 
 def private_imports(path: str, package: str) -> list[str]:
@@ -101,6 +109,9 @@ def private_imports(path: str, package: str) -> list[str]:
             parts = module.split(".")
             # afkak._errors, afkak._version ...: the shared base every layer may use.
             if parts[0] != "afkak" or len(parts) < 3 or parts[1] in (package, *_SHARED):
+                continue
+            # A package's names for afkak's layers above it (not the public API).
+            if parts[2] == INTERLAYER:
                 continue
             if any(part.startswith("_") for part in parts[2:]):
                 found.append(module)
@@ -125,6 +136,56 @@ def declared_error_codes(path: str) -> list[str]:
         ):
             found.append(f"{node.targets[0].id} at line {node.lineno}")
     return found
+
+
+def _is_int(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _names_a_code(node: ast.expr) -> bool:
+    """Whether *node* reads like an error code (``error``, ``p.error_code``, ``errno``)."""
+    text = ast.unparse(node).lower()
+    return any(word in text for word in ("error", "errno", "code"))
+
+
+def raw_error_codes(path: str) -> list[str]:
+    """Error codes written as numbers in *path*: sets, comparisons, ``from_errno(<int>)``."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Set) and all(map(_is_int, node.elts)):
+            found.append((node.lineno, "set of numbers"))
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            numbers = [
+                side
+                for side in sides
+                if _is_int(side)
+                or (isinstance(side, (ast.Tuple, ast.List)) and any(map(_is_int, side.elts)))
+            ]
+            if numbers and any(_names_a_code(side) for side in sides if side not in numbers):
+                found.append((node.lineno, "comparison with a number"))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("from_errno", "raise_for_errno")
+            and node.args
+            and _is_int(node.args[0])
+        ):
+            found.append((node.lineno, f"{node.func.attr}(<number>)"))
+    return [f"{what} at line {line}" for line, what in sorted(found)]
+
+
+def _planted(source: str, check: Callable[[str], list[str]]) -> list[str]:
+    """What *check* finds in a module holding *source*: each check is shown to fail."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "planted.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        return check(path)
 
 
 class LayeringTests(unittest.TestCase):
@@ -166,41 +227,63 @@ class LayeringTests(unittest.TestCase):
         self.assertEqual(violations, [])
 
     def test_a_planted_private_import_is_found(self) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "planted.py")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(
-                    "from afkak.connection import BrokerConnection\n"
-                    "from afkak.connection._connection import Send\n"
-                    "import afkak.protocol._primitives\n"
-                    "from afkak.records import _varint\n"
-                    "from afkak.client._routing import x\n"
-                    "from afkak._errors import KafkaError\n"
-                )
-            self.assertEqual(
-                private_imports(path, "client"),
-                [
-                    "afkak.connection._connection",
-                    "afkak.connection._connection.Send",
-                    "afkak.protocol._primitives",
-                    "afkak.records._varint",
-                ],
-            )
+        found = _planted(
+            "from afkak.connection import BrokerConnection\n"
+            "from afkak.connection._connection import Send\n"
+            "import afkak.protocol._primitives\n"
+            "from afkak.records import _varint\n"
+            "from afkak.client._routing import x\n"
+            "from afkak.connection._interlayer import Event\n"
+            "from afkak.connection._lifecycle import Event\n"
+            "from afkak._errors import KafkaError\n",
+            lambda path: private_imports(path, "client"),
+        )
+        self.assertEqual(
+            found,
+            [
+                "afkak.connection._connection",
+                "afkak.connection._connection.Send",
+                "afkak.protocol._primitives",
+                "afkak.records._varint",
+                "afkak.connection._lifecycle",
+                "afkak.connection._lifecycle.Event",
+            ],
+        )
 
-    def test_error_codes_come_from_the_error_classes(self) -> None:
-        declared = [
-            f"{os.path.relpath(path, ROOT)}: {found}"
+    def test_error_codes_are_named_not_numbered(self) -> None:
+        generated = os.path.join(ROOT, "protocol", "messages")
+        found = [
+            f"{os.path.relpath(path, ROOT)}: {where}"
             for _, path in _library_files()
-            for found in declared_error_codes(path)
+            for check in (declared_error_codes, raw_error_codes)
+            if check is declared_error_codes or not path.startswith(generated)
+            for where in check(path)
         ]
-        self.assertEqual(declared, [])
+        self.assertEqual(found, [])
 
     def test_a_declared_error_code_is_found(self) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "planted.py")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("NOT_COORDINATOR = 16\n_UNKNOWN_SERVER_ERROR = -1\nDEFAULT_PORT = 9092\n")
-            self.assertEqual(
-                declared_error_codes(path),
-                ["NOT_COORDINATOR at line 1", "_UNKNOWN_SERVER_ERROR at line 2"],
-            )
+        found = _planted(
+            "NOT_COORDINATOR = 16\n_UNKNOWN_SERVER_ERROR = -1\nDEFAULT_PORT = 9092\n",
+            declared_error_codes,
+        )
+        self.assertEqual(found, ["NOT_COORDINATOR at line 1", "_UNKNOWN_SERVER_ERROR at line 2"])
+
+    def test_planted_raw_error_codes_are_found(self) -> None:
+        found = _planted(
+            "GONE = frozenset({3, 100, 103})\n"
+            "if p.error_code == 0: pass\n"
+            "if error in (UNKNOWN, 25): pass\n"
+            "e = BrokerResponseError.from_errno(-1, 'left out')\n"
+            "if len(items) == 0 and code == ErrorCode.NONE: pass\n"
+            "if errno in GONE: pass\n",
+            raw_error_codes,
+        )
+        self.assertEqual(
+            found,
+            [
+                "set of numbers at line 1",
+                "comparison with a number at line 2",
+                "comparison with a number at line 3",
+                "from_errno(<number>) at line 4",
+            ],
+        )

@@ -12,6 +12,7 @@ from afkak import message_set
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.common import Message, SendRequest, UnsupportedCodecError
 from afkak.message_set import MessageSet, create_message, create_message_set, flatten
+from afkak.test.helpers import needs_codecs
 
 AFKAK21_INNER = (
     b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x11(h\xedg\x00\x00\x00\x00\x00\x02k1"
@@ -47,6 +48,7 @@ class CreateMessageTests(SynchronousTestCase):
                 create_message(b"v", bad)  # type: ignore[arg-type]
 
 
+@needs_codecs(CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
 class CreateMessageSetTests(SynchronousTestCase):
     requests = [
         SendRequest("t", b"k1", [b"a", None], None),
@@ -153,6 +155,7 @@ class CreateMessageSetTests(SynchronousTestCase):
         )
 
 
+@needs_codecs(CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
 class MessageSetTests(SynchronousTestCase):
     def test_equality(self) -> None:
         messages = [Message(0, 0, None, b"v")]

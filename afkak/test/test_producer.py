@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from twisted.internet.defer import Deferred
-from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -32,6 +31,7 @@ from afkak.common import (
 from afkak.partitioner import DefaultPartitioner, HashedPartitioner, RoundRobinPartitioner, murmur2
 from afkak.producer import Producer, RecordMetadata
 from afkak.records import read_batches
+from afkak.test.helpers import ClockTestCase, needs_codecs
 from afkak.testing import FakeKafkaCluster
 
 PRODUCE, METADATA, INIT_PRODUCER_ID = 0, 3, 22
@@ -46,13 +46,13 @@ LEVEL_EXTREMES = (
 )
 
 
-class ProducerTestCase(SynchronousTestCase):
+class ProducerTestCase(ClockTestCase):
     """A 3-broker fake cluster on a Clock with topic "t" (3 partitions), a client, producers."""
 
     partitions = 3
 
     def setUp(self) -> None:
-        self.clock = Clock()
+        super().setUp()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
         self.cluster.create_topic("t", partitions=self.partitions)
         self.client = KafkaClient(
@@ -98,6 +98,22 @@ class ProducerTestCase(SynchronousTestCase):
 
 
 class ConstructorTests(ProducerTestCase):
+    def test_retry_interval_factor_is_read(self) -> None:
+        """Producer.RETRY_INTERVAL_FACTOR was documented as the backoff factor, never read."""
+
+        class Patient(Producer):
+            RETRY_INTERVAL_FACTOR = 3.0
+
+        options = {"retry_interval": 0.1, "retry_backoff_max_ms": 100_000}
+        for cls, low, high in ((Producer, 0.32, 0.48), (Patient, 0.72, 1.08)):
+            policy = cls(self.client, **options).options.retry_policy()
+            self.assertTrue(low - 1e-9 <= policy(3) <= high + 1e-9, (cls, policy(3)))
+
+        class Shrinking(Producer):
+            RETRY_INTERVAL_FACTOR = 0.5
+
+        self.assertRaises(ValueError, Shrinking, self.client)
+
     def test_defaults_are_idempotent_with_acks_all(self) -> None:
         options = Producer(self.client).options
         self.assertEqual((options.acks, options.idempotent), (-1, True))
@@ -144,6 +160,7 @@ class ConstructorTests(ProducerTestCase):
         options = Producer(self.client, linger_ms=20).options
         self.assertEqual(options.linger, 0.02)
 
+    @needs_codecs(CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
     def test_codecs(self) -> None:
         for codec in (None, CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD):
             self.assertEqual(Producer(self.client, codec=codec).options.codec, codec or 0)
@@ -307,6 +324,16 @@ class SendMessagesTests(ProducerTestCase):
         failure.trap(UnknownTopicOrPartitionError)
         metadata = [r for r in self.cluster.requests_seen if r.api_key == 3]
         self.assertEqual(len(metadata), 3)
+
+    def test_unknown_topic_fails_within_the_delivery_timeout(self) -> None:
+        """Without an attempt limit the lookups stop before ``delivery_timeout_ms``."""
+        self.cluster.auto_create_topics = False
+        producer = self.producer(delivery_timeout_ms=2000, retry_backoff_max_ms=400)
+        start = self.clock.seconds()
+        failure = self.run_until(producer.send_messages("missing", None, [b"v"]))
+        failure.trap(UnknownTopicOrPartitionError)
+        self.assertLess(self.clock.seconds() - start, 2.0)
+        self.assertGreater(len([r for r in self.cluster.requests_seen if r.api_key == 3]), 3)
 
     def test_acks_0_fires_with_none_when_written(self) -> None:
         producer = self.producer(req_acks=0)
@@ -633,6 +660,7 @@ class BatchingTests(ProducerTestCase):
 
 
 class CodecTests(ProducerTestCase):
+    @needs_codecs(CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
     def test_each_codec(self) -> None:
         for codec in (CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD):
             topic = f"codec-{codec}"
@@ -955,6 +983,11 @@ class StopTests(ProducerTestCase):
         self.successResultOf(producer.stop())
         for d in pending:
             self.failureResultOf(d, CancelledError)
+        # The stopped producer looks nothing up again.
+        soon = [c for c in self.clock.getDelayedCalls() if c.getTime() < self.clock.seconds() + 0.5]
+        self.assertEqual(soon, [])  # no retry backoff runs
+        self.successResultOf(self.client.close())
+        self.clock.advance(1.0)  # the fake broker's held answer goes nowhere
 
     def test_stop_with_brokers_unreachable(self) -> None:
         # (The cluster answered once: a refusal before that fails sends at once.)

@@ -28,7 +28,7 @@ from afkak.test.brokers import Broker, consume, shared_broker
 from afkak.test.brokers.interop import end_offsets
 from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.brokers.tansu import TansuBroker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import run_for, wait
 from afkak.test.test_producer import LEVEL_EXTREMES
 
 _names = itertools.count()
@@ -127,8 +127,6 @@ class RealBrokerProducerTests:
     def test_afkak_21_batch_triggers(self: Any) -> None:
         # afkak 21.5's documented batching: nothing before the byte trigger, then the
         # first and third calls' messages on partition 0 with the trigger's message.
-        from twisted.internet import reactor
-
         topic = self.topic(partitions=2)
         producer = self.producer(
             batch_send=True, batch_every_b=4096, batch_every_n=0, batch_every_t=0
@@ -137,9 +135,7 @@ class RealBrokerProducerTests:
             producer.send_messages(topic, None, [b"%d-%d" % (c, i) for i in range(4)])
             for c in range(4)
         ]
-        deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:
-            reactor.iterate(0.05)  # type: ignore[attr-defined]
+        run_for(1.0)
         latest = wait(
             self.client.send_offset_request([OffsetRequest(topic, p, -1, 1) for p in (0, 1)])
         )

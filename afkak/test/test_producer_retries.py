@@ -363,6 +363,18 @@ class IdempotenceTests(ProducerTestCase):
         inits = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
         self.assertEqual(len(inits), 3)
 
+    def test_producer_id_lookup_stops_after_the_attempts_and_on_stop(self) -> None:
+        self.cluster.fail_next(INIT_PRODUCER_ID, CoordinatorNotAvailable, count=5)
+        producer = self.producer(retry_interval=0.1, max_req_attempts=3)
+        self.run_until(producer.send("t", b"a", partition=0)).trap(CoordinatorNotAvailable)
+        inits = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+        self.assertEqual(len(inits), 3)
+        producer.send("t", b"b", partition=0).addErrback(lambda f: None)
+        self.clock.advance(0.01)  # the fourth lookup failed: its retry waits
+        self.successResultOf(producer.stop())
+        self.successResultOf(self.client.close())
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
     def test_producer_id_refused(self) -> None:
         self.cluster.fail_next(INIT_PRODUCER_ID, ClusterAuthorizationFailed)
         producer = self.producer()

@@ -17,7 +17,9 @@ from twisted.trial.unittest import SkipTest, SynchronousTestCase
 import afkak
 from afkak import codec
 from afkak._errors import DecodeError
+from afkak.codec import CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.records import TimestampType, batch as batch_module, build_batch, read_batches
+from afkak.test.helpers import needs_codecs
 from afkak.test.test_records import (
     BATCH_HEADER_SIZE,
     CODECS,
@@ -131,6 +133,7 @@ class SamePathsTests(CompiledCase):
         log_append=st.booleans(),
         min_offset=st.one_of(st.none(), st.integers(0, 40)),
     )
+    @needs_codecs(CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
     def test_valid_batches(self, records, codec_, base_offset, log_append, min_offset):  # type: ignore[no-untyped-def]
         values, keys, headers, timestamps = records
         data = build_batch(
@@ -375,6 +378,7 @@ class SameColumnsTests(CompiledCase):
         hint=st.integers(0, 64),
         headers=st.booleans(),
     )
+    @needs_codecs(CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD)
     def test_valid_batches(self, sets, codec_, base_offset, log_append, window, hint, headers):  # type: ignore[no-untyped-def]
         """Several batches, any window of offsets, buffers grown from any size."""
         data = b""

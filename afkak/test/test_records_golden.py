@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import struct
 import zlib
+from unittest import skipUnless
 
-import lz4.frame
 from hypothesis import given, settings, strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
@@ -22,10 +22,10 @@ from afkak.records import (
     build_control_batch,
     read_batches,
 )
-from afkak.test.test_codec import _broken_lz4_header
+from afkak.test.test_codec import ALL_CODECS, INSTALLED, _broken_lz4_header, lz4_frame
 
-CODECS = [codec.CODEC_NONE, codec.CODEC_GZIP, codec.CODEC_SNAPPY, codec.CODEC_LZ4, codec.CODEC_ZSTD]
-LEGACY_CODECS = CODECS[:4]
+CODECS = ALL_CODECS
+LEGACY_CODECS = [c for c in CODECS if c != codec.CODEC_ZSTD]
 TS = 1_600_000_000_000
 
 blobs = st.one_of(st.none(), st.binary(max_size=200))
@@ -153,6 +153,7 @@ class V2GoldenTests(SynchronousTestCase):
             self.assertEqual((record.type, record.version), (marker, 0))
             self.assertEqual(record.commit, marker == ControlType.COMMIT)
 
+    @skipUnless(INSTALLED[codec.CODEC_ZSTD], "zstandard is not installed")
     def test_memory_records_stream(self) -> None:
         """Several batches, theirs and ours mixed, read by both readers."""
         parts = [
@@ -237,10 +238,11 @@ class LegacyGoldenTests(SynchronousTestCase):
         expected_type = TimestampType.CREATE_TIME if magic else TimestampType.NO_TIMESTAMP
         self.assertEqual({r.timestamp_type for b in batches for r in b.records()}, {expected_type})
 
+    @skipUnless(lz4_frame, "lz4 is not installed")
     def test_magic0_lz4(self) -> None:
         """KAFKA-1493: magic-0 lz4 wrappers carry a broken frame header checksum."""
         inner = legacy_set(0, codec.CODEC_NONE, [(None, b"x%d" % i, 0) for i in range(5)])
-        compressed = _broken_lz4_header(lz4.frame.compress(inner))
+        compressed = _broken_lz4_header(lz4_frame.compress(inner))  # type: ignore[union-attr]
         data = legacy_message(0, codec.CODEC_LZ4, 4, compressed)
         (batch,) = read_batches(data)
         self.assertEqual(
@@ -271,6 +273,7 @@ class LegacyGoldenTests(SynchronousTestCase):
             list(read_batches(bytes(data)))
         self.assertEqual(ctx.exception.batch_offset, 7)
 
+    @skipUnless(INSTALLED[codec.CODEC_SNAPPY] and INSTALLED[codec.CODEC_ZSTD], "needs snappy, zstd")
     def test_truncated_and_malformed(self) -> None:
         data = legacy_set(1, codec.CODEC_SNAPPY, [(b"k", b"v" * 30, TS)] * 3, 2)
         for cut in range(len(data)):

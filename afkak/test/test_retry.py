@@ -25,6 +25,10 @@ from afkak.common import (
 )
 
 
+def _left(left: list[str]) -> str | None:
+    return f"{len(left)} left" if left else None
+
+
 class RetriableTests(SynchronousTestCase):
     def test_the_error_class_decides(self) -> None:
         self.assertTrue(is_retriable(NotLeaderForPartitionError()))
@@ -128,3 +132,23 @@ class RetryingTests(SynchronousTestCase):
         d.cancel()
         self.failureResultOf(d)
         self.assertEqual(clock.getDelayedCalls(), [])
+
+    def test_a_result_may_ask_for_another_attempt(self) -> None:
+        """*again* turns a partial result into a retry; the last one is returned."""
+        told: list[Any] = []
+        d, _, calls = self.run_loop([["a", "b"], ["b"], []], again=_left, on_retry=told.append)
+        self.assertEqual(self.successResultOf(d), [])
+        self.assertEqual(calls, [0.0, 1.0, 3.0])
+        self.assertEqual(told, [["a", "b"], ["b"]])
+        d, _, calls = self.run_loop([["a"]] * 5, again=_left, max_attempts=2)
+        self.assertEqual(self.successResultOf(d), ["a"])
+        self.assertEqual(calls, [0.0, 1.0])
+        d, _, calls = self.run_loop([["a"]] * 5, again=_left, deadline=2.0)
+        self.assertEqual(self.successResultOf(d), ["a"])
+        self.assertEqual(calls, [0.0, 1.0])
+
+    def test_errors_and_results_share_the_count(self) -> None:
+        outcomes = [["a"], NotLeaderForPartitionError(), ["a"], []]
+        d, _, calls = self.run_loop(outcomes, again=_left)
+        self.assertEqual(self.successResultOf(d), [])
+        self.assertEqual(calls, [0.0, 1.0, 3.0, 7.0])

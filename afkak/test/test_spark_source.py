@@ -34,7 +34,7 @@ from afkak.common import Message, ProduceRequest
 from afkak.message_set import MessageSet
 from afkak.partitioner import murmur2
 from afkak.test.brokers import Broker, client_config, consume, produce, shared_broker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 
 try:
     from pyspark.sql import SparkSession
@@ -463,9 +463,9 @@ class SparkSaslTests(SynchronousTestCase):
         ).save()
         # One key, one partition; a last one-record batch as a seal (see the module docstring).
         seal = self.spark.createDataFrame([(b"k", SEAL)], "key binary, value binary")
-        seal.write.format("afkak").options(**self.options(self.secret)).option(
-            "topic", topic
-        ).mode("append").save()
+        seal.write.format("afkak").options(**self.options(self.secret)).option("topic", topic).mode(
+            "append"
+        ).save()
         read = (
             self.spark.read.format("afkak")
             .options(**self.options(self.secret))

@@ -30,7 +30,7 @@ from afkak.consumer import Consumer
 from afkak.group import ConsumerGroup
 from afkak.producer import Producer
 from afkak.test.brokers import client_config, consume, shared_broker
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 
 _names = itertools.count()
 PARTITIONS = 3
@@ -238,7 +238,7 @@ class NoidaTransactionTests(SynchronousTestCase):
             "from twisted.internet.endpoints import TCP4ClientEndpoint\n"
             "from afkak.client import KafkaClient\n"
             "from afkak.producer import Producer\n"
-            "from afkak.test.test_client_brokers import wait\n"
+            "from afkak.test.helpers import wait\n"
             f"client = KafkaClient({self.broker.bootstrap!r},"
             " endpoint_factory=TCP4ClientEndpoint)\n"
             f"p = Producer(client, transactional_id={tid!r})\n"

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from afkak._broker_errors import (
+    ErrorCode,
     InvalidGroupId,
     InvalidSessionTimeout,
     NotCoordinator,
@@ -31,7 +32,6 @@ from afkak.protocol.messages import (
     SyncGroupResponse,
 )
 from afkak.testing._group_state import (
-    INCONSISTENT_GROUP_PROTOCOL,
     GroupState,
     JoinResult,
 )
@@ -121,7 +121,7 @@ def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest, version: i
             or request.protocol_name not in (None, group.protocol_name)
         )
     ):
-        error = INCONSISTENT_GROUP_PROTOCOL
+        error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     if error:
         return R(error_code=error)
     outcome = ctx.state.group_coordinator.sync(

@@ -22,15 +22,8 @@ from typing import Any
 import attrs
 from twisted.internet.defer import Deferred
 
-from afkak._broker_errors import (
-    FencedInstanceId,
-    IllegalGeneration,
-    InconsistentGroupProtocol,
-    MemberIdRequired,
-    RebalanceInProgress,
-    UnknownMemberId,
-    error_code,
-)
+from afkak._broker_errors import ErrorCode
+from afkak._transitions import TransitionTable
 
 
 class GroupState(enum.StrEnum):
@@ -43,13 +36,31 @@ class GroupState(enum.StrEnum):
     DEAD = "Dead"
 
 
-NONE = 0
-ILLEGAL_GENERATION = error_code(IllegalGeneration)
-INCONSISTENT_GROUP_PROTOCOL = error_code(InconsistentGroupProtocol)
-UNKNOWN_MEMBER_ID = error_code(UnknownMemberId)
-REBALANCE_IN_PROGRESS = error_code(RebalanceInProgress)
-MEMBER_ID_REQUIRED = error_code(MemberIdRequired)
-FENCED_INSTANCE_ID = error_code(FencedInstanceId)
+class GroupInput(enum.Enum):
+    PREPARE = "a member joins, leaves or changes: rebalance"
+    COMPLETE = "every member joined, or the join timed out"
+    SYNCED = "the leader's SyncGroup brought the assignment"
+    EMPTIED = "the last member left"
+
+
+G, In = GroupState, GroupInput
+#: Kafka's classic group states (``GroupMetadata.validPreviousStates``), as a table.
+GROUP_TABLE = TransitionTable(
+    {
+        (G.EMPTY, In.PREPARE): G.PREPARING_REBALANCE,
+        (G.STABLE, In.PREPARE): G.PREPARING_REBALANCE,
+        (G.COMPLETING_REBALANCE, In.PREPARE): G.PREPARING_REBALANCE,
+        (G.PREPARING_REBALANCE, In.COMPLETE): G.COMPLETING_REBALANCE,
+        (G.COMPLETING_REBALANCE, In.SYNCED): G.STABLE,
+        (G.PREPARING_REBALANCE, In.EMPTIED): G.EMPTY,
+        (G.COMPLETING_REBALANCE, In.EMPTIED): G.EMPTY,
+        (G.STABLE, In.EMPTIED): G.EMPTY,
+    },
+    ignored=[
+        (G.PREPARING_REBALANCE, In.PREPARE),  # the rebalance under way takes it in
+        *((state, In.COMPLETE) for state in G if state is not G.PREPARING_REBALANCE),
+    ],
+)
 
 
 @attrs.define(eq=False)
@@ -134,7 +145,7 @@ class GroupCoordinatorState:
     ) -> JoinResult | Deferred[JoinResult]:
         group = self.group(group_id)
         if not self._compatible(group, protocol_type, protocols):
-            return JoinResult(INCONSISTENT_GROUP_PROTOCOL, member_id)
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         if member_id in group.pending:
             timer = group.pending.pop(member_id)
             if timer.active():
@@ -155,13 +166,13 @@ class GroupCoordinatorState:
                 group.pending[member_id] = self.reactor.callLater(
                     session_timeout_ms / 1000.0, group.pending.pop, member_id, None
                 )
-                return JoinResult(MEMBER_ID_REQUIRED, member_id)
+                return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
         elif member_id not in group.members:
-            return JoinResult(UNKNOWN_MEMBER_ID, member_id)
+            return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
         else:
             member = group.members[member_id]
             if instance_id is not None and group.static.get(instance_id) != member_id:
-                return JoinResult(FENCED_INSTANCE_ID, member_id)
+                return JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id)
             return self._rejoin(group, member, protocols)
         member = GroupMemberState(
             member_id,
@@ -233,10 +244,10 @@ class GroupCoordinatorState:
     def _fence(self, old: GroupMemberState) -> None:
         if old.join_waiter is not None:
             waiter, old.join_waiter = old.join_waiter, None
-            waiter.callback(JoinResult(FENCED_INSTANCE_ID, old.member_id))
+            waiter.callback(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old.member_id))
         if old.sync_waiter is not None:
             waiter2, old.sync_waiter = old.sync_waiter, None
-            waiter2.callback((FENCED_INSTANCE_ID, b""))
+            waiter2.callback((ErrorCode.FENCED_INSTANCE_ID, b""))
         self._stop_session(old)
 
     def _rejoin(
@@ -256,24 +267,25 @@ class GroupCoordinatorState:
                 member.join_waiter = None
 
         if member.join_waiter is not None:
-            member.join_waiter.callback(JoinResult(UNKNOWN_MEMBER_ID, member.member_id))
+            member.join_waiter.callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
         waiter: Deferred[JoinResult] = Deferred(cancelled)
         member.join_waiter = waiter
         self._stop_session(member)
-        if group.state != GroupState.PREPARING_REBALANCE:
-            self._prepare_rebalance(group)
-        else:
-            self._maybe_complete_join(group)
+        self._prepare_rebalance(group)
         return waiter
 
     def _prepare_rebalance(self, group: FakeGroup) -> None:
-        if group.state == GroupState.COMPLETING_REBALANCE:
+        """Start a rebalance; during one, see whether it can complete."""
+        old = group.state
+        if not _move(group, In.PREPARE):
+            self._maybe_complete_join(group)
+            return
+        if old == GroupState.COMPLETING_REBALANCE:
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     waiter, m.sync_waiter = m.sync_waiter, None
-                    waiter.callback((REBALANCE_IN_PROGRESS, b""))
-        initial = group.state == GroupState.EMPTY
-        group.state = GroupState.PREPARING_REBALANCE
+                    waiter.callback((ErrorCode.REBALANCE_IN_PROGRESS, b""))
+        initial = old == GroupState.EMPTY
         group.delaying = initial
         if initial:
             delay = self.initial_rebalance_delay_ms
@@ -300,19 +312,19 @@ class GroupCoordinatorState:
     def _complete_join(self, group: FakeGroup) -> None:
         self._cancel_join_timer(group)
         group.delaying = False
-        if group.state != GroupState.PREPARING_REBALANCE:
+        if GROUP_TABLE.next(group.state, In.COMPLETE) is None:  # no rebalance under way
             return
         for m in [m for m in group.members.values() if m.join_waiter is None]:
             self._remove(group, m)
         group.generation_id += 1
         if not group.members:
-            group.state, group.protocol_name, group.leader_id = GroupState.EMPTY, None, None
-            group.protocol_type = None
+            _move(group, In.EMPTIED)
+            group.protocol_name, group.leader_id, group.protocol_type = None, None, None
             return
         group.protocol_name = self._vote(group)
         if group.leader_id not in group.members:
             group.leader_id = next(iter(group.members))
-        group.state = GroupState.COMPLETING_REBALANCE
+        _move(group, In.COMPLETE)
         for m in group.members.values():
             m.assignment = b""
         for m in list(group.members.values()):
@@ -334,7 +346,7 @@ class GroupCoordinatorState:
     ) -> JoinResult:
         leader = member.member_id == group.leader_id
         return JoinResult(
-            NONE,
+            ErrorCode.NONE,
             member.member_id,
             group.generation_id,
             group.protocol_type,
@@ -358,13 +370,13 @@ class GroupCoordinatorState:
         member = group.members.get(member_id) if group else None
         if group is None or member is None:
             if group is not None and instance_id is not None and instance_id in group.static:
-                return FENCED_INSTANCE_ID, None, None
-            return UNKNOWN_MEMBER_ID, None, None
+                return ErrorCode.FENCED_INSTANCE_ID, None, None
+            return ErrorCode.UNKNOWN_MEMBER_ID, None, None
         if instance_id is not None and group.static.get(instance_id) != member_id:
-            return FENCED_INSTANCE_ID, None, None
+            return ErrorCode.FENCED_INSTANCE_ID, None, None
         if generation_id != group.generation_id:
-            return ILLEGAL_GENERATION, group, member
-        return NONE, group, member
+            return ErrorCode.ILLEGAL_GENERATION, group, member
+        return ErrorCode.NONE, group, member
 
     def sync(
         self,
@@ -380,18 +392,18 @@ class GroupCoordinatorState:
         assert group is not None and member is not None
         self._touch(group, member)
         if group.state == GroupState.PREPARING_REBALANCE:
-            return REBALANCE_IN_PROGRESS, b""
+            return ErrorCode.REBALANCE_IN_PROGRESS, b""
         if group.state == GroupState.STABLE:
-            return NONE, member.assignment
+            return ErrorCode.NONE, member.assignment
         if member_id == group.leader_id:
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
-            group.state = GroupState.STABLE
+            _move(group, In.SYNCED)
             for m in group.members.values():
                 if m.sync_waiter is not None:
                     waiter, m.sync_waiter = m.sync_waiter, None
-                    waiter.callback((NONE, m.assignment))
-            return NONE, member.assignment
+                    waiter.callback((ErrorCode.NONE, m.assignment))
+            return ErrorCode.NONE, member.assignment
 
         def cancelled(d: Deferred[Any]) -> None:
             if member.sync_waiter is d:
@@ -408,30 +420,34 @@ class GroupCoordinatorState:
             return error
         assert group is not None and member is not None
         self._touch(group, member)
-        return REBALANCE_IN_PROGRESS if group.state == GroupState.PREPARING_REBALANCE else NONE
+        return (
+            ErrorCode.REBALANCE_IN_PROGRESS
+            if group.state == GroupState.PREPARING_REBALANCE
+            else ErrorCode.NONE
+        )
 
     def leave(self, group_id: str, member_id: str, instance_id: str | None) -> int:
         group = self.groups.get(group_id)
         if group is None:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if instance_id is not None:
             current = group.static.get(instance_id)
             if current is None:
-                return UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if member_id and current != member_id:
-                return FENCED_INSTANCE_ID
+                return ErrorCode.FENCED_INSTANCE_ID
             member_id = current
         if member_id in group.pending:
             timer = group.pending.pop(member_id)
             if timer.active():
                 timer.cancel()
-            return NONE
+            return ErrorCode.NONE
         member = group.members.get(member_id)
         if member is None:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         self._remove(group, member)
         self._member_gone(group)
-        return NONE
+        return ErrorCode.NONE
 
     # -- sessions ---------------------------------------------------------------
 
@@ -461,8 +477,8 @@ class GroupCoordinatorState:
         ):
             del group.static[member.instance_id]
         for attr, answer in (
-            ("join_waiter", JoinResult(UNKNOWN_MEMBER_ID, member.member_id)),
-            ("sync_waiter", (UNKNOWN_MEMBER_ID, b"")),
+            ("join_waiter", JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id)),
+            ("sync_waiter", (ErrorCode.UNKNOWN_MEMBER_ID, b"")),
         ):
             waiter = getattr(member, attr)
             if waiter is not None:
@@ -476,7 +492,8 @@ class GroupCoordinatorState:
             if group.members:
                 self._prepare_rebalance(group)
             else:
-                group.state, group.protocol_type, group.protocol_name = GroupState.EMPTY, None, None
+                _move(group, In.EMPTIED)
+                group.protocol_type, group.protocol_name = None, None
                 group.generation_id += 1
         elif group.state == GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)
@@ -491,12 +508,21 @@ class GroupCoordinatorState:
         if group is None or (group.state == GroupState.EMPTY and not group.members):
             return None
         if generation_id < 0 and not member_id and instance_id is None:
-            return UNKNOWN_MEMBER_ID if group.members else None
+            return ErrorCode.UNKNOWN_MEMBER_ID if group.members else None
         error, group, member = self.check_member(group_id, member_id, instance_id, generation_id)
         if error:
             return error
         assert group is not None and member is not None
         if group.state == GroupState.COMPLETING_REBALANCE:
-            return REBALANCE_IN_PROGRESS
+            return ErrorCode.REBALANCE_IN_PROGRESS
         self._touch(group, member)
-        return NONE
+        return ErrorCode.NONE
+
+
+def _move(group: FakeGroup, event: GroupInput) -> bool:
+    """Apply *event* to *group*'s state; False if its state ignores it."""
+    new = GROUP_TABLE.next(group.state, event)
+    if new is None:
+        return False
+    group.state = new
+    return True

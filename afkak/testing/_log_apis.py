@@ -80,7 +80,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest, version: int) -
                     leaders.add(part.leader)
             else:
                 _append(cluster, part, data.records, answer)
-            failed = failed or answer.error_code != 0
+            failed = failed or bool(answer.error_code)
             answers.append(answer)
         topics.append(
             ProduceResponse.TopicProduceResponse(

@@ -42,10 +42,7 @@ def api_versions(address: str, timeout: float = 2.0) -> dict[int, tuple[int, int
     malformed or carries an error code.
     """
     correlation_id = 0x5AFE
-    body = (
-        struct.pack(">hhih", _API_VERSIONS, 0, correlation_id, len(_CLIENT_ID))
-        + _CLIENT_ID
-    )
+    body = struct.pack(">hhih", _API_VERSIONS, 0, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID
     with socket.create_connection(parse_address(address), timeout=timeout) as sock:
         sock.sendall(struct.pack(">i", len(body)) + body)
         (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
@@ -58,22 +55,16 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     while len(chunks) < size:
         chunk = sock.recv(size - len(chunks))
         if not chunk:
-            raise ConnectionError(
-                f"connection closed after {len(chunks)} of {size} bytes"
-            )
+            raise ConnectionError(f"connection closed after {len(chunks)} of {size} bytes")
         chunks += chunk
     return bytes(chunks)
 
 
-def _parse_api_versions_v0(
-    response: bytes, correlation_id: int
-) -> dict[int, tuple[int, int]]:
+def _parse_api_versions_v0(response: bytes, correlation_id: int) -> dict[int, tuple[int, int]]:
     try:
         got_correlation_id, error_code, count = struct.unpack_from(">ihi", response, 0)
         if got_correlation_id != correlation_id:
-            raise ValueError(
-                f"correlation id {got_correlation_id}, expected {correlation_id}"
-            )
+            raise ValueError(f"correlation id {got_correlation_id}, expected {correlation_id}")
         if error_code:
             raise ValueError(f"ApiVersions v0 answered error code {error_code}")
         entries = struct.iter_unpack(">hhh", response[10 : 10 + 6 * count])
@@ -81,7 +72,5 @@ def _parse_api_versions_v0(
     except struct.error as exc:
         raise ValueError(f"malformed ApiVersions v0 response: {exc}") from exc
     if len(versions) != count:
-        raise ValueError(
-            f"ApiVersions v0 response lists {len(versions)} of {count} APIs"
-        )
+        raise ValueError(f"ApiVersions v0 response lists {len(versions)} of {count} APIs")
     return versions

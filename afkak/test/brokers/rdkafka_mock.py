@@ -26,9 +26,7 @@ from afkak.test.brokers.quirks import Quirks
 _METADATA = 3
 _METADATA_MAX_EXACT = 8
 
-_SERVER_SCRIPT = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "rdkafka_mock_server.py"
-)
+_SERVER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rdkafka_mock_server.py")
 
 #: librdkafka's code that makes a mock broker drop the connection instead of answering.
 TRANSPORT_ERROR = -195
@@ -107,9 +105,7 @@ class RdkafkaMockCluster(Broker):
     )
     start_timeout = 15.0
 
-    def __init__(
-        self, broker_count: int = 3, initial_rebalance_delay_ms: int = 0
-    ) -> None:
+    def __init__(self, broker_count: int = 3, initial_rebalance_delay_ms: int = 0) -> None:
         super().__init__()
         self.broker_count = broker_count
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
@@ -162,11 +158,7 @@ class RdkafkaMockCluster(Broker):
     def stop(self) -> None:
         """Ask the helper to destroy the cluster, then stop it like any process."""
         process = self._process
-        if (
-            process is not None
-            and process.exit_code() is None
-            and process.stdin is not None
-        ):
+        if process is not None and process.exit_code() is None and process.stdin is not None:
             try:
                 process.stdin.write(b'{"op": "shutdown"}\n')
                 process.stdin.flush()
@@ -186,9 +178,7 @@ class RdkafkaMockCluster(Broker):
 
     # Topics and partitions
 
-    def create_topic(
-        self, topic: str, partitions: int = 1, replication_factor: int = 1
-    ) -> None:
+    def create_topic(self, topic: str, partitions: int = 1, replication_factor: int = 1) -> None:
         self._command("topic_create", topic, partitions, replication_factor)
 
     def topic_set_error(self, topic: str, error_code: int) -> None:
@@ -199,9 +189,7 @@ class RdkafkaMockCluster(Broker):
         """Move leadership (-1: no leader); creates the topic if needed."""
         self._command("partition_set_leader", topic, partition, broker_id)
 
-    def partition_set_follower(
-        self, topic: str, partition: int, broker_id: int
-    ) -> None:
+    def partition_set_follower(self, topic: str, partition: int, broker_id: int) -> None:
         self._command("partition_set_follower", topic, partition, broker_id)
 
     def partition_set_follower_wmarks(
@@ -209,9 +197,7 @@ class RdkafkaMockCluster(Broker):
     ) -> None:
         self._command("partition_set_follower_wmarks", topic, partition, low, high)
 
-    def partition_delete_records(
-        self, topic: str, partition: int, before_offset: int
-    ) -> None:
+    def partition_delete_records(self, topic: str, partition: int, before_offset: int) -> None:
         """Advance the log start offset to ``before_offset``."""
         self._command("partition_delete_records", topic, partition, before_offset)
 
@@ -296,14 +282,10 @@ class RdkafkaMockCluster(Broker):
         while not line.endswith(b"\n"):
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([stdout], [], [], remaining)[0]:
-                raise TimeoutError(
-                    f"no answer from the mock cluster helper in {timeout} s"
-                )
+                raise TimeoutError(f"no answer from the mock cluster helper in {timeout} s")
             chunk = os.read(stdout.fileno(), 65536)
             if not chunk:
-                raise ConnectionError(
-                    f"mock cluster helper exited ({process.exit_code()})"
-                )
+                raise ConnectionError(f"mock cluster helper exited ({process.exit_code()})")
             line += chunk
         reply = json.loads(line)
         if not isinstance(reply, dict):

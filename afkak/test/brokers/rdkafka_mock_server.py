@@ -95,9 +95,7 @@ def bundled_librdkafka() -> str:
     if spec is None or spec.origin is None:
         raise OSError("confluent-kafka is not installed")
     site = os.path.dirname(os.path.dirname(spec.origin))
-    found = sorted(
-        glob.glob(os.path.join(site, "confluent_kafka.libs", "librdkafka*.so*"))
-    )
+    found = sorted(glob.glob(os.path.join(site, "confluent_kafka.libs", "librdkafka*.so*")))
     if not found:
         raise OSError(f"no librdkafka*.so in {site}/confluent_kafka.libs")
     return found[0]
@@ -188,9 +186,7 @@ class MockCluster:
 
     def _check(self, code: int) -> None:
         if code:
-            raise MockError(
-                f"error {code} {self._lib.rd_kafka_err2name(code).decode()}"
-            )
+            raise MockError(f"error {code} {self._lib.rd_kafka_err2name(code).decode()}")
 
     def _binder(
         self, function: Any, argtypes: tuple[Any, ...], returns_error: bool
@@ -207,9 +203,7 @@ class MockCluster:
 
     def push_request_errors(self, api_key: int, errors: list[int]) -> None:
         array = (_c.c_int * len(errors))(*errors)
-        self._lib.rd_kafka_mock_push_request_errors_array(
-            self._mc, api_key, len(errors), array
-        )
+        self._lib.rd_kafka_mock_push_request_errors_array(self._mc, api_key, len(errors), array)
 
     def broker_push_request_error_rtts(
         self, broker_id: int, api_key: int, pairs: list[list[int]]
@@ -242,10 +236,7 @@ class MockCluster:
 
 def _serve(cluster: MockCluster) -> None:
     write = sys.stdout.write
-    write(
-        json.dumps({"bootstrap": cluster.bootstrap, "librdkafka": cluster.version})
-        + "\n"
-    )
+    write(json.dumps({"bootstrap": cluster.bootstrap, "librdkafka": cluster.version}) + "\n")
     sys.stdout.flush()
     for line in sys.stdin:
         try:

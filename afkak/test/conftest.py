@@ -1,0 +1,45 @@
+"""pytest's view of the suite: the ``brokers`` marker on every test that needs more than a Clock.
+
+Real brokers (Tansu, noida-db, librdkafka's mock cluster, Apache Kafka), Spark,
+subprocesses and builds are slow and need the machine's tools; the rest runs
+on ``twisted.internet.task.Clock`` and the in-memory fake cluster.  The
+marker goes on by module, so a test added to one of these modules is marked
+too: ``pytest -m "not brokers"`` runs the Clock suite, ``pytest -m brokers``
+the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+#: Modules that start brokers or subprocesses, beside every ``test_*_brokers`` module.
+BROKER_MODULES = frozenset(
+    {
+        "test_brokers_harness",  # starts each broker
+        "test_chaos",  # tools/chaos.py in subprocesses, against brokers
+        "test_client_interop",  # confluent-kafka against real brokers
+        "test_client_sasl",
+        "test_client_tls",
+        "test_compat_app",  # an afkak 21.5 application against noida-db
+        "test_consumer_peers",  # kafka-python and aiokafka against real brokers
+        "test_docs_examples",  # the docs' scripts against noida-db
+        "test_main_job",  # tools/main_job.py, embedded and against a cluster
+        "test_packaging",  # builds the wheel
+        "test_spark_source",  # a local Spark session against Tansu
+        "test_testing_embedded",  # EmbeddedBroker
+    }
+)
+
+
+def is_broker_module(name: str) -> bool:
+    """Whether the test module *name* (``afkak.test.test_x``'s last part) needs brokers."""
+    return name.endswith("_brokers") or name in BROKER_MODULES
+
+
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and is_broker_module(module.__name__.rpartition(".")[2]):
+            item.add_marker(pytest.mark.brokers)

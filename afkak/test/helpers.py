@@ -1,0 +1,112 @@
+"""What many test modules share: driving the global reactor, and a Clock that ends empty.
+
+The real-broker tests run Twisted's global reactor a step at a time
+(``reactor.iterate()``) until a Deferred fires or a condition holds: trial's
+synchronous test cases and pytest both allow that, and a hung broker ends
+the test at its timeout instead of hanging the run.  The Clock tests use
+:class:`ClockTestCase`, which fails a test that leaves a timer behind.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+import unittest
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.python.failure import Failure
+from twisted.trial.unittest import SynchronousTestCase
+
+
+def pump(until: Callable[[], bool], timeout: float, what: str, step: float = 0.01) -> float:
+    """Run the global reactor until ``until()``; the seconds it took.
+
+    :raises AssertionError: when *timeout* seconds pass first.
+    """
+    from twisted.internet import reactor
+
+    start = time.monotonic()
+    while not until():
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        reactor.iterate(step)  # type: ignore[attr-defined]
+    return time.monotonic() - start
+
+
+def run_for(seconds: float) -> None:
+    """Run the global reactor for *seconds* (to see that nothing happens meanwhile)."""
+    deadline = time.monotonic() + seconds
+    pump(lambda: time.monotonic() >= deadline, seconds + 1.0, "run_for", step=0.05)
+
+
+def wait(d: Deferred[Any], timeout: float = 15.0) -> Any:
+    """Run the global reactor until *d* fires; its result, or raise its failure.
+
+    *d* is cancelled if it does not fire within *timeout* seconds.
+    """
+    results: list[Any] = []
+    d.addBoth(results.append)
+    try:
+        pump(lambda: bool(results), timeout, f"{d!r} did not fire")
+    except AssertionError:
+        d.cancel()
+        raise
+    result = results[0]
+    if isinstance(result, Failure):
+        result.raiseException()
+    return result
+
+
+def _fake_brokers(call: Any) -> bool:
+    """Whether a DelayedCall is the fake cluster's (a broker outlives its clients)."""
+    owner = getattr(call.func, "__self__", None)
+    module = type(owner).__module__ if owner is not None else call.func.__module__
+    return str(module).startswith("afkak.testing")
+
+
+class ClockTestCase(SynchronousTestCase):
+    """A test on ``self.clock`` that must leave no DelayedCall once its cleanups ran.
+
+    A timer left behind is work a closed object would still do: a retry, a
+    reconnect, a heartbeat.  The check runs after every other cleanup (it is
+    registered first), so closing what the test made is the test's cleanup.
+    The fake cluster's own timers (a transaction's expiry, say) may stay.
+    """
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.clock = Clock()
+        self.addCleanup(self.assertNoDelayedCalls)
+
+    def assertNoDelayedCalls(self) -> None:  # noqa: N802 -- unittest's naming
+        left = [c for c in self.clock.getDelayedCalls() if c.active() and not _fake_brokers(c)]
+        self.assertEqual(left, [], "DelayedCalls left after the test's cleanups")
+
+
+def optional_module(name: str) -> ModuleType | None:
+    """*name* imported, or None where it is not installed (an optional extra).
+
+    ``pytest.importorskip`` for trial too: decorate what needs it with
+    ``unittest.skipUnless(module, ...)``, which both runners honour.
+    """
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def needs_codecs(*codecs: int) -> Callable[[Any], Any]:
+    """Skip a test (or class) unless afkak can compress with every one of *codecs*."""
+    from afkak import codec
+
+    has = {
+        codec.CODEC_SNAPPY: codec.has_snappy(),
+        codec.CODEC_LZ4: codec.has_lz4(),
+        codec.CODEC_ZSTD: codec.has_zstd(),
+    }
+    missing = [c for c in codecs if not has.get(c, True)]
+    return unittest.skipIf(missing, f"optional codecs {missing} are not installed")
