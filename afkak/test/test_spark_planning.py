@@ -149,6 +149,10 @@ class ReadOptionTests(Case):
     def test_security_options(self) -> None:
         from afkak.connection import TLS, Plain, Scram
 
+        # TLS checks that its CA file exists.
+        ca = self.mktemp()
+        with open(ca, "w") as f:
+            f.write("a CA")
         secret = "pw-in-jaas-93c1"
         jaas = (
             "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -161,13 +165,13 @@ class ReadOptionTests(Case):
                 "kafka.security.protocol": "SASL_SSL",
                 "kafka.sasl.mechanism": "PLAIN",
                 "kafka.sasl.jaas.config": jaas,
-                "kafka.ssl.ca.location": "/ca.pem",
+                "kafka.ssl.ca.location": ca,
             },
             streaming=False,
         )
         kwargs = opts.client.security.client_kwargs()
         self.assertEqual(kwargs["sasl"], Plain("alice", secret))
-        self.assertEqual(kwargs["tls"], TLS("/ca.pem"))
+        self.assertEqual(kwargs["tls"], TLS(ca))
         self.assertNotIn(secret, repr(opts))
         self.assertEqual(pickle.loads(pickle.dumps(opts)), opts)
         scram = parse_write_options(
