@@ -19,6 +19,7 @@ BROKER_MODULES = frozenset(
     {
         "test_brokers_harness",  # starts each broker
         "test_chaos",  # tools/chaos.py in subprocesses, against brokers
+        "test_cli_broker_command",  # `afkak broker` and README's first program against it
         "test_client_interop",  # confluent-kafka against real brokers
         "test_client_sasl",
         "test_client_tls",

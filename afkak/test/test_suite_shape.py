@@ -12,8 +12,9 @@ from afkak.test.conftest import BROKER_MODULES, is_broker_module
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: What only a broker or subprocess test needs: a module using one is marked.
 _OUTSIDE_THE_CLOCK = ("afkak.test.brokers", "subprocess", "afkak.testing.EmbeddedBroker")
-#: Modules whose subprocess is this Python for a second (a fresh interpreter), no broker.
-QUICK_SUBPROCESS = frozenset({"test_protocol_generator", "test_spark_planning"})
+#: Modules whose subprocess lasts a second, no broker: this Python (a fresh
+#: interpreter), or tools/venv.sh with a stand-in python.
+QUICK_SUBPROCESS = frozenset({"test_protocol_generator", "test_spark_planning", "test_tools_venv"})
 
 
 def _modules() -> list[str]:
