@@ -103,10 +103,12 @@ class Consumer:
         failing; 0 (the default) retries forever.  Only retriable errors are
         retried.
     :param auto_offset_reset: what to do when the offset to fetch is out of
-        range, or when starting from :data:`~afkak.common.OFFSET_COMMITTED`
-        and the group has no committed offset: ``OFFSET_EARLIEST`` or
-        ``OFFSET_LATEST`` start there; ``None`` (the default) stops the
-        consumer with :class:`~afkak.common.OffsetOutOfRangeError`.
+        range: ``OFFSET_EARLIEST`` or ``OFFSET_LATEST`` start there; ``None``
+        (the default) stops the consumer with
+        :class:`~afkak.common.OffsetOutOfRangeError`.  Starting from
+        :data:`~afkak.common.OFFSET_COMMITTED` when the group has no committed
+        offset starts at the earliest offset unless it is ``OFFSET_LATEST``
+        (afkak 21's rule).
     :param str commit_consumer_id: member id sent with commits.
     :param int commit_generation_id: group generation sent with commits.
     :param str isolation_level: ``"read_uncommitted"`` (the default): every
@@ -403,7 +405,8 @@ class Consumer:
             ``OFFSET_LATEST`` (looked up with ListOffsets), or
             ``OFFSET_COMMITTED``: the group's committed offset, where the
             last processed message committed to the group was the one before.
-            Without a committed offset, ``auto_offset_reset`` decides.
+            Without a committed offset: the earliest offset, or the latest
+            if ``auto_offset_reset`` is ``OFFSET_LATEST``.
         :returns: a Deferred that fires with :attr:`last_processed_offset`
             when the consumer is stopped, or fails with the error that stopped
             it (the processor's, or a request's that cannot be retried).

@@ -22,7 +22,6 @@ from afkak._retry import backoff_policy, retrying
 from afkak.client import ConsumerClient, group_name, kafka_client, topic_list
 from afkak.common import (
     OFFSET_COMMITTED,
-    OFFSET_LATEST,
     IllegalGeneration,
     RebalanceInProgress,
     RestartError,
@@ -111,9 +110,11 @@ class ConsumerGroup:
     :param fatal_backoff_ms: the longest such delay (default 1000); afkak 21
         waited this long after unexpected errors.
     :param consumer_options: passed to each :class:`~afkak.consumer.Consumer`
-        (``auto_commit_every_n``, ...).  ``auto_offset_reset`` defaults to
-        ``OFFSET_LATEST`` (where a partition without a committed offset
-        starts), as Kafka's ``auto.offset.reset``.
+        (``auto_commit_every_n``, ...).  A partition without a committed
+        offset starts at the earliest offset unless ``auto_offset_reset`` is
+        ``OFFSET_LATEST`` (afkak 21's rule; Java's ``auto.offset.reset``
+        defaults to latest: pass ``auto_offset_reset=OFFSET_LATEST`` for its
+        behaviour).
 
     afkak 21's attributes and subclass hooks stay: ``member_id``,
     ``generation_id``, ``leader_id``, ``coordinator_broker``, ``topics``,
@@ -165,7 +166,6 @@ class ConsumerGroup:
         reserved = _RESERVED_OPTIONS & set(consumer_options)
         if reserved:
             raise TypeError(f"the group sets these Consumer options itself: {sorted(reserved)}")
-        consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
         # Each partition's Consumer checks these; check them once now, not after joining.
         Consumer(client, topics[0], 0, processor, consumer_group=group_id, **consumer_options)
         self.client = client

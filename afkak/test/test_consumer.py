@@ -471,11 +471,14 @@ class CommitTests(ConsumerTestCase):
         self.assertEqual(p.values, [b"c"])
         self.assertEqual(c.last_committed_offset, 1)
 
-    def test_no_committed_offset_without_reset_fails(self) -> None:
-        c = self.consumer(consumer_group="g")
-        failure = self.failureResultOf(self.start(c, OFFSET_COMMITTED), OffsetOutOfRangeError)
-        self.assertIn("no committed offset", str(failure.value))
-        self.assertRaises(RestopError, c.stop)
+    def test_no_committed_offset_without_reset_starts_at_earliest(self) -> None:
+        """afkak 21's rule: with ``auto_offset_reset=None`` a new group reads the backlog."""
+        self.append(b"a", b"b")
+        p = Recorder()
+        c = self.consumer(p, consumer_group="g")
+        self.stop(c)
+        self.start(c, OFFSET_COMMITTED)
+        self.assertEqual(p.values, [b"a", b"b"])
 
     def test_no_committed_offset_follows_auto_offset_reset(self) -> None:
         self.append(b"a", b"b")

@@ -273,6 +273,26 @@ class RealBrokerGroupTests:
         if not self.quirk("commits_refused_while_rebalancing"):
             self.assertEqual(len(rows), len(set(rows)), "handovers committed: nothing re-read")
 
+    def test_new_group_reads_the_backlog(self: Any) -> None:
+        """An afkak 21-style group (consumer_kwargs, no auto_offset_reset) on a topic
+        with a backlog and no committed offsets reads all of it (issue 20)."""
+        self.broker.create_topic(self.topic, 3)
+        self.produce(0, 90)
+        group = ConsumerGroup(
+            self.client("a21"),
+            self.group_id,
+            [self.topic],
+            self.events.afkak_processor("a21"),
+            consumer_kwargs={"fetch_max_wait_time": 100},
+            assignors=[self.strategy],
+            session_timeout_ms=self.session_ms,
+            heartbeat_interval_ms=self.session_ms // 4,
+        )
+        self.groups.append(group)
+        group.start()
+        pump(lambda: self.events.processed() == self.produced, 60, "the backlog consumed")
+        wait(group.shutdown(), 30)
+
     def test_inspection(self: Any) -> None:
         self.broker.quirks.skip_if("supports_describe_groups")
         self.broker.create_topic(self.topic, 3)

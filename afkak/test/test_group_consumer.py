@@ -12,6 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_EARLIEST,
+    OFFSET_LATEST,
     IllegalGeneration,
     RebalanceInProgress,
     RestartError,
@@ -160,6 +161,29 @@ class ConsumerGroupTests(SynchronousTestCase):
         )
         offsets = {k[2]: v.offset for k, v in self.cluster.committed_offsets.items()}
         self.assertEqual(offsets, {p: 10 for p in range(PARTITIONS)}, "next-offset semantics")
+
+    def test_new_group_reads_the_backlog_by_default(self) -> None:
+        """afkak 21's rule (issue 20): no committed offset and no ``auto_offset_reset``
+        given: every partition starts at its earliest offset, not at the log end."""
+        self.produce(10)
+        g = ConsumerGroup(
+            self.client("a"), "g", [TOPIC], self.ledger.processor("a"), {"fetch_max_wait_time": 200}
+        )
+        self.groups.append(g)
+        g.start()
+        self.advance(5)
+        self.assertEqual(set(self.ledger.seen), self.expected())
+
+    def test_new_group_with_offset_latest_skips_the_backlog(self) -> None:
+        """``auto_offset_reset=OFFSET_LATEST`` gives Java's ``auto.offset.reset=latest``."""
+        self.produce(10)
+        g = self.group("a", auto_offset_reset=OFFSET_LATEST)
+        g.start()
+        self.advance(5)
+        self.assertEqual(self.ledger.seen, [])
+        self.produce(1)
+        self.advance(2)
+        self.assertEqual(sorted(self.ledger.seen), [(p, 10) for p in range(PARTITIONS)])
 
     def test_start_twice_and_stop_when_stopped(self) -> None:
         g = self.group("a")
