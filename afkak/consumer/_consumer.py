@@ -34,7 +34,6 @@ from ._committer import Committer
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
 from ._options import (
-    FETCH_BUFFER_SIZE_BYTES,
     FETCH_MAX_WAIT_TIME,
     FETCH_MIN_BYTES,
     REQUEST_RETRY_MAX_DELAY,
@@ -87,9 +86,11 @@ class Consumer:
         bytes are available...
     :param int fetch_max_wait_time: ...or this many milliseconds passed.
     :param int buffer_size: the number of bytes to fetch at most at a time,
-        to begin with.  When the next record batch does not fit (only brokers
-        that do not return an oversized first batch whole, as Kafka does since
-        0.10.1, cut it), it grows x16 while below 1 MiB (to 1 MiB at most),
+        to begin with (default: 1 MiB, the Java client's
+        ``max.partition.fetch.bytes``, or ``max_buffer_size`` if smaller).
+        When the next record batch does not fit (only brokers that do not
+        return an oversized first batch whole, as Kafka does since 0.10.1,
+        cut it), it grows x16 while below 1 MiB (to 1 MiB at most),
         then doubles, up to *max_buffer_size*.
     :param int max_buffer_size: the largest fetch size (None: no limit).  A
         batch that still does not fit stops the consumer with
@@ -131,7 +132,7 @@ class Consumer:
         auto_commit_every_ms: int | None = None,
         fetch_size_bytes: int = FETCH_MIN_BYTES,
         fetch_max_wait_time: int = FETCH_MAX_WAIT_TIME,
-        buffer_size: int = FETCH_BUFFER_SIZE_BYTES,
+        buffer_size: int | None = None,
         max_buffer_size: int | None = None,
         request_retry_init_delay: float = REQUEST_RETRY_MIN_DELAY,
         request_retry_max_delay: float = REQUEST_RETRY_MAX_DELAY,
@@ -244,6 +245,8 @@ class Consumer:
 
     @buffer_size.setter
     def buffer_size(self, value: int) -> None:
+        if value is None:
+            raise TypeError("buffer_size must be an int, not None")
         self._reconfigure(buffer_size=value)
 
     @property
@@ -373,7 +376,8 @@ class Consumer:
             "auto_commit_every_ms": o.auto_commit_every_ms,
             "fetch_size_bytes": fetcher.min_bytes,
             "fetch_max_wait_time": fetcher.max_wait_ms,
-            "buffer_size": fetcher.buffer_size,
+            # A default fetch size keeps following max_buffer_size.
+            "buffer_size": fetcher.buffer_size if o.buffer_size_given else None,
             "max_buffer_size": fetcher.max_buffer_size,
             "request_retry_init_delay": o.retry.init_delay,
             "request_retry_max_delay": o.retry.max_delay,
