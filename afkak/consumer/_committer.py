@@ -157,12 +157,17 @@ class Committer:
             await waiter
         await self.commit()
 
-    async def _send_commit(self, offset: int) -> None:
+    async def commit_offset(self, next_offset: int, metadata: str) -> None:
+        """Commit *next_offset* (the next to consume) with *metadata*, as the application chose."""
+        await self._send_commit(next_offset - 1, metadata)
+        self.last_committed = next_offset - 1
+
+    async def _send_commit(self, offset: int, metadata: str | bytes | None = None) -> None:
         group = self._options.consumer_group
         assert group is not None  # Consumer.commit() refuses to run without a group
-        request = OffsetCommitRequest(
-            self._topic, self._partition, offset + 1, -1, self._options.commit_metadata
-        )
+        if metadata is None:
+            metadata = self._options.commit_metadata
+        request = OffsetCommitRequest(self._topic, self._partition, offset + 1, -1, metadata)
         await self._options.retry.run(
             self._client.reactor,
             lambda: self._client.send_offset_commit_request(

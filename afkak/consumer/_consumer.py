@@ -10,8 +10,8 @@ are checked in :mod:`._options`, and its commits are a :class:`._committer.Commi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, overload
 
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
@@ -27,6 +27,7 @@ from afkak.common import (
     RestartError,
     RestopError,
     SourcedMessage,
+    TopicAndPartition,
 )
 from afkak.records.aborted import READ_COMMITTED
 
@@ -39,6 +40,16 @@ from ._options import (
     REQUEST_RETRY_MAX_DELAY,
     REQUEST_RETRY_MIN_DELAY,
     resolve,
+)
+from .positions import (
+    OffsetAndMetadata,
+    commit_offsets,
+    committed_offsets,
+    offset_value,
+    offsets_for_times,
+    partition_of,
+    partitions_of,
+    timestamps_of,
 )
 
 log = Logger()
@@ -190,6 +201,8 @@ class Consumer:
         self._processing: object | None = None
         self._pumping = False
         self._repump = False
+        # pause(): neither fetch nor deliver until resume().
+        self._paused = False
 
     def __repr__(self) -> str:
         if self._start_d is None:
@@ -538,6 +551,8 @@ class Consumer:
                 self._repump = False
                 if self._start_d is None or self._shutdown_d is not None:
                     return
+                if self._paused:
+                    return
                 idle = self._processing is None and self._next_index >= len(self._remaining)
                 if idle and self._current is None and self._buffered is not None:
                     if isinstance(self._buffered, Failure):
@@ -576,11 +591,15 @@ class Consumer:
         d.addCallbacks(self._fetched, self._fetch_failed, callbackArgs=(d,), errbackArgs=(d,))
 
     async def _next_records(self, offset: int) -> FetchedRecords:
+        return await self._fetcher.next_records(await self._resolve(offset))
+
+    async def _resolve(self, offset: int) -> int:
+        """*offset*, or the offset a special value (committed, earliest, latest) stands for."""
         if offset == OFFSET_COMMITTED:
             offset = await self._committer.committed_offset()
         if offset < 0:
             offset = await self._fetcher.offset_at(offset)
-        return await self._fetcher.next_records(offset)
+        return offset
 
     def _fetched(self, fetched: FetchedRecords, d: Deferred[FetchedRecords]) -> None:
         if d is not self._fetching:
@@ -667,10 +686,140 @@ class Consumer:
         self._fail(failure)
         return None
 
+    # -- position control (the Java client's and aiokafka's names) -----------------------
+
+    @property
+    def topic_partition(self) -> TopicAndPartition:
+        """The partition this consumer reads."""
+        return TopicAndPartition(self.topic, self.partition)
+
+    def assignment(self) -> frozenset[TopicAndPartition]:
+        """The partitions this consumer reads: its own one."""
+        return frozenset({self.topic_partition})
+
+    def _own(self, tp: Any) -> TopicAndPartition:
+        key = partition_of(tp)
+        if key != self.topic_partition:
+            raise ValueError(f"{key} is not assigned to {self!r}")
+        return key
+
+    def _own_all(self, tps: tuple[Any, ...]) -> list[TopicAndPartition]:
+        return [self._own(tp) for tp in partitions_of(tps)]
+
+    def seek(self, tp: Any, offset: int) -> None:
+        """Fetch *tp* from *offset* on.
+
+        Records fetched from before it and not yet given to the processor are
+        dropped; a processor call under way finishes, and the next call gets
+        records from *offset* on.  Commits follow the processed records (or
+        :meth:`commit` with explicit offsets).
+
+        :raises ValueError: *tp* is not this consumer's partition, *offset* is
+            negative, or the consumer is not running (pass the offset to
+            :meth:`start` instead).
+        """
+        self._own(tp)
+        self._reposition(offset_value(offset))
+
+    def seek_to_beginning(self, *tps: Any) -> None:
+        """Fetch from the earliest offset (looked up when fetching); no *tps*: every partition."""
+        self._own_all(tps)
+        self._reposition(OFFSET_EARLIEST)
+
+    def seek_to_end(self, *tps: Any) -> None:
+        """Fetch from the log end (looked up when fetching); no *tps*: every partition."""
+        self._own_all(tps)
+        self._reposition(OFFSET_LATEST)
+
+    def _reposition(self, offset: int) -> None:
+        if self._start_d is None:
+            raise ValueError(f"{self!r} is not running: pass the offset to start()")
+        self._cancel_fetch()
+        self._drop_fetched()
+        self._fetch_offset = offset
+        self._pump()
+
+    def pause(self, *tps: Any) -> None:
+        """Stop fetching and delivering (a processor call under way finishes); keeps what
+        was fetched.  Holds across :meth:`stop` and :meth:`start` until :meth:`resume`."""
+        if self._own_all(tps):
+            self._paused = True
+            self._cancel_fetch()
+
+    def resume(self, *tps: Any) -> None:
+        """Undo :meth:`pause`: fetch and deliver again."""
+        if self._own_all(tps) and self._paused:
+            self._paused = False
+            self._pump()
+
+    def paused(self) -> frozenset[TopicAndPartition]:
+        """The partitions paused: this consumer's, or none."""
+        return self.assignment() if self._paused else frozenset()
+
+    def position(self, tp: Any) -> Deferred[int]:
+        """The offset of the next record the processor will be given.
+
+        Records fetched ahead and not yet delivered do not count.  Fires at
+        once unless the position is a special value (committed, earliest,
+        latest) still to be looked up.
+        """
+        self._own(tp)
+        if self._start_d is None:
+            raise ValueError(f"{self!r} is not running")
+        offset = self._next_offset()
+        if offset >= 0:
+            return succeed(offset)
+        return Deferred.fromCoroutine(self._resolve(offset))
+
+    def _next_offset(self) -> int:
+        if self._next_index < len(self._remaining):
+            return int(self._remaining[self._next_index].offset)
+        for fetched in (self._current, self._buffered):
+            if isinstance(fetched, FetchedRecords):
+                return fetched.offset
+        return self._fetch_offset
+
+    def committed(self, tp: Any) -> Deferred[OffsetAndMetadata | None]:
+        """The group's committed offset of *tp* and its metadata (None: none committed)."""
+        key = self._own(tp)
+        group = self.consumer_group
+        if not group:
+            return fail(InvalidConsumerGroupError(f"{self!r} has no consumer_group"))
+        d = Deferred.fromCoroutine(
+            committed_offsets(self.client, group, [key], self._options.isolation == READ_COMMITTED)
+        )
+        return d.addCallback(lambda found: found[key])
+
+    def offsets_for_times(
+        self, timestamps: Mapping[Any, int]
+    ) -> Deferred[dict[TopicAndPartition, int | None]]:
+        """For each partition, the first offset whose record timestamp is at or after the
+        given milliseconds (None: no such record); then :meth:`seek` there."""
+        checked = timestamps_of(timestamps)
+        for tp in checked:
+            self._own(tp)
+        return Deferred.fromCoroutine(
+            offsets_for_times(self.client, checked, self._options.isolation)
+        )
+
     # -- commits ---------------------------------------------------------------------
 
-    def commit(self) -> Deferred[int | None]:
+    @overload
+    def commit(self) -> Deferred[int | None]: ...
+
+    @overload
+    def commit(
+        self, offsets: Mapping[Any, int | OffsetAndMetadata]
+    ) -> Deferred[dict[TopicAndPartition, OffsetAndMetadata]]: ...
+
+    def commit(self, offsets: Any = None) -> Deferred[Any]:
         """Commit :attr:`last_processed_offset` if it differs from :attr:`last_committed_offset`.
+
+        With *offsets* (``{tp: offset or OffsetAndMetadata}``, the offset
+        being the next one to consume, as in the Java client), commit those
+        instead, with their metadata; the Deferred fires with them.  With
+        auto-commit on, the next auto-commit stores the processed position
+        again, as the Java client's does.
 
         The group stores the next offset to consume (the last processed one
         plus one).  A smaller offset than the group has may be committed, by
@@ -685,6 +834,16 @@ class Consumer:
             the commit in flight completes); otherwise it fires with the
             outcome of the commit in flight.
         """
+        explicit = None if offsets is None else commit_offsets(offsets)
+        if explicit is not None:
+            for tp in explicit:
+                self._own(tp)
         if not self.consumer_group:
             return fail(InvalidConsumerGroupError(f"{self!r} has no consumer_group to commit to"))
-        return self._committer.commit()
+        if explicit is None:
+            return self._committer.commit()
+        if not explicit:
+            return succeed({})
+        [chosen] = explicit.values()
+        d = Deferred.fromCoroutine(self._committer.commit_offset(chosen.offset, chosen.metadata))
+        return d.addCallback(lambda _: explicit)

@@ -11,8 +11,8 @@ given up; a lost partition's (after fencing) is stopped without committing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, overload
 
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
 from twisted.logger import Logger
@@ -22,6 +22,8 @@ from afkak._retry import backoff_policy, retrying
 from afkak.client import ConsumerClient, group_name, kafka_client, topic_list
 from afkak.common import (
     OFFSET_COMMITTED,
+    OFFSET_EARLIEST,
+    OFFSET_LATEST,
     IllegalGeneration,
     RebalanceInProgress,
     RestartError,
@@ -30,6 +32,16 @@ from afkak.common import (
     UnknownMemberId,
 )
 from afkak.consumer import Consumer
+from afkak.consumer.positions import (
+    OffsetAndMetadata,
+    commit_offsets,
+    committed_offsets,
+    offset_value,
+    offsets_for_times,
+    partition_of,
+    partitions_of,
+    timestamps_of,
+)
 from afkak.producer import ConsumerGroupMetadata
 
 from ._assignor import PartitionAssignor
@@ -181,6 +193,10 @@ class ConsumerGroup:
         self.retry_backoff_ms = retry_backoff_ms
         self.fatal_backoff_ms = fatal_backoff_ms
         self.consumers: dict[TopicAndPartition, Consumer] = {}
+        # Position control for owned partitions whose Consumer is not running
+        # (yet): where to start (a seek in on_assigned), and what is paused.
+        self._start_at: dict[TopicAndPartition, int] = {}
+        self._paused: set[TopicAndPartition] = set()
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
         self._stopping: Deferred[Offsets] | None = None
@@ -219,10 +235,137 @@ class ConsumerGroup:
             self.group_id, m.generation_id, m.member_id, m.group_instance_id
         )
 
-    @property
-    def assignment(self) -> list[TopicAndPartition]:
+    # -- position control (the Java client's and aiokafka's names) ------------
+
+    def assignment(self) -> frozenset[TopicAndPartition]:
         """The partitions this member owns now."""
-        return sorted(self.member.owned)
+        return self.member.owned
+
+    def _owned(self, tp: Any) -> TopicAndPartition:
+        key = partition_of(tp)
+        if key not in self.member.owned:
+            raise ValueError(f"{key} is not assigned to this member of {self.group_id!r}")
+        return key
+
+    def _owned_all(self, tps: tuple[Any, ...]) -> list[TopicAndPartition]:
+        if not tps:
+            return sorted(self.member.owned)
+        return [self._owned(tp) for tp in partitions_of(tps)]
+
+    def seek(self, tp: Any, offset: int) -> None:
+        """Consume *tp* from *offset* on (see :meth:`Consumer.seek
+        <afkak.consumer.Consumer.seek>`); in *on_assigned*, where its Consumer starts.
+
+        :raises ValueError: *tp* is not assigned to this member, or *offset*
+            is negative.
+        """
+        self._seek(self._owned(tp), offset_value(offset))
+
+    def seek_to_beginning(self, *tps: Any) -> None:
+        """Consume from the earliest offset; no *tps*: every assigned partition."""
+        for tp in self._owned_all(tps):
+            self._seek(tp, OFFSET_EARLIEST)
+
+    def seek_to_end(self, *tps: Any) -> None:
+        """Consume from the log end; no *tps*: every assigned partition."""
+        for tp in self._owned_all(tps):
+            self._seek(tp, OFFSET_LATEST)
+
+    def _seek(self, tp: TopicAndPartition, offset: int) -> None:
+        consumer = self.consumers.get(tp)
+        if consumer is None:
+            self._start_at[tp] = offset
+        elif offset == OFFSET_EARLIEST:
+            consumer.seek_to_beginning(tp)
+        elif offset == OFFSET_LATEST:
+            consumer.seek_to_end(tp)
+        else:
+            consumer.seek(tp, offset)
+
+    def pause(self, *tps: Any) -> None:
+        """Stop fetching *tps* (assigned partitions); the membership and the other
+        partitions go on.  A partition stays paused until :meth:`resume` or until
+        it is revoked."""
+        for tp in [self._owned(tp) for tp in partitions_of(tps)]:
+            self._paused.add(tp)
+            if tp in self.consumers:
+                self.consumers[tp].pause(tp)
+
+    def resume(self, *tps: Any) -> None:
+        """Fetch paused *tps* again."""
+        for tp in [self._owned(tp) for tp in partitions_of(tps)]:
+            self._paused.discard(tp)
+            if tp in self.consumers:
+                self.consumers[tp].resume(tp)
+
+    def paused(self) -> frozenset[TopicAndPartition]:
+        """The assigned partitions paused."""
+        return frozenset(self._paused)
+
+    def position(self, tp: Any) -> Deferred[int]:
+        """The offset of the next record the processor will be given for *tp*.
+
+        :raises ValueError: *tp* is not assigned, or its Consumer has not
+            started yet (a rebalance is under way).
+        """
+        key = self._owned(tp)
+        consumer = self.consumers.get(key)
+        if consumer is None:
+            raise ValueError(f"{key} has no running consumer yet")
+        return consumer.position(key)
+
+    def committed(self, tp: Any) -> Deferred[OffsetAndMetadata | None]:
+        """The group's committed offset of any *tp* and its metadata (None: none)."""
+        key = partition_of(tp)
+        d = Deferred.fromCoroutine(committed_offsets(self.client, self.group_id, [key]))
+        return d.addCallback(lambda found: found[key])
+
+    def offsets_for_times(
+        self, timestamps: Mapping[Any, int]
+    ) -> Deferred[dict[TopicAndPartition, int | None]]:
+        """For each partition, the first offset whose record timestamp is at or after
+        the given milliseconds (None: no such record); then :meth:`seek` there."""
+        checked = timestamps_of(timestamps)
+        return Deferred.fromCoroutine(offsets_for_times(self.client, checked, 0))
+
+    @overload
+    def commit(self) -> Deferred[dict[TopicAndPartition, int | None]]: ...
+
+    @overload
+    def commit(
+        self, offsets: Mapping[Any, int | OffsetAndMetadata]
+    ) -> Deferred[dict[TopicAndPartition, OffsetAndMetadata]]: ...
+
+    def commit(self, offsets: Any = None) -> Deferred[Any]:
+        """Commit what the processors finished, or the explicit *offsets*.
+
+        *offsets*: ``{tp: offset or OffsetAndMetadata}``, each the next offset
+        to consume (as in the Java client), committed with the member's
+        generation.  Fires with ``{tp: last committed offset}`` (without
+        *offsets*) or with the offsets committed.
+
+        :raises ValueError: a partition of *offsets* is not assigned to this
+            member (e.g. revoked by a rebalance meanwhile: committing it
+            would overwrite its new owner's progress).
+        """
+        if offsets is None:
+            tps = sorted(self.consumers)
+            done: list[Deferred[Any]] = [self.consumers[tp].commit() for tp in tps]
+        else:
+            explicit = commit_offsets(offsets)
+            tps = [self._owned(tp) for tp in explicit]
+            missing = [tp for tp in tps if tp not in self.consumers]
+            if missing:
+                raise ValueError(f"{missing} have no running consumer yet")
+            done = [self.consumers[tp].commit({tp: explicit[tp]}) for tp in tps]
+        d = DeferredList(done, fireOnOneErrback=True, consumeErrors=True)
+
+        def gathered(results: list[tuple[bool, Any]]) -> dict[TopicAndPartition, Any]:
+            if offsets is None:
+                return {tp: r for tp, (_, r) in zip(tps, results, strict=True)}
+            return {tp: explicit[tp] for tp in tps}
+
+        return d.addCallbacks(gathered, _first_error)
 
     # -- afkak 21's attributes --------------------------------------------------
 
@@ -370,6 +513,9 @@ class ConsumerGroup:
             consumer.set_generation(generation.generation_id, generation.member_id)
 
     def _start_consumers(self, partitions: list[TopicAndPartition], generation: Generation) -> None:
+        owned = self.member.owned
+        self._paused &= owned
+        self._start_at = {tp: o for tp, o in self._start_at.items() if tp in owned}
         for tp in partitions:
             consumer = Consumer(
                 self.client,
@@ -382,7 +528,10 @@ class ConsumerGroup:
                 **self.consumer_options,
             )
             self.consumers[tp] = consumer
-            consumer.start(OFFSET_COMMITTED).addBoth(self._consumer_ended, tp, consumer)
+            if tp in self._paused:
+                consumer.pause(tp)
+            start = self._start_at.pop(tp, OFFSET_COMMITTED)
+            consumer.start(start).addBoth(self._consumer_ended, tp, consumer)
 
     def _consumer_ended(self, result: Any, tp: TopicAndPartition, consumer: Consumer) -> None:
         """A Consumer's ``start()`` fired: expected when we stopped it, else a problem.
@@ -428,6 +577,9 @@ class ConsumerGroup:
     def _give_up(
         self, partitions: list[TopicAndPartition], commit: bool, then: Callback | None
     ) -> Deferred[Any]:
+        for tp in partitions:
+            self._paused.discard(tp)
+            self._start_at.pop(tp, None)
         ending = [(tp, self.consumers.pop(tp)) for tp in partitions if tp in self.consumers]
         if commit and self.member.generation_id >= 0:
             # Revoked after a cooperative sync: the final commits carry the new generation.
@@ -486,6 +638,11 @@ def _by_topic(partitions: Iterable[TopicAndPartition]) -> dict[str, list[int]]:
     for tp in sorted(partitions):
         assignments.setdefault(tp.topic, []).append(tp.partition)
     return assignments
+
+
+def _first_error(failure: Failure) -> Failure:
+    """The error of the first of a DeferredList's Deferreds that failed."""
+    return failure.value.subFailure
 
 
 def _relay(result: Any, waiter: Deferred[Any]) -> Any:

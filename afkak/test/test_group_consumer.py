@@ -77,7 +77,9 @@ def abandon(group: ConsumerGroup) -> None:
         consumer.stop()
 
 
-class ConsumerGroupTests(SynchronousTestCase):
+class GroupTestCase(SynchronousTestCase):
+    """Topic "t" (6 partitions) on a 3-broker fake cluster, members of group "g", a Clock."""
+
     def setUp(self) -> None:
         self.clock = Clock()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
@@ -142,6 +144,8 @@ class ConsumerGroupTests(SynchronousTestCase):
     def expected(self) -> set[tuple[int, int]]:
         return {(p, r.offset) for p in range(PARTITIONS) for r in self.cluster.records(TOPIC, p)}
 
+
+class ConsumerGroupTests(GroupTestCase):
     def test_consumes_and_commits_with_member_and_generation(self) -> None:
         self.produce(10)
         g = self.group("a")
@@ -203,8 +207,8 @@ class ConsumerGroupTests(SynchronousTestCase):
         self.advance(1)
         self.produce(20)  # during the rebalance
         self.advance(8)
-        self.assertEqual(len(a.assignment), 3)
-        self.assertEqual(len(b.assignment), 3)
+        self.assertEqual(len(a.assignment()), 3)
+        self.assertEqual(len(b.assignment()), 3)
         self.produce(5)
         self.advance(3)
         self.assertEqual(self.ledger.overlaps, [])
@@ -246,11 +250,11 @@ class ConsumerGroupTests(SynchronousTestCase):
             g.start()
         c.start().addErrback(lambda f: f.trap(Exception))  # c is killed
         self.advance(5)
-        self.assertEqual(sorted(len(g.assignment) for g in (a, b, c)), [2, 2, 2])
+        self.assertEqual(sorted(len(g.assignment()) for g in (a, b, c)), [2, 2, 2])
         self.result(b.shutdown())
         self.produce(10)
         self.advance(5)
-        self.assertEqual(sorted(len(g.assignment) for g in (a, c)), [3, 3])
+        self.assertEqual(sorted(len(g.assignment()) for g in (a, c)), [3, 3])
         # c dies: no LeaveGroup, no commits; a takes over after c's session expires.
         leaves = len(
             [r for r in self.cluster.requests_seen if r.api_key == LeaveGroupRequest.API_KEY]
@@ -259,7 +263,7 @@ class ConsumerGroupTests(SynchronousTestCase):
         c.client.close()
         self.produce(10)
         self.advance(20)
-        self.assertEqual(len(a.assignment), 6)
+        self.assertEqual(len(a.assignment()), 6)
         self.assertEqual(
             leaves,
             len([r for r in self.cluster.requests_seen if r.api_key == LeaveGroupRequest.API_KEY]),
@@ -399,9 +403,7 @@ class ConsumerGroupTests(SynchronousTestCase):
         self.assertTrue(g.member_id)
         self.assertEqual(g.leader_id, g.member_id)
         self.assertEqual(g.coordinator_broker, client.consumer_group_to_brokers()["g"])
-        self.assertEqual(
-            calls, [("prepare", None), ("complete", {TOPIC: list(range(PARTITIONS))})]
-        )
+        self.assertEqual(calls, [("prepare", None), ("complete", {TOPIC: list(range(PARTITIONS))})])
         self.result(g.shutdown())
         self.assertEqual(calls[-1], ("leave", 0))
         self.assertEqual(g.member_id, "")
