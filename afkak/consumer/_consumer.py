@@ -32,6 +32,7 @@ from afkak.common import (
 from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
+from ._deserialize import checked, deserializing
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
 from ._options import (
@@ -129,6 +130,10 @@ class Consumer:
         aborted transactions' records (``OFFSET_LATEST`` is then the last
         stable offset too, and ``OFFSET_COMMITTED`` waits for offsets that an
         open transaction staged).  Transaction markers are never delivered.
+    :param key_deserializer: called with each record's key (bytes) to make
+        the message's ``key`` (a missing key stays None); an exception stops
+        the consumer as a processor's does.
+    :param value_deserializer: the same for each value (a tombstone stays None).
     """
 
     def __init__(
@@ -152,6 +157,8 @@ class Consumer:
         commit_consumer_id: str = "",
         commit_generation_id: int = -1,
         isolation_level: str = "read_uncommitted",
+        key_deserializer: Callable[[bytes], Any] | None = None,
+        value_deserializer: Callable[[bytes], Any] | None = None,
     ) -> None:
         kafka_client(client)
         topic_name(topic)
@@ -174,6 +181,10 @@ class Consumer:
             commit_consumer_id=commit_consumer_id,
             commit_generation_id=commit_generation_id,
             isolation_level=isolation_level,
+        )
+        self._deserialize = deserializing(
+            checked("key_deserializer", key_deserializer),
+            checked("value_deserializer", value_deserializer),
         )
         self.client = client
         self.topic = topic
@@ -579,6 +590,8 @@ class Consumer:
             return
         try:
             self._remaining = fetched.messages(self.topic, self.partition)
+            if self._deserialize is not None:
+                self._remaining = self._deserialize(self._remaining)
         except Exception:
             self._fail(Failure())
             return

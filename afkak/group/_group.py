@@ -122,11 +122,11 @@ class ConsumerGroup:
     :param fatal_backoff_ms: the longest such delay (default 1000); afkak 21
         waited this long after unexpected errors.
     :param consumer_options: passed to each :class:`~afkak.consumer.Consumer`
-        (``auto_commit_every_n``, ...).  A partition without a committed
-        offset starts at the earliest offset unless ``auto_offset_reset`` is
-        ``OFFSET_LATEST`` (afkak 21's rule; Java's ``auto.offset.reset``
-        defaults to latest: pass ``auto_offset_reset=OFFSET_LATEST`` for its
-        behaviour).
+        (``auto_commit_every_n``, ``key_deserializer``, ``value_deserializer``,
+        ...).  A partition without a committed offset starts at the earliest
+        offset unless ``auto_offset_reset`` is ``OFFSET_LATEST`` (afkak 21's
+        rule; Java's ``auto.offset.reset`` defaults to latest: pass
+        ``auto_offset_reset=OFFSET_LATEST`` for its behaviour).
 
     afkak 21's attributes and subclass hooks stay: ``member_id``,
     ``generation_id``, ``leader_id``, ``coordinator_broker``, ``topics``,
