@@ -208,8 +208,9 @@ class Consumer:
         # The messages of the response being processed, and where the next block starts.
         self._remaining: list[SourcedMessage] = []
         self._next_index = 0
-        # The processor's Deferred, or a token while it runs synchronously.
+        # The processor's Deferred, or a token while it runs synchronously; since when.
         self._processing: object | None = None
+        self._processing_since = 0.0
         self._pumping = False
         self._repump = False
         # pause(): neither fetch nor deliver until resume().
@@ -241,6 +242,15 @@ class Consumer:
         ``OFFSET_COMMITTED`` it is the group's committed offset minus one.
         """
         return self._committer.last_committed
+
+    @property
+    def processing_since(self) -> float | None:
+        """When (``reactor.seconds()``) the processor call under way began (None: none is).
+
+        A :class:`~afkak.group.ConsumerGroup` compares it with its
+        ``max_poll_interval_ms``.
+        """
+        return None if self._processing is None else self._processing_since
 
     @property
     def high_watermark(self) -> int:
@@ -473,6 +483,30 @@ class Consumer:
         start_d.callback(offset)
         return offset
 
+    def abandon(self) -> Deferred[None]:
+        """Stop now as :meth:`stop` does, but leave a processor call under way alone.
+
+        For a processor that outlived ``max_poll_interval_ms``: its result no
+        longer counts, and the returned Deferred fires when it comes (at once
+        when no call is under way).  Cancelling that Deferred does not cancel
+        the call.
+        """
+        processing = self._processing
+        self._processing = None  # _halt() leaves it alone; its result is ignored
+        self.stop()
+        returned: Deferred[None] = Deferred()
+        if not isinstance(processing, Deferred):
+            returned.callback(None)
+        else:
+
+            def done(result: Any) -> Any:
+                if not returned.called:
+                    returned.callback(None)
+                return result
+
+            processing.addBoth(done)
+        return returned
+
     def shutdown(self) -> Deferred[int | None]:
         """Stop gracefully: let the processor finish, commit (with a group), then stop.
 
@@ -660,6 +694,7 @@ class Consumer:
 
     def _deliver(self, messages: list[SourcedMessage]) -> None:
         token = self._processing = object()
+        self._processing_since = self.client.reactor.seconds()
         try:
             result = self.processor(self, messages)
         except Exception:

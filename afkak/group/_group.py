@@ -19,7 +19,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._retry import backoff_policy, retrying
-from afkak.client import ConsumerClient, group_name, kafka_client, topic_list
+from afkak.client import INT32_MAX, ConsumerClient, group_name, integer, kafka_client, topic_list
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
@@ -121,6 +121,14 @@ class ConsumerGroup:
         coordinator request; doubled on each consecutive failure.
     :param fatal_backoff_ms: the longest such delay (default 1000); afkak 21
         waited this long after unexpected errors.
+    :param max_poll_interval_ms: liveness, as the Java client's
+        ``max.poll.interval.ms``: a processor call that has not returned
+        within it makes the member leave the group (LeaveGroup, and a warning
+        saying why), so that its partitions go to the other members; its
+        Consumers stop without committing (the stuck call's Deferred is
+        cancelled) and the member joins again as a new member.  Checked at
+        each heartbeat.  A static member (*group_instance_id*) does not send
+        LeaveGroup: its partitions move after the session timeout.
     :param consumer_options: passed to each :class:`~afkak.consumer.Consumer`
         (``auto_commit_every_n``, ``key_deserializer``, ``value_deserializer``,
         ...).  A partition without a committed offset starts at the earliest
@@ -156,11 +164,13 @@ class ConsumerGroup:
         initial_backoff_ms: int | None = None,
         retry_backoff_ms: int = 100,
         fatal_backoff_ms: int = 1000,
+        max_poll_interval_ms: int = 300000,
         **consumer_options: Any,
     ) -> None:
         kafka_client(client)
         group_name(group_id)
         topics = topic_list(topics)
+        integer("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
         if consumer_kwargs is not None and not isinstance(consumer_kwargs, dict):
@@ -197,6 +207,8 @@ class ConsumerGroup:
         # (yet): where to start (a seek in on_assigned), and what is paused.
         self._start_at: dict[TopicAndPartition, int] = {}
         self._paused: set[TopicAndPartition] = set()
+        # Overdue processor calls of partitions lost meanwhile (see until_live).
+        self._stuck_calls: list[Deferred[None]] = []
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
         self._stopping: Deferred[Offsets] | None = None
@@ -213,7 +225,44 @@ class ConsumerGroup:
             retry_backoff_ms=retry_backoff_ms,
             retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
             initial_backoff_ms=initial_backoff_ms,
+            liveness=self,
         )
+        self.max_poll_interval_ms = max_poll_interval_ms
+
+    # -- liveness (max_poll_interval_ms), asked by the member at each heartbeat --
+
+    def _overdue(self, consumer: Consumer) -> float | None:
+        """How long *consumer*'s processor call has run, if longer than allowed."""
+        since = consumer.processing_since
+        if since is None:
+            return None
+        running = self.client.reactor.seconds() - since
+        return running if running > self.max_poll_interval_ms / 1000.0 else None
+
+    def stuck(self) -> str | None:
+        """Why the member must leave the group: a processor call older than
+        ``max_poll_interval_ms`` (None: every processor is live)."""
+        for tp, consumer in sorted(self.consumers.items()):
+            running = self._overdue(consumer)
+            if running is not None:
+                return (
+                    f"the processor of {tp.topic}/{tp.partition} has not returned for "
+                    f"{running:.1f} s, longer than max_poll_interval_ms="
+                    f"{self.max_poll_interval_ms}"
+                )
+        return None
+
+    def until_live(self) -> Deferred[None]:
+        """Fires once every overdue processor call of a lost partition has returned."""
+        stuck, self._stuck_calls = self._stuck_calls, []
+        waiter: Deferred[None] = Deferred()
+
+        def live(_: Any) -> None:
+            if not waiter.called:
+                waiter.callback(None)
+
+        DeferredList(stuck, consumeErrors=True).addBoth(live)
+        return waiter
 
     def __repr__(self) -> str:
         return (
@@ -593,6 +642,10 @@ class ConsumerGroup:
     def _end_consumer(self, tp: TopicAndPartition, consumer: Any, commit: bool) -> Deferred[Any]:
         """Stop *consumer*; with *commit*, shut it down and make sure its progress is committed."""
         if not commit:
+            if self._overdue(consumer) is not None:
+                self._stuck_calls.append(consumer.abandon())
+                self._ended(consumer.last_processed_offset, tp)
+                return succeed(None)
             return maybeDeferred(consumer.stop).addCallback(self._ended, tp)
         return Deferred.fromCoroutine(self._shut_down(tp, consumer))
 
