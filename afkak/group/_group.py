@@ -11,10 +11,12 @@ given up; a lost partition's (after fencing) is stopped without committing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
+from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -129,6 +131,13 @@ class ConsumerGroup:
         cancelled) and the member joins again as a new member.  Checked at
         each heartbeat.  A static member (*group_instance_id*) does not send
         LeaveGroup: its partitions move after the session timeout.
+    :param pattern: instead of *topics* (pass ``[]``), subscribe to every
+        topic whose name matches this compiled regular expression
+        (``fullmatch``; internal ``__`` topics excluded), as the Java client's
+        ``subscribe(Pattern)``: the topics are looked up before joining and
+        every *metadata_max_age_ms* (Java's ``metadata.max.age.ms``, 5
+        minutes by default); a matching topic created or deleted meanwhile
+        rebalances the group.
     :param consumer_options: passed to each :class:`~afkak.consumer.Consumer`
         (``auto_commit_every_n``, ``key_deserializer``, ``value_deserializer``,
         ...).  A partition without a committed offset starts at the earliest
@@ -165,12 +174,22 @@ class ConsumerGroup:
         retry_backoff_ms: int = 100,
         fatal_backoff_ms: int = 1000,
         max_poll_interval_ms: int = 300000,
+        pattern: re.Pattern[str] | None = None,
+        metadata_max_age_ms: int = 300000,
         **consumer_options: Any,
     ) -> None:
         kafka_client(client)
         group_name(group_id)
-        topics = topic_list(topics)
+        if pattern is None:
+            topics = topic_list(topics)
+        elif not isinstance(pattern, re.Pattern):
+            raise TypeError(f"pattern must be a compiled regular expression, not {pattern!r}")
+        elif topics:
+            raise ValueError("give topics or a pattern, not both")
+        else:
+            topics = []
         integer("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
+        integer("metadata_max_age_ms", metadata_max_age_ms, 1, INT32_MAX)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
         if consumer_kwargs is not None and not isinstance(consumer_kwargs, dict):
@@ -189,7 +208,14 @@ class ConsumerGroup:
         if reserved:
             raise TypeError(f"the group sets these Consumer options itself: {sorted(reserved)}")
         # Each partition's Consumer checks these; check them once now, not after joining.
-        Consumer(client, topics[0], 0, processor, consumer_group=group_id, **consumer_options)
+        Consumer(
+            client,
+            topics[0] if topics else "pattern",
+            0,
+            processor,
+            consumer_group=group_id,
+            **consumer_options,
+        )
         self.client = client
         self.group_id = group_id
         self.processor = processor
@@ -228,6 +254,11 @@ class ConsumerGroup:
             liveness=self,
         )
         self.max_poll_interval_ms = max_poll_interval_ms
+        #: Subscribe to the topics this matches (``re.fullmatch``, internal ``__``
+        #: topics left out), refreshed every *metadata_max_age_ms*.
+        self.pattern = pattern
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self._refresher: LoopingCall | None = None
 
     # -- liveness (max_poll_interval_ms), asked by the member at each heartbeat --
 
@@ -507,8 +538,49 @@ class ConsumerGroup:
         self._offsets = {}
         self._stopping = None
         self._start_d = Deferred()
-        self.member.start().addBoth(self._member_stopped)
+        if self.pattern is None:
+            self.member.start().addBoth(self._member_stopped)
+        else:
+            self._refresh_subscription().addCallback(self._start_matching)
         return self._start_d
+
+    def _matching(self) -> list[str]:
+        pattern = self.pattern
+        assert pattern is not None
+        return [
+            t
+            for t in self.client.topic_partitions
+            if not t.startswith("__") and pattern.fullmatch(t)
+        ]
+
+    def _start_matching(self, _: Any) -> None:
+        """Join with the topics the pattern matched; look again every metadata_max_age_ms."""
+        if self._stopping is not None:
+            self._member_stopped(None)  # stopped before joining
+            return
+        self.member.start().addBoth(self._member_stopped)
+        refresher = self._refresher = LoopingCall(self._refresh_subscription)
+        refresher.clock = self.client.reactor
+        refresher.start(self.metadata_max_age_ms / 1000.0, now=False)
+
+    def _refresh_subscription(self) -> Deferred[None]:
+        """Load every topic's metadata and subscribe to those the pattern matches now."""
+        # The client keeps topics a full listing no longer names: forget the
+        # matching ones first, so that a deleted topic drops out.
+        self.client.reset_topic_metadata(*self._matching())
+        d = self.client.load_metadata_for_topics()
+
+        def matched(_: Any) -> None:
+            self.member.subscribe(self._matching())
+
+        def failed(failure: Failure) -> None:
+            log.warn(
+                "{group!r}: topic metadata refresh failed: {error}",
+                group=self.group_id,
+                error=failure.getErrorMessage(),
+            )
+
+        return d.addCallbacks(matched, failed)
 
     def shutdown(self) -> Deferred[Offsets]:
         """Finish processing, commit, leave the group; fires with the last processed offsets."""
@@ -524,12 +596,15 @@ class ConsumerGroup:
         stopping = self._stopping
         if stopping is None:
             stopping = self._stopping = Deferred()
-            self.member.stop(commit=commit)
+            self.member.stop(commit=commit)  # before it started (pattern lookup): no effect
         waiter: Deferred[Offsets] = Deferred()
         stopping.addBoth(_relay, waiter)
         return waiter
 
     def _member_stopped(self, result: Any) -> None:
+        refresher, self._refresher = self._refresher, None
+        if refresher is not None and refresher.running:
+            refresher.stop()
         start_d, self._start_d = self._start_d, None
         stopping, self._stopping = self._stopping, None
         offsets, self._offsets = self._offsets, {}

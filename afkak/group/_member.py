@@ -143,9 +143,8 @@ class GroupMember:
         self.client = client
         self.reactor = client.reactor
         self.group_id = group_id
+        #: The subscription (may be empty: a pattern that matches nothing yet).
         self.topics = tuple(sorted(set(topics)))
-        if not self.topics:
-            raise ValueError("a group member must subscribe to at least one topic")
         self.listener = listener
         self.assignors = list(assignors)
         self.protocol = common_protocol(self.assignors)
@@ -221,6 +220,14 @@ class GroupMember:
             self._stop_reason = f"fatal error: {failure.getErrorMessage()}"
             self._stop_commits = False
             self._interrupt()
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        """Subscribe to *topics* from now on; a running member rebalances if they changed."""
+        new = tuple(sorted(set(topics)))
+        if new != self.topics:
+            self.topics = new
+            if self.state is not S.STOPPED:
+                self.request_rejoin(f"the subscription changed to {list(new)}")
 
     def request_rejoin(self, reason: str) -> None:
         """Rebalance soon (e.g. a commit was refused because a rebalance is in progress)."""
