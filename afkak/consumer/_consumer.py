@@ -82,6 +82,9 @@ class Consumer:
         the messages of one fetch response, or of ``auto_commit_every_n`` of
         them.
         It may return a Deferred; it is not called again until that fires.
+        A Deferred firing with an offset (an ``int``) below the last
+        message's says the processor finished only up to that message: the
+        rest is not counted as processed and is fetched again.
         An exception (or a failed Deferred) stops the consumer and fails the
         Deferred that :meth:`start` returned.
     :param str consumer_group: the group to commit offsets for (none: no
@@ -702,7 +705,7 @@ class Consumer:
                 self._processing = None
                 self._fail(Failure())
             return
-        last, count = messages[-1].offset, len(messages)
+        first, last, count = messages[0].offset, messages[-1].offset, len(messages)
         if isinstance(result, Deferred):
             if token is not self._processing:
                 return  # stopped from within the processor
@@ -710,21 +713,27 @@ class Consumer:
             result.addCallbacks(
                 self._processed,
                 self._processor_failed,
-                callbackArgs=(last, count, result),
+                callbackArgs=(first, last, count, result),
                 errbackArgs=(result,),
             )
         else:
-            self._processed(None, last, count, token)
+            self._processed(None, first, last, count, token)
 
-    def _processed(self, result: Any, last: int, count: int, token: object) -> Any:
+    def _processed(self, result: Any, first: int, last: int, count: int, token: object) -> Any:
         if token is not self._processing:
             return result  # stopped meanwhile: these messages do not count
         self._processing = None
-        self._committer.processed(last, count)
+        partial = type(result) is int and result < last
+        if not partial:
+            self._committer.processed(last, count)
+        elif result >= first:
+            self._committer.processed(result, result - first + 1)
         if self._shutdown_d is not None:
             self._finish_shutdown()
-            return result
-        self._pump()
+        elif partial:
+            self._reposition(max(result + 1, first))  # the rest is fetched again
+        else:
+            self._pump()
         return result
 
     def _processor_failed(self, failure: Failure, token: object) -> None:
