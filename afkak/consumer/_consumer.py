@@ -214,6 +214,8 @@ class Consumer:
         # The processor's Deferred, or a token while it runs synchronously; since when.
         self._processing: object | None = None
         self._processing_since = 0.0
+        # Set by a seek during a processor call: the last offset of it that counts.
+        self._seek_cap: int | None = None
         self._pumping = False
         self._repump = False
         # pause(): neither fetch nor deliver until resume().
@@ -698,6 +700,7 @@ class Consumer:
     def _deliver(self, messages: list[SourcedMessage]) -> None:
         token = self._processing = object()
         self._processing_since = self.client.reactor.seconds()
+        self._seek_cap = None
         try:
             result = self.processor(self, messages)
         except Exception:
@@ -723,15 +726,21 @@ class Consumer:
         if token is not self._processing:
             return result  # stopped meanwhile: these messages do not count
         self._processing = None
-        partial = type(result) is int and result < last
-        if not partial:
+        refetch = type(result) is int and result < last
+        done = result if refetch else last
+        cap, self._seek_cap = self._seek_cap, None
+        if cap is not None:
+            # Seeked during the call: the records from the seek target on are
+            # delivered again (or were skipped), so they do not count now.
+            refetch, done = False, min(done, cap)
+        if done == last:
             self._committer.processed(last, count)
-        elif result >= first:
-            self._committer.processed(result, result - first + 1)
+        elif done >= first:
+            self._committer.processed(done, done - first + 1)
         if self._shutdown_d is not None:
             self._finish_shutdown()
-        elif partial:
-            self._reposition(max(result + 1, first))  # the rest is fetched again
+        elif refetch:
+            self._reposition(max(done + 1, first))  # the rest is fetched again
         else:
             self._pump()
         return result
@@ -794,6 +803,9 @@ class Consumer:
         self._cancel_fetch()
         self._drop_fetched()
         self._fetch_offset = offset
+        if self._processing is not None:
+            # Of the call under way, only records before a concrete target count.
+            self._seek_cap = offset - 1 if offset >= 0 else -1
         self._pump()
 
     def pause(self, *tps: Any) -> None:

@@ -55,6 +55,22 @@ class SeekTests(PositionTestCase):
             self.run_for(0.1)
         self.assertEqual(p.offsets, [0, 7, 8, 9])
 
+    def test_a_rewind_during_a_call_is_not_committed_past(self) -> None:
+        """The records of the call from the seek target on count only once delivered again."""
+        self.fill(4)
+        p = Recorder(block=True, clock=self.clock)
+        c = self.running(p, consumer_group="g", auto_commit_every_n=0)
+        self.run_for(0.1)
+        self.assertEqual(p.offsets, [0, 1, 2, 3])
+        c.seek(TP, 2)
+        p.release(0)
+        self.assertEqual(c.last_processed_offset, 1)
+        self.run_for(0.1)
+        self.assertEqual(p.offsets, [0, 1, 2, 3, 2, 3])
+        c.seek_to_beginning(TP)
+        p.release(1)
+        self.assertEqual(c.last_processed_offset, 1, "nothing of that call counts")
+
     def test_seek_back_from_within_a_synchronous_processor(self) -> None:
         """A rewind asked by the processor itself: the rest of the block is dropped."""
         self.fill(4)
