@@ -113,7 +113,6 @@ class ExampleScriptTests(unittest.TestCase):
         self.assertIn('orders/0@0: b\'{"item": "tea", "count": 2}\'', out)
         self.assertRegex(out, r"read \d+ messages; last offsets \[\d+\]")
 
-
     def test_pull(self) -> None:
         out = self.run_example("pull.py")
         self.assertIn("clicks per page: {'/p/0': 2, '/p/1': 2, '/p/2': 2}", out)
