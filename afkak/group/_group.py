@@ -33,17 +33,7 @@ from afkak.common import (
     TopicAndPartition,
     UnknownMemberId,
 )
-from afkak.consumer import Consumer
-from afkak.consumer.positions import (
-    OffsetAndMetadata,
-    commit_offsets,
-    committed_offsets,
-    offset_value,
-    offsets_for_times,
-    partition_of,
-    partitions_of,
-    timestamps_of,
-)
+from afkak.consumer import Consumer, OffsetAndMetadata, positions
 from afkak.producer import ConsumerGroupMetadata
 
 from ._assignor import PartitionAssignor
@@ -322,7 +312,7 @@ class ConsumerGroup:
         return self.member.owned
 
     def _owned(self, tp: Any) -> TopicAndPartition:
-        key = partition_of(tp)
+        key = positions.partition_of(tp)
         if key not in self.member.owned:
             raise ValueError(f"{key} is not assigned to this member of {self.group_id!r}")
         return key
@@ -330,7 +320,7 @@ class ConsumerGroup:
     def _owned_all(self, tps: tuple[Any, ...]) -> list[TopicAndPartition]:
         if not tps:
             return sorted(self.member.owned)
-        return [self._owned(tp) for tp in partitions_of(tps)]
+        return [self._owned(tp) for tp in positions.partitions_of(tps)]
 
     def seek(self, tp: Any, offset: int) -> None:
         """Consume *tp* from *offset* on (see :meth:`Consumer.seek
@@ -339,7 +329,7 @@ class ConsumerGroup:
         :raises ValueError: *tp* is not assigned to this member, or *offset*
             is negative.
         """
-        self._seek(self._owned(tp), offset_value(offset))
+        self._seek(self._owned(tp), positions.offset_value(offset))
 
     def seek_to_beginning(self, *tps: Any) -> None:
         """Consume from the earliest offset; no *tps*: every assigned partition."""
@@ -366,14 +356,14 @@ class ConsumerGroup:
         """Stop fetching *tps* (assigned partitions); the membership and the other
         partitions go on.  A partition stays paused until :meth:`resume` or until
         it is revoked."""
-        for tp in [self._owned(tp) for tp in partitions_of(tps)]:
+        for tp in [self._owned(tp) for tp in positions.partitions_of(tps)]:
             self._paused.add(tp)
             if tp in self.consumers:
                 self.consumers[tp].pause(tp)
 
     def resume(self, *tps: Any) -> None:
         """Fetch paused *tps* again."""
-        for tp in [self._owned(tp) for tp in partitions_of(tps)]:
+        for tp in [self._owned(tp) for tp in positions.partitions_of(tps)]:
             self._paused.discard(tp)
             if tp in self.consumers:
                 self.consumers[tp].resume(tp)
@@ -396,8 +386,8 @@ class ConsumerGroup:
 
     def committed(self, tp: Any) -> Deferred[OffsetAndMetadata | None]:
         """The group's committed offset of any *tp* and its metadata (None: none)."""
-        key = partition_of(tp)
-        d = Deferred.fromCoroutine(committed_offsets(self.client, self.group_id, [key]))
+        key = positions.partition_of(tp)
+        d = Deferred.fromCoroutine(positions.committed_offsets(self.client, self.group_id, [key]))
         return d.addCallback(lambda found: found[key])
 
     def offsets_for_times(
@@ -405,8 +395,8 @@ class ConsumerGroup:
     ) -> Deferred[dict[TopicAndPartition, int | None]]:
         """For each partition, the first offset whose record timestamp is at or after
         the given milliseconds (None: no such record); then :meth:`seek` there."""
-        checked = timestamps_of(timestamps)
-        return Deferred.fromCoroutine(offsets_for_times(self.client, checked, 0))
+        checked = positions.timestamps_of(timestamps)
+        return Deferred.fromCoroutine(positions.offsets_for_times(self.client, checked, 0))
 
     @overload
     def commit(self) -> Deferred[dict[TopicAndPartition, int | None]]: ...
@@ -432,7 +422,7 @@ class ConsumerGroup:
             tps = sorted(self.consumers)
             done: list[Deferred[Any]] = [self.consumers[tp].commit() for tp in tps]
         else:
-            explicit = commit_offsets(offsets)
+            explicit = positions.commit_offsets(offsets)
             tps = [self._owned(tp) for tp in explicit]
             missing = [tp for tp in tps if tp not in self.consumers]
             if missing:
