@@ -1,8 +1,8 @@
 """afkak: a Twisted, Deferred-based client for Apache Kafka.
 
 The public surface: :class:`KafkaClient`, :class:`Producer`, :class:`Consumer`,
-:class:`ConsumerGroup`, the partitioners, message construction, the compression constants, and
-:mod:`afkak.common` (errors, structs, constants).
+:class:`ConsumerGroup`, :class:`KafkaConsumer`, the partitioners, message construction,
+the compression constants, and :mod:`afkak.common` (errors, structs, constants).
 """
 
 from afkak import common  # noqa: F401  (first: it fixes the public module of re-exported names)
@@ -20,7 +20,7 @@ from afkak.connection import (
     ScramSha512,
 )
 from afkak.consumer import Consumer
-from afkak.group import ConsumerGroup
+from afkak.group import ConsumerGroup, KafkaConsumer
 from afkak.message_set import MessageSet, create_message, create_message_set
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
@@ -38,6 +38,7 @@ __all__ = [
     "Consumer",
     "ConsumerGroup",
     "HashedPartitioner",
+    "KafkaConsumer",
     "KafkaClient",
     "MessageSet",
     "OFFSET_COMMITTED",

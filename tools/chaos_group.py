@@ -219,7 +219,7 @@ def group(
             _drive(all_processed, timeout=REBALANCE_TIMEOUT_MS / 1000 * 4 + 30)
             for member in members:
                 if isinstance(member, ConsumerGroup):
-                    report.states.append(f"afkak {member.state.name} {member.assignment}")
+                    report.states.append(f"afkak {member.state.name} {sorted(member.assignment())}")
         finally:
             for member in members:
                 if isinstance(member, ConsumerGroup):

@@ -15,6 +15,7 @@ from afkak.consumer._options import (
     REQUEST_RETRY_MIN_DELAY,
 )
 from afkak.consumer._retry import REQUEST_RETRY_FACTOR
+from afkak.consumer.positions import OffsetAndMetadata
 
 __all__ = [
     "AUTO_COMMIT_INTERVAL",
@@ -26,4 +27,5 @@ __all__ = [
     "REQUEST_RETRY_MAX_DELAY",
     "REQUEST_RETRY_MIN_DELAY",
     "Consumer",
+    "OffsetAndMetadata",
 ]

@@ -19,10 +19,11 @@ from twisted.python.failure import Failure
 
 from afkak.client import ConsumerClient
 from afkak.common import (
+    OFFSET_EARLIEST,
+    OFFSET_LATEST,
     CancelledError,
     OffsetCommitRequest,
     OffsetFetchRequest,
-    OffsetOutOfRangeError,
     OperationInProgress,
 )
 from afkak.records.aborted import READ_COMMITTED
@@ -102,7 +103,12 @@ class Committer:
             self._auto_commit()
 
     async def committed_offset(self) -> int:
-        """The group's committed offset, or where ``auto_offset_reset`` says to start."""
+        """The group's committed offset; without one, afkak 21's rule says where to start.
+
+        ``OFFSET_EARLIEST`` unless ``auto_offset_reset`` is ``OFFSET_LATEST``:
+        a new group reads the backlog (Java's ``auto.offset.reset`` defaults
+        to latest; see docs/changes-from-afkak-21.rst).
+        """
         group = self._options.consumer_group
         assert group is not None  # start() refuses OFFSET_COMMITTED without a group
         [answer] = await self._options.retry.run(
@@ -118,12 +124,9 @@ class Committer:
         if answer.offset != _NOT_COMMITTED:
             self.last_committed = answer.offset - 1
             return int(answer.offset)
-        if self._options.auto_offset_reset is None:
-            raise OffsetOutOfRangeError(
-                f"group {group!r} has no committed offset for "
-                f"{self._topic}/{self._partition} and auto_offset_reset is None"
-            )
-        return self._options.auto_offset_reset
+        if self._options.auto_offset_reset == OFFSET_LATEST:
+            return OFFSET_LATEST
+        return OFFSET_EARLIEST
 
     def commit(self) -> Deferred[int | None]:
         """Commit :attr:`last_processed` unless committed (see ``Consumer.commit``)."""
@@ -154,12 +157,17 @@ class Committer:
             await waiter
         await self.commit()
 
-    async def _send_commit(self, offset: int) -> None:
+    async def commit_offset(self, next_offset: int, metadata: str) -> None:
+        """Commit *next_offset* (the next to consume) with *metadata*, as the application chose."""
+        await self._send_commit(next_offset - 1, metadata)
+        self.last_committed = next_offset - 1
+
+    async def _send_commit(self, offset: int, metadata: str | bytes | None = None) -> None:
         group = self._options.consumer_group
         assert group is not None  # Consumer.commit() refuses to run without a group
-        request = OffsetCommitRequest(
-            self._topic, self._partition, offset + 1, -1, self._options.commit_metadata
-        )
+        if metadata is None:
+            metadata = self._options.commit_metadata
+        request = OffsetCommitRequest(self._topic, self._partition, offset + 1, -1, metadata)
         await self._options.retry.run(
             self._client.reactor,
             lambda: self._client.send_offset_commit_request(

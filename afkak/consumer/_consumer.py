@@ -10,8 +10,8 @@ are checked in :mod:`._options`, and its commits are a :class:`._committer.Commi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, overload
 
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
@@ -28,19 +28,30 @@ from afkak.common import (
     RestartError,
     RestopError,
     SourcedMessage,
+    TopicAndPartition,
 )
 from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
+from ._deserialize import checked, deserializing
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
 from ._options import (
-    FETCH_BUFFER_SIZE_BYTES,
     FETCH_MAX_WAIT_TIME,
     FETCH_MIN_BYTES,
     REQUEST_RETRY_MAX_DELAY,
     REQUEST_RETRY_MIN_DELAY,
     resolve,
+)
+from .positions import (
+    OffsetAndMetadata,
+    commit_offsets,
+    committed_offsets,
+    offset_value,
+    offsets_for_times,
+    partition_of,
+    partitions_of,
+    timestamps_of,
 )
 
 log = Logger()
@@ -72,6 +83,9 @@ class Consumer:
         the messages of one fetch response, or of ``auto_commit_every_n`` of
         them.
         It may return a Deferred; it is not called again until that fires.
+        A Deferred firing with an offset (an ``int``) below the last
+        message's says the processor finished only up to that message: the
+        rest is not counted as processed and is fetched again.
         An exception (or a failed Deferred) stops the consumer and fails the
         Deferred that :meth:`start` returned.
     :param str consumer_group: the group to commit offsets for (none: no
@@ -88,9 +102,11 @@ class Consumer:
         bytes are available...
     :param int fetch_max_wait_time: ...or this many milliseconds passed.
     :param int buffer_size: the number of bytes to fetch at most at a time,
-        to begin with.  When the next record batch does not fit (only brokers
-        that do not return an oversized first batch whole, as Kafka does since
-        0.10.1, cut it), it grows x16 while below 1 MiB (to 1 MiB at most),
+        to begin with (default: 1 MiB, the Java client's
+        ``max.partition.fetch.bytes``, or ``max_buffer_size`` if smaller).
+        When the next record batch does not fit (only brokers that do not
+        return an oversized first batch whole, as Kafka does since 0.10.1,
+        cut it), it grows x16 while below 1 MiB (to 1 MiB at most),
         then doubles, up to *max_buffer_size*.
     :param int max_buffer_size: the largest fetch size (None: no limit).  A
         batch that still does not fit stops the consumer with
@@ -104,10 +120,12 @@ class Consumer:
         failing; 0 (the default) retries forever.  Only retriable errors are
         retried.
     :param auto_offset_reset: what to do when the offset to fetch is out of
-        range, or when starting from :data:`~afkak.common.OFFSET_COMMITTED`
-        and the group has no committed offset: ``OFFSET_EARLIEST`` or
-        ``OFFSET_LATEST`` start there; ``None`` (the default) stops the
-        consumer with :class:`~afkak.common.OffsetOutOfRangeError`.
+        range: ``OFFSET_EARLIEST`` or ``OFFSET_LATEST`` start there; ``None``
+        (the default) stops the consumer with
+        :class:`~afkak.common.OffsetOutOfRangeError`.  Starting from
+        :data:`~afkak.common.OFFSET_COMMITTED` when the group has no committed
+        offset starts at the earliest offset unless it is ``OFFSET_LATEST``
+        (afkak 21's rule).
     :param str commit_consumer_id: member id sent with commits.
     :param int commit_generation_id: group generation sent with commits.
     :param str isolation_level: ``"read_uncommitted"`` (the default): every
@@ -116,6 +134,10 @@ class Consumer:
         aborted transactions' records (``OFFSET_LATEST`` is then the last
         stable offset too, and ``OFFSET_COMMITTED`` waits for offsets that an
         open transaction staged).  Transaction markers are never delivered.
+    :param key_deserializer: called with each record's key (bytes) to make
+        the message's ``key`` (a missing key stays None); an exception stops
+        the consumer as a processor's does.
+    :param value_deserializer: the same for each value (a tombstone stays None).
     """
 
     def __init__(
@@ -130,7 +152,7 @@ class Consumer:
         auto_commit_every_ms: int | None = None,
         fetch_size_bytes: int = FETCH_MIN_BYTES,
         fetch_max_wait_time: int = FETCH_MAX_WAIT_TIME,
-        buffer_size: int = FETCH_BUFFER_SIZE_BYTES,
+        buffer_size: int | None = None,
         max_buffer_size: int | None = None,
         request_retry_init_delay: float = REQUEST_RETRY_MIN_DELAY,
         request_retry_max_delay: float = REQUEST_RETRY_MAX_DELAY,
@@ -139,6 +161,8 @@ class Consumer:
         commit_consumer_id: str = "",
         commit_generation_id: int = -1,
         isolation_level: str = "read_uncommitted",
+        key_deserializer: Callable[[bytes], Any] | None = None,
+        value_deserializer: Callable[[bytes], Any] | None = None,
     ) -> None:
         kafka_client(client)
         topic_name(topic)
@@ -162,6 +186,10 @@ class Consumer:
             commit_generation_id=commit_generation_id,
             isolation_level=isolation_level,
         )
+        self._deserialize = deserializing(
+            checked("key_deserializer", key_deserializer),
+            checked("value_deserializer", value_deserializer),
+        )
         self.client = client
         self.topic = topic
         self.partition = partition
@@ -184,10 +212,15 @@ class Consumer:
         # The messages of the response being processed, and where the next block starts.
         self._remaining: list[SourcedMessage] = []
         self._next_index = 0
-        # The processor's Deferred, or a token while it runs synchronously.
+        # The processor's Deferred, or a token while it runs synchronously; since when.
         self._processing: object | None = None
+        self._processing_since = 0.0
+        # Set by a seek during a processor call: the last offset of it that counts.
+        self._seek_cap: int | None = None
         self._pumping = False
         self._repump = False
+        # pause(): neither fetch nor deliver until resume().
+        self._paused = False
 
     def __repr__(self) -> str:
         if self._start_d is None:
@@ -217,6 +250,15 @@ class Consumer:
         return self._committer.last_committed
 
     @property
+    def processing_since(self) -> float | None:
+        """When (``reactor.seconds()``) the processor call under way began (None: none is).
+
+        A :class:`~afkak.group.ConsumerGroup` compares it with its
+        ``max_poll_interval_ms``.
+        """
+        return None if self._processing is None else self._processing_since
+
+    @property
     def high_watermark(self) -> int:
         """The partition's high watermark in the last fetch response (-1: none yet)."""
         return self._high_watermark
@@ -243,6 +285,8 @@ class Consumer:
 
     @buffer_size.setter
     def buffer_size(self, value: int) -> None:
+        if value is None:
+            raise TypeError("buffer_size must be an int, not None")
         self._reconfigure(buffer_size=value)
 
     @property
@@ -372,7 +416,8 @@ class Consumer:
             "auto_commit_every_ms": o.auto_commit_every_ms,
             "fetch_size_bytes": fetcher.min_bytes,
             "fetch_max_wait_time": fetcher.max_wait_ms,
-            "buffer_size": fetcher.buffer_size,
+            # A default fetch size keeps following max_buffer_size.
+            "buffer_size": fetcher.buffer_size if o.buffer_size_given else None,
             "max_buffer_size": fetcher.max_buffer_size,
             "request_retry_init_delay": o.retry.init_delay,
             "request_retry_max_delay": o.retry.max_delay,
@@ -404,7 +449,8 @@ class Consumer:
             ``OFFSET_LATEST`` (looked up with ListOffsets), or
             ``OFFSET_COMMITTED``: the group's committed offset, where the
             last processed message committed to the group was the one before.
-            Without a committed offset, ``auto_offset_reset`` decides.
+            Without a committed offset: the earliest offset, or the latest
+            if ``auto_offset_reset`` is ``OFFSET_LATEST``.
         :returns: a Deferred that fires with :attr:`last_processed_offset`
             when the consumer is stopped, or fails with the error that stopped
             it (the processor's, or a request's that cannot be retried).
@@ -442,6 +488,30 @@ class Consumer:
             shutdown_d.errback(CancelledError(message="the consumer was stopped"))
         start_d.callback(offset)
         return offset
+
+    def abandon(self) -> Deferred[None]:
+        """Stop now as :meth:`stop` does, but leave a processor call under way alone.
+
+        For a processor that outlived ``max_poll_interval_ms``: its result no
+        longer counts, and the returned Deferred fires when it comes (at once
+        when no call is under way).  Cancelling that Deferred does not cancel
+        the call.
+        """
+        processing = self._processing
+        self._processing = None  # _halt() leaves it alone; its result is ignored
+        self.stop()
+        returned: Deferred[None] = Deferred()
+        if not isinstance(processing, Deferred):
+            returned.callback(None)
+        else:
+
+            def done(result: Any) -> Any:
+                if not returned.called:
+                    returned.callback(None)
+                return result
+
+            processing.addBoth(done)
+        return returned
 
     def shutdown(self) -> Deferred[int | None]:
         """Stop gracefully: let the processor finish, commit (with a group), then stop.
@@ -532,6 +602,8 @@ class Consumer:
                 self._repump = False
                 if self._start_d is None or self._shutdown_d is not None:
                     return
+                if self._paused:
+                    return
                 idle = self._processing is None and self._next_index >= len(self._remaining)
                 if idle and self._current is None and self._buffered is not None:
                     if isinstance(self._buffered, Failure):
@@ -558,6 +630,8 @@ class Consumer:
             return
         try:
             self._remaining = fetched.messages(self.topic, self.partition)
+            if self._deserialize is not None:
+                self._remaining = self._deserialize(self._remaining)
         except Exception:
             self._fail(Failure())
             return
@@ -570,11 +644,15 @@ class Consumer:
         d.addCallbacks(self._fetched, self._fetch_failed, callbackArgs=(d,), errbackArgs=(d,))
 
     async def _next_records(self, offset: int) -> FetchedRecords:
+        return await self._fetcher.next_records(await self._resolve(offset))
+
+    async def _resolve(self, offset: int) -> int:
+        """*offset*, or the offset a special value (committed, earliest, latest) stands for."""
         if offset == OFFSET_COMMITTED:
             offset = await self._committer.committed_offset()
         if offset < 0:
             offset = await self._fetcher.offset_at(offset)
-        return await self._fetcher.next_records(offset)
+        return offset
 
     def _fetched(self, fetched: FetchedRecords, d: Deferred[FetchedRecords]) -> None:
         if d is not self._fetching:
@@ -622,6 +700,8 @@ class Consumer:
 
     def _deliver(self, messages: list[SourcedMessage]) -> None:
         token = self._processing = object()
+        self._processing_since = self.client.reactor.seconds()
+        self._seek_cap = None
         try:
             result = self.processor(self, messages)
         except Exception:
@@ -629,7 +709,7 @@ class Consumer:
                 self._processing = None
                 self._fail(Failure())
             return
-        last, count = messages[-1].offset, len(messages)
+        first, last, count = messages[0].offset, messages[-1].offset, len(messages)
         if isinstance(result, Deferred):
             if token is not self._processing:
                 return  # stopped from within the processor
@@ -637,21 +717,33 @@ class Consumer:
             result.addCallbacks(
                 self._processed,
                 self._processor_failed,
-                callbackArgs=(last, count, result),
+                callbackArgs=(first, last, count, result),
                 errbackArgs=(result,),
             )
         else:
-            self._processed(None, last, count, token)
+            self._processed(None, first, last, count, token)
 
-    def _processed(self, result: Any, last: int, count: int, token: object) -> Any:
+    def _processed(self, result: Any, first: int, last: int, count: int, token: object) -> Any:
         if token is not self._processing:
             return result  # stopped meanwhile: these messages do not count
         self._processing = None
-        self._committer.processed(last, count)
+        refetch = type(result) is int and result < last
+        done = result if refetch else last
+        cap, self._seek_cap = self._seek_cap, None
+        if cap is not None:
+            # Seeked during the call: the records from the seek target on are
+            # delivered again (or were skipped), so they do not count now.
+            refetch, done = False, min(done, cap)
+        if done == last:
+            self._committer.processed(last, count)
+        elif done >= first:
+            self._committer.processed(done, done - first + 1)
         if self._shutdown_d is not None:
             self._finish_shutdown()
-            return result
-        self._pump()
+        elif refetch:
+            self._reposition(max(done + 1, first))  # the rest is fetched again
+        else:
+            self._pump()
         return result
 
     def _processor_failed(self, failure: Failure, token: object) -> None:
@@ -661,10 +753,143 @@ class Consumer:
         self._fail(failure)
         return None
 
+    # -- position control (the Java client's and aiokafka's names) -----------------------
+
+    @property
+    def topic_partition(self) -> TopicAndPartition:
+        """The partition this consumer reads."""
+        return TopicAndPartition(self.topic, self.partition)
+
+    def assignment(self) -> frozenset[TopicAndPartition]:
+        """The partitions this consumer reads: its own one."""
+        return frozenset({self.topic_partition})
+
+    def _own(self, tp: Any) -> TopicAndPartition:
+        key = partition_of(tp)
+        if key != self.topic_partition:
+            raise ValueError(f"{key} is not assigned to {self!r}")
+        return key
+
+    def _own_all(self, tps: tuple[Any, ...]) -> list[TopicAndPartition]:
+        return [self._own(tp) for tp in partitions_of(tps)]
+
+    def seek(self, tp: Any, offset: int) -> None:
+        """Fetch *tp* from *offset* on.
+
+        Records fetched from before it and not yet given to the processor are
+        dropped; a processor call under way finishes, and the next call gets
+        records from *offset* on.  Commits follow the processed records (or
+        :meth:`commit` with explicit offsets).
+
+        :raises ValueError: *tp* is not this consumer's partition, *offset* is
+            negative, or the consumer is not running (pass the offset to
+            :meth:`start` instead).
+        """
+        self._own(tp)
+        self._reposition(offset_value(offset))
+
+    def seek_to_beginning(self, *tps: Any) -> None:
+        """Fetch from the earliest offset (looked up when fetching); no *tps*: every partition."""
+        self._own_all(tps)
+        self._reposition(OFFSET_EARLIEST)
+
+    def seek_to_end(self, *tps: Any) -> None:
+        """Fetch from the log end (looked up when fetching); no *tps*: every partition."""
+        self._own_all(tps)
+        self._reposition(OFFSET_LATEST)
+
+    def _reposition(self, offset: int) -> None:
+        if self._start_d is None:
+            raise ValueError(f"{self!r} is not running: pass the offset to start()")
+        self._cancel_fetch()
+        self._drop_fetched()
+        self._fetch_offset = offset
+        if self._processing is not None:
+            # Of the call under way, only records before a concrete target count.
+            self._seek_cap = offset - 1 if offset >= 0 else -1
+        self._pump()
+
+    def pause(self, *tps: Any) -> None:
+        """Stop fetching and delivering (a processor call under way finishes); keeps what
+        was fetched.  Holds across :meth:`stop` and :meth:`start` until :meth:`resume`."""
+        if self._own_all(tps):
+            self._paused = True
+            self._cancel_fetch()
+
+    def resume(self, *tps: Any) -> None:
+        """Undo :meth:`pause`: fetch and deliver again."""
+        if self._own_all(tps) and self._paused:
+            self._paused = False
+            self._pump()
+
+    def paused(self) -> frozenset[TopicAndPartition]:
+        """The partitions paused: this consumer's, or none."""
+        return self.assignment() if self._paused else frozenset()
+
+    def position(self, tp: Any) -> Deferred[int]:
+        """The offset of the next record the processor will be given.
+
+        Records fetched ahead and not yet delivered do not count.  Fires at
+        once unless the position is a special value (committed, earliest,
+        latest) still to be looked up.
+        """
+        self._own(tp)
+        if self._start_d is None:
+            raise ValueError(f"{self!r} is not running")
+        offset = self._next_offset()
+        if offset >= 0:
+            return succeed(offset)
+        return Deferred.fromCoroutine(self._resolve(offset))
+
+    def _next_offset(self) -> int:
+        if self._next_index < len(self._remaining):
+            return int(self._remaining[self._next_index].offset)
+        for fetched in (self._current, self._buffered):
+            if isinstance(fetched, FetchedRecords):
+                return fetched.offset
+        return self._fetch_offset
+
+    def committed(self, tp: Any) -> Deferred[OffsetAndMetadata | None]:
+        """The group's committed offset of *tp* and its metadata (None: none committed)."""
+        key = self._own(tp)
+        group = self.consumer_group
+        if not group:
+            return fail(InvalidConsumerGroupError(f"{self!r} has no consumer_group"))
+        d = Deferred.fromCoroutine(
+            committed_offsets(self.client, group, [key], self._options.isolation == READ_COMMITTED)
+        )
+        return d.addCallback(lambda found: found[key])
+
+    def offsets_for_times(
+        self, timestamps: Mapping[Any, int]
+    ) -> Deferred[dict[TopicAndPartition, int | None]]:
+        """For each partition, the first offset whose record timestamp is at or after the
+        given milliseconds (None: no such record); then :meth:`seek` there."""
+        checked = timestamps_of(timestamps)
+        for tp in checked:
+            self._own(tp)
+        return Deferred.fromCoroutine(
+            offsets_for_times(self.client, checked, self._options.isolation)
+        )
+
     # -- commits ---------------------------------------------------------------------
 
-    def commit(self) -> Deferred[int | None]:
+    @overload
+    def commit(self) -> Deferred[int | None]: ...
+
+    @overload
+    def commit(
+        self, offsets: Mapping[Any, int | OffsetAndMetadata]
+    ) -> Deferred[dict[TopicAndPartition, OffsetAndMetadata]]: ...
+
+    def commit(self, offsets: Any = None) -> Deferred[Any]:
         """Commit :attr:`last_processed_offset` if it differs from :attr:`last_committed_offset`.
+
+        With *offsets* (``{tp: offset or OffsetAndMetadata}``, the offset
+        being the next one to consume, as in the Java client), commit those
+        instead, with their metadata; the Deferred fires with them.  With
+        auto-commit on, the next auto-commit stores the processed position
+        again, as the Java client's does.
 
         The group stores the next offset to consume (the last processed one
         plus one).  A smaller offset than the group has may be committed, by
@@ -679,6 +904,16 @@ class Consumer:
             the commit in flight completes); otherwise it fires with the
             outcome of the commit in flight.
         """
+        explicit = None if offsets is None else commit_offsets(offsets)
+        if explicit is not None:
+            for tp in explicit:
+                self._own(tp)
         if not self.consumer_group:
             return fail(InvalidConsumerGroupError(f"{self!r} has no consumer_group to commit to"))
-        return self._committer.commit()
+        if explicit is None:
+            return self._committer.commit()
+        if not explicit:
+            return succeed({})
+        [chosen] = explicit.values()
+        d = Deferred.fromCoroutine(self._committer.commit_offset(chosen.offset, chosen.metadata))
+        return d.addCallback(lambda _: explicit)

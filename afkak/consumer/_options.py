@@ -26,9 +26,14 @@ AUTO_COMMIT_INTERVAL = 5000
 FETCH_MIN_BYTES = 64 * 1024
 #: ...or this many milliseconds (default ``fetch_max_wait_time``).
 FETCH_MAX_WAIT_TIME = 100
-#: Default ``buffer_size``: the fetch size (bytes per fetch) to start with;
-#: 1 MiB, as the Java client's ``max.partition.fetch.bytes`` (afkak 21: 128 KiB).
-FETCH_BUFFER_SIZE_BYTES = 1024 * 1024
+#: afkak 21's initial fetch buffer size (128 KiB), kept with its value for
+#: applications that size records or fetches from it.  The consumer's own
+#: default is :data:`DEFAULT_FETCH_SIZE`.
+FETCH_BUFFER_SIZE_BYTES = 128 * 1024
+#: The fetch size used when ``buffer_size`` is not given: 1 MiB, as the Java
+#: client's ``max.partition.fetch.bytes`` (smaller fetches spend a quarter of
+#: the consumer's time on per-request work), at most ``max_buffer_size``.
+DEFAULT_FETCH_SIZE = 1024 * 1024
 #: Default ``request_retry_init_delay`` (seconds).
 REQUEST_RETRY_MIN_DELAY = 0.1
 #: Default ``request_retry_max_delay`` (seconds).
@@ -45,6 +50,9 @@ class Options:
     fetch_min_bytes: int
     fetch_max_wait_ms: int
     buffer_size: int
+    #: Whether ``buffer_size`` was chosen by the application (else it follows
+    #: :data:`DEFAULT_FETCH_SIZE` and ``max_buffer_size``).
+    buffer_size_given: bool
     max_buffer_size: int | None
     retry: RequestRetries
     auto_offset_reset: int | None
@@ -86,8 +94,12 @@ def resolve(
             auto_commit_every_ms = AUTO_COMMIT_INTERVAL
     elif auto_commit_every_n or auto_commit_every_ms:
         raise ValueError("auto_commit_every_n/_ms are set without a consumer_group")
+    buffer_size_given = buffer_size is not None
     if max_buffer_size is not None:
         integer("max_buffer_size", max_buffer_size, 1, INT32_MAX)
+    if buffer_size is None:
+        buffer_size = min(DEFAULT_FETCH_SIZE, max_buffer_size or DEFAULT_FETCH_SIZE)
+    elif max_buffer_size is not None:
         if integer("buffer_size", buffer_size, 1, INT32_MAX) > max_buffer_size:
             raise ValueError(
                 f"buffer_size ({buffer_size}) is greater than max_buffer_size ({max_buffer_size})"
@@ -109,6 +121,7 @@ def resolve(
         fetch_min_bytes=integer("fetch_size_bytes", fetch_size_bytes, 0, INT32_MAX),
         fetch_max_wait_ms=integer("fetch_max_wait_time", fetch_max_wait_time, 0, INT32_MAX),
         buffer_size=integer("buffer_size", buffer_size, 1, INT32_MAX),
+        buffer_size_given=buffer_size_given,
         max_buffer_size=max_buffer_size,
         retry=_retry(request_retry_init_delay, request_retry_max_delay, request_retry_max_attempts),
         auto_offset_reset=auto_offset_reset,

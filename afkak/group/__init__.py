@@ -5,7 +5,8 @@ partition the group assigns to it.  Assignors ("range", "roundrobin",
 "cooperative-sticky", or your own :class:`PartitionAssignor`) compute
 assignments for every member when this member leads.  Inspection for
 operations: :func:`describe_group`, :func:`list_groups`,
-:func:`committed_offsets`, :func:`group_lag`.  Exactly-once
+:func:`committed_offsets`, :func:`group_lag`.  The pull-style API
+(``getmany``, ``getone``, ``async for``): :class:`KafkaConsumer`.  Exactly-once
 consume-transform-produce: :class:`TransactionalProcessor`.
 """
 
@@ -21,7 +22,8 @@ from afkak.group._admin import (
 )
 from afkak.group._assignor import Assignment, Member, PartitionAssignor, RebalanceProtocol
 from afkak.group._group import ASSIGNORS, DEFAULT_ASSIGNORS, ConsumerGroup
-from afkak.group._member import Generation, GroupMember, RebalanceListener
+from afkak.group._member import Generation, GroupMember, Liveness, RebalanceListener
+from afkak.group._pull import MAX_POLL_RECORDS, KafkaConsumer
 from afkak.group._range import RangeAssignor
 from afkak.group._roundrobin import RoundRobinAssignor
 from afkak.group._states import TRANSITIONS, MemberEvent, MemberState
@@ -46,6 +48,9 @@ __all__ = [
     "GroupDescription",
     "GroupListing",
     "GroupMember",
+    "KafkaConsumer",
+    "Liveness",
+    "MAX_POLL_RECORDS",
     "Member",
     "MemberDescription",
     "MemberEvent",

@@ -11,18 +11,21 @@ given up; a lost partition's (after fencing) is stopped without committing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, overload
 
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
+from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._retry import backoff_policy, retrying
 from afkak.client import ConsumerClient
-from afkak.client._interlayer import group_name, kafka_client, topic_list
+from afkak.client._interlayer import INT32_MAX, group_name, integer, kafka_client, topic_list
 from afkak.common import (
     OFFSET_COMMITTED,
+    OFFSET_EARLIEST,
     OFFSET_LATEST,
     IllegalGeneration,
     RebalanceInProgress,
@@ -31,7 +34,7 @@ from afkak.common import (
     TopicAndPartition,
     UnknownMemberId,
 )
-from afkak.consumer import Consumer
+from afkak.consumer import Consumer, OffsetAndMetadata, positions
 from afkak.producer import ConsumerGroupMetadata
 
 from ._assignor import PartitionAssignor
@@ -111,10 +114,27 @@ class ConsumerGroup:
         coordinator request; doubled on each consecutive failure.
     :param fatal_backoff_ms: the longest such delay (default 1000); afkak 21
         waited this long after unexpected errors.
+    :param max_poll_interval_ms: liveness, as the Java client's
+        ``max.poll.interval.ms``: a processor call that has not returned
+        within it makes the member leave the group (LeaveGroup, and a warning
+        saying why), so that its partitions go to the other members; its
+        Consumers stop without committing (the stuck call's Deferred is
+        cancelled) and the member joins again as a new member.  Checked at
+        each heartbeat.  A static member (*group_instance_id*) does not send
+        LeaveGroup: its partitions move after the session timeout.
+    :param pattern: instead of *topics* (pass ``[]``), subscribe to every
+        topic whose name matches this compiled regular expression
+        (``fullmatch``; internal ``__`` topics excluded), as the Java client's
+        ``subscribe(Pattern)``: the topics are looked up before joining and
+        every *metadata_max_age_ms* (Java's ``metadata.max.age.ms``, 5
+        minutes by default); a matching topic created or deleted meanwhile
+        rebalances the group.
     :param consumer_options: passed to each :class:`~afkak.consumer.Consumer`
-        (``auto_commit_every_n``, ...).  ``auto_offset_reset`` defaults to
-        ``OFFSET_LATEST`` (where a partition without a committed offset
-        starts), as Kafka's ``auto.offset.reset``.
+        (``auto_commit_every_n``, ``key_deserializer``, ``value_deserializer``,
+        ...).  A partition without a committed offset starts at the earliest
+        offset unless ``auto_offset_reset`` is ``OFFSET_LATEST`` (afkak 21's
+        rule; Java's ``auto.offset.reset`` defaults to latest: pass
+        ``auto_offset_reset=OFFSET_LATEST`` for its behaviour).
 
     afkak 21's attributes and subclass hooks stay: ``member_id``,
     ``generation_id``, ``leader_id``, ``coordinator_broker``, ``topics``,
@@ -144,11 +164,23 @@ class ConsumerGroup:
         initial_backoff_ms: int | None = None,
         retry_backoff_ms: int = 100,
         fatal_backoff_ms: int = 1000,
+        max_poll_interval_ms: int = 300000,
+        pattern: re.Pattern[str] | None = None,
+        metadata_max_age_ms: int = 300000,
         **consumer_options: Any,
     ) -> None:
         kafka_client(client)
         group_name(group_id)
-        topics = topic_list(topics)
+        if pattern is None:
+            topics = topic_list(topics)
+        elif not isinstance(pattern, re.Pattern):
+            raise TypeError(f"pattern must be a compiled regular expression, not {pattern!r}")
+        elif topics:
+            raise ValueError("give topics or a pattern, not both")
+        else:
+            topics = []
+        integer("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
+        integer("metadata_max_age_ms", metadata_max_age_ms, 1, INT32_MAX)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
         if consumer_kwargs is not None and not isinstance(consumer_kwargs, dict):
@@ -166,9 +198,15 @@ class ConsumerGroup:
         reserved = _RESERVED_OPTIONS & set(consumer_options)
         if reserved:
             raise TypeError(f"the group sets these Consumer options itself: {sorted(reserved)}")
-        consumer_options = {"auto_offset_reset": OFFSET_LATEST, **consumer_options}
         # Each partition's Consumer checks these; check them once now, not after joining.
-        Consumer(client, topics[0], 0, processor, consumer_group=group_id, **consumer_options)
+        Consumer(
+            client,
+            topics[0] if topics else "pattern",
+            0,
+            processor,
+            consumer_group=group_id,
+            **consumer_options,
+        )
         self.client = client
         self.group_id = group_id
         self.processor = processor
@@ -182,6 +220,12 @@ class ConsumerGroup:
         self.retry_backoff_ms = retry_backoff_ms
         self.fatal_backoff_ms = fatal_backoff_ms
         self.consumers: dict[TopicAndPartition, Consumer] = {}
+        # Position control for owned partitions whose Consumer is not running
+        # (yet): where to start (a seek in on_assigned), and what is paused.
+        self._start_at: dict[TopicAndPartition, int] = {}
+        self._paused: set[TopicAndPartition] = set()
+        # Overdue processor calls of partitions lost meanwhile (see until_live).
+        self._stuck_calls: list[Deferred[None]] = []
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
         self._stopping: Deferred[Offsets] | None = None
@@ -198,7 +242,49 @@ class ConsumerGroup:
             retry_backoff_ms=retry_backoff_ms,
             retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
             initial_backoff_ms=initial_backoff_ms,
+            liveness=self,
         )
+        self.max_poll_interval_ms = max_poll_interval_ms
+        #: Subscribe to the topics this matches (``re.fullmatch``, internal ``__``
+        #: topics left out), refreshed every *metadata_max_age_ms*.
+        self.pattern = pattern
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self._refresher: LoopingCall | None = None
+
+    # -- liveness (max_poll_interval_ms), asked by the member at each heartbeat --
+
+    def _overdue(self, consumer: Consumer) -> float | None:
+        """How long *consumer*'s processor call has run, if longer than allowed."""
+        since = consumer.processing_since
+        if since is None:
+            return None
+        running = self.client.reactor.seconds() - since
+        return running if running > self.max_poll_interval_ms / 1000.0 else None
+
+    def stuck(self) -> str | None:
+        """Why the member must leave the group: a processor call older than
+        ``max_poll_interval_ms`` (None: every processor is live)."""
+        for tp, consumer in sorted(self.consumers.items()):
+            running = self._overdue(consumer)
+            if running is not None:
+                return (
+                    f"the processor of {tp.topic}/{tp.partition} has not returned for "
+                    f"{running:.1f} s, longer than max_poll_interval_ms="
+                    f"{self.max_poll_interval_ms}"
+                )
+        return None
+
+    def until_live(self) -> Deferred[None]:
+        """Fires once every overdue processor call of a lost partition has returned."""
+        stuck, self._stuck_calls = self._stuck_calls, []
+        waiter: Deferred[None] = Deferred()
+
+        def live(_: Any) -> None:
+            if not waiter.called:
+                waiter.callback(None)
+
+        DeferredList(stuck, consumeErrors=True).addBoth(live)
+        return waiter
 
     def __repr__(self) -> str:
         return (
@@ -220,10 +306,137 @@ class ConsumerGroup:
             self.group_id, m.generation_id, m.member_id, m.group_instance_id
         )
 
-    @property
-    def assignment(self) -> list[TopicAndPartition]:
+    # -- position control (the Java client's and aiokafka's names) ------------
+
+    def assignment(self) -> frozenset[TopicAndPartition]:
         """The partitions this member owns now."""
-        return sorted(self.member.owned)
+        return self.member.owned
+
+    def _owned(self, tp: Any) -> TopicAndPartition:
+        key = positions.partition_of(tp)
+        if key not in self.member.owned:
+            raise ValueError(f"{key} is not assigned to this member of {self.group_id!r}")
+        return key
+
+    def _owned_all(self, tps: tuple[Any, ...]) -> list[TopicAndPartition]:
+        if not tps:
+            return sorted(self.member.owned)
+        return [self._owned(tp) for tp in positions.partitions_of(tps)]
+
+    def seek(self, tp: Any, offset: int) -> None:
+        """Consume *tp* from *offset* on (see :meth:`Consumer.seek
+        <afkak.consumer.Consumer.seek>`); in *on_assigned*, where its Consumer starts.
+
+        :raises ValueError: *tp* is not assigned to this member, or *offset*
+            is negative.
+        """
+        self._seek(self._owned(tp), positions.offset_value(offset))
+
+    def seek_to_beginning(self, *tps: Any) -> None:
+        """Consume from the earliest offset; no *tps*: every assigned partition."""
+        for tp in self._owned_all(tps):
+            self._seek(tp, OFFSET_EARLIEST)
+
+    def seek_to_end(self, *tps: Any) -> None:
+        """Consume from the log end; no *tps*: every assigned partition."""
+        for tp in self._owned_all(tps):
+            self._seek(tp, OFFSET_LATEST)
+
+    def _seek(self, tp: TopicAndPartition, offset: int) -> None:
+        consumer = self.consumers.get(tp)
+        if consumer is None:
+            self._start_at[tp] = offset
+        elif offset == OFFSET_EARLIEST:
+            consumer.seek_to_beginning(tp)
+        elif offset == OFFSET_LATEST:
+            consumer.seek_to_end(tp)
+        else:
+            consumer.seek(tp, offset)
+
+    def pause(self, *tps: Any) -> None:
+        """Stop fetching *tps* (assigned partitions); the membership and the other
+        partitions go on.  A partition stays paused until :meth:`resume` or until
+        it is revoked."""
+        for tp in [self._owned(tp) for tp in positions.partitions_of(tps)]:
+            self._paused.add(tp)
+            if tp in self.consumers:
+                self.consumers[tp].pause(tp)
+
+    def resume(self, *tps: Any) -> None:
+        """Fetch paused *tps* again."""
+        for tp in [self._owned(tp) for tp in positions.partitions_of(tps)]:
+            self._paused.discard(tp)
+            if tp in self.consumers:
+                self.consumers[tp].resume(tp)
+
+    def paused(self) -> frozenset[TopicAndPartition]:
+        """The assigned partitions paused."""
+        return frozenset(self._paused)
+
+    def position(self, tp: Any) -> Deferred[int]:
+        """The offset of the next record the processor will be given for *tp*.
+
+        :raises ValueError: *tp* is not assigned, or its Consumer has not
+            started yet (a rebalance is under way).
+        """
+        key = self._owned(tp)
+        consumer = self.consumers.get(key)
+        if consumer is None:
+            raise ValueError(f"{key} has no running consumer yet")
+        return consumer.position(key)
+
+    def committed(self, tp: Any) -> Deferred[OffsetAndMetadata | None]:
+        """The group's committed offset of any *tp* and its metadata (None: none)."""
+        key = positions.partition_of(tp)
+        d = Deferred.fromCoroutine(positions.committed_offsets(self.client, self.group_id, [key]))
+        return d.addCallback(lambda found: found[key])
+
+    def offsets_for_times(
+        self, timestamps: Mapping[Any, int]
+    ) -> Deferred[dict[TopicAndPartition, int | None]]:
+        """For each partition, the first offset whose record timestamp is at or after
+        the given milliseconds (None: no such record); then :meth:`seek` there."""
+        checked = positions.timestamps_of(timestamps)
+        return Deferred.fromCoroutine(positions.offsets_for_times(self.client, checked, 0))
+
+    @overload
+    def commit(self) -> Deferred[dict[TopicAndPartition, int | None]]: ...
+
+    @overload
+    def commit(
+        self, offsets: Mapping[Any, int | OffsetAndMetadata]
+    ) -> Deferred[dict[TopicAndPartition, OffsetAndMetadata]]: ...
+
+    def commit(self, offsets: Any = None) -> Deferred[Any]:
+        """Commit what the processors finished, or the explicit *offsets*.
+
+        *offsets*: ``{tp: offset or OffsetAndMetadata}``, each the next offset
+        to consume (as in the Java client), committed with the member's
+        generation.  Fires with ``{tp: last committed offset}`` (without
+        *offsets*) or with the offsets committed.
+
+        :raises ValueError: a partition of *offsets* is not assigned to this
+            member (e.g. revoked by a rebalance meanwhile: committing it
+            would overwrite its new owner's progress).
+        """
+        if offsets is None:
+            tps = sorted(self.consumers)
+            done: list[Deferred[Any]] = [self.consumers[tp].commit() for tp in tps]
+        else:
+            explicit = positions.commit_offsets(offsets)
+            tps = [self._owned(tp) for tp in explicit]
+            missing = [tp for tp in tps if tp not in self.consumers]
+            if missing:
+                raise ValueError(f"{missing} have no running consumer yet")
+            done = [self.consumers[tp].commit({tp: explicit[tp]}) for tp in tps]
+        d = DeferredList(done, fireOnOneErrback=True, consumeErrors=True)
+
+        def gathered(results: list[tuple[bool, Any]]) -> dict[TopicAndPartition, Any]:
+            if offsets is None:
+                return {tp: r for tp, (_, r) in zip(tps, results, strict=True)}
+            return {tp: explicit[tp] for tp in tps}
+
+        return d.addCallbacks(gathered, _first_error)
 
     # -- afkak 21's attributes --------------------------------------------------
 
@@ -316,8 +529,49 @@ class ConsumerGroup:
         self._offsets = {}
         self._stopping = None
         self._start_d = Deferred()
-        self.member.start().addBoth(self._member_stopped)
+        if self.pattern is None:
+            self.member.start().addBoth(self._member_stopped)
+        else:
+            self._refresh_subscription().addCallback(self._start_matching)
         return self._start_d
+
+    def _matching(self) -> list[str]:
+        pattern = self.pattern
+        assert pattern is not None
+        return [
+            t
+            for t in self.client.topic_partitions
+            if not t.startswith("__") and pattern.fullmatch(t)
+        ]
+
+    def _start_matching(self, _: Any) -> None:
+        """Join with the topics the pattern matched; look again every metadata_max_age_ms."""
+        if self._stopping is not None:
+            self._member_stopped(None)  # stopped before joining
+            return
+        self.member.start().addBoth(self._member_stopped)
+        refresher = self._refresher = LoopingCall(self._refresh_subscription)
+        refresher.clock = self.client.reactor
+        refresher.start(self.metadata_max_age_ms / 1000.0, now=False)
+
+    def _refresh_subscription(self) -> Deferred[None]:
+        """Load every topic's metadata and subscribe to those the pattern matches now."""
+        # The client keeps topics a full listing no longer names: forget the
+        # matching ones first, so that a deleted topic drops out.
+        self.client.reset_topic_metadata(*self._matching())
+        d = self.client.load_metadata_for_topics()
+
+        def matched(_: Any) -> None:
+            self.member.subscribe(self._matching())
+
+        def failed(failure: Failure) -> None:
+            log.warn(
+                "{group!r}: topic metadata refresh failed: {error}",
+                group=self.group_id,
+                error=failure.getErrorMessage(),
+            )
+
+        return d.addCallbacks(matched, failed)
 
     def shutdown(self) -> Deferred[Offsets]:
         """Finish processing, commit, leave the group; fires with the last processed offsets."""
@@ -333,12 +587,15 @@ class ConsumerGroup:
         stopping = self._stopping
         if stopping is None:
             stopping = self._stopping = Deferred()
-            self.member.stop(commit=commit)
+            self.member.stop(commit=commit)  # before it started (pattern lookup): no effect
         waiter: Deferred[Offsets] = Deferred()
         stopping.addBoth(_relay, waiter)
         return waiter
 
     def _member_stopped(self, result: Any) -> None:
+        refresher, self._refresher = self._refresher, None
+        if refresher is not None and refresher.running:
+            refresher.stop()
         start_d, self._start_d = self._start_d, None
         stopping, self._stopping = self._stopping, None
         offsets, self._offsets = self._offsets, {}
@@ -371,6 +628,9 @@ class ConsumerGroup:
             consumer.set_generation(generation.generation_id, generation.member_id)
 
     def _start_consumers(self, partitions: list[TopicAndPartition], generation: Generation) -> None:
+        owned = self.member.owned
+        self._paused &= owned
+        self._start_at = {tp: o for tp, o in self._start_at.items() if tp in owned}
         for tp in partitions:
             consumer = Consumer(
                 self.client,
@@ -383,7 +643,10 @@ class ConsumerGroup:
                 **self.consumer_options,
             )
             self.consumers[tp] = consumer
-            consumer.start(OFFSET_COMMITTED).addBoth(self._consumer_ended, tp, consumer)
+            if tp in self._paused:
+                consumer.pause(tp)
+            start = self._start_at.pop(tp, OFFSET_COMMITTED)
+            consumer.start(start).addBoth(self._consumer_ended, tp, consumer)
 
     def _consumer_ended(self, result: Any, tp: TopicAndPartition, consumer: Consumer) -> None:
         """A Consumer's ``start()`` fired: expected when we stopped it, else a problem.
@@ -429,6 +692,9 @@ class ConsumerGroup:
     def _give_up(
         self, partitions: list[TopicAndPartition], commit: bool, then: Callback | None
     ) -> Deferred[Any]:
+        for tp in partitions:
+            self._paused.discard(tp)
+            self._start_at.pop(tp, None)
         ending = [(tp, self.consumers.pop(tp)) for tp in partitions if tp in self.consumers]
         if commit and self.member.generation_id >= 0:
             # Revoked after a cooperative sync: the final commits carry the new generation.
@@ -442,6 +708,10 @@ class ConsumerGroup:
     def _end_consumer(self, tp: TopicAndPartition, consumer: Any, commit: bool) -> Deferred[Any]:
         """Stop *consumer*; with *commit*, shut it down and make sure its progress is committed."""
         if not commit:
+            if self._overdue(consumer) is not None:
+                self._stuck_calls.append(consumer.abandon())
+                self._ended(consumer.last_processed_offset, tp)
+                return succeed(None)
             return maybeDeferred(consumer.stop).addCallback(self._ended, tp)
         return Deferred.fromCoroutine(self._shut_down(tp, consumer))
 
@@ -487,6 +757,11 @@ def _by_topic(partitions: Iterable[TopicAndPartition]) -> dict[str, list[int]]:
     for tp in sorted(partitions):
         assignments.setdefault(tp.topic, []).append(tp.partition)
     return assignments
+
+
+def _first_error(failure: Failure) -> Failure:
+    """The error of the first of a DeferredList's Deferreds that failed."""
+    return failure.value.subFailure
 
 
 def _relay(result: Any, waiter: Deferred[Any]) -> Any:

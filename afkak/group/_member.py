@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 import attrs
-from twisted.internet.defer import Deferred, maybeDeferred
+from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -83,6 +83,16 @@ class RebalanceListener(Protocol):
     ) -> Deferred[Any] | None: ...
 
 
+class Liveness(Protocol):
+    """The application side of ``max_poll_interval_ms``."""
+
+    def stuck(self) -> str | None:
+        """Why the application is not live (None: it is)."""
+
+    def until_live(self) -> Deferred[Any]:
+        """Fires once the calls that were stuck have returned."""
+
+
 class _Rejoin(Exception):
     """Join again, keeping the member id (REBALANCE_IN_PROGRESS, a coordinator change)."""
 
@@ -123,6 +133,7 @@ class GroupMember:
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1000,
         initial_backoff_ms: int | None = None,
+        liveness: Liveness | None = None,
     ) -> None:
         if not assignors:
             raise ValueError("at least one assignor is needed")
@@ -135,9 +146,8 @@ class GroupMember:
         self.client = client
         self.reactor = client.reactor
         self.group_id = group_id
+        #: The subscription (may be empty: a pattern that matches nothing yet).
         self.topics = tuple(sorted(set(topics)))
-        if not self.topics:
-            raise ValueError("a group member must subscribe to at least one topic")
         self.listener = listener
         self.assignors = list(assignors)
         self.protocol = common_protocol(self.assignors)
@@ -164,6 +174,9 @@ class GroupMember:
         self._fenced_error: int | None = None
         self.heartbeats = HeartbeatTimer(self.reactor, heartbeat_interval_ms / 1000.0, self._beat)
         self._stop_reason: str | None = None
+        #: Asked at each heartbeat while STABLE: why the application is stuck (None: it is not).
+        self._liveness = liveness
+        self._stuck: str | None = None
         self._stop_commits = True
         self._failure: Failure | None = None
         self._done: Deferred[None] | None = None
@@ -187,7 +200,7 @@ class GroupMember:
     def start(self) -> Deferred[None]:
         """Join and stay in the group; fires when stopped, fails on a fatal error."""
         self._transition(E.START)
-        self._stop_reason = self._rejoin_reason = None
+        self._stop_reason = self._rejoin_reason = self._stuck = None
         self._failure = None
         self._fenced_error = None
         self._stop_commits = True
@@ -210,6 +223,14 @@ class GroupMember:
             self._stop_reason = f"fatal error: {failure.getErrorMessage()}"
             self._stop_commits = False
             self._interrupt()
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        """Subscribe to *topics* from now on; a running member rebalances if they changed."""
+        new = tuple(sorted(set(topics)))
+        if new != self.topics:
+            self.topics = new
+            if self.state is not S.STOPPED:
+                self.request_rejoin(f"the subscription changed to {list(new)}")
 
     def request_rejoin(self, reason: str) -> None:
         """Rebalance soon (e.g. a commit was refused because a rebalance is in progress)."""
@@ -248,6 +269,8 @@ class GroupMember:
                     await self._until_woken()
                 if self._fenced_error is not None and self.state is S.STABLE:
                     await self._fenced()
+                elif self._stuck is not None and self.state is S.STABLE:
+                    await self._leave_stuck()
         except _CancelledByStop:
             pass
         except Exception:
@@ -331,8 +354,27 @@ class GroupMember:
         if member_id:
             self.member_id = ""
 
+    async def _leave_stuck(self) -> None:
+        """The application did not poll in time (Java's ``max.poll.interval.ms``): leave the
+        group so that its partitions go to the others, lose them, and join again anew."""
+        reason, self._stuck = self._stuck, None
+        log.warn("{member!r}: leaving the group: {reason}", member=self, reason=reason)
+        self._transition(E.POLL_TIMEOUT)
+        await self._send_leave(reason or "max_poll_interval_ms exceeded")
+        self._reset(member_id=True)
+        lost, self.owned = sorted(self.owned), frozenset()
+        if lost:
+            await maybeDeferred(self.listener.lose, lost)
+        if self._liveness is not None:
+            # As Java's consumer, which joins again at its next poll.
+            await self._wait(self._liveness.until_live())
+
     async def _until_woken(self) -> None:
-        if self._rejoin_reason is not None or self._fenced_error is not None:
+        if (
+            self._rejoin_reason is not None
+            or self._fenced_error is not None
+            or self._stuck is not None
+        ):
             return
         self._wake = Deferred()
         await self._wake
@@ -463,7 +505,13 @@ class GroupMember:
     # -- Heartbeat --------------------------------------------------------------
 
     def _beat(self) -> Deferred[Any]:
-        """Send one heartbeat and act on its answer."""
+        """Send one heartbeat and act on its answer (unless the application is stuck)."""
+        if self._liveness is not None and self.state is S.STABLE:
+            stuck = self._liveness.stuck()
+            if stuck is not None:
+                self._stuck = stuck
+                self._wake_up()
+                return succeed(None)
         self._check_metadata()
         request = req.heartbeat(
             self.group_id, self.generation_id, self.member_id, self.group_instance_id

@@ -19,7 +19,10 @@ revocation callbacks and commits.  If that outlasts the rebalance timeout
 JOINING covers JoinGroup (and its MEMBER_ID_REQUIRED second round), SYNCING
 SyncGroup.  STABLE heartbeats; so does PREPARING while it revokes.
 ``fenced`` is UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION: the member's partitions
-are lost (given up without committing) and it joins again.  ``fail`` is a
+are lost (given up without committing) and it joins again.  ``poll timeout``
+(a processor, or a pull-style application, silent for longer than
+``max_poll_interval_ms``): the member leaves the group, loses its partitions
+and joins again as a new member.  ``fail`` is a
 fatal error (FENCED_INSTANCE_ID, INCONSISTENT_GROUP_PROTOCOL, a processor
 error, ...): everything stops and the group's ``start()`` Deferred fails.
 """
@@ -50,6 +53,7 @@ class MemberEvent(enum.Enum):
     REJOIN = "rejoin"
     TOO_SLOW = "too slow"
     FENCED = "fenced"
+    POLL_TIMEOUT = "poll timeout"
     STOP = "stop"
     LEFT = "left"
     FAIL = "fail"
@@ -68,6 +72,7 @@ TRANSITIONS: dict[tuple[MemberState, MemberEvent], MemberState] = {
     (S.SYNCING, E.SYNCED): S.STABLE,
     (S.SYNCING, E.REJOIN): S.PREPARING,
     (S.STABLE, E.REJOIN): S.PREPARING,
+    (S.STABLE, E.POLL_TIMEOUT): S.UNJOINED,
     **{(state, E.FENCED): S.UNJOINED for state in _IN_GROUP},
     **{(state, E.STOP): S.LEAVING for state in S if state not in (S.STOPPED, S.LEAVING)},
     (S.LEAVING, E.LEFT): S.STOPPED,

@@ -46,6 +46,7 @@ from afkak.common import (
 from afkak.consumer import (
     AUTO_COMMIT_INTERVAL,
     AUTO_COMMIT_MSG_COUNT,
+    FETCH_BUFFER_SIZE_BYTES,
     REQUEST_RETRY_FACTOR,
     Consumer,
 )
@@ -474,11 +475,14 @@ class CommitTests(ConsumerTestCase):
         self.assertEqual(p.values, [b"c"])
         self.assertEqual(c.last_committed_offset, 1)
 
-    def test_no_committed_offset_without_reset_fails(self) -> None:
-        c = self.consumer(consumer_group="g")
-        failure = self.failureResultOf(self.start(c, OFFSET_COMMITTED), OffsetOutOfRangeError)
-        self.assertIn("no committed offset", str(failure.value))
-        self.assertRaises(RestopError, c.stop)
+    def test_no_committed_offset_without_reset_starts_at_earliest(self) -> None:
+        """afkak 21's rule: with ``auto_offset_reset=None`` a new group reads the backlog."""
+        self.append(b"a", b"b")
+        p = Recorder()
+        c = self.consumer(p, consumer_group="g")
+        self.stop(c)
+        self.start(c, OFFSET_COMMITTED)
+        self.assertEqual(p.values, [b"a", b"b"])
 
     def test_no_committed_offset_follows_auto_offset_reset(self) -> None:
         self.append(b"a", b"b")
@@ -951,6 +955,71 @@ class MaxBufferSizeTests(ConsumerTestCase):
         self.start(c, 0)
         self.run_for(1)
         self.assertEqual(p.values, [b"x" * 5000])
+
+
+class Afkak21FetchSizeTests(ConsumerTestCase):
+    """afkak 21.5's fetch-size constants and arguments keep their meaning (issue 20 item 2),
+    and an application that asks nothing gets 1 MiB fetches."""
+
+    def test_constant_keeps_afkak21_value(self) -> None:
+        self.assertEqual(FETCH_BUFFER_SIZE_BYTES, 128 * 1024)
+
+    def test_default_fetch_size_follows_max_buffer_size(self) -> None:
+        self.assertEqual(self.consumer().buffer_size, 1024 * 1024)
+        small = self.consumer(max_buffer_size=256 * 1024 - 10)
+        self.assertEqual(
+            (small.buffer_size, small.max_buffer_size), (256 * 1024 - 10, 256 * 1024 - 10)
+        )
+        self.assertEqual(self.consumer(max_buffer_size=8 * 1024 * 1024).buffer_size, 1024 * 1024)
+        c = self.consumer()
+        c.max_buffer_size = 4096  # the default fetch size adapts to a limit set later too
+        self.assertEqual(c.buffer_size, 4096)
+        c.max_buffer_size = None
+        self.assertEqual(c.buffer_size, 1024 * 1024)
+        given = self.consumer(buffer_size=FETCH_BUFFER_SIZE_BYTES)
+        self.assertEqual(given.buffer_size, 128 * 1024)
+        with self.assertRaises(ValueError):
+            given.max_buffer_size = 4096  # an explicit buffer_size above it is still refused
+        with self.assertRaises(TypeError):
+            given.buffer_size = None  # type: ignore[assignment]
+
+    def test_huge_messages(self) -> None:
+        """afkak 21.5's test_huge_messages: ``max_buffer_size`` below 1 MiB, no buffer_size."""
+        self.append(*[b"%d" % i for i in range(10)])
+        max_size = 256 * 1024 - 10
+        huge = b"h" * (max_size + 10)
+        self.append(huge)
+        p = Recorder()
+        c = self.consumer(p, max_buffer_size=max_size)
+        d = self.start(c, OFFSET_EARLIEST)
+        self.run_for(1)
+        self.failureResultOf(d, ConsumerFetchSizeTooSmall)
+        self.assertEqual(len(p.values), 10)
+        last_offset = c.last_processed_offset
+        assert last_offset is not None
+        big = Recorder()
+        big_consumer = self.consumer(big)
+        self.stop(big_consumer)
+        self.start(big_consumer, last_offset + 1)
+        self.run_for(1)
+        self.assertEqual(big.values, [huge])
+
+    def test_large_messages(self) -> None:
+        """afkak 21.5's test_large_messages: records three times the constant, which a
+        broker with Kafka's default 1 MiB ``message.max.bytes`` accepts, all consumed."""
+        self.assertLess(FETCH_BUFFER_SIZE_BYTES * 3, 1024 * 1024)
+        small = [b"%d" % i for i in range(10)]
+        self.append(*small)
+        large = [b"%d" % i * (FETCH_BUFFER_SIZE_BYTES * 3) for i in range(10)]
+        for value in large:
+            self.append(value)
+        p = Recorder()
+        c = self.consumer(p)
+        self.stop(c)
+        self.start(c, OFFSET_EARLIEST)
+        self.run_for(2)
+        self.assertEqual(set(p.values), set(small + large))
+        self.assertEqual(len(p.values), 20)
 
 
 class OffsetResetTests(ConsumerTestCase):

@@ -69,6 +69,8 @@ class ExampleScriptTests(unittest.TestCase):
         cls.broker = NoidaBroker().start()
         cls.broker.create_topic("orders", 1)
         cls.broker.create_topic("greetings", 1)
+        cls.broker.create_topic("clicks", 1)
+        cls.broker.create_topic("payments", 1)
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -110,6 +112,22 @@ class ExampleScriptTests(unittest.TestCase):
         self.assertIn("assigned: orders/0", out)
         self.assertIn('orders/0@0: b\'{"item": "tea", "count": 2}\'', out)
         self.assertRegex(out, r"read \d+ messages; last offsets \[\d+\]")
+
+    def test_pull(self) -> None:
+        out = self.run_example("pull.py")
+        self.assertIn("clicks per page: {'/p/0': 2, '/p/1': 2, '/p/2': 2}", out)
+        self.assertIn("then {'page': '/late'} at offset 6", out)
+
+    def test_replay(self) -> None:
+        out = self.run_example("replay.py")
+        self.assertIn("payments/0: starting at offset 1", out)
+        self.assertIn("skipping the poison record at 2", out)
+        self.assertIn("processed: [b'pay 2', b'pay 3', b'pay 4']", out)
+        self.assertIn("paused: [TopicAndPartition(topic='payments', partition=0)]", out)
+        self.assertIn("position: 5", out)
+        self.assertIn(
+            "committed: OffsetAndMetadata(offset=5, metadata='replayed after the 2nd')", out
+        )
 
 
 @unittest.skipUnless(os.path.isdir(EXAMPLES), "docs/examples is in a source checkout only")

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import threading
 import time
 import unittest
 from collections import Counter
 from typing import Any, ClassVar
 
+from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST, TopicAndPartition
+from afkak.consumer import OffsetAndMetadata
 from afkak.group import ConsumerGroup, describe_group, group_lag, list_groups
 from afkak.test.brokers import Broker, client_config, produce, shared_broker
 from afkak.test.helpers import pump, wait
@@ -36,6 +39,10 @@ GROUP_QUIRKS: dict[str, dict[str, str]] = {
         "join_waits_half_session": "each JoinGroup is held session_timeout / 2: short sessions",
         "static_membership_broken": (
             "a static member's SyncGroup is never answered; the group rebalances over and over"
+        ),
+        "leave_during_sync_stalls": (
+            "a member leaving (LeaveGroup) while another member's SyncGroup waits: that "
+            "SyncGroup is never answered and the group rebalances over and over"
         ),
         "partial_group_inspection": (
             "DescribeGroups omits the protocol and each member's client id, metadata and "
@@ -207,20 +214,26 @@ class RealBrokerGroupTests:
         self.clients.append(client)
         return client
 
-    def member(self, name: str, instance: str | None = None) -> ConsumerGroup:
+    def member(
+        self, name: str, instance: str | None = None, processor: Any = None, **options: Any
+    ) -> ConsumerGroup:
+        settings: dict[str, Any] = {
+            "assignors": [self.strategy],
+            "session_timeout_ms": self.session_ms,
+            "heartbeat_interval_ms": self.session_ms // 4,
+            "rebalance_timeout_ms": 20000,
+            "group_instance_id": instance,
+            "auto_offset_reset": OFFSET_EARLIEST,
+            "auto_commit_every_ms": 200,
+            "fetch_max_wait_time": 100,
+            **options,
+        }
         group = ConsumerGroup(
             self.client(name),
             self.group_id,
-            [self.topic],
-            self.events.afkak_processor(name),
-            assignors=[self.strategy],
-            session_timeout_ms=self.session_ms,
-            heartbeat_interval_ms=self.session_ms // 4,
-            rebalance_timeout_ms=20000,
-            group_instance_id=instance,
-            auto_offset_reset=OFFSET_EARLIEST,
-            auto_commit_every_ms=200,
-            fetch_max_wait_time=100,
+            [] if "pattern" in options else [self.topic],
+            processor or self.events.afkak_processor(name),
+            **settings,
         )
         self.groups.append(group)
         return group
@@ -243,7 +256,9 @@ class RealBrokerGroupTests:
         self.report("first member stable", pump(lambda: len(a.consumers) == 6, 30, "a owns all"))
         b = self.member("b")
         b.start()
-        joined = pump(lambda: len(a.assignment) == 3 and len(b.consumers) == 3, 40, "a and b split")
+        joined = pump(
+            lambda: len(a.assignment()) == 3 and len(b.consumers) == 3, 40, "a and b split"
+        )
         self.report(f"member joins ({self.strategy})", joined)
         pump(lambda: len(self.events.processed()) >= 600, 30, "all consumed")
         start = time.monotonic()
@@ -260,6 +275,107 @@ class RealBrokerGroupTests:
         if not self.quirk("commits_refused_while_rebalancing"):
             self.assertEqual(len(rows), len(set(rows)), "handovers committed: nothing re-read")
 
+    def test_new_group_reads_the_backlog(self: Any) -> None:
+        """An afkak 21-style group (consumer_kwargs, no auto_offset_reset) on a topic
+        with a backlog and no committed offsets reads all of it (issue 20)."""
+        self.broker.create_topic(self.topic, 3)
+        self.produce(0, 90)
+        group = ConsumerGroup(
+            self.client("a21"),
+            self.group_id,
+            [self.topic],
+            self.events.afkak_processor("a21"),
+            consumer_kwargs={"fetch_max_wait_time": 100},
+            assignors=[self.strategy],
+            session_timeout_ms=self.session_ms,
+            heartbeat_interval_ms=self.session_ms // 4,
+        )
+        self.groups.append(group)
+        group.start()
+        pump(lambda: self.events.processed() == self.produced, 60, "the backlog consumed")
+        wait(group.shutdown(), 30)
+
+    def test_seek_pause_and_commit_explicit_offsets(self: Any) -> None:
+        """Issue 22's position control against the broker's group coordinator."""
+        self.broker.create_topic(self.topic, 2)
+        self.produce(0, 20)
+        a = self.member("a", auto_commit_every_ms=0)
+        a.start()
+        pump(lambda: self.events.processed() == self.produced, 30, "consumed")
+        t0, t1 = TopicAndPartition(self.topic, 0), TopicAndPartition(self.topic, 1)
+        before = len(self.events.rows)
+        count0 = sum(1 for p, _ in self.produced if p == 0)
+        a.seek_to_beginning(t0)
+        pump(lambda: len(self.events.rows) >= before + count0, 30, "t0 read again")
+        a.pause(t1)
+        fresh = {
+            p: set(produce(self.broker.bootstrap, self.topic, [b"new"] * 3, partition=p))
+            for p in (0, 1)
+        }
+        self.produced |= fresh[0] | fresh[1]
+        pump(lambda: fresh[0] <= self.events.processed(), 30, "t0's new records")
+        later = time.monotonic() + 1.0  # time enough for t1's records, were it fetched
+        pump(lambda: time.monotonic() > later, 5, "a second")
+        self.assertFalse(fresh[1] & self.events.processed(), "t1 is paused")
+        a.resume(t1)
+        pump(lambda: self.events.processed() == self.produced, 30, "t1 after resume")
+        wait(a.commit({t0: OffsetAndMetadata(3, "by hand")}), 30)
+        committed = wait(a.committed(t0), 30)
+        self.assertEqual(committed.offset, 3)
+        self.assertEqual(wait(a.position(t1)), max(o for p, o in self.produced if p == 1) + 1)
+        wait(a.stop(), 30)
+
+    def test_pattern_subscription_picks_up_a_new_topic(self: Any) -> None:
+        self.broker.create_topic(self.topic, 1)
+        self.produce(0, 5)
+        pattern = re.compile(re.escape(self.topic) + r"(-later)?")
+        a = self.member("a", pattern=pattern, metadata_max_age_ms=1000)
+        a.start()
+        pump(lambda: self.events.processed() == self.produced, 30, "the first topic")
+        later = f"{self.topic}-later"
+        self.broker.create_topic(later, 1)
+        produce(self.broker.bootstrap, later, [b"x", b"y"], timeout=30)
+        t = pump(
+            lambda: TopicAndPartition(later, 0) in a.assignment() and len(self.events.rows) >= 7,
+            60,
+            "the topic created later consumed",
+        )
+        self.report("pattern picks up a new topic", t)
+
+    def test_stuck_processor_gives_its_partitions_away(self: Any) -> None:
+        if self.quirk("leave_during_sync_stalls"):
+            raise unittest.SkipTest(GROUP_QUIRKS[self.broker_name]["leave_during_sync_stalls"])
+        self.broker.create_topic(self.topic, 2)
+        self.produce(0, 20)
+        stuck: list[Deferred[None]] = []
+        armed: list[bool] = []
+        plain = self.events.afkak_processor("a")
+
+        def sticky(consumer: Any, messages: list[Any]) -> Any:
+            plain(consumer, messages)
+            if armed and not stuck:
+                stuck.append(Deferred())
+                return stuck[0]
+            return None
+
+        a = self.member("a", processor=sticky, max_poll_interval_ms=3000)
+        b = self.member("b", max_poll_interval_ms=3000)
+        a.start()
+        b.start()
+        pump(lambda: len(a.consumers) == 1 and len(b.consumers) == 1, 60, "a and b split")
+        pump(lambda: self.events.processed() == self.produced, 30, "consumed")
+        armed.append(True)  # a's next call never returns
+        for p in (0, 1):
+            self.produced.update(
+                produce(self.broker.bootstrap, self.topic, [b"late"] * 5, partition=p, timeout=30)
+            )
+        pump(lambda: bool(stuck), 30, "a's processor is stuck")
+        t = pump(lambda: len(b.assignment()) == 2, 90, "b owns both partitions")
+        self.report("a stuck processor's partitions move", t)
+        pump(lambda: self.events.processed() == self.produced, 30, "b read them")
+        stuck[0].callback(None)
+        pump(lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 60, "a is back")
+
     def test_inspection(self: Any) -> None:
         self.broker.quirks.skip_if("supports_describe_groups")
         self.broker.create_topic(self.topic, 3)
@@ -273,7 +389,7 @@ class RealBrokerGroupTests:
         self.assertEqual([m.member_id for m in desc.members], [a.member.member_id])
         if not self.quirk("partial_group_inspection"):
             self.assertEqual(desc.protocol, self.strategy)
-            self.assertEqual(sorted(desc.members[0].assignment), a.assignment)
+            self.assertEqual(sorted(desc.members[0].assignment), sorted(a.assignment()))
             self.assertEqual(desc.members[0].topics, (self.topic,))
             listed = {g.group_id: g for g in wait(list_groups(admin))}
             self.assertEqual(listed[self.group_id].protocol_type, "consumer")
@@ -292,13 +408,13 @@ class RealBrokerGroupTests:
         a.start()
         b.start()
         pump(lambda: len(a.consumers) == 2 and len(b.consumers) == 2, 40, "a and b split")
-        generation, owned = b.member.generation_id, a.assignment
+        generation, owned = b.member.generation_id, a.assignment()
         wait(a.shutdown(), 30)  # a static member sends no LeaveGroup
         again = self.member("a-again", instance="instance-1")
         again.start()
         t = pump(lambda: len(again.consumers) == 2, 40, "the static member is back")
         self.report("static member restarts", t)
-        self.assertEqual(again.assignment, owned)
+        self.assertEqual(again.assignment(), owned)
         if not self.quirk("static_rejoin_rebalances"):
             self.assertEqual(b.member.generation_id, generation, "no rebalance")
 
@@ -318,9 +434,9 @@ class RealBrokerGroupTests:
         self.addCleanup(confluent.close)
         t = pump(
             lambda: (
-                len(a.assignment) + len(confluent.assigned) == 6
+                len(a.assignment()) + len(confluent.assigned) == 6
                 and confluent.assigned
-                and a.assignment
+                and a.assignment()
             ),
             60,
             "afkak + librdkafka share the topic",
@@ -332,8 +448,8 @@ class RealBrokerGroupTests:
         self.produce(2 * quarter, quarter // 2)
         t = pump(
             lambda: (
-                b.assignment
-                and len(a.assignment) + len(b.assignment) + len(confluent.assigned) == 6
+                b.assignment()
+                and len(a.assignment()) + len(b.assignment()) + len(confluent.assigned) == 6
             ),
             60,
             "b joins",
@@ -344,8 +460,8 @@ class RealBrokerGroupTests:
         wait(a.shutdown(), 30)  # a member leaves
         t = pump(
             lambda: (
-                len(b.assignment) + len(confluent.assigned) == 6
-                and len(b.consumers) == len(b.assignment)
+                len(b.assignment()) + len(confluent.assigned) == 6
+                and len(b.consumers) == len(b.assignment())
             ),
             60,
             "a leaves",
@@ -356,7 +472,7 @@ class RealBrokerGroupTests:
             max(0, _offset(c.last_processed_offset) - _offset(c.last_committed_offset))
             for c in b.consumers.values()
         )
-        b_partitions = {tp.partition for tp in b.assignment}
+        b_partitions = {tp.partition for tp in b.assignment()}
         if self.quirk("no_session_expiry"):
             wait(b.stop(), 30)  # killed, it would hold its partitions forever
         else:

@@ -12,6 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_EARLIEST,
+    OFFSET_LATEST,
     IllegalGeneration,
     RebalanceInProgress,
     RestartError,
@@ -77,7 +78,9 @@ def abandon(group: ConsumerGroup) -> None:
         consumer.stop()
 
 
-class ConsumerGroupTests(ClockTestCase):
+class GroupTestCase(ClockTestCase):
+    """Topic "t" (6 partitions) on a 3-broker fake cluster, members of group "g", a Clock."""
+
     def setUp(self) -> None:
         super().setUp()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
@@ -142,6 +145,8 @@ class ConsumerGroupTests(ClockTestCase):
     def expected(self) -> set[tuple[int, int]]:
         return {(p, r.offset) for p in range(PARTITIONS) for r in self.cluster.records(TOPIC, p)}
 
+
+class ConsumerGroupTests(GroupTestCase):
     def test_consumes_and_commits_with_member_and_generation(self) -> None:
         self.produce(10)
         g = self.group("a")
@@ -162,6 +167,29 @@ class ConsumerGroupTests(ClockTestCase):
         offsets = {k[2]: v.offset for k, v in self.cluster.committed_offsets.items()}
         self.assertEqual(offsets, {p: 10 for p in range(PARTITIONS)}, "next-offset semantics")
 
+    def test_new_group_reads_the_backlog_by_default(self) -> None:
+        """afkak 21's rule (issue 20): no committed offset and no ``auto_offset_reset``
+        given: every partition starts at its earliest offset, not at the log end."""
+        self.produce(10)
+        g = ConsumerGroup(
+            self.client("a"), "g", [TOPIC], self.ledger.processor("a"), {"fetch_max_wait_time": 200}
+        )
+        self.groups.append(g)
+        g.start()
+        self.advance(5)
+        self.assertEqual(set(self.ledger.seen), self.expected())
+
+    def test_new_group_with_offset_latest_skips_the_backlog(self) -> None:
+        """``auto_offset_reset=OFFSET_LATEST`` gives Java's ``auto.offset.reset=latest``."""
+        self.produce(10)
+        g = self.group("a", auto_offset_reset=OFFSET_LATEST)
+        g.start()
+        self.advance(5)
+        self.assertEqual(self.ledger.seen, [])
+        self.produce(1)
+        self.advance(2)
+        self.assertEqual(sorted(self.ledger.seen), [(p, 10) for p in range(PARTITIONS)])
+
     def test_start_twice_and_stop_when_stopped(self) -> None:
         g = self.group("a")
         g.start()
@@ -180,8 +208,8 @@ class ConsumerGroupTests(ClockTestCase):
         self.advance(1)
         self.produce(20)  # during the rebalance
         self.advance(8)
-        self.assertEqual(len(a.assignment), 3)
-        self.assertEqual(len(b.assignment), 3)
+        self.assertEqual(len(a.assignment()), 3)
+        self.assertEqual(len(b.assignment()), 3)
         self.produce(5)
         self.advance(3)
         self.assertEqual(self.ledger.overlaps, [])
@@ -223,11 +251,11 @@ class ConsumerGroupTests(ClockTestCase):
             g.start()
         c.start().addErrback(lambda f: f.trap(Exception))  # c is killed
         self.advance(5)
-        self.assertEqual(sorted(len(g.assignment) for g in (a, b, c)), [2, 2, 2])
+        self.assertEqual(sorted(len(g.assignment()) for g in (a, b, c)), [2, 2, 2])
         self.result(b.shutdown())
         self.produce(10)
         self.advance(5)
-        self.assertEqual(sorted(len(g.assignment) for g in (a, c)), [3, 3])
+        self.assertEqual(sorted(len(g.assignment()) for g in (a, c)), [3, 3])
         # c dies: no LeaveGroup, no commits; a takes over after c's session expires.
         leaves = len(
             [r for r in self.cluster.requests_seen if r.api_key == LeaveGroupRequest.API_KEY]
@@ -236,7 +264,7 @@ class ConsumerGroupTests(ClockTestCase):
         c.client.close()
         self.produce(10)
         self.advance(20)
-        self.assertEqual(len(a.assignment), 6)
+        self.assertEqual(len(a.assignment()), 6)
         self.assertEqual(
             leaves,
             len([r for r in self.cluster.requests_seen if r.api_key == LeaveGroupRequest.API_KEY]),
@@ -464,6 +492,9 @@ class PublicSurfaceTests(SynchronousTestCase):
                     "GroupDescription",
                     "GroupListing",
                     "GroupMember",
+                    "KafkaConsumer",
+                    "Liveness",
+                    "MAX_POLL_RECORDS",
                     "Member",
                     "MemberDescription",
                     "MemberEvent",

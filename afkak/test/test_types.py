@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import get_type_hints
+from typing import get_overloads, get_type_hints
 
 from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
@@ -21,7 +21,8 @@ class DeferredTypesTests(SynchronousTestCase):
             Producer.flush: Deferred[None],
             Producer.stop: Deferred[None],
             Consumer.start: Deferred[int | None],
-            Consumer.commit: Deferred[int | None],
+            # commit() without offsets, the first overload (commit(offsets) fires with them)
+            get_overloads(Consumer.commit)[0]: Deferred[int | None],
             KafkaClient.load_metadata_for_topics: Deferred[bool | None],
             KafkaClient.close: Deferred[None],
         }

@@ -87,11 +87,7 @@ def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest, vers
         if topic is None:
             result.error_code = code(UnknownTopicId) if topic_id else UNKNOWN_TOPIC_OR_PARTITION
         else:
-            del cluster.topics[topic.name]
-            del cluster.topics_by_id[topic.topic_id]
-            for key in [k for k in cluster.committed_offsets if k[1] == topic.name]:
-                del cluster.committed_offsets[key]
-            cluster.wake_fetches()
+            cluster.delete_topic(topic.name)
         results.append(result)
     return R(responses=results)
 

@@ -218,6 +218,10 @@ class FakeKafkaCluster:
         """
         return self.state.create_topic(name, partitions, replication_factor, replicas=replicas)
 
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic, as DeleteTopics does (KeyError: no such topic)."""
+        self.state.delete_topic(name)
+
     def topic_id(self, topic: str) -> UUID:
         return self.topics[topic].topic_id
 

@@ -129,6 +129,14 @@ class ClusterState:
         self.topics_by_id[topic_id] = topic
         return topic
 
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic, its logs and the offsets committed for it (KeyError: no such topic)."""
+        topic = self.topics.pop(name)
+        del self.topics_by_id[topic.topic_id]
+        for key in [k for k in self.committed_offsets if k[1] == name]:
+            del self.committed_offsets[key]
+        self.wake_fetches()
+
     def partition(self, topic: str, partition: int) -> FakePartition:
         """The state of one partition (KeyError/IndexError if it does not exist)."""
         return self.topics[topic].partitions[partition]

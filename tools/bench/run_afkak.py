@@ -28,8 +28,8 @@ from bench.common import (
 PURE = "pure Python"
 VARIANTS = {
     "produce": ("send_messages x1", "send_messages list", "defaults x1"),
-    "consume": ("1 MiB fetches", "defaults", f"defaults, {PURE}"),
-    "partitions": ("defaults", f"defaults, {PURE}"),
+    "consume": ("1 MiB fetches", "defaults", "getmany", f"defaults, {PURE}"),
+    "partitions": ("defaults", "getmany", f"defaults, {PURE}"),
     "latency": ("acks=1", "defaults"),
 }
 
@@ -116,6 +116,8 @@ async def _consume(reactor: Any, job: Job) -> Result:
 
     client = _client(job)
     await client.load_metadata_for_topics(job.topic)
+    if job.variant == "getmany":
+        return await _pull(client, job)
     seen = [0]
     done: Deferred[None] = Deferred()
 
@@ -136,6 +138,25 @@ async def _consume(reactor: Any, job: Job) -> Result:
     result = meter.stop(seen[0], fetches=fetch_requests(client))
     for consumer in consumers:
         consumer.stop()
+    await client.close()
+    return result
+
+
+async def _pull(client: Any, job: Job) -> Result:
+    """The pull-style KafkaConsumer over the same partitions, polling getmany in a loop."""
+    from afkak import KafkaConsumer
+    from afkak.consumer._broker_fetch import fetch_requests
+
+    consumer = KafkaConsumer(client)
+    meter = Meter(job)
+    meter.start()
+    consumer.assign([(job.topic, p) for p in range(job.partitions)])
+    seen = 0
+    while seen < job.count:
+        batches = await consumer.getmany(timeout_ms=1000)
+        seen += sum(len(records) for records in batches.values())
+    result = meter.stop(seen, fetches=fetch_requests(client))
+    await consumer.close()
     await client.close()
     return result
 

@@ -1,0 +1,509 @@
+"""KafkaConsumer: the pull-style API (``getmany``, ``getone``, ``async for``) by the processor's.
+
+It is built on the processor API, not beside it: each partition's
+:class:`~afkak.consumer.Consumer` (fetching, fetch-ahead, offsets, commits)
+hands its records to a processor that parks them here and returns a Deferred
+that fires once the application has taken them all.  That Deferred is the
+backpressure (a partition whose records wait is not fetched further, apart
+from the one response fetched ahead) and the commit point (records count as
+processed once handed out).  A subscription runs a
+:class:`~afkak.group.ConsumerGroup` (membership, rebalances, liveness);
+``assign()`` runs Consumers of chosen partitions without a group.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from twisted.internet.defer import Deferred, DeferredList, succeed
+from twisted.logger import Logger
+
+from afkak.client import ConsumerClient
+from afkak.client._interlayer import INT32_MAX, group_name, integer, kafka_client, topic_list
+from afkak.common import (
+    OFFSET_COMMITTED,
+    OFFSET_EARLIEST,
+    OFFSET_LATEST,
+    RestartError,
+    RestopError,
+    SourcedMessage,
+    TopicAndPartition,
+)
+from afkak.consumer import Consumer, OffsetAndMetadata
+from afkak.consumer.positions import partition_of, partitions_of
+
+from ._group import ConsumerGroup
+
+log = Logger()
+
+#: The Java client's ``max.poll.records`` default.
+MAX_POLL_RECORDS = 500
+
+Records = dict[TopicAndPartition, list[SourcedMessage]]
+
+
+class _Parked:
+    """One processor call's records waiting for the application, and how many it took."""
+
+    __slots__ = ("messages", "taken", "done")
+
+    def __init__(self, messages: list[SourcedMessage], done: Deferred[Any]) -> None:
+        self.messages = messages
+        self.taken = 0
+        self.done = done
+
+    def last_taken(self) -> int:
+        """The offset of the last record handed out (one before the first if none)."""
+        if self.taken:
+            return int(self.messages[self.taken - 1].offset)
+        return int(self.messages[0].offset) - 1
+
+
+class _PullGroup(ConsumerGroup):
+    """A ConsumerGroup whose processor is a :class:`KafkaConsumer`'s buffer.
+
+    Liveness is the time since the application last polled (Java's
+    ``max.poll.interval.ms``), not the age of a processor call: records of a
+    paused partition may wait for ever.  Partitions given up release their
+    waiting records first, so that only records handed out are committed.
+    """
+
+    def __init__(self, pull: KafkaConsumer, *args: Any, **kwargs: Any) -> None:
+        self._pull = pull
+        super().__init__(*args, **kwargs)
+
+    def _overdue(self, consumer: Consumer) -> float | None:
+        idle = self.client.reactor.seconds() - self._pull._last_poll
+        return None if self.stuck() is None else idle
+
+    def stuck(self) -> str | None:
+        idle = self.client.reactor.seconds() - self._pull._last_poll
+        if self._pull._waiters or idle <= self.max_poll_interval_ms / 1000.0:
+            return None  # a poll waiting for records is a live application
+        return (
+            f"the application has not polled (getmany/getone) for {idle:.1f} s, "
+            f"longer than max_poll_interval_ms={self.max_poll_interval_ms}"
+        )
+
+    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[Any]:
+        self._pull._release(partitions)
+        return super().revoke(partitions)
+
+    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[Any]:
+        # As Java's consumer: a member that did not poll joins again at its next poll.
+        self._pull._release(partitions, at_next_poll=self.stuck() is not None)
+        return super().lose(partitions)
+
+
+class KafkaConsumer:
+    """Pull records as the Java client, aiokafka and confluent-kafka do.
+
+    ::
+
+        consumer = KafkaConsumer(client, group_id="billing")
+        consumer.subscribe(["orders"])
+        while True:
+            batches = await consumer.getmany(timeout_ms=1000)
+            for tp, records in batches.items():
+                ...
+            # or: async for record in consumer: ...
+        await consumer.close()
+
+    Records are :class:`~afkak.common.SourcedMessage` tuples (``topic``,
+    ``partition``, ``offset``, ``message`` with ``key``, ``value``,
+    ``timestamp``, ``headers``).  A record counts as processed (and is
+    committed, every ``auto_commit_every_ms`` or by :meth:`commit`) once a
+    poll has returned it.
+
+    :param client: a :class:`~afkak.client.KafkaClient`.
+    :param group_id: the consumer group: needed by :meth:`subscribe`, and for
+        commits; without it, :meth:`assign` starts at the earliest offset
+        unless ``auto_offset_reset`` is ``OFFSET_LATEST``.
+    :param max_poll_records: the most records one poll returns.
+    :param max_poll_interval_ms: a subscribed consumer that does not poll
+        within it leaves the group (see
+        :class:`~afkak.group.ConsumerGroup`); it joins again at its next poll.
+    :param options: :class:`~afkak.group.ConsumerGroup` options (assignors,
+        timeouts) and :class:`~afkak.consumer.Consumer` options
+        (``auto_offset_reset``, ``key_deserializer``, ``value_deserializer``,
+        ``auto_commit_every_ms``, fetch sizes, ...).
+    """
+
+    def __init__(
+        self,
+        client: ConsumerClient,
+        *,
+        group_id: str | None = None,
+        max_poll_records: int = MAX_POLL_RECORDS,
+        max_poll_interval_ms: int = 300000,
+        **options: Any,
+    ) -> None:
+        kafka_client(client)
+        if group_id is not None:
+            group_name(group_id)
+        integer("max_poll_records", max_poll_records, 1, INT32_MAX)
+        integer("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
+        self.client = client
+        self.group_id = group_id
+        self.max_poll_records = max_poll_records
+        self.max_poll_interval_ms = max_poll_interval_ms
+        # Whole fetch responses per processor call unless asked otherwise.
+        self._options = {"auto_commit_every_n": 0, **options} if group_id else options
+        self._group: ConsumerGroup | None = None
+        self._consumers: dict[TopicAndPartition, Consumer] = {}
+        self._parked: dict[TopicAndPartition, _Parked] = {}
+        self._release_at_poll: list[_Parked] = []
+        self._waiters: list[tuple[Deferred[Records], int]] = []
+        self._last_poll = client.reactor.seconds()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        mode = "subscribed" if self._group else "assigned" if self._consumers else "idle"
+        return f"<KafkaConsumer group={self.group_id!r} {mode}>"
+
+    # -- subscribing and assigning ------------------------------------------------
+
+    def subscribe(
+        self, topics: Iterable[str] = (), *, pattern: re.Pattern[str] | None = None
+    ) -> None:
+        """Join the group and consume *topics* (or the topics *pattern* matches).
+
+        :raises ValueError: no *group_id*, or already subscribed or assigned.
+        """
+        self._idle("subscribe")
+        if self.group_id is None:
+            raise ValueError("subscribe() needs a group_id")
+        names = [] if pattern is not None else topic_list(list(topics))
+        group = _PullGroup(
+            self,
+            self.client,
+            self.group_id,
+            names,
+            self._park,
+            pattern=pattern,
+            max_poll_interval_ms=self.max_poll_interval_ms,
+            **self._options,
+        )
+        self._group = group
+        self._last_poll = self.client.reactor.seconds()
+        group.start().addErrback(self._group_failed)
+
+    def assign(self, partitions: Iterable[Any]) -> None:
+        """Consume exactly *partitions*, without group membership.
+
+        They start at the group's committed offset (with a *group_id*), else
+        at the earliest offset unless ``auto_offset_reset`` is ``OFFSET_LATEST``.
+        """
+        self._idle("assign")
+        tps = sorted(set(partitions_of(partitions)))
+        if not tps:
+            raise ValueError("assign() needs at least one partition")
+        if self.group_id is not None:
+            start = OFFSET_COMMITTED
+        else:
+            latest = self._options.get("auto_offset_reset") == OFFSET_LATEST
+            start = OFFSET_LATEST if latest else OFFSET_EARLIEST
+        for tp in tps:
+            consumer = Consumer(
+                self.client,
+                tp.topic,
+                tp.partition,
+                self._park,
+                consumer_group=self.group_id,
+                **self._options,
+            )
+            self._consumers[tp] = consumer
+        for tp, consumer in self._consumers.items():
+            consumer.start(start).addErrback(self._consumer_failed, tp)
+
+    def _idle(self, call: str) -> None:
+        if self._closed:
+            raise RestopError(f"{self!r} is closed")
+        if self._group is not None or self._consumers:
+            raise RestartError(f"{call}(): {self!r} already consumes")
+
+    def _group_failed(self, failure: Any) -> None:
+        log.failure("{consumer!r}: the group stopped", failure, consumer=self)
+        self._fail_waiters(failure)
+
+    def _consumer_failed(self, failure: Any, tp: TopicAndPartition) -> None:
+        log.failure("{consumer!r}: {tp} stopped", failure, consumer=self, tp=tp)
+        self._fail_waiters(failure)
+
+    def _fail_waiters(self, failure: Any) -> None:
+        waiters, self._waiters = self._waiters, []
+        for d, _ in waiters:
+            d.errback(failure)
+
+    # -- the processor side ----------------------------------------------------------
+
+    def _park(self, consumer: Consumer, messages: list[SourcedMessage]) -> Deferred[Any]:
+        """The processor of every partition: keep *messages* until polled."""
+        tp = consumer.topic_partition
+
+        def cancelled(_: Deferred[Any]) -> None:
+            if self._parked.get(tp) is parked:
+                del self._parked[tp]
+
+        parked = _Parked(messages, Deferred(cancelled))
+        self._parked[tp] = parked
+        if self._waiters:
+            self._serve_waiters()
+        return parked.done
+
+    def _release(self, partitions: Iterable[TopicAndPartition], at_next_poll: bool = False) -> None:
+        """Give back the waiting records of *partitions*: those not taken are not processed."""
+        for tp in partitions:
+            parked = self._parked.pop(tp, None)
+            if parked is None:
+                continue
+            if at_next_poll:
+                self._release_at_poll.append(parked)
+            else:
+                parked.done.callback(parked.last_taken())
+
+    # -- polling -------------------------------------------------------------------
+
+    def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> Deferred[Records]:
+        """Records of every partition that has some, ``{tp: [record, ...]}``.
+
+        Waits up to *timeout_ms* for the first records (0: answers at once,
+        possibly with ``{}``); returns at most *max_records* (default
+        ``max_poll_records``).  Cancelling the Deferred gives nothing up.
+        """
+        integer("timeout_ms", timeout_ms, 0, INT32_MAX)
+        limit = self.max_poll_records if max_records is None else max_records
+        integer("max_records", limit, 1, INT32_MAX)
+        self._polled()
+        taken = self._take(limit)
+        if taken or timeout_ms == 0:
+            return succeed(taken)
+        timer: Any = None
+
+        def cancel(d: Deferred[Records]) -> None:
+            self._forget_waiter(d)
+            if timer is not None and timer.active():
+                timer.cancel()
+
+        d: Deferred[Records] = Deferred(cancel)
+        self._waiters.append((d, limit))
+
+        def timed_out() -> None:
+            if not d.called:
+                self._forget_waiter(d)
+                d.callback({})
+
+        def settled(result: Any) -> Any:
+            if timer is not None and timer.active():
+                timer.cancel()
+            return result
+
+        timer = self.client.reactor.callLater(timeout_ms / 1000.0, timed_out)
+        return d.addBoth(settled)
+
+    def getone(self) -> Deferred[SourcedMessage]:
+        """The next record, whenever it comes."""
+        d: Deferred[Records] = Deferred(self._forget_waiter)
+        self._polled()
+        taken = self._take(1)
+        if taken:
+            d.callback(taken)
+        else:
+            self._waiters.append((d, 1))
+        return d.addCallback(_only_record)
+
+    def __aiter__(self) -> KafkaConsumer:
+        return self
+
+    async def __anext__(self) -> SourcedMessage:
+        if self._closed:
+            raise StopAsyncIteration
+        return await self.getone()
+
+    def _polled(self) -> None:
+        if self._closed:
+            raise RestopError(f"{self!r} is closed")
+        self._last_poll = self.client.reactor.seconds()
+        released, self._release_at_poll = self._release_at_poll, []
+        for parked in released:
+            parked.done.callback(parked.last_taken())
+
+    def _forget_waiter(self, d: Deferred[Records]) -> None:
+        self._waiters = [(w, n) for w, n in self._waiters if w is not d]
+
+    def _serve_waiters(self) -> None:
+        while self._waiters:
+            d, limit = self._waiters[0]
+            taken = self._take(limit)
+            if not taken:
+                return
+            del self._waiters[0]
+            self._last_poll = self.client.reactor.seconds()
+            d.callback(taken)
+
+    def _take(self, limit: int) -> Records:
+        """Up to *limit* waiting records, partitions served in turn; finished calls complete."""
+        taken: Records = {}
+        finished = []
+        paused = self.paused()
+        for tp in list(self._parked):
+            if limit <= 0:
+                break
+            if tp in paused:
+                continue
+            parked = self._parked.pop(tp)
+            start, messages = parked.taken, parked.messages
+            end = min(len(messages), start + limit)
+            taken[tp] = messages if start == 0 and end == len(messages) else messages[start:end]
+            parked.taken = end
+            limit -= end - start
+            if end == len(messages):
+                finished.append(parked)
+            else:
+                self._parked[tp] = parked  # to the back of the line
+        for parked in finished:
+            parked.done.callback(None)
+        return taken
+
+    # -- position control, as ConsumerGroup / Consumer -----------------------------------
+
+    def _consumer_of(self, tp: Any) -> Consumer:
+        key = partition_of(tp)
+        consumer = self._consumers.get(key)
+        if consumer is None:
+            raise ValueError(f"{key} is not assigned to {self!r}")
+        return consumer
+
+    def assignment(self) -> frozenset[TopicAndPartition]:
+        """The partitions consumed now."""
+        if self._group is not None:
+            return self._group.assignment()
+        return frozenset(self._consumers)
+
+    def seek(self, tp: Any, offset: int) -> None:
+        """Consume *tp* from *offset* on: records polled afterwards start there."""
+        key = partition_of(tp)
+        if self._group is not None:
+            self._group._owned(key)
+            self._release([key])
+            self._group.seek(key, offset)
+        else:
+            consumer = self._consumer_of(key)
+            self._release([key])
+            consumer.seek(key, offset)
+
+    def seek_to_beginning(self, *tps: Any) -> None:
+        """Consume from the earliest offset; no *tps*: every assigned partition."""
+        self._seek_to(tps, OFFSET_EARLIEST)
+
+    def seek_to_end(self, *tps: Any) -> None:
+        """Consume from the log end; no *tps*: every assigned partition."""
+        self._seek_to(tps, OFFSET_LATEST)
+
+    def _seek_to(self, tps: tuple[Any, ...], where: int) -> None:
+        keys = partitions_of(tps) or sorted(self.assignment())
+        for key in keys:
+            if key not in self.assignment():
+                raise ValueError(f"{key} is not assigned to {self!r}")
+        self._release(keys)
+        for key in keys:
+            target: Any = self._group if self._group is not None else self._consumers[key]
+            if where == OFFSET_EARLIEST:
+                target.seek_to_beginning(key)
+            else:
+                target.seek_to_end(key)
+
+    def pause(self, *tps: Any) -> None:
+        """Stop fetching *tps*; polls return none of their records until :meth:`resume`."""
+        if self._group is not None:
+            self._group.pause(*tps)
+        else:
+            for tp in tps:
+                self._consumer_of(tp).pause(tp)
+
+    def resume(self, *tps: Any) -> None:
+        if self._group is not None:
+            self._group.resume(*tps)
+        else:
+            for tp in tps:
+                self._consumer_of(tp).resume(tp)
+        if self._waiters:
+            self._serve_waiters()
+
+    def paused(self) -> frozenset[TopicAndPartition]:
+        if self._group is not None:
+            return self._group.paused()
+        return frozenset(tp for tp, c in self._consumers.items() if c.paused())
+
+    def position(self, tp: Any) -> Deferred[int]:
+        """The offset of the next record a poll returns for *tp*."""
+        key = partition_of(tp)
+        parked = self._parked.get(key)
+        if parked is not None:
+            return succeed(int(parked.messages[parked.taken].offset))
+        if self._group is not None:
+            return self._group.position(key)
+        return self._consumer_of(key).position(key)
+
+    def committed(self, tp: Any) -> Deferred[OffsetAndMetadata | None]:
+        if self._group is not None:
+            return self._group.committed(tp)
+        return self._consumer_of(tp).committed(tp)
+
+    def offsets_for_times(
+        self, timestamps: Mapping[Any, int]
+    ) -> Deferred[dict[TopicAndPartition, int | None]]:
+        if self._group is not None:
+            return self._group.offsets_for_times(timestamps)
+        consumers = {self._consumer_of(tp) for tp in timestamps}
+        if len(consumers) == 1:
+            return consumers.pop().offsets_for_times(timestamps)
+        gathered = DeferredList(
+            [self._consumer_of(tp).offsets_for_times({tp: ms}) for tp, ms in timestamps.items()],
+            fireOnOneErrback=True,
+            consumeErrors=True,
+        )
+        return gathered.addCallback(lambda rs: {k: v for _, r in rs for k, v in r.items()})
+
+    def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None) -> Deferred[Any]:
+        """Commit what polls returned (whole processor calls), or the explicit *offsets*."""
+        if self._group is not None:
+            return self._group.commit() if offsets is None else self._group.commit(offsets)
+        if self.group_id is None:
+            raise ValueError(f"{self!r} has no group_id to commit to")
+        calls: list[Deferred[Any]]
+        if offsets is None:
+            calls = [c.commit() for c in self._consumers.values()]
+        else:
+            calls = [self._consumer_of(tp).commit({tp: o}) for tp, o in offsets.items()]
+        return DeferredList(calls, fireOnOneErrback=True, consumeErrors=True)
+
+    # -- closing ------------------------------------------------------------------------
+
+    def close(self) -> Deferred[None]:
+        """Commit what polls returned, leave the group, stop; waiting polls get ``{}``."""
+        if self._closed:
+            return succeed(None)
+        self._closed = True
+        waiters, self._waiters = self._waiters, []
+        for waiter, _ in waiters:
+            waiter.callback({})
+        self._release(list(self._parked))
+        for parked in self._release_at_poll:
+            parked.done.callback(parked.last_taken())
+        self._release_at_poll = []
+        stopped: Deferred[Any]
+        if self._group is not None:
+            stopped = self._group.shutdown()
+        else:
+            stopped = DeferredList(
+                [c.shutdown() for c in self._consumers.values()], consumeErrors=True
+            )
+        return stopped.addCallback(lambda _: None)
+
+
+def _only_record(records: Records) -> SourcedMessage:
+    [(_, [record])] = records.items()
+    return record
