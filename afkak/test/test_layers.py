@@ -29,6 +29,7 @@ LAYERS = {
     "_structs": 0,
     "_retry": 0,
     "common": 0,
+    "metrics": 0,
     "protocol": 1,
     "codec": 2,
     "records": 2,
