@@ -38,6 +38,7 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.connection import BrokerConnection, SaslMechanism, tls_endpoint_factory
+from afkak.metrics import CLIENT, MetricName, Metrics
 from afkak.records.aborted import isolation_level as isolation_level_of
 
 from . import _validate as check
@@ -151,6 +152,14 @@ class KafkaClient:
             raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
         if tls is not None and tls is not False:
             endpoint_factory = tls_endpoint_factory(tls, endpoint_factory)
+        #: The :class:`~afkak.metrics.Metrics` every layer on this client records into.
+        self.metrics_registry = Metrics(reactor)
+        self.metrics_registry.add_gauge(
+            MetricName(
+                "connection-count", CLIENT, "Open connections", {"client-id": self.clientId}
+            ),
+            lambda now: pool.connection_count(),
+        )
         pool = ConnectionPool(
             reactor,
             endpoint_factory,
@@ -159,6 +168,7 @@ class KafkaClient:
             self.timeout,
             self._request_timed_out,
             sasl,
+            self.metrics_registry,
         )
         self._cluster = Cluster(reactor, pool, bootstrap, metadata_max_age)
         self._pending: set[Deferred[Any]] = set()
@@ -208,6 +218,13 @@ class KafkaClient:
     def _brokers(self) -> dict[int, Any]:
         """Node id -> BrokerMetadata of every known broker."""
         return self._cluster.cache.brokers
+
+    def metrics(self) -> dict[MetricName, float]:
+        """Every metric of this client and the layers on it: ``{MetricName: value}``.
+
+        As Java's (and kafka-python's) ``metrics()``; see :doc:`/monitoring`.
+        """
+        return self.metrics_registry.metrics()
 
     # -- metadata -----------------------------------------------------------
 

@@ -42,6 +42,7 @@ from afkak.connection._versions import (
     retry_version,
 )
 from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE
+from afkak.metrics import ConnectionSensors
 from afkak.protocol.messages import ApiVersionsRequest
 
 log = Logger()
@@ -113,6 +114,8 @@ class BrokerConnection:
         fires with a session lifetime (ms), it runs again on the same
         connection at :data:`REAUTHENTICATE_AT` of it: queued requests wait
         meanwhile, those in flight are answered in order as usual.
+    :param sensors: where to record its traffic, latency, throttling and
+        connections (:mod:`afkak.metrics`); none by default.
     :param on_timeout: called as ``on_timeout(connection, request_sent)`` after
         a request timed out; a client can call :meth:`disconnect` from it.  A
         connection silent past a request's timeout is dropped regardless.
@@ -140,6 +143,7 @@ class BrokerConnection:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         authenticator: Authenticator | None = None,
         on_timeout: Callable[[BrokerConnection, bool], None] | None = None,
+        sensors: ConnectionSensors | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
@@ -155,6 +159,7 @@ class BrokerConnection:
         self._max_frame_size = max_frame_size
         self._authenticator = authenticator
         self._on_timeout = on_timeout
+        self._sensors = sensors
 
         self._state = State.IDLE
         self._queue: deque[PendingRequest] = deque()
@@ -300,6 +305,8 @@ class BrokerConnection:
 
     def _negotiate_versions(self, protocol: BrokerProtocol) -> None:
         self._protocol = protocol
+        if self._sensors is not None:
+            self._sensors.connected()
         self._send_api_versions(protocol, ApiVersionsRequest.MAX_VERSION)
 
     def _authenticate(self, api_versions: ApiVersionRanges) -> None:
@@ -338,6 +345,8 @@ class BrokerConnection:
         # Last, as the requests' callbacks may close this connection.
         protocol, self._protocol = self._protocol, None
         if protocol is not None:
+            if self._sensors is not None:
+                self._sensors.disconnected()
             lost = BrokerConnectionError(f"connection to {self.host}:{self.port} lost: {reason}")
             self._abandon(protocol, lost)
 
@@ -352,6 +361,8 @@ class BrokerConnection:
             attempt.cancel()
         protocol, self._protocol = self._protocol, None
         if protocol is not None:
+            if self._sensors is not None:
+                self._sensors.disconnected()
             protocol.stopFraming()
             if not protocol.lost:
                 self._closing = protocol
@@ -570,10 +581,14 @@ class BrokerConnection:
                 request.min_version,
                 request.max_version,
             )
-            protocol.send(request, request.message(version))
+            size = protocol.send(request, request.message(version))
         except Exception as error:
             request.fail(error)
             return
+        sensors = self._sensors
+        if sensors is not None:
+            request.sent_at = sensors.now()
+            sensors.sent(size)
         if not request.expect_response:
             request.succeed(None)
 
@@ -640,6 +655,13 @@ class BrokerConnection:
         if protocol is self._protocol:
             log.error("{broker}: closing the connection: {error}", broker=self, error=error)
             self._fire(Event.DROPPED, error)
+
+    def _protocol_answered(
+        self, protocol: BrokerProtocol, request: PendingRequest, size: int, response: Any
+    ) -> None:
+        sensors = self._sensors
+        if sensors is not None and request.sent_at >= 0:
+            sensors.received(size, request.sent_at)
 
     def _protocol_writable(self, protocol: BrokerProtocol) -> None:
         if protocol is self._protocol:

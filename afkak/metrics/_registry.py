@@ -219,7 +219,7 @@ class Metrics:
         return list(self._metrics)
 
     def metrics(self, *groups: str) -> dict[MetricName, float]:
-        """Every metric's current value (only those of *groups*, if given), as Java's ``metrics()``."""
+        """Each metric's current value (of *groups* only, if given), as Java's ``metrics()``."""
         now = self._seconds()
         return {
             name: stat.measure(now)
