@@ -6,6 +6,9 @@ out, and reconnects with back-off.  Its lifecycle is the table in
 :mod:`afkak.connection._lifecycle`; the entry action of each state is listed
 in :attr:`BrokerConnection._ENTRY_ACTIONS`.
 
+A response carrying a throttle time (KIP-219, see :mod:`._throttle`) holds the
+queue until that time has passed: the broker is muting us meanwhile.
+
 Requests in flight when a connection drops fail with
 :class:`~afkak.common.BrokerConnectionError` and are never resent (a resent
 produce request could be written twice): the layer above decides.  Requests
@@ -33,6 +36,7 @@ from afkak._version import __version__
 from afkak.connection._lifecycle import CONNECTED_STATES, Event, State, next_state
 from afkak.connection._protocol import BrokerProtocol
 from afkak.connection._request import PendingRequest
+from afkak.connection._throttle import client_waits
 from afkak.connection._versions import (
     UNSUPPORTED_VERSION,
     ApiVersionRanges,
@@ -176,6 +180,8 @@ class BrokerConnection:
         self._reauth_call: IDelayedCall | None = None
         self._auth_timer: IDelayedCall | None = None
         self._reauthenticating = False
+        # KIP-219: nothing is written before this call fires (the broker throttles us).
+        self._throttle_call: IDelayedCall | None = None
 
     def __repr__(self) -> str:
         return f"<BrokerConnection {self.host}:{self.port} {self._state.value}>"
@@ -352,10 +358,10 @@ class BrokerConnection:
 
     def _shut_down(self) -> None:
         self._stop_authenticating()
-        for timer in (self._retry_call, self._connect_timer):
+        for timer in (self._retry_call, self._connect_timer, self._throttle_call):
             if timer is not None and timer.active():
                 timer.cancel()
-        self._retry_call = self._connect_timer = None
+        self._retry_call = self._connect_timer = self._throttle_call = None
         attempt, self._attempt = self._attempt, None
         if attempt is not None:
             attempt.cancel()
@@ -565,6 +571,7 @@ class BrokerConnection:
                 and protocol is not None
                 and self._state is State.READY
                 and not self._reauthenticating
+                and self._throttle_call is None
                 and self._protocol is protocol
                 and not protocol.write_paused
                 and len(protocol.in_flight) < limit
@@ -662,6 +669,28 @@ class BrokerConnection:
         sensors = self._sensors
         if sensors is not None and request.sent_at >= 0:
             sensors.received(size, request.sent_at)
+        throttle = getattr(response, "throttle_time_ms", None)
+        if throttle is None:
+            return
+        if sensors is not None:
+            sensors.throttled(throttle)
+        if throttle > 0 and client_waits(request.request_class, request.version):
+            self._hold_for(throttle / 1000.0)
+
+    def _hold_for(self, seconds: float) -> None:
+        """Write nothing for *seconds* (KIP-219); queued requests wait, their timeouts running."""
+        call = self._throttle_call
+        until = self._reactor.seconds() + seconds
+        if call is not None:
+            if call.getTime() >= until:
+                return
+            call.cancel()
+        log.debug("{broker}: throttled by the broker for {s:.3g} s", broker=self, s=seconds)
+        self._throttle_call = self._reactor.callLater(seconds, self._throttle_ended)
+
+    def _throttle_ended(self) -> None:
+        self._throttle_call = None
+        self._pump()
 
     def _protocol_writable(self, protocol: BrokerProtocol) -> None:
         if protocol is self._protocol:
