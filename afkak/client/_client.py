@@ -153,7 +153,7 @@ class KafkaClient:
         if tls is not None and tls is not False:
             endpoint_factory = tls_endpoint_factory(tls, endpoint_factory)
         #: The :class:`~afkak.metrics.Metrics` every layer on this client records into.
-        self.metrics_registry = Metrics(reactor)
+        self.metrics_registry = Metrics(reactor, client_id=self.clientId)
         self.metrics_registry.add_gauge(
             MetricName(
                 "connection-count", CLIENT, "Open connections", {"client-id": self.clientId}

@@ -129,11 +129,7 @@ class ConnectionPool:
                 if self._sasl is None
                 else SaslAuthenticator(self._sasl, host, port, self._reactor)
             ),
-            sensors=(
-                None
-                if metrics is None
-                else metrics.shared(ConnectionSensors, self._client_id, node_id)
-            ),
+            sensors=(None if metrics is None else metrics.shared(ConnectionSensors, node_id)),
         )
         self._watches[conn] = watch
         return conn

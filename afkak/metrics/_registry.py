@@ -96,10 +96,14 @@ class Metrics:
 
     :param reactor: provides ``seconds()``.
     :param config: the windows of the windowed stats (Java's defaults: 2 of 30 s).
+    :param client_id: the ``client-id`` tag of the metrics the layers register.
     """
 
-    def __init__(self, reactor: Any, config: MetricConfig | None = None) -> None:
+    def __init__(
+        self, reactor: Any, config: MetricConfig | None = None, *, client_id: str = "afkak"
+    ) -> None:
         self._seconds: Callable[[], float] = reactor.seconds
+        self.client_id = client_id
         self.config = MetricConfig() if config is None else config
         self._metrics: dict[MetricName, Measurable] = {}
         self._sensors: dict[str, Sensor] = {}
@@ -239,4 +243,4 @@ def registry_of(client: Any) -> Metrics:
     """*client*'s registry; a registry of its own for a client that keeps none (a test double)."""
     if isinstance(client, Measured):
         return client.metrics_registry
-    return Metrics(client.reactor)
+    return Metrics(client.reactor, client_id=getattr(client, "clientId", "afkak"))

@@ -17,7 +17,8 @@ producer, consumer and group on it, so its connection metrics are in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from ._registry import MetricName, Metrics, Sensor
 
@@ -40,8 +41,9 @@ class ConnectionSensors:
     Several connections to one node (the coordinator connection) share its sensors.
     """
 
-    def __init__(self, metrics: Metrics, client_id: str, node_id: int) -> None:
+    def __init__(self, metrics: Metrics, node_id: int) -> None:
         self._seconds = metrics.seconds
+        client_id = metrics.client_id
         client = {"client-id": client_id}
         node = {"client-id": client_id, "node-id": node_tag(node_id)}
         self._sent = self._pair(metrics, "bytes-sent", client, node, _add_sent)
@@ -122,13 +124,25 @@ def _add_throttle(metrics: Metrics, sensor: Sensor, group: str, tags: dict[str, 
     )
 
 
+class SentBatch(Protocol):
+    """What :meth:`ProducerSensors.request` reads of a producer batch."""
+
+    topic: str
+    count: int
+    #: Estimated size before compression; ``data`` is the encoded batch.
+    size: int
+    data: bytes | None
+    opened: float
+    attempts: int
+
+
 class ProducerSensors:
     """A producer's batches and requests (``producer-metrics``, ``producer-topic-metrics``)."""
 
-    def __init__(self, metrics: Metrics, client_id: str) -> None:
-        self._metrics = metrics
+    def __init__(self, metrics: Metrics) -> None:
+        self.registry = metrics
         self._seconds = metrics.seconds
-        self._client_id = client_id
+        self._client_id = client_id = metrics.client_id
         tags = {"client-id": client_id}
         m = metrics
         self._records = m.sensor("producer.records-sent")
@@ -171,7 +185,7 @@ class ProducerSensors:
     def buffer(self, total: int, used: Callable[[], int]) -> None:
         """Publish ``buffer-total-bytes`` and ``buffer-available-bytes`` (read when measured)."""
         tags = {"client-id": self._client_id}
-        m = self._metrics
+        m = self.registry
         m.add_gauge(
             MetricName("buffer-total-bytes", PRODUCER, "The buffer memory", tags), lambda now: total
         )
@@ -183,7 +197,7 @@ class ProducerSensors:
     def _topic(self, topic: str) -> tuple[Sensor, Sensor, Sensor, Sensor]:
         sensors = self._topics.get(topic)
         if sensors is None:
-            m = self._metrics
+            m = self.registry
             tags = {"client-id": self._client_id, "topic": topic}
             records = m.sensor(f"topic.{topic}.records-sent", self._records)
             m.add_meter(records, "record-send", PRODUCER_TOPIC, "records sent", tags)
@@ -196,18 +210,21 @@ class ProducerSensors:
             sensors = self._topics[topic] = (records, size, errors, retries)
         return sensors
 
-    def request(self, records: int, batches: list[tuple[int, int, float]]) -> float:
-        """A produce request goes with *batches* ``(encoded size, estimated size, created at)``.
+    def request(self, batches: Iterable[SentBatch]) -> float:
+        """A produce request goes with *batches*; returns when, for :meth:`answered`.
 
-        Returns the time it was sent, for :meth:`answered`.
+        Queue time (since the batch was opened) counts at a batch's first attempt.
         """
         now = self._seconds()
-        self._per_request.record_at(records, now)
-        for size, estimate, created in batches:
+        records = 0
+        for batch in batches:
+            records += batch.count
+            size = len(batch.data or b"")
             self._batch_size.record_at(size, now)
-            self._compression.record_at(size / estimate if estimate else 1.0, now)
-            if created > 0:
-                self._queue_time.record_at((now - created) * 1000.0, now)
+            self._compression.record_at(size / batch.size if batch.size else 1.0, now)
+            if batch.attempts == 1:
+                self._queue_time.record_at((now - batch.opened) * 1000.0, now)
+        self._per_request.record_at(records, now)
         return now
 
     def answered(self, sent_at: float, throttle_ms: int) -> None:
@@ -232,10 +249,10 @@ class ProducerSensors:
 class ConsumerSensors:
     """Fetches and the records consumers took (``consumer-fetch-manager-metrics``)."""
 
-    def __init__(self, metrics: Metrics, client_id: str) -> None:
-        self._metrics = metrics
+    def __init__(self, metrics: Metrics) -> None:
+        self.registry = metrics
         self._seconds = metrics.seconds
-        self._client_id = client_id
+        self._client_id = client_id = metrics.client_id
         tags = {"client-id": client_id}
         m = metrics
         self._latency = m.sensor("fetch.latency")
@@ -277,7 +294,7 @@ class ConsumerSensors:
         key = (topic, partition)
         sensors = self._partitions.get(key)
         if sensors is None:
-            m = self._metrics
+            m = self.registry
             tags = {"client-id": self._client_id, "topic": topic, "partition": str(partition)}
             lag = m.sensor(f"{topic}-{partition}.records-lag", self._lag)
             m.add_value(lag, "records-lag", FETCH, "Records behind the high watermark", tags)
@@ -296,17 +313,17 @@ class ConsumerSensors:
     def forget(self, topic: str, partition: int) -> None:
         """The partition is no longer consumed: drop its metrics."""
         if self._partitions.pop((topic, partition), None) is not None:
-            self._metrics.remove_sensor(f"{topic}-{partition}.records-lag")
-            self._metrics.remove_sensor(f"{topic}-{partition}.records-lead")
+            self.registry.remove_sensor(f"{topic}-{partition}.records-lag")
+            self.registry.remove_sensor(f"{topic}-{partition}.records-lead")
 
 
 class GroupSensors:
     """One group member's rebalances, heartbeats and commits (``consumer-coordinator-metrics``)."""
 
-    def __init__(self, metrics: Metrics, client_id: str, group_id: str) -> None:
-        self._metrics = metrics
+    def __init__(self, metrics: Metrics, group_id: str) -> None:
+        self.registry = metrics
         self._seconds = metrics.seconds
-        self._tags = tags = {"client-id": client_id, "group-id": group_id}
+        self._tags = tags = {"client-id": metrics.client_id, "group-id": group_id}
         m = metrics
         prefix = f"group.{group_id}"
         self._rebalance = m.sensor(f"{prefix}.rebalance-latency")
@@ -335,7 +352,7 @@ class GroupSensors:
 
     def member(self, assigned: Callable[[], int]) -> None:
         """Publish ``assigned-partitions`` and ``last-heartbeat-seconds-ago`` of the member."""
-        m = self._metrics
+        m = self.registry
         m.add_gauge(
             MetricName(
                 "assigned-partitions", COORDINATOR, "Partitions assigned to the member", self._tags

@@ -25,6 +25,7 @@ from afkak._errors import (
 from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, is_retriable
 from afkak.client import ProducerClient, kafka_client, topic_name
 from afkak.common import TopicAndPartition
+from afkak.metrics import CLIENT, NODE, PRODUCER, PRODUCER_TOPIC, MetricName
 from afkak.partitioner import RoundRobinPartitioner
 from afkak.records import BATCH_HEADER_SIZE
 
@@ -269,6 +270,7 @@ class Producer:
         self._blocked: deque[_Pending] = deque()
         #: Bytes of records accepted and not settled (estimated, uncompressed).
         self._buffered = 0
+        self._sender.sensors.buffer(self._buffer_memory, lambda: self._buffered)
         #: Sends accepted and not settled.
         self._outstanding = 0
         self._flush_waiters: list[Deferred[None]] = []
@@ -316,6 +318,13 @@ class Producer:
     def partitioners(self) -> dict[str, Any]:
         """Topic -> the partitioner made for it."""
         return {topic: route.partitioner for topic, route in self._routes.items()}
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The producer's metrics and its client's connection metrics: ``{MetricName: value}``.
+
+        As Java's ``KafkaProducer.metrics()``; see :doc:`/monitoring`.
+        """
+        return self._sender.sensors.registry.metrics(PRODUCER, PRODUCER_TOPIC, CLIENT, NODE)
 
     @property
     def stopping(self) -> bool:

@@ -26,6 +26,7 @@ from afkak._broker_errors import BrokerResponseError
 from afkak._errors import CancelledError, DeliveryTimeoutError
 from afkak.client import ProduceCall, ProducerClient
 from afkak.common import ProduceRequest
+from afkak.metrics import ProducerSensors, registry_of
 
 from ._batch import ProducerBatch
 from ._identity import ProducerIdentity
@@ -97,6 +98,8 @@ class Sender:
                 self._identity_failed,
             )
         self._request_timeout = client.timeout + options.ack_timeout_ms / 1000.0
+        #: Recorded per request and per batch (``producer-metrics``).
+        self.sensors = registry_of(client).shared(ProducerSensors)
 
     # -- scheduling ----------------------------------------------------------
 
@@ -367,12 +370,18 @@ class Sender:
             expect_response=options.acks != 0,
             timeout=self._request_timeout,
         )
+        sent_at = self.sensors.request(batches)
         if not d.called:
             self._requests.add(d)
-        d.addBoth(self._answered, d, batches, call)
+        d.addBoth(self._answered, d, batches, call, sent_at)
 
     def _answered(
-        self, result: Any, d: Deferred[Any], batches: list[ProducerBatch], call: ProduceCall
+        self,
+        result: Any,
+        d: Deferred[Any],
+        batches: list[ProducerBatch],
+        call: ProduceCall,
+        sent_at: float,
     ) -> None:
         self._requests.discard(d)
         for batch in batches:
@@ -387,9 +396,11 @@ class Sender:
         elif self._options.acks == 0:
             for batch in batches:
                 batch.part.route_failures = 0
+                self.sensors.written(batch.topic, batch.count, len(batch.data or b""))
                 batch.succeed_unacknowledged()
                 self._release(batch)
         else:
+            self.sensors.answered(sent_at, result.throttle_time_ms)
             self._apply_response(result, batches, call)
         self.drain()
 
@@ -469,6 +480,7 @@ class Sender:
         part.route_failures = 0
         if batch.producer_epoch == part.producer_epoch and batch.base_sequence >= 0:
             part.acked_next = (batch.last_sequence + 1) % (2**31)
+        self.sensors.written(batch.topic, batch.count, len(batch.data or b""))
         batch.succeed(base_offset, log_append_time)
         self._release(batch)
 
@@ -504,12 +516,14 @@ class Sender:
             part.bump = True
         elif action is Action.RESET and isinstance(self.identity, ProducerIdentity):
             self.identity.reset(batch.producer_id)
+        self.sensors.retried(batch.topic, batch.count)
         part.requeue(batch)
         self.active.add(part)
         part.retry_at = max(part.retry_at, now + delay)
         self.wake(delay)
 
     def _settle(self, batch: ProducerBatch, failure: Failure) -> None:
+        self.sensors.failed(batch.topic, batch.count or len(batch.values or ()))
         batch.fail(failure)
         self._release(batch)
         if self.transaction is not None:

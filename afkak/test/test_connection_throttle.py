@@ -37,7 +37,7 @@ class ThrottleTests(SynchronousTestCase):
         self.clock = Clock()
         self.broker = Broker({**DEFAULT_VERSIONS, METADATA: (0, 12)})
         self.broker.special["slow"] = throttled(500)
-        self.metrics = Metrics(self.clock)
+        self.metrics = Metrics(self.clock, client_id="c")
         endpoint = LoopbackEndpoint(KafkaServerFactory(self.broker, self.clock))
         self.conn = BrokerConnection(
             self.clock,
@@ -45,7 +45,7 @@ class ThrottleTests(SynchronousTestCase):
             9092,
             endpoint_factory=lambda *_: endpoint,
             request_timeout=10.0,
-            sensors=ConnectionSensors(self.metrics, "c", 1),
+            sensors=ConnectionSensors(self.metrics, 1),
         )
         self.addCleanup(self.conn.close)
 

@@ -157,9 +157,9 @@ class SensorTests(SynchronousTestCase):
 class SharedTests(SynchronousTestCase):
     def test_one_sensor_set_per_registry_and_tags(self) -> None:
         metrics = Metrics(Clock())
-        a = metrics.shared(ProducerSensors, "c1")
-        self.assertIs(metrics.shared(ProducerSensors, "c1"), a)
-        self.assertIsNot(metrics.shared(ProducerSensors, "c2"), a)
+        a = metrics.shared(ProducerSensors)
+        self.assertIs(metrics.shared(ProducerSensors), a)
+        self.assertIsNot(Metrics(Clock()).shared(ProducerSensors), a)
 
     def test_registry_of_a_client_without_one(self) -> None:
         class Double:
