@@ -28,6 +28,7 @@ from afkak.common import (
     RestopError,
     SourcedMessage,
 )
+from afkak.metrics import CLIENT, FETCH, NODE, ConsumerSensors, MetricName, registry_of
 from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
@@ -169,6 +170,7 @@ class Consumer:
         self._fetcher = PartitionFetcher(client, topic, partition, options)
         self._high_watermark = -1
         self._last_stable_offset = -1
+        self._sensors = registry_of(client).shared(ConsumerSensors)
         # Running: the Deferred start() returned; None when stopped.
         self._start_d: Deferred[int | None] | None = None
         self._shutdown_d: Deferred[int | None] | None = None
@@ -187,6 +189,15 @@ class Consumer:
         self._processing: object | None = None
         self._pumping = False
         self._repump = False
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The consumers' fetch metrics and the client's connection metrics.
+
+        ``{MetricName: value}``, as Java's ``KafkaConsumer.metrics()``; every
+        Consumer on one client shares them (per-partition ones are tagged).
+        See :doc:`/monitoring`.
+        """
+        return self._sensors.registry.metrics(FETCH, CLIENT, NODE)
 
     def __repr__(self) -> str:
         if self._start_d is None:
@@ -484,6 +495,7 @@ class Consumer:
 
     def _halt(self) -> None:
         """Cancel everything under way and mark the consumer stopped."""
+        self._sensors.forget(self.topic, self.partition)
         self._start_d = None
         self._shutdown_d = None
         self._cancel_fetch()
@@ -582,6 +594,10 @@ class Consumer:
         self._fetch_offset = fetched.next_offset
         self._high_watermark = fetched.high_watermark
         self._last_stable_offset = fetched.last_stable_offset
+        if fetched.high_watermark >= 0:
+            self._sensors.lag(
+                self.topic, self.partition, fetched.high_watermark - fetched.next_offset
+            )
         self._buffered = fetched
         self._pump()
 
@@ -620,6 +636,7 @@ class Consumer:
         return block
 
     def _deliver(self, messages: list[SourcedMessage]) -> None:
+        self._sensors.consumed(len(messages))
         token = self._processing = object()
         try:
             result = self.processor(self, messages)
