@@ -31,6 +31,7 @@ from afkak.common import (
     UnknownMemberId,
 )
 from afkak.consumer import Consumer
+from afkak.metrics import CLIENT, COORDINATOR, FETCH, NODE, MetricName
 from afkak.producer import ConsumerGroupMetadata
 
 from ._assignor import PartitionAssignor
@@ -198,6 +199,13 @@ class ConsumerGroup:
             retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
             initial_backoff_ms=initial_backoff_ms,
         )
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The group's coordinator metrics, its consumers' fetch metrics, the client's.
+
+        ``{MetricName: value}``, as Java's ``KafkaConsumer.metrics()``; see :doc:`/monitoring`.
+        """
+        return self.member.sensors.registry.metrics(COORDINATOR, FETCH, CLIENT, NODE)
 
     def __repr__(self) -> str:
         return (

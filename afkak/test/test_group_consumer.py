@@ -76,7 +76,9 @@ def abandon(group: ConsumerGroup) -> None:
         consumer.stop()
 
 
-class ConsumerGroupTests(SynchronousTestCase):
+class GroupTestCase(SynchronousTestCase):
+    """Groups of one topic on a 3-broker fake cluster, each member on its own client."""
+
     def setUp(self) -> None:
         self.clock = Clock()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
@@ -138,6 +140,8 @@ class ConsumerGroupTests(SynchronousTestCase):
         self.advance(0.5)
         return self.successResultOf(d)
 
+
+class ConsumerGroupTests(GroupTestCase):
     def expected(self) -> set[tuple[int, int]]:
         return {(p, r.offset) for p in range(PARTITIONS) for r in self.cluster.records(TOPIC, p)}
 
