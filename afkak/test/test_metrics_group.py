@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from twisted.logger import capturedLogs
+
 from afkak.group import ConsumerGroup
 from afkak.metrics import COORDINATOR, MetricName
+from afkak.protocol.messages import HeartbeatRequest
 from afkak.test.test_group_consumer import PARTITIONS, GroupTestCase
 
 
@@ -45,3 +48,17 @@ class GroupMetricsTests(GroupTestCase):
         a.stop()
         self.advance(5)
         self.assertGreaterEqual(value(a, "last-heartbeat-seconds-ago", "a"), 5)
+
+    def test_failed_heartbeat_is_logged_not_counted(self) -> None:
+        """The errback gets its generation (it raised TypeError, and nothing was logged)."""
+        a = self.group("a")
+        a.start()
+        self.advance(6)
+        beats = value(a, "heartbeat-total", "a")
+        self.cluster.drop_next(HeartbeatRequest)
+        with capturedLogs() as logs:
+            self.advance(1.5)
+        self.assertEqual(value(a, "heartbeat-total", "a"), beats)
+        messages = [e.get("log_format", "") for e in logs]
+        self.assertIn("{member!r}: heartbeat failed: {error}", messages)
+        self.assertFalse([e for e in logs if e.get("log_failure") is not None])
