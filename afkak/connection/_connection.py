@@ -191,6 +191,16 @@ class BrokerConnection:
         return self._state
 
     @property
+    def queued(self) -> int:
+        """Requests waiting to be written (the statistics' ``outbuf_cnt``)."""
+        return len(self._queue)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests written and awaiting their response (``waitresp_cnt``)."""
+        return 0 if self._protocol is None else len(self._protocol.in_flight)
+
+    @property
     def api_versions(self) -> ApiVersionRanges | None:
         """The broker's version ranges by API key, from the latest negotiation (``None`` before)."""
         return self._api_versions

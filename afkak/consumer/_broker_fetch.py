@@ -282,7 +282,7 @@ class BrokerFetcher:
                     if data.records:
                         size += len(data.records)
                     if data.log_start_offset >= 0:
-                        sensors.lead(name, data.partition_index, sent[0] - data.log_start_offset)
+                        sensors.lead(name, data.partition_index, sent[0], data.log_start_offset)
         for key, offset, answer in answers:
             self._answer(key, offset, answer)
         return size

@@ -594,10 +594,13 @@ class Consumer:
         self._fetch_offset = fetched.next_offset
         self._high_watermark = fetched.high_watermark
         self._last_stable_offset = fetched.last_stable_offset
-        if fetched.high_watermark >= 0:
-            self._sensors.lag(
-                self.topic, self.partition, fetched.high_watermark - fetched.next_offset
-            )
+        self._sensors.position(
+            self.topic,
+            self.partition,
+            fetched.next_offset,
+            fetched.high_watermark,
+            fetched.last_stable_offset,
+        )
         self._buffered = fetched
         self._pump()
 

@@ -50,19 +50,8 @@ class ConnectionSensors:
         self._received = self._pair(metrics, "bytes-received", client, node, _add_received)
         self._latency = self._pair(metrics, "request-latency", client, node, _add_latency)
         self._throttle = self._pair(metrics, "throttle-time", client, node, _add_throttle)
-        self._created = metrics.sensor("connections-created")
-        metrics.add_meter(
-            self._created,
-            "connection-creation",
-            CLIENT,
-            "new connections established",
-            client,
-            count=True,
-        )
-        self._closed = metrics.sensor("connections-closed")
-        metrics.add_meter(
-            self._closed, "connection-close", CLIENT, "connections closed", client, count=True
-        )
+        self._created = self._pair(metrics, "connections-created", client, node, _add_created)
+        self._closed = self._pair(metrics, "connections-closed", client, node, _add_closed)
 
     @staticmethod
     def _pair(
@@ -101,6 +90,16 @@ class ConnectionSensors:
 
     def disconnected(self) -> None:
         self._closed.record()
+
+
+def _add_created(metrics: Metrics, sensor: Sensor, group: str, tags: dict[str, str]) -> None:
+    metrics.add_meter(
+        sensor, "connection-creation", group, "new connections established", tags, count=True
+    )
+
+
+def _add_closed(metrics: Metrics, sensor: Sensor, group: str, tags: dict[str, str]) -> None:
+    metrics.add_meter(sensor, "connection-close", group, "connections closed", tags, count=True)
 
 
 def _add_sent(metrics: Metrics, sensor: Sensor, group: str, tags: dict[str, str]) -> None:
@@ -276,6 +275,9 @@ class ConsumerSensors:
             tags,
         )
         self._partitions: dict[tuple[str, int], tuple[Sensor, Sensor]] = {}
+        #: (topic, partition) -> (next offset, high watermark, last stable offset,
+        #: log start offset) as last fetched: the statistics callback's partitions.
+        self.offsets: dict[tuple[str, int], list[int]] = {}
 
     def now(self) -> float:
         return self._seconds()
@@ -304,14 +306,24 @@ class ConsumerSensors:
             sensors = self._partitions[key] = (lag, lead)
         return sensors
 
-    def lag(self, topic: str, partition: int, records: int) -> None:
-        self._partition(topic, partition)[0].record(records)
+    def position(
+        self, topic: str, partition: int, next_offset: int, high_watermark: int, last_stable: int
+    ) -> None:
+        """A fetch moved a consumer of the partition to *next_offset*: records-lag."""
+        offsets = self.offsets.setdefault((topic, partition), [-1, -1, -1, -1])
+        offsets[:3] = next_offset, high_watermark, last_stable
+        if high_watermark >= 0:
+            self._partition(topic, partition)[0].record(high_watermark - next_offset)
 
-    def lead(self, topic: str, partition: int, records: int) -> None:
-        self._partition(topic, partition)[1].record(records)
+    def lead(self, topic: str, partition: int, fetch_offset: int, log_start: int) -> None:
+        """A fetch read at *fetch_offset* of a log starting at *log_start*: records-lead."""
+        offsets = self.offsets.setdefault((topic, partition), [-1, -1, -1, -1])
+        offsets[3] = log_start
+        self._partition(topic, partition)[1].record(fetch_offset - log_start)
 
     def forget(self, topic: str, partition: int) -> None:
         """The partition is no longer consumed: drop its metrics."""
+        self.offsets.pop((topic, partition), None)
         if self._partitions.pop((topic, partition), None) is not None:
             self.registry.remove_sensor(f"{topic}-{partition}.records-lag")
             self.registry.remove_sensor(f"{topic}-{partition}.records-lead")
