@@ -7,7 +7,7 @@ client on it record into it, on the client's reactor clock.
 ``{MetricName: value}``.  See :doc:`/monitoring` for the list.
 """
 
-from afkak.metrics._registry import Measured, MetricName, Metrics, Sensor, registry_of
+from afkak.metrics._registry import Measured, MetricName, Metrics, registry_of
 from afkak.metrics._sensors import (
     CLIENT,
     COORDINATOR,
@@ -21,18 +21,7 @@ from afkak.metrics._sensors import (
     ProducerSensors,
     node_tag,
 )
-from afkak.metrics._stats import (
-    Avg,
-    CumulativeCount,
-    CumulativeSum,
-    Gauge,
-    Max,
-    MetricConfig,
-    Rate,
-    Value,
-    WindowedCount,
-    WindowedSum,
-)
+from afkak.metrics._stats import Avg, Gauge, Max, MetricConfig, Rate, Sensor, Total, Value
 
 __all__ = [
     "CLIENT",
@@ -44,8 +33,6 @@ __all__ = [
     "Avg",
     "ConnectionSensors",
     "ConsumerSensors",
-    "CumulativeCount",
-    "CumulativeSum",
     "Gauge",
     "GroupSensors",
     "Max",
@@ -56,9 +43,8 @@ __all__ = [
     "ProducerSensors",
     "Rate",
     "Sensor",
+    "Total",
     "Value",
-    "WindowedCount",
-    "WindowedSum",
     "node_tag",
     "registry_of",
 ]

@@ -18,18 +18,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
-from ._stats import (
-    Avg,
-    CumulativeCount,
-    CumulativeSum,
-    Gauge,
-    Max,
-    Measurable,
-    MetricConfig,
-    Rate,
-    Stat,
-    Value,
-)
+from ._stats import Avg, Gauge, Max, Measurable, MetricConfig, Rate, Sensor, Total, Value
 
 
 def _frozen_tags(
@@ -51,41 +40,6 @@ class MetricName:
     @property
     def tags(self) -> dict[str, str]:
         return dict(self._tags)
-
-
-class Sensor:
-    """Records values into its stats (and its parents'), at the reactor's time.
-
-    Hot paths record once per request, batch or fetch, never per record.
-    """
-
-    __slots__ = ("name", "_stats", "_parents", "_seconds", "_config")
-
-    def __init__(
-        self,
-        name: str,
-        seconds: Callable[[], float],
-        config: MetricConfig,
-        parents: tuple[Sensor, ...],
-    ) -> None:
-        self.name = name
-        self._stats: list[Stat] = []
-        self._parents = parents
-        self._seconds = seconds
-        self._config = config
-
-    def record(self, value: float = 1.0) -> None:
-        now = self._seconds()
-        for stat in self._stats:
-            stat.record(value, now)
-        for parent in self._parents:
-            parent.record_at(value, now)
-
-    def record_at(self, value: float, now: float) -> None:
-        for stat in self._stats:
-            stat.record(value, now)
-        for parent in self._parents:
-            parent.record_at(value, now)
 
 
 T = TypeVar("T")
@@ -121,9 +75,6 @@ class Metrics:
             found = self._shared[key] = factory(self, *args)
         return found
 
-    def get_sensor(self, name: str) -> Sensor | None:
-        return self._sensors.get(name)
-
     def sensor(self, name: str, *parents: Sensor) -> Sensor:
         """The sensor called *name*, made (with these parents) on first use."""
         sensor = self._sensors.get(name)
@@ -132,13 +83,11 @@ class Metrics:
             self._owned[name] = []
         return sensor
 
-    def add_stat(self, sensor: Sensor, metric: MetricName, stat: Any) -> None:
-        """Publish *stat* (a Stat with ``measure``) as *metric*, fed by *sensor*."""
-        if metric in self._metrics:
-            return
-        sensor._stats.append(stat)
-        self._metrics[metric] = stat
-        self._owned[sensor.name].append(metric)
+    def add(self, metric: MetricName, stat: Measurable, sensor: Sensor) -> None:
+        """Publish *stat* (read from *sensor*) as *metric*, unless that name is taken."""
+        if metric not in self._metrics:
+            self._metrics[metric] = stat
+            self._owned[sensor.name].append(metric)
 
     def add_gauge(self, metric: MetricName, read: Callable[[float], float]) -> None:
         """Publish a value read when measured (``read(now)``), replacing any under that name."""
@@ -147,39 +96,33 @@ class Metrics:
     def remove_metric(self, metric: MetricName) -> None:
         self._metrics.pop(metric, None)
 
-    def remove_sensor(self, name: str) -> None:
-        """Forget a sensor and the metrics it fed (a departed broker, a revoked partition)."""
-        self._sensors.pop(name, None)
+    def remove_sensor(self, name: str, *parents: Sensor) -> None:
+        """Forget a sensor (a child of *parents*) and the metrics read from it."""
+        sensor = self._sensors.pop(name, None)
+        for parent in parents:
+            if sensor in parent.children:
+                parent.children.remove(sensor)
         for metric in self._owned.pop(name, ()):
             self._metrics.pop(metric, None)
 
     # -- the stat shapes Kafka's clients use --------------------------------------
 
-    def add_avg_max(
-        self, sensor: Sensor, name: str, group: str, what: str, tags: Mapping[str, str]
-    ) -> None:
-        """``<name>-avg`` and ``<name>-max`` of the values recorded."""
-        config = self.config
-        self.add_stat(
-            sensor, MetricName(f"{name}-avg", group, f"The average {what}", tags), Avg(config)
-        )
-        self.add_stat(
-            sensor, MetricName(f"{name}-max", group, f"The maximum {what}", tags), Max(config)
-        )
-
     def add_avg(
         self, sensor: Sensor, name: str, group: str, what: str, tags: Mapping[str, str]
     ) -> None:
-        self.add_stat(
-            sensor, MetricName(f"{name}-avg", group, f"The average {what}", tags), Avg(self.config)
-        )
+        self.add(MetricName(f"{name}-avg", group, f"The average {what}", tags), Avg(sensor), sensor)
 
     def add_max(
         self, sensor: Sensor, name: str, group: str, what: str, tags: Mapping[str, str]
     ) -> None:
-        self.add_stat(
-            sensor, MetricName(f"{name}-max", group, f"The maximum {what}", tags), Max(self.config)
-        )
+        self.add(MetricName(f"{name}-max", group, f"The maximum {what}", tags), Max(sensor), sensor)
+
+    def add_avg_max(
+        self, sensor: Sensor, name: str, group: str, what: str, tags: Mapping[str, str]
+    ) -> None:
+        """``<name>-avg`` and ``<name>-max`` of the values recorded."""
+        self.add_avg(sensor, name, group, what, tags)
+        self.add_max(sensor, name, group, what, tags)
 
     def add_meter(
         self,
@@ -196,22 +139,15 @@ class Metrics:
         With *count*, each record counts 1 (request-rate); else its value is
         summed (byte-rate, record-send-rate recorded once per batch).
         """
-        config = self.config
-        self.add_stat(
-            sensor,
-            MetricName(f"{name}-rate", group, f"The number of {what} per second", tags),
-            Rate(config, count=count),
-        )
-        self.add_stat(
-            sensor,
-            MetricName(f"{name}-total", group, f"The total number of {what}", tags),
-            CumulativeCount() if count else CumulativeSum(),
-        )
+        rate = MetricName(f"{name}-rate", group, f"The number of {what} per second", tags)
+        self.add(rate, Rate(sensor, count), sensor)
+        total = MetricName(f"{name}-total", group, f"The total number of {what}", tags)
+        self.add(total, Total(sensor, count), sensor)
 
     def add_value(
         self, sensor: Sensor, name: str, group: str, what: str, tags: Mapping[str, str]
     ) -> None:
-        self.add_stat(sensor, MetricName(name, group, what, tags), Value())
+        self.add(MetricName(name, group, what, tags), Value(sensor), sensor)
 
     # -- reading ---------------------------------------------------------------------
 

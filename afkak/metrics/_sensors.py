@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from ._registry import MetricName, Metrics, Sensor
+from ._registry import MetricName, Metrics
+from ._stats import Sensor
 
 CLIENT = "client-metrics"
 NODE = "client-node-metrics"
@@ -61,10 +62,8 @@ class ConnectionSensors:
         node: dict[str, str],
         add: Callable[[Metrics, Sensor, str, dict[str, str]], None],
     ) -> Sensor:
-        parent = metrics.get_sensor(name)
-        if parent is None:
-            parent = metrics.sensor(name)
-            add(metrics, parent, CLIENT, client)
+        parent = metrics.sensor(name)
+        add(metrics, parent, CLIENT, client)  # once: a metric's name is registered once
         sensor = metrics.sensor(f"{node['node-id']}.{name}", parent)
         add(metrics, sensor, NODE, node)
         return sensor
@@ -171,9 +170,9 @@ class ProducerSensors:
         m.add_max(
             self._per_request, "records-per-request", PRODUCER, "records per produce request", tags
         )
-        self._latency = m.sensor("producer.request-latency")
+        # As in Java, the producer's request-latency is its connections' (read, not recorded).
         m.add_avg_max(
-            self._latency, "request-latency", PRODUCER, "produce request latency in ms", tags
+            m.sensor("request-latency"), "request-latency", PRODUCER, "request latency in ms", tags
         )
         self._throttle = m.sensor("producer.throttle-time")
         m.add_avg_max(
@@ -209,8 +208,8 @@ class ProducerSensors:
             sensors = self._topics[topic] = (records, size, errors, retries)
         return sensors
 
-    def request(self, batches: Iterable[SentBatch]) -> float:
-        """A produce request goes with *batches*; returns when, for :meth:`answered`.
+    def request(self, batches: Iterable[SentBatch]) -> None:
+        """A produce request goes with *batches*.
 
         Queue time (since the batch was opened) counts at a batch's first attempt.
         """
@@ -224,12 +223,9 @@ class ProducerSensors:
             if batch.attempts == 1:
                 self._queue_time.record_at((now - batch.opened) * 1000.0, now)
         self._per_request.record_at(records, now)
-        return now
 
-    def answered(self, sent_at: float, throttle_ms: int) -> None:
-        now = self._seconds()
-        self._latency.record_at((now - sent_at) * 1000.0, now)
-        self._throttle.record_at(throttle_ms, now)
+    def answered(self, throttle_ms: int) -> None:
+        self._throttle.record(throttle_ms)
 
     def written(self, topic: str, records: int, size: int) -> None:
         """A batch of *records* (*size* bytes) was acknowledged."""
@@ -310,14 +306,18 @@ class ConsumerSensors:
         self, topic: str, partition: int, next_offset: int, high_watermark: int, last_stable: int
     ) -> None:
         """A fetch moved a consumer of the partition to *next_offset*: records-lag."""
-        offsets = self.offsets.setdefault((topic, partition), [-1, -1, -1, -1])
+        offsets = self.offsets.get((topic, partition))
+        if offsets is None:
+            offsets = self.offsets[topic, partition] = [-1, -1, -1, -1]
         offsets[:3] = next_offset, high_watermark, last_stable
         if high_watermark >= 0:
             self._partition(topic, partition)[0].record(high_watermark - next_offset)
 
     def lead(self, topic: str, partition: int, fetch_offset: int, log_start: int) -> None:
         """A fetch read at *fetch_offset* of a log starting at *log_start*: records-lead."""
-        offsets = self.offsets.setdefault((topic, partition), [-1, -1, -1, -1])
+        offsets = self.offsets.get((topic, partition))
+        if offsets is None:
+            offsets = self.offsets[topic, partition] = [-1, -1, -1, -1]
         offsets[3] = log_start
         self._partition(topic, partition)[1].record(fetch_offset - log_start)
 
@@ -325,7 +325,7 @@ class ConsumerSensors:
         """The partition is no longer consumed: drop its metrics."""
         self.offsets.pop((topic, partition), None)
         if self._partitions.pop((topic, partition), None) is not None:
-            self.registry.remove_sensor(f"{topic}-{partition}.records-lag")
+            self.registry.remove_sensor(f"{topic}-{partition}.records-lag", self._lag)
             self.registry.remove_sensor(f"{topic}-{partition}.records-lead")
 
 

@@ -370,18 +370,13 @@ class Sender:
             expect_response=options.acks != 0,
             timeout=self._request_timeout,
         )
-        sent_at = self.sensors.request(batches)
+        self.sensors.request(batches)
         if not d.called:
             self._requests.add(d)
-        d.addBoth(self._answered, d, batches, call, sent_at)
+        d.addBoth(self._answered, d, batches, call)
 
     def _answered(
-        self,
-        result: Any,
-        d: Deferred[Any],
-        batches: list[ProducerBatch],
-        call: ProduceCall,
-        sent_at: float,
+        self, result: Any, d: Deferred[Any], batches: list[ProducerBatch], call: ProduceCall
     ) -> None:
         self._requests.discard(d)
         for batch in batches:
@@ -400,7 +395,7 @@ class Sender:
                 batch.succeed_unacknowledged()
                 self._release(batch)
         else:
-            self.sensors.answered(sent_at, result.throttle_time_ms)
+            self.sensors.answered(result.throttle_time_ms)
             self._apply_response(result, batches, call)
         self.drain()
 

@@ -7,15 +7,7 @@ import math
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.metrics import (
-    Avg,
-    MetricConfig,
-    MetricName,
-    Metrics,
-    ProducerSensors,
-    Rate,
-    registry_of,
-)
+from afkak.metrics import MetricConfig, MetricName, Metrics, ProducerSensors, registry_of
 
 
 class MetricNameTests(SynchronousTestCase):
@@ -99,33 +91,39 @@ class StatTests(SynchronousTestCase):
 
     def test_config_windows(self) -> None:
         clock = Clock()
-        config = MetricConfig(samples=3, window=1.0)
-        rate = Rate(config)
-        avg = Avg(config)
+        metrics = Metrics(clock, MetricConfig(samples=3, window=1.0))
+        sensor = metrics.sensor("s")
         for _ in range(5):
-            rate.record(10, clock.seconds())
-            avg.record(clock.seconds(), clock.seconds())
+            sensor.record(clock.seconds())
             clock.advance(1)
         # At 5 s the window started at 2 s is 3 x 1 s old: those of 3 and 4 s
-        # remain, 20 units over the 2 s since the oldest began.
-        self.assertEqual(rate.measure(clock.seconds()), 10.0)
-        self.assertEqual(avg.measure(clock.seconds()), 3.5)
+        # remain, 7 (3 + 4) over the 2 s since the oldest began.
+        self.assertEqual(sensor.rate(clock.seconds(), events=False), 3.5)
+        self.assertEqual(sensor.rate(clock.seconds(), events=True), 1.0)
+        self.assertEqual(sensor.avg(clock.seconds()), 3.5)
         self.assertRaises(ValueError, MetricConfig, samples=0)
         self.assertRaises(ValueError, MetricConfig, window=0)
 
 
 class SensorTests(SynchronousTestCase):
-    def test_parent_records_what_child_records(self) -> None:
+    def test_parent_reads_its_children(self) -> None:
         metrics = Metrics(Clock())
         parent = metrics.sensor("all")
         metrics.add_meter(parent, "b", "g", "b", {})
-        child = metrics.sensor("one", parent)
-        metrics.add_meter(child, "b", "g", "b", {"node-id": "node-1"})
-        child.record(5)
-        child.record(7)
+        metrics.add_avg_max(parent, "b", "g", "b", {})
+        one = metrics.sensor("one", parent)
+        metrics.add_meter(one, "b", "g", "b", {"node-id": "node-1"})
+        two = metrics.sensor("two", parent)
+        one.record(5)
+        one.record(7)
+        two.record(12)
         values = metrics.metrics()
-        self.assertEqual(values[MetricName("b-total", "g")], 12.0)
+        self.assertEqual(values[MetricName("b-total", "g")], 24.0)
+        self.assertEqual(values[MetricName("b-avg", "g")], 8.0)
+        self.assertEqual(values[MetricName("b-max", "g")], 12.0)
         self.assertEqual(values[MetricName("b-total", "g", tags={"node-id": "node-1"})], 12.0)
+        metrics.remove_sensor("two", parent)
+        self.assertEqual(metrics.metric(MetricName("b-total", "g")), 12.0)
 
     def test_remove_sensor_drops_its_metrics(self) -> None:
         metrics = Metrics(Clock())

@@ -122,5 +122,5 @@ class PrometheusTests(SynchronousTestCase):
         )
         self.assertEqual(
             families["afkak_producer_request_latency_avg"].documentation,
-            "The average produce request latency in ms",
+            "The average request latency in ms",
         )
