@@ -36,14 +36,26 @@ def node_tag(node_id: int) -> str:
     return f"node-{node_id}"
 
 
-class ConnectionSensors:
+class _SensorSet:
+    """A layer's sensors in one registry, tagged with its client id."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.registry = metrics
+        self._seconds = metrics.seconds
+        self._client_id = metrics.client_id
+
+    def now(self) -> float:
+        return self._seconds()
+
+
+class ConnectionSensors(_SensorSet):
     """One broker connection's traffic, per node and summed per client.
 
     Several connections to one node (the coordinator connection) share its sensors.
     """
 
     def __init__(self, metrics: Metrics, node_id: int) -> None:
-        self._seconds = metrics.seconds
+        super().__init__(metrics)
         client_id = metrics.client_id
         client = {"client-id": client_id}
         node = {"client-id": client_id, "node-id": node_tag(node_id)}
@@ -67,9 +79,6 @@ class ConnectionSensors:
         sensor = metrics.sensor(f"{node['node-id']}.{name}", parent)
         add(metrics, sensor, NODE, node)
         return sensor
-
-    def now(self) -> float:
-        return self._seconds()
 
     def sent(self, size: int) -> None:
         """A request of *size* bytes was written."""
@@ -134,14 +143,12 @@ class SentBatch(Protocol):
     attempts: int
 
 
-class ProducerSensors:
+class ProducerSensors(_SensorSet):
     """A producer's batches and requests (``producer-metrics``, ``producer-topic-metrics``)."""
 
     def __init__(self, metrics: Metrics) -> None:
-        self.registry = metrics
-        self._seconds = metrics.seconds
-        self._client_id = client_id = metrics.client_id
-        tags = {"client-id": client_id}
+        super().__init__(metrics)
+        tags = {"client-id": metrics.client_id}
         m = metrics
         self._records = m.sensor("producer.records-sent")
         m.add_meter(self._records, "record-send", PRODUCER, "records sent", tags)
@@ -241,14 +248,12 @@ class ProducerSensors:
         self._topic(topic)[3].record(records)
 
 
-class ConsumerSensors:
+class ConsumerSensors(_SensorSet):
     """Fetches and the records consumers took (``consumer-fetch-manager-metrics``)."""
 
     def __init__(self, metrics: Metrics) -> None:
-        self.registry = metrics
-        self._seconds = metrics.seconds
-        self._client_id = client_id = metrics.client_id
-        tags = {"client-id": client_id}
+        super().__init__(metrics)
+        tags = {"client-id": metrics.client_id}
         m = metrics
         self._latency = m.sensor("fetch.latency")
         m.add_avg_max(self._latency, "fetch-latency", FETCH, "fetch request latency in ms", tags)
@@ -274,9 +279,6 @@ class ConsumerSensors:
         #: (topic, partition) -> (next offset, high watermark, last stable offset,
         #: log start offset) as last fetched: the statistics callback's partitions.
         self.offsets: dict[tuple[str, int], list[int]] = {}
-
-    def now(self) -> float:
-        return self._seconds()
 
     def fetched(self, sent_at: float, size: int, throttle_ms: int) -> None:
         """A fetch response of *size* record bytes came, to a request sent at *sent_at*."""
@@ -329,12 +331,11 @@ class ConsumerSensors:
             self.registry.remove_sensor(f"{topic}-{partition}.records-lead")
 
 
-class GroupSensors:
+class GroupSensors(_SensorSet):
     """One group member's rebalances, heartbeats and commits (``consumer-coordinator-metrics``)."""
 
     def __init__(self, metrics: Metrics, group_id: str) -> None:
-        self.registry = metrics
-        self._seconds = metrics.seconds
+        super().__init__(metrics)
         self._tags = tags = {"client-id": metrics.client_id, "group-id": group_id}
         m = metrics
         prefix = f"group.{group_id}"
@@ -358,9 +359,6 @@ class GroupSensors:
         )
         m.add_meter(self._commit, "commit", COORDINATOR, "offset commits", tags, count=True)
         self.last_heartbeat: float | None = None
-
-    def now(self) -> float:
-        return self._seconds()
 
     def member(self, assigned: Callable[[], int]) -> None:
         """Publish ``assigned-partitions`` and ``last-heartbeat-seconds-ago`` of the member."""

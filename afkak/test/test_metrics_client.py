@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -17,19 +19,30 @@ def value(metrics: dict[MetricName, float], name: str, group: str, **tags: str) 
     return metrics[MetricName(name, group, tags={"client-id": "c", **tags})]
 
 
-class ClientMetricsTests(SynchronousTestCase):
+class FakeClusterCase(SynchronousTestCase):
+    """Topic "t" (2 partitions) on 2 fake brokers, and a client called ``client_id``, on a Clock."""
+
+    client_id = "c"
+    brokers = 2
+
     def setUp(self) -> None:
         self.clock = Clock()
-        self.cluster = FakeKafkaCluster(brokers=2, reactor=self.clock)
+        self.cluster = FakeKafkaCluster(brokers=self.brokers, reactor=self.clock)
         self.cluster.create_topic("t", partitions=2)
-        self.client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            clientId="c",
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-        )
+        self.client = self.make_client()
         self.addCleanup(self.client.close)
 
+    def make_client(self, **options: Any) -> KafkaClient:
+        return KafkaClient(
+            self.cluster.bootstrap_hosts,
+            clientId=self.client_id,
+            reactor=self.clock,
+            endpoint_factory=self.cluster.endpoint_factory,
+            **options,
+        )
+
+
+class ClientMetricsTests(FakeClusterCase):
     def produce(self, partition: int) -> None:
         d = self.client.send_produce_request(
             [ProduceRequest("t", partition, [create_message(b"v" * 100)])]

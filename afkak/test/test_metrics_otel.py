@@ -6,28 +6,19 @@ from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from twisted.internet.task import Clock
-from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.client import KafkaClient
 from afkak.metrics import MetricName
 from afkak.metrics.otel import instrument, otel_name
 from afkak.producer import Producer
-from afkak.testing import FakeKafkaCluster
+from afkak.test.test_metrics_client import FakeClusterCase
 
 
-class OpenTelemetryTests(SynchronousTestCase):
+class OpenTelemetryTests(FakeClusterCase):
+    client_id = "app"
+    brokers = 1
+
     def setUp(self) -> None:
-        self.clock = Clock()
-        self.cluster = FakeKafkaCluster(brokers=1, reactor=self.clock)
-        self.cluster.create_topic("t", partitions=1)
-        self.client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            clientId="app",
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-        )
-        self.addCleanup(self.client.close)
+        super().setUp()
         self.reader = InMemoryMetricReader()
         self.provider = MeterProvider(metric_readers=[self.reader])
         self.addCleanup(self.provider.shutdown)

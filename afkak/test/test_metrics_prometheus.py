@@ -6,30 +6,20 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from twisted.internet.task import Clock
-from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.client import KafkaClient
 from afkak.common import TopicAndPartition
 from afkak.consumer import Consumer
 from afkak.metrics import MetricName
 from afkak.metrics.prometheus import AfkakCollector, prometheus_name
 from afkak.producer import Producer
-from afkak.testing import FakeKafkaCluster
+from afkak.test.test_metrics_client import FakeClusterCase
 
 
-class PrometheusTests(SynchronousTestCase):
+class PrometheusTests(FakeClusterCase):
+    client_id = "app"
+
     def setUp(self) -> None:
-        self.clock = Clock()
-        self.cluster = FakeKafkaCluster(brokers=2, reactor=self.clock)
-        self.cluster.create_topic("t", partitions=2)
-        self.client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            clientId="app",
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-        )
-        self.addCleanup(self.client.close)
+        super().setUp()
         self.registry = CollectorRegistry()
         self.registry.register(AfkakCollector(self.client))
 

@@ -5,35 +5,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from twisted.internet.task import Clock
-from twisted.trial.unittest import SynchronousTestCase
-
 from afkak.client import KafkaClient
 from afkak.common import TopicAndPartition
 from afkak.consumer import Consumer
 from afkak.producer import Producer
 from afkak.protocol.messages import ProduceRequest
-from afkak.testing import FakeKafkaCluster
+from afkak.test.test_metrics_client import FakeClusterCase
 
 
-class StatisticsTests(SynchronousTestCase):
-    def setUp(self) -> None:
-        self.clock = Clock()
-        self.cluster = FakeKafkaCluster(brokers=2, reactor=self.clock)
-        self.cluster.create_topic("t", partitions=2)
+class StatisticsTests(FakeClusterCase):
+    client_id = "stats"
+
+    def make_client(self, **options: Any) -> KafkaClient:
         self.documents: list[dict[str, Any]] = []
-        self.client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            clientId="stats",
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
+        return super().make_client(
             statistics_interval_ms=1000,
             stats_cb=lambda text: self.documents.append(json.loads(text)),
+            **options,
         )
-
-    def tearDown(self) -> None:
-        self.client.close()
-        self.clock.advance(1)
 
     def test_emitted_every_interval_until_closed(self) -> None:
         self.clock.advance(0.999)
