@@ -685,10 +685,16 @@ class BrokerConnection:
         if sensors is not None:
             sensors.throttled(throttle)
         if throttle > 0 and client_waits(request.request_class, request.version):
-            self._hold_for(throttle / 1000.0)
+            self._hold_for(min(throttle / 1000.0, self._request_timeout))
 
     def _hold_for(self, seconds: float) -> None:
-        """Write nothing for *seconds* (KIP-219); queued requests wait, their timeouts running."""
+        """Write nothing for *seconds* (KIP-219); queued requests wait, their timeouts running.
+
+        The hold lasts the request timeout at most: Kafka caps its throttle
+        times at its quota window (11 s by default), and a broker asking for
+        more must not make the connection silent for longer than a request
+        may wait.
+        """
         call = self._throttle_call
         until = self._reactor.seconds() + seconds
         if call is not None:

@@ -97,6 +97,16 @@ class ThrottleTests(SynchronousTestCase):
         self.failureResultOf(timing_out, RequestTimedOutError)
         self.assertEqual(self.sent(), [["long"]])
 
+    def test_an_absurd_throttle_holds_for_the_request_timeout_only(self) -> None:
+        """A fuzzed response asking for 24 days would otherwise mute the broker for good."""
+        self.broker.special["absurd"] = throttled(2**31 - 1)
+        self.successResultOf(self.conn.request(metadata("absurd")))
+        d = self.conn.request(metadata("a"), timeout=20.0)
+        self.clock.advance(9.999)
+        self.assertNoResult(d)
+        self.clock.advance(0.001)  # the connection's request_timeout: 10 s
+        self.successResultOf(d)
+
     def test_old_versions_are_throttled_by_the_broker_not_again(self) -> None:
         """Metadata v5 and below: the broker delayed its answer already (KIP-219)."""
         self.successResultOf(self.conn.request(metadata("slow"), max_version=5))
