@@ -38,6 +38,7 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.connection import BrokerConnection, SaslMechanism, tls_endpoint_factory
+from afkak.metrics import CLIENT, MetricName, Metrics
 from afkak.records.aborted import isolation_level as isolation_level_of
 
 from . import _validate as check
@@ -51,6 +52,7 @@ from ._pool import ConnectionPool
 from ._produce_call import ProduceCall, encode_records, records_of
 from ._produce_split import DEFAULT_MAX_REQUEST_SIZE, halve, split_records
 from ._routing import group_by_broker, payload_key
+from ._statistics import start_statistics
 
 log = Logger()
 
@@ -100,6 +102,10 @@ class KafkaClient:
         (and, by default, a :class:`~afkak.producer.Producer`) writes, in bytes
         estimated before compression: Kafka's ``max.request.size``, 1 MiB by
         default.  Set it to the broker's ``message.max.bytes`` if that is lower.
+    :param statistics_interval_ms: call *stats_cb* this often (0, the default:
+        never) with a JSON document shaped like librdkafka's statistics
+        (brokers, topics and partitions, the group, totals).  See :doc:`/monitoring`.
+    :param stats_cb: called with that document (a ``str``), as librdkafka's ``stats_cb``.
     """
 
     clientId = "afkak-client"
@@ -124,6 +130,8 @@ class KafkaClient:
         tls: Any = None,
         sasl: SaslMechanism | None = None,
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
+        statistics_interval_ms: int = 0,
+        stats_cb: Callable[[str], object] | None = None,
     ) -> None:
         bootstrap = parse_hosts(hosts)
         if clientId is not None:
@@ -151,6 +159,14 @@ class KafkaClient:
             raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
         if tls is not None and tls is not False:
             endpoint_factory = tls_endpoint_factory(tls, endpoint_factory)
+        #: The :class:`~afkak.metrics.Metrics` every layer on this client records into.
+        self.metrics_registry = Metrics(reactor, client_id=self.clientId)
+        self.metrics_registry.add_gauge(
+            MetricName(
+                "connection-count", CLIENT, "Open connections", {"client-id": self.clientId}
+            ),
+            lambda now: pool.connection_count(),
+        )
         pool = ConnectionPool(
             reactor,
             endpoint_factory,
@@ -159,8 +175,17 @@ class KafkaClient:
             self.timeout,
             self._request_timed_out,
             sasl,
+            self.metrics_registry,
         )
         self._cluster = Cluster(reactor, pool, bootstrap, metadata_max_age)
+        self._statistics = start_statistics(
+            reactor,
+            self.clientId,
+            self._cluster,
+            self.metrics_registry,
+            check.integer("statistics_interval_ms", statistics_interval_ms, 0, check.INT32_MAX),
+            stats_cb,
+        )
         self._pending: set[Deferred[Any]] = set()
         self._closed: Deferred[None] | None = None
 
@@ -208,6 +233,13 @@ class KafkaClient:
     def _brokers(self) -> dict[int, Any]:
         """Node id -> BrokerMetadata of every known broker."""
         return self._cluster.cache.brokers
+
+    def metrics(self) -> dict[MetricName, float]:
+        """Every metric of this client and the layers on it: ``{MetricName: value}``.
+
+        As Java's (and kafka-python's) ``metrics()``; see :doc:`/monitoring`.
+        """
+        return self.metrics_registry.metrics()
 
     # -- metadata -----------------------------------------------------------
 
@@ -669,6 +701,8 @@ class KafkaClient:
         if self._closed is None:
             log.debug("{client!r}: close", client=self)
             closed = self._closed = Deferred()
+            if self._statistics is not None:
+                self._statistics.stop()
             for d in list(self._pending):
                 d.cancel()
             self._cluster.close().chainDeferred(closed)

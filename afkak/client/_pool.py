@@ -19,9 +19,12 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from afkak.common import BrokerMetadata
-from afkak.connection import BrokerConnection, SaslAuthenticator, SaslMechanism
+from afkak.connection import BrokerConnection, SaslAuthenticator, SaslMechanism, State
+from afkak.metrics import ConnectionSensors, Metrics
 
 log = Logger()
+
+_OPEN = frozenset({State.NEGOTIATING, State.AUTHENTICATING, State.READY})
 
 EndpointFactory = Callable[[Any, str, int], IStreamClientEndpoint]
 
@@ -78,8 +81,10 @@ class ConnectionPool:
         request_timeout: float,
         on_timeout: Callable[[BrokerConnection, bool], None],
         sasl: SaslMechanism | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._reactor = reactor
+        self._metrics = metrics
         self._sasl = sasl
         self._endpoint_factory = endpoint_factory
         self._retry_policy = retry_policy
@@ -98,7 +103,7 @@ class ConnectionPool:
         conns = self.coordinator_clients if coordinator else self.clients
         conn = conns.get(broker.node_id)
         if conn is None:
-            conn = conns[broker.node_id] = self._new(broker.host, broker.port)
+            conn = conns[broker.node_id] = self._new(broker.host, broker.port, broker.node_id)
         return conn
 
     def open(self, host: str, port: int) -> BrokerConnection:
@@ -107,8 +112,9 @@ class ConnectionPool:
         self._ephemeral.add(conn)
         return conn
 
-    def _new(self, host: str, port: int) -> BrokerConnection:
+    def _new(self, host: str, port: int, node_id: int = -1) -> BrokerConnection:
         watch = _ConnectWatch(self._endpoint_factory)
+        metrics = self._metrics
         conn = BrokerConnection(
             self._reactor,
             host,
@@ -123,9 +129,15 @@ class ConnectionPool:
                 if self._sasl is None
                 else SaslAuthenticator(self._sasl, host, port, self._reactor)
             ),
+            sensors=(None if metrics is None else metrics.shared(ConnectionSensors, node_id)),
         )
         self._watches[conn] = watch
         return conn
+
+    def connection_count(self) -> int:
+        """Connections with an open TCP connection (the ``connection-count`` metric)."""
+        conns = [*self.clients.values(), *self.coordinator_clients.values(), *self._ephemeral]
+        return sum(conn.state in _OPEN for conn in conns)
 
     def on_connect_failure(
         self, conn: BrokerConnection, callback: Callable[[Failure], None]

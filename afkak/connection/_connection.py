@@ -6,6 +6,9 @@ out, and reconnects with back-off.  Its lifecycle is the table in
 :mod:`afkak.connection._lifecycle`; the entry action of each state is listed
 in :attr:`BrokerConnection._ENTRY_ACTIONS`.
 
+A response carrying a throttle time (KIP-219, see :mod:`._throttle`) holds the
+queue until that time has passed: the broker is muting us meanwhile.
+
 Requests in flight when a connection drops fail with
 :class:`~afkak.common.BrokerConnectionError` and are never resent (a resent
 produce request could be written twice): the layer above decides.  Requests
@@ -33,6 +36,7 @@ from afkak._version import __version__
 from afkak.connection._lifecycle import CONNECTED_STATES, TABLE, Event, State
 from afkak.connection._protocol import BrokerProtocol
 from afkak.connection._request import PendingRequest
+from afkak.connection._throttle import client_waits
 from afkak.connection._versions import (
     UNSUPPORTED_VERSION,
     ApiVersionRanges,
@@ -42,6 +46,7 @@ from afkak.connection._versions import (
     retry_version,
 )
 from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE
+from afkak.metrics import ConnectionSensors
 from afkak.protocol.messages import ApiVersionsRequest
 
 log = Logger()
@@ -113,6 +118,8 @@ class BrokerConnection:
         fires with a session lifetime (ms), it runs again on the same
         connection at ``REAUTHENTICATE_AT`` of it: queued requests wait
         meanwhile, those in flight are answered in order as usual.
+    :param sensors: where to record its traffic, latency, throttling and
+        connections (:mod:`afkak.metrics`); none by default.
     :param on_timeout: called as ``on_timeout(connection, request_sent)`` after
         a request timed out; a client can call :meth:`disconnect` from it.  A
         connection silent past a request's timeout is dropped regardless.
@@ -140,6 +147,7 @@ class BrokerConnection:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         authenticator: Authenticator | None = None,
         on_timeout: Callable[[BrokerConnection, bool], None] | None = None,
+        sensors: ConnectionSensors | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
@@ -155,6 +163,7 @@ class BrokerConnection:
         self._max_frame_size = max_frame_size
         self._authenticator = authenticator
         self._on_timeout = on_timeout
+        self._sensors = sensors
 
         self._state = State.IDLE
         self._queue: deque[PendingRequest] = deque()
@@ -171,6 +180,8 @@ class BrokerConnection:
         self._reauth_call: IDelayedCall | None = None
         self._auth_timer: IDelayedCall | None = None
         self._reauthenticating = False
+        # KIP-219: nothing is written before this call fires (the broker throttles us).
+        self._throttle_call: IDelayedCall | None = None
 
     def __repr__(self) -> str:
         return f"<BrokerConnection {self.host}:{self.port} {self._state.value}>"
@@ -178,6 +189,16 @@ class BrokerConnection:
     @property
     def state(self) -> State:
         return self._state
+
+    @property
+    def queued(self) -> int:
+        """Requests waiting to be written (the statistics' ``outbuf_cnt``)."""
+        return len(self._queue)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests written and awaiting their response (``waitresp_cnt``)."""
+        return 0 if self._protocol is None else len(self._protocol.in_flight)
 
     @property
     def api_versions(self) -> ApiVersionRanges | None:
@@ -299,6 +320,8 @@ class BrokerConnection:
 
     def _negotiate_versions(self, protocol: BrokerProtocol) -> None:
         self._protocol = protocol
+        if self._sensors is not None:
+            self._sensors.connected()
         self._send_api_versions(protocol, ApiVersionsRequest.MAX_VERSION)
 
     def _authenticate(self, api_versions: ApiVersionRanges) -> None:
@@ -337,20 +360,24 @@ class BrokerConnection:
         # Last, as the requests' callbacks may close this connection.
         protocol, self._protocol = self._protocol, None
         if protocol is not None:
+            if self._sensors is not None:
+                self._sensors.disconnected()
             lost = BrokerConnectionError(f"connection to {self.host}:{self.port} lost: {reason}")
             self._abandon(protocol, lost)
 
     def _shut_down(self) -> None:
         self._stop_authenticating()
-        for timer in (self._retry_call, self._connect_timer):
+        for timer in (self._retry_call, self._connect_timer, self._throttle_call):
             if timer is not None and timer.active():
                 timer.cancel()
-        self._retry_call = self._connect_timer = None
+        self._retry_call = self._connect_timer = self._throttle_call = None
         attempt, self._attempt = self._attempt, None
         if attempt is not None:
             attempt.cancel()
         protocol, self._protocol = self._protocol, None
         if protocol is not None:
+            if self._sensors is not None:
+                self._sensors.disconnected()
             protocol.stopFraming()
             if not protocol.lost:
                 self._closing = protocol
@@ -553,6 +580,7 @@ class BrokerConnection:
                 and protocol is not None
                 and self._state is State.READY
                 and not self._reauthenticating
+                and self._throttle_call is None
                 and self._protocol is protocol
                 and not protocol.write_paused
                 and len(protocol.in_flight) < limit
@@ -569,10 +597,14 @@ class BrokerConnection:
                 request.min_version,
                 request.max_version,
             )
-            protocol.send(request, request.message(version))
+            size = protocol.send(request, request.message(version))
         except Exception as error:
             request.fail(error)
             return
+        sensors = self._sensors
+        if sensors is not None:
+            request.sent_at = sensors.now()
+            sensors.sent(size)
         if not request.expect_response:
             request.succeed(None)
 
@@ -639,6 +671,41 @@ class BrokerConnection:
         if protocol is self._protocol:
             log.error("{broker}: closing the connection: {error}", broker=self, error=error)
             self._fire(Event.DROPPED, error)
+
+    def _protocol_answered(
+        self, protocol: BrokerProtocol, request: PendingRequest, size: int, response: Any
+    ) -> None:
+        sensors = self._sensors
+        if sensors is not None and request.sent_at >= 0:
+            sensors.received(size, request.sent_at)
+        throttle = getattr(response, "throttle_time_ms", None)
+        if throttle is None:
+            return
+        if sensors is not None:
+            sensors.throttled(throttle)
+        if throttle > 0 and client_waits(request.request_class, request.version):
+            self._hold_for(min(throttle / 1000.0, self._request_timeout))
+
+    def _hold_for(self, seconds: float) -> None:
+        """Write nothing for *seconds* (KIP-219); queued requests wait, their timeouts running.
+
+        The hold lasts the request timeout at most: Kafka caps its throttle
+        times at its quota window (11 s by default), and a broker asking for
+        more must not make the connection silent for longer than a request
+        may wait.
+        """
+        call = self._throttle_call
+        until = self._reactor.seconds() + seconds
+        if call is not None:
+            if call.getTime() >= until:
+                return
+            call.cancel()
+        log.debug("{broker}: throttled by the broker for {s:.3g} s", broker=self, s=seconds)
+        self._throttle_call = self._reactor.callLater(seconds, self._throttle_ended)
+
+    def _throttle_ended(self) -> None:
+        self._throttle_call = None
+        self._pump()
 
     def _protocol_writable(self, protocol: BrokerProtocol) -> None:
         if protocol is self._protocol:

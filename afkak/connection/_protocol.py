@@ -40,6 +40,11 @@ class ProtocolOwner(Protocol):
     def _protocol_failed(self, protocol: BrokerProtocol, error: Exception) -> None:
         """The peer sent bytes that break the protocol; the connection must be dropped."""
 
+    def _protocol_answered(
+        self, protocol: BrokerProtocol, request: PendingRequest, size: int, response: Any
+    ) -> None:
+        """*request* got *response*, a frame of *size* bytes; called before its Deferred fires."""
+
     def _protocol_writable(self, protocol: BrokerProtocol) -> None:
         """A response freed a pipelining slot, or the transport resumed writes."""
 
@@ -75,8 +80,8 @@ class BrokerProtocol(FramedProtocol):
             set_no_delay(True)
         self.transport.registerProducer(self, True)
 
-    def send(self, request: PendingRequest, message: Any) -> None:
-        """Write ``message`` for ``request`` at ``request.version``.
+    def send(self, request: PendingRequest, message: Any) -> int:
+        """Write ``message`` for ``request`` at ``request.version``; return the bytes written.
 
         :raises EncodeError: the message cannot be encoded at that version;
             nothing was written.
@@ -95,6 +100,7 @@ class BrokerProtocol(FramedProtocol):
             if len(unanswered) > _UNANSWERED_KEPT:
                 del unanswered[next(iter(unanswered))]
         self.transport.write(frame)
+        return len(frame)
 
     def forget(self, request: PendingRequest) -> None:
         """Free the pipelining slot of ``request`` (timed out or cancelled); drop its answer."""
@@ -146,6 +152,7 @@ class BrokerProtocol(FramedProtocol):
             request.fail(error)
             self._owner._protocol_failed(self, error)
             return
+        self._owner._protocol_answered(self, request, len(frame) + 4, response)
         request.succeed(response)
         self._owner._protocol_writable(self)
 

@@ -57,6 +57,7 @@ class PendingRequest:
         "sent",
         "correlation_id",
         "frames_before",
+        "sent_at",
     )
 
     def __init__(
@@ -84,6 +85,8 @@ class PendingRequest:
         self.sent = False
         self.correlation_id = -1
         self.frames_before = 0
+        #: When it was written (reactor seconds; -1 unless metrics are kept).
+        self.sent_at = -1.0
 
     @property
     def api_name(self) -> str:

@@ -26,6 +26,7 @@ from twisted.python.failure import Failure
 
 from afkak.client._interlayer import FetchCall
 from afkak.common import BrokerMetadata, ErrorCode, FetchRequest, TopicAndPartition
+from afkak.metrics import ConsumerSensors, registry_of
 from afkak.records.aborted import READ_UNCOMMITTED
 
 __all__ = ["broker_fetcher", "fetch_requests", "BrokerFetcher", "PartitionAnswer"]
@@ -106,6 +107,7 @@ class BrokerFetcher:
         self._client = ref(client)
         self.broker = broker
         self.isolation_level = isolation_level
+        self._sensors = registry_of(client).shared(ConsumerSensors)
         #: Fetch requests sent (for benchmarks and tests).
         self.requests = 0
         self._wants: dict[TopicAndPartition, list[_Want]] = {}
@@ -206,10 +208,15 @@ class BrokerFetcher:
         d = self._in_flight = client.send_request_to_broker(
             self.broker, call, timeout=client.timeout + call.max_wait_ms / 1000
         )
-        d.addCallbacks(self._answered, self._failed, (call, covered), None, (covered,))
+        sent_at = self._sensors.now()
+        d.addCallbacks(self._answered, self._failed, (call, covered, sent_at), None, (covered,))
 
     def _answered(
-        self, response: Any, call: FetchCall, covered: dict[TopicAndPartition, tuple[int, int]]
+        self,
+        response: Any,
+        call: FetchCall,
+        covered: dict[TopicAndPartition, tuple[int, int]],
+        sent_at: float,
     ) -> None:
         # Still "in flight" while handing out: the consumers fed ask again
         # without scheduling, and all go in the request sent at the end.
@@ -222,7 +229,8 @@ class BrokerFetcher:
         else:
             self._update_session(call, response.session_id, covered)
             try:
-                self._hand_out(response, call, covered)
+                size = self._hand_out(response, call, covered)
+                self._sensors.fetched(sent_at, size, response.throttle_time_ms)
             except Exception:
                 self._end_session()
                 self._answer_all(covered, Failure())
@@ -260,10 +268,15 @@ class BrokerFetcher:
 
     def _hand_out(
         self, response: Any, call: FetchCall, covered: dict[TopicAndPartition, tuple[int, int]]
-    ) -> None:
-        """Answer the partitions that have records or an error; the others ask again."""
+    ) -> int:
+        """Answer the partitions that have records or an error; the others ask again.
+
+        Returns the bytes of records the response held (``fetch-size``).
+        """
         by_id = call.version >= 13
         answers = []
+        size = 0
+        sensors = self._sensors
         for topic in response.responses:
             name = call.ids.name_of(topic.topic_id if by_id else topic.topic)
             for data in topic.partitions:
@@ -271,8 +284,13 @@ class BrokerFetcher:
                 sent = covered.get(key)
                 if sent is not None and (data.error_code or data.records):
                     answers.append((key, sent[0], (data.error_code, data)))
+                    if data.records:
+                        size += len(data.records)
+                    if data.log_start_offset >= 0:
+                        sensors.lead(name, data.partition_index, sent[0], data.log_start_offset)
         for key, offset, answer in answers:
             self._answer(key, offset, answer)
+        return size
 
     def _answer_all(
         self, covered: dict[TopicAndPartition, tuple[int, int]], answer: PartitionAnswer | Failure

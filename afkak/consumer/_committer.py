@@ -26,6 +26,7 @@ from afkak.common import (
     OffsetFetchRequest,
     OperationInProgress,
 )
+from afkak.metrics import GroupSensors, registry_of
 from afkak.records.aborted import READ_COMMITTED
 
 from ._options import Options
@@ -168,6 +169,8 @@ class Committer:
         if metadata is None:
             metadata = self._options.commit_metadata
         request = OffsetCommitRequest(self._topic, self._partition, offset + 1, -1, metadata)
+        sensors = registry_of(self._client).shared(GroupSensors, group)
+        sent_at = sensors.now()
         await self._options.retry.run(
             self._client.reactor,
             lambda: self._client.send_offset_commit_request(
@@ -179,6 +182,7 @@ class Committer:
             None,
             f"commit of {self._topic}/{self._partition} offset {offset + 1}",
         )
+        sensors.committed(sent_at)
 
     def _committed(self, result: Any, offset: int) -> None:
         self._commit_d = None

@@ -30,6 +30,7 @@ from afkak.common import (
     SourcedMessage,
     TopicAndPartition,
 )
+from afkak.metrics import CLIENT, FETCH, NODE, ConsumerSensors, MetricName, registry_of
 from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
@@ -198,6 +199,7 @@ class Consumer:
         self._fetcher = PartitionFetcher(client, topic, partition, options)
         self._high_watermark = -1
         self._last_stable_offset = -1
+        self._sensors = registry_of(client).shared(ConsumerSensors)
         # Running: the Deferred start() returned; None when stopped.
         self._start_d: Deferred[int | None] | None = None
         self._shutdown_d: Deferred[int | None] | None = None
@@ -221,6 +223,15 @@ class Consumer:
         self._repump = False
         # pause(): neither fetch nor deliver until resume().
         self._paused = False
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The consumers' fetch metrics and the client's connection metrics.
+
+        ``{MetricName: value}``, as Java's ``KafkaConsumer.metrics()``; every
+        Consumer on one client shares them (per-partition ones are tagged).
+        See :doc:`/monitoring`.
+        """
+        return self._sensors.registry.metrics(FETCH, CLIENT, NODE)
 
     def __repr__(self) -> str:
         if self._start_d is None:
@@ -555,6 +566,7 @@ class Consumer:
 
     def _halt(self) -> None:
         """Cancel everything under way and mark the consumer stopped."""
+        self._sensors.forget(self.topic, self.partition)
         self._start_d = None
         self._shutdown_d = None
         self._cancel_fetch()
@@ -661,6 +673,13 @@ class Consumer:
         self._fetch_offset = fetched.next_offset
         self._high_watermark = fetched.high_watermark
         self._last_stable_offset = fetched.last_stable_offset
+        self._sensors.position(
+            self.topic,
+            self.partition,
+            fetched.next_offset,
+            fetched.high_watermark,
+            fetched.last_stable_offset,
+        )
         self._buffered = fetched
         self._pump()
 
@@ -699,6 +718,7 @@ class Consumer:
         return block
 
     def _deliver(self, messages: list[SourcedMessage]) -> None:
+        self._sensors.consumed(len(messages))
         token = self._processing = object()
         self._processing_since = self.client.reactor.seconds()
         self._seek_cap = None

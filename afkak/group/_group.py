@@ -35,6 +35,7 @@ from afkak.common import (
     UnknownMemberId,
 )
 from afkak.consumer import Consumer, OffsetAndMetadata, positions
+from afkak.metrics import CLIENT, COORDINATOR, FETCH, NODE, MetricName
 from afkak.producer import ConsumerGroupMetadata
 
 from ._assignor import PartitionAssignor
@@ -285,6 +286,13 @@ class ConsumerGroup:
 
         DeferredList(stuck, consumeErrors=True).addBoth(live)
         return waiter
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The group's coordinator metrics, its consumers' fetch metrics, the client's.
+
+        ``{MetricName: value}``, as Java's ``KafkaConsumer.metrics()``; see :doc:`/monitoring`.
+        """
+        return self.member.sensors.registry.metrics(COORDINATOR, FETCH, CLIENT, NODE)
 
     def __repr__(self) -> str:
         return (

@@ -37,6 +37,7 @@ from afkak.common import (
     KafkaError,
     TopicAndPartition,
 )
+from afkak.metrics import GroupSensors, registry_of
 from afkak.protocol.consumer_protocol import (
     Subscription,
     decode_assignment,
@@ -173,6 +174,9 @@ class GroupMember:
         self._rejoin_reason: str | None = None
         self._fenced_error: int | None = None
         self.heartbeats = HeartbeatTimer(self.reactor, heartbeat_interval_ms / 1000.0, self._beat)
+        #: ``consumer-coordinator-metrics`` of this group.
+        self.sensors = registry_of(client).shared(GroupSensors, group_id)
+        self.sensors.member(lambda: len(self.owned))
         self._stop_reason: str | None = None
         #: Asked at each heartbeat while STABLE: why the application is stuck (None: it is not).
         self._liveness = liveness
@@ -302,6 +306,7 @@ class GroupMember:
             return
         self._transition(E.SYNCED)
         self.rebalances += 1
+        self.sensors.rebalanced(started)
         await self._settle(assignment)
         log.info(
             "{member!r}: rebalanced in {seconds:.3f} s; owns {owned}",
@@ -519,9 +524,16 @@ class GroupMember:
         d = self.client.send_request_to_coordinator(
             self.group_id, request, timeout=self._heartbeat_timeout
         )
-        return d.addCallbacks(self._beat_answered, self._beat_failed, (self.generation,))
+        sent_at = self.sensors.now()
+        return d.addCallbacks(
+            self._beat_answered,
+            self._beat_failed,
+            callbackArgs=(self.generation, sent_at),
+            errbackArgs=(self.generation,),
+        )
 
-    def _beat_answered(self, response: Any, sent_as: Generation) -> None:
+    def _beat_answered(self, response: Any, sent_as: Generation, sent_at: float) -> None:
+        self.sensors.heartbeat(sent_at)
         reaction = react(HEARTBEAT, response.error_code)
         if reaction in (Reaction.DONE, Reaction.IGNORE) or sent_as != self.generation:
             return

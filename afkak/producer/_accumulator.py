@@ -28,6 +28,7 @@ from twisted.python.failure import Failure
 from afkak._broker_errors import MessageSizeTooLargeError
 from afkak._errors import BufferExhaustedError, DeliveryTimeoutError
 from afkak.client import ProducerClient
+from afkak.metrics import ProducerSensors, registry_of
 from afkak.records import BATCH_HEADER_SIZE
 
 from ._batch import RECORD_OVERHEAD, Buffer, ProducerBatch
@@ -125,6 +126,7 @@ class RecordAccumulator:
         "options",
         "outstanding",
         "sender",
+        "sensors",
         "transaction",
         "unrouted",
     )
@@ -162,6 +164,9 @@ class RecordAccumulator:
         self.fast_limit = 0 if self._batch_mode else self.batch_size
         #: Bytes of records accepted and not settled (estimated, uncompressed).
         self.buffered = 0
+        #: Recorded per request and per batch (``producer-metrics``), the Sender's too.
+        self.sensors = registry_of(client).shared(ProducerSensors)
+        self.sensors.buffer(self.buffer_memory, lambda: self.buffered)
         #: Sends accepted and not settled.
         self.outstanding = 0
         #: Sends waiting for buffer space, in call order.
@@ -487,6 +492,7 @@ class RecordAccumulator:
 
     def fail(self, batch: ProducerBatch, failure: Failure) -> None:
         """Fail a batch's sends and release it (a transaction cannot commit after it)."""
+        self.sensors.failed(batch.topic, batch.count or len(batch.values or ()))
         batch.fail(failure)
         self.release(batch)
         if self.transaction is not None:

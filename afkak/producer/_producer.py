@@ -21,6 +21,7 @@ from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOF
 from afkak.client import ProducerClient
 from afkak.client._interlayer import kafka_client, topic_name
 from afkak.common import ProduceResponse, TopicAndPartition
+from afkak.metrics import CLIENT, NODE, PRODUCER, PRODUCER_TOPIC, MetricName
 from afkak.partitioner import DefaultPartitioner
 
 from . import _options
@@ -305,6 +306,13 @@ class Producer:
     def partitioners(self) -> dict[str, Any]:
         """Topic -> the partitioner made for it."""
         return {topic: route.partitioner for topic, route in self._routes.items()}
+
+    def metrics(self) -> dict[MetricName, float]:
+        """The producer's metrics and its client's connection metrics: ``{MetricName: value}``.
+
+        As Java's ``KafkaProducer.metrics()``; see :doc:`/monitoring`.
+        """
+        return self._accumulator.sensors.registry.metrics(PRODUCER, PRODUCER_TOPIC, CLIENT, NODE)
 
     @property
     def stopping(self) -> bool:

@@ -74,6 +74,7 @@ class Sender:
         self._delivery_timeout = options.delivery_timeout
         self.transaction = accumulator.transaction
         self._request_timeout = client.timeout + options.ack_timeout_ms / 1000.0
+        self.sensors = accumulator.sensors
 
     # -- scheduling ----------------------------------------------------------
 
@@ -196,6 +197,7 @@ class Sender:
             expect_response=options.acks != 0,
             timeout=self._request_timeout,
         )
+        self.sensors.request(batches)
         if not d.called:
             self._requests.add(d)
         d.addBoth(self._answered, d, batches, call)
@@ -216,9 +218,11 @@ class Sender:
         elif self._options.acks == 0:
             for batch in batches:
                 batch.part.route_failures = 0
+                self.sensors.written(batch.topic, batch.count, len(batch.data or b""))
                 batch.succeed_unacknowledged()
                 self._accumulator.release(batch)
         else:
+            self.sensors.answered(result.throttle_time_ms)
             self._apply_response(result, batches, call)
         self.drain()
 
@@ -304,6 +308,7 @@ class Sender:
         part.route_failures = 0
         if batch.producer_epoch == part.producer_epoch and batch.base_sequence >= 0:
             part.acked_next = (batch.last_sequence + 1) % (2**31)
+        self.sensors.written(batch.topic, batch.count, len(batch.data or b""))
         batch.succeed(base_offset, log_append_time)
         self._accumulator.release(batch)
 
@@ -340,6 +345,7 @@ class Sender:
             part.bump = True
         elif action is Action.RESET and isinstance(identity, ProducerIdentity):
             identity.reset(batch.producer_id)
+        self.sensors.retried(batch.topic, batch.count)
         self._accumulator.requeue(batch, now + delay)
         self.wake(delay)
 

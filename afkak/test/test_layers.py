@@ -35,6 +35,7 @@ LAYERS = {
     "_retry": 0,
     "_transitions": 0,
     "common": 0,
+    "metrics": 0,
     "protocol": 1,
     "codec": 2,
     "records": 2,
