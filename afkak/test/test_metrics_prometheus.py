@@ -11,6 +11,7 @@ from afkak.common import TopicAndPartition
 from afkak.consumer import Consumer
 from afkak.metrics import MetricName
 from afkak.metrics.prometheus import AfkakCollector, prometheus_name
+from afkak.partitioner import RoundRobinPartitioner
 from afkak.producer import Producer
 from afkak.test.test_metrics_client import FakeClusterCase
 
@@ -47,7 +48,9 @@ class PrometheusTests(FakeClusterCase):
         )
 
     def test_families_after_producing_and_consuming(self) -> None:
-        producer = Producer(self.client, enable_idempotence=False)
+        producer = Producer(
+            self.client, partitioner_class=RoundRobinPartitioner, enable_idempotence=False
+        )
         for _ in range(3):
             d = producer.send_messages("t", key=b"k", msgs=[b"v" * 100] * 4)
             self.clock.advance(0.1)
