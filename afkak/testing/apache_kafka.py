@@ -45,7 +45,7 @@ import subprocess
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Self
 
 #: Kafka versions tried, newest first, when neither the caller nor AFKAK_KAFKA_VERSION
@@ -160,8 +160,9 @@ def random_cluster_id() -> str:
             return cluster_id
 
 
-def free_port(taken: Sequence[int] = ()) -> int:
+def free_port(taken: Collection[int] = ()) -> int:
     """A port of 127.0.0.1 below the ephemeral range that nothing listens on now."""
+    taken = frozenset(taken)
     while True:
         port = random.randrange(*_PORT_RANGE)
         if port in taken:
@@ -350,12 +351,14 @@ class ApacheKafka:
         return self._process is not None and self._process.poll() is None
 
     def start(self, timeout: float = 120.0) -> Self:
-        """Start the node and block until Metadata lists it (every voter, in a cluster).
+        """Start the node and block until its Metadata lists it as a live broker.
 
-        Formats the storage the first time (a restart keeps the data).  A node that
-        exits at once on a port picked here is retried on new ports.  Raises
-        :exc:`ApacheKafkaUnavailable`.
+        Formats the storage the first time; a restart (after :meth:`kill` or
+        :meth:`shutdown`) keeps the data and the ports.  A first start that exits at
+        once on ports picked here is retried on new ports.  Raises
+        :exc:`ApacheKafkaUnavailable` (a first start that failed also stops the node).
         """
+        first = not self.ports
         failure = ""
         for _ in range(_START_ATTEMPTS):
             self.launch()
@@ -364,10 +367,12 @@ class ApacheKafka:
                 return self
             exited = self._process is not None and self._process.poll() is not None
             self._terminate(15.0)
-            if not (exited and 0 in self._requested_ports.values()):
+            if not (first and exited and 0 in self._requested_ports.values()):
                 break
             self.ports = {}  # perhaps a port race: pick new ones
-        self.stop()
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+        if first:
+            self.stop()
         raise ApacheKafkaUnavailable(f"Kafka node {self.node_id} did not start: {failure}")
 
     def launch(self) -> None:
@@ -415,11 +420,11 @@ class ApacheKafka:
         _running.add(self)
 
     def wait_ready(self, timeout: float = 120.0) -> str:
-        """Wait until Metadata lists every voter; '' or why not (the node may still run)."""
+        """Wait until the node's Metadata lists it (a live, unfenced broker); '' or why
+        not (the node may still run)."""
         process = self._process
         if process is None:
             return "not launched"
-        expected = set(self._quorum or {self.node_id})
         deadline = time.monotonic() + timeout
         seen: set[int] | Exception = set()
         while time.monotonic() < deadline:
@@ -427,7 +432,7 @@ class ApacheKafka:
                 return f"exited with status {process.returncode}; log:\n{self.log_tail()}"
             try:
                 seen = metadata_brokers(self.bootstrap)
-                if expected <= seen:
+                if self.node_id in seen:
                     self.start_seconds = time.monotonic() - self._launched
                     return ""
             except (OSError, ValueError) as exc:
@@ -443,6 +448,11 @@ class ApacheKafka:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = ""
             self.ports = {}
+
+    def terminate(self) -> None:
+        """SIGTERM without waiting, to stop several nodes at once (then :meth:`stop`)."""
+        self._send(signal.SIGCONT)
+        self._send(signal.SIGTERM)
 
     def shutdown(self, timeout: float = 15.0) -> None:
         """Stop the JVM (SIGTERM, then SIGKILL) but keep its data, for a later start()."""

@@ -48,13 +48,24 @@ def client_config(bootstrap: str, **config: Any) -> dict[str, Any]:
 
 
 def admin_create_topic(
-    bootstrap: str, topic: str, partitions: int, timeout: float = 10.0
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    timeout: float = 10.0,
+    replication_factor: int = 1,
 ) -> None:
-    """Create ``topic`` through CreateTopics and wait until Metadata shows its partitions."""
+    """Create ``topic`` through CreateTopics and wait until Metadata shows its partitions.
+
+    ``replication_factor=-1``: the broker's ``default.replication.factor``.
+    """
     ck = _confluent_kafka()
     admin = ck.admin.AdminClient(client_config(bootstrap))
     futures = admin.create_topics(
-        [ck.admin.NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+        [
+            ck.admin.NewTopic(
+                topic, num_partitions=partitions, replication_factor=replication_factor
+            )
+        ],
         operation_timeout=timeout,
         request_timeout=timeout,
     )
