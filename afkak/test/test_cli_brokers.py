@@ -225,6 +225,10 @@ class CliTests:
         self.assert_one_line_error(cli("topics", "list"), 2)  # no bootstrap at all
 
 
+class KafkaCliTests(CliTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuCliTests(CliTests, SynchronousTestCase):
     broker_name = "tansu"
 

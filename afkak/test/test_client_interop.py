@@ -154,6 +154,10 @@ class InteropTests:
                 )
 
 
+class KafkaInteropTests(InteropTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuInteropTests(InteropTests, SynchronousTestCase):
     broker_name = "tansu"
 

@@ -311,6 +311,10 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
         self.assertEqual([(m.offset, m.message.value) for m in collector.messages], [(2, b"new")])
 
 
+class KafkaConsumerTests(RealBrokerConsumerTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuConsumerTests(RealBrokerConsumerTests, SynchronousTestCase):
     broker_name = "tansu"
 

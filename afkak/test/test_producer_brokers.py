@@ -180,6 +180,10 @@ class RealBrokerProducerTests:
         self.assertEqual(sorted(r.value for r in records), sorted(b"%d" % i for i in range(20)))
 
 
+class KafkaProducerTests(RealBrokerProducerTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuProducerTests(RealBrokerProducerTests, SynchronousTestCase):
     broker_name = "tansu"
 
