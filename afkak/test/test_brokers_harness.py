@@ -270,7 +270,9 @@ class KafkaSkipCheckTests(SynchronousTestCase):
         self.assertTrue(is_kafka_test("afkak/test/test_x.py::KafkaProducerTests::test_a"))
         self.assertTrue(is_kafka_test("afkak/test/test_apache_kafka.py::NodeTests::test_a"))
         self.assertFalse(is_kafka_test("afkak/test/test_x.py::TansuProducerTests::test_a"))
-        self.assertFalse(is_kafka_test("afkak/test/test_x.py::test_kafka"))
+        self.assertTrue(is_kafka_test("afkak/test/test_x.py::EveryBroker::test_kafka"))
+        self.assertFalse(is_kafka_test("afkak/test/test_x.py::EveryBroker::test_kafka_like"))
+        self.assertFalse(is_kafka_test("afkak/test/test_x.py::EveryBroker::test_noida"))
 
 
 class TansuHarnessTests(_BrokerChecks, SynchronousTestCase):

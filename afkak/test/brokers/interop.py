@@ -96,6 +96,34 @@ def wait_for_partitions(
     raise TimeoutError(f"topic {topic!r} did not show {partitions} partitions: {seen}")
 
 
+def wait_for_leaders(
+    bootstrap: str, topic: str, partitions: int, timeout: float = 30.0
+) -> None:
+    """Poll ListOffsets on every partition's leader until each answers without error.
+
+    Apache Kafka's CreateTopics returns, and Metadata names the leaders, before every
+    leader has taken its partition up: a Produce in between is answered
+    NOT_LEADER_OR_FOLLOWER.
+    """
+    ck = _confluent_kafka()
+    consumer = ck.Consumer(client_config(bootstrap, **{"group.id": "afkak-harness-probe"}))
+    deadline = time.monotonic() + timeout
+    try:
+        for partition in range(partitions):
+            while True:
+                try:
+                    consumer.get_watermark_offsets(
+                        ck.TopicPartition(topic, partition), timeout=5.0
+                    )
+                    break
+                except ck.KafkaException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+    finally:
+        consumer.close()
+
+
 def produce(
     bootstrap: str,
     topic: str,

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Self
 
 from afkak.test.brokers.broker import Broker
-from afkak.test.brokers.interop import admin_create_topic
+from afkak.test.brokers.interop import admin_create_topic, wait_for_leaders
 from afkak.test.brokers.probe import api_versions
 from afkak.test.brokers.process import unavailable
 from afkak.test.brokers.quirks import Quirks
@@ -82,8 +82,10 @@ class _KafkaNodes(Broker):
         return self.nodes[node].address(listener)
 
     def create_topic(self, topic: str, partitions: int = 1) -> None:
-        """CreateTopics with the cluster's default replication factor."""
+        """CreateTopics with the cluster's default replication factor; returns once every
+        partition's leader answers (``wait_for_leaders``)."""
         admin_create_topic(self.bootstrap, topic, partitions, timeout=30.0, replication_factor=-1)
+        wait_for_leaders(self.bootstrap, topic, partitions)
 
     def keep_logs(self, label: str) -> list[str]:
         """Copy every node's log to ``$TMPDIR/afkak-kafka-logs/``; their new paths."""

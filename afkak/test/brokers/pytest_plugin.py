@@ -3,9 +3,9 @@
 - A failed Apache Kafka test keeps the logs of every running Kafka node: they are copied to
   ``$TMPDIR/afkak-kafka-logs/`` and the paths shown in the test's report.
 - With ``CI=true`` a skipped Apache Kafka test fails the run: Kafka is the reference
-  broker, so CI must have run every one of its tests.  A Kafka test is one in a class
-  whose name starts with ``Kafka`` (the suite's naming rule) or in
-  ``test_apache_kafka.py``.
+  broker, so CI must have run every one of its tests.  A Kafka test is (the suite's
+  naming rule) one in a class whose name starts with ``Kafka``, a test whose name ends
+  with ``_kafka``, or one in ``test_apache_kafka.py``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,13 @@ from afkak.test.brokers.kafka import keep_running_logs
 def is_kafka_test(nodeid: str) -> bool:
     """Whether the test ``nodeid`` runs against Apache Kafka (by the naming rule)."""
     path, _, rest = nodeid.partition("::")
-    cls = rest.split("::")[0] if "::" in rest else ""
-    return cls.startswith("Kafka") or path.endswith("test_apache_kafka.py")
+    parts = rest.split("::")
+    cls = parts[0] if len(parts) > 1 else ""
+    return (
+        cls.startswith("Kafka")
+        or parts[-1].split("[")[0].endswith("_kafka")
+        or path.endswith("test_apache_kafka.py")
+    )
 
 
 @pytest.hookimpl(hookwrapper=True)
