@@ -386,6 +386,7 @@ class ApacheKafka:
             raise ApacheKafkaUnavailable("java is not installed")
         if not self.workdir:
             self.workdir = tempfile.mkdtemp(prefix="afkak-kafka-")
+        os.makedirs(self.workdir, exist_ok=True)
         if not self.ports:
             self._pick_ports()
         config_path = os.path.join(self.workdir, "server.properties")
