@@ -140,3 +140,21 @@ class NodeTests(SynchronousTestCase):
         self.assertFalse(node.running)
         self.assertRaises(RuntimeError, lambda: node.bootstrap)
         node.stop()  # idempotent
+
+    def test_given_workdir_is_created_and_kept_with_the_data(self) -> None:
+        if not java_available():
+            unavailable("java is not installed")
+        workdir = os.path.join(os.path.abspath(self.mktemp()), "node")
+        node = ApacheKafka(workdir=workdir)
+        self.addCleanup(node.stop)
+        try:
+            node.start()
+        except ApacheKafkaUnavailable as exc:
+            unavailable(str(exc))
+        bootstrap = node.bootstrap
+        node.stop()
+        self.assertTrue(os.path.exists(os.path.join(workdir, "data", "meta.properties")))
+        self.assertIn("Kafka Server started", node.log_tail())
+        node.start()  # the same storage (no format), the same ports
+        self.assertEqual(node.bootstrap, bootstrap)
+        self.assertEqual(metadata_brokers(bootstrap), {1})
