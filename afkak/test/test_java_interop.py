@@ -17,7 +17,7 @@ from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
-from afkak.common import FetchRequest, Message, ProduceRequest
+from afkak.common import FetchRequest, ProduceRequest
 from afkak.message_set import MessageSet
 from afkak.producer import Producer
 from afkak.test.brokers import shared_broker
@@ -27,7 +27,7 @@ from afkak.test.brokers.java_tools import (
     verifiable_produce,
 )
 from afkak.test.test_client_brokers import wait
-from afkak.test.test_client_interop import CODECS
+from afkak.test.test_client_interop import CODECS, sample_messages
 
 COUNT = 20
 _names = itertools.count()
@@ -69,17 +69,7 @@ class KafkaJavaInteropTests(SynchronousTestCase):
         now = int(time.time() * 1000)
         expected = []
         for partition, (codec, name) in enumerate(CODECS.items()):
-            messages = [
-                Message(
-                    0,
-                    0,
-                    None if i % 3 == 0 else f"key-{i}".encode(),
-                    None if i == 7 else f"{name}-value-{i}".encode(),
-                    timestamp=now + i,
-                    headers=(("i", str(i).encode()), ("none", None)) if i % 2 else (),
-                )
-                for i in range(COUNT)
-            ]
+            messages = sample_messages(name, now, COUNT)
             [produced] = wait(
                 self.client.send_produce_request(
                     [ProduceRequest(topic, partition, MessageSet(messages, codec=codec))], acks=-1

@@ -202,6 +202,16 @@ def metadata_brokers(address: str, timeout: float = 2.0) -> set[int]:
     return nodes
 
 
+def file_tail(path: str, size: int) -> str:
+    """The last ``size`` bytes of a log file, decoded; '' if it cannot be read."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(max(0, os.path.getsize(path) - size))
+            return log.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 def _read_exactly(sock: socket.socket, size: int) -> bytes:
     data = b""
     while len(data) < size:
@@ -479,12 +489,7 @@ class ApacheKafka:
 
     def log_tail(self, size: int = 3000) -> str:
         """The end of the node's log, for error messages."""
-        try:
-            with open(self.log_path, "rb") as log:
-                log.seek(max(0, os.path.getsize(self.log_path) - size))
-                return log.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return file_tail(self.log_path, size)
 
     def __enter__(self) -> Self:
         return self.start()

@@ -13,6 +13,7 @@ When a test fails, the logs of every running Kafka node are copied to
 
 from __future__ import annotations
 
+import abc
 import os
 import re
 import shutil
@@ -20,7 +21,7 @@ import tempfile
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Self
+from typing import Self, TypedDict, Unpack
 
 from afkak.test.brokers.broker import Broker
 from afkak.test.brokers.interop import admin_create_topic, wait_for_leaders
@@ -55,12 +56,32 @@ def _require_java() -> None:
         unavailable("kafka: java is not installed (apt-get install openjdk-17-jdk-headless)")
 
 
+class NodeOptions(TypedDict, total=False):
+    """ApacheKafka's options that a KafkaBroker or KafkaCluster passes to its nodes."""
+
+    version: str | None
+    listeners: Mapping[str, int] | None
+    config: Mapping[str, str] | None
+    format_args: Sequence[str]
+
+
 class _KafkaNodes(Broker):
-    """What a Kafka node and a Kafka cluster share: nodes, logs, topic creation."""
+    """What a Kafka node and a Kafka cluster share: nodes, logs, topic creation.
+
+    Options (``NodeOptions``): ``version``; extra ``listeners`` ({name: port}); server
+    ``config``; storage ``format_args``.
+    """
 
     start_timeout = 120.0
     stop_timeout = 15.0
-    nodes: list[ApacheKafka]
+
+    def __init__(self, **options: Unpack[NodeOptions]) -> None:
+        super().__init__()
+        self.nodes = self._make_nodes(options)
+
+    @abc.abstractmethod
+    def _make_nodes(self, options: NodeOptions) -> list[ApacheKafka]:
+        """The nodes, not started."""
 
     @property
     def running(self) -> bool:
@@ -122,19 +143,9 @@ class KafkaBroker(_KafkaNodes):
     #: Apache Kafka is the reference: no deviations.
     quirks = Quirks(broker="kafka")
 
-    def __init__(
-        self,
-        *,
-        version: str | None = None,
-        listeners: Mapping[str, int] | None = None,
-        config: Mapping[str, str] | None = None,
-        format_args: Sequence[str] = (),
-    ) -> None:
-        super().__init__()
-        self.node = ApacheKafka(
-            version=version, listeners=listeners, config=config, format_args=format_args
-        )
-        self.nodes = [self.node]
+    def _make_nodes(self, options: NodeOptions) -> list[ApacheKafka]:
+        self.node = ApacheKafka(**options)
+        return [self.node]
 
     def start(self) -> Self:
         """Start the node; skip (fail when CI is "true") if Kafka cannot run here."""
@@ -167,29 +178,16 @@ class KafkaCluster(_KafkaNodes):
     name = "kafka-cluster"
     quirks = Quirks(broker="kafka-cluster", broker_count=3)
 
-    def __init__(
-        self,
-        *,
-        version: str | None = None,
-        listeners: Mapping[str, int] | None = None,
-        config: Mapping[str, str] | None = None,
-        format_args: Sequence[str] = (),
-    ) -> None:
-        super().__init__()
+    def _make_nodes(self, options: NodeOptions) -> list[ApacheKafka]:
         controller_ports: list[int] = []
         for _ in range(3):
             controller_ports.append(free_port(controller_ports))
         quorum = {node_id: port for node_id, port in enumerate(controller_ports, 1)}
         cluster_id = random_cluster_id()
-        self.nodes = [
+        config = {**CLUSTER_CONFIG, **(options.pop("config", None) or {})}
+        return [
             ApacheKafka(
-                version=version,
-                node_id=node_id,
-                quorum=quorum,
-                cluster_id=cluster_id,
-                listeners=listeners,
-                config={**CLUSTER_CONFIG, **(config or {})},
-                format_args=format_args,
+                node_id=node_id, quorum=quorum, cluster_id=cluster_id, config=config, **options
             )
             for node_id in quorum
         ]
