@@ -34,6 +34,7 @@ def content_problems(wheel: Path) -> list[str]:
         "afkak/testing/kafka/pom.xml",
         "afkak/testing/kafka/log4j2.properties",
         "afkak/testing/kafka/log4j2-tools.properties",
+        "afkak/testing/kafka/log4j.properties",
     ):
         if required not in names:
             problems.append(f"missing {required}")

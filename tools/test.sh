@@ -22,7 +22,8 @@ fi
 # Resolve Kafka's jars once (cached in ~/.cache/afkak/kafka/<version>), before the
 # test processes start: a failure shows here, with Maven's output.
 if command -v java >/dev/null && command -v mvn >/dev/null; then
-  "$VENV/bin/python" -c 'from afkak.testing.apache_kafka import resolve_classpath as r; print("Apache Kafka jars:", r())'
+  # The newest 4.x, and 3.9.1: the oldest Kafka line the version-negotiation tests use.
+  "$VENV/bin/python" -c 'from afkak.testing.apache_kafka import resolve_classpath as r; print("Apache Kafka jars:", r(), r("3.9.1"))'
 fi
 set +e
 # The compiled record codec must have been built (test_records_compiled checks).

@@ -187,6 +187,10 @@ class RealBrokerTests:
         self.assertRaises(ClientError, wait, self.client.load_metadata_for_topics(self.topic))
 
 
+class Kafka39ClientTests(RealBrokerTests, SynchronousTestCase):
+    broker_name = "kafka-3.9"
+
+
 class KafkaClientTests(RealBrokerTests, SynchronousTestCase):
     broker_name = "kafka"
 

@@ -311,6 +311,10 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
         self.assertEqual([(m.offset, m.message.value) for m in collector.messages], [(2, b"new")])
 
 
+class Kafka39ConsumerTests(RealBrokerConsumerTests, SynchronousTestCase):
+    broker_name = "kafka-3.9"
+
+
 class KafkaConsumerTests(RealBrokerConsumerTests, SynchronousTestCase):
     broker_name = "kafka"
 

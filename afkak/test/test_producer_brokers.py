@@ -180,6 +180,10 @@ class RealBrokerProducerTests:
         self.assertEqual(sorted(r.value for r in records), sorted(b"%d" % i for i in range(20)))
 
 
+class Kafka39ProducerTests(RealBrokerProducerTests, SynchronousTestCase):
+    broker_name = "kafka-3.9"
+
+
 class KafkaProducerTests(RealBrokerProducerTests, SynchronousTestCase):
     broker_name = "kafka"
 

@@ -19,6 +19,9 @@ Facts checked on the project's machines (Maven 3.8.7, OpenJDK 17, 2 shared cores
   ``kafka/pom.xml`` adds log4j2 (2.24.3 for Kafka 4.0/4.1, 2.25.3 from 4.2: read from
   Kafka's build for 4.0-4.2; 4.3 and 4.4 run with 2.25.3) and its SLF4J 1.7 binding.
   Resolving 4.4.0 copies 47 jars, 44 MB; from a warm ``~/.m2`` it takes about 7 s.
+- ``AFKAK_KAFKA_VERSION=3.9.1`` works too (the oldest line afkak negotiates with):
+  Kafka 3.x logs through reload4j, configured by ``kafka/log4j.properties``; its
+  classpath then also holds log4j2's unused SLF4J binding (SLF4J warns, picks reload4j).
 - A single combined node with a static quorum (``controller.quorum.voters``) needs
   ``kafka.tools.StorageTool format`` with no ``--standalone`` flag.  The log line
   ``Kafka Server started`` comes after the broker is unfenced; this module still
@@ -415,6 +418,7 @@ class ApacheKafka:
         argv = [
             *base[:1],
             f"-Dlog4j2.configurationFile={os.path.join(_FILES, 'log4j2.properties')}",
+            f"-Dlog4j.configuration=file:{os.path.join(_FILES, 'log4j.properties')}",
             f"-Djava.io.tmpdir={self.workdir}",
             *base[1:], "kafka.Kafka", config_path,
         ]  # fmt: skip

@@ -166,6 +166,17 @@ class KafkaBroker(_KafkaNodes):
         return time.monotonic() - began
 
 
+class Kafka39Broker(KafkaBroker):
+    """One Apache Kafka 3.9.1 node: the oldest Kafka line afkak negotiates versions with
+    (no KIP-848 groups by default, transactions v1, no share groups)."""
+
+    name = "kafka-3.9"
+    quirks = Quirks(broker="kafka-3.9")
+
+    def __init__(self, **options: Unpack[NodeOptions]) -> None:
+        super().__init__(**{"version": "3.9.1", **options})
+
+
 class KafkaCluster(_KafkaNodes):
     """Three Apache Kafka nodes, each broker and controller, in one KRaft quorum.
 
