@@ -177,7 +177,9 @@ class KafkaClient:
             sasl,
             self.metrics_registry,
         )
-        self._cluster = Cluster(reactor, pool, bootstrap, metadata_max_age)
+        self._cluster = Cluster(
+            reactor, pool, bootstrap, metadata_max_age, coordinator_timeout=self.timeout
+        )
         self._statistics = start_statistics(
             reactor,
             self.clientId,

@@ -14,9 +14,20 @@ from typing import Any
 
 import pytest
 
+from afkak.test.brokers.pytest_plugin import pytest_configure, pytest_runtest_makereport
+
+__all__ = [
+    "BROKER_MODULES",
+    "is_broker_module",
+    "pytest_collection_modifyitems",
+    "pytest_configure",  # the real-broker hooks: kept Kafka logs of a failed test,
+    "pytest_runtest_makereport",  # and under CI=true a skipped Apache Kafka test fails the run
+]
+
 #: Modules that start brokers or subprocesses, beside every ``test_*_brokers`` module.
 BROKER_MODULES = frozenset(
     {
+        "test_apache_kafka",  # starts an Apache Kafka node
         "test_brokers_harness",  # starts each broker
         "test_chaos",  # tools/chaos.py in subprocesses, against brokers
         "test_cli_broker_command",  # `afkak broker` and README's first program against it
@@ -26,6 +37,7 @@ BROKER_MODULES = frozenset(
         "test_compat_app",  # an afkak 21.5 application against noida-db
         "test_consumer_peers",  # kafka-python and aiokafka against real brokers
         "test_docs_examples",  # the docs' scripts against noida-db
+        "test_java_interop",  # Kafka's Java clients against afkak, on Apache Kafka
         "test_main_job",  # tools/main_job.py, embedded and against a cluster
         "test_packaging",  # builds the wheel
         "test_spark_source",  # a local Spark session against Tansu

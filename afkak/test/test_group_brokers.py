@@ -508,6 +508,10 @@ class RealBrokerGroupTests:
         wait(group.client.close())
 
 
+class KafkaGroupTests(RealBrokerGroupTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuGroupTests(RealBrokerGroupTests, SynchronousTestCase):
     broker_name = "tansu"
 
