@@ -146,7 +146,7 @@ def _resolve(version: str) -> str:
             f"-Dkafka.version={version}", f"-Dlog4j2.version={log4j2_version(version)}",
         ]  # fmt: skip
         result = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL)
-        if result.returncode != 0 or not os.listdir(staging):
+        if result.returncode or not os.listdir(staging):
             shutil.rmtree(staging, ignore_errors=True)
             output = (result.stdout + result.stderr).decode("utf-8", "replace")
             raise ApacheKafkaUnavailable(
@@ -416,7 +416,7 @@ class ApacheKafka:
                 "--cluster-id", self.cluster_id, "--config", config_path, *self.format_args,
             ]  # fmt: skip
             result = subprocess.run(fmt, capture_output=True, stdin=subprocess.DEVNULL)
-            if result.returncode != 0:
+            if result.returncode:
                 output = (result.stdout + result.stderr).decode("utf-8", "replace")
                 raise ApacheKafkaUnavailable(f"kafka-storage format failed:\n{output[-2000:]}")
         argv = [
