@@ -11,9 +11,10 @@ cluster, and forgets what failed requests proved stale.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+import attrs
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IDelayedCall
 from twisted.logger import Logger
@@ -28,7 +29,10 @@ from afkak.common import (
     KafkaUnavailableError,
     LeaderUnavailableError,
     PartitionUnavailableError,
+    SaslAuthenticationFailed,
+    TLSAuthenticationFailed,
     TopicAndPartition,
+    UnsupportedSaslMechanism,
 )
 from afkak.connection import BrokerConnection, State
 
@@ -43,6 +47,20 @@ from ._stale import COORDINATOR_MOVED, lost_broker
 log = Logger()
 
 
+#: What a bootstrap host answers the same way on every connection until someone
+#: changes the credentials or the broker's configuration.
+_REFUSED = (SaslAuthenticationFailed, UnsupportedSaslMechanism, TLSAuthenticationFailed)
+
+
+@attrs.define
+class _Refusal:
+    """A bootstrap host that refused the client for good (wrong credentials, say)."""
+
+    error: KafkaError
+    failures: int
+    until: float
+
+
 class Cluster:
     """Routing and metadata for one :class:`~afkak.client.KafkaClient`."""
 
@@ -52,8 +70,13 @@ class Cluster:
         pool: ConnectionPool,
         bootstrap_hosts: tuple[HostPort, ...],
         metadata_max_age: float | None,
+        retry_policy: Callable[[int], float],
     ) -> None:
         self.reactor = reactor
+        self._retry_policy = retry_policy
+        #: Bootstrap hosts not to reconnect to before their back-off ends: wrong
+        #: credentials would be refused again on every call.
+        self._refusals: dict[HostPort, _Refusal] = {}
         self.pool = pool
         self.cache = MetadataCache()
         self.bootstrap_hosts = bootstrap_hosts
@@ -125,19 +148,39 @@ class Cluster:
         hosts = list(self.bootstrap_hosts)
         self._random.shuffle(hosts)
         for host, port in hosts:
+            refusal = self._refusals.get((host, port))
+            wait = 0.0 if refusal is None else refusal.until - self.reactor.seconds()
+            if refusal is not None and wait > 0:
+                last = refusal.error
+                errors.append(
+                    f"{format_host_port(host, port)}: {refusal.error} "
+                    f"(not retried for another {wait:.1f} s)"
+                )
+                continue
             conn = self.pool.open(host, port)
             try:
-                return await self._attempt(conn, call, bounds)
+                response = await self._attempt(conn, call, bounds)
             except CancelledError:
                 raise
             except KafkaError as e:
                 last = e
                 errors.append(f"{format_host_port(host, port)}: {e}")
+                if isinstance(e, _REFUSED):
+                    self._refuse((host, port), e)
+                continue
             finally:
                 self.pool.release(conn)
+            self._refusals.pop((host, port), None)
+            return response
         raise KafkaUnavailableError(
             f"no broker answered {type(call).__name__}: " + "; ".join(errors or ["no hosts known"])
         ) from last
+
+    def _refuse(self, host: HostPort, error: KafkaError) -> None:
+        previous = self._refusals.get(host)
+        failures = 1 if previous is None else previous.failures + 1
+        until = self.reactor.seconds() + self._retry_policy(failures)
+        self._refusals[host] = _Refusal(error, failures, until)
 
     def _candidates(self) -> list[BrokerMetadata]:
         ready, others = [], []

@@ -12,7 +12,13 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.common import CancelledError, SaslAuthenticationFailed, UnsupportedSaslMechanism
+from afkak.client import KafkaClient
+from afkak.common import (
+    CancelledError,
+    KafkaUnavailableError,
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanism,
+)
 from afkak.connection import (
     OAuthBearer,
     OAuthBearerToken,
@@ -317,3 +323,71 @@ class ConnectionSaslTests(ConnectionTestCase):
         self.assertIs(connection.state, State.BACKING_OFF)
         self.assertNoResult(d)  # a retriable failure: the request waits for the next connection
         d.addErrback(lambda f: f.trap(CancelledError))  # closed by the clean-up
+
+
+class BootstrapRefusalTests(ConnectionTestCase):
+    """A client whose credentials a bootstrap broker refused does not reconnect to it on
+    every call: until the back-off ends, calls fail at once with the broker's answer."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.broker = PasswordBroker()
+        self.server = self.net.serve(self.broker)
+
+    def client(self, password: str) -> KafkaClient:
+        client = KafkaClient(
+            "broker:9092",
+            reactor=self.clock,
+            endpoint_factory=self.net.endpoint_factory,
+            retry_policy=lambda failures: float(failures),
+            sasl=Plain("alice", password),
+        )
+        self.addCleanup(self.close, client)
+        return client
+
+    def close(self, client: KafkaClient) -> None:
+        d = client.close()
+        self.net.flush()
+        self.successResultOf(d)
+
+    def refused(self, client: KafkaClient) -> KafkaUnavailableError:
+        d = client.load_metadata_for_topics("t")
+        self.net.flush()
+        error = self.failureResultOf(d, KafkaUnavailableError).value
+        self.assertIn("Invalid username or password", str(error))
+        self.assertIsInstance(error.__cause__, SaslAuthenticationFailed)
+        return error
+
+    def test_refused_credentials_back_off_per_bootstrap_host(self) -> None:
+        client = self.client("wrong")
+        self.refused(client)
+        self.assertEqual(len(self.net.transports), 1)
+        for _ in range(5):  # within the 1 s back-off: no new connection
+            error = self.refused(client)
+        self.assertIn("not retried for another 1.0 s", str(error))
+        self.assertEqual(len(self.net.transports), 1)
+        self.clock.advance(1.0)
+        self.refused(client)  # the back-off is over: one new attempt, refused again
+        self.assertEqual(len(self.net.transports), 2)
+        self.clock.advance(1.5)
+        self.refused(client)  # the second refusal backs off 2 s
+        self.assertEqual(len(self.net.transports), 2)
+        self.broker.password = "wrong"  # the broker now accepts it
+        self.clock.advance(0.5)
+        d = client.load_metadata_for_topics("t")
+        self.net.flush()
+        self.successResultOf(d)
+        self.assertEqual(len(self.net.transports), 3)
+
+    def test_retriable_connection_failures_do_not_back_off(self) -> None:
+        """A refused TCP connection is tried again by the next call, as before."""
+        del self.net.servers["broker", 9092]
+        client = self.client("right")
+        for _ in range(2):
+            d = client.load_metadata_for_topics("t")
+            self.net.flush()
+            self.failureResultOf(d, KafkaUnavailableError)
+        self.net.serve(self.broker)
+        d = client.load_metadata_for_topics("t")
+        self.net.flush()
+        self.successResultOf(d)
