@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from afkak.test.brokers.broker import Broker
 from afkak.test.brokers.kafka import KafkaBroker, KafkaCluster
+from afkak.test.brokers.kafka_secure import KafkaSecureBroker
 from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.brokers.rdkafka_mock import RdkafkaMockCluster
 from afkak.test.brokers.tansu import TansuBroker
@@ -15,6 +16,7 @@ from afkak.test.brokers.tansu import TansuBroker
 BROKERS: dict[str, Callable[[], Broker]] = {
     KafkaBroker.name: KafkaBroker,
     KafkaCluster.name: KafkaCluster,
+    KafkaSecureBroker.name: KafkaSecureBroker,
     TansuBroker.name: TansuBroker,
     NoidaBroker.name: NoidaBroker,
     RdkafkaMockCluster.name: RdkafkaMockCluster,
