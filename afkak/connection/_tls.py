@@ -23,7 +23,7 @@ from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from afkak._errors import BrokerConnectionError
+from afkak._errors import BrokerConnectionError, TLSAuthenticationFailed
 
 EndpointFactory = Callable[[Any, str, int], IStreamClientEndpoint]
 
@@ -126,13 +126,41 @@ class _HandshakeWatch(ProtocolWrapper):
     """Reports the end of the TLS handshake, or the connection lost before it ended."""
 
     factory: _HandshakeWatchFactory
+    _handshaken = False
+    _received = False
 
     def handshakeCompleted(self) -> None:
+        self._handshaken = True
         self.factory.settle(self.wrappedProtocol)
 
+    def dataReceived(self, data: bytes) -> None:
+        self._received = True
+        super().dataReceived(data)
+
     def connectionLost(self, reason: Failure = connectionDone) -> None:
+        if self._handshaken and not self._received and _is_tls_error(reason.value):
+            # TLS 1.3: the broker refused our certificate after our handshake ended.
+            reason = Failure(
+                TLSAuthenticationFailed(
+                    f"{self.factory.where} refused the TLS session (a client certificate "
+                    f"missing or not trusted?): {reason.getErrorMessage()}"
+                )
+            )
         self.factory.settle(reason)
         super().connectionLost(reason)
+
+
+def _is_tls_error(error: BaseException) -> bool:
+    """Whether *error* is pyOpenSSL's or the ssl module's (a TLS alert, say)."""
+    import ssl
+
+    if isinstance(error, ssl.SSLError):
+        return True
+    try:
+        from OpenSSL.SSL import Error
+    except ImportError:
+        return False
+    return isinstance(error, Error)
 
 
 class _HandshakeWatchFactory(WrappingFactory):
@@ -141,7 +169,7 @@ class _HandshakeWatchFactory(WrappingFactory):
 
     def __init__(self, wrapped: Any, where: str) -> None:
         super().__init__(wrapped)
-        self._where = where
+        self.where = where
         self.watch: _HandshakeWatch | None = None
         self.done: Deferred[Any] = Deferred(self._cancel)
 
@@ -157,7 +185,7 @@ class _HandshakeWatchFactory(WrappingFactory):
         if isinstance(result, Failure):
             reason = result.getErrorMessage() or type(result.value).__name__
             self.done.errback(
-                BrokerConnectionError(f"TLS handshake with {self._where} failed: {reason}")
+                BrokerConnectionError(f"TLS handshake with {self.where} failed: {reason}")
             )
         else:
             self.done.callback(result)
