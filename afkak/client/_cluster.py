@@ -23,6 +23,7 @@ from twisted.python.failure import Failure
 from afkak.common import (
     BrokerConnectionError,
     BrokerMetadata,
+    BrokerResponseError,
     CancelledError,
     CoordinatorNotAvailable,
     KafkaError,
@@ -265,6 +266,8 @@ class Cluster:
         """The leader of each partition, loading the metadata of unknown ones in one request.
 
         :raises PartitionUnavailableError: a partition is not in the metadata.
+        :raises TopicAuthorizationFailed: the metadata refused the topic (and so on
+            for the topic errors that are not retriable).
         :raises LeaderUnavailableError: a partition has no leader.
         """
         keys = list(keys)
@@ -276,6 +279,7 @@ class Cluster:
             try:
                 broker = self.cache.topics_to_brokers[key]
             except KeyError:
+                self._raise_final_topic_error(key.topic)
                 raise PartitionUnavailableError(f"{key} not available") from None
             if broker is None:
                 raise LeaderUnavailableError(
@@ -283,6 +287,15 @@ class Cluster:
                 )
             leaders[key] = broker
         return leaders
+
+    def _raise_final_topic_error(self, topic: str) -> None:
+        """Raise the topic's error from the metadata if waiting will not cure it
+        (TOPIC_AUTHORIZATION_FAILED, say), rather than report a missing partition."""
+        code = self.cache.topic_errors.get(topic, 0)
+        if code:
+            error = BrokerResponseError.from_errno(code, f"topic {topic!r}")
+            if not error.retriable:
+                raise error
 
     # -- coordinators -------------------------------------------------------
 
@@ -294,7 +307,8 @@ class Cluster:
     def load_coordinator(self, group: str) -> Deferred[BrokerMetadata]:
         """Look up *group*'s coordinator; concurrent lookups share one request.
 
-        :raises CoordinatorNotAvailable: (in the Deferred) it could not be determined.
+        :raises CoordinatorNotAvailable: (in the Deferred) it could not be determined;
+            the broker's own error if it is final (GroupAuthorizationFailed).
         """
         shared = self._coordinator_loads.get(group)
         if shared is not None:
@@ -313,6 +327,8 @@ class Cluster:
             raise
         except KafkaError as e:
             self.cache.reset_groups(group)
+            if isinstance(e, BrokerResponseError) and not e.retriable:
+                raise  # GROUP_AUTHORIZATION_FAILED, say: no coordinator will change that
             raise CoordinatorNotAvailable(
                 f"coordinator for group {group!r} not available: {e}"
             ) from e
