@@ -17,7 +17,9 @@ import time
 import uuid
 from typing import Any
 
-from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.internet.endpoints import TCP4ClientEndpoint, wrapClientTLS
+from twisted.internet.ssl import Certificate, optionsForClientTLS
+from twisted.logger import globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import (
@@ -39,6 +41,7 @@ from afkak.common import (
     ProduceRequest,
     SaslAuthenticationFailed,
     TLSAuthenticationFailed,
+    UnsupportedSaslMechanism,
 )
 from afkak.connection import SaslMechanism
 from afkak.test.brokers import shared_broker
@@ -69,6 +72,22 @@ def oauth(subject: str, lifetime: float, issued: list[float] | None = None) -> O
         return OAuthBearerToken(unsecured_jwt(subject, now + lifetime), now + lifetime, subject)
 
     return OAuthBearer(provider)
+
+
+def capture_logs(case: SynchronousTestCase) -> list[str]:
+    """Every log event (debug included) until the test ends, formatted, with tracebacks."""
+    from twisted.logger import formatEvent
+
+    logged: list[str] = []
+
+    def observe(event: dict[str, Any]) -> None:
+        logged.append(formatEvent(event))
+        if event.get("log_failure") is not None:
+            logged.append(event["log_failure"].getTraceback())
+
+    globalLogPublisher.addObserver(observe)
+    case.addCleanup(globalLogPublisher.removeObserver, observe)
+    return logged
 
 
 def sleep(seconds: float) -> None:
@@ -222,6 +241,17 @@ class TLSTests(SecureKafkaCase):
             self.client("WRONG_NAME", tls=self.trusted(verify_hostname=False)), "noname"
         )
 
+    def test_an_endpoint_factory_doing_tls_itself(self) -> None:
+        """The older route (docs/security.rst): ``endpoint_factory`` wraps TLS."""
+        with open(self.broker.ca.cert, "rb") as f:
+            trust_root = Certificate.loadPEM(f.read())
+
+        def tls_endpoint(reactor: Any, host: str, port: int) -> Any:
+            options = optionsForClientTLS(host, trustRoot=trust_root)
+            return wrapClientTLS(options, TCP4ClientEndpoint(reactor, host, port))
+
+        self.round_trip(self.client("SASL_SSL", sasl=ADMIN, endpoints=tls_endpoint), "route")
+
     def test_an_untrusted_certificate_fails_cleanly(self) -> None:
         address = self.broker.address("SASL_SSL")
         self.assert_refused(
@@ -277,6 +307,7 @@ class SaslTests(SecureKafkaCase):
     def test_wrong_password_fails_at_once_without_a_reconnect_storm(self) -> None:
         """The first call fails as soon as Kafka answers, with Kafka's message; calls
         made over the next 3 s (one every 50 ms) reconnect only as the back-off allows."""
+        logged = capture_logs(self)
         for mechanism, message in (
             (Plain("alice", "wrong-password"), "Invalid username or password"),
             (ScramSha256("alice", "wrong-password"), "invalid credentials"),
@@ -298,6 +329,16 @@ class SaslTests(SecureKafkaCase):
             print(f"{mechanism.name}: {calls} calls in 3 s, {attempts} connection attempts")
             self.assertGreater(calls, 20)
             self.assertLessEqual(attempts, 8, "reconnects back off")
+            conns = [*client.clients.values(), *client._cluster.pool._ephemeral]
+            for text in [repr(client), repr(mechanism), *map(repr, conns), *logged]:
+                self.assertNotIn("wrong-password", text)
+
+    def test_an_unsupported_mechanism_names_those_the_listener_enables(self) -> None:
+        error = self.assert_refused(
+            self.client("REAUTH", sasl=ScramSha512("admin", "any")),
+            "does not enable SASL mechanism SCRAM-SHA-512; it enables: PLAIN, OAUTHBEARER",
+        )
+        self.assertIsInstance(error.__cause__, UnsupportedSaslMechanism)
 
 
 class OAuthBearerTests(SecureKafkaCase):
@@ -360,6 +401,28 @@ class ReauthenticationTests(SecureKafkaCase):
         for gap in gaps:
             # 85% of the 2 s session, give or take the busy machine.
             self.assertLess(abs(gap - REAUTH_MS / 1000 * 0.85), 0.4, gaps)
+
+    def test_a_refused_reauthentication_drops_the_connection(self) -> None:
+        """Kafka refuses a re-authentication as another principal and closes the
+        connection; the next request connects anew (as the new principal)."""
+        from twisted.internet import reactor
+
+        subjects = iter(["admin"])
+
+        def provider() -> OAuthBearerToken:  # a 3 s token, renewed after half of it
+            now, subject = reactor.seconds(), next(subjects, "admin-again")
+            return OAuthBearerToken(unsecured_jwt(subject, now + 3), now + 3, subject)
+
+        mechanism = CountingMechanism(OAuthBearer(provider, refresh_window=0.5))
+        client = self.client("REAUTH", sasl=mechanism)
+        self.round_trip(client, "reauth-refused")  # as admin, on node 1's connection
+        protocol = client.clients[1]._protocol
+        began = time.monotonic()
+        while client.clients[1]._protocol is protocol and time.monotonic() - began < 5:
+            sleep(0.05)
+        self.assertIsNot(client.clients[1]._protocol, protocol, "the connection was dropped")
+        self.assertGreaterEqual(len(mechanism.started), 3, "node 1 re-authenticated")
+        self.assertTrue(wait(client.load_metadata_for_topics()))  # anew, as admin-again
 
     def test_oauthbearer_sessions_end_with_the_token(self) -> None:
         """A 3 s token on a 2 s session: re-authenticates every 1.7 s, fetching a new
