@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from twisted.internet.defer import Deferred
+from twisted.internet.error import ConnectionDone
 from twisted.internet.task import Clock
+from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
@@ -17,6 +19,7 @@ from afkak.common import (
     CancelledError,
     KafkaUnavailableError,
     SaslAuthenticationFailed,
+    TLSAuthenticationFailed,
     UnsupportedSaslMechanism,
 )
 from afkak.connection import (
@@ -311,6 +314,26 @@ class ConnectionSaslTests(ConnectionTestCase):
         self.clock.advance(5)
         self.assertIs(connection.state, State.BACKING_OFF)
         pending[0].callback(OAuthBearerToken("late", self.clock.seconds() + 60))  # ignored
+        self.assertIs(connection.state, State.BACKING_OFF)
+
+    def test_a_final_refusal_before_ready_fails_queued_requests_at_once(self) -> None:
+        """A connection lost before it was ready, for a reason that is not retriable
+        (TLS 1.3's late refusal of a client certificate), fails the queued requests
+        now; a retriable loss keeps them for the next attempt."""
+        self.broker.hold = True  # the handshake stays unanswered: AUTHENTICATING
+        connection = self.sasl(request_timeout=60)
+        kept = connection.request(metadata("t"))
+        self.net.flush()
+        self.assertIs(connection.state, State.AUTHENTICATING)
+        self.net.transport.protocol.connectionLost(Failure(ConnectionDone()))
+        self.assertNoResult(kept)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.clock.advance(10.0)
+        self.net.flush()
+        self.assertIs(connection.state, State.AUTHENTICATING)
+        refused = TLSAuthenticationFailed("broker:9092 refused the TLS session")
+        self.net.transport.protocol.connectionLost(Failure(refused))
+        self.assertIs(self.failureResultOf(kept, TLSAuthenticationFailed).value, refused)
         self.assertIs(connection.state, State.BACKING_OFF)
 
     def test_authentication_waiting_on_the_broker_times_out_once(self) -> None:
