@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import ssl
 import time
 import uuid
@@ -46,6 +47,7 @@ from afkak.common import (
 from afkak.connection import SaslMechanism
 from afkak.test.brokers import shared_broker
 from afkak.test.brokers.kafka_secure import REAUTH_MS, USERS, KafkaSecureBroker
+from afkak.test.test_brokers_harness import _BrokerChecks
 from afkak.test.test_client_brokers import wait
 
 ADMIN = Plain("admin", USERS["admin"])
@@ -432,3 +434,17 @@ class ReauthenticationTests(SecureKafkaCase):
         wait(client.load_metadata_for_topics())
         self.keep_producing(client, 7.0)
         self.assertGreaterEqual(len(issued), 3, "tokens were refreshed")
+
+
+class SecureBrokerHarnessTests(_BrokerChecks, SynchronousTestCase):
+    """The harness's checks of every broker, on the secure node (over its PLAINTEXT
+    listener, whose ANONYMOUS principal is a super user)."""
+
+    broker_class = KafkaSecureBroker
+
+    def test_stop_removes_the_certificates(self) -> None:
+        broker = KafkaSecureBroker().start()
+        self.addCleanup(broker.stop)
+        self.assertTrue(os.path.exists(broker.ca.cert))
+        broker.stop()
+        self.assertFalse(os.path.exists(broker.certificates))
