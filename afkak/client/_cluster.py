@@ -327,8 +327,10 @@ class Cluster:
             raise
         except KafkaError as e:
             self.cache.reset_groups(group)
-            if isinstance(e, BrokerResponseError) and not e.retriable:
-                raise  # GROUP_AUTHORIZATION_FAILED, say: no coordinator will change that
+            if isinstance(e, BrokerResponseError) and not e.retriable and e.errno is not None:
+                # GROUP_AUTHORIZATION_FAILED, say: no coordinator will change that.
+                detail = f"group {group!r}" + "".join(f": {arg}" for arg in e.args[:1])
+                raise BrokerResponseError.from_errno(e.errno, detail) from e
             raise CoordinatorNotAvailable(
                 f"coordinator for group {group!r} not available: {e}"
             ) from e

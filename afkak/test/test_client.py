@@ -410,7 +410,10 @@ class CoordinatorTests(ClientTestCase):
         """GROUP_AUTHORIZATION_FAILED is final, not a coordinator to wait for."""
         client = self.make_client()
         self.cluster.fail_next(FIND_COORDINATOR, GroupAuthorizationFailed.errno)
-        self.failureResultOf(client.load_coordinator_for_group("g"), GroupAuthorizationFailed)
+        failure = self.failureResultOf(
+            client.load_coordinator_for_group("g"), GroupAuthorizationFailed
+        )
+        self.assertIn("group 'g'", str(failure.value))
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
     def test_concurrent_lookups_share_one_request(self) -> None:
