@@ -217,6 +217,10 @@ class TLSTests(SecureKafkaCase):
             for _ in range(5):
                 self.assert_refused(client, "not retried for another", within=0.5)
             self.assertEqual(len(endpoints.attempts), 1)
+        # TLS 1.2 refuses during the handshake itself: the connection attempt fails.
+        tls12 = ssl.create_default_context(cafile=self.broker.ca.cert)
+        tls12.maximum_version = ssl.TLSVersion.TLSv1_2
+        self.assert_refused(self.client("SSL", tls=tls12), f"TLS handshake with {address} failed")
         # A certificate the CA signed for a principal without ACLs gets in, and no further.
         stranger = self.trusted(
             client_certificate=(self.broker.stranger.cert, self.broker.stranger.key)
