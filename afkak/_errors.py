@@ -235,3 +235,13 @@ class BrokerConnectionError(ConnectionError):
     """
 
     retriable = True
+
+
+class TLSAuthenticationFailed(BrokerConnectionError):
+    """The broker ended the TLS session before answering anything: with TLS 1.3 a
+    broker checks the client's certificate only after the client's side of the
+    handshake is done, so a missing or untrusted client certificate shows up as
+    this.  Not retriable: a new connection would be refused the same way.
+    """
+
+    retriable = False

@@ -145,8 +145,10 @@ class DescribeScramCall(VersionedCall):
         self.users = users
 
     def build(self, version: int) -> Any:
+        # Every user is asked for with an empty array, as Kafka's Java client does: Kafka
+        # (4.4 at least) fails to answer a null from a principal it does not authorize.
         R = DescribeUserScramCredentialsRequest
-        return R(users=None if self.users is None else [R.UserName(u) for u in self.users])
+        return R(users=[R.UserName(u) for u in self.users or ()])
 
     def parse(self, response: Any) -> list[Any]:
         BrokerResponseError.raise_for_errno(

@@ -178,7 +178,12 @@ class KafkaClient:
             self.metrics_registry,
         )
         self._cluster = Cluster(
-            reactor, pool, bootstrap, metadata_max_age, coordinator_timeout=self.timeout
+            reactor,
+            pool,
+            bootstrap,
+            metadata_max_age,
+            coordinator_timeout=self.timeout,
+            retry_policy=retry_policy,
         )
         self._statistics = start_statistics(
             reactor,

@@ -11,9 +11,10 @@ cluster, and forgets what failed requests proved stale.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+import attrs
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.interfaces import IDelayedCall
@@ -24,6 +25,7 @@ from afkak._retry import retry_backoff, retrying
 from afkak.common import (
     BrokerConnectionError,
     BrokerMetadata,
+    BrokerResponseError,
     CancelledError,
     CoordinatorLoadInProgress,
     CoordinatorNotAvailable,
@@ -31,7 +33,10 @@ from afkak.common import (
     KafkaUnavailableError,
     LeaderUnavailableError,
     PartitionUnavailableError,
+    SaslAuthenticationFailed,
+    TLSAuthenticationFailed,
     TopicAndPartition,
+    UnsupportedSaslMechanism,
 )
 from afkak.connection import BrokerConnection, State, TLSHandshakeError
 
@@ -67,6 +72,23 @@ class _HandshakeFailed(_Refused):
     """The connection's TLS handshake failed or got no answer."""
 
 
+#: What a bootstrap host answers the same way on every connection until someone
+#: changes the credentials or the broker's configuration: not reconnected to
+#: before a back-off.
+_REFUSED = (SaslAuthenticationFailed, UnsupportedSaslMechanism, TLSAuthenticationFailed)
+
+
+@attrs.define
+class _Refusal:
+    """A bootstrap host's last refusal: of the connection (:class:`_Refused`, tried
+    again at the next call) or of the client's credentials (``_REFUSED``, not
+    tried again *until* its back-off ends)."""
+
+    error: KafkaError
+    failures: int
+    until: float
+
+
 class Cluster:
     """Routing and metadata for one :class:`~afkak.client.KafkaClient`."""
 
@@ -77,9 +99,16 @@ class Cluster:
         bootstrap_hosts: tuple[HostPort, ...],
         metadata_max_age: float | None,
         coordinator_timeout: float,
+        retry_policy: Callable[[int], float],
     ) -> None:
         self.reactor = reactor
         self._coordinator_timeout = coordinator_timeout
+        self._retry_policy = retry_policy
+        #: Bootstrap hosts whose last attempt was refused: with wrong credentials
+        #: not reconnected to before their back-off ends (they would be refused
+        #: again on every call); all of them refusing connections and no broker
+        #: ever known is :class:`NoBrokerListening`.
+        self._refusals: dict[HostPort, _Refusal] = {}
         self.pool = pool
         self.cache = MetadataCache()
         self.bootstrap_hosts = bootstrap_hosts
@@ -138,7 +167,6 @@ class Cluster:
         """
         bounds = _bounds(call, min_version, max_version)
         errors: list[str] = []
-        refused: list[KafkaError] = []
         last: KafkaError | None = None  # the cause, e.g. SaslAuthenticationFailed
         for broker in self._candidates():
             conn = self.pool.connection(broker)
@@ -152,19 +180,32 @@ class Cluster:
         hosts = list(self.bootstrap_hosts)
         self._random.shuffle(hosts)
         for host, port in hosts:
+            refusal = self._refusals.get((host, port))
+            wait = 0.0 if refusal is None else refusal.until - self.reactor.seconds()
+            if refusal is not None and wait > 0:
+                last = refusal.error
+                errors.append(
+                    f"{format_host_port(host, port)}: {refusal.error} "
+                    f"(not retried for another {wait:.1f} s)"
+                )
+                continue
             conn = self.pool.open(host, port)
             try:
-                return await self._attempt(conn, call, bounds)
+                response = await self._attempt(conn, call, bounds)
             except CancelledError:
                 raise
             except KafkaError as e:
                 last = e
-                if isinstance(e, _Refused):
-                    refused.append(e)
                 errors.append(f"{format_host_port(host, port)}: {e}")
+                self._refuse((host, port), e)
+                continue
             finally:
                 self.pool.release(conn)
-        if errors and len(refused) == len(errors) and not self.cache.brokers:
+            self._refusals.pop((host, port), None)
+            return response
+        refusals = (self._refusals.get(h) for h in hosts)
+        refused = [r.error for r in refusals if r is not None and isinstance(r.error, _Refused)]
+        if hosts and len(refused) == len(hosts) and not self.cache.brokers:
             addresses = ", ".join(format_host_port(h, p) for h, p in self.bootstrap_hosts)
             handshakes = [str(e) for e in refused if isinstance(e, _HandshakeFailed)]
             if handshakes:
@@ -178,6 +219,16 @@ class Cluster:
         raise KafkaUnavailableError(
             f"no broker answered {type(call).__name__}: " + "; ".join(errors or ["no hosts known"])
         ) from last
+
+    def _refuse(self, host: HostPort, error: KafkaError) -> None:
+        """Note how *host* failed: a refusal is kept (credentials' with a back-off)."""
+        if not isinstance(error, (_Refused, *_REFUSED)):
+            self._refusals.pop(host, None)
+            return
+        previous = self._refusals.get(host)
+        failures = 1 if previous is None else previous.failures + 1
+        backoff = self._retry_policy(failures) if isinstance(error, _REFUSED) else 0.0
+        self._refusals[host] = _Refusal(error, failures, self.reactor.seconds() + backoff)
 
     def _candidates(self) -> list[BrokerMetadata]:
         ready, others = [], []
@@ -267,6 +318,8 @@ class Cluster:
         """The leader of each partition, loading the metadata of unknown ones in one request.
 
         :raises PartitionUnavailableError: a partition is not in the metadata.
+        :raises TopicAuthorizationFailed: the metadata refused the topic (and so on
+            for the topic errors that are not retriable).
         :raises LeaderUnavailableError: a partition has no leader.
         """
         keys = list(keys)
@@ -278,6 +331,7 @@ class Cluster:
             try:
                 broker = self.cache.topics_to_brokers[key]
             except KeyError:
+                self._raise_final_topic_error(key.topic)
                 raise PartitionUnavailableError(f"{key} not available") from None
             if broker is None:
                 raise LeaderUnavailableError(
@@ -285,6 +339,15 @@ class Cluster:
                 )
             leaders[key] = broker
         return leaders
+
+    def _raise_final_topic_error(self, topic: str) -> None:
+        """Raise the topic's error from the metadata if waiting will not cure it
+        (TOPIC_AUTHORIZATION_FAILED, say), rather than report a missing partition."""
+        code = self.cache.topic_errors.get(topic, 0)
+        if code:
+            error = BrokerResponseError.from_errno(code, f"topic {topic!r}")
+            if not error.retriable:
+                raise error
 
     # -- coordinators -------------------------------------------------------
 
@@ -296,7 +359,8 @@ class Cluster:
     def load_coordinator(self, group: str) -> Deferred[BrokerMetadata]:
         """Look up *group*'s coordinator; concurrent lookups share one request.
 
-        :raises CoordinatorNotAvailable: (in the Deferred) it could not be determined.
+        :raises CoordinatorNotAvailable: (in the Deferred) it could not be determined;
+            the broker's own error if it is final (GroupAuthorizationFailed).
         """
         shared = self._coordinator_loads.get(group)
         if shared is not None:
@@ -329,6 +393,10 @@ class Cluster:
             raise
         except KafkaError as e:
             self.cache.reset_groups(group)
+            if isinstance(e, BrokerResponseError) and not e.retriable and e.errno is not None:
+                # GROUP_AUTHORIZATION_FAILED, say: no coordinator will change that.
+                detail = f"group {group!r}" + "".join(f": {arg}" for arg in e.args[:1])
+                raise BrokerResponseError.from_errno(e.errno, detail) from e
             raise CoordinatorNotAvailable(
                 f"coordinator for group {group!r} not available: {e}"
             ) from e

@@ -499,14 +499,17 @@ class BrokerConnection:
         self._end_authentication_timer()
         if protocol is not self._protocol or self._state not in CONNECTED_STATES:
             return
-        error = failure.value
+        self._fail_queued_if_final(failure.value)
+        self._handshake_failed(failure, protocol, "authentication")
+
+    def _fail_queued_if_final(self, error: BaseException) -> None:
+        """Wrong credentials (SASL or TLS) will not get better by waiting: fail the
+        queued requests now rather than at their timeouts."""
         if isinstance(error, KafkaError) and not error.retriable:
-            # Wrong credentials will not get better by waiting: tell the callers now.
             queued = list(self._queue)
             self._queue.clear()
             for request in queued:
                 request.fail(error)
-        self._handshake_failed(failure, protocol, "authentication")
 
     # Re-authentication (KIP-368)
 
@@ -713,7 +716,10 @@ class BrokerConnection:
 
     def _protocol_lost(self, protocol: BrokerProtocol, reason: Failure) -> None:
         if protocol is self._protocol:
+            was_ready = self._state is State.READY
             self._fire(Event.DROPPED, reason.value)
+            if not was_ready:  # last: the requests' callbacks may close this connection
+                self._fail_queued_if_final(reason.value)
         elif protocol is self._closing:
             self._closing = None
             waiters, self._close_waiters = self._close_waiters, []

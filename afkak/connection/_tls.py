@@ -25,7 +25,7 @@ from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from afkak._errors import BrokerConnectionError
+from afkak._errors import BrokerConnectionError, TLSAuthenticationFailed
 
 EndpointFactory = Callable[[Any, str, int], IStreamClientEndpoint]
 
@@ -170,13 +170,41 @@ class _HandshakeWatch(ProtocolWrapper):
     """Reports the end of the TLS handshake, or the connection lost before it ended."""
 
     factory: _HandshakeWatchFactory
+    _handshaken = False
+    _received = False
 
     def handshakeCompleted(self) -> None:
+        self._handshaken = True
         self.factory.settle(self.wrappedProtocol)
 
+    def dataReceived(self, data: bytes) -> None:
+        self._received = True
+        super().dataReceived(data)  # type: ignore[no-untyped-call]  # Twisted, untyped
+
     def connectionLost(self, reason: Failure = connectionDone) -> None:
+        if self._handshaken and not self._received and _is_tls_error(reason.value):
+            # TLS 1.3: the broker refused our certificate after our handshake ended.
+            reason = Failure(
+                TLSAuthenticationFailed(
+                    f"{self.factory.where} refused the TLS session (a client certificate "
+                    f"missing or not trusted?): {reason.getErrorMessage()}"
+                )
+            )
         self.factory.settle(reason)
         super().connectionLost(reason)  # type: ignore[no-untyped-call]  # Twisted, untyped
+
+
+def _is_tls_error(error: BaseException) -> bool:
+    """Whether *error* is pyOpenSSL's or the ssl module's (a TLS alert, say)."""
+    import ssl
+
+    if isinstance(error, ssl.SSLError):
+        return True
+    try:
+        from OpenSSL.SSL import Error
+    except ImportError:
+        return False
+    return isinstance(error, Error)
 
 
 class _HandshakeWatchFactory(WrappingFactory):
@@ -185,7 +213,7 @@ class _HandshakeWatchFactory(WrappingFactory):
 
     def __init__(self, wrapped: Any, where: str, reactor: Any, timeout: float) -> None:
         super().__init__(wrapped)  # type: ignore[no-untyped-call]
-        self._where = where
+        self.where = where
         self._reactor = reactor
         self._timeout = timeout
         self._timer: Any = None
@@ -202,7 +230,7 @@ class _HandshakeWatchFactory(WrappingFactory):
     def _no_answer(self) -> None:
         self._timer = None
         self._fail(
-            f"TLS handshake with {self._where} got no answer within {self._timeout:g} s "
+            f"TLS handshake with {self.where} got no answer within {self._timeout:g} s "
             "(a plaintext listener does not answer TLS: is this the broker's TLS port?)"
         )
         if self.watch is not None and self.watch.transport is not None:
@@ -215,7 +243,7 @@ class _HandshakeWatchFactory(WrappingFactory):
             reason = result.getErrorMessage() or type(result.value).__name__
             if result.check(ConnectionDone, ConnectionLost) or "wrong version number" in reason:
                 reason += " (is this the broker's TLS port?)"
-            self._fail(f"TLS handshake with {self._where} failed: {reason}")
+            self._fail(f"TLS handshake with {self.where} failed: {reason}")
         else:
             self._stop_timer()
             self.done.callback(result)
@@ -252,7 +280,7 @@ class _TLSEndpoint:
         self._creator = creator
         self._endpoint = endpoint
         self._host = host
-        self._where = f"{host}:{port}"
+        self.where = f"{host}:{port}"
         self._reactor = reactor
         self._handshake_timeout = handshake_timeout
 
@@ -261,7 +289,7 @@ class _TLSEndpoint:
 
         from afkak.connection._stdlib_tls import SSLContextFactory
 
-        watch = _HandshakeWatchFactory(factory, self._where, self._reactor, self._handshake_timeout)
+        watch = _HandshakeWatchFactory(factory, self.where, self._reactor, self._handshake_timeout)
         if isinstance(self._creator, ssl.SSLContext):
             tls: Any = SSLContextFactory(self._creator, self._host, watch)
         else:

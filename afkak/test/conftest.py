@@ -27,6 +27,7 @@ __all__ = [
 #: Modules that start brokers or subprocesses, beside every ``test_*_brokers`` module.
 BROKER_MODULES = frozenset(
     {
+        "test_acls_kafka",  # ACL proofs on the secured Apache Kafka node
         "test_apache_kafka",  # starts an Apache Kafka node
         "test_brokers_harness",  # starts each broker
         "test_chaos",  # tools/chaos.py in subprocesses, against brokers
@@ -40,6 +41,7 @@ BROKER_MODULES = frozenset(
         "test_java_interop",  # Kafka's Java clients against afkak, on Apache Kafka
         "test_main_job",  # tools/main_job.py, embedded and against a cluster
         "test_packaging",  # builds the wheel
+        "test_security_kafka",  # SASL and TLS proofs on the secured Apache Kafka node
         "test_spark_source",  # a local Spark session against Tansu
         "test_testing_embedded",  # EmbeddedBroker
     }

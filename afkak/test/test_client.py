@@ -38,16 +38,19 @@ from afkak.common import (
     ProduceResponse,
     RequestTimedOutError,
     TopicAndPartition,
+    TopicAuthorizationFailed,
     UnknownTopicOrPartitionError,
 )
 from afkak.message_set import create_message, create_message_set
 from afkak.protocol.messages import (
     ApiVersionsRequest,
     MetadataRequest,
+    MetadataResponse,
     OffsetFetchRequest as RawOffsetFetch,
 )
 from afkak.records import read_batches
 from afkak.test.helpers import ClockTestCase, needs_codecs
+from afkak.test.test_connection import ConnectionTestCase
 from afkak.testing import FakeKafkaCluster
 
 
@@ -443,6 +446,16 @@ class CoordinatorTests(ClientTestCase):
         self.cluster.fail_next(FIND_COORDINATOR, GroupAuthorizationFailed.errno)
         self.failureResultOf(client.load_coordinator_for_group("g"), CoordinatorNotAvailable)
         self.assertNotIn("g", client._cluster.cache.coordinators)
+
+    def test_a_denied_group_is_an_authorization_error_at_once(self) -> None:
+        """GROUP_AUTHORIZATION_FAILED is final, not a coordinator to wait for."""
+        client = self.make_client()
+        self.cluster.fail_next(FIND_COORDINATOR, GroupAuthorizationFailed.errno)
+        failure = self.failureResultOf(
+            client.load_coordinator_for_group("g"), GroupAuthorizationFailed
+        )
+        self.assertIn("group 'g'", str(failure.value))
+        self.assertEqual(self.clock.getDelayedCalls(), [])
 
     def test_concurrent_lookups_share_one_request(self) -> None:
         client = self.make_client()
@@ -1165,3 +1178,27 @@ class CoordinatorConnectionTests(ClientTestCase):
         self.assertIsNot(client.clients[node], client._cluster.pool.coordinator_clients[node])
         self.clock.advance(5)
         self.assertEqual(self.successResultOf(polling)[0].error, 0)
+
+
+class DeniedTopicTests(ConnectionTestCase):
+    """A topic the principal may not describe: Kafka's Metadata names it with
+    TOPIC_AUTHORIZATION_FAILED (and the response itself succeeds)."""
+
+    def test_leaders_of_a_denied_topic_is_an_authorization_error(self) -> None:
+        denied = MetadataResponse.MetadataResponseTopic(
+            name="denied", error_code=TopicAuthorizationFailed.errno
+        )
+        self.broker.special["denied"] = lambda header: MetadataResponse(topics=[denied])
+        client = KafkaClient(
+            "broker:9092", reactor=self.clock, endpoint_factory=self.net.endpoint_factory
+        )
+        d = client.leaders_for([TopicAndPartition("denied", 0)])
+        self.net.flush()
+        failure = self.failureResultOf(d, TopicAuthorizationFailed)
+        self.assertIn("'denied'", str(failure.value))
+        d = client.leaders_for([TopicAndPartition("unknown", 0)])  # no error, no partitions
+        self.net.flush()
+        self.failureResultOf(d, PartitionUnavailableError)
+        closed = client.close()
+        self.net.flush()
+        self.successResultOf(closed)

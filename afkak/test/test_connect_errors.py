@@ -16,8 +16,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import TLS, KafkaClient, Producer
 from afkak.common import KafkaUnavailableError
+from afkak.test.helpers import wait
 from afkak.test.test_admin import on_fake_cluster
-from afkak.test.test_client_brokers import wait
 from afkak.testing import FakeKafkaCluster
 
 

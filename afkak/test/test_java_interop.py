@@ -26,7 +26,7 @@ from afkak.test.brokers.java_tools import (
     console_produce,
     verifiable_produce,
 )
-from afkak.test.test_client_brokers import wait
+from afkak.test.helpers import wait
 from afkak.test.test_client_interop import CODECS, sample_messages
 
 COUNT = 20

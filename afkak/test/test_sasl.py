@@ -9,10 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from twisted.internet.defer import Deferred
+from twisted.internet.error import ConnectionDone
 from twisted.internet.task import Clock
+from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.common import CancelledError, SaslAuthenticationFailed, UnsupportedSaslMechanism
+from afkak.client import KafkaClient
+from afkak.common import (
+    CancelledError,
+    KafkaUnavailableError,
+    SaslAuthenticationFailed,
+    TLSAuthenticationFailed,
+    UnsupportedSaslMechanism,
+)
 from afkak.connection import (
     OAuthBearer,
     OAuthBearerToken,
@@ -307,6 +316,26 @@ class ConnectionSaslTests(ConnectionTestCase):
         pending[0].callback(OAuthBearerToken("late", self.clock.seconds() + 60))  # ignored
         self.assertIs(connection.state, State.BACKING_OFF)
 
+    def test_a_final_refusal_before_ready_fails_queued_requests_at_once(self) -> None:
+        """A connection lost before it was ready, for a reason that is not retriable
+        (TLS 1.3's late refusal of a client certificate), fails the queued requests
+        now; a retriable loss keeps them for the next attempt."""
+        self.broker.hold = True  # the handshake stays unanswered: AUTHENTICATING
+        connection = self.sasl(request_timeout=60)
+        kept = connection.request(metadata("t"))
+        self.net.flush()
+        self.assertIs(connection.state, State.AUTHENTICATING)
+        self.net.transport.protocol.connectionLost(Failure(ConnectionDone()))
+        self.assertNoResult(kept)
+        self.assertIs(connection.state, State.BACKING_OFF)
+        self.clock.advance(10.0)
+        self.net.flush()
+        self.assertIs(connection.state, State.AUTHENTICATING)
+        refused = TLSAuthenticationFailed("broker:9092 refused the TLS session")
+        self.net.transport.protocol.connectionLost(Failure(refused))
+        self.assertIs(self.failureResultOf(kept, TLSAuthenticationFailed).value, refused)
+        self.assertIs(connection.state, State.BACKING_OFF)
+
     def test_authentication_waiting_on_the_broker_times_out_once(self) -> None:
         self.broker.hold = True  # the broker never answers the handshake
         connection = self.sasl(request_timeout=5)
@@ -317,3 +346,71 @@ class ConnectionSaslTests(ConnectionTestCase):
         self.assertIs(connection.state, State.BACKING_OFF)
         self.assertNoResult(d)  # a retriable failure: the request waits for the next connection
         d.addErrback(lambda f: f.trap(CancelledError))  # closed by the clean-up
+
+
+class BootstrapRefusalTests(ConnectionTestCase):
+    """A client whose credentials a bootstrap broker refused does not reconnect to it on
+    every call: until the back-off ends, calls fail at once with the broker's answer."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.broker = PasswordBroker()
+        self.server = self.net.serve(self.broker)
+
+    def client(self, password: str) -> KafkaClient:
+        client = KafkaClient(
+            "broker:9092",
+            reactor=self.clock,
+            endpoint_factory=self.net.endpoint_factory,
+            retry_policy=lambda failures: float(failures),
+            sasl=Plain("alice", password),
+        )
+        self.addCleanup(self.close, client)
+        return client
+
+    def close(self, client: KafkaClient) -> None:
+        d = client.close()
+        self.net.flush()
+        self.successResultOf(d)
+
+    def refused(self, client: KafkaClient) -> KafkaUnavailableError:
+        d = client.load_metadata_for_topics("t")
+        self.net.flush()
+        error = self.failureResultOf(d, KafkaUnavailableError).value
+        self.assertIn("Invalid username or password", str(error))
+        self.assertIsInstance(error.__cause__, SaslAuthenticationFailed)
+        return error
+
+    def test_refused_credentials_back_off_per_bootstrap_host(self) -> None:
+        client = self.client("wrong")
+        self.refused(client)
+        self.assertEqual(len(self.net.transports), 1)
+        for _ in range(5):  # within the 1 s back-off: no new connection
+            error = self.refused(client)
+        self.assertIn("not retried for another 1.0 s", str(error))
+        self.assertEqual(len(self.net.transports), 1)
+        self.clock.advance(1.0)
+        self.refused(client)  # the back-off is over: one new attempt, refused again
+        self.assertEqual(len(self.net.transports), 2)
+        self.clock.advance(1.5)
+        self.refused(client)  # the second refusal backs off 2 s
+        self.assertEqual(len(self.net.transports), 2)
+        self.broker.password = "wrong"  # the broker now accepts it
+        self.clock.advance(0.5)
+        d = client.load_metadata_for_topics("t")
+        self.net.flush()
+        self.successResultOf(d)
+        self.assertEqual(len(self.net.transports), 3)
+
+    def test_retriable_connection_failures_do_not_back_off(self) -> None:
+        """A refused TCP connection is tried again by the next call, as before."""
+        del self.net.servers["broker", 9092]
+        client = self.client("right")
+        for _ in range(2):
+            d = client.load_metadata_for_topics("t")
+            self.net.flush()
+            self.failureResultOf(d, KafkaUnavailableError)
+        self.net.serve(self.broker)
+        d = client.load_metadata_for_topics("t")
+        self.net.flush()
+        self.successResultOf(d)

@@ -78,7 +78,7 @@ class NoidaBroker(Broker):
             ),
             "sasl_accepts_any_password": (
                 "SaslHandshake offers PLAIN and SaslAuthenticate accepts any password: "
-                "use afkak.test.brokers.sasl.SaslBroker to test authentication"
+                "test authentication on KafkaSecureBroker (Apache Kafka)"
             ),
         },
     )

@@ -17,13 +17,13 @@ What the brokers installable here do with SASL (probed on this machine, Nov 2026
 - **librdkafka's mock cluster**: not probed for SASL; the harness runs its
   listeners in plaintext.
 
-So the proof runs against :class:`SaslBroker`: a real Tansu behind
-:mod:`afkak.test.brokers.sasl_server`, a loopback SASL server that performs
-the exchange itself (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER, KIP-368 session
-lifetimes), optionally over TLS, then forwards.  confluent-kafka
-authenticating to the same server, and failing with a wrong password, shows
-the server is right.  These findings are also the ``sasl_*`` quirks of the
-brokers.
+So authentication is proven on Apache Kafka itself
+(:class:`~afkak.test.brokers.kafka_secure.KafkaSecureBroker`).  :class:`SaslBroker`
+(a real Tansu behind :mod:`afkak.test.brokers.sasl_server`, a loopback server that
+performs the SASL exchange itself, then forwards) stays only for what Kafka does not
+let a test see: the SASL extensions a client sent (``test_client_sasl.py``), and the
+Spark data source's SCRAM test until it moves to Kafka.  These findings are also the
+``sasl_*`` quirks of the brokers.
 """
 
 from __future__ import annotations
@@ -51,15 +51,10 @@ class SaslBroker:
         *,
         mechanisms: tuple[str, ...] = MECHANISMS,
         session_lifetime_ms: int = 0,
-        cert: str | None = None,
-        key: str | None = None,
-        client_ca: str | None = None,
     ) -> None:
-        """*cert*, *key*: serve TLS; *client_ca*: and require client certificates it signed."""
         self.users = dict(users)
         self.mechanisms = mechanisms
         self.session_lifetime_ms = session_lifetime_ms
-        self.cert, self.key, self.client_ca = cert, key, client_ca
         self.port = free_port()
         self.broker = TansuBroker(advertised_port=self.port)
         self._process: ManagedProcess | None = None
@@ -81,9 +76,6 @@ class SaslBroker:
             "mechanisms": list(self.mechanisms),
             "users": self.users,
             "session_lifetime_ms": self.session_lifetime_ms,
-            "cert": self.cert,
-            "key": self.key,
-            "client_ca": self.client_ca,
         }
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
         env = {**os.environ, "PYTHONPATH": root}
@@ -96,8 +88,7 @@ class SaslBroker:
                 self.stop()
                 unavailable(f"the SASL server did not start:\n{log}")
             time.sleep(0.02)
-        if self.cert is None:
-            api_versions(self.bootstrap)  # ApiVersions is forwarded before authentication
+        api_versions(self.bootstrap)  # ApiVersions is forwarded before authentication
         return self
 
     def stop(self) -> None:

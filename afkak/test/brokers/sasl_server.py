@@ -308,22 +308,7 @@ def main(raw: str) -> None:
     factory = protocol.Factory()
     factory.buildProtocol = lambda addr: SaslServerProtocol(config)  # type: ignore[method-assign]
     port = options["port"]
-    if options.get("client_ca"):  # mutual TLS: client certificates signed by it required
-        from twisted.internet.endpoints import SSL4ServerEndpoint
-        from twisted.internet.ssl import Certificate, PrivateCertificate
-
-        with open(options["cert"], "rb") as c, open(options["key"], "rb") as k:
-            server = PrivateCertificate.loadPEM(c.read() + b"\n" + k.read())
-        with open(options["client_ca"], "rb") as f:
-            tls = server.options(Certificate.loadPEM(f.read()))
-        endpoint: Any = SSL4ServerEndpoint(reactor, port, tls, interface="127.0.0.1")
-    elif options.get("cert"):
-        endpoint = serverFromString(
-            reactor,
-            f"ssl:{port}:interface=127.0.0.1:privateKey={options['key']}:certKey={options['cert']}",
-        )
-    else:
-        endpoint = serverFromString(reactor, f"tcp:{port}:interface=127.0.0.1")
+    endpoint = serverFromString(reactor, f"tcp:{port}:interface=127.0.0.1")
     listening = endpoint.listen(factory)
     listening.addCallback(lambda _: event(event="listening", port=port))
     listening.addErrback(lambda f: (event(event="error", reason=str(f.value)), reactor.stop()))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from afkak.test.brokers.broker import Broker
 from afkak.test.brokers.kafka import Kafka39Broker, KafkaBroker, KafkaCluster
+from afkak.test.brokers.kafka_secure import KafkaSecureBroker
 from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.brokers.rdkafka_mock import RdkafkaMockCluster
 from afkak.test.brokers.tansu import TansuBroker
@@ -16,6 +17,7 @@ BROKERS: dict[str, Callable[[], Broker]] = {
     KafkaBroker.name: KafkaBroker,
     Kafka39Broker.name: Kafka39Broker,
     KafkaCluster.name: KafkaCluster,
+    KafkaSecureBroker.name: KafkaSecureBroker,
     TansuBroker.name: TansuBroker,
     NoidaBroker.name: NoidaBroker,
     RdkafkaMockCluster.name: RdkafkaMockCluster,

@@ -69,7 +69,7 @@ class TansuBroker(Broker):
             "sasl_users_cannot_be_created": (
                 "--authentication offers SCRAM-SHA-256/512 (PLAIN closes the connection), but "
                 "AlterUserScramCredentials needs an authenticated client and the packaged "
-                "build stores users only in memory: use afkak.test.brokers.sasl.SaslBroker"
+                "build stores users only in memory: test authentication on KafkaSecureBroker"
             ),
             "no_create_partitions": "CreatePartitions is not implemented",
             "no_offset_delete": "OffsetDelete is not implemented",
