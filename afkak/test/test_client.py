@@ -442,8 +442,10 @@ class CoordinatorTests(ClientTestCase):
         self.assertNotIn("g", client._cluster.cache.coordinators)
 
     def test_other_coordinator_errors_fail_at_once(self) -> None:
+        """Only a coordinator not available yet is waited for; other retriable errors
+        are CoordinatorNotAvailable at once (a denied group: the test below)."""
         client = self.make_client()
-        self.cluster.fail_next(FIND_COORDINATOR, GroupAuthorizationFailed.errno)
+        self.cluster.fail_next(FIND_COORDINATOR, NotCoordinator.errno)
         self.failureResultOf(client.load_coordinator_for_group("g"), CoordinatorNotAvailable)
         self.assertNotIn("g", client._cluster.cache.coordinators)
 
