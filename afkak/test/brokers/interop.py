@@ -48,13 +48,21 @@ def client_config(bootstrap: str, **config: Any) -> dict[str, Any]:
 
 
 def admin_create_topic(
-    bootstrap: str, topic: str, partitions: int, timeout: float = 10.0
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    timeout: float = 10.0,
+    config: Mapping[str, str] | None = None,
 ) -> None:
-    """Create ``topic`` through CreateTopics and wait until Metadata shows its partitions."""
+    """Create ``topic`` (with topic ``config``) through CreateTopics and wait until
+    Metadata shows its partitions."""
     ck = _confluent_kafka()
     admin = ck.admin.AdminClient(client_config(bootstrap))
+    new_topic = ck.admin.NewTopic(
+        topic, num_partitions=partitions, replication_factor=1, config=dict(config or {})
+    )
     futures = admin.create_topics(
-        [ck.admin.NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+        [new_topic],
         operation_timeout=timeout,
         request_timeout=timeout,
     )
@@ -62,18 +70,16 @@ def admin_create_topic(
     wait_for_partitions(bootstrap, topic, partitions, timeout)
 
 
-def wait_for_partitions(
-    bootstrap: str, topic: str, partitions: int, timeout: float = 10.0
-) -> None:
+def wait_for_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 10.0) -> None:
     """Poll Metadata until ``topic`` has ``partitions`` partitions, each with a leader."""
     ck = _confluent_kafka()
     client = ck.admin.AdminClient(client_config(bootstrap))
     deadline = time.monotonic() + timeout
     seen: Any = None
     while time.monotonic() < deadline:
-        seen = client.list_topics(
-            topic, timeout=max(0.1, deadline - time.monotonic())
-        ).topics.get(topic)
+        seen = client.list_topics(topic, timeout=max(0.1, deadline - time.monotonic())).topics.get(
+            topic
+        )
         if (
             seen is not None
             and seen.error is None
@@ -127,9 +133,7 @@ def produce(
     if errors:
         raise RuntimeError(f"produce to {topic!r} failed: {errors[0]}")
     if remaining or len(delivered) != count:
-        raise TimeoutError(
-            f"only {len(delivered)} of {count} records delivered to {topic!r}"
-        )
+        raise TimeoutError(f"only {len(delivered)} of {count} records delivered to {topic!r}")
     return delivered
 
 
@@ -163,9 +167,7 @@ def consume(
         if partitions is None:
             metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
             partitions = sorted(metadata.partitions)
-        consumer.assign(
-            [ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions]
-        )
+        consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions])
         records: list[Record] = []
         deadline = time.monotonic() + timeout
         while len(records) < count and time.monotonic() < deadline:
@@ -187,9 +189,7 @@ def consume(
     finally:
         consumer.close()
     if len(records) < count:
-        raise TimeoutError(
-            f"read {len(records)} of {count} records from {topic!r}: {records}"
-        )
+        raise TimeoutError(f"read {len(records)} of {count} records from {topic!r}: {records}")
     return records
 
 

@@ -1,0 +1,187 @@
+"""Run afkak 21.5's own integration tests with this tree's afkak against a real broker.
+
+The tests come from 21.5's PyPI sdist (``afkak==21.5.0.post0``), downloaded once with
+pip into a cache; they run unchanged with trial, 21.5's runner.  Only their harness
+(``afkak.test.int.fixtures``, which started ZooKeeper and Kafka 0.9-2.x) is replaced,
+by ``afkak.test.brokers.afkak21``: it serves the broker started here.
+
+Usage (from the tree root):
+
+    python tools/afkak21_suite.py --broker kafka|tansu|noida
+    python tools/afkak21_suite.py --bootstrap 127.0.0.1:9092     # a broker you started
+    python tools/afkak21_suite.py --broker tansu -k test_producer_integration
+
+Prints each test's outcome and a summary; exits 0 only if no test failed or errored.
+docs/changes-from-afkak-21.rst lists the results and every 21.5 test that fails for
+a documented reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tarfile
+import time
+import unittest
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+_TOOLS = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(_TOOLS)]
+
+import attrs  # noqa: E402
+from twisted.trial import reporter, runner  # noqa: E402
+
+from afkak.test.brokers import BROKERS, Broker, admin_create_topic  # noqa: E402
+from afkak.test.brokers.afkak21 import install  # noqa: E402
+from afkak.test.brokers.interop import end_offsets  # noqa: E402
+
+#: The release whose tests run.
+REQUIREMENT = "afkak==21.5.0.post0"
+SDIST_ROOT = "afkak-21.5.0.post0"
+#: 21.5's integration test modules, in its own order.
+MODULES = (
+    "test_client_integration",
+    "test_consumer_integration",
+    "test_failover_integration",
+    "test_group_integration",
+    "test_performance_integration",
+    "test_producer_integration",
+)
+DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "afkak", "afkak21")
+#: Below this, 21.5's ``message_max_bytes`` is Kafka's default (1 MiB): no topic config.
+_KAFKA_MAX_MESSAGE_BYTES = 1048588
+
+
+class SdistUnavailable(Exception):
+    """pip could not download 21.5's sdist (no network, no index)."""
+
+
+def fetch_tests(cache: str) -> str:
+    """21.5's ``afkak/test`` directory, downloaded and extracted into ``cache`` once."""
+    tests = os.path.join(cache, SDIST_ROOT, "afkak", "test")
+    if os.path.isdir(os.path.join(tests, "int")):
+        return tests
+    os.makedirs(cache, exist_ok=True)
+    download = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps"]
+        + ["--no-binary", ":all:", "-d", cache, REQUIREMENT],
+        capture_output=True,
+        text=True,
+    )
+    sdist = os.path.join(cache, SDIST_ROOT + ".tar.gz")
+    if download.returncode != 0 or not os.path.exists(sdist):
+        raise SdistUnavailable(download.stderr.strip() or download.stdout.strip())
+    prefix = SDIST_ROOT + "/afkak/test/"
+    with tarfile.open(sdist) as archive:
+        members = [m for m in archive.getmembers() if m.name.startswith(prefix)]
+        archive.extractall(cache, members=members, filter="data")
+    return tests
+
+
+@attrs.define
+class StartedBroker:
+    """A broker this run started (``--broker``): restartable for test_broker_restart."""
+
+    broker: Broker
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
+
+    def create_topic(self, topic: str, partitions: int, max_message_bytes: int) -> None:
+        create_topic(self.bootstrap, topic, partitions, max_message_bytes)
+
+    def stop_keeping_data(self) -> None:
+        self.broker.kill()
+
+    def restart(self) -> None:
+        self.broker.restart()
+
+
+@attrs.define
+class ExternalBroker:
+    """A broker started outside the run (``--bootstrap``): never stopped from here."""
+
+    bootstrap: str
+    stop_keeping_data = None
+    restart = None
+
+    def create_topic(self, topic: str, partitions: int, max_message_bytes: int) -> None:
+        create_topic(self.bootstrap, topic, partitions, max_message_bytes)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, max_message_bytes: int) -> None:
+    """Create the topic as 21.5's fresh cluster had it: led and answering on every partition.
+
+    Kafka's Metadata names a new partition's leader a moment before that broker leads
+    it (ListOffsets then answers NOT_LEADER_OR_FOLLOWER); 21.5's tests ask at once.
+    """
+    config: Mapping[str, str] = {}
+    if max_message_bytes > _KAFKA_MAX_MESSAGE_BYTES:
+        config = {"max.message.bytes": str(max_message_bytes)}
+    admin_create_topic(bootstrap, topic, partitions, timeout=30.0, config=config)
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            end_offsets(bootstrap, topic)
+            return
+        except Exception:  # confluent_kafka.KafkaException: NOT_LEADER_OR_FOLLOWER
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _tests(suite: Any) -> Iterator[Any]:
+    """Every test in ``suite``, and trial's ErrorHolder for a module that did not import."""
+    if isinstance(suite, unittest.TestSuite):
+        for test in suite:
+            yield from _tests(test)
+    else:
+        yield suite
+
+
+def run_suite(tests_dir: str, target: StartedBroker | ExternalBroker, selection: str) -> int:
+    """Run the selected 21.5 tests with trial; print the summary; return the exit status."""
+    install(tests_dir, target)
+    os.environ["KAFKA_VERSION"] = "afkak21-suite"  # 21.5 skips every test without it
+    loaded = runner.TestLoader().loadByNames([f"afkak.test.int.{m}" for m in MODULES])
+    selected = [t for t in _tests(loaded) if selection in t.id()]
+    work = os.path.join(os.path.dirname(os.path.dirname(tests_dir)), "_trial_temp")
+    trial = runner.TrialRunner(reporter.VerboseTextReporter, workingDirectory=work)
+    result = trial.run(unittest.TestSuite(selected))
+    failed = sorted({t.id() for t, _ in result.failures + result.errors})
+    skipped = sorted(f"{t.id()}: {reason}" for t, reason in result.skips)
+    print(
+        f"\nafkak 21.5 integration suite on {target.bootstrap}: {len(selected)} tests, "
+        f"{result.successes} passed, {len(result.failures)} failed, "
+        f"{len(result.errors)} errors, {len(result.skips)} skipped"
+    )
+    for line in [*(f"FAIL {name}" for name in failed), *(f"SKIP {s}" for s in skipped)]:
+        print("  " + line)
+    return 0 if result.wasSuccessful() else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--broker", choices=sorted(BROKERS), help="start this broker")
+    where.add_argument("--bootstrap", metavar="HOST:PORT", help="a broker already running")
+    parser.add_argument("--cache", default=DEFAULT_CACHE, help="where the sdist is kept")
+    parser.add_argument("-k", default="", metavar="TEXT", help="only tests whose id has TEXT")
+    args = parser.parse_args(argv)
+    try:
+        tests_dir = fetch_tests(args.cache)
+    except SdistUnavailable as exc:
+        print(f"cannot download {REQUIREMENT}: {exc}", file=sys.stderr)
+        return 2
+    if args.bootstrap:
+        return run_suite(tests_dir, ExternalBroker(args.bootstrap), args.k)
+    with BROKERS[args.broker]() as broker:
+        return run_suite(tests_dir, StartedBroker(broker), args.k)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
