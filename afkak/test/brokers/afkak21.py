@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 import attrs
 
 import afkak.test
+from afkak.test.brokers.quirks import Quirks
 
 #: The module 21.5's tests import the harness from; replaced by ``install``.
 FIXTURES_MODULE = "afkak.test.int.fixtures"
@@ -31,6 +32,37 @@ FIXTURES_MODULE = "afkak.test.int.fixtures"
 NEEDS_A_CLUSTER = {
     "test_switch_leader": "kills partition leaders of a 3-broker cluster (replicas=3)",
 }
+
+_OWN_OFFSET = (
+    "a batched send_messages fires with its own first message's offset, 21.5 with the "
+    "request's (docs/changes-from-afkak-21.rst, The producer)"
+)
+_CONSUMERS = (
+    "ConsumerGroup.consumers maps TopicAndPartition to a Consumer, 21.5's topic to a "
+    "list (docs/changes-from-afkak-21.rst, afkak 21's public names)"
+)
+_BUFFER = "issue 20 item 2 (being fixed): FETCH_BUFFER_SIZE_BYTES is 1 MiB, 21.5's 128 KiB"
+
+#: 21.5 tests that expect what afkak changed on purpose (or is changing back), with
+#: the reason; a broker's deviations add ``Quirks.afkak21_failures()``.
+CHANGED_SINCE_21 = {
+    "test_producer_batched_by_messages": _OWN_OFFSET,
+    "test_producer_batched_by_bytes": _OWN_OFFSET,
+    "test_single_consumergroup_join": _CONSUMERS,
+    "test_two_consumergroup_join": _CONSUMERS,
+    "test_broker_restart": _CONSUMERS,
+    "test_consumer_rejoin": _CONSUMERS + "; it also stops 21.5's private _heartbeat_looper",
+    "test_huge_messages": _BUFFER + " (max_buffer_size below it is a ValueError)",
+    "test_large_messages": _BUFFER + " (it sizes records from it: MESSAGE_TOO_LARGE)",
+}
+
+
+def expected_failures(quirks: Quirks) -> dict[str, str]:
+    """{21.5 test method: why it fails} on a broker with ``quirks``."""
+    failures = dict(CHANGED_SINCE_21)
+    for test, reason in quirks.afkak21_failures().items():
+        failures[test] = f"{failures[test]}; {reason}" if test in failures else reason
+    return failures
 
 
 class _Coordinator:
