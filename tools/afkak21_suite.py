@@ -35,7 +35,7 @@ import attrs  # noqa: E402
 from twisted.trial import reporter, runner  # noqa: E402
 
 from afkak.test.brokers import BROKERS, Broker, admin_create_topic  # noqa: E402
-from afkak.test.brokers.afkak21 import expected_failures, install  # noqa: E402
+from afkak.test.brokers.afkak21 import Expected, expected_failures, install  # noqa: E402
 from afkak.test.brokers.interop import end_offsets  # noqa: E402
 from afkak.test.brokers.quirks import Quirks  # noqa: E402
 
@@ -157,19 +157,28 @@ def run_suite(
     trial = runner.TrialRunner(reporter.VerboseTextReporter, workingDirectory=work)
     result = trial.run(unittest.TestSuite(selected))
     expected = expected_failures(quirks)
-    failed = {t.id() for t, _ in result.failures + result.errors}
-    explained = {name: expected[_method(name)] for name in failed if _method(name) in expected}
-    unexplained = sorted(failed - set(explained))
+    failures: dict[str, list[str]] = {}
+    for test, failure in result.failures + result.errors:
+        failures.setdefault(test.id(), []).append(_text(failure))
+    explained = {
+        name: expected[_method(name)].reason
+        for name, texts in failures.items()
+        if _method(name) in expected and _explained(expected[_method(name)], texts)
+    }
+    unexplained = sorted(set(failures) - set(explained))
     passing = sorted(
-        t.id() for t in selected if _method(t.id()) in expected and t.id() not in failed
+        t.id() for t in selected if _method(t.id()) in expected and t.id() not in failures
     )
     skipped = sorted(f"{t.id()}: {reason}" for t, reason in result.skips)
     print(
         f"\nafkak 21.5 integration suite on {target.bootstrap} ({quirks.broker}): "
-        f"{len(selected)} tests, {result.successes} passed, {len(failed)} failed "
+        f"{len(selected)} tests, {result.successes} passed, {len(failures)} failed "
         f"({len(explained)} expected), {len(result.skips)} skipped"
     )
-    lines = [f"FAIL {name}" for name in unexplained]
+    lines = [
+        f"FAIL {name}: {' / '.join(t.splitlines()[0] for t in failures[name])}"
+        for name in unexplained
+    ]
     lines += [f"EXPECTED {name}: {reason}" for name, reason in sorted(explained.items())]
     lines += [
         f"PASSES, though listed as failing: {name}" for name in passing if name not in skipped
@@ -178,6 +187,20 @@ def run_suite(
     for line in lines:
         print("  " + line)
     return 1 if unexplained else 0
+
+
+def _text(failure: Any) -> str:
+    """``ExceptionType: message`` of a trial failure (or of its exception)."""
+    if isinstance(failure, tuple):  # (type, value, traceback)
+        failure = failure[1]
+    value = getattr(failure, "value", failure)
+    return f"{type(value).__name__}: {value}"
+
+
+def _explained(expected: Expected, texts: list[str]) -> bool:
+    """Every failure matches, but for the unclean reactor a failed 21.5 test leaves."""
+    causes = [t for t in texts if not t.startswith("DirtyReactorAggregateError")]
+    return bool(causes) and all(expected.explains(t) for t in causes)
 
 
 def _method(test_id: str) -> str:
