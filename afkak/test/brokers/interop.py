@@ -70,16 +70,18 @@ def admin_create_topic(
     wait_for_partitions(bootstrap, topic, partitions, timeout)
 
 
-def wait_for_partitions(bootstrap: str, topic: str, partitions: int, timeout: float = 10.0) -> None:
+def wait_for_partitions(
+    bootstrap: str, topic: str, partitions: int, timeout: float = 10.0
+) -> None:
     """Poll Metadata until ``topic`` has ``partitions`` partitions, each with a leader."""
     ck = _confluent_kafka()
     client = ck.admin.AdminClient(client_config(bootstrap))
     deadline = time.monotonic() + timeout
     seen: Any = None
     while time.monotonic() < deadline:
-        seen = client.list_topics(topic, timeout=max(0.1, deadline - time.monotonic())).topics.get(
-            topic
-        )
+        seen = client.list_topics(
+            topic, timeout=max(0.1, deadline - time.monotonic())
+        ).topics.get(topic)
         if (
             seen is not None
             and seen.error is None
@@ -133,7 +135,9 @@ def produce(
     if errors:
         raise RuntimeError(f"produce to {topic!r} failed: {errors[0]}")
     if remaining or len(delivered) != count:
-        raise TimeoutError(f"only {len(delivered)} of {count} records delivered to {topic!r}")
+        raise TimeoutError(
+            f"only {len(delivered)} of {count} records delivered to {topic!r}"
+        )
     return delivered
 
 
@@ -167,7 +171,9 @@ def consume(
         if partitions is None:
             metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
             partitions = sorted(metadata.partitions)
-        consumer.assign([ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions])
+        consumer.assign(
+            [ck.TopicPartition(topic, p, ck.OFFSET_BEGINNING) for p in partitions]
+        )
         records: list[Record] = []
         deadline = time.monotonic() + timeout
         while len(records) < count and time.monotonic() < deadline:
@@ -189,7 +195,9 @@ def consume(
     finally:
         consumer.close()
     if len(records) < count:
-        raise TimeoutError(f"read {len(records)} of {count} records from {topic!r}: {records}")
+        raise TimeoutError(
+            f"read {len(records)} of {count} records from {topic!r}: {records}"
+        )
     return records
 
 
