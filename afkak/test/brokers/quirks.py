@@ -154,14 +154,18 @@ class Quirks:
 
     def afkak21_failures(self) -> dict[str, tuple[str, str]]:
         """afkak 21.5's own integration tests this broker's quirks break:
-        {test: (reason, regular expression its failures match)}."""
-        return {
-            test: (self.reason(name), failure)
-            for name, groups in AFKAK21_TESTS.items()
-            if self.differs(name)
-            for tests, failure in groups
-            for test in tests
-        }
+        {test: (reasons, regular expression its failures match)}."""
+        failures: dict[str, tuple[str, str]] = {}
+        for name, groups in AFKAK21_TESTS.items():
+            if self.differs(name):
+                for tests, failure in groups:
+                    for test in tests:
+                        reason, pattern = self.reason(name), failure
+                        if test in failures:
+                            reason = f"{failures[test][0]}; {reason}"
+                            pattern = f"{failures[test][1]}|{pattern}"
+                        failures[test] = (reason, pattern)
+        return failures
 
     def skip_if(self, *names: str) -> None:
         """Raise unittest.SkipTest if any of the named quirks differs from Kafka."""
