@@ -39,6 +39,7 @@ from afkak.common import (
     UnsupportedSaslMechanism,
 )
 from afkak.connection import BrokerConnection, State, TLSHandshakeError
+from afkak.protocol.messages import FetchRequest as FetchMessage
 
 from ._coalesce import MetadataCoalescer, SharedResult
 from ._coordinator_call import FindCoordinatorCall
@@ -137,9 +138,11 @@ class Cluster:
         Version bounds default to the call's own ``min_version`` and
         ``max_version`` attributes, which the client's calls have.  Group
         coordinator requests (*coordinator*) use the broker's coordinator
-        connection, so that they never wait behind a fetch's long-poll.
+        connection, and fetches its fetch connection, so that nothing waits
+        behind a fetch's long-poll.
         """
-        conn = self.pool.connection(broker, coordinator=coordinator)
+        fetch = getattr(call, "request_class", type(call)) is FetchMessage
+        conn = self.pool.connection(broker, coordinator=coordinator, fetch=fetch)
         bounds = _bounds(call, min_version, max_version)
         d = conn.request(call, **bounds, expect_response=expect_response, timeout=timeout)
         return d.addErrback(self._explain_discard, conn)

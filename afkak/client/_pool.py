@@ -64,10 +64,11 @@ class ConnectionPool:
     """Creates, hands out and closes :class:`BrokerConnection` objects.
 
     ``clients`` maps node ids to their connections (the client's documented
-    ``clients`` attribute).  Group coordinator traffic gets a second connection
-    per broker, ``coordinator_clients``, as Kafka's Java client does: a broker
-    answers one connection's requests in order, so a heartbeat or commit must
-    not queue behind a fetch that long-polls.  A connection to a broker that
+    ``clients`` attribute).  A broker answers one connection's requests in
+    order, so nothing may queue behind a fetch that long-polls: fetches get a
+    connection of their own per broker, ``fetch_clients`` (a Java application's
+    consumer and producer are separate clients), and so does group coordinator
+    traffic, ``coordinator_clients``, as in Kafka's Java consumer.  A connection to a broker that
     left the cluster or moved is *discarded*: closed, and its in-flight
     requests then fail.
     """
@@ -93,18 +94,32 @@ class ConnectionPool:
         self._on_timeout = on_timeout
         self.clients: dict[int, BrokerConnection] = {}
         self.coordinator_clients: dict[int, BrokerConnection] = {}
+        self.fetch_clients: dict[int, BrokerConnection] = {}
         self._watches: dict[BrokerConnection, _ConnectWatch] = {}
         self._closing: list[Deferred[Any]] = []
         self._ephemeral: set[BrokerConnection] = set()
         self.discarded: set[BrokerConnection] = set()
 
-    def connection(self, broker: BrokerMetadata, *, coordinator: bool = False) -> BrokerConnection:
-        """The connection to *broker* (its coordinator connection if asked), made on first use."""
-        conns = self.coordinator_clients if coordinator else self.clients
+    def connection(
+        self, broker: BrokerMetadata, *, coordinator: bool = False, fetch: bool = False
+    ) -> BrokerConnection:
+        """The connection to *broker* (its coordinator or fetch connection if asked), made
+        on first use."""
+        conns = (
+            self.coordinator_clients
+            if coordinator
+            else self.fetch_clients
+            if fetch
+            else self.clients
+        )
         conn = conns.get(broker.node_id)
         if conn is None:
             conn = conns[broker.node_id] = self._new(broker.host, broker.port, broker.node_id)
         return conn
+
+    def lanes(self) -> tuple[dict[int, BrokerConnection], ...]:
+        """The kept connections by node id: ``clients``, the coordinator and fetch ones."""
+        return (self.clients, self.coordinator_clients, self.fetch_clients)
 
     def open(self, host: str, port: int) -> BrokerConnection:
         """A new connection not kept in ``clients`` (bootstrap): :meth:`release` it after use."""
@@ -136,7 +151,7 @@ class ConnectionPool:
 
     def connection_count(self) -> int:
         """Connections with an open TCP connection (the ``connection-count`` metric)."""
-        conns = [*self.clients.values(), *self.coordinator_clients.values(), *self._ephemeral]
+        conns = [*(c for lane in self.lanes() for c in lane.values()), *self._ephemeral]
         return sum(conn.state in _OPEN for conn in conns)
 
     def on_connect_failure(
@@ -154,7 +169,7 @@ class ConnectionPool:
 
     def discard(self, node_id: int) -> None:
         """Close and forget the connections to a broker that left or moved."""
-        for conn in (self.clients.pop(node_id, None), self.coordinator_clients.pop(node_id, None)):
+        for conn in [conns.pop(node_id, None) for conns in self.lanes()]:
             if conn is None:
                 continue
             log.info(
@@ -181,8 +196,10 @@ class ConnectionPool:
 
     def close(self) -> Deferred[Any]:
         """Close every connection; fire once all are closed."""
-        for conn in [*self.clients.values(), *self.coordinator_clients.values(), *self._ephemeral]:
+        for conns in self.lanes():
+            for conn in conns.values():
+                self.release(conn)
+            conns.clear()
+        for conn in list(self._ephemeral):
             self.release(conn)
-        self.clients.clear()
-        self.coordinator_clients.clear()
         return DeferredList(list(self._closing), consumeErrors=True).addCallback(lambda _: None)

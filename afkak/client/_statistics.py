@@ -130,9 +130,7 @@ class Statistics:
         brokers = {}
         for node_id, meta in sorted(cache.brokers.items()):
             conns: list[BrokerConnection] = [
-                c
-                for c in (pool.clients.get(node_id), pool.coordinator_clients.get(node_id))
-                if c is not None
+                c for c in (lane.get(node_id) for lane in pool.lanes()) if c is not None
             ]
             name = f"{meta.host}:{meta.port}/{node_id}"
             state = conns[0].state if conns else State.IDLE

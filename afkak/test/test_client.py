@@ -1157,6 +1157,25 @@ class RoutingForHigherLayersTests(ClientTestCase):
         )
 
 
+class FetchConnectionTests(ClientTestCase):
+    """Fetches have their own connection: a broker answers a connection's requests in
+    order, so nothing else may queue behind a fetch that long-polls."""
+
+    def test_produce_does_not_wait_behind_a_long_polling_fetch(self) -> None:
+        self.cluster.create_topic("lp", partitions=1)
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("lp"))
+        polling = client.send_fetch_request(
+            [FetchRequest("lp", 0, 0, 1024)], max_wait_time=5000, min_bytes=4096
+        )
+        produced = client.send_produce_request([ProduceRequest("lp", 0, [create_message(b"v")])])
+        self.assertEqual([r.error for r in self.successResultOf(produced)], [0])
+        self.assertNoResult(polling)
+        self.clock.advance(5)
+        [fetched] = self.successResultOf(polling)
+        self.assertEqual([m.message.value for m in fetched.messages], [b"v"])
+
+
 class CoordinatorConnectionTests(ClientTestCase):
     """Coordinator traffic has its own connection, as in Kafka's Java client."""
 
@@ -1177,7 +1196,8 @@ class CoordinatorConnectionTests(ClientTestCase):
         self.assertEqual([r.error for r in self.successResultOf(committed)], [0])
         self.assertNoResult(polling)
         node = self.cluster.coordinator(group)
-        self.assertIsNot(client.clients[node], client._cluster.pool.coordinator_clients[node])
+        pool = client._cluster.pool
+        self.assertIsNot(pool.fetch_clients[node], pool.coordinator_clients[node])
         self.clock.advance(5)
         self.assertEqual(self.successResultOf(polling)[0].error, 0)
 

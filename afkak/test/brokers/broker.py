@@ -88,23 +88,34 @@ class Broker(abc.ABC):
             process.stop(self.stop_timeout)
 
     def crash_and_restart(self) -> float:
-        """kill -9 the broker, start it again on the same port with its data; seconds down.
+        """kill -9 the broker, start it again on the same port with its data; seconds down."""
+        began = time.monotonic()
+        self.kill()
+        self.restart()
+        return time.monotonic() - began
+
+    def kill(self) -> None:
+        """kill -9 the broker, keeping its port and data for restart()."""
+        if self._process is None or self._bootstrap is None:
+            raise RuntimeError(f"{self.name} broker is not running")
+        self._process.kill()
+
+    def restart(self) -> None:
+        """Start the killed broker again on its port with its data.
 
         Only for brokers that keep their data in their working directory
         (``_spawn`` takes ``workdir``).
         """
         process, bootstrap = self._process, self._bootstrap
         if process is None or bootstrap is None:
-            raise RuntimeError(f"{self.name} broker is not running")
-        began = time.monotonic()
-        process.kill()
+            raise RuntimeError(f"{self.name} broker was not started")
         port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
         for _ in range(_START_ATTEMPTS):
             restarted, _ = self._spawn(port, workdir=process.workdir)
             failure = self._wait_ready(restarted, bootstrap)
             if not failure:
                 self._process = restarted
-                return time.monotonic() - began
+                return
             restarted.kill()
             time.sleep(0.5)  # the port may still be held by the dead process's sockets
         raise RuntimeError(f"{self.name} broker did not restart: {failure}")

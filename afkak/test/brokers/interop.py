@@ -53,19 +53,23 @@ def admin_create_topic(
     partitions: int,
     timeout: float = 10.0,
     replication_factor: int = 1,
+    config: Mapping[str, str] | None = None,
 ) -> None:
-    """Create ``topic`` through CreateTopics and wait until Metadata shows its partitions.
+    """Create ``topic`` (with topic ``config``) through CreateTopics and wait until
+    Metadata shows its partitions.
 
     ``replication_factor=-1``: the broker's ``default.replication.factor``.
     """
     ck = _confluent_kafka()
     admin = ck.admin.AdminClient(client_config(bootstrap))
+    new_topic = ck.admin.NewTopic(
+        topic,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        config=dict(config or {}),
+    )
     futures = admin.create_topics(
-        [
-            ck.admin.NewTopic(
-                topic, num_partitions=partitions, replication_factor=replication_factor
-            )
-        ],
+        [new_topic],
         operation_timeout=timeout,
         request_timeout=timeout,
     )

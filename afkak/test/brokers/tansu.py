@@ -31,6 +31,7 @@ class TansuBroker(Broker):
         no_offset_out_of_range=True,
         produce_to_unknown_topic_succeeds=True,
         fetch_long_poll_wakes_early=True,
+        fetch_may_miss_acknowledged_records=True,
         read_committed_returns_aborted=True,
         join_group_waits_half_session_timeout=True,
         commit_metadata_not_stored=True,
@@ -60,6 +61,9 @@ class TansuBroker(Broker):
             "no_offset_out_of_range": "Fetch beyond the high watermark answers no error",
             "produce_to_unknown_topic_succeeds": "Produce to an unknown topic/partition succeeds",
             "fetch_long_poll_wakes_early": "an empty Fetch answers at about max_wait_ms / 2",
+            "fetch_may_miss_acknowledged_records": (
+                "a Fetch just after a Produce may answer no records below its high watermark"
+            ),
             "read_committed_returns_aborted": "read_committed returns aborted records",
             "join_group_waits_half_session_timeout": "each JoinGroup waits session_timeout / 2",
             "no_message_max_bytes": "Produce accepts batches of any size (no message.max.bytes)",
