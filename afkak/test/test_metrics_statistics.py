@@ -60,7 +60,7 @@ class StatisticsTests(FakeClusterCase):
         self.assertEqual((broker["outbuf_cnt"], broker["waitresp_cnt"]), (0, 1))  # the long poll
         # The produce's 0.1 s (seen at the next 10 ms step of the clock), in µs.
         self.assertTrue(100_000 <= broker["rtt"]["max"] <= 110_001, broker["rtt"])
-        self.assertEqual(broker["connects"], 1)
+        self.assertEqual(broker["connects"], 2)  # the produce connection and the fetch one
         partitions = doc["topics"]["t"]["partitions"]
         self.assertEqual(
             {k: partitions["0"][k] for k in ("leader", "fetch_state", "hi_offset", "next_offset")},
