@@ -111,7 +111,8 @@ class PrometheusTests(FakeClusterCase):
                     leader,
                     self.client.topics_to_brokers[TopicAndPartition("t", 1 - partition)].node_id,
                 }
-            ),
+            )
+            + 1,  # the consumer's fetch connection to the leader
         )
         self.assertEqual(
             families["afkak_producer_request_latency_avg"].documentation,
