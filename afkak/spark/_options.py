@@ -5,13 +5,16 @@ Option names follow Spark's Kafka connector (``subscribe``, ``startingOffsets``,
 case-insensitive; values arrive as strings.  Client settings take Kafka's
 names, with or without the ``kafka.`` prefix; an unknown ``kafka.*`` option is
 an error rather than silently ignored (think ``kafka.security.protocol``).
-Other unknown options are ignored, as Spark adds its own (``path``,
-``checkpointLocation``...).
+Options of Spark's Kafka connector that afkak does not implement are refused
+by name (:data:`UNSUPPORTED`), so that a query switched from ``format("kafka")``
+never silently reads something else.  Other unknown options are ignored, as
+Spark adds its own (``path``, ``checkpointLocation``...).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,6 +55,7 @@ _CLIENT_SETTINGS = frozenset(
 _READ_OPTIONS = frozenset(
     {
         "subscribe",
+        "subscribepattern",
         "assign",
         "startingoffsets",
         "endingoffsets",
@@ -60,6 +64,25 @@ _READ_OPTIONS = frozenset(
         "failondataloss",
         "includeheaders",
         "kafkaconsumer.polltimeoutms",
+    }
+)
+
+#: Options of Spark's Kafka source not implemented here, lower-cased; given one, a
+#: query fails with an error naming it.
+UNSUPPORTED = frozenset(
+    {
+        "startingoffsetsbytimestamp",
+        "endingoffsetsbytimestamp",
+        "startingoffsetsbytimestampstrategy",
+        "startingtimestamp",
+        "endingtimestamp",
+        "minoffsetspertrigger",
+        "maxtriggerdelay",
+        "maxrecordsperpartition",
+        "groupidprefix",
+        "fetchoffset.numretries",
+        "fetchoffset.retryintervalms",
+        "kafkaconsumer.cache.capacity",
     }
 )
 
@@ -84,12 +107,14 @@ class ReadOptions:
     """A read's parsed options (batch or streaming)."""
 
     client: ClientConfig
-    #: Subscribed topics; None when partitions are assigned.
+    #: Subscribed topics; None when partitions are assigned or a pattern is subscribed.
     topics: tuple[str, ...] | None
     #: Assigned partitions; None when topics are subscribed.
     assigned: tuple[TopicAndPartition, ...] | None
     starting: OffsetSpec
     ending: OffsetSpec
+    #: subscribePattern: a regular expression that whole topic names match.
+    pattern: str | None = None
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
@@ -147,6 +172,10 @@ def _split_settings(options: Mapping[str, str]) -> tuple[dict[str, str], dict[st
             raise OptionError(
                 f"unsupported client option {key!r}; afkak's Spark source supports "
                 + ", ".join(f"kafka.{s}" for s in sorted(_CLIENT_SETTINGS))
+            )
+        elif name in UNSUPPORTED:
+            raise OptionError(
+                f"option {key!r} of Spark's Kafka connector is not supported by afkak"
             )
         else:
             source[name] = value
@@ -249,14 +278,25 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     """Parse a batch (``streaming=False``) or streaming read's options."""
     source, settings = _split_settings(options)
     client = client_config(settings)
-    subscribe, assign = source.get("subscribe"), source.get("assign")
-    if (subscribe is None) == (assign is None):
-        raise OptionError("exactly one of the options subscribe and assign is required")
+    subscribe, pattern, assign = (
+        source.get(k) for k in ("subscribe", "subscribepattern", "assign")
+    )
+    if [subscribe, pattern, assign].count(None) != 2:
+        raise OptionError(
+            "exactly one of the options subscribe, subscribePattern and assign is required"
+        )
     topics = assigned = None
     if subscribe is not None:
         topics = tuple(dict.fromkeys(t.strip() for t in subscribe.split(",") if t.strip()))
         if not topics:
             raise OptionError("subscribe names no topic")
+    elif pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise OptionError(
+                f"subscribePattern {pattern!r} is not a regular expression: {e}"
+            ) from None
     else:
         assigned = _parse_assign(assign or "")
     starting = parse_offsets(
@@ -269,7 +309,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     ending = parse_offsets(
         "endingOffsets", source.get("endingoffsets", "latest"), allowed=(OFFSET_LATEST,)
     )
-    read = ReadOptions(client, topics, assigned, starting, ending)
+    read = ReadOptions(client, topics, assigned, starting, ending, pattern=pattern)
     changes: dict[str, Any] = {}
     if "maxoffsetspertrigger" in source:
         changes["max_offsets_per_trigger"] = _int(

@@ -68,8 +68,10 @@ def discover(opts: ReadOptions) -> list[TopicAndPartition]:
     """The partitions read: the assigned ones, or all of the subscribed topics' partitions."""
     if opts.assigned is not None:
         return list(opts.assigned)
-    assert opts.topics is not None
     client = client_for(opts.client)
+    if opts.pattern is not None:
+        return _bridge.call(_timeout(opts.client), _kafka.partitions_matching, client, opts.pattern)
+    assert opts.topics is not None
     return _bridge.call(_timeout(opts.client), _kafka.partitions_of, client, opts.topics)
 
 

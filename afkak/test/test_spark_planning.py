@@ -94,6 +94,10 @@ class ReadOptionTests(Case):
         stream = parse_read_options({**BOOT, "subscribe": "a"}, streaming=True)
         self.assertEqual(stream.starting, -1)
 
+    def test_subscribe_pattern(self) -> None:
+        opts = parse_read_options({**BOOT, "subscribePattern": "ev.*"}, streaming=True)
+        self.assertEqual((opts.pattern, opts.topics, opts.assigned), ("ev.*", None, None))
+
     def test_spark_names_case_insensitive(self) -> None:
         opts = parse_read_options(
             {
@@ -136,6 +140,11 @@ class ReadOptionTests(Case):
             ({**BOOT, "subscribe": "t", "minPartitions": "0"}, "at least 1"),
             ({**BOOT, "subscribe": "t", "failOnDataLoss": "yes"}, "true or false"),
             ({**BOOT, "subscribe": "t", "kafka.sasl.kerberos.service.name": "k"}, "unsupported"),
+            ({**BOOT, "subscribe": "t", "subscribePattern": "t.*"}, "subscribePattern"),
+            ({**BOOT, "subscribePattern": "t(["}, "not a regular expression"),
+            ({**BOOT, "subscribe": "t", "minOffsetsPerTrigger": "5"}, "'minOffsetsPerTrigger'"),
+            ({**BOOT, "subscribe": "t", "startingTimestamp": "1"}, "'startingTimestamp'"),
+            ({**BOOT, "subscribe": "t", "groupIdPrefix": "g"}, "'groupIdPrefix'"),
         ]
         for options, words in bad:
             with self.assertRaises(OptionError, msg=options) as caught:
