@@ -82,7 +82,6 @@ UNSUPPORTED = frozenset(
         "groupidprefix",
         "fetchoffset.numretries",
         "fetchoffset.retryintervalms",
-        "kafkaconsumer.cache.capacity",
     }
 )
 

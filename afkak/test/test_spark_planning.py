@@ -369,6 +369,7 @@ class RowTests(Case):
         self.assertEqual(
             rows[0]["headers"], [{"key": "h", "value": b"x"}, {"key": "n", "value": None}]
         )
+        self.assertIsNone(rows[1]["headers"])  # none: null, as Spark's Kafka source gives
         plain = records_to_arrow(TP("t", 3), [], arrow_schema(read_schema(False)))
         self.assertEqual((plain.num_rows, "headers" in plain.schema.names), (0, False))
 
