@@ -30,6 +30,24 @@ from ._security import SECURITY_SETTINGS, SecurityConfig, SecurityOptionError, s
 #: where -2 and -1 mean the same per partition, as in Spark's JSON.
 OffsetSpec = int | Mapping[TopicAndPartition, int]
 
+
+@attrs.frozen
+class ByTimestamp:
+    """Offsets looked up by record time: each partition's first record at or after it.
+
+    *timestamps* is one time for every partition (``startingTimestamp``) or one per
+    partition (``startingOffsetsByTimestamp``), in milliseconds.  Where no record is
+    that late, *strategy* ``"error"`` fails the query and ``"latest"`` takes the
+    latest offset (ending offsets always do).
+    """
+
+    timestamps: int | Mapping[TopicAndPartition, int]
+    strategy: str = "error"
+
+
+#: A read's start or end: offsets, or record times to look offsets up by.
+Bound = OffsetSpec | ByTimestamp
+
 _CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
 _ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
 
@@ -71,11 +89,6 @@ _READ_OPTIONS = frozenset(
 #: query fails with an error naming it.
 UNSUPPORTED = frozenset(
     {
-        "startingoffsetsbytimestamp",
-        "endingoffsetsbytimestamp",
-        "startingoffsetsbytimestampstrategy",
-        "startingtimestamp",
-        "endingtimestamp",
         "minoffsetspertrigger",
         "maxtriggerdelay",
         "maxrecordsperpartition",
@@ -110,8 +123,8 @@ class ReadOptions:
     topics: tuple[str, ...] | None
     #: Assigned partitions; None when topics are subscribed.
     assigned: tuple[TopicAndPartition, ...] | None
-    starting: OffsetSpec
-    ending: OffsetSpec
+    starting: Bound
+    ending: Bound
     #: subscribePattern: a regular expression that whole topic names match.
     pattern: str | None = None
     max_offsets_per_trigger: int | None = None
@@ -273,6 +286,19 @@ def _parse_assign(value: str) -> tuple[TopicAndPartition, ...]:
     return tuple(sorted(set(assigned)))
 
 
+def _by_timestamp(source: Mapping[str, str], side: str, strategy: str) -> ByTimestamp | None:
+    """``<side>Timestamp``, else ``<side>OffsetsByTimestamp`` (Spark's order), else None."""
+    if f"{side}timestamp" in source:
+        return ByTimestamp(_int(f"{side}Timestamp", source[f"{side}timestamp"], 0), strategy)
+    if f"{side}offsetsbytimestamp" in source:
+        name = f"{side}OffsetsByTimestamp"
+        stamps = parse_offsets(name, source[f"{side}offsetsbytimestamp"], allowed=())
+        if isinstance(stamps, int):
+            raise OptionError(f"{name} must be JSON timestamps per partition")
+        return ByTimestamp(stamps, strategy)
+    return None
+
+
 def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """Parse a batch (``streaming=False``) or streaming read's options."""
     source, settings = _split_settings(options)
@@ -298,16 +324,25 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
             ) from None
     else:
         assigned = _parse_assign(assign or "")
-    starting = parse_offsets(
+    starting: Bound = parse_offsets(
         "startingOffsets",
         source.get("startingoffsets", "latest" if streaming else "earliest"),
         allowed=(OFFSET_EARLIEST, OFFSET_LATEST) if streaming else (OFFSET_EARLIEST,),
     )
     if streaming and "endingoffsets" in source:
         raise OptionError("endingOffsets is for batch queries only")
-    ending = parse_offsets(
+    ending: Bound = parse_offsets(
         "endingOffsets", source.get("endingoffsets", "latest"), allowed=(OFFSET_LATEST,)
     )
+    strategy = source.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise OptionError(
+            f"startingOffsetsByTimestampStrategy must be error or latest, not {strategy!r}"
+        )
+    starting = _by_timestamp(source, "starting", strategy) or starting
+    if streaming and {"endingtimestamp", "endingoffsetsbytimestamp"} & set(source):
+        raise OptionError("endingTimestamp and endingOffsetsByTimestamp are for batch queries only")
+    ending = _by_timestamp(source, "ending", "latest") or ending
     read = ReadOptions(client, topics, assigned, starting, ending, pattern=pattern)
     changes: dict[str, Any] = {}
     if "maxoffsetspertrigger" in source:

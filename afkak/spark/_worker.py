@@ -30,7 +30,15 @@ from afkak.records.aborted import committed_batches
 from afkak.records.batch import RecordColumns
 
 from . import _bridge, _kafka
-from ._options import ClientConfig, OffsetSpec, ReadOptions, WriteOptions
+from ._options import (
+    Bound,
+    ByTimestamp,
+    ClientConfig,
+    OffsetSpec,
+    OptionError,
+    ReadOptions,
+    WriteOptions,
+)
 from ._planning import DataLossError, OffsetRange, ranges_between, resolve, split_ranges
 from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
@@ -81,7 +89,7 @@ def offsets_at(
     when: int,
     isolation_level: int = 0,
 ) -> dict[TopicAndPartition, int]:
-    """The earliest (-2) or latest (-1) offset of each partition.
+    """The earliest (-2) or latest (-1) offset of each partition, or its first at a time (ms).
 
     Latest is the last stable offset with *isolation_level* 1 (read_committed).
     """
@@ -98,9 +106,11 @@ def _uses(spec: OffsetSpec, when: int) -> bool:
 
 
 def resolve_offsets(
-    opts: ReadOptions, spec: OffsetSpec, partitions: Sequence[TopicAndPartition], name: str
+    opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
 ) -> dict[TopicAndPartition, int]:
     """*spec* as concrete offsets of *partitions*, looking up only what it needs."""
+    if isinstance(spec, ByTimestamp):
+        return offsets_by_timestamp(opts, spec, partitions, name)
     earliest = (
         offsets_at(opts.client, partitions, OFFSET_EARLIEST) if _uses(spec, OFFSET_EARLIEST) else {}
     )
@@ -110,6 +120,26 @@ def resolve_offsets(
         else {}
     )
     return resolve(spec, partitions, earliest, latest, name)
+
+
+def offsets_by_timestamp(
+    opts: ReadOptions, spec: ByTimestamp, partitions: Sequence[TopicAndPartition], name: str
+) -> dict[TopicAndPartition, int]:
+    """Each partition's first offset at or after its time (ListOffsets by timestamp)."""
+    stamps = resolve(spec.timestamps, partitions, {}, {}, name)
+    found: dict[TopicAndPartition, int] = {}
+    for when in set(stamps.values()):
+        tps = [tp for tp, t in stamps.items() if t == when]
+        found.update(offsets_at(opts.client, tps, when, opts.isolation_level))
+    late = sorted(tp for tp, offset in found.items() if offset < 0)
+    if late and spec.strategy == "error":
+        raise OptionError(
+            f"{name}: no record at or after the time in "
+            + ", ".join(f"{tp.topic}/{tp.partition}" for tp in late)
+            + " (startingOffsetsByTimestampStrategy=latest reads from the latest offset)"
+        )
+    found.update(offsets_at(opts.client, late, OFFSET_LATEST, opts.isolation_level))
+    return found
 
 
 def plan(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,6 +44,8 @@ else:
     SKIP = None
 
 _state: dict[str, Any] = {}
+#: The first record time of the topic "stamped": records 1 s apart, partition 1 0.5 s later.
+STAMPED = (int(time.time()) - 3600) * 1000
 
 
 def parity_session() -> Any:
@@ -93,10 +96,9 @@ def _fill(broker: Broker) -> dict[str, str]:
     import confluent_kafka
 
     prefix = f"parity-{os.getpid()}"
-    topics = {"main": f"{prefix}-main", "other": f"{prefix}-other", "txn": f"{prefix}-txn"}
-    broker.create_topic(topics["main"], 3)
-    broker.create_topic(topics["other"], 2)
-    broker.create_topic(topics["txn"], 2)
+    topics = {role: f"{prefix}-{role}" for role in ("main", "other", "txn", "stamped")}
+    for role, partitions in (("main", 3), ("other", 2), ("txn", 2), ("stamped", 2)):
+        broker.create_topic(topics[role], partitions)
     client = KafkaClient(broker.bootstrap, clientId="parity", endpoint_factory=TCP4ClientEndpoint)
     try:
         for codec in (CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD):
@@ -114,6 +116,11 @@ def _fill(broker: Broker) -> dict[str, str]:
                 _send(client, topics["main"], p, messages, codec)
         for p in range(2):
             _send(client, topics["other"], p, [Message(0, 0, b"o", b"o%d" % p)] * 3, CODEC_NONE)
+            stamped = [
+                Message(0, 0, None, b"s%d" % i, timestamp=STAMPED + 1000 * i + 500 * p)
+                for i in range(10)
+            ]
+            _send(client, topics["stamped"], p, stamped, CODEC_NONE)
     finally:
         wait(client.close())
     producer = confluent_kafka.Producer(
@@ -166,7 +173,32 @@ class SparkKafkaParityTests(SynchronousTestCase):
 
     def batch_cases(self) -> list[tuple[str, dict[str, str]]]:
         main, other, txn = self.topics["main"], self.topics["other"], self.topics["txn"]
+        stamped = self.topics["stamped"]
         return [
+            ("startingTimestamp", {"subscribe": stamped, "startingTimestamp": f"{STAMPED + 3000}"}),
+            (
+                "offsets by timestamp",
+                {
+                    "subscribe": stamped,
+                    "startingOffsetsByTimestamp": json.dumps(
+                        {stamped: {"0": STAMPED + 2500, "1": STAMPED}}
+                    ),
+                    "endingOffsetsByTimestamp": json.dumps(
+                        {stamped: {"0": STAMPED + 7000, "1": STAMPED + 99000}}
+                    ),
+                },
+            ),
+            ("endingTimestamp", {"subscribe": stamped, "endingTimestamp": f"{STAMPED + 4200}"}),
+            (
+                "strategy latest",
+                {
+                    "subscribe": stamped,
+                    "startingOffsetsByTimestamp": json.dumps(
+                        {stamped: {"0": STAMPED + 99000, "1": STAMPED + 9000}}
+                    ),
+                    "startingOffsetsByTimestampStrategy": "latest",
+                },
+            ),
             ("subscribe", {"subscribe": main}),
             ("subscribe two", {"subscribe": f"{main},{other}"}),
             ("includeHeaders", {"subscribe": main, "includeHeaders": "true"}),
@@ -193,6 +225,14 @@ class SparkKafkaParityTests(SynchronousTestCase):
                 },
             ),
         ]
+
+    def test_timestamp_past_the_end_fails_both(self) -> None:
+        """startingTimestamp after every record fails both (strategy error, the default)."""
+        options = {"subscribe": self.topics["stamped"], "startingTimestamp": f"{STAMPED + 99000}"}
+        for fmt, words in (("afkak", "no record at or after"), ("kafka", "No offset matched")):
+            with self.assertRaises(Exception, msg=fmt) as caught:
+                self.load(fmt, options).collect()
+            self.assertIn(words, str(caught.exception), fmt)
 
     def test_schema(self) -> None:
         """The same columns, types and nullability, with and without headers."""
@@ -283,13 +323,8 @@ class SparkKafkaParityTests(SynchronousTestCase):
 
     def test_unsupported_options_named(self) -> None:
         """Each option of Spark's connector that afkak lacks fails the query, named."""
-        values = {
-            "startingoffsetsbytimestamp": json.dumps({self.topics["main"]: {"0": 0}}),
-            "endingoffsetsbytimestamp": json.dumps({self.topics["main"]: {"0": 0}}),
-            "startingoffsetsbytimestampstrategy": "latest",
-        }
         for option in sorted(UNSUPPORTED):
-            options = {"subscribe": self.topics["main"], option: values.get(option, "1")}
+            options = {"subscribe": self.topics["main"], option: "1"}
             with self.assertRaises(Exception, msg=option) as caught:
                 self.load("afkak", options).collect()
             self.assertIn(option, str(caught.exception).lower())

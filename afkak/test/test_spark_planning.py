@@ -25,6 +25,7 @@ try:
     import pyarrow as pa
 
     from afkak.spark._options import (
+        ByTimestamp,
         ClientConfig,
         OptionError,
         parse_read_options,
@@ -98,6 +99,31 @@ class ReadOptionTests(Case):
         opts = parse_read_options({**BOOT, "subscribePattern": "ev.*"}, streaming=True)
         self.assertEqual((opts.pattern, opts.topics, opts.assigned), ("ev.*", None, None))
 
+    def test_timestamps(self) -> None:
+        stamps = json.dumps({"t": {"0": 5, "1": 7}})
+        opts = parse_read_options(
+            {
+                **BOOT,
+                "subscribe": "t",
+                "startingOffsetsByTimestamp": stamps,
+                "startingOffsetsByTimestampStrategy": "Latest",
+                "endingTimestamp": "9",
+            },
+            streaming=False,
+        )
+        self.assertEqual(opts.starting, ByTimestamp({TP("t", 0): 5, TP("t", 1): 7}, "latest"))
+        self.assertEqual(opts.ending, ByTimestamp(9, "latest"))
+        first = parse_read_options(  # Spark's order: startingTimestamp wins
+            {
+                **BOOT,
+                "subscribe": "t",
+                "startingTimestamp": "3",
+                "startingOffsetsByTimestamp": stamps,
+            },
+            streaming=True,
+        )
+        self.assertEqual(first.starting, ByTimestamp(3, "error"))
+
     def test_spark_names_case_insensitive(self) -> None:
         opts = parse_read_options(
             {
@@ -143,7 +169,12 @@ class ReadOptionTests(Case):
             ({**BOOT, "subscribe": "t", "subscribePattern": "t.*"}, "subscribePattern"),
             ({**BOOT, "subscribePattern": "t(["}, "not a regular expression"),
             ({**BOOT, "subscribe": "t", "minOffsetsPerTrigger": "5"}, "'minOffsetsPerTrigger'"),
-            ({**BOOT, "subscribe": "t", "startingTimestamp": "1"}, "'startingTimestamp'"),
+            ({**BOOT, "subscribe": "t", "startingTimestamp": "-1"}, "at least 0"),
+            ({**BOOT, "subscribe": "t", "endingOffsetsByTimestamp": "latest"}, "cannot be"),
+            (
+                {**BOOT, "subscribe": "t", "startingOffsetsByTimestampStrategy": "x"},
+                "error or latest",
+            ),
             ({**BOOT, "subscribe": "t", "groupIdPrefix": "g"}, "'groupIdPrefix'"),
         ]
         for options, words in bad:
