@@ -79,6 +79,7 @@ _READ_OPTIONS = frozenset(
         "endingoffsets",
         "maxoffsetspertrigger",
         "minpartitions",
+        "maxrecordsperpartition",
         "failondataloss",
         "includeheaders",
         "kafkaconsumer.polltimeoutms",
@@ -91,7 +92,6 @@ UNSUPPORTED = frozenset(
     {
         "minoffsetspertrigger",
         "maxtriggerdelay",
-        "maxrecordsperpartition",
         "groupidprefix",
         "fetchoffset.numretries",
         "fetchoffset.retryintervalms",
@@ -129,6 +129,8 @@ class ReadOptions:
     pattern: str | None = None
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
+    #: Split offset ranges so that no task reads more records than this.
+    max_records_per_partition: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
     max_partition_fetch_bytes: int = 8 * 1024 * 1024
@@ -351,6 +353,10 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         )
     if "minpartitions" in source:
         changes["min_partitions"] = _int("minPartitions", source["minpartitions"], 1)
+    if "maxrecordsperpartition" in source:
+        changes["max_records_per_partition"] = _int(
+            "maxRecordsPerPartition", source["maxrecordsperpartition"], 1
+        )
     if "failondataloss" in source:
         changes["fail_on_data_loss"] = _bool("failOnDataLoss", source["failondataloss"])
     if "includeheaders" in source:

@@ -39,7 +39,14 @@ from ._options import (
     ReadOptions,
     WriteOptions,
 )
-from ._planning import DataLossError, OffsetRange, ranges_between, resolve, split_ranges
+from ._planning import (
+    DataLossError,
+    OffsetRange,
+    cap_ranges,
+    ranges_between,
+    resolve,
+    split_ranges,
+)
 from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
 OFFSET_OUT_OF_RANGE = error_code(OffsetOutOfRangeError)
@@ -152,7 +159,8 @@ def plan(
         lambda new: offsets_at(opts.client, new, OFFSET_EARLIEST),
         opts.fail_on_data_loss,
     )
-    return split_ranges(ranges, opts.min_partitions)
+    # Spark's order: cap each range first, then split further for minPartitions.
+    return split_ranges(cap_ranges(ranges, opts.max_records_per_partition), opts.min_partitions)
 
 
 def plan_batch(opts: ReadOptions) -> list[OffsetRange]:

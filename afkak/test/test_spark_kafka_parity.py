@@ -213,6 +213,11 @@ class SparkKafkaParityTests(SynchronousTestCase):
                 },
             ),
             ("minPartitions", {"subscribe": f"{main},{other}", "minPartitions": "7"}),
+            ("maxRecordsPerPartition", {"subscribe": main, "maxRecordsPerPartition": "7"}),
+            (
+                "both splits",
+                {"subscribe": main, "maxRecordsPerPartition": "20", "minPartitions": "9"},
+            ),
             ("read_committed", {"subscribe": txn, "kafka.isolation.level": "read_committed"}),
             ("read_uncommitted", {"subscribe": txn, "kafka.isolation.level": "read_uncommitted"}),
             (
@@ -248,10 +253,17 @@ class SparkKafkaParityTests(SynchronousTestCase):
     def test_batch_options(self) -> None:
         """Every batch case: the same rows from both, and not none."""
         for name, options in self.batch_cases():
-            afkak = _rows(self.load("afkak", options))
-            kafka = _rows(self.load("kafka", options))
+            afkak_df, kafka_df = self.load("afkak", options), self.load("kafka", options)
+            afkak, kafka = _rows(afkak_df), _rows(kafka_df)
             self.assertTrue(kafka, name)
             self.assertEqual(afkak, kafka, name)
+            tasks = [df.rdd.getNumPartitions() for df in (afkak_df, kafka_df)]
+            if name == "minPartitions":
+                self.assertEqual(tasks[0], tasks[1], name)
+            elif name == "maxRecordsPerPartition":
+                # 90 records in 3 partitions, at most 7 a task; the 4.2.0 connector's
+                # batch reads keep one task per partition (docs/spark.rst)
+                self.assertEqual(tasks, [15, 3], name)
 
     def stream_rows(
         self, fmt: str, options: Mapping[str, str], name: str

@@ -34,6 +34,7 @@ try:
     from afkak.spark._planning import (
         DataLossError,
         OffsetRange,
+        cap_ranges,
         from_json,
         ranges_between,
         rate_limit,
@@ -329,6 +330,19 @@ class PlanningTests(Case):
             with self.assertRaises(DataLossError):
                 ranges_between(start, end, dict, True)
             self.assertEqual(ranges_between(start, end, dict, False), [OffsetRange("t", 1, 8, 9)])
+
+    def test_cap_ranges(self) -> None:
+        ranges = [OffsetRange("t", 0, 10, 25), OffsetRange("t", 1, 0, 3)]
+        self.assertEqual(cap_ranges(ranges, None), ranges)
+        self.assertEqual(
+            cap_ranges(ranges, 6),
+            [
+                OffsetRange("t", 0, 10, 15),
+                OffsetRange("t", 0, 15, 20),
+                OffsetRange("t", 0, 20, 25),
+                OffsetRange("t", 1, 0, 3),
+            ],
+        )
 
     def test_split_ranges(self) -> None:
         ranges = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 50, 60)]
