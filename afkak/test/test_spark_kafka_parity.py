@@ -5,9 +5,9 @@ same rows (key, value, topic, partition, offset, timestamp, timestampType, heade
 in batch and streaming (``Trigger.AvailableNow``) queries; a write by one is read
 back exactly by the other.  Options are table-driven over topics filled once.
 
-One local[2] SparkSession for the module, with the connector's jars (resolved by
-``afkak/test/brokers/spark_kafka.py``) on ``spark.jars``; a session started before
-without them (``test_spark_source``) is stopped first, as jars only load at start.
+The process's one local[2] SparkSession (``test_spark_source.spark_session``),
+started with the connector's jars (resolved by ``afkak/test/brokers/spark_kafka.py``)
+when this module starts it: pytest runs this module before that one.
 Skipped without PySpark, java or mvn (failing instead when CI is "true").
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -32,9 +31,6 @@ from afkak.test.test_client_brokers import wait
 from afkak.testing.apache_kafka import ApacheKafkaUnavailable
 
 try:
-    from pyspark.sql import SparkSession
-
-    from afkak.spark import AfkakDataSource
     from afkak.spark._options import UNSUPPORTED
 except ImportError as e:
     if os.environ.get("CI") == "true":
@@ -49,7 +45,8 @@ STAMPED = (int(time.time()) - 3600) * 1000
 
 
 def parity_session() -> Any:
-    """The module's local[2] SparkSession with Spark's Kafka connector on its classpath."""
+    """The process's SparkSession (``test_spark_source``'s), its JVM started with Spark's
+    Kafka connector on the classpath (``--jars`` through ``PYSPARK_SUBMIT_ARGS``)."""
     if "spark" not in _state:
         from afkak.test import test_spark_source
         from afkak.test.brokers.spark_kafka import connector_jars
@@ -60,27 +57,9 @@ def parity_session() -> Any:
             if os.environ.get("CI") == "true":
                 raise
             raise SkipTest(str(e)) from None
-        if test_spark_source._session is not None:
-            test_spark_source._session.stop()
-            test_spark_source._session = None
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("afkak-spark-kafka-parity")
-            .config("spark.jars", ",".join(jars))
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-        spark.dataSource.register(AfkakDataSource)
-        test_spark_source._session = spark  # one session per process, shared back
-        _state["spark"] = spark
+        if test_spark_source._session is None:
+            os.environ["PYSPARK_SUBMIT_ARGS"] = f"--jars {','.join(jars)} pyspark-shell"
+        _state["spark"] = test_spark_source.spark_session()
     return _state["spark"]
 
 
