@@ -22,9 +22,10 @@ from typing import Any
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
+from afkak.admin import KafkaAdminClient
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
-from afkak.common import Message, ProduceRequest
+from afkak.common import Message, ProduceRequest, TopicAndPartition
 from afkak.message_set import MessageSet
 from afkak.test.brokers import Broker, client_config, shared_broker
 from afkak.test.test_client_brokers import wait
@@ -217,6 +218,26 @@ class SparkKafkaParityTests(SynchronousTestCase):
             with self.assertRaises(Exception, msg=fmt) as caught:
                 self.load(fmt, options).collect()
             self.assertIn(words, str(caught.exception), fmt)
+
+    def test_fail_on_data_loss(self) -> None:
+        """Records deleted before the starting offset: both fail, or both skip them."""
+        topic = f"parity-{os.getpid()}-trimmed"
+        self.broker.create_topic(topic, 1)
+        client = KafkaClient(self.broker.bootstrap, endpoint_factory=TCP4ClientEndpoint)
+        try:
+            _send(client, topic, 0, [Message(0, 0, None, b"%d" % i) for i in range(10)], 0)
+            wait(KafkaAdminClient(client).delete_records({TopicAndPartition(topic, 0): 4}))
+        finally:
+            wait(client.close())
+        options = {"subscribe": topic, "startingOffsets": json.dumps({topic: {"0": 0}})}
+        lenient = {**options, "failOnDataLoss": "false"}
+        afkak, kafka = (_rows(self.load(fmt, lenient)) for fmt in ("afkak", "kafka"))
+        self.assertEqual([r[4] for r in kafka], list(range(4, 10)))
+        self.assertEqual(afkak, kafka)
+        for fmt in ("afkak", "kafka"):
+            with self.assertRaises(Exception, msg=fmt) as caught:
+                self.load(fmt, options).collect()
+            self.assertIn("failOnDataLoss", str(caught.exception), fmt)
 
     def test_schema(self) -> None:
         """The same columns, types and nullability, with and without headers."""
