@@ -285,15 +285,23 @@ class SparkKafkaParityTests(SynchronousTestCase):
 
     def test_stream_available_now(self) -> None:
         """Streams read the same rows; maxOffsetsPerTrigger caps both the same way."""
-        main = self.topics["main"]
+        main, stamped = self.topics["main"], self.topics["stamped"]
+        pattern = f"parity-{os.getpid()}-(main|other)"
         cases = [
-            ("headers", {"subscribe": main, "includeHeaders": "true"}, None),
-            ("limited", {"subscribe": main, "maxOffsetsPerTrigger": "40"}, 40),
+            ("headers", {"subscribe": main, "includeHeaders": "true"}, None, 90),
+            ("limited", {"subscribe": main, "maxOffsetsPerTrigger": "40"}, 40, 90),
+            ("pattern", {"subscribePattern": pattern, "minPartitions": "4"}, None, 96),
+            (
+                "timestamp",
+                {"subscribe": stamped, "startingTimestamp": f"{STAMPED + 3000}"},
+                None,
+                14,
+            ),
         ]
-        for name, options, limit in cases:
+        for name, options, limit, count in cases:
             afkak, afkak_sizes = self.stream_rows("afkak", options, name)
             kafka, kafka_sizes = self.stream_rows("kafka", options, name)
-            self.assertEqual(len(kafka), 90, name)
+            self.assertEqual(len(kafka), count, name)
             self.assertEqual(afkak, kafka, name)
             if limit:
                 self.assertGreater(len(kafka_sizes), 1, name)
