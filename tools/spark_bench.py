@@ -17,7 +17,15 @@ and no Kafka returning 4 rows (Spark's own fixed cost per query), a query
 reading 4 records (the fixed cost with afkak's), ``count(*)`` and the
 benchmark query.
 
-Run: ``python tools/spark_bench.py [--records N] [--warm K] [--phases]``.
+With ``--compare`` it measures afkak's source against Spark's own Kafka
+connector (``format("kafka")``, jars resolved by ``afkak/test/brokers/spark_kafka.py``)
+on one Apache Kafka topic: the same batch read (``sum(length(value))``) and a
+batch write of the same rows into a fresh 4-partition topic through each, run
+alternately, after one untimed warm-up each; medians of ``--runs``.  ``--quick``
+is ``--compare`` on 200,000 records.
+
+Run: ``python tools/spark_bench.py [--records N] [--warm K] [--phases]
+[--compare [--runs 3] | --quick]``.
 """
 
 from __future__ import annotations
@@ -94,11 +102,12 @@ def spark_read(
     topic: str,
     ends: dict[str, int],
     exprs: tuple[str, ...] = ("count(*) as n", "sum(length(value)) as bytes"),
+    fmt: str = "afkak",
 ) -> tuple[float, int]:
     """Run one query over the topic up to *ends*: its seconds (load included) and row count."""
     started = time.perf_counter()
     df = (
-        spark.read.format("afkak")
+        spark.read.format(fmt)
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("endingOffsets", json.dumps({topic: ends}))
@@ -246,6 +255,53 @@ def phases(spark: Any, bootstrap: str, topic: str, ends: dict[str, int], rounds:
             print(f"  {name}: {took:.2f} s, {rows:,} rows; CPU s: {shares}")
 
 
+def spark_write(spark: Any, fmt: str, bootstrap: str, topic: str, records: int, size: int) -> float:
+    """Seconds to write *records* unkeyed values of *size* bytes into *topic* through *fmt*.
+
+    The rows are cached first, so that only the write is timed."""
+    rows = spark.range(records, numPartitions=2).selectExpr(f"repeat('x', {size}) as value")
+    rows = rows.cache()
+    rows.count()
+    started = time.perf_counter()
+    rows.write.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("topic", topic).mode(
+        "append"
+    ).save()
+    elapsed = time.perf_counter() - started
+    rows.unpersist()
+    return elapsed
+
+
+def compare(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any) -> None:
+    """afkak's source against Spark's connector: medians of alternate runs."""
+    import statistics
+
+    reads: dict[str, list[float]] = {"afkak": [], "kafka": []}
+    writes: dict[str, list[float]] = {"afkak": [], "kafka": []}
+    for fmt in reads:  # untimed: JVM classes and Python workers warm
+        spark_read(spark, broker.bootstrap, topic, ends, fmt=fmt)
+        broker.create_topic(f"{topic}-warm-{fmt}", PARTITIONS)
+        spark_write(spark, fmt, broker.bootstrap, f"{topic}-warm-{fmt}", 1000, args.size)
+    for run in range(args.runs):
+        for fmt in reads:
+            elapsed, n = spark_read(spark, broker.bootstrap, topic, ends, fmt=fmt)
+            assert n == args.records, (fmt, n)
+            reads[fmt].append(elapsed)
+            sink = f"{topic}-w-{fmt}-{run}"
+            broker.create_topic(sink, PARTITIONS)
+            writes[fmt].append(
+                spark_write(spark, fmt, broker.bootstrap, sink, args.records, args.size)
+            )
+    print(f"load average: {os.getloadavg()}")
+    for label, timings in (("batch read", reads), ("batch write", writes)):
+        rates = {fmt: args.records / statistics.median(t) for fmt, t in timings.items()}
+        runs = {fmt: ", ".join(f"{t:.2f}" for t in ts) for fmt, ts in timings.items()}
+        print(
+            f"{label}: afkak {rates['afkak']:,.0f} records/s ({runs['afkak']} s), "
+            f"kafka {rates['kafka']:,.0f} records/s ({runs['kafka']} s): "
+            f"{rates['afkak'] / rates['kafka']:.2f}x"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -256,9 +312,26 @@ def main() -> None:
     parser.add_argument(
         "--phases", type=int, default=0, metavar="R", help="R rounds of per-phase timing"
     )
+    parser.add_argument(
+        "--compare", action="store_true", help="against format('kafka') on Apache Kafka"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="--compare: timed runs (median)")
+    parser.add_argument("--quick", action="store_true", help="--compare on 200,000 records")
     args = parser.parse_args()
+    if args.quick:
+        args.compare, args.records = True, 200_000
 
-    if args.bootstrap:
+    jars: list[str] = []
+    broker = None
+    if args.compare:
+        from afkak.test.brokers import shared_broker
+        from afkak.test.brokers.spark_kafka import connector_jars
+
+        jars = connector_jars()
+        broker = shared_broker("kafka")
+        bootstrap = broker.bootstrap
+        broker.create_topic(f"spark-bench-{os.getpid()}", PARTITIONS)
+    elif args.bootstrap:
         bootstrap = args.bootstrap
     else:
         from afkak.test.brokers import shared_broker
@@ -302,10 +375,15 @@ def main() -> None:
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.jars", ",".join(jars))
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(AfkakDataSource)
+    if broker is not None:
+        compare(spark, broker, topic, ends, args)
+        spark.stop()
+        return
     for run in ["cold"] + ["warm"] * args.warm:
         elapsed, n = spark_read(spark, bootstrap, topic, ends)
         assert n == args.records, n

@@ -9,6 +9,7 @@ leaders in between, and return plain values; Fetch is the client's FetchCall
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any, TypeVar
@@ -78,6 +79,16 @@ async def partitions_of(client: KafkaClient, topics: Sequence[str]) -> list[Topi
     await client.load_metadata_for_topics(*topics)
     found = client.topic_partitions
     return [TopicAndPartition(t, p) for t in topics for p in found.get(t, ())]
+
+
+async def partitions_matching(client: KafkaClient, pattern: str) -> list[TopicAndPartition]:
+    """Every partition of the topics whose whole name matches *pattern* (Java's
+    ``Pattern.matches``, as Spark's ``subscribePattern``), internal ``__`` topics excepted."""
+    await client.load_metadata_for_topics()
+    regex = re.compile(pattern)
+    found = client.topic_partitions
+    topics = sorted(t for t in found if not t.startswith("__") and regex.fullmatch(t))
+    return [TopicAndPartition(t, p) for t in topics for p in found[t]]
 
 
 async def list_offsets(

@@ -5,13 +5,16 @@ Option names follow Spark's Kafka connector (``subscribe``, ``startingOffsets``,
 case-insensitive; values arrive as strings.  Client settings take Kafka's
 names, with or without the ``kafka.`` prefix; an unknown ``kafka.*`` option is
 an error rather than silently ignored (think ``kafka.security.protocol``).
-Other unknown options are ignored, as Spark adds its own (``path``,
-``checkpointLocation``...).
+Options of Spark's Kafka connector that afkak does not implement are refused
+by name (:data:`UNSUPPORTED`), so that a query switched from ``format("kafka")``
+never silently reads something else.  Other unknown options are ignored, as
+Spark adds its own (``path``, ``checkpointLocation``...).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +29,24 @@ from ._security import SECURITY_SETTINGS, SecurityConfig, SecurityOptionError, s
 #: A whole-topic offset spec (-2 earliest, -1 latest) or an offset per partition,
 #: where -2 and -1 mean the same per partition, as in Spark's JSON.
 OffsetSpec = int | Mapping[TopicAndPartition, int]
+
+
+@attrs.frozen
+class ByTimestamp:
+    """Offsets looked up by record time: each partition's first record at or after it.
+
+    *timestamps* is one time for every partition (``startingTimestamp``) or one per
+    partition (``startingOffsetsByTimestamp``), in milliseconds.  Where no record is
+    that late, *strategy* ``"error"`` fails the query and ``"latest"`` takes the
+    latest offset (ending offsets always do).
+    """
+
+    timestamps: int | Mapping[TopicAndPartition, int]
+    strategy: str = "error"
+
+
+#: A read's start or end: offsets, or record times to look offsets up by.
+Bound = OffsetSpec | ByTimestamp
 
 _CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
 _ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
@@ -52,14 +73,28 @@ _CLIENT_SETTINGS = frozenset(
 _READ_OPTIONS = frozenset(
     {
         "subscribe",
+        "subscribepattern",
         "assign",
         "startingoffsets",
         "endingoffsets",
         "maxoffsetspertrigger",
         "minpartitions",
+        "maxrecordsperpartition",
         "failondataloss",
         "includeheaders",
         "kafkaconsumer.polltimeoutms",
+    }
+)
+
+#: Options of Spark's Kafka source not implemented here, lower-cased; given one, a
+#: query fails with an error naming it.
+UNSUPPORTED = frozenset(
+    {
+        "minoffsetspertrigger",
+        "maxtriggerdelay",
+        "groupidprefix",
+        "fetchoffset.numretries",
+        "fetchoffset.retryintervalms",
     }
 )
 
@@ -84,14 +119,18 @@ class ReadOptions:
     """A read's parsed options (batch or streaming)."""
 
     client: ClientConfig
-    #: Subscribed topics; None when partitions are assigned.
+    #: Subscribed topics; None when partitions are assigned or a pattern is subscribed.
     topics: tuple[str, ...] | None
     #: Assigned partitions; None when topics are subscribed.
     assigned: tuple[TopicAndPartition, ...] | None
-    starting: OffsetSpec
-    ending: OffsetSpec
+    starting: Bound
+    ending: Bound
+    #: subscribePattern: a regular expression that whole topic names match.
+    pattern: str | None = None
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
+    #: Split offset ranges so that no task reads more records than this.
+    max_records_per_partition: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
     max_partition_fetch_bytes: int = 8 * 1024 * 1024
@@ -147,6 +186,10 @@ def _split_settings(options: Mapping[str, str]) -> tuple[dict[str, str], dict[st
             raise OptionError(
                 f"unsupported client option {key!r}; afkak's Spark source supports "
                 + ", ".join(f"kafka.{s}" for s in sorted(_CLIENT_SETTINGS))
+            )
+        elif name in UNSUPPORTED:
+            raise OptionError(
+                f"option {key!r} of Spark's Kafka connector is not supported by afkak"
             )
         else:
             source[name] = value
@@ -245,31 +288,64 @@ def _parse_assign(value: str) -> tuple[TopicAndPartition, ...]:
     return tuple(sorted(set(assigned)))
 
 
+def _by_timestamp(source: Mapping[str, str], side: str, strategy: str) -> ByTimestamp | None:
+    """``<side>Timestamp``, else ``<side>OffsetsByTimestamp`` (Spark's order), else None."""
+    if f"{side}timestamp" in source:
+        return ByTimestamp(_int(f"{side}Timestamp", source[f"{side}timestamp"], 0), strategy)
+    if f"{side}offsetsbytimestamp" in source:
+        name = f"{side}OffsetsByTimestamp"
+        stamps = parse_offsets(name, source[f"{side}offsetsbytimestamp"], allowed=())
+        if isinstance(stamps, int):
+            raise OptionError(f"{name} must be JSON timestamps per partition")
+        return ByTimestamp(stamps, strategy)
+    return None
+
+
 def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """Parse a batch (``streaming=False``) or streaming read's options."""
     source, settings = _split_settings(options)
     client = client_config(settings)
-    subscribe, assign = source.get("subscribe"), source.get("assign")
-    if (subscribe is None) == (assign is None):
-        raise OptionError("exactly one of the options subscribe and assign is required")
+    subscribe, pattern, assign = (
+        source.get(k) for k in ("subscribe", "subscribepattern", "assign")
+    )
+    if [subscribe, pattern, assign].count(None) != 2:
+        raise OptionError(
+            "exactly one of the options subscribe, subscribePattern and assign is required"
+        )
     topics = assigned = None
     if subscribe is not None:
         topics = tuple(dict.fromkeys(t.strip() for t in subscribe.split(",") if t.strip()))
         if not topics:
             raise OptionError("subscribe names no topic")
+    elif pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise OptionError(
+                f"subscribePattern {pattern!r} is not a regular expression: {e}"
+            ) from None
     else:
         assigned = _parse_assign(assign or "")
-    starting = parse_offsets(
+    starting: Bound = parse_offsets(
         "startingOffsets",
         source.get("startingoffsets", "latest" if streaming else "earliest"),
         allowed=(OFFSET_EARLIEST, OFFSET_LATEST) if streaming else (OFFSET_EARLIEST,),
     )
     if streaming and "endingoffsets" in source:
         raise OptionError("endingOffsets is for batch queries only")
-    ending = parse_offsets(
+    ending: Bound = parse_offsets(
         "endingOffsets", source.get("endingoffsets", "latest"), allowed=(OFFSET_LATEST,)
     )
-    read = ReadOptions(client, topics, assigned, starting, ending)
+    strategy = source.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise OptionError(
+            f"startingOffsetsByTimestampStrategy must be error or latest, not {strategy!r}"
+        )
+    starting = _by_timestamp(source, "starting", strategy) or starting
+    if streaming and {"endingtimestamp", "endingoffsetsbytimestamp"} & set(source):
+        raise OptionError("endingTimestamp and endingOffsetsByTimestamp are for batch queries only")
+    ending = _by_timestamp(source, "ending", "latest") or ending
+    read = ReadOptions(client, topics, assigned, starting, ending, pattern=pattern)
     changes: dict[str, Any] = {}
     if "maxoffsetspertrigger" in source:
         changes["max_offsets_per_trigger"] = _int(
@@ -277,6 +353,10 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         )
     if "minpartitions" in source:
         changes["min_partitions"] = _int("minPartitions", source["minpartitions"], 1)
+    if "maxrecordsperpartition" in source:
+        changes["max_records_per_partition"] = _int(
+            "maxRecordsPerPartition", source["maxrecordsperpartition"], 1
+        )
     if "failondataloss" in source:
         changes["fail_on_data_loss"] = _bool("failOnDataLoss", source["failondataloss"])
     if "includeheaders" in source:

@@ -137,14 +137,25 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
         if not room:
             break
         parts[max(room, key=lambda i: shares[i] - parts[i])] += 1
-    pieces: list[OffsetRange] = []
-    for r, n in zip(ranges, parts, strict=True):
-        step, extra = divmod(r.size, n)
-        begin = r.start
-        for i in range(n):
-            stop = begin + step + (1 if i < extra else 0)
-            pieces.append(OffsetRange(r.topic, r.partition, begin, stop))
-            begin = stop
+    return [piece for r, n in zip(ranges, parts, strict=True) for piece in _pieces(r, n)]
+
+
+def cap_ranges(ranges: list[OffsetRange], max_records: int | None) -> list[OffsetRange]:
+    """Split each range into as few pieces as hold at most *max_records* each
+    (``maxRecordsPerPartition``); pieces of a range differ in size by one record at most."""
+    if max_records is None:
+        return list(ranges)
+    return [piece for r in ranges for piece in _pieces(r, -(-r.size // max_records))]
+
+
+def _pieces(r: OffsetRange, n: int) -> list[OffsetRange]:
+    """*r* split into *n* consecutive pieces whose sizes differ by one record at most."""
+    step, extra = divmod(r.size, n)
+    pieces, begin = [], r.start
+    for i in range(n):
+        stop = begin + step + (1 if i < extra else 0)
+        pieces.append(OffsetRange(r.topic, r.partition, begin, stop))
+        begin = stop
     return pieces
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
@@ -81,7 +82,8 @@ def records_to_arrow(
         "timestampType": pa.array(stamp_types, pa.int32()),
     }
     if "headers" in schema.names:
-        columns["headers"] = pa.array(headers, schema.field("headers").type)
+        # A record without headers has null headers, as in Spark's Kafka source.
+        columns["headers"] = pa.array([h or None for h in headers], schema.field("headers").type)
     return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
 
 
@@ -145,8 +147,9 @@ def columns_to_arrow(tp: TopicAndPartition, columns: Any, schema: pa.Schema) -> 
             ],
             fields=list(kind.value_type),
         )  # fmt: skip
+        starts = fixed(pa.int32(), 4, c.header_offsets, n + 1)
         arrays["headers"] = pa.ListArray.from_arrays(
-            fixed(pa.int32(), 4, c.header_offsets, n + 1), entries, type=kind
+            starts, entries, type=kind, mask=pc.equal(starts[1:], starts[:-1])
         )
     return pa.RecordBatch.from_arrays([arrays[name] for name in schema.names], schema=schema)
 

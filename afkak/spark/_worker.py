@@ -29,8 +29,23 @@ from afkak.records.aborted import committed_batches
 from afkak.records.batch import RecordColumns
 
 from . import _bridge, _kafka
-from ._options import ClientConfig, OffsetSpec, ReadOptions, WriteOptions
-from ._planning import DataLossError, OffsetRange, ranges_between, resolve, split_ranges
+from ._options import (
+    Bound,
+    ByTimestamp,
+    ClientConfig,
+    OffsetSpec,
+    OptionError,
+    ReadOptions,
+    WriteOptions,
+)
+from ._planning import (
+    DataLossError,
+    OffsetRange,
+    cap_ranges,
+    ranges_between,
+    resolve,
+    split_ranges,
+)
 from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
 OFFSET_OUT_OF_RANGE = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -67,8 +82,10 @@ def discover(opts: ReadOptions) -> list[TopicAndPartition]:
     """The partitions read: the assigned ones, or all of the subscribed topics' partitions."""
     if opts.assigned is not None:
         return list(opts.assigned)
-    assert opts.topics is not None
     client = client_for(opts.client)
+    if opts.pattern is not None:
+        return _bridge.call(_timeout(opts.client), _kafka.partitions_matching, client, opts.pattern)
+    assert opts.topics is not None
     return _bridge.call(_timeout(opts.client), _kafka.partitions_of, client, opts.topics)
 
 
@@ -78,7 +95,7 @@ def offsets_at(
     when: int,
     isolation_level: int = 0,
 ) -> dict[TopicAndPartition, int]:
-    """The earliest (-2) or latest (-1) offset of each partition.
+    """The earliest (-2) or latest (-1) offset of each partition, or its first at a time (ms).
 
     Latest is the last stable offset with *isolation_level* 1 (read_committed).
     """
@@ -95,9 +112,11 @@ def _uses(spec: OffsetSpec, when: int) -> bool:
 
 
 def resolve_offsets(
-    opts: ReadOptions, spec: OffsetSpec, partitions: Sequence[TopicAndPartition], name: str
+    opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
 ) -> dict[TopicAndPartition, int]:
     """*spec* as concrete offsets of *partitions*, looking up only what it needs."""
+    if isinstance(spec, ByTimestamp):
+        return offsets_by_timestamp(opts, spec, partitions, name)
     earliest = (
         offsets_at(opts.client, partitions, OFFSET_EARLIEST) if _uses(spec, OFFSET_EARLIEST) else {}
     )
@@ -107,6 +126,26 @@ def resolve_offsets(
         else {}
     )
     return resolve(spec, partitions, earliest, latest, name)
+
+
+def offsets_by_timestamp(
+    opts: ReadOptions, spec: ByTimestamp, partitions: Sequence[TopicAndPartition], name: str
+) -> dict[TopicAndPartition, int]:
+    """Each partition's first offset at or after its time (ListOffsets by timestamp)."""
+    stamps = resolve(spec.timestamps, partitions, {}, {}, name)
+    found: dict[TopicAndPartition, int] = {}
+    for when in set(stamps.values()):
+        tps = [tp for tp, t in stamps.items() if t == when]
+        found.update(offsets_at(opts.client, tps, when, opts.isolation_level))
+    late = sorted(tp for tp, offset in found.items() if offset < 0)
+    if late and spec.strategy == "error":
+        raise OptionError(
+            f"{name}: no record at or after the time in "
+            + ", ".join(f"{tp.topic}/{tp.partition}" for tp in late)
+            + " (startingOffsetsByTimestampStrategy=latest reads from the latest offset)"
+        )
+    found.update(offsets_at(opts.client, late, OFFSET_LATEST, opts.isolation_level))
+    return found
 
 
 def plan(
@@ -119,7 +158,8 @@ def plan(
         lambda new: offsets_at(opts.client, new, OFFSET_EARLIEST),
         opts.fail_on_data_loss,
     )
-    return split_ranges(ranges, opts.min_partitions)
+    # Spark's order: cap each range first, then split further for minPartitions.
+    return split_ranges(cap_ranges(ranges, opts.max_records_per_partition), opts.min_partitions)
 
 
 def plan_batch(opts: ReadOptions) -> list[OffsetRange]:

@@ -25,6 +25,7 @@ try:
     import pyarrow as pa
 
     from afkak.spark._options import (
+        ByTimestamp,
         ClientConfig,
         OptionError,
         parse_read_options,
@@ -33,6 +34,7 @@ try:
     from afkak.spark._planning import (
         DataLossError,
         OffsetRange,
+        cap_ranges,
         from_json,
         ranges_between,
         rate_limit,
@@ -94,6 +96,35 @@ class ReadOptionTests(Case):
         stream = parse_read_options({**BOOT, "subscribe": "a"}, streaming=True)
         self.assertEqual(stream.starting, -1)
 
+    def test_subscribe_pattern(self) -> None:
+        opts = parse_read_options({**BOOT, "subscribePattern": "ev.*"}, streaming=True)
+        self.assertEqual((opts.pattern, opts.topics, opts.assigned), ("ev.*", None, None))
+
+    def test_timestamps(self) -> None:
+        stamps = json.dumps({"t": {"0": 5, "1": 7}})
+        opts = parse_read_options(
+            {
+                **BOOT,
+                "subscribe": "t",
+                "startingOffsetsByTimestamp": stamps,
+                "startingOffsetsByTimestampStrategy": "Latest",
+                "endingTimestamp": "9",
+            },
+            streaming=False,
+        )
+        self.assertEqual(opts.starting, ByTimestamp({TP("t", 0): 5, TP("t", 1): 7}, "latest"))
+        self.assertEqual(opts.ending, ByTimestamp(9, "latest"))
+        first = parse_read_options(  # Spark's order: startingTimestamp wins
+            {
+                **BOOT,
+                "subscribe": "t",
+                "startingTimestamp": "3",
+                "startingOffsetsByTimestamp": stamps,
+            },
+            streaming=True,
+        )
+        self.assertEqual(first.starting, ByTimestamp(3, "error"))
+
     def test_spark_names_case_insensitive(self) -> None:
         opts = parse_read_options(
             {
@@ -136,6 +167,16 @@ class ReadOptionTests(Case):
             ({**BOOT, "subscribe": "t", "minPartitions": "0"}, "at least 1"),
             ({**BOOT, "subscribe": "t", "failOnDataLoss": "yes"}, "true or false"),
             ({**BOOT, "subscribe": "t", "kafka.sasl.kerberos.service.name": "k"}, "unsupported"),
+            ({**BOOT, "subscribe": "t", "subscribePattern": "t.*"}, "subscribePattern"),
+            ({**BOOT, "subscribePattern": "t(["}, "not a regular expression"),
+            ({**BOOT, "subscribe": "t", "minOffsetsPerTrigger": "5"}, "'minOffsetsPerTrigger'"),
+            ({**BOOT, "subscribe": "t", "startingTimestamp": "-1"}, "at least 0"),
+            ({**BOOT, "subscribe": "t", "endingOffsetsByTimestamp": "latest"}, "cannot be"),
+            (
+                {**BOOT, "subscribe": "t", "startingOffsetsByTimestampStrategy": "x"},
+                "error or latest",
+            ),
+            ({**BOOT, "subscribe": "t", "groupIdPrefix": "g"}, "'groupIdPrefix'"),
         ]
         for options, words in bad:
             with self.assertRaises(OptionError, msg=options) as caught:
@@ -294,6 +335,19 @@ class PlanningTests(Case):
                 ranges_between(start, end, dict, True)
             self.assertEqual(ranges_between(start, end, dict, False), [OffsetRange("t", 1, 8, 9)])
 
+    def test_cap_ranges(self) -> None:
+        ranges = [OffsetRange("t", 0, 10, 25), OffsetRange("t", 1, 0, 3)]
+        self.assertEqual(cap_ranges(ranges, None), ranges)
+        self.assertEqual(
+            cap_ranges(ranges, 6),
+            [
+                OffsetRange("t", 0, 10, 15),
+                OffsetRange("t", 0, 15, 20),
+                OffsetRange("t", 0, 20, 25),
+                OffsetRange("t", 1, 0, 3),
+            ],
+        )
+
     def test_split_ranges(self) -> None:
         ranges = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 50, 60)]
         self.assertEqual(split_ranges(ranges, None), ranges)
@@ -364,6 +418,7 @@ class RowTests(Case):
         self.assertEqual(
             rows[0]["headers"], [{"key": "h", "value": b"x"}, {"key": "n", "value": None}]
         )
+        self.assertIsNone(rows[1]["headers"])  # none: null, as Spark's Kafka source gives
         plain = records_to_arrow(TP("t", 3), [], arrow_schema(read_schema(False)))
         self.assertEqual((plain.num_rows, "headers" in plain.schema.names), (0, False))
 

@@ -1,0 +1,110 @@
+"""Spark's own Kafka connector (``format("kafka")``), resolved from Maven Central.
+
+PySpark from pip ships no Kafka jars.  :func:`connector_jars` copies the four a
+Kafka read or write needs (``spark-sql-kafka-0-10_2.13``,
+``spark-token-provider-kafka-0-10_2.13`` and their ``kafka-clients`` and
+``commons-pool2``) into ``$XDG_CACHE_HOME/afkak/spark-kafka/<version>`` with
+``mvn``, once; :func:`spark_jars_option` is the value of ``spark.jars``.
+
+Checked on the project's machines (2026-11-26, Maven 3.8.7): Maven Central has the
+connector for Spark 4.2.0 (kafka-clients 3.9.2, commons-pool2 2.13.1) and 4.1.1
+(kafka-clients 3.9.1, commons-pool2 2.12.1), but not for 4.3.0 (the installed PySpark),
+4.2.1, 4.3.0-preview1 or 4.0.1.  The 4.2.0 connector loads and runs in Spark 4.3.0, so
+the newest release not newer than PySpark that resolves is used; ``AFKAK_SPARK_KAFKA_VERSION``
+picks one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+
+from afkak.testing.apache_kafka import ApacheKafkaUnavailable, cache_root
+
+#: Connector releases tried after PySpark's own version, newest first.
+CONNECTOR_VERSIONS = ("4.3.0", "4.2.0", "4.1.1")
+ARTIFACTS = (
+    "spark-sql-kafka-0-10_2.13",
+    "spark-token-provider-kafka-0-10_2.13",
+    "kafka-clients",
+    "commons-pool2",
+)
+_POM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-kafka-pom.xml")
+_DONE = ".complete"
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def candidate_versions(pyspark_version: str) -> list[str]:
+    """PySpark's version, then each known release older than it, newest first."""
+    older = [v for v in CONNECTOR_VERSIONS if _key(v) < _key(pyspark_version)]
+    return [pyspark_version, *older]
+
+
+def connector_jars(pyspark_version: str | None = None) -> list[str]:
+    """The connector's four jars for the installed PySpark (see the module docstring).
+
+    Raises :exc:`ApacheKafkaUnavailable` when no candidate version resolves."""
+    if pyspark_version is None:
+        import pyspark
+
+        pyspark_version = pyspark.__version__
+    wanted = os.environ.get("AFKAK_SPARK_KAFKA_VERSION")
+    failures = []
+    for version in [wanted] if wanted else candidate_versions(pyspark_version):
+        try:
+            return _cached(version)
+        except ApacheKafkaUnavailable as e:
+            failures.append(f"{version}: {e}")
+    raise ApacheKafkaUnavailable("Spark's Kafka connector did not resolve:\n" + "\n".join(failures))
+
+
+def spark_jars_option(pyspark_version: str | None = None) -> str:
+    """``spark.jars``: the connector's jars, comma-separated."""
+    return ",".join(connector_jars(pyspark_version))
+
+
+def connector_version(jars: list[str]) -> str:
+    """The Spark release of the connector among *jars*."""
+    prefix = "spark-sql-kafka-0-10_2.13-"
+    [jar] = [os.path.basename(j) for j in jars if os.path.basename(j).startswith(prefix)]
+    return jar.removeprefix(prefix).removesuffix(".jar")
+
+
+def _cached(version: str) -> list[str]:
+    root = os.path.join(os.path.dirname(cache_root()), "spark-kafka")
+    directory = os.path.join(root, version)
+    if not os.path.exists(os.path.join(directory, _DONE)):
+        os.makedirs(root, exist_ok=True)
+        with open(os.path.join(root, f".{version}.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not os.path.exists(os.path.join(directory, _DONE)):
+                _copy_from_maven(version, root, directory)
+    return sorted(glob.glob(os.path.join(directory, "*.jar")))
+
+
+def _copy_from_maven(version: str, root: str, directory: str) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ApacheKafkaUnavailable("mvn is not installed")
+    staging = tempfile.mkdtemp(prefix=f".{version}-", dir=root)
+    argv = [
+        mvn, "-B", "-q", "-f", _POM,
+        "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
+        "-DincludeScope=runtime", f"-DincludeArtifactIds={','.join(ARTIFACTS)}",
+        f"-Dspark.version={version}", f"-DoutputDirectory={staging}",
+    ]  # fmt: skip
+    result = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0 or len(os.listdir(staging)) != len(ARTIFACTS):
+        shutil.rmtree(staging, ignore_errors=True)
+        output = (result.stdout + result.stderr).decode("utf-8", "replace")
+        raise ApacheKafkaUnavailable(f"mvn failed ({result.returncode}): {output[-1000:]}")
+    open(os.path.join(staging, _DONE), "w").close()
+    shutil.rmtree(directory, ignore_errors=True)
+    os.rename(staging, directory)
