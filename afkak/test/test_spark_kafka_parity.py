@@ -5,9 +5,9 @@ same rows (key, value, topic, partition, offset, timestamp, timestampType, heade
 in batch and streaming (``Trigger.AvailableNow``) queries; a write by one is read
 back exactly by the other.  Options are table-driven over topics filled once.
 
-The process's one local[2] SparkSession (``test_spark_source.spark_session``),
-started with the connector's jars (resolved by ``afkak/test/brokers/spark_kafka.py``)
-when this module starts it: pytest runs this module before that one.
+The process's one local[2] SparkSession (``test_spark_source.spark_session``)
+starts with the connector's jars (resolved by ``afkak/test/brokers/spark_kafka.py``)
+whichever module starts it, so the two run in either order in one process.
 Skipped without PySpark, java or mvn (failing instead when CI is "true").
 """
 
@@ -47,19 +47,18 @@ STAMPED = (int(time.time()) - 3600) * 1000
 
 def parity_session() -> Any:
     """The process's SparkSession (``test_spark_source``'s), its JVM started with Spark's
-    Kafka connector on the classpath (``--jars`` through ``PYSPARK_SUBMIT_ARGS``)."""
+    Kafka connector on the classpath (its ``spark.jars``); skipped when the connector
+    does not resolve."""
     if "spark" not in _state:
         from afkak.test import test_spark_source
         from afkak.test.brokers.spark_kafka import connector_jars
 
         try:
-            jars = connector_jars()
+            connector_jars()
         except ApacheKafkaUnavailable as e:
             if os.environ.get("CI") == "true":
                 raise
             raise SkipTest(str(e)) from None
-        if test_spark_source._session is None:
-            os.environ["PYSPARK_SUBMIT_ARGS"] = f"--jars {','.join(jars)} pyspark-shell"
         _state["spark"] = test_spark_source.spark_session()
     return _state["spark"]
 

@@ -34,7 +34,9 @@ from afkak.common import Message, ProduceRequest
 from afkak.message_set import MessageSet
 from afkak.partitioner import murmur2
 from afkak.test.brokers import Broker, client_config, consume, produce, shared_broker
+from afkak.test.brokers.spark_kafka import spark_jars_option
 from afkak.test.helpers import wait
+from afkak.testing.apache_kafka import ApacheKafkaUnavailable
 
 try:
     from pyspark.sql import SparkSession
@@ -52,6 +54,17 @@ _session: Any = None
 SEAL = b"\x00seal"
 
 
+def _connector_jars() -> str:
+    """``spark.jars``: Spark's own Kafka connector when it resolves, else none.
+
+    On the classpath from the JVM's start whichever module starts the session first,
+    so ``test_spark_kafka_parity`` finds ``format("kafka")`` in any test order."""
+    try:
+        return spark_jars_option()
+    except ApacheKafkaUnavailable:
+        return ""
+
+
 def spark_session() -> Any:
     """The process's local[2] SparkSession, with the data source registered."""
     global _session
@@ -60,6 +73,7 @@ def spark_session() -> Any:
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
         _session = (
             SparkSession.builder.master("local[2]")
+            .config("spark.jars", _connector_jars())
             .appName("afkak-spark-tests")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.driver.host", "127.0.0.1")
