@@ -279,14 +279,18 @@ class ProducerBatch:
         waiters, indexes = self.record_waiters, self.record_indexes
         for i in to_fire(waiters):
             index = indexes[i]
-            waiters[i].callback(
-                RecordMetadata(
-                    topic,
-                    partition,
-                    base_offset + index if base_offset >= 0 else -1,
-                    stamps[index] if log_append_time < 0 else log_append_time,
-                )
+            metadata = RecordMetadata(
+                topic,
+                partition,
+                base_offset + index if base_offset >= 0 else -1,
+                stamps[index] if log_append_time < 0 else log_append_time,
             )
+            if untrack is not None:
+                # Immutable, of a str and ints: never part of a cycle.  Kept by the
+                # application by the thousand (gathered), it would only feed the
+                # cyclic GC's full collections, which then scan the whole heap.
+                untrack(metadata)
+            waiters[i].callback(metadata)
 
     def succeed_unacknowledged(self) -> None:
         """Fire every waiting send of an ``acks=0`` batch: ``None``, or offsets -1."""

@@ -43,7 +43,11 @@ BATCH_SEND_MSG_COUNT = 10
 BATCH_SEND_MSG_BYTES = 32 * 1024
 
 _DEFAULT_LINGER_MS = 0
-_DEFAULT_BATCH_SIZE = 16384
+#: librdkafka's batch.size (Java's is 16 KiB): bigger batches cost nothing while a
+#: partition has few records waiting (lingering 0 ms, a batch goes at the next
+#: reactor turn however small), and spare per-batch work when sends come in
+#: bursts.  Cut at a quarter of max_request_size (256 KiB) at most.
+_DEFAULT_BATCH_SIZE = 1_000_000
 _DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024
 _DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 #: Java's ``max.block.ms``.
