@@ -469,9 +469,34 @@ class Producer:
         acc.buffered = buffered + size
         if timestamp is None:
             timestamp = int(now * 1000)
-        chosen = self._partition_for(route, partition, key, d, size)
-        if chosen is not None:
+        chosen = route.only if partition is None else None
+        if chosen is None:
+            chosen = self._partition_for(route, partition, key, d, size)
+            if chosen is None:
+                return d
+        part = route.parts.get(chosen)
+        batch = None if part is None else part.open
+        if (
+            batch is None
+            or batch.size + size >= acc.fast_limit
+            or headers
+            or batch.headers is not None
+            or (batch.keys is None and key is not None)
+        ):
             acc.append(route, chosen, key, (value,), headers, timestamp, now, d, size, True)
+            return d
+        # The hottest path (ProducerBatch.append's work for one record, inlined).
+        values = batch.values
+        batch.plain = False
+        batch.record_waiters.append(d)
+        batch.record_indexes.append(len(values))
+        values.append(value)
+        if batch.keys is not None:
+            batch.keys.append(key)
+        batch.timestamps.append(timestamp)
+        batch.size += size
+        if _untrack is not None:
+            _untrack(d)  # until its batch settles: see ._waiters
         return d
 
     def _serialize_send(self, topic: str, value: Any, key: Any = None, **options: Any) -> Any:

@@ -67,6 +67,34 @@ class WaitingSendsTests(ProducerTestCase):
         self.assertEqual([r.offset for r in results], [0, 1, 2, 3])
         self.assertEqual([gc.is_tracked(r) for r in results], [False] * 4)
 
+    def test_one_batch_of_record_sends_keyed_and_not(self) -> None:
+        """send() appends a record to an open batch itself (issue 28): unkeyed
+        records before and after keyed ones, an explicit partition, a
+        send_messages call and headers in between keep their keys, values,
+        timestamps and offsets."""
+        producer = self.producer(linger_ms=10)
+        ds = [
+            producer.send("t", b"a"),
+            producer.send("t", b"b", timestamp=5),
+            producer.send("t", b"c", key=b"k"),
+            producer.send("t", b"d"),
+            producer.send("t", b"e", key=b"l", partition=0),
+            producer.send_messages("t", None, [b"f"]),
+            producer.send("t", b"g", headers=[("x", b"1")]),
+            producer.send("t", None, key=b"m"),
+        ]
+        results = [self.succeed(d) for d in ds]
+        self.assertEqual([r.offset for r in results], list(range(8)))
+        self.assertEqual(results[1].timestamp, 5)
+        [batch] = self.stored_batches("t", 0)
+        self.assertEqual(
+            [(r.key, r.value, r.headers) for r in batch],
+            [(None, b"a", ()), (None, b"b", ()), (b"k", b"c", ()), (None, b"d", ())]
+            + [(b"l", b"e", ()), (None, b"f", ()), (None, b"g", (("x", b"1"),))]
+            + [(b"m", None, ())],
+        )
+        self.assertEqual([r.timestamp for r in batch][1], 5)
+
     def test_dropped_sends_with_callbacks_fire(self) -> None:
         producer = self.producer(linger_ms=10)
         seen: list[Any] = []
