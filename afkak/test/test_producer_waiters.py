@@ -95,6 +95,24 @@ class WaitingSendsTests(ProducerTestCase):
         )
         self.assertEqual([r.timestamp for r in batch][1], 5)
 
+    def test_an_acknowledged_batch_fires_with_the_collector_paused(self) -> None:
+        """Its sends' callbacks run with the cyclic GC off (one collection after the
+        batch, not several during it: issue 28); it is on again afterwards, and
+        stays off if the application had turned it off."""
+        producer = self.producer(linger_ms=10)
+        seen: list[bool] = []
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            try:
+                ds = [producer.send("t", b"r"), producer.send_messages("t", None, [b"m"])]
+                for d in ds:
+                    d.addCallback(lambda _: seen.append(gc.isenabled()))
+                self.succeed(ds[-1])
+                self.assertEqual(gc.isenabled(), enabled)
+            finally:
+                gc.enable()
+        self.assertEqual(seen, [False] * 4)
+
     def test_dropped_sends_with_callbacks_fire(self) -> None:
         producer = self.producer(linger_ms=10)
         seen: list[Any] = []
