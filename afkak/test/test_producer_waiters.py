@@ -14,7 +14,14 @@ import gc
 import weakref
 from typing import Any
 
-from twisted.internet.defer import Deferred, ensureDeferred, setDebugging
+from twisted.internet.defer import (
+    AlreadyCalledError,
+    CancelledError,
+    Deferred,
+    ensureDeferred,
+    gatherResults,
+    setDebugging,
+)
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
@@ -239,3 +246,55 @@ class ToFireTests(SynchronousTestCase):
         _waiters.fail_all(waiters, Failure(CorruptMessage("x")))
         for d in waiters:
             self.failureResultOf(d, CorruptMessage)
+
+
+class FireTests(SynchronousTestCase):
+    """_waiters.fire: d.callback(), or for a Deferred without callbacks the same state set
+    directly (issue 28)."""
+
+    def test_this_twisted_is_seen_to_allow_recording(self) -> None:
+        self.assertTrue(_waiters._QUIET)
+
+    def test_a_deferred_without_callbacks_ends_as_callback_leaves_it(self) -> None:
+        fired: Deferred[Any] = Deferred()
+        fired.callback("r")
+        recorded: Deferred[Any] = Deferred(lambda d: None)
+        _waiters.fire(recorded, "r")
+        self.assertEqual(vars(recorded), vars(fired))
+        self.assertEqual(self.successResultOf(gatherResults([recorded])), ["r"])
+
+    def test_callbacks_run(self) -> None:
+        seen: list[Any] = []
+        d: Deferred[Any] = Deferred()
+        d.addCallback(seen.append)
+        _waiters.fire(d, "r")
+        self.assertEqual(seen, ["r"])
+
+    def test_a_cancelled_deferred_stays_cancelled(self) -> None:
+        d: Deferred[Any] = Deferred()
+        d.cancel()
+        _waiters.fire(d, "r")  # no AlreadyCalledError: Twisted's callback() ignores it
+        self.failureResultOf(d, CancelledError)
+
+    def test_fired_twice_raises(self) -> None:
+        d: Deferred[Any] = Deferred()
+        _waiters.fire(d, "r")
+        self.assertRaises(AlreadyCalledError, _waiters.fire, d, "again")
+
+    def test_a_paused_deferred_is_left_to_twisted(self) -> None:
+        d: Deferred[Any] = Deferred()
+        d.pause()
+        _waiters.fire(d, "r")
+        seen: list[Any] = []
+        d.addCallback(seen.append)
+        self.assertEqual(seen, [])
+        d.unpause()
+        self.assertEqual(seen, ["r"])
+
+    def test_debug_mode_uses_callback(self) -> None:
+        setDebugging(True)
+        self.addCleanup(setDebugging, False)
+        d: Deferred[Any] = Deferred()
+        _waiters.fire(d, "r")
+        self.assertIsNotNone(d._debugInfo)
+        self.assertEqual(self.successResultOf(d), "r")

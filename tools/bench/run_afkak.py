@@ -73,7 +73,7 @@ def _producer(client: Any, job: Job, linger_ms: int) -> Any:
     from afkak.producer import Producer
 
     if job.variant.startswith("defaults"):
-        return Producer(client)  # idempotent, acks=all, linger 0, 16 KiB batches
+        return Producer(client)  # idempotent, acks=all, linger 0, batches up to 256 KiB
     return Producer(client, req_acks=ACKS, linger_ms=linger_ms, batch_size=BATCH_SIZE)
 
 
