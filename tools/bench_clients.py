@@ -8,9 +8,16 @@ latency run; the consume runs read topics filled once (by confluent-kafka,
 64 KiB batches) from offset 0 until all messages are read.
 
 Producers: acks=1, idempotence off, linger 5 ms, 64 KiB batches (latency
-workload: linger 0); afkak also with its defaults (idempotent, acks=all,
-linger 0, 16 KiB batches).  afkak sends one send_messages call per message
-(letting the reactor turn every 1,000 sends: --yield-every) or lists filling a 64 KiB batch;
+workload: linger 0), the "tuned" rows.  The "defaults" rows (issue 28) run
+each client exactly as installed: afkak ``Producer(client)`` with ``send()``
+per record, the Deferreds gathered (latency: each awaited in turn; also
+``send_messages`` with its defaults, the Deferreds dropped), confluent-kafka
+with only bootstrap.servers set (produce() + poll(0), then flush()),
+aiokafka with only bootstrap_servers (send() futures gathered); their
+"x confluent" is against confluent-kafka's defaults row.  "CPU us/msg": the
+client process's CPU time per message (the machine may be shared).
+The tuned afkak rows send one send_messages call per message (letting the
+reactor turn every 1,000 sends: --yield-every) or lists filling a 64 KiB batch;
 confluent-kafka calls produce() + poll(0) per message; aiokafka awaits
 send() per message; kafka-python calls send(); all flush at the end.
 Consumers fetch at most 1 MiB per partition (afkak also with its defaults).
@@ -62,6 +69,7 @@ from bench.report import (  # noqa: E402
     rst_table,
     targets,
     targets_issue14,
+    targets_issue28,
     text_table,
 )
 
@@ -364,6 +372,7 @@ def main() -> None:
         for issue, found in (
             (4, targets(stat_rows, *names)),
             (14, targets_issue14(stat_rows, names[0], names[2], many)),
+            (28, targets_issue28(stat_rows, names[0], names[3])),
         ):
             print(f"\nissue {issue} targets ({stat} of the runs; wall-clock rates):")
             for target in found:

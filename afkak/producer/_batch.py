@@ -30,7 +30,7 @@ from afkak._structs import ProduceResponse
 from afkak.records import BATCH_HEADER_SIZE, build_batch
 
 from ._result import RecordMetadata
-from ._waiters import fail_all, to_fire, untrack
+from ._waiters import fail_all, fire, to_fire, untrack
 
 #: What a key or value may be (checked by the Producer's calls).
 Buffer: TypeAlias = bytes | bytearray | memoryview
@@ -268,7 +268,7 @@ class ProducerBatch:
         # tuple.__new__ skips the named tuple's Python-level constructor.
         for i in to_fire(waiters):
             o = base_offset + starts[i] if base_offset >= 0 else -1
-            waiters[i].callback(_new_tuple(ProduceResponse, (topic, partition, 0, o)))
+            fire(waiters[i], _new_tuple(ProduceResponse, (topic, partition, 0, o)))
         if self.record_waiters:
             self._fire_records(base_offset, log_append_time)
 
@@ -279,14 +279,18 @@ class ProducerBatch:
         waiters, indexes = self.record_waiters, self.record_indexes
         for i in to_fire(waiters):
             index = indexes[i]
-            waiters[i].callback(
-                RecordMetadata(
-                    topic,
-                    partition,
-                    base_offset + index if base_offset >= 0 else -1,
-                    stamps[index] if log_append_time < 0 else log_append_time,
-                )
+            metadata = RecordMetadata(
+                topic,
+                partition,
+                base_offset + index if base_offset >= 0 else -1,
+                stamps[index] if log_append_time < 0 else log_append_time,
             )
+            if untrack is not None:
+                # Immutable, of a str and ints: never part of a cycle.  Kept by the
+                # application by the thousand (gathered), it would only feed the
+                # cyclic GC's full collections, which then scan the whole heap.
+                untrack(metadata)
+            fire(waiters[i], metadata)
 
     def succeed_unacknowledged(self) -> None:
         """Fire every waiting send of an ``acks=0`` batch: ``None``, or offsets -1."""

@@ -44,7 +44,11 @@ BATCH_SEND_MSG_COUNT = 10
 BATCH_SEND_MSG_BYTES = 32 * 1024
 
 _DEFAULT_LINGER_MS = 0
-_DEFAULT_BATCH_SIZE = 16384
+#: librdkafka's batch.size (Java's is 16 KiB): bigger batches cost nothing while a
+#: partition has few records waiting (lingering 0 ms, a batch goes at the next
+#: reactor turn however small), and spare per-batch work when sends come in
+#: bursts.  Cut at a quarter of max_request_size (256 KiB) at most.
+_DEFAULT_BATCH_SIZE = 1_000_000
 _DEFAULT_BUFFER_MEMORY = 32 * 1024 * 1024
 _DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
 #: Java's ``max.block.ms``.
@@ -473,9 +477,34 @@ class Producer:
         acc.buffered = buffered + size
         if timestamp is None:
             timestamp = int(now * 1000)
-        chosen = self._partition_for(route, partition, key, d, size)
-        if chosen is not None:
+        chosen = route.only if partition is None else None
+        if chosen is None:
+            chosen = self._partition_for(route, partition, key, d, size)
+            if chosen is None:
+                return d
+        part = route.parts.get(chosen)
+        batch = None if part is None else part.open
+        if (
+            batch is None
+            or batch.size + size >= acc.fast_limit
+            or headers
+            or batch.headers is not None
+            or (batch.keys is None and key is not None)
+        ):
             acc.append(route, chosen, key, (value,), headers, timestamp, now, d, size, True)
+            return d
+        # The hottest path (ProducerBatch.append's work for one record, inlined).
+        values = batch.values
+        batch.plain = False
+        batch.record_waiters.append(d)
+        batch.record_indexes.append(len(values))
+        values.append(value)
+        if batch.keys is not None:
+            batch.keys.append(key)
+        batch.timestamps.append(timestamp)
+        batch.size += size
+        if _untrack is not None:
+            _untrack(d)  # until its batch settles: see ._waiters
         return d
 
     def _serialize_send(self, topic: str, value: Any, key: Any = None, **options: Any) -> Any:

@@ -27,6 +27,7 @@ from afkak._errors import CancelledError, DeliveryTimeoutError
 from afkak.client import ProducerClient
 from afkak.client._interlayer import ProduceCall
 from afkak.common import ProduceRequest
+from afkak.records import gc_paused
 
 from ._accumulator import NEVER as _NEVER, RecordAccumulator
 from ._batch import ProducerBatch
@@ -309,7 +310,12 @@ class Sender:
         if batch.producer_epoch == part.producer_epoch and batch.base_sequence >= 0:
             part.acked_next = (batch.last_sequence + 1) % (2**31)
         self.sensors.written(batch.topic, batch.count, len(batch.data or b""))
-        batch.succeed(base_offset, log_append_time)
+        # Firing a batch's sends (thousands, each making the objects its
+        # callbacks make) would set off collections that mostly scan what the
+        # application keeps (gathered Deferreds and their results); one at
+        # the end instead (issue 28).
+        with gc_paused():
+            batch.succeed(base_offset, log_append_time)
         self._accumulator.release(batch)
 
     def _after(self, batch: ProducerBatch, action: Action, failure: Failure) -> None:

@@ -26,7 +26,7 @@ from twisted.internet.defer import Deferred
 
 from afkak.records.gc_pause import reachable, track_all, untrack
 
-__all__ = ["CALLBACK_LIST", "fail_all", "to_fire", "untrack"]
+__all__ = ["CALLBACK_LIST", "fail_all", "fire", "to_fire", "untrack"]
 
 
 def _callback_list() -> str | None:
@@ -59,6 +59,42 @@ def _same(result: Any) -> Any:
 
 
 CALLBACK_LIST = _callback_list()
+
+
+def _record_result(d: Deferred[Any], result: Any) -> None:
+    """What ``d.callback(result)`` leaves on a Deferred without callbacks (nor debugging)."""
+    d.called = True
+    d._canceller = None
+    d.result = result
+    d._chainedTo = None
+
+
+def _records_like_callback() -> bool:
+    """Whether :func:`_record_result` leaves exactly what this Twisted's callback() does."""
+    if CALLBACK_LIST != "_callbacks" or Deferred.debug:
+        return False
+    fired: Deferred[Any] = Deferred()
+    recorded: Deferred[Any] = Deferred()
+    fired.callback(_same)
+    _record_result(recorded, _same)
+    return vars(fired) == vars(recorded)
+
+
+_QUIET = _records_like_callback()
+
+
+def fire(d: Deferred[Any], result: Any) -> None:
+    """``d.callback(result)``; for a Deferred nothing has added a callback to yet (a
+    gathered send acknowledged before the gathering), only the result recorded.
+
+    Three attribute stores instead of Twisted's callback chain (a third of the
+    cost), when this Twisted is seen to leave the same state (checked at import),
+    outside debug mode.
+    """
+    if _QUIET and not d._callbacks and not d.called and not d.paused and not d.debug:
+        _record_result(d, result)
+    else:
+        d.callback(result)
 
 
 def to_fire(waiters: list[Deferred[Any]]) -> Sequence[int]:

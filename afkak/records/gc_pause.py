@@ -45,8 +45,10 @@ reachable: Callable[[list[Any], type, str], list[int]] | None = getattr(
 def gc_paused() -> Iterator[None]:
     """Disable the cyclic GC for the block, unless the application already had.
 
-    Keep the block synchronous (no user code, no yield to a caller): a
-    collection due meanwhile runs at the first allocation after it.
+    Keep the block synchronous and bounded (no yield to a caller): a
+    collection due meanwhile runs at the first allocation after it.  The
+    producer fires an acknowledged batch's Deferreds in one, so the
+    application's callbacks may run in it (and find the collector off).
     """
     paused = gc.isenabled()
     if paused:

@@ -121,7 +121,7 @@ class ConstructorTests(ProducerTestCase):
         self.assertEqual((options.retry_interval, options.codec), (0.1, CODEC_NONE))
         self.assertEqual((options.retry_backoff_max, options.delivery_timeout), (1.0, 120.0))
         self.assertEqual((options.batch_send, options.linger), (False, 0.0))
-        self.assertEqual((options.batch_size, options.max_in_flight), (16384, 5))
+        self.assertEqual((options.batch_size, options.max_in_flight), (1_000_000, 5))
         self.assertEqual(options.buffer_memory, 32 * 1024 * 1024)
         self.assertFalse(options.retry_unknown_outcome)
 

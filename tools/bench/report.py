@@ -41,6 +41,7 @@ class Row:
     load: float  # mean 1-minute load average at the runs' starts
     broker_cpu: float | None = None
     ratio: float | None = None  # rate / the reference client's rate
+    cpu_us: float | None = None  # CPU microseconds per message
     fetch_rate: float | None = None  # Fetch requests per second (consumers that count them)
 
 
@@ -87,6 +88,7 @@ def aggregate(runs: Sequence[Run], stat: str) -> list[Row]:
                 rate=pick_high([r.count / r.wall for r in done]),
                 mbps=pick_high([r.bytes / r.wall / 1e6 for r in done]),
                 cpu=pick_low([r.cpu for r in done]),
+                cpu_us=pick_low([r.cpu / r.count * 1e6 for r in done if r.count]),
                 p50=pick_low([_percentile(x, 0.50) for x in lat]) if lat else None,
                 p99=pick_low([_percentile(x, 0.99) for x in lat]) if lat else None,
                 load=statistics.mean(loads),
@@ -96,14 +98,22 @@ def aggregate(runs: Sequence[Run], stat: str) -> list[Row]:
                 else None,
             )
         )
-    reference: dict[str, float] = {}
-    for r in rows:  # a workload's first confluent-kafka variant
+    # A workload's first confluent-kafka variant; rows of clients at their
+    # defaults against confluent-kafka's defaults, where measured (issue 28).
+    reference: dict[tuple[str, bool], float] = {}
+    for r in rows:
         if r.label.startswith(REFERENCE) and r.rate:
-            reference.setdefault(r.workload, r.rate)
-    return [
-        attrs.evolve(r, ratio=r.rate / reference[r.workload]) if r.workload in reference else r
-        for r in rows
-    ]
+            reference.setdefault((r.workload, _defaults(r.label)), r.rate)
+    out = []
+    for r in rows:
+        ref = reference.get((r.workload, _defaults(r.label))) or reference.get((r.workload, False))
+        out.append(attrs.evolve(r, ratio=r.rate / ref) if ref else r)
+    return out
+
+
+def _defaults(label: str) -> bool:
+    """Is this a row of a client at its defaults?"""
+    return "(defaults" in label
 
 
 HEADER = (
@@ -113,6 +123,7 @@ HEADER = (
     "MB/s",
     "fetch req/s",
     "CPU s",
+    "CPU us/msg",
     "p50 ms",
     "p99 ms",
     "x confluent",
@@ -123,7 +134,7 @@ HEADER = (
 
 def _cells(row: Row) -> tuple[str, ...]:
     if row.failures == row.runs:
-        return (row.workload, row.label, "failed", "", "", "", "", "", "", "", f"{row.load:.1f}")
+        return (row.workload, row.label, "failed", *[""] * 8, f"{row.load:.1f}")
     return (
         row.workload,
         row.label + (f" [{row.failures} failed]" if row.failures else ""),
@@ -131,6 +142,7 @@ def _cells(row: Row) -> tuple[str, ...]:
         f"{row.mbps:.1f}",
         "" if row.fetch_rate is None else f"{row.fetch_rate:,.0f}",
         f"{row.cpu:.3f}",
+        "" if row.cpu_us is None else f"{row.cpu_us:.2f}",
         "" if row.p50 is None else f"{row.p50:.3f}",
         "" if row.p99 is None else f"{row.p99:.3f}",
         "" if row.ratio is None else f"{row.ratio:.2f}",
@@ -332,4 +344,36 @@ def targets_issue14(
             0.6,
         )
     )
+    return out
+
+
+def targets_issue28(rows: Sequence[Row], produce_100: str, latency: str) -> list[Target]:
+    """Issue 28's: one-record ``send()`` with defaults, Deferreds gathered or awaited in turn."""
+    find = {(r.workload, r.label): r for r in rows if r.failures < r.runs}
+    mine = "afkak (defaults send+gather)"
+    out = [
+        _comparer(rows)(
+            "produce 100 B, send() per record with defaults, gathered >= 1.0x"
+            " confluent-kafka with defaults",
+            produce_100,
+            mine,
+            "confluent-kafka (defaults, produce+poll)",
+            1.0,
+        )
+    ]
+    a = find.get((latency, mine))
+    for theirs in ("confluent-kafka (produce+poll)", "confluent-kafka (defaults, produce+poll)"):
+        b = find.get((latency, theirs))
+        text = f"ack latency p50 and p99 (send() awaited in turn) <= {theirs}"
+        if a is None or b is None or a.p50 is None or b.p50 is None:
+            out.append(Target(text, None, "not measured"))
+            continue
+        assert a.p99 is not None and b.p99 is not None
+        out.append(
+            Target(
+                text,
+                a.p50 <= b.p50 and a.p99 <= b.p99,
+                f"p50 {a.p50:.3f} vs {b.p50:.3f} ms, p99 {a.p99:.3f} vs {b.p99:.3f} ms",
+            )
+        )
     return out

@@ -24,13 +24,17 @@ from bench.common import (
     payload,
 )
 
+#: ``Producer(client)`` as installed, ``send(topic, value)`` per record, every
+#: Deferred kept and gathered (produce) or awaited in turn (latency): how an
+#: application writes it (issue 28).
+DEFAULTS_SEND = "defaults send+gather"
 #: Consumers also run without the compiled record code (AFKAK_NO_EXTENSIONS).
 PURE = "pure Python"
 VARIANTS = {
-    "produce": ("send_messages x1", "send_messages list", "defaults x1"),
+    "produce": ("send_messages x1", "send_messages list", "defaults x1", DEFAULTS_SEND),
     "consume": ("1 MiB fetches", "defaults", "getmany", f"defaults, {PURE}"),
     "partitions": ("defaults", "getmany", f"defaults, {PURE}"),
-    "latency": ("acks=1", "defaults"),
+    "latency": ("acks=1", "defaults", DEFAULTS_SEND),
 }
 
 
@@ -69,7 +73,7 @@ def _producer(client: Any, job: Job, linger_ms: int) -> Any:
     from afkak.producer import Producer
 
     if job.variant.startswith("defaults"):
-        return Producer(client)  # idempotent, acks=all, linger 0, 16 KiB batches
+        return Producer(client)  # idempotent, acks=all, linger 0, batches up to 256 KiB
     return Producer(client, req_acks=ACKS, linger_ms=linger_ms, batch_size=BATCH_SIZE)
 
 
@@ -86,6 +90,8 @@ async def _produce(reactor: Any, job: Job) -> Result:
     value = payload(job.size)
     meter = Meter(job)
     meter.start()
+    if job.variant == DEFAULTS_SEND:
+        return await _produce_send(reactor, job, client, producer, meter)
     if job.variant == "send_messages list":
         chunk = [value] * list_length(job.size)
         for i in range(0, n, len(chunk)):
@@ -104,6 +110,27 @@ async def _produce(reactor: Any, job: Job) -> Result:
     result = meter.stop(n)
     if response.offset != last_offset:
         raise RuntimeError(f"last send at offset {response.offset}, not {last_offset}")
+    await producer.stop()
+    await client.close()
+    return result
+
+
+async def _produce_send(reactor: Any, job: Job, client: Any, producer: Any, meter: Meter) -> Result:
+    """``send()`` per record, the Deferreds kept and gathered (the reactor turns every N sends)."""
+    from twisted.internet.defer import gatherResults
+
+    topic, n, send, every = job.topic, job.count, producer.send, job.yield_every
+    value = payload(job.size)
+    sent = []
+    append = sent.append
+    for i in range(n):
+        append(send(topic, value))
+        if i % every == every - 1:
+            await _turn(reactor)
+    acks = await gatherResults(sent, consumeErrors=True)
+    result = meter.stop(n)
+    if acks[-1].offset != n:
+        raise RuntimeError(f"last send at offset {acks[-1].offset}, not {n}")
     await producer.stop()
     await client.close()
     return result
@@ -164,16 +191,21 @@ async def _pull(client: Any, job: Job) -> Result:
 async def _latency(reactor: Any, job: Job) -> Result:
     client = _client(job)
     producer = _producer(client, job, 0)
-    topic, send = job.topic, producer.send_messages
-    await send(topic, None, [b"warm-up"])
-    msgs = [payload(job.size)]
+    topic = job.topic
+    await producer.send_messages(topic, None, [b"warm-up"])
+    value = payload(job.size)
+    if job.variant == DEFAULTS_SEND:
+        send = producer.send
+        args: tuple[Any, ...] = (topic, value)
+    else:
+        send, args = producer.send_messages, (topic, None, [value])
     latencies = []
     clock = time.perf_counter
     meter = Meter(job)
     meter.start()
     for _ in range(job.count):
         began = clock()
-        await send(topic, None, msgs)
+        await send(*args)
         latencies.append((clock() - began) * 1000)
     result = meter.stop(len(latencies), tuple(latencies))
     await producer.stop()
