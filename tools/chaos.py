@@ -18,6 +18,11 @@ Three experiments, each a sub-command; docs/reliability.rst has the results.
     acknowledged in about the second before a kill -9 (a quirk of that
     broker, see afkak/test/brokers/noida.py): lost records are reported with
     how many of them were acknowledged within that window before a kill.
+``produce-kafka``
+    The same on Apache Kafka's 3-node cluster (replication factor 3,
+    ``min.insync.replicas=2``): the leader of a random partition is killed (-9)
+    and, a period later, restarted with its data.  Nothing may be lost,
+    duplicated or reordered.
 ``group``
     A consumer group of afkak and confluent-kafka members on noida-db; members
     are killed (afkak: stopped without committing; confluent-kafka: kill -9 of
@@ -32,6 +37,7 @@ Three experiments, each a sub-command; docs/reliability.rst has the results.
 Usage: python tools/chaos.py fuzz --responses 1000000
        python tools/chaos.py produce-mock --records 1000000
        python tools/chaos.py produce-noida --records 200000 --kills 5
+       python tools/chaos.py produce-kafka --records 1000000 --kills 10
        python tools/chaos.py group --records 100000 --kills 20
 Each prints a report and exits non-zero if an invariant broke.
 """
@@ -90,13 +96,18 @@ def run_produce(args: argparse.Namespace) -> int:
                 args.records, seed=args.seed, progress=update, seconds=args.seconds
             )
         else:
-            report = chaos_produce.produce_noida(
+            experiment = (
+                chaos_produce.produce_noida
+                if args.command == "produce-noida"
+                else chaos_produce.produce_kafka_cluster
+            )
+            report = experiment(
                 args.records, kills=args.kills, seed=args.seed, progress=update, period=args.period
             )
     for line in report.lines():
         print(line)
     print(f"{time.monotonic() - started:.0f} s")
-    return 0 if report.ok(args.command == "produce-noida") else 1
+    return 0 if report.ok(args.command != "produce-mock") else 1
 
 
 def run_group(args: argparse.Namespace) -> int:
@@ -120,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     fuzz = commands.add_parser("fuzz", help="hostile-broker fuzzer")
     fuzz.add_argument("--responses", type=int, default=100_000)
     fuzz.set_defaults(run=run_fuzz)
-    for name in ("produce-mock", "produce-noida"):
+    for name in ("produce-mock", "produce-noida", "produce-kafka"):
         produce = commands.add_parser(name, help="idempotent producing through faults")
         produce.add_argument("--records", type=int, default=100_000)
         produce.add_argument("--kills", type=int, default=5)

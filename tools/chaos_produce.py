@@ -23,8 +23,8 @@ from twisted.internet.task import LoopingCall
 
 from afkak.client import KafkaClient
 from afkak.producer import Producer
-from afkak.test.brokers import NoidaBroker, RdkafkaMockCluster, consume
-from afkak.test.brokers.interop import end_offsets
+from afkak.test.brokers import KafkaCluster, NoidaBroker, RdkafkaMockCluster, consume
+from afkak.test.brokers.interop import client_config, end_offsets
 
 Progress = Callable[[int], None]
 #: Retriable produce errors the mock pushes: NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
@@ -300,6 +300,67 @@ def produce_noida(
         window = 2 * broker.quirks.acknowledged_writes_lost_on_kill
         kill_times = [k + 0.2 for k in kill_times]  # and until the reactor read them
         _verify(report, broker.bootstrap, topic, 1, acked, kill_times, window)
+    return report
+
+
+def produce_kafka_cluster(
+    records: int,
+    kills: int = 5,
+    seed: int = 0,
+    progress: Progress | None = None,
+    period: float = 6.0,
+) -> ProduceReport:
+    """Through kill -9 of partition leaders on Apache Kafka's 3-node cluster.
+
+    The topic has 3 partitions, 3 replicas and ``min.insync.replicas=2``.  Every
+    *period* seconds the leader of a random partition is killed (kill -9), and at the
+    next period started again with its data (launched without blocking the reactor),
+    so records flow over ``(2 * kills + 1) * period`` seconds.  Kafka acknowledges an
+    acks=all write only once two replicas have it: nothing may be lost, duplicated or
+    reordered.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    rng = random.Random(seed)
+    topic = f"chaos-kafka-{int(time.time())}"
+    report = ProduceReport("kafka-cluster", records, 3)
+    kill_times: list[float] = []
+    with KafkaCluster() as cluster:
+        cluster.create_topic(topic, 3)
+        admin = AdminClient(client_config(cluster.bootstrap))
+        client = KafkaClient(cluster.bootstrap, timeout=10000, endpoint_factory=TCP4ClientEndpoint)
+        down: list[Any] = []
+
+        def fault() -> None:
+            if down:
+                down.pop().launch()  # back with its data; ready a few seconds later
+                return
+            if len(kill_times) >= kills:
+                return
+            partition = rng.randrange(3)
+            metadata = admin.list_topics(topic, timeout=10)
+            leader = metadata.topics[topic].partitions[partition].leader
+            if leader < 1:
+                return
+            node = cluster.nodes[leader - 1]
+            node.kill()
+            down.append(node)
+            kill_times.append(reactor.seconds())
+            report.faults["kill -9 of a leader"] += 1
+
+        faults = LoopingCall(fault)
+        faults.start(period, now=False)
+        try:
+            duration = (2 * kills + 1) * period
+            acked = _produce_evenly(client, topic, records, 3, report, duration, progress)
+        finally:
+            faults.stop()
+            closed = client.close()
+            _drive(lambda: closed.called, timeout=30)
+        for node in down:
+            node.start(cluster.start_timeout)
+        cluster.wait_for_brokers(3)
+        _verify(report, cluster.bootstrap, topic, 3, acked, kill_times, 0.0)
     return report
 
 

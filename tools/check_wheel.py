@@ -27,7 +27,15 @@ def content_problems(wheel: Path) -> list[str]:
         [metadata_name] = [n for n in names if n.endswith(".dist-info/METADATA")]
         metadata = Parser().parsestr(zf.read(metadata_name).decode("utf-8"))
     problems = [f"test file shipped: {n}" for n in names if n.startswith("afkak/test/")]
-    for required in ("afkak/__init__.py", "afkak/py.typed", "afkak/testing/__init__.py"):
+    for required in (
+        "afkak/__init__.py",
+        "afkak/py.typed",
+        "afkak/testing/__init__.py",
+        "afkak/testing/kafka/pom.xml",
+        "afkak/testing/kafka/log4j2.properties",
+        "afkak/testing/kafka/log4j2-tools.properties",
+        "afkak/testing/kafka/log4j.properties",
+    ):
         if required not in names:
             problems.append(f"missing {required}")
     for licence in ("LICENSE", "NOTICE"):

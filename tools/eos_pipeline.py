@@ -12,7 +12,7 @@ with confluent-kafka ``read_committed``: each input must appear exactly once.
 A run commits a transaction per ``--block`` records (and prints ``TXN``); the
 driver kills it after a random number of them plus a random pause.
 
-With no bootstrap address it starts a noida-db broker (the test harness's).
+With no bootstrap address it starts an Apache Kafka node (the test harness's).
 Usage::
 
     python tools/eos_pipeline.py check [--records 100000] [--kills 5] [--bootstrap H:P]
@@ -124,7 +124,7 @@ def check(args: argparse.Namespace) -> None:
     from afkak.test.brokers import consume, produce, shared_broker
     from afkak.test.brokers.interop import admin_create_topic
 
-    bootstrap = args.bootstrap or shared_broker("noida").bootstrap
+    bootstrap = args.bootstrap or shared_broker("kafka").bootstrap
     stamp = int(time.time() * 1000)
     topic_in, topic_out = f"eos-in-{stamp}", f"eos-out-{stamp}"
     group, tid = f"eos-group-{stamp}", f"eos-tid-{stamp}"

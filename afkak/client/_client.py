@@ -160,7 +160,9 @@ class KafkaClient:
             self._request_timed_out,
             sasl,
         )
-        self._cluster = Cluster(reactor, pool, bootstrap, metadata_max_age)
+        self._cluster = Cluster(
+            reactor, pool, bootstrap, metadata_max_age, coordinator_timeout=self.timeout
+        )
         self._pending: set[Deferred[Any]] = set()
         self._closed: Deferred[None] | None = None
 

@@ -20,10 +20,12 @@ from twisted.internet.interfaces import IDelayedCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak._retry import retry_backoff, retrying
 from afkak.common import (
     BrokerConnectionError,
     BrokerMetadata,
     CancelledError,
+    CoordinatorLoadInProgress,
     CoordinatorNotAvailable,
     KafkaError,
     KafkaUnavailableError,
@@ -74,8 +76,10 @@ class Cluster:
         pool: ConnectionPool,
         bootstrap_hosts: tuple[HostPort, ...],
         metadata_max_age: float | None,
+        coordinator_timeout: float,
     ) -> None:
         self.reactor = reactor
+        self._coordinator_timeout = coordinator_timeout
         self.pool = pool
         self.cache = MetadataCache()
         self.bootstrap_hosts = bootstrap_hosts
@@ -304,9 +308,23 @@ class Cluster:
         return waiter
 
     async def _coordinator_round(self, group: str) -> BrokerMetadata:
+        """FindCoordinator, repeated while the broker answers that the coordinator is
+        not available yet (Kafka creating ``__consumer_offsets``, or loading it), for
+        at most the client's timeout."""
         call = FindCoordinatorCall(group)
+
+        async def find() -> list[BrokerMetadata]:
+            return list(call.parse(await self.request_any(call)))
+
         try:
-            [broker] = call.parse(await self.request_any(call))
+            [broker] = await retrying(
+                self.reactor,
+                find,
+                retry_backoff(),
+                retriable=_coordinator_pending,
+                deadline=self.reactor.seconds() + self._coordinator_timeout,
+                what=f"FindCoordinator for group {group!r}",
+            )
         except CancelledError:
             raise
         except KafkaError as e:
@@ -365,3 +383,8 @@ def _bounds(call: Any, min_version: int | None, max_version: int | None) -> dict
         "min_version": getattr(call, "min_version", None) if min_version is None else min_version,
         "max_version": getattr(call, "max_version", None) if max_version is None else max_version,
     }
+
+
+def _coordinator_pending(error: BaseException) -> bool:
+    """The broker answered that the group's coordinator is not ready yet."""
+    return isinstance(error, (CoordinatorNotAvailable, CoordinatorLoadInProgress))

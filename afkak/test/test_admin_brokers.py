@@ -383,6 +383,10 @@ class AdminBrokerTests:
         )
 
 
+class KafkaAdminTests(AdminBrokerTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuAdminTests(AdminBrokerTests, SynchronousTestCase):
     broker_name = "tansu"
 

@@ -1,5 +1,7 @@
 """The real-broker test harness: each broker starts, answers Kafka, interoperates with
-confluent-kafka, injects faults (mock cluster), and leaves no process behind."""
+confluent-kafka, injects faults (mock cluster), and leaves no process behind; Apache
+Kafka's nodes are killed, paused and restarted with their data, its 3-node cluster
+replicates through those faults, and CI fails when a Kafka test is skipped."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from afkak.test.brokers import (
     TRANSPORT_ERROR,
     Broker,
     BrokerUnavailable,
+    KafkaBroker,
+    KafkaCluster,
     MockCommandError,
     NoidaBroker,
     Quirks,
@@ -29,6 +33,7 @@ from afkak.test.brokers import (
     TansuBroker,
     api_versions,
     can_connect,
+    client_config,
     consume,
     free_port,
     pid_exists,
@@ -36,7 +41,10 @@ from afkak.test.brokers import (
     shared_broker,
     wait_for_partitions,
 )
+from afkak.test.brokers.kafka import keep_running_logs
 from afkak.test.brokers.process import ManagedProcess
+from afkak.test.brokers.pytest_plugin import is_kafka_test
+from afkak.testing.apache_kafka import metadata_brokers
 
 _PRODUCE, _FETCH, _METADATA, _API_VERSIONS = 0, 1, 3, 18
 _MESSAGE_TOO_LARGE = 10
@@ -107,8 +115,154 @@ class _BrokerChecks:
         quirks = self.broker_class.quirks
         self.assertEqual(quirks.broker, self.broker_class.name)
         self.assertIs(BROKERS[quirks.broker], self.broker_class)
-        self.assertTrue(quirks.answers_acks0_produce)
-        self.assertIn("acks=0", quirks.reason("answers_acks0_produce"))
+        for name in quirks.reasons:
+            self.assertTrue(quirks.differs(name), name)
+            self.assertNotIn("behaves like Kafka", quirks.reason(name))
+
+
+class KafkaHarnessTests(_BrokerChecks, SynchronousTestCase):
+    """Apache Kafka: one node (the suite's shared broker) and its node operations."""
+
+    broker_class = KafkaBroker
+
+    def test_kafka_has_no_deviations(self) -> None:
+        quirks = KafkaBroker.quirks
+        self.assertEqual(dict(quirks.reasons), {})
+        self.assertFalse(quirks.answers_acks0_produce)
+        self.assertEqual(quirks.reason("no_fetch_long_poll"), "kafka: behaves like Kafka")
+
+    def test_kill_and_restart_keeps_data_and_port(self) -> None:
+        broker = KafkaBroker().start()
+        self.addCleanup(broker.stop)
+        bootstrap, topic = broker.bootstrap, _topic()
+        broker.create_topic(topic, partitions=2)
+        delivered = produce(bootstrap, topic, [b"kept-%d" % i for i in range(20)])
+        old_pid = broker.pid
+        seconds = broker.crash_and_restart()
+        self.assertFalse(pid_exists(old_pid))
+        self.assertNotEqual(broker.pid, old_pid)
+        self.assertEqual(broker.bootstrap, bootstrap)
+        self.assertLess(seconds, broker.start_timeout)
+        records = consume(bootstrap, topic, 20, timeout=30.0)
+        self.assertEqual(
+            sorted((r.partition, r.offset) for r in records), sorted(delivered)
+        )
+
+    def test_paused_node_hangs_and_resumes(self) -> None:
+        broker = shared_broker("kafka")
+        assert isinstance(broker, KafkaBroker)
+        broker.node.pause()
+        try:
+            self.assertRaises(OSError, api_versions, broker.bootstrap, 0.5)
+            self.assertTrue(can_connect(broker.bootstrap))  # the kernel still accepts
+        finally:
+            broker.node.resume()
+        self.assertIn(_API_VERSIONS, api_versions(broker.bootstrap))
+
+    def test_failed_test_keeps_the_logs(self) -> None:
+        broker = shared_broker("kafka")
+        [kept] = keep_running_logs("harness::kept")
+        self.addCleanup(os.remove, kept)
+        self.assertIn("kafka-node1.log", kept)
+        with open(kept) as log:
+            self.assertIn("Kafka Server started", log.read())
+        self.assertTrue(os.path.exists(broker.workdir))
+
+
+class KafkaClusterHarnessTests(SynchronousTestCase):
+    """Three Apache Kafka nodes: replication survives a node killed, stopped, paused."""
+
+    def test_cluster_replicates_through_node_faults(self) -> None:
+        cluster = KafkaCluster().start()
+        self.addCleanup(cluster.stop)
+        self.assertEqual(len(cluster.bootstrap.split(",")), 3)
+        self.assertEqual(
+            metadata_brokers(cluster.nodes[0].bootstrap), {1, 2, 3}
+        )
+        topic = _topic()
+        cluster.create_topic(topic, partitions=1)
+        produce(cluster.bootstrap, topic, [b"before-%d" % i for i in range(5)])
+
+        leader = _leader(cluster.bootstrap, topic)
+        node = cluster.nodes[leader - 1]
+        node.kill()
+        produce(cluster.bootstrap, topic, [b"leader-killed"], timeout=60.0)
+        self.assertNotEqual(_leader(cluster.bootstrap, topic), leader)
+        node.start(cluster.start_timeout)
+        cluster.wait_for_brokers(3)
+
+        other = cluster.nodes[leader % 3]
+        other.pause()
+        try:
+            produce(cluster.bootstrap, topic, [b"one-paused"], timeout=60.0)
+        finally:
+            other.resume()
+        other.shutdown()
+        produce(cluster.bootstrap, topic, [b"one-stopped"], timeout=60.0)
+        other.start(cluster.start_timeout)
+        cluster.wait_for_brokers(3)
+
+        values = [r.value for r in consume(cluster.bootstrap, topic, 8, timeout=60.0)]
+        self.assertEqual(
+            values,
+            [b"before-%d" % i for i in range(5)]
+            + [b"leader-killed", b"one-paused", b"one-stopped"],
+        )
+        pids = [n.pid for n in cluster.nodes]
+        cluster.stop()
+        self.assertFalse(any(pid_exists(pid) for pid in pids))
+
+
+def _leader(bootstrap: str, topic: str) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient(client_config(bootstrap)).list_topics(topic, timeout=30)
+    return int(metadata.topics[topic].partitions[0].leader)
+
+
+class KafkaSkipCheckTests(SynchronousTestCase):
+    """Under CI=true a skipped Apache Kafka test fails the run."""
+
+    def _pytest_with_skips(self, ci: str) -> subprocess.CompletedProcess[bytes]:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(afkak.__file__)))
+        directory = os.path.abspath(self.mktemp())
+        os.makedirs(directory)
+        with open(os.path.join(directory, "test_skips.py"), "w") as test_file:
+            test_file.write(
+                "import unittest\n"
+                "class KafkaThingTests(unittest.TestCase):\n"
+                "    def test_skipped(self):\n"
+                "        raise unittest.SkipTest('kafka: no java')\n"
+                "class TansuThingTests(unittest.TestCase):\n"
+                "    def test_skipped(self):\n"
+                "        raise unittest.SkipTest('tansu: not installed')\n"
+            )
+        env = dict(os.environ, PYTHONPATH=root, CI=ci)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "afkak.test.brokers.pytest_plugin",
+             "-c", os.devnull, "--rootdir", directory, directory],
+            env=env, capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    def test_skipped_kafka_test_fails_under_ci(self) -> None:
+        done = self._pytest_with_skips("true")
+        output = done.stdout.decode()
+        self.assertEqual(done.returncode, 1, output)
+        self.assertIn("Apache Kafka tests skipped under CI=true", output)
+        self.assertIn("KafkaThingTests::test_skipped: Skipped: kafka: no java", output)
+        self.assertNotIn("TansuThingTests::test_skipped:", output)
+
+    def test_skips_pass_outside_ci(self) -> None:
+        done = self._pytest_with_skips("false")
+        self.assertEqual(done.returncode, 0, done.stdout.decode())
+
+    def test_kafka_tests_are_named(self) -> None:
+        self.assertTrue(is_kafka_test("afkak/test/test_x.py::KafkaProducerTests::test_a"))
+        self.assertTrue(is_kafka_test("afkak/test/test_apache_kafka.py::NodeTests::test_a"))
+        self.assertFalse(is_kafka_test("afkak/test/test_x.py::TansuProducerTests::test_a"))
+        self.assertTrue(is_kafka_test("afkak/test/test_x.py::EveryBroker::test_kafka"))
+        self.assertFalse(is_kafka_test("afkak/test/test_x.py::EveryBroker::test_kafka_like"))
+        self.assertFalse(is_kafka_test("afkak/test/test_x.py::EveryBroker::test_noida"))
 
 
 class TansuHarnessTests(_BrokerChecks, SynchronousTestCase):

@@ -49,6 +49,15 @@ class ProduceTests(SynchronousTestCase):
         self.assertTrue(report.ok(checks_sequences=True), list(report.lines()))
 
 
+class KafkaClusterProduceTests(SynchronousTestCase):
+    def test_leader_kills_lose_nothing(self) -> None:
+        report = tool("chaos_produce").produce_kafka_cluster(6_000, kills=2, seed=1, period=5.0)
+        self.assertEqual(report.faults["kill -9 of a leader"], 2)
+        self.assertEqual(report.acknowledged, 6_000, report.failed)
+        self.assertEqual((report.lost, report.duplicated, report.reordered), (0, 0, 0))
+        self.assertTrue(report.ok(checks_sequences=True), list(report.lines()))
+
+
 class GroupTests(SynchronousTestCase):
     def test_members_killed_while_records_flow(self) -> None:
         report = tool("chaos_group").group(2_000, kills=3, seed=1, period=3.0)

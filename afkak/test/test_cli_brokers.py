@@ -332,6 +332,10 @@ def on_a_terminal(bootstrap: str, *argv: str, interrupt: bool = False) -> tuple[
     return process.returncode, stdout, b"".join(chunks)
 
 
+class KafkaCliTests(CliTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuCliTests(CliTests, SynchronousTestCase):
     broker_name = "tansu"
 

@@ -22,6 +22,7 @@ from afkak.common import (
     DecodeError,
     FailedPayloadsError,
     FetchRequest,
+    GroupAuthorizationFailed,
     KafkaUnavailableError,
     LeaderUnavailableError,
     Message,
@@ -414,9 +415,32 @@ class CoordinatorTests(ClientTestCase):
         self.assertIs(self.successResultOf(d), True)
         self.assertEqual([w.category for w in caught], [DeprecationWarning])
 
-    def test_unavailable_coordinator(self) -> None:
+    def test_unavailable_coordinator_is_retried(self) -> None:
+        # Apache Kafka answers the first FindCoordinator of a new cluster with
+        # COORDINATOR_NOT_AVAILABLE while it creates __consumer_offsets: retried, as
+        # Kafka's own clients do, with retry.backoff.ms.
         client = self.make_client()
-        self.cluster.fail_next(FIND_COORDINATOR, CoordinatorNotAvailable.errno)
+        self.cluster.fail_next(FIND_COORDINATOR, CoordinatorNotAvailable.errno, count=2)
+        d = client.load_coordinator_for_group("g")
+        self.assertNoResult(d)
+        self.clock.pump([0.1] * 10)
+        self.assertIs(self.successResultOf(d), True)
+        self.assertEqual(len(self.seen(FIND_COORDINATOR)), 3)
+        self.assertIn("g", client._cluster.cache.coordinators)
+
+    def test_unavailable_coordinator_fails_after_the_client_timeout(self) -> None:
+        client = self.make_client(timeout=5000)
+        self.cluster.fail_next(FIND_COORDINATOR, CoordinatorNotAvailable.errno, count=1000)
+        d = client.load_coordinator_for_group("g")
+        self.clock.pump([0.5] * 7)  # waits never pass the deadline: done by 5 - 1.2 s
+        self.assertNoResult(d)
+        self.clock.pump([0.5] * 5)
+        self.failureResultOf(d, CoordinatorNotAvailable)
+        self.assertNotIn("g", client._cluster.cache.coordinators)
+
+    def test_other_coordinator_errors_fail_at_once(self) -> None:
+        client = self.make_client()
+        self.cluster.fail_next(FIND_COORDINATOR, GroupAuthorizationFailed.errno)
         self.failureResultOf(client.load_coordinator_for_group("g"), CoordinatorNotAvailable)
         self.assertNotIn("g", client._cluster.cache.coordinators)
 

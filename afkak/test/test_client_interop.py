@@ -33,6 +33,22 @@ COUNT = 50
 _names = itertools.count()
 
 
+def sample_messages(name: str, now: int, count: int) -> list[Message]:
+    """Records with every field's variants: null keys and a null value, headers (with a
+    null value) on odd ones, timestamps ``now + i``."""
+    return [
+        Message(
+            0,
+            0,
+            None if i % 3 == 0 else f"key-{i}".encode(),
+            None if i == 7 else f"{name}-value-{i}".encode(),
+            timestamp=now + i,
+            headers=(("i", str(i).encode()), ("none", None)) if i % 2 else (),
+        )
+        for i in range(count)
+    ]
+
+
 class InteropTests:
     """Mixed into one SynchronousTestCase per broker kind."""
 
@@ -94,20 +110,7 @@ class InteropTests:
         for codec, name in CODECS.items():
             with self.subTest(codec=name):
                 topic = self.topic(codec)
-                messages = MessageSet(
-                    [
-                        Message(
-                            0,
-                            0,
-                            None if i % 3 == 0 else f"key-{i}".encode(),
-                            None if i == 7 else f"{name}-value-{i}".encode(),
-                            timestamp=now + i,
-                            headers=(("i", str(i).encode()), ("none", None)) if i % 2 else (),
-                        )
-                        for i in range(COUNT)
-                    ],
-                    codec=codec,
-                )
+                messages = MessageSet(sample_messages(name, now, COUNT), codec=codec)
                 [produced] = wait(
                     self.client.send_produce_request([ProduceRequest(topic, 0, messages)], acks=-1)
                 )
@@ -152,6 +155,10 @@ class InteropTests:
                         )
                     ],
                 )
+
+
+class KafkaInteropTests(InteropTests, SynchronousTestCase):
+    broker_name = "kafka"
 
 
 class TansuInteropTests(InteropTests, SynchronousTestCase):

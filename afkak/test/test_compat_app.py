@@ -1,4 +1,4 @@
-"""An application written for afkak 21.5 runs unchanged against noida-db.
+"""An application written for afkak 21.5 runs unchanged against Apache Kafka.
 
 ``afkak21_app`` uses only afkak 21.5's documented API, as its users wrote it:
 KafkaClient, ``send_produce_request`` with plain and compressed message sets
@@ -148,8 +148,8 @@ def afkak21_app(bootstrap: str, topic: str, group: str) -> Any:
 
 
 class Afkak21AppTests(SynchronousTestCase):
-    def test_runs_unchanged_on_noida(self) -> None:
-        broker = shared_broker("noida")
+    def test_runs_unchanged_on_kafka(self) -> None:
+        broker = shared_broker("kafka")
         n = next(_names)
         topic = f"afkak21-app-{n}-{int(time.time())}"
         broker.create_topic(topic, 1)

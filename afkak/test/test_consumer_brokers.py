@@ -174,6 +174,47 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
         self.assertEqual({node for node, _ in _SHARED[self.client]}, leaders)  # one per leader
         self.assertGreater(fetch_requests(self.client), 0)
 
+    def test_fetch_sessions_are_granted_and_used(self: Any) -> None:
+        """KIP-227: the broker grants the shared fetcher a session, and later requests
+        are incremental ones of that session (its epoch advances), reading everything."""
+        from afkak.consumer._broker_fetch import _SHARED
+        from afkak.records.aborted import READ_UNCOMMITTED
+
+        self.broker.quirks.skip_if("no_fetch_sessions")
+        self.broker.create_topic(self.topic, 2)
+        wait(self.client.load_metadata_for_topics(self.topic))
+        sessions = []
+        for start in (0, 20):
+            for p in range(2):
+                values = [b"%d-%d" % (p, i) for i in range(start, start + 20)]
+                produce(self.broker.bootstrap, self.topic, values, partition=p)
+            collectors = [Collector(20) for _ in range(2)]
+            consumers = [
+                Consumer(self.client, self.topic, p, collectors[p], fetch_max_wait_time=50)
+                for p in range(2)
+            ]
+            for c in consumers:
+                c.start(start).addErrback(collectors[c.partition].done.errback)
+            try:
+                for collector in collectors:
+                    wait(collector.done)
+            finally:
+                for c in consumers:
+                    c.stop()
+            for p, collector in enumerate(collectors):
+                self.assertEqual(
+                    [(m.offset, m.message.value) for m in collector.messages[:20]],
+                    [(i, b"%d-%d" % (p, i)) for i in range(start, start + 20)],
+                )
+            leader = self.client.topics_to_brokers[TopicAndPartition(self.topic, 0)].node_id
+            fetcher = _SHARED[self.client][(leader, READ_UNCOMMITTED)]
+            sessions.append((fetcher._session_id, fetcher._epoch))
+        [(first_id, first_epoch), (second_id, second_epoch)] = sessions
+        self.assertNotEqual(first_id, 0, "no fetch session granted")
+        self.assertEqual(second_id, first_id)
+        self.assertGreaterEqual(first_epoch, 1)
+        self.assertGreater(second_epoch, first_epoch)  # incremental requests of the session
+
     def test_reads_what_confluent_produced_with_every_codec(self: Any) -> None:
         for codec in CODECS:
             with self.subTest(codec=codec):
@@ -309,6 +350,14 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
         produce(self.broker.bootstrap, self.topic, [b"new"], partition=0)
         wait(collector.done)
         self.assertEqual([(m.offset, m.message.value) for m in collector.messages], [(2, b"new")])
+
+
+class Kafka39ConsumerTests(RealBrokerConsumerTests, SynchronousTestCase):
+    broker_name = "kafka-3.9"
+
+
+class KafkaConsumerTests(RealBrokerConsumerTests, SynchronousTestCase):
+    broker_name = "kafka"
 
 
 class TansuConsumerTests(RealBrokerConsumerTests, SynchronousTestCase):

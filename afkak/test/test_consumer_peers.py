@@ -99,6 +99,10 @@ class PeerInteropTests(BrokerConsumerCase):
                     )
 
 
+class KafkaPeerTests(PeerInteropTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuPeerTests(PeerInteropTests, SynchronousTestCase):
     broker_name = "tansu"
 

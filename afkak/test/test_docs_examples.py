@@ -1,4 +1,4 @@
-"""Every example in README.rst and docs/ runs: the scripts against a real broker (noida-db),
+"""Every example in README.rst and docs/ runs: the scripts against Apache Kafka,
 the testing example against the fake cluster."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import unittest
 
 import afkak
-from afkak.test.brokers import NoidaBroker
+from afkak.test.brokers import KafkaBroker
 
 CHECKOUT = os.path.dirname(os.path.dirname(afkak.__file__))
 EXAMPLES = os.path.join(CHECKOUT, "docs", "examples")
@@ -59,14 +59,14 @@ class ReadmeTests(unittest.TestCase):
 
 
 @unittest.skipUnless(os.path.isdir(EXAMPLES), "docs/examples is in a source checkout only")
-class ExampleScriptTests(unittest.TestCase):
-    """Each script as a user runs it, in its own process, against one noida-db broker."""
+class KafkaExampleScriptTests(unittest.TestCase):
+    """Each script as a user runs it, in its own process, against one Apache Kafka node."""
 
-    broker: NoidaBroker
+    broker: KafkaBroker
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.broker = NoidaBroker().start()
+        cls.broker = KafkaBroker().start()
         cls.broker.create_topic("orders", 1)
         cls.broker.create_topic("greetings", 1)
 

@@ -392,6 +392,10 @@ class RealBrokerGroupTests:
         wait(group.client.close())
 
 
+class KafkaGroupTests(RealBrokerGroupTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuGroupTests(RealBrokerGroupTests, SynchronousTestCase):
     broker_name = "tansu"
 

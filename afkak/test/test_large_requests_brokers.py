@@ -106,6 +106,10 @@ class LargeRequestTests:
         self.assertEqual([r.value for r in self.read(topic, 11)], [*VALUES, b"after"])
 
 
+class KafkaLargeRequestTests(LargeRequestTests, SynchronousTestCase):
+    broker_name = "kafka"
+
+
 class TansuLargeRequestTests(LargeRequestTests, SynchronousTestCase):
     broker_name = "tansu"
 

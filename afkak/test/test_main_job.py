@@ -36,8 +36,8 @@ class MainJobTests(unittest.TestCase):
         self.assertIn("consumed 5: key=None value=b'with-headers'", out)
         self.assertIn("main job done", out)
 
-    def test_given_cluster(self) -> None:
-        broker = shared_broker("noida")
+    def test_given_kafka(self) -> None:
+        broker = shared_broker("kafka")
         out = self.run_job(broker.bootstrap)
         self.assertIn(f"using the cluster at {broker.bootstrap}", out)
         self.assertIn("main job done", out)

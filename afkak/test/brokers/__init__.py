@@ -1,4 +1,5 @@
-"""Real Kafka-protocol brokers for tests: Tansu, noida-db and librdkafka's mock cluster.
+"""Real Kafka-protocol brokers for tests: Apache Kafka itself (the reference), Tansu,
+noida-db and librdkafka's mock cluster.
 
 Each broker binds 127.0.0.1 only, on free ports, is ready once it answers ApiVersions,
 and documents how it differs from Kafka in ``quirks``. See /work/shared/brokers.md.
@@ -13,6 +14,7 @@ from afkak.test.brokers.interop import (
     produce,
     wait_for_partitions,
 )
+from afkak.test.brokers.kafka import KafkaBroker, KafkaCluster
 from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.brokers.probe import api_versions, can_connect, free_port
 from afkak.test.brokers.process import BrokerUnavailable, pid_exists
@@ -31,6 +33,8 @@ __all__ = [
     "TRANSPORT_ERROR",
     "Broker",
     "BrokerUnavailable",
+    "KafkaBroker",
+    "KafkaCluster",
     "MockCommandError",
     "NoidaBroker",
     "Quirks",

@@ -119,9 +119,14 @@ class Broker(abc.ABC):
     def create_topic(self, topic: str, partitions: int = 1) -> None:
         """Create ``topic`` with ``partitions`` partitions and wait until it is visible."""
 
-    @abc.abstractmethod
     def _spawn(self, port: int, workdir: str | None = None) -> tuple[ManagedProcess, str]:
-        """Start the process for a broker on ``port``; return it and its bootstrap."""
+        """Start the process for a broker on ``port``; return it and its bootstrap.
+
+        Every broker run as one ManagedProcess defines it; Apache Kafka's harness
+        (``kafka.py``) overrides start() and stop() instead, its JVMs being run by
+        afkak.testing.apache_kafka.
+        """
+        raise NotImplementedError(f"{self.name} broker does not spawn one process")
 
     def _wait_ready(self, process: ManagedProcess, bootstrap: str) -> str:
         """Poll ApiVersions on the first bootstrap address; return '' or what went wrong."""

@@ -47,12 +47,25 @@ def client_config(bootstrap: str, **config: Any) -> dict[str, Any]:
     return base
 
 
-def admin_create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 10.0) -> None:
-    """Create ``topic`` through CreateTopics and wait until Metadata shows its partitions."""
+def admin_create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    timeout: float = 10.0,
+    replication_factor: int = 1,
+) -> None:
+    """Create ``topic`` through CreateTopics and wait until Metadata shows its partitions.
+
+    ``replication_factor=-1``: the broker's ``default.replication.factor``.
+    """
     ck = _confluent_kafka()
     admin = ck.admin.AdminClient(client_config(bootstrap))
     futures = admin.create_topics(
-        [ck.admin.NewTopic(topic, num_partitions=partitions, replication_factor=1)],
+        [
+            ck.admin.NewTopic(
+                topic, num_partitions=partitions, replication_factor=replication_factor
+            )
+        ],
         operation_timeout=timeout,
         request_timeout=timeout,
     )
@@ -79,6 +92,34 @@ def wait_for_partitions(bootstrap: str, topic: str, partitions: int, timeout: fl
             return
         time.sleep(0.05)
     raise TimeoutError(f"topic {topic!r} did not show {partitions} partitions: {seen}")
+
+
+def wait_for_leaders(
+    bootstrap: str, topic: str, partitions: int, timeout: float = 30.0
+) -> None:
+    """Poll ListOffsets on every partition's leader until each answers without error.
+
+    Apache Kafka's CreateTopics returns, and Metadata names the leaders, before every
+    leader has taken its partition up: a Produce in between is answered
+    NOT_LEADER_OR_FOLLOWER.
+    """
+    ck = _confluent_kafka()
+    consumer = ck.Consumer(client_config(bootstrap, **{"group.id": "afkak-harness-probe"}))
+    deadline = time.monotonic() + timeout
+    try:
+        for partition in range(partitions):
+            while True:
+                try:
+                    consumer.get_watermark_offsets(
+                        ck.TopicPartition(topic, partition), timeout=5.0
+                    )
+                    break
+                except ck.KafkaException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+    finally:
+        consumer.close()
 
 
 def produce(

@@ -31,6 +31,7 @@ class NoidaBroker(Broker):
     name = "noida"
     quirks = Quirks(
         broker="noida",
+        no_fetch_sessions=True,
         no_fetch_long_poll=True,
         retention_applies_to_record_timestamps=True,
         answers_acks0_produce=True,
@@ -53,6 +54,7 @@ class NoidaBroker(Broker):
             32: 1,
         },
         reasons={
+            "no_fetch_sessions": "never grants a KIP-227 fetch session: every Fetch is full",
             "no_fetch_long_poll": "an empty Fetch answers at once (idle consumers spin)",
             "retention_applies_to_record_timestamps": (
                 "7-day retention applies to record timestamps: use current ones"

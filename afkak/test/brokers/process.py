@@ -18,6 +18,8 @@ import unittest
 from collections.abc import Mapping, Sequence
 from typing import IO, Any, NoReturn
 
+from afkak.testing.apache_kafka import file_tail
+
 
 class BrokerUnavailable(RuntimeError):
     """A test broker cannot run here; raised instead of SkipTest when CI is "true"."""
@@ -91,12 +93,7 @@ class ManagedProcess:
 
     def log_tail(self, size: int = 2000) -> str:
         """The last ``size`` bytes of the process's log, for error messages."""
-        try:
-            with open(self.log_path, "rb") as log:
-                log.seek(max(0, os.path.getsize(self.log_path) - size))
-                return log.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return file_tail(self.log_path, size)
 
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout`` s; reap it and remove its directory."""

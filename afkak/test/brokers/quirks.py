@@ -59,6 +59,8 @@ class Quirks:
     fetch_long_poll_wakes_early: bool = False
     #: An empty Fetch waits the whole max_wait_ms even when new records arrive.
     fetch_long_poll_ignores_new_data: bool = False
+    #: Fetch sessions (KIP-227) are never granted: every Fetch is a full one.
+    no_fetch_sessions: bool = False
     #: At most one record batch per partition in each Fetch response.
     one_batch_per_fetch: bool = False
     #: read_committed consumers also get records of aborted transactions.

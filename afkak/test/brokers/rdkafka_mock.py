@@ -56,6 +56,7 @@ class RdkafkaMockCluster(Broker):
     name = "rdkafka_mock"
     quirks = Quirks(
         broker="rdkafka_mock",
+        no_fetch_sessions=True,
         broker_count=3,
         auto_create_partitions=4,
         supports_create_topics=False,
@@ -75,6 +76,7 @@ class RdkafkaMockCluster(Broker):
         flexible_metadata_trailing_byte=True,
         find_coordinator_null_host=True,
         reasons={
+            "no_fetch_sessions": "never grants a KIP-227 fetch session: every Fetch is full",
             "auto_create_partitions": "Metadata auto-creates topics with 4 partitions",
             "supports_create_topics": "no CreateTopics: use create_topic() (mock API)",
             "supports_describe_groups": "no DescribeGroups or ListGroups",

@@ -6,12 +6,16 @@ import atexit
 from collections.abc import Callable
 
 from afkak.test.brokers.broker import Broker
+from afkak.test.brokers.kafka import Kafka39Broker, KafkaBroker, KafkaCluster
 from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.brokers.rdkafka_mock import RdkafkaMockCluster
 from afkak.test.brokers.tansu import TansuBroker
 
 #: Every broker kind by name, each a no-argument factory.
 BROKERS: dict[str, Callable[[], Broker]] = {
+    KafkaBroker.name: KafkaBroker,
+    Kafka39Broker.name: Kafka39Broker,
+    KafkaCluster.name: KafkaCluster,
     TansuBroker.name: TansuBroker,
     NoidaBroker.name: NoidaBroker,
     RdkafkaMockCluster.name: RdkafkaMockCluster,

@@ -23,6 +23,7 @@ class TansuBroker(Broker):
     name = "tansu"
     quirks = Quirks(
         broker="tansu",
+        no_fetch_sessions=True,
         auto_create_partitions=4,
         persistent_storage=False,
         list_offsets_latest_is_last_batch_base_plus_one=True,
@@ -49,6 +50,7 @@ class TansuBroker(Broker):
         no_message_max_bytes=True,
         min_working_versions={**RECORD_BATCH_V2_FLOOR, 22: 4},
         reasons={
+            "no_fetch_sessions": "never grants a KIP-227 fetch session: every Fetch is full",
             "auto_create_partitions": "Metadata auto-creates topics with 4 partitions",
             "persistent_storage": "memory storage only: a restart loses every topic",
             "list_offsets_latest_is_last_batch_base_plus_one": (

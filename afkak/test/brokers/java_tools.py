@@ -1,0 +1,172 @@
+"""Apache Kafka's Java client as the interop peer: its own tools, from the broker's classpath.
+
+``ConsoleConsumer`` reads what afkak wrote, ``VerifiableProducer`` and ``ConsoleProducer``
+write what afkak reads.  Each call runs one short-lived JVM (about 1-5 s) with
+the tools' log4j2 configuration (warnings to stderr), so stdout carries only the
+tool's output.  Values, keys and headers given to or read from these tools are text:
+the console tools are line-based (tab-separated columns here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from afkak.test.brokers.process import unavailable
+from afkak.testing.apache_kafka import (
+    JVM_OPTIONS,
+    ApacheKafkaUnavailable,
+    java_available,
+    resolve_classpath,
+)
+
+_TOOLS_LOG4J2 = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    "testing",
+    "kafka",
+    "log4j2-tools.properties",
+)
+
+
+@attrs.frozen
+class JavaRecord:
+    """One record as Kafka's ConsoleConsumer printed it (``None`` for "null")."""
+
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: str | None
+    value: str | None
+    headers: tuple[tuple[str, str | None], ...]
+
+
+def run_tool(
+    main_class: str,
+    *args: str,
+    input: str | None = None,
+    timeout: float = 120.0,
+    version: str | None = None,
+) -> str:
+    """Run one of Kafka's Java tools to its end; its stdout.  Raises RuntimeError with
+    its stderr when it fails; skips (fails on CI) when Kafka's tools cannot run."""
+    if not java_available():
+        unavailable("kafka tools: java is not installed")
+    try:
+        classpath = os.path.join(resolve_classpath(version), "*")
+    except ApacheKafkaUnavailable as exc:
+        unavailable(f"kafka tools: {exc}")
+    argv = [
+        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
+        "-cp", classpath, main_class, *args,
+    ]  # fmt: skip
+    done = subprocess.run(
+        argv, input=input, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{main_class} exited with status {done.returncode}:\n{done.stderr[-3000:]}"
+        )
+    return done.stdout
+
+
+def _config_file(config: Mapping[str, str]) -> str:
+    with tempfile.NamedTemporaryFile(
+        "w", prefix="afkak-kafka-tool-", suffix=".properties", delete=False
+    ) as handle:
+        handle.writelines(f"{key}={value}\n" for key, value in config.items())
+        return handle.name
+
+
+def console_consume(
+    bootstrap: str, topic: str, count: int, *, timeout: float = 60.0
+) -> list[JavaRecord]:
+    """Read ``count`` records of ``topic`` from the beginning with ConsoleConsumer
+    (read_uncommitted), sorted by partition and offset."""
+    out = run_tool(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        "--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
+        "--max-messages", str(count), "--timeout-ms", str(int(timeout * 1000)),
+        "--formatter-property", "print.timestamp=true",
+        "--formatter-property", "print.partition=true",
+        "--formatter-property", "print.offset=true",
+        "--formatter-property", "print.headers=true",
+        "--formatter-property", "print.key=true",
+        "--formatter-property", "key.separator=\t",
+        timeout=timeout + 60,
+    )  # fmt: skip
+    records = [_parse_console_line(line) for line in out.splitlines() if line]
+    return sorted(records, key=lambda r: (r.partition, r.offset))
+
+
+def _parse_console_line(line: str) -> JavaRecord:
+    created, partition, offset, headers, key, value = line.split("\t", 5)
+    parsed: list[tuple[str, str | None]] = []
+    if headers != "NO_HEADERS":
+        for header in headers.split(","):
+            name, _, header_value = header.partition(":")
+            parsed.append((name, None if header_value == "null" else header_value))
+    return JavaRecord(
+        partition=int(partition.removeprefix("Partition:")),
+        offset=int(offset.removeprefix("Offset:")),
+        timestamp_ms=int(created.split(":", 1)[1]),
+        key=None if key == "null" else key,
+        value=None if value == "null" else value,
+        headers=tuple(parsed),
+    )
+
+
+def console_produce(
+    bootstrap: str,
+    topic: str,
+    records: Sequence[tuple[Sequence[tuple[str, str]], str, str]],
+    *,
+    compression: str = "none",
+) -> None:
+    """Write ``(headers, key, value)`` records, in order, with ConsoleProducer (acks=all)."""
+    lines = "".join(
+        "{}\t{}\t{}\n".format(",".join(f"{n}:{v}" for n, v in headers), key, value)
+        for headers, key, value in records
+    )
+    run_tool(
+        "org.apache.kafka.tools.ConsoleProducer",
+        "--bootstrap-server", bootstrap, "--topic", topic,
+        "--compression-codec", compression, "--request-required-acks", "all",
+        "--reader-property", "parse.key=true",
+        "--reader-property", "parse.headers=true",
+        "--reader-property", "key.separator=\t",
+        "--reader-property", "headers.delimiter=\t",
+        "--reader-property", "headers.separator=,",
+        "--reader-property", "headers.key.separator=:",
+        input=lines,
+    )  # fmt: skip
+
+
+def verifiable_produce(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    *,
+    value_prefix: int,
+    create_time_ms: int,
+    config: Mapping[str, str] | None = None,
+) -> list[dict[str, object]]:
+    """Write ``count`` records with VerifiableProducer (acks=all; values
+    ``"<prefix>.<i>"``, keys cycling over 3); its ``producer_send_success`` events."""
+    path = _config_file({"retries": "2147483647", **(config or {})})
+    try:
+        out = run_tool(
+            "org.apache.kafka.tools.VerifiableProducer",
+            "--bootstrap-server", bootstrap, "--topic", topic,
+            "--max-messages", str(count), "--acks", "-1",
+            "--value-prefix", str(value_prefix), "--repeating-keys", "3",
+            "--message-create-time", str(create_time_ms), "--command-config", path,
+        )  # fmt: skip
+    finally:
+        os.remove(path)
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [e for e in events if e.get("name") == "producer_send_success"]
