@@ -1,4 +1,5 @@
-"""Administering a Kafka cluster: topics, configs, consumer groups, offsets, records, ACLs.
+"""Administering a Kafka cluster: topics, configs, consumer groups, offsets, records, ACLs,
+transactions.
 
 :class:`KafkaAdminClient` wraps a :class:`~afkak.KafkaClient`; every call
 returns a cancellable Deferred of attrs values, with an ``error`` per item
@@ -8,6 +9,14 @@ where a call covers several.  See ``docs/admin.rst``.
 from afkak.admin._client import KafkaAdminClient
 from afkak.admin._group_calls import GroupDescription, GroupListing, MemberDescription
 from afkak.admin._lag import PartitionLag
+from afkak.admin._txn_calls import (
+    AbortTransactionSpec,
+    HangingTransaction,
+    PartitionProducers,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
 from afkak.admin._types import (
     AclBinding,
     AclDeletion,
@@ -45,6 +54,7 @@ from afkak.admin._types import (
 )
 
 __all__ = [
+    "AbortTransactionSpec",
     "AclBinding",
     "AclDeletion",
     "AclOperation",
@@ -62,6 +72,7 @@ __all__ = [
     "DeletedTopic",
     "GroupDescription",
     "GroupListing",
+    "HangingTransaction",
     "IsolationLevel",
     "ItemResult",
     "KafkaAdminClient",
@@ -73,7 +84,9 @@ __all__ = [
     "OffsetSpec",
     "PartitionDescription",
     "PartitionLag",
+    "PartitionProducers",
     "PatternType",
+    "ProducerState",
     "ResourceConfig",
     "ResourceType",
     "ScramCredentialInfo",
@@ -82,5 +95,7 @@ __all__ = [
     "ScramUpsertion",
     "TopicDescription",
     "TopicListing",
+    "TransactionDescription",
+    "TransactionListing",
     "UserScramCredentials",
 ]

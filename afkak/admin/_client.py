@@ -1,4 +1,5 @@
-"""KafkaAdminClient: topics, cluster, configs, groups, offsets, records, ACLs, SCRAM.
+"""KafkaAdminClient: topics, cluster, configs, groups, offsets, records, ACLs, SCRAM,
+transactions.
 
 Each call checks its arguments, builds its request with one of the
 ``_*_calls`` builders, and has :mod:`._routing` send it where Kafka requires
@@ -53,6 +54,18 @@ from ._security_calls import (
     DescribeScramCall,
 )
 from ._topic_calls import CreatePartitionsCall, CreateTopicsCall, DeleteTopicsCall
+from ._txn_calls import (
+    AbortMarkerCall,
+    AbortTransactionSpec,
+    DescribeProducersCall,
+    DescribeTransactionsCall,
+    HangingTransaction,
+    ListTransactionsCall,
+    PartitionProducers,
+    TransactionDescription,
+    TransactionListing,
+    hanging,
+)
 from ._types import (
     AclBinding,
     AclDeletion,
@@ -643,6 +656,169 @@ class KafkaAdminClient:
 
         return self._run(alter())
 
+    # -- transactions ----------------------------------------------------------
+
+    def describe_producers(
+        self, partitions: Iterable[TopicAndPartition], *, broker_id: int | None = None
+    ) -> Deferred[dict[TopicAndPartition, PartitionProducers]]:
+        """The producers each partition's leader (or, with *broker_id*, that replica)
+        keeps state for, with their open transactions' first offsets.
+
+        Fires ``{partition: PartitionProducers}``.
+        """
+        parts = [_partition(tp) for tp in _items("partitions", partitions)]
+        if broker_id is not None:
+            node = integer("broker_id", broker_id, 0, INT32_MAX)
+            return self._run(self._router.to_nodes({node: parts}, DescribeProducersCall))
+        return self._run(
+            self._router.to_leaders(
+                dict.fromkeys(parts),
+                lambda batch: DescribeProducersCall(batch),
+                self.client.timeout,
+            )
+        )
+
+    def list_transactions(
+        self,
+        *,
+        states: Iterable[str] | None = None,
+        producer_ids: Iterable[int] | None = None,
+        min_duration_ms: int | None = None,
+        pattern: str | None = None,
+    ) -> Deferred[list[TransactionListing]]:
+        """Every transactional id the cluster's coordinators know (ListTransactions at
+        every broker), sorted; only those in *states* (``"Ongoing"`` ...), of
+        *producer_ids*, open at least *min_duration_ms* (Kafka 3.8+) or matching the
+        regular expression *pattern* (Kafka 4.1+) when given."""
+        wanted = [] if states is None else [_text("states", x) for x in _items("states", states)]
+        pids = (
+            []
+            if producer_ids is None
+            else [_producer_id(p) for p in _items("producer_ids", producer_ids)]
+        )
+        duration = -1 if min_duration_ms is None else _offset(min_duration_ms)
+        regex = None if pattern is None else _text("pattern", pattern)
+        return self._run(self._list_transactions(wanted, pids, duration, regex))
+
+    async def _list_transactions(
+        self, states: list[str], pids: list[int], duration: int, pattern: str | None
+    ) -> list[TransactionListing]:
+        answers = await self._router.to_every_broker(
+            lambda: ListTransactionsCall(states, pids, duration, pattern)
+        )
+        found = {t.transactional_id: t for answer in answers for t in answer}
+        return [found[k] for k in sorted(found)]
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> Deferred[dict[str, TransactionDescription]]:
+        """Each transactional id's state at its coordinator.
+
+        Fires ``{id: TransactionDescription}`` (TRANSACTIONAL_ID_NOT_FOUND for an unknown id).
+        """
+        ids = [
+            _text("transactional_ids", t) for t in _items("transactional_ids", transactional_ids)
+        ]
+        return self._run(self._describe_transactions(ids))
+
+    async def _describe_transactions(self, ids: list[str]) -> dict[str, TransactionDescription]:
+        router = self._router
+
+        async def describe(tid: str) -> Any:
+            return await router.to_txn_coordinator(
+                tid, lambda c: DescribeTransactionsCall(tid, c.node_id)
+            )
+
+        return await router.per_group(list(dict.fromkeys(ids)), describe)
+
+    def abort_transaction(self, spec: AbortTransactionSpec) -> Deferred[ItemResult]:
+        """Write an ABORT marker for an open (hanging) transaction into one partition, at
+        its leader, as ``kafka-transactions abort`` does.  Use it only for a transaction
+        its coordinator lost (:meth:`find_hanging_transactions`): the marker ends the
+        transaction in that partition whatever its producer does next."""
+        if not isinstance(spec, AbortTransactionSpec):
+            raise TypeError(f"spec must be an AbortTransactionSpec, not {spec!r:.100}")
+        tp = _partition(spec.partition)
+        _producer_id(spec.producer_id)
+        integer("producer_epoch", spec.producer_epoch, 0, 2**15 - 1)
+        integer("coordinator_epoch", spec.coordinator_epoch, -1, INT32_MAX)
+
+        async def abort() -> ItemResult:
+            results = await self._router.to_leaders(
+                {tp: spec}, AbortMarkerCall, self.client.timeout
+            )
+            return results[tp]
+
+        return self._run(abort())
+
+    def find_hanging_transactions(
+        self,
+        *,
+        partitions: Iterable[str | TopicAndPartition] | None = None,
+        broker_id: int | None = None,
+        max_transaction_timeout_ms: int = 900_000,
+    ) -> Deferred[list[HangingTransaction]]:
+        """Open transactions their coordinator no longer holds, as ``kafka-transactions
+        find-hanging`` finds them: in *partitions* (topics, or single partitions), or in
+        every partition *broker_id* hosts (exactly one of the two).
+
+        Only transactions whose producer wrote nothing for *max_transaction_timeout_ms*
+        (the brokers' ``transaction.max.timeout.ms``, Kafka's default 15 minutes) by the
+        client's reactor clock are candidates; of those, hanging are the ones whose
+        producer id no coordinator lists, or whose transaction (by its coordinator) is
+        not open in that partition under that producer id.
+        """
+        if (partitions is None) == (broker_id is None):
+            raise ValueError("give exactly one of partitions and broker_id")
+        wanted = (
+            None
+            if partitions is None
+            else [
+                _partition(p) if isinstance(p, tuple) else topic_name(p)
+                for p in _items("partitions", partitions)
+            ]
+        )
+        node = None if broker_id is None else integer("broker_id", broker_id, 0, INT32_MAX)
+        timeout = integer("max_transaction_timeout_ms", max_transaction_timeout_ms, 0, INT32_MAX)
+        return self._run(self._find_hanging(wanted, node, timeout))
+
+    async def _find_hanging(
+        self, wanted: list[Any] | None, node: int | None, timeout_ms: int
+    ) -> list[HangingTransaction]:
+        topics = None if wanted is None else sorted({_topic_of(w) for w in wanted})
+        layout = await self._router.metadata(topics)
+        parts = []
+        for t in layout.topics:
+            if t.error_code:
+                raise BrokerResponseError.from_errno(t.error_code, f"topic {t.name!r}")
+            for p in t.partitions:
+                tp = TopicAndPartition(t.name, p.partition_index)
+                if (node is not None and node in p.replica_nodes) or (
+                    wanted is not None and (t.name in wanted or tp in wanted)
+                ):
+                    parts.append(tp)
+        if not parts:
+            return []
+        producers = await self.describe_producers(parts, broker_id=node)
+        cutoff = int(self.client.reactor.seconds() * 1000) - timeout_ms
+        candidates = []
+        for tp in sorted(producers):
+            found = producers[tp]
+            if found.error is not None:
+                raise found.error
+            candidates += [
+                (tp, s)
+                for s in found.active_producers
+                if s.current_txn_start_offset >= 0 and s.last_timestamp <= cutoff
+            ]
+        if not candidates:
+            return []
+        pids = sorted({s.producer_id for _, s in candidates})
+        listed = await self._list_transactions([], pids, -1, None)
+        ids = {t.producer_id: t.transactional_id for t in listed}
+        described = await self._describe_transactions(sorted(set(ids.values())))
+        return hanging(candidates, ids, described)
+
 
 #: What the admin client calls on its client (:class:`~afkak.client.AdminClient`).
 _ADMIN_CALLS = (
@@ -675,6 +851,14 @@ def _topic_id(value: UUID | None) -> UUID | None:
 
 def _ms(name: str, value: object) -> int:
     return integer(name, value, 0, INT32_MAX)
+
+
+def _producer_id(value: object) -> int:
+    return integer("a producer id", value, 0, _INT64_MAX)
+
+
+def _topic_of(wanted: str | TopicAndPartition) -> str:
+    return wanted.topic if isinstance(wanted, TopicAndPartition) else wanted
 
 
 def _count(value: object) -> int:

@@ -26,7 +26,7 @@ from afkak import (
     create_message,
     create_message_set,
 )
-from afkak.admin import ConfigResource, KafkaAdminClient, NewTopic
+from afkak.admin import AbortTransactionSpec, ConfigResource, KafkaAdminClient, NewTopic
 from afkak.common import (
     FetchRequest,
     ProduceRequest,
@@ -139,6 +139,49 @@ ROWS: list[Row] = [
     (
         "admin plan_offset_reset two targets",
         lambda s: s.admin.plan_offset_reset("g", ["t"], to_earliest=True, to_latest=True),
+        ValueError,
+    ),
+    ("admin describe_producers a str", lambda s: s.admin.describe_producers("t"), TypeError),
+    (
+        "admin describe_producers broker_id",
+        lambda s: s.admin.describe_producers([TP("t", 0)], broker_id=-1),
+        ValueError,
+    ),
+    (
+        "admin list_transactions states str",
+        lambda s: s.admin.list_transactions(states="x"),
+        TypeError,
+    ),
+    (
+        "admin list_transactions producer id",
+        lambda s: s.admin.list_transactions(producer_ids=[-2]),
+        ValueError,
+    ),
+    ("admin list_transactions pattern", lambda s: s.admin.list_transactions(pattern=1), TypeError),
+    ("admin describe_transactions a str", lambda s: s.admin.describe_transactions("x"), TypeError),
+    (
+        "admin abort_transaction a partition",
+        lambda s: s.admin.abort_transaction(TP("t", 0)),
+        TypeError,
+    ),
+    (
+        "admin abort_transaction epoch",
+        lambda s: s.admin.abort_transaction(AbortTransactionSpec(TP("t", 0), 1, -3, 0)),
+        ValueError,
+    ),
+    (
+        "admin find_hanging_transactions both",
+        lambda s: s.admin.find_hanging_transactions(partitions=["t"], broker_id=1),
+        ValueError,
+    ),
+    (
+        "admin find_hanging_transactions neither",
+        lambda s: s.admin.find_hanging_transactions(),
+        ValueError,
+    ),
+    (
+        "admin find_hanging_transactions timeout",
+        lambda s: s.admin.find_hanging_transactions(broker_id=1, max_transaction_timeout_ms=-1),
         ValueError,
     ),
     # the group helpers

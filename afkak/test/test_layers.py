@@ -145,8 +145,9 @@ def _is_int(node: ast.expr) -> bool:
 
 
 def _names_a_code(node: ast.expr) -> bool:
-    """Whether *node* reads like an error code (``error``, ``p.error_code``, ``errno``)."""
-    text = ast.unparse(node).lower()
+    """Whether *node* reads like an error code (``error``, ``p.error_code``, ``errno``);
+    a subprocess's ``returncode`` is an exit status, not one."""
+    text = ast.unparse(node).lower().replace("returncode", "")
     return any(word in text for word in ("error", "errno", "code"))
 
 

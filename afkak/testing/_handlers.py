@@ -5,7 +5,8 @@
 applies injected faults and version checks, then calls the API's handler.
 Produce/Fetch/ListOffsets live in :mod:`._log_apis`, OffsetCommit/OffsetFetch
 in :mod:`._group_apis`, the admin APIs in :mod:`._admin_apis`, the transaction
-APIs (InitProducerId included) in :mod:`._txn_coordinator`; ApiVersions,
+APIs (InitProducerId included) in :mod:`._txn_coordinator`, the operator's
+transaction APIs in :mod:`._txn_admin_apis`; ApiVersions,
 Metadata, FindCoordinator and CreateTopics are here.
 """
 
@@ -55,6 +56,7 @@ from afkak.testing._lookup import (
     topic_name_problem,
 )
 from afkak.testing._state import SeenRequest
+from afkak.testing._txn_admin_apis import TXN_ADMIN_APIS
 from afkak.testing._txn_coordinator import TXN_APIS
 
 if TYPE_CHECKING:
@@ -309,4 +311,5 @@ SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     **GROUP_APIS,
     **ADMIN_APIS,
     **TXN_APIS,
+    **TXN_ADMIN_APIS,
 }
