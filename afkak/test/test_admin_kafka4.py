@@ -1,0 +1,156 @@
+"""The operator's admin calls (issue 24) on Apache Kafka, cross-checked both ways against
+Kafka's own Java tool doing the same (``kafka-transactions`` ...): what afkak reads
+matches what the tool prints, and what one of them changes the other sees."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.admin import AbortTransactionSpec, KafkaAdminClient
+from afkak.client import KafkaClient
+from afkak.common import TopicAndPartition
+from afkak.producer import Producer
+from afkak.test.brokers import shared_broker
+from afkak.test.brokers.java_tools import run_tool
+from afkak.test.helpers import wait
+
+TP = TopicAndPartition
+_names = itertools.count()
+
+
+def table(output: str) -> list[dict[str, str]]:
+    """The rows of a Kafka tool's whitespace-aligned table, keyed by its header."""
+    lines = [line.split() for line in output.splitlines() if line.strip()]
+    if not lines:
+        return []
+    header, *rows = lines
+    return [dict(zip(header, row, strict=False)) for row in rows]
+
+
+class KafkaTransactionAdminTests(SynchronousTestCase):
+    """describe_producers, list/describe_transactions, abort_transaction and
+    find_hanging_transactions against ``kafka-transactions`` on one Kafka node."""
+
+    def setUp(self) -> None:
+        self.broker = shared_broker("kafka")
+        self.client = KafkaClient(
+            self.broker.bootstrap, timeout=15000, endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(self.client.close()))
+        self.admin = KafkaAdminClient(self.client)
+        stamp = f"{next(_names)}-{int(time.time() * 1000)}"
+        self.topic = f"admin4-txn-{stamp}"
+        self.tid = f"admin4-tid-{stamp}"
+        self.broker.create_topic(self.topic, 2)
+
+    def tool(self, *args: str) -> str:
+        return run_tool(
+            "org.apache.kafka.tools.TransactionsCommand",
+            "--bootstrap-server",
+            self.broker.bootstrap,
+            *args,
+        )
+
+    def open_transaction(self) -> Producer:
+        """An afkak transactional producer with an ongoing transaction in partition 0."""
+        producer = Producer(self.client, transactional_id=self.tid)
+        self.addCleanup(lambda: wait(producer.stop().addErrback(lambda _: None)))
+        wait(producer.init_transactions())
+        wait(producer.begin_transaction())
+        wait(producer.send(self.topic, b"open", partition=0))
+        return producer
+
+    def test_transactions_seen_alike_kafka(self) -> None:
+        self.open_transaction()
+        listed = {t.transactional_id: t for t in wait(self.admin.list_transactions())}
+        java_listed = {r["TransactionalId"]: r for r in table(self.tool("list"))}
+        mine = listed[self.tid]
+        self.assertEqual(mine.state, "Ongoing")
+        self.assertEqual(
+            (str(mine.producer_id), mine.state),
+            (
+                java_listed[self.tid]["ProducerId"],
+                java_listed[self.tid]["TransactionState"],
+            ),
+        )
+        described = wait(self.admin.describe_transactions([self.tid]))[self.tid]
+        (java,) = table(self.tool("describe", "--transactional-id", self.tid))
+        self.assertIsNone(described.error)
+        self.assertEqual(
+            (
+                str(described.coordinator_id),
+                str(described.producer_id),
+                str(described.producer_epoch),
+                described.state,
+                str(described.timeout_ms),
+                str(described.start_time_ms),
+                ",".join(f"{tp.topic}-{tp.partition}" for tp in described.partitions),
+            ),
+            (
+                java["CoordinatorId"],
+                java["ProducerId"],
+                java["ProducerEpoch"],
+                java["TransactionState"],
+                java["TransactionTimeoutMs"],
+                java["CurrentTransactionStartTimeMs"],
+                java["TopicPartitions"],
+            ),
+        )
+        producers = wait(self.admin.describe_producers([TP(self.topic, 0)]))[TP(self.topic, 0)]
+        (state,) = producers.active_producers
+        (java_state,) = table(
+            self.tool("describe-producers", "--topic", self.topic, "--partition", "0")
+        )
+        self.assertEqual(
+            (
+                str(state.producer_id),
+                str(state.producer_epoch),
+                str(state.coordinator_epoch),
+                str(state.last_sequence),
+                str(state.last_timestamp),
+                str(state.current_txn_start_offset),
+            ),
+            (
+                java_state["ProducerId"],
+                java_state["ProducerEpoch"],
+                java_state["LatestCoordinatorEpoch"],
+                java_state["LastSequence"],
+                java_state["LastTimestamp"],
+                java_state["CurrentTransactionStartOffset"],
+            ),
+        )
+        # The coordinator holds it: neither finds it hanging, even with a zero age bound.
+        self.assertEqual(
+            wait(
+                self.admin.find_hanging_transactions(
+                    partitions=[self.topic], max_transaction_timeout_ms=0
+                )
+            ),
+            [],
+        )
+        self.assertEqual(table(self.tool("find-hanging", "--topic", self.topic)), [])
+
+    def test_abort_by_afkak_seen_by_kafka(self) -> None:
+        self.open_transaction()
+        tp = TP(self.topic, 0)
+        (state,) = wait(self.admin.describe_producers([tp]))[tp].active_producers
+        self.assertEqual(state.current_txn_start_offset, 0)
+        result = wait(self.admin.abort_transaction(AbortTransactionSpec.of(tp, state)))
+        self.assertIsNone(result.error)
+        (java_state,) = table(
+            self.tool("describe-producers", "--topic", self.topic, "--partition", "0")
+        )
+        self.assertEqual(java_state["CurrentTransactionStartOffset"], "None")
+
+    def test_abort_by_kafka_seen_by_afkak(self) -> None:
+        self.open_transaction()
+        tp = TP(self.topic, 0)
+        self.tool(
+            "abort", "--topic", self.topic, "--partition", "0", "--start-offset", "0"
+        )  # fmt: skip
+        (state,) = wait(self.admin.describe_producers([tp]))[tp].active_producers
+        self.assertEqual(state.current_txn_start_offset, -1)
