@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 from afkak._version import __version__
 
-from . import _admin_commands as admin
+from . import _admin_commands as admin, _txn_commands as txn
 from ._broker import broker
 from ._consume import consume
 from ._produce import CODECS, produce
@@ -163,6 +163,41 @@ def build_parser() -> argparse.ArgumentParser:
     to.add_argument("--to-datetime", metavar="ISO8601|MS", help="e.g. 2026-01-31T12:00:00Z")
     p.add_argument("--execute", action="store_true", help="apply (default: only show)")
     p.set_defaults(run=admin.groups_reset_offsets)
+
+    transactions = commands.add_parser(
+        "transactions", help="list, describe, describe-producers, find-hanging, abort"
+    )
+    x = transactions.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = x.add_parser("list", help="transactional ids the coordinators know")
+    p.add_argument("--state", action="append", default=[], help="only in this state (Ongoing...)")
+    p.add_argument("--producer-id", action="append", type=_non_negative, default=[])
+    p.add_argument("--min-duration-ms", type=_non_negative, help="open at least this long")
+    p.add_argument("--pattern", metavar="REGEX", help="transactional ids matching (Kafka 4.1+)")
+    p.set_defaults(run=txn.transactions_list)
+    p = x.add_parser("describe", help="a transactional id's state at its coordinator")
+    p.add_argument("transactional_ids", nargs="+", metavar="TRANSACTIONAL_ID")
+    p.set_defaults(run=txn.transactions_describe)
+    p = x.add_parser("describe-producers", help="the producers of one partition")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=_non_negative, required=True)
+    p.add_argument("--broker-id", type=_non_negative, help="ask this replica, not the leader")
+    p.set_defaults(run=txn.transactions_describe_producers)
+    p = x.add_parser("find-hanging", help="open transactions their coordinator lost")
+    p.add_argument("--topic", metavar="TOPIC[:P,...]")
+    p.add_argument("--broker-id", type=_non_negative, help="every partition this broker hosts")
+    p.add_argument(
+        "--max-transaction-timeout",
+        type=_non_negative,
+        default=15,
+        metavar="MINUTES",
+        help="the brokers' transaction.max.timeout.ms in minutes (default 15)",
+    )
+    p.set_defaults(run=txn.transactions_find_hanging)
+    p = x.add_parser("abort", help="write an ABORT marker for a hanging transaction")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=_non_negative, required=True)
+    p.add_argument("--start-offset", type=_non_negative, required=True)
+    p.set_defaults(run=txn.transactions_abort)
 
     p = commands.add_parser("produce", help="one record per line of stdin or a file")
     p.add_argument("topic", metavar="TOPIC")

@@ -4,7 +4,11 @@ find_hanging_transactions, with the real transactional Producer making the trans
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
+
+from twisted.internet.defer import Deferred
 
 from afkak.admin import (
     AbortTransactionSpec,
@@ -12,6 +16,9 @@ from afkak.admin import (
     ProducerState,
     TransactionDescription,
 )
+from afkak.cli._output import CommandError, Output, error_of
+from afkak.cli._parser import build_parser
+from afkak.cli._session import Session
 from afkak.common import (
     InvalidProducerEpoch,
     NotCoordinator,
@@ -25,7 +32,9 @@ from afkak.test.test_transactions import TID, TxnTestCase
 TP = TopicAndPartition
 
 
-class TransactionAdminTests(TxnTestCase):
+class TxnAdminCase(TxnTestCase):
+    """A fake cluster with an admin client, and producers making transactions."""
+
     def setUp(self) -> None:
         super().setUp()
         self.admin = KafkaAdminClient(self.client)
@@ -39,6 +48,8 @@ class TransactionAdminTests(TxnTestCase):
         self.succeed(producer.flush())
         return producer
 
+
+class TransactionAdminTests(TxnAdminCase):
     def test_describe_producers_shows_the_open_transaction(self) -> None:
         producer = self.open_transaction()
         self.clock.advance(3)
@@ -140,3 +151,44 @@ class TransactionAdminTests(TxnTestCase):
         spec = AbortTransactionSpec.of(TP("x", 0), ProducerState(5, 0))
         result = self.succeed(self.admin.abort_transaction(spec))
         self.assertIsInstance(result.error, UnknownTopicOrPartitionError)
+
+
+class TransactionsCommandTests(TxnAdminCase):
+    """``afkak transactions ...`` on the same fake cluster."""
+
+    def run_command(self, *argv: str) -> Any:
+        args = build_parser().parse_args(["--json", "transactions", *argv])
+        session = Session(args, self.clock, self.client)
+        session.out = Output(True, io.StringIO())
+        self.assertEqual(self.succeed(Deferred.fromCoroutine(args.run(session))), 0)
+        (out,) = [json.loads(line) for line in session.out.stream.getvalue().splitlines()]
+        return out
+
+    def test_list_describe_find_hanging_abort(self) -> None:
+        producer = self.open_transaction(partitions=1)
+        pid = producer._transaction.producer_id
+        self.assertEqual(
+            self.run_command("list", "--state", "Ongoing"),
+            [{"transactional_id": TID, "producer_id": pid, "state": "Ongoing"}],
+        )
+        (described,) = self.run_command("describe", TID)
+        self.assertEqual((described["state"], described["partitions"]), ("Ongoing", ["t-0"]))
+        (state,) = self.run_command("describe-producers", "--topic", "t", "--partition", "0")
+        self.assertEqual((state["producer_id"], state["txn_start_offset"]), (pid, 0))
+        self.cluster.state.transactions.forget(TID)
+        self.clock.advance(61)
+        self.assertEqual(self.run_command("find-hanging", "--topic", "t"), [])
+        (hanging,) = self.run_command(
+            "find-hanging", "--topic", "t:0", "--max-transaction-timeout", "1"
+        )
+        self.assertEqual((hanging["producer_id"], hanging["start_offset"]), (pid, 0))
+        done = self.run_command("abort", "--topic", "t", "--partition", "0", "--start-offset", "0")
+        self.assertEqual(done["producer_id"], pid)
+        self.assertEqual(self.cluster.partition("t", 0).last_stable_offset, 2)
+
+    def test_abort_without_such_a_transaction(self) -> None:
+        args = build_parser().parse_args(
+            ["transactions", "abort", "--topic", "t", "--partition", "0", "--start-offset", "5"]
+        )
+        d = Deferred.fromCoroutine(args.run(Session(args, self.clock, self.client)))
+        self.assertIsInstance(error_of(self.run_until(d).value), CommandError)
