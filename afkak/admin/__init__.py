@@ -1,5 +1,5 @@
 """Administering a Kafka cluster: topics, configs, consumer groups, offsets, records, ACLs,
-transactions.
+transactions, log dirs, features, the metadata quorum.
 
 :class:`KafkaAdminClient` wraps a :class:`~afkak.KafkaClient`; every call
 returns a cancellable Deferred of attrs values, with an ``error`` per item
@@ -7,6 +7,16 @@ where a call covers several.  See ``docs/admin.rst``.
 """
 
 from afkak.admin._client import KafkaAdminClient
+from afkak.admin._cluster_calls import (
+    FeatureMetadata,
+    FeatureUpdate,
+    FeatureUpgradeType,
+    LogDirDescription,
+    QuorumInfo,
+    QuorumReplica,
+    ReplicaInfo,
+    VersionRange,
+)
 from afkak.admin._group_calls import GroupDescription, GroupListing, MemberDescription
 from afkak.admin._lag import PartitionLag
 from afkak.admin._txn_calls import (
@@ -70,6 +80,9 @@ __all__ = [
     "CreatedTopic",
     "DeletedRecords",
     "DeletedTopic",
+    "FeatureMetadata",
+    "FeatureUpdate",
+    "FeatureUpgradeType",
     "GroupDescription",
     "GroupListing",
     "HangingTransaction",
@@ -77,6 +90,7 @@ __all__ = [
     "ItemResult",
     "KafkaAdminClient",
     "ListedOffset",
+    "LogDirDescription",
     "MemberDescription",
     "NewPartitions",
     "NewTopic",
@@ -87,6 +101,9 @@ __all__ = [
     "PartitionProducers",
     "PatternType",
     "ProducerState",
+    "QuorumInfo",
+    "QuorumReplica",
+    "ReplicaInfo",
     "ResourceConfig",
     "ResourceType",
     "ScramCredentialInfo",
@@ -98,4 +115,5 @@ __all__ = [
     "TransactionDescription",
     "TransactionListing",
     "UserScramCredentials",
+    "VersionRange",
 ]

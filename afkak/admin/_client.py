@@ -1,5 +1,5 @@
 """KafkaAdminClient: topics, cluster, configs, groups, offsets, records, ACLs, SCRAM,
-transactions.
+transactions, log dirs, features and the metadata quorum.
 
 Each call checks its arguments, builds its request with one of the
 ``_*_calls`` builders, and has :mod:`._routing` send it where Kafka requires
@@ -33,6 +33,17 @@ from afkak.common import (
 )
 from afkak.records.aborted import isolation_level as isolation_level_of
 
+from ._cluster_calls import (
+    ApiVersionsFeaturesCall,
+    DescribeLogDirsCall,
+    DescribeQuorumCall,
+    FeatureMetadata,
+    FeatureUpdate,
+    FeatureUpgradeType,
+    LogDirDescription,
+    QuorumInfo,
+    UpdateFeaturesCall,
+)
 from ._config_calls import DescribeConfigsCall, IncrementalAlterConfigsCall
 from ._group_calls import (
     CommittedOffsetsCall,
@@ -656,6 +667,96 @@ class KafkaAdminClient:
 
         return self._run(alter())
 
+    # -- log dirs, features, the metadata quorum ---------------------------------
+
+    def describe_log_dirs(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        partitions: Iterable[TopicAndPartition] | None = None,
+    ) -> Deferred[dict[int, dict[str, LogDirDescription]]]:
+        """Each broker's log directories (every broker's when *brokers* is None) with
+        their replicas (only of *partitions* when given), as ``kafka-log-dirs``.
+
+        Fires ``{broker id: {path: LogDirDescription}}``; a broker id the cluster
+        lacks fails the call (BROKER_NOT_AVAILABLE).
+        """
+        nodes = (
+            None
+            if brokers is None
+            else [integer("brokers", b, 0, INT32_MAX) for b in _items("brokers", brokers)]
+        )
+        parts = (
+            None
+            if partitions is None
+            else [_partition(tp) for tp in _items("partitions", partitions)]
+        )
+        return self._run(self._describe_log_dirs(nodes, parts))
+
+    async def _describe_log_dirs(
+        self, nodes: list[int] | None, parts: list[TopicAndPartition] | None
+    ) -> dict[int, dict[str, LogDirDescription]]:
+        known, _ = await self._router.brokers()
+        wanted = sorted(known) if nodes is None else list(dict.fromkeys(nodes))
+        missing = [n for n in wanted if n not in known]
+        if missing:
+            raise BrokerResponseError.from_errno(
+                ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {missing[0]} in the cluster"
+            )
+        answers = await self._router.gather(
+            self._router.to_broker(known[n], DescribeLogDirsCall(parts)) for n in wanted
+        )
+        return {n: dirs for n, (dirs,) in zip(wanted, answers, strict=True)}
+
+    def describe_features(self) -> Deferred[FeatureMetadata]:
+        """The cluster's finalized feature levels (``metadata.version``,
+        ``transaction.version`` ...) and what the answering broker supports
+        (ApiVersions v3+, Kafka 2.7+), as ``kafka-features describe``."""
+
+        async def describe() -> FeatureMetadata:
+            (found,) = await self._router.to_any(ApiVersionsFeaturesCall())
+            return found
+
+        return self._run(describe())
+
+    def update_features(
+        self,
+        updates: Mapping[str, FeatureUpdate | int],
+        *,
+        validate_only: bool = False,
+        timeout_ms: int | None = None,
+    ) -> Deferred[dict[str, ItemResult]]:
+        """Upgrade (or, with a :class:`FeatureUpdate` of a downgrade type, downgrade)
+        feature levels; an int is an upgrade to that level.  Sent to any broker, which
+        forwards it to the controller (KRaft).  Fires ``{feature: ItemResult}``."""
+        checked = {}
+        for name, u in _mapping("updates", updates).items():
+            update = u if isinstance(u, FeatureUpdate) else FeatureUpdate(_level(u))
+            _level(update.max_version_level)
+            checked[_text("updates", name)] = FeatureUpdate(
+                update.max_version_level, FeatureUpgradeType(update.upgrade_type)
+            )
+        if not checked:
+            raise ValueError("updates must name at least one feature")
+        call = UpdateFeaturesCall(checked, self._server_timeout(timeout_ms), bool(validate_only))
+
+        async def update() -> dict[str, ItemResult]:
+            (results,) = await self._router.to_any(call)
+            return results
+
+        return self._run(update())
+
+    def describe_metadata_quorum(self) -> Deferred[QuorumInfo]:
+        """The KRaft metadata quorum: its leader, epoch, high watermark, voters and
+        observers with their lag (DescribeQuorum, forwarded to the controller), as
+        ``kafka-metadata-quorum describe --status/--replication``."""
+
+        async def describe() -> QuorumInfo:
+            (found,) = await self._router.to_any(DescribeQuorumCall())
+            return found
+
+        return self._run(describe())
+
     # -- transactions ----------------------------------------------------------
 
     def describe_producers(
@@ -851,6 +952,10 @@ def _topic_id(value: UUID | None) -> UUID | None:
 
 def _ms(name: str, value: object) -> int:
     return integer(name, value, 0, INT32_MAX)
+
+
+def _level(value: object) -> int:
+    return integer("a feature level", value, 0, 2**15 - 1)
 
 
 def _producer_id(value: object) -> int:

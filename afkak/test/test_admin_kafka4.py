@@ -5,6 +5,8 @@ matches what the tool prints, and what one of them changes the other sees."""
 from __future__ import annotations
 
 import itertools
+import json
+import re
 import time
 
 from twisted.internet.endpoints import TCP4ClientEndpoint
@@ -154,3 +156,95 @@ class KafkaTransactionAdminTests(SynchronousTestCase):
         )  # fmt: skip
         (state,) = wait(self.admin.describe_producers([tp]))[tp].active_producers
         self.assertEqual(state.current_txn_start_offset, -1)
+
+
+class KafkaClusterAdminTests(SynchronousTestCase):
+    """describe_log_dirs, describe/update_features and describe_metadata_quorum against
+    ``kafka-log-dirs``, ``kafka-features`` and ``kafka-metadata-quorum`` on one node."""
+
+    def setUp(self) -> None:
+        self.broker = shared_broker("kafka")
+        self.client = KafkaClient(
+            self.broker.bootstrap, timeout=15000, endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(self.client.close()))
+        self.admin = KafkaAdminClient(self.client)
+
+    def tool(self, main: str, *args: str) -> str:
+        return run_tool(
+            f"org.apache.kafka.tools.{main}", "--bootstrap-server", self.broker.bootstrap, *args
+        )
+
+    def test_log_dirs_alike_kafka(self) -> None:
+        topic = f"admin4-dirs-{next(_names)}-{int(time.time() * 1000)}"
+        self.broker.create_topic(topic, 2)
+        producer = Producer(self.client)
+        self.addCleanup(lambda: wait(producer.stop()))
+        wait(producer.send(topic, b"x" * 1000, partition=1))
+        described = wait(self.admin.describe_log_dirs())
+        (node,) = described
+        out = self.tool("LogDirsCommand", "--describe", "--topic-list", topic)
+        java = json.loads(out.strip().splitlines()[-1])
+        (java_broker,) = java["brokers"]
+        self.assertEqual(java_broker["broker"], node)
+        mine = {
+            (path, f"{tp.topic}-{tp.partition}", r.size, r.offset_lag, r.is_future)
+            for path, d in described[node].items()
+            for tp, r in d.replicas.items()
+            if tp.topic == topic
+        }
+        theirs = {
+            (d["logDir"], p["partition"], p["size"], p["offsetLag"], p["isFuture"])
+            for d in java_broker["logDirs"]
+            for p in d["partitions"]
+        }
+        self.assertEqual(mine, theirs)
+        self.assertEqual(len(mine), 2)
+        self.assertGreater(max(size for _, _, size, _, _ in mine), 1000)
+        only = wait(self.admin.describe_log_dirs([node], partitions=[TP(topic, 0)]))
+        self.assertEqual([tp for d in only[node].values() for tp in d.replicas], [TP(topic, 0)])
+        for d in described[node].values():
+            self.assertIsNone(d.error)
+            self.assertGreater(d.total_bytes, d.usable_bytes)
+
+    def test_features_alike_kafka(self) -> None:
+        features = wait(self.admin.describe_features())
+        java = {}
+        for line in self.tool("FeatureCommand", "describe").splitlines():
+            fields = dict(re.findall(r"(\w+): (\S+)", line))
+            java[fields["Feature"]] = fields
+        self.assertEqual(set(features.supported), set(java))
+        for name, fields in java.items():
+            if name == "metadata.version":  # the tool prints its levels by release name
+                self.assertEqual(features.finalized[name].max_version > 0, True)
+                continue
+            self.assertEqual(
+                (
+                    str(features.supported[name].min_version),
+                    str(features.supported[name].max_version),
+                    str(features.finalized[name].max_version if name in features.finalized else 0),
+                ),
+                (
+                    fields["SupportedMinVersion"],
+                    fields["SupportedMaxVersion"],
+                    fields["FinalizedVersionLevel"],
+                ),
+            )
+            # The epoch is the metadata offset of the broker's image, which grows (the
+            # quorum writes no-op records); the tool asked later.
+            self.assertLessEqual(features.finalized_epoch, int(fields["Epoch"]))
+
+    def test_quorum_alike_kafka(self) -> None:
+        quorum = wait(self.admin.describe_metadata_quorum())
+        java = dict(
+            (part.strip() for part in line.split(": ", 1))
+            for line in self.tool("MetadataQuorumCommand", "describe", "--status").splitlines()
+            if ": " in line
+        )
+        self.assertEqual(
+            (str(quorum.leader_id), str(quorum.leader_epoch)),
+            (java["LeaderId"], java["LeaderEpoch"]),
+        )
+        self.assertLessEqual(quorum.high_watermark, int(java["HighWatermark"]))
+        voters = [v["id"] for v in json.loads(java["CurrentVoters"])]
+        self.assertEqual([v.replica_id for v in quorum.voters], voters)
