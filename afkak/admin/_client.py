@@ -731,20 +731,18 @@ class KafkaAdminClient:
         forwards it to the controller (KRaft).  Fires ``{feature: ItemResult}``."""
         checked = {}
         for name, u in _mapping("updates", updates).items():
-            update = u if isinstance(u, FeatureUpdate) else FeatureUpdate(_level(u))
-            _level(update.max_version_level)
-            checked[_text("updates", name)] = FeatureUpdate(
-                update.max_version_level, FeatureUpgradeType(update.upgrade_type)
-            )
+            level = u.max_version_level if isinstance(u, FeatureUpdate) else u
+            how = u.upgrade_type if isinstance(u, FeatureUpdate) else FeatureUpgradeType.UPGRADE
+            checked[_text("updates", name)] = FeatureUpdate(_level(level), FeatureUpgradeType(how))
         if not checked:
             raise ValueError("updates must name at least one feature")
         call = UpdateFeaturesCall(checked, self._server_timeout(timeout_ms), bool(validate_only))
 
-        async def update() -> dict[str, ItemResult]:
+        async def send() -> dict[str, ItemResult]:
             (results,) = await self._router.to_any(call)
             return results
 
-        return self._run(update())
+        return self._run(send())
 
     def describe_metadata_quorum(self) -> Deferred[QuorumInfo]:
         """The KRaft metadata quorum: its leader, epoch, high watermark, voters and
