@@ -174,8 +174,9 @@ class UpdateFeaturesCall(VersionedCall):
                 R.FeatureUpdateKey(
                     name,
                     u.max_version_level,
-                    allow_downgrade=u.upgrade_type != FeatureUpgradeType.UPGRADE,
-                    upgrade_type=int(u.upgrade_type),
+                    # v0 has only the flag, v1+ only the type.
+                    allow_downgrade=version == 0 and u.upgrade_type != FeatureUpgradeType.UPGRADE,
+                    upgrade_type=int(u.upgrade_type) if version >= 1 else 1,
                 )
                 for name, u in self.updates.items()
             ],

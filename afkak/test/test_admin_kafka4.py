@@ -14,7 +14,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.admin import AbortTransactionSpec, KafkaAdminClient
 from afkak.client import KafkaClient
-from afkak.common import TopicAndPartition
+from afkak.common import InvalidUpdateVersion, TopicAndPartition
 from afkak.producer import Producer
 from afkak.test.brokers import shared_broker
 from afkak.test.brokers.java_tools import run_tool
@@ -233,6 +233,24 @@ class KafkaClusterAdminTests(SynchronousTestCase):
             # The epoch is the metadata offset of the broker's image, which grows (the
             # quorum writes no-op records); the tool asked later.
             self.assertLessEqual(features.finalized_epoch, int(fields["Epoch"]))
+
+    def test_feature_update_validated_alike_kafka(self) -> None:
+        current = wait(self.admin.describe_features()).finalized["transaction.version"].max_version
+        same = wait(
+            self.admin.update_features({"transaction.version": current}, validate_only=True)
+        )
+        self.assertIsNone(same["transaction.version"].error)
+        self.tool(
+            "FeatureCommand", "upgrade", "--feature", f"transaction.version={current}", "--dry-run"
+        )
+        too_high = wait(self.admin.update_features({"transaction.version": 99}, validate_only=True))
+        self.assertIsInstance(too_high["transaction.version"].error, InvalidUpdateVersion)
+        with self.assertRaises(RuntimeError):
+            self.tool(
+                "FeatureCommand", "upgrade", "--feature", "transaction.version=99", "--dry-run"
+            )
+        after = wait(self.admin.describe_features()).finalized["transaction.version"]
+        self.assertEqual(after.max_version, current)
 
     def test_quorum_alike_kafka(self) -> None:
         quorum = wait(self.admin.describe_metadata_quorum())

@@ -26,7 +26,13 @@ from afkak import (
     create_message,
     create_message_set,
 )
-from afkak.admin import AbortTransactionSpec, ConfigResource, KafkaAdminClient, NewTopic
+from afkak.admin import (
+    AbortTransactionSpec,
+    ConfigResource,
+    FeatureUpdate,
+    KafkaAdminClient,
+    NewTopic,
+)
 from afkak.common import (
     FetchRequest,
     ProduceRequest,
@@ -167,6 +173,20 @@ ROWS: list[Row] = [
     (
         "admin abort_transaction epoch",
         lambda s: s.admin.abort_transaction(AbortTransactionSpec(TP("t", 0), 1, -3, 0)),
+        ValueError,
+    ),
+    ("admin describe_log_dirs a broker str", lambda s: s.admin.describe_log_dirs(["1"]), TypeError),
+    ("admin describe_log_dirs an int", lambda s: s.admin.describe_log_dirs(1), TypeError),
+    ("admin update_features a list", lambda s: s.admin.update_features(["x"]), TypeError),
+    ("admin update_features none", lambda s: s.admin.update_features({}), ValueError),
+    (
+        "admin update_features level",
+        lambda s: s.admin.update_features({"transaction.version": -1}),
+        ValueError,
+    ),
+    (
+        "admin update_features upgrade type",
+        lambda s: s.admin.update_features({"x": FeatureUpdate(1, 9)}),  # type: ignore[arg-type]
         ValueError,
     ),
     (

@@ -1,0 +1,86 @@
+"""The operator's cluster calls of KafkaAdminClient on the fake cluster: describe_log_dirs,
+describe_features / update_features and describe_metadata_quorum."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from afkak.admin import (
+    FeatureUpdate,
+    FeatureUpgradeType,
+    KafkaAdminClient,
+    ReplicaInfo,
+    VersionRange,
+)
+from afkak.common import BrokerNotAvailableError, InvalidUpdateVersion, TopicAndPartition
+from afkak.test.helpers import ClockTestCase
+from afkak.test.test_admin import on_fake_cluster
+
+TP = TopicAndPartition
+
+
+class ClusterOpsTests(ClockTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.clock, self.cluster, self.client = on_fake_cluster(self)
+        self.admin = KafkaAdminClient(self.client)
+
+    def result(self, d: Any) -> Any:
+        for _ in range(50):
+            if d.called:
+                break
+            self.clock.advance(1)
+        return self.successResultOf(d)
+
+    def test_log_dirs_of_every_broker(self) -> None:
+        self.cluster.create_topic("t", 2, 2)  # replicas [0, 1] and [1, 2]
+        self.cluster.append("t", 0, [b"a" * 100])
+        dirs = self.result(self.admin.describe_log_dirs())
+        self.assertEqual(sorted(dirs), [0, 1, 2])
+        (d1,) = dirs[1].values()
+        self.assertEqual(sorted(d1.replicas), [TP("t", 0), TP("t", 1)])
+        size = d1.replicas[TP("t", 0)].size
+        self.assertGreater(size, 100)
+        self.assertEqual(d1.replicas[TP("t", 1)], ReplicaInfo(0, 0, False))
+        self.assertEqual(d1.total_bytes - d1.usable_bytes, size)
+        self.assertEqual(list(dirs[2]), ["/fake/broker-2/kafka-logs"])
+        only = self.result(self.admin.describe_log_dirs([1], partitions=[TP("t", 1)]))
+        self.assertEqual([list(d.replicas) for d in only[1].values()], [[TP("t", 1)]])
+        self.failureResultOf(self.admin.describe_log_dirs([7]), BrokerNotAvailableError)
+
+    def test_features_described_and_updated(self) -> None:
+        self.cluster.state.features.supported["transaction.version"] = (0, 2)
+        before = self.result(self.admin.describe_features())
+        self.assertEqual(before.finalized, {"metadata.version": VersionRange(27, 27)})
+        self.assertEqual(before.supported["transaction.version"], VersionRange(0, 2))
+        checked = self.result(
+            self.admin.update_features({"transaction.version": 2}, validate_only=True)
+        )
+        self.assertIsNone(checked["transaction.version"].error)
+        self.assertNotIn(
+            "transaction.version", self.result(self.admin.describe_features()).finalized
+        )
+        done = self.result(self.admin.update_features({"transaction.version": 2}))
+        self.assertIsNone(done["transaction.version"].error)
+        after = self.result(self.admin.describe_features())
+        self.assertEqual(after.finalized["transaction.version"], VersionRange(2, 2))
+        self.assertGreater(after.finalized_epoch, before.finalized_epoch)
+        refused = self.result(self.admin.update_features({"transaction.version": 1}))
+        self.assertIsInstance(refused["transaction.version"].error, InvalidUpdateVersion)
+        down = FeatureUpdate(1, FeatureUpgradeType.SAFE_DOWNGRADE)
+        self.assertIsNone(
+            self.result(self.admin.update_features({"transaction.version": down}))[
+                "transaction.version"
+            ].error
+        )
+        too_high = self.result(self.admin.update_features({"transaction.version": 3}))
+        self.assertIsInstance(too_high["transaction.version"].error, InvalidUpdateVersion)
+
+    def test_metadata_quorum(self) -> None:
+        self.clock.advance(5)
+        quorum = self.result(self.admin.describe_metadata_quorum())
+        self.assertEqual((quorum.leader_id, quorum.leader_epoch), (0, 1))
+        self.assertEqual([v.replica_id for v in quorum.voters], [0])
+        self.assertEqual([o.replica_id for o in quorum.observers], [1, 2])
+        self.assertEqual(quorum.voters[0].last_fetch_timestamp, 5000)
+        self.assertEqual(quorum.high_watermark, quorum.observers[0].log_end_offset)
