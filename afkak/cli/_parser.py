@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 from afkak._version import __version__
 
-from . import _admin_commands as admin, _txn_commands as txn
+from . import _admin_commands as admin, _cluster_commands as ops, _txn_commands as txn
 from ._broker import broker
 from ._consume import consume
 from ._produce import CODECS, produce
@@ -132,8 +132,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--validate-only", action="store_true")
     p.set_defaults(run=admin.topics_alter_config)
 
-    p = commands.add_parser("cluster", help="cluster id, controller and brokers")
+    p = commands.add_parser("cluster", help="cluster id, controller and brokers; quorum")
     p.set_defaults(run=admin.cluster)
+    c = p.add_subparsers(dest="action", metavar="ACTION")
+    p = c.add_parser("quorum", help="the KRaft metadata quorum (leader, voters, lag)")
+    p.add_argument("--replication", action="store_true", help="one row per voter and observer")
+    p.set_defaults(run=ops.cluster_quorum)
+
+    features = commands.add_parser("features", help="describe, upgrade, downgrade")
+    f = features.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = f.add_parser("describe", help="supported and finalized feature levels")
+    p.set_defaults(run=ops.features_describe)
+    for action in ("upgrade", "downgrade"):
+        p = f.add_parser(action, help=f"{action} feature levels")
+        p.add_argument(
+            "--feature", action="append", required=True, metavar="NAME=LEVEL", help="repeatable"
+        )
+        p.add_argument("--dry-run", action="store_true", help="validate only")
+        if action == "downgrade":
+            p.add_argument("--unsafe", action="store_true", help="allow losing metadata")
+        p.set_defaults(run=ops.features_update)
 
     groups = commands.add_parser("groups", help="list, describe, lag, delete, reset-offsets")
     g = groups.add_subparsers(dest="action", required=True, metavar="ACTION")

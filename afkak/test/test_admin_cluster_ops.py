@@ -3,7 +3,12 @@ describe_features / update_features and describe_metadata_quorum."""
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.admin import (
     FeatureUpdate,
@@ -12,6 +17,9 @@ from afkak.admin import (
     ReplicaInfo,
     VersionRange,
 )
+from afkak.cli._output import Output
+from afkak.cli._parser import build_parser
+from afkak.cli._session import Session
 from afkak.common import BrokerNotAvailableError, InvalidUpdateVersion, TopicAndPartition
 from afkak.test.helpers import ClockTestCase
 from afkak.test.test_admin import on_fake_cluster
@@ -84,3 +92,50 @@ class ClusterOpsTests(ClockTestCase):
         self.assertEqual([o.replica_id for o in quorum.observers], [1, 2])
         self.assertEqual(quorum.voters[0].last_fetch_timestamp, 5000)
         self.assertEqual(quorum.high_watermark, quorum.observers[0].log_end_offset)
+
+
+class ClusterOpsCommandTests(SynchronousTestCase):
+    """``afkak features ...`` and ``afkak cluster quorum`` on the fake cluster."""
+
+    def setUp(self) -> None:
+        self.clock, self.cluster, self.client = on_fake_cluster(self)
+
+    def run_command(self, *argv: str) -> Any:
+        args = build_parser().parse_args(["--json", *argv])
+        session = Session(args, self.clock, self.client)
+        session.out = Output(True, io.StringIO())
+        d = Deferred.fromCoroutine(args.run(session))
+        for _ in range(20):
+            self.clock.advance(1)
+        self.assertEqual(self.successResultOf(d), 0)
+        (out,) = [json.loads(line) for line in session.out.stream.getvalue().splitlines()]
+        return out
+
+    def test_features(self) -> None:
+        self.cluster.state.features.supported["group.version"] = (0, 1)
+        rows = self.run_command("features", "describe")
+        self.assertEqual(
+            [(r["feature"], r["finalized"]) for r in rows],
+            [("group.version", 0), ("metadata.version", 27)],
+        )
+        self.run_command("features", "upgrade", "--feature", "group.version=1", "--dry-run")
+        self.assertNotIn("group.version", self.cluster.state.features.finalized)
+        self.assertEqual(
+            self.run_command("features", "upgrade", "--feature", "group.version=1"),
+            {"group.version": 1},
+        )
+        self.assertEqual(self.cluster.state.features.finalized["group.version"], 1)
+        self.run_command("features", "downgrade", "--feature", "group.version=0")
+        self.assertNotIn("group.version", self.cluster.state.features.finalized)
+
+    def test_cluster_and_quorum(self) -> None:
+        self.assertEqual(self.run_command("cluster")["controller"], 0)
+        q = self.run_command("cluster", "quorum")
+        self.assertEqual(
+            (q["leader"], q["voters"], q["observers"], q["max_follower_lag"]), (0, [0], [1, 2], 0)
+        )
+        rows = self.run_command("cluster", "quorum", "--replication")
+        self.assertEqual(
+            [(r["node"], r["status"]) for r in rows],
+            [(0, "leader"), (1, "observer"), (2, "observer")],
+        )
