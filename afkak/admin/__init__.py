@@ -1,5 +1,5 @@
 """Administering a Kafka cluster: topics, configs, consumer groups, offsets, records, ACLs,
-transactions, log dirs, features, the metadata quorum.
+transactions, log dirs, features, the metadata quorum, client quotas.
 
 :class:`KafkaAdminClient` wraps a :class:`~afkak.KafkaClient`; every call
 returns a cancellable Deferred of attrs values, with an ``error`` per item
@@ -19,6 +19,7 @@ from afkak.admin._cluster_calls import (
 )
 from afkak.admin._group_calls import GroupDescription, GroupListing, MemberDescription
 from afkak.admin._lag import PartitionLag
+from afkak.admin._quota_calls import QuotaEntity, QuotaFilter, QuotaMatch
 from afkak.admin._txn_calls import (
     AbortTransactionSpec,
     HangingTransaction,
@@ -103,6 +104,9 @@ __all__ = [
     "ProducerState",
     "QuorumInfo",
     "QuorumReplica",
+    "QuotaEntity",
+    "QuotaFilter",
+    "QuotaMatch",
     "ReplicaInfo",
     "ResourceConfig",
     "ResourceType",

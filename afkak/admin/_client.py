@@ -1,5 +1,5 @@
 """KafkaAdminClient: topics, cluster, configs, groups, offsets, records, ACLs, SCRAM,
-transactions, log dirs, features and the metadata quorum.
+transactions, log dirs, features, the metadata quorum and client quotas.
 
 Each call checks its arguments, builds its request with one of the
 ``_*_calls`` builders, and has :mod:`._routing` send it where Kafka requires
@@ -56,6 +56,14 @@ from ._group_calls import (
 )
 from ._lag import PartitionLag, reset_target
 from ._log_calls import DeleteRecordsCall, ListedOffsetsCall
+from ._quota_calls import (
+    ENTITY_TYPES,
+    AlterQuotasCall,
+    DescribeQuotasCall,
+    QuotaEntity,
+    QuotaFilter,
+    QuotaMatch,
+)
 from ._routing import Router
 from ._security_calls import (
     AlterScramCall,
@@ -755,6 +763,61 @@ class KafkaAdminClient:
 
         return self._run(describe())
 
+    # -- client quotas -------------------------------------------------------------
+
+    def describe_client_quotas(
+        self, filters: Iterable[QuotaFilter] = (), *, strict: bool = False
+    ) -> Deferred[dict[QuotaEntity, dict[str, float]]]:
+        """The quotas of the entities every filter matches (with *strict*, of entities
+        of exactly the filters' types); no filter matches every entity.
+
+        Fires ``{QuotaEntity: {"producer_byte_rate": 1024.0, ...}}``.
+        """
+        wanted = _items("filters", filters)
+        for f in wanted:
+            if not isinstance(f, QuotaFilter):
+                raise TypeError(f"filters must be QuotaFilter values, not {f!r:.100}")
+            _entity_type(f.entity_type)
+            if (f.match_type == QuotaMatch.EXACT) != isinstance(f.match, str):
+                raise ValueError(f"an EXACT filter (and only one) names an entity: {f!r}")
+
+        async def describe() -> dict[QuotaEntity, dict[str, float]]:
+            (found,) = await self._router.to_any(DescribeQuotasCall(wanted, bool(strict)))
+            return found
+
+        return self._run(describe())
+
+    def alter_client_quotas(
+        self,
+        changes: Mapping[QuotaEntity, Mapping[str, float | None]],
+        *,
+        validate_only: bool = False,
+    ) -> Deferred[dict[QuotaEntity, ItemResult]]:
+        """Set quota values (``None`` removes one) per entity; fires ``{entity: ItemResult}``."""
+        checked: dict[QuotaEntity, dict[str, float | None]] = {}
+        for entity, ops in _mapping("changes", changes).items():
+            if not isinstance(entity, QuotaEntity):
+                raise TypeError(f"changes must be keyed by QuotaEntity, not {entity!r:.100}")
+            for t, name in entity.parts:
+                _entity_type(t)
+                if name is not None:
+                    _text("an entity name", name)
+            values = {}
+            for key, value in _mapping("a quota change", ops).items():
+                if value is not None and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
+                ):
+                    raise ValueError(f"quota {key!r} must be a number > 0 or None, not {value!r}")
+                values[_text("a quota key", key)] = None if value is None else float(value)
+            checked[entity] = values
+        call = AlterQuotasCall(checked, bool(validate_only))
+
+        async def alter() -> dict[QuotaEntity, ItemResult]:
+            (results,) = await self._router.to_any(call)
+            return results
+
+        return self._run(alter())
+
     # -- transactions ----------------------------------------------------------
 
     def describe_producers(
@@ -950,6 +1013,12 @@ def _topic_id(value: UUID | None) -> UUID | None:
 
 def _ms(name: str, value: object) -> int:
     return integer(name, value, 0, INT32_MAX)
+
+
+def _entity_type(value: object) -> str:
+    if value not in ENTITY_TYPES:
+        raise ValueError(f"a quota entity type is one of {sorted(ENTITY_TYPES)}, not {value!r}")
+    return str(value)
 
 
 def _level(value: object) -> int:

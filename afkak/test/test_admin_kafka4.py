@@ -12,7 +12,7 @@ import time
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.admin import AbortTransactionSpec, KafkaAdminClient
+from afkak.admin import AbortTransactionSpec, KafkaAdminClient, QuotaEntity, QuotaFilter
 from afkak.client import KafkaClient
 from afkak.common import InvalidUpdateVersion, TopicAndPartition
 from afkak.producer import Producer
@@ -266,3 +266,45 @@ class KafkaClusterAdminTests(SynchronousTestCase):
         self.assertLessEqual(quorum.high_watermark, int(java["HighWatermark"]))
         voters = [v["id"] for v in json.loads(java["CurrentVoters"])]
         self.assertEqual([v.replica_id for v in quorum.voters], voters)
+
+
+class KafkaQuotaAdminTests(SynchronousTestCase):
+    """describe/alter_client_quotas against ``kafka-configs --entity-type clients``."""
+
+    def setUp(self) -> None:
+        self.broker = shared_broker("kafka")
+        self.client = KafkaClient(
+            self.broker.bootstrap, timeout=15000, endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(self.client.close()))
+        self.admin = KafkaAdminClient(self.client)
+        self.name = f"admin4-client-{next(_names)}-{int(time.time() * 1000)}"
+
+    def configs(self, *args: str) -> str:
+        return run_tool(
+            "org.apache.kafka.tools.ConfigCommand",
+            "--bootstrap-server",
+            self.broker.bootstrap,
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            self.name,
+            *args,
+        )
+
+    def test_quotas_both_ways_kafka(self) -> None:
+        entity = QuotaEntity({"client-id": self.name})
+        set_by_afkak = wait(self.admin.alter_client_quotas({entity: {"producer_byte_rate": 1024}}))
+        self.assertIsNone(set_by_afkak[entity].error)
+        out = self.configs("--describe")
+        self.assertIn(f"client-id '{self.name}'", out)
+        self.assertIn("producer_byte_rate=1024.0", out)
+        self.configs("--alter", "--add-config", "consumer_byte_rate=2048")
+        found = wait(self.admin.describe_client_quotas([QuotaFilter.exact("client-id", self.name)]))
+        self.assertEqual(
+            found, {entity: {"producer_byte_rate": 1024.0, "consumer_byte_rate": 2048.0}}
+        )
+        wait(self.admin.alter_client_quotas({entity: {"producer_byte_rate": None}}))
+        self.assertNotIn("producer_byte_rate", self.configs("--describe"))
+        bad = wait(self.admin.alter_client_quotas({entity: {"no_such_quota": 1.0}}))
+        self.assertIsNotNone(bad[entity].error)
