@@ -7,7 +7,12 @@ from typing import Any, NoReturn
 
 from afkak._version import __version__
 
-from . import _admin_commands as admin, _cluster_commands as ops, _txn_commands as txn
+from . import (
+    _admin_commands as admin,
+    _cluster_commands as ops,
+    _quota_commands as quotas,
+    _txn_commands as txn,
+)
 from ._broker import broker
 from ._consume import consume
 from ._produce import CODECS, produce
@@ -181,6 +186,20 @@ def build_parser() -> argparse.ArgumentParser:
     to.add_argument("--to-datetime", metavar="ISO8601|MS", help="e.g. 2026-01-31T12:00:00Z")
     p.add_argument("--execute", action="store_true", help="apply (default: only show)")
     p.set_defaults(run=admin.groups_reset_offsets)
+
+    quota = commands.add_parser("quotas", help="describe, alter client quotas")
+    q = quota.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action in ("describe", "alter"):
+        p = q.add_parser(action, help=f"{action} the quotas of users, client ids, IPs")
+        for option, _ in quotas.ENTITY_OPTIONS:
+            flag = option.replace("_", "-")
+            p.add_argument(f"--{flag}", metavar="NAME")
+            p.add_argument(f"--{flag}-default", action="store_true", help=f"the default {flag}")
+        if action == "alter":
+            p.add_argument("--add", action="append", default=[], metavar="KEY=VALUE")
+            p.add_argument("--delete", action="append", default=[], metavar="KEY")
+            p.add_argument("--validate-only", action="store_true")
+        p.set_defaults(run=quotas.quotas_alter if action == "alter" else quotas.quotas_describe)
 
     transactions = commands.add_parser(
         "transactions", help="list, describe, describe-producers, find-hanging, abort"

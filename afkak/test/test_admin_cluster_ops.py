@@ -14,20 +14,42 @@ from afkak.admin import (
     FeatureUpdate,
     FeatureUpgradeType,
     KafkaAdminClient,
+    QuotaEntity,
+    QuotaFilter,
     ReplicaInfo,
     VersionRange,
 )
 from afkak.cli._output import Output
 from afkak.cli._parser import build_parser
 from afkak.cli._session import Session
-from afkak.common import BrokerNotAvailableError, InvalidUpdateVersion, TopicAndPartition
+from afkak.common import (
+    BrokerNotAvailableError,
+    InvalidRequest,
+    InvalidUpdateVersion,
+    TopicAndPartition,
+)
 from afkak.test.helpers import ClockTestCase
 from afkak.test.test_admin import on_fake_cluster
 
 TP = TopicAndPartition
 
 
-class ClusterOpsTests(ClockTestCase):
+def run_cli(case: Any, *argv: str) -> Any:
+    """``afkak --json ARGV`` on *case*'s clock and client; its JSON output."""
+    args = build_parser().parse_args(["--json", *argv])
+    session = Session(args, case.clock, case.client)
+    session.out = Output(True, io.StringIO())
+    d = Deferred.fromCoroutine(args.run(session))
+    for _ in range(20):
+        case.clock.advance(1)
+    case.assertEqual(case.successResultOf(d), 0)
+    (out,) = [json.loads(line) for line in session.out.stream.getvalue().splitlines()]
+    return out
+
+
+class ClusterOpsCase(ClockTestCase):
+    """A 3-broker fake cluster on a Clock and an admin client of it."""
+
     def setUp(self) -> None:
         super().setUp()
         self.clock, self.cluster, self.client = on_fake_cluster(self)
@@ -40,6 +62,8 @@ class ClusterOpsTests(ClockTestCase):
             self.clock.advance(1)
         return self.successResultOf(d)
 
+
+class ClusterOpsTests(ClusterOpsCase):
     def test_log_dirs_of_every_broker(self) -> None:
         self.cluster.create_topic("t", 2, 2)  # replicas [0, 1] and [1, 2]
         self.cluster.append("t", 0, [b"a" * 100])
@@ -101,15 +125,7 @@ class ClusterOpsCommandTests(SynchronousTestCase):
         self.clock, self.cluster, self.client = on_fake_cluster(self)
 
     def run_command(self, *argv: str) -> Any:
-        args = build_parser().parse_args(["--json", *argv])
-        session = Session(args, self.clock, self.client)
-        session.out = Output(True, io.StringIO())
-        d = Deferred.fromCoroutine(args.run(session))
-        for _ in range(20):
-            self.clock.advance(1)
-        self.assertEqual(self.successResultOf(d), 0)
-        (out,) = [json.loads(line) for line in session.out.stream.getvalue().splitlines()]
-        return out
+        return run_cli(self, *argv)
 
     def test_features(self) -> None:
         self.cluster.state.features.supported["group.version"] = (0, 1)
@@ -139,3 +155,63 @@ class ClusterOpsCommandTests(SynchronousTestCase):
             [(r["node"], r["status"]) for r in rows],
             [(0, "leader"), (1, "observer"), (2, "observer")],
         )
+
+
+class QuotaTests(ClusterOpsCase):
+    def test_quotas_set_described_and_removed(self) -> None:
+        app = QuotaEntity({"client-id": "app"})
+        alice = QuotaEntity({"user": "alice", "client-id": "app"})
+        default_user = QuotaEntity({"user": None})
+        bad = QuotaEntity({"ip": "10.0.0.1"})
+        results = self.result(
+            self.admin.alter_client_quotas(
+                {
+                    app: {"producer_byte_rate": 1024},
+                    alice: {"consumer_byte_rate": 2048.5},
+                    default_user: {"request_percentage": 50},
+                    bad: {"producer_byte_rate": 1},
+                }
+            )
+        )
+        self.assertEqual([r.error for r in list(results.values())[:3]], [None, None, None])
+        self.assertIsInstance(results[bad].error, InvalidRequest)
+        everything = self.result(self.admin.describe_client_quotas())
+        self.assertEqual(
+            everything,
+            {
+                app: {"producer_byte_rate": 1024.0},
+                alice: {"consumer_byte_rate": 2048.5},
+                default_user: {"request_percentage": 50.0},
+            },
+        )
+        clients = self.result(self.admin.describe_client_quotas([QuotaFilter("client-id")]))
+        self.assertEqual(set(clients), {app, alice})
+        strict = self.result(
+            self.admin.describe_client_quotas([QuotaFilter.exact("client-id", "app")], strict=True)
+        )
+        self.assertEqual(set(strict), {app})
+        defaults = self.result(self.admin.describe_client_quotas([QuotaFilter.default("user")]))
+        self.assertEqual(set(defaults), {default_user})
+        checked = self.result(
+            self.admin.alter_client_quotas({app: {"producer_byte_rate": None}}, validate_only=True)
+        )
+        self.assertIsNone(checked[app].error)
+        self.assertIn(app, self.result(self.admin.describe_client_quotas()))
+        self.result(self.admin.alter_client_quotas({app: {"producer_byte_rate": None}}))
+        self.assertNotIn(app, self.result(self.admin.describe_client_quotas()))
+
+    def test_quotas_command(self) -> None:
+        run = run_cli
+        run(self, "quotas", "alter", "--client-id", "app", "--add", "producer_byte_rate=10")
+        run(self, "quotas", "alter", "--user-default", "--add", "request_percentage=5")
+        rows = run(self, "quotas", "describe")
+        self.assertEqual(
+            rows,
+            [
+                {"entity": "client-id=app", "quotas": "producer_byte_rate=10.0"},
+                {"entity": "user=<default>", "quotas": "request_percentage=5.0"},
+            ],
+        )
+        run(self, "quotas", "alter", "--client-id", "app", "--delete", "producer_byte_rate")
+        self.assertEqual(len(run(self, "quotas", "describe", "--user-default")), 1)
+        self.assertEqual(self.cluster.state.quotas[(("client-id", "app"),)], {})

@@ -32,6 +32,9 @@ from afkak.admin import (
     FeatureUpdate,
     KafkaAdminClient,
     NewTopic,
+    QuotaEntity,
+    QuotaFilter,
+    QuotaMatch,
 )
 from afkak.common import (
     FetchRequest,
@@ -187,6 +190,33 @@ ROWS: list[Row] = [
     (
         "admin update_features upgrade type",
         lambda s: s.admin.update_features({"x": FeatureUpdate(1, 9)}),  # type: ignore[arg-type]
+        ValueError,
+    ),
+    (
+        "admin describe_client_quotas a filter str",
+        lambda s: s.admin.describe_client_quotas(["user"]),
+        TypeError,
+    ),
+    (
+        "admin describe_client_quotas entity type",
+        lambda s: s.admin.describe_client_quotas([QuotaFilter("group")]),
+        ValueError,
+    ),
+    (
+        "admin describe_client_quotas exact without a name",
+        lambda s: s.admin.describe_client_quotas([QuotaFilter("user", QuotaMatch.EXACT)]),
+        ValueError,
+    ),
+    (
+        "admin alter_client_quotas dict key",
+        lambda s: s.admin.alter_client_quotas({"user": {"producer_byte_rate": 1.0}}),
+        TypeError,
+    ),
+    (
+        "admin alter_client_quotas value",
+        lambda s: s.admin.alter_client_quotas(
+            {QuotaEntity({"user": "a"}): {"producer_byte_rate": -1}}
+        ),
         ValueError,
     ),
     (

@@ -17,7 +17,7 @@ from uuid import UUID
 from afkak.testing._faults import FaultPlan
 from afkak.testing._group_state import GroupCoordinatorState
 from afkak.testing._lookup import topic_name_problem
-from afkak.testing._operator_apis import FeatureLevels
+from afkak.testing._operator_apis import Entity, FeatureLevels
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 from afkak.testing._txn_state import TransactionCoordinatorState
 
@@ -92,6 +92,8 @@ class ClusterState:
         self.forgotten_producers_below = 0
         self.transactions = TransactionCoordinatorState(self)
         self.features = FeatureLevels()
+        #: Client quotas: {entity's (type, name) pairs: {quota key: value}}.
+        self.quotas: dict[Entity, dict[str, float]] = {}
         self.fetch_waiters: set[FetchWaiter] = set()
 
     # Topics and logs

@@ -1,5 +1,7 @@
 """The operator's cluster APIs the fake cluster serves: DescribeLogDirs, the feature
-levels (ApiVersions v3+ reports them, UpdateFeatures changes them) and DescribeQuorum.
+levels (ApiVersions v3+ reports them, UpdateFeatures changes them), DescribeQuorum and
+client quotas (DescribeClientQuotas, AlterClientQuotas: Kafka's quota keys by entity,
+in ``cluster.state.quotas``).
 
 Each broker has one log directory, ``/fake/broker-N/kafka-logs``, holding its replicas
 (a replica's size is its partition's stored bytes, never behind its leader).  The
@@ -18,8 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from afkak._broker_errors import InvalidUpdateVersion, NotController
+from afkak._broker_errors import InvalidRequest, InvalidUpdateVersion, NotController
 from afkak.protocol.messages import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
     DescribeQuorumRequest,
@@ -149,8 +155,95 @@ def handle_describe_quorum(
     return R(topics=[R.TopicData(METADATA_TOPIC, [partition])])
 
 
+#: Kafka's quota keys, by the entity types they apply to.
+QUOTA_KEYS = {
+    "producer_byte_rate": {"user", "client-id"},
+    "consumer_byte_rate": {"user", "client-id"},
+    "request_percentage": {"user", "client-id"},
+    "controller_mutation_rate": {"user", "client-id"},
+    "connection_creation_rate": {"ip"},
+}
+EXACT, DEFAULT, SPECIFIED = 0, 1, 2
+#: An entity: its (type, name or None for the default) pairs, sorted.
+Entity = tuple[tuple[str, str | None], ...]
+
+
+def _entity(data: Any) -> Entity:
+    return tuple(sorted((e.entity_type, e.entity_name) for e in data))
+
+
+def _matches(entity: Entity, components: Any, strict: bool) -> bool:
+    names = dict(entity)
+    if strict and set(names) != {c.entity_type for c in components}:
+        return False
+    for c in components:
+        if c.entity_type not in names:
+            return False
+        name = names[c.entity_type]
+        if c.match_type == EXACT and name != c.match:
+            return False
+        if c.match_type == DEFAULT and name is not None:
+            return False
+        if c.match_type == SPECIFIED and name is None:
+            return False
+    return True
+
+
+def handle_describe_client_quotas(
+    ctx: RequestContext, request: DescribeClientQuotasRequest, version: int
+) -> Any:
+    R = DescribeClientQuotasResponse
+    if any(c.match_type not in (EXACT, DEFAULT, SPECIFIED) for c in request.components):
+        return R(error_code=code(InvalidRequest), error_message="unknown match type")
+    entries = [
+        R.EntryData(
+            [R.EntityData(t, n) for t, n in entity],
+            [R.ValueData(k, v) for k, v in sorted(values.items())],
+        )
+        for entity, values in sorted(ctx.state.quotas.items(), key=lambda kv: repr(kv[0]))
+        if values and _matches(entity, request.components, request.strict)
+    ]
+    return R(entries=entries)
+
+
+def _quota_error(entity: Entity, ops: Any) -> tuple[int, str | None]:
+    types = {t for t, _ in entity}
+    if not entity or not types <= {"user", "client-id", "ip"} or len(types) != len(entity):
+        return code(InvalidRequest), "invalid quota entity"
+    if "ip" in types and len(types) > 1:
+        return code(InvalidRequest), "an ip quota stands alone"
+    for op in ops:
+        if op.key not in QUOTA_KEYS or not types <= QUOTA_KEYS[op.key]:
+            return code(InvalidRequest), f"invalid quota key {op.key} for {sorted(types)}"
+        if not op.remove and not op.value > 0:
+            return code(InvalidRequest), f"quota {op.key} must be positive"
+    return 0, None
+
+
+def handle_alter_client_quotas(
+    ctx: RequestContext, request: AlterClientQuotasRequest, version: int
+) -> Any:
+    R = AlterClientQuotasResponse
+    quotas = ctx.state.quotas
+    answers = []
+    for entry in request.entries:
+        entity = _entity(entry.entity)
+        error, message = _quota_error(entity, entry.ops)
+        if not error and not request.validate_only:
+            values = quotas.setdefault(entity, {})
+            for op in entry.ops:
+                if op.remove:
+                    values.pop(op.key, None)
+                else:
+                    values[op.key] = op.value
+        answers.append(R.EntryData(error, message, [R.EntityData(t, n) for t, n in entity]))
+    return R(entries=answers)
+
+
 OPERATOR_APIS: dict[int, Callable[[RequestContext, Any, int], Any]] = {
     35: handle_describe_log_dirs,
+    48: handle_describe_client_quotas,
+    49: handle_alter_client_quotas,
     55: handle_describe_quorum,
     57: handle_update_features,
 }
