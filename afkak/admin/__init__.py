@@ -1,5 +1,6 @@
 """Administering a Kafka cluster: topics, configs, consumer groups, offsets, records, ACLs,
-transactions, log dirs, features, the metadata quorum, client quotas.
+transactions, log dirs, features, the metadata quorum, client quotas,
+reassignments, leader elections.
 
 :class:`KafkaAdminClient` wraps a :class:`~afkak.KafkaClient`; every call
 returns a cancellable Deferred of attrs values, with an ``error`` per item
@@ -20,6 +21,7 @@ from afkak.admin._cluster_calls import (
 from afkak.admin._group_calls import GroupDescription, GroupListing, MemberDescription
 from afkak.admin._lag import PartitionLag
 from afkak.admin._quota_calls import QuotaEntity, QuotaFilter, QuotaMatch
+from afkak.admin._reassign_calls import ElectionType, PartitionReassignment
 from afkak.admin._txn_calls import (
     AbortTransactionSpec,
     HangingTransaction,
@@ -81,6 +83,7 @@ __all__ = [
     "CreatedTopic",
     "DeletedRecords",
     "DeletedTopic",
+    "ElectionType",
     "FeatureMetadata",
     "FeatureUpdate",
     "FeatureUpgradeType",
@@ -100,6 +103,7 @@ __all__ = [
     "PartitionDescription",
     "PartitionLag",
     "PartitionProducers",
+    "PartitionReassignment",
     "PatternType",
     "ProducerState",
     "QuorumInfo",

@@ -1,5 +1,6 @@
 """KafkaAdminClient: topics, cluster, configs, groups, offsets, records, ACLs, SCRAM,
-transactions, log dirs, features, the metadata quorum and client quotas.
+transactions, log dirs, features, the metadata quorum, client quotas, reassignments and
+leader elections.
 
 Each call checks its arguments, builds its request with one of the
 ``_*_calls`` builders, and has :mod:`._routing` send it where Kafka requires
@@ -63,6 +64,13 @@ from ._quota_calls import (
     QuotaEntity,
     QuotaFilter,
     QuotaMatch,
+)
+from ._reassign_calls import (
+    AlterReassignmentsCall,
+    ElectionType,
+    ElectLeadersCall,
+    ListReassignmentsCall,
+    PartitionReassignment,
 )
 from ._routing import Router
 from ._security_calls import (
@@ -817,6 +825,84 @@ class KafkaAdminClient:
             return results
 
         return self._run(alter())
+
+    # -- reassignments and leader elections ----------------------------------------
+
+    def alter_partition_reassignments(
+        self,
+        targets: Mapping[TopicAndPartition, Sequence[int] | None],
+        *,
+        timeout_ms: int | None = None,
+    ) -> Deferred[dict[TopicAndPartition, ItemResult]]:
+        """Move partitions to new replica lists (the first the preferred leader); ``None``
+        cancels a partition's ongoing move.  At the controller; fires ``{partition:
+        ItemResult}`` once each move has started (follow it with
+        :meth:`list_partition_reassignments`)."""
+        checked: dict[TopicAndPartition, tuple[int, ...] | None] = {}
+        for tp, replicas in _mapping("targets", targets).items():
+            if replicas is None:
+                checked[_partition(tp)] = None
+                continue
+            nodes = tuple(
+                integer("a replica", r, 0, INT32_MAX) for r in _items("replicas", replicas)
+            )
+            if not nodes or len(set(nodes)) != len(nodes):
+                raise ValueError(f"replicas of {tp} must be distinct broker ids, not {replicas!r}")
+            checked[_partition(tp)] = nodes
+        timeout = self._server_timeout(timeout_ms)
+        return self._run(
+            self._router.to_controller(
+                list(checked),
+                lambda tp: tp,
+                lambda batch: AlterReassignmentsCall({tp: checked[tp] for tp in batch}, timeout),
+                timeout,
+            )
+        )
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicAndPartition] | None = None
+    ) -> Deferred[dict[TopicAndPartition, PartitionReassignment]]:
+        """The ongoing reassignments (of *partitions*, or all), at the controller."""
+        parts = (
+            None
+            if partitions is None
+            else [_partition(tp) for tp in _items("partitions", partitions)]
+        )
+        timeout = self.timeout_ms
+        return self._run(
+            self._router.to_controller(
+                [None], lambda i: i, lambda _: ListReassignmentsCall(parts, timeout), timeout
+            )
+        )
+
+    def elect_leaders(
+        self,
+        election_type: ElectionType | int = ElectionType.PREFERRED,
+        partitions: Iterable[TopicAndPartition] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> Deferred[dict[TopicAndPartition, ItemResult]]:
+        """Elect the preferred (or, UNCLEAN, any live) replica as leader of *partitions*
+        (of every partition that needs it when None), at the controller, as
+        ``kafka-leader-election``.  A partition already led by its preferred replica
+        answers ELECTION_NOT_NEEDED."""
+        election = ElectionType(election_type)
+        parts = (
+            None
+            if partitions is None
+            else [_partition(tp) for tp in _items("partitions", partitions)]
+        )
+        timeout = self._server_timeout(timeout_ms)
+        return self._run(
+            self._router.to_controller(
+                parts if parts is not None else [None],
+                lambda tp: tp,
+                lambda batch: ElectLeadersCall(
+                    election, None if parts is None else list(batch), timeout
+                ),
+                timeout,
+            )
+        )
 
     # -- transactions ----------------------------------------------------------
 

@@ -6,15 +6,25 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import tempfile
 import time
+from typing import Any
 
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.admin import AbortTransactionSpec, KafkaAdminClient, QuotaEntity, QuotaFilter
+from afkak.admin import (
+    AbortTransactionSpec,
+    ElectionType,
+    KafkaAdminClient,
+    NewTopic,
+    QuotaEntity,
+    QuotaFilter,
+)
 from afkak.client import KafkaClient
-from afkak.common import InvalidUpdateVersion, TopicAndPartition
+from afkak.common import ElectionNotNeeded, InvalidUpdateVersion, TopicAndPartition
 from afkak.producer import Producer
 from afkak.test.brokers import shared_broker
 from afkak.test.brokers.java_tools import run_tool
@@ -308,3 +318,84 @@ class KafkaQuotaAdminTests(SynchronousTestCase):
         self.assertNotIn("producer_byte_rate", self.configs("--describe"))
         bad = wait(self.admin.alter_client_quotas({entity: {"no_such_quota": 1.0}}))
         self.assertIsNotNone(bad[entity].error)
+
+
+class KafkaReassignmentAdminTests(SynchronousTestCase):
+    """alter/list_partition_reassignments and elect_leaders on the 3-node cluster, against
+    ``kafka-reassign-partitions`` and ``kafka-leader-election``."""
+
+    def setUp(self) -> None:
+        self.broker = shared_broker("kafka-cluster")
+        self.client = KafkaClient(
+            self.broker.bootstrap, timeout=15000, endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(self.client.close()))
+        self.admin = KafkaAdminClient(self.client)
+        self.topic = f"admin4-move-{next(_names)}-{int(time.time() * 1000)}"
+        self.tp = TP(self.topic, 0)
+        created = wait(
+            self.admin.create_topics([NewTopic(self.topic, replica_assignment=[[1, 2]])])
+        )
+        self.assertIsNone(created[self.topic].error)
+
+    def tool(self, main: str, *args: str) -> str:
+        return run_tool(main, "--bootstrap-server", self.broker.bootstrap, *args)
+
+    def placement(self, replicas: list[int], timeout: float = 60.0) -> Any:
+        """Wait until the partition's replicas (and ISR) are *replicas*; its description."""
+        deadline = time.monotonic() + timeout
+        while True:
+            (p,) = wait(self.admin.describe_topics([self.topic]))[self.topic].partitions
+            done = not wait(self.admin.list_partition_reassignments([self.tp]))
+            if done and list(p.replicas) == replicas and sorted(p.isr) == sorted(replicas):
+                return p
+            self.assertLess(time.monotonic(), deadline, f"still {p} ")
+            time.sleep(0.5)
+
+    def test_reassign_both_ways_and_elect_kafka(self) -> None:
+        self.placement([1, 2])
+        moved = wait(self.admin.alter_partition_reassignments({self.tp: [3, 1]}))
+        self.assertIsNone(moved[self.tp].error)
+        p = self.placement([3, 1])
+        plan = {
+            "version": 1,
+            "partitions": [{"topic": self.topic, "partition": 0, "replicas": [3, 1]}],
+        }
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(plan, f)
+        self.addCleanup(os.unlink, f.name)
+        verified = self.tool(
+            "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+            "--verify", "--reassignment-json-file", f.name,
+        )  # fmt: skip
+        self.assertIn(f"Reassignment of partition {self.topic}-0 is completed", verified)
+        # The preferred replica (3) leads after a preferred election (if it did not already).
+        elected = wait(self.admin.elect_leaders(ElectionType.PREFERRED, [self.tp]))
+        error = elected[self.tp].error
+        self.assertTrue(error is None or isinstance(error, ElectionNotNeeded), error)
+        (p,) = wait(self.admin.describe_topics([self.topic]))[self.topic].partitions
+        self.assertEqual(p.leader, 3)
+        again = wait(self.admin.elect_leaders(ElectionType.PREFERRED, [self.tp]))
+        self.assertIsInstance(again[self.tp].error, ElectionNotNeeded)
+        out = self.tool(
+            "org.apache.kafka.tools.LeaderElectionCommand",
+            "--election-type", "preferred", "--topic", self.topic, "--partition", "0",
+        )  # fmt: skip
+        self.assertIn("Valid replica already elected for partitions", out)
+        unclean = wait(self.admin.elect_leaders(ElectionType.UNCLEAN, [self.tp]))
+        self.assertIsInstance(unclean[self.tp].error, ElectionNotNeeded)
+        out = self.tool(
+            "org.apache.kafka.tools.LeaderElectionCommand",
+            "--election-type", "unclean", "--topic", self.topic, "--partition", "0",
+        )  # fmt: skip
+        self.assertIn("Valid replica already elected for partitions", out)
+        # Kafka's tool moves it back; afkak sees the move and the new placement.
+        plan["partitions"][0]["replicas"] = [2, 3]
+        with open(f.name, "w") as g:
+            json.dump(plan, g)
+        self.tool(
+            "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+            "--execute", "--reassignment-json-file", f.name,
+        )  # fmt: skip
+        self.placement([2, 3])
+        self.assertEqual(wait(self.admin.list_partition_reassignments()), {})
