@@ -110,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser
     )
 
-    topics = commands.add_parser("topics", help="list, describe, create, delete, alter-config")
+    topics = commands.add_parser(
+        "topics", help="list, describe, create, delete, alter-config, reassign"
+    )
     t = topics.add_subparsers(dest="action", required=True, metavar="ACTION")
     p = t.add_parser("list", help="topic names")
     p.add_argument("--internal", action="store_true", help="include internal topics")
@@ -136,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete", action="append", default=[], metavar="NAME")
     p.add_argument("--validate-only", action="store_true")
     p.set_defaults(run=admin.topics_alter_config)
+    p = t.add_parser("reassign", help="move partitions to other brokers (or list moves)")
+    p.add_argument("moves", nargs="*", metavar="TOPIC:PARTITION=BROKER,BROKER...")
+    p.add_argument("--cancel", action="append", default=[], metavar="TOPIC:PARTITION")
+    p.add_argument("--list", action="store_true", help="the ongoing moves (of these partitions)")
+    p.add_argument(
+        "--elect-preferred", action="store_true", help="then elect the first broker as leader"
+    )
+    p.set_defaults(run=admin.topics_reassign)
 
     p = commands.add_parser("cluster", help="cluster id, controller and brokers; quorum")
     p.set_defaults(run=admin.cluster)

@@ -11,6 +11,7 @@ from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.admin import (
+    ElectionType,
     FeatureUpdate,
     FeatureUpgradeType,
     KafkaAdminClient,
@@ -24,9 +25,14 @@ from afkak.cli._parser import build_parser
 from afkak.cli._session import Session
 from afkak.common import (
     BrokerNotAvailableError,
+    ElectionNotNeeded,
+    EligibleLeadersNotAvailable,
+    InvalidReplicaAssignment,
     InvalidRequest,
     InvalidUpdateVersion,
+    NoReassignmentInProgress,
     TopicAndPartition,
+    UnknownTopicOrPartitionError,
 )
 from afkak.test.helpers import ClockTestCase
 from afkak.test.test_admin import on_fake_cluster
@@ -215,3 +221,56 @@ class QuotaTests(ClusterOpsCase):
         run(self, "quotas", "alter", "--client-id", "app", "--delete", "producer_byte_rate")
         self.assertEqual(len(run(self, "quotas", "describe", "--user-default")), 1)
         self.assertEqual(self.cluster.state.quotas[(("client-id", "app"),)], {})
+
+
+class ReassignmentTests(ClusterOpsCase):
+    def test_reassign_then_elect_the_preferred_leader(self) -> None:
+        self.cluster.create_topic("t", 2, 2)  # replicas [0, 1] and [1, 2]
+        tp = TP("t", 0)
+        moved = self.result(
+            self.admin.alter_partition_reassignments(
+                {tp: [2, 0], TP("t", 9): [0], TP("t", 1): [1, 7]}
+            )
+        )
+        self.assertIsNone(moved[tp].error)
+        self.assertIsInstance(moved[TP("t", 9)].error, UnknownTopicOrPartitionError)
+        self.assertIsInstance(moved[TP("t", 1)].error, InvalidReplicaAssignment)
+        part = self.cluster.partition("t", 0)
+        self.assertEqual((part.replicas, part.leader), ([2, 0], 0))
+        self.assertEqual(self.result(self.admin.list_partition_reassignments()), {})
+        cancelled = self.result(self.admin.alter_partition_reassignments({tp: None}))
+        self.assertIsInstance(cancelled[tp].error, NoReassignmentInProgress)
+        elected = self.result(self.admin.elect_leaders(ElectionType.PREFERRED, [tp]))
+        self.assertIsNone(elected[tp].error)
+        self.assertEqual(part.leader, 2)
+        again = self.result(self.admin.elect_leaders(ElectionType.PREFERRED, [tp]))
+        self.assertIsInstance(again[tp].error, ElectionNotNeeded)
+        # Every partition: only those that needed an election are answered.
+        self.cluster.state.set_broker_down(1)
+        self.cluster.state.set_broker_up(1)  # t-1 is led by 2 now, not its preferred 1
+        self.assertEqual(self.cluster.partition("t", 1).leader, 2)
+        everything = self.result(self.admin.elect_leaders())
+        self.assertEqual(list(everything), [TP("t", 1)])
+        self.assertEqual(self.cluster.partition("t", 1).leader, 1)
+
+    def test_unclean_election(self) -> None:
+        self.cluster.create_topic("t", 1, 2)  # replicas [0, 1]
+        tp = TP("t", 0)
+        led = self.result(self.admin.elect_leaders(ElectionType.UNCLEAN, [tp]))
+        self.assertIsInstance(led[tp].error, ElectionNotNeeded)
+        self.cluster.state.set_broker_down(0)
+        self.cluster.state.set_broker_down(1)
+        self.assertEqual(self.cluster.partition("t", 0).leader, -1)
+        none_left = self.result(self.admin.elect_leaders(ElectionType.UNCLEAN, [tp]))
+        self.assertIsInstance(none_left[tp].error, EligibleLeadersNotAvailable)
+
+    def test_reassign_command(self) -> None:
+        self.cluster.create_topic("t", 1, 2)
+        rows = run_cli(self, "topics", "reassign", "t:0=1,0", "--elect-preferred")
+        self.assertEqual(
+            [r["status"] for r in rows], ["moving to [1, 0]", "preferred leader elected"]
+        )
+        self.assertEqual(self.cluster.partition("t", 0).leader, 1)
+        rows = run_cli(self, "topics", "reassign", "t:0=1,0", "--elect-preferred")
+        self.assertEqual(rows[1]["status"], "preferred leader leads")
+        self.assertEqual(run_cli(self, "topics", "reassign", "--list"), [])

@@ -1,7 +1,9 @@
 """The operator's cluster APIs the fake cluster serves: DescribeLogDirs, the feature
-levels (ApiVersions v3+ reports them, UpdateFeatures changes them), DescribeQuorum and
+levels (ApiVersions v3+ reports them, UpdateFeatures changes them), DescribeQuorum,
 client quotas (DescribeClientQuotas, AlterClientQuotas: Kafka's quota keys by entity,
-in ``cluster.state.quotas``).
+in ``cluster.state.quotas``), reassignments (AlterPartitionReassignments completes a
+move at once, so ListPartitionReassignments lists none) and ElectLeaders (preferred:
+the first replica when up; unclean: any live replica of a partition without a leader).
 
 Each broker has one log directory, ``/fake/broker-N/kafka-logs``, holding its replicas
 (a replica's size is its partition's stored bytes, never behind its leader).  The
@@ -20,20 +22,35 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from afkak._broker_errors import InvalidRequest, InvalidUpdateVersion, NotController
+from afkak._broker_errors import (
+    ElectionNotNeeded,
+    EligibleLeadersNotAvailable,
+    InvalidReplicaAssignment,
+    InvalidRequest,
+    InvalidUpdateVersion,
+    NoReassignmentInProgress,
+    NotController,
+    PreferredLeaderNotAvailable,
+)
 from afkak.protocol.messages import (
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     UpdateFeaturesRequest,
     UpdateFeaturesResponse,
 )
-from afkak.testing._lookup import code
+from afkak.testing._lookup import UNKNOWN_TOPIC_OR_PARTITION, code, find_partition
 
 if TYPE_CHECKING:
     from afkak.testing._cluster_state import ClusterState, RequestContext
@@ -240,8 +257,97 @@ def handle_alter_client_quotas(
     return R(entries=answers)
 
 
+def handle_alter_partition_reassignments(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest, version: int
+) -> Any:
+    R = AlterPartitionReassignmentsResponse
+    cluster = ctx.state
+    topics = []
+    for t in request.topics:
+        answers = []
+        for p in t.partitions:
+            part = find_partition(cluster.topics.get(t.name), p.partition_index)
+            error = 0
+            if part is None:
+                error = UNKNOWN_TOPIC_OR_PARTITION
+            elif p.replicas is None:
+                error = code(NoReassignmentInProgress)  # every move completed at once
+            elif (
+                not p.replicas
+                or len(set(p.replicas)) != len(p.replicas)
+                or set(p.replicas) - set(cluster.brokers)
+            ):
+                error = code(InvalidReplicaAssignment)
+            else:
+                part.replicas = list(p.replicas)
+                if part.leader not in part.replicas:
+                    live = [n for n in part.replicas if cluster.brokers[n].up]
+                    part.leader = live[0] if live else -1
+                    part.leader_epoch += 1
+                    cluster.wake_fetches()
+            answers.append(R.ReassignablePartitionResponse(p.partition_index, error, None))
+        topics.append(R.ReassignableTopicResponse(t.name, answers))
+    return R(error_message=None, responses=topics)
+
+
+def handle_list_partition_reassignments(
+    ctx: RequestContext, request: ListPartitionReassignmentsRequest, version: int
+) -> Any:
+    return ListPartitionReassignmentsResponse(error_message=None, topics=[])
+
+
+def _elect(cluster: ClusterState, part: Any, election: int) -> int:
+    """Elect *part*'s leader (0 = PREFERRED, 1 = UNCLEAN); the error code."""
+    up = [n for n in part.replicas if cluster.brokers[n].up]
+    if election == 0:
+        preferred = part.replicas[0]
+        if part.leader == preferred:
+            return code(ElectionNotNeeded)
+        if preferred not in up:
+            return code(PreferredLeaderNotAvailable)
+        new = preferred
+    else:
+        if part.leader >= 0:
+            return code(ElectionNotNeeded)
+        if not up:
+            return code(EligibleLeadersNotAvailable)
+        new = up[0]
+    part.leader = new
+    part.leader_epoch += 1
+    cluster.wake_fetches()
+    return 0
+
+
+def handle_elect_leaders(ctx: RequestContext, request: ElectLeadersRequest, version: int) -> Any:
+    """Every named partition; with none named, the partitions that needed an election."""
+    R = ElectLeadersResponse
+    cluster = ctx.state
+    election = request.election_type if version >= 1 else 0
+    results: dict[str, list[Any]] = {}
+    if request.topic_partitions is None:
+        for topic in cluster.topics.values():
+            for part in topic.partitions:
+                error = _elect(cluster, part, election)
+                if error != code(ElectionNotNeeded):
+                    results.setdefault(topic.name, []).append(R.PartitionResult(part.index, error))
+    else:
+        for t in request.topic_partitions:
+            for index in t.partitions:
+                named = find_partition(cluster.topics.get(t.topic), index)
+                error = (
+                    UNKNOWN_TOPIC_OR_PARTITION
+                    if named is None
+                    else _elect(cluster, named, election)
+                )
+                results.setdefault(t.topic, []).append(R.PartitionResult(index, error, None))
+    return R(replica_election_results=[R.ReplicaElectionResult(t, r) for t, r in results.items()])
+
+
 OPERATOR_APIS: dict[int, Callable[[RequestContext, Any, int], Any]] = {
     35: handle_describe_log_dirs,
+    43: handle_elect_leaders,
+    45: handle_alter_partition_reassignments,
+    46: handle_list_partition_reassignments,
     48: handle_describe_client_quotas,
     49: handle_alter_client_quotas,
     55: handle_describe_quorum,
