@@ -29,6 +29,7 @@ from afkak import (
 from afkak.admin import (
     AbortTransactionSpec,
     ConfigResource,
+    ElectionType,
     FeatureUpdate,
     KafkaAdminClient,
     NewTopic,
@@ -218,6 +219,32 @@ ROWS: list[Row] = [
             {QuotaEntity({"user": "a"}): {"producer_byte_rate": -1}}
         ),
         ValueError,
+    ),
+    (
+        "admin alter_partition_reassignments a list",
+        lambda s: s.admin.alter_partition_reassignments([TP("t", 0)]),
+        TypeError,
+    ),
+    (
+        "admin alter_partition_reassignments repeated broker",
+        lambda s: s.admin.alter_partition_reassignments({TP("t", 0): [1, 1]}),
+        ValueError,
+    ),
+    (
+        "admin alter_partition_reassignments no broker",
+        lambda s: s.admin.alter_partition_reassignments({TP("t", 0): []}),
+        ValueError,
+    ),
+    (
+        "admin list_partition_reassignments a str",
+        lambda s: s.admin.list_partition_reassignments("t"),
+        TypeError,
+    ),
+    ("admin elect_leaders election type", lambda s: s.admin.elect_leaders(5), ValueError),
+    (
+        "admin elect_leaders a tuple partition",
+        lambda s: s.admin.elect_leaders(ElectionType.PREFERRED, [("t", 0)]),
+        TypeError,
     ),
     (
         "admin find_hanging_transactions both",
