@@ -172,6 +172,15 @@ class KafkaAdminClient:
     def _run(coro: Coroutine[Any, Any, Any]) -> Deferred[Any]:
         return Deferred.fromCoroutine(coro)
 
+    def _one_answer(self, call: Any) -> Deferred[Any]:
+        """*call* at any broker; the one result its ``parse`` gives."""
+
+        async def send() -> Any:
+            (result,) = await self._router.to_any(call)
+            return result
+
+        return self._run(send())
+
     def _server_timeout(self, timeout_ms: int | None) -> int:
         return self.timeout_ms if timeout_ms is None else _ms("timeout_ms", timeout_ms)
 
@@ -661,11 +670,7 @@ class KafkaAdminClient:
         """SCRAM mechanisms and iterations of *users* (of every user when None)."""
         names = None if users is None else [_text("users", u) for u in _items("users", users)]
 
-        async def describe() -> dict[str, UserScramCredentials]:
-            (results,) = await self._router.to_any(DescribeScramCall(names))
-            return results
-
-        return self._run(describe())
+        return self._one_answer(DescribeScramCall(names))
 
     def alter_user_scram_credentials(
         self, changes: Iterable[ScramUpsertion | ScramDeletion]
@@ -677,11 +682,7 @@ class KafkaAdminClient:
                 raise TypeError(f"changes must be ScramUpsertion or ScramDeletion, not {c!r}")
         call = AlterScramCall(wanted)
 
-        async def alter() -> dict[str, ItemResult]:
-            (results,) = await self._router.to_any(call)
-            return results
-
-        return self._run(alter())
+        return self._one_answer(call)
 
     # -- log dirs, features, the metadata quorum ---------------------------------
 
@@ -728,12 +729,7 @@ class KafkaAdminClient:
         """The cluster's finalized feature levels (``metadata.version``,
         ``transaction.version`` ...) and what the answering broker supports
         (ApiVersions v3+, Kafka 2.7+), as ``kafka-features describe``."""
-
-        async def describe() -> FeatureMetadata:
-            (found,) = await self._router.to_any(ApiVersionsFeaturesCall())
-            return found
-
-        return self._run(describe())
+        return self._one_answer(ApiVersionsFeaturesCall())
 
     def update_features(
         self,
@@ -754,22 +750,13 @@ class KafkaAdminClient:
             raise ValueError("updates must name at least one feature")
         call = UpdateFeaturesCall(checked, self._server_timeout(timeout_ms), bool(validate_only))
 
-        async def send() -> dict[str, ItemResult]:
-            (results,) = await self._router.to_any(call)
-            return results
-
-        return self._run(send())
+        return self._one_answer(call)
 
     def describe_metadata_quorum(self) -> Deferred[QuorumInfo]:
         """The KRaft metadata quorum: its leader, epoch, high watermark, voters and
         observers with their lag (DescribeQuorum, forwarded to the controller), as
         ``kafka-metadata-quorum describe --status/--replication``."""
-
-        async def describe() -> QuorumInfo:
-            (found,) = await self._router.to_any(DescribeQuorumCall())
-            return found
-
-        return self._run(describe())
+        return self._one_answer(DescribeQuorumCall())
 
     # -- client quotas -------------------------------------------------------------
 
@@ -789,11 +776,7 @@ class KafkaAdminClient:
             if (f.match_type == QuotaMatch.EXACT) != isinstance(f.match, str):
                 raise ValueError(f"an EXACT filter (and only one) names an entity: {f!r}")
 
-        async def describe() -> dict[QuotaEntity, dict[str, float]]:
-            (found,) = await self._router.to_any(DescribeQuotasCall(wanted, bool(strict)))
-            return found
-
-        return self._run(describe())
+        return self._one_answer(DescribeQuotasCall(wanted, bool(strict)))
 
     def alter_client_quotas(
         self,
@@ -820,11 +803,7 @@ class KafkaAdminClient:
             checked[entity] = values
         call = AlterQuotasCall(checked, bool(validate_only))
 
-        async def alter() -> dict[QuotaEntity, ItemResult]:
-            (results,) = await self._router.to_any(call)
-            return results
-
-        return self._run(alter())
+        return self._one_answer(call)
 
     # -- reassignments and leader elections ----------------------------------------
 

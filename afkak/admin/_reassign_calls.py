@@ -5,7 +5,7 @@ and ``kafka-leader-election`` use them."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -46,6 +46,24 @@ def _by_topic(partitions: Sequence[TopicAndPartition]) -> dict[str, list[int]]:
     return topics
 
 
+def _answered(
+    unanswered: dict[TopicAndPartition, ItemResult], answers: Iterable[tuple[str, int, Any]]
+) -> list[Any]:
+    """Each partition's ``(topic, index, entry)`` answer (an error code and message) over
+    *unanswered*, the results of partitions the response left out."""
+    return [
+        {
+            **unanswered,
+            **{
+                TopicAndPartition(topic, index): ItemResult(
+                    _error_or_none(entry.error_code, entry.error_message)
+                )
+                for topic, index, entry in answers
+            },
+        }
+    ]
+
+
 class AlterReassignmentsCall(VersionedCall):
     """Move partitions to new replica lists (``None``: cancel an ongoing move)."""
 
@@ -76,18 +94,10 @@ class AlterReassignmentsCall(VersionedCall):
         top = _error_or_none(response.error_code, response.error_message)
         if top is not None:
             return [self.failed(top)]
-        return [
-            {
-                **self.failed(left_out("the partition")),
-                **{
-                    TopicAndPartition(t.name, p.partition_index): ItemResult(
-                        _error_or_none(p.error_code, p.error_message)
-                    )
-                    for t in response.responses
-                    for p in t.partitions
-                },
-            }
-        ]
+        return _answered(
+            self.failed(left_out("the partition")),
+            ((t.name, p.partition_index, p) for t in response.responses for p in t.partitions),
+        )
 
 
 class ListReassignmentsCall(VersionedCall):
@@ -163,15 +173,11 @@ class ElectLeadersCall(VersionedCall):
             if self.partitions is None:
                 raise top
             return [self.failed(top)]
-        return [
-            {
-                **self.failed(left_out("the partition")),
-                **{
-                    TopicAndPartition(r.topic, p.partition_id): ItemResult(
-                        _error_or_none(p.error_code, p.error_message)
-                    )
-                    for r in response.replica_election_results
-                    for p in r.partition_result
-                },
-            }
-        ]
+        return _answered(
+            self.failed(left_out("the partition")),
+            (
+                (r.topic, p.partition_id, p)
+                for r in response.replica_election_results
+                for p in r.partition_result
+            ),
+        )

@@ -14,7 +14,6 @@ from afkak.admin import (
     ElectionType,
     FeatureUpdate,
     FeatureUpgradeType,
-    KafkaAdminClient,
     QuotaEntity,
     QuotaFilter,
     ReplicaInfo,
@@ -34,8 +33,7 @@ from afkak.common import (
     TopicAndPartition,
     UnknownTopicOrPartitionError,
 )
-from afkak.test.helpers import ClockTestCase
-from afkak.test.test_admin import on_fake_cluster
+from afkak.test.test_admin import AdminFakeClusterCase, on_fake_cluster
 
 TP = TopicAndPartition
 
@@ -53,23 +51,7 @@ def run_cli(case: Any, *argv: str) -> Any:
     return out
 
 
-class ClusterOpsCase(ClockTestCase):
-    """A 3-broker fake cluster on a Clock and an admin client of it."""
-
-    def setUp(self) -> None:
-        super().setUp()
-        self.clock, self.cluster, self.client = on_fake_cluster(self)
-        self.admin = KafkaAdminClient(self.client)
-
-    def result(self, d: Any) -> Any:
-        for _ in range(50):
-            if d.called:
-                break
-            self.clock.advance(1)
-        return self.successResultOf(d)
-
-
-class ClusterOpsTests(ClusterOpsCase):
+class ClusterOpsTests(AdminFakeClusterCase):
     def test_log_dirs_of_every_broker(self) -> None:
         self.cluster.create_topic("t", 2, 2)  # replicas [0, 1] and [1, 2]
         self.cluster.append("t", 0, [b"a" * 100])
@@ -163,7 +145,7 @@ class ClusterOpsCommandTests(SynchronousTestCase):
         )
 
 
-class QuotaTests(ClusterOpsCase):
+class QuotaTests(AdminFakeClusterCase):
     def test_quotas_set_described_and_removed(self) -> None:
         app = QuotaEntity({"client-id": "app"})
         alice = QuotaEntity({"user": "alice", "client-id": "app"})
@@ -223,7 +205,7 @@ class QuotaTests(ClusterOpsCase):
         self.assertEqual(self.cluster.state.quotas[(("client-id", "app"),)], {})
 
 
-class ReassignmentTests(ClusterOpsCase):
+class ReassignmentTests(AdminFakeClusterCase):
     def test_reassign_then_elect_the_preferred_leader(self) -> None:
         self.cluster.create_topic("t", 2, 2)  # replicas [0, 1] and [1, 2]
         tp = TP("t", 0)

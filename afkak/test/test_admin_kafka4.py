@@ -43,17 +43,26 @@ def table(output: str) -> list[dict[str, str]]:
     return [dict(zip(header, row, strict=False)) for row in rows]
 
 
-class KafkaTransactionAdminTests(SynchronousTestCase):
-    """describe_producers, list/describe_transactions, abort_transaction and
-    find_hanging_transactions against ``kafka-transactions`` on one Kafka node."""
+class KafkaAdminCase(SynchronousTestCase):
+    """An admin client of the shared Apache Kafka broker (or cluster) *broker_name*."""
+
+    broker_name = "kafka"
 
     def setUp(self) -> None:
-        self.broker = shared_broker("kafka")
+        self.broker = shared_broker(self.broker_name)
         self.client = KafkaClient(
             self.broker.bootstrap, timeout=15000, endpoint_factory=TCP4ClientEndpoint
         )
         self.addCleanup(lambda: wait(self.client.close()))
         self.admin = KafkaAdminClient(self.client)
+
+
+class KafkaTransactionAdminTests(KafkaAdminCase):
+    """describe_producers, list/describe_transactions, abort_transaction and
+    find_hanging_transactions against ``kafka-transactions`` on one Kafka node."""
+
+    def setUp(self) -> None:
+        super().setUp()
         stamp = f"{next(_names)}-{int(time.time() * 1000)}"
         self.topic = f"admin4-txn-{stamp}"
         self.tid = f"admin4-tid-{stamp}"
@@ -168,17 +177,9 @@ class KafkaTransactionAdminTests(SynchronousTestCase):
         self.assertEqual(state.current_txn_start_offset, -1)
 
 
-class KafkaClusterAdminTests(SynchronousTestCase):
+class KafkaClusterAdminTests(KafkaAdminCase):
     """describe_log_dirs, describe/update_features and describe_metadata_quorum against
     ``kafka-log-dirs``, ``kafka-features`` and ``kafka-metadata-quorum`` on one node."""
-
-    def setUp(self) -> None:
-        self.broker = shared_broker("kafka")
-        self.client = KafkaClient(
-            self.broker.bootstrap, timeout=15000, endpoint_factory=TCP4ClientEndpoint
-        )
-        self.addCleanup(lambda: wait(self.client.close()))
-        self.admin = KafkaAdminClient(self.client)
 
     def tool(self, main: str, *args: str) -> str:
         return run_tool(
@@ -278,16 +279,11 @@ class KafkaClusterAdminTests(SynchronousTestCase):
         self.assertEqual([v.replica_id for v in quorum.voters], voters)
 
 
-class KafkaQuotaAdminTests(SynchronousTestCase):
+class KafkaQuotaAdminTests(KafkaAdminCase):
     """describe/alter_client_quotas against ``kafka-configs --entity-type clients``."""
 
     def setUp(self) -> None:
-        self.broker = shared_broker("kafka")
-        self.client = KafkaClient(
-            self.broker.bootstrap, timeout=15000, endpoint_factory=TCP4ClientEndpoint
-        )
-        self.addCleanup(lambda: wait(self.client.close()))
-        self.admin = KafkaAdminClient(self.client)
+        super().setUp()
         self.name = f"admin4-client-{next(_names)}-{int(time.time() * 1000)}"
 
     def configs(self, *args: str) -> str:
@@ -320,17 +316,14 @@ class KafkaQuotaAdminTests(SynchronousTestCase):
         self.assertIsNotNone(bad[entity].error)
 
 
-class KafkaReassignmentAdminTests(SynchronousTestCase):
+class KafkaReassignmentAdminTests(KafkaAdminCase):
     """alter/list_partition_reassignments and elect_leaders on the 3-node cluster, against
     ``kafka-reassign-partitions`` and ``kafka-leader-election``."""
 
+    broker_name = "kafka-cluster"
+
     def setUp(self) -> None:
-        self.broker = shared_broker("kafka-cluster")
-        self.client = KafkaClient(
-            self.broker.bootstrap, timeout=15000, endpoint_factory=TCP4ClientEndpoint
-        )
-        self.addCleanup(lambda: wait(self.client.close()))
-        self.admin = KafkaAdminClient(self.client)
+        super().setUp()
         self.topic = f"admin4-move-{next(_names)}-{int(time.time() * 1000)}"
         self.tp = TP(self.topic, 0)
         created = wait(
