@@ -17,7 +17,7 @@ from uuid import UUID
 from afkak.testing._faults import FaultPlan
 from afkak.testing._group_state import GroupCoordinatorState
 from afkak.testing._lookup import topic_name_problem
-from afkak.testing._operator_apis import Entity, FeatureLevels
+from afkak.testing._operator_state import Entity, FeatureLevels
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 from afkak.testing._txn_state import TransactionCoordinatorState
 

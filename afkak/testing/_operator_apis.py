@@ -9,10 +9,7 @@ Each broker has one log directory, ``/fake/broker-N/kafka-logs``, holding its re
 (a replica's size is its partition's stored bytes, never behind its leader).  The
 metadata quorum is the controller alone (the first live broker) as its only voter,
 the other brokers its observers, all caught up; its high watermark is the metadata
-offset, which a feature update moves on.  Feature levels start with
-``metadata.version`` only (no ``transaction.version``, so producers keep the
-transaction protocol they would use against the fake cluster otherwise); tests set
-``cluster.state.features`` for more.
+offset, which a feature update moves on (the state is in :mod:`._operator_state`).
 """
 
 from __future__ import annotations
@@ -20,14 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from afkak._broker_errors import (
     ElectionNotNeeded,
     EligibleLeadersNotAvailable,
     InvalidReplicaAssignment,
     InvalidRequest,
-    InvalidUpdateVersion,
     NoReassignmentInProgress,
     NotController,
     PreferredLeaderNotAvailable,
@@ -51,40 +45,13 @@ from afkak.protocol.messages import (
     UpdateFeaturesResponse,
 )
 from afkak.testing._lookup import UNKNOWN_TOPIC_OR_PARTITION, code, find_partition
+from afkak.testing._operator_state import SAFE_DOWNGRADE, UPGRADE, Entity
 
 if TYPE_CHECKING:
     from afkak.testing._cluster_state import ClusterState, RequestContext
 
 METADATA_TOPIC = "__cluster_metadata"
 DISK_BYTES = 1 << 40
-#: Kafka's UpdateFeatures upgrade types (KIP-778).
-UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
-
-
-@attrs.define
-class FeatureLevels:
-    """What the brokers support of each feature, the finalized levels, and the metadata
-    offset (the features' epoch and the quorum's high watermark)."""
-
-    supported: dict[str, tuple[int, int]] = attrs.field(
-        factory=lambda: {"metadata.version": (7, 27)}
-    )
-    finalized: dict[str, int] = attrs.field(factory=lambda: {"metadata.version": 27})
-    metadata_offset: int = 1
-
-    def update(self, name: str, level: int, how: int) -> int:
-        """Apply one update; the error code (0: applied)."""
-        low, high = self.supported.get(name, (0, 0))
-        current = self.finalized.get(name, 0)
-        downgrade = level < current
-        if (downgrade and how == UPGRADE) or (level and not low <= level <= high):
-            return code(InvalidUpdateVersion)
-        if level:
-            self.finalized[name] = level
-        else:
-            self.finalized.pop(name, None)
-        self.metadata_offset += 1
-        return 0
 
 
 def controller(cluster: ClusterState) -> int:
@@ -130,7 +97,7 @@ def handle_update_features(
     features = ctx.state.features
     if controller(ctx.state) < 0:
         return R(error_code=code(NotController))
-    trial = attrs.evolve(features, finalized=dict(features.finalized))
+    trial = features.copy()
     errors = {}
     for u in request.feature_updates:
         how = u.upgrade_type if version >= 1 else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE)
@@ -181,8 +148,6 @@ QUOTA_KEYS = {
     "connection_creation_rate": {"ip"},
 }
 EXACT, DEFAULT, SPECIFIED = 0, 1, 2
-#: An entity: its (type, name or None for the default) pairs, sorted.
-Entity = tuple[tuple[str, str | None], ...]
 
 
 def _entity(data: Any) -> Entity:
@@ -352,4 +317,41 @@ OPERATOR_APIS: dict[int, Callable[[RequestContext, Any, int], Any]] = {
     49: handle_alter_client_quotas,
     55: handle_describe_quorum,
     57: handle_update_features,
+}
+
+
+def _describe_log_dirs_error(request: Any, version: int, code: int) -> Any:
+    R = DescribeLogDirsResponse
+    if version >= 3:
+        return R(error_code=code)
+    return R(results=[R.DescribeLogDirsResult(error_code=code, log_dir="")])
+
+
+def _elect_leaders_error(request: Any, version: int, code: int) -> Any:
+    R = ElectLeadersResponse
+    if version >= 1:
+        return R(error_code=code)
+    return R(
+        replica_election_results=[
+            R.ReplicaElectionResult(t.topic, [R.PartitionResult(i, code) for i in t.partitions])
+            for t in request.topic_partitions or ()
+        ]
+    )
+
+
+def _alter_client_quotas_error(request: Any, version: int, code: int) -> Any:
+    R = AlterClientQuotasResponse
+    return R(
+        entries=[
+            R.EntryData(code, None, [R.EntityData(e.entity_type, e.entity_name) for e in x.entity])
+            for x in request.entries
+        ]
+    )
+
+
+#: Error responses (``fail_next``) of the APIs whose errors are not top-level.
+OPERATOR_ERROR_RESPONSES: dict[int, Callable[[Any, int, int], Any]] = {
+    35: _describe_log_dirs_error,
+    43: _elect_leaders_error,
+    49: _alter_client_quotas_error,
 }

@@ -191,3 +191,47 @@ TXN_ADMIN_APIS: dict[int, Callable[[RequestContext, Any, int], Any]] = {
     65: handle_describe_transactions,
     66: handle_list_transactions,
 }
+
+
+def _write_txn_markers_error(request: Any, version: int, code: int) -> Any:
+    R = WriteTxnMarkersResponse
+    return R(
+        markers=[
+            R.WritableTxnMarkerResult(
+                m.producer_id,
+                [
+                    R.WritableTxnMarkerTopicResult(
+                        t.name,
+                        [R.WritableTxnMarkerPartitionResult(i, code) for i in t.partition_indexes],
+                    )
+                    for t in m.topics
+                ],
+            )
+            for m in request.markers
+        ]
+    )
+
+
+def _describe_producers_error(request: Any, version: int, code: int) -> Any:
+    R = DescribeProducersResponse
+    return R(
+        topics=[
+            R.TopicResponse(
+                t.name, [R.PartitionResponse(i, code, None) for i in t.partition_indexes]
+            )
+            for t in request.topics
+        ]
+    )
+
+
+def _describe_transactions_error(request: Any, version: int, code: int) -> Any:
+    R = DescribeTransactionsResponse
+    return R(transaction_states=[R.TransactionState(code, t) for t in request.transactional_ids])
+
+
+#: Error responses (``fail_next``) of the APIs whose errors are not top-level.
+TXN_ADMIN_ERROR_RESPONSES: dict[int, Callable[[Any, int, int], Any]] = {
+    27: _write_txn_markers_error,
+    61: _describe_producers_error,
+    65: _describe_transactions_error,
+}
