@@ -29,6 +29,7 @@ from afkak.producer import Producer
 from afkak.test.brokers import shared_broker
 from afkak.test.brokers.java_tools import run_tool
 from afkak.test.helpers import wait
+from afkak.test.test_cli_brokers import cli
 
 TP = TopicAndPartition
 _names = itertools.count()
@@ -392,3 +393,50 @@ class KafkaReassignmentAdminTests(KafkaAdminCase):
         )  # fmt: skip
         self.placement([2, 3])
         self.assertEqual(wait(self.admin.list_partition_reassignments()), {})
+
+
+class KafkaOperatorCommandTests(KafkaAdminCase):
+    """``afkak transactions|features|quotas|cluster quorum`` (``python -m afkak``) on Apache
+    Kafka, agreeing with the admin calls checked against the Java tools above."""
+
+    def afkak(self, *argv: str) -> Any:
+        done = cli("--json", *argv, bootstrap=self.broker.bootstrap)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        return json.loads(done.stdout)
+
+    def test_operator_commands_kafka(self) -> None:
+        topic = f"admin4-cli-{next(_names)}-{int(time.time() * 1000)}"
+        tid = f"admin4-cli-tid-{next(_names)}"
+        self.broker.create_topic(topic, 1)
+        producer = Producer(self.client, transactional_id=tid)
+        self.addCleanup(lambda: wait(producer.stop().addErrback(lambda _: None)))
+        wait(producer.init_transactions())
+        wait(producer.begin_transaction())
+        wait(producer.send(topic, b"open", partition=0))
+        listed = self.afkak("transactions", "list", "--state", "Ongoing")
+        self.assertIn(tid, [t["transactional_id"] for t in listed])
+        (described,) = self.afkak("transactions", "describe", tid)
+        self.assertEqual(described["partitions"], [f"{topic}-0"])
+        (state,) = self.afkak(
+            "transactions", "describe-producers", "--topic", topic, "--partition", "0"
+        )
+        self.assertEqual(state["txn_start_offset"], 0)
+        self.assertEqual(self.afkak("transactions", "find-hanging", "--topic", topic), [])
+        features = {f["feature"]: f for f in self.afkak("features", "describe")}
+        expected = wait(self.admin.describe_features()).finalized["transaction.version"]
+        self.assertEqual(features["transaction.version"]["finalized"], expected.max_version)
+        quorum = self.afkak("cluster", "quorum")
+        self.assertEqual(quorum["leader"], wait(self.admin.describe_metadata_quorum()).leader_id)
+        client = f"admin4-cli-client-{next(_names)}"
+        self.afkak("quotas", "alter", "--client-id", client, "--add", "producer_byte_rate=4096")
+        self.assertEqual(
+            self.afkak("quotas", "describe", "--client-id", client),
+            [{"entity": f"client-id={client}", "quotas": "producer_byte_rate=4096.0"}],
+        )
+        self.afkak(
+            "transactions", "abort", "--topic", topic, "--partition", "0", "--start-offset", "0"
+        )
+        (after,) = wait(self.admin.describe_producers([TP(topic, 0)]))[
+            TP(topic, 0)
+        ].active_producers
+        self.assertEqual(after.current_txn_start_offset, -1)
