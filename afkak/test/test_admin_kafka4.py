@@ -26,8 +26,11 @@ from afkak.admin import (
 from afkak.client import KafkaClient
 from afkak.common import ElectionNotNeeded, InvalidUpdateVersion, TopicAndPartition
 from afkak.producer import Producer
+from afkak.protocol.messages import InitProducerIdRequest, ProduceRequest
+from afkak.records import build_batch
 from afkak.test.brokers import shared_broker
 from afkak.test.brokers.java_tools import run_tool
+from afkak.test.brokers.kafka import KafkaBroker
 from afkak.test.helpers import wait
 from afkak.test.test_cli_brokers import cli
 
@@ -440,3 +443,95 @@ class KafkaOperatorCommandTests(KafkaAdminCase):
             TP(topic, 0)
         ].active_producers
         self.assertEqual(after.current_txn_start_offset, -1)
+
+
+class KafkaHangingTransactionTests(SynchronousTestCase):
+    """A real hanging transaction on its own Kafka node (transactions v1, partition
+    verification off, Produce v11: a transactional batch no coordinator knows of is
+    accepted, as after a lost marker): kafka-transactions find-hanging and afkak find
+    the same one, and after either aborts it neither does."""
+
+    def setUp(self) -> None:
+        self.broker = KafkaBroker(
+            config={"transaction.partition.verification.enable": "false"},
+            format_args=["--feature", "transaction.version=1"],
+        ).start()
+        self.addCleanup(self.broker.stop)
+        self.client = KafkaClient(
+            self.broker.bootstrap, timeout=15000, endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(self.client.close()))
+        self.admin = KafkaAdminClient(self.client)
+        self.topic = "hanging"
+        self.broker.create_topic(self.topic, 1)
+
+    def tool(self, *args: str) -> str:
+        return run_tool(
+            "org.apache.kafka.tools.TransactionsCommand",
+            "--bootstrap-server", self.broker.bootstrap, *args,
+        )  # fmt: skip
+
+    def leave_hanging(self) -> int:
+        """Write a transactional batch, 20 minutes old, that no coordinator knows; its pid."""
+        for _ in range(100):  # COORDINATOR_LOAD_IN_PROGRESS while the node starts
+            init = wait(
+                self.client.send_request_to_any_broker(
+                    InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
+                )
+            )
+            if not init.error_code:
+                break
+            time.sleep(0.2)
+        self.assertEqual(init.error_code, 0)
+        old = int(time.time() * 1000) - 20 * 60_000
+        batch = build_batch(
+            [b"lost"],
+            timestamp=old,
+            producer_id=init.producer_id,
+            producer_epoch=init.producer_epoch,
+            base_sequence=0,
+            is_transactional=True,
+        )
+        P = ProduceRequest
+        request = P(
+            transactional_id="afkak-ghost",
+            acks=1,
+            timeout_ms=10000,
+            topic_data=[
+                P.TopicProduceData(self.topic, partition_data=[P.PartitionProduceData(0, batch)])
+            ],
+        )
+        (leader,) = wait(self.admin.describe_cluster()).brokers
+        response = wait(self.client.send_request_to_broker(leader, request, max_version=11))
+        (part,) = response.responses[0].partition_responses
+        self.assertEqual(part.error_code, 0, part.error_message)
+        return int(init.producer_id)
+
+    def java_hanging(self) -> list[dict[str, str]]:
+        return table(self.tool("find-hanging", "--topic", self.topic))
+
+    def test_found_alike_and_aborted_by_afkak(self) -> None:
+        pid = self.leave_hanging()
+        (found,) = wait(self.admin.find_hanging_transactions(partitions=[self.topic]))
+        self.assertEqual(
+            (found.producer.producer_id, found.producer.current_txn_start_offset), (pid, 0)
+        )
+        self.assertIsNone(found.transactional_id)
+        (java,) = self.java_hanging()
+        self.assertEqual(
+            (java["Topic"], java["Partition"], java["ProducerId"], java["StartOffset"]),
+            (self.topic, "0", str(pid), "0"),
+        )
+        by_broker = wait(self.admin.find_hanging_transactions(broker_id=1))
+        self.assertEqual(by_broker, [found])
+        self.assertIsNone(wait(self.admin.abort_transaction(found.abort_spec)).error)
+        self.assertEqual(self.java_hanging(), [])
+        self.assertEqual(wait(self.admin.find_hanging_transactions(partitions=[self.topic])), [])
+
+    def test_aborted_by_kafka_seen_by_afkak(self) -> None:
+        self.leave_hanging()
+        self.assertEqual(
+            len(wait(self.admin.find_hanging_transactions(partitions=[self.topic]))), 1
+        )
+        self.tool("abort", "--topic", self.topic, "--partition", "0", "--start-offset", "0")
+        self.assertEqual(wait(self.admin.find_hanging_transactions(partitions=[self.topic])), [])
