@@ -349,11 +349,20 @@ class KafkaReassignmentAdminTests(KafkaAdminCase):
             self.assertLess(time.monotonic(), deadline, f"still {p} ")
             time.sleep(0.5)
 
+    def leader_becomes(self, node: int, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            (p,) = wait(self.admin.describe_topics([self.topic]))[self.topic].partitions
+            if p.leader == node:
+                return
+            self.assertLess(time.monotonic(), deadline, f"leader still {p.leader}")
+            time.sleep(0.2)
+
     def test_reassign_both_ways_and_elect_kafka(self) -> None:
         self.placement([1, 2])
         moved = wait(self.admin.alter_partition_reassignments({self.tp: [3, 1]}))
         self.assertIsNone(moved[self.tp].error)
-        p = self.placement([3, 1])
+        self.placement([3, 1])
         plan = {
             "version": 1,
             "partitions": [{"topic": self.topic, "partition": 0, "replicas": [3, 1]}],
@@ -370,8 +379,7 @@ class KafkaReassignmentAdminTests(KafkaAdminCase):
         elected = wait(self.admin.elect_leaders(ElectionType.PREFERRED, [self.tp]))
         error = elected[self.tp].error
         self.assertTrue(error is None or isinstance(error, ElectionNotNeeded), error)
-        (p,) = wait(self.admin.describe_topics([self.topic]))[self.topic].partitions
-        self.assertEqual(p.leader, 3)
+        self.leader_becomes(3)  # the brokers' metadata follows the controller shortly
         again = wait(self.admin.elect_leaders(ElectionType.PREFERRED, [self.tp]))
         self.assertIsInstance(again[self.tp].error, ElectionNotNeeded)
         out = self.tool(
