@@ -1,4 +1,6 @@
-"""Administering a Kafka cluster: topics, configs, consumer groups, offsets, records, ACLs.
+"""Administering a Kafka cluster: topics, configs, consumer groups, offsets, records, ACLs,
+transactions, log dirs, features, the metadata quorum, client quotas,
+reassignments, leader elections.
 
 :class:`KafkaAdminClient` wraps a :class:`~afkak.KafkaClient`; every call
 returns a cancellable Deferred of attrs values, with an ``error`` per item
@@ -6,8 +8,28 @@ where a call covers several.  See ``docs/admin.rst``.
 """
 
 from afkak.admin._client import KafkaAdminClient
+from afkak.admin._cluster_calls import (
+    FeatureMetadata,
+    FeatureUpdate,
+    FeatureUpgradeType,
+    LogDirDescription,
+    QuorumInfo,
+    QuorumReplica,
+    ReplicaInfo,
+    VersionRange,
+)
 from afkak.admin._group_calls import GroupDescription, GroupListing, MemberDescription
 from afkak.admin._lag import PartitionLag
+from afkak.admin._quota_calls import QuotaEntity, QuotaFilter, QuotaMatch
+from afkak.admin._reassign_calls import ElectionType, PartitionReassignment
+from afkak.admin._txn_calls import (
+    AbortTransactionSpec,
+    HangingTransaction,
+    PartitionProducers,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
 from afkak.admin._types import (
     AclBinding,
     AclDeletion,
@@ -45,6 +67,7 @@ from afkak.admin._types import (
 )
 
 __all__ = [
+    "AbortTransactionSpec",
     "AclBinding",
     "AclDeletion",
     "AclOperation",
@@ -60,12 +83,18 @@ __all__ = [
     "CreatedTopic",
     "DeletedRecords",
     "DeletedTopic",
+    "ElectionType",
+    "FeatureMetadata",
+    "FeatureUpdate",
+    "FeatureUpgradeType",
     "GroupDescription",
     "GroupListing",
+    "HangingTransaction",
     "IsolationLevel",
     "ItemResult",
     "KafkaAdminClient",
     "ListedOffset",
+    "LogDirDescription",
     "MemberDescription",
     "NewPartitions",
     "NewTopic",
@@ -73,7 +102,16 @@ __all__ = [
     "OffsetSpec",
     "PartitionDescription",
     "PartitionLag",
+    "PartitionProducers",
+    "PartitionReassignment",
     "PatternType",
+    "ProducerState",
+    "QuorumInfo",
+    "QuorumReplica",
+    "QuotaEntity",
+    "QuotaFilter",
+    "QuotaMatch",
+    "ReplicaInfo",
     "ResourceConfig",
     "ResourceType",
     "ScramCredentialInfo",
@@ -82,5 +120,8 @@ __all__ = [
     "ScramUpsertion",
     "TopicDescription",
     "TopicListing",
+    "TransactionDescription",
+    "TransactionListing",
     "UserScramCredentials",
+    "VersionRange",
 ]

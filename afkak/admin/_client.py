@@ -1,4 +1,6 @@
-"""KafkaAdminClient: topics, cluster, configs, groups, offsets, records, ACLs, SCRAM.
+"""KafkaAdminClient: topics, cluster, configs, groups, offsets, records, ACLs, SCRAM,
+transactions, log dirs, features, the metadata quorum, client quotas, reassignments and
+leader elections.
 
 Each call checks its arguments, builds its request with one of the
 ``_*_calls`` builders, and has :mod:`._routing` send it where Kafka requires
@@ -32,6 +34,17 @@ from afkak.common import (
 )
 from afkak.records.aborted import isolation_level as isolation_level_of
 
+from ._cluster_calls import (
+    ApiVersionsFeaturesCall,
+    DescribeLogDirsCall,
+    DescribeQuorumCall,
+    FeatureMetadata,
+    FeatureUpdate,
+    FeatureUpgradeType,
+    LogDirDescription,
+    QuorumInfo,
+    UpdateFeaturesCall,
+)
 from ._config_calls import DescribeConfigsCall, IncrementalAlterConfigsCall
 from ._group_calls import (
     CommittedOffsetsCall,
@@ -44,6 +57,21 @@ from ._group_calls import (
 )
 from ._lag import PartitionLag, reset_target
 from ._log_calls import DeleteRecordsCall, ListedOffsetsCall
+from ._quota_calls import (
+    ENTITY_TYPES,
+    AlterQuotasCall,
+    DescribeQuotasCall,
+    QuotaEntity,
+    QuotaFilter,
+    QuotaMatch,
+)
+from ._reassign_calls import (
+    AlterReassignmentsCall,
+    ElectionType,
+    ElectLeadersCall,
+    ListReassignmentsCall,
+    PartitionReassignment,
+)
 from ._routing import Router
 from ._security_calls import (
     AlterScramCall,
@@ -53,6 +81,18 @@ from ._security_calls import (
     DescribeScramCall,
 )
 from ._topic_calls import CreatePartitionsCall, CreateTopicsCall, DeleteTopicsCall
+from ._txn_calls import (
+    AbortMarkerCall,
+    AbortTransactionSpec,
+    DescribeProducersCall,
+    DescribeTransactionsCall,
+    HangingTransaction,
+    ListTransactionsCall,
+    PartitionProducers,
+    TransactionDescription,
+    TransactionListing,
+    hanging,
+)
 from ._types import (
     AclBinding,
     AclDeletion,
@@ -131,6 +171,15 @@ class KafkaAdminClient:
     @staticmethod
     def _run(coro: Coroutine[Any, Any, Any]) -> Deferred[Any]:
         return Deferred.fromCoroutine(coro)
+
+    def _one_answer(self, call: Any) -> Deferred[Any]:
+        """*call* at any broker; the one result its ``parse`` gives."""
+
+        async def send() -> Any:
+            (result,) = await self._router.to_any(call)
+            return result
+
+        return self._run(send())
 
     def _server_timeout(self, timeout_ms: int | None) -> int:
         return self.timeout_ms if timeout_ms is None else _ms("timeout_ms", timeout_ms)
@@ -621,11 +670,7 @@ class KafkaAdminClient:
         """SCRAM mechanisms and iterations of *users* (of every user when None)."""
         names = None if users is None else [_text("users", u) for u in _items("users", users)]
 
-        async def describe() -> dict[str, UserScramCredentials]:
-            (results,) = await self._router.to_any(DescribeScramCall(names))
-            return results
-
-        return self._run(describe())
+        return self._one_answer(DescribeScramCall(names))
 
     def alter_user_scram_credentials(
         self, changes: Iterable[ScramUpsertion | ScramDeletion]
@@ -637,11 +682,369 @@ class KafkaAdminClient:
                 raise TypeError(f"changes must be ScramUpsertion or ScramDeletion, not {c!r}")
         call = AlterScramCall(wanted)
 
-        async def alter() -> dict[str, ItemResult]:
-            (results,) = await self._router.to_any(call)
-            return results
+        return self._one_answer(call)
 
-        return self._run(alter())
+    # -- log dirs, features, the metadata quorum ---------------------------------
+
+    def describe_log_dirs(
+        self,
+        brokers: Iterable[int] | None = None,
+        *,
+        partitions: Iterable[TopicAndPartition] | None = None,
+    ) -> Deferred[dict[int, dict[str, LogDirDescription]]]:
+        """Each broker's log directories (every broker's when *brokers* is None) with
+        their replicas (only of *partitions* when given), as ``kafka-log-dirs``.
+
+        Fires ``{broker id: {path: LogDirDescription}}``; a broker id the cluster
+        lacks fails the call (BROKER_NOT_AVAILABLE).
+        """
+        nodes = (
+            None
+            if brokers is None
+            else [integer("brokers", b, 0, INT32_MAX) for b in _items("brokers", brokers)]
+        )
+        parts = (
+            None
+            if partitions is None
+            else [_partition(tp) for tp in _items("partitions", partitions)]
+        )
+        return self._run(self._describe_log_dirs(nodes, parts))
+
+    async def _describe_log_dirs(
+        self, nodes: list[int] | None, parts: list[TopicAndPartition] | None
+    ) -> dict[int, dict[str, LogDirDescription]]:
+        known, _ = await self._router.brokers()
+        wanted = sorted(known) if nodes is None else list(dict.fromkeys(nodes))
+        missing = [n for n in wanted if n not in known]
+        if missing:
+            raise BrokerResponseError.from_errno(
+                ErrorCode.BROKER_NOT_AVAILABLE, f"no broker {missing[0]} in the cluster"
+            )
+        answers = await self._router.gather(
+            self._router.to_broker(known[n], DescribeLogDirsCall(parts)) for n in wanted
+        )
+        return {n: dirs for n, (dirs,) in zip(wanted, answers, strict=True)}
+
+    def describe_features(self) -> Deferred[FeatureMetadata]:
+        """The cluster's finalized feature levels (``metadata.version``,
+        ``transaction.version`` ...) and what the answering broker supports
+        (ApiVersions v3+, Kafka 2.7+), as ``kafka-features describe``."""
+        return self._one_answer(ApiVersionsFeaturesCall())
+
+    def update_features(
+        self,
+        updates: Mapping[str, FeatureUpdate | int],
+        *,
+        validate_only: bool = False,
+        timeout_ms: int | None = None,
+    ) -> Deferred[dict[str, ItemResult]]:
+        """Upgrade (or, with a :class:`FeatureUpdate` of a downgrade type, downgrade)
+        feature levels; an int is an upgrade to that level.  Sent to any broker, which
+        forwards it to the controller (KRaft).  Fires ``{feature: ItemResult}``."""
+        checked = {}
+        for name, u in _mapping("updates", updates).items():
+            level = u.max_version_level if isinstance(u, FeatureUpdate) else u
+            how = u.upgrade_type if isinstance(u, FeatureUpdate) else FeatureUpgradeType.UPGRADE
+            checked[_text("updates", name)] = FeatureUpdate(_level(level), FeatureUpgradeType(how))
+        if not checked:
+            raise ValueError("updates must name at least one feature")
+        call = UpdateFeaturesCall(checked, self._server_timeout(timeout_ms), bool(validate_only))
+
+        return self._one_answer(call)
+
+    def describe_metadata_quorum(self) -> Deferred[QuorumInfo]:
+        """The KRaft metadata quorum: its leader, epoch, high watermark, voters and
+        observers with their lag (DescribeQuorum, forwarded to the controller), as
+        ``kafka-metadata-quorum describe --status/--replication``."""
+        return self._one_answer(DescribeQuorumCall())
+
+    # -- client quotas -------------------------------------------------------------
+
+    def describe_client_quotas(
+        self, filters: Iterable[QuotaFilter] = (), *, strict: bool = False
+    ) -> Deferred[dict[QuotaEntity, dict[str, float]]]:
+        """The quotas of the entities every filter matches (with *strict*, of entities
+        of exactly the filters' types); no filter matches every entity.
+
+        Fires ``{QuotaEntity: {"producer_byte_rate": 1024.0, ...}}``.
+        """
+        wanted = _items("filters", filters)
+        for f in wanted:
+            if not isinstance(f, QuotaFilter):
+                raise TypeError(f"filters must be QuotaFilter values, not {f!r:.100}")
+            _entity_type(f.entity_type)
+            if (f.match_type == QuotaMatch.EXACT) != isinstance(f.match, str):
+                raise ValueError(f"an EXACT filter (and only one) names an entity: {f!r}")
+
+        return self._one_answer(DescribeQuotasCall(wanted, bool(strict)))
+
+    def alter_client_quotas(
+        self,
+        changes: Mapping[QuotaEntity, Mapping[str, float | None]],
+        *,
+        validate_only: bool = False,
+    ) -> Deferred[dict[QuotaEntity, ItemResult]]:
+        """Set quota values (``None`` removes one) per entity; fires ``{entity: ItemResult}``."""
+        checked: dict[QuotaEntity, dict[str, float | None]] = {}
+        for entity, ops in _mapping("changes", changes).items():
+            if not isinstance(entity, QuotaEntity):
+                raise TypeError(f"changes must be keyed by QuotaEntity, not {entity!r:.100}")
+            for t, name in entity.parts:
+                _entity_type(t)
+                if name is not None:
+                    _text("an entity name", name)
+            values = {}
+            for key, value in _mapping("a quota change", ops).items():
+                if value is not None and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
+                ):
+                    raise ValueError(f"quota {key!r} must be a number > 0 or None, not {value!r}")
+                values[_text("a quota key", key)] = None if value is None else float(value)
+            checked[entity] = values
+        call = AlterQuotasCall(checked, bool(validate_only))
+
+        return self._one_answer(call)
+
+    # -- reassignments and leader elections ----------------------------------------
+
+    def alter_partition_reassignments(
+        self,
+        targets: Mapping[TopicAndPartition, Sequence[int] | None],
+        *,
+        timeout_ms: int | None = None,
+    ) -> Deferred[dict[TopicAndPartition, ItemResult]]:
+        """Move partitions to new replica lists (the first the preferred leader); ``None``
+        cancels a partition's ongoing move.  At the controller; fires ``{partition:
+        ItemResult}`` once each move has started (follow it with
+        :meth:`list_partition_reassignments`)."""
+        checked: dict[TopicAndPartition, tuple[int, ...] | None] = {}
+        for tp, replicas in _mapping("targets", targets).items():
+            if replicas is None:
+                checked[_partition(tp)] = None
+                continue
+            nodes = tuple(
+                integer("a replica", r, 0, INT32_MAX) for r in _items("replicas", replicas)
+            )
+            if not nodes or len(set(nodes)) != len(nodes):
+                raise ValueError(f"replicas of {tp} must be distinct broker ids, not {replicas!r}")
+            checked[_partition(tp)] = nodes
+        timeout = self._server_timeout(timeout_ms)
+        return self._run(
+            self._router.to_controller(
+                list(checked),
+                lambda tp: tp,
+                lambda batch: AlterReassignmentsCall({tp: checked[tp] for tp in batch}, timeout),
+                timeout,
+            )
+        )
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicAndPartition] | None = None
+    ) -> Deferred[dict[TopicAndPartition, PartitionReassignment]]:
+        """The ongoing reassignments (of *partitions*, or all), at the controller."""
+        parts = (
+            None
+            if partitions is None
+            else [_partition(tp) for tp in _items("partitions", partitions)]
+        )
+        timeout = self.timeout_ms
+        return self._run(
+            self._router.to_controller(
+                [None], lambda i: i, lambda _: ListReassignmentsCall(parts, timeout), timeout
+            )
+        )
+
+    def elect_leaders(
+        self,
+        election_type: ElectionType | int = ElectionType.PREFERRED,
+        partitions: Iterable[TopicAndPartition] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> Deferred[dict[TopicAndPartition, ItemResult]]:
+        """Elect the preferred (or, UNCLEAN, any live) replica as leader of *partitions*
+        (of every partition that needs it when None), at the controller, as
+        ``kafka-leader-election``.  A partition already led by its preferred replica
+        answers ELECTION_NOT_NEEDED."""
+        election = ElectionType(election_type)
+        parts = (
+            None
+            if partitions is None
+            else [_partition(tp) for tp in _items("partitions", partitions)]
+        )
+        timeout = self._server_timeout(timeout_ms)
+        return self._run(
+            self._router.to_controller(
+                parts if parts is not None else [None],
+                lambda tp: tp,
+                lambda batch: ElectLeadersCall(
+                    election, None if parts is None else list(batch), timeout
+                ),
+                timeout,
+            )
+        )
+
+    # -- transactions ----------------------------------------------------------
+
+    def describe_producers(
+        self, partitions: Iterable[TopicAndPartition], *, broker_id: int | None = None
+    ) -> Deferred[dict[TopicAndPartition, PartitionProducers]]:
+        """The producers each partition's leader (or, with *broker_id*, that replica)
+        keeps state for, with their open transactions' first offsets.
+
+        Fires ``{partition: PartitionProducers}``.
+        """
+        parts = [_partition(tp) for tp in _items("partitions", partitions)]
+        if broker_id is not None:
+            node = integer("broker_id", broker_id, 0, INT32_MAX)
+            return self._run(self._router.to_nodes({node: parts}, DescribeProducersCall))
+        return self._run(
+            self._router.to_leaders(
+                dict.fromkeys(parts),
+                lambda batch: DescribeProducersCall(batch),
+                self.client.timeout,
+            )
+        )
+
+    def list_transactions(
+        self,
+        *,
+        states: Iterable[str] | None = None,
+        producer_ids: Iterable[int] | None = None,
+        min_duration_ms: int | None = None,
+        pattern: str | None = None,
+    ) -> Deferred[list[TransactionListing]]:
+        """Every transactional id the cluster's coordinators know (ListTransactions at
+        every broker), sorted; only those in *states* (``"Ongoing"`` ...), of
+        *producer_ids*, open at least *min_duration_ms* (Kafka 3.8+) or matching the
+        regular expression *pattern* (Kafka 4.1+) when given."""
+        wanted = [] if states is None else [_text("states", x) for x in _items("states", states)]
+        pids = (
+            []
+            if producer_ids is None
+            else [_producer_id(p) for p in _items("producer_ids", producer_ids)]
+        )
+        duration = -1 if min_duration_ms is None else _offset(min_duration_ms)
+        regex = None if pattern is None else _text("pattern", pattern)
+        return self._run(self._list_transactions(wanted, pids, duration, regex))
+
+    async def _list_transactions(
+        self, states: list[str], pids: list[int], duration: int, pattern: str | None
+    ) -> list[TransactionListing]:
+        answers = await self._router.to_every_broker(
+            lambda: ListTransactionsCall(states, pids, duration, pattern)
+        )
+        found = {t.transactional_id: t for answer in answers for t in answer}
+        return [found[k] for k in sorted(found)]
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> Deferred[dict[str, TransactionDescription]]:
+        """Each transactional id's state at its coordinator.
+
+        Fires ``{id: TransactionDescription}`` (TRANSACTIONAL_ID_NOT_FOUND for an unknown id).
+        """
+        ids = [
+            _text("transactional_ids", t) for t in _items("transactional_ids", transactional_ids)
+        ]
+        return self._run(self._describe_transactions(ids))
+
+    async def _describe_transactions(self, ids: list[str]) -> dict[str, TransactionDescription]:
+        router = self._router
+
+        async def describe(tid: str) -> Any:
+            return await router.to_txn_coordinator(
+                tid, lambda c: DescribeTransactionsCall(tid, c.node_id)
+            )
+
+        return await router.per_group(list(dict.fromkeys(ids)), describe)
+
+    def abort_transaction(self, spec: AbortTransactionSpec) -> Deferred[ItemResult]:
+        """Write an ABORT marker for an open (hanging) transaction into one partition, at
+        its leader, as ``kafka-transactions abort`` does.  Use it only for a transaction
+        its coordinator lost (:meth:`find_hanging_transactions`): the marker ends the
+        transaction in that partition whatever its producer does next."""
+        if not isinstance(spec, AbortTransactionSpec):
+            raise TypeError(f"spec must be an AbortTransactionSpec, not {spec!r:.100}")
+        tp = _partition(spec.partition)
+        _producer_id(spec.producer_id)
+        integer("producer_epoch", spec.producer_epoch, 0, 2**15 - 1)
+        integer("coordinator_epoch", spec.coordinator_epoch, -1, INT32_MAX)
+
+        async def abort() -> ItemResult:
+            results = await self._router.to_leaders(
+                {tp: spec}, AbortMarkerCall, self.client.timeout
+            )
+            return results[tp]
+
+        return self._run(abort())
+
+    def find_hanging_transactions(
+        self,
+        *,
+        partitions: Iterable[str | TopicAndPartition] | None = None,
+        broker_id: int | None = None,
+        max_transaction_timeout_ms: int = 900_000,
+    ) -> Deferred[list[HangingTransaction]]:
+        """Open transactions their coordinator no longer holds, as ``kafka-transactions
+        find-hanging`` finds them: in *partitions* (topics, or single partitions), or in
+        every partition *broker_id* hosts (exactly one of the two).
+
+        Only transactions whose producer wrote nothing for *max_transaction_timeout_ms*
+        (the brokers' ``transaction.max.timeout.ms``, Kafka's default 15 minutes) by the
+        client's reactor clock are candidates; of those, hanging are the ones whose
+        producer id no coordinator lists, or whose transaction (by its coordinator) is
+        not open in that partition under that producer id.
+        """
+        if (partitions is None) == (broker_id is None):
+            raise ValueError("give exactly one of partitions and broker_id")
+        wanted = (
+            None
+            if partitions is None
+            else [
+                _partition(p) if isinstance(p, tuple) else topic_name(p)
+                for p in _items("partitions", partitions)
+            ]
+        )
+        node = None if broker_id is None else integer("broker_id", broker_id, 0, INT32_MAX)
+        timeout = integer("max_transaction_timeout_ms", max_transaction_timeout_ms, 0, INT32_MAX)
+        return self._run(self._find_hanging(wanted, node, timeout))
+
+    async def _find_hanging(
+        self, wanted: list[Any] | None, node: int | None, timeout_ms: int
+    ) -> list[HangingTransaction]:
+        topics = None if wanted is None else sorted({_topic_of(w) for w in wanted})
+        layout = await self._router.metadata(topics)
+        parts = []
+        for t in layout.topics:
+            if t.error_code:
+                raise BrokerResponseError.from_errno(t.error_code, f"topic {t.name!r}")
+            for p in t.partitions:
+                tp = TopicAndPartition(t.name, p.partition_index)
+                if (node is not None and node in p.replica_nodes) or (
+                    wanted is not None and (t.name in wanted or tp in wanted)
+                ):
+                    parts.append(tp)
+        if not parts:
+            return []
+        producers = await self.describe_producers(parts, broker_id=node)
+        cutoff = int(self.client.reactor.seconds() * 1000) - timeout_ms
+        candidates = []
+        for tp in sorted(producers):
+            found = producers[tp]
+            if found.error is not None:
+                raise found.error
+            candidates += [
+                (tp, s)
+                for s in found.active_producers
+                if s.current_txn_start_offset >= 0 and s.last_timestamp <= cutoff
+            ]
+        if not candidates:
+            return []
+        pids = sorted({s.producer_id for _, s in candidates})
+        listed = await self._list_transactions([], pids, -1, None)
+        ids = {t.producer_id: t.transactional_id for t in listed}
+        described = await self._describe_transactions(sorted(set(ids.values())))
+        return hanging(candidates, ids, described)
 
 
 #: What the admin client calls on its client (:class:`~afkak.client.AdminClient`).
@@ -675,6 +1078,24 @@ def _topic_id(value: UUID | None) -> UUID | None:
 
 def _ms(name: str, value: object) -> int:
     return integer(name, value, 0, INT32_MAX)
+
+
+def _entity_type(value: object) -> str:
+    if value not in ENTITY_TYPES:
+        raise ValueError(f"a quota entity type is one of {sorted(ENTITY_TYPES)}, not {value!r}")
+    return str(value)
+
+
+def _level(value: object) -> int:
+    return integer("a feature level", value, 0, 2**15 - 1)
+
+
+def _producer_id(value: object) -> int:
+    return integer("a producer id", value, 0, _INT64_MAX)
+
+
+def _topic_of(wanted: str | TopicAndPartition) -> str:
+    return wanted.topic if isinstance(wanted, TopicAndPartition) else wanted
 
 
 def _count(value: object) -> int:

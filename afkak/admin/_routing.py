@@ -21,7 +21,12 @@ from twisted.internet.defer import Deferred, gatherResults
 
 from afkak._retry import backoff_policy, retrying
 from afkak.client import AdminClient
-from afkak.client._interlayer import COORDINATOR_MOVED, LEADER_MOVED
+from afkak.client._interlayer import (
+    COORDINATOR_MOVED,
+    LEADER_MOVED,
+    TRANSACTION_KEY_TYPE,
+    FindCoordinatorCall,
+)
 from afkak.common import (
     BrokerConnectionError,
     BrokerMetadata,
@@ -190,10 +195,38 @@ class Router:
             response = await self.client.send_request_to_coordinator(group, call)
             return call.parse(response)
 
+        return await self._coordinated(
+            f"group {group!r}",
+            attempt,
+            on_retry=lambda _: self.client.reset_consumer_group_metadata(group),
+        )
+
+    async def to_txn_coordinator(
+        self, transactional_id: str, make_call: Callable[[BrokerMetadata], Any]
+    ) -> Any:
+        """Send one call to *transactional_id*'s coordinator (found afresh each attempt,
+        so a moved one is found again); ``make_call(coordinator)`` builds it."""
+
+        async def attempt() -> Any:
+            (coordinator,) = await self.to_any(
+                FindCoordinatorCall(transactional_id, TRANSACTION_KEY_TYPE)
+            )
+            return await self.to_broker(coordinator, make_call(coordinator))
+
+        return await self._coordinated(f"transactional id {transactional_id!r}", attempt)
+
+    def _coordinated(
+        self,
+        what: str,
+        attempt: Callable[[], Awaitable[Any]],
+        on_retry: Callable[[Any], None] | None = None,
+    ) -> Coroutine[Any, Any, Any]:
+        """*attempt* again while its answer (or failure) says the coordinator moved."""
+
         def moved(results: Any) -> str | None:
             items = results[0].values() if isinstance(results[0], dict) else results
             moved = any(_errno(r) in COORDINATOR_RETRY for r in items)
-            return f"the coordinator of group {group!r} moved" if moved else None
+            return f"the coordinator of {what} moved" if moved else None
 
         def gone(error: BaseException) -> bool:
             # The coordinator went away, or moved: look it up again.
@@ -201,12 +234,12 @@ class Router:
                 isinstance(error, BrokerResponseError) and error.errno in COORDINATOR_RETRY
             )
 
-        return await self.resend(
+        return self.resend(
             attempt,
             moved,
-            f"request to the coordinator of group {group!r}",
+            f"request to the coordinator of {what}",
             retriable=gone,
-            on_retry=lambda _: self.client.reset_consumer_group_metadata(group),
+            on_retry=on_retry,
         )
 
     async def per_group(

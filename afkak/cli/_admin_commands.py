@@ -6,7 +6,7 @@ import datetime
 from typing import Any
 
 from afkak.admin import AlterOp, ConfigChange, ConfigResource, NewTopic
-from afkak.common import TopicAlreadyExists, TopicAndPartition
+from afkak.common import ElectionNotNeeded, TopicAlreadyExists, TopicAndPartition
 
 from ._output import OK, item_error
 from ._session import Session
@@ -247,4 +247,53 @@ async def groups_reset_offsets(s: Session) -> int:
         import sys
 
         sys.stderr.write("afkak: dry run: nothing changed (add --execute to apply)\n")
+    return OK
+
+
+async def topics_reassign(s: Session) -> int:
+    """``topics reassign TOPIC:P=R1,R2,... ...`` (or ``--cancel TOPIC:P``), then the
+    optional preferred election, as kafka-reassign-partitions and kafka-leader-election."""
+    a = s.args
+    targets: dict[TopicAndPartition, list[int] | None] = {}
+    for move in a.moves:
+        where, sep, replicas = move.partition("=")
+        topic, colon, part = where.rpartition(":")
+        try:
+            tp = TopicAndPartition(topic, int(part))
+            nodes = [int(r) for r in replicas.split(",")]
+        except ValueError:
+            tp = None
+        if not (sep and colon and topic) or tp is None:
+            raise ValueError(f"a move is TOPIC:PARTITION=BROKER,BROKER..., not {move!r}")
+        targets[tp] = nodes
+    for tp in partitions_arg(a.cancel):
+        if not isinstance(tp, TopicAndPartition):
+            raise ValueError(f"--cancel takes TOPIC:PARTITION, not {tp!r}")
+        targets[tp] = None
+    if a.list:
+        ongoing = await s.admin.list_partition_reassignments(list(targets) or None)
+        s.out.table(
+            ["topic", "partition", "replicas", "adding", "removing"],
+            [
+                (tp.topic, tp.partition, list(r.replicas), list(r.adding), list(r.removing))
+                for tp, r in sorted(ongoing.items())
+            ],
+        )
+        return OK
+    if not targets:
+        raise ValueError("nothing to move: give TOPIC:PARTITION=BROKERS or --cancel")
+    results = await s.admin.alter_partition_reassignments(targets)
+    _raise_first(results, "partition")
+    rows: list[tuple[Any, ...]] = [
+        (tp.topic, tp.partition, "cancelled" if r is None else f"moving to {r}")
+        for tp, r in targets.items()
+    ]
+    if a.elect_preferred:
+        elected = await s.admin.elect_leaders(partitions=[tp for tp, r in targets.items() if r])
+        for tp, e in elected.items():
+            if e.error is not None and not isinstance(e.error, ElectionNotNeeded):
+                raise item_error(f"partition {tp.topic}:{tp.partition}", e.error)
+            status = "preferred leader elected" if e.error is None else "preferred leader leads"
+            rows.append((tp.topic, tp.partition, status))
+    s.out.table(["topic", "partition", "status"], rows)
     return OK

@@ -7,7 +7,12 @@ from typing import Any, NoReturn
 
 from afkak._version import __version__
 
-from . import _admin_commands as admin
+from . import (
+    _admin_commands as admin,
+    _cluster_commands as ops,
+    _quota_commands as quotas,
+    _txn_commands as txn,
+)
 from ._broker import broker
 from ._consume import consume
 from ._produce import CODECS, produce
@@ -105,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser
     )
 
-    topics = commands.add_parser("topics", help="list, describe, create, delete, alter-config")
+    topics = commands.add_parser(
+        "topics", help="list, describe, create, delete, alter-config, reassign"
+    )
     t = topics.add_subparsers(dest="action", required=True, metavar="ACTION")
     p = t.add_parser("list", help="topic names")
     p.add_argument("--internal", action="store_true", help="include internal topics")
@@ -131,9 +138,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete", action="append", default=[], metavar="NAME")
     p.add_argument("--validate-only", action="store_true")
     p.set_defaults(run=admin.topics_alter_config)
+    p = t.add_parser("reassign", help="move partitions to other brokers (or list moves)")
+    p.add_argument("moves", nargs="*", metavar="TOPIC:PARTITION=BROKER,BROKER...")
+    p.add_argument("--cancel", action="append", default=[], metavar="TOPIC:PARTITION")
+    p.add_argument("--list", action="store_true", help="the ongoing moves (of these partitions)")
+    p.add_argument(
+        "--elect-preferred", action="store_true", help="then elect the first broker as leader"
+    )
+    p.set_defaults(run=admin.topics_reassign)
 
-    p = commands.add_parser("cluster", help="cluster id, controller and brokers")
+    p = commands.add_parser("cluster", help="cluster id, controller and brokers; quorum")
     p.set_defaults(run=admin.cluster)
+    c = p.add_subparsers(dest="action", metavar="ACTION")
+    p = c.add_parser("quorum", help="the KRaft metadata quorum (leader, voters, lag)")
+    p.add_argument("--replication", action="store_true", help="one row per voter and observer")
+    p.set_defaults(run=ops.cluster_quorum)
+
+    features = commands.add_parser("features", help="describe, upgrade, downgrade")
+    f = features.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = f.add_parser("describe", help="supported and finalized feature levels")
+    p.set_defaults(run=ops.features_describe)
+    for action in ("upgrade", "downgrade"):
+        p = f.add_parser(action, help=f"{action} feature levels")
+        p.add_argument(
+            "--feature", action="append", required=True, metavar="NAME=LEVEL", help="repeatable"
+        )
+        p.add_argument("--dry-run", action="store_true", help="validate only")
+        if action == "downgrade":
+            p.add_argument("--unsafe", action="store_true", help="allow losing metadata")
+        p.set_defaults(run=ops.features_update)
 
     groups = commands.add_parser("groups", help="list, describe, lag, delete, reset-offsets")
     g = groups.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -163,6 +196,55 @@ def build_parser() -> argparse.ArgumentParser:
     to.add_argument("--to-datetime", metavar="ISO8601|MS", help="e.g. 2026-01-31T12:00:00Z")
     p.add_argument("--execute", action="store_true", help="apply (default: only show)")
     p.set_defaults(run=admin.groups_reset_offsets)
+
+    quota = commands.add_parser("quotas", help="describe, alter client quotas")
+    q = quota.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action in ("describe", "alter"):
+        p = q.add_parser(action, help=f"{action} the quotas of users, client ids, IPs")
+        for option, _ in quotas.ENTITY_OPTIONS:
+            flag = option.replace("_", "-")
+            p.add_argument(f"--{flag}", metavar="NAME")
+            p.add_argument(f"--{flag}-default", action="store_true", help=f"the default {flag}")
+        if action == "alter":
+            p.add_argument("--add", action="append", default=[], metavar="KEY=VALUE")
+            p.add_argument("--delete", action="append", default=[], metavar="KEY")
+            p.add_argument("--validate-only", action="store_true")
+        p.set_defaults(run=quotas.quotas_alter if action == "alter" else quotas.quotas_describe)
+
+    transactions = commands.add_parser(
+        "transactions", help="list, describe, describe-producers, find-hanging, abort"
+    )
+    x = transactions.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = x.add_parser("list", help="transactional ids the coordinators know")
+    p.add_argument("--state", action="append", default=[], help="only in this state (Ongoing...)")
+    p.add_argument("--producer-id", action="append", type=_non_negative, default=[])
+    p.add_argument("--min-duration-ms", type=_non_negative, help="open at least this long")
+    p.add_argument("--pattern", metavar="REGEX", help="transactional ids matching (Kafka 4.1+)")
+    p.set_defaults(run=txn.transactions_list)
+    p = x.add_parser("describe", help="a transactional id's state at its coordinator")
+    p.add_argument("transactional_ids", nargs="+", metavar="TRANSACTIONAL_ID")
+    p.set_defaults(run=txn.transactions_describe)
+    p = x.add_parser("describe-producers", help="the producers of one partition")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=_non_negative, required=True)
+    p.add_argument("--broker-id", type=_non_negative, help="ask this replica, not the leader")
+    p.set_defaults(run=txn.transactions_describe_producers)
+    p = x.add_parser("find-hanging", help="open transactions their coordinator lost")
+    p.add_argument("--topic", metavar="TOPIC[:P,...]")
+    p.add_argument("--broker-id", type=_non_negative, help="every partition this broker hosts")
+    p.add_argument(
+        "--max-transaction-timeout",
+        type=_non_negative,
+        default=15,
+        metavar="MINUTES",
+        help="the brokers' transaction.max.timeout.ms in minutes (default 15)",
+    )
+    p.set_defaults(run=txn.transactions_find_hanging)
+    p = x.add_parser("abort", help="write an ABORT marker for a hanging transaction")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partition", type=_non_negative, required=True)
+    p.add_argument("--start-offset", type=_non_negative, required=True)
+    p.set_defaults(run=txn.transactions_abort)
 
     p = commands.add_parser("produce", help="one record per line of stdin or a file")
     p.add_argument("topic", metavar="TOPIC")

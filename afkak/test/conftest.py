@@ -5,7 +5,10 @@ subprocesses and builds are slow and need the machine's tools; the rest runs
 on ``twisted.internet.task.Clock`` and the in-memory fake cluster.  The
 marker goes on by module, so a test added to one of these modules is marked
 too: ``pytest -m "not brokers"`` runs the Clock suite, ``pytest -m brokers``
-the rest.
+the rest.  The real-broker hooks (kept Kafka logs of a failed test; under
+CI=true a skipped Apache Kafka test fails the run) come from
+``afkak/test/brokers/pytest_plugin.py``; an Apache Kafka test (its naming rule) is
+marked ``brokers`` wherever it lives.
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ from typing import Any
 
 import pytest
 
-from afkak.test.brokers.pytest_plugin import pytest_configure, pytest_runtest_makereport
+from afkak.test.brokers.pytest_plugin import (
+    is_kafka_test,
+    pytest_configure,
+    pytest_runtest_makereport,
+)
 
 __all__ = [
     "BROKER_MODULES",
@@ -57,5 +64,8 @@ def is_broker_module(name: str) -> bool:
 def pytest_collection_modifyitems(items: list[Any]) -> None:
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and is_broker_module(module.__name__.rpartition(".")[2]):
+        in_broker_module = module is not None and is_broker_module(
+            module.__name__.rpartition(".")[2]
+        )
+        if in_broker_module or is_kafka_test(item.nodeid):
             item.add_marker(pytest.mark.brokers)

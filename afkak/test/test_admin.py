@@ -63,7 +63,9 @@ def on_fake_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster,
     return clock, cluster, client
 
 
-class AdminFakeClusterTests(ClockTestCase):
+class AdminFakeClusterCase(ClockTestCase):
+    """A 3-broker fake cluster on a Clock, and an admin client of it."""
+
     def setUp(self) -> None:
         super().setUp()
         self.clock, self.cluster, self.client = on_fake_cluster(self)
@@ -76,6 +78,8 @@ class AdminFakeClusterTests(ClockTestCase):
             self.clock.advance(1)
         return self.successResultOf(d)
 
+
+class AdminFakeClusterTests(AdminFakeClusterCase):
     # topics
 
     def test_create_topics_per_item_errors(self) -> None:

@@ -26,7 +26,17 @@ from afkak import (
     create_message,
     create_message_set,
 )
-from afkak.admin import ConfigResource, KafkaAdminClient, NewTopic
+from afkak.admin import (
+    AbortTransactionSpec,
+    ConfigResource,
+    ElectionType,
+    FeatureUpdate,
+    KafkaAdminClient,
+    NewTopic,
+    QuotaEntity,
+    QuotaFilter,
+    QuotaMatch,
+)
 from afkak.common import (
     FetchRequest,
     ProduceRequest,
@@ -139,6 +149,116 @@ ROWS: list[Row] = [
     (
         "admin plan_offset_reset two targets",
         lambda s: s.admin.plan_offset_reset("g", ["t"], to_earliest=True, to_latest=True),
+        ValueError,
+    ),
+    ("admin describe_producers a str", lambda s: s.admin.describe_producers("t"), TypeError),
+    (
+        "admin describe_producers broker_id",
+        lambda s: s.admin.describe_producers([TP("t", 0)], broker_id=-1),
+        ValueError,
+    ),
+    (
+        "admin list_transactions states str",
+        lambda s: s.admin.list_transactions(states="x"),
+        TypeError,
+    ),
+    (
+        "admin list_transactions producer id",
+        lambda s: s.admin.list_transactions(producer_ids=[-2]),
+        ValueError,
+    ),
+    ("admin list_transactions pattern", lambda s: s.admin.list_transactions(pattern=1), TypeError),
+    ("admin describe_transactions a str", lambda s: s.admin.describe_transactions("x"), TypeError),
+    (
+        "admin abort_transaction a partition",
+        lambda s: s.admin.abort_transaction(TP("t", 0)),
+        TypeError,
+    ),
+    (
+        "admin abort_transaction epoch",
+        lambda s: s.admin.abort_transaction(AbortTransactionSpec(TP("t", 0), 1, -3, 0)),
+        ValueError,
+    ),
+    ("admin describe_log_dirs a broker str", lambda s: s.admin.describe_log_dirs(["1"]), TypeError),
+    ("admin describe_log_dirs an int", lambda s: s.admin.describe_log_dirs(1), TypeError),
+    ("admin update_features a list", lambda s: s.admin.update_features(["x"]), TypeError),
+    ("admin update_features none", lambda s: s.admin.update_features({}), ValueError),
+    (
+        "admin update_features level",
+        lambda s: s.admin.update_features({"transaction.version": -1}),
+        ValueError,
+    ),
+    (
+        "admin update_features upgrade type",
+        lambda s: s.admin.update_features({"x": FeatureUpdate(1, 9)}),  # type: ignore[arg-type]
+        ValueError,
+    ),
+    (
+        "admin describe_client_quotas a filter str",
+        lambda s: s.admin.describe_client_quotas(["user"]),
+        TypeError,
+    ),
+    (
+        "admin describe_client_quotas entity type",
+        lambda s: s.admin.describe_client_quotas([QuotaFilter("group")]),
+        ValueError,
+    ),
+    (
+        "admin describe_client_quotas exact without a name",
+        lambda s: s.admin.describe_client_quotas([QuotaFilter("user", QuotaMatch.EXACT)]),
+        ValueError,
+    ),
+    (
+        "admin alter_client_quotas dict key",
+        lambda s: s.admin.alter_client_quotas({"user": {"producer_byte_rate": 1.0}}),
+        TypeError,
+    ),
+    (
+        "admin alter_client_quotas value",
+        lambda s: s.admin.alter_client_quotas(
+            {QuotaEntity({"user": "a"}): {"producer_byte_rate": -1}}
+        ),
+        ValueError,
+    ),
+    (
+        "admin alter_partition_reassignments a list",
+        lambda s: s.admin.alter_partition_reassignments([TP("t", 0)]),
+        TypeError,
+    ),
+    (
+        "admin alter_partition_reassignments repeated broker",
+        lambda s: s.admin.alter_partition_reassignments({TP("t", 0): [1, 1]}),
+        ValueError,
+    ),
+    (
+        "admin alter_partition_reassignments no broker",
+        lambda s: s.admin.alter_partition_reassignments({TP("t", 0): []}),
+        ValueError,
+    ),
+    (
+        "admin list_partition_reassignments a str",
+        lambda s: s.admin.list_partition_reassignments("t"),
+        TypeError,
+    ),
+    ("admin elect_leaders election type", lambda s: s.admin.elect_leaders(5), ValueError),
+    (
+        "admin elect_leaders a tuple partition",
+        lambda s: s.admin.elect_leaders(ElectionType.PREFERRED, [("t", 0)]),
+        TypeError,
+    ),
+    (
+        "admin find_hanging_transactions both",
+        lambda s: s.admin.find_hanging_transactions(partitions=["t"], broker_id=1),
+        ValueError,
+    ),
+    (
+        "admin find_hanging_transactions neither",
+        lambda s: s.admin.find_hanging_transactions(),
+        ValueError,
+    ),
+    (
+        "admin find_hanging_transactions timeout",
+        lambda s: s.admin.find_hanging_transactions(broker_id=1, max_transaction_timeout_ms=-1),
         ValueError,
     ),
     # the group helpers

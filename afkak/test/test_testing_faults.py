@@ -17,6 +17,7 @@ from afkak.common import (
     NotLeaderForPartitionError,
     RequestTimedOutError,
 )
+from afkak.protocol import messages
 from afkak.protocol.messages import (
     REQUESTS,
     AddOffsetsToTxnRequest,
@@ -150,6 +151,35 @@ def _admin_samples(version: int) -> dict[int, Any]:
         42: DeleteGroupsRequest(groups_names=["g"]),
         44: IA(resources=[IA.AlterConfigsResource(2, "t", [IA.AlterableConfig("x", 0, "1")])]),
         47: OD("g", [OD.OffsetDeleteRequestTopic("t", [OD.OffsetDeleteRequestPartition(0)])]),
+        **_operator_samples(),
+    }
+
+
+def _operator_samples() -> dict[int, Any]:
+    """Requests of the operator's APIs (issue 24), naming topic t, partition 0."""
+    M = messages
+    W, Q = M.WriteTxnMarkersRequest, M.AlterClientQuotasRequest
+    return {
+        27: W(markers=[W.WritableTxnMarker(5, 0, False, [W.WritableTxnMarkerTopic("t", [0])])]),
+        35: M.DescribeLogDirsRequest(topics=None),
+        43: M.ElectLeadersRequest(
+            topic_partitions=[M.ElectLeadersRequest.TopicPartitions("t", [0])]
+        ),
+        45: M.AlterPartitionReassignmentsRequest(
+            topics=[
+                M.AlterPartitionReassignmentsRequest.ReassignableTopic(
+                    "t", [M.AlterPartitionReassignmentsRequest.ReassignablePartition(0, [0])]
+                )
+            ]
+        ),
+        46: M.ListPartitionReassignmentsRequest(topics=None),
+        48: M.DescribeClientQuotasRequest(),
+        49: Q(entries=[Q.EntryData([Q.EntityData("client-id", "c")], [Q.OpData("x", 1.0)])]),
+        55: M.DescribeQuorumRequest(),
+        57: M.UpdateFeaturesRequest(),
+        61: M.DescribeProducersRequest(topics=[M.DescribeProducersRequest.TopicRequest("t", [0])]),
+        65: M.DescribeTransactionsRequest(transactional_ids=["x"]),
+        66: M.ListTransactionsRequest(),
     }
 
 

@@ -80,7 +80,15 @@ What the fake does (and does not):
   (:class:`afkak.admin.KafkaAdminClient`): DeleteTopics, CreatePartitions,
   DeleteRecords, DescribeConfigs, IncrementalAlterConfigs (topic configs over
   Kafka's defaults for common keys; broker configs static and read-only),
-  DeleteGroups and OffsetDelete.  Metadata names the first live node the
+  DeleteGroups and OffsetDelete; the operator's APIs: DescribeProducers,
+  ListTransactions, DescribeTransactions, WriteTxnMarkers (an admin's ABORT
+  marker), DescribeLogDirs (one directory per broker), UpdateFeatures (the
+  feature levels ApiVersions reports, ``state.features``), DescribeQuorum
+  (the controller the only voter), DescribeClientQuotas, AlterClientQuotas
+  (``state.quotas``), AlterPartitionReassignments (moves complete at once),
+  ListPartitionReassignments and ElectLeaders (preferred and unclean);
+  ``state.transactions.forget(tid)`` makes a coordinator lose a transactional
+  id, leaving its open partitions hanging.  Metadata names the first live node the
   controller; every node takes CreateTopics, DeleteTopics and CreatePartitions
   (Kafka 4.x brokers forward them to the controller).  Any other request
   (and a version outside the advertised range) is answered with

@@ -17,6 +17,7 @@ from uuid import UUID
 from afkak.testing._faults import FaultPlan
 from afkak.testing._group_state import GroupCoordinatorState
 from afkak.testing._lookup import topic_name_problem
+from afkak.testing._operator_state import Entity, FeatureLevels
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 from afkak.testing._txn_state import TransactionCoordinatorState
 
@@ -90,6 +91,9 @@ class ClusterState:
         #: Producer ids below this are unknown to the brokers (:meth:`forget_producers`).
         self.forgotten_producers_below = 0
         self.transactions = TransactionCoordinatorState(self)
+        self.features = FeatureLevels()
+        #: Client quotas: {entity's (type, name) pairs: {quota key: value}}.
+        self.quotas: dict[Entity, dict[str, float]] = {}
         self.fetch_waiters: set[FetchWaiter] = set()
 
     # Topics and logs

@@ -26,6 +26,8 @@ from afkak.protocol.messages import (
     response_class,
 )
 from afkak.testing._admin_apis import ADMIN_ERROR_RESPONSES
+from afkak.testing._operator_apis import OPERATOR_ERROR_RESPONSES
+from afkak.testing._txn_admin_apis import TXN_ADMIN_ERROR_RESPONSES
 from afkak.testing._txn_coordinator import TXN_ERROR_RESPONSES
 
 
@@ -184,6 +186,8 @@ _BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
     22: _init_producer_id,
     **ADMIN_ERROR_RESPONSES,
     **TXN_ERROR_RESPONSES,
+    **TXN_ADMIN_ERROR_RESPONSES,
+    **OPERATOR_ERROR_RESPONSES,
 }
 
 

@@ -5,7 +5,9 @@
 applies injected faults and version checks, then calls the API's handler.
 Produce/Fetch/ListOffsets live in :mod:`._log_apis`, OffsetCommit/OffsetFetch
 in :mod:`._group_apis`, the admin APIs in :mod:`._admin_apis`, the transaction
-APIs (InitProducerId included) in :mod:`._txn_coordinator`; ApiVersions,
+APIs (InitProducerId included) in :mod:`._txn_coordinator`, the operator's
+transaction APIs in :mod:`._txn_admin_apis`, log dirs, features and the quorum in
+:mod:`._operator_apis`; ApiVersions,
 Metadata, FindCoordinator and CreateTopics are here.
 """
 
@@ -54,7 +56,9 @@ from afkak.testing._lookup import (
     code,
     topic_name_problem,
 )
+from afkak.testing._operator_apis import OPERATOR_APIS
 from afkak.testing._state import SeenRequest
+from afkak.testing._txn_admin_apis import TXN_ADMIN_APIS
 from afkak.testing._txn_coordinator import TXN_APIS
 
 if TYPE_CHECKING:
@@ -128,7 +132,20 @@ def handle_api_versions(ctx: ConnectionHandler, request: ApiVersionsRequest, ver
         and _SOFTWARE_NAME.match(request.client_software_version)
     ):
         return ApiVersionsResponse(error_code=code(InvalidRequest))
-    return ApiVersionsResponse(api_keys=ctx.advertised_ranges(), finalized_features_epoch=-1)
+    R = ApiVersionsResponse
+    features = ctx.state.features
+    return R(
+        api_keys=ctx.advertised_ranges(),
+        supported_features=[
+            R.SupportedFeatureKey(name, low, high)
+            for name, (low, high) in sorted(features.supported.items())
+        ],
+        finalized_features_epoch=features.metadata_offset,
+        finalized_features=[
+            R.FinalizedFeatureKey(name, level, level)
+            for name, level in sorted(features.finalized.items())
+        ],
+    )
 
 
 def handle_metadata(ctx: ConnectionHandler, request: MetadataRequest, version: int) -> Any:
@@ -309,4 +326,6 @@ SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     **GROUP_APIS,
     **ADMIN_APIS,
     **TXN_APIS,
+    **TXN_ADMIN_APIS,
+    **OPERATOR_APIS,
 }

@@ -49,6 +49,20 @@ class _ProducerState:
     batches: deque[_ProducerBatch] = attrs.field(
         factory=lambda: deque(maxlen=_PRODUCER_BATCHES_KEPT)
     )
+    last_timestamp: int = -1
+    coordinator_epoch: int = -1
+
+
+@attrs.frozen
+class ActiveProducer:
+    """A producer as DescribeProducers reports it for this partition."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    txn_start_offset: int
 
 
 class PartitionLog:
@@ -86,7 +100,8 @@ class PartitionLog:
         (batch,) = read_batches(data)
         state = self._producers.get(producer_id)
         if state is None or state.epoch < epoch:
-            self._producers[producer_id] = _ProducerState(epoch)
+            state = self._producers[producer_id] = _ProducerState(epoch)
+        state.coordinator_epoch = coordinator_epoch
         base = self.high_watermark
         stored = _OFFSET_AND_LENGTH.pack(base, len(data) - 12) + _LEADER_EPOCH.pack(-1)
         self.batches.append(StoredBatch(base, base, batch.max_timestamp, stored + data[16:]))
@@ -128,7 +143,22 @@ class PartitionLog:
         if batch.producer_id >= 0:
             state = self._producers[batch.producer_id]
             state.batches.append(_ProducerBatch(batch.base_sequence, _last_sequence(batch), base))
+            state.last_timestamp = batch.max_timestamp
         return base
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """Every producer this partition keeps state for (DescribeProducers)."""
+        return [
+            ActiveProducer(
+                pid,
+                state.epoch,
+                state.batches[-1].last_sequence if state.batches else -1,
+                state.last_timestamp,
+                state.coordinator_epoch,
+                self.open_transactions.get(pid, -1),
+            )
+            for pid, state in sorted(self._producers.items())
+        ]
 
     def _check_sequence(self, batch: RecordBatch) -> int | None:
         """Validate an idempotent batch's epoch and sequence; the duplicate's offset if any."""

@@ -62,6 +62,8 @@ class FakeTransaction:
     groups: set[str] = attrs.field(factory=set)
     #: group -> {(topic, partition): offset} staged by TxnOffsetCommit.
     offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = attrs.field(factory=dict)
+    #: When the ongoing transaction began (ms on the cluster's reactor); -1 when none is.
+    started_ms: int = -1
     timer: Any = attrs.field(default=None, repr=False)
 
 
@@ -114,12 +116,21 @@ class TransactionCoordinatorState:
         txn.partitions.clear()
         txn.groups.clear()
         txn.offsets.clear()
+        txn.started_ms = -1
         txn.state = TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT
         cluster.wake_fetches()
+
+    def forget(self, tid: str) -> None:
+        """Drop *tid*'s state without writing markers, as a coordinator that lost it:
+        the partitions of its open transaction are left hanging (for tests)."""
+        txn = self.transactions.pop(tid)
+        if txn.timer is not None and txn.timer.active():
+            txn.timer.cancel()
 
     def _begin(self, txn: FakeTransaction) -> None:
         if txn.state != TransactionState.ONGOING:
             txn.state = TransactionState.ONGOING
+            txn.started_ms = int(self._cluster.reactor.seconds() * 1000)
             txn.timer = self._cluster.reactor.callLater(
                 txn.timeout_ms / 1000.0, self._expire, txn, txn.epoch
             )
