@@ -35,6 +35,7 @@ __all__ = [
 BROKER_MODULES = frozenset(
     {
         "test_acls_kafka",  # ACL proofs on the secured Apache Kafka node
+        "test_admin_kafka4",  # operator admin calls against Apache Kafka and its Java tools
         "test_apache_kafka",  # starts an Apache Kafka node
         "test_brokers_harness",  # starts each broker
         "test_chaos",  # tools/chaos.py in subprocesses, against brokers
