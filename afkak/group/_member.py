@@ -196,6 +196,15 @@ class GroupMember:
         return Generation(self.generation_id, self.member_id)
 
     @property
+    def stable(self) -> bool:
+        return self.state is S.STABLE
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """Seconds between heartbeats."""
+        return self.heartbeats.interval
+
+    @property
     def is_leader(self) -> bool:
         return bool(self.member_id) and self.member_id == self.leader_id
 
