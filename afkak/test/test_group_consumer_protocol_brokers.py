@@ -1,0 +1,125 @@
+"""KIP-848's consumer group protocol on Apache Kafka 4.4: afkak members through a join and a leave.
+
+Each test produces while members join and leave, and checks that every
+record was processed once and no partition by two members at once.  The
+rebalance is timed for both protocols on the same broker (run with ``-s``
+to see the numbers): how long the joining member waits for its partitions,
+and how long the first member held no partition at all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from typing import Any
+
+from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.client import KafkaClient
+from afkak.common import OFFSET_EARLIEST
+from afkak.group import ConsumerGroup
+from afkak.test.brokers import produce, shared_broker
+from afkak.test.helpers import pump, wait
+
+PARTITIONS = 6
+_names = itertools.count()
+
+
+class KafkaConsumerProtocolTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.broker = shared_broker("kafka")
+        stamp = f"{next(_names)}-{int(time.time() * 1000)}"
+        self.topic = f"kip848-{stamp}"
+        self.group_id = f"kip848-group-{stamp}"
+        self.broker.create_topic(self.topic, PARTITIONS)
+        self.seen: Counter[tuple[int, int]] = Counter()
+        self.active: dict[int, str] = {}
+        self.overlaps: list[tuple[int, str, str]] = []
+        self.produced: set[tuple[int, int]] = set()
+
+    def produce(self, count: int) -> None:
+        for p in range(PARTITIONS):
+            self.produced.update(
+                produce(self.broker.bootstrap, self.topic, [b"v"] * count, partition=p)
+            )
+
+    def member(self, name: str, protocol: str, **options: Any) -> ConsumerGroup:
+        client = KafkaClient(
+            self.broker.bootstrap, clientId=name, endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(client.close()))
+
+        def process(consumer: Any, messages: list[Any]) -> None:
+            p = consumer.partition
+            other = self.active.get(p)
+            if other not in (None, name):
+                self.overlaps.append((p, other, name))
+            self.active[p] = name
+            for m in messages:
+                self.seen[(p, m.offset)] += 1
+            del self.active[p]
+
+        group = ConsumerGroup(
+            client,
+            self.group_id,
+            [self.topic],
+            process,
+            group_protocol=protocol,
+            auto_offset_reset=OFFSET_EARLIEST,
+            auto_commit_every_ms=500,
+            **options,
+        )
+        done = group.start()
+        self.addCleanup(lambda: None if done.called else wait(group.stop(), 30))
+        return group
+
+    def all_seen(self) -> bool:
+        return self.produced <= set(self.seen)
+
+    def join_and_leave(self, protocol: str) -> dict[str, float]:
+        """Two members through a join and a leave; the join's timings."""
+        self.produce(20)
+        a = self.member("a", protocol)
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition")
+        pump(self.all_seen, 60, "a consumed the backlog")
+        self.produce(20)
+        started = time.monotonic()
+        b = self.member("b", protocol)
+        a_idle_since: float | None = None
+        a_idle = 0.0
+
+        def split() -> bool:
+            nonlocal a_idle_since, a_idle
+            now = time.monotonic()
+            if not a.assignment():
+                a_idle_since = a_idle_since or now
+            elif a_idle_since is not None:
+                a_idle += now - a_idle_since
+                a_idle_since = None
+            return len(a.assignment()) == len(b.assignment()) == PARTITIONS // 2
+
+        pump(split, 90, "the partitions are split between a and b")
+        joined = time.monotonic() - started
+        self.produce(20)
+        pump(self.all_seen, 60, "a and b consumed everything")
+        wait(b.shutdown(), 30)
+        self.produce(20)
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition again")
+        pump(self.all_seen, 60, "a consumed what was produced after b left")
+        wait(a.shutdown(), 30)
+        self.assertEqual(self.overlaps, [])
+        self.assertEqual(set(self.seen), self.produced)
+        repeated = {k: n for k, n in self.seen.items() if n > 1}
+        self.assertEqual(repeated, {}, "every record processed once")
+        timings = {"join_s": joined, "first_member_idle_s": a_idle}
+        print(f"\n{protocol} protocol on Kafka 4.4: {timings}")
+        return timings
+
+    def test_consumer_protocol_members_process_every_record_once(self) -> None:
+        timings = self.join_and_leave("consumer")
+        self.assertEqual(timings["first_member_idle_s"], 0.0, "no stop-the-world pause")
+
+    def test_classic_protocol_for_comparison(self) -> None:
+        self.join_and_leave("classic")
