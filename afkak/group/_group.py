@@ -134,6 +134,18 @@ class ConsumerGroup:
         every *metadata_max_age_ms* (Java's ``metadata.max.age.ms``, 5
         minutes by default); a matching topic created or deleted meanwhile
         rebalances the group.
+    :param group_protocol: ``"classic"`` (the default, as in Java's client:
+        JoinGroup/SyncGroup, client-side *assignors*) or ``"consumer"``
+        (KIP-848, Kafka 4.0+: the broker assigns partitions through
+        ConsumerGroupHeartbeat, incrementally, with no group-wide pause; the
+        commits carry the member epoch).  With ``"consumer"``, *assignors*,
+        *session_timeout_ms* and *initial_backoff_ms* do not apply (the
+        broker's ``group.consumer.*`` settings rule), the heartbeat interval
+        is the broker's, and a *pattern* is matched on the broker (its text
+        as an RE2J regular expression).  See :doc:`/group-protocols`.
+    :param group_remote_assignor: with ``group_protocol="consumer"``, the
+        broker's assignor: ``"uniform"`` or ``"range"`` (default: the
+        broker's first, ``uniform``).
     :param consumer_options: passed to each :class:`~afkak.consumer.Consumer`
         (``auto_commit_every_n``, ``key_deserializer``, ``value_deserializer``,
         ...).  A partition without a committed offset starts at the earliest
