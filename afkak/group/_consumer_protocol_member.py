@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from twisted.internet.defer import Deferred, maybeDeferred
-from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -35,6 +34,7 @@ from afkak.metrics import GroupSensors, registry_of
 
 from . import _requests as req
 from ._member import Generation, GroupMember, Liveness, RebalanceListener
+from ._membership import CancelledByStop, MembershipLoop
 from ._reactions import CONSUMER_GROUP_HEARTBEAT, Reaction, react
 
 log = Logger()
@@ -107,7 +107,7 @@ class _Fenced(Exception):
     """The coordinator fenced this member: its partitions are lost."""
 
 
-class ConsumerProtocolMember:
+class ConsumerProtocolMember(MembershipLoop):
     """Membership of one consumer in *group_id* through ConsumerGroupHeartbeat.
 
     *topics* or *regex* (a broker-side regular expression, RE2J syntax) is
@@ -158,6 +158,7 @@ class ConsumerProtocolMember:
         self.generation_id = -1
         self.leader_id = ""  # no leader in this protocol (afkak 21's attribute)
         self.state = S.STOPPED
+        self._init_loop()
         self.owned: frozenset[TopicAndPartition] = frozenset()
         #: Partitions being revoked: still reported as owned until committed.
         self._revoking: frozenset[TopicAndPartition] = frozenset()
@@ -168,14 +169,8 @@ class ConsumerProtocolMember:
         self._rebalance_started: float | None = None
         self.sensors = registry_of(client).shared(GroupSensors, group_id)
         self.sensors.member(lambda: len(self.owned))
-        self._stop_reason: str | None = None
-        self._stop_commits = True
         self._fenced: str | None = None
         self._stuck: str | None = None
-        self._failure: Failure | None = None
-        self._pending: Deferred[Any] | None = None
-        self._wake: Deferred[None] | None = None
-        self._done: Deferred[None] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -196,26 +191,10 @@ class ConsumerProtocolMember:
     def start(self) -> Deferred[None]:
         """Join and stay in the group; fires when stopped, fails on a fatal error."""
         self._transition(E.START)
-        self._stop_reason = self._fenced = self._stuck = None
-        self._failure = None
-        self._stop_commits = True
-        done = self._done = Deferred()
+        done = self._begin()
+        self._fenced = self._stuck = None
         Deferred.fromCoroutine(self._run())
         return done
-
-    def stop(self, commit: bool = True) -> None:
-        if self._stop_reason is not None or self.state is S.STOPPED:
-            return
-        self._stop_reason = "the consumer is shutting down"
-        self._stop_commits = commit
-        self._interrupt()
-
-    def fail(self, failure: Failure) -> None:
-        if self._failure is None and self.state is not S.STOPPED:
-            self._failure = failure
-            self._stop_reason = f"fatal error: {failure.getErrorMessage()}"
-            self._stop_commits = False
-            self._interrupt()
 
     def subscribe(self, topics: Sequence[str]) -> None:
         """Subscribe to *topics*; the next heartbeat tells the coordinator."""
@@ -241,17 +220,6 @@ class ConsumerProtocolMember:
         )
         self.state = new
 
-    def _interrupt(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.cancel()
-        self._wake_up()
-
-    def _wake_up(self) -> None:
-        wake, self._wake = self._wake, None
-        if wake is not None:
-            wake.callback(None)
-
     # -- the heartbeat loop ----------------------------------------------------
 
     async def _run(self) -> None:
@@ -274,7 +242,7 @@ class ConsumerProtocolMember:
                     continue
                 failures = 0
                 await self._until_next_beat()
-        except _CancelledByStop:
+        except CancelledByStop:
             pass
         except Exception:
             self._failure = self._failure or Failure()
@@ -456,12 +424,7 @@ class ConsumerProtocolMember:
             await self._send_leave()
             self._transition(E.LEFT)
         self.generation_id = -1
-        done, self._done = self._done, None
-        if done is not None:
-            if self._failure is not None:
-                done.errback(self._failure)
-            else:
-                done.callback(None)
+        self._finish()
 
     async def _send_leave(self) -> None:
         """A heartbeat with epoch -1 (-2 for a static member, which keeps its place)."""
@@ -491,28 +454,3 @@ class ConsumerProtocolMember:
             return
         if response.error_code:
             log.info("{member!r}: leaving answered {e}", member=self, e=response.error_code)
-
-    # -- plumbing -----------------------------------------------------------------
-
-    async def _sleep(self, seconds: float) -> None:
-        await self._wait(deferLater(self.reactor, seconds, lambda: None))
-
-    async def _wait(self, d: Deferred[Any]) -> Any:
-        """Await *d*; :meth:`stop` cancels it."""
-        if self._stop_reason is not None:
-            d.cancel()
-            raise _CancelledByStop()
-        self._pending = d
-        try:
-            return await d
-        except Exception:
-            if self._stop_reason is not None:
-                raise _CancelledByStop() from None
-            raise
-        finally:
-            if self._pending is d:
-                self._pending = None
-
-
-class _CancelledByStop(Exception):
-    """Internal: an await interrupted by :meth:`ConsumerProtocolMember.stop`."""
