@@ -33,7 +33,7 @@ from afkak.common import BrokerResponseError, KafkaError, TopicAndPartition
 from afkak.metrics import GroupSensors, registry_of
 
 from . import _requests as req
-from ._member import Generation, GroupMember, Liveness, RebalanceListener
+from ._member import GroupMember, Liveness, RebalanceListener
 from ._membership import CancelledByStop, MembershipLoop
 from ._reactions import CONSUMER_GROUP_HEARTBEAT, Reaction, react
 
@@ -179,10 +179,6 @@ class ConsumerProtocolMember(MembershipLoop):
         )
 
     @property
-    def generation(self) -> Generation:
-        return Generation(self.generation_id, self.member_id)
-
-    @property
     def stable(self) -> bool:
         return self.state is S.STABLE
 
@@ -262,26 +258,8 @@ class ConsumerProtocolMember(MembershipLoop):
         owned: dict[Any, list[int]] = {}
         for tp in reported:
             owned.setdefault(ids[tp.topic], []).append(tp.partition)
-        request = req.consumer_group_heartbeat(
-            self.group_id,
-            self.member_id,
-            epoch,
-            self.group_instance_id,
-            self.rebalance_timeout_ms,
-            self.topics,
-            self.regex,
-            self.assignor,
-            owned,
-        )
         sent_at = self.sensors.now()
-        response = await self._wait(
-            self.client.send_request_to_coordinator(
-                self.group_id,
-                request,
-                min_version=req.CLIENT_MEMBER_ID_VERSION,
-                timeout=self._heartbeat_timeout,
-            )
-        )
+        response = await self._wait(self._send_heartbeat(epoch, owned, self._heartbeat_timeout))
         self.sensors.heartbeat(sent_at)
         reaction = react(CONSUMER_GROUP_HEARTBEAT, response.error_code)
         if reaction is Reaction.FENCED:
@@ -345,6 +323,24 @@ class ConsumerProtocolMember(MembershipLoop):
         finally:
             if timer.active():
                 timer.cancel()
+
+    def _send_heartbeat(
+        self, epoch: int, owned: dict[Any, list[int]], timeout: float
+    ) -> Deferred[Any]:
+        request = req.consumer_group_heartbeat(
+            self.group_id,
+            self.member_id,
+            epoch,
+            self.group_instance_id,
+            self.rebalance_timeout_ms,
+            self.topics,
+            self.regex,
+            self.assignor,
+            owned,
+        )
+        return self.client.send_request_to_coordinator(
+            self.group_id, request, min_version=req.CLIENT_MEMBER_ID_VERSION, timeout=timeout
+        )
 
     # -- reconciliation ----------------------------------------------------------
 
@@ -431,24 +427,8 @@ class ConsumerProtocolMember(MembershipLoop):
         if self.generation_id < 0:
             return
         epoch = req.LEAVE_EPOCH if self.group_instance_id is None else req.STATIC_LEAVE_EPOCH
-        request = req.consumer_group_heartbeat(
-            self.group_id,
-            self.member_id,
-            epoch,
-            self.group_instance_id,
-            self.rebalance_timeout_ms,
-            (),
-            None,
-            None,
-            {},
-        )
         try:
-            response = await self.client.send_request_to_coordinator(
-                self.group_id,
-                request,
-                min_version=req.CLIENT_MEMBER_ID_VERSION,
-                timeout=self.client.timeout,
-            )
+            response = await self._send_heartbeat(epoch, {}, self.client.timeout)
         except KafkaError as e:
             log.info("{member!r}: leaving failed: {error}", member=self, error=e)
             return

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-import attrs
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -48,7 +47,7 @@ from afkak.protocol.consumer_protocol import (
 from . import _requests as req
 from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
 from ._heartbeat import HeartbeatTimer
-from ._membership import CancelledByStop, MembershipLoop
+from ._membership import CancelledByStop, Generation, MembershipLoop
 from ._reactions import (
     HEARTBEAT,
     JOIN_GROUP,
@@ -62,14 +61,6 @@ log = Logger()
 
 #: Extra time a JoinGroup or SyncGroup may take beyond the rebalance timeout (Java: 5 s).
 JOIN_GRACE_SECONDS = 5.0
-
-
-@attrs.frozen
-class Generation:
-    """Who this member is in which generation: what its commits must carry."""
-
-    generation_id: int
-    member_id: str
 
 
 class RebalanceListener(Protocol):
@@ -185,10 +176,6 @@ class GroupMember(MembershipLoop):
             f"<GroupMember group={self.group_id!r} member={self.member_id!r} "
             f"generation={self.generation_id} state={self.state.name}>"
         )
-
-    @property
-    def generation(self) -> Generation:
-        return Generation(self.generation_id, self.member_id)
 
     @property
     def stable(self) -> bool:

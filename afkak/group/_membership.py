@@ -11,9 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
+
+
+@attrs.frozen
+class Generation:
+    """Who this member is in which generation: what its commits must carry."""
+
+    generation_id: int
+    member_id: str
 
 
 class CancelledByStop(Exception):
@@ -25,6 +34,12 @@ class MembershipLoop:
 
     reactor: Any
     state: Any
+    generation_id: int
+    member_id: str
+
+    @property
+    def generation(self) -> Generation:
+        return Generation(self.generation_id, self.member_id)
 
     def _init_loop(self) -> None:
         self._stop_reason: str | None = None
