@@ -21,13 +21,16 @@ from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST
 from afkak.group import ConsumerGroup
 from afkak.test.brokers import produce, shared_broker
+from afkak.test.brokers.java_tools import VerifiableConsumer
 from afkak.test.helpers import pump, wait
 
 PARTITIONS = 6
 _names = itertools.count()
 
 
-class KafkaConsumerProtocolTests(SynchronousTestCase):
+class _GroupOnKafka(SynchronousTestCase):
+    """A fresh topic and group on the shared Kafka broker; members; what they processed."""
+
     def setUp(self) -> None:
         self.broker = shared_broker("kafka")
         stamp = f"{next(_names)}-{int(time.time() * 1000)}"
@@ -78,6 +81,8 @@ class KafkaConsumerProtocolTests(SynchronousTestCase):
     def all_seen(self) -> bool:
         return self.produced <= set(self.seen)
 
+
+class KafkaConsumerProtocolTests(_GroupOnKafka):
     def join_and_leave(self, protocol: str) -> dict[str, float]:
         """Two members through a join and a leave; the join's timings."""
         self.produce(20)
@@ -123,3 +128,39 @@ class KafkaConsumerProtocolTests(SynchronousTestCase):
 
     def test_classic_protocol_for_comparison(self) -> None:
         self.join_and_leave("classic")
+
+
+class KafkaConsumerProtocolJavaTests(_GroupOnKafka):
+    """An afkak member and Java's VerifiableConsumer (``--group-protocol consumer``), one group."""
+
+    def test_afkak_and_java_members_process_every_record_once(self) -> None:
+        self.produce(20)
+        a = self.member("a", "consumer")
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition")
+        java = VerifiableConsumer(
+            self.broker.bootstrap, self.topic, self.group_id, "--group-protocol", "consumer"
+        )
+        self.addCleanup(java.stop)
+        pump(lambda: len(a.assignment()) == PARTITIONS // 2, 90, "the Java member took its half")
+        self.produce(20)
+
+        def everything() -> bool:
+            return self.produced <= set(self.seen) | set(java_records(java))
+
+        pump(everything, 60, "both consumed")
+        self.assertTrue(java_records(java), "the Java member processed records")
+        java.stop()
+        self.assertTrue(java.named("shutdown_complete"))
+        self.produce(20)
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition again")
+        pump(everything, 60, "a consumed after the Java member left")
+        wait(a.shutdown(), 30)
+        both = Counter(self.seen) + Counter(java_records(java))
+        self.assertEqual(set(both), self.produced)
+        self.assertEqual({k: n for k, n in both.items() if n > 1}, {}, "every record once")
+        self.assertEqual(self.overlaps, [])
+
+
+def java_records(java: VerifiableConsumer) -> list[tuple[int, int]]:
+    """``(partition, offset)`` of each record the Java member processed."""
+    return [(int(str(e["partition"])), int(str(e["offset"]))) for e in java.named("record_data")]
