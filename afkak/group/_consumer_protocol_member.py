@@ -73,9 +73,10 @@ _IN_GROUP = (S.JOINING, S.RECONCILING, S.ACKNOWLEDGING, S.STABLE)
 #:
 #:     STOPPED ─start─▶ JOINING ─assigned─▶ RECONCILING ─reconciled─▶ ACKNOWLEDGING
 #:     ACKNOWLEDGING ─acknowledged─▶ STABLE;  ACKNOWLEDGING, STABLE ─assigned─▶ RECONCILING
-#:     JOINING, RECONCILING, ACKNOWLEDGING, STABLE ─fenced / poll timeout─▶ UNJOINED
+#:     JOINING, RECONCILING, ACKNOWLEDGING, STABLE ─fenced─▶ UNJOINED
+#:     STABLE ─poll timeout─▶ UNJOINED (liveness is checked at a STABLE member's heartbeat)
 #:     UNJOINED ─join─▶ JOINING
-#:     every state except STOPPED ─stop─▶ LEAVING ─left─▶ STOPPED;  ─fail─▶ STOPPED
+#:     every state but STOPPED, LEAVING ─stop─▶ LEAVING ─left─▶ STOPPED;  ─fail─▶ STOPPED
 #:
 #: RECONCILING ignores ``assigned``: the reconciliation under way takes the newest
 #: assignment when it is done with the one it has.
@@ -89,10 +90,10 @@ TABLE = TransitionTable(
         (S.RECONCILING, E.RECONCILED): S.ACKNOWLEDGING,
         (S.ACKNOWLEDGING, E.ACKNOWLEDGED): S.STABLE,
         **{(state, E.FENCED): S.UNJOINED for state in _IN_GROUP},
-        **{(state, E.POLL_TIMEOUT): S.UNJOINED for state in _IN_GROUP if state is not S.JOINING},
+        (S.STABLE, E.POLL_TIMEOUT): S.UNJOINED,
         **{(state, E.STOP): S.LEAVING for state in S if state not in (S.STOPPED, S.LEAVING)},
         (S.LEAVING, E.LEFT): S.STOPPED,
-        **{(state, E.FAIL): S.STOPPED for state in S if state is not S.STOPPED},
+        **{(state, E.FAIL): S.STOPPED for state in S if state not in (S.STOPPED, S.LEAVING)},
     },
     ignored=[(S.RECONCILING, E.ASSIGNED)],
 )

@@ -8,7 +8,14 @@ from typing import Any
 from twisted.internet.defer import Deferred
 from twisted.logger import globalLogPublisher
 
-from afkak.common import GroupIdNotFound
+from afkak import KafkaConsumer
+from afkak.common import (
+    OFFSET_EARLIEST,
+    FencedMemberEpoch,
+    GroupAuthorizationFailed,
+    GroupIdNotFound,
+    UnknownMemberId,
+)
 from afkak.group import ConsumerGroup
 from afkak.group._consumer_protocol_member import TABLE, ConsumerMemberEvent, ConsumerMemberState
 from afkak.protocol.messages import ConsumerGroupHeartbeatRequest, OffsetCommitRequest
@@ -114,8 +121,8 @@ class Transitions:
             self.seen.append(transition)
 
 
-class ConsumerProtocolStateTests(ConsumerProtocolTestCase):
-    """Every transition of the member's table, on the fake cluster."""
+class TransitionsTestCase(ConsumerProtocolTestCase):
+    """Checks the member transitions a test went through."""
 
     def setUp(self) -> None:
         super().setUp()
@@ -126,6 +133,15 @@ class ConsumerProtocolStateTests(ConsumerProtocolTestCase):
         for t in expected:
             self.assertIn(t, self.transitions.seen)
             self.assertIn(t, TABLE.transitions)
+
+    def commits(self) -> int:
+        return len(
+            [r for r in self.cluster.requests_seen if r.api_key == OffsetCommitRequest.API_KEY]
+        )
+
+
+class ConsumerProtocolStateTests(TransitionsTestCase):
+    """The member's table, transition by transition, on the fake cluster."""
 
     def test_join_reconcile_acknowledge_leave(self) -> None:
         a = self.group("a")
@@ -175,11 +191,6 @@ class ConsumerProtocolStateTests(ConsumerProtocolTestCase):
         self.assertTransitions((S.STABLE, E.FENCED), (S.UNJOINED, E.JOIN))
         self.assertIs(a.member.state, S.STABLE)
 
-    def commits(self) -> int:
-        return len(
-            [r for r in self.cluster.requests_seen if r.api_key == OffsetCommitRequest.API_KEY]
-        )
-
     def test_stuck_processor_leaves_then_joins_again(self) -> None:
         self.produce(3)
         held: Deferred[None] = Deferred()
@@ -197,6 +208,8 @@ class ConsumerProtocolStateTests(ConsumerProtocolTestCase):
         held.callback(None)
         self.advance(8)
         self.assertTransitions((S.UNJOINED, E.JOIN))
+        self.assertIs(a.member.state, S.STABLE)
+        self.assertEqual(len(a.assignment()), PARTITIONS)
 
     def test_a_new_assignment_while_acknowledging_or_reconciling(self) -> None:
         a = self.group("a")
@@ -282,3 +295,141 @@ class ConsumerProtocolOptionsTests(ConsumerProtocolTestCase):
             self.group("a", group_protocol="classic", group_remote_assignor="range")
         with self.assertRaises(ValueError):
             self.group("a", group_remote_assignor="sticky")
+
+    def test_dead_member_partitions_move_after_the_broker_session(self) -> None:
+        self.produce(10)
+        a, b = self.group("a"), self.group("b")
+        a.start()
+        b.start().addErrback(lambda f: None)
+        self.advance(15)
+        self.assertEqual(sorted(len(g.assignment()) for g in (a, b)), [3, 3])
+        b.client.close()  # b's process dies: no more heartbeats, no leave
+        self.produce(10)
+        self.advance(50)  # the fake's 45 s consumer session
+        self.assertEqual(len(a.assignment()), PARTITIONS)
+        self.assertEqual(set(self.ledger.seen), self.expected())
+        self.assertEqual(self.ledger.overlaps, [])
+
+
+class ConsumerProtocolPullTests(ConsumerProtocolTestCase):
+    def test_kafka_consumer_subscribes_with_the_consumer_protocol(self) -> None:
+        self.produce(10)
+        c = KafkaConsumer(
+            self.client("pull"),
+            group_id="g",
+            group_protocol="consumer",
+            auto_offset_reset=OFFSET_EARLIEST,
+            fetch_max_wait_time=200,
+        )
+        self.addCleanup(lambda: (c.close(), self.advance(5)))
+        c.subscribe([TOPIC])
+        self.advance(3)
+        self.assertEqual(len(c.assignment()), PARTITIONS)
+        seen: set[tuple[int, int]] = set()
+        for _ in range(10):
+            got = self.successResultOf(c.getmany())
+            seen |= {(tp.partition, r.offset) for tp, rs in got.items() for r in rs}
+            self.advance(0.2)
+        self.assertEqual(seen, self.expected())
+        self.result(c.commit())
+        self.assertEqual(self.heartbeats()[0].request.subscribed_topic_names, [TOPIC])
+
+
+class ConsumerProtocolInterruptionTests(TransitionsTestCase):
+    """Stops, fencing and fatal errors in the middle of joining and reconciling."""
+
+    def test_stop_while_joining(self) -> None:
+        self.cluster.delay(ConsumerGroupHeartbeatRequest, 1.0)
+        a = self.group("a")
+        done = a.start()
+        self.advance(0.5)
+        a.stop()
+        self.advance(1)
+        self.assertEqual(self.successResultOf(done), {})
+        self.assertTransitions((S.JOINING, E.STOP), (S.LEAVING, E.LEFT))
+        self.assertNotIn(-1, [h.request.member_epoch for h in self.heartbeats()])
+
+    def test_fenced_while_joining(self) -> None:
+        self.cluster.fail_next(ConsumerGroupHeartbeatRequest, UnknownMemberId)
+        a = self.group("a")
+        a.start()
+        self.advance(2)
+        self.assertTransitions((S.JOINING, E.FENCED), (S.UNJOINED, E.JOIN))
+        self.assertIs(a.member.state, S.STABLE)
+
+    def revoking_member(self) -> tuple[ConsumerGroup, Deferred[None]]:
+        """Member a, revoking 3 partitions for b: its on_revoked has not returned yet."""
+        held: Deferred[None] = Deferred()
+        a = self.group("a", on_revoked=lambda ps: held)
+        a.start()
+        self.advance(3)
+        self.group("b").start()
+        self.advance(6)
+        self.assertIs(a.member.state, S.RECONCILING)
+        return a, held
+
+    def test_stop_while_reconciling(self) -> None:
+        a, held = self.revoking_member()
+        a.stop()
+        self.advance(1)
+        self.assertIs(a.member.state, S.LEAVING, "the revocation under way ends first")
+        held.callback(None)
+        self.advance(1)
+        self.assertIs(a.member.state, S.STOPPED)
+        self.assertTransitions((S.RECONCILING, E.STOP), (S.LEAVING, E.LEFT))
+
+    def test_fenced_while_reconciling(self) -> None:
+        a, held = self.revoking_member()
+        self.coordinator.groups["g"].members[a.member_id].epoch += 7
+        self.advance(6)  # a heartbeat while revoking: fenced
+        held.callback(None)
+        self.advance(10)
+        self.assertTransitions((S.RECONCILING, E.FENCED), (S.UNJOINED, E.JOIN))
+        self.assertIn(a.member.state, (S.STABLE, S.RECONCILING))
+
+    def acknowledging_member(self) -> ConsumerGroup:
+        """Member a, reconciled, its acknowledging heartbeat held 1 s by the broker."""
+        self.cluster.delay(ConsumerGroupHeartbeatRequest, 1.0)
+        a = self.group("a")
+        a.start()
+        self.advance(1.5)
+        self.assertIs(a.member.state, S.ACKNOWLEDGING)
+        return a
+
+    def test_stop_while_acknowledging(self) -> None:
+        a = self.acknowledging_member()
+        a.stop()
+        self.advance(3)
+        self.assertTransitions((S.ACKNOWLEDGING, E.STOP))
+        self.assertIs(a.member.state, S.STOPPED)
+
+    def test_fenced_or_refused_while_acknowledging(self) -> None:
+        self.cluster.delay(ConsumerGroupHeartbeatRequest, 1.0)
+        a = self.group("a")
+        failed = a.start()
+        # The join goes through, the acknowledgement is fenced.
+        self.advance(0.5)
+        self.cluster.fail_next(ConsumerGroupHeartbeatRequest, FencedMemberEpoch)
+        self.advance(3)
+        self.assertTransitions((S.ACKNOWLEDGING, E.FENCED))
+        self.cluster.delay(ConsumerGroupHeartbeatRequest, 0)
+        self.advance(8)
+        self.assertIs(a.member.state, S.STABLE)
+        # A fatal refusal of a STABLE member's heartbeat fails the group.
+        self.cluster.fail_next(ConsumerGroupHeartbeatRequest, GroupAuthorizationFailed)
+        self.advance(8)
+        self.failureResultOf(failed, GroupAuthorizationFailed)
+        self.assertTransitions((S.STABLE, E.FAIL))
+
+    def test_stop_while_unjoined_waiting_for_the_application(self) -> None:
+        self.produce(3)
+        held: Deferred[None] = Deferred()
+        a = self.group("a", self.ledger.processor("a", [held]), max_poll_interval_ms=4000)
+        done = a.start()
+        self.advance(12)
+        self.assertIs(a.member.state, S.UNJOINED)
+        a.stop()
+        self.advance(2)
+        self.assertTransitions((S.UNJOINED, E.STOP), (S.LEAVING, E.LEFT))
+        self.successResultOf(done)
+        held.callback(None)
