@@ -7,6 +7,7 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 from twisted.logger import globalLogPublisher
+from twisted.python.failure import Failure
 
 from afkak import KafkaConsumer
 from afkak.common import (
@@ -432,4 +433,38 @@ class ConsumerProtocolInterruptionTests(TransitionsTestCase):
         self.advance(2)
         self.assertTransitions((S.UNJOINED, E.STOP), (S.LEAVING, E.LEFT))
         self.successResultOf(done)
+        held.callback(None)
+
+    def test_fatal_refusal_while_reconciling_or_acknowledging_or_unjoined(self) -> None:
+        a, held = self.revoking_member()
+        failed = a._start_d  # noqa: SLF001 -- what a.start() returned
+        assert failed is not None
+        self.cluster.fail_next(ConsumerGroupHeartbeatRequest, GroupAuthorizationFailed)
+        self.advance(6)
+        held.callback(None)
+        self.advance(1)
+        self.failureResultOf(failed, GroupAuthorizationFailed)
+        self.assertTransitions((S.RECONCILING, E.FAIL))
+
+    def test_fatal_refusal_while_acknowledging(self) -> None:
+        self.cluster.delay(ConsumerGroupHeartbeatRequest, 1.0)
+        a = self.group("a")
+        failed = a.start()
+        self.advance(0.5)
+        self.cluster.fail_next(ConsumerGroupHeartbeatRequest, GroupAuthorizationFailed)
+        self.advance(3)
+        self.failureResultOf(failed, GroupAuthorizationFailed)
+        self.assertTransitions((S.ACKNOWLEDGING, E.FAIL))
+
+    def test_fatal_consumer_error_while_unjoined(self) -> None:
+        self.produce(3)
+        held: Deferred[None] = Deferred()
+        a = self.group("a", self.ledger.processor("a", [held]), max_poll_interval_ms=4000)
+        failed = a.start()
+        self.advance(12)
+        self.assertIs(a.member.state, S.UNJOINED)
+        a.on_consumer_error(Failure(GroupAuthorizationFailed()))
+        self.advance(1)
+        self.failureResultOf(failed, GroupAuthorizationFailed)
+        self.assertTransitions((S.UNJOINED, E.FAIL))
         held.callback(None)
