@@ -10,6 +10,7 @@ and how long the first member held no partition at all.
 from __future__ import annotations
 
 import itertools
+import re
 import time
 from collections import Counter
 from typing import Any
@@ -67,7 +68,7 @@ class _GroupOnKafka(SynchronousTestCase):
         group = ConsumerGroup(
             client,
             self.group_id,
-            [self.topic],
+            [] if "pattern" in options else [self.topic],
             process,
             group_protocol=protocol,
             auto_offset_reset=OFFSET_EARLIEST,
@@ -164,3 +165,14 @@ class KafkaConsumerProtocolJavaTests(_GroupOnKafka):
 def java_records(java: VerifiableConsumer) -> list[tuple[int, int]]:
     """``(partition, offset)`` of each record the Java member processed."""
     return [(int(str(e["partition"])), int(str(e["offset"]))) for e in java.named("record_data")]
+
+
+class KafkaBrokerSideRegexTests(_GroupOnKafka):
+    def test_a_topic_created_later_joins_the_assignment(self) -> None:
+        a = self.member("a", "consumer", pattern=re.compile(re.escape(self.topic) + "(-later)?"))
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns the first topic")
+        self.broker.create_topic(self.topic + "-later", 2)
+        took = pump(lambda: len(a.assignment()) == PARTITIONS + 2, 120, "the later topic assigned")
+        print(f"\nKafka 4.4 assigned a topic created later after {took:.1f} s")
+        self.assertEqual({tp.topic for tp in a.assignment()}, {self.topic, self.topic + "-later"})
+        wait(a.shutdown(), 30)
