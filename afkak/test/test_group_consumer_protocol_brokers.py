@@ -23,7 +23,7 @@ from afkak.common import OFFSET_EARLIEST
 from afkak.group import ConsumerGroup
 from afkak.test.brokers import produce, shared_broker
 from afkak.test.brokers.java_tools import VerifiableConsumer
-from afkak.test.helpers import pump, wait
+from afkak.test.helpers import pump, run_for, wait
 
 PARTITIONS = 6
 _names = itertools.count()
@@ -176,3 +176,18 @@ class KafkaBrokerSideRegexTests(_GroupOnKafka):
         print(f"\nKafka 4.4 assigned a topic created later after {took:.1f} s")
         self.assertEqual({tp.topic for tp in a.assignment()}, {self.topic, self.topic + "-later"})
         wait(a.shutdown(), 30)
+
+
+class KafkaStaticMemberTests(_GroupOnKafka):
+    def test_a_static_member_comes_back_to_its_partitions(self) -> None:
+        a = self.member("a", "consumer", group_instance_id="static-a")
+        b = self.member("b", "consumer")
+        pump(lambda: len(a.assignment()) == len(b.assignment()) == 3, 90, "a and b split")
+        held = a.assignment()
+        wait(a.shutdown(), 30)  # epoch -2: the broker keeps a's partitions for it
+        run_for(5)
+        self.assertEqual(len(b.assignment()), 3, "a's partitions wait for it")
+        again = self.member("a-again", "consumer", group_instance_id="static-a")
+        pump(lambda: again.assignment() == held, 60, "a is back on its partitions")
+        wait(again.shutdown(), 30)
+        wait(b.shutdown(), 30)
