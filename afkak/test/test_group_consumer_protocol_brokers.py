@@ -24,6 +24,7 @@ from afkak.group import ConsumerGroup
 from afkak.test.brokers import produce, shared_broker
 from afkak.test.brokers.java_tools import VerifiableConsumer
 from afkak.test.helpers import pump, run_for, wait
+from afkak.test.test_group_consumer import Ledger
 
 PARTITIONS = 6
 _names = itertools.count()
@@ -38,9 +39,7 @@ class _GroupOnKafka(SynchronousTestCase):
         self.topic = f"kip848-{stamp}"
         self.group_id = f"kip848-group-{stamp}"
         self.broker.create_topic(self.topic, PARTITIONS)
-        self.seen: Counter[tuple[int, int]] = Counter()
-        self.active: dict[int, str] = {}
-        self.overlaps: list[tuple[int, str, str]] = []
+        self.ledger = Ledger()
         self.produced: set[tuple[int, int]] = set()
 
     def produce(self, count: int) -> None:
@@ -55,21 +54,11 @@ class _GroupOnKafka(SynchronousTestCase):
         )
         self.addCleanup(lambda: wait(client.close()))
 
-        def process(consumer: Any, messages: list[Any]) -> None:
-            p = consumer.partition
-            other = self.active.get(p)
-            if other not in (None, name):
-                self.overlaps.append((p, other, name))
-            self.active[p] = name
-            for m in messages:
-                self.seen[(p, m.offset)] += 1
-            del self.active[p]
-
         group = ConsumerGroup(
             client,
             self.group_id,
             [] if "pattern" in options else [self.topic],
-            process,
+            self.ledger.processor(name),
             group_protocol=protocol,
             auto_offset_reset=OFFSET_EARLIEST,
             auto_commit_every_ms=500,
@@ -78,6 +67,15 @@ class _GroupOnKafka(SynchronousTestCase):
         done = group.start()
         self.addCleanup(lambda: None if done.called else wait(group.stop(), 30))
         return group
+
+    @property
+    def seen(self) -> Counter[tuple[int, int]]:
+        """How many times each ``(partition, offset)`` was processed."""
+        return Counter(self.ledger.seen)
+
+    @property
+    def overlaps(self) -> list[tuple[int, str, str]]:
+        return self.ledger.overlaps
 
     def all_seen(self) -> bool:
         return self.produced <= set(self.seen)

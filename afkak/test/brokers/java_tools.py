@@ -55,16 +55,7 @@ def run_tool(
 ) -> str:
     """Run one of Kafka's Java tools to its end; its stdout.  Raises RuntimeError with
     its stderr when it fails; skips (fails on CI) when Kafka's tools cannot run."""
-    if not java_available():
-        unavailable("kafka tools: java is not installed")
-    try:
-        classpath = os.path.join(resolve_classpath(version), "*")
-    except ApacheKafkaUnavailable as exc:
-        unavailable(f"kafka tools: {exc}")
-    argv = [
-        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
-        "-cp", classpath, main_class, *args,
-    ]  # fmt: skip
+    argv = _java(main_class, version) + list(args)
     done = subprocess.run(
         argv, input=input, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -73,6 +64,20 @@ def run_tool(
             f"{main_class} exited with status {done.returncode}:\n{done.stderr[-3000:]}"
         )
     return done.stdout
+
+
+def _java(main_class: str, version: str | None) -> list[str]:
+    """The command line of one of Kafka's tools; skips (fails on CI) when it cannot run."""
+    if not java_available():
+        unavailable("kafka tools: java is not installed")
+    try:
+        classpath = os.path.join(resolve_classpath(version), "*")
+    except ApacheKafkaUnavailable as exc:
+        unavailable(f"kafka tools: {exc}")
+    return [
+        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
+        "-cp", classpath, main_class,
+    ]  # fmt: skip
 
 
 def _config_file(config: Mapping[str, str]) -> str:
@@ -185,15 +190,7 @@ class VerifiableConsumer:
     def __init__(
         self, bootstrap: str, topic: str, group_id: str, *extra: str, version: str | None = None
     ) -> None:
-        if not java_available():
-            unavailable("kafka tools: java is not installed")
-        try:
-            classpath = os.path.join(resolve_classpath(version), "*")
-        except ApacheKafkaUnavailable as exc:
-            unavailable(f"kafka tools: {exc}")
-        argv = [
-            "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
-            "-cp", classpath, "org.apache.kafka.tools.VerifiableConsumer",
+        argv = _java("org.apache.kafka.tools.VerifiableConsumer", version) + [
             "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group_id,
             "--reset-policy", "earliest", "--verbose", *extra,
         ]  # fmt: skip
