@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -54,16 +55,7 @@ def run_tool(
 ) -> str:
     """Run one of Kafka's Java tools to its end; its stdout.  Raises RuntimeError with
     its stderr when it fails; skips (fails on CI) when Kafka's tools cannot run."""
-    if not java_available():
-        unavailable("kafka tools: java is not installed")
-    try:
-        classpath = os.path.join(resolve_classpath(version), "*")
-    except ApacheKafkaUnavailable as exc:
-        unavailable(f"kafka tools: {exc}")
-    argv = [
-        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
-        "-cp", classpath, main_class, *args,
-    ]  # fmt: skip
+    argv = _java(main_class, version) + list(args)
     done = subprocess.run(
         argv, input=input, capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -72,6 +64,20 @@ def run_tool(
             f"{main_class} exited with status {done.returncode}:\n{done.stderr[-3000:]}"
         )
     return done.stdout
+
+
+def _java(main_class: str, version: str | None) -> list[str]:
+    """The command line of one of Kafka's tools; skips (fails on CI) when it cannot run."""
+    if not java_available():
+        unavailable("kafka tools: java is not installed")
+    try:
+        classpath = os.path.join(resolve_classpath(version), "*")
+    except ApacheKafkaUnavailable as exc:
+        unavailable(f"kafka tools: {exc}")
+    return [
+        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
+        "-cp", classpath, main_class,
+    ]  # fmt: skip
 
 
 def _config_file(config: Mapping[str, str]) -> str:
@@ -170,3 +176,47 @@ def verifiable_produce(
         os.remove(path)
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return [e for e in events if e.get("name") == "producer_send_success"]
+
+
+class VerifiableConsumer:
+    """Kafka's ``VerifiableConsumer`` as a long-running group member (``--verbose``).
+
+    Started at once; its JSON events are read by a thread into ``events``
+    (``record_data`` for each record, ``partitions_assigned``, ...).  It
+    commits synchronously after each batch; :meth:`stop` (SIGTERM) makes it
+    close, leaving the group.
+    """
+
+    def __init__(
+        self, bootstrap: str, topic: str, group_id: str, *extra: str, version: str | None = None
+    ) -> None:
+        argv = _java("org.apache.kafka.tools.VerifiableConsumer", version) + [
+            "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group_id,
+            "--reset-policy", "earliest", "--verbose", *extra,
+        ]  # fmt: skip
+        self.events: list[dict[str, object]] = []
+        self.process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith("{"):
+                self.events.append(json.loads(line))
+
+    def named(self, name: str) -> list[dict[str, object]]:
+        return [e for e in list(self.events) if e.get("name") == name]
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM, then wait for it to have closed its consumer (killed after *timeout*)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._reader.join(5)
