@@ -173,8 +173,8 @@ class ConfluentMember:
         self.thread.join(30)
 
 
-class RealBrokerGroupTests:
-    """Mixed into one SynchronousTestCase per broker kind."""
+class GroupBrokerFixture:
+    """A topic, a group id, afkak members and every record they process, on one broker."""
 
     broker_name: ClassVar[str]
     strategy: ClassVar[str] = "cooperative-sticky"
@@ -247,6 +247,17 @@ class RealBrokerGroupTests:
 
     def report(self, what: str, seconds: float) -> None:
         print(f"[{self.broker_name}] {what}: {seconds:.2f} s")
+
+    def kill(self, group: ConsumerGroup) -> None:
+        """The process dies: its consumers and connections vanish; nobody says goodbye."""
+        abandon(group)
+        self.groups.remove(group)
+        self.clients.remove(group.client)
+        wait(group.client.close())
+
+
+class RealBrokerGroupTests(GroupBrokerFixture):
+    """Mixed into one SynchronousTestCase per broker kind."""
 
     def test_join_split_and_leave(self: Any) -> None:
         self.broker.create_topic(self.topic, 6)
@@ -499,13 +510,6 @@ class RealBrokerGroupTests:
         for p, owners in self.events.owner_runs().items():
             self.assertLessEqual(len(owners), 5, f"partition {p} changed hands too often: {owners}")
         self.assertTrue(b_partitions)
-
-    def kill(self, group: ConsumerGroup) -> None:
-        """The process dies: its consumers and connections vanish; nobody says goodbye."""
-        abandon(group)
-        self.groups.remove(group)
-        self.clients.remove(group.client)
-        wait(group.client.close())
 
 
 class KafkaGroupTests(RealBrokerGroupTests, SynchronousTestCase):

@@ -1,0 +1,248 @@
+"""afkak's consumer groups beside Kafka's Java consumer, on Apache Kafka (issues 19, 22).
+
+afkak ``ConsumerGroup`` members and Java ``VerifiableConsumer`` members (classic
+protocol, the same assignor) share one group; Kafka's ``kafka-consumer-groups``
+describes afkak's group.  Java members are counted from their ``records_consumed``
+events, afkak's from their processor, into one :class:`Events`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from typing import Any
+
+from twisted.internet.defer import Deferred
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.common import TopicAndPartition
+from afkak.consumer import OffsetAndMetadata
+from afkak.group import group_lag
+from afkak.test.brokers import produce
+from afkak.test.brokers.java_tools import VerifiableConsumer, describe_group
+from afkak.test.helpers import pump, wait
+from afkak.test.test_group_brokers import GroupBrokerFixture
+
+
+class KafkaJavaGroupFixture(GroupBrokerFixture):
+    broker_name = "kafka"
+
+    def java(self, name: str) -> VerifiableConsumer:
+        """A Java member of the group, its records counted as *name*'s."""
+        java = VerifiableConsumer(
+            self.broker.bootstrap,
+            self.topic,
+            self.group_id,
+            lambda partition, offsets: self.events.add(name, partition, offsets),
+            strategy=self.strategy,
+            session_timeout_ms=self.session_ms,
+            config={"max.poll.records": "50", "fetch.max.wait.ms": "100"},
+        )
+        self.addCleanup(java.stop)  # type: ignore[attr-defined]
+        return java
+
+    def duplicates(self) -> int:
+        rows = Counter((p, o) for _, _, p, o in self.events.rows)
+        return sum(n - 1 for n in rows.values())
+
+
+class KafkaMixedJavaGroupTests(KafkaJavaGroupFixture):
+    """Joins, a leave and a kill -9 of a Java member, with records arriving throughout."""
+
+    def test_every_record_once_through_joins_leaves_and_a_kill(self: Any) -> None:
+        self.broker.create_topic(self.topic, 6)
+        self.produce(0, 300)
+        a = self.member("a")
+        a.start()
+        j1 = self.java("j1")
+        pump(
+            lambda: a.assignment() and j1.assigned and len(a.assignment()) + len(j1.assigned) == 6,
+            60,
+            "afkak + Java share the topic",
+        )
+        self.produce(300, 300)
+        b = self.member("b")  # an afkak member joins
+        b.start()
+        j2 = self.java("j2")  # and a Java member
+        pump(
+            lambda: (
+                b.assignment()
+                and j2.assigned
+                and len(a.assignment()) + len(b.assignment()) + len(j1.assigned | j2.assigned) == 6
+            ),
+            60,
+            "b and j2 join",
+        )
+        self.produce(600, 300)
+        wait(a.shutdown(), 30)  # an afkak member leaves
+        pump(
+            lambda: (
+                len(b.assignment()) + len(j1.assigned) + len(j2.assigned) == 6
+                and len(b.consumers) == len(b.assignment())
+            ),
+            60,
+            "a leaves",
+        )
+        pump(lambda: self.events.processed() >= self.produced, 60, "caught up before the kill")
+        j1.kill()  # kill -9: no LeaveGroup, no last commit
+        start = time.monotonic()
+        self.produce(900, 300)
+        t = pump(
+            lambda: len(b.assignment()) + len(j2.assigned) == 6,
+            60,
+            "j1's partitions move after its session",
+        )
+        self.report(f"[{self.strategy}] killed Java member replaced", time.monotonic() - start)
+        pump(lambda: self.events.processed() >= self.produced, 60, "every record processed")
+        self.assertEqual(len(self.produced), 1200)
+        self.assertEqual(self.duplicates(), 0, "every handover committed first")
+        self.assertTrue(t >= 0)
+
+
+class KafkaRangeJavaGroupTests(KafkaMixedJavaGroupTests, SynchronousTestCase):
+    strategy = "range"
+
+
+class KafkaRoundRobinJavaGroupTests(KafkaMixedJavaGroupTests, SynchronousTestCase):
+    strategy = "roundrobin"
+
+
+class KafkaCooperativeStickyJavaGroupTests(KafkaMixedJavaGroupTests, SynchronousTestCase):
+    strategy = "cooperative-sticky"
+
+
+class KafkaGroupControlTests(KafkaJavaGroupFixture, SynchronousTestCase):
+    """kafka-consumer-groups, position control and liveness in groups Java shares."""
+
+    strategy = "range"
+
+    def test_consumer_groups_command_describes_afkak_offsets_and_lag(self) -> None:
+        self.broker.create_topic(self.topic, 3)
+        self.produce(0, 30)
+        a = self.member("a", auto_commit_every_ms=0)
+        a.start()
+        pump(lambda: self.events.processed() == self.produced, 30, "consumed")
+        t0 = TopicAndPartition(self.topic, 0)
+        wait(a.commit({t0: OffsetAndMetadata(2, "by hand")}), 30)
+        wait(a.commit({tp: OffsetAndMetadata(1, "") for tp in a.assignment() if tp != t0}), 30)
+        for p in range(3):
+            produce(self.broker.bootstrap, self.topic, [b"late"] * (p + 1), partition=p)
+        lag = wait(group_lag(self.client("admin"), self.group_id, [self.topic]))
+        rows = describe_group(self.broker.bootstrap, self.group_id)
+        self.assertEqual(len(rows), 3)
+        for (topic, p), row in rows.items():
+            mine = lag[TopicAndPartition(topic, p)]
+            self.assertEqual(
+                (int(row["CURRENT-OFFSET"]), int(row["LOG-END-OFFSET"]), int(row["LAG"])),
+                (mine.committed, mine.log_end, mine.lag),
+            )
+            self.assertEqual(row["CLIENT-ID"], "a")
+        self.assertEqual(lag[t0].committed, 2)
+
+    def test_seek_pause_and_commit_beside_a_java_member(self) -> None:
+        self.broker.create_topic(self.topic, 4)
+        self.produce(0, 80)
+        a = self.member("a", auto_commit_every_ms=0)
+        a.start()
+        j = self.java("java")
+        pump(lambda: len(a.assignment()) == 2 and len(j.assigned) == 2, 60, "a and Java split")
+        pump(lambda: self.events.processed() == self.produced, 30, "consumed")
+        mine = sorted(a.assignment(), key=lambda tp: tp.partition)
+        seek, paused = mine
+        before = Counter(p for _, _, p, _ in self.events.rows)
+        a.seek_to_beginning(seek)
+        owned = sum(1 for p, _ in self.produced if p == seek.partition)
+        pump(
+            lambda: (
+                Counter(p for _, _, p, _ in self.events.rows)[seek.partition]
+                >= before[seek.partition] + owned
+            ),
+            30,
+            "the sought partition read again",
+        )
+        a.pause(paused)
+        fresh = {
+            p: set(produce(self.broker.bootstrap, self.topic, [b"new"] * 3, partition=p))
+            for p in range(4)
+        }
+        for got in fresh.values():
+            self.produced |= got
+        others = set().union(*(fresh[p] for p in range(4) if p != paused.partition))
+        pump(lambda: others <= self.events.processed(), 30, "every unpaused partition's records")
+        self.assertFalse(fresh[paused.partition] & self.events.processed(), "paused")
+        self.assertTrue(
+            {p for _, m, p, _ in self.events.rows if m == "java"} <= j.assigned, "Java untouched"
+        )
+        a.resume(paused)
+        pump(lambda: self.events.processed() == self.produced, 30, "read after resume")
+        wait(a.commit({seek: OffsetAndMetadata(5, "replay from 5")}), 30)
+        self.assertEqual(wait(a.committed(seek), 30).offset, 5)
+        row = describe_group(self.broker.bootstrap, self.group_id)[self.topic, seek.partition]
+        self.assertEqual(row["CURRENT-OFFSET"], "5")
+        self.kill(a)  # no last commit: the Java member resumes from 5
+        pump(lambda: len(j.assigned) == 4, 60, "Java takes a's partitions")
+        pump(
+            lambda: any(m == "java" and p == seek.partition for _, m, p, _ in self.events.rows),
+            30,
+            "Java reads from the offset afkak committed",
+        )
+        java_offsets = [o for _, m, p, o in self.events.rows if m == "java" and p == seek.partition]
+        self.assertEqual(min(java_offsets), 5)
+
+    def test_pattern_subscription_picks_up_a_topic_created_later(self) -> None:
+        self.broker.create_topic(self.topic, 1)
+        self.produce(0, 5)
+        pattern = re.compile(re.escape(self.topic) + r"(-later)?")
+        a = self.member("a", pattern=pattern, metadata_max_age_ms=1000)
+        a.start()
+        pump(lambda: self.events.processed() == self.produced, 30, "the first topic")
+        later = f"{self.topic}-later"
+        self.broker.create_topic(later, 1)
+        created = time.monotonic()
+        produce(self.broker.bootstrap, later, [b"x", b"y"], timeout=30)
+        pump(lambda: TopicAndPartition(later, 0) in a.assignment(), 30, "the new topic assigned")
+        took = time.monotonic() - created
+        self.report("pattern picks up a new topic", took)
+        # one metadata age, then one rebalance of a one-member group
+        self.assertLess(took, 1.0 + 3.0)
+        pump(lambda: len(self.events.rows) >= 7, 30, "its records consumed")
+
+    def test_stuck_member_loses_its_partitions_to_java(self) -> None:
+        self.broker.create_topic(self.topic, 2)
+        self.produce(0, 20)
+        stuck: list[Deferred[None]] = []
+        armed: list[bool] = []
+        plain = self.events.afkak_processor("a")
+
+        def sticky(consumer: Any, messages: list[Any]) -> Any:
+            plain(consumer, messages)
+            if armed and not stuck:
+                stuck.append(Deferred())
+                return stuck[0]
+            return None
+
+        poll_ms = 3000
+        a = self.member("a", processor=sticky, max_poll_interval_ms=poll_ms, auto_commit_every_ms=0)
+        a.start()
+        j = self.java("java")
+        pump(lambda: len(a.assignment()) == 1 and len(j.assigned) == 1, 60, "a and Java split")
+        pump(lambda: self.events.processed() == self.produced, 30, "consumed")
+        (mine,) = a.assignment()
+        wait(a.commit(), 30)
+        committed = wait(a.committed(mine), 30).offset
+        armed.append(True)
+        self.produced.update(
+            produce(self.broker.bootstrap, self.topic, [b"late"] * 5, partition=mine.partition)
+        )
+        pump(lambda: bool(stuck), 30, "a's processor is stuck")
+        since = time.monotonic()
+        t = pump(lambda: len(j.assigned) == 2, 60, "Java owns both partitions")
+        self.report("a stuck member's partition moves to Java", t)
+        self.assertLess(time.monotonic() - since, poll_ms / 1000 + self.session_ms / 1000)
+        pump(lambda: self.events.processed() == self.produced, 30, "Java read them")
+        # The uncommitted window is the stuck batch: the only records read twice.
+        window = {(p, o) for _, m, p, o in self.events.rows if m == "a" and o >= committed}
+        twice = {k for k, n in Counter((p, o) for _, _, p, o in self.events.rows).items() if n > 1}
+        self.assertLessEqual(twice, window)
+        stuck[0].callback(None)
