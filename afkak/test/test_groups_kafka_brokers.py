@@ -8,12 +8,10 @@ events, afkak's from their processor, into one :class:`Events`.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from typing import Any
 
-from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.common import TopicAndPartition
@@ -22,7 +20,7 @@ from afkak.group import group_lag
 from afkak.test.brokers import produce
 from afkak.test.brokers.java_tools import VerifiableConsumer, describe_group
 from afkak.test.helpers import pump, wait
-from afkak.test.test_group_brokers import GroupBrokerFixture
+from afkak.test.test_group_brokers import GroupBrokerFixture, StuckProcessor
 
 
 class KafkaJavaGroupFixture(GroupBrokerFixture):
@@ -205,37 +203,14 @@ class KafkaGroupControlTests(KafkaJavaGroupFixture, SynchronousTestCase):
         self.assertEqual(min(java_offsets), 5)
 
     def test_pattern_subscription_picks_up_a_topic_created_later(self) -> None:
-        self.broker.create_topic(self.topic, 1)
-        self.produce(0, 5)
-        pattern = re.compile(re.escape(self.topic) + r"(-later)?")
-        a = self.member("a", pattern=pattern, metadata_max_age_ms=1000)
-        a.start()
-        pump(lambda: self.events.processed() == self.produced, 30, "the first topic")
-        later = f"{self.topic}-later"
-        self.broker.create_topic(later, 1)
-        created = time.monotonic()
-        produce(self.broker.bootstrap, later, [b"x", b"y"], timeout=30)
-        pump(lambda: TopicAndPartition(later, 0) in a.assignment(), 30, "the new topic assigned")
-        took = time.monotonic() - created
+        took = self.pattern_picks_up_a_later_topic(1000)
         self.report("pattern picks up a new topic", took)
-        # one metadata age, then one rebalance of a one-member group
-        self.assertLess(took, 1.0 + 3.0)
-        pump(lambda: len(self.events.rows) >= 7, 30, "its records consumed")
+        self.assertLess(took, 1.0 + 3.0, "one metadata age, then one one-member rebalance")
 
     def test_stuck_member_loses_its_partitions_to_java(self) -> None:
         self.broker.create_topic(self.topic, 2)
         self.produce(0, 20)
-        stuck: list[Deferred[None]] = []
-        armed: list[bool] = []
-        plain = self.events.afkak_processor("a")
-
-        def sticky(consumer: Any, messages: list[Any]) -> Any:
-            plain(consumer, messages)
-            if armed and not stuck:
-                stuck.append(Deferred())
-                return stuck[0]
-            return None
-
+        sticky = StuckProcessor(self.events.afkak_processor("a"))
         poll_ms = 3000
         a = self.member("a", processor=sticky, max_poll_interval_ms=poll_ms, auto_commit_every_ms=0)
         a.start()
@@ -245,11 +220,11 @@ class KafkaGroupControlTests(KafkaJavaGroupFixture, SynchronousTestCase):
         (mine,) = a.assignment()
         wait(a.commit(), 30)
         committed = wait(a.committed(mine), 30).offset
-        armed.append(True)
+        sticky.armed = True
         self.produced.update(
             produce(self.broker.bootstrap, self.topic, [b"late"] * 5, partition=mine.partition)
         )
-        pump(lambda: bool(stuck), 30, "a's processor is stuck")
+        pump(lambda: bool(sticky.stuck), 30, "a's processor is stuck")
         since = time.monotonic()
         t = pump(lambda: len(j.assigned) == 2, 60, "Java owns both partitions")
         self.report("a stuck member's partition moves to Java", t)
@@ -259,4 +234,4 @@ class KafkaGroupControlTests(KafkaJavaGroupFixture, SynchronousTestCase):
         window = {(p, o) for _, m, p, o in self.events.rows if m == "a" and o >= committed}
         twice = {k for k, n in Counter((p, o) for _, _, p, o in self.events.rows).items() if n > 1}
         self.assertLessEqual(twice, window)
-        stuck[0].callback(None)
+        sticky.stuck[0].callback(None)

@@ -47,6 +47,21 @@ class JavaRecord:
     headers: tuple[tuple[str, str | None], ...]
 
 
+def _java_argv(main_class: str, args: Sequence[str], version: str | None = None) -> list[str]:
+    """The command line running *main_class* of Kafka's tools; skips (fails on CI) when
+    Kafka's tools cannot run."""
+    if not java_available():
+        unavailable("kafka tools: java is not installed")
+    try:
+        classpath = os.path.join(resolve_classpath(version), "*")
+    except ApacheKafkaUnavailable as exc:
+        unavailable(f"kafka tools: {exc}")
+    return [
+        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
+        "-cp", classpath, main_class, *args,
+    ]  # fmt: skip
+
+
 def run_tool(
     main_class: str,
     *args: str,
@@ -56,18 +71,13 @@ def run_tool(
 ) -> str:
     """Run one of Kafka's Java tools to its end; its stdout.  Raises RuntimeError with
     its stderr when it fails; skips (fails on CI) when Kafka's tools cannot run."""
-    if not java_available():
-        unavailable("kafka tools: java is not installed")
-    try:
-        classpath = os.path.join(resolve_classpath(version), "*")
-    except ApacheKafkaUnavailable as exc:
-        unavailable(f"kafka tools: {exc}")
-    argv = [
-        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
-        "-cp", classpath, main_class, *args,
-    ]  # fmt: skip
     done = subprocess.run(
-        argv, input=input, capture_output=True, text=True, timeout=timeout, check=False
+        _java_argv(main_class, args, version),
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(
@@ -203,12 +213,6 @@ class VerifiableConsumer:
         session_timeout_ms: int = 6000,
         config: Mapping[str, str] | None = None,
     ) -> None:
-        if not java_available():
-            unavailable("kafka tools: java is not installed")
-        try:
-            classpath = os.path.join(resolve_classpath(None), "*")
-        except ApacheKafkaUnavailable as exc:
-            unavailable(f"kafka tools: {exc}")
         self._config = _config_file(
             {"heartbeat.interval.ms": str(session_timeout_ms // 4), **(config or {})}
         )
@@ -216,15 +220,14 @@ class VerifiableConsumer:
         self.assigned: set[int] = set()
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        args = [
+            "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group_id,
+            "--group-protocol", "classic", "--assignment-strategy", JAVA_ASSIGNORS[strategy],
+            "--session-timeout", str(session_timeout_ms), "--reset-policy", "earliest",
+            "--consumer.config", self._config,
+        ]  # fmt: skip
         self.process = subprocess.Popen(
-            [
-                "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
-                "-cp", classpath, "org.apache.kafka.tools.VerifiableConsumer",
-                "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group_id,
-                "--group-protocol", "classic", "--assignment-strategy", JAVA_ASSIGNORS[strategy],
-                "--session-timeout", str(session_timeout_ms), "--reset-policy", "earliest",
-                "--consumer.config", self._config,
-            ],  # fmt: skip
+            _java_argv("org.apache.kafka.tools.VerifiableConsumer", args),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
