@@ -26,8 +26,9 @@ from afkak.test.test_group_brokers import GroupBrokerFixture, StuckProcessor
 class KafkaJavaGroupFixture(GroupBrokerFixture):
     broker_name = "kafka"
 
-    def java(self, name: str) -> VerifiableConsumer:
-        """A Java member of the group, its records counted as *name*'s."""
+    def java(self, name: str, instance: str | None = None) -> VerifiableConsumer:
+        """A Java member of the group (static with *instance*), its records counted
+        as *name*'s."""
         java = VerifiableConsumer(
             self.broker.bootstrap,
             self.topic,
@@ -35,6 +36,7 @@ class KafkaJavaGroupFixture(GroupBrokerFixture):
             lambda partition, offsets: self.events.add(name, partition, offsets),
             strategy=self.strategy,
             session_timeout_ms=self.session_ms,
+            group_instance_id=instance,
             config={"max.poll.records": "50", "fetch.max.wait.ms": "100"},
         )
         self.addCleanup(java.stop)  # type: ignore[attr-defined]
@@ -235,3 +237,23 @@ class KafkaGroupControlTests(KafkaJavaGroupFixture, SynchronousTestCase):
         twice = {k for k, n in Counter((p, o) for _, _, p, o in self.events.rows).items() if n > 1}
         self.assertLessEqual(twice, window)
         sticky.stuck[0].callback(None)
+
+    def test_static_java_member_restarts_into_its_assignment(self) -> None:
+        """A static Java member killed (-9) and restarted within its session gets its
+        partitions back without a rebalance: afkak's static member keeps its own."""
+        self.session_ms = 10000
+        self.broker.create_topic(self.topic, 4)
+        self.produce(0, 40)
+        a = self.member("a", instance="afkak-1")
+        a.start()
+        j = self.java("java", instance="java-1")
+        pump(lambda: len(a.assignment()) == 2 and len(j.assigned) == 2, 60, "a and Java split")
+        pump(lambda: self.events.processed() == self.produced, 30, "consumed")
+        generation, mine, theirs = a.member.generation_id, a.assignment(), set(j.assigned)
+        j.kill()
+        again = self.java("java-again", instance="java-1")
+        t = pump(lambda: again.assigned == theirs, 30, "the static Java member is back")
+        self.report("static Java member restarts", t)
+        self.produce(40, 40)
+        pump(lambda: self.events.processed() == self.produced, 30, "consumed after the restart")
+        self.assertEqual((a.member.generation_id, a.assignment()), (generation, mine))

@@ -211,6 +211,7 @@ class VerifiableConsumer:
         *,
         strategy: str = "range",
         session_timeout_ms: int = 6000,
+        group_instance_id: str | None = None,
         config: Mapping[str, str] | None = None,
     ) -> None:
         self._config = _config_file(
@@ -226,6 +227,8 @@ class VerifiableConsumer:
             "--session-timeout", str(session_timeout_ms), "--reset-policy", "earliest",
             "--consumer.config", self._config,
         ]  # fmt: skip
+        if group_instance_id is not None:
+            args += ["--group-instance-id", group_instance_id]
         self.process = subprocess.Popen(
             _java_argv("org.apache.kafka.tools.VerifiableConsumer", args),
             stdout=subprocess.PIPE,
