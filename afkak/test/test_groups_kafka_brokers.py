@@ -80,9 +80,10 @@ class KafkaMixedJavaGroupTests(KafkaJavaGroupFixture):
             60,
             "a leaves",
         )
-        before = set(self.produced)
-        self.produce(900, 150)
-        arriving = self.produced - before
+        arriving: set[tuple[int, int]] = set()
+        for p in set(j1.assigned):  # records into j1's partitions, to kill it while reading
+            arriving |= set(produce(self.broker.bootstrap, self.topic, [b"j1"] * 50, partition=p))
+        self.produced |= arriving
         pump(
             lambda: any(m == "j1" and (p, o) in arriving for _, m, p, o in self.events.rows),
             30,
@@ -90,7 +91,7 @@ class KafkaMixedJavaGroupTests(KafkaJavaGroupFixture):
         )
         j1.kill()  # kill -9 while records arrive: no LeaveGroup, no last commit
         start = time.monotonic()
-        self.produce(1050, 150)
+        self.produce(900, 300)
         t = pump(
             lambda: len(b.assignment()) + len(j2.assigned) == 6,
             60,
@@ -98,7 +99,7 @@ class KafkaMixedJavaGroupTests(KafkaJavaGroupFixture):
         )
         self.report(f"[{self.strategy}] killed Java member replaced", time.monotonic() - start)
         pump(lambda: self.events.processed() >= self.produced, 60, "every record processed")
-        self.assertEqual(len(self.produced), 1200)
+        self.assertEqual(len(self.produced), 1200 + len(arriving))
         # Only what j1 read after its last commit is read twice.
         committed: dict[int, int] = {}
         for event in j1.named("offsets_committed"):
