@@ -136,33 +136,33 @@ class KafkaConsumerProtocolJavaTests(_GroupOnKafka):
         self.produce(20)
         a = self.member("a", "consumer")
         pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition")
+        java_seen: list[tuple[int, int]] = []
         java = VerifiableConsumer(
-            self.broker.bootstrap, self.topic, self.group_id, "--group-protocol", "consumer"
+            self.broker.bootstrap,
+            self.topic,
+            self.group_id,
+            lambda partition, offsets: java_seen.extend((partition, o) for o in offsets),
+            protocol="consumer",
         )
         self.addCleanup(java.stop)
         pump(lambda: len(a.assignment()) == PARTITIONS // 2, 90, "the Java member took its half")
         self.produce(20)
 
         def everything() -> bool:
-            return self.produced <= set(self.seen) | set(java_records(java))
+            return self.produced <= set(self.seen) | set(java_seen)
 
         pump(everything, 60, "both consumed")
-        self.assertTrue(java_records(java), "the Java member processed records")
+        self.assertTrue(java_seen, "the Java member processed records")
         java.stop()
         self.assertTrue(java.named("shutdown_complete"))
         self.produce(20)
         pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition again")
         pump(everything, 60, "a consumed after the Java member left")
         wait(a.shutdown(), 30)
-        both = Counter(self.seen) + Counter(java_records(java))
+        both = Counter(self.seen) + Counter(java_seen)
         self.assertEqual(set(both), self.produced)
         self.assertEqual({k: n for k, n in both.items() if n > 1}, {}, "every record once")
         self.assertEqual(self.overlaps, [])
-
-
-def java_records(java: VerifiableConsumer) -> list[tuple[int, int]]:
-    """``(partition, offset)`` of each record the Java member processed."""
-    return [(int(str(e["partition"])), int(str(e["offset"]))) for e in java.named("record_data")]
 
 
 class KafkaBrokerSideRegexTests(_GroupOnKafka):
