@@ -16,8 +16,8 @@ for the one that comes back with the same instance id.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -25,7 +25,21 @@ from afkak._broker_errors import ErrorCode
 from afkak.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
 if TYPE_CHECKING:
-    from afkak.testing._cluster_state import ClusterState, RequestContext
+    from twisted.internet.interfaces import IReactorTime
+
+    from afkak.testing._group_state import GroupCoordinatorState
+    from afkak.testing._state import FakeTopic
+
+
+class Cluster(Protocol):
+    """What the coordinator reads of the fake cluster (its ``ClusterState``)."""
+
+    reactor: IReactorTime
+    topics: dict[str, FakeTopic]
+    topics_by_id: dict[Any, FakeTopic]
+    group_coordinator: GroupCoordinatorState
+
+    def coordinator(self, key: str) -> int: ...
 
 TP = tuple[str, int]
 #: Kafka's group.consumer.heartbeat.interval.ms and group.consumer.session.timeout.ms.
@@ -66,7 +80,7 @@ class ConsumerGroup:
 class ConsumerGroupCoordinator:
     """Every consumer-protocol group of the fake cluster."""
 
-    def __init__(self, cluster: ClusterState) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.groups: dict[str, ConsumerGroup] = {}
         self.heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS
@@ -314,12 +328,3 @@ class ConsumerGroupCoordinator:
             for t, ps in partitions.items()
             if t in self.cluster.topics
         ]
-
-
-def handle_consumer_group_heartbeat(
-    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version: int
-) -> Any:
-    return ctx.state.consumer_groups.heartbeat(request, ctx.node)
-
-
-CONSUMER_GROUP_APIS: dict[int, Callable[..., Any]] = {68: handle_consumer_group_heartbeat}

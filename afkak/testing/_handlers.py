@@ -39,7 +39,6 @@ from afkak.protocol.messages import (
     MetadataResponse,
 )
 from afkak.testing._admin_apis import ADMIN_APIS
-from afkak.testing._consumer_group_coordinator import CONSUMER_GROUP_APIS
 from afkak.testing._error_responses import error_response
 from afkak.testing._group_apis import handle_offset_commit, handle_offset_fetch
 from afkak.testing._group_coordinator import GROUP_APIS
@@ -308,7 +307,6 @@ SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     18: handle_api_versions,
     19: handle_create_topics,
     **GROUP_APIS,
-    **CONSUMER_GROUP_APIS,
     **ADMIN_APIS,
     **TXN_APIS,
 }
