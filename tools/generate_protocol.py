@@ -836,11 +836,23 @@ class SchemaError(Exception):
 HEADERS = ("RequestHeader", "ResponseHeader")
 
 
+#: Schemas afkak needs that SCHEMA_DIR lacks (ConsumerGroupHeartbeat, KIP-848: Kafka
+#: 4.x's definition), kept with the generator; SCHEMA_DIR's own file of a name wins.
+EXTRA_SCHEMAS = Path(__file__).resolve().parent / "kafka-schemas"
+
+
+def schema_files(schema_dir: Path) -> list[Path]:
+    """The ``*.json`` files of *schema_dir*, and those of EXTRA_SCHEMAS it does not have."""
+    own = {path.name: path for path in schema_dir.glob("*.json")}
+    extra = {p.name: p for p in EXTRA_SCHEMAS.glob("*.json") if p.name not in own}
+    return sorted({**own, **extra}.values(), key=lambda path: path.name)
+
+
 def check_complete(schema_dir: Path, out_dir: Path) -> None:
     """Raise SchemaError unless *schema_dir* holds a complete set of message schemas."""
     if not schema_dir.is_dir():
         raise SchemaError(f"no schema folder at {schema_dir}")
-    names = {path.stem for path in schema_dir.glob("*.json")}
+    names = {path.stem for path in schema_files(schema_dir)}
     problems = [f"{header}.json is missing" for header in HEADERS if header not in names]
     for name in sorted(names):
         for mine, other in (("Request", "Response"), ("Response", "Request")):
@@ -858,7 +870,7 @@ def check_complete(schema_dir: Path, out_dir: Path) -> None:
 
 def load(schema_dir: Path) -> list[Schema]:
     schemas = []
-    for path in sorted(schema_dir.glob("*.json")):
+    for path in schema_files(schema_dir):
         try:
             doc = json.loads(strip_comments(path.read_text(encoding="utf-8")))
             schemas.append(Schema(doc))

@@ -44,6 +44,7 @@ from ._options import (
     REQUEST_RETRY_MIN_DELAY,
     resolve,
 )
+from ._states import TABLE, TRANSITIONS, ConsumerEvent, ConsumerState
 from .positions import (
     OffsetAndMetadata,
     commit_offsets,
@@ -200,7 +201,8 @@ class Consumer:
         self._high_watermark = -1
         self._last_stable_offset = -1
         self._sensors = registry_of(client).shared(ConsumerSensors)
-        # Running: the Deferred start() returned; None when stopped.
+        self._state = ConsumerState.STOPPED
+        # The Deferred start() returned while it has not fired.
         self._start_d: Deferred[int | None] | None = None
         self._shutdown_d: Deferred[int | None] | None = None
         # The offset of the next fetch (a special value until looked up).
@@ -234,12 +236,10 @@ class Consumer:
         return self._sensors.registry.metrics(FETCH, CLIENT, NODE)
 
     def __repr__(self) -> str:
-        if self._start_d is None:
-            state = "stopped"
-        elif self._shutdown_d is not None:
-            state = "shutting down"
-        else:
+        if self._state is ConsumerState.RUNNING:
             state = f"fetching at {self._fetch_offset}"
+        else:
+            state = self._state.value
         group = f" group={self.consumer_group}" if self.consumer_group else ""
         return f"<Consumer {self.topic}/{self.partition}{group} {state}>"
 
@@ -467,13 +467,14 @@ class Consumer:
             it (the processor's, or a request's that cannot be retried).
         :raises RestartError: if the consumer is running.
         """
-        if self._start_d is not None:
+        if not self._allows(ConsumerEvent.START):
             raise RestartError(f"{self!r} is already running")
         if start_offset not in (OFFSET_EARLIEST, OFFSET_LATEST, OFFSET_COMMITTED):
             integer("start_offset", start_offset, 0, 2**63 - 1)
         elif start_offset == OFFSET_COMMITTED and not self.consumer_group:
             raise ValueError("OFFSET_COMMITTED needs a consumer_group")
         start_d: Deferred[int | None] = Deferred()
+        self._transition(ConsumerEvent.START)
         self._start_d = start_d
         self._fetch_offset = start_offset
         self._committer.start()
@@ -487,17 +488,22 @@ class Consumer:
         :meth:`shutdown` in progress fails with
         :class:`~afkak.common.CancelledError`).
 
-        :raises RestopError: if the consumer is not running.
+        After an error stopped the consumer (``start()``'s Deferred failed),
+        it is still called once, as in afkak 21.5: nothing is left to cancel,
+        and it returns the offset.
+
+        :raises RestopError: if the consumer is stopped (or was never started).
         """
-        start_d = self._start_d
-        if start_d is None:
+        if not self._allows(ConsumerEvent.STOP):
             raise RestopError(f"{self!r} is not running")
-        shutdown_d = self._shutdown_d
+        start_d, shutdown_d = self._start_d, self._shutdown_d
         self._halt()
+        self._transition(ConsumerEvent.STOP)
         offset = self.last_processed_offset
         if shutdown_d is not None:
             shutdown_d.errback(CancelledError(message="the consumer was stopped"))
-        start_d.callback(offset)
+        if start_d is not None:
+            start_d.callback(offset)
         return offset
 
     def abandon(self) -> Deferred[None]:
@@ -530,14 +536,15 @@ class Consumer:
         Messages fetched but not yet given to the processor are dropped.
         Returns a Deferred firing with :attr:`last_processed_offset`; it fails
         if the final commit fails (the consumer stops nonetheless), or with
-        :class:`~afkak.common.RestopError` if the consumer is not running or
-        already shutting down.
+        :class:`~afkak.common.RestopError` if the consumer is stopped or
+        already shutting down.  After an error stopped it, it is :meth:`stop`.
         """
-        if self._start_d is None:
+        if self._state is ConsumerState.FAILED:
+            return succeed(self.stop())
+        if not self._allows(ConsumerEvent.SHUTDOWN):
             return fail(RestopError(f"{self!r} is not running"))
-        if self._shutdown_d is not None:
-            return fail(RestopError(f"{self!r} is already shutting down"))
         shutdown_d: Deferred[int | None] = Deferred()
+        self._transition(ConsumerEvent.SHUTDOWN)
         self._shutdown_d = shutdown_d
         self._committer.pause()
         self._cancel_fetch()
@@ -556,7 +563,7 @@ class Consumer:
 
     def _shut_down(self, result: Any) -> None:
         shutdown_d, self._shutdown_d = self._shutdown_d, None
-        if shutdown_d is None or self._start_d is None:
+        if shutdown_d is None or self._state is not ConsumerState.SHUTTING_DOWN:
             return  # stopped meanwhile: stop() answered the shutdown
         offset = self.stop()
         if isinstance(result, Failure):
@@ -564,8 +571,20 @@ class Consumer:
         else:
             shutdown_d.callback(offset)
 
+    def _allows(self, event: ConsumerEvent) -> bool:
+        return (self._state, event) in TRANSITIONS
+
+    def _transition(self, event: ConsumerEvent) -> None:
+        new = TABLE.next(self._state, event)
+        if new is not None:
+            self._state = new
+
+    def _active(self) -> bool:
+        """Running or shutting down."""
+        return self._state in (ConsumerState.RUNNING, ConsumerState.SHUTTING_DOWN)
+
     def _halt(self) -> None:
-        """Cancel everything under way and mark the consumer stopped."""
+        """Cancel everything under way; start()'s and shutdown()'s Deferreds are the caller's."""
         self._sensors.forget(self.topic, self.partition)
         self._start_d = None
         self._shutdown_d = None
@@ -577,20 +596,24 @@ class Consumer:
         self._committer.halt()
 
     def _fail(self, failure: Failure) -> None:
-        """Stop because of an error that cannot be retried; start()'s Deferred fails."""
-        start_d = self._start_d
-        if start_d is None:
+        """Stop because of an error that cannot be retried; start()'s Deferred fails.
+
+        The consumer is left FAILED: the application's stop() is still due.
+        """
+        if not self._allows(ConsumerEvent.FAIL):
             return
         log.warn(
             "{consumer!r} stopped by an error: {error}",
             consumer=self,
             error=failure.getErrorMessage(),
         )
-        shutdown_d = self._shutdown_d
+        start_d, shutdown_d = self._start_d, self._shutdown_d
         self._halt()
+        self._transition(ConsumerEvent.FAIL)
         if shutdown_d is not None:
             shutdown_d.errback(failure)
-        start_d.errback(failure)
+        if start_d is not None:
+            start_d.errback(failure)
 
     # -- fetching and processing -------------------------------------------------
 
@@ -612,7 +635,7 @@ class Consumer:
             self._repump = True
             while self._repump:
                 self._repump = False
-                if self._start_d is None or self._shutdown_d is not None:
+                if self._state is not ConsumerState.RUNNING:
                     return
                 if self._paused:
                     return
@@ -819,7 +842,7 @@ class Consumer:
         self._reposition(OFFSET_LATEST)
 
     def _reposition(self, offset: int) -> None:
-        if self._start_d is None:
+        if not self._active():
             raise ValueError(f"{self!r} is not running: pass the offset to start()")
         self._cancel_fetch()
         self._drop_fetched()
@@ -854,7 +877,7 @@ class Consumer:
         latest) still to be looked up.
         """
         self._own(tp)
-        if self._start_d is None:
+        if not self._active():
             raise ValueError(f"{self!r} is not running")
         offset = self._next_offset()
         if offset >= 0:

@@ -31,6 +31,7 @@ from afkak.common import (
     RebalanceInProgress,
     RestartError,
     RestopError,
+    StaleMemberEpoch,
     TopicAndPartition,
     UnknownMemberId,
 )
@@ -39,10 +40,10 @@ from afkak.metrics import CLIENT, COORDINATOR, FETCH, NODE, MetricName
 from afkak.producer import ConsumerGroupMetadata
 
 from ._assignor import PartitionAssignor
+from ._consumer_protocol_member import ConsumerProtocolMember
 from ._member import Generation, GroupMember
 from ._range import RangeAssignor
 from ._roundrobin import RoundRobinAssignor
-from ._states import MemberState
 from ._sticky import CooperativeStickyAssignor
 
 log = Logger()
@@ -57,6 +58,9 @@ ASSIGNORS: dict[str, Callable[[], PartitionAssignor]] = {
 DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")
 #: Commit errors that mean the member's generation is over: rebalance, not give up.
 _FENCED_ERRORS = (IllegalGeneration, UnknownMemberId)
+#: Kafka's ``group.protocol`` values: the classic protocol (the default, as in
+#: Java's client) and KIP-848's consumer protocol.
+GROUP_PROTOCOLS = ("classic", "consumer")
 _RESERVED_OPTIONS = {"consumer_group", "commit_consumer_id", "commit_generation_id"}
 #: Waits between final commits refused while the group rebalances (50 ms doubling to 1 s).
 _SHUTDOWN_COMMIT_BACKOFF = backoff_policy(0.05, 1.0)
@@ -130,6 +134,18 @@ class ConsumerGroup:
         every *metadata_max_age_ms* (Java's ``metadata.max.age.ms``, 5
         minutes by default); a matching topic created or deleted meanwhile
         rebalances the group.
+    :param group_protocol: ``"classic"`` (the default, as in Java's client:
+        JoinGroup/SyncGroup, client-side *assignors*) or ``"consumer"``
+        (KIP-848, Kafka 4.0+: the broker assigns partitions through
+        ConsumerGroupHeartbeat, incrementally, with no group-wide pause; the
+        commits carry the member epoch).  With ``"consumer"``, *assignors*,
+        *session_timeout_ms* and *initial_backoff_ms* do not apply (the
+        broker's ``group.consumer.*`` settings rule), the heartbeat interval
+        is the broker's, and a *pattern* is matched on the broker (its text
+        as an RE2J regular expression).  See :doc:`/group-protocols`.
+    :param group_remote_assignor: with ``group_protocol="consumer"``, the
+        broker's assignor: ``"uniform"`` or ``"range"`` (default: the
+        broker's first, ``uniform``).
     :param consumer_options: passed to each :class:`~afkak.consumer.Consumer`
         (``auto_commit_every_n``, ``key_deserializer``, ``value_deserializer``,
         ...).  A partition without a committed offset starts at the earliest
@@ -168,6 +184,8 @@ class ConsumerGroup:
         max_poll_interval_ms: int = 300000,
         pattern: re.Pattern[str] | None = None,
         metadata_max_age_ms: int = 300000,
+        group_protocol: str = "classic",
+        group_remote_assignor: str | None = None,
         **consumer_options: Any,
     ) -> None:
         kafka_client(client)
@@ -181,6 +199,10 @@ class ConsumerGroup:
         else:
             topics = []
         integer("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
+        if group_protocol not in GROUP_PROTOCOLS:
+            raise ValueError(f"group_protocol must be one of {GROUP_PROTOCOLS}: {group_protocol!r}")
+        if group_remote_assignor is not None and group_protocol != "consumer":
+            raise ValueError("group_remote_assignor needs group_protocol='consumer'")
         integer("metadata_max_age_ms", metadata_max_age_ms, 1, INT32_MAX)
         if not callable(processor):
             raise TypeError(f"processor must be callable, not {processor!r}")
@@ -230,21 +252,40 @@ class ConsumerGroup:
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
         self._stopping: Deferred[Offsets] | None = None
-        self.member = GroupMember(
-            client,
-            group_id,
-            topics,
-            self,
-            resolve_assignors(assignors),
-            session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms,
-            group_instance_id=group_instance_id,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
-            initial_backoff_ms=initial_backoff_ms,
-            liveness=self,
-        )
+        self.group_protocol = group_protocol
+        self.member: GroupMember | ConsumerProtocolMember
+        if group_protocol == "consumer":
+            self.member = ConsumerProtocolMember(
+                client,
+                group_id,
+                topics,
+                self,
+                regex=None if pattern is None else pattern.pattern,
+                assignor=group_remote_assignor,
+                rebalance_timeout_ms=rebalance_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                session_timeout_ms=session_timeout_ms,
+                group_instance_id=group_instance_id,
+                retry_backoff_ms=retry_backoff_ms,
+                retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
+                liveness=self,
+            )
+        else:
+            self.member = GroupMember(
+                client,
+                group_id,
+                topics,
+                self,
+                resolve_assignors(assignors),
+                session_timeout_ms=session_timeout_ms,
+                rebalance_timeout_ms=rebalance_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                group_instance_id=group_instance_id,
+                retry_backoff_ms=retry_backoff_ms,
+                retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
+                initial_backoff_ms=initial_backoff_ms,
+                liveness=self,
+            )
         self.max_poll_interval_ms = max_poll_interval_ms
         #: Subscribe to the topics this matches (``re.fullmatch``, internal ``__``
         #: topics left out), refreshed every *metadata_max_age_ms*.
@@ -477,7 +518,7 @@ class ConsumerGroup:
 
     @property
     def heartbeat_interval_ms(self) -> int:
-        return int(self.member.heartbeats.interval * 1000)
+        return int(self.member.heartbeat_interval * 1000)
 
     # -- afkak 21's subclass hooks ---------------------------------------------------
 
@@ -536,12 +577,13 @@ class ConsumerGroup:
             raise RestartError("the consumer group is already running")
         self._offsets = {}
         self._stopping = None
-        self._start_d = Deferred()
-        if self.pattern is None:
+        started = self._start_d = Deferred()
+        if self.pattern is None or self.group_protocol == "consumer":
+            # The consumer protocol matches the pattern on the broker.
             self.member.start().addBoth(self._member_stopped)
         else:
             self._refresh_subscription().addCallback(self._start_matching)
-        return self._start_d
+        return started  # (the member may have stopped already: a coordinator's refusal)
 
     def _matching(self) -> list[str]:
         pattern = self.pattern
@@ -676,11 +718,10 @@ class ConsumerGroup:
         if not isinstance(result, Failure):
             result = Failure(RuntimeError(f"the consumer of {tp} stopped by itself"))
         member = self.member
-        stale = (
-            member.state is not MemberState.STABLE
-            or consumer.commit_generation_id != member.generation_id
-        )
-        if result.check(RebalanceInProgress) or (result.check(*_FENCED_ERRORS) and stale):
+        stale = not member.stable or consumer.commit_generation_id != member.generation_id
+        if result.check(RebalanceInProgress, StaleMemberEpoch) or (
+            result.check(*_FENCED_ERRORS) and stale
+        ):
             last = consumer.last_processed_offset
             self.consumers[tp] = consumer
             consumer.start(OFFSET_COMMITTED if last is None else last + 1).addBoth(
@@ -742,7 +783,7 @@ class ConsumerGroup:
                 reactor,
                 attempt,
                 _SHUTDOWN_COMMIT_BACKOFF,
-                retriable=lambda e: isinstance(e, RebalanceInProgress),
+                retriable=lambda e: isinstance(e, (RebalanceInProgress, StaleMemberEpoch)),
                 deadline=reactor.seconds() + self.member.rebalance_timeout_ms / 1000.0,
                 what=f"final commit of {tp.topic}/{tp.partition}",
             )

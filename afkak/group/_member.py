@@ -22,9 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-import attrs
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
-from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -49,6 +47,7 @@ from afkak.protocol.consumer_protocol import (
 from . import _requests as req
 from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
 from ._heartbeat import HeartbeatTimer
+from ._membership import CancelledByStop, Generation, MembershipLoop
 from ._reactions import (
     HEARTBEAT,
     JOIN_GROUP,
@@ -62,14 +61,6 @@ log = Logger()
 
 #: Extra time a JoinGroup or SyncGroup may take beyond the rebalance timeout (Java: 5 s).
 JOIN_GRACE_SECONDS = 5.0
-
-
-@attrs.frozen
-class Generation:
-    """Who this member is in which generation: what its commits must carry."""
-
-    generation_id: int
-    member_id: str
 
 
 class RebalanceListener(Protocol):
@@ -110,7 +101,7 @@ class _Fenced(Exception):
         self.error = error
 
 
-class GroupMember:
+class GroupMember(MembershipLoop):
     """Membership of one consumer in *group_id*, on behalf of *listener*.
 
     Timeouts are in milliseconds, as Kafka's configuration names them;
@@ -162,6 +153,7 @@ class GroupMember:
         #: Delay between failed attempts before the member first joined (afkak 21).
         self._initial_backoff = None if initial_backoff_ms is None else initial_backoff_ms / 1000.0
         self.state = S.STOPPED
+        self._init_loop()
         self.member_id = ""
         self.generation_id = -1
         self.protocol_name: str | None = None
@@ -169,21 +161,15 @@ class GroupMember:
         self.owned: frozenset[TopicAndPartition] = frozenset()
         self.rebalances = 0
         self._assigned_counts: dict[str, int] = {}
-        self._pending: Deferred[Any] | None = None
-        self._wake: Deferred[None] | None = None
         self._rejoin_reason: str | None = None
         self._fenced_error: int | None = None
         self.heartbeats = HeartbeatTimer(self.reactor, heartbeat_interval_ms / 1000.0, self._beat)
         #: ``consumer-coordinator-metrics`` of this group.
         self.sensors = registry_of(client).shared(GroupSensors, group_id)
         self.sensors.member(lambda: len(self.owned))
-        self._stop_reason: str | None = None
         #: Asked at each heartbeat while STABLE: why the application is stuck (None: it is not).
         self._liveness = liveness
         self._stuck: str | None = None
-        self._stop_commits = True
-        self._failure: Failure | None = None
-        self._done: Deferred[None] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -192,8 +178,13 @@ class GroupMember:
         )
 
     @property
-    def generation(self) -> Generation:
-        return Generation(self.generation_id, self.member_id)
+    def stable(self) -> bool:
+        return self.state is S.STABLE
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """Seconds between heartbeats."""
+        return self.heartbeats.interval
 
     @property
     def is_leader(self) -> bool:
@@ -204,29 +195,11 @@ class GroupMember:
     def start(self) -> Deferred[None]:
         """Join and stay in the group; fires when stopped, fails on a fatal error."""
         self._transition(E.START)
-        self._stop_reason = self._rejoin_reason = self._stuck = None
-        self._failure = None
+        done = self._begin()
+        self._rejoin_reason = self._stuck = None
         self._fenced_error = None
-        self._stop_commits = True
-        done = self._done = Deferred()
         Deferred.fromCoroutine(self._run())
         return done
-
-    def stop(self, commit: bool = True) -> None:
-        """Leave the group: give partitions up (committing if *commit*), then LeaveGroup."""
-        if self._stop_reason is not None or self.state is S.STOPPED:
-            return
-        self._stop_reason = "the consumer is shutting down"
-        self._stop_commits = commit
-        self._interrupt()
-
-    def fail(self, failure: Failure) -> None:
-        """Stop because of a fatal error (from the application side); ``start()`` fails."""
-        if self._failure is None and self.state is not S.STOPPED:
-            self._failure = failure
-            self._stop_reason = f"fatal error: {failure.getErrorMessage()}"
-            self._stop_commits = False
-            self._interrupt()
 
     def subscribe(self, topics: Sequence[str]) -> None:
         """Subscribe to *topics* from now on; a running member rebalances if they changed."""
@@ -241,17 +214,6 @@ class GroupMember:
         if self._rejoin_reason is None:
             self._rejoin_reason = reason
         self._wake_up()
-
-    def _interrupt(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.cancel()
-        self._wake_up()
-
-    def _wake_up(self) -> None:
-        wake, self._wake = self._wake, None
-        if wake is not None:
-            wake.callback(None)
 
     def _transition(self, event: E) -> None:
         new = TABLE.next(self.state, event)
@@ -275,7 +237,7 @@ class GroupMember:
                     await self._fenced()
                 elif self._stuck is not None and self.state is S.STABLE:
                     await self._leave_stuck()
-        except _CancelledByStop:
+        except CancelledByStop:
             pass
         except Exception:
             self._failure = self._failure or Failure()
@@ -577,12 +539,7 @@ class GroupMember:
             await self._send_leave(self._stop_reason or "stopping")
             self._transition(E.LEFT)
         self._reset(member_id=True)
-        done, self._done = self._done, None
-        if done is not None:
-            if self._failure is not None:
-                done.errback(self._failure)
-            else:
-                done.callback(None)
+        self._finish()
 
     async def _send_leave(self, reason: str) -> None:
         """LeaveGroup, for a dynamic member that has joined; errors are only logged."""
@@ -628,25 +585,6 @@ class GroupMember:
             return self._initial_backoff
         return self._backoff(failures)
 
-    async def _sleep(self, seconds: float) -> None:
-        await self._wait(deferLater(self.reactor, seconds, lambda: None))
-
-    async def _wait(self, d: Deferred[Any]) -> Any:
-        """Await *d*; :meth:`stop` cancels it."""
-        if self._stop_reason is not None:
-            d.cancel()
-            raise _CancelledByStop()
-        self._pending = d
-        try:
-            return await d
-        except Exception:
-            if self._stop_reason is not None:
-                raise _CancelledByStop() from None
-            raise
-        finally:
-            if self._pending is d:
-                self._pending = None
-
     async def _within(self, d: Deferred[Any], seconds: float) -> bool:
         """Whether *d* fires within *seconds* (it keeps running either way; stop waits too)."""
         settled: Deferred[bool] = Deferred()
@@ -666,7 +604,3 @@ class GroupMember:
         finally:
             if timer.active():
                 timer.cancel()
-
-
-class _CancelledByStop(Exception):
-    """Internal: an await interrupted by :meth:`GroupMember.stop`."""

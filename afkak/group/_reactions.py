@@ -57,3 +57,12 @@ HEARTBEAT: dict[int, Reaction] = {
 
 def react(table: dict[int, Reaction], error_code: int) -> Reaction:
     return table.get(error_code, Reaction.FATAL)
+
+
+#: KIP-848's ConsumerGroupHeartbeat, as Java's ``ConsumerHeartbeatRequestManager``.
+CONSUMER_GROUP_HEARTBEAT: dict[int, Reaction] = {
+    ErrorCode.NONE: R.DONE,
+    **_COORDINATOR_MOVING,
+    ErrorCode.UNKNOWN_MEMBER_ID: R.FENCED,
+    ErrorCode.FENCED_MEMBER_EPOCH: R.FENCED,
+}

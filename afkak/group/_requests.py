@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+from uuid import UUID
 
 from afkak.connection import VersionedRequest
 from afkak.protocol.consumer_protocol import PROTOCOL_TYPE
 from afkak.protocol.messages import (
+    ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -86,3 +88,45 @@ def leave_group(
         )
 
     return VersionedRequest(LeaveGroupRequest, build)
+
+
+#: ConsumerGroupHeartbeat v1+: the client makes up the member id (KIP-1082), and a
+#: subscription may be a broker-side regular expression.
+CLIENT_MEMBER_ID_VERSION = 1
+#: The member epoch that joins, leaves (dynamic member) and leaves for now (static member).
+JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
+
+
+def consumer_group_heartbeat(
+    group_id: str,
+    member_id: str,
+    member_epoch: int,
+    instance_id: str | None,
+    rebalance_timeout_ms: int,
+    topics: Sequence[str],
+    regex: str | None,
+    assignor: str | None,
+    owned: Mapping[UUID, Sequence[int]],
+) -> VersionedRequest:
+    """A full heartbeat: every field sent (the coordinator takes an unchanged one as such).
+
+    Sent at v1+ only (``CLIENT_MEMBER_ID_VERSION``): the member id is the client's."""
+    R = ConsumerGroupHeartbeatRequest
+
+    def build(version: int) -> Any:
+        leaving = member_epoch < 0
+        return R(
+            group_id=group_id,
+            member_id=member_id,
+            member_epoch=member_epoch,
+            instance_id=instance_id,
+            rebalance_timeout_ms=-1 if leaving else rebalance_timeout_ms,
+            subscribed_topic_names=None if leaving or regex is not None else list(topics),
+            subscribed_topic_regex=None if leaving else regex,
+            server_assignor=None if leaving else assignor,
+            topic_partitions=None
+            if leaving
+            else [R.TopicPartitions(tid, sorted(ps)) for tid, ps in sorted(owned.items())],
+        )
+
+    return VersionedRequest(R, build)

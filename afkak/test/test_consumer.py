@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred, succeed
-from twisted.internet.task import Clock
+from twisted.internet.task import Clock, LoopingCall
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -147,6 +147,23 @@ class ConsumerTestCase(ClockTestCase):
     def stop(self, consumer: Consumer) -> None:
         """Stop a running consumer at the end of a test."""
         self.addCleanup(lambda: consumer.stop() if consumer._start_d is not None else None)
+
+    def assert_stops_once_after_failure(self, consumer: Consumer, offset: int | None) -> None:
+        """As in afkak 21.5: after start() failed, stop() is still called once.
+
+        It returns the last processed offset and leaves nothing running (no
+        timed call, no request); a second stop() raises RestopError.
+        """
+        self.assertEqual(consumer.stop(), offset)
+        timed = [call.func for call in self.clock.getDelayedCalls()]
+        called = [f.f if isinstance(f, LoopingCall) else f for f in timed]
+        self.assertEqual([f for f in called if f.__module__.startswith("afkak.consumer")], [])
+        requests = len(self.cluster.requests_seen)
+        self.append(b"after")
+        self.run_for(10)
+        self.assertEqual(len(self.cluster.requests_seen), requests)
+        self.assertRaises(RestopError, consumer.stop)
+        self.failureResultOf(consumer.shutdown(), RestopError)
 
     def append(self, *values: bytes, partition: int = 1, **options: Any) -> int:
         """Append a batch (answering a waiting fetch) and let the consumer take it."""
@@ -410,17 +427,13 @@ class ProcessorErrorTests(ConsumerTestCase):
         d = self.start(c, 0)
         self.failureResultOf(d, ZeroDivisionError)
         self.assertIsNone(c.last_processed_offset)
-        self.assertRaises(RestopError, c.stop)
-        fetches = len(self.requests(FETCH))
-        self.append(b"b")
-        self.clock.advance(1)
-        self.assertEqual(len(self.requests(FETCH)), fetches)  # nothing left running
+        self.assert_stops_once_after_failure(c, None)
         # A failed consumer may be started again.
         p = Recorder()
         c.processor = p
         self.start(c, 0)
         self.stop(c)
-        self.assertEqual(p.values, [b"a", b"b"])
+        self.assertEqual(p.values, [b"a", b"after"])
 
     def test_processor_deferred_failure_fails_start(self) -> None:
         self.append(b"a")
@@ -726,12 +739,23 @@ class AutoCommitTests(ConsumerTestCase):
         self.assertEqual(self.committed(), 6)
         self.assertEqual(len(self.requests(FETCH)), 3)
 
-    def test_auto_commit_failure_stops_the_consumer(self) -> None:
+    def failed_commit(self) -> Consumer:
+        """A consumer that processed offset 0 and failed on its auto-commit."""
         c = self.consumer(consumer_group="g", auto_commit_every_n=1)
         d = self.start(c, 0)
         self.cluster.fail_next(OffsetCommitRequest, GroupAuthorizationFailed)
         self.append(b"a")
         self.failureResultOf(d, GroupAuthorizationFailed)
+        return c
+
+    def test_auto_commit_failure_stops_the_consumer(self) -> None:
+        self.assert_stops_once_after_failure(self.failed_commit(), 0)
+
+    def test_shutdown_after_a_failure_stops_without_committing(self) -> None:
+        c = self.failed_commit()
+        commits = len(self.requests(OFFSET_COMMIT))
+        self.assertEqual(self.successResultOf(c.shutdown()), 0)
+        self.assertEqual(len(self.requests(OFFSET_COMMIT)), commits)
         self.assertRaises(RestopError, c.stop)
 
 
@@ -744,6 +768,24 @@ class LifecycleTests(ConsumerTestCase):
         self.assertRaises(RestartError, c.start, 0)
         self.assertIsNone(c.stop())
         self.assertIsNone(self.successResultOf(d))
+        self.assertRaises(RestopError, c.stop)
+
+    def test_stop_after_a_failed_start_as_in_afkak21(self) -> None:
+        # afkak 21.5's applications (and its test_huge_messages) call stop()
+        # after start()'s Deferred failed: it returns the last processed offset.
+        def processor(consumer: Consumer, messages: list[SourcedMessage]) -> None:
+            if any(m.message.value == b"boom" for m in messages):
+                raise ZeroDivisionError("boom")
+
+        c = self.consumer(processor)
+        d = self.start(c, 0)
+        self.append(b"a", b"b")
+        self.assertNoResult(d)
+        self.append(b"boom")
+        self.failureResultOf(d, ZeroDivisionError)
+        self.assertIn("failed", repr(c))
+        self.assertEqual(c.stop(), 1)
+        self.assertIn("stopped", repr(c))
         self.assertRaises(RestopError, c.stop)
 
     def test_stopped_consumer_can_start_again(self) -> None:
@@ -1228,6 +1270,7 @@ class BrokenDataTests(ConsumerTestCase):
         self.assertNoResult(d)
         self.client.close()
         self.failureResultOf(d, CancelledError)
+        self.assertIsNone(c.stop())
         self.assertRaises(RestopError, c.stop)
 
 

@@ -173,8 +173,24 @@ class ConfluentMember:
         self.thread.join(30)
 
 
-class RealBrokerGroupTests:
-    """Mixed into one SynchronousTestCase per broker kind."""
+class StuckProcessor:
+    """A processor that, once :attr:`armed`, does not return from its next call."""
+
+    def __init__(self, plain: Any) -> None:
+        self.plain = plain
+        self.armed = False
+        self.stuck: list[Deferred[None]] = []
+
+    def __call__(self, consumer: Any, messages: list[Any]) -> Any:
+        self.plain(consumer, messages)
+        if self.armed and not self.stuck:
+            self.stuck.append(Deferred())
+            return self.stuck[0]
+        return None
+
+
+class GroupBrokerFixture:
+    """A topic, a group id, afkak members and every record they process, on one broker."""
 
     broker_name: ClassVar[str]
     strategy: ClassVar[str] = "cooperative-sticky"
@@ -247,6 +263,35 @@ class RealBrokerGroupTests:
 
     def report(self, what: str, seconds: float) -> None:
         print(f"[{self.broker_name}] {what}: {seconds:.2f} s")
+
+    def pattern_picks_up_a_later_topic(self, metadata_max_age_ms: int) -> float:
+        """A pattern member of the group consumes a matching topic created later;
+        seconds from that topic's creation to its assignment."""
+        self.broker.create_topic(self.topic, 1)
+        self.produce(0, 5)
+        pattern = re.compile(re.escape(self.topic) + r"(-later)?")
+        a = self.member("a", pattern=pattern, metadata_max_age_ms=metadata_max_age_ms)
+        a.start()
+        pump(lambda: self.events.processed() == self.produced, 30, "the first topic")
+        later = f"{self.topic}-later"
+        self.broker.create_topic(later, 1)
+        created = time.monotonic()
+        produce(self.broker.bootstrap, later, [b"x", b"y"], timeout=30)
+        pump(lambda: TopicAndPartition(later, 0) in a.assignment(), 60, "the new topic assigned")
+        took = time.monotonic() - created
+        pump(lambda: len(self.events.rows) >= 7, 30, "its records consumed")
+        return took
+
+    def kill(self, group: ConsumerGroup) -> None:
+        """The process dies: its consumers and connections vanish; nobody says goodbye."""
+        abandon(group)
+        self.groups.remove(group)
+        self.clients.remove(group.client)
+        wait(group.client.close())
+
+
+class RealBrokerGroupTests(GroupBrokerFixture):
+    """Mixed into one SynchronousTestCase per broker kind."""
 
     def test_join_split_and_leave(self: Any) -> None:
         self.broker.create_topic(self.topic, 6)
@@ -326,54 +371,30 @@ class RealBrokerGroupTests:
         wait(a.stop(), 30)
 
     def test_pattern_subscription_picks_up_a_new_topic(self: Any) -> None:
-        self.broker.create_topic(self.topic, 1)
-        self.produce(0, 5)
-        pattern = re.compile(re.escape(self.topic) + r"(-later)?")
-        a = self.member("a", pattern=pattern, metadata_max_age_ms=1000)
-        a.start()
-        pump(lambda: self.events.processed() == self.produced, 30, "the first topic")
-        later = f"{self.topic}-later"
-        self.broker.create_topic(later, 1)
-        produce(self.broker.bootstrap, later, [b"x", b"y"], timeout=30)
-        t = pump(
-            lambda: TopicAndPartition(later, 0) in a.assignment() and len(self.events.rows) >= 7,
-            60,
-            "the topic created later consumed",
-        )
-        self.report("pattern picks up a new topic", t)
+        self.report("pattern picks up a new topic", self.pattern_picks_up_a_later_topic(1000))
 
     def test_stuck_processor_gives_its_partitions_away(self: Any) -> None:
         if self.quirk("leave_during_sync_stalls"):
             raise unittest.SkipTest(GROUP_QUIRKS[self.broker_name]["leave_during_sync_stalls"])
         self.broker.create_topic(self.topic, 2)
         self.produce(0, 20)
-        stuck: list[Deferred[None]] = []
-        armed: list[bool] = []
-        plain = self.events.afkak_processor("a")
-
-        def sticky(consumer: Any, messages: list[Any]) -> Any:
-            plain(consumer, messages)
-            if armed and not stuck:
-                stuck.append(Deferred())
-                return stuck[0]
-            return None
-
+        sticky = StuckProcessor(self.events.afkak_processor("a"))
         a = self.member("a", processor=sticky, max_poll_interval_ms=3000)
         b = self.member("b", max_poll_interval_ms=3000)
         a.start()
         b.start()
         pump(lambda: len(a.consumers) == 1 and len(b.consumers) == 1, 60, "a and b split")
         pump(lambda: self.events.processed() == self.produced, 30, "consumed")
-        armed.append(True)  # a's next call never returns
+        sticky.armed = True  # a's next call never returns
         for p in (0, 1):
             self.produced.update(
                 produce(self.broker.bootstrap, self.topic, [b"late"] * 5, partition=p, timeout=30)
             )
-        pump(lambda: bool(stuck), 30, "a's processor is stuck")
+        pump(lambda: bool(sticky.stuck), 30, "a's processor is stuck")
         t = pump(lambda: len(b.assignment()) == 2, 90, "b owns both partitions")
         self.report("a stuck processor's partitions move", t)
         pump(lambda: self.events.processed() == self.produced, 30, "b read them")
-        stuck[0].callback(None)
+        sticky.stuck[0].callback(None)
         pump(lambda: len(a.assignment()) == 1 and len(b.assignment()) == 1, 60, "a is back")
 
     def test_inspection(self: Any) -> None:
@@ -499,13 +520,6 @@ class RealBrokerGroupTests:
         for p, owners in self.events.owner_runs().items():
             self.assertLessEqual(len(owners), 5, f"partition {p} changed hands too often: {owners}")
         self.assertTrue(b_partitions)
-
-    def kill(self, group: ConsumerGroup) -> None:
-        """The process dies: its consumers and connections vanish; nobody says goodbye."""
-        abandon(group)
-        self.groups.remove(group)
-        self.clients.remove(group.client)
-        wait(group.client.close())
 
 
 class KafkaGroupTests(RealBrokerGroupTests, SynchronousTestCase):

@@ -87,6 +87,7 @@ class ApiVersionsTests(SynchronousTestCase):
                     61,
                     65,
                     66,
+                    68,
                 ],
                 version,
             )

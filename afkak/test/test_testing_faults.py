@@ -23,6 +23,7 @@ from afkak.protocol.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     ApiVersionsRequest,
+    ConsumerGroupHeartbeatRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
@@ -151,6 +152,9 @@ def _admin_samples(version: int) -> dict[int, Any]:
         42: DeleteGroupsRequest(groups_names=["g"]),
         44: IA(resources=[IA.AlterConfigsResource(2, "t", [IA.AlterableConfig("x", 0, "1")])]),
         47: OD("g", [OD.OffsetDeleteRequestTopic("t", [OD.OffsetDeleteRequestPartition(0)])]),
+        68: ConsumerGroupHeartbeatRequest(
+            group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=1000
+        ),
         **_operator_samples(),
     }
 

@@ -74,7 +74,8 @@ What the fake does (and does not):
   ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
   the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-  DescribeGroups, ListGroups; the transactional APIs: InitProducerId,
+  DescribeGroups, ListGroups; KIP-848's ConsumerGroupHeartbeat (see
+  below); the transactional APIs: InitProducerId,
   AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn (see
   below); and the admin APIs
   (:class:`afkak.admin.KafkaAdminClient`): DeleteTopics, CreatePartitions,
@@ -110,6 +111,17 @@ What the fake does (and does not):
   3 s initial rebalance delay on the cluster's reactor; ``group_coordinator``
   holds the state).  Commits are checked against the member and generation;
   "simple" consumers (generation -1) commit to groups without members.
+- KIP-848 consumer groups (``group_protocol="consumer"``) follow Kafka 4's
+  coordinator in simple form (``consumer_groups`` holds the state): a group
+  epoch that moves when a member joins, leaves, times out or changes its
+  subscription (topic names, or a regular expression matched against the
+  topics, including those created later); a ``uniform`` (default) or
+  ``range`` target assignment; each member gets partitions taken away first,
+  keeps its epoch until a heartbeat no longer reports them, then gets the new
+  epoch and the partitions no other member still holds.  Sessions expire after
+  45 s without a heartbeat; the heartbeat interval is 5 s; static members
+  leaving with epoch -2 find their partitions again.  Commits must carry the
+  member's epoch (else STALE_MEMBER_EPOCH).
 - Transactions follow Kafka's coordinator (``cluster.transactions``): producer
   ids and epochs with fencing, transactional produce, staged offsets, COMMIT and
   ABORT markers written at EndTxn, the transaction timeout on the cluster's

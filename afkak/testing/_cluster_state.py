@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
+from afkak.testing._consumer_group_coordinator import ConsumerGroupCoordinator
 from afkak.testing._faults import FaultPlan
 from afkak.testing._group_state import GroupCoordinatorState
 from afkak.testing._lookup import topic_name_problem
@@ -85,6 +86,8 @@ class ClusterState:
         self.committed_offsets: dict[tuple[str, str, int], CommittedOffset] = {}
         self.groups: set[str] = set()
         self.group_coordinator = GroupCoordinatorState(reactor)
+        #: KIP-848 consumer groups (ConsumerGroupHeartbeat).
+        self.consumer_groups = ConsumerGroupCoordinator(self)
         self.faults = FaultPlan()
         self._random = random.Random(0)
         self._next_producer_id = 1000

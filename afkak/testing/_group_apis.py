@@ -83,6 +83,11 @@ def _commit_group_error(ctx: RequestContext, request: OffsetCommitRequest, versi
         or bool(request.member_id)
         or request.group_instance_id is not None
     )
+    consumer_group = ctx.state.consumer_groups.commit_error(
+        request.group_id, request.member_id, request.generation_id_or_member_epoch
+    )
+    if consumer_group is not None:
+        return consumer_group
     membership = ctx.state.group_coordinator.commit_error(
         request.group_id,
         request.member_id,

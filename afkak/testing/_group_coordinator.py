@@ -18,6 +18,7 @@ from afkak._broker_errors import (
     NotCoordinator,
 )
 from afkak.protocol.messages import (
+    ConsumerGroupHeartbeatRequest,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     HeartbeatRequest,
@@ -233,6 +234,15 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest, version:
 
 
 #: The classic group protocol's handlers by api key.
+
+
+def handle_consumer_group_heartbeat(
+    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version: int
+) -> Any:
+    """KIP-848's heartbeat: the cluster's consumer-protocol coordinator answers it."""
+    return ctx.state.consumer_groups.heartbeat(request, ctx.node)
+
+
 GROUP_APIS: dict[int, Callable[..., Any]] = {
     11: handle_join_group,
     12: handle_heartbeat,
@@ -240,4 +250,5 @@ GROUP_APIS: dict[int, Callable[..., Any]] = {
     14: handle_sync_group,
     15: handle_describe_groups,
     16: handle_list_groups,
+    68: handle_consumer_group_heartbeat,
 }

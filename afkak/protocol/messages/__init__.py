@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from .alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
     from .api_versions_request import ApiVersionsRequest
     from .api_versions_response import ApiVersionsResponse
+    from .consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
+    from .consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
     from .consumer_protocol_assignment import ConsumerProtocolAssignment
     from .consumer_protocol_subscription import ConsumerProtocolSubscription
     from .create_acls_request import CreateAclsRequest
@@ -145,6 +147,8 @@ _MODULES = {
     'AlterUserScramCredentialsResponse': 'alter_user_scram_credentials_response',
     'ApiVersionsRequest': 'api_versions_request',
     'ApiVersionsResponse': 'api_versions_response',
+    'ConsumerGroupHeartbeatRequest': 'consumer_group_heartbeat_request',
+    'ConsumerGroupHeartbeatResponse': 'consumer_group_heartbeat_response',
     'ConsumerProtocolAssignment': 'consumer_protocol_assignment',
     'ConsumerProtocolSubscription': 'consumer_protocol_subscription',
     'CreateAclsRequest': 'create_acls_request',
@@ -289,6 +293,7 @@ _REQUEST_KEYS = {
     61: 'DescribeProducersRequest',
     65: 'DescribeTransactionsRequest',
     66: 'ListTransactionsRequest',
+    68: 'ConsumerGroupHeartbeatRequest',
     74: 'ListConfigResourcesRequest',
     75: 'DescribeTopicPartitionsRequest',
 }
@@ -343,6 +348,7 @@ _RESPONSE_KEYS = {
     61: 'DescribeProducersResponse',
     65: 'DescribeTransactionsResponse',
     66: 'ListTransactionsResponse',
+    68: 'ConsumerGroupHeartbeatResponse',
     74: 'ListConfigResourcesResponse',
     75: 'DescribeTopicPartitionsResponse',
 }
@@ -368,6 +374,8 @@ __all__ = [
     'AlterUserScramCredentialsResponse',
     'ApiVersionsRequest',
     'ApiVersionsResponse',
+    'ConsumerGroupHeartbeatRequest',
+    'ConsumerGroupHeartbeatResponse',
     'ConsumerProtocolAssignment',
     'ConsumerProtocolSubscription',
     'CreateAclsRequest',

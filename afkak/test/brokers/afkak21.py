@@ -65,12 +65,6 @@ CHANGED_SINCE_21 = {
     "test_single_consumergroup_join": Expected(_CONSUMERS, _NOT_IN_CONSUMERS),
     "test_broker_restart": Expected(_CONSUMERS, _NOT_IN_CONSUMERS),
     "test_two_consumergroup_join": Expected(_CONSUMERS, _NOT_IN_CONSUMERS),
-    # Its consumer's start() fails as in 21.5 (ConsumerFetchSizeTooSmall); then it stops it.
-    "test_huge_messages": Expected(
-        "stop() after start() failed raises RestopError, 21.5 allowed it "
-        "(docs/changes-from-afkak-21.rst, afkak 21.5's own test suite)",
-        r"RestopError: <Consumer [^>]+ stopped> is not running",
-    ),
     # 21.5's wait_for_assignments reads consumers; its Deadline then fails on a typo.
     "test_consumer_rejoin": Expected(
         _CONSUMERS + "; it also stops 21.5's private _heartbeat_looper",

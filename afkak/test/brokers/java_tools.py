@@ -13,7 +13,9 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -45,6 +47,21 @@ class JavaRecord:
     headers: tuple[tuple[str, str | None], ...]
 
 
+def _java_argv(main_class: str, args: Sequence[str], version: str | None = None) -> list[str]:
+    """The command line running *main_class* of Kafka's tools; skips (fails on CI) when
+    Kafka's tools cannot run."""
+    if not java_available():
+        unavailable("kafka tools: java is not installed")
+    try:
+        classpath = os.path.join(resolve_classpath(version), "*")
+    except ApacheKafkaUnavailable as exc:
+        unavailable(f"kafka tools: {exc}")
+    return [
+        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
+        "-cp", classpath, main_class, *args,
+    ]  # fmt: skip
+
+
 def run_tool(
     main_class: str,
     *args: str,
@@ -54,18 +71,13 @@ def run_tool(
 ) -> str:
     """Run one of Kafka's Java tools to its end; its stdout.  Raises RuntimeError with
     its stderr when it fails; skips (fails on CI) when Kafka's tools cannot run."""
-    if not java_available():
-        unavailable("kafka tools: java is not installed")
-    try:
-        classpath = os.path.join(resolve_classpath(version), "*")
-    except ApacheKafkaUnavailable as exc:
-        unavailable(f"kafka tools: {exc}")
-    argv = [
-        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
-        "-cp", classpath, main_class, *args,
-    ]  # fmt: skip
     done = subprocess.run(
-        argv, input=input, capture_output=True, text=True, timeout=timeout, check=False
+        _java_argv(main_class, args, version),
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(
@@ -170,3 +182,131 @@ def verifiable_produce(
         os.remove(path)
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return [e for e in events if e.get("name") == "producer_send_success"]
+
+
+#: Java's classic-protocol assignor class for each assignor name afkak also has.
+JAVA_ASSIGNORS = {
+    "range": "org.apache.kafka.clients.consumer.RangeAssignor",
+    "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+    "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+}
+
+
+class VerifiableConsumer:
+    """A Java ``VerifiableConsumer`` group member (*protocol* ``classic`` or KIP-848's
+    ``consumer``), running until
+    :meth:`stop` (SIGTERM: it leaves the group) or :meth:`kill` (SIGKILL: it does not).
+
+    It commits synchronously after each poll.  A thread reads its JSON events:
+    :attr:`assigned` follows ``partitions_assigned`` / ``partitions_revoked`` (incremental
+    under cooperative-sticky), and each ``records_consumed`` range of a partition goes to
+    *on_records(partition, offsets)*.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        group_id: str,
+        on_records: Callable[[int, list[int]], None],
+        *,
+        protocol: str = "classic",
+        strategy: str = "range",
+        session_timeout_ms: int = 6000,
+        group_instance_id: str | None = None,
+        config: Mapping[str, str] | None = None,
+    ) -> None:
+        # KIP-848's protocol takes its session and heartbeat from the broker, its
+        # assignor from group.remote.assignor: the classic settings are refused there.
+        classic = protocol == "classic"
+        timing = {"heartbeat.interval.ms": str(session_timeout_ms // 4)} if classic else {}
+        self._config = _config_file({**timing, **(config or {})})
+        self.on_records = on_records
+        self.assigned: set[int] = set()
+        self.events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        args = [
+            "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group_id,
+            "--group-protocol", protocol, "--reset-policy", "earliest",
+            "--consumer.config", self._config,
+        ]  # fmt: skip
+        if classic:
+            args += [
+                "--assignment-strategy", JAVA_ASSIGNORS[strategy],
+                "--session-timeout", str(session_timeout_ms),
+            ]  # fmt: skip
+        if group_instance_id is not None:
+            args += ["--group-instance-id", group_instance_id]
+        self.process = subprocess.Popen(
+            _java_argv("org.apache.kafka.tools.VerifiableConsumer", args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if not line.startswith("{"):
+                continue
+            event = json.loads(line)
+            name = event.get("name")
+            with self._lock:
+                self.events.append(event)
+                if name == "partitions_assigned":
+                    self.assigned |= {p["partition"] for p in event["partitions"]}
+                elif name == "partitions_revoked":
+                    self.assigned -= {p["partition"] for p in event["partitions"]}
+            if name == "records_consumed":
+                for p in event["partitions"]:
+                    offsets = list(range(p["minOffset"], p["maxOffset"] + 1))
+                    assert len(offsets) == p["count"], event  # a plain topic has no gaps
+                    self.on_records(p["partition"], offsets)
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        """Its events called *name* so far."""
+        with self._lock:
+            return [e for e in self.events if e.get("name") == name]
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM: it closes its consumer (commits, leaves the group) and exits."""
+        if self.process.poll() is None:
+            self.process.terminate()
+        self._finish(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: no commit, no LeaveGroup; the group waits out its session."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self._finish(10.0)
+
+    def _finish(self, timeout: float) -> None:
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        self._reader.join(10)
+        if os.path.exists(self._config):
+            os.remove(self._config)
+
+
+def describe_group(bootstrap: str, group_id: str) -> dict[tuple[str, int], dict[str, str]]:
+    """``kafka-consumer-groups --describe``: per (topic, partition), its row by column
+    (CURRENT-OFFSET, LOG-END-OFFSET, LAG, CONSUMER-ID, ...; "-" where it has none)."""
+    out = run_tool(
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "--bootstrap-server", bootstrap, "--describe", "--group", group_id,
+    )  # fmt: skip
+    rows: dict[tuple[str, int], dict[str, str]] = {}
+    header: list[str] = []
+    for line in out.splitlines():
+        cells = line.split()
+        if cells[:1] == ["GROUP"]:
+            header = cells
+        elif header and len(cells) == len(header):
+            row = dict(zip(header, cells, strict=True))
+            rows[row["TOPIC"], int(row["PARTITION"])] = row
+    return rows

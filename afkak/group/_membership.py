@@ -1,0 +1,116 @@
+"""What both group members share: a membership loop that ``stop()`` and ``fail()`` interrupt.
+
+The classic :class:`~._member.GroupMember` and KIP-848's
+:class:`~._consumer_protocol_member.ConsumerProtocolMember` each run one
+coroutine from ``start()`` until they have left the group; this holds the
+interruption (a stop cancels the await under way), the fatal failure, and
+the Deferred ``start()`` returned.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from twisted.internet.defer import Deferred
+from twisted.internet.task import deferLater
+from twisted.python.failure import Failure
+
+
+@attrs.frozen
+class Generation:
+    """Who this member is in which generation: what its commits must carry."""
+
+    generation_id: int
+    member_id: str
+
+
+class CancelledByStop(Exception):
+    """Internal: an await interrupted by ``stop()``."""
+
+
+class MembershipLoop:
+    """The stop/fail/wake plumbing of a member; ``state`` is STOPPED when not running."""
+
+    reactor: Any
+    state: Any
+    generation_id: int
+    member_id: str
+
+    @property
+    def generation(self) -> Generation:
+        return Generation(self.generation_id, self.member_id)
+
+    def _init_loop(self) -> None:
+        self._stop_reason: str | None = None
+        self._stop_commits = True
+        self._failure: Failure | None = None
+        self._pending: Deferred[Any] | None = None
+        self._wake: Deferred[None] | None = None
+        self._done: Deferred[None] | None = None
+
+    def _stopped(self) -> bool:
+        return bool(self.state.value == "stopped")
+
+    def _begin(self) -> Deferred[None]:
+        """A new run: the Deferred that ``start()`` returns."""
+        self._stop_reason = None
+        self._failure = None
+        self._stop_commits = True
+        done = self._done = Deferred()
+        return done
+
+    def _finish(self) -> None:
+        """Fire ``start()``'s Deferred: failed with the fatal error, if any."""
+        done, self._done = self._done, None
+        if done is not None:
+            if self._failure is not None:
+                done.errback(self._failure)
+            else:
+                done.callback(None)
+
+    def stop(self, commit: bool = True) -> None:
+        """Leave the group: give partitions up (committing if *commit*), then leave."""
+        if self._stop_reason is not None or self._stopped():
+            return
+        self._stop_reason = "the consumer is shutting down"
+        self._stop_commits = commit
+        self._interrupt()
+
+    def fail(self, failure: Failure) -> None:
+        """Stop because of a fatal error (from the application side); ``start()`` fails."""
+        if self._failure is None and not self._stopped():
+            self._failure = failure
+            self._stop_reason = f"fatal error: {failure.getErrorMessage()}"
+            self._stop_commits = False
+            self._interrupt()
+
+    def _interrupt(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.cancel()
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            wake.callback(None)
+
+    async def _sleep(self, seconds: float) -> None:
+        await self._wait(deferLater(self.reactor, seconds, lambda: None))
+
+    async def _wait(self, d: Deferred[Any]) -> Any:
+        """Await *d*; :meth:`stop` cancels it."""
+        if self._stop_reason is not None:
+            d.cancel()
+            raise CancelledByStop()
+        self._pending = d
+        try:
+            return await d
+        except Exception:
+            if self._stop_reason is not None:
+                raise CancelledByStop() from None
+            raise
+        finally:
+            if self._pending is d:
+                self._pending = None

@@ -1,0 +1,191 @@
+"""KIP-848's consumer group protocol on Apache Kafka 4.4: afkak members through a join and a leave.
+
+Each test produces while members join and leave, and checks that every
+record was processed once and no partition by two members at once.  The
+rebalance is timed for both protocols on the same broker (run with ``-s``
+to see the numbers): how long the joining member waits for its partitions,
+and how long the first member held no partition at all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections import Counter
+from typing import Any
+
+from twisted.internet.endpoints import TCP4ClientEndpoint
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.client import KafkaClient
+from afkak.common import OFFSET_EARLIEST
+from afkak.group import ConsumerGroup
+from afkak.test.brokers import produce, shared_broker
+from afkak.test.brokers.java_tools import VerifiableConsumer
+from afkak.test.helpers import pump, run_for, wait
+from afkak.test.test_group_consumer import Ledger
+
+PARTITIONS = 6
+_names = itertools.count()
+
+
+class _GroupOnKafka(SynchronousTestCase):
+    """A fresh topic and group on the shared Kafka broker; members; what they processed."""
+
+    def setUp(self) -> None:
+        self.broker = shared_broker("kafka")
+        stamp = f"{next(_names)}-{int(time.time() * 1000)}"
+        self.topic = f"kip848-{stamp}"
+        self.group_id = f"kip848-group-{stamp}"
+        self.broker.create_topic(self.topic, PARTITIONS)
+        self.ledger = Ledger()
+        self.produced: set[tuple[int, int]] = set()
+
+    def produce(self, count: int) -> None:
+        for p in range(PARTITIONS):
+            self.produced.update(
+                produce(self.broker.bootstrap, self.topic, [b"v"] * count, partition=p)
+            )
+
+    def member(self, name: str, protocol: str, **options: Any) -> ConsumerGroup:
+        client = KafkaClient(
+            self.broker.bootstrap, clientId=name, endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(client.close()))
+
+        group = ConsumerGroup(
+            client,
+            self.group_id,
+            [] if "pattern" in options else [self.topic],
+            self.ledger.processor(name),
+            group_protocol=protocol,
+            auto_offset_reset=OFFSET_EARLIEST,
+            auto_commit_every_ms=500,
+            **options,
+        )
+        done = group.start()
+        self.addCleanup(lambda: None if done.called else wait(group.stop(), 30))
+        return group
+
+    @property
+    def seen(self) -> Counter[tuple[int, int]]:
+        """How many times each ``(partition, offset)`` was processed."""
+        return Counter(self.ledger.seen)
+
+    @property
+    def overlaps(self) -> list[tuple[int, str, str]]:
+        return self.ledger.overlaps
+
+    def all_seen(self) -> bool:
+        return self.produced <= set(self.seen)
+
+
+class KafkaConsumerProtocolTests(_GroupOnKafka):
+    def join_and_leave(self, protocol: str) -> dict[str, float]:
+        """Two members through a join and a leave; the join's timings."""
+        self.produce(20)
+        a = self.member("a", protocol)
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition")
+        pump(self.all_seen, 60, "a consumed the backlog")
+        self.produce(20)
+        started = time.monotonic()
+        b = self.member("b", protocol)
+        a_idle_since: float | None = None
+        a_idle = 0.0
+
+        def split() -> bool:
+            nonlocal a_idle_since, a_idle
+            now = time.monotonic()
+            if not a.assignment():
+                a_idle_since = a_idle_since or now
+            elif a_idle_since is not None:
+                a_idle += now - a_idle_since
+                a_idle_since = None
+            return len(a.assignment()) == len(b.assignment()) == PARTITIONS // 2
+
+        pump(split, 90, "the partitions are split between a and b")
+        joined = time.monotonic() - started
+        self.produce(20)
+        pump(self.all_seen, 60, "a and b consumed everything")
+        wait(b.shutdown(), 30)
+        self.produce(20)
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition again")
+        pump(self.all_seen, 60, "a consumed what was produced after b left")
+        wait(a.shutdown(), 30)
+        self.assertEqual(self.overlaps, [])
+        self.assertEqual(set(self.seen), self.produced)
+        repeated = {k: n for k, n in self.seen.items() if n > 1}
+        self.assertEqual(repeated, {}, "every record processed once")
+        timings = {"join_s": joined, "first_member_idle_s": a_idle}
+        print(f"\n{protocol} protocol on Kafka 4.4: {timings}")
+        return timings
+
+    def test_consumer_protocol_members_process_every_record_once(self) -> None:
+        timings = self.join_and_leave("consumer")
+        self.assertEqual(timings["first_member_idle_s"], 0.0, "no stop-the-world pause")
+
+    def test_classic_protocol_for_comparison(self) -> None:
+        self.join_and_leave("classic")
+
+
+class KafkaConsumerProtocolJavaTests(_GroupOnKafka):
+    """An afkak member and Java's VerifiableConsumer (``--group-protocol consumer``), one group."""
+
+    def test_afkak_and_java_members_process_every_record_once(self) -> None:
+        self.produce(20)
+        a = self.member("a", "consumer")
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition")
+        java_seen: list[tuple[int, int]] = []
+        java = VerifiableConsumer(
+            self.broker.bootstrap,
+            self.topic,
+            self.group_id,
+            lambda partition, offsets: java_seen.extend((partition, o) for o in offsets),
+            protocol="consumer",
+        )
+        self.addCleanup(java.stop)
+        pump(lambda: len(a.assignment()) == PARTITIONS // 2, 90, "the Java member took its half")
+        self.produce(20)
+
+        def everything() -> bool:
+            return self.produced <= set(self.seen) | set(java_seen)
+
+        pump(everything, 60, "both consumed")
+        self.assertTrue(java_seen, "the Java member processed records")
+        java.stop()
+        self.assertTrue(java.named("shutdown_complete"))
+        self.produce(20)
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns every partition again")
+        pump(everything, 60, "a consumed after the Java member left")
+        wait(a.shutdown(), 30)
+        both = Counter(self.seen) + Counter(java_seen)
+        self.assertEqual(set(both), self.produced)
+        self.assertEqual({k: n for k, n in both.items() if n > 1}, {}, "every record once")
+        self.assertEqual(self.overlaps, [])
+
+
+class KafkaBrokerSideRegexTests(_GroupOnKafka):
+    def test_a_topic_created_later_joins_the_assignment(self) -> None:
+        a = self.member("a", "consumer", pattern=re.compile(re.escape(self.topic) + "(-later)?"))
+        pump(lambda: len(a.assignment()) == PARTITIONS, 60, "a owns the first topic")
+        self.broker.create_topic(self.topic + "-later", 2)
+        took = pump(lambda: len(a.assignment()) == PARTITIONS + 2, 120, "the later topic assigned")
+        print(f"\nKafka 4.4 assigned a topic created later after {took:.1f} s")
+        self.assertEqual({tp.topic for tp in a.assignment()}, {self.topic, self.topic + "-later"})
+        wait(a.shutdown(), 30)
+
+
+class KafkaStaticMemberTests(_GroupOnKafka):
+    def test_a_static_member_comes_back_to_its_partitions(self) -> None:
+        a = self.member("a", "consumer", group_instance_id="static-a")
+        b = self.member("b", "consumer")
+        pump(lambda: len(a.assignment()) == len(b.assignment()) == 3, 90, "a and b split")
+        held = a.assignment()
+        wait(a.shutdown(), 30)  # epoch -2: the broker keeps a's partitions for it
+        run_for(5)
+        self.assertEqual(len(b.assignment()), 3, "a's partitions wait for it")
+        again = self.member("a-again", "consumer", group_instance_id="static-a")
+        pump(lambda: again.assignment() == held, 60, "a is back on its partitions")
+        wait(again.shutdown(), 30)
+        wait(b.shutdown(), 30)
