@@ -44,6 +44,11 @@ GOOD_FILES = {
     "afkak/__init__.py": "",
     "afkak/py.typed": "",
     "afkak/testing/__init__.py": "",
+    # the Apache Kafka launcher's package data (afkak.testing.apache_kafka)
+    "afkak/testing/kafka/pom.xml": "",
+    "afkak/testing/kafka/log4j2.properties": "",
+    "afkak/testing/kafka/log4j2-tools.properties": "",
+    "afkak/testing/kafka/log4j.properties": "",
     "afkak-1.dist-info/licenses/LICENSE": "Apache License",
     "afkak-1.dist-info/licenses/NOTICE": "afkak",
     "afkak-1.dist-info/METADATA": GOOD_METADATA,
