@@ -27,12 +27,14 @@ extensions = [
 nitpicky = True
 nitpick_ignore_regex = [
     # The standard library and Twisted (their inventories are online only).
-    (r"py:.*", r"(collections|enum|uuid|typing|logging|ssl|twisted|zope)(\..*)?"),
+    (r"py:.*", r"(collections|enum|uuid|typing|logging|ssl|re|twisted|zope)(\..*)?"),
     (r"py:.*", r"<InterfaceClass twisted\..*>"),
     # ... and those names as annotations spell them (``from uuid import UUID``).
     (r"py:.*", r"(UUID|Deferred|IStreamClientEndpoint|HostnameEndpoint|abc\.ABC)"),
     # PySpark's data source classes (afkak.spark's bases and return types).
     (r"py:.*", r"(pyspark(\..*)?|StructType|DataSource\w*(\.__init__)?)"),
+    # The optional exporters' libraries (extras prometheus and otel).
+    (r"py:.*", r"(prometheus_client|opentelemetry)(\..*)?"),
 ]
 exclude_patterns = ["_build"]
 default_role = "py:obj"

@@ -78,7 +78,7 @@ class KafkaClient:
     :param disconnect_on_timeout: drop a broker's connection when a request to
         it times out.
     :param correlation_id: afkak 21's; inert (checked, kept as
-        :attr:`correlation_id`, never sent): correlation ids are now per connection.
+        ``correlation_id``, never sent): correlation ids are now per connection.
     :param reactor: provides IReactorTime and what *endpoint_factory* needs;
         by default the global reactor.
     :param endpoint_factory: ``(reactor, host, port) -> IStreamClientEndpoint``.
