@@ -151,7 +151,7 @@ def _kafka_runs() -> bool:
 
 
 @unittest.skipUnless(_kafka_runs(), "afkak.testing.apache_kafka or Java is not here")
-class ApacheKafkaCountsTests(unittest.TestCase):
+class KafkaBrokerCommandCountsTests(unittest.TestCase):
     """On the broker ``afkak broker`` starts by default, the CLI's numbers are exact
     (on Tansu, ``consume -G -e`` stopped short, lag went negative and ``-o end``
     replayed old records: its ListOffsets(LATEST) is wrong)."""

@@ -129,7 +129,7 @@ def _rows(df: Any) -> list[tuple[Any, ...]]:
     return sorted(out, key=lambda r: tuple(r[i] for i in order))
 
 
-class SparkKafkaParityTests(SynchronousTestCase):
+class KafkaSparkParityTests(SynchronousTestCase):
     """The same query through both connectors; the rows must be equal."""
 
     def setUp(self) -> None:
