@@ -311,8 +311,11 @@ class SaslTests(SecureKafkaCase):
         )
 
     def test_wrong_password_fails_at_once_without_a_reconnect_storm(self) -> None:
-        """The first call fails as soon as Kafka answers, with Kafka's message; calls
-        made over the next 3 s (one every 50 ms) reconnect only as the back-off allows."""
+        """The first call fails as soon as Kafka answers, with Kafka's message; 30 more
+        calls (50 ms apart) fail at once and reconnect only as the back-off allows.
+
+        (Counted calls and their median time, not calls per wall-clock second: a loaded
+        CI machine once fitted only 19 calls into 3 s.)"""
         logged = capture_logs(self)
         for mechanism, message in (
             (Plain("alice", "wrong-password"), "Invalid username or password"),
@@ -324,16 +327,17 @@ class SaslTests(SecureKafkaCase):
             self.assertIsInstance(error.__cause__, SaslAuthenticationFailed)
             self.assertFalse(error.__cause__.retriable)
             self.assertNotIn("wrong-password", str(error))
-            began = time.monotonic()
-            calls = 0
-            while time.monotonic() - began < 3.0:
-                calls += 1
+            took = []
+            for _ in range(30):
+                began = time.monotonic()
                 with self.assertRaises(KafkaUnavailableError):
                     wait(client.load_metadata_for_topics(), 30)
+                took.append(time.monotonic() - began)
                 sleep(0.05)
             attempts = len(endpoints.attempts)
-            print(f"{mechanism.name}: {calls} calls in 3 s, {attempts} connection attempts")
-            self.assertGreater(calls, 20)
+            median = sorted(took)[len(took) // 2]
+            print(f"{mechanism.name}: 30 calls, median {median:.3f} s, {attempts} attempts")
+            self.assertLess(median, 0.1, "calls during the back-off fail at once")
             self.assertLessEqual(attempts, 8, "reconnects back off")
             conns = [*client.clients.values(), *client._cluster.pool._ephemeral]
             for text in [repr(client), repr(mechanism), *map(repr, conns), *logged]:
