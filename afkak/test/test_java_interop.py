@@ -2,7 +2,8 @@
 
 The Java peer is Kafka's tools from the broker's classpath
 (``afkak/test/brokers/java_tools.py``): ConsoleConsumer reads what afkak wrote (every
-codec, keys, headers, timestamps, the idempotent producer's batches), and what
+codec and every compression level, keys, headers, timestamps, the idempotent
+producer's batches), and what
 VerifiableProducer (idempotent) and ConsoleProducer (every codec, headers) wrote,
 afkak reads back exactly.
 """
@@ -17,6 +18,7 @@ from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
+from afkak.codec import CODEC_NAMES, COMPRESSION_LEVELS
 from afkak.common import FetchRequest, ProduceRequest
 from afkak.message_set import MessageSet
 from afkak.producer import Producer
@@ -109,6 +111,26 @@ class KafkaJavaInteropTests(SynchronousTestCase):
             self.assertEqual([r.offset for r in mine], list(range(100)))
             self.assertEqual([r.value for r in mine], [str(i) for i in range(partition, 200, 2)])
             self.assertEqual({r.key for r in mine}, {f"k{partition}"})
+
+    def test_java_consumer_reads_every_compression_level_afkak_wrote(self) -> None:
+        """Issue 24 (KIP-390): every gzip and lz4 level, zstd's -5 to 22 and its lowest."""
+        levels = [
+            (codec, level)
+            for codec, (low, high) in COMPRESSION_LEVELS.items()
+            for level in ([low] if low < -5 else []) + list(range(max(low, -5), high + 1))
+        ]
+        topic = self.topic(len(levels))
+        expected = []
+        for partition, (codec, level) in enumerate(levels):
+            producer = Producer(self.client, codec=codec, compression_level=level, linger_ms=50)
+            self.addCleanup(lambda p=producer: wait(p.stop()))
+            values = [f"{CODEC_NAMES[codec]} {level} record {i} " * 8 for i in range(5)]
+            sent = [producer.send(topic, v.encode(), partition=partition) for v in values]
+            wait(producer.flush())
+            self.assertEqual([wait(d).offset for d in sent], list(range(5)), (codec, level))
+            expected += [(partition, i, v) for i, v in enumerate(values)]
+        records = console_consume(self.broker.bootstrap, topic, len(expected))
+        self.assertEqual([(r.partition, r.offset, r.value) for r in records], expected)
 
     def test_afkak_reads_what_the_java_idempotent_producer_wrote(self) -> None:
         topic = self.topic(3)
