@@ -45,7 +45,7 @@ from ._cluster_calls import (
     QuorumInfo,
     UpdateFeaturesCall,
 )
-from ._config_calls import DescribeConfigsCall, IncrementalAlterConfigsCall
+from ._config_calls import DescribeConfigsCall, IncrementalAlterConfigsCall, ListConfigResourcesCall
 from ._group_calls import (
     CommittedOffsetsCall,
     DeleteGroupsCall,
@@ -360,6 +360,24 @@ class KafkaAdminClient:
                 {r: wanted[r] for r in batch}, bool(validate_only)
             ),
         )
+
+    def list_config_resources(
+        self, types: Iterable[ConfigResourceType | int] = ()
+    ) -> Deferred[list[ConfigResource]]:
+        """The config resources of *types* that hold configs (Kafka 4.1's
+        ListConfigResources, KIP-1142), as ``kafka-configs --describe --entity-type``
+        without a name; no types is the broker's default set.  Brokers from 3.7 to
+        4.0 list client metrics resources only (ListClientMetricsResources): asking
+        them for another type fails, saying no broker has a common version.
+        """
+        wanted = [ConfigResourceType(t) for t in _items("types", types)]
+        return self._one_answer(ListConfigResourcesCall(wanted))
+
+    def list_client_metrics_resources(self) -> Deferred[list[ConfigResource]]:
+        """The client metrics subscriptions (KIP-714's resources of type
+        :attr:`ConfigResourceType.CLIENT_METRICS`), as Java's
+        ``listClientMetricsResources``; their configs come from :meth:`describe_configs`."""
+        return self.list_config_resources([ConfigResourceType.CLIENT_METRICS])
 
     def _per_resource_broker(
         self, resources: list[ConfigResource], make_call: Callable[[list[ConfigResource]], Any]

@@ -1,4 +1,4 @@
-"""DescribeConfigs (32) and IncrementalAlterConfigs (44).
+"""DescribeConfigs (32), IncrementalAlterConfigs (44) and ListConfigResources (74).
 
 A broker's own configs must be asked of that broker; topic configs of any.
 """
@@ -9,12 +9,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from afkak.client._interlayer import VersionedCall
-from afkak.protocol.messages import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from afkak.protocol.messages import (
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+    ListConfigResourcesRequest,
+)
 
 from ._types import (
     ConfigChange,
     ConfigEntry,
     ConfigResource,
+    ConfigResourceType,
     ConfigSource,
     ConfigSynonym,
     ItemResult,
@@ -116,4 +121,29 @@ class IncrementalAlterConfigsCall(VersionedCall):
                     for r in response.responses
                 },
             }
+        ]
+
+
+class ListConfigResourcesCall(VersionedCall):
+    """KIP-1142's ListConfigResources (Kafka 4.1+); its v0 was KIP-714's
+    ListClientMetricsResources (Kafka 3.7+), which lists client metrics resources only."""
+
+    request_class = ListConfigResourcesRequest
+
+    def __init__(self, types: Sequence[ConfigResourceType]) -> None:
+        self.types = list(types)
+        if set(self.types) - {ConfigResourceType.CLIENT_METRICS}:
+            self.min_version = 1
+
+    def build(self, version: int) -> Any:
+        # v0 asks for client metrics by sending no types at all.
+        types = [] if version == 0 else [int(t) for t in self.types]
+        return ListConfigResourcesRequest(resource_types=types)
+
+    def parse(self, response: Any) -> list[Any]:
+        error = _error_or_none(response.error_code)
+        if error is not None:
+            raise error
+        return [
+            [ConfigResource(r.resource_type, r.resource_name) for r in response.config_resources]
         ]

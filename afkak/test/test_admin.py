@@ -668,6 +668,68 @@ class ConfigResourceTypeTests(SynchronousTestCase):
         self.assertEqual(resource, ConfigResource.group("g"))
 
 
+class ListConfigResourcesTests(SynchronousTestCase):
+    """list_config_resources (KIP-1142) and list_client_metrics_resources (KIP-714)."""
+
+    def admin(
+        self, api_versions: dict[int, Any] | None = None
+    ) -> tuple[Clock, KafkaAdminClient, FakeKafkaCluster]:
+        clock = Clock()
+        cluster = FakeKafkaCluster(brokers=3, reactor=clock, api_versions=api_versions)
+        client = KafkaClient(
+            cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
+        )
+        self.addCleanup(client.close)
+        return clock, KafkaAdminClient(client), cluster
+
+    def listed(self, clock: Clock, d: Any) -> Any:
+        clock.advance(1)
+        return self.successResultOf(d)
+
+    def test_every_type_when_none_named(self) -> None:
+        from afkak.admin import ConfigResourceType as T
+
+        clock, admin, cluster = self.admin()
+        cluster.create_topic("b", 1)
+        cluster.create_topic("a", 1)
+        listed = self.listed(clock, admin.list_config_resources())
+        self.assertEqual(
+            listed,
+            [ConfigResource.topic("a"), ConfigResource.topic("b")]
+            + [ConfigResource.broker(n) for n in (0, 1, 2)]
+            + [ConfigResource(T.BROKER_LOGGER, str(n)) for n in (0, 1, 2)],
+        )
+        topics = self.listed(clock, admin.list_config_resources([T.TOPIC]))
+        self.assertEqual(topics, [ConfigResource.topic("a"), ConfigResource.topic("b")])
+        self.assertEqual(self.listed(clock, admin.list_client_metrics_resources()), [])
+
+    def test_version_0_lists_client_metrics_only(self) -> None:
+        from afkak.admin import ConfigResourceType as T
+        from afkak.common import KafkaUnavailableError
+
+        clock, admin, _ = self.admin(api_versions={74: (0, 0)})
+        self.assertEqual(self.listed(clock, admin.list_client_metrics_resources()), [])
+        d = admin.list_config_resources([T.TOPIC])
+        clock.advance(1)
+        failure = self.failureResultOf(d, KafkaUnavailableError)
+        self.assertIn("no common version of ListConfigResources", str(failure.value))
+
+    def test_bad_types_raise_at_the_call(self) -> None:
+        _, admin, _ = self.admin()
+        self.assertRaises(TypeError, admin.list_config_resources, 16)
+        self.assertRaises(ValueError, admin.list_config_resources, [3])
+
+    def test_request_versions(self) -> None:
+        from afkak.admin import ConfigResourceType as T
+        from afkak.admin._config_calls import ListConfigResourcesCall
+
+        self.assertEqual(ListConfigResourcesCall([T.CLIENT_METRICS]).build(0).resource_types, [])
+        self.assertEqual(
+            ListConfigResourcesCall([T.TOPIC, T.GROUP]).build(1).resource_types, [2, 32]
+        )
+        self.assertEqual(ListConfigResourcesCall([T.TOPIC]).min_version, 1)
+
+
 class AdminClientProtocolTests(SynchronousTestCase):
     """KafkaAdminClient takes any AdminClient (issue 21 item 7), not only a KafkaClient."""
 

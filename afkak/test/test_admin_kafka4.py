@@ -17,6 +17,9 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.admin import (
     AbortTransactionSpec,
+    ConfigChange,
+    ConfigResource,
+    ConfigResourceType,
     ElectionType,
     KafkaAdminClient,
     NewTopic,
@@ -318,6 +321,62 @@ class KafkaQuotaAdminTests(KafkaAdminCase):
         self.assertNotIn("producer_byte_rate", self.configs("--describe"))
         bad = wait(self.admin.alter_client_quotas({entity: {"no_such_quota": 1.0}}))
         self.assertIsNotNone(bad[entity].error)
+
+
+class KafkaConfigResourceAdminTests(KafkaAdminCase):
+    """Client metrics subscriptions (KIP-714's config resources) and list_config_resources
+    (KIP-1142) against ``kafka-configs --entity-type client-metrics``, both ways."""
+
+    def configs(self, *args: str) -> str:
+        return run_tool(
+            "org.apache.kafka.tools.ConfigCommand",
+            "--bootstrap-server",
+            self.broker.bootstrap,
+            "--entity-type",
+            "client-metrics",
+            *args,
+        )
+
+    def test_client_metrics_resources_both_ways_kafka(self) -> None:
+        stamp = f"{next(_names)}-{int(time.time() * 1000)}"
+        mine, javas = f"afkak-sub-{stamp}", f"java-sub-{stamp}"
+        resource = ConfigResource(ConfigResourceType.CLIENT_METRICS, mine)
+        changes = [
+            ConfigChange("metrics", "org.apache.kafka.producer."),
+            ConfigChange("interval.ms", "5000"),
+        ]
+        done = wait(self.admin.incremental_alter_configs({resource: changes}))
+        self.assertIsNone(done[resource].error)
+        out = self.configs("--describe", "--entity-name", mine)
+        self.assertIn("metrics=org.apache.kafka.producer.", out)
+        self.assertIn("interval.ms=5000", out)
+
+        subscription = "metrics=[org.apache.kafka.consumer.]"
+        self.configs("--alter", "--entity-name", javas, "--add-config", subscription)
+        listed = wait(self.admin.list_client_metrics_resources())
+        names = {r.name for r in listed}
+        self.assertLessEqual({mine, javas}, names)
+        self.assertEqual({r.type for r in listed}, {ConfigResourceType.CLIENT_METRICS})
+        java = ConfigResource(ConfigResourceType.CLIENT_METRICS, javas)
+        described = wait(self.admin.describe_configs([java]))
+        self.assertEqual(described[java].entries["metrics"].value, "org.apache.kafka.consumer.")
+        # Kafka's tool lists every subscription through the same API.
+        listing = self.configs("--describe")
+        for name in (mine, javas):
+            self.assertIn(f"Dynamic configs for client-metric {name} are", listing)
+
+    def test_list_config_resources_of_several_types_kafka(self) -> None:
+        topic = f"admin4-cfg-{next(_names)}-{int(time.time() * 1000)}"
+        self.broker.create_topic(topic, 1)
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+        wait(
+            self.admin.incremental_alter_configs(
+                {resource: [ConfigChange("retention.ms", "600000")]}
+            )
+        )
+        listed = wait(self.admin.list_config_resources([ConfigResourceType.TOPIC]))
+        self.assertIn(resource, listed)
+        self.assertEqual({r.type for r in listed}, {ConfigResourceType.TOPIC})
 
 
 class KafkaReassignmentAdminTests(KafkaAdminCase):

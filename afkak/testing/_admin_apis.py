@@ -1,8 +1,10 @@
 """The admin APIs the fake cluster models: DeleteTopics, CreatePartitions, DeleteRecords,
-DescribeConfigs, IncrementalAlterConfigs, DeleteGroups and OffsetDelete.
+DescribeConfigs, IncrementalAlterConfigs, ListConfigResources, DeleteGroups and OffsetDelete.
 
 Topic configs are a dict per topic over Kafka's defaults for a few common keys;
-broker configs are read-only and static.  Any broker takes the controller's
+broker configs are read-only and static; it holds no group configs and no client
+metrics subscriptions, so ListConfigResources lists topics, brokers and broker
+loggers, as Kafka 4.1+ does for those types.  Any broker takes the controller's
 requests (CreateTopics, DeleteTopics, CreatePartitions), as a Kafka 4.x
 (KRaft) broker forwards them; tests of NOT_CONTROLLER handling inject it with
 ``fail_next``.
@@ -39,6 +41,8 @@ from afkak.protocol.messages import (
     DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
     OffsetDeleteRequest,
     OffsetDeleteResponse,
 )
@@ -54,7 +58,7 @@ from afkak.testing._state import FakePartition
 if TYPE_CHECKING:
     from afkak.testing._cluster_state import ClusterState, RequestContext
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG = 5, 1, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 #: Kafka's defaults of the topic configs the fake knows (other keys are refused).
@@ -256,6 +260,27 @@ def handle_incremental_alter_configs(
     return R(responses=responses)
 
 
+def handle_list_config_resources(
+    ctx: RequestContext, request: ListConfigResourcesRequest, version: int
+) -> Any:
+    """v0 (ListClientMetricsResources) lists client metrics only; v1 the types asked, all
+    when none."""
+    cluster = ctx.state
+    R = ListConfigResourcesResponse
+    nodes = [str(n) for n in sorted(cluster.brokers)]
+    held = {TOPIC: sorted(cluster.topics), BROKER: nodes, BROKER_LOGGER: nodes}
+    if version == 0:
+        return R(config_resources=[])
+    types = request.resource_types or list(held)
+    return R(
+        config_resources=[
+            R.ConfigResource(resource_name=name, resource_type=t)
+            for t in types
+            for name in held.get(t, ())
+        ]
+    )
+
+
 def _altered(current: dict[str, str], changes: Any) -> tuple[dict[str, str], str | None]:
     configs = dict(current)
     for c in changes:
@@ -344,6 +369,7 @@ ADMIN_APIS: dict[int, Callable[..., Any]] = {
     37: handle_create_partitions,
     42: handle_delete_groups,
     44: handle_incremental_alter_configs,
+    74: handle_list_config_resources,
     47: handle_offset_delete,
 }
 
