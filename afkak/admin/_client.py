@@ -28,6 +28,8 @@ from afkak.common import (
     BrokerMetadata,
     BrokerResponseError,
     ErrorCode,
+    KafkaUnavailableError,
+    NoCommonVersionError,
     OffsetCommitRequest,
     OffsetRequest,
     TopicAndPartition,
@@ -46,6 +48,14 @@ from ._cluster_calls import (
     UpdateFeaturesCall,
 )
 from ._config_calls import DescribeConfigsCall, IncrementalAlterConfigsCall, ListConfigResourcesCall
+from ._describe_topics import (
+    PARTITION_LIMIT,
+    DescribeTopicPartitionsCall,
+    _topic_id,
+    described,
+    partitions_of,
+    unknown_topic,
+)
 from ._group_calls import (
     CommittedOffsetsCall,
     DeleteGroupsCall,
@@ -117,7 +127,6 @@ from ._types import (
     TopicDescription,
     TopicListing,
     UserScramCredentials,
-    _error_or_none,
 )
 
 _INT64_MAX = 2**63 - 1
@@ -264,43 +273,55 @@ class KafkaAdminClient:
         ]
         return sorted(listings, key=lambda t: t.name)
 
-    def describe_topics(self, topics: Iterable[str]) -> Deferred[dict[str, TopicDescription]]:
-        """Partitions, leaders, replicas, ISR and id of each topic.
+    def describe_topics(
+        self, topics: Iterable[str], *, partition_limit: int = PARTITION_LIMIT
+    ) -> Deferred[dict[str, TopicDescription]]:
+        """Partitions, leaders (and their epochs), replicas, ISR, eligible leader
+        replicas and id of each topic.
 
-        Fires ``{name: TopicDescription}``; never auto-creates a topic.
+        Through DescribeTopicPartitions (KIP-966, Kafka 3.8+; paged by
+        *partition_limit* partitions an answer), where the brokers have it, else
+        through Metadata (no ELR).  Fires ``{name: TopicDescription}``; never
+        auto-creates a topic.
         """
         names = [topic_name(t) for t in _items("topics", topics)]
-        return self._run(self._describe_topics(names))
+        limit = integer("partition_limit", partition_limit, 1, INT32_MAX)
+        return self._run(self._describe_topics(names, limit))
 
-    async def _describe_topics(self, names: list[str]) -> dict[str, TopicDescription]:
-        response = await self._router.metadata(names)
-        found = {t.name: t for t in response.topics}
+    async def _describe_topics(self, names: list[str], limit: int) -> dict[str, TopicDescription]:
+        found: dict[str, tuple[Any, tuple[PartitionDescription, ...]]] = {}
+        if names:
+            try:
+                found = await self._describe_topic_partitions(sorted(set(names)), limit)
+            except KafkaUnavailableError as e:
+                if not isinstance(e.__cause__, NoCommonVersionError):
+                    raise
+                response = await self._router.metadata(names)
+                found = {t.name: (t, partitions_of(t)) for t in response.topics}
         results = {}
         for name in names:
-            t = found.get(name)
-            if t is None:
-                results[name] = TopicDescription(
-                    name, None, False, (), _error_or_none(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                )
-                continue
-            results[name] = TopicDescription(
-                name=name,
-                topic_id=_topic_id(t.topic_id),
-                internal=bool(t.is_internal),
-                partitions=tuple(
-                    PartitionDescription(
-                        p.partition_index,
-                        p.leader_id,
-                        tuple(p.replica_nodes),
-                        tuple(p.isr_nodes),
-                        tuple(p.offline_replicas or ()),
-                        _error_or_none(p.error_code),
-                    )
-                    for p in sorted(t.partitions, key=lambda p: p.partition_index)
-                ),
-                error=_error_or_none(t.error_code),
-            )
+            if name in found:
+                topic, partitions = found[name]
+                results[name] = described(name, topic, partitions)
+            else:
+                results[name] = unknown_topic(name)
         return results
+
+    async def _describe_topic_partitions(
+        self, names: list[str], limit: int
+    ) -> dict[str, tuple[Any, tuple[PartitionDescription, ...]]]:
+        """Every page of DescribeTopicPartitions, each topic's partitions joined."""
+        found: dict[str, tuple[Any, tuple[PartitionDescription, ...]]] = {}
+        cursor: tuple[str, int] | None = None
+        while True:
+            page, cursor = await self._router.to_any(
+                DescribeTopicPartitionsCall(names, limit, cursor)
+            )
+            for name, (topic, partitions) in page.items():
+                earlier = found.get(name, (topic, ()))[1]
+                found[name] = (topic, earlier + partitions)
+            if cursor is None:
+                return found
 
     # -- cluster ---------------------------------------------------------------
 
@@ -1088,10 +1109,6 @@ def _admin_client(client: object) -> AdminClient:
         raise TypeError(f"client.reactor must provide callLater, not {client!r:.100}")
     number("client.timeout", getattr(client, "timeout", None))
     return client  # type: ignore[return-value]
-
-
-def _topic_id(value: UUID | None) -> UUID | None:
-    return None if value is None or value.int == 0 else value
 
 
 def _ms(name: str, value: object) -> int:

@@ -108,6 +108,13 @@ class PartitionDescription:
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...] = ()
     error: BrokerResponseError | None = None
+    #: The leader's epoch; -1 when the broker did not say.
+    leader_epoch: int = -1
+    #: KIP-966's eligible leader replicas (replicas out of the ISR that may still be
+    #: elected without data loss) and the last known ELR; None where the broker has no
+    #: DescribeTopicPartitions (before Kafka 3.8) or ELR is off.
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
 
 @attrs.frozen

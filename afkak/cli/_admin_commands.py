@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from typing import Any
 
 from afkak.admin import AlterOp, ConfigChange, ConfigResource, NewTopic
@@ -61,6 +62,9 @@ async def topics_describe(s: Session) -> int:
                 "leader": p.leader,
                 "replicas": list(p.replicas),
                 "isr": list(p.isr),
+                "leader_epoch": p.leader_epoch,
+                "elr": _nodes_or_none(p.eligible_leader_replicas),
+                "last_known_elr": _nodes_or_none(p.last_known_elr),
             }
             for p in d.partitions
         ]
@@ -70,10 +74,14 @@ async def topics_describe(s: Session) -> int:
             f"PartitionCount: {len(parts)}\tReplicationFactor: {rf}"
         )
         for p in d.partitions:
-            text.append(
+            line = (
                 f"\tPartition: {p.partition}\tLeader: {p.leader}\t"
-                f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+                f"Replicas: {_joined(p.replicas)}\tIsr: {_joined(p.isr)}"
             )
+            if p.eligible_leader_replicas is not None:  # as kafka-topics, where KIP-966 is
+                line += f"\tElr: {_joined(p.eligible_leader_replicas)}"
+                line += f"\tLastKnownElr: {_joined(p.last_known_elr or ())}"
+            text.append(line)
         found = configs.get(ConfigResource.topic(name))
         if found is not None:
             entry["configs"] = {k: e.value for k, e in sorted(found.entries.items())}
@@ -297,3 +305,11 @@ async def topics_reassign(s: Session) -> int:
             rows.append((tp.topic, tp.partition, status))
     s.out.table(["topic", "partition", "status"], rows)
     return OK
+
+
+def _joined(nodes: Iterable[int]) -> str:
+    return ",".join(map(str, nodes))
+
+
+def _nodes_or_none(nodes: Iterable[int] | None) -> list[int] | None:
+    return None if nodes is None else list(nodes)

@@ -186,6 +186,39 @@ class AdminFakeClusterTests(AdminFakeClusterCase):
         self.assertEqual(d.partitions[0].isr, (0, 1))
         self.assertIsInstance(results["missing"].error, UnknownTopicOrPartitionError)
         self.assertNotIn("missing", self.cluster.topics)  # never auto-created
+        # DescribeTopicPartitions (KIP-966) answered: ELR known (empty), epochs given.
+        self.assertEqual(d.partitions[0].eligible_leader_replicas, ())
+        self.assertEqual(
+            d.partitions[0].leader_epoch, self.cluster.topics["d"].partitions[0].leader_epoch
+        )
+        self.assertIn(75, [r.api_key for r in self.cluster.requests_seen])
+
+    def test_describe_topics_pages_through_the_partition_limit(self) -> None:
+        self.cluster.create_topic("a", 3)
+        self.cluster.create_topic("b", 2)
+        self.cluster.create_topic("c", 4)
+        results = self.result(self.admin.describe_topics(["c", "a", "b"], partition_limit=2))
+        self.assertEqual(
+            {n: [p.partition for p in t.partitions] for n, t in results.items()},
+            {"c": [0, 1, 2, 3], "a": [0, 1, 2], "b": [0, 1]},
+        )
+        pages = [r for r in self.cluster.requests_seen if r.api_key == 75]
+        self.assertEqual(len(pages), 5)  # 9 partitions, 2 a page
+
+    def test_describe_topics_falls_back_to_metadata_before_kafka_3_8(self) -> None:
+        clock = Clock()
+        cluster = FakeKafkaCluster(brokers=3, reactor=clock, api_versions={75: None})
+        client = KafkaClient(
+            cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
+        )
+        self.addCleanup(client.close)
+        cluster.create_topic("old", 2)
+        d = KafkaAdminClient(client).describe_topics(["old", "gone"])
+        clock.advance(1)
+        results = self.successResultOf(d)
+        self.assertEqual([p.partition for p in results["old"].partitions], [0, 1])
+        self.assertIsNone(results["old"].partitions[0].eligible_leader_replicas)
+        self.assertIsInstance(results["gone"].error, UnknownTopicOrPartitionError)
 
     def test_describe_cluster(self) -> None:
         c = self.result(self.admin.describe_cluster())

@@ -379,6 +379,54 @@ class KafkaConfigResourceAdminTests(KafkaAdminCase):
         self.assertEqual({r.type for r in listed}, {ConfigResourceType.TOPIC})
 
 
+class KafkaDescribeTopicPartitionsTests(KafkaAdminCase):
+    """describe_topics through DescribeTopicPartitions (KIP-966) against ``kafka-topics
+    --describe``, which uses the same API: leaders, replicas, ISR and ELR alike."""
+
+    def test_describe_topics_alike_kafka_topics_kafka(self) -> None:
+        topic = f"admin4-dtp-{next(_names)}-{int(time.time() * 1000)}"
+        self.broker.create_topic(topic, 5)
+        mine = wait(self.admin.describe_topics([topic], partition_limit=2))[topic]
+        out = run_tool(
+            "org.apache.kafka.tools.TopicCommand",
+            "--bootstrap-server",
+            self.broker.bootstrap,
+            "--describe",
+            "--topic",
+            topic,
+        )
+        rows = []
+        for line in out.splitlines():
+            fields = dict(
+                part.split(": ", 1) if ": " in part else (part.rstrip(":"), "")
+                for part in line.strip().split("\t")
+            )
+            if "Partition" in fields:
+                rows.append(fields)
+
+        def nodes(text: str) -> tuple[int, ...]:
+            return tuple(int(n) for n in text.split(",") if n.strip())
+
+        self.assertEqual(
+            [
+                (p.partition, p.leader, p.replicas, p.isr, p.eligible_leader_replicas)
+                for p in mine.partitions
+            ],
+            [
+                (
+                    int(r["Partition"]),
+                    int(r["Leader"]),
+                    nodes(r["Replicas"]),
+                    nodes(r["Isr"]),
+                    nodes(r.get("Elr", "")),
+                )
+                for r in rows
+            ],
+        )
+        self.assertEqual(len(mine.partitions), 5)
+        self.assertTrue(all(p.leader_epoch >= 0 for p in mine.partitions))
+
+
 class KafkaReassignmentAdminTests(KafkaAdminCase):
     """alter/list_partition_reassignments and elect_leaders on the 3-node cluster, against
     ``kafka-reassign-partitions`` and ``kafka-leader-election``."""

@@ -256,6 +256,7 @@ class AdminCommandTests(SynchronousTestCase):
         self.assertEqual([t["name"] for t in listed], ["t"])
         _, [[described]] = self.run_command("topics", "describe", "t", "--configs")
         self.assertEqual([p["replicas"] for p in described["partitions"]], [[0, 1], [1, 2]])
+        self.assertEqual([p["elr"] for p in described["partitions"]], [[], []])  # KIP-966
         self.assertEqual(described["configs"]["retention.ms"], "5")
         self.run_command("topics", "alter-config", "t", "--set", "retention.ms=9")
         self.assertEqual(self.cluster.topics["t"].configs, {"retention.ms": "9"})

@@ -1,5 +1,6 @@
 """The admin APIs the fake cluster models: DeleteTopics, CreatePartitions, DeleteRecords,
-DescribeConfigs, IncrementalAlterConfigs, ListConfigResources, DeleteGroups and OffsetDelete.
+DescribeConfigs, IncrementalAlterConfigs, ListConfigResources, DescribeTopicPartitions,
+DeleteGroups and OffsetDelete.
 
 Topic configs are a dict per topic over Kafka's defaults for a few common keys;
 broker configs are read-only and static; it holds no group configs and no client
@@ -39,6 +40,8 @@ from afkak.protocol.messages import (
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
     ListConfigResourcesRequest,
@@ -281,6 +284,56 @@ def handle_list_config_resources(
     )
 
 
+def handle_describe_topic_partitions(
+    ctx: RequestContext, request: DescribeTopicPartitionsRequest, version: int
+) -> Any:
+    """Topics in name order from the cursor, at most the limit's partitions, as Kafka
+    pages them; no eligible leader replicas (the fake's ISR is every live replica)."""
+    cluster = ctx.state
+    R = DescribeTopicPartitionsResponse
+    names = sorted({t.name for t in request.topics})
+    start, first = (
+        (request.cursor.topic_name, request.cursor.partition_index)
+        if (request.cursor is not None)
+        else ("", 0)
+    )
+    left = request.response_partition_limit
+    topics, next_cursor = [], None
+    for name in (n for n in names if n >= start):
+        topic = cluster.topics.get(name)
+        if topic is None:
+            topics.append(R.DescribeTopicPartitionsResponseTopic(UNKNOWN_TOPIC_OR_PARTITION, name))
+            continue
+        parts = [p for p in topic.partitions if name != start or p.index >= first]
+        if left <= 0 or len(parts) > left:
+            next_cursor = R.Cursor(name, parts[max(left, 0)].index)
+            parts = parts[: max(left, 0)]
+        left -= len(parts)
+        if parts:
+            topics.append(
+                R.DescribeTopicPartitionsResponseTopic(
+                    name=name,
+                    topic_id=topic.topic_id,
+                    partitions=[
+                        R.DescribeTopicPartitionsResponsePartition(
+                            partition_index=p.index,
+                            leader_id=p.leader,
+                            leader_epoch=p.leader_epoch,
+                            replica_nodes=list(p.replicas),
+                            isr_nodes=[n for n in p.replicas if cluster.brokers[n].up],
+                            eligible_leader_replicas=[],
+                            last_known_elr=[],
+                            offline_replicas=[n for n in p.replicas if not cluster.brokers[n].up],
+                        )
+                        for p in parts
+                    ],
+                )
+            )
+        if next_cursor is not None:
+            break
+    return R(topics=topics, next_cursor=next_cursor)
+
+
 def _altered(current: dict[str, str], changes: Any) -> tuple[dict[str, str], str | None]:
     configs = dict(current)
     for c in changes:
@@ -370,6 +423,7 @@ ADMIN_APIS: dict[int, Callable[..., Any]] = {
     42: handle_delete_groups,
     44: handle_incremental_alter_configs,
     74: handle_list_config_resources,
+    75: handle_describe_topic_partitions,
     47: handle_offset_delete,
 }
 
