@@ -78,6 +78,8 @@ _READ_OPTIONS = frozenset(
         "startingoffsets",
         "endingoffsets",
         "maxoffsetspertrigger",
+        "minoffsetspertrigger",
+        "maxtriggerdelay",
         "minpartitions",
         "maxrecordsperpartition",
         "failondataloss",
@@ -90,8 +92,6 @@ _READ_OPTIONS = frozenset(
 #: query fails with an error naming it.
 UNSUPPORTED = frozenset(
     {
-        "minoffsetspertrigger",
-        "maxtriggerdelay",
         "groupidprefix",
         "fetchoffset.numretries",
         "fetchoffset.retryintervalms",
@@ -128,6 +128,10 @@ class ReadOptions:
     #: subscribePattern: a regular expression that whole topic names match.
     pattern: str | None = None
     max_offsets_per_trigger: int | None = None
+    #: Streaming: wait for this many new records before a micro-batch, unless
+    #: ``max_trigger_delay_ms`` passed since the last one (Spark's options).
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
     min_partitions: int | None = None
     #: Split offset ranges so that no task reads more records than this.
     max_records_per_partition: int | None = None
@@ -204,6 +208,21 @@ def _int(name: str, value: str, minimum: int) -> int:
     if number < minimum:
         raise OptionError(f"{name} must be at least {minimum}, not {number}")
     return number
+
+
+#: Spark's time-string units (``JavaUtils.timeStringAsMs``), in milliseconds.
+_UNITS_MS = {
+    "us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000,
+}  # fmt: skip
+_DURATION = re.compile(r"\s*(\d+)\s*([a-z]*)\s*")
+
+
+def _duration_ms(name: str, value: str) -> int:
+    """A Spark duration ("15m", "30s", "500ms"; a bare number is milliseconds)."""
+    match = _DURATION.fullmatch(value.lower())
+    if match is None or match.group(2) not in (*_UNITS_MS, ""):
+        raise OptionError(f"{name} must be a duration such as 30s or 15m, not {value!r}")
+    return int(int(match.group(1)) * _UNITS_MS.get(match.group(2), 1))
 
 
 def _bool(name: str, value: str) -> bool:
@@ -351,6 +370,12 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         changes["max_offsets_per_trigger"] = _int(
             "maxOffsetsPerTrigger", source["maxoffsetspertrigger"], 1
         )
+    if "minoffsetspertrigger" in source:
+        changes["min_offsets_per_trigger"] = _int(
+            "minOffsetsPerTrigger", source["minoffsetspertrigger"], 1
+        )
+    if "maxtriggerdelay" in source:
+        changes["max_trigger_delay_ms"] = _duration_ms("maxTriggerDelay", source["maxtriggerdelay"])
     if "minpartitions" in source:
         changes["min_partitions"] = _int("minPartitions", source["minpartitions"], 1)
     if "maxrecordsperpartition" in source:

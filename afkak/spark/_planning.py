@@ -177,3 +177,9 @@ def rate_limit(start: Offsets, latest: Offsets, limit: int) -> dict[TopicAndPart
         step = int(share) if share >= 1 else (1 if size else 0)
         ends[tp] = start[tp] + min(size, step)
     return ends
+
+
+def too_few(start: Offsets, latest: Offsets, minimum: int) -> bool:
+    """Whether fewer than *minimum* records lie between *start* and *latest*
+    (Spark's ``minOffsetsPerTrigger``; partitions missing from *start* count from 0)."""
+    return sum(max(0, end - start.get(tp, 0)) for tp, end in latest.items()) < minimum

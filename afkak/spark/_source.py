@@ -7,7 +7,8 @@ options and offsets; the Kafka connections live in each process (see
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -33,7 +34,7 @@ from ._options import (
     parse_read_options,
     parse_write_options,
 )
-from ._planning import OffsetRange, from_json, rate_limit, to_json
+from ._planning import OffsetRange, from_json, rate_limit, to_json, too_few
 from ._rows import arrow_schema, check_write_schema, read_schema
 
 __all__ = ["AfkakDataSource"]
@@ -111,12 +112,20 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     Each micro-batch reads from the previous end to the latest offsets (at
     most about ``maxOffsetsPerTrigger`` records); partitions added to a
-    subscribed topic are read from their earliest offset.
+    subscribed topic are read from their earliest offset.  With
+    ``minOffsetsPerTrigger`` a micro-batch waits for that many new records,
+    or for ``maxTriggerDelay`` after the previous one, as Spark's source does
+    (the first micro-batch never waits).
     """
+
+    #: Milliseconds for ``maxTriggerDelay``: Spark's own trigger clock is the wall clock.
+    clock_ms: Callable[[], float] = staticmethod(lambda: time.monotonic() * 1000)
 
     def __init__(self, opts: ReadOptions, schema: StructType) -> None:
         self.opts = opts
         self.schema = schema
+        #: When the last micro-batch was let through (None: none yet).
+        self._last_trigger_ms: float | None = None
         #: Offsets that Trigger.AvailableNow stops at.
         self._target: dict[TopicAndPartition, int] | None = None
         self._latest: dict[TopicAndPartition, int] | None = None
@@ -140,12 +149,30 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         latest = self._available()
+        begin = from_json(start)
+        if self._delayed(begin, latest):
+            return start
         if isinstance(limit, ReadMaxRows):
-            begin = from_json(start)
             new = [tp for tp in latest if tp not in begin]
             begin.update(_worker.offsets_at(self.opts.client, new, OFFSET_EARLIEST))
             latest = rate_limit(begin, latest, limit.max_rows)
         return to_json(latest)
+
+    def _delayed(
+        self, begin: dict[TopicAndPartition, int], latest: dict[TopicAndPartition, int]
+    ) -> bool:
+        """``minOffsetsPerTrigger``: hold the micro-batch back while too few records
+        arrived and ``maxTriggerDelay`` has not passed (never under AvailableNow)."""
+        minimum = self.opts.min_offsets_per_trigger
+        if minimum is None or self._target is not None:
+            return False
+        now = self.clock_ms()
+        last = self._last_trigger_ms
+        if last is not None and now - last < self.opts.max_trigger_delay_ms:
+            if too_few(begin, latest, minimum):
+                return True
+        self._last_trigger_ms = now
+        return False
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger is None:

@@ -307,6 +307,63 @@ class KafkaSparkParityTests(SynchronousTestCase):
                 self.assertTrue(all(n <= limit for n in afkak_sizes + kafka_sizes), name)
                 self.assertEqual(afkak_sizes, kafka_sizes, name)
 
+    def trigger_batches(self, options: Mapping[str, str], phases: list[tuple[int, int]]) -> None:
+        """Both connectors stream a new topic (0.2 s processing-time trigger) while
+        *phases* write ``(records, batches expected after them)``: both must cut the
+        same micro-batches, of the sizes ``minOffsetsPerTrigger``/``maxTriggerDelay`` give."""
+        topic = f"parity-{os.getpid()}-trigger-{int(time.time() * 1000)}"
+        self.broker.create_topic(topic, 1)
+        client = KafkaClient(
+            self.broker.bootstrap, clientId="parity", endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(client.close()))
+        queries = {}
+        for fmt in ("afkak", "kafka"):
+            queries[fmt] = (
+                self.load(fmt, {"subscribe": topic, "startingOffsets": "earliest", **options}, True)
+                .writeStream.format("memory")
+                .queryName(f"trigger_{fmt}_{topic.replace('-', '_')}")
+                .option("checkpointLocation", os.path.join(self.tmp, f"trigger-{fmt}"))
+                .trigger(processingTime="200 milliseconds")
+                .start()
+            )
+            self.addCleanup(queries[fmt].stop)
+        written = 0
+
+        def sizes(query: Any) -> list[int]:
+            return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
+        for count, batches in phases:
+            _send(
+                client,
+                topic,
+                0,
+                [Message(0, 0, None, b"%d" % (written + i)) for i in range(count)],
+                CODEC_NONE,
+            )
+            written += count
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and any(
+                len(sizes(q)) < batches for q in queries.values()
+            ):
+                time.sleep(0.2)
+            # a few more triggers run: none may cut a batch the phase does not expect
+            time.sleep(2)
+            got = {fmt: sizes(q) for fmt, q in queries.items()}
+            self.assertEqual(len(got["kafka"]), batches, got)
+            self.assertEqual(got["afkak"], got["kafka"])
+        self.assertEqual(sum(sizes(queries["afkak"])), written)
+
+    def test_stream_min_offsets_per_trigger(self) -> None:
+        """A micro-batch waits for minOffsetsPerTrigger records (the first one never waits)."""
+        options = {"minOffsetsPerTrigger": "30", "maxTriggerDelay": "1h"}
+        self.trigger_batches(options, [(10, 1), (10, 1), (25, 2)])
+
+    def test_stream_max_trigger_delay(self) -> None:
+        """Too few records still make a micro-batch once maxTriggerDelay passed."""
+        options = {"minOffsetsPerTrigger": "1000", "maxTriggerDelay": "3s"}
+        self.trigger_batches(options, [(10, 1), (5, 2)])
+
     def test_write_read_back_by_the_other(self) -> None:
         """Rows written by one connector read back exactly by both."""
         rows = [

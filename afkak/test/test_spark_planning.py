@@ -11,6 +11,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 from hypothesis import given, settings, strategies as st
 from twisted.internet.task import Clock
@@ -41,6 +42,7 @@ try:
         resolve,
         split_ranges,
         to_json,
+        too_few,
     )
     from afkak.spark._rows import (
         HEADERS_TYPE,
@@ -95,6 +97,19 @@ class ReadOptionTests(Case):
         self.assertTrue(batch.fail_on_data_loss)
         stream = parse_read_options({**BOOT, "subscribe": "a"}, streaming=True)
         self.assertEqual(stream.starting, -1)
+
+    def test_min_offsets_per_trigger_and_max_trigger_delay(self) -> None:
+        stream = parse_read_options({**BOOT, "subscribe": "a"}, streaming=True)
+        self.assertEqual(
+            (stream.min_offsets_per_trigger, stream.max_trigger_delay_ms), (None, 900_000)
+        )
+        for delay, ms in [("30s", 30_000), ("15m", 900_000), ("250ms", 250), ("2h", 7_200_000),
+                          ("1d", 86_400_000), ("1500", 1500), (" 2 min ", 120_000)]:  # fmt: skip
+            opts = parse_read_options(
+                {**BOOT, "subscribe": "a", "minOffsetsPerTrigger": "50", "maxTriggerDelay": delay},
+                streaming=True,
+            )
+            self.assertEqual((opts.min_offsets_per_trigger, opts.max_trigger_delay_ms), (50, ms))
 
     def test_subscribe_pattern(self) -> None:
         opts = parse_read_options({**BOOT, "subscribePattern": "ev.*"}, streaming=True)
@@ -169,7 +184,9 @@ class ReadOptionTests(Case):
             ({**BOOT, "subscribe": "t", "kafka.sasl.kerberos.service.name": "k"}, "unsupported"),
             ({**BOOT, "subscribe": "t", "subscribePattern": "t.*"}, "subscribePattern"),
             ({**BOOT, "subscribePattern": "t(["}, "not a regular expression"),
-            ({**BOOT, "subscribe": "t", "minOffsetsPerTrigger": "5"}, "'minOffsetsPerTrigger'"),
+            ({**BOOT, "subscribe": "t", "minOffsetsPerTrigger": "0"}, "at least 1"),
+            ({**BOOT, "subscribe": "t", "maxTriggerDelay": "soon"}, "duration"),
+            ({**BOOT, "subscribe": "t", "maxTriggerDelay": "5 weeks"}, "duration"),
             ({**BOOT, "subscribe": "t", "startingTimestamp": "-1"}, "at least 0"),
             ({**BOOT, "subscribe": "t", "endingOffsetsByTimestamp": "latest"}, "cannot be"),
             (
@@ -395,6 +412,51 @@ class PlanningTests(Case):
         self.assertEqual(rate_limit(start, latest, 1000), latest)
         new = {**latest, TP("t", 3): 50}
         self.assertEqual(rate_limit(start, new, 40)[TP("t", 3)], 50)
+
+    def test_too_few(self) -> None:
+        start = {TP("t", 0): 10, TP("t", 1): 0}
+        self.assertTrue(too_few(start, {TP("t", 0): 15, TP("t", 1): 4}, 10))
+        self.assertFalse(too_few(start, {TP("t", 0): 15, TP("t", 1): 5}, 10))
+        # a partition missing from the start counts from offset 0
+        self.assertFalse(too_few(start, {TP("t", 0): 10, TP("t", 2): 10}, 10))
+
+
+class TriggerDelayTests(Case):
+    """minOffsetsPerTrigger / maxTriggerDelay as Spark's Kafka source decides them."""
+
+    def reader(self, **options: str) -> Any:
+        from pyspark.sql.types import StructType
+
+        from afkak.spark._source import StreamReader
+
+        opts = parse_read_options({**BOOT, "subscribe": "t", **options}, streaming=True)
+        reader = StreamReader(opts, StructType([]))
+        self.now = 0.0
+        reader.clock_ms = lambda: self.now  # type: ignore[method-assign]
+        return reader
+
+    def test_waits_for_records_or_the_delay(self) -> None:
+        reader = self.reader(minOffsetsPerTrigger="100", maxTriggerDelay="10s")
+        start, few, many = {TP("t", 0): 0}, {TP("t", 0): 5}, {TP("t", 0): 100}
+        self.assertFalse(reader._delayed(start, few))  # the first micro-batch never waits
+        self.now = 1000.0
+        self.assertTrue(reader._delayed(few, {TP("t", 0): 50}))
+        self.assertFalse(reader._delayed(few, {TP("t", 0): 105}))  # enough records
+        self.now = 9_000.0
+        self.assertTrue(reader._delayed(many, {TP("t", 0): 101}))
+        self.now = 11_000.0  # 10 s after the last micro-batch
+        self.assertFalse(reader._delayed(many, {TP("t", 0): 101}))
+        self.assertTrue(reader._delayed(many, {TP("t", 0): 102}))
+
+    def test_without_a_minimum_or_under_available_now_nothing_waits(self) -> None:
+        start, latest = {TP("t", 0): 0}, {TP("t", 0): 1}
+        plain = self.reader()
+        self.assertEqual([plain._delayed(start, latest) for _ in range(2)], [False, False])
+        available_now = self.reader(minOffsetsPerTrigger="100")
+        available_now._target = dict(latest)  # prepareForTriggerAvailableNow ran
+        self.assertEqual([available_now._delayed(start, latest) for _ in range(2)], [False, False])
+        waiting = self.reader(minOffsetsPerTrigger="100")
+        self.assertEqual([waiting._delayed(start, latest) for _ in range(2)], [False, True])
 
 
 class RowTests(Case):
