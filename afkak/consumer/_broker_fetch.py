@@ -18,6 +18,7 @@ answers that partition's request, and its fetcher retries (or resets) alone.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from weakref import WeakKeyDictionary, ref
 
@@ -25,9 +26,11 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from afkak.client._interlayer import FetchCall
-from afkak.common import BrokerMetadata, ErrorCode, FetchRequest, TopicAndPartition
+from afkak.common import BrokerMetadata, FetchRequest, TopicAndPartition
 from afkak.metrics import ConsumerSensors, registry_of
 from afkak.records.aborted import READ_UNCOMMITTED
+
+from ._fetch_session import FetchSessionHandler, Position, SessionRequest
 
 __all__ = ["broker_fetcher", "fetch_requests", "BrokerFetcher", "PartitionAnswer"]
 
@@ -36,15 +39,6 @@ __all__ = ["broker_fetcher", "fetch_requests", "BrokerFetcher", "PartitionAnswer
 #: None with a top-level error.
 PartitionAnswer = tuple[int, Any]
 
-#: The session is gone; start a new one.
-_SESSION_ERRORS = frozenset(
-    {
-        ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-        ErrorCode.INVALID_FETCH_SESSION_EPOCH,
-        ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
-    }
-)
-_INT32_MAX = 2**31 - 1
 #: The bound of a whole Fetch response: the Java client's ``fetch.max.bytes``
 #: default (50 MiB).  Each partition's share is its consumer's ``buffer_size``
 #: (``max.partition.fetch.bytes``); the broker returns at least one batch.
@@ -114,11 +108,7 @@ class BrokerFetcher:
         self._in_flight: Deferred[Any] | None = None
         self._scheduled: Any = None
         self._sending = self._send_again = False
-        # The session: its id (0: none), the epoch of the next request, and
-        # what the broker holds for each partition in it: (offset, max bytes).
-        self._session_id = 0
-        self._epoch = 0
-        self._session: dict[TopicAndPartition, tuple[int, int]] = {}
+        self.session = FetchSessionHandler()
 
     def fetch(
         self,
@@ -181,64 +171,52 @@ class BrokerFetcher:
         client = self._client()
         if not wants or client is None:
             return
-        if self._session_id:
-            session = self._session
-            changed = [k for k, w in wants.items() if session.get(k) != (w.offset, w.max_bytes)]
-            forgotten = [k for k in session if k not in wants]
-        else:
-            changed, forgotten = list(wants), []
-        changed_set = set(changed)
+        sent = self.session.build({k: (w.offset, w.max_bytes) for k, w in wants.items()})
         call = FetchCall(
             [
                 FetchRequest(k.topic, k.partition, wants[k].offset, wants[k].max_bytes)
-                for k in changed
+                for k in sent.to_send
             ],
             min(w.max_wait_ms for w in wants.values()),
             min(w.min_bytes for w in wants.values()),
             client.topic_ids,
             self.isolation_level,
             max_bytes=FETCH_MAX_BYTES,
-            session_id=self._session_id,
-            session_epoch=self._epoch,
-            forgotten=forgotten,
-            unchanged=[k for k in wants if k not in changed_set],
+            session_id=sent.session_id,
+            session_epoch=sent.epoch,
+            forgotten=sent.forgotten,
+            unchanged=sent.unchanged,
         )
-        covered = {k: (w.offset, w.max_bytes) for k, w in wants.items()}
         self.requests += 1
         d = self._in_flight = client.send_request_to_broker(
             self.broker, call, timeout=client.timeout + call.max_wait_ms / 1000
         )
         sent_at = self._sensors.now()
-        d.addCallbacks(self._answered, self._failed, (call, covered, sent_at), None, (covered,))
+        d.addCallbacks(self._answered, self._failed, (call, sent, sent_at), None, (sent,))
 
     def _answered(
-        self,
-        response: Any,
-        call: FetchCall,
-        covered: dict[TopicAndPartition, tuple[int, int]],
-        sent_at: float,
+        self, response: Any, call: FetchCall, sent: SessionRequest, sent_at: float
     ) -> None:
         # Still "in flight" while handing out: the consumers fed ask again
         # without scheduling, and all go in the request sent at the end.
         error = response.error_code
-        if error in _SESSION_ERRORS:
-            self._end_session()
+        if not self.session.handle_response(sent, error, response.session_id):
+            pass  # a session error: the partitions go in the next, full, request
         elif error and not response.responses:
-            self._end_session()
-            self._answer_all(covered, (error, None))
+            self.session.handle_error()
+            self._answer_all(sent.partitions, (error, None))
         else:
-            self._update_session(call, response.session_id, covered)
             try:
-                size = self._hand_out(response, call, covered)
+                size = self._hand_out(response, call, sent.partitions)
                 self._sensors.fetched(sent_at, size, response.throttle_time_ms)
             except Exception:
-                self._end_session()
-                self._answer_all(covered, Failure())
+                self.session.handle_error()
+                self._answer_all(sent.partitions, Failure())
         self._next()
 
-    def _failed(self, failure: Failure, covered: dict[TopicAndPartition, tuple[int, int]]) -> None:
-        self._end_session()
-        self._answer_all(covered, failure)
+    def _failed(self, failure: Failure, sent: SessionRequest) -> None:
+        self.session.handle_error()
+        self._answer_all(sent.partitions, failure)
         self._next()
 
     def _next(self) -> None:
@@ -246,28 +224,8 @@ class BrokerFetcher:
         if self._wants:
             self._send()
 
-    def _update_session(
-        self, call: FetchCall, session_id: int, covered: dict[TopicAndPartition, tuple[int, int]]
-    ) -> None:
-        if not session_id or (self._session_id and session_id != self._session_id):
-            self._end_session()  # none granted (or before v7), or the broker closed it
-            return
-        if not self._session_id:
-            self._session_id, self._session = session_id, dict(covered)
-        else:
-            for key in call.forgotten:
-                del self._session[key]
-            for p in call.payloads:
-                self._session[TopicAndPartition(p.topic, p.partition)] = covered[
-                    TopicAndPartition(p.topic, p.partition)
-                ]
-        self._epoch = self._epoch % _INT32_MAX + 1
-
-    def _end_session(self) -> None:
-        self._session_id, self._epoch, self._session = 0, 0, {}
-
     def _hand_out(
-        self, response: Any, call: FetchCall, covered: dict[TopicAndPartition, tuple[int, int]]
+        self, response: Any, call: FetchCall, covered: Mapping[TopicAndPartition, Position]
     ) -> int:
         """Answer the partitions that have records or an error; the others ask again.
 
@@ -293,7 +251,7 @@ class BrokerFetcher:
         return size
 
     def _answer_all(
-        self, covered: dict[TopicAndPartition, tuple[int, int]], answer: PartitionAnswer | Failure
+        self, covered: Mapping[TopicAndPartition, Position], answer: PartitionAnswer | Failure
     ) -> None:
         for key, (offset, _) in covered.items():
             self._answer(key, offset, answer)

@@ -208,7 +208,7 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
                 )
             leader = self.client.topics_to_brokers[TopicAndPartition(self.topic, 0)].node_id
             fetcher = _SHARED[self.client][(leader, READ_UNCOMMITTED)]
-            sessions.append((fetcher._session_id, fetcher._epoch))
+            sessions.append((fetcher.session.session_id, fetcher.session.epoch))
         [(first_id, first_epoch), (second_id, second_epoch)] = sessions
         self.assertNotEqual(first_id, 0, "no fetch session granted")
         self.assertEqual(second_id, first_id)
