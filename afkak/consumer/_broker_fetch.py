@@ -1,5 +1,8 @@
 """One Fetch per broker for every Consumer of a KafkaClient, with KIP-227 fetch sessions.
 
+The client owns the fetchers: its :class:`FetchManager` (``client.shared``)
+holds one :class:`BrokerFetcher` per broker and isolation level.
+
 A partition's fetcher asks (:meth:`BrokerFetcher.fetch`) only when its
 consumer has room for more records, so a consumer whose processor is busy or
 whose buffer is full is simply not in the next request: backpressure stays
@@ -11,20 +14,22 @@ share their first request.
 
 Where the broker grants a fetch session, a request carries only the
 partitions that joined it or moved on, and names those to forget; a session
-error starts over with a full fetch.  Brokers without sessions get full
-fetches.  Errors, leader moves and offset resets stay per partition: an error
-answers that partition's request, and its fetcher retries (or resets) alone.
+error starts over with a full fetch (each fetcher's
+:class:`~._fetch_session.FetchSessionHandler` keeps the session).  Brokers
+without sessions get full fetches.  Errors, leader moves and offset resets
+stay per partition: an error answers that partition's request, and its
+fetcher retries (or resets) alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from weakref import WeakKeyDictionary, ref
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from afkak.client import ConsumerClient
 from afkak.client._interlayer import FetchCall
 from afkak.common import BrokerMetadata, FetchRequest, TopicAndPartition
 from afkak.metrics import ConsumerSensors, registry_of
@@ -32,7 +37,7 @@ from afkak.records.aborted import READ_UNCOMMITTED
 
 from ._fetch_session import FetchSessionHandler, Position, SessionRequest
 
-__all__ = ["broker_fetcher", "fetch_requests", "BrokerFetcher", "PartitionAnswer"]
+__all__ = ["BrokerFetcher", "FetchManager", "PartitionAnswer"]
 
 #: What a partition's request gets: the error code and the partition's part of
 #: the Fetch response (``records``, ``high_watermark``, ``aborted_transactions``...),
@@ -44,31 +49,37 @@ PartitionAnswer = tuple[int, Any]
 #: (``max.partition.fetch.bytes``); the broker returns at least one batch.
 FETCH_MAX_BYTES = 50 * 1024 * 1024
 
-_SHARED: WeakKeyDictionary[Any, dict[tuple[int, int], BrokerFetcher]] = WeakKeyDictionary()
 
+class FetchManager:
+    """The Fetch requests of one client's consumers: one :class:`BrokerFetcher` per broker
+    and isolation level.
 
-def broker_fetcher(
-    client: Any, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED
-) -> BrokerFetcher:
-    """The fetcher that *client*'s consumers of *isolation_level* share for *broker*.
-
-    A Fetch request has one isolation level, so ``read_committed`` consumers
-    share their own fetcher (and fetch session).
+    The client holds it (``client.shared(FetchManager)``), so it lives and
+    goes with the client, and the consumers of one client share it.  A Fetch
+    request has one isolation level, so ``read_committed`` consumers share
+    fetchers (and fetch sessions) of their own.
     """
-    fetchers = _SHARED.get(client)
-    if fetchers is None:
-        fetchers = _SHARED[client] = {}
-    fetcher = fetchers.get((broker.node_id, isolation_level))
-    if fetcher is None:
-        fetcher = fetchers[broker.node_id, isolation_level] = BrokerFetcher(
-            client, broker, isolation_level
-        )
-    return fetcher
 
+    def __init__(self, client: ConsumerClient) -> None:
+        self._client = client
+        #: ``(node id, isolation level) -> BrokerFetcher``.
+        self.fetchers: dict[tuple[int, int], BrokerFetcher] = {}
 
-def fetch_requests(client: Any) -> int:
-    """How many Fetch requests *client*'s consumers have sent (benchmarks and tests count them)."""
-    return sum(f.requests for f in _SHARED.get(client, {}).values())
+    def fetcher(
+        self, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED
+    ) -> BrokerFetcher:
+        """The fetcher for *broker* at *isolation_level*, made on first use."""
+        fetcher = self.fetchers.get((broker.node_id, isolation_level))
+        if fetcher is None:
+            fetcher = self.fetchers[broker.node_id, isolation_level] = BrokerFetcher(
+                self._client, broker, isolation_level
+            )
+        return fetcher
+
+    @property
+    def requests(self) -> int:
+        """How many Fetch requests were sent (benchmarks and tests count them)."""
+        return sum(f.requests for f in self.fetchers.values())
 
 
 class _Want:
@@ -95,10 +106,12 @@ class BrokerFetcher:
     """The Fetch requests of one client to one broker, and its fetch session."""
 
     def __init__(
-        self, client: Any, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED
+        self,
+        client: ConsumerClient,
+        broker: BrokerMetadata,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> None:
-        # Weakly: the fetchers are kept per client in a WeakKeyDictionary.
-        self._client = ref(client)
+        self._client = client
         self.broker = broker
         self.isolation_level = isolation_level
         self._sensors = registry_of(client).shared(ConsumerSensors)
@@ -133,9 +146,8 @@ class BrokerFetcher:
         return want.deferred
 
     def _schedule(self) -> None:
-        client = self._client()
-        if self._scheduled is None and self._in_flight is None and client is not None:
-            self._scheduled = client.reactor.callLater(0, self._send)
+        if self._scheduled is None and self._in_flight is None:
+            self._scheduled = self._client.reactor.callLater(0, self._send)
 
     def _live(self) -> dict[TopicAndPartition, _Want]:
         """Each partition's waiting request from the lowest offset.
@@ -168,9 +180,9 @@ class BrokerFetcher:
 
     def _send_one(self) -> None:
         wants = self._live()
-        client = self._client()
-        if not wants or client is None:
+        if not wants:
             return
+        client = self._client
         sent = self.session.build({k: (w.offset, w.max_bytes) for k, w in wants.items()})
         call = FetchCall(
             [
@@ -192,7 +204,9 @@ class BrokerFetcher:
             self.broker, call, timeout=client.timeout + call.max_wait_ms / 1000
         )
         sent_at = self._sensors.now()
-        d.addCallbacks(self._answered, self._failed, (call, sent, sent_at), None, (sent,))
+        d.addCallbacks(
+            self._answered, self._failed, callbackArgs=(call, sent, sent_at), errbackArgs=(sent,)
+        )
 
     def _answered(
         self, response: Any, call: FetchCall, sent: SessionRequest, sent_at: float
