@@ -1,10 +1,13 @@
 """Consumer: afkak's documented single-partition consumer, on the modern protocol.
 
-The consumer is a small state machine driven by :meth:`Consumer._pump`:
-at most one fetch is in flight, at most one fetched response waits while the
-processor works (fetch-ahead, bounded), and the processor is called again
-only once the Deferred it returned has fired (backpressure).  Its settings
-are checked in :mod:`._options`, and its commits are a :class:`._committer.Committer`'s.
+The consumer is a small state machine (:mod:`._states`) driven by
+:meth:`Consumer._pump`: at most one fetch is in flight, at most one fetched
+response waits while the processor works (the fetch-ahead slot,
+:class:`._fetch_ahead.FetchAhead`), and the processor is called again only
+once the Deferred it returned has fired (backpressure).  Its settings are
+checked in :mod:`._options` (and read and set as attributes through
+:class:`._options.Setting`), and its commits are a
+:class:`._committer.Committer`'s.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
 from ._deserialize import checked, deserializing
+from ._fetch_ahead import FetchAhead, SlotState
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
 from ._options import (
@@ -207,9 +211,8 @@ class Consumer:
         self._shutdown_d: Deferred[int | None] | None = None
         # The offset of the next fetch (a special value until looked up).
         self._fetch_offset = 0
-        self._fetching: Deferred[FetchedRecords] | None = None
-        # A fetched response (or the error that ended fetching) not taken yet.
-        self._buffered: FetchedRecords | Failure | None = None
+        # The fetch under way, or the response (or error) it gave, not taken yet.
+        self._ahead = FetchAhead()
         # The response taken for processing, decoded after a reactor turn.
         self._current: FetchedRecords | None = None
         self._turn: Any = None
@@ -639,14 +642,16 @@ class Consumer:
                     return
                 if self._paused:
                     return
+                ahead = self._ahead
                 idle = self._processing is None and self._next_index >= len(self._remaining)
-                if idle and self._current is None and self._buffered is not None:
-                    if isinstance(self._buffered, Failure):
-                        self._fail(self._buffered)
+                if idle and self._current is None and ahead.state is SlotState.FILLED:
+                    taken = ahead.take()
+                    if isinstance(taken, Failure):
+                        self._fail(taken)
                         return
-                    self._current, self._buffered = self._buffered, None
+                    self._current = taken
                     self._turn = self.client.reactor.callLater(0, self._after_a_turn)
-                if self._fetching is None and self._buffered is None:
+                if ahead.state is SlotState.EMPTY:
                     self._fetch()
                 if self._processing is None and self._next_index < len(self._remaining):
                     self._deliver(self._next_block())
@@ -675,7 +680,7 @@ class Consumer:
 
     def _fetch(self) -> None:
         d = Deferred.fromCoroutine(self._next_records(self._fetch_offset))
-        self._fetching = d
+        self._ahead.fetching(d)
         d.addCallbacks(self._fetched, self._fetch_failed, callbackArgs=(d,), errbackArgs=(d,))
 
     async def _next_records(self, offset: int) -> FetchedRecords:
@@ -690,9 +695,8 @@ class Consumer:
         return offset
 
     def _fetched(self, fetched: FetchedRecords, d: Deferred[FetchedRecords]) -> None:
-        if d is not self._fetching:
+        if not self._ahead.fill(d, fetched):
             return
-        self._fetching = None
         self._fetch_offset = fetched.next_offset
         self._high_watermark = fetched.high_watermark
         self._last_stable_offset = fetched.last_stable_offset
@@ -703,30 +707,25 @@ class Consumer:
             fetched.high_watermark,
             fetched.last_stable_offset,
         )
-        self._buffered = fetched
         self._pump()
 
     def _fetch_failed(self, failure: Failure, d: Deferred[FetchedRecords]) -> None:
-        if d is not self._fetching:
-            return None  # cancelled by stop() or shutdown()
-        # Buffered in place of a response: what was fetched before is processed first.
-        self._fetching = None
-        self._buffered = failure
-        self._pump()
+        # Held in place of a response: what was fetched before is processed first.
+        if self._ahead.fill(d, failure):  # else cancelled by stop(), seek() or pause()
+            self._pump()
         return None
 
     def _drop_fetched(self) -> None:
         """Forget every fetched message not yet given to the processor."""
-        self._buffered = self._current = None
+        self._ahead.drop()
+        self._current = None
         self._remaining, self._next_index = [], 0
         turn, self._turn = self._turn, None
         if turn is not None and turn.active():
             turn.cancel()
 
     def _cancel_fetch(self) -> None:
-        fetching, self._fetching = self._fetching, None
-        if fetching is not None:
-            fetching.cancel()
+        self._ahead.cancel()
 
     def _next_block(self) -> list[SourcedMessage]:
         """The next messages for the processor: at most ``auto_commit_every_n`` with a group."""
@@ -887,8 +886,8 @@ class Consumer:
     def _next_offset(self) -> int:
         if self._next_index < len(self._remaining):
             return int(self._remaining[self._next_index].offset)
-        for fetched in (self._current, self._buffered):
-            if isinstance(fetched, FetchedRecords):
+        for fetched in (self._current, self._ahead.waiting):
+            if fetched is not None:
                 return fetched.offset
         return self._fetch_offset
 
