@@ -24,7 +24,9 @@ from afkak.metrics import ConnectionSensors, Metrics
 
 log = Logger()
 
-_OPEN = frozenset({State.NEGOTIATING, State.AUTHENTICATING, State.READY})
+_OPEN = frozenset(
+    {State.NEGOTIATING, State.AUTHENTICATING, State.READY, State.REAUTHENTICATING}
+)
 
 EndpointFactory = Callable[[Any, str, int], IStreamClientEndpoint]
 
