@@ -334,15 +334,7 @@ class BrokerConnection:
         if self._authenticator is None:
             self._fire(Event.AUTHENTICATED)
             return
-        protocol = self._protocol
-        assert protocol is not None
-        authenticating = self._run_authenticator(protocol)
-        authenticating.addCallbacks(
-            self._authenticated,
-            self._authentication_failed,
-            callbackArgs=(protocol,),
-            errbackArgs=(protocol,),
-        )
+        self._run_authenticator(self._authenticated)
 
     def _become_ready(self) -> None:
         self._failures = 0
@@ -354,15 +346,7 @@ class BrokerConnection:
     def _reauthenticate(self) -> None:
         """KIP-368: authenticate again on the same connection; requests queue meanwhile."""
         log.debug("{broker}: re-authenticating", broker=self)
-        protocol = self._protocol
-        assert protocol is not None
-        authenticating = self._run_authenticator(protocol)
-        authenticating.addCallbacks(
-            self._reauthenticated,
-            self._authentication_failed,
-            callbackArgs=(protocol,),
-            errbackArgs=(protocol,),
-        )
+        self._run_authenticator(self._reauthenticated)
 
     def _back_off(self, reason: BaseException) -> None:
         self._stop_authenticating()
@@ -548,16 +532,21 @@ class BrokerConnection:
             self._schedule_reauthentication(lifetime_ms, protocol)
             self._fire(Event.AUTHENTICATED)
 
-    def _run_authenticator(self, protocol: BrokerProtocol) -> Deferred[Any]:
-        """The authenticator's Deferred, cancelled if it takes longer than a request may.
+    def _run_authenticator(self, done: Callable[[object, BrokerProtocol], None]) -> None:
+        """Run the authenticator on this connection: *done* gets the session lifetime.
 
-        Its own requests time out by themselves; this bounds what it awaits
-        besides them (a token provider, say), so no connection waits forever.
+        Cancelled if it takes longer than a request may: its own requests
+        time out by themselves; this bounds what it awaits besides them (a
+        token provider, say), so no connection waits forever.  A failure
+        drops the connection (:meth:`_authentication_failed`).
         """
-        assert self._authenticator is not None
+        protocol = self._protocol
+        assert self._authenticator is not None and protocol is not None
         authenticating = maybeDeferred(self._authenticator, partial(self._send_now, protocol))
         self._auth_timer = self._reactor.callLater(self._request_timeout, authenticating.cancel)
-        return authenticating
+        authenticating.addCallbacks(
+            done, self._authentication_failed, callbackArgs=(protocol,), errbackArgs=(protocol,)
+        )
 
     def _end_authentication_timer(self) -> None:
         if self._auth_timer is not None and self._auth_timer.active():

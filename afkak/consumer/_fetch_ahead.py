@@ -44,11 +44,12 @@ class SlotEvent(enum.Enum):
 S, E = SlotState, SlotEvent
 
 TABLE = TransitionTable(
-    {
+    transitions={
         (S.EMPTY, E.FETCH): S.FETCHING,
-        (S.FETCHING, E.FILL): S.FILLED,
+        (S.FETCHING, E.FILL): S.FILLED,  # a response, or the failure that ended fetching
+        (S.FILLED, E.TAKE): S.EMPTY,  # by the idle processor: the next fetch goes out
+        # pause() and seek() cancel a fetch under way; seek() and stop() drop a response.
         (S.FETCHING, E.CANCEL): S.EMPTY,
-        (S.FILLED, E.TAKE): S.EMPTY,
         (S.FILLED, E.DROP): S.EMPTY,
     },
     ignored=[(S.EMPTY, E.CANCEL), (S.FILLED, E.CANCEL), (S.EMPTY, E.DROP), (S.FETCHING, E.DROP)],

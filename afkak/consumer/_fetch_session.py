@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import attrs
+
 from afkak.common import ErrorCode, TopicAndPartition
 
 __all__ = ["SESSION_ERRORS", "FetchSessionHandler", "SessionRequest"]
@@ -32,6 +34,7 @@ _INT32_MAX = 2**31 - 1
 Position = tuple[int, int]
 
 
+@attrs.frozen
 class SessionRequest:
     """One Fetch as the session sees it (:meth:`FetchSessionHandler.build`).
 
@@ -41,23 +44,12 @@ class SessionRequest:
     position.  ``session_id`` and ``epoch`` go on the wire as they are.
     """
 
-    __slots__ = ("to_send", "forgotten", "unchanged", "partitions", "session_id", "epoch")
-
-    def __init__(
-        self,
-        to_send: list[TopicAndPartition],
-        forgotten: list[TopicAndPartition],
-        unchanged: list[TopicAndPartition],
-        partitions: Mapping[TopicAndPartition, Position],
-        session_id: int,
-        epoch: int,
-    ) -> None:
-        self.to_send = to_send
-        self.forgotten = forgotten
-        self.unchanged = unchanged
-        self.partitions = partitions
-        self.session_id = session_id
-        self.epoch = epoch
+    to_send: list[TopicAndPartition]
+    forgotten: list[TopicAndPartition]
+    unchanged: list[TopicAndPartition]
+    partitions: Mapping[TopicAndPartition, Position]
+    session_id: int
+    epoch: int
 
 
 class FetchSessionHandler:
