@@ -213,19 +213,19 @@ class BrokerFetcher:
     ) -> None:
         # Still "in flight" while handing out: the consumers fed ask again
         # without scheduling, and all go in the request sent at the end.
+        # After a session error nothing is answered: the next, full, request asks again.
         error = response.error_code
-        if not self.session.handle_response(sent, error, response.session_id):
-            pass  # a session error: the partitions go in the next, full, request
-        elif error and not response.responses:
-            self.session.handle_error()
-            self._answer_all(sent.partitions, (error, None))
-        else:
-            try:
-                size = self._hand_out(response, call, sent.partitions)
-                self._sensors.fetched(sent_at, size, response.throttle_time_ms)
-            except Exception:
+        if self.session.handle_response(sent, error, response.session_id):
+            if error and not response.responses:
                 self.session.handle_error()
-                self._answer_all(sent.partitions, Failure())
+                self._answer_all(sent.partitions, (error, None))
+            else:
+                try:
+                    size = self._hand_out(response, call, sent.partitions)
+                    self._sensors.fetched(sent_at, size, response.throttle_time_ms)
+                except Exception:
+                    self.session.handle_error()
+                    self._answer_all(sent.partitions, Failure())
         self._next()
 
     def _failed(self, failure: Failure, sent: SessionRequest) -> None:
