@@ -10,7 +10,7 @@ compressed with the wrapper's codec: nothing is ever written as an opaque
 compressed blob.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from afkak._errors import DecodeError
@@ -29,8 +29,6 @@ from afkak.codec import (
     has_zstd,
 )
 from afkak.common import Message, UnsupportedCodecError
-from afkak.records import RecordBatch
-from afkak.records.batch import compiled_records
 from afkak.records.legacy import encode_message_set, unwrap_message
 
 # Codec -> whether its library is installed.
@@ -180,49 +178,3 @@ def _codec_of(message: Any) -> int:
     if isinstance(message, tuple) and len(message) == 4 and type(message[1]) is int:
         return message[1] & CODEC_MASK
     return 0
-
-
-def fetched_messages(
-    batches: Iterable[RecordBatch], offset: int, prefix: tuple[Any, ...], cls: type[tuple]
-) -> list[Any]:
-    """``cls(*prefix, offset, Message)`` for every data record of *batches* at or after *offset*.
-
-    How fetched records reach afkak's API (``OffsetAndMessage`` with no
-    prefix, ``SourcedMessage`` with ``(topic, partition)``): control batches
-    are skipped, ``magic`` is the batch's, and the message carries the
-    record's timestamp and headers.  This is the hot loop of every consumer:
-    the compiled record code builds the tuples when it is built.
-    """
-    out: list[Any] = []
-    for batch in batches:
-        if batch.is_control or batch.last_offset < offset:
-            continue
-        out += _wrap(batch.fields(offset), batch.magic, prefix, cls, Message)
-    return out
-
-
-def _wrap_records(
-    records: Sequence[tuple[Any, ...]],
-    magic: int,
-    prefix: tuple[Any, ...],
-    cls: type[tuple[Any, ...]],
-    message_cls: type[Message],
-) -> list[Any]:
-    """The reference for ``_crecords.wrap_records``: tuples built as the classes build them.
-
-    ``tuple.__new__`` skips ``Message.__new__``'s checks (the record is
-    already valid); unset headers stay the class default.
-    """
-    new = tuple.__new__
-    out = []
-    for r in records:
-        # r is (offset, timestamp, timestamp_type, key, value, headers)
-        message: Message = new(message_cls, (magic, 0, r[3], r[4]))
-        message.timestamp = r[1]
-        if r[5]:
-            message.headers = r[5]
-        out.append(new(cls, prefix + (r[0], message)))
-    return out
-
-
-_wrap = _wrap_records if compiled_records() is None else compiled_records().wrap_records

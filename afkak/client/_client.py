@@ -12,7 +12,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from twisted.internet import defer
@@ -55,6 +55,7 @@ from ._routing import group_by_broker, payload_key
 from ._statistics import start_statistics
 
 log = Logger()
+T = TypeVar("T")
 
 _DEFAULT_RETRY_POLICY = reconnect_backoff()
 _ACKS = (-1, 0, 1)
@@ -195,6 +196,19 @@ class KafkaClient:
         )
         self._pending: set[Deferred[Any]] = set()
         self._closed: Deferred[None] | None = None
+        self._shared: dict[Callable[[Any], Any], Any] = {}
+
+    def shared(self, factory: Callable[[KafkaClient], T]) -> T:
+        """The one ``factory(self)`` of this client, made on first use.
+
+        What a layer above shares among all its users of this client (the
+        consumers' fetch manager) is kept here, so it lives and goes with the
+        client rather than in a registry of clients.
+        """
+        found = self._shared.get(factory)
+        if found is None:
+            found = self._shared[factory] = factory(self)
+        return found
 
     def __repr__(self) -> str:
         hosts = ",".join(format_host_port(h, p) for h, p in self._cluster.bootstrap_hosts)

@@ -16,10 +16,10 @@ from typing import Any
 from uuid import UUID
 
 from afkak.common import FetchRequest, FetchResponse, OffsetAndMessage, TopicAndPartition
-from afkak.message_set import fetched_messages
 from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import FetchRequest as FetchMsg
 from afkak.records.aborted import READ_UNCOMMITTED, committed_batches
+from afkak.records.messages import fetched_messages
 from afkak.records.reader import read_batches
 
 from ._call import TopicIds, VersionedCall, group_by_topic

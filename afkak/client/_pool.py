@@ -19,12 +19,11 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from afkak.common import BrokerMetadata
-from afkak.connection import BrokerConnection, SaslAuthenticator, SaslMechanism, State
+from afkak.connection import BrokerConnection, SaslAuthenticator, SaslMechanism
+from afkak.connection._interlayer import CONNECTED_STATES
 from afkak.metrics import ConnectionSensors, Metrics
 
 log = Logger()
-
-_OPEN = frozenset({State.NEGOTIATING, State.AUTHENTICATING, State.READY})
 
 EndpointFactory = Callable[[Any, str, int], IStreamClientEndpoint]
 
@@ -152,7 +151,7 @@ class ConnectionPool:
     def connection_count(self) -> int:
         """Connections with an open TCP connection (the ``connection-count`` metric)."""
         conns = [*(c for lane in self.lanes() for c in lane.values()), *self._ephemeral]
-        return sum(conn.state in _OPEN for conn in conns)
+        return sum(conn.state in CONNECTED_STATES for conn in conns)
 
     def on_connect_failure(
         self, conn: BrokerConnection, callback: Callable[[Failure], None]

@@ -11,7 +11,7 @@ and for the admin client.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from twisted.internet.defer import Deferred
@@ -23,6 +23,8 @@ from afkak.common import (
     OffsetRequest,
     TopicAndPartition,
 )
+
+T = TypeVar("T")
 
 __all__ = [
     "AdminClient",
@@ -139,7 +141,10 @@ class ProducerClient(BrokerRequests, ClusterMetadata, GroupRequests, Protocol):
 
 
 class ConsumerClient(BrokerRequests, ClusterMetadata, GroupRequests, Protocol):
-    """What consumers and groups use: fetches, offset lookups, commits and group requests."""
+    """What consumers and groups use: fetches, offset lookups, commits and group requests,
+    and the state the consumers of one client share (their fetch manager)."""
+
+    def shared(self, factory: Callable[[Any], T]) -> T: ...
 
 
 class AdminClient(BrokerRequests, GroupRequests, Protocol):

@@ -33,7 +33,13 @@ from afkak._broker_errors import BrokerResponseError, ErrorCode, RequestTimedOut
 from afkak._errors import BrokerConnectionError, CancelledError, ClientError, KafkaError
 from afkak._retry import reconnect_backoff
 from afkak._version import __version__
-from afkak.connection._lifecycle import CONNECTED_STATES, TABLE, Event, State
+from afkak.connection._lifecycle import (
+    AUTHENTICATED_STATES,
+    CONNECTED_STATES,
+    TABLE,
+    Event,
+    State,
+)
 from afkak.connection._protocol import BrokerProtocol
 from afkak.connection._request import PendingRequest
 from afkak.connection._throttle import client_waits
@@ -179,7 +185,6 @@ class BrokerConnection:
         self._close_waiters: list[Deferred[None]] = []
         self._reauth_call: IDelayedCall | None = None
         self._auth_timer: IDelayedCall | None = None
-        self._reauthenticating = False
         # KIP-219: nothing is written before this call fires (the broker throttles us).
         self._throttle_call: IDelayedCall | None = None
 
@@ -261,12 +266,12 @@ class BrokerConnection:
     def pause_reading(self) -> None:
         """Stop reading responses until :meth:`resume_reading`, on this and later connections."""
         self._reading_paused = True
-        if self._state is State.READY:
+        if self._state in AUTHENTICATED_STATES:
             self._transport().pauseProducing()
 
     def resume_reading(self) -> None:
         self._reading_paused = False
-        if self._state is State.READY:
+        if self._state in AUTHENTICATED_STATES:
             self._transport().resumeProducing()
 
     def disconnect(self) -> None:
@@ -329,15 +334,7 @@ class BrokerConnection:
         if self._authenticator is None:
             self._fire(Event.AUTHENTICATED)
             return
-        protocol = self._protocol
-        assert protocol is not None
-        authenticating = self._run_authenticator(protocol)
-        authenticating.addCallbacks(
-            self._authenticated,
-            self._authentication_failed,
-            callbackArgs=(protocol,),
-            errbackArgs=(protocol,),
-        )
+        self._run_authenticator(self._authenticated)
 
     def _become_ready(self) -> None:
         self._failures = 0
@@ -345,6 +342,11 @@ class BrokerConnection:
         if self._reading_paused:
             self._transport().pauseProducing()
         self._pump()
+
+    def _reauthenticate(self) -> None:
+        """KIP-368: authenticate again on the same connection; requests queue meanwhile."""
+        log.debug("{broker}: re-authenticating", broker=self)
+        self._run_authenticator(self._reauthenticated)
 
     def _back_off(self, reason: BaseException) -> None:
         self._stop_authenticating()
@@ -394,6 +396,7 @@ class BrokerConnection:
         State.NEGOTIATING: _negotiate_versions,
         State.AUTHENTICATING: _authenticate,
         State.READY: _become_ready,
+        State.REAUTHENTICATING: _reauthenticate,
         State.BACKING_OFF: _back_off,
         State.CLOSED: _shut_down,
     }
@@ -516,40 +519,34 @@ class BrokerConnection:
     def _schedule_reauthentication(self, lifetime_ms: object, protocol: BrokerProtocol) -> None:
         if isinstance(lifetime_ms, int) and lifetime_ms > 0:
             self._reauth_call = self._reactor.callLater(
-                lifetime_ms / 1000 * REAUTHENTICATE_AT, self._reauthenticate, protocol
+                lifetime_ms / 1000 * REAUTHENTICATE_AT, self._session_ending
             )
 
-    def _reauthenticate(self, protocol: BrokerProtocol) -> None:
+    def _session_ending(self) -> None:
         self._reauth_call = None
-        if protocol is not self._protocol or self._state is not State.READY:
-            return
-        log.debug("{broker}: re-authenticating", broker=self)
-        self._reauthenticating = True  # _pump holds the queue meanwhile
-        authenticating = self._run_authenticator(protocol)
-        authenticating.addCallbacks(
-            self._reauthenticated,
-            self._authentication_failed,
-            callbackArgs=(protocol,),
-            errbackArgs=(protocol,),
-        )
+        self._fire(Event.REAUTHENTICATE)
 
     def _reauthenticated(self, lifetime_ms: object, protocol: BrokerProtocol) -> None:
         self._end_authentication_timer()
-        if protocol is self._protocol and self._state is State.READY:
-            self._reauthenticating = False
+        if protocol is self._protocol:
             self._schedule_reauthentication(lifetime_ms, protocol)
-            self._pump()
+            self._fire(Event.AUTHENTICATED)
 
-    def _run_authenticator(self, protocol: BrokerProtocol) -> Deferred[Any]:
-        """The authenticator's Deferred, cancelled if it takes longer than a request may.
+    def _run_authenticator(self, done: Callable[[object, BrokerProtocol], None]) -> None:
+        """Run the authenticator on this connection: *done* gets the session lifetime.
 
-        Its own requests time out by themselves; this bounds what it awaits
-        besides them (a token provider, say), so no connection waits forever.
+        Cancelled if it takes longer than a request may: its own requests
+        time out by themselves; this bounds what it awaits besides them (a
+        token provider, say), so no connection waits forever.  A failure
+        drops the connection (:meth:`_authentication_failed`).
         """
-        assert self._authenticator is not None
+        protocol = self._protocol
+        assert self._authenticator is not None and protocol is not None
         authenticating = maybeDeferred(self._authenticator, partial(self._send_now, protocol))
         self._auth_timer = self._reactor.callLater(self._request_timeout, authenticating.cancel)
-        return authenticating
+        authenticating.addCallbacks(
+            done, self._authentication_failed, callbackArgs=(protocol,), errbackArgs=(protocol,)
+        )
 
     def _end_authentication_timer(self) -> None:
         if self._auth_timer is not None and self._auth_timer.active():
@@ -558,7 +555,6 @@ class BrokerConnection:
 
     def _stop_authenticating(self) -> None:
         self._end_authentication_timer()
-        self._reauthenticating = False
         if self._reauth_call is not None and self._reauth_call.active():
             self._reauth_call.cancel()
         self._reauth_call = None
@@ -582,7 +578,6 @@ class BrokerConnection:
                 queue
                 and protocol is not None
                 and self._state is State.READY
-                and not self._reauthenticating
                 and self._throttle_call is None
                 and self._protocol is protocol
                 and not protocol.write_paused
@@ -716,7 +711,7 @@ class BrokerConnection:
 
     def _protocol_lost(self, protocol: BrokerProtocol, reason: Failure) -> None:
         if protocol is self._protocol:
-            was_ready = self._state is State.READY
+            was_ready = self._state in AUTHENTICATED_STATES
             self._fire(Event.DROPPED, reason.value)
             if not was_ready:  # last: the requests' callbacks may close this connection
                 self._fail_queued_if_final(reason.value)

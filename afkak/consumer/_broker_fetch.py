@@ -1,5 +1,8 @@
 """One Fetch per broker for every Consumer of a KafkaClient, with KIP-227 fetch sessions.
 
+The client owns the fetchers: its :class:`FetchManager` (``client.shared``)
+holds one :class:`BrokerFetcher` per broker and isolation level.
+
 A partition's fetcher asks (:meth:`BrokerFetcher.fetch`) only when its
 consumer has room for more records, so a consumer whose processor is busy or
 whose buffer is full is simply not in the next request: backpressure stays
@@ -11,70 +14,72 @@ share their first request.
 
 Where the broker grants a fetch session, a request carries only the
 partitions that joined it or moved on, and names those to forget; a session
-error starts over with a full fetch.  Brokers without sessions get full
-fetches.  Errors, leader moves and offset resets stay per partition: an error
-answers that partition's request, and its fetcher retries (or resets) alone.
+error starts over with a full fetch (each fetcher's
+:class:`~._fetch_session.FetchSessionHandler` keeps the session).  Brokers
+without sessions get full fetches.  Errors, leader moves and offset resets
+stay per partition: an error answers that partition's request, and its
+fetcher retries (or resets) alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
-from weakref import WeakKeyDictionary, ref
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
+from afkak.client import ConsumerClient
 from afkak.client._interlayer import FetchCall
-from afkak.common import BrokerMetadata, ErrorCode, FetchRequest, TopicAndPartition
+from afkak.common import BrokerMetadata, FetchRequest, TopicAndPartition
 from afkak.metrics import ConsumerSensors, registry_of
 from afkak.records.aborted import READ_UNCOMMITTED
 
-__all__ = ["broker_fetcher", "fetch_requests", "BrokerFetcher", "PartitionAnswer"]
+from ._fetch_session import FetchSessionHandler, Position, SessionRequest
+
+__all__ = ["BrokerFetcher", "FetchManager", "PartitionAnswer"]
 
 #: What a partition's request gets: the error code and the partition's part of
 #: the Fetch response (``records``, ``high_watermark``, ``aborted_transactions``...),
 #: None with a top-level error.
 PartitionAnswer = tuple[int, Any]
 
-#: The session is gone; start a new one.
-_SESSION_ERRORS = frozenset(
-    {
-        ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-        ErrorCode.INVALID_FETCH_SESSION_EPOCH,
-        ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
-    }
-)
-_INT32_MAX = 2**31 - 1
 #: The bound of a whole Fetch response: the Java client's ``fetch.max.bytes``
 #: default (50 MiB).  Each partition's share is its consumer's ``buffer_size``
 #: (``max.partition.fetch.bytes``); the broker returns at least one batch.
 FETCH_MAX_BYTES = 50 * 1024 * 1024
 
-_SHARED: WeakKeyDictionary[Any, dict[tuple[int, int], BrokerFetcher]] = WeakKeyDictionary()
 
+class FetchManager:
+    """The Fetch requests of one client's consumers: one :class:`BrokerFetcher` per broker
+    and isolation level.
 
-def broker_fetcher(
-    client: Any, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED
-) -> BrokerFetcher:
-    """The fetcher that *client*'s consumers of *isolation_level* share for *broker*.
-
-    A Fetch request has one isolation level, so ``read_committed`` consumers
-    share their own fetcher (and fetch session).
+    The client holds it (``client.shared(FetchManager)``), so it lives and
+    goes with the client, and the consumers of one client share it.  A Fetch
+    request has one isolation level, so ``read_committed`` consumers share
+    fetchers (and fetch sessions) of their own.
     """
-    fetchers = _SHARED.get(client)
-    if fetchers is None:
-        fetchers = _SHARED[client] = {}
-    fetcher = fetchers.get((broker.node_id, isolation_level))
-    if fetcher is None:
-        fetcher = fetchers[broker.node_id, isolation_level] = BrokerFetcher(
-            client, broker, isolation_level
-        )
-    return fetcher
 
+    def __init__(self, client: ConsumerClient) -> None:
+        self._client = client
+        #: ``(node id, isolation level) -> BrokerFetcher``.
+        self.fetchers: dict[tuple[int, int], BrokerFetcher] = {}
 
-def fetch_requests(client: Any) -> int:
-    """How many Fetch requests *client*'s consumers have sent (benchmarks and tests count them)."""
-    return sum(f.requests for f in _SHARED.get(client, {}).values())
+    def fetcher(
+        self, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED
+    ) -> BrokerFetcher:
+        """The fetcher for *broker* at *isolation_level*, made on first use."""
+        fetcher = self.fetchers.get((broker.node_id, isolation_level))
+        if fetcher is None:
+            fetcher = self.fetchers[broker.node_id, isolation_level] = BrokerFetcher(
+                self._client, broker, isolation_level
+            )
+        return fetcher
+
+    @property
+    def requests(self) -> int:
+        """How many Fetch requests were sent (benchmarks and tests count them)."""
+        return sum(f.requests for f in self.fetchers.values())
 
 
 class _Want:
@@ -101,10 +106,12 @@ class BrokerFetcher:
     """The Fetch requests of one client to one broker, and its fetch session."""
 
     def __init__(
-        self, client: Any, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED
+        self,
+        client: ConsumerClient,
+        broker: BrokerMetadata,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> None:
-        # Weakly: the fetchers are kept per client in a WeakKeyDictionary.
-        self._client = ref(client)
+        self._client = client
         self.broker = broker
         self.isolation_level = isolation_level
         self._sensors = registry_of(client).shared(ConsumerSensors)
@@ -114,11 +121,7 @@ class BrokerFetcher:
         self._in_flight: Deferred[Any] | None = None
         self._scheduled: Any = None
         self._sending = self._send_again = False
-        # The session: its id (0: none), the epoch of the next request, and
-        # what the broker holds for each partition in it: (offset, max bytes).
-        self._session_id = 0
-        self._epoch = 0
-        self._session: dict[TopicAndPartition, tuple[int, int]] = {}
+        self.session = FetchSessionHandler()
 
     def fetch(
         self,
@@ -143,9 +146,8 @@ class BrokerFetcher:
         return want.deferred
 
     def _schedule(self) -> None:
-        client = self._client()
-        if self._scheduled is None and self._in_flight is None and client is not None:
-            self._scheduled = client.reactor.callLater(0, self._send)
+        if self._scheduled is None and self._in_flight is None:
+            self._scheduled = self._client.reactor.callLater(0, self._send)
 
     def _live(self) -> dict[TopicAndPartition, _Want]:
         """Each partition's waiting request from the lowest offset.
@@ -178,67 +180,57 @@ class BrokerFetcher:
 
     def _send_one(self) -> None:
         wants = self._live()
-        client = self._client()
-        if not wants or client is None:
+        if not wants:
             return
-        if self._session_id:
-            session = self._session
-            changed = [k for k, w in wants.items() if session.get(k) != (w.offset, w.max_bytes)]
-            forgotten = [k for k in session if k not in wants]
-        else:
-            changed, forgotten = list(wants), []
-        changed_set = set(changed)
+        client = self._client
+        sent = self.session.build({k: (w.offset, w.max_bytes) for k, w in wants.items()})
         call = FetchCall(
             [
                 FetchRequest(k.topic, k.partition, wants[k].offset, wants[k].max_bytes)
-                for k in changed
+                for k in sent.to_send
             ],
             min(w.max_wait_ms for w in wants.values()),
             min(w.min_bytes for w in wants.values()),
             client.topic_ids,
             self.isolation_level,
             max_bytes=FETCH_MAX_BYTES,
-            session_id=self._session_id,
-            session_epoch=self._epoch,
-            forgotten=forgotten,
-            unchanged=[k for k in wants if k not in changed_set],
+            session_id=sent.session_id,
+            session_epoch=sent.epoch,
+            forgotten=sent.forgotten,
+            unchanged=sent.unchanged,
         )
-        covered = {k: (w.offset, w.max_bytes) for k, w in wants.items()}
         self.requests += 1
         d = self._in_flight = client.send_request_to_broker(
             self.broker, call, timeout=client.timeout + call.max_wait_ms / 1000
         )
         sent_at = self._sensors.now()
-        d.addCallbacks(self._answered, self._failed, (call, covered, sent_at), None, (covered,))
+        d.addCallbacks(
+            self._answered, self._failed, callbackArgs=(call, sent, sent_at), errbackArgs=(sent,)
+        )
 
     def _answered(
-        self,
-        response: Any,
-        call: FetchCall,
-        covered: dict[TopicAndPartition, tuple[int, int]],
-        sent_at: float,
+        self, response: Any, call: FetchCall, sent: SessionRequest, sent_at: float
     ) -> None:
         # Still "in flight" while handing out: the consumers fed ask again
         # without scheduling, and all go in the request sent at the end.
+        # After a session error nothing is answered: the next, full, request asks again.
         error = response.error_code
-        if error in _SESSION_ERRORS:
-            self._end_session()
-        elif error and not response.responses:
-            self._end_session()
-            self._answer_all(covered, (error, None))
-        else:
-            self._update_session(call, response.session_id, covered)
-            try:
-                size = self._hand_out(response, call, covered)
-                self._sensors.fetched(sent_at, size, response.throttle_time_ms)
-            except Exception:
-                self._end_session()
-                self._answer_all(covered, Failure())
+        if self.session.handle_response(sent, error, response.session_id):
+            if error and not response.responses:
+                self.session.handle_error()
+                self._answer_all(sent.partitions, (error, None))
+            else:
+                try:
+                    size = self._hand_out(response, call, sent.partitions)
+                    self._sensors.fetched(sent_at, size, response.throttle_time_ms)
+                except Exception:
+                    self.session.handle_error()
+                    self._answer_all(sent.partitions, Failure())
         self._next()
 
-    def _failed(self, failure: Failure, covered: dict[TopicAndPartition, tuple[int, int]]) -> None:
-        self._end_session()
-        self._answer_all(covered, failure)
+    def _failed(self, failure: Failure, sent: SessionRequest) -> None:
+        self.session.handle_error()
+        self._answer_all(sent.partitions, failure)
         self._next()
 
     def _next(self) -> None:
@@ -246,28 +238,8 @@ class BrokerFetcher:
         if self._wants:
             self._send()
 
-    def _update_session(
-        self, call: FetchCall, session_id: int, covered: dict[TopicAndPartition, tuple[int, int]]
-    ) -> None:
-        if not session_id or (self._session_id and session_id != self._session_id):
-            self._end_session()  # none granted (or before v7), or the broker closed it
-            return
-        if not self._session_id:
-            self._session_id, self._session = session_id, dict(covered)
-        else:
-            for key in call.forgotten:
-                del self._session[key]
-            for p in call.payloads:
-                self._session[TopicAndPartition(p.topic, p.partition)] = covered[
-                    TopicAndPartition(p.topic, p.partition)
-                ]
-        self._epoch = self._epoch % _INT32_MAX + 1
-
-    def _end_session(self) -> None:
-        self._session_id, self._epoch, self._session = 0, 0, {}
-
     def _hand_out(
-        self, response: Any, call: FetchCall, covered: dict[TopicAndPartition, tuple[int, int]]
+        self, response: Any, call: FetchCall, covered: Mapping[TopicAndPartition, Position]
     ) -> int:
         """Answer the partitions that have records or an error; the others ask again.
 
@@ -293,7 +265,7 @@ class BrokerFetcher:
         return size
 
     def _answer_all(
-        self, covered: dict[TopicAndPartition, tuple[int, int]], answer: PartitionAnswer | Failure
+        self, covered: Mapping[TopicAndPartition, Position], answer: PartitionAnswer | Failure
     ) -> None:
         for key, (offset, _) in covered.items():
             self._answer(key, offset, answer)

@@ -1,10 +1,13 @@
 """Consumer: afkak's documented single-partition consumer, on the modern protocol.
 
-The consumer is a small state machine driven by :meth:`Consumer._pump`:
-at most one fetch is in flight, at most one fetched response waits while the
-processor works (fetch-ahead, bounded), and the processor is called again
-only once the Deferred it returned has fired (backpressure).  Its settings
-are checked in :mod:`._options`, and its commits are a :class:`._committer.Committer`'s.
+The consumer is a small state machine (:mod:`._states`) driven by
+:meth:`Consumer._pump`: at most one fetch is in flight, at most one fetched
+response waits while the processor works (the fetch-ahead slot,
+:class:`._fetch_ahead.FetchAhead`), and the processor is called again only
+once the Deferred it returned has fired (backpressure).  Its settings are
+checked in :mod:`._options` (and read and set as attributes through
+:class:`._options.Setting`), and its commits are a
+:class:`._committer.Committer`'s.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
 from ._deserialize import checked, deserializing
+from ._fetch_ahead import FetchAhead, SlotState
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
 from ._options import (
@@ -42,6 +46,8 @@ from ._options import (
     FETCH_MIN_BYTES,
     REQUEST_RETRY_MAX_DELAY,
     REQUEST_RETRY_MIN_DELAY,
+    Options,
+    Setting,
     resolve,
 )
 from ._states import TABLE, TRANSITIONS, ConsumerEvent, ConsumerState
@@ -59,6 +65,19 @@ from .positions import (
 log = Logger()
 
 Processor = Callable[["Consumer", list[SourcedMessage]], Any]
+
+
+def _isolation_name(options: Options) -> str:
+    return "read_committed" if options.isolation == READ_COMMITTED else "read_uncommitted"
+
+
+def _every_s(options: Options) -> float:
+    return options.auto_commit_every_ms / 1000.0
+
+
+def _every_ms(seconds: float) -> int:
+    # Any finite number here; the range is auto_commit_every_ms's.
+    return round(number("auto_commit_every_s", seconds, -math.inf) * 1000)
 
 
 class Consumer:
@@ -207,9 +226,8 @@ class Consumer:
         self._shutdown_d: Deferred[int | None] | None = None
         # The offset of the next fetch (a special value until looked up).
         self._fetch_offset = 0
-        self._fetching: Deferred[FetchedRecords] | None = None
-        # A fetched response (or the error that ended fetching) not taken yet.
-        self._buffered: FetchedRecords | Failure | None = None
+        # The fetch under way, or the response (or error) it gave, not taken yet.
+        self._ahead = FetchAhead()
         # The response taken for processing, decoded after a reactor turn.
         self._current: FetchedRecords | None = None
         self._turn: Any = None
@@ -300,146 +318,52 @@ class Consumer:
             raise TypeError("buffer_size must be an int, not None")
         self._reconfigure(buffer_size=value)
 
-    @property
-    def max_buffer_size(self) -> int | None:
-        return self._fetcher.max_buffer_size
-
-    @max_buffer_size.setter
-    def max_buffer_size(self, value: int | None) -> None:
-        self._reconfigure(max_buffer_size=value)
-
-    @property
-    def fetch_min_bytes(self) -> int:
-        return self._fetcher.min_bytes
-
-    @fetch_min_bytes.setter
-    def fetch_min_bytes(self, value: int) -> None:
-        self._reconfigure(fetch_size_bytes=value)
-
-    @property
-    def fetch_max_wait_time(self) -> int:
-        return self._fetcher.max_wait_ms
-
-    @fetch_max_wait_time.setter
-    def fetch_max_wait_time(self, value: int) -> None:
-        self._reconfigure(fetch_max_wait_time=value)
-
-    @property
-    def consumer_group(self) -> str | None:
-        return self._options.consumer_group
-
-    @property
-    def commit_metadata(self) -> str | bytes | None:
-        return self._options.commit_metadata
-
-    @commit_metadata.setter
-    def commit_metadata(self, value: str | bytes | None) -> None:
-        self._reconfigure(commit_metadata=value)
-
-    @property
-    def auto_offset_reset(self) -> int | None:
-        return self._options.auto_offset_reset
-
-    @auto_offset_reset.setter
-    def auto_offset_reset(self, value: int | None) -> None:
-        self._reconfigure(auto_offset_reset=value)
-
-    @property
-    def isolation_level(self) -> str:
-        return "read_committed" if self._options.isolation == READ_COMMITTED else "read_uncommitted"
-
-    @property
-    def auto_commit_every_n(self) -> int:
-        return self._options.auto_commit_every_n
-
-    @auto_commit_every_n.setter
-    def auto_commit_every_n(self, value: int) -> None:
-        self._reconfigure(auto_commit_every_n=value)
-
-    @property
-    def auto_commit_every_ms(self) -> int:
-        return self._options.auto_commit_every_ms
-
-    @auto_commit_every_ms.setter
-    def auto_commit_every_ms(self, value: int) -> None:
-        self._reconfigure(auto_commit_every_ms=value)
-
-    @property
-    def auto_commit_every_s(self) -> float:
-        """afkak 21's name: ``auto_commit_every_ms`` in seconds."""
-        return self.auto_commit_every_ms / 1000.0
-
-    @auto_commit_every_s.setter
-    def auto_commit_every_s(self, value: float) -> None:
-        # Any finite number here; the range is auto_commit_every_ms's.
-        seconds = number("auto_commit_every_s", value, -math.inf)
-        self._reconfigure(auto_commit_every_ms=round(seconds * 1000))
-
-    @property
-    def retry_init_delay(self) -> float:
-        return self._options.retry.init_delay
-
-    @retry_init_delay.setter
-    def retry_init_delay(self, value: float) -> None:
-        self._reconfigure(request_retry_init_delay=value)
-
-    @property
-    def retry_max_delay(self) -> float:
-        return self._options.retry.max_delay
-
-    @retry_max_delay.setter
-    def retry_max_delay(self, value: float) -> None:
-        self._reconfigure(request_retry_max_delay=value)
-
-    @property
-    def request_retry_max_attempts(self) -> int:
-        return self._options.retry.max_attempts
-
-    @request_retry_max_attempts.setter
-    def request_retry_max_attempts(self, value: int) -> None:
-        self._reconfigure(request_retry_max_attempts=value)
-
-    @property
-    def commit_consumer_id(self) -> str:
-        """The member id sent with commits."""
-        return self._committer.member_id
-
-    @commit_consumer_id.setter
-    def commit_consumer_id(self, value: str) -> None:
-        self._reconfigure(commit_consumer_id=value)
-
-    @property
-    def commit_generation_id(self) -> int:
-        """The group generation sent with commits."""
-        return self._committer.generation_id
-
-    @commit_generation_id.setter
-    def commit_generation_id(self, value: int) -> None:
-        self._reconfigure(commit_generation_id=value)
+    max_buffer_size = Setting[int | None]("max_buffer_size")
+    fetch_min_bytes = Setting[int]("fetch_min_bytes", "fetch_size_bytes")
+    fetch_max_wait_time = Setting[int]("fetch_max_wait_ms", "fetch_max_wait_time")
+    consumer_group = Setting[str | None]("consumer_group", fixed=True)
+    commit_metadata = Setting[str | bytes | None]("commit_metadata")
+    auto_offset_reset = Setting[int | None]("auto_offset_reset")
+    isolation_level = Setting[str](_isolation_name, fixed=True)
+    auto_commit_every_n = Setting[int]("auto_commit_every_n")
+    auto_commit_every_ms = Setting[int]("auto_commit_every_ms")
+    auto_commit_every_s = Setting[float](
+        _every_s,
+        "auto_commit_every_ms",
+        _every_ms,
+        doc="afkak 21's name: ``auto_commit_every_ms`` in seconds.",
+    )
+    retry_init_delay = Setting[float]("retry.init_delay", "request_retry_init_delay")
+    retry_max_delay = Setting[float]("retry.max_delay", "request_retry_max_delay")
+    request_retry_max_attempts = Setting[int]("retry.max_attempts", "request_retry_max_attempts")
+    commit_consumer_id = Setting[str]("commit_consumer_id", doc="The member id sent with commits.")
+    commit_generation_id = Setting[int](
+        "commit_generation_id", doc="The group generation sent with commits."
+    )
 
     def _reconfigure(self, **changes: Any) -> None:
         """Check the settings with *changes* as the constructor does, then use them."""
-        o, fetcher, committer = self._options, self._fetcher, self._committer
+        o, fetcher = self._options, self._fetcher
         current = {
             "consumer_group": o.consumer_group,
             "commit_metadata": o.commit_metadata,
             "auto_commit_every_n": o.auto_commit_every_n,
             "auto_commit_every_ms": o.auto_commit_every_ms,
-            "fetch_size_bytes": fetcher.min_bytes,
-            "fetch_max_wait_time": fetcher.max_wait_ms,
+            "fetch_size_bytes": o.fetch_min_bytes,
+            "fetch_max_wait_time": o.fetch_max_wait_ms,
             # A default fetch size keeps following max_buffer_size.
             "buffer_size": fetcher.buffer_size if o.buffer_size_given else None,
-            "max_buffer_size": fetcher.max_buffer_size,
+            "max_buffer_size": o.max_buffer_size,
             "request_retry_init_delay": o.retry.init_delay,
             "request_retry_max_delay": o.retry.max_delay,
             "request_retry_max_attempts": o.retry.max_attempts,
             "auto_offset_reset": o.auto_offset_reset,
-            "commit_consumer_id": committer.member_id,
-            "commit_generation_id": committer.generation_id,
-            "isolation_level": self.isolation_level,
+            "commit_consumer_id": o.commit_consumer_id,
+            "commit_generation_id": o.commit_generation_id,
+            "isolation_level": o.isolation,
         }
         self._options = options = resolve(**{**current, **changes})
-        committer.reconfigure(options)
+        self._committer.reconfigure(options)
         fetcher.reconfigure(options)
 
     def set_generation(self, generation_id: int, member_id: str) -> None:
@@ -639,14 +563,16 @@ class Consumer:
                     return
                 if self._paused:
                     return
+                ahead = self._ahead
                 idle = self._processing is None and self._next_index >= len(self._remaining)
-                if idle and self._current is None and self._buffered is not None:
-                    if isinstance(self._buffered, Failure):
-                        self._fail(self._buffered)
+                if idle and self._current is None and ahead.state is SlotState.FILLED:
+                    taken = ahead.take()
+                    if isinstance(taken, Failure):
+                        self._fail(taken)
                         return
-                    self._current, self._buffered = self._buffered, None
+                    self._current = taken
                     self._turn = self.client.reactor.callLater(0, self._after_a_turn)
-                if self._fetching is None and self._buffered is None:
+                if ahead.state is SlotState.EMPTY:
                     self._fetch()
                 if self._processing is None and self._next_index < len(self._remaining):
                     self._deliver(self._next_block())
@@ -675,7 +601,7 @@ class Consumer:
 
     def _fetch(self) -> None:
         d = Deferred.fromCoroutine(self._next_records(self._fetch_offset))
-        self._fetching = d
+        self._ahead.fetching(d)
         d.addCallbacks(self._fetched, self._fetch_failed, callbackArgs=(d,), errbackArgs=(d,))
 
     async def _next_records(self, offset: int) -> FetchedRecords:
@@ -690,9 +616,8 @@ class Consumer:
         return offset
 
     def _fetched(self, fetched: FetchedRecords, d: Deferred[FetchedRecords]) -> None:
-        if d is not self._fetching:
+        if not self._ahead.fill(d, fetched):
             return
-        self._fetching = None
         self._fetch_offset = fetched.next_offset
         self._high_watermark = fetched.high_watermark
         self._last_stable_offset = fetched.last_stable_offset
@@ -703,30 +628,25 @@ class Consumer:
             fetched.high_watermark,
             fetched.last_stable_offset,
         )
-        self._buffered = fetched
         self._pump()
 
     def _fetch_failed(self, failure: Failure, d: Deferred[FetchedRecords]) -> None:
-        if d is not self._fetching:
-            return None  # cancelled by stop() or shutdown()
-        # Buffered in place of a response: what was fetched before is processed first.
-        self._fetching = None
-        self._buffered = failure
-        self._pump()
+        # Held in place of a response: what was fetched before is processed first.
+        if self._ahead.fill(d, failure):  # else cancelled by stop(), seek() or pause()
+            self._pump()
         return None
 
     def _drop_fetched(self) -> None:
         """Forget every fetched message not yet given to the processor."""
-        self._buffered = self._current = None
+        self._ahead.drop()
+        self._current = None
         self._remaining, self._next_index = [], 0
         turn, self._turn = self._turn, None
         if turn is not None and turn.active():
             turn.cancel()
 
     def _cancel_fetch(self) -> None:
-        fetching, self._fetching = self._fetching, None
-        if fetching is not None:
-            fetching.cancel()
+        self._ahead.cancel()
 
     def _next_block(self) -> list[SourcedMessage]:
         """The next messages for the processor: at most ``auto_commit_every_n`` with a group."""
@@ -887,8 +807,8 @@ class Consumer:
     def _next_offset(self) -> int:
         if self._next_index < len(self._remaining):
             return int(self._remaining[self._next_index].offset)
-        for fetched in (self._current, self._buffered):
-            if isinstance(fetched, FetchedRecords):
+        for fetched in (self._current, self._ahead.waiting):
+            if fetched is not None:
                 return fetched.offset
         return self._fetch_offset
 

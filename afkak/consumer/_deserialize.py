@@ -11,8 +11,10 @@ from afkak.common import Message, SourcedMessage
 Deserializer = Callable[[bytes], Any]
 
 
-def checked(name: str, deserializer: Any) -> Deserializer | None:
-    if deserializer is not None and not callable(deserializer):
+def checked(name: str, deserializer: object) -> Deserializer | None:
+    if deserializer is None:
+        return None
+    if not callable(deserializer):
         raise TypeError(f"{name} must be callable or None, not {deserializer!r}")
     return deserializer
 

@@ -2,11 +2,11 @@
 
 Records are fetched from the partition's leader (``client.leaders_for``)
 through the fetcher that every consumer of the client shares for that broker
-(:mod:`._broker_fetch`: one Fetch request per broker); offsets by time come from the
-client's ``send_offset_request``.  Retriable errors make the client forget
-the leader and are retried with the consumer's backoff; an out-of-range
-offset follows ``auto_offset_reset``; a fetch size too small for the next
-batch grows as documented.
+(the client's ``FetchManager``, :mod:`._broker_fetch`: one Fetch request per
+broker); offsets by time come from the client's ``send_offset_request``.
+Retriable errors make the client forget the leader and are retried with the
+consumer's backoff; an out-of-range offset follows ``auto_offset_reset``; a
+fetch size too small for the next batch grows as documented.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from afkak.common import (
     TopicAndPartition,
 )
 
-from ._broker_fetch import broker_fetcher
+from ._broker_fetch import FetchManager
 from ._messages import FetchedRecords, read_fetched
 from ._options import Options
 from ._retry import RequestRetries
@@ -47,6 +47,7 @@ class PartitionFetcher:
         self.topic = topic
         self.partition = partition
         self.key = TopicAndPartition(topic, partition)
+        self._fetches = client.shared(FetchManager)
         self.isolation_level = options.isolation
         self.reconfigure(options)
 
@@ -123,7 +124,7 @@ class PartitionFetcher:
 
     async def _fetch(self, offset: int) -> FetchedRecords:
         leader = (await self.client.leaders_for([self.key]))[self.key]
-        error, data = await broker_fetcher(self.client, leader, self.isolation_level).fetch(
+        error, data = await self._fetches.fetcher(leader, self.isolation_level).fetch(
             leader, self.key, offset, self.buffer_size, self.min_bytes, self.max_wait_ms
         )
         if error:

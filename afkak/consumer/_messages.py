@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from afkak.common import SourcedMessage
-from afkak.message_set import fetched_messages
 from afkak.records import RecordBatch, gc_paused, read_batches
 from afkak.records.aborted import AbortedTransactions
+from afkak.records.messages import fetched_messages
 
 __all__ = ["FetchedRecords", "read_fetched"]
 

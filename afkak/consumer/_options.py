@@ -8,7 +8,9 @@ there is nothing to auto-commit.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 import attrs
 
@@ -144,3 +146,63 @@ def _retry(init_delay: Any, max_delay: Any, max_attempts: Any) -> RequestRetries
     return RequestRetries(
         init_delay, max_delay, integer("request_retry_max_attempts", max_attempts, 0, INT32_MAX)
     )
+
+
+T = TypeVar("T")
+
+
+class Configurable(Protocol):
+    """What a :class:`Setting` reads and sets: the options and the way to change them."""
+
+    _options: Options
+
+    def _reconfigure(self, **changes: Any) -> None: ...
+
+
+class Setting(Generic[T]):
+    """A setting an application reads and sets as an attribute, as in afkak 21.
+
+    Read from the object's :class:`Options` (*read*: a dotted attribute
+    path, or a function); a new value goes to the constructor argument
+    *argument* (by default the one *read* names, through *to_argument*) and
+    is checked as the constructor checks it (TypeError / ValueError).  A
+    *fixed* setting is set at construction only.
+    """
+
+    def __init__(
+        self,
+        read: str | Callable[[Options], T],
+        argument: str | None = None,
+        to_argument: Callable[[T], Any] | None = None,
+        *,
+        fixed: bool = False,
+        doc: str | None = None,
+    ) -> None:
+        self._read: Callable[[Options], T] = attrgetter(read) if isinstance(read, str) else read
+        if argument is None and isinstance(read, str) and not fixed:
+            argument = read
+        self._argument = argument
+        self._to_argument = to_argument
+        self.__doc__ = doc
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Setting[T]: ...
+
+    @overload
+    def __get__(self, obj: Configurable, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: Configurable | None, owner: type | None = None) -> T | Setting[T]:
+        if obj is None:
+            return self
+        return self._read(obj._options)
+
+    def __set__(self, obj: Configurable, value: T) -> None:
+        if self._argument is None:
+            raise AttributeError(f"{self._name} is fixed at construction")
+        if self._to_argument is not None:
+            value = self._to_argument(value)
+        obj._reconfigure(**{self._argument: value})

@@ -301,7 +301,7 @@ cdef object _decode(const unsigned char *buf, Py_ssize_t size, Py_ssize_t pos, P
 def wrap_records(list records, object magic, tuple prefix, object cls, object message_cls):
     """``cls(*prefix, offset, message_cls(magic, 0, key, value))`` for each record.
 
-    Compiled twin of ``afkak.message_set._wrap_records``: each message gets
+    Compiled twin of ``afkak.records.messages._wrap_records``: each message gets
     the record's ``timestamp``, and its ``headers`` when it has any.
     """
     cdef Py_ssize_t width = len(prefix), i

@@ -392,6 +392,24 @@ class CloseTests(ClientTestCase):
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
 
+class SharedStateTests(ClientTestCase):
+    def test_shared_makes_one_per_client_and_factory(self) -> None:
+        """What a layer above shares among its users of one client (the consumers'
+        fetch manager) is the client's: made once, with the client, per factory."""
+        made: list[object] = []
+
+        def factory(client: KafkaClient) -> object:
+            made.append(client)
+            return object()
+
+        client, other = self.make_client(), self.make_client()
+        first = client.shared(factory)
+        self.assertIs(client.shared(factory), first)
+        self.assertIsNot(other.shared(factory), first)
+        self.assertIsNot(client.shared(lambda c: object()), first)
+        self.assertEqual(made, [client, other])
+
+
 class CoordinatorTests(ClientTestCase):
     def test_load_coordinator(self) -> None:
         client = self.make_client()

@@ -443,13 +443,17 @@ class LifecycleTests(ConnectionTestCase):
         self.assertEqual({e for s, e in TRANSITIONS if s is State.CLOSED}, set())
 
     def test_declared_no_ops(self) -> None:
-        """connect, close and disconnect where they mean nothing change nothing."""
+        """connect, close, disconnect and re-authentication where they mean nothing
+        change nothing."""
         for state, event in [
             (State.CLOSED, Event.CONNECT),
             (State.READY, Event.CONNECT),
             (State.CLOSED, Event.CLOSE),
             (State.IDLE, Event.DROPPED),
             (State.BACKING_OFF, Event.DROPPED),
+            (State.AUTHENTICATING, Event.REAUTHENTICATE),
+            (State.REAUTHENTICATING, Event.REAUTHENTICATE),
+            (State.BACKING_OFF, Event.REAUTHENTICATE),
         ]:
             self.assertIsNone(TABLE.next(state, event), (state, event))
         connection = self.connection()

@@ -646,8 +646,14 @@ class CommitTests(ConsumerTestCase):
         self.assertEqual(
             (c.buffer_size, c.max_buffer_size, c.commit_consumer_id), (4096, None, "member-1")
         )
-        with self.assertRaises(AttributeError):
-            c.consumer_group = "h"  # type: ignore[misc]
+        for fixed in ("consumer_group", "isolation_level"):
+            with self.assertRaises(AttributeError, msg=fixed):
+                setattr(c, fixed, "read_committed")
+        self.assertEqual((c.consumer_group, c.isolation_level), ("g", "read_uncommitted"))
+        self.assertEqual(
+            (c.retry_max_delay, c.request_retry_max_attempts, c.auto_commit_every_n),
+            (30.0, 0, 100),
+        )
         self.stop(c)
         self.start(c, 0)
         fetch = self.requests(FETCH)[0]

@@ -142,7 +142,7 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
 
     def test_consumers_of_many_partitions_share_one_fetch_per_broker(self: Any) -> None:
         """Eight consumers on one client read eight partitions exactly, in shared fetches."""
-        from afkak.consumer._broker_fetch import _SHARED, fetch_requests
+        from afkak.consumer._broker_fetch import FetchManager
 
         self.broker.create_topic(self.topic, 8)
         wait(self.client.load_metadata_for_topics(self.topic))
@@ -171,13 +171,15 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
             self.client.topics_to_brokers[TopicAndPartition(self.topic, p)].node_id
             for p in range(8)
         }
-        self.assertEqual({node for node, _ in _SHARED[self.client]}, leaders)  # one per leader
-        self.assertGreater(fetch_requests(self.client), 0)
+        self.assertEqual(
+            {node for node, _ in self.client.shared(FetchManager).fetchers}, leaders
+        )  # one per leader
+        self.assertGreater(self.client.shared(FetchManager).requests, 0)
 
     def test_fetch_sessions_are_granted_and_used(self: Any) -> None:
         """KIP-227: the broker grants the shared fetcher a session, and later requests
         are incremental ones of that session (its epoch advances), reading everything."""
-        from afkak.consumer._broker_fetch import _SHARED
+        from afkak.consumer._broker_fetch import FetchManager
         from afkak.records.aborted import READ_UNCOMMITTED
 
         self.broker.quirks.skip_if("no_fetch_sessions")
@@ -207,8 +209,8 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
                     [(i, b"%d-%d" % (p, i)) for i in range(start, start + 20)],
                 )
             leader = self.client.topics_to_brokers[TopicAndPartition(self.topic, 0)].node_id
-            fetcher = _SHARED[self.client][(leader, READ_UNCOMMITTED)]
-            sessions.append((fetcher._session_id, fetcher._epoch))
+            fetcher = self.client.shared(FetchManager).fetchers[(leader, READ_UNCOMMITTED)]
+            sessions.append((fetcher.session.session_id, fetcher.session.epoch))
         [(first_id, first_epoch), (second_id, second_epoch)] = sessions
         self.assertNotEqual(first_id, 0, "no fetch session granted")
         self.assertEqual(second_id, first_id)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from afkak.client import KafkaClient
 from afkak.consumer import Consumer
-from afkak.consumer._broker_fetch import fetch_requests
+from afkak.consumer._broker_fetch import FetchManager
 from afkak.test import test_consumer as tc
 
 FETCH = 1
@@ -113,7 +114,7 @@ class SharedFetchTests(tc.ConsumerTestCase):
             # One answer per broker, then one request per broker.
             self.assertEqual(sorted(r.broker for r in self.fetches(before)), [0, 1, 2])
         self.assertEqual(self.values(), [[b"r%d-%d" % (r, p) for r in range(3)] for p in range(8)])
-        self.assertEqual(fetch_requests(self.client), len(self.fetches()))
+        self.assertEqual(self.client.shared(FetchManager).requests, len(self.fetches()))
 
     def test_busy_consumer_is_left_out_of_the_next_fetch(self) -> None:
         busy = tc.Recorder(block=True, clock=self.clock)
@@ -209,29 +210,31 @@ class SessionSharedFetchTests(SharedFetchTests):
 
 
 class SharedFetcherLifetimeTests(tc.ConsumerTestCase):
-    def test_fetchers_do_not_keep_their_client_alive(self) -> None:
-        """The fetchers are kept per client in a WeakKeyDictionary: they refer to it weakly."""
-        import gc
-
-        from afkak.consumer._broker_fetch import _SHARED
-
+    def test_the_client_owns_the_fetchers_its_consumers_share(self) -> None:
+        """One FetchManager per client, held by the client: no registry keyed by client."""
         c = Consumer(self.client, "t", 1, tc.Recorder(), fetch_size_bytes=1)
         self.stop(c)
         self.start(c, 0)
-        fetchers = list(_SHARED[self.client].values())
-        self.assertEqual(len(fetchers), 1)
-        referrers = gc.get_referrers(self.client)
-        self.assertFalse(any(r is vars(f) for f in fetchers for r in referrers))
+        manager = self.client.shared(FetchManager)
+        self.assertIs(self.client.shared(FetchManager), manager)
+        self.assertEqual(len(manager.fetchers), 1)
+        other = KafkaClient(
+            self.cluster.bootstrap_hosts,
+            reactor=self.clock,
+            endpoint_factory=self.cluster.endpoint_factory,
+        )
+        self.assertIsNot(other.shared(FetchManager), manager)
+        self.assertEqual(other.shared(FetchManager).fetchers, {})
+        self.successResultOf(other.close())
 
     def test_a_request_cancelled_by_an_earlier_answer_is_not_answered(self) -> None:
         from twisted.internet.defer import CancelledError
 
         from afkak.common import TopicAndPartition
-        from afkak.consumer._broker_fetch import broker_fetcher
 
         key = TopicAndPartition("t", 1)
         leader = self.successResultOf(self.client.leaders_for([key]))[key]
-        fetcher = broker_fetcher(self.client, leader)
+        fetcher = self.client.shared(FetchManager).fetcher(leader)
         first = fetcher.fetch(leader, key, 0, 1024, 1, 100)
         second = fetcher.fetch(leader, key, 0, 1024, 1, 100)
         first.addCallback(lambda answer: (second.cancel(), answer)[1])

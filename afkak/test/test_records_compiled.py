@@ -210,7 +210,7 @@ class SameMessagesTests(CompiledCase):
     )
     def test_wrapped_records(self, records, magic, prefix):  # type: ignore[no-untyped-def]
         from afkak.common import Message, OffsetAndMessage, SourcedMessage
-        from afkak.message_set import _wrap_records
+        from afkak.records.messages import _wrap_records
 
         values, keys, headers, timestamps = records
         data = build_batch(values, keys, headers=headers, timestamps=timestamps, timestamp=TS)

@@ -264,6 +264,7 @@ class ConnectionSaslTests(ConnectionTestCase):
         self.net.flush()
         self.clock.advance(10 * REAUTHENTICATE_AT)  # re-authentication starts
         self.net.flush()
+        self.assertIs(connection.state, State.REAUTHENTICATING)
         queued = connection.request(metadata("after"))
         self.net.flush()
         # Written: the held request, then the handshake; "after" waits for re-authentication.
@@ -283,6 +284,28 @@ class ConnectionSaslTests(ConnectionTestCase):
         self.clock.advance(10 * REAUTHENTICATE_AT)
         self.net.flush()
         self.assertEqual(len(self.broker.headers(SASL_AUTHENTICATE)), 3)
+        self.assertIs(connection.state, State.READY)
+
+    def test_reading_paused_or_resumed_while_reauthenticating(self) -> None:
+        """The connection stays open while it re-authenticates: pausing reads applies at once."""
+        self.broker.lifetime_ms = 10_000
+        connection = self.sasl()
+        connection.connect()
+        self.net.flush()
+        connection.pause_reading()
+        held = connection.request(metadata("held"))  # keeps re-authentication from finishing
+        self.net.flush()
+        self.clock.advance(10 * REAUTHENTICATE_AT)
+        self.assertIs(connection.state, State.REAUTHENTICATING)
+        connection.resume_reading()
+        self.assertFalse(self.net.transport.reading_paused)
+        connection.pause_reading()
+        self.assertTrue(self.net.transport.reading_paused)
+        connection.resume_reading()
+        self.net.flush()
+        self.broker.hold_metadata.pop().callback(None)
+        self.net.flush()
+        self.assert_answered(held, "held")
         self.assertIs(connection.state, State.READY)
 
     def test_failed_reauthentication_drops_the_connection(self) -> None:

@@ -139,7 +139,7 @@ async def _produce_send(reactor: Any, job: Job, client: Any, producer: Any, mete
 async def _consume(reactor: Any, job: Job) -> Result:
     """One Consumer per partition on one client (they share one Fetch per broker)."""
     from afkak.consumer import Consumer
-    from afkak.consumer._broker_fetch import fetch_requests
+    from afkak.consumer._broker_fetch import FetchManager
 
     client = _client(job)
     await client.load_metadata_for_topics(job.topic)
@@ -162,7 +162,7 @@ async def _consume(reactor: Any, job: Job) -> Result:
     for consumer in consumers:
         consumer.start(0).addErrback(lambda f: done.called or done.errback(f))
     await done
-    result = meter.stop(seen[0], fetches=fetch_requests(client))
+    result = meter.stop(seen[0], fetches=client.shared(FetchManager).requests)
     for consumer in consumers:
         consumer.stop()
     await client.close()
@@ -172,7 +172,7 @@ async def _consume(reactor: Any, job: Job) -> Result:
 async def _pull(client: Any, job: Job) -> Result:
     """The pull-style KafkaConsumer over the same partitions, polling getmany in a loop."""
     from afkak import KafkaConsumer
-    from afkak.consumer._broker_fetch import fetch_requests
+    from afkak.consumer._broker_fetch import FetchManager
 
     consumer = KafkaConsumer(client)
     meter = Meter(job)
@@ -182,7 +182,7 @@ async def _pull(client: Any, job: Job) -> Result:
     while seen < job.count:
         batches = await consumer.getmany(timeout_ms=1000)
         seen += sum(len(records) for records in batches.values())
-    result = meter.stop(seen, fetches=fetch_requests(client))
+    result = meter.stop(seen, fetches=client.shared(FetchManager).requests)
     await consumer.close()
     await client.close()
     return result
