@@ -81,7 +81,7 @@ class Liveness(Protocol):
     def stuck(self) -> str | None:
         """Why the application is not live (None: it is)."""
 
-    def until_live(self) -> Deferred[Any]:
+    def until_live(self) -> Deferred[None]:
         """Fires once the calls that were stuck have returned."""
 
 
