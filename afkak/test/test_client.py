@@ -252,7 +252,7 @@ class MetadataTests(ClientTestCase):
         self.assertRaises(TypeError, client.reset_consumer_group_metadata, None)
 
     def test_no_reachable_broker(self) -> None:
-        for node in self.cluster.brokers:
+        for node in self.cluster.state.brokers:
             self.cluster.refuse_connections(node)
         client = self.make_client()
         failure = self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
@@ -262,7 +262,7 @@ class MetadataTests(ClientTestCase):
         self.cluster.create_topic("t", partitions=3)
         client = self.make_client()
         self.successResultOf(client.load_metadata_for_topics("t"))
-        for node in self.cluster.brokers:
+        for node in self.cluster.state.brokers:
             self.cluster.change_address(node, f"moved-{node}", 9093)
         self.cluster.drop_connections()
         self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
@@ -320,12 +320,12 @@ class MetadataTests(ClientTestCase):
     def test_failed_refresh_is_retried_later(self) -> None:
         client = self.make_client(metadata_max_age=60)
         self.successResultOf(client.load_metadata_for_topics("t"))
-        for node in self.cluster.brokers:
+        for node in self.cluster.state.brokers:
             self.cluster.refuse_connections(node)
         self.cluster.drop_connections()
         self.clock.advance(60)
         self.assertEqual(client.topic_partitions, {"t": [0]})
-        for node in self.cluster.brokers:
+        for node in self.cluster.state.brokers:
             self.cluster.refuse_connections(node, False)
         before = len(self.seen(METADATA))
         self.cluster.move_leader("t", 0, 2)
@@ -611,7 +611,7 @@ class ProduceTests(ClientTestCase):
 
     def test_batch_refused_as_too_large_is_halved(self) -> None:
         # A broker whose message.max.bytes is below the client's limit: learn and split.
-        self.cluster.max_message_bytes = 300 * 1024
+        self.cluster.state.max_message_bytes = 300 * 1024
         client = self.make_client()
         values = [b"%d" % i * (50 * 1024) for i in range(8)]
         [response] = self.successResultOf(
@@ -776,7 +776,7 @@ class FetchTests(ClientTestCase):
         self.assertEqual(self.seen(FETCH)[0].request.topics[0].topic_id, self.cluster.topic_id("t"))
 
     def test_fetch_by_name_from_older_brokers(self) -> None:
-        self.cluster.api_versions[FETCH] = (4, 12)
+        self.cluster.state.api_versions[FETCH] = (4, 12)
         client = self.make_client()
         [response] = self.successResultOf(
             client.send_fetch_request([FetchRequest("t", 0, 3, 10000)], max_wait_time=0)
@@ -1081,7 +1081,7 @@ class LifecycleTests(ClientTestCase):
         self.failureResultOf(loading, CancelledError)
         self.assertIsNone(self.successResultOf(closed))
         self.assertEqual((client.topic_partitions, client.clients), ({}, {}))
-        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.brokers), 0)
+        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 0)
         self.failureResultOf(client.send_fetch_request([FetchRequest("t", 0, 0, 100)]), ClientError)
         self.failureResultOf(client.load_metadata_for_topics("t"), ClientError)
         self.assertIsNone(self.successResultOf(client.close()))
@@ -1091,10 +1091,10 @@ class LifecycleTests(ClientTestCase):
         client = self.make_client()
         self.cluster.delay(METADATA, 5)
         loading = client.load_metadata_for_topics("t")
-        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.brokers), 1)
+        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 1)
         self.successResultOf(client.close())
         self.failureResultOf(loading, CancelledError)
-        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.brokers), 0)
+        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 0)
         self.clock.advance(5)
 
     def test_cancel_one_operation(self) -> None:
