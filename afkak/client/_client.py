@@ -83,7 +83,8 @@ class KafkaClient:
     :param disconnect_on_timeout: drop a broker's connection when a request to
         it times out.
     :param correlation_id: afkak 21's; inert (checked, kept as
-        ``correlation_id``, never sent): correlation ids are now per connection.
+        ``correlation_id``, never sent; a value other than 0 warns with a
+        ``DeprecationWarning``): correlation ids are now per connection.
     :param reactor: provides IReactorTime and what *endpoint_factory* needs;
         by default the global reactor.
     :param endpoint_factory: ``(reactor, host, port) -> IStreamClientEndpoint``.
@@ -151,6 +152,12 @@ class KafkaClient:
         if not isinstance(disconnect_on_timeout, int):  # bool, or 21.5's 0/1
             raise TypeError(f"disconnect_on_timeout must be a bool, not {disconnect_on_timeout!r}")
         self.correlation_id = check.integer("correlation_id", correlation_id, 0, check.INT32_MAX)
+        if correlation_id:
+            warnings.warn(
+                "KafkaClient(correlation_id=) is inert: each connection numbers its own requests",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         #: Bytes a record batch may have at most (estimated before compression).
         self.max_request_size = check.integer(
             "max_request_size", max_request_size, 1024, check.INT32_MAX

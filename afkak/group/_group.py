@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, overload
 
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
 from twisted.internet.task import LoopingCall
@@ -85,6 +85,30 @@ def resolve_assignors(assignors: Iterable[str | PartitionAssignor]) -> list[Part
         else:
             raise TypeError(f"not an assignor: {a!r}")
     return resolved
+
+
+T = TypeVar("T")
+
+
+class _Backoff(Generic[T]):
+    """A ConsumerGroup backoff setting (milliseconds): setting it re-times the member."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, group: None, owner: type) -> _Backoff[T]: ...
+    @overload
+    def __get__(self, group: ConsumerGroup, owner: type | None = None) -> T: ...
+    def __get__(self, group: ConsumerGroup | None, owner: type | None = None) -> T | _Backoff[T]:
+        if group is None:
+            return self
+        value: T = group._backoffs[self._name]
+        return value
+
+    def __set__(self, group: ConsumerGroup, value: T) -> None:
+        group._backoffs[self._name] = value
+        group._retime()
 
 
 class ConsumerGroup:
@@ -238,12 +262,14 @@ class ConsumerGroup:
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
         self.on_lost = on_lost if on_lost is not None else on_revoked
+        #: The options each Consumer gets (the group adds its own); afkak 21's
+        #: name for it is ``consumer_kwargs``.
         self.consumer_options = consumer_options
-        #: afkak 21's name: the options each Consumer gets (the group adds its own).
-        self.consumer_kwargs = self.consumer_options
-        self.initial_backoff_ms = initial_backoff_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.fatal_backoff_ms = fatal_backoff_ms
+        self._backoffs: dict[str, Any] = {
+            "initial_backoff_ms": initial_backoff_ms,
+            "retry_backoff_ms": retry_backoff_ms,
+            "fatal_backoff_ms": fatal_backoff_ms,
+        }
         self.consumers: dict[TopicAndPartition, Consumer] = {}
         # Position control for owned partitions whose Consumer is not running
         # (yet): where to start (a seek in on_assigned), and what is paused.
@@ -294,6 +320,26 @@ class ConsumerGroup:
         self.pattern = pattern
         self.metadata_max_age_ms = metadata_max_age_ms
         self._refresher: LoopingCall | None = None
+
+    @property
+    def consumer_kwargs(self) -> dict[str, Any]:
+        """afkak 21's name of :attr:`consumer_options`: setting it sets them."""
+        return self.consumer_options
+
+    @consumer_kwargs.setter
+    def consumer_kwargs(self, options: dict[str, Any]) -> None:
+        self.consumer_options = options
+
+    # afkak 21 read these when retrying, so setting one re-times the member's retries.
+    initial_backoff_ms: _Backoff[int | None] = _Backoff()
+    retry_backoff_ms: _Backoff[int] = _Backoff()
+    fatal_backoff_ms: _Backoff[int] = _Backoff()
+
+    def _retime(self) -> None:
+        retry_ms = self.retry_backoff_ms
+        self.member.retime(retry_ms, max(self.fatal_backoff_ms, retry_ms))
+        if isinstance(self.member, GroupMember):
+            self.member.initial_backoff_ms = self.initial_backoff_ms
 
     # -- liveness (max_poll_interval_ms), asked by the member at each heartbeat --
 

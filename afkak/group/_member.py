@@ -150,8 +150,8 @@ class GroupMember(MembershipLoop):
         # A heartbeat stuck on a dead coordinator must fail (and make the client
         # look the coordinator up again) well within the session timeout.
         self._heartbeat_timeout = min(client.timeout, session_timeout_ms / 3000.0)
-        #: Delay between failed attempts before the member first joined (afkak 21).
-        self._initial_backoff = None if initial_backoff_ms is None else initial_backoff_ms / 1000.0
+        #: Milliseconds between failed attempts before the member first joined (afkak 21).
+        self.initial_backoff_ms = initial_backoff_ms
         self.member_id = ""
         self.protocol_name: str | None = None
         self._assigned_counts: dict[str, int] = {}
@@ -567,8 +567,8 @@ class GroupMember(MembershipLoop):
         )
 
     def _delay(self, failures: int) -> float:
-        if self._initial_backoff is not None and not self.member_id and not self.rebalances:
-            return self._initial_backoff
+        if self.initial_backoff_ms is not None and not self.member_id and not self.rebalances:
+            return self.initial_backoff_ms / 1000.0
         return self._backoff(failures)
 
     async def _within(self, d: Deferred[Any], seconds: float) -> bool:

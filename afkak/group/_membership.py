@@ -69,7 +69,7 @@ class MembershipLoop:
         self.listener = listener
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.group_instance_id = group_instance_id
-        self._backoff = backoff_policy(retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
+        self.retime(retry_backoff_ms, retry_backoff_max_ms)
         #: Asked at each heartbeat while STABLE: why the application is stuck (None: it is not).
         self._liveness = liveness
         self._stuck: str | None = None
@@ -86,6 +86,11 @@ class MembershipLoop:
     @property
     def generation(self) -> Generation:
         return Generation(self.generation_id, self.member_id)
+
+    def retime(self, retry_backoff_ms: int, retry_backoff_max_ms: int) -> None:
+        """Wait *retry_backoff_ms* before retrying a failed coordinator request, doubling
+        on each consecutive failure up to *retry_backoff_max_ms*, jittered by ±20 %."""
+        self._backoff = backoff_policy(retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
 
     def _start_run(self) -> Deferred[None]:
         """Run the membership coroutine afresh: the Deferred that ``start()`` returns."""

@@ -149,6 +149,18 @@ class ClientTestCase(ClockTestCase):
 
 
 class ConstructorTests(ClientTestCase):
+    def test_inert_correlation_id_says_so(self) -> None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            client = KafkaClient("h", correlation_id=7, reactor=self.clock)
+            KafkaClient("h", reactor=self.clock).close()
+        client.close()
+        self.assertEqual(client.correlation_id, 7)
+        [warning] = caught
+        self.assertIs(warning.category, DeprecationWarning)
+        self.assertIn("inert", str(warning.message))
+        self.assertEqual(warning.filename, __file__)
+
     def test_bad_arguments_fail_before_connecting(self) -> None:
         factory = self.cluster.endpoint_factory
         for hosts, error in (
@@ -1081,7 +1093,9 @@ class LifecycleTests(ClientTestCase):
         self.failureResultOf(loading, CancelledError)
         self.assertIsNone(self.successResultOf(closed))
         self.assertEqual((client.topic_partitions, client.clients), ({}, {}))
-        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 0)
+        self.assertEqual(
+            sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 0
+        )
         self.failureResultOf(client.send_fetch_request([FetchRequest("t", 0, 0, 100)]), ClientError)
         self.failureResultOf(client.load_metadata_for_topics("t"), ClientError)
         self.assertIsNone(self.successResultOf(client.close()))
@@ -1091,10 +1105,14 @@ class LifecycleTests(ClientTestCase):
         client = self.make_client()
         self.cluster.delay(METADATA, 5)
         loading = client.load_metadata_for_topics("t")
-        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 1)
+        self.assertEqual(
+            sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 1
+        )
         self.successResultOf(client.close())
         self.failureResultOf(loading, CancelledError)
-        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 0)
+        self.assertEqual(
+            sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 0
+        )
         self.clock.advance(5)
 
     def test_cancel_one_operation(self) -> None:

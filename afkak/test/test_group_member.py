@@ -367,7 +367,9 @@ class GroupMemberTests(ClockTestCase):
         self.advance(4)
         self.assertEqual(la.owned, ALL)
         self.assertEqual(a.generation_id, 2)
-        self.assertEqual(list(self.cluster.state.group_coordinator.groups["g"].members), [a.member_id])
+        self.assertEqual(
+            list(self.cluster.state.group_coordinator.groups["g"].members), [a.member_id]
+        )
         self.assertEqual(self.seen(LEAVE), [])
 
     def test_coordinator_move_keeps_the_generation(self) -> None:

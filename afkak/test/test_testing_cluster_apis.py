@@ -285,7 +285,8 @@ class FindCoordinatorTests(SynchronousTestCase):
     def test_no_coordinator_up(self) -> None:
         cluster = FakeKafkaCluster(brokers=1, reactor=Clock())
         client = connect(cluster)
-        cluster.state.brokers[0].up = False  # down, but this connection stays (as a half-dead broker's)
+        # Down, but this connection stays (as a half-dead broker's).
+        cluster.state.brokers[0].up = False
         response = self.successResultOf(client.request(FindCoordinatorRequest(key="g"), 3))
         self.assertEqual(
             (response.error_code, response.node_id), (CoordinatorNotAvailable.errno, -1)
@@ -323,7 +324,9 @@ class CreateTopicsTests(SynchronousTestCase):
         )
         self.assertEqual((by_default.num_partitions, by_default.replication_factor), (1, 3))
         self.assertEqual(placed.error_code, 0)
-        self.assertEqual([p.replicas for p in self.cluster.state.topics["p"].partitions], [[2, 1], [1]])
+        self.assertEqual(
+            [p.replicas for p in self.cluster.state.topics["p"].partitions], [[2, 1], [1]]
+        )
         self.assertEqual(self.cluster.partition("p", 0).leader, 2)
 
     def test_errors(self) -> None:
@@ -439,7 +442,9 @@ class OffsetCommitFetchTests(SynchronousTestCase):
         metadata: str | None = "meta",
         client: RawClient | None = None,
     ) -> int:
-        topic_id = self.cluster.topic_id(topic) if topic in self.cluster.state.topics else UUID(int=1)
+        topic_id = (
+            self.cluster.topic_id(topic) if topic in self.cluster.state.topics else UUID(int=1)
+        )
         request = OC(
             group_id=group,
             generation_id_or_member_epoch=generation,

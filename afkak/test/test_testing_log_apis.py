@@ -43,7 +43,9 @@ P, F, L = ProduceRequest, FetchRequest, ListOffsetsRequest
 def produce_request(
     cluster: FakeKafkaCluster, topic: str, partition: int, records: bytes | None, acks: int = 1
 ) -> Any:
-    topic_id = cluster.topic_id(topic) if topic in cluster.state.topics else P.TopicProduceData().topic_id
+    topic_id = (
+        cluster.topic_id(topic) if topic in cluster.state.topics else P.TopicProduceData().topic_id
+    )
     return P(
         acks=acks,
         timeout_ms=1000,

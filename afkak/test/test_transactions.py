@@ -219,7 +219,8 @@ class TransactionalProducerTests(TxnTestCase):
             [ControlType.COMMIT, ControlType.ABORT],
         )
         self.assertEqual(
-            (self.cluster.state.transactions.committed, self.cluster.state.transactions.aborted), (1, 1)
+            (self.cluster.state.transactions.committed, self.cluster.state.transactions.aborted),
+            (1, 1),
         )
         added = [
             (t.name, p)
