@@ -137,23 +137,16 @@ class ConsumerProtocolMember(MembershipLoop):
         if assignor is not None and assignor not in REMOTE_ASSIGNORS:
             raise ValueError(f"group_remote_assignor must be one of {REMOTE_ASSIGNORS}")
         self._init_member(
-            client,
-            group_id,
-            topics,
-            listener,
-            stopped=S.STOPPED,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            group_instance_id=group_instance_id,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            liveness=liveness,
+            client, group_id, topics, listener, rebalance_timeout_ms, group_instance_id, liveness
         )
+        self.retime(retry_backoff_ms, retry_backoff_max_ms)
         self.regex = regex
         self.assignor = assignor
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval = heartbeat_interval_ms / 1000.0
         self._heartbeat_timeout = client.timeout
         self.member_id = member_id or new_member_id()
+        self.state = S.STOPPED
         # generation_id is the member epoch (-1: not in the group): commits carry it;
         # leader_id stays "" (no leader in this protocol; afkak 21's attribute).
         #: Partitions being revoked: still reported as owned until committed.

@@ -67,6 +67,11 @@ _RESERVED_OPTIONS = {"consumer_group", "commit_consumer_id", "commit_generation_
 _SHUTDOWN_COMMIT_BACKOFF = backoff_policy(0.05, 1.0)
 
 Callback = Callable[[list[TopicAndPartition]], Any]
+#: What commit() fires with: each partition's last committed offset.
+Committed = dict[TopicAndPartition, int | None]
+#: commit(offsets)'s argument, ``{tp: next offset or OffsetAndMetadata}``, and what it fires with.
+ExplicitOffsets = Mapping[Any, int | OffsetAndMetadata]
+ExplicitlyCommitted = dict[TopicAndPartition, OffsetAndMetadata]
 #: What start(), stop() and shutdown() fire with: each partition's last processed offset.
 Offsets = dict[TopicAndPartition, int | None]
 
@@ -497,14 +502,10 @@ class ConsumerGroup:
         return Deferred.fromCoroutine(positions.offsets_for_times(self.client, checked, 0))
 
     @overload
-    def commit(self) -> Deferred[dict[TopicAndPartition, int | None]]: ...
-
+    def commit(self) -> Deferred[Committed]: ...
     @overload
-    def commit(
-        self, offsets: Mapping[Any, int | OffsetAndMetadata]
-    ) -> Deferred[dict[TopicAndPartition, OffsetAndMetadata]]: ...
-
-    def commit(self, offsets: Any = None) -> Deferred[Any]:
+    def commit(self, offsets: ExplicitOffsets) -> Deferred[ExplicitlyCommitted]: ...
+    def commit(self, offsets: ExplicitOffsets | None = None) -> Deferred[Any]:
         """Commit what the processors finished, or the explicit *offsets*.
 
         *offsets*: ``{tp: offset or OffsetAndMetadata}``, each the next offset

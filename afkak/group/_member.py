@@ -133,17 +133,9 @@ class GroupMember(MembershipLoop):
         if not 0 < heartbeat_interval_ms < session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be positive and below session_timeout_ms")
         self._init_member(
-            client,
-            group_id,
-            topics,
-            listener,
-            stopped=S.STOPPED,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            group_instance_id=group_instance_id,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            liveness=liveness,
+            client, group_id, topics, listener, rebalance_timeout_ms, group_instance_id, liveness
         )
+        self.retime(retry_backoff_ms, retry_backoff_max_ms)
         self.assignors = list(assignors)
         self.protocol = common_protocol(self.assignors)
         self.session_timeout_ms = session_timeout_ms
@@ -153,6 +145,7 @@ class GroupMember(MembershipLoop):
         #: Milliseconds between failed attempts before the member first joined (afkak 21).
         self.initial_backoff_ms = initial_backoff_ms
         self.member_id = ""
+        self.state = S.STOPPED
         self.protocol_name: str | None = None
         self._assigned_counts: dict[str, int] = {}
         self._rejoin_reason: str | None = None

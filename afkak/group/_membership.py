@@ -50,15 +50,11 @@ class MembershipLoop:
         group_id: str,
         topics: Sequence[str],
         listener: RebalanceListener,
-        *,
-        stopped: Any,
         rebalance_timeout_ms: int,
         group_instance_id: str | None,
-        retry_backoff_ms: int,
-        retry_backoff_max_ms: int,
         liveness: Liveness | None,
     ) -> None:
-        """What both protocols' members hold; *stopped* is the STOPPED of their state table."""
+        """What both protocols' members hold (each sets its own STOPPED ``state``)."""
         if rebalance_timeout_ms <= 0:
             raise ValueError("rebalance_timeout_ms must be positive")
         self.client = client
@@ -69,11 +65,9 @@ class MembershipLoop:
         self.listener = listener
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.group_instance_id = group_instance_id
-        self.retime(retry_backoff_ms, retry_backoff_max_ms)
         #: Asked at each heartbeat while STABLE: why the application is stuck (None: it is not).
         self._liveness = liveness
         self._stuck: str | None = None
-        self.state = stopped
         self.generation_id = -1
         self.leader_id = ""
         self.owned: frozenset[TopicAndPartition] = frozenset()

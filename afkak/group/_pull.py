@@ -34,7 +34,13 @@ from afkak.common import (
 from afkak.consumer import Consumer, OffsetAndMetadata
 from afkak.consumer.positions import partition_of, partitions_of
 
-from ._group import ConsumerGroup, first_error as _first_error
+from ._group import (
+    Committed,
+    ConsumerGroup,
+    ExplicitlyCommitted,
+    ExplicitOffsets,
+    first_error as _first_error,
+)
 
 log = Logger()
 
@@ -468,14 +474,10 @@ class KafkaConsumer:
         return gathered.addCallback(lambda rs: {k: v for _, r in rs for k, v in r.items()})
 
     @overload
-    def commit(self) -> Deferred[dict[TopicAndPartition, int | None]]: ...
-
+    def commit(self) -> Deferred[Committed]: ...
     @overload
-    def commit(
-        self, offsets: Mapping[Any, int | OffsetAndMetadata]
-    ) -> Deferred[dict[TopicAndPartition, OffsetAndMetadata]]: ...
-
-    def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None) -> Deferred[Any]:
+    def commit(self, offsets: ExplicitOffsets) -> Deferred[ExplicitlyCommitted]: ...
+    def commit(self, offsets: ExplicitOffsets | None = None) -> Deferred[Any]:
         """Commit what polls returned (whole processor calls), or the explicit *offsets*.
 
         Fires as :meth:`ConsumerGroup.commit` does, subscribed or assigned:
