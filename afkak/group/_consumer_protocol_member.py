@@ -392,13 +392,7 @@ class ConsumerProtocolMember(MembershipLoop):
             await self._settle_reconciliation()
         except Exception:
             self._failure = self._failure or Failure()
-        owned, self.owned = sorted(self.owned), frozenset()
-        if owned:
-            give_up = self.listener.revoke if self._stop_commits else self.listener.lose
-            try:
-                await maybeDeferred(give_up, owned)
-            except Exception:
-                self._failure = self._failure or Failure()
+        await self._give_up_owned()
         if self.state is S.LEAVING:
             await self._send_leave()
             self._transition(E.LEFT)

@@ -507,13 +507,7 @@ class GroupMember(MembershipLoop):
     async def _leave(self) -> None:
         coordinator_refused = self._failure is not None and self._failure.check(BrokerResponseError)
         self._transition(E.FAIL if coordinator_refused else E.STOP)
-        owned, self.owned = sorted(self.owned), frozenset()
-        if owned:
-            give_up = self.listener.revoke if self._stop_commits else self.listener.lose
-            try:
-                await maybeDeferred(give_up, owned)
-            except Exception:
-                self._failure = self._failure or Failure()
+        await self._give_up_owned()
         if self.state is S.LEAVING:
             await self._send_leave(self._stop_reason or "stopping")
             self._transition(E.LEFT)

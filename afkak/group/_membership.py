@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
@@ -150,6 +150,16 @@ class MembershipLoop:
         wake, self._wake = self._wake, None
         if wake is not None:
             wake.callback(None)
+
+    async def _give_up_owned(self) -> None:
+        """Leaving: the listener gives the partitions up, committed unless the stop says not."""
+        owned, self.owned = sorted(self.owned), frozenset()
+        if owned:
+            give_up = self.listener.revoke if self._stop_commits else self.listener.lose
+            try:
+                await maybeDeferred(give_up, owned)
+            except Exception:
+                self._failure = self._failure or Failure()
 
     async def _sleep(self, seconds: float) -> None:
         await self._wait(deferLater(self.reactor, seconds, lambda: None))
