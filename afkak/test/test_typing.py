@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import typing
 import unittest
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from twisted.internet.defer import Deferred
 
@@ -127,6 +127,26 @@ def _public_classes() -> Iterator[tuple[str, type]]:
                     yield f"{module.__name__}.{name}", obj
 
 
+def _public_functions() -> Iterator[tuple[str, Callable[..., object]]]:
+    for module in PUBLIC_MODULES:
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj) and obj.__module__.startswith("afkak"):
+                yield f"{module.__name__}.{name}", obj
+
+
+def _vague_returns(where: str, function: Callable[..., object]) -> list[str]:
+    vague = []
+    for signature in typing.get_overloads(function) or [function]:
+        returns = typing.get_type_hints(signature).get("return")
+        if returns is None:
+            vague.append(f"{where}: no return type")
+        for deferred in _deferreds_in(returns):
+            if not typing.get_args(deferred) or _mentions_any(deferred):
+                vague.append(f"{where} -> {deferred}")
+    return vague
+
+
 def vague_deferreds(classes: typing.Iterable[tuple[str, type]]) -> list[str]:
     """Public methods and properties whose Deferred result mentions Any (or has no type)."""
     vague = []
@@ -136,16 +156,8 @@ def vague_deferreds(classes: typing.Iterable[tuple[str, type]]) -> list[str]:
                 continue
             function = static.fget if isinstance(static, property) else static
             function = getattr(function, "__func__", function)
-            if not inspect.isfunction(function) or not function.__module__.startswith("afkak"):
-                continue
-            signatures = typing.get_overloads(function) or [function]
-            for signature in signatures:
-                returns = typing.get_type_hints(signature).get("return")
-                if returns is None:
-                    vague.append(f"{where}.{attr}: no return type")
-                for deferred in _deferreds_in(returns):
-                    if not typing.get_args(deferred) or _mentions_any(deferred):
-                        vague.append(f"{where}.{attr} -> {deferred}")
+            if inspect.isfunction(function) and function.__module__.startswith("afkak"):
+                vague.extend(_vague_returns(f"{where}.{attr}", function))
     return vague
 
 
@@ -178,6 +190,11 @@ class PublicDeferredTests(unittest.TestCase):
     def test_public_deferreds_say_what_they_fire_with(self) -> None:
         self.assertEqual(vague_deferreds(_public_classes()), [])
 
+    def test_public_functions_deferreds_say_what_they_fire_with(self) -> None:
+        functions = list(_public_functions())
+        self.assertIn("afkak.group.describe_group", dict(functions))
+        self.assertEqual([v for w, f in functions for v in _vague_returns(w, f)], [])
+
     def test_a_vague_deferred_is_found(self) -> None:
         class Vague:
             def some(self) -> Deferred[typing.Any]:
@@ -192,6 +209,11 @@ class PublicDeferredTests(unittest.TestCase):
         Vague.__module__ = "afkak.planted"
         for f in (Vague.some, Vague.nested, Vague.precise):
             f.__module__ = "afkak.planted"
+
+        def untyped():  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+        self.assertEqual(_vague_returns("untyped", untyped), ["untyped: no return type"])
         found = vague_deferreds([("Vague", Vague)])
         self.assertEqual(
             found,
