@@ -125,7 +125,7 @@ class FakeKafkaCluster:
             else:
                 versions[key] = vrange
         reactor = Clock() if reactor is None else reactor
-        #: What the request handlers read and change.
+        #: Expert: what the request handlers share, read and change (see above).
         self.state = ClusterState(
             brokers,
             reactor,
