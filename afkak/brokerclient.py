@@ -5,7 +5,8 @@ afkak 21's private ``_KafkaBrokerClient`` is replaced by
 the ``retry_policy`` given to :class:`~afkak.client.KafkaClient`; by default
 Kafka's reconnect backoff (``reconnect.backoff.ms`` 50 ms doubling to
 ``reconnect.backoff.max.ms`` 1 s, with 20 % jitter: ``afkak._retry``).  These
-constants are not read by afkak: they give afkak 21's values only.
+constants are inert: afkak does not read them (setting them changes
+nothing); they give afkak 21's values only.
 """
 
 __all__ = ["INIT_DELAY_SECONDS", "MAX_RECONNECT_DELAY_SECONDS"]

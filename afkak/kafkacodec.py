@@ -30,7 +30,8 @@ __all__ = [
 
 #: The codec bits of a legacy message's attributes, as afkak 21 read them.
 ATTRIBUTE_CODEC_MASK = 0x03
-#: afkak 21 refused Metadata responses listing more brokers than this.
+#: afkak 21 refused Metadata responses listing more brokers than this; inert now
+#: (not applied).
 MAX_BROKERS = 1024
 #: Milliseconds the leader waits for replicas' acks by default.
 DEFAULT_REPLICAS_ACK_TIMEOUT_MSECS = 1000

@@ -183,7 +183,7 @@ def fuzz(
 
     def endpoint_factory(reactor: Any, host: str, port: int) -> Any:
         endpoint = cluster.endpoint_factory(reactor, host, port)
-        if host != cluster.brokers[0].host:
+        if host != cluster.state.brokers[0].host:
             return endpoint
         return _Wrapping(endpoint, mutator, clock)
 
@@ -201,7 +201,7 @@ def fuzz(
             report.crashes += 1
 
     globalLogPublisher.addObserver(observe)
-    brokers = {n: BrokerMetadata(n, b.host, b.port) for n, b in cluster.brokers.items()}
+    brokers = {n: BrokerMetadata(n, b.host, b.port) for n, b in cluster.state.brokers.items()}
     requests = _requests()
     warmup = max(1, responses // 10)
     done = 0

@@ -28,11 +28,15 @@ from afkak.common import (
     CancelledError,
     ClientError,
     FetchRequest,
+    FetchResponse,
     KafkaUnavailableError,
     MessageSizeTooLargeError,
     OffsetCommitRequest,
+    OffsetCommitResponse,
     OffsetFetchRequest,
+    OffsetFetchResponse,
     OffsetRequest,
+    OffsetResponse,
     ProduceRequest,
     ProduceResponse,
     TopicAndPartition,
@@ -51,6 +55,7 @@ from ._list_offsets_call import ListOffsetsCall
 from ._pool import ConnectionPool
 from ._produce_call import ProduceCall, encode_records, records_of
 from ._produce_split import DEFAULT_MAX_REQUEST_SIZE, halve, split_records
+from ._roles import CommitResult, FetchResult, OffsetFetchResult, OffsetResult, ProduceResult
 from ._routing import group_by_broker, payload_key
 from ._statistics import start_statistics
 
@@ -79,7 +84,8 @@ class KafkaClient:
     :param disconnect_on_timeout: drop a broker's connection when a request to
         it times out.
     :param correlation_id: afkak 21's; inert (checked, kept as
-        ``correlation_id``, never sent): correlation ids are now per connection.
+        ``correlation_id``, never sent; a value other than 0 warns with a
+        ``DeprecationWarning``): correlation ids are now per connection.
     :param reactor: provides IReactorTime and what *endpoint_factory* needs;
         by default the global reactor.
     :param endpoint_factory: ``(reactor, host, port) -> IStreamClientEndpoint``.
@@ -147,6 +153,12 @@ class KafkaClient:
         if not isinstance(disconnect_on_timeout, int):  # bool, or 21.5's 0/1
             raise TypeError(f"disconnect_on_timeout must be a bool, not {disconnect_on_timeout!r}")
         self.correlation_id = check.integer("correlation_id", correlation_id, 0, check.INT32_MAX)
+        if correlation_id:
+            warnings.warn(
+                "KafkaClient(correlation_id=) is inert: each connection numbers its own requests",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         #: Bytes a record batch may have at most (estimated before compression).
         self.max_request_size = check.integer(
             "max_request_size", max_request_size, 1024, check.INT32_MAX
@@ -349,8 +361,8 @@ class KafkaClient:
         acks: int = 1,
         timeout: int = DEFAULT_REPLICAS_ACK_MSECS,
         fail_on_error: bool = True,
-        callback: Callable[[Any], Any] | None = None,
-    ) -> Deferred[list[Any]]:
+        callback: Callable[[ProduceResponse], ProduceResult] | None = None,
+    ) -> Deferred[list[ProduceResult]]:
         """Write each payload's messages to its partition's leader, one request per broker.
 
         Fires with a :class:`ProduceResponse` per payload, in payload order (an
@@ -437,12 +449,12 @@ class KafkaClient:
         self,
         payloads: Sequence[FetchRequest] | None = None,
         fail_on_error: bool = True,
-        callback: Callable[[Any], Any] | None = None,
+        callback: Callable[[FetchResponse], FetchResult] | None = None,
         max_wait_time: int = DEFAULT_FETCH_SERVER_WAIT_MSECS,
         min_bytes: int = DEFAULT_FETCH_MIN_BYTES,
         *,
         isolation_level: str | int = "read_uncommitted",
-    ) -> Deferred[list[Any]]:
+    ) -> Deferred[list[FetchResult]]:
         """Fetch from each payload's partition leader, one request per broker.
 
         Fires with a :class:`FetchResponse` per payload, whose ``messages``
@@ -472,10 +484,10 @@ class KafkaClient:
         self,
         payloads: Sequence[OffsetRequest] | None = None,
         fail_on_error: bool = True,
-        callback: Callable[[Any], Any] | None = None,
+        callback: Callable[[OffsetResponse], OffsetResult] | None = None,
         *,
         isolation_level: str | int = "read_uncommitted",
-    ) -> Deferred[list[Any]]:
+    ) -> Deferred[list[OffsetResult]]:
         """Look up offsets by time (-1 latest, -2 earliest) at each partition's leader.
 
         Fires with an :class:`OffsetResponse` per payload; ``offsets`` is a
@@ -538,10 +550,10 @@ class KafkaClient:
         group: str,
         payloads: Sequence[OffsetCommitRequest] | None = None,
         fail_on_error: bool = True,
-        callback: Callable[[Any], Any] | None = None,
+        callback: Callable[[OffsetCommitResponse], CommitResult] | None = None,
         group_generation_id: int = -1,
         consumer_id: str = "",
-    ) -> Deferred[list[Any]]:
+    ) -> Deferred[list[CommitResult]]:
         """Commit offsets for *group* at its coordinator; each offset is stored as given.
 
         Fires with an :class:`OffsetCommitResponse` per payload.
@@ -569,10 +581,10 @@ class KafkaClient:
         group: str,
         payloads: Sequence[OffsetFetchRequest] | None = None,
         fail_on_error: bool = True,
-        callback: Callable[[Any], Any] | None = None,
+        callback: Callable[[OffsetFetchResponse], OffsetFetchResult] | None = None,
         *,
         require_stable: bool = False,
-    ) -> Deferred[list[Any]]:
+    ) -> Deferred[list[OffsetFetchResult]]:
         """Fetch *group*'s committed offsets (-1 where none) from its coordinator.
 
         Fires with an :class:`OffsetFetchResponse` per payload; ``metadata``

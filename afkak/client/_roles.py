@@ -11,20 +11,33 @@ and for the admin client.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 from uuid import UUID
 
 from twisted.internet.defer import Deferred
+from typing_extensions import TypeVar
 
 from afkak.common import (
     BrokerMetadata,
+    FetchResponse,
     OffsetCommitRequest,
+    OffsetCommitResponse,
     OffsetFetchRequest,
+    OffsetFetchResponse,
     OffsetRequest,
+    OffsetResponse,
+    ProduceResponse,
     TopicAndPartition,
 )
 
 T = TypeVar("T")
+# What a batch request's Deferred fires with: a list of the API's responses, or
+# of what the ``callback`` made of each (afkak 21's argument).
+ProduceResult = TypeVar("ProduceResult", default=ProduceResponse)
+FetchResult = TypeVar("FetchResult", default=FetchResponse)
+OffsetResult = TypeVar("OffsetResult", default=OffsetResponse)
+CommitResult = TypeVar("CommitResult", default=OffsetCommitResponse)
+OffsetFetchResult = TypeVar("OffsetFetchResult", default=OffsetFetchResponse)
 
 __all__ = [
     "AdminClient",
@@ -106,30 +119,30 @@ class GroupRequests(Protocol):
         self,
         payloads: Sequence[OffsetRequest] | None = None,
         fail_on_error: bool = True,
-        callback: Callable[[Any], Any] | None = None,
+        callback: Callable[[OffsetResponse], OffsetResult] | None = None,
         *,
         isolation_level: str | int = "read_uncommitted",
-    ) -> Deferred[list[Any]]: ...
+    ) -> Deferred[list[OffsetResult]]: ...
 
     def send_offset_commit_request(
         self,
         group: str,
         payloads: Sequence[OffsetCommitRequest] | None = None,
         fail_on_error: bool = True,
-        callback: Callable[[Any], Any] | None = None,
+        callback: Callable[[OffsetCommitResponse], CommitResult] | None = None,
         group_generation_id: int = -1,
         consumer_id: str = "",
-    ) -> Deferred[list[Any]]: ...
+    ) -> Deferred[list[CommitResult]]: ...
 
     def send_offset_fetch_request(
         self,
         group: str,
         payloads: Sequence[OffsetFetchRequest] | None = None,
         fail_on_error: bool = True,
-        callback: Callable[[Any], Any] | None = None,
+        callback: Callable[[OffsetFetchResponse], OffsetFetchResult] | None = None,
         *,
         require_stable: bool = False,
-    ) -> Deferred[list[Any]]: ...
+    ) -> Deferred[list[OffsetFetchResult]]: ...
 
 
 class ProducerClient(BrokerRequests, ClusterMetadata, GroupRequests, Protocol):

@@ -10,19 +10,12 @@ operations: :func:`describe_group`, :func:`list_groups`,
 consume-transform-produce: :class:`TransactionalProcessor`.
 """
 
-from afkak.group._admin import (
-    GroupDescription,
-    GroupListing,
-    MemberDescription,
-    PartitionLag,
-    committed_offsets,
-    describe_group,
-    group_lag,
-    list_groups,
-)
+from afkak.admin import GroupDescription, GroupListing, MemberDescription, PartitionLag
+from afkak.group._admin import committed_offsets, describe_group, group_lag, list_groups
 from afkak.group._assignor import Assignment, Member, PartitionAssignor, RebalanceProtocol
 from afkak.group._group import ASSIGNORS, DEFAULT_ASSIGNORS, ConsumerGroup
-from afkak.group._member import Generation, GroupMember, Liveness, RebalanceListener
+from afkak.group._member import GroupMember, Liveness, RebalanceListener
+from afkak.group._membership import Generation
 from afkak.group._pull import MAX_POLL_RECORDS, KafkaConsumer
 from afkak.group._range import RangeAssignor
 from afkak.group._roundrobin import RoundRobinAssignor

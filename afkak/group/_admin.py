@@ -10,13 +10,7 @@ from collections.abc import Sequence
 
 from twisted.internet.defer import Deferred
 
-from afkak.admin import (  # noqa: F401  (re-exported by afkak.group)
-    GroupDescription,
-    GroupListing,
-    KafkaAdminClient,
-    MemberDescription,
-    PartitionLag,
-)
+from afkak.admin import GroupDescription, GroupListing, KafkaAdminClient, PartitionLag
 from afkak.client import ConsumerClient
 from afkak.common import TopicAndPartition
 

@@ -26,11 +26,9 @@ from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._retry import backoff_policy
 from afkak._transitions import TransitionTable
 from afkak.client import ConsumerClient
 from afkak.common import BrokerResponseError, KafkaError, TopicAndPartition
-from afkak.metrics import GroupSensors, registry_of
 
 from . import _requests as req
 from ._member import GroupMember, Liveness, RebalanceListener
@@ -138,40 +136,26 @@ class ConsumerProtocolMember(MembershipLoop):
     ) -> None:
         if assignor is not None and assignor not in REMOTE_ASSIGNORS:
             raise ValueError(f"group_remote_assignor must be one of {REMOTE_ASSIGNORS}")
-        if rebalance_timeout_ms <= 0:
-            raise ValueError("rebalance_timeout_ms must be positive")
-        self.client = client
-        self.reactor = client.reactor
-        self.group_id = group_id
-        self.topics = tuple(sorted(set(topics)))
+        self._init_member(
+            client, group_id, topics, listener, rebalance_timeout_ms, group_instance_id, liveness
+        )
+        self.retime(retry_backoff_ms, retry_backoff_max_ms)
         self.regex = regex
         self.assignor = assignor
-        self.listener = listener
-        self.rebalance_timeout_ms = rebalance_timeout_ms
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval = heartbeat_interval_ms / 1000.0
         self._heartbeat_timeout = client.timeout
-        self.group_instance_id = group_instance_id
-        self._backoff = backoff_policy(retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
-        self._liveness = liveness
         self.member_id = member_id or new_member_id()
-        #: The member epoch (-1: not in the group); commits carry it as their generation.
-        self.generation_id = -1
-        self.leader_id = ""  # no leader in this protocol (afkak 21's attribute)
         self.state = S.STOPPED
-        self._init_loop()
-        self.owned: frozenset[TopicAndPartition] = frozenset()
+        # generation_id is the member epoch (-1: not in the group): commits carry it;
+        # leader_id stays "" (no leader in this protocol; afkak 21's attribute).
         #: Partitions being revoked: still reported as owned until committed.
         self._revoking: frozenset[TopicAndPartition] = frozenset()
         self._target: frozenset[TopicAndPartition] | None = None
         self._reconciling: Deferred[None] | None = None
         self._acknowledged_epoch = -1
-        self.rebalances = 0
         self._rebalance_started: float | None = None
-        self.sensors = registry_of(client).shared(GroupSensors, group_id)
-        self.sensors.member(lambda: len(self.owned))
         self._fenced: str | None = None
-        self._stuck: str | None = None
 
     def __repr__(self) -> str:
         return (
@@ -188,10 +172,8 @@ class ConsumerProtocolMember(MembershipLoop):
     def start(self) -> Deferred[None]:
         """Join and stay in the group; fires when stopped, fails on a fatal error."""
         self._transition(E.START)
-        done = self._begin()
-        self._fenced = self._stuck = None
-        Deferred.fromCoroutine(self._run())
-        return done
+        self._fenced = None
+        return self._start_run()
 
     def subscribe(self, topics: Sequence[str]) -> None:
         """Subscribe to *topics*; the next heartbeat tells the coordinator."""
@@ -410,13 +392,7 @@ class ConsumerProtocolMember(MembershipLoop):
             await self._settle_reconciliation()
         except Exception:
             self._failure = self._failure or Failure()
-        owned, self.owned = sorted(self.owned), frozenset()
-        if owned:
-            give_up = self.listener.revoke if self._stop_commits else self.listener.lose
-            try:
-                await maybeDeferred(give_up, owned)
-            except Exception:
-                self._failure = self._failure or Failure()
+        await self._give_up_owned()
         if self.state is S.LEAVING:
             await self._send_leave()
             self._transition(E.LEFT)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, overload
 
 from twisted.internet.defer import Deferred, DeferredList, maybeDeferred, succeed
 from twisted.internet.task import LoopingCall
@@ -41,7 +41,8 @@ from afkak.producer import ConsumerGroupMetadata
 
 from ._assignor import PartitionAssignor
 from ._consumer_protocol_member import ConsumerProtocolMember
-from ._member import Generation, GroupMember
+from ._member import GroupMember
+from ._membership import Generation
 from ._range import RangeAssignor
 from ._roundrobin import RoundRobinAssignor
 from ._sticky import CooperativeStickyAssignor
@@ -66,7 +67,13 @@ _RESERVED_OPTIONS = {"consumer_group", "commit_consumer_id", "commit_generation_
 _SHUTDOWN_COMMIT_BACKOFF = backoff_policy(0.05, 1.0)
 
 Callback = Callable[[list[TopicAndPartition]], Any]
-Offsets = dict[TopicAndPartition, Any]
+#: What commit() fires with: each partition's last committed offset.
+Committed = dict[TopicAndPartition, int | None]
+#: commit(offsets)'s argument, ``{tp: next offset or OffsetAndMetadata}``, and what it fires with.
+ExplicitOffsets = Mapping[Any, int | OffsetAndMetadata]
+ExplicitlyCommitted = dict[TopicAndPartition, OffsetAndMetadata]
+#: What start(), stop() and shutdown() fire with: each partition's last processed offset.
+Offsets = dict[TopicAndPartition, int | None]
 
 
 def resolve_assignors(assignors: Iterable[str | PartitionAssignor]) -> list[PartitionAssignor]:
@@ -83,6 +90,30 @@ def resolve_assignors(assignors: Iterable[str | PartitionAssignor]) -> list[Part
         else:
             raise TypeError(f"not an assignor: {a!r}")
     return resolved
+
+
+T = TypeVar("T")
+
+
+class _Backoff(Generic[T]):
+    """A ConsumerGroup backoff setting (milliseconds): setting it re-times the member."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, group: None, owner: type) -> _Backoff[T]: ...
+    @overload
+    def __get__(self, group: ConsumerGroup, owner: type | None = None) -> T: ...
+    def __get__(self, group: ConsumerGroup | None, owner: type | None = None) -> T | _Backoff[T]:
+        if group is None:
+            return self
+        value: T = group._backoffs[self._name]
+        return value
+
+    def __set__(self, group: ConsumerGroup, value: T) -> None:
+        group._backoffs[self._name] = value
+        group._retime()
 
 
 class ConsumerGroup:
@@ -236,12 +267,14 @@ class ConsumerGroup:
         self.on_assigned = on_assigned
         self.on_revoked = on_revoked
         self.on_lost = on_lost if on_lost is not None else on_revoked
+        #: The options each Consumer gets (the group adds its own); afkak 21's
+        #: name for it is ``consumer_kwargs``.
         self.consumer_options = consumer_options
-        #: afkak 21's name: the options each Consumer gets (the group adds its own).
-        self.consumer_kwargs = self.consumer_options
-        self.initial_backoff_ms = initial_backoff_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.fatal_backoff_ms = fatal_backoff_ms
+        self._backoffs: dict[str, Any] = {
+            "initial_backoff_ms": initial_backoff_ms,
+            "retry_backoff_ms": retry_backoff_ms,
+            "fatal_backoff_ms": fatal_backoff_ms,
+        }
         self.consumers: dict[TopicAndPartition, Consumer] = {}
         # Position control for owned partitions whose Consumer is not running
         # (yet): where to start (a seek in on_assigned), and what is paused.
@@ -292,6 +325,26 @@ class ConsumerGroup:
         self.pattern = pattern
         self.metadata_max_age_ms = metadata_max_age_ms
         self._refresher: LoopingCall | None = None
+
+    @property
+    def consumer_kwargs(self) -> dict[str, Any]:
+        """afkak 21's name of :attr:`consumer_options`: setting it sets them."""
+        return self.consumer_options
+
+    @consumer_kwargs.setter
+    def consumer_kwargs(self, options: dict[str, Any]) -> None:
+        self.consumer_options = options
+
+    # afkak 21 read these when retrying, so setting one re-times the member's retries.
+    initial_backoff_ms: _Backoff[int | None] = _Backoff()
+    retry_backoff_ms: _Backoff[int] = _Backoff()
+    fatal_backoff_ms: _Backoff[int] = _Backoff()
+
+    def _retime(self) -> None:
+        retry_ms = self.retry_backoff_ms
+        self.member.retime(retry_ms, max(self.fatal_backoff_ms, retry_ms))
+        if isinstance(self.member, GroupMember):
+            self.member.initial_backoff_ms = self.initial_backoff_ms
 
     # -- liveness (max_poll_interval_ms), asked by the member at each heartbeat --
 
@@ -449,14 +502,10 @@ class ConsumerGroup:
         return Deferred.fromCoroutine(positions.offsets_for_times(self.client, checked, 0))
 
     @overload
-    def commit(self) -> Deferred[dict[TopicAndPartition, int | None]]: ...
-
+    def commit(self) -> Deferred[Committed]: ...
     @overload
-    def commit(
-        self, offsets: Mapping[Any, int | OffsetAndMetadata]
-    ) -> Deferred[dict[TopicAndPartition, OffsetAndMetadata]]: ...
-
-    def commit(self, offsets: Any = None) -> Deferred[Any]:
+    def commit(self, offsets: ExplicitOffsets) -> Deferred[ExplicitlyCommitted]: ...
+    def commit(self, offsets: ExplicitOffsets | None = None) -> Deferred[Any]:
         """Commit what the processors finished, or the explicit *offsets*.
 
         *offsets*: ``{tp: offset or OffsetAndMetadata}``, each the next offset
@@ -485,7 +534,7 @@ class ConsumerGroup:
                 return {tp: r for tp, (_, r) in zip(tps, results, strict=True)}
             return {tp: explicit[tp] for tp in tps}
 
-        return d.addCallbacks(gathered, _first_error)
+        return d.addCallbacks(gathered, first_error)
 
     # -- afkak 21's attributes --------------------------------------------------
 
@@ -555,13 +604,16 @@ class ConsumerGroup:
             except RestopError:
                 pass
 
-    def shutdown_consumers(self) -> Deferred[Any]:
-        """Shut every Consumer down (finish processing, commit); fires when all are done."""
+    def shutdown_consumers(self) -> Deferred[list[tuple[bool, Failure | None]]]:
+        """Shut every Consumer down (finish processing, commit); fires when all are done.
+
+        With a DeferredList's ``[(success, failure or None), ...]``, as afkak 21's did.
+        """
         consumers, self.consumers = self.consumers, {}
-        return DeferredList(
-            [self._end_consumer(tp, c, commit=True) for tp, c in consumers.items()],
-            consumeErrors=True,
-        )
+        ending: list[Deferred[Any]] = [
+            self._end_consumer(tp, c, commit=True) for tp, c in consumers.items()
+        ]
+        return DeferredList(ending, consumeErrors=True)
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -664,12 +716,13 @@ class ConsumerGroup:
     def prepare_join(self) -> Any:
         return self.on_join_prepare()
 
-    def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[Any]:
+    def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[None]:
         self._rebind(self.consumers.values(), generation)
         added = [tp for tp in partitions if tp not in self.consumers]
         d = maybeDeferred(self.on_assigned, added) if self.on_assigned and added else succeed(None)
         d.addCallback(lambda _: self._start_consumers(added, generation))
-        return d.addCallback(lambda _: self.on_join_complete(_by_topic(partitions)))
+        d.addCallback(lambda _: self.on_join_complete(_by_topic(partitions)))
+        return d.addCallback(_discard)
 
     @staticmethod
     def _rebind(consumers: Iterable[Consumer], generation: Generation) -> None:
@@ -732,15 +785,15 @@ class ConsumerGroup:
         else:
             self.on_consumer_error(result)
 
-    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[Any]:
+    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         return self._give_up(partitions, commit=True, then=self.on_revoked)
 
-    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[Any]:
+    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         return self._give_up(partitions, commit=False, then=self.on_lost)
 
     def _give_up(
         self, partitions: list[TopicAndPartition], commit: bool, then: Callback | None
-    ) -> Deferred[Any]:
+    ) -> Deferred[None]:
         for tp in partitions:
             self._paused.discard(tp)
             self._start_at.pop(tp, None)
@@ -749,12 +802,14 @@ class ConsumerGroup:
             # Revoked after a cooperative sync: the final commits carry the new generation.
             self._rebind((c for _, c in ending), self.member.generation)
         stopping = [self._end_consumer(tp, c, commit) for tp, c in ending]
-        d = DeferredList(stopping, consumeErrors=True)
+        d: Deferred[Any] = DeferredList(stopping, consumeErrors=True)
         if then is not None:
             d.addCallback(lambda _: then(partitions))
-        return d
+        return d.addCallback(_discard)
 
-    def _end_consumer(self, tp: TopicAndPartition, consumer: Any, commit: bool) -> Deferred[Any]:
+    def _end_consumer(
+        self, tp: TopicAndPartition, consumer: Consumer, commit: bool
+    ) -> Deferred[None]:
         """Stop *consumer*; with *commit*, shut it down and make sure its progress is committed."""
         if not commit:
             if self._overdue(consumer) is not None:
@@ -764,7 +819,7 @@ class ConsumerGroup:
             return maybeDeferred(consumer.stop).addCallback(self._ended, tp)
         return Deferred.fromCoroutine(self._shut_down(tp, consumer))
 
-    async def _shut_down(self, tp: TopicAndPartition, consumer: Any) -> None:
+    async def _shut_down(self, tp: TopicAndPartition, consumer: Consumer) -> None:
         """Shut *consumer* down, retrying a final commit refused while the group rebalances.
 
         A coordinator may refuse commits until every member has synced
@@ -792,11 +847,11 @@ class ConsumerGroup:
         self._ended(consumer.last_processed_offset if offset is None else offset, tp)
         return None
 
-    def _ended(self, offset: Any, tp: TopicAndPartition) -> None:
+    def _ended(self, offset: int | None, tp: TopicAndPartition) -> None:
         if self._stopping is not None:
             self._offsets[tp] = offset
 
-    def _give_up_failed(self, tp: TopicAndPartition, consumer: Any, error: Exception) -> None:
+    def _give_up_failed(self, tp: TopicAndPartition, consumer: Consumer, error: Exception) -> None:
         self._ended(consumer.last_processed_offset, tp)
         log.warn("{tp}: given up uncommitted: {error}", tp=tp, error=error)
 
@@ -808,9 +863,14 @@ def _by_topic(partitions: Iterable[TopicAndPartition]) -> dict[str, list[int]]:
     return assignments
 
 
-def _first_error(failure: Failure) -> Failure:
+def _discard(_: object) -> None:
+    """The hooks' results (a rebalance listener's Deferred fires with nothing)."""
+
+
+def first_error(failure: Failure) -> Failure:
     """The error of the first of a DeferredList's Deferreds that failed."""
-    return failure.value.subFailure
+    first: Failure = failure.value.subFailure
+    return first
 
 
 def _relay(result: Any, waiter: Deferred[Any]) -> Any:

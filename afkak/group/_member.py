@@ -27,7 +27,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._errors import DecodeError
-from afkak._retry import backoff_policy, is_retriable, retrying
+from afkak._retry import is_retriable, retrying
 from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerResponseError,
@@ -35,7 +35,6 @@ from afkak.common import (
     KafkaError,
     TopicAndPartition,
 )
-from afkak.metrics import GroupSensors, registry_of
 from afkak.protocol.consumer_protocol import (
     Subscription,
     decode_assignment,
@@ -81,7 +80,7 @@ class Liveness(Protocol):
     def stuck(self) -> str | None:
         """Why the application is not live (None: it is)."""
 
-    def until_live(self) -> Deferred[Any]:
+    def until_live(self) -> Deferred[None]:
         """Fires once the calls that were stuck have returned."""
 
 
@@ -133,43 +132,25 @@ class GroupMember(MembershipLoop):
             raise ValueError("assignor names must be unique")
         if not 0 < heartbeat_interval_ms < session_timeout_ms:
             raise ValueError("heartbeat_interval_ms must be positive and below session_timeout_ms")
-        if rebalance_timeout_ms <= 0:
-            raise ValueError("rebalance_timeout_ms must be positive")
-        self.client = client
-        self.reactor = client.reactor
-        self.group_id = group_id
-        #: The subscription (may be empty: a pattern that matches nothing yet).
-        self.topics = tuple(sorted(set(topics)))
-        self.listener = listener
+        self._init_member(
+            client, group_id, topics, listener, rebalance_timeout_ms, group_instance_id, liveness
+        )
+        self.retime(retry_backoff_ms, retry_backoff_max_ms)
         self.assignors = list(assignors)
         self.protocol = common_protocol(self.assignors)
         self.session_timeout_ms = session_timeout_ms
-        self.rebalance_timeout_ms = rebalance_timeout_ms
         # A heartbeat stuck on a dead coordinator must fail (and make the client
         # look the coordinator up again) well within the session timeout.
         self._heartbeat_timeout = min(client.timeout, session_timeout_ms / 3000.0)
-        self.group_instance_id = group_instance_id
-        self._backoff = backoff_policy(retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
-        #: Delay between failed attempts before the member first joined (afkak 21).
-        self._initial_backoff = None if initial_backoff_ms is None else initial_backoff_ms / 1000.0
-        self.state = S.STOPPED
-        self._init_loop()
+        #: Milliseconds between failed attempts before the member first joined (afkak 21).
+        self.initial_backoff_ms = initial_backoff_ms
         self.member_id = ""
-        self.generation_id = -1
+        self.state = S.STOPPED
         self.protocol_name: str | None = None
-        self.leader_id = ""
-        self.owned: frozenset[TopicAndPartition] = frozenset()
-        self.rebalances = 0
         self._assigned_counts: dict[str, int] = {}
         self._rejoin_reason: str | None = None
         self._fenced_error: int | None = None
         self.heartbeats = HeartbeatTimer(self.reactor, heartbeat_interval_ms / 1000.0, self._beat)
-        #: ``consumer-coordinator-metrics`` of this group.
-        self.sensors = registry_of(client).shared(GroupSensors, group_id)
-        self.sensors.member(lambda: len(self.owned))
-        #: Asked at each heartbeat while STABLE: why the application is stuck (None: it is not).
-        self._liveness = liveness
-        self._stuck: str | None = None
 
     def __repr__(self) -> str:
         return (
@@ -195,11 +176,9 @@ class GroupMember(MembershipLoop):
     def start(self) -> Deferred[None]:
         """Join and stay in the group; fires when stopped, fails on a fatal error."""
         self._transition(E.START)
-        done = self._begin()
-        self._rejoin_reason = self._stuck = None
+        self._rejoin_reason = None
         self._fenced_error = None
-        Deferred.fromCoroutine(self._run())
-        return done
+        return self._start_run()
 
     def subscribe(self, topics: Sequence[str]) -> None:
         """Subscribe to *topics* from now on; a running member rebalances if they changed."""
@@ -528,13 +507,7 @@ class GroupMember(MembershipLoop):
     async def _leave(self) -> None:
         coordinator_refused = self._failure is not None and self._failure.check(BrokerResponseError)
         self._transition(E.FAIL if coordinator_refused else E.STOP)
-        owned, self.owned = sorted(self.owned), frozenset()
-        if owned:
-            give_up = self.listener.revoke if self._stop_commits else self.listener.lose
-            try:
-                await maybeDeferred(give_up, owned)
-            except Exception:
-                self._failure = self._failure or Failure()
+        await self._give_up_owned()
         if self.state is S.LEAVING:
             await self._send_leave(self._stop_reason or "stopping")
             self._transition(E.LEFT)
@@ -581,8 +554,8 @@ class GroupMember(MembershipLoop):
         )
 
     def _delay(self, failures: int) -> float:
-        if self._initial_backoff is not None and not self.member_id and not self.rebalances:
-            return self._initial_backoff
+        if self.initial_backoff_ms is not None and not self.member_id and not self.rebalances:
+            return self.initial_backoff_ms / 1000.0
         return self._backoff(failures)
 
     async def _within(self, d: Deferred[Any], seconds: float) -> bool:

@@ -9,12 +9,21 @@ the Deferred ``start()`` returned.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
+
+from afkak._retry import backoff_policy
+from afkak.client import ConsumerClient
+from afkak.common import TopicAndPartition
+from afkak.metrics import GroupSensors, registry_of
+
+if TYPE_CHECKING:
+    from ._member import Liveness, RebalanceListener
 
 
 @attrs.frozen
@@ -32,14 +41,60 @@ class CancelledByStop(Exception):
 class MembershipLoop:
     """The stop/fail/wake plumbing of a member; ``state`` is STOPPED when not running."""
 
-    reactor: Any
     state: Any
-    generation_id: int
     member_id: str
+
+    def _init_member(
+        self,
+        client: ConsumerClient,
+        group_id: str,
+        topics: Sequence[str],
+        listener: RebalanceListener,
+        rebalance_timeout_ms: int,
+        group_instance_id: str | None,
+        liveness: Liveness | None,
+    ) -> None:
+        """What both protocols' members hold (each sets its own STOPPED ``state``)."""
+        if rebalance_timeout_ms <= 0:
+            raise ValueError("rebalance_timeout_ms must be positive")
+        self.client = client
+        self.reactor = client.reactor
+        self.group_id = group_id
+        #: The subscription (may be empty: a pattern that matches nothing yet).
+        self.topics = tuple(sorted(set(topics)))
+        self.listener = listener
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.group_instance_id = group_instance_id
+        #: Asked at each heartbeat while STABLE: why the application is stuck (None: it is not).
+        self._liveness = liveness
+        self._stuck: str | None = None
+        self.generation_id = -1
+        self.leader_id = ""
+        self.owned: frozenset[TopicAndPartition] = frozenset()
+        self.rebalances = 0
+        #: ``consumer-coordinator-metrics`` of this group.
+        self.sensors = registry_of(client).shared(GroupSensors, group_id)
+        self.sensors.member(lambda: len(self.owned))
+        self._init_loop()
 
     @property
     def generation(self) -> Generation:
         return Generation(self.generation_id, self.member_id)
+
+    def retime(self, retry_backoff_ms: int, retry_backoff_max_ms: int) -> None:
+        """Wait *retry_backoff_ms* before retrying a failed coordinator request, doubling
+        on each consecutive failure up to *retry_backoff_max_ms*, jittered by ±20 %."""
+        self._backoff = backoff_policy(retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
+
+    def _start_run(self) -> Deferred[None]:
+        """Run the membership coroutine afresh: the Deferred that ``start()`` returns."""
+        done = self._begin()
+        self._stuck = None
+        Deferred.fromCoroutine(self._run())
+        return done
+
+    async def _run(self) -> None:
+        raise NotImplementedError  # each protocol's member loop
 
     def _init_loop(self) -> None:
         self._stop_reason: str | None = None
@@ -95,6 +150,16 @@ class MembershipLoop:
         wake, self._wake = self._wake, None
         if wake is not None:
             wake.callback(None)
+
+    async def _give_up_owned(self) -> None:
+        """Leaving: the listener gives the partitions up, committed unless the stop says not."""
+        owned, self.owned = sorted(self.owned), frozenset()
+        if owned:
+            give_up = self.listener.revoke if self._stop_commits else self.listener.lose
+            try:
+                await maybeDeferred(give_up, owned)
+            except Exception:
+                self._failure = self._failure or Failure()
 
     async def _sleep(self, seconds: float) -> None:
         await self._wait(deferLater(self.reactor, seconds, lambda: None))

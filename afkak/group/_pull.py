@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, overload
 
 from twisted.internet.defer import Deferred, DeferredList, succeed
 from twisted.logger import Logger
@@ -34,7 +34,13 @@ from afkak.common import (
 from afkak.consumer import Consumer, OffsetAndMetadata
 from afkak.consumer.positions import partition_of, partitions_of
 
-from ._group import ConsumerGroup
+from ._group import (
+    Committed,
+    ConsumerGroup,
+    ExplicitlyCommitted,
+    ExplicitOffsets,
+    first_error as _first_error,
+)
 
 log = Logger()
 
@@ -87,11 +93,11 @@ class _PullGroup(ConsumerGroup):
             f"longer than max_poll_interval_ms={self.max_poll_interval_ms}"
         )
 
-    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[Any]:
+    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         self._pull._release(partitions)
         return super().revoke(partitions)
 
-    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[Any]:
+    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         # As Java's consumer: a member that did not poll joins again at its next poll.
         self._pull._release(partitions, at_next_poll=self.stuck() is not None)
         return super().lose(partitions)
@@ -467,18 +473,38 @@ class KafkaConsumer:
         )
         return gathered.addCallback(lambda rs: {k: v for _, r in rs for k, v in r.items()})
 
-    def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None) -> Deferred[Any]:
-        """Commit what polls returned (whole processor calls), or the explicit *offsets*."""
+    @overload
+    def commit(self) -> Deferred[Committed]: ...
+    @overload
+    def commit(self, offsets: ExplicitOffsets) -> Deferred[ExplicitlyCommitted]: ...
+    def commit(self, offsets: ExplicitOffsets | None = None) -> Deferred[Any]:
+        """Commit what polls returned (whole processor calls), or the explicit *offsets*.
+
+        Fires as :meth:`ConsumerGroup.commit` does, subscribed or assigned:
+        with ``{tp: last committed offset}``, or with the *offsets* committed.
+        """
         if self._group is not None:
             return self._group.commit() if offsets is None else self._group.commit(offsets)
         if self.group_id is None:
             raise ValueError(f"{self!r} has no group_id to commit to")
-        calls: list[Deferred[Any]]
         if offsets is None:
-            calls = [c.commit() for c in self._consumers.values()]
-        else:
-            calls = [self._consumer_of(tp).commit({tp: o}) for tp, o in offsets.items()]
-        return DeferredList(calls, fireOnOneErrback=True, consumeErrors=True)
+            tps = list(self._consumers)
+            each = DeferredList(
+                [self._consumers[tp].commit() for tp in tps],
+                fireOnOneErrback=True,
+                consumeErrors=True,
+            )
+            return each.addCallback(
+                lambda rs: {tp: r for tp, (_, r) in zip(tps, rs, strict=True)}
+            ).addErrback(_first_error)
+        explicit = DeferredList(
+            [self._consumer_of(tp).commit({tp: o}) for tp, o in offsets.items()],
+            fireOnOneErrback=True,
+            consumeErrors=True,
+        )
+        return explicit.addCallback(
+            lambda rs: {k: v for _, r in rs for k, v in r.items()}
+        ).addErrback(_first_error)
 
     # -- closing ------------------------------------------------------------------------
 

@@ -539,11 +539,11 @@ class Producer:
         (``ProducerFenced``, ``TransactionalIdAuthorizationFailed``...) that
         ends the producer.  A retriable failure (timeouts) may be retried.
         """
-        return self._txn_call("init_transactions")
+        return self._txn_call(lambda txn: txn.init_transactions())
 
     def begin_transaction(self) -> Deferred[None]:
         """Start a transaction: sends are allowed until it is committed or aborted."""
-        return self._txn_call("begin_transaction")
+        return self._txn_call(lambda txn: txn.begin_transaction())
 
     def send_offsets_to_transaction(
         self, offsets: Mapping[TopicAndPartition, int], group_metadata: ConsumerGroupMetadata
@@ -567,7 +567,7 @@ class Producer:
                         f"group_metadata must be a ConsumerGroupMetadata, not {group_metadata!r}"
                     )
                 )
-        return self._txn_call("send_offsets_to_transaction", offsets, group_metadata)
+        return self._txn_call(lambda txn: txn.send_offsets_to_transaction(offsets, group_metadata))
 
     def commit_transaction(self) -> Deferred[None]:
         """Send what is buffered, then commit the transaction.
@@ -575,13 +575,13 @@ class Producer:
         Fails with the abortable error if a send of the transaction failed
         (then call :meth:`abort_transaction`), or with a fatal error.
         """
-        return self._txn_call("commit_transaction")
+        return self._txn_call(lambda txn: txn.commit_transaction())
 
     def abort_transaction(self) -> Deferred[None]:
         """Abort the transaction: unsent records fail with
         :class:`~afkak.common.TransactionAbortedError`, written ones are never
         visible to ``read_committed`` consumers."""
-        return self._txn_call("abort_transaction")
+        return self._txn_call(lambda txn: txn.abort_transaction())
 
     @property
     def transaction_state(self) -> TransactionState | None:
@@ -589,12 +589,12 @@ class Producer:
         None for a producer without ``transactional_id``."""
         return None if self._transaction is None else self._transaction.state
 
-    def _txn_call(self, name: str, *args: Any) -> Deferred[None]:
+    def _txn_call(self, call: Callable[[TransactionManager], Deferred[None]]) -> Deferred[None]:
         if self._transaction is None:
             return fail(TransactionStateError(f"{self!r} has no transactional_id"))
         if self._stopped:
             return fail(ClientError(f"{self!r} has been stopped"))
-        return getattr(self._transaction, name)(*args)
+        return call(self._transaction)
 
     def flush(self) -> Deferred[None]:
         """Send everything now (ignoring linger and batch triggers).

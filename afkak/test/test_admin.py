@@ -93,8 +93,8 @@ class AdminFakeClusterTests(AdminFakeClusterCase):
         self.assertEqual((results["t1"].num_partitions, results["t1"].replication_factor), (3, 2))
         self.assertEqual(results["t1"].topic_id, self.cluster.topic_id("t1"))
         self.assertIsInstance(results["there"].error, TopicAlreadyExists)
-        self.assertEqual(len(self.cluster.topics["t1"].partitions), 3)
-        self.assertEqual(self.cluster.topics["t1"].configs, {"retention.ms": "1000"})
+        self.assertEqual(len(self.cluster.state.topics["t1"].partitions), 3)
+        self.assertEqual(self.cluster.state.topics["t1"].configs, {"retention.ms": "1000"})
 
     def test_create_topics_validate_only_and_assignment(self) -> None:
         results = self.result(
@@ -103,10 +103,10 @@ class AdminFakeClusterTests(AdminFakeClusterCase):
             )
         )
         self.assertIsNone(results["v"].error)
-        self.assertNotIn("v", self.cluster.topics)
+        self.assertNotIn("v", self.cluster.state.topics)
         self.result(self.admin.create_topics([NewTopic("v", replica_assignment=[[1, 2], [2, 0]])]))
         self.assertEqual(
-            [p.replicas for p in self.cluster.topics["v"].partitions], [[1, 2], [2, 0]]
+            [p.replicas for p in self.cluster.state.topics["v"].partitions], [[1, 2], [2, 0]]
         )
 
     def test_create_topics_goes_to_controller_and_retries_not_controller(self) -> None:
@@ -139,7 +139,7 @@ class AdminFakeClusterTests(AdminFakeClusterCase):
         self.assertEqual(results[b.topic_id].name, "b")
         self.assertIsInstance(results["nope"].error, UnknownTopicOrPartitionError)
         self.assertIsNotNone(results[missing].error)
-        self.assertEqual(self.cluster.topics, {})
+        self.assertEqual(self.cluster.state.topics, {})
 
     def test_delete_topics_retries_not_controller_per_topic(self) -> None:
         self.cluster.create_topic("a", 1)
@@ -155,12 +155,12 @@ class AdminFakeClusterTests(AdminFakeClusterCase):
         )
         self.assertIsNone(results["g"].error)
         self.assertIsInstance(results["missing"].error, UnknownTopicOrPartitionError)
-        self.assertEqual(len(self.cluster.topics["g"].partitions), 3)
+        self.assertEqual(len(self.cluster.state.topics["g"].partitions), 3)
         shrink = self.result(self.admin.create_partitions({"g": NewPartitions(2)}))
         self.assertIsInstance(shrink["g"].error, InvalidPartitions)
         checked = self.result(self.admin.create_partitions({"g": 5}, validate_only=True))
         self.assertTrue(checked["g"].ok)
-        self.assertEqual(len(self.cluster.topics["g"].partitions), 3)
+        self.assertEqual(len(self.cluster.state.topics["g"].partitions), 3)
 
     def test_list_topics_hides_internal(self) -> None:
         self.cluster.create_topic("b", 1)
@@ -185,11 +185,11 @@ class AdminFakeClusterTests(AdminFakeClusterCase):
         )
         self.assertEqual(d.partitions[0].isr, (0, 1))
         self.assertIsInstance(results["missing"].error, UnknownTopicOrPartitionError)
-        self.assertNotIn("missing", self.cluster.topics)  # never auto-created
+        self.assertNotIn("missing", self.cluster.state.topics)  # never auto-created
         # DescribeTopicPartitions (KIP-966) answered: ELR known (empty), epochs given.
         self.assertEqual(d.partitions[0].eligible_leader_replicas, ())
         self.assertEqual(
-            d.partitions[0].leader_epoch, self.cluster.topics["d"].partitions[0].leader_epoch
+            d.partitions[0].leader_epoch, self.cluster.state.topics["d"].partitions[0].leader_epoch
         )
         self.assertIn(75, [r.api_key for r in self.cluster.requests_seen])
 
@@ -638,7 +638,7 @@ class CollectionArgumentTests(SynchronousTestCase):
             for bare in ("or", b"or", 7):
                 with self.subTest(call=name, value=bare):
                     self.assertRaises(TypeError, call, bare)
-        self.assertEqual(sorted(self.cluster.topics), ["o", "or", "r"])
+        self.assertEqual(sorted(self.cluster.state.topics), ["o", "or", "r"])
         self.assertEqual(self.cluster.requests_seen, [])
 
     def test_mappings_must_be_mappings_keyed_by_partition(self) -> None:

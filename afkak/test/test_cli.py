@@ -248,7 +248,7 @@ class AdminCommandTests(SynchronousTestCase):
             "topics", "create", "t", "-p", "2", "-r", "2", "--config", "retention.ms=5"
         )
         self.assertEqual((code, out), (0, [{"topic": "t", "created": True}]))
-        self.assertEqual(self.cluster.topics["t"].configs, {"retention.ms": "5"})
+        self.assertEqual(self.cluster.state.topics["t"].configs, {"retention.ms": "5"})
         self.assertEqual(self.fail_command("topics", "create", "t").code, FAILED)
         code, out = self.run_command("topics", "create", "t", "--if-not-exists")
         self.assertEqual(out, [{"topic": "t", "created": False}])
@@ -259,12 +259,12 @@ class AdminCommandTests(SynchronousTestCase):
         self.assertEqual([p["elr"] for p in described["partitions"]], [[], []])  # KIP-966
         self.assertEqual(described["configs"]["retention.ms"], "5")
         self.run_command("topics", "alter-config", "t", "--set", "retention.ms=9")
-        self.assertEqual(self.cluster.topics["t"].configs, {"retention.ms": "9"})
+        self.assertEqual(self.cluster.state.topics["t"].configs, {"retention.ms": "9"})
         error = self.fail_command("topics", "alter-config", "t", "--set", "no.such=1")
         self.assertEqual(error.code, FAILED)
         self.assertEqual(self.fail_command("topics", "describe", "nope").code, NOT_FOUND)
         self.run_command("topics", "delete", "t")
-        self.assertEqual(self.cluster.topics, {})
+        self.assertEqual(self.cluster.state.topics, {})
 
     def test_cluster(self) -> None:
         _, [c] = self.run_command("cluster")

@@ -149,6 +149,18 @@ class ClientTestCase(ClockTestCase):
 
 
 class ConstructorTests(ClientTestCase):
+    def test_inert_correlation_id_says_so(self) -> None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            client = KafkaClient("h", correlation_id=7, reactor=self.clock)
+            KafkaClient("h", reactor=self.clock).close()
+        client.close()
+        self.assertEqual(client.correlation_id, 7)
+        [warning] = caught
+        self.assertIs(warning.category, DeprecationWarning)
+        self.assertIn("inert", str(warning.message))
+        self.assertEqual(warning.filename, __file__)
+
     def test_bad_arguments_fail_before_connecting(self) -> None:
         factory = self.cluster.endpoint_factory
         for hosts, error in (
@@ -252,7 +264,7 @@ class MetadataTests(ClientTestCase):
         self.assertRaises(TypeError, client.reset_consumer_group_metadata, None)
 
     def test_no_reachable_broker(self) -> None:
-        for node in self.cluster.brokers:
+        for node in self.cluster.state.brokers:
             self.cluster.refuse_connections(node)
         client = self.make_client()
         failure = self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
@@ -262,7 +274,7 @@ class MetadataTests(ClientTestCase):
         self.cluster.create_topic("t", partitions=3)
         client = self.make_client()
         self.successResultOf(client.load_metadata_for_topics("t"))
-        for node in self.cluster.brokers:
+        for node in self.cluster.state.brokers:
             self.cluster.change_address(node, f"moved-{node}", 9093)
         self.cluster.drop_connections()
         self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
@@ -320,12 +332,12 @@ class MetadataTests(ClientTestCase):
     def test_failed_refresh_is_retried_later(self) -> None:
         client = self.make_client(metadata_max_age=60)
         self.successResultOf(client.load_metadata_for_topics("t"))
-        for node in self.cluster.brokers:
+        for node in self.cluster.state.brokers:
             self.cluster.refuse_connections(node)
         self.cluster.drop_connections()
         self.clock.advance(60)
         self.assertEqual(client.topic_partitions, {"t": [0]})
-        for node in self.cluster.brokers:
+        for node in self.cluster.state.brokers:
             self.cluster.refuse_connections(node, False)
         before = len(self.seen(METADATA))
         self.cluster.move_leader("t", 0, 2)
@@ -629,7 +641,7 @@ class ProduceTests(ClientTestCase):
 
     def test_batch_refused_as_too_large_is_halved(self) -> None:
         # A broker whose message.max.bytes is below the client's limit: learn and split.
-        self.cluster.max_message_bytes = 300 * 1024
+        self.cluster.state.max_message_bytes = 300 * 1024
         client = self.make_client()
         values = [b"%d" % i * (50 * 1024) for i in range(8)]
         [response] = self.successResultOf(
@@ -794,7 +806,7 @@ class FetchTests(ClientTestCase):
         self.assertEqual(self.seen(FETCH)[0].request.topics[0].topic_id, self.cluster.topic_id("t"))
 
     def test_fetch_by_name_from_older_brokers(self) -> None:
-        self.cluster.api_versions[FETCH] = (4, 12)
+        self.cluster.state.api_versions[FETCH] = (4, 12)
         client = self.make_client()
         [response] = self.successResultOf(
             client.send_fetch_request([FetchRequest("t", 0, 3, 10000)], max_wait_time=0)
@@ -1099,7 +1111,9 @@ class LifecycleTests(ClientTestCase):
         self.failureResultOf(loading, CancelledError)
         self.assertIsNone(self.successResultOf(closed))
         self.assertEqual((client.topic_partitions, client.clients), ({}, {}))
-        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.brokers), 0)
+        self.assertEqual(
+            sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 0
+        )
         self.failureResultOf(client.send_fetch_request([FetchRequest("t", 0, 0, 100)]), ClientError)
         self.failureResultOf(client.load_metadata_for_topics("t"), ClientError)
         self.assertIsNone(self.successResultOf(client.close()))
@@ -1109,10 +1123,14 @@ class LifecycleTests(ClientTestCase):
         client = self.make_client()
         self.cluster.delay(METADATA, 5)
         loading = client.load_metadata_for_topics("t")
-        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.brokers), 1)
+        self.assertEqual(
+            sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 1
+        )
         self.successResultOf(client.close())
         self.failureResultOf(loading, CancelledError)
-        self.assertEqual(sum(self.cluster.open_connections(n) for n in self.cluster.brokers), 0)
+        self.assertEqual(
+            sum(self.cluster.open_connections(n) for n in self.cluster.state.brokers), 0
+        )
         self.clock.advance(5)
 
     def test_cancel_one_operation(self) -> None:

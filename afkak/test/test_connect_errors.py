@@ -24,7 +24,7 @@ from afkak.testing import FakeKafkaCluster
 def refusing_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
     """A fake cluster refusing every connection, and a client that never reached it."""
     clock, cluster, client = on_fake_cluster(case)
-    for node in cluster.brokers:
+    for node in cluster.state.brokers:
         cluster.refuse_connections(node)
     return clock, cluster, client
 
@@ -60,7 +60,7 @@ class RefusedBootstrapTests(SynchronousTestCase):
     def test_once_the_cluster_answered_a_refusal_is_retried(self) -> None:
         clock, cluster, client = on_fake_cluster(self)
         self.successResultOf(client.load_metadata_for_topics())
-        for node in cluster.brokers:
+        for node in cluster.state.brokers:
             cluster.drop_connections(node)
             cluster.refuse_connections(node)
         d = client.load_metadata_for_topics("t")

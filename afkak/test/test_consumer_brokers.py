@@ -136,6 +136,35 @@ class BrokerConsumerCase:
                 consumer.stop()
         return collector.messages, consumer
 
+    def produce_and_consume_each(
+        self: Any, partitions: int, first: int, count: int, start_at: int | None = None
+    ) -> None:
+        """Write *count* records to each of the topic's first *partitions* (their offsets
+        from *first*), then read exactly them with one Consumer per partition on the one
+        client, each started at *start_at* (by default *first*)."""
+        for p in range(partitions):
+            values = [b"%d-%d" % (p, i) for i in range(first, first + count)]
+            produce(self.broker.bootstrap, self.topic, values, partition=p)
+        collectors = [Collector(count) for _ in range(partitions)]
+        consumers = [
+            Consumer(self.client, self.topic, p, collectors[p], fetch_max_wait_time=50)
+            for p in range(partitions)
+        ]
+        for c in consumers:
+            d = c.start(first if start_at is None else start_at)
+            d.addErrback(collectors[c.partition].done.errback)
+        try:
+            for collector in collectors:
+                wait(collector.done)
+        finally:
+            for c in consumers:
+                c.stop()
+        for p, collector in enumerate(collectors):
+            self.assertEqual(
+                [(m.offset, m.message.value) for m in collector.messages[:count]],
+                [(i, b"%d-%d" % (p, i)) for i in range(first, first + count)],
+            )
+
 
 class RealBrokerConsumerTests(BrokerConsumerCase):
     """Mixed into one SynchronousTestCase per broker kind."""
@@ -146,27 +175,7 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
 
         self.broker.create_topic(self.topic, 8)
         wait(self.client.load_metadata_for_topics(self.topic))
-        for p in range(8):
-            produce(self.broker.bootstrap, self.topic, [b"%d-%d" % (p, i) for i in range(50)],
-                    partition=p)  # fmt: skip
-        collectors = [Collector(50) for _ in range(8)]
-        consumers = [
-            Consumer(self.client, self.topic, p, collectors[p], fetch_max_wait_time=50)
-            for p in range(8)
-        ]
-        for c in consumers:
-            c.start(OFFSET_EARLIEST).addErrback(collectors[c.partition].done.errback)
-        try:
-            for collector in collectors:
-                wait(collector.done)
-        finally:
-            for c in consumers:
-                c.stop()
-        for p, collector in enumerate(collectors):
-            self.assertEqual(
-                [(m.offset, m.message.value) for m in collector.messages[:50]],
-                [(i, b"%d-%d" % (p, i)) for i in range(50)],
-            )
+        self.produce_and_consume_each(8, 0, 50, start_at=OFFSET_EARLIEST)
         leaders = {
             self.client.topics_to_brokers[TopicAndPartition(self.topic, p)].node_id
             for p in range(8)
@@ -187,27 +196,7 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
         wait(self.client.load_metadata_for_topics(self.topic))
         sessions = []
         for start in (0, 20):
-            for p in range(2):
-                values = [b"%d-%d" % (p, i) for i in range(start, start + 20)]
-                produce(self.broker.bootstrap, self.topic, values, partition=p)
-            collectors = [Collector(20) for _ in range(2)]
-            consumers = [
-                Consumer(self.client, self.topic, p, collectors[p], fetch_max_wait_time=50)
-                for p in range(2)
-            ]
-            for c in consumers:
-                c.start(start).addErrback(collectors[c.partition].done.errback)
-            try:
-                for collector in collectors:
-                    wait(collector.done)
-            finally:
-                for c in consumers:
-                    c.stop()
-            for p, collector in enumerate(collectors):
-                self.assertEqual(
-                    [(m.offset, m.message.value) for m in collector.messages[:20]],
-                    [(i, b"%d-%d" % (p, i)) for i in range(start, start + 20)],
-                )
+            self.produce_and_consume_each(2, start, 20)
             leader = self.client.topics_to_brokers[TopicAndPartition(self.topic, 0)].node_id
             fetcher = self.client.shared(FetchManager).fetchers[(leader, READ_UNCOMMITTED)]
             sessions.append((fetcher.session.session_id, fetcher.session.epoch))

@@ -199,7 +199,7 @@ class SessionSharedFetchTests(SharedFetchTests):
 
     def test_lost_session_starts_over_with_a_full_fetch(self) -> None:
         self.append_all(b"a")
-        self.cluster.sessions.clear()  # as a broker restart would
+        self.cluster.state.sessions.clear()  # as a broker restart would
         before = len(self.cluster.requests_seen)
         self.append_all(b"b")
         self.settle(2)

@@ -147,6 +147,32 @@ class GroupTestCase(ClockTestCase):
 
 
 class ConsumerGroupTests(GroupTestCase):
+    def test_setting_consumer_kwargs_sets_the_consumers_options(self) -> None:
+        """afkak 21's ``consumer_kwargs`` is the options new Consumers get, set or read."""
+        self.produce(1)
+        g = self.group("a")
+        g.consumer_kwargs = {**g.consumer_kwargs, "buffer_size": 4096}
+        self.assertEqual(g.consumer_options["buffer_size"], 4096)
+        g.start()
+        self.advance(5)
+        self.assertTrue(g.consumers)
+        self.assertEqual({c.buffer_size for c in g.consumers.values()}, {4096})
+
+    def test_setting_afkak21_backoffs_retimes_the_member(self) -> None:
+        """afkak 21 read its backoff attributes at each retry; setting one still counts
+        (it was copied into the member at construction and then ignored)."""
+        g = self.group("a", retry_backoff_ms=100)
+        g.retry_backoff_ms = 4000
+        g.fatal_backoff_ms = 8000
+        self.assertTrue(3.2 <= g.member._delay(1) <= 4.8)
+        self.assertTrue(6.4 <= g.member._delay(2) <= 9.6)
+        self.assertTrue(6.4 <= g.member._delay(5) <= 9.6)
+        g.initial_backoff_ms = 250
+        self.assertEqual(g.member._delay(3), 0.25)  # until the member first joined
+        self.assertEqual(
+            (g.retry_backoff_ms, g.fatal_backoff_ms, g.initial_backoff_ms), (4000, 8000, 250)
+        )
+
     def test_consumes_and_commits_with_member_and_generation(self) -> None:
         self.produce(10)
         g = self.group("a")

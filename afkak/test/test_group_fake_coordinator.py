@@ -159,7 +159,7 @@ class FakeCoordinatorTests(ClockTestCase):
         self.successResultOf(da)
         self.successResultOf(db)
         self.clock.advance(11)  # neither heartbeats: both sessions expire
-        self.assertEqual(self.cluster.group_coordinator.groups["g"].members, {})
+        self.assertEqual(self.cluster.state.group_coordinator.groups["g"].members, {})
         c, dc = self.joined()
         self.clock.advance(3)
         self.successResultOf(dc)
@@ -167,7 +167,7 @@ class FakeCoordinatorTests(ClockTestCase):
             LeaveGroupRequest("g", members=[LeaveGroupRequest.MemberIdentity(c)]), 5
         )
         self.assertEqual([m.error_code for m in left.members], [0])
-        self.assertIs(self.cluster.group_coordinator.groups["g"].state, GroupState.EMPTY)
+        self.assertIs(self.cluster.state.group_coordinator.groups["g"].state, GroupState.EMPTY)
 
     def test_static_member_fences_its_predecessor(self) -> None:
         d = self.client.request(join(instance="i"), 9)
@@ -203,7 +203,7 @@ class FakeCoordinatorTests(ClockTestCase):
         self.assertEqual(unknown.group_state, "Dead")
         listed = [
             x.group_id
-            for node in self.cluster.brokers
+            for node in self.cluster.state.brokers
             for x in self.request(ListGroupsRequest(), 4, connect(self.cluster, node)).groups
         ]
         self.assertEqual(listed, ["g"])

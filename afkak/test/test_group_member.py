@@ -367,7 +367,9 @@ class GroupMemberTests(ClockTestCase):
         self.advance(4)
         self.assertEqual(la.owned, ALL)
         self.assertEqual(a.generation_id, 2)
-        self.assertEqual(list(self.cluster.group_coordinator.groups["g"].members), [a.member_id])
+        self.assertEqual(
+            list(self.cluster.state.group_coordinator.groups["g"].members), [a.member_id]
+        )
         self.assertEqual(self.seen(LEAVE), [])
 
     def test_coordinator_move_keeps_the_generation(self) -> None:
@@ -501,9 +503,9 @@ class GroupMemberTests(ClockTestCase):
     def test_leader_rebalances_when_partitions_are_added(self) -> None:
         a, la, _ = self.member("a")
         self.advance(4)
-        topic = self.cluster.topics[TOPIC]
+        topic = self.cluster.state.topics[TOPIC]
         self.cluster.create_topic("u", 2)
-        topic.partitions.extend(self.cluster.topics.pop("u").partitions)
+        topic.partitions.extend(self.cluster.state.topics.pop("u").partitions)
         for i, p in enumerate(topic.partitions):
             p.index, p.topic = i, TOPIC
         self.successResultOf(a.client.load_metadata_for_topics(TOPIC))

@@ -144,7 +144,7 @@ class RetryTests(ProducerTestCase):
         self.assertEqual(len(self.produce_requests()), 3)
         self.assertEqual(self.values(), [])
         # The producer goes on: later sends are written.
-        self.cluster.faults = type(self.cluster.faults)()
+        self.cluster.state.faults = type(self.cluster.state.faults)()
         self.assertEqual(self.succeed(producer.send("t", b"w", partition=0)).offset, 0)
 
     def test_non_retriable_errors_fail_at_once(self) -> None:
@@ -158,7 +158,7 @@ class RetryTests(ProducerTestCase):
 
     def test_message_too_large_fails_only_the_affected_sends(self) -> None:
         self.cluster.create_topic("one", partitions=2, replicas=[[0], [0]])
-        self.cluster.max_message_bytes = 500
+        self.cluster.state.max_message_bytes = 500
         producer = self.producer(linger_ms=10)
         big = producer.send("one", b"x" * 600, partition=0)
         small = producer.send("one", b"small", partition=1)

@@ -125,6 +125,20 @@ class GetManyTests(PullTestCase):
         with self.assertRaises(ValueError):
             c.commit()  # no group
 
+    def test_assigned_commit_fires_as_the_group_commit(self) -> None:
+        """Assigned with a group_id, commit() fires with {tp: offset} (it gave a DeferredList's
+        [(True, offset)]), and commit(offsets) with the offsets committed."""
+        self.cluster.append(TOPIC, 4, [b"a", b"b"])
+        c = KafkaConsumer(self.client("solo"), group_id="g-assigned")
+        self.addCleanup(self.close, c)
+        c.assign([ALL[4], ALL[5]])
+        self.advance(1)
+        self.successResultOf(c.getmany())
+        self.assertEqual(self.result(c.commit()), {ALL[4]: 1, ALL[5]: None})
+        committed = self.result(c.commit({ALL[5]: 7}))
+        self.assertEqual(list(committed), [ALL[5]])
+        self.assertEqual(committed[ALL[5]].offset, 7)
+
     def test_bad_arguments(self) -> None:
         c = KafkaConsumer(self.client("x"))
         for call, args, error in [

@@ -174,7 +174,7 @@ class MetadataTests(SynchronousTestCase):
     def test_auto_create(self) -> None:
         (topic,) = self.metadata([M.MetadataRequestTopic(name="new")]).topics
         self.assertEqual((topic.error_code, len(topic.partitions)), (0, 1))
-        self.assertIn("new", self.cluster.topics)
+        self.assertIn("new", self.cluster.state.topics)
 
     def test_auto_create_refused_by_request_or_cluster(self) -> None:
         (topic,) = self.metadata([M.MetadataRequestTopic(name="new")], allow=False).topics
@@ -182,7 +182,7 @@ class MetadataTests(SynchronousTestCase):
         self.cluster.auto_create_topics = False
         (topic,) = self.metadata([M.MetadataRequestTopic(name="new")], version=3).topics
         self.assertEqual(topic.error_code, UnknownTopicOrPartitionError.errno)
-        self.assertNotIn("new", self.cluster.topics)
+        self.assertNotIn("new", self.cluster.state.topics)
 
     def test_invalid_name(self) -> None:
         (topic,) = self.metadata([M.MetadataRequestTopic(name="bad name")]).topics
@@ -262,7 +262,7 @@ class FindCoordinatorTests(SynchronousTestCase):
         node = self.cluster.coordinator("g")
         self.cluster.set_broker_down(node)
         self.assertEqual(self.cluster.coordinator("g"), (node + 1) % 3)
-        for n in self.cluster.brokers:
+        for n in self.cluster.state.brokers:
             self.cluster.set_broker_down(n)
         self.assertEqual(self.cluster.coordinator("g"), -1)
 
@@ -285,7 +285,8 @@ class FindCoordinatorTests(SynchronousTestCase):
     def test_no_coordinator_up(self) -> None:
         cluster = FakeKafkaCluster(brokers=1, reactor=Clock())
         client = connect(cluster)
-        cluster.brokers[0].up = False  # down, but this connection stays (as a half-dead broker's)
+        # Down, but this connection stays (as a half-dead broker's).
+        cluster.state.brokers[0].up = False
         response = self.successResultOf(client.request(FindCoordinatorRequest(key="g"), 3))
         self.assertEqual(
             (response.error_code, response.node_id), (CoordinatorNotAvailable.errno, -1)
@@ -305,7 +306,7 @@ class CreateTopicsTests(SynchronousTestCase):
         for version in range(C.MIN_VERSION, C.MAX_VERSION + 1):
             (result,) = self.create(C.CreatableTopic(f"t{version}", 2, 3), version=version)
             self.assertEqual(result.error_code, 0)
-            self.assertEqual(len(self.cluster.topics[f"t{version}"].partitions), 2)
+            self.assertEqual(len(self.cluster.state.topics[f"t{version}"].partitions), 2)
             if version >= 5:
                 self.assertEqual((result.num_partitions, result.replication_factor), (2, 3))
             if version >= 7:
@@ -323,7 +324,9 @@ class CreateTopicsTests(SynchronousTestCase):
         )
         self.assertEqual((by_default.num_partitions, by_default.replication_factor), (1, 3))
         self.assertEqual(placed.error_code, 0)
-        self.assertEqual([p.replicas for p in self.cluster.topics["p"].partitions], [[2, 1], [1]])
+        self.assertEqual(
+            [p.replicas for p in self.cluster.state.topics["p"].partitions], [[2, 1], [1]]
+        )
         self.assertEqual(self.cluster.partition("p", 0).leader, 2)
 
     def test_errors(self) -> None:
@@ -354,19 +357,19 @@ class CreateTopicsTests(SynchronousTestCase):
             ],
         )
         self.assertTrue(all(r.error_message for r in results))
-        self.assertEqual(sorted(self.cluster.topics), ["exists"])
+        self.assertEqual(sorted(self.cluster.state.topics), ["exists"])
 
     def test_validate_only(self) -> None:
         (result,) = self.create(C.CreatableTopic("v", 2, 1), validate_only=True)
         self.assertEqual((result.error_code, result.num_partitions), (0, 2))
-        self.assertNotIn("v", self.cluster.topics)
+        self.assertNotIn("v", self.cluster.state.topics)
 
     def test_configs(self) -> None:
         (result,) = self.create(
             C.CreatableTopic("c", 1, 1, [], [C.CreatableTopicConfig("retention.ms", "5")])
         )
         self.assertEqual(result.error_code, 0)
-        self.assertEqual(self.cluster.topics["c"].configs, {"retention.ms": "5"})
+        self.assertEqual(self.cluster.state.topics["c"].configs, {"retention.ms": "5"})
 
 
 class InitProducerIdTests(SynchronousTestCase):
@@ -439,7 +442,9 @@ class OffsetCommitFetchTests(SynchronousTestCase):
         metadata: str | None = "meta",
         client: RawClient | None = None,
     ) -> int:
-        topic_id = self.cluster.topic_id(topic) if topic in self.cluster.topics else UUID(int=1)
+        topic_id = (
+            self.cluster.topic_id(topic) if topic in self.cluster.state.topics else UUID(int=1)
+        )
         request = OC(
             group_id=group,
             generation_id_or_member_epoch=generation,

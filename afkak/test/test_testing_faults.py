@@ -209,7 +209,7 @@ class FailNextTests(SynchronousTestCase):
 
     def test_every_api_and_version_gets_the_error(self) -> None:
         """The error response of each served API encodes at each version and carries the code."""
-        for api_key, (low, high) in self.cluster.api_versions.items():
+        for api_key, (low, high) in self.cluster.state.api_versions.items():
             for version in range(low, high + 1):
                 request = sample_request(self.cluster, api_key, version)
                 self.cluster.fail_next(api_key, RequestTimedOutError.errno)
@@ -220,7 +220,7 @@ class FailNextTests(SynchronousTestCase):
                     set(codes) - {0, RequestTimedOutError.errno}, set(), (api_key, version)
                 )
         self.assertEqual(self.cluster.records("t", 0), [])
-        self.assertNotIn("u", self.cluster.topics)
+        self.assertNotIn("u", self.cluster.state.topics)
 
     def test_count_and_classes(self) -> None:
         self.cluster.fail_next(MetadataRequest, LeaderNotAvailableError, count=2)
@@ -407,4 +407,70 @@ class InspectionTests(SynchronousTestCase):
         self.assertRaises(ValueError, FakeKafkaCluster, 0)
 
     def test_every_served_api_is_a_known_request(self) -> None:
-        self.assertLessEqual(set(self.cluster.api_versions), set(REQUESTS))
+        self.assertLessEqual(set(self.cluster.state.api_versions), set(REQUESTS))
+
+
+class FacadeSurfaceTests(SynchronousTestCase):
+    """FakeKafkaCluster's public names are what a user's test needs; the rest is ``state``."""
+
+    FACADE = {
+        # connecting
+        "bootstrap_hosts",
+        "endpoint_factory",
+        "reactor",
+        # options
+        "auto_create_topics",
+        "fetch_sessions",
+        "fetch_whole_first_batch",
+        # setup
+        "create_topic",
+        "delete_topic",
+        "append",
+        "commit",
+        "delete_records",
+        # faults
+        "fail_next",
+        "drop_next",
+        "drop_answer_next",
+        "delay",
+        "drop_connections",
+        "refuse_connections",
+        "move_leader",
+        "set_broker_down",
+        "set_broker_up",
+        "change_address",
+        "forget_producers",
+        # inspection
+        "requests_seen",
+        "records",
+        "committed_offsets",
+        "committed",
+        "partition",
+        "topic_id",
+        "coordinator",
+        "open_connections",
+        # experts
+        "state",
+    }
+
+    def test_the_public_names_are_the_documented_facade(self) -> None:
+        cluster = FakeKafkaCluster(brokers=1, reactor=Clock())
+        public = {name for name in dir(cluster) if not name.startswith("_")}
+        self.assertEqual(public, self.FACADE)
+        for name in self.FACADE - {"state"}:
+            self.assertIn(f"{name}`", FakeKafkaCluster.__doc__)
+
+    def test_the_state_moved_there_is_named_in_the_error(self) -> None:
+        cluster = FakeKafkaCluster(brokers=1, reactor=Clock())
+        with self.assertRaises(AttributeError) as raised:
+            cluster.brokers  # type: ignore[attr-defined]  # noqa: B018
+        self.assertIn("use cluster.state.brokers", str(raised.exception))
+        with self.assertRaises(AttributeError) as raised:
+            cluster.nothing_of_the_kind  # type: ignore[attr-defined]  # noqa: B018
+        self.assertNotIn("cluster.state", str(raised.exception))
+        self.assertEqual(list(cluster.state.brokers), [0])
+
+    def test_options_write_through_to_the_state(self) -> None:
+        cluster = FakeKafkaCluster(brokers=1, reactor=Clock())
+        cluster.fetch_sessions = True
+        self.assertTrue(cluster.state.fetch_sessions)

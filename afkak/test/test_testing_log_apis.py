@@ -43,7 +43,9 @@ P, F, L = ProduceRequest, FetchRequest, ListOffsetsRequest
 def produce_request(
     cluster: FakeKafkaCluster, topic: str, partition: int, records: bytes | None, acks: int = 1
 ) -> Any:
-    topic_id = cluster.topic_id(topic) if topic in cluster.topics else P.TopicProduceData().topic_id
+    topic_id = (
+        cluster.topic_id(topic) if topic in cluster.state.topics else P.TopicProduceData().topic_id
+    )
     return P(
         acks=acks,
         timeout_ms=1000,
@@ -83,8 +85,8 @@ def fetch_request(
         topics=[
             F.FetchTopic(
                 topic=topic,
-                topic_id=cluster.topics[topic].topic_id
-                if topic in cluster.topics
+                topic_id=cluster.state.topics[topic].topic_id
+                if topic in cluster.state.topics
                 else F.FetchTopic().topic_id,
                 partitions=parts,
             )
@@ -379,7 +381,7 @@ class FetchTests(SynchronousTestCase):
         self.client.transport.loseConnection()
         self.failureResultOf(d)
         self.assertEqual(self.clock.getDelayedCalls(), [])
-        self.assertEqual(self.cluster.fetch_waiters, set())
+        self.assertEqual(self.cluster.state.fetch_waiters, set())
         self.cluster.append("t", 0, [b"after"])  # no waiter left to answer
 
     def test_incremental_fetch_session_not_found(self) -> None:

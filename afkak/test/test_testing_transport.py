@@ -68,7 +68,7 @@ def connect(
 ) -> RawClient:
     """A RawClient connected to broker ``node`` (or to ``host:port``)."""
     client = RawClient()
-    host = host if host is not None else cluster.brokers[node].host
+    host = host if host is not None else cluster.state.brokers[node].host
     endpoint = cluster.endpoint_factory(None, host, port)
     d = endpoint.connect(Factory.forProtocol(lambda: client))
     assert d.called, "connecting to a fake broker is synchronous"
@@ -256,7 +256,7 @@ class EndpointTests(SynchronousTestCase):
         """A _Recorder client connected to ``server`` through the cluster's transports."""
         client = _Recorder()
         connected: Deferred[Any] = Deferred()
-        address = server_address(self.cluster.brokers[0])
+        address = server_address(self.cluster.state.brokers[0])
         connect_pair(self.cluster._loop, client, server, address, connected)
         self.assertIs(self.successResultOf(connected), client)
         return client

@@ -219,7 +219,8 @@ class TransactionalProducerTests(TxnTestCase):
             [ControlType.COMMIT, ControlType.ABORT],
         )
         self.assertEqual(
-            (self.cluster.transactions.committed, self.cluster.transactions.aborted), (1, 1)
+            (self.cluster.state.transactions.committed, self.cluster.state.transactions.aborted),
+            (1, 1),
         )
         added = [
             (t.name, p)
@@ -417,7 +418,7 @@ class FencingTests(TxnTestCase):
         self.succeed(producer.begin_transaction())
         self.succeed(producer.send("t", b"slow", partition=0))
         self.clock.advance(3)
-        self.assertEqual(self.cluster.transactions.aborted, 1)
+        self.assertEqual(self.cluster.state.transactions.aborted, 1)
         self.assertEqual(self.read("read_committed"), [])
         self.fail_with(producer.commit_transaction(), ProducerFenced)
 
@@ -470,7 +471,7 @@ class ErrorClassificationTests(TxnTestCase):
             self.assert_fatal(producer, error)
 
     def test_init_authorization_from_the_coordinator(self) -> None:
-        self.cluster.transactions.denied.add("secret")
+        self.cluster.state.transactions.denied.add("secret")
         producer = self.txn_producer("secret")
         self.fail_with(producer.init_transactions(), TransactionalIdAuthorizationFailed)
         self.assert_fatal(producer, TransactionalIdAuthorizationFailed)
@@ -680,7 +681,7 @@ class ConsumeTransformProduceTests(TxnTestCase):
         # The failed transaction is aborted and its error ends the group...
         self.fail_with(ended, TransactionAbortable)
         self.assertEqual(producer.transaction_state, State.READY)
-        self.assertEqual(self.cluster.transactions.aborted, 1)
+        self.assertEqual(self.cluster.state.transactions.aborted, 1)
         # ...and a new member (with a new producer) redoes the aborted block.
         group2, _ = self.pipeline("ctp-2")
         group2.start()
@@ -690,7 +691,7 @@ class ConsumeTransformProduceTests(TxnTestCase):
         self.succeed(group2.stop())
         expected = sorted(b"R%d-%d" % (p, i) for p in range(3) for i in range(50))
         self.assertEqual(self.outputs(), expected)
-        self.assertGreaterEqual(self.cluster.transactions.aborted, 1)
+        self.assertGreaterEqual(self.cluster.state.transactions.aborted, 1)
 
 
 def upper(messages: Any) -> list[tuple[str, bytes | None, bytes | None]]:

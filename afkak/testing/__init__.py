@@ -57,13 +57,18 @@ A trial test::
             )
             self.failureResultOf(d, NotLeaderForPartitionError)
 
-Setting up: ``create_topic``, ``append`` (records written as if produced),
-``commit``, ``delete_records``.  Faults: ``fail_next``, ``drop_next``,
-``drop_answer_next`` (handled, then the connection drops unanswered),
-``delay``, ``drop_connections``, ``refuse_connections``, ``move_leader``,
-``set_broker_down``/``set_broker_up``, ``change_address``.  Inspection:
-``requests_seen``, ``records``, ``committed_offsets``, ``partition``,
-``coordinator``, ``open_connections``.
+Setting up: ``create_topic``, ``delete_topic``, ``append`` (records written
+as if produced), ``commit``, ``delete_records``.  Faults: ``fail_next``,
+``drop_next``, ``drop_answer_next`` (handled, then the connection drops
+unanswered), ``delay``, ``drop_connections``, ``refuse_connections``,
+``move_leader``, ``set_broker_down``/``set_broker_up``, ``change_address``,
+``forget_producers``.  Inspection: ``requests_seen``, ``records``,
+``committed_offsets``, ``committed``, ``partition``, ``topic_id``,
+``coordinator``, ``open_connections``.  Options: ``auto_create_topics``,
+``fetch_sessions``, ``fetch_whole_first_batch``.  That is the whole facade
+(:class:`FakeKafkaCluster` lists it); everything else is ``cluster.state``,
+the request handlers' shared state, for experts (below: ``state.features``,
+``state.transactions``...), whose shape may change.
 
 What the fake does (and does not):
 
@@ -108,11 +113,11 @@ What the fake does (and does not):
   passes.
 - Group membership follows Kafka's classic coordinator (MEMBER_ID_REQUIRED
   from JoinGroup v4, static members, session and rebalance timeouts and the
-  3 s initial rebalance delay on the cluster's reactor; ``group_coordinator``
-  holds the state).  Commits are checked against the member and generation;
+  3 s initial rebalance delay on the cluster's reactor; ``state.group_coordinator``
+  holds it).  Commits are checked against the member and generation;
   "simple" consumers (generation -1) commit to groups without members.
 - KIP-848 consumer groups (``group_protocol="consumer"``) follow Kafka 4's
-  coordinator in simple form (``consumer_groups`` holds the state): a group
+  coordinator in simple form (``state.consumer_groups`` holds it): a group
   epoch that moves when a member joins, leaves, times out or changes its
   subscription (topic names, or a regular expression matched against the
   topics, including those created later); a ``uniform`` (default) or
@@ -122,7 +127,7 @@ What the fake does (and does not):
   45 s without a heartbeat; the heartbeat interval is 5 s; static members
   leaving with epoch -2 find their partitions again.  Commits must carry the
   member's epoch (else STALE_MEMBER_EPOCH).
-- Transactions follow Kafka's coordinator (``cluster.transactions``): producer
+- Transactions follow Kafka's coordinator (``state.transactions``): producer
   ids and epochs with fencing, transactional produce, staged offsets, COMMIT and
   ABORT markers written at EndTxn, the transaction timeout on the cluster's
   reactor.  Each partition tracks its last stable offset (the first offset of

@@ -9,7 +9,7 @@ reads and changes to answer the requests, and the in-memory connections.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from uuid import UUID
 
 from twisted.internet.address import IPv4Address
@@ -23,16 +23,12 @@ from afkak._broker_errors import BrokerResponseError
 from afkak.protocol import Message
 from afkak.protocol.messages import REQUESTS
 from afkak.records import Record, build_batch, read_batches
-from afkak.testing._cluster_state import ClusterState, FetchWaiter
-from afkak.testing._faults import FaultPlan
-from afkak.testing._fetch_sessions import FakeFetchSession
-from afkak.testing._group_state import GroupCoordinatorState
+from afkak.testing._cluster_state import ClusterState
 from afkak.testing._handlers import SERVED_APIS, ConnectionHandler
 from afkak.testing._lookup import code
 from afkak.testing._server import KafkaServerFactory, KafkaServerProtocol
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 from afkak.testing._transport import DeliveryLoop, connect_pair
-from afkak.testing._txn_state import TransactionCoordinatorState
 
 T = TypeVar("T")
 
@@ -79,21 +75,31 @@ class FakeKafkaCluster:
         ``None`` stops advertising (and serving) that API.
     :param max_message_bytes: the largest batch Produce accepts.
 
-    ``fetch_whole_first_batch`` (True, as Kafka since KIP-74) returns the
-    first batch of a Fetch whole even when it exceeds the fetch size; False
-    cuts it like any other, as older brokers did.  ``fetch_sessions`` (False:
-    a broker whose session cache is full) grants KIP-227 fetch sessions when
-    True; ``sessions`` holds them by (node, session id).
+    What a test uses, all of it below:
 
-    State, readable (and, for setup, writable) by tests: ``brokers``
-    (node id -> :class:`FakeBroker`), ``topics`` (name -> :class:`FakeTopic`),
-    ``topics_by_id``, ``api_versions``, ``auto_create_topics``,
-    ``requests_seen``.  ``groups``, ``transactions`` (the transaction
-    coordinator: :class:`~afkak.testing._txn_state.TransactionCoordinatorState`),
-    ``fetch_waiters`` and ``faults`` are the request handlers' bookkeeping.
-    Each of these is an attribute of ``state``
-    (:class:`~afkak.testing._cluster_state.ClusterState`), the object the
-    request handlers share; the cluster reads and writes them through.
+    - connecting: :attr:`bootstrap_hosts`, :meth:`endpoint_factory`, :attr:`reactor`;
+    - options: :attr:`auto_create_topics`, :attr:`fetch_sessions`,
+      :attr:`fetch_whole_first_batch`;
+    - setup: :meth:`create_topic`, :meth:`delete_topic`, :meth:`append`,
+      :meth:`commit`, :meth:`delete_records`;
+    - faults: :meth:`fail_next`, :meth:`drop_next`, :meth:`drop_answer_next`,
+      :meth:`delay`, :meth:`drop_connections`, :meth:`refuse_connections`,
+      :meth:`move_leader`, :meth:`set_broker_down`, :meth:`set_broker_up`,
+      :meth:`change_address`, :meth:`forget_producers`;
+    - inspection: :attr:`requests_seen`, :meth:`records`,
+      :attr:`committed_offsets`, :meth:`committed`, :meth:`partition`,
+      :meth:`topic_id`, :meth:`coordinator`, :meth:`open_connections`.
+
+    Expert: ``state`` (:class:`~afkak.testing._cluster_state.ClusterState`)
+    is what the request handlers share and change, for tests of afkak's
+    own protocol edges: ``state.brokers`` (node id -> :class:`FakeBroker`),
+    ``state.topics`` (name -> :class:`FakeTopic`), ``state.api_versions``,
+    ``state.group_coordinator`` and ``state.consumer_groups`` (the two group
+    protocols' coordinators), ``state.transactions`` (the transaction
+    coordinator), ``state.sessions`` (KIP-227 fetch sessions by node and
+    session id), ``state.faults``, ``state.fetch_waiters``,
+    ``state.wake_fetches()`` (after changing a log or a leader there).  Its
+    shape may change between releases; the names above will not.
     """
 
     def __init__(
@@ -119,7 +125,7 @@ class FakeKafkaCluster:
             else:
                 versions[key] = vrange
         reactor = Clock() if reactor is None else reactor
-        #: What the request handlers read and change.
+        #: Expert: what the request handlers share, read and change (see above).
         self.state = ClusterState(
             brokers,
             reactor,
@@ -134,30 +140,31 @@ class FakeKafkaCluster:
         )
         self._loop = DeliveryLoop()
         self._factories = {
-            n: KafkaServerFactory(self._unused_handler, reactor) for n in self.brokers
+            n: KafkaServerFactory(self._unused_handler, reactor) for n in self.state.brokers
         }
 
+    #: The clock of Fetch long-polls, injected delays and group timers.
     reactor: _Shared[Any] = _Shared()
+    #: Whether Metadata requests create unknown topics (when the request allows it).
     auto_create_topics: _Shared[bool] = _Shared()
-    default_partitions: _Shared[int] = _Shared()
-    default_replication: _Shared[int] = _Shared()
-    cluster_id: _Shared[str] = _Shared()
-    max_message_bytes: _Shared[int] = _Shared()
+    #: A Fetch returns its first batch whole even beyond the fetch size (Kafka
+    #: since KIP-74); False cuts it as older brokers did.
     fetch_whole_first_batch: _Shared[bool] = _Shared()
+    #: Grant KIP-227 fetch sessions (False: a broker whose session cache is full).
     fetch_sessions: _Shared[bool] = _Shared()
-    sessions: _Shared[dict[tuple[int, int], FakeFetchSession]] = _Shared()
-    brokers: _Shared[dict[int, FakeBroker]] = _Shared()
-    api_versions: _Shared[dict[int, tuple[int, int]]] = _Shared()
-    topics: _Shared[dict[str, FakeTopic]] = _Shared()
-    topics_by_id: _Shared[dict[UUID, FakeTopic]] = _Shared()
+    #: Every request the brokers received, in order (:class:`SeenRequest`).
     requests_seen: _Shared[list[SeenRequest]] = _Shared()
-    groups: _Shared[set[str]] = _Shared()
-    group_coordinator: _Shared[GroupCoordinatorState] = _Shared()
-    faults: _Shared[FaultPlan] = _Shared()
-    #: Producer ids below this are unknown to the brokers (:meth:`forget_producers`).
-    forgotten_producers_below: _Shared[int] = _Shared()
-    transactions: _Shared[TransactionCoordinatorState] = _Shared()
-    fetch_waiters: _Shared[set[FetchWaiter]] = _Shared()
+
+    if not TYPE_CHECKING:  # (hidden from mypy, which would accept any attribute)
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached for names the facade lacks: say where the state went.
+            if name != "state" and hasattr(self.__dict__.get("state"), name):
+                raise AttributeError(
+                    f"{type(self).__name__}.{name} is the request handlers' state:"
+                    f" use cluster.state.{name}"
+                )
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @staticmethod
     def _unused_handler(header: Any, request: Any) -> None:
@@ -168,7 +175,7 @@ class FakeKafkaCluster:
     @property
     def bootstrap_hosts(self) -> str:
         """``"host:port,..."`` of every broker, for a client's ``hosts`` argument."""
-        return ",".join(f"{b.host}:{b.port}" for b in self.brokers.values())
+        return ",".join(f"{b.host}:{b.port}" for b in self.state.brokers.values())
 
     def endpoint_factory(self, reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
         """An endpoint connecting, in memory, to the broker at ``host:port``.
@@ -181,7 +188,8 @@ class FakeKafkaCluster:
         return _FakeBrokerEndpoint(self, host, port)
 
     def _connect(self, host: str, port: int, factory: IProtocolFactory) -> Deferred[Any]:
-        broker = next((b for b in self.brokers.values() if b.host == host and b.port == port), None)
+        brokers = self.state.brokers.values()
+        broker = next((b for b in brokers if b.host == host and b.port == port), None)
         if broker is None or not broker.up or broker.refusing:
             why = "no such broker" if broker is None else "broker is down or refusing"
             return fail(ConnectionRefusedError(f"{host}:{port}: {why}"))
@@ -223,7 +231,8 @@ class FakeKafkaCluster:
         self.state.delete_topic(name)
 
     def topic_id(self, topic: str) -> UUID:
-        return self.topics[topic].topic_id
+        """The topic's id (Metadata v10+, Fetch v13+ name topics by it)."""
+        return self.state.topics[topic].topic_id
 
     def partition(self, topic: str, partition: int) -> FakePartition:
         """The state of one partition (KeyError/IndexError if it does not exist)."""
@@ -246,7 +255,7 @@ class FakeKafkaCluster:
         part = self.partition(topic, partition)
         (batch,) = read_batches(data)
         base = part.log.append(batch, data, part.leader_epoch)
-        self.wake_fetches()
+        self.state.wake_fetches()
         return base
 
     def records(self, topic: str, partition: int) -> list[Record]:
@@ -288,9 +297,6 @@ class FakeKafkaCluster:
         """
         return self.state.coordinator(key)
 
-    def new_producer_id(self) -> int:
-        return self.state.new_producer_id()
-
     def forget_producers(self) -> None:
         """Lose the idempotent producers' state, as a broker keeping it in memory does on restart.
 
@@ -319,11 +325,11 @@ class FakeKafkaCluster:
         top-level field); the request has no effect.  ``broker`` limits this
         to one node.
         """
-        self.faults.fail_next(_api_key(api_key), _error_code(error_code), count, broker)
+        self.state.faults.fail_next(_api_key(api_key), _error_code(error_code), count, broker)
 
     def drop_next(self, api_key: ApiKeyLike, count: int = 1, broker: int | None = None) -> None:
         """Abort the connection, unanswered, on the next ``count`` requests of ``api_key``."""
-        self.faults.drop_next(_api_key(api_key), count, broker)
+        self.state.faults.drop_next(_api_key(api_key), count, broker)
 
     def drop_answer_next(
         self, api_key: ApiKeyLike, count: int = 1, broker: int | None = None
@@ -331,21 +337,21 @@ class FakeKafkaCluster:
         """Handle the next ``count`` requests of ``api_key`` (they take effect), then abort
         the connection instead of answering: the client cannot tell whether they did.
         """
-        self.faults.drop_answer_next(_api_key(api_key), count, broker)
+        self.state.faults.drop_answer_next(_api_key(api_key), count, broker)
 
     def delay(self, api_key: ApiKeyLike, seconds: float, broker: int | None = None) -> None:
         """Hold every response to ``api_key`` for ``seconds`` on the reactor; 0 stops it."""
-        for node in self.brokers if broker is None else [broker]:
+        for node in self.state.brokers if broker is None else [broker]:
             self._factories[node].faults.delay(_api_key(api_key), seconds)
 
     def drop_connections(self, broker: int | None = None) -> None:
         """Abort every open connection to ``broker`` (to every broker when None)."""
-        for node in self.brokers if broker is None else [broker]:
+        for node in self.state.brokers if broker is None else [broker]:
             self._factories[node].drop_connections()
 
     def refuse_connections(self, broker: int, refuse: bool = True) -> None:
         """Make new connections to ``broker`` fail (open ones stay) until called with False."""
-        self.brokers[broker].refusing = refuse
+        self.state.brokers[broker].refusing = refuse
 
     def move_leader(self, topic: str, partition: int, new_leader: int) -> None:
         """Make ``new_leader`` lead the partition (joining its replicas), bumping its epoch."""
@@ -367,12 +373,8 @@ class FakeKafkaCluster:
 
     def change_address(self, node_id: int, host: str, port: int) -> None:
         """Move a broker to a new address: Metadata advertises it, new connections need it."""
-        broker = self.brokers[node_id]
+        broker = self.state.brokers[node_id]
         broker.host, broker.port = host, port
-
-    def wake_fetches(self) -> None:
-        """Re-evaluate the long-polling Fetch requests (after any change to the logs or leaders)."""
-        self.state.wake_fetches()
 
 
 def _api_key(api_key: ApiKeyLike) -> int:
