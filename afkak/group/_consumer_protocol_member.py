@@ -34,7 +34,7 @@ from afkak.metrics import GroupSensors, registry_of
 
 from . import _requests as req
 from ._member import GroupMember, Liveness, RebalanceListener
-from ._membership import CancelledByStop, MembershipLoop
+from ._membership import CancelledByStop, MembershipLoop, resolve_topic_ids
 from ._reactions import CONSUMER_GROUP_HEARTBEAT, Reaction, react
 
 log = Logger()
@@ -281,7 +281,11 @@ class ConsumerProtocolMember(MembershipLoop):
         new_epoch = response.member_epoch != self.generation_id
         self.generation_id = response.member_epoch
         if response.assignment is not None:
-            self._target = await self._resolve(response.assignment.topic_partitions)
+            self._target = await self._wait(
+                Deferred.fromCoroutine(
+                    resolve_topic_ids(self.client, response.assignment.topic_partitions)
+                )
+            )
         elif new_epoch:
             self._target = self._target if self._target is not None else self.owned
         if self._target is not None and self._stop_reason is None:
@@ -291,23 +295,6 @@ class ConsumerProtocolMember(MembershipLoop):
                 if not reconciling.called:  # else it is over already
                     self._reconciling = reconciling
                 reconciling.addErrback(self.fail)
-
-    async def _resolve(self, topic_partitions: Any) -> frozenset[TopicAndPartition]:
-        """Topic ids to names, through Metadata when an id is new to the client."""
-        if any(t.topic_id not in self._names() for t in topic_partitions):
-            await self._wait(self.client.load_metadata_for_topics())
-        names = self._names()
-        assigned: set[TopicAndPartition] = set()
-        for t in topic_partitions:
-            name = names.get(t.topic_id)
-            if name is None:
-                log.warn("{member!r}: unknown topic id {id} assigned", member=self, id=t.topic_id)
-                continue
-            assigned.update(TopicAndPartition(name, p) for p in t.partitions)
-        return frozenset(assigned)
-
-    def _names(self) -> dict[Any, str]:
-        return {tid: name for name, tid in self.client.topic_ids.items()}
 
     async def _until_next_beat(self) -> None:
         if (

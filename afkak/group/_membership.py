@@ -9,12 +9,19 @@ the Deferred ``start()`` returned.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
+from twisted.logger import Logger
 from twisted.python.failure import Failure
+
+from afkak.client import ConsumerClient
+from afkak.common import TopicAndPartition
+
+log = Logger()
 
 
 @attrs.frozen
@@ -114,3 +121,22 @@ class MembershipLoop:
         finally:
             if self._pending is d:
                 self._pending = None
+
+
+async def resolve_topic_ids(
+    client: ConsumerClient, topic_partitions: Iterable[Any]
+) -> frozenset[TopicAndPartition]:
+    """An assignment by topic id (``topic_id``, ``partitions``) by name, through Metadata
+    when an id is new to the client; an id still unknown after it is left out."""
+    topic_partitions = list(topic_partitions)
+    if any(t.topic_id not in client.topic_ids.values() for t in topic_partitions):
+        await client.load_metadata_for_topics()
+    names = {tid: name for name, tid in client.topic_ids.items()}
+    assigned: set[TopicAndPartition] = set()
+    for t in topic_partitions:
+        name = names.get(t.topic_id)
+        if name is None:
+            log.warn("unknown topic id {id} assigned", id=t.topic_id)
+            continue
+        assigned.update(TopicAndPartition(name, p) for p in t.partitions)
+    return frozenset(assigned)

@@ -88,6 +88,13 @@ class ApiVersionsTests(SynchronousTestCase):
                     65,
                     66,
                     68,
+                    76,
+                    77,
+                    78,
+                    79,
+                    90,
+                    91,
+                    92,
                 ],
                 version,
             )

@@ -30,6 +30,7 @@ from afkak.testing._group_state import GroupCoordinatorState
 from afkak.testing._handlers import SERVED_APIS, ConnectionHandler
 from afkak.testing._lookup import code
 from afkak.testing._server import KafkaServerFactory, KafkaServerProtocol
+from afkak.testing._share_groups import ShareGroupCoordinator
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 from afkak.testing._transport import DeliveryLoop, connect_pair
 from afkak.testing._txn_state import TransactionCoordinatorState
@@ -157,6 +158,9 @@ class FakeKafkaCluster:
     #: Producer ids below this are unknown to the brokers (:meth:`forget_producers`).
     forgotten_producers_below: _Shared[int] = _Shared()
     transactions: _Shared[TransactionCoordinatorState] = _Shared()
+    #: KIP-932 share groups and their share-partitions (lock duration, delivery limit,
+    #: ``auto_offset_reset[group]``: :class:`~afkak.testing._share_groups.ShareGroupCoordinator`).
+    share_groups: _Shared[ShareGroupCoordinator] = _Shared()
     fetch_waiters: _Shared[set[FetchWaiter]] = _Shared()
 
     @staticmethod
