@@ -427,25 +427,3 @@ class SharePartitionTests(ShareTestCase):
             {event for _, event in RECORD_TABLE.transitions},
             set(RecordEvent),
         )
-
-
-class ShareAdminOnTheFakeTests(ShareTestCase):
-    """ListGroups shows share groups by type."""
-
-    def test_list_groups_types(self) -> None:
-        from afkak.protocol.messages import ListGroupsRequest
-
-        c = self.consumer("a")
-        self.pull(c)
-        node = self.cluster.coordinator("sg")
-        broker = self.cluster.brokers[node]
-        from afkak.common import BrokerMetadata
-
-        d = c.client.send_request_to_broker(
-            BrokerMetadata(node, broker.host, broker.port),
-            ListGroupsRequest(types_filter=["share"]),
-        )
-        self.advance(1)
-        groups = self.successResultOf(d).groups
-        self.assertEqual([(g.group_id, g.group_type, g.group_state) for g in groups],
-                         [("sg", "share", "Stable")])  # fmt: skip
