@@ -23,9 +23,10 @@ from afkak import AcknowledgeType, ShareConsumer
 from afkak.admin import KafkaAdminClient
 from afkak.admin._types import ConfigChange, ConfigResource, ConfigResourceType
 from afkak.client import KafkaClient
+from afkak.common import NonEmptyGroup, TopicAndPartition
 from afkak.group import ShareRecord
 from afkak.test.brokers import produce
-from afkak.test.brokers.java_tools import VerifiableShareConsumer
+from afkak.test.brokers.java_tools import VerifiableShareConsumer, run_tool
 from afkak.test.brokers.kafka import KafkaBroker
 from afkak.test.helpers import pump, run_for, wait
 
@@ -268,3 +269,63 @@ class KafkaShareGroupTests(SynchronousTestCase):
         accepted = Counter(self.settled(AcknowledgeType.ACCEPT))
         self.assertEqual(set(accepted), sent)
         self.assertEqual(max(accepted.values()), 1)
+
+    def share_group_tool(self, *args: str) -> list[dict[str, str]]:
+        """``kafka-share-groups --describe --group G ARGS``: its table's rows by column."""
+        out = run_tool(
+            "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+            "--bootstrap-server", self.broker.bootstrap, "--describe", "--group", self.group_id,
+            *args,
+        )  # fmt: skip
+        lines = [line.split() for line in out.splitlines() if line.strip()]
+        return [dict(zip(lines[0], cells, strict=True)) for cells in lines[1:]]
+
+    def test_admin_calls_agree_with_kafka_share_groups_kafka(self) -> None:
+        self.broker.create_topic(self.topic, 2)
+        a = self.consumer("a")
+        self.until_assigned(a)
+        sent = self.produce(10, 1)
+        pump(lambda: len(self.settled(AcknowledgeType.ACCEPT)) >= len(sent), 60, "consumed")
+        run_for(1.0)  # the last acknowledgements ride on the next ShareFetch
+        admin = KafkaAdminClient(self.admin_client)
+        listed = wait(admin.list_share_groups())
+        self.assertIn((self.group_id, "share"), [(g.group_id, g.protocol_type) for g in listed])
+        described = wait(admin.describe_share_groups([self.group_id]))[self.group_id]
+        (member,) = described.members
+        (java_member,) = self.share_group_tool("--members")
+        self.assertEqual(described.state, "Stable")
+        self.assertEqual(member.member_id, java_member["CONSUMER-ID"])
+        self.assertEqual(member.member_id, a.consumer.member_id)
+        self.assertEqual(
+            ",".join(str(tp.partition) for tp in sorted(member.assignment)),
+            java_member["ASSIGNMENT"].partition(":")[2],
+        )
+
+        def agree() -> dict[int, tuple[int, int]]:
+            ours = wait(admin.describe_share_group_offsets(self.group_id))
+            java = {
+                int(row["PARTITION"]): tuple(
+                    -1 if row[c] == "-" else int(row[c]) for c in ("START-OFFSET", "LAG")
+                )
+                for row in self.share_group_tool("--offsets")
+            }
+            mine = {tp.partition: (o.start_offset, o.lag) for tp, o in ours.items()}
+            self.assertEqual(mine, java)
+            return mine
+
+        self.assertEqual(agree()[0][1], 0, "nothing left to consume")
+        # Start offsets move only in an empty group.
+        p0 = TopicAndPartition(self.topic, 0)
+        refused = wait(
+            admin.alter_share_group_offsets(self.group_id, {p0: 3}).addErrback(lambda f: f.value)
+        )
+        self.assertIsInstance(refused, NonEmptyGroup)
+        self.pullers.remove(a)
+        a.halt()
+        wait(a.consumer.close(), 30)
+        results = wait(admin.alter_share_group_offsets(self.group_id, {p0: 3}))
+        self.assertTrue(results[p0].ok, results)
+        self.assertEqual(agree()[0], (3, 7))
+        deleted = wait(admin.delete_share_group_offsets(self.group_id, [self.topic]))
+        self.assertTrue(deleted[self.topic].ok, deleted)
+        self.assertEqual(wait(admin.describe_share_group_offsets(self.group_id)), {})
