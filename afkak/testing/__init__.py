@@ -74,8 +74,8 @@ What the fake does (and does not):
   ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
   the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-  DescribeGroups, ListGroups; KIP-848's ConsumerGroupHeartbeat (see
-  below); the transactional APIs: InitProducerId,
+  DescribeGroups, ListGroups; KIP-848's ConsumerGroupHeartbeat and KIP-932's
+  share group APIs (see below); the transactional APIs: InitProducerId,
   AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn (see
   below); and the admin APIs
   (:class:`afkak.admin.KafkaAdminClient`): DeleteTopics, CreatePartitions,
@@ -122,6 +122,18 @@ What the fake does (and does not):
   45 s without a heartbeat; the heartbeat interval is 5 s; static members
   leaving with epoch -2 find their partitions again.  Commits must carry the
   member's epoch (else STALE_MEMBER_EPOCH).
+- KIP-932 share groups (:class:`afkak.ShareConsumer`; ``share_groups`` holds
+  the state): ShareGroupHeartbeat with epochs and session expiry, partitions
+  split among members or shared when members outnumber them; ShareFetch and
+  ShareAcknowledge with share sessions per broker and Kafka's epoch rules;
+  each record acquired by one member under a lock timed on the cluster's
+  reactor (``lock_duration_ms``, 30 s), delivered again with a higher
+  delivery count when released or when its lock runs out, archived when
+  rejected or after ``delivery_count_limit`` (5) deliveries; a member's
+  acquired records are released when it leaves or closes its session.  A
+  group starts at the latest offset unless ``auto_offset_reset[group]`` is
+  ``"earliest"``.  ShareGroupDescribe, ListGroups by type and the share-group
+  offset APIs (alter and delete only in an empty group) are served too.
 - Transactions follow Kafka's coordinator (``cluster.transactions``): producer
   ids and epochs with fencing, transactional produce, staged offsets, COMMIT and
   ABORT markers written at EndTxn, the transaction timeout on the cluster's
