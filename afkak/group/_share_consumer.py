@@ -23,9 +23,11 @@ from twisted.internet.defer import (
     FirstError,
     maybeDeferred,
 )
+from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak._retry import backoff_policy
 from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerMetadata,
@@ -40,6 +42,7 @@ from afkak.protocol.messages import (
     ShareFetchRequest,
 )
 
+from ._member import GroupMember
 from ._share_acks import Acknowledgements, AcknowledgeType, ShareRecord
 from ._share_member import ShareMember
 
@@ -115,6 +118,7 @@ class ShareConsumer:
             heartbeat_interval_ms=heartbeat_interval_ms,
             member_id=member_id,
         )
+        self._backoff = backoff_policy(0.1, 1.0)
         self._acks = Acknowledgements()
         self._sessions: dict[int, _Session] = {}
         #: The broker each partition's records came from: their acknowledgements go there.
@@ -149,7 +153,7 @@ class ShareConsumer:
     # -- membership --------------------------------------------------------------
 
     def _join(self) -> None:
-        if self._membership is None:
+        if self._membership is None and self.member.topics:
             self._membership = self.member.start()
             self._membership.addErrback(self._membership_failed)
 
@@ -228,6 +232,7 @@ class ShareConsumer:
     async def _poll(self, timeout: float, limit: int) -> list[ShareRecord]:
         reactor = self.client.reactor
         deadline = reactor.seconds() + timeout
+        failures = 0
         while True:
             if self._fatal is not None:
                 self._fatal.raiseException()
@@ -237,7 +242,17 @@ class ShareConsumer:
                     return []
                 await self._until_assigned(left)
                 continue
-            records = await self._fetch_round(int(left * 1000), limit)
+            try:
+                records = await self._fetch_round(int(left * 1000), limit)
+            except KafkaError as e:
+                if isinstance(e, KafkaCancelled) or not GroupMember._retriable(e):
+                    raise
+                failures += 1
+                log.info("{consumer!r}: fetching failed: {e}", consumer=self, e=e)
+                await deferLater(reactor, min(self._backoff(failures), left), lambda: None)
+                records = []
+            else:
+                failures = 0
             if records or reactor.seconds() >= deadline:
                 return records
 

@@ -298,6 +298,33 @@ class ShareConsumerTests(ShareTestCase):
         self.assertEqual({r.delivery_count for r in again}, {2}, "unacknowledged: redelivered")
         self.assertEqual(len(again), 3)
 
+    def test_a_lost_connection_starts_new_sessions_and_nothing_is_lost(self) -> None:
+        c = self.consumer("a")
+        self.pull(c, timeout_ms=100)
+        self.cluster.drop_next(ShareFetchRequest, count=3)
+        self.produce(3)
+        seen: Counter[tuple[int, int]] = Counter()
+        for _ in range(4):
+            seen.update(keys(self.pull(c)))
+        self.advance(31)  # past any lock
+        seen.update(keys(self.pull(c)))
+        self.assertEqual(set(seen), {(p, o) for p in range(3) for o in range(3)})
+        self.assertEqual(c.member.state, S.STABLE)
+        self.assertEqual([self.start_offset(p) for p in range(3)], [3, 3, 3])
+
+    def test_a_consumer_without_topics_does_not_join(self) -> None:
+        c = self.consumer("a")
+        c.member.topics = ()
+        c = ShareConsumer(c.client, "sg")
+        self.consumers.append(c)
+        self.assertEqual(self.pull(c, timeout_ms=200), [])
+        self.assertIs(c.member.state, S.STOPPED)
+        self.assertEqual(self.requests(ShareGroupHeartbeatRequest), [])
+        c.subscribe([TOPIC])
+        self.produce(1)
+        self.advance(1)
+        self.assertEqual(len(self.pull(c)), 3)
+
     def test_bad_arguments_raise_at_the_call(self) -> None:
         client = self.consumer("a").client
         self.assertRaises(ValueError, ShareConsumer, client, "")

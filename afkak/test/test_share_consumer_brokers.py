@@ -64,10 +64,12 @@ class Puller:
             self.running = False
             self.log.extend((self.name, r, None, time.monotonic()) for r in records)
             return
+        explicit = self.consumer.acknowledgement_mode == "explicit"
         for r in records:
-            kind = self.policy(r)
+            kind = self.policy(r) if explicit else AcknowledgeType.ACCEPT
             self.log.append((self.name, r, kind, time.monotonic()))
-            self.consumer.acknowledge(r, kind)
+            if explicit:
+                self.consumer.acknowledge(r, kind)
         self._next()
 
     def _failed(self, failure: Any) -> None:
@@ -122,12 +124,12 @@ class KafkaShareGroupTests(SynchronousTestCase):
         self.addCleanup(lambda: wait(client.close()))
         return client
 
-    def consumer(self, name: str, policy: Policy = accept_all, topic: str = "") -> Puller:
+    def consumer(self, name: str, policy: Policy = accept_all, mode: str = "explicit") -> Puller:
         consumer = ShareConsumer(
             self.client(name),
             self.group_id,
-            [topic or self.topic],
-            acknowledgement_mode="explicit",
+            [self.topic],
+            acknowledgement_mode=mode,
             max_wait_ms=500,
         )
         puller = Puller(name, consumer, policy, self.log)
@@ -158,7 +160,7 @@ class KafkaShareGroupTests(SynchronousTestCase):
 
     def test_afkak_and_java_share_consumers_get_disjoint_records_kafka(self) -> None:
         self.broker.create_topic(self.topic, 3)
-        a, b = self.consumer("a"), self.consumer("b")
+        a, b = self.consumer("a"), self.consumer("b", mode="implicit")
         java = VerifiableShareConsumer(self.broker.bootstrap, self.topic, self.group_id)
         self.addCleanup(java.stop)
         self.until_assigned(a, b)
