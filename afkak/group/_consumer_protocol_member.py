@@ -33,8 +33,8 @@ from afkak.common import BrokerResponseError, KafkaError, TopicAndPartition
 from afkak.metrics import GroupSensors, registry_of
 
 from . import _requests as req
-from ._member import GroupMember, Liveness, RebalanceListener
-from ._membership import CancelledByStop, MembershipLoop, resolve_topic_ids
+from ._member import Liveness, RebalanceListener
+from ._membership import MembershipLoop, resolve_topic_ids
 from ._reactions import CONSUMER_GROUP_HEARTBEAT, Reaction, react
 
 log = Logger()
@@ -118,6 +118,8 @@ class ConsumerProtocolMember(MembershipLoop):
     session timeout is the broker's too.
     """
 
+    table = TABLE
+
     def __init__(
         self,
         client: ConsumerClient,
@@ -190,7 +192,7 @@ class ConsumerProtocolMember(MembershipLoop):
         self._transition(E.START)
         done = self._begin()
         self._fenced = self._stuck = None
-        Deferred.fromCoroutine(self._run())
+        Deferred.fromCoroutine(self._heartbeats())
         return done
 
     def subscribe(self, topics: Sequence[str]) -> None:
@@ -203,47 +205,18 @@ class ConsumerProtocolMember(MembershipLoop):
         log.info("{member!r}: {reason}", member=self, reason=reason)
         self._wake_up()
 
-    def _transition(self, event: ConsumerMemberEvent) -> None:
-        new = TABLE.next(self.state, event)
-        if new is None:
-            return
-        log.debug(
-            "{member!r}: {event}: {old} -> {state}",
-            member=self,
-            event=event.value,
-            old=self.state.name,
-            state=new.name,
-            transition=(self.state, event),
-        )
-        self.state = new
-
     # -- the heartbeat loop ----------------------------------------------------
 
-    async def _run(self) -> None:
+    async def _step(self) -> bool:
+        """Join again if fenced or stuck, else one heartbeat; True: the next one at once."""
+        if self._fenced is not None or self._stuck is not None:
+            await self._rejoin()
+            return True
         try:
-            failures = 0
-            while self._stop_reason is None:
-                if self._fenced is not None or self._stuck is not None:
-                    await self._rejoin()
-                    continue
-                try:
-                    await self._beat()
-                except _Fenced:
-                    continue
-                except KafkaError as e:
-                    if not GroupMember._retriable(e):
-                        raise
-                    failures += 1
-                    log.info("{member!r}: heartbeat failed: {e}", member=self, e=e)
-                    await self._sleep(self._backoff(failures))
-                    continue
-                failures = 0
-                await self._until_next_beat()
-        except CancelledByStop:
-            pass
-        except Exception:
-            self._failure = self._failure or Failure()
-        await self._leave()
+            await self._beat()
+        except _Fenced:
+            return True
+        return False
 
     async def _beat(self) -> None:
         """One heartbeat, and what its answer says."""
@@ -304,13 +277,7 @@ class ConsumerProtocolMember(MembershipLoop):
             or self.state is S.ACKNOWLEDGING  # reconciled: say so now
         ):
             return
-        wake = self._wake = Deferred()
-        timer = self.reactor.callLater(self.heartbeat_interval, self._wake_up)
-        try:
-            await wake
-        finally:
-            if timer.active():
-                timer.cancel()
+        await self._nap(self.heartbeat_interval)
 
     def _send_heartbeat(
         self, epoch: int, owned: dict[Any, list[int]], timeout: float

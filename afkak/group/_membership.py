@@ -9,7 +9,7 @@ the Deferred ``start()`` returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 import attrs
@@ -18,8 +18,10 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from afkak._errors import DecodeError
+from afkak._retry import is_retriable
 from afkak.client import ConsumerClient
-from afkak.common import TopicAndPartition
+from afkak.common import KafkaError, TopicAndPartition
 
 log = Logger()
 
@@ -36,6 +38,13 @@ class CancelledByStop(Exception):
     """Internal: an await interrupted by ``stop()``."""
 
 
+def retriable(error: BaseException) -> bool:
+    """What a member sends again: broker errors marked so, no broker reachable, a lost
+    connection, and a response that does not decode (the connection drops it as it
+    drops a broken connection)."""
+    return isinstance(error, KafkaError) and (is_retriable(error) or isinstance(error, DecodeError))
+
+
 class MembershipLoop:
     """The stop/fail/wake plumbing of a member; ``state`` is STOPPED when not running."""
 
@@ -43,6 +52,15 @@ class MembershipLoop:
     state: Any
     generation_id: int
     member_id: str
+    #: The member's states and the events that move it (a TransitionTable).
+    table: Any
+    #: Seconds to wait after the n-th failure in a row.
+    _backoff: Callable[[int], float]
+    # A heartbeat and what its answer says (True: the next one at once), the wait for
+    # the next, and leaving: each member's own.
+    _step: Callable[[], Coroutine[Any, Any, bool]]
+    _until_next_beat: Callable[[], Coroutine[Any, Any, None]]
+    _leave: Callable[[], Coroutine[Any, Any, None]]
 
     @property
     def generation(self) -> Generation:
@@ -121,6 +139,55 @@ class MembershipLoop:
         finally:
             if self._pending is d:
                 self._pending = None
+
+    async def _heartbeats(self) -> None:
+        """:meth:`_step` until stopped, retriable failures backed off; then :meth:`_leave`."""
+        try:
+            failures = 0
+            while self._stop_reason is None:
+                try:
+                    at_once = await self._step()
+                except KafkaError as e:
+                    if not retriable(e):
+                        raise
+                    failures += 1
+                    log.info("{member!r}: heartbeat failed: {e}", member=self, e=e)
+                    await self._sleep(self._backoff(failures))
+                    continue
+                failures = 0
+                if not at_once:
+                    await self._until_next_beat()
+        except CancelledByStop:
+            pass
+        except Exception:
+            self._failure = self._failure or Failure()
+        await self._leave()
+
+    def _transition(self, event: Any) -> None:
+        """Take *event* in the current state; the transition is logged (``transition``)."""
+        new = self.table.next(self.state, event)
+        if new is None:
+            return
+        log.debug(
+            "{member!r}: {event}: {old} -> {state}",
+            member=self,
+            event=event.value,
+            old=self.state.name,
+            state=new.name,
+            transition=(self.state, event),
+        )
+        self.state = new
+
+    async def _nap(self, seconds: float) -> None:
+        """Until *seconds* pass or :meth:`_wake_up` (a heartbeat wanted now)."""
+        wake: Deferred[None] = Deferred()
+        self._wake = wake
+        timer = self.reactor.callLater(seconds, self._wake_up)
+        try:
+            await wake
+        finally:
+            if timer.active():
+                timer.cancel()
 
 
 async def resolve_topic_ids(

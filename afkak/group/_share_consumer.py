@@ -42,7 +42,7 @@ from afkak.protocol.messages import (
     ShareFetchRequest,
 )
 
-from ._member import GroupMember
+from ._membership import retriable
 from ._share_acks import Acknowledgements, AcknowledgeType, ShareRecord
 from ._share_member import ShareMember
 
@@ -245,7 +245,7 @@ class ShareConsumer:
             try:
                 records = await self._fetch_round(int(left * 1000), limit)
             except KafkaError as e:
-                if isinstance(e, KafkaCancelled) or not GroupMember._retriable(e):
+                if isinstance(e, KafkaCancelled) or not retriable(e):
                     raise
                 failures += 1
                 log.info("{consumer!r}: fetching failed: {e}", consumer=self, e=e)

@@ -17,7 +17,6 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
-from twisted.python.failure import Failure
 
 from afkak._retry import backoff_policy
 from afkak._transitions import TransitionTable
@@ -26,8 +25,7 @@ from afkak.common import BrokerResponseError, KafkaError, TopicAndPartition
 from afkak.protocol.messages import ShareGroupHeartbeatRequest
 
 from ._consumer_protocol_member import new_member_id
-from ._member import GroupMember
-from ._membership import CancelledByStop, MembershipLoop, resolve_topic_ids
+from ._membership import MembershipLoop, resolve_topic_ids
 from ._reactions import SHARE_GROUP_HEARTBEAT, Reaction, react
 from ._requests import JOIN_EPOCH, LEAVE_EPOCH
 
@@ -80,6 +78,8 @@ class ShareMember(MembershipLoop):
     *heartbeat_interval_ms* is only used until the coordinator gives its own.
     """
 
+    table = TABLE
+
     def __init__(
         self,
         client: ConsumerClient,
@@ -118,7 +118,7 @@ class ShareMember(MembershipLoop):
         self._transition(E.START)
         done = self._begin()
         self._subscription = self.topics
-        Deferred.fromCoroutine(self._run())
+        Deferred.fromCoroutine(self._heartbeats())
         return done
 
     def subscribe(self, topics: Sequence[str]) -> None:
@@ -126,40 +126,9 @@ class ShareMember(MembershipLoop):
         self.topics = self._subscription = tuple(sorted(set(topics)))
         self._wake_up()
 
-    def _transition(self, event: ShareMemberEvent) -> None:
-        new = TABLE.next(self.state, event)
-        if new is None:
-            return
-        log.debug(
-            "{member!r}: {event}: {old} -> {state}",
-            member=self,
-            event=event.value,
-            old=self.state.name,
-            state=new.name,
-            transition=(self.state, event),
-        )
-        self.state = new
-
-    async def _run(self) -> None:
-        try:
-            failures = 0
-            while self._stop_reason is None:
-                try:
-                    await self._beat()
-                except KafkaError as e:
-                    if not GroupMember._retriable(e):
-                        raise
-                    failures += 1
-                    log.info("{member!r}: heartbeat failed: {e}", member=self, e=e)
-                    await self._sleep(self._backoff(failures))
-                    continue
-                failures = 0
-                await self._until_next_beat()
-        except CancelledByStop:
-            pass
-        except Exception:
-            self._failure = self._failure or Failure()
-        await self._leave()
+    async def _step(self) -> bool:
+        await self._beat()
+        return False
 
     async def _beat(self) -> None:
         epoch = max(self.generation_id, JOIN_EPOCH)
@@ -204,13 +173,7 @@ class ShareMember(MembershipLoop):
     async def _until_next_beat(self) -> None:
         if self._stop_reason is not None or self.generation_id < 0:
             return
-        wake = self._wake = Deferred()
-        timer = self.reactor.callLater(self.heartbeat_interval, self._wake_up)
-        try:
-            await wake
-        finally:
-            if timer.active():
-                timer.cancel()
+        await self._nap(self.heartbeat_interval)
 
     async def _leave(self) -> None:
         coordinator_refused = self._failure is not None and self._failure.check(BrokerResponseError)

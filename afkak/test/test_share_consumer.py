@@ -195,6 +195,27 @@ class ShareConsumerTests(ShareTestCase):
         self.assertEqual(self.pull(b), [])
         self.assertEqual(self.coordinator.partitions["sg", "one", 0].start, 2)
 
+    def test_a_dead_members_session_expires_and_its_records_are_released(self) -> None:
+        self.cluster.create_topic("one", 1)
+        self.coordinator.lock_duration_ms = 600_000  # only the session's end frees them
+        a, b = self.consumer("a"), self.consumer("b")
+        a.subscribe(["one"])
+        b.subscribe(["one"])
+        self.pull(a, timeout_ms=100)
+        self.pull(b, timeout_ms=100)
+        self.cluster.append("one", 0, [b"x"])
+        self.assertEqual(len(self.pull(a)), 1)
+        # a dies: no heartbeat, no leaving, no acknowledgement.
+        a.member.generation_id = -1
+        a.member.stop()
+        self.advance(40)
+        self.assertEqual(self.pull(b), [])
+        self.assertEqual(len(self.coordinator.groups["sg"].members), 2)
+        self.advance(6)  # 45 s without a heartbeat
+        self.assertEqual(list(self.coordinator.groups["sg"].members), [b.member_id])
+        again = self.pull(b)
+        self.assertEqual([(r.value, r.delivery_count) for r in again], [(b"x", 2)])
+
     def test_explicit_mode_needs_every_record_acknowledged_before_the_next_batch(self) -> None:
         self.produce(1)
         c = self.consumer("a", acknowledgement_mode="explicit")

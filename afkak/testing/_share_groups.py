@@ -39,6 +39,7 @@ from afkak.protocol.messages import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
+from afkak.testing._member_sessions import MemberSessions
 from afkak.testing._share_partitions import (
     DELIVERY_COUNT_LIMIT,
     LOCK_DURATION_MS,
@@ -113,7 +114,7 @@ class ShareSession:
     partitions: set[TP] = attrs.field(factory=set)
 
 
-class ShareGroupCoordinator:
+class ShareGroupCoordinator(MemberSessions):
     """Every share group of the fake cluster, and their share-partitions."""
 
     def __init__(self, cluster: Cluster) -> None:
@@ -185,22 +186,6 @@ class ShareGroupCoordinator:
         if topics != member.topics or member.epoch == 0:
             member.topics = topics
             self._bump(group)
-
-    def _touch(self, group: ShareGroup, member: ShareMember) -> None:
-        self._stop_session(member)
-        member.session = self.cluster.reactor.callLater(
-            self.session_timeout_ms / 1000.0, self._expire, group, member
-        )
-
-    def _stop_session(self, member: ShareMember) -> None:
-        if member.session is not None and member.session.active():
-            member.session.cancel()
-        member.session = None
-
-    def _expire(self, group: ShareGroup, member: ShareMember) -> None:
-        member.session = None
-        if group.members.get(member.member_id) is member:
-            self._remove(group, member)
 
     def _remove(self, group: ShareGroup, member: ShareMember) -> None:
         self._stop_session(member)
