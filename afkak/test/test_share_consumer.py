@@ -8,7 +8,7 @@ from typing import Any
 from twisted.internet.defer import CancelledError, Deferred
 
 from afkak import AcknowledgeType, KafkaClient, ShareConsumer
-from afkak.common import GroupAuthorizationFailed, TopicAndPartition
+from afkak.common import GroupAuthorizationFailed, NoCommonVersionError, TopicAndPartition
 from afkak.group import SHARE_TRANSITIONS, ShareMemberEvent, ShareMemberState, ShareRecord
 from afkak.protocol.messages import (
     ShareAcknowledgeRequest,
@@ -345,6 +345,15 @@ class ShareConsumerTests(ShareTestCase):
         self.produce(1)
         self.advance(1)
         self.assertEqual(len(self.pull(c)), 3)
+
+    def test_a_broker_without_share_groups_fails_the_call(self) -> None:
+        self.cluster.api_versions.pop(ShareGroupHeartbeatRequest.API_KEY)
+        c = self.consumer("a")
+        d = c.getmany(timeout_ms=1000)
+        self.advance(2)
+        self.failureResultOf(d, NoCommonVersionError)  # "the broker does not support it"
+        self.flushLoggedErrors(NoCommonVersionError)
+        self.assertIs(c.member.state, S.STOPPED)
 
     def test_bad_arguments_raise_at_the_call(self) -> None:
         client = self.consumer("a").client
