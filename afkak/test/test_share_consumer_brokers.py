@@ -331,3 +331,23 @@ class KafkaShareGroupTests(SynchronousTestCase):
         deleted = wait(admin.delete_share_group_offsets(self.group_id, [self.topic]))
         self.assertTrue(deleted[self.topic].ok, deleted)
         self.assertEqual(wait(admin.describe_share_group_offsets(self.group_id)), {})
+
+    def test_the_processor_form_accepts_each_batch_kafka(self) -> None:
+        self.broker.create_topic(self.topic, 2)
+        seen: list[tuple[int, int, int]] = []
+
+        def process(consumer: ShareConsumer, records: list[ShareRecord]) -> None:
+            seen.extend((r.partition, r.offset, r.delivery_count) for r in records)
+
+        consumer = ShareConsumer(self.client("p"), self.group_id, [self.topic], process)
+        done = consumer.start()
+        sent = self.produce(25, 2)
+        pump(lambda: len(seen) >= len(sent), 60, "processed")
+        wait(consumer.close(), 30)
+        wait(done)
+        self.assertEqual(sorted((p, o) for p, o, _ in seen), sorted(sent))
+        self.assertEqual({n for _, _, n in seen}, {1})
+        offsets = wait(
+            KafkaAdminClient(self.admin_client).describe_share_group_offsets(self.group_id)
+        )
+        self.assertEqual({tp.partition: o.lag for tp, o in offsets.items()}, {0: 0, 1: 0})
