@@ -1,8 +1,9 @@
 """afkak: a Twisted, Deferred-based client for Apache Kafka.
 
 The public surface: :class:`KafkaClient`, :class:`Producer`, :class:`Consumer`,
-:class:`ConsumerGroup`, :class:`KafkaConsumer`, the partitioners, message construction,
-the compression constants, and :mod:`afkak.common` (errors, structs, constants).
+:class:`ConsumerGroup`, :class:`KafkaConsumer`, :class:`ShareConsumer`, the
+partitioners, message construction, the compression constants, and :mod:`afkak.common`
+(errors, structs, constants).
 """
 
 from afkak import common  # noqa: F401  (first: it fixes the public module of re-exported names)
@@ -20,7 +21,7 @@ from afkak.connection import (
     ScramSha512,
 )
 from afkak.consumer import Consumer
-from afkak.group import ConsumerGroup, KafkaConsumer
+from afkak.group import AcknowledgeType, ConsumerGroup, KafkaConsumer, ShareConsumer
 from afkak.message_set import MessageSet, create_message, create_message_set
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
@@ -30,6 +31,7 @@ __author__ = "Robert Thille and the afkak contributors"
 __license__ = "Apache License 2.0"
 
 __all__ = [
+    "AcknowledgeType",
     "CODEC_GZIP",
     "CODEC_LZ4",
     "CODEC_NONE",
@@ -52,6 +54,7 @@ __all__ = [
     "Scram",
     "ScramSha256",
     "ScramSha512",
+    "ShareConsumer",
     "TLS",
     "__version__",
     "create_message",

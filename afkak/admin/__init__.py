@@ -1,5 +1,5 @@
-"""Administering a Kafka cluster: topics, configs, consumer groups, offsets, records, ACLs,
-transactions, log dirs, features, the metadata quorum, client quotas,
+"""Administering a Kafka cluster: topics, configs, consumer and share groups, offsets,
+records, ACLs, transactions, log dirs, features, the metadata quorum, client quotas,
 reassignments, leader elections.
 
 :class:`KafkaAdminClient` wraps a :class:`~afkak.KafkaClient`; every call
@@ -22,6 +22,11 @@ from afkak.admin._group_calls import GroupDescription, GroupListing, MemberDescr
 from afkak.admin._lag import PartitionLag
 from afkak.admin._quota_calls import QuotaEntity, QuotaFilter, QuotaMatch
 from afkak.admin._reassign_calls import ElectionType, PartitionReassignment
+from afkak.admin._share_group_calls import (
+    ShareGroupDescription,
+    ShareMemberDescription,
+    SharePartitionOffset,
+)
 from afkak.admin._txn_calls import (
     AbortTransactionSpec,
     HangingTransaction,
@@ -118,6 +123,9 @@ __all__ = [
     "ScramDeletion",
     "ScramMechanism",
     "ScramUpsertion",
+    "ShareGroupDescription",
+    "ShareMemberDescription",
+    "SharePartitionOffset",
     "TopicDescription",
     "TopicListing",
     "TransactionDescription",

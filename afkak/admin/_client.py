@@ -90,6 +90,14 @@ from ._security_calls import (
     DescribeAclsCall,
     DescribeScramCall,
 )
+from ._share_group_calls import (
+    AlterShareGroupOffsetsCall,
+    DeleteShareGroupOffsetsCall,
+    DescribeShareGroupOffsetsCall,
+    ShareGroupDescribeCall,
+    ShareGroupDescription,
+    SharePartitionOffset,
+)
 from ._topic_calls import CreatePartitionsCall, CreateTopicsCall, DeleteTopicsCall
 from ._txn_calls import (
     AbortMarkerCall,
@@ -422,8 +430,10 @@ class KafkaAdminClient:
         wanted = None if states is None else [_text("states", s) for s in _items("states", states)]
         return self._run(self._list_groups(wanted))
 
-    async def _list_groups(self, states: list[str] | None) -> list[GroupListing]:
-        answers = await self._router.to_every_broker(lambda: ListGroupsCall(states))
+    async def _list_groups(
+        self, states: list[str] | None, types: Sequence[str] = ()
+    ) -> list[GroupListing]:
+        answers = await self._router.to_every_broker(lambda: ListGroupsCall(states, types))
         listings = {g.group_id: g for answer in answers for g in answer}
         return [listings[k] for k in sorted(listings)]
 
@@ -446,6 +456,62 @@ class KafkaAdminClient:
         return self._run(
             router.per_group(groups, lambda g: router.to_coordinator(g, lambda: make_call(g)))
         )
+
+    # -- share groups (KIP-932) -------------------------------------------------------
+
+    def list_share_groups(
+        self, *, states: Iterable[str] | None = None
+    ) -> Deferred[list[GroupListing]]:
+        """Every share group of the cluster (ListGroups by type), sorted by id."""
+        wanted = None if states is None else [_text("states", s) for s in _items("states", states)]
+        return self._run(self._list_groups(wanted, ["share"]))
+
+    def describe_share_groups(
+        self, group_ids: Iterable[str]
+    ) -> Deferred[dict[str, ShareGroupDescription]]:
+        """State, epochs and members (with their assignments) of each share group."""
+        groups = [group_name(g) for g in _items("group_ids", group_ids)]
+        return self._per_group(groups, ShareGroupDescribeCall)
+
+    def describe_share_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicAndPartition] | None = None
+    ) -> Deferred[dict[TopicAndPartition, SharePartitionOffset]]:
+        """Start offset and lag of each share-partition: of *partitions*, or of every
+        partition the group has read when None."""
+        group = group_name(group_id)
+        wanted: dict[str, list[int]] | None = None
+        if partitions is not None:
+            wanted = {}
+            for tp in _items("partitions", partitions):
+                tp = _partition(tp)
+                wanted.setdefault(tp.topic, []).append(tp.partition)
+        return self._one_group(group, lambda: DescribeShareGroupOffsetsCall(group, wanted))
+
+    def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicAndPartition, int]
+    ) -> Deferred[dict[TopicAndPartition, ItemResult]]:
+        """Move an empty share group's start offsets (the records before are skipped)."""
+        group = group_name(group_id)
+        _mapping("offsets", offsets)
+        wanted = {_partition(tp): _offset(o) for tp, o in offsets.items()}
+        return self._one_group(group, lambda: AlterShareGroupOffsetsCall(group, wanted))
+
+    def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str]
+    ) -> Deferred[dict[str, ItemResult]]:
+        """Forget an empty share group's state of *topics* (it starts again by its reset)."""
+        group = group_name(group_id)
+        names = [topic_name(t) for t in _items("topics", topics)]
+        return self._one_group(group, lambda: DeleteShareGroupOffsetsCall(group, names))
+
+    def _one_group(self, group: str, make_call: Callable[[], Any]) -> Deferred[Any]:
+        """One call at *group*'s coordinator; its one result."""
+
+        async def run() -> Any:
+            (result,) = await self._router.to_coordinator(group, make_call)
+            return result
+
+        return self._run(run())
 
     def list_consumer_group_offsets(
         self, group_id: str, topics: Iterable[str] | None = None

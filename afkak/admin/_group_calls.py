@@ -27,8 +27,8 @@ from afkak.protocol.messages import (
 
 from ._types import ItemResult, _error_or_none, left_out
 
-#: ListGroups filters by state from this version on.
-STATES_FILTER_VERSION = 4
+#: ListGroups filters by state from this version on, and by group type from the next.
+STATES_FILTER_VERSION, TYPES_FILTER_VERSION = 4, 5
 
 
 @attrs.frozen
@@ -65,17 +65,19 @@ class GroupListing:
 
 
 class ListGroupsCall(VersionedCall):
-    """The groups one broker coordinates; *states* filters (at the broker from v4)."""
+    """The groups one broker coordinates; *states* filters (at the broker from v4);
+    *types* ("classic", "consumer", "share") too, from v5 (before: by protocol type)."""
 
     request_class = ListGroupsRequest
 
-    def __init__(self, states: Sequence[str] | None) -> None:
+    def __init__(self, states: Sequence[str] | None, types: Sequence[str] = ()) -> None:
         self.states = None if states is None else list(states)
+        self.types = list(types)
 
     def build(self, version: int) -> Any:
-        if self.states and version >= STATES_FILTER_VERSION:
-            return ListGroupsRequest(states_filter=self.states)
-        return ListGroupsRequest()
+        states = self.states if self.states and version >= STATES_FILTER_VERSION else []
+        types = self.types if version >= TYPES_FILTER_VERSION else []
+        return ListGroupsRequest(states_filter=states, types_filter=types)
 
     def parse(self, response: Any) -> list[GroupListing]:
         BrokerResponseError.raise_for_errno(response.error_code, "listing groups")
@@ -85,6 +87,8 @@ class ListGroupsCall(VersionedCall):
         if self.states and self.version < STATES_FILTER_VERSION:
             wanted = {s.lower() for s in self.states}
             listings = [g for g in listings if g.state.lower() in wanted]
+        if self.types and self.version < TYPES_FILTER_VERSION:
+            listings = [g for g in listings if g.protocol_type in self.types]
         return listings
 
 

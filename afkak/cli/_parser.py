@@ -11,6 +11,7 @@ from . import (
     _admin_commands as admin,
     _cluster_commands as ops,
     _quota_commands as quotas,
+    _share_commands as share,
     _txn_commands as txn,
 )
 from ._broker import broker
@@ -196,6 +197,30 @@ def build_parser() -> argparse.ArgumentParser:
     to.add_argument("--to-datetime", metavar="ISO8601|MS", help="e.g. 2026-01-31T12:00:00Z")
     p.add_argument("--execute", action="store_true", help="apply (default: only show)")
     p.set_defaults(run=admin.groups_reset_offsets)
+
+    shares = commands.add_parser(
+        "share-groups", help="share groups (KIP-932): list, describe, offsets, reset, delete"
+    )
+    sg = shares.add_subparsers(dest="action", required=True, metavar="ACTION")
+    p = sg.add_parser("list", help="share groups")
+    p.add_argument("--state", action="append", default=[], help="only groups in this state")
+    p.set_defaults(run=share.share_groups_list)
+    p = sg.add_parser("describe", help="state, epoch, members and their partitions")
+    p.add_argument("groups", nargs="+", metavar="GROUP")
+    p.set_defaults(run=share.share_groups_describe)
+    p = sg.add_parser("offsets", help="start offset and lag per share-partition")
+    p.add_argument("group", metavar="GROUP")
+    p.add_argument("--topic", action="append", default=[], metavar="TOPIC:P[,...]")
+    p.set_defaults(run=share.share_groups_offsets)
+    p = sg.add_parser("reset-offsets", help="set an empty share group's start offsets")
+    p.add_argument("group", metavar="GROUP")
+    p.add_argument("--topic", action="append", required=True, metavar="TOPIC:P[,...]")
+    p.add_argument("--to-offset", type=_non_negative, required=True, metavar="N")
+    p.set_defaults(run=share.share_groups_reset_offsets)
+    p = sg.add_parser("delete-offsets", help="forget an empty share group's topics")
+    p.add_argument("group", metavar="GROUP")
+    p.add_argument("topics", nargs="+", metavar="TOPIC")
+    p.set_defaults(run=share.share_groups_delete_offsets)
 
     quota = commands.add_parser("quotas", help="describe, alter client quotas")
     q = quota.add_subparsers(dest="action", required=True, metavar="ACTION")

@@ -7,7 +7,8 @@ assignments for every member when this member leads.  Inspection for
 operations: :func:`describe_group`, :func:`list_groups`,
 :func:`committed_offsets`, :func:`group_lag`.  The pull-style API
 (``getmany``, ``getone``, ``async for``): :class:`KafkaConsumer`.  Exactly-once
-consume-transform-produce: :class:`TransactionalProcessor`.
+consume-transform-produce: :class:`TransactionalProcessor`.  Share groups
+(KIP-932, queues): :class:`ShareConsumer`.
 """
 
 from afkak.admin import GroupDescription, GroupListing, MemberDescription, PartitionLag
@@ -19,6 +20,9 @@ from afkak.group._membership import Generation
 from afkak.group._pull import MAX_POLL_RECORDS, KafkaConsumer
 from afkak.group._range import RangeAssignor
 from afkak.group._roundrobin import RoundRobinAssignor
+from afkak.group._share_acks import AcknowledgeType, ShareRecord
+from afkak.group._share_consumer import ShareConsumer
+from afkak.group._share_member import SHARE_TRANSITIONS, ShareMemberEvent, ShareMemberState
 from afkak.group._states import TRANSITIONS, MemberEvent, MemberState
 from afkak.group._sticky import CooperativeStickyAssignor
 from afkak.group._transform import TransactionalProcessor
@@ -32,6 +36,7 @@ from afkak.protocol.consumer_protocol import (
 
 __all__ = [
     "ASSIGNORS",
+    "AcknowledgeType",
     "DEFAULT_ASSIGNORS",
     "TRANSITIONS",
     "Assignment",
@@ -54,6 +59,11 @@ __all__ = [
     "RebalanceListener",
     "RebalanceProtocol",
     "RoundRobinAssignor",
+    "SHARE_TRANSITIONS",
+    "ShareConsumer",
+    "ShareMemberEvent",
+    "ShareMemberState",
+    "ShareRecord",
     "Subscription",
     "TransactionalProcessor",
     "committed_offsets",

@@ -31,8 +31,8 @@ from afkak.client import ConsumerClient
 from afkak.common import BrokerResponseError, KafkaError, TopicAndPartition
 
 from . import _requests as req
-from ._member import GroupMember, Liveness, RebalanceListener
-from ._membership import CancelledByStop, MembershipLoop
+from ._member import Liveness, RebalanceListener
+from ._membership import MembershipLoop, resolve_topic_ids
 from ._reactions import CONSUMER_GROUP_HEARTBEAT, Reaction, react
 
 log = Logger()
@@ -116,6 +116,8 @@ class ConsumerProtocolMember(MembershipLoop):
     session timeout is the broker's too.
     """
 
+    table = TABLE
+
     def __init__(
         self,
         client: ConsumerClient,
@@ -185,47 +187,18 @@ class ConsumerProtocolMember(MembershipLoop):
         log.info("{member!r}: {reason}", member=self, reason=reason)
         self._wake_up()
 
-    def _transition(self, event: ConsumerMemberEvent) -> None:
-        new = TABLE.next(self.state, event)
-        if new is None:
-            return
-        log.debug(
-            "{member!r}: {event}: {old} -> {state}",
-            member=self,
-            event=event.value,
-            old=self.state.name,
-            state=new.name,
-            transition=(self.state, event),
-        )
-        self.state = new
-
     # -- the heartbeat loop ----------------------------------------------------
 
-    async def _run(self) -> None:
+    async def _step(self) -> bool:
+        """Join again if fenced or stuck, else one heartbeat; True: the next one at once."""
+        if self._fenced is not None or self._stuck is not None:
+            await self._rejoin()
+            return True
         try:
-            failures = 0
-            while self._stop_reason is None:
-                if self._fenced is not None or self._stuck is not None:
-                    await self._rejoin()
-                    continue
-                try:
-                    await self._beat()
-                except _Fenced:
-                    continue
-                except KafkaError as e:
-                    if not GroupMember._retriable(e):
-                        raise
-                    failures += 1
-                    log.info("{member!r}: heartbeat failed: {e}", member=self, e=e)
-                    await self._sleep(self._backoff(failures))
-                    continue
-                failures = 0
-                await self._until_next_beat()
-        except CancelledByStop:
-            pass
-        except Exception:
-            self._failure = self._failure or Failure()
-        await self._leave()
+            await self._beat()
+        except _Fenced:
+            return True
+        return False
 
     async def _beat(self) -> None:
         """One heartbeat, and what its answer says."""
@@ -263,7 +236,11 @@ class ConsumerProtocolMember(MembershipLoop):
         new_epoch = response.member_epoch != self.generation_id
         self.generation_id = response.member_epoch
         if response.assignment is not None:
-            self._target = await self._resolve(response.assignment.topic_partitions)
+            self._target = await self._wait(
+                Deferred.fromCoroutine(
+                    resolve_topic_ids(self.client, response.assignment.topic_partitions)
+                )
+            )
         elif new_epoch:
             self._target = self._target if self._target is not None else self.owned
         if self._target is not None and self._stop_reason is None:
@@ -274,23 +251,6 @@ class ConsumerProtocolMember(MembershipLoop):
                     self._reconciling = reconciling
                 reconciling.addErrback(self.fail)
 
-    async def _resolve(self, topic_partitions: Any) -> frozenset[TopicAndPartition]:
-        """Topic ids to names, through Metadata when an id is new to the client."""
-        if any(t.topic_id not in self._names() for t in topic_partitions):
-            await self._wait(self.client.load_metadata_for_topics())
-        names = self._names()
-        assigned: set[TopicAndPartition] = set()
-        for t in topic_partitions:
-            name = names.get(t.topic_id)
-            if name is None:
-                log.warn("{member!r}: unknown topic id {id} assigned", member=self, id=t.topic_id)
-                continue
-            assigned.update(TopicAndPartition(name, p) for p in t.partitions)
-        return frozenset(assigned)
-
-    def _names(self) -> dict[Any, str]:
-        return {tid: name for name, tid in self.client.topic_ids.items()}
-
     async def _until_next_beat(self) -> None:
         if (
             self._stop_reason is not None
@@ -299,13 +259,7 @@ class ConsumerProtocolMember(MembershipLoop):
             or self.state is S.ACKNOWLEDGING  # reconciled: say so now
         ):
             return
-        wake = self._wake = Deferred()
-        timer = self.reactor.callLater(self.heartbeat_interval, self._wake_up)
-        try:
-            await wake
-        finally:
-            if timer.active():
-                timer.cancel()
+        await self._nap(self.heartbeat_interval)
 
     def _send_heartbeat(
         self, epoch: int, owned: dict[Any, list[int]], timeout: float

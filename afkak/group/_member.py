@@ -27,7 +27,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._errors import DecodeError
-from afkak._retry import is_retriable, retrying
+from afkak._retry import retrying
 from afkak.client import ConsumerClient
 from afkak.common import (
     BrokerResponseError,
@@ -46,7 +46,7 @@ from afkak.protocol.consumer_protocol import (
 from . import _requests as req
 from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
 from ._heartbeat import HeartbeatTimer
-from ._membership import CancelledByStop, Generation, MembershipLoop
+from ._membership import CancelledByStop, Generation, MembershipLoop, retriable
 from ._reactions import (
     HEARTBEAT,
     JOIN_GROUP,
@@ -544,14 +544,7 @@ class GroupMember(MembershipLoop):
     def _send(self, request: Any, timeout: float) -> Deferred[Any]:
         return self.client.send_request_to_coordinator(self.group_id, request, timeout=timeout)
 
-    @staticmethod
-    def _retriable(error: BaseException) -> bool:
-        """Broker errors marked so, no broker reachable, a lost connection, and a
-        response that does not decode (the connection drops it as it drops a
-        broken connection)."""
-        return isinstance(error, KafkaError) and (
-            is_retriable(error) or isinstance(error, DecodeError)
-        )
+    _retriable = staticmethod(retriable)
 
     def _delay(self, failures: int) -> float:
         if self.initial_backoff_ms is not None and not self.member_id and not self.rebalances:

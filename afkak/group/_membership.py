@@ -9,21 +9,25 @@ the Deferred ``start()`` returned.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import deferLater
+from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._retry import backoff_policy
+from afkak._errors import DecodeError
+from afkak._retry import backoff_policy, is_retriable
 from afkak.client import ConsumerClient
-from afkak.common import TopicAndPartition
+from afkak.common import KafkaError, TopicAndPartition
 from afkak.metrics import GroupSensors, registry_of
 
 if TYPE_CHECKING:
     from ._member import Liveness, RebalanceListener
+
+log = Logger()
 
 
 @attrs.frozen
@@ -38,11 +42,27 @@ class CancelledByStop(Exception):
     """Internal: an await interrupted by ``stop()``."""
 
 
+def retriable(error: BaseException) -> bool:
+    """What a member sends again: broker errors marked so, no broker reachable, a lost
+    connection, and a response that does not decode (the connection drops it as it
+    drops a broken connection)."""
+    return isinstance(error, KafkaError) and (is_retriable(error) or isinstance(error, DecodeError))
+
+
 class MembershipLoop:
     """The stop/fail/wake plumbing of a member; ``state`` is STOPPED when not running."""
 
     state: Any
     member_id: str
+    #: The member's states and the events that move it (a TransitionTable).
+    table: Any
+    #: Seconds to wait after the n-th failure in a row.
+    _backoff: Callable[[int], float]
+    # A heartbeat and what its answer says (True: the next one at once), the wait for
+    # the next, and leaving: each member's own.
+    _step: Callable[[], Coroutine[Any, Any, bool]]
+    _until_next_beat: Callable[[], Coroutine[Any, Any, None]]
+    _leave: Callable[[], Coroutine[Any, Any, None]]
 
     def _init_member(
         self,
@@ -94,7 +114,8 @@ class MembershipLoop:
         return done
 
     async def _run(self) -> None:
-        raise NotImplementedError  # each protocol's member loop
+        """The member's loop: heartbeats (the classic member runs its own join loop)."""
+        await self._heartbeats()
 
     def _init_loop(self) -> None:
         self._stop_reason: str | None = None
@@ -179,3 +200,71 @@ class MembershipLoop:
         finally:
             if self._pending is d:
                 self._pending = None
+
+    async def _heartbeats(self) -> None:
+        """:meth:`_step` until stopped, retriable failures backed off; then :meth:`_leave`."""
+        try:
+            failures = 0
+            while self._stop_reason is None:
+                try:
+                    at_once = await self._step()
+                except KafkaError as e:
+                    if not retriable(e):
+                        raise
+                    failures += 1
+                    log.info("{member!r}: heartbeat failed: {e}", member=self, e=e)
+                    await self._sleep(self._backoff(failures))
+                    continue
+                failures = 0
+                if not at_once:
+                    await self._until_next_beat()
+        except CancelledByStop:
+            pass
+        except Exception:
+            self._failure = self._failure or Failure()
+        await self._leave()
+
+    def _transition(self, event: Any) -> None:
+        """Take *event* in the current state; the transition is logged (``transition``)."""
+        new = self.table.next(self.state, event)
+        if new is None:
+            return
+        log.debug(
+            "{member!r}: {event}: {old} -> {state}",
+            member=self,
+            event=event.value,
+            old=self.state.name,
+            state=new.name,
+            transition=(self.state, event),
+        )
+        self.state = new
+
+    async def _nap(self, seconds: float) -> None:
+        """Until *seconds* pass or :meth:`_wake_up` (a heartbeat wanted now)."""
+        wake: Deferred[None] = Deferred()
+        self._wake = wake
+        timer = self.reactor.callLater(seconds, self._wake_up)
+        try:
+            await wake
+        finally:
+            if timer.active():
+                timer.cancel()
+
+
+async def resolve_topic_ids(
+    client: ConsumerClient, topic_partitions: Iterable[Any]
+) -> frozenset[TopicAndPartition]:
+    """An assignment by topic id (``topic_id``, ``partitions``) by name, through Metadata
+    when an id is new to the client; an id still unknown after it is left out."""
+    topic_partitions = list(topic_partitions)
+    if any(t.topic_id not in client.topic_ids.values() for t in topic_partitions):
+        await client.load_metadata_for_topics()
+    names = {tid: name for name, tid in client.topic_ids.items()}
+    assigned: set[TopicAndPartition] = set()
+    for t in topic_partitions:
+        name = names.get(t.topic_id)
+        if name is None:
+            log.warn("unknown topic id {id} assigned", id=t.topic_id)
+            continue
+        assigned.update(TopicAndPartition(name, p) for p in t.partitions)
+    return frozenset(assigned)

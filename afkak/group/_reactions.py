@@ -66,3 +66,6 @@ CONSUMER_GROUP_HEARTBEAT: dict[int, Reaction] = {
     ErrorCode.UNKNOWN_MEMBER_ID: R.FENCED,
     ErrorCode.FENCED_MEMBER_EPOCH: R.FENCED,
 }
+
+#: KIP-932's ShareGroupHeartbeat, as Java's ``ShareHeartbeatRequestManager``.
+SHARE_GROUP_HEARTBEAT = CONSUMER_GROUP_HEARTBEAT

@@ -15,6 +15,8 @@ SURFACE = {
         "Consumer",
         "ConsumerGroup",
         "KafkaConsumer",
+        "ShareConsumer",
+        "AcknowledgeType",
         "create_message",
         "create_message_set",
         "CODEC_NONE",

@@ -112,6 +112,7 @@ def sample_request(cluster: FakeKafkaCluster, api_key: int, version: int) -> Any
         19: CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic("u", 1, 1)]),
         22: InitProducerIdRequest(transaction_timeout_ms=1000),
         **_admin_samples(version),
+        **_share_samples(topic_id),
         24: AddPartitionsToTxnRequest(
             v3_and_below_transactional_id="x",
             v3_and_below_topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic("t", [0])],
@@ -155,7 +156,32 @@ def _admin_samples(version: int) -> dict[int, Any]:
         68: ConsumerGroupHeartbeatRequest(
             group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=1000
         ),
+        74: messages.ListConfigResourcesRequest(),
+        75: messages.DescribeTopicPartitionsRequest(
+            topics=[messages.DescribeTopicPartitionsRequest.TopicRequest("t")]
+        ),
         **_operator_samples(),
+    }
+
+
+def _share_samples(topic_id: Any) -> dict[int, Any]:
+    """Requests of the share group APIs (KIP-932), naming topic t, partition 0, group g."""
+    M = messages
+    F, A = M.ShareFetchRequest, M.ShareAcknowledgeRequest
+    D, AL = M.DescribeShareGroupOffsetsRequest, M.AlterShareGroupOffsetsRequest
+    return {
+        76: M.ShareGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0),
+        77: M.ShareGroupDescribeRequest(group_ids=["g"]),
+        78: F(group_id="g", member_id="m", topics=[F.FetchTopic(topic_id, [F.FetchPartition(0)])]),
+        79: A(
+            group_id="g",
+            member_id="m",
+            share_session_epoch=1,
+            topics=[A.AcknowledgeTopic(topic_id)],
+        ),
+        90: D(groups=[D.DescribeShareGroupOffsetsRequestGroup("g", None)]),
+        91: AL(group_id="g", topics=[AL.AlterShareGroupOffsetsRequestTopic("t", [])]),
+        92: M.DeleteShareGroupOffsetsRequest(group_id="g"),
     }
 
 
@@ -422,6 +448,7 @@ class FacadeSurfaceTests(SynchronousTestCase):
         "auto_create_topics",
         "fetch_sessions",
         "fetch_whole_first_batch",
+        "share_groups",
         # setup
         "create_topic",
         "delete_topic",

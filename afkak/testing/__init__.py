@@ -65,7 +65,8 @@ unanswered), ``delay``, ``drop_connections``, ``refuse_connections``,
 ``forget_producers``.  Inspection: ``requests_seen``, ``records``,
 ``committed_offsets``, ``committed``, ``partition``, ``topic_id``,
 ``coordinator``, ``open_connections``.  Options: ``auto_create_topics``,
-``fetch_sessions``, ``fetch_whole_first_batch``.  That is the whole facade
+``fetch_sessions``, ``fetch_whole_first_batch``, ``share_groups`` (share
+groups' lock duration, delivery limit and offset reset).  That is the whole facade
 (:class:`FakeKafkaCluster` lists it); everything else is ``cluster.state``,
 the request handlers' shared state, for experts (below: ``state.features``,
 ``state.transactions``...), whose shape may change.
@@ -79,14 +80,16 @@ What the fake does (and does not):
   ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
   the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-  DescribeGroups, ListGroups; KIP-848's ConsumerGroupHeartbeat (see
-  below); the transactional APIs: InitProducerId,
+  DescribeGroups, ListGroups; KIP-848's ConsumerGroupHeartbeat and KIP-932's
+  share group APIs (see below); the transactional APIs: InitProducerId,
   AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn (see
   below); and the admin APIs
   (:class:`afkak.admin.KafkaAdminClient`): DeleteTopics, CreatePartitions,
   DeleteRecords, DescribeConfigs, IncrementalAlterConfigs (topic configs over
   Kafka's defaults for common keys; broker configs static and read-only),
-  DeleteGroups and OffsetDelete; the operator's APIs: DescribeProducers,
+  ListConfigResources (topics, brokers and broker loggers),
+  DescribeTopicPartitions (KIP-966, paged by Kafka's cursor; no eligible leader
+  replicas), DeleteGroups and OffsetDelete; the operator's APIs: DescribeProducers,
   ListTransactions, DescribeTransactions, WriteTxnMarkers (an admin's ABORT
   marker), DescribeLogDirs (one directory per broker), UpdateFeatures (the
   feature levels ApiVersions reports, ``state.features``), DescribeQuorum
@@ -127,6 +130,18 @@ What the fake does (and does not):
   45 s without a heartbeat; the heartbeat interval is 5 s; static members
   leaving with epoch -2 find their partitions again.  Commits must carry the
   member's epoch (else STALE_MEMBER_EPOCH).
+- KIP-932 share groups (:class:`afkak.ShareConsumer`; ``share_groups`` holds
+  the state): ShareGroupHeartbeat with epochs and session expiry, partitions
+  split among members or shared when members outnumber them; ShareFetch and
+  ShareAcknowledge with share sessions per broker and Kafka's epoch rules;
+  each record acquired by one member under a lock timed on the cluster's
+  reactor (``lock_duration_ms``, 30 s), delivered again with a higher
+  delivery count when released or when its lock runs out, archived when
+  rejected or after ``delivery_count_limit`` (5) deliveries; a member's
+  acquired records are released when it leaves or closes its session.  A
+  group starts at the latest offset unless ``auto_offset_reset[group]`` is
+  ``"earliest"``.  ShareGroupDescribe, ListGroups by type and the share-group
+  offset APIs (alter and delete only in an empty group) are served too.
 - Transactions follow Kafka's coordinator (``state.transactions``): producer
   ids and epochs with fencing, transactional produce, staged offsets, COMMIT and
   ABORT markers written at EndTxn, the transaction timeout on the cluster's

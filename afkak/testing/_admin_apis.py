@@ -494,6 +494,16 @@ def _delete_groups_error(request: Any, version: int, code: int) -> Any:
     )
 
 
+def _describe_topic_partitions_error(request: Any, version: int, code: int) -> Any:
+    R = DescribeTopicPartitionsResponse
+    return R(
+        topics=[
+            R.DescribeTopicPartitionsResponseTopic(error_code=code, name=t.name)
+            for t in request.topics
+        ]
+    )
+
+
 #: Error responses (as Kafka's getErrorResponse) for fault injection.
 ADMIN_ERROR_RESPONSES = {
     20: _delete_topics_error,
@@ -503,6 +513,7 @@ ADMIN_ERROR_RESPONSES = {
     ),
     37: _create_partitions_error,
     42: _delete_groups_error,
+    75: _describe_topic_partitions_error,
     44: _config_resources_error(
         IncrementalAlterConfigsResponse,
         "responses",

@@ -27,6 +27,7 @@ from afkak.testing._cluster_state import ClusterState
 from afkak.testing._handlers import SERVED_APIS, ConnectionHandler
 from afkak.testing._lookup import code
 from afkak.testing._server import KafkaServerFactory, KafkaServerProtocol
+from afkak.testing._share_groups import ShareGroupCoordinator
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 from afkak.testing._transport import DeliveryLoop, connect_pair
 
@@ -79,7 +80,7 @@ class FakeKafkaCluster:
 
     - connecting: :attr:`bootstrap_hosts`, :meth:`endpoint_factory`, :attr:`reactor`;
     - options: :attr:`auto_create_topics`, :attr:`fetch_sessions`,
-      :attr:`fetch_whole_first_batch`;
+      :attr:`fetch_whole_first_batch`, :attr:`share_groups` (share groups' settings);
     - setup: :meth:`create_topic`, :meth:`delete_topic`, :meth:`append`,
       :meth:`commit`, :meth:`delete_records`;
     - faults: :meth:`fail_next`, :meth:`drop_next`, :meth:`drop_answer_next`,
@@ -154,6 +155,10 @@ class FakeKafkaCluster:
     fetch_sessions: _Shared[bool] = _Shared()
     #: Every request the brokers received, in order (:class:`SeenRequest`).
     requests_seen: _Shared[list[SeenRequest]] = _Shared()
+    #: KIP-932 share groups and their share-partitions: what a test sets (lock duration,
+    #: delivery limit, ``auto_offset_reset[group]``) and reads
+    #: (:class:`~afkak.testing._share_groups.ShareGroupCoordinator`).
+    share_groups: _Shared[ShareGroupCoordinator] = _Shared()
 
     if not TYPE_CHECKING:  # (hidden from mypy, which would accept any attribute)
 

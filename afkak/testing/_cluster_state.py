@@ -19,6 +19,7 @@ from afkak.testing._faults import FaultPlan
 from afkak.testing._group_state import GroupCoordinatorState
 from afkak.testing._lookup import topic_name_problem
 from afkak.testing._operator_state import Entity, FeatureLevels
+from afkak.testing._share_groups import ShareGroupCoordinator
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
 from afkak.testing._txn_state import TransactionCoordinatorState
 
@@ -88,6 +89,8 @@ class ClusterState:
         self.group_coordinator = GroupCoordinatorState(reactor)
         #: KIP-848 consumer groups (ConsumerGroupHeartbeat).
         self.consumer_groups = ConsumerGroupCoordinator(self)
+        #: KIP-932 share groups (ShareGroupHeartbeat, ShareFetch, ShareAcknowledge).
+        self.share_groups = ShareGroupCoordinator(self)
         self.faults = FaultPlan()
         self._random = random.Random(0)
         self._next_producer_id = 1000

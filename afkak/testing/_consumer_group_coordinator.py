@@ -23,6 +23,7 @@ import attrs
 
 from afkak._broker_errors import ErrorCode
 from afkak.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from afkak.testing._member_sessions import MemberSessions
 
 if TYPE_CHECKING:
     from twisted.internet.interfaces import IReactorTime
@@ -78,7 +79,7 @@ class ConsumerGroup:
     parked: dict[str, ConsumerMember] = attrs.field(factory=dict)
 
 
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(MemberSessions):
     """Every consumer-protocol group of the fake cluster."""
 
     def __init__(self, cluster: Cluster) -> None:
@@ -207,24 +208,6 @@ class ConsumerGroupCoordinator:
         group.members.pop(member.member_id, None)
         group.target.pop(member.member_id, None)
         self._bump(group)
-
-    # -- sessions --------------------------------------------------------------------
-
-    def _touch(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        self._stop_session(member)
-        member.session = self.cluster.reactor.callLater(
-            self.session_timeout_ms / 1000.0, self._expire, group, member
-        )
-
-    def _stop_session(self, member: ConsumerMember) -> None:
-        if member.session is not None and member.session.active():
-            member.session.cancel()
-        member.session = None
-
-    def _expire(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        member.session = None
-        if group.members.get(member.member_id) is member:
-            self._remove(group, member)
 
     # -- assignment ------------------------------------------------------------------
 

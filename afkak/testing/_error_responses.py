@@ -27,6 +27,7 @@ from afkak.protocol.messages import (
 )
 from afkak.testing._admin_apis import ADMIN_ERROR_RESPONSES
 from afkak.testing._operator_apis import OPERATOR_ERROR_RESPONSES
+from afkak.testing._share_groups import SHARE_ERROR_RESPONSES
 from afkak.testing._txn_admin_apis import TXN_ADMIN_ERROR_RESPONSES
 from afkak.testing._txn_coordinator import TXN_ERROR_RESPONSES
 
@@ -188,6 +189,7 @@ _BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
     **TXN_ERROR_RESPONSES,
     **TXN_ADMIN_ERROR_RESPONSES,
     **OPERATOR_ERROR_RESPONSES,
+    **SHARE_ERROR_RESPONSES,
 }
 
 

@@ -217,18 +217,18 @@ def handle_describe_groups(
 def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest, version: int) -> Any:
     R = ListGroupsResponse
     cluster = ctx.state
-    rows = {g: ("", GroupState.EMPTY) for g in cluster.groups}
+    rows = {g: ("", GroupState.EMPTY.value, "classic") for g in cluster.groups}
     for g, group in cluster.group_coordinator.groups.items():
         if group.members or g not in rows:
-            rows[g] = (group.protocol_type or "", group.state)
+            rows[g] = (group.protocol_type or "", group.state.value, "classic")
+    for g, share in cluster.share_groups.groups.items():
+        rows[g] = ("share", cluster.share_groups.state_of(share), "share")
     listed = [
-        R.ListedGroup(
-            group_id=g, protocol_type=ptype, group_state=state.value, group_type="classic"
-        )
-        for g, (ptype, state) in sorted(rows.items())
+        R.ListedGroup(group_id=g, protocol_type=ptype, group_state=state, group_type=gtype)
+        for g, (ptype, state, gtype) in sorted(rows.items())
         if cluster.coordinator(g) == ctx.node
         and (version < 4 or not request.states_filter or state in request.states_filter)
-        and (version < 5 or not request.types_filter or "classic" in request.types_filter)
+        and (version < 5 or not request.types_filter or gtype in request.types_filter)
     ]
     return R(groups=listed)
 

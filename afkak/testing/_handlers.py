@@ -57,6 +57,7 @@ from afkak.testing._lookup import (
     topic_name_problem,
 )
 from afkak.testing._operator_apis import OPERATOR_APIS
+from afkak.testing._share_groups import share_apis
 from afkak.testing._state import SeenRequest
 from afkak.testing._txn_admin_apis import TXN_ADMIN_APIS
 from afkak.testing._txn_coordinator import TXN_APIS
@@ -328,4 +329,5 @@ SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     **TXN_APIS,
     **TXN_ADMIN_APIS,
     **OPERATOR_APIS,
+    **share_apis(),
 }

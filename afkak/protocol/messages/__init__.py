@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from .alter_partition_reassignments_response import AlterPartitionReassignmentsResponse
     from .alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
     from .alter_replica_log_dirs_response import AlterReplicaLogDirsResponse
+    from .alter_share_group_offsets_request import AlterShareGroupOffsetsRequest
+    from .alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
     from .alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
     from .alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
     from .api_versions_request import ApiVersionsRequest
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
     from .delete_groups_response import DeleteGroupsResponse
     from .delete_records_request import DeleteRecordsRequest
     from .delete_records_response import DeleteRecordsResponse
+    from .delete_share_group_offsets_request import DeleteShareGroupOffsetsRequest
+    from .delete_share_group_offsets_response import DeleteShareGroupOffsetsResponse
     from .delete_topics_request import DeleteTopicsRequest
     from .delete_topics_response import DeleteTopicsResponse
     from .describe_acls_request import DescribeAclsRequest
@@ -69,6 +73,8 @@ if TYPE_CHECKING:
     from .describe_producers_response import DescribeProducersResponse
     from .describe_quorum_request import DescribeQuorumRequest
     from .describe_quorum_response import DescribeQuorumResponse
+    from .describe_share_group_offsets_request import DescribeShareGroupOffsetsRequest
+    from .describe_share_group_offsets_response import DescribeShareGroupOffsetsResponse
     from .describe_topic_partitions_request import DescribeTopicPartitionsRequest
     from .describe_topic_partitions_response import DescribeTopicPartitionsResponse
     from .describe_transactions_request import DescribeTransactionsRequest
@@ -121,6 +127,14 @@ if TYPE_CHECKING:
     from .sasl_authenticate_response import SaslAuthenticateResponse
     from .sasl_handshake_request import SaslHandshakeRequest
     from .sasl_handshake_response import SaslHandshakeResponse
+    from .share_acknowledge_request import ShareAcknowledgeRequest
+    from .share_acknowledge_response import ShareAcknowledgeResponse
+    from .share_fetch_request import ShareFetchRequest
+    from .share_fetch_response import ShareFetchResponse
+    from .share_group_describe_request import ShareGroupDescribeRequest
+    from .share_group_describe_response import ShareGroupDescribeResponse
+    from .share_group_heartbeat_request import ShareGroupHeartbeatRequest
+    from .share_group_heartbeat_response import ShareGroupHeartbeatResponse
     from .sync_group_request import SyncGroupRequest
     from .sync_group_response import SyncGroupResponse
     from .txn_offset_commit_request import TxnOffsetCommitRequest
@@ -143,6 +157,8 @@ _MODULES = {
     'AlterPartitionReassignmentsResponse': 'alter_partition_reassignments_response',
     'AlterReplicaLogDirsRequest': 'alter_replica_log_dirs_request',
     'AlterReplicaLogDirsResponse': 'alter_replica_log_dirs_response',
+    'AlterShareGroupOffsetsRequest': 'alter_share_group_offsets_request',
+    'AlterShareGroupOffsetsResponse': 'alter_share_group_offsets_response',
     'AlterUserScramCredentialsRequest': 'alter_user_scram_credentials_request',
     'AlterUserScramCredentialsResponse': 'alter_user_scram_credentials_response',
     'ApiVersionsRequest': 'api_versions_request',
@@ -163,6 +179,8 @@ _MODULES = {
     'DeleteGroupsResponse': 'delete_groups_response',
     'DeleteRecordsRequest': 'delete_records_request',
     'DeleteRecordsResponse': 'delete_records_response',
+    'DeleteShareGroupOffsetsRequest': 'delete_share_group_offsets_request',
+    'DeleteShareGroupOffsetsResponse': 'delete_share_group_offsets_response',
     'DeleteTopicsRequest': 'delete_topics_request',
     'DeleteTopicsResponse': 'delete_topics_response',
     'DescribeAclsRequest': 'describe_acls_request',
@@ -181,6 +199,8 @@ _MODULES = {
     'DescribeProducersResponse': 'describe_producers_response',
     'DescribeQuorumRequest': 'describe_quorum_request',
     'DescribeQuorumResponse': 'describe_quorum_response',
+    'DescribeShareGroupOffsetsRequest': 'describe_share_group_offsets_request',
+    'DescribeShareGroupOffsetsResponse': 'describe_share_group_offsets_response',
     'DescribeTopicPartitionsRequest': 'describe_topic_partitions_request',
     'DescribeTopicPartitionsResponse': 'describe_topic_partitions_response',
     'DescribeTransactionsRequest': 'describe_transactions_request',
@@ -233,6 +253,14 @@ _MODULES = {
     'SaslAuthenticateResponse': 'sasl_authenticate_response',
     'SaslHandshakeRequest': 'sasl_handshake_request',
     'SaslHandshakeResponse': 'sasl_handshake_response',
+    'ShareAcknowledgeRequest': 'share_acknowledge_request',
+    'ShareAcknowledgeResponse': 'share_acknowledge_response',
+    'ShareFetchRequest': 'share_fetch_request',
+    'ShareFetchResponse': 'share_fetch_response',
+    'ShareGroupDescribeRequest': 'share_group_describe_request',
+    'ShareGroupDescribeResponse': 'share_group_describe_response',
+    'ShareGroupHeartbeatRequest': 'share_group_heartbeat_request',
+    'ShareGroupHeartbeatResponse': 'share_group_heartbeat_response',
     'SyncGroupRequest': 'sync_group_request',
     'SyncGroupResponse': 'sync_group_response',
     'TxnOffsetCommitRequest': 'txn_offset_commit_request',
@@ -296,6 +324,13 @@ _REQUEST_KEYS = {
     68: 'ConsumerGroupHeartbeatRequest',
     74: 'ListConfigResourcesRequest',
     75: 'DescribeTopicPartitionsRequest',
+    76: 'ShareGroupHeartbeatRequest',
+    77: 'ShareGroupDescribeRequest',
+    78: 'ShareFetchRequest',
+    79: 'ShareAcknowledgeRequest',
+    90: 'DescribeShareGroupOffsetsRequest',
+    91: 'AlterShareGroupOffsetsRequest',
+    92: 'DeleteShareGroupOffsetsRequest',
 }
 _RESPONSE_KEYS = {
     0: 'ProduceResponse',
@@ -351,6 +386,13 @@ _RESPONSE_KEYS = {
     68: 'ConsumerGroupHeartbeatResponse',
     74: 'ListConfigResourcesResponse',
     75: 'DescribeTopicPartitionsResponse',
+    76: 'ShareGroupHeartbeatResponse',
+    77: 'ShareGroupDescribeResponse',
+    78: 'ShareFetchResponse',
+    79: 'ShareAcknowledgeResponse',
+    90: 'DescribeShareGroupOffsetsResponse',
+    91: 'AlterShareGroupOffsetsResponse',
+    92: 'DeleteShareGroupOffsetsResponse',
 }
 
 __all__ = [
@@ -370,6 +412,8 @@ __all__ = [
     'AlterPartitionReassignmentsResponse',
     'AlterReplicaLogDirsRequest',
     'AlterReplicaLogDirsResponse',
+    'AlterShareGroupOffsetsRequest',
+    'AlterShareGroupOffsetsResponse',
     'AlterUserScramCredentialsRequest',
     'AlterUserScramCredentialsResponse',
     'ApiVersionsRequest',
@@ -390,6 +434,8 @@ __all__ = [
     'DeleteGroupsResponse',
     'DeleteRecordsRequest',
     'DeleteRecordsResponse',
+    'DeleteShareGroupOffsetsRequest',
+    'DeleteShareGroupOffsetsResponse',
     'DeleteTopicsRequest',
     'DeleteTopicsResponse',
     'DescribeAclsRequest',
@@ -408,6 +454,8 @@ __all__ = [
     'DescribeProducersResponse',
     'DescribeQuorumRequest',
     'DescribeQuorumResponse',
+    'DescribeShareGroupOffsetsRequest',
+    'DescribeShareGroupOffsetsResponse',
     'DescribeTopicPartitionsRequest',
     'DescribeTopicPartitionsResponse',
     'DescribeTransactionsRequest',
@@ -460,6 +508,14 @@ __all__ = [
     'SaslAuthenticateResponse',
     'SaslHandshakeRequest',
     'SaslHandshakeResponse',
+    'ShareAcknowledgeRequest',
+    'ShareAcknowledgeResponse',
+    'ShareFetchRequest',
+    'ShareFetchResponse',
+    'ShareGroupDescribeRequest',
+    'ShareGroupDescribeResponse',
+    'ShareGroupHeartbeatRequest',
+    'ShareGroupHeartbeatResponse',
     'SyncGroupRequest',
     'SyncGroupResponse',
     'TxnOffsetCommitRequest',

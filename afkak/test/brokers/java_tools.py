@@ -192,7 +192,69 @@ JAVA_ASSIGNORS = {
 }
 
 
-class VerifiableConsumer:
+class _JsonEventTool:
+    """A long-running Java tool that prints newline JSON events (Kafka's verifiable clients).
+
+    A thread reads the events into :attr:`events` and hands each to :meth:`_event`;
+    :meth:`stop` sends SIGTERM (the client closes cleanly), :meth:`kill` SIGKILL.
+    """
+
+    _config: str | None = None
+
+    def _start(self, main_class: str, args: Sequence[str]) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self.process = subprocess.Popen(
+            _java_argv(main_class, args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if not line.startswith("{"):
+                continue
+            event = json.loads(line)
+            with self._lock:
+                self.events.append(event)
+                self._event(event)
+
+    def _event(self, event: dict[str, Any]) -> None:
+        """One event, read under the lock."""
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        """Its events called *name* so far."""
+        with self._lock:
+            return [e for e in self.events if e.get("name") == name]
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM: it closes its consumer (commits, leaves the group) and exits."""
+        if self.process.poll() is None:
+            self.process.terminate()
+        self._finish(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: no commit, no leaving; the group waits out its session."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self._finish(10.0)
+
+    def _finish(self, timeout: float) -> None:
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        self._reader.join(10)
+        if self._config is not None and os.path.exists(self._config):
+            os.remove(self._config)
+
+
+class VerifiableConsumer(_JsonEventTool):
     """A Java ``VerifiableConsumer`` group member (*protocol* ``classic`` or KIP-848's
     ``consumer``), running until
     :meth:`stop` (SIGTERM: it leaves the group) or :meth:`kill` (SIGKILL: it does not).
@@ -223,8 +285,6 @@ class VerifiableConsumer:
         self._config = _config_file({**timing, **(config or {})})
         self.on_records = on_records
         self.assigned: set[int] = set()
-        self.events: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
         args = [
             "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group_id,
             "--group-protocol", protocol, "--reset-policy", "earliest",
@@ -237,60 +297,49 @@ class VerifiableConsumer:
             ]  # fmt: skip
         if group_instance_id is not None:
             args += ["--group-instance-id", group_instance_id]
-        self.process = subprocess.Popen(
-            _java_argv("org.apache.kafka.tools.VerifiableConsumer", args),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._start("org.apache.kafka.tools.VerifiableConsumer", args)
 
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if not line.startswith("{"):
-                continue
-            event = json.loads(line)
-            name = event.get("name")
-            with self._lock:
-                self.events.append(event)
-                if name == "partitions_assigned":
-                    self.assigned |= {p["partition"] for p in event["partitions"]}
-                elif name == "partitions_revoked":
-                    self.assigned -= {p["partition"] for p in event["partitions"]}
-            if name == "records_consumed":
-                for p in event["partitions"]:
-                    offsets = list(range(p["minOffset"], p["maxOffset"] + 1))
-                    assert len(offsets) == p["count"], event  # a plain topic has no gaps
-                    self.on_records(p["partition"], offsets)
+    def _event(self, event: dict[str, Any]) -> None:
+        name = event.get("name")
+        if name == "partitions_assigned":
+            self.assigned |= {p["partition"] for p in event["partitions"]}
+        elif name == "partitions_revoked":
+            self.assigned -= {p["partition"] for p in event["partitions"]}
+        elif name == "records_consumed":
+            for p in event["partitions"]:
+                offsets = list(range(p["minOffset"], p["maxOffset"] + 1))
+                assert len(offsets) == p["count"], event  # a plain topic has no gaps
+                self.on_records(p["partition"], offsets)
 
-    def named(self, name: str) -> list[dict[str, Any]]:
-        """Its events called *name* so far."""
-        with self._lock:
-            return [e for e in self.events if e.get("name") == name]
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM: it closes its consumer (commits, leaves the group) and exits."""
-        if self.process.poll() is None:
-            self.process.terminate()
-        self._finish(timeout)
+class VerifiableShareConsumer(_JsonEventTool):
+    """A Java ``VerifiableShareConsumer`` (Kafka 4.1+) in share group *group_id*, which
+    reads from the earliest offset and, in its default ``auto`` mode, accepts each batch
+    at its next poll.  :attr:`received` and :attr:`acknowledged` hold ``(partition,
+    offset)`` pairs from its ``records_consumed`` and successful ``offsets_acknowledged``
+    events, in order."""
 
-    def kill(self) -> None:
-        """SIGKILL: no commit, no LeaveGroup; the group waits out its session."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self._finish(10.0)
+    def __init__(self, bootstrap: str, topic: str, group_id: str) -> None:
+        self.received: list[tuple[int, int]] = []
+        self.acknowledged: list[tuple[int, int]] = []
+        self._start(
+            "org.apache.kafka.tools.VerifiableShareConsumer",
+            [
+                "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", group_id,
+                "--offset-reset-strategy", "earliest",
+            ],
+        )  # fmt: skip
 
-    def _finish(self, timeout: float) -> None:
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
-        self._reader.join(10)
-        if os.path.exists(self._config):
-            os.remove(self._config)
+    def _event(self, event: dict[str, Any]) -> None:
+        name = event.get("name")
+        if name == "records_consumed":
+            into = self.received
+        elif name == "offsets_acknowledged" and event.get("success"):
+            into = self.acknowledged
+        else:
+            return
+        for p in event["partitions"]:
+            into.extend((p["partition"], o) for o in p["offsets"])
 
 
 def describe_group(bootstrap: str, group_id: str) -> dict[tuple[str, int], dict[str, str]]:
