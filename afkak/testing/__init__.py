@@ -87,7 +87,10 @@ What the fake does (and does not):
   feature levels ApiVersions reports, ``state.features``), DescribeQuorum
   (the controller the only voter), DescribeClientQuotas, AlterClientQuotas
   (``state.quotas``), AlterPartitionReassignments (moves complete at once),
-  ListPartitionReassignments and ElectLeaders (preferred and unclean);
+  ListPartitionReassignments and ElectLeaders (preferred and unclean); KIP-714's
+  client telemetry, GetTelemetrySubscriptions and PushTelemetry, advertised only
+  after ``enable_client_telemetry()`` (as Kafka with a telemetry plugin), whose
+  result holds the subscription and records each push, its OTLP metrics decoded;
   ``state.transactions.forget(tid)`` makes a coordinator lose a transactional
   id, leaving its open partitions hanging.  Metadata names the first live node the
   controller; every node takes CreateTopics, DeleteTopics and CreatePartitions

@@ -27,10 +27,11 @@ from afkak.testing._cluster_state import ClusterState, FetchWaiter
 from afkak.testing._faults import FaultPlan
 from afkak.testing._fetch_sessions import FakeFetchSession
 from afkak.testing._group_state import GroupCoordinatorState
-from afkak.testing._handlers import SERVED_APIS, ConnectionHandler
+from afkak.testing._handlers import OPT_IN_APIS, SERVED_APIS, ConnectionHandler
 from afkak.testing._lookup import code
 from afkak.testing._server import KafkaServerFactory, KafkaServerProtocol
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
+from afkak.testing._telemetry_apis import FakeClientTelemetry
 from afkak.testing._transport import DeliveryLoop, connect_pair
 from afkak.testing._txn_state import TransactionCoordinatorState
 
@@ -111,7 +112,9 @@ class FakeKafkaCluster:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         versions = {
-            key: (REQUESTS[key].MIN_VERSION, REQUESTS[key].MAX_VERSION) for key in SERVED_APIS
+            key: (REQUESTS[key].MIN_VERSION, REQUESTS[key].MAX_VERSION)
+            for key in SERVED_APIS
+            if key not in OPT_IN_APIS
         }
         for key, vrange in (api_versions or {}).items():
             if vrange is None:
@@ -196,6 +199,21 @@ class FakeKafkaCluster:
         connected: Deferred[Any] = Deferred()
         connect_pair(self._loop, client, server, server_address(broker), connected)
         return connected
+
+    def enable_client_telemetry(self, **subscription: Any) -> FakeClientTelemetry:
+        """Serve KIP-714's client telemetry, as a Kafka broker with a telemetry plugin.
+
+        GetTelemetrySubscriptions and PushTelemetry are advertised (on
+        connections made from now on) and answered with the subscription
+        *subscription* sets up (:class:`FakeClientTelemetry`'s fields:
+        ``metrics`` prefixes, ``push_interval_ms``, ``accepted_compression_types``,
+        ``telemetry_max_bytes``, ``delta_temporality``); the returned object
+        holds it and records every push.
+        """
+        telemetry = self.state.telemetry = FakeClientTelemetry(**subscription)
+        for key in OPT_IN_APIS:
+            self.api_versions[key] = (REQUESTS[key].MIN_VERSION, REQUESTS[key].MAX_VERSION)
+        return telemetry
 
     def open_connections(self, node_id: int) -> int:
         """How many client connections broker ``node_id`` has open."""
