@@ -10,7 +10,11 @@ than timing anything against a wall clock.
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import shutil
+import subprocess
+import tempfile
 import time
 from typing import Any
 
@@ -22,7 +26,13 @@ from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 
-from afkak.admin import KafkaAdminClient, QuotaEntity
+from afkak.admin import (
+    ConfigChange,
+    ConfigResource,
+    ConfigResourceType,
+    KafkaAdminClient,
+    QuotaEntity,
+)
 from afkak.client import KafkaClient
 from afkak.common import TopicAndPartition
 from afkak.consumer import Consumer
@@ -30,7 +40,11 @@ from afkak.metrics import FETCH, NODE, PRODUCER, ConsumerSensors, MetricName
 from afkak.producer import Producer
 from afkak.test.brokers import produce, shared_broker
 from afkak.test.brokers.java_tools import describe_group
+from afkak.test.brokers.kafka import KafkaBroker
+from afkak.test.brokers.process import unavailable
 from afkak.test.helpers import pump, wait
+from afkak.testing._telemetry_apis import decode_metrics
+from afkak.testing.apache_kafka import resolve_classpath
 
 _names = itertools.count()
 
@@ -211,3 +225,99 @@ class KafkaLagTests(SynchronousTestCase):
         self.assertEqual({p: float(rows[self.topic, p]["LAG"]) for p in (0, 1)}, lags)
         for c in consumers:
             c.stop()
+
+
+_RECEIVER = os.path.join(os.path.dirname(__file__), "brokers", "telemetry")
+
+
+def compile_receiver(version: str | None = None) -> str:
+    """javac the test-side ClientTelemetry receiver against Kafka's jars; its class folder."""
+    if shutil.which("javac") is None:
+        unavailable("kafka telemetry: javac is not installed")
+    classes = tempfile.mkdtemp(prefix="afkak-telemetry-receiver-")
+    subprocess.run(
+        [
+            "javac", "-nowarn", "-Xlint:-removal", "-d", classes,
+            "-cp", os.path.join(resolve_classpath(version), "*"),
+            os.path.join(_RECEIVER, "AfkakTelemetryReceiver.java"),
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return classes
+
+
+class KafkaTelemetryTests(SynchronousTestCase):
+    """KIP-714 on an Apache Kafka node whose ``metric.reporters`` receiver (compiled here)
+    writes each push to a file: afkak's pushes decode, with the subscribed metrics."""
+
+    def setUp(self) -> None:
+        self.pushes = tempfile.mkdtemp(prefix="afkak-telemetry-pushes-")
+        self.addCleanup(shutil.rmtree, self.pushes, True)
+        classes = compile_receiver()
+        self.addCleanup(shutil.rmtree, classes, True)
+        self.broker = KafkaBroker(
+            config={
+                "metric.reporters": "AfkakTelemetryReceiver",
+                "afkak.telemetry.dir": self.pushes,
+            },
+            classpath=[classes],
+        ).start()
+        self.addCleanup(self.broker.stop)
+        self.topic = f"telemetry-{_stamp()}"
+        self.broker.create_topic(self.topic, 1)
+
+    def received(self) -> list[tuple[dict[str, Any], bytes]]:
+        """The pushes the receiver wrote so far, in order: (metadata, OTLP bytes)."""
+        found = []
+        for n in itertools.count(1):
+            meta = os.path.join(self.pushes, f"push-{n}.json")
+            if not os.path.exists(meta):
+                return found
+            with open(meta) as m, open(os.path.join(self.pushes, f"push-{n}.bin"), "rb") as b:
+                found.append((json.loads(m.read()), b.read()))
+        return found
+
+    def test_subscribed_metrics_pushed_to_a_telemetry_receiver_kafka(self) -> None:
+        client = KafkaClient(
+            self.broker.bootstrap, clientId="telemetry", endpoint_factory=TCP4ClientEndpoint
+        )
+        admin = KafkaAdminClient(client)
+        subscription = ConfigResource(ConfigResourceType.CLIENT_METRICS, "afkak-producer")
+        changes = [
+            ConfigChange("metrics", "org.apache.kafka.producer."),
+            ConfigChange("interval.ms", "1000"),
+        ]
+        results = wait(admin.incremental_alter_configs({subscription: changes}))
+        self.assertIsNone(results[subscription].error)
+        producer = Producer(client, enable_idempotence=False)
+        for i in range(30):
+            wait(producer.send(self.topic, b"%d" % i))
+        pump(lambda: len(self.received()) >= 2, 60, "two pushes from afkak")
+        wait(producer.stop())
+        wait(client.close(), 30)  # the last push, marked terminating
+
+        pushes = self.received()
+        self.assertTrue(pushes[-1][0]["terminating"], pushes[-1][0])
+        self.assertFalse(any(meta["terminating"] for meta, _ in pushes[:-1]))
+        self.assertEqual({meta["client_id"] for meta, _ in pushes}, {"telemetry"})
+        self.assertEqual(len({meta["client_instance_id"] for meta, _ in pushes}), 1)
+        points = [p for _, data in pushes for p in decode_metrics(data)]
+        names = {p.name for p in points}
+        self.assertTrue(all(n.startswith("org.apache.kafka.producer.") for n in names), names)
+        for expected in (
+            "org.apache.kafka.producer.record.send.total",
+            "org.apache.kafka.producer.record.queue.time.avg",
+            "org.apache.kafka.producer.node.request.latency.avg",
+            "org.apache.kafka.producer.connection.creation.total",
+        ):
+            self.assertIn(expected, names)
+        # Kafka's default subscription asks for deltas: they add up to the records sent.
+        sent = [p for p in points if p.name == "org.apache.kafka.producer.record.send.total"]
+        self.assertEqual(sum(p.value for p in sent), 30.0)
+        latencies = [
+            p.value
+            for p in points
+            if p.name == "org.apache.kafka.producer.node.request.latency.avg"
+        ]
+        self.assertTrue(any(0 < v < 30000 for v in latencies), latencies)
