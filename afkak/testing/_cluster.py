@@ -205,7 +205,7 @@ class FakeKafkaCluster:
 
         GetTelemetrySubscriptions and PushTelemetry are advertised (on
         connections made from now on) and answered with the subscription
-        *subscription* sets up (:class:`FakeClientTelemetry`'s fields:
+        *subscription* sets up (the fields of ``FakeClientTelemetry``:
         ``metrics`` prefixes, ``push_interval_ms``, ``accepted_compression_types``,
         ``telemetry_max_bytes``, ``delta_temporality``); the returned object
         holds it and records every push.
