@@ -43,7 +43,7 @@ from afkak.test.brokers.java_tools import describe_group
 from afkak.test.brokers.kafka import KafkaBroker
 from afkak.test.brokers.process import unavailable
 from afkak.test.helpers import pump, wait
-from afkak.testing._telemetry_apis import decode_metrics
+from afkak.testing._telemetry_state import decode_metrics
 from afkak.testing.apache_kafka import resolve_classpath
 
 _names = itertools.count()

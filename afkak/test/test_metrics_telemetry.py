@@ -15,7 +15,7 @@ from afkak.codec import CODEC_LZ4, CODEC_NONE, has_lz4
 from afkak.metrics.telemetry import CUMULATIVE, DELTA, Point, encode
 from afkak.protocol.messages import GetTelemetrySubscriptionsRequest, PushTelemetryRequest
 from afkak.test.test_producer import ProducerTestCase
-from afkak.testing._telemetry_apis import decode_metrics
+from afkak.testing._telemetry_state import decode_metrics
 
 GET, PUSH = GetTelemetrySubscriptionsRequest.API_KEY, PushTelemetryRequest.API_KEY
 PRODUCER = "org.apache.kafka.producer."

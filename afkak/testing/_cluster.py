@@ -31,7 +31,7 @@ from afkak.testing._handlers import OPT_IN_APIS, SERVED_APIS, ConnectionHandler
 from afkak.testing._lookup import code
 from afkak.testing._server import KafkaServerFactory, KafkaServerProtocol
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
-from afkak.testing._telemetry_apis import FakeClientTelemetry
+from afkak.testing._telemetry_state import FakeClientTelemetry
 from afkak.testing._transport import DeliveryLoop, connect_pair
 from afkak.testing._txn_state import TransactionCoordinatorState
 

@@ -24,7 +24,7 @@ from afkak.testing._txn_state import TransactionCoordinatorState
 
 if TYPE_CHECKING:
     from afkak.testing._fetch_sessions import FakeFetchSession
-    from afkak.testing._telemetry_apis import FakeClientTelemetry
+    from afkak.testing._telemetry_state import FakeClientTelemetry
 
 DEFAULT_PORT = 9092
 OFFSETS_TOPIC_PARTITIONS = 50  # Kafka's offsets.topic.num.partitions
