@@ -115,7 +115,8 @@ class PushTests(TelemetryTestCase):
         self.assertEqual(gauge.kind, "gauge")
         self.assertEqual(push.resource(), {"client_id": "afkak-client"})
 
-    def test_delta_sums_count_since_the_last_push(self) -> None:
+    def sends_pushed_twice(self) -> tuple[Any, Any]:
+        """record-send-total as pushed after 2 records, then after 3 more."""
         self.send(2)
         self.clock.advance(1.5)
         self.send(3)
@@ -124,19 +125,16 @@ class PushTests(TelemetryTestCase):
             next(p for p in push.points() if p.name == PRODUCER + "record.send.total")
             for push in self.telemetry.pushes
         )
+        return first, second
+
+    def test_delta_sums_count_since_the_last_push(self) -> None:
+        first, second = self.sends_pushed_twice()
         self.assertEqual((first.value, second.value), (2.0, 3.0))
         self.assertEqual(second.start_ns, first.time_ns)
 
     def test_cumulative_sums_when_the_subscription_asks(self) -> None:
         self.telemetry.delta_temporality = False
-        self.send(2)
-        self.clock.advance(1.5)
-        self.send(3)
-        self.advance(1.1)
-        first, second = (
-            next(p for p in push.points() if p.name == PRODUCER + "record.send.total")
-            for push in self.telemetry.pushes
-        )
+        first, second = self.sends_pushed_twice()
         self.assertEqual((first.value, second.value), (2.0, 5.0))
         self.assertEqual((first.temporality, second.start_ns), (CUMULATIVE, first.start_ns))
 
