@@ -190,7 +190,8 @@ class KafkaClient:
             TelemetryPusher(
                 reactor,
                 self.metrics_registry,
-                lambda: [*pool.clients.values(), *pool.coordinator_clients.values()],
+                # Fetch connections last: a long-polling Fetch holds what queues behind it.
+                lambda: [c for lane in pool.lanes() for c in lane.values()],
                 self.clientId,
                 self.timeout,
             )

@@ -12,6 +12,7 @@ from typing import Any
 from afkak._broker_errors import InvalidRecord
 from afkak.client import KafkaClient
 from afkak.codec import CODEC_LZ4, CODEC_NONE, has_lz4
+from afkak.consumer import Consumer
 from afkak.metrics.telemetry import CUMULATIVE, DELTA, Point, encode
 from afkak.protocol.messages import GetTelemetrySubscriptionsRequest, PushTelemetryRequest
 from afkak.test.test_producer import ProducerTestCase
@@ -197,6 +198,36 @@ class PushTests(TelemetryTestCase):
         self.assertEqual(len(self.requests(PUSH)), 1)
         self.assertEqual(len(self.requests(GET)), 1)
         self.assertEqual(self.client._telemetry.phase.name, "TERMINATED")  # type: ignore[union-attr]
+
+
+class ConsumerPushTests(TelemetryTestCase):
+    def test_a_consumer_pushes_under_the_consumer_names(self) -> None:
+        telemetry = self.cluster.enable_client_telemetry(
+            metrics=["org.apache.kafka.consumer."], push_interval_ms=1000
+        )
+        self.cluster.append("t", 2, [b"a", b"b", b"c"])
+        consumer = Consumer(self.client, "t", 2, lambda c, messages: None)
+        consumer.start(1)
+        self.advance(1.6)
+        points = {p.name: p for p in telemetry.pushes[0].points()}
+        for name in (
+            "org.apache.kafka.consumer.fetch.manager.fetch.latency.avg",
+            "org.apache.kafka.consumer.fetch.manager.records.consumed.total",
+            "org.apache.kafka.consumer.node.request.latency.avg",
+            "org.apache.kafka.consumer.connection.creation.total",
+        ):
+            self.assertIn(name, points)
+        lag = points["org.apache.kafka.consumer.fetch.manager.records.lag"]
+        self.assertEqual((lag.value, lag.attributes), (0.0, {"topic": "t", "partition": "2"}))
+        consumed = points["org.apache.kafka.consumer.fetch.manager.records.consumed.total"]
+        self.assertEqual(consumed.value, 2.0)
+        self.assertFalse(any(n.startswith("org.apache.kafka.producer.") for n in points))
+        # Only fetch connections: the terminating push waits behind the long-polling Fetch.
+        consumer.stop()
+        closed = self.client.close()
+        self.advance(1.0)
+        self.successResultOf(closed)
+        self.assertTrue(telemetry.pushes[-1].terminating)
 
 
 class EncodingTests(ProducerTestCase):
