@@ -48,6 +48,8 @@ log = Logger()
 GET_SUBSCRIPTIONS = GetTelemetrySubscriptionsRequest.API_KEY
 PUSH = PushTelemetryRequest.API_KEY
 ZERO_UUID = UUID(int=0)
+#: Kafka's smallest push interval (``interval.ms``): a broker saying less is not believed.
+MIN_INTERVAL_MS = 100
 #: Seconds before asking again after a failed request (Java: its retry backoff, capped).
 RETRY_SECONDS = 5.0
 _RESUBSCRIBE = {ErrorCode.UNKNOWN_SUBSCRIPTION_ID, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE}
@@ -166,7 +168,7 @@ class TelemetryPusher:
         first = self.subscription is None
         self.subscription = response
         self._collector.reset()
-        interval = response.push_interval_ms / 1000.0
+        interval = self._interval()
         if not response.requested_metrics:
             self._later(interval, self._subscribe)
         else:
@@ -205,9 +207,12 @@ class TelemetryPusher:
         if response.error_code:
             self._answered_error(response.error_code, "PushTelemetry")
             return
-        sub = self.subscription
-        assert sub is not None
-        self._later(sub.push_interval_ms / 1000.0, self._push)
+        self._later(self._interval(), self._push)
+
+    def _interval(self) -> float:
+        """The subscription's push interval in seconds; Kafka's least (100 ms) at the least."""
+        assert self.subscription is not None
+        return max(self.subscription.push_interval_ms, MIN_INTERVAL_MS) / 1000.0
 
     def _answered_error(self, error: int, api: str) -> None:
         log.debug("{api}: broker error {error}", api=api, error=error)
@@ -217,7 +222,7 @@ class TelemetryPusher:
         elif error in _RESUBSCRIBE:
             self._subscribe()
         elif self.subscription is not None and self.subscription.requested_metrics:
-            self._later(self.subscription.push_interval_ms / 1000.0, self._push)
+            self._later(self._interval(), self._push)
         else:
             self._later(RETRY_SECONDS, self._subscribe)
 

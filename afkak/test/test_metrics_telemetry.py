@@ -176,6 +176,12 @@ class PushTests(TelemetryTestCase):
         names = {p.name for p in last.points()}
         self.assertEqual(names, {PRODUCER + "record.send.rate", PRODUCER + "record.send.total"})
 
+    def test_a_zero_push_interval_means_kafkas_least_100_ms(self) -> None:
+        self.telemetry.push_interval_ms = 0
+        self.send()
+        self.advance(1.0)
+        self.assertTrue(5 <= len(self.telemetry.pushes) <= 10, len(self.telemetry.pushes))
+
     def test_close_pushes_a_last_time_marked_terminating(self) -> None:
         self.send()
         self.clock.advance(1.5)
