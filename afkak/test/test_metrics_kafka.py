@@ -1,5 +1,6 @@
 """afkak's metrics against Apache Kafka (issue 25): a quota'd producer is throttled
-(KIP-219) and keeps quiet meanwhile; records-lag equals ``kafka-consumer-groups``.
+(KIP-219) and keeps quiet meanwhile; records-lag equals ``kafka-consumer-groups``;
+KIP-714 pushes reach a broker plugin; a trace crosses processes in record headers.
 
 The producer's connections are watched through its endpoint factory: each
 write a connection makes is timed on the reactor's clock, as is each throttle
@@ -14,10 +15,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Any
 
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint
@@ -45,6 +50,7 @@ from afkak.test.brokers.process import unavailable
 from afkak.test.helpers import pump, wait
 from afkak.testing._telemetry_state import decode_metrics
 from afkak.testing.apache_kafka import resolve_classpath
+from afkak.tracing import KafkaTracing
 
 _names = itertools.count()
 
@@ -321,3 +327,72 @@ class KafkaTelemetryTests(SynchronousTestCase):
             if p.name == "org.apache.kafka.producer.node.request.latency.avg"
         ]
         self.assertTrue(any(0 < v < 30000 for v in latencies), latencies)
+
+
+_TRACED_SEND = """
+import json, sys
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from twisted.internet import task
+from twisted.internet.endpoints import TCP4ClientEndpoint
+from afkak.client import KafkaClient
+from afkak.producer import Producer
+from afkak.tracing import KafkaTracing
+
+async def main(reactor, bootstrap, topic):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    client = KafkaClient(bootstrap, clientId="traced-producer", endpoint_factory=TCP4ClientEndpoint)
+    producer = Producer(client, enable_idempotence=False)
+    await KafkaTracing(provider).send(producer, topic, b"traced", partition=0)
+    await producer.stop()
+    await client.close()
+    [span] = exporter.get_finished_spans()
+    print(json.dumps([span.context.trace_id, span.context.span_id, span.name]))
+
+task.react(lambda reactor: task.ensureDeferred(main(reactor, *sys.argv[1:])))
+"""
+
+
+class KafkaTracingTests(SynchronousTestCase):
+    """A record sent with tracing by another process; consumed here, its process span
+    links to that process's send span (read from the record's traceparent header)."""
+
+    def test_process_span_links_to_a_send_span_of_another_process_kafka(self) -> None:
+        broker = shared_broker("kafka")
+        topic = f"traced-{_stamp()}"
+        broker.create_topic(topic, 1)
+        checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        sent = subprocess.run(
+            [sys.executable, "-c", _TRACED_SEND, broker.bootstrap, topic],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": checkout},
+            check=True,
+        )
+        trace_id, span_id, name = json.loads(sent.stdout.strip().splitlines()[-1])
+        self.assertEqual(name, f"send {topic}")
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        client = KafkaClient(
+            broker.bootstrap, clientId="traced", endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(client.close()))
+        seen: list[Any] = []
+        consumer = Consumer(
+            client, topic, 0, KafkaTracing(provider).processor(lambda c, m: seen.extend(m))
+        )
+        consumer.start(0)
+        pump(lambda: bool(seen), 60, "the traced record")
+        consumer.stop()
+        [process] = exporter.get_finished_spans()
+        self.assertEqual(process.name, f"process {topic}")
+        self.assertEqual(
+            [(link.context.trace_id, link.context.span_id) for link in process.links],
+            [(trace_id, span_id)],
+        )
