@@ -321,9 +321,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1/5 of the messages, 1 round")
     parser.add_argument("--rounds", type=int, help="rounds over the clients (default 3)")
     parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
-    parser.add_argument(
-        "--clients", default=",".join(c for c in CLIENTS if c != "afkak-nometrics")
-    )
+    parser.add_argument("--clients", default=",".join(c for c in CLIENTS if c != "afkak-nometrics"))
     parser.add_argument("--workloads", default="produce,consume,latency,partitions")
     parser.add_argument(
         "--yield-every",
