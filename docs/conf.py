@@ -35,6 +35,7 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(pyspark(\..*)?|StructType|DataSource\w*(\.__init__)?)"),
     # The optional exporters' libraries (extras prometheus and otel).
     (r"py:.*", r"(prometheus_client|opentelemetry)(\..*)?"),
+    (r"py:.*", r"TracerProvider"),
 ]
 exclude_patterns = ["_build"]
 default_role = "py:obj"

@@ -32,6 +32,10 @@ assigned to one consumer; "fetch req/s" counts each client's Fetch requests
 afkak's consumers also run without the compiled record code
 (AFKAK_NO_EXTENSIONS=1, "pure Python").
 
+``--clients afkak,afkak-nometrics`` measures afkak beside itself with its
+metrics recording switched off (every sensor's record a no-op): the cost of
+the metrics (issue 25).
+
 Rounds run the clients round-robin; the table shows each one's median (or
 --stat best), the CPU seconds the broker used over the run (when started
 here) and the 1-minute load average when its runs started (the machine may
@@ -61,7 +65,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]
 
 import attrs  # noqa: E402
-from bench import run_afkak, run_aiokafka, run_confluent, run_kafka_python  # noqa: E402
+from bench import (  # noqa: E402
+    run_afkak,
+    run_afkak_nometrics,
+    run_aiokafka,
+    run_confluent,
+    run_kafka_python,
+)
 from bench.common import BATCH_SIZE, Job, Result, list_length  # noqa: E402
 from bench.report import (  # noqa: E402
     Run,
@@ -75,6 +85,7 @@ from bench.report import (  # noqa: E402
 
 CLIENTS = {
     "afkak": run_afkak,
+    "afkak-nometrics": run_afkak_nometrics,  # not by default: --clients afkak,afkak-nometrics
     "confluent-kafka": run_confluent,
     "aiokafka": run_aiokafka,
     "kafka-python": run_kafka_python,
@@ -310,7 +321,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1/5 of the messages, 1 round")
     parser.add_argument("--rounds", type=int, help="rounds over the clients (default 3)")
     parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
-    parser.add_argument("--clients", default=",".join(CLIENTS))
+    parser.add_argument("--clients", default=",".join(c for c in CLIENTS if c != "afkak-nometrics"))
     parser.add_argument("--workloads", default="produce,consume,latency,partitions")
     parser.add_argument(
         "--yield-every",

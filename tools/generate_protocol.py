@@ -836,8 +836,9 @@ class SchemaError(Exception):
 HEADERS = ("RequestHeader", "ResponseHeader")
 
 
-#: Schemas afkak needs that SCHEMA_DIR lacks (ConsumerGroupHeartbeat, KIP-848: Kafka
-#: 4.x's definition), kept with the generator; SCHEMA_DIR's own file of a name wins.
+#: Schemas afkak needs that SCHEMA_DIR lacks (ConsumerGroupHeartbeat, KIP-848, and the
+#: telemetry APIs, KIP-714: Kafka 4.x's definitions), kept with the generator; SCHEMA_DIR's
+#: own file of a name wins.
 EXTRA_SCHEMAS = Path(__file__).resolve().parent / "kafka-schemas"
 
 

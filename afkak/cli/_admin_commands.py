@@ -11,6 +11,7 @@ from afkak.common import ElectionNotNeeded, TopicAlreadyExists, TopicAndPartitio
 
 from ._output import OK, item_error
 from ._session import Session
+from ._watch import COLUMNS, lag_rows, watch_lag
 
 
 def _raise_first(results: dict[Any, Any], what: str) -> None:
@@ -188,12 +189,9 @@ async def groups_describe(s: Session) -> int:
 
 
 async def groups_lag(s: Session) -> int:
-    lags = await s.admin.group_lag(s.args.group, s.args.topic or None)
-    rows = [
-        (tp.topic, tp.partition, lag.committed, lag.log_end, lag.lag)
-        for tp, lag in sorted(lags.items())
-    ]
-    s.out.table(["topic", "partition", "committed", "log_end", "lag"], rows)
+    if s.args.watch:
+        return await watch_lag(s)
+    s.out.table(COLUMNS, await lag_rows(s))
     return OK
 
 

@@ -180,6 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = g.add_parser("lag", help="committed offset, log end and lag per partition")
     p.add_argument("group", metavar="GROUP")
     p.add_argument("--topic", action="append", default=[], help="every partition of TOPIC")
+    p.add_argument(
+        "--watch", action="store_true", help="redraw the table every interval until interrupted"
+    )
+    p.add_argument(
+        "--interval", type=float, default=2.0, metavar="SECONDS", help="--watch's (default 2)"
+    )
     p.set_defaults(run=admin.groups_lag)
     p = g.add_parser("delete", help="delete groups (and their offsets)")
     p.add_argument("groups", nargs="+", metavar="GROUP")

@@ -58,6 +58,7 @@ from ._produce_split import DEFAULT_MAX_REQUEST_SIZE, halve, split_records
 from ._roles import CommitResult, FetchResult, OffsetFetchResult, OffsetResult, ProduceResult
 from ._routing import group_by_broker, payload_key
 from ._statistics import start_statistics
+from ._telemetry import TelemetryPusher
 
 log = Logger()
 T = TypeVar("T")
@@ -113,6 +114,10 @@ class KafkaClient:
         never) with a JSON document shaped like librdkafka's statistics
         (brokers, topics and partitions, the group, totals).  See :doc:`/monitoring`.
     :param stats_cb: called with that document (a ``str``), as librdkafka's ``stats_cb``.
+    :param enable_metrics_push: push this client's metrics to brokers that ask
+        for them (KIP-714, Java's ``enable.metrics.push``, on by default).  A
+        broker without a client-telemetry plugin is sent nothing.  See
+        :doc:`/monitoring`.
     """
 
     clientId = "afkak-client"
@@ -139,8 +144,11 @@ class KafkaClient:
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         statistics_interval_ms: int = 0,
         stats_cb: Callable[[str], object] | None = None,
+        enable_metrics_push: bool = True,
     ) -> None:
         bootstrap = parse_hosts(hosts)
+        if not isinstance(enable_metrics_push, bool):
+            raise TypeError(f"enable_metrics_push must be a bool, not {enable_metrics_push!r}")
         if clientId is not None:
             if not isinstance(clientId, str):
                 raise TypeError(f"clientId must be a str, not {clientId!r}")
@@ -189,6 +197,19 @@ class KafkaClient:
             self._request_timed_out,
             sasl,
             self.metrics_registry,
+            on_ready=self._connection_ready,
+        )
+        self._telemetry = (
+            TelemetryPusher(
+                reactor,
+                self.metrics_registry,
+                # Fetch connections last: a long-polling Fetch holds what queues behind it.
+                lambda: [c for lane in pool.lanes() for c in lane.values()],
+                self.clientId,
+                self.timeout,
+            )
+            if enable_metrics_push
+            else None
         )
         self._cluster = Cluster(
             reactor,
@@ -738,7 +759,9 @@ class KafkaClient:
                 self._statistics.stop()
             for d in list(self._pending):
                 d.cancel()
-            self._cluster.close().chainDeferred(closed)
+            # KIP-714: the last push, marked terminating, goes before the connections close.
+            pushed = defer.succeed(None) if self._telemetry is None else self._telemetry.close()
+            pushed.addCallback(lambda _: self._cluster.close()).chainDeferred(closed)
         waiter: Deferred[None] = Deferred()
         self._closed.addBoth(_fire_and_pass, waiter)
         return waiter
@@ -757,6 +780,10 @@ class KafkaClient:
     def _settled(self, result: Any, d: Deferred[Any]) -> Any:
         self._pending.discard(d)
         return result
+
+    def _connection_ready(self, conn: BrokerConnection) -> None:
+        if self._telemetry is not None:
+            self._telemetry.connection_ready(conn)
 
     def _request_timed_out(self, conn: BrokerConnection, request_sent: bool) -> None:
         if self._disconnect_on_timeout:

@@ -82,8 +82,10 @@ class ConnectionPool:
         on_timeout: Callable[[BrokerConnection, bool], None],
         sasl: SaslMechanism | None = None,
         metrics: Metrics | None = None,
+        on_ready: Callable[[BrokerConnection], None] | None = None,
     ) -> None:
         self._reactor = reactor
+        self._on_ready = on_ready
         self._metrics = metrics
         self._sasl = sasl
         self._endpoint_factory = endpoint_factory
@@ -144,6 +146,7 @@ class ConnectionPool:
                 else SaslAuthenticator(self._sasl, host, port, self._reactor)
             ),
             sensors=(None if metrics is None else metrics.shared(ConnectionSensors, node_id)),
+            on_ready=self._on_ready,
         )
         self._watches[conn] = watch
         return conn

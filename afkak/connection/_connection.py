@@ -126,6 +126,9 @@ class BrokerConnection:
         meanwhile, those in flight are answered in order as usual.
     :param sensors: where to record its traffic, latency, throttling and
         connections (:mod:`afkak.metrics`); none by default.
+    :param on_ready: called as ``on_ready(connection)`` each time it becomes
+        ready (versions negotiated, authenticated): the client starts pushing
+        telemetry (KIP-714) once a broker advertising it is reached.
     :param on_timeout: called as ``on_timeout(connection, request_sent)`` after
         a request timed out; a client can call :meth:`disconnect` from it.  A
         connection silent past a request's timeout is dropped regardless.
@@ -154,6 +157,7 @@ class BrokerConnection:
         authenticator: Authenticator | None = None,
         on_timeout: Callable[[BrokerConnection, bool], None] | None = None,
         sensors: ConnectionSensors | None = None,
+        on_ready: Callable[[BrokerConnection], None] | None = None,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
@@ -169,6 +173,7 @@ class BrokerConnection:
         self._max_frame_size = max_frame_size
         self._authenticator = authenticator
         self._on_timeout = on_timeout
+        self._on_ready = on_ready
         self._sensors = sensors
 
         self._state = State.IDLE
@@ -342,6 +347,8 @@ class BrokerConnection:
         if self._reading_paused:
             self._transport().pauseProducing()
         self._pump()
+        if self._on_ready is not None:
+            self._on_ready(self)
 
     def _reauthenticate(self) -> None:
         """KIP-368: authenticate again on the same connection; requests queue meanwhile."""

@@ -52,6 +52,7 @@ LAYERS = {
     "testing": 7,
     "spark": 7,
     "cli": 7,
+    "tracing": 7,
     "__main__": 7,
 }
 

@@ -455,6 +455,7 @@ class FacadeSurfaceTests(SynchronousTestCase):
         "append",
         "commit",
         "delete_records",
+        "enable_client_telemetry",
         # faults
         "fail_next",
         "drop_next",

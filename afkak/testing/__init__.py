@@ -58,7 +58,8 @@ A trial test::
             self.failureResultOf(d, NotLeaderForPartitionError)
 
 Setting up: ``create_topic``, ``delete_topic``, ``append`` (records written
-as if produced), ``commit``, ``delete_records``.  Faults: ``fail_next``,
+as if produced), ``commit``, ``delete_records``, ``enable_client_telemetry``
+(KIP-714's APIs, served as by a broker with a telemetry plugin).  Faults: ``fail_next``,
 ``drop_next``, ``drop_answer_next`` (handled, then the connection drops
 unanswered), ``delay``, ``drop_connections``, ``refuse_connections``,
 ``move_leader``, ``set_broker_down``/``set_broker_up``, ``change_address``,
@@ -95,7 +96,10 @@ What the fake does (and does not):
   feature levels ApiVersions reports, ``state.features``), DescribeQuorum
   (the controller the only voter), DescribeClientQuotas, AlterClientQuotas
   (``state.quotas``), AlterPartitionReassignments (moves complete at once),
-  ListPartitionReassignments and ElectLeaders (preferred and unclean);
+  ListPartitionReassignments and ElectLeaders (preferred and unclean); KIP-714's
+  client telemetry, GetTelemetrySubscriptions and PushTelemetry, advertised only
+  after ``enable_client_telemetry()`` (as Kafka with a telemetry plugin), whose
+  result holds the subscription and records each push, its OTLP metrics decoded;
   ``state.transactions.forget(tid)`` makes a coordinator lose a transactional
   id, leaving its open partitions hanging.  Metadata names the first live node the
   controller; every node takes CreateTopics, DeleteTopics and CreatePartitions

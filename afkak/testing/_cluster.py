@@ -24,11 +24,12 @@ from afkak.protocol import Message
 from afkak.protocol.messages import REQUESTS
 from afkak.records import Record, build_batch, read_batches
 from afkak.testing._cluster_state import ClusterState
-from afkak.testing._handlers import SERVED_APIS, ConnectionHandler
+from afkak.testing._handlers import OPT_IN_APIS, SERVED_APIS, ConnectionHandler
 from afkak.testing._lookup import code
 from afkak.testing._server import KafkaServerFactory, KafkaServerProtocol
 from afkak.testing._share_groups import ShareGroupCoordinator
 from afkak.testing._state import CommittedOffset, FakeBroker, FakePartition, FakeTopic, SeenRequest
+from afkak.testing._telemetry_state import FakeClientTelemetry
 from afkak.testing._transport import DeliveryLoop, connect_pair
 
 T = TypeVar("T")
@@ -82,7 +83,7 @@ class FakeKafkaCluster:
     - options: :attr:`auto_create_topics`, :attr:`fetch_sessions`,
       :attr:`fetch_whole_first_batch`, :attr:`share_groups` (share groups' settings);
     - setup: :meth:`create_topic`, :meth:`delete_topic`, :meth:`append`,
-      :meth:`commit`, :meth:`delete_records`;
+      :meth:`commit`, :meth:`delete_records`, :meth:`enable_client_telemetry`;
     - faults: :meth:`fail_next`, :meth:`drop_next`, :meth:`drop_answer_next`,
       :meth:`delay`, :meth:`drop_connections`, :meth:`refuse_connections`,
       :meth:`move_leader`, :meth:`set_broker_down`, :meth:`set_broker_up`,
@@ -118,7 +119,9 @@ class FakeKafkaCluster:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         versions = {
-            key: (REQUESTS[key].MIN_VERSION, REQUESTS[key].MAX_VERSION) for key in SERVED_APIS
+            key: (REQUESTS[key].MIN_VERSION, REQUESTS[key].MAX_VERSION)
+            for key in SERVED_APIS
+            if key not in OPT_IN_APIS
         }
         for key, vrange in (api_versions or {}).items():
             if vrange is None:
@@ -209,6 +212,21 @@ class FakeKafkaCluster:
         connected: Deferred[Any] = Deferred()
         connect_pair(self._loop, client, server, server_address(broker), connected)
         return connected
+
+    def enable_client_telemetry(self, **subscription: Any) -> FakeClientTelemetry:
+        """Serve KIP-714's client telemetry, as a Kafka broker with a telemetry plugin.
+
+        GetTelemetrySubscriptions and PushTelemetry are advertised (on
+        connections made from now on) and answered with the subscription
+        *subscription* sets up (the fields of ``FakeClientTelemetry``:
+        ``metrics`` prefixes, ``push_interval_ms``, ``accepted_compression_types``,
+        ``telemetry_max_bytes``, ``delta_temporality``); the returned object
+        holds it and records every push.
+        """
+        telemetry = self.state.telemetry = FakeClientTelemetry(**subscription)
+        for key in OPT_IN_APIS:
+            self.state.api_versions[key] = (REQUESTS[key].MIN_VERSION, REQUESTS[key].MAX_VERSION)
+        return telemetry
 
     def open_connections(self, node_id: int) -> int:
         """How many client connections broker ``node_id`` has open."""

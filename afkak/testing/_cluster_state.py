@@ -25,6 +25,7 @@ from afkak.testing._txn_state import TransactionCoordinatorState
 
 if TYPE_CHECKING:
     from afkak.testing._fetch_sessions import FakeFetchSession
+    from afkak.testing._telemetry_state import FakeClientTelemetry
 
 DEFAULT_PORT = 9092
 OFFSETS_TOPIC_PARTITIONS = 50  # Kafka's offsets.topic.num.partitions
@@ -101,6 +102,8 @@ class ClusterState:
         #: Client quotas: {entity's (type, name) pairs: {quota key: value}}.
         self.quotas: dict[Entity, dict[str, float]] = {}
         self.fetch_waiters: set[FetchWaiter] = set()
+        #: KIP-714's client-metrics subscription, once enabled (None: no telemetry plugin).
+        self.telemetry: FakeClientTelemetry | None = None
 
     # Topics and logs
 

@@ -59,6 +59,7 @@ from afkak.testing._lookup import (
 from afkak.testing._operator_apis import OPERATOR_APIS
 from afkak.testing._share_groups import share_apis
 from afkak.testing._state import SeenRequest
+from afkak.testing._telemetry_apis import TELEMETRY_APIS
 from afkak.testing._txn_admin_apis import TXN_ADMIN_APIS
 from afkak.testing._txn_coordinator import TXN_APIS
 
@@ -330,4 +331,7 @@ SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     **TXN_ADMIN_APIS,
     **OPERATOR_APIS,
     **share_apis(),
+    **TELEMETRY_APIS,
 }
+#: APIs served but advertised only once enabled (KIP-714's need a telemetry plugin in Kafka).
+OPT_IN_APIS = frozenset(TELEMETRY_APIS)

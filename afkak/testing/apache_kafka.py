@@ -252,6 +252,8 @@ class ApacheKafka:
     :param format_args: extra ``kafka-storage format`` arguments (``--add-scram``,
         ``--feature``).
     :param jvm_options: the JVM's options (default :data:`JVM_OPTIONS`).
+    :param classpath: entries put on the broker's classpath after Kafka's jars
+        (a plugin's compiled classes: a ``metric.reporters`` class).
     """
 
     def __init__(
@@ -268,6 +270,7 @@ class ApacheKafka:
         config: Mapping[str, str] | None = None,
         format_args: Sequence[str] = (),
         jvm_options: Sequence[str] = JVM_OPTIONS,
+        classpath: Sequence[str] = (),
     ) -> None:
         if quorum is not None and node_id not in quorum:
             raise ValueError(f"node {node_id} is not a voter of the quorum {dict(quorum)}")
@@ -277,6 +280,7 @@ class ApacheKafka:
         self.config = dict(config or {})
         self.format_args = list(format_args)
         self.jvm_options = list(jvm_options)
+        self.classpath = list(classpath)
         self._requested_ports = {"PLAINTEXT": port, "CONTROLLER": controller_port}
         self._requested_ports.update(listeners or {})
         self._quorum = dict(quorum) if quorum is not None else None
@@ -397,7 +401,9 @@ class ApacheKafka:
         :meth:`wait_ready` then waits.  A cluster launches all its nodes, then waits."""
         if self.running:
             raise RuntimeError("the Kafka node is already running")
-        classpath = os.path.join(resolve_classpath(self.version), "*")
+        classpath = os.pathsep.join(
+            [os.path.join(resolve_classpath(self.version), "*"), *self.classpath]
+        )
         java = shutil.which("java")
         if java is None:
             raise ApacheKafkaUnavailable("java is not installed")

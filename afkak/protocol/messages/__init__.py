@@ -89,6 +89,8 @@ if TYPE_CHECKING:
     from .fetch_response import FetchResponse
     from .find_coordinator_request import FindCoordinatorRequest
     from .find_coordinator_response import FindCoordinatorResponse
+    from .get_telemetry_subscriptions_request import GetTelemetrySubscriptionsRequest
+    from .get_telemetry_subscriptions_response import GetTelemetrySubscriptionsResponse
     from .heartbeat_request import HeartbeatRequest
     from .heartbeat_response import HeartbeatResponse
     from .incremental_alter_configs_request import IncrementalAlterConfigsRequest
@@ -121,6 +123,8 @@ if TYPE_CHECKING:
     from .offset_for_leader_epoch_response import OffsetForLeaderEpochResponse
     from .produce_request import ProduceRequest
     from .produce_response import ProduceResponse
+    from .push_telemetry_request import PushTelemetryRequest
+    from .push_telemetry_response import PushTelemetryResponse
     from .request_header import RequestHeader
     from .response_header import ResponseHeader
     from .sasl_authenticate_request import SaslAuthenticateRequest
@@ -215,6 +219,8 @@ _MODULES = {
     'FetchResponse': 'fetch_response',
     'FindCoordinatorRequest': 'find_coordinator_request',
     'FindCoordinatorResponse': 'find_coordinator_response',
+    'GetTelemetrySubscriptionsRequest': 'get_telemetry_subscriptions_request',
+    'GetTelemetrySubscriptionsResponse': 'get_telemetry_subscriptions_response',
     'HeartbeatRequest': 'heartbeat_request',
     'HeartbeatResponse': 'heartbeat_response',
     'IncrementalAlterConfigsRequest': 'incremental_alter_configs_request',
@@ -247,6 +253,8 @@ _MODULES = {
     'OffsetForLeaderEpochResponse': 'offset_for_leader_epoch_response',
     'ProduceRequest': 'produce_request',
     'ProduceResponse': 'produce_response',
+    'PushTelemetryRequest': 'push_telemetry_request',
+    'PushTelemetryResponse': 'push_telemetry_response',
     'RequestHeader': 'request_header',
     'ResponseHeader': 'response_header',
     'SaslAuthenticateRequest': 'sasl_authenticate_request',
@@ -322,6 +330,8 @@ _REQUEST_KEYS = {
     65: 'DescribeTransactionsRequest',
     66: 'ListTransactionsRequest',
     68: 'ConsumerGroupHeartbeatRequest',
+    71: 'GetTelemetrySubscriptionsRequest',
+    72: 'PushTelemetryRequest',
     74: 'ListConfigResourcesRequest',
     75: 'DescribeTopicPartitionsRequest',
     76: 'ShareGroupHeartbeatRequest',
@@ -384,6 +394,8 @@ _RESPONSE_KEYS = {
     65: 'DescribeTransactionsResponse',
     66: 'ListTransactionsResponse',
     68: 'ConsumerGroupHeartbeatResponse',
+    71: 'GetTelemetrySubscriptionsResponse',
+    72: 'PushTelemetryResponse',
     74: 'ListConfigResourcesResponse',
     75: 'DescribeTopicPartitionsResponse',
     76: 'ShareGroupHeartbeatResponse',
@@ -470,6 +482,8 @@ __all__ = [
     'FetchResponse',
     'FindCoordinatorRequest',
     'FindCoordinatorResponse',
+    'GetTelemetrySubscriptionsRequest',
+    'GetTelemetrySubscriptionsResponse',
     'HeartbeatRequest',
     'HeartbeatResponse',
     'IncrementalAlterConfigsRequest',
@@ -502,6 +516,8 @@ __all__ = [
     'OffsetForLeaderEpochResponse',
     'ProduceRequest',
     'ProduceResponse',
+    'PushTelemetryRequest',
+    'PushTelemetryResponse',
     'RequestHeader',
     'ResponseHeader',
     'SaslAuthenticateRequest',

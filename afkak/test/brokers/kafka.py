@@ -63,13 +63,14 @@ class NodeOptions(TypedDict, total=False):
     listeners: Mapping[str, int] | None
     config: Mapping[str, str] | None
     format_args: Sequence[str]
+    classpath: Sequence[str]
 
 
 class _KafkaNodes(Broker):
     """What a Kafka node and a Kafka cluster share: nodes, logs, topic creation.
 
     Options (``NodeOptions``): ``version``; extra ``listeners`` ({name: port}); server
-    ``config``; storage ``format_args``.
+    ``config``; storage ``format_args``; extra ``classpath`` entries (plugins).
     """
 
     start_timeout = 120.0
