@@ -45,29 +45,32 @@ _SESSION_ERRORS = frozenset(
     }
 )
 _INT32_MAX = 2**31 - 1
+#: What a request asked of a partition: (offset, max bytes, current leader epoch).
+_Sent = tuple[int, int, int]
 #: The bound of a whole Fetch response: the Java client's ``fetch.max.bytes``
 #: default (50 MiB).  Each partition's share is its consumer's ``buffer_size``
 #: (``max.partition.fetch.bytes``); the broker returns at least one batch.
 FETCH_MAX_BYTES = 50 * 1024 * 1024
 
-_SHARED: WeakKeyDictionary[Any, dict[tuple[int, int], BrokerFetcher]] = WeakKeyDictionary()
+_SHARED: WeakKeyDictionary[Any, dict[tuple[int, int, str], BrokerFetcher]] = WeakKeyDictionary()
 
 
 def broker_fetcher(
-    client: Any, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED
+    client: Any, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED, rack: str = ""
 ) -> BrokerFetcher:
-    """The fetcher that *client*'s consumers of *isolation_level* share for *broker*.
+    """The fetcher that *client*'s consumers of *isolation_level* and *rack* share for *broker*.
 
-    A Fetch request has one isolation level, so ``read_committed`` consumers
-    share their own fetcher (and fetch session).
+    A Fetch request has one isolation level and one rack id, so
+    ``read_committed`` consumers (and those of each ``client_rack``) share
+    their own fetcher (and fetch session).
     """
     fetchers = _SHARED.get(client)
     if fetchers is None:
         fetchers = _SHARED[client] = {}
-    fetcher = fetchers.get((broker.node_id, isolation_level))
+    fetcher = fetchers.get((broker.node_id, isolation_level, rack))
     if fetcher is None:
-        fetcher = fetchers[broker.node_id, isolation_level] = BrokerFetcher(
-            client, broker, isolation_level
+        fetcher = fetchers[broker.node_id, isolation_level, rack] = BrokerFetcher(
+            client, broker, isolation_level, rack
         )
     return fetcher
 
@@ -80,13 +83,16 @@ def fetch_requests(client: Any) -> int:
 class _Want:
     """One partition fetcher's request for records from *offset* on."""
 
-    __slots__ = ("offset", "max_bytes", "min_bytes", "max_wait_ms", "deferred")
+    __slots__ = ("offset", "max_bytes", "min_bytes", "max_wait_ms", "leader_epoch", "deferred")
 
-    def __init__(self, offset: int, max_bytes: int, min_bytes: int, max_wait_ms: int) -> None:
+    def __init__(
+        self, offset: int, max_bytes: int, min_bytes: int, max_wait_ms: int, leader_epoch: int
+    ) -> None:
         self.offset = offset
         self.max_bytes = max_bytes
         self.min_bytes = min_bytes
         self.max_wait_ms = max_wait_ms
+        self.leader_epoch = leader_epoch
         # Cancelling it fires it: the fetcher then skips it (see BrokerFetcher._live),
         # and an answer already on its way is dropped (Twisted ignores a callback
         # after a cancellation without canceller).
@@ -101,12 +107,17 @@ class BrokerFetcher:
     """The Fetch requests of one client to one broker, and its fetch session."""
 
     def __init__(
-        self, client: Any, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED
+        self,
+        client: Any,
+        broker: BrokerMetadata,
+        isolation_level: int = READ_UNCOMMITTED,
+        rack: str = "",
     ) -> None:
         # Weakly: the fetchers are kept per client in a WeakKeyDictionary.
         self._client = ref(client)
         self.broker = broker
         self.isolation_level = isolation_level
+        self.rack = rack
         self._sensors = registry_of(client).shared(ConsumerSensors)
         #: Fetch requests sent (for benchmarks and tests).
         self.requests = 0
@@ -115,10 +126,10 @@ class BrokerFetcher:
         self._scheduled: Any = None
         self._sending = self._send_again = False
         # The session: its id (0: none), the epoch of the next request, and
-        # what the broker holds for each partition in it: (offset, max bytes).
+        # what the broker holds for each partition in it (see _Sent).
         self._session_id = 0
         self._epoch = 0
-        self._session: dict[TopicAndPartition, tuple[int, int]] = {}
+        self._session: dict[TopicAndPartition, _Sent] = {}
 
     def fetch(
         self,
@@ -128,16 +139,18 @@ class BrokerFetcher:
         max_bytes: int,
         min_bytes: int,
         max_wait_ms: int,
+        leader_epoch: int = -1,
     ) -> Deferred[PartitionAnswer]:
         """Records of *key* from *offset*: fires once the broker returns some, or an error.
 
         Answers without records (the broker waited ``max_wait_ms`` for
         nothing) are not passed on: the partition stays in the following
         requests.  Fails with the request's failure (a lost connection, a
-        timeout); cancel it to stop asking.
+        timeout); cancel it to stop asking.  *leader_epoch* is the partition's
+        ``current_leader_epoch`` (KIP-320; -1: unknown).
         """
         self.broker = broker
-        want = _Want(offset, max_bytes, min_bytes, max_wait_ms)
+        want = _Want(offset, max_bytes, min_bytes, max_wait_ms, leader_epoch)
         self._wants.setdefault(key, []).append(want)
         self._schedule()
         return want.deferred
@@ -183,7 +196,11 @@ class BrokerFetcher:
             return
         if self._session_id:
             session = self._session
-            changed = [k for k, w in wants.items() if session.get(k) != (w.offset, w.max_bytes)]
+            changed = [
+                k
+                for k, w in wants.items()
+                if session.get(k) != (w.offset, w.max_bytes, w.leader_epoch)
+            ]
             forgotten = [k for k in session if k not in wants]
         else:
             changed, forgotten = list(wants), []
@@ -202,8 +219,10 @@ class BrokerFetcher:
             session_epoch=self._epoch,
             forgotten=forgotten,
             unchanged=[k for k in wants if k not in changed_set],
+            leader_epochs={k: wants[k].leader_epoch for k in changed},
+            rack_id=self.rack,
         )
-        covered = {k: (w.offset, w.max_bytes) for k, w in wants.items()}
+        covered = {k: (w.offset, w.max_bytes, w.leader_epoch) for k, w in wants.items()}
         self.requests += 1
         d = self._in_flight = client.send_request_to_broker(
             self.broker, call, timeout=client.timeout + call.max_wait_ms / 1000
@@ -215,7 +234,7 @@ class BrokerFetcher:
         self,
         response: Any,
         call: FetchCall,
-        covered: dict[TopicAndPartition, tuple[int, int]],
+        covered: dict[TopicAndPartition, _Sent],
         sent_at: float,
     ) -> None:
         # Still "in flight" while handing out: the consumers fed ask again
@@ -236,7 +255,7 @@ class BrokerFetcher:
                 self._answer_all(covered, Failure())
         self._next()
 
-    def _failed(self, failure: Failure, covered: dict[TopicAndPartition, tuple[int, int]]) -> None:
+    def _failed(self, failure: Failure, covered: dict[TopicAndPartition, _Sent]) -> None:
         self._end_session()
         self._answer_all(covered, failure)
         self._next()
@@ -247,7 +266,7 @@ class BrokerFetcher:
             self._send()
 
     def _update_session(
-        self, call: FetchCall, session_id: int, covered: dict[TopicAndPartition, tuple[int, int]]
+        self, call: FetchCall, session_id: int, covered: dict[TopicAndPartition, _Sent]
     ) -> None:
         if not session_id or (self._session_id and session_id != self._session_id):
             self._end_session()  # none granted (or before v7), or the broker closed it
@@ -267,9 +286,11 @@ class BrokerFetcher:
         self._session_id, self._epoch, self._session = 0, 0, {}
 
     def _hand_out(
-        self, response: Any, call: FetchCall, covered: dict[TopicAndPartition, tuple[int, int]]
+        self, response: Any, call: FetchCall, covered: dict[TopicAndPartition, _Sent]
     ) -> int:
-        """Answer the partitions that have records or an error; the others ask again.
+        """Answer the partitions that have records, an error or a replica to read from.
+
+        The others ask again.
 
         Returns the bytes of records the response held (``fetch-size``).
         """
@@ -282,7 +303,9 @@ class BrokerFetcher:
             for data in topic.partitions:
                 key = TopicAndPartition(name, data.partition_index)
                 sent = covered.get(key)
-                if sent is not None and (data.error_code or data.records):
+                if sent is not None and (
+                    data.error_code or data.records or data.preferred_read_replica >= 0
+                ):
                     answers.append((key, sent[0], (data.error_code, data)))
                     if data.records:
                         size += len(data.records)
@@ -293,9 +316,9 @@ class BrokerFetcher:
         return size
 
     def _answer_all(
-        self, covered: dict[TopicAndPartition, tuple[int, int]], answer: PartitionAnswer | Failure
+        self, covered: dict[TopicAndPartition, _Sent], answer: PartitionAnswer | Failure
     ) -> None:
-        for key, (offset, _) in covered.items():
+        for key, (offset, _, _) in covered.items():
             self._answer(key, offset, answer)
 
     def _answer(

@@ -140,6 +140,10 @@ class Consumer:
         the message's ``key`` (a missing key stays None); an exception stops
         the consumer as a processor's does.
     :param value_deserializer: the same for each value (a tombstone stays None).
+    :param client_rack: the consumer's rack, as the brokers' ``broker.rack``
+        (Java's ``client.rack``, KIP-392): where the brokers run a replica
+        selector, records are read from a replica in that rack instead of the
+        leader (see :doc:`/controlling-consumption`).
     """
 
     def __init__(
@@ -165,6 +169,7 @@ class Consumer:
         isolation_level: str = "read_uncommitted",
         key_deserializer: Callable[[bytes], Any] | None = None,
         value_deserializer: Callable[[bytes], Any] | None = None,
+        client_rack: str | None = None,
     ) -> None:
         kafka_client(client)
         topic_name(topic)
@@ -187,6 +192,7 @@ class Consumer:
             commit_consumer_id=commit_consumer_id,
             commit_generation_id=commit_generation_id,
             isolation_level=isolation_level,
+            client_rack=client_rack,
         )
         self._deserialize = deserializing(
             checked("key_deserializer", key_deserializer),
@@ -437,6 +443,7 @@ class Consumer:
             "commit_consumer_id": committer.member_id,
             "commit_generation_id": committer.generation_id,
             "isolation_level": self.isolation_level,
+            "client_rack": o.client_rack or None,
         }
         self._options = options = resolve(**{**current, **changes})
         committer.reconfigure(options)

@@ -45,6 +45,7 @@ from afkak.protocol.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    OffsetForLeaderEpochRequest,
     ProduceRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
@@ -72,6 +73,13 @@ def sample_request(cluster: FakeKafkaCluster, api_key: int, version: int) -> Any
             ]
         ),
         3: METADATA_T,
+        23: OffsetForLeaderEpochRequest(
+            topics=[
+                OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+                    "t", [OffsetForLeaderEpochRequest.OffsetForLeaderPartition(0, -1, 0)]
+                )
+            ]
+        ),
         8: OC(
             group_id="g",
             topics=[

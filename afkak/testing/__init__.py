@@ -61,6 +61,7 @@ Setting up: ``create_topic``, ``append`` (records written as if produced),
 ``commit``, ``delete_records``.  Faults: ``fail_next``, ``drop_next``,
 ``drop_answer_next`` (handled, then the connection drops unanswered),
 ``delay``, ``drop_connections``, ``refuse_connections``, ``move_leader``,
+``unclean_election`` (a truncated log under a new leader epoch),
 ``set_broker_down``/``set_broker_up``, ``change_address``.  Inspection:
 ``requests_seen``, ``records``, ``committed_offsets``, ``partition``,
 ``coordinator``, ``open_connections``.
@@ -73,6 +74,7 @@ What the fake does (and does not):
 - APIs served, at every version afkak's protocol classes know unless
   ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
+  OffsetForLeaderEpoch (where an epoch ends in the log, KIP-320),
   the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
   DescribeGroups, ListGroups; KIP-848's ConsumerGroupHeartbeat (see
   below); the transactional APIs: InitProducerId,
@@ -105,7 +107,10 @@ What the fake does (and does not):
   ``cluster.fetch_sessions = True`` it keeps KIP-227 sessions.  It honours max_bytes and
   partition_max_bytes (cutting batches the way Kafka's log reads do) and
   long-polls on the cluster's reactor until min_bytes arrive or max_wait_ms
-  passes.
+  passes.  Requests carrying a ``current_leader_epoch`` get
+  FENCED_LEADER_EPOCH/UNKNOWN_LEADER_EPOCH as Kafka's; Fetch v11+ is served
+  by followers too, and with ``cluster.rack_aware_replica_selector`` a
+  leader names a replica in the consumer's rack (KIP-392).
 - Group membership follows Kafka's classic coordinator (MEMBER_ID_REQUIRED
   from JoinGroup v4, static members, session and rebalance timeouts and the
   3 s initial rebalance delay on the cluster's reactor; ``group_coordinator``

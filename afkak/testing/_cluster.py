@@ -84,6 +84,10 @@ class FakeKafkaCluster:
     cuts it like any other, as older brokers did.  ``fetch_sessions`` (False:
     a broker whose session cache is full) grants KIP-227 fetch sessions when
     True; ``sessions`` holds them by (node, session id).
+    ``rack_aware_replica_selector`` (False) makes leaders name a replica in
+    the rack of a consumer's ``client_rack`` (``brokers[n].rack``) as its
+    ``preferred_read_replica``, as Kafka's ``RackAwareReplicaSelector``
+    (KIP-392); followers serve consumers' Fetch v11+ in any case.
 
     State, readable (and, for setup, writable) by tests: ``brokers``
     (node id -> :class:`FakeBroker`), ``topics`` (name -> :class:`FakeTopic`),
@@ -145,6 +149,7 @@ class FakeKafkaCluster:
     max_message_bytes: _Shared[int] = _Shared()
     fetch_whole_first_batch: _Shared[bool] = _Shared()
     fetch_sessions: _Shared[bool] = _Shared()
+    rack_aware_replica_selector: _Shared[bool] = _Shared()
     sessions: _Shared[dict[tuple[int, int], FakeFetchSession]] = _Shared()
     brokers: _Shared[dict[int, FakeBroker]] = _Shared()
     api_versions: _Shared[dict[int, tuple[int, int]]] = _Shared()
@@ -350,6 +355,16 @@ class FakeKafkaCluster:
     def move_leader(self, topic: str, partition: int, new_leader: int) -> None:
         """Make ``new_leader`` lead the partition (joining its replicas), bumping its epoch."""
         self.state.move_leader(topic, partition, new_leader)
+
+    def unclean_election(
+        self, topic: str, partition: int, new_leader: int, truncate_to: int
+    ) -> None:
+        """Elect an out-of-sync ``new_leader``: the log loses its records from ``truncate_to`` on.
+
+        The new leader's epoch starts at the truncated end (KIP-320's case:
+        consumers past it detect the truncation).
+        """
+        self.state.unclean_election(topic, partition, new_leader, truncate_to)
 
     def set_broker_down(self, node_id: int) -> None:
         """Stop a broker: drop its connections, refuse new ones, hide it from Metadata.

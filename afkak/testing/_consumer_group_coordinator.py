@@ -41,6 +41,7 @@ class Cluster(Protocol):
 
     def coordinator(self, key: str) -> int: ...
 
+
 TP = tuple[str, int]
 #: Kafka's group.consumer.heartbeat.interval.ms and group.consumer.session.timeout.ms.
 HEARTBEAT_INTERVAL_MS = 5000
