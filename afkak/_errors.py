@@ -98,9 +98,10 @@ class LogTruncationError(KafkaError):
     """The log was truncated below the consumer's position (KIP-320).
 
     Java's ``LogTruncationException``: after an unclean leader election the
-    new leader lacks records the consumer had read.  Raised when the consumer has no ``auto_offset_reset``;
-    ``divergent_offset`` is the first offset the new leader does not share
-    with what was read (None: unknown), ``position`` the consumer's.
+    new leader lacks records the consumer had read.  Raised when the
+    consumer has no ``auto_offset_reset``; ``divergent_offset`` is the first
+    offset the new leader does not share with what was read (None: unknown),
+    ``position`` the consumer's.
     """
 
     def __init__(
