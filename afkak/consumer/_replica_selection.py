@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from afkak.client import ConsumerClient
-from afkak.common import BrokerMetadata
+from afkak.common import BrokerMetadata, ReplicaNotAvailableError
 
 __all__ = ["ReadReplica"]
 
@@ -45,10 +45,17 @@ class ReadReplica:
         return leader
 
     def answered(self, fetched_from: BrokerMetadata, partition_data: Any) -> None:
-        """Follow the ``preferred_read_replica`` a (leader's) Fetch answer names."""
+        """Follow the ``preferred_read_replica`` a (leader's) Fetch answer names.
+
+        A replica missing from the client's metadata raises the retriable
+        :class:`~afkak.common.ReplicaNotAvailableError`: the fetch reloads the
+        metadata and waits its backoff instead of asking the leader at once.
+        """
         preferred = getattr(partition_data, "preferred_read_replica", -1)
         if preferred < 0 or preferred == fetched_from.node_id:
             return
+        if self.client.broker_by_id(preferred) is None:
+            raise ReplicaNotAvailableError(f"preferred read replica {preferred} is unknown")
         max_age = self.client.metadata_max_age
         self.node_id = preferred
         self._until = self.client.reactor.seconds() + (
