@@ -174,11 +174,14 @@ class KafkaTruncationTests(_Case):
         strict, strict_consumer, strict_started = self.consume()
         resetting, _, _ = self.consume(auto_offset_reset=OFFSET_EARLIEST)
         pump(lambda: len(strict) == len(resetting) == 2, 60, "a and b read")
+        # acks=1, its metadata loaded while every node answers.
+        quick = self.producer(1)
+        wait(quick.client.load_metadata_for_topics(self.topic))
         # The follower stops replicating; the leader shrinks the ISR to itself.
         follower.pause()
         self.addCleanup(follower.resume)
         self.partition_is(lambda p: list(p.isr) == [1])
-        wait(self.producer(1).send_messages(self.topic, msgs=[b"c", b"d"]))
+        wait(quick.send_messages(self.topic, msgs=[b"c", b"d"]), 60)
         pump(lambda: len(strict) == len(resetting) == 4, 60, "c and d read")
         # The leader dies with c and d; the follower comes back without them.
         leader.kill()
@@ -198,7 +201,7 @@ class KafkaTruncationTests(_Case):
         elected = wait(self.admin.elect_leaders(ElectionType.UNCLEAN, [self.tp]))
         self.assertIn(type(elected[self.tp].error).__name__, ("NoneType", "ElectionNotNeeded"))
         self.partition_is(lambda p: p.leader == 2)
-        wait(self.producer(1).send_messages(self.topic, msgs=[b"x", b"y", b"z"]))
+        wait(quick.send_messages(self.topic, msgs=[b"x", b"y", b"z"]), 60)
         pump(lambda: len(resetting) >= 7, 90, "x, y and z read from the divergence")
         self.assertEqual(
             [(m.offset, m.message.value) for m in resetting[4:]],
