@@ -347,7 +347,7 @@ class KafkaConsumer:
         """Up to *limit* waiting records, partitions served in turn; finished calls complete."""
         taken: Records = {}
         finished = []
-        paused = self.paused()
+        paused = self._paused_among(self._parked)
         for tp in list(self._parked):
             if limit <= 0:
                 break
@@ -435,7 +435,14 @@ class KafkaConsumer:
     def paused(self) -> frozenset[TopicAndPartition]:
         if self._group is not None:
             return self._group.paused()
-        return frozenset(tp for tp, c in self._consumers.items() if c.paused())
+        return self._paused_among(self._consumers)
+
+    def _paused_among(self, tps: Iterable[TopicAndPartition]) -> frozenset[TopicAndPartition]:
+        """Those of *tps* paused (each poll asks only about the partitions with records)."""
+        if self._group is not None:
+            return self._group.paused()
+        consumers = self._consumers
+        return frozenset(tp for tp in tps if tp in consumers and consumers[tp].paused())
 
     def position(self, tp: Any) -> Deferred[int]:
         """The offset of the next record a poll returns for *tp*."""
