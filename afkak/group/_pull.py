@@ -344,14 +344,18 @@ class KafkaConsumer:
             d.callback(taken)
 
     def _take(self, limit: int) -> Records:
-        """Up to *limit* waiting records, partitions served in turn; finished calls complete."""
+        """Up to *limit* waiting records, partitions served in turn; finished calls complete.
+
+        Only the partitions visited are asked whether they are paused.
+        """
         taken: Records = {}
         finished = []
-        paused = self._paused_among(self._parked)
+        group_paused = self._group.paused() if self._group is not None else None
+        consumers = self._consumers
         for tp in list(self._parked):
             if limit <= 0:
                 break
-            if tp in paused:
+            if tp in group_paused if group_paused is not None else consumers[tp].paused():
                 continue
             parked = self._parked.pop(tp)
             start, messages = parked.taken, parked.messages
@@ -435,14 +439,7 @@ class KafkaConsumer:
     def paused(self) -> frozenset[TopicAndPartition]:
         if self._group is not None:
             return self._group.paused()
-        return self._paused_among(self._consumers)
-
-    def _paused_among(self, tps: Iterable[TopicAndPartition]) -> frozenset[TopicAndPartition]:
-        """Those of *tps* paused (each poll asks only about the partitions with records)."""
-        if self._group is not None:
-            return self._group.paused()
-        consumers = self._consumers
-        return frozenset(tp for tp in tps if tp in consumers and consumers[tp].paused())
+        return frozenset(tp for tp, c in self._consumers.items() if c.paused())
 
     def position(self, tp: Any) -> Deferred[int]:
         """The offset of the next record a poll returns for *tp*."""
