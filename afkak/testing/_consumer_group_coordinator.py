@@ -41,7 +41,6 @@ class Cluster(Protocol):
 
     def coordinator(self, key: str) -> int: ...
 
-
 TP = tuple[str, int]
 #: Kafka's group.consumer.heartbeat.interval.ms and group.consumer.session.timeout.ms.
 HEARTBEAT_INTERVAL_MS = 5000
