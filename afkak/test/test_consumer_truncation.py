@@ -99,6 +99,16 @@ class TruncationTests(ConsumerTestCase):
         asked = check.request.topics[0].partitions[0]
         self.assertEqual((check.broker, asked.leader_epoch, asked.current_leader_epoch), (2, 0, 1))
 
+    def test_fenced_validation_is_retried(self) -> None:
+        p, _, start_d = self.consumed_four()
+        self.cluster.fail_next(OffsetForLeaderEpochRequest, FencedLeaderEpoch)
+        self.cluster.move_leader("t", 1, 2)
+        self.append(b"e")
+        self.run_for(2)
+        self.assertNoResult(start_d)
+        self.assertEqual(p.offsets, [0, 1, 2, 3, 4])
+        self.assertEqual(len(self.requests(OFFSET_FOR_LEADER_EPOCH)), 2)
+
     def test_truncation_carries_on_from_the_divergence(self) -> None:
         # c and d (offsets 2, 3) are lost; the new leader writes x, y, z at 2-4.
         # Without validation the consumer would fetch from 4: x and y skipped.
