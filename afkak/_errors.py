@@ -94,6 +94,26 @@ class ConsumerFetchSizeTooSmall(KafkaError):
     """A message is larger than the consumer's maximum fetch buffer."""
 
 
+class LogTruncationError(KafkaError):
+    """The log was truncated below the consumer's position (KIP-320).
+
+    Java's ``LogTruncationException``: after an unclean leader election the
+    new leader lacks records the consumer had read.  Raised when the
+    consumer has no ``auto_offset_reset``; ``divergent_offset`` is the first
+    offset the new leader does not share with what was read (None: unknown),
+    ``position`` the consumer's.
+    """
+
+    def __init__(
+        self, message: str, topic: str, partition: int, position: int, divergent_offset: int | None
+    ) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.position = position
+        self.divergent_offset = divergent_offset
+
+
 class DuplicateRequestError(KafkaError):
     """A request was made with a correlation id that is already in flight."""
 

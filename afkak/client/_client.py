@@ -211,6 +211,8 @@ class KafkaClient:
             if enable_metrics_push
             else None
         )
+        #: Seconds between periodic metadata refreshes (None: never).
+        self.metadata_max_age = metadata_max_age
         self._cluster = Cluster(
             reactor,
             pool,
@@ -734,6 +736,18 @@ class KafkaClient:
         self._pending.add(d)
         d.addBoth(self._settled, d)
         return d
+
+    def leader_epoch(self, key: TopicAndPartition) -> int:
+        """The partition's leader epoch as last loaded (-1: unknown; Metadata v7+, KIP-320).
+
+        Consumers fetch with it (``current_leader_epoch``): a broker whose
+        epoch differs answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH.
+        """
+        return self._cluster.cache.leader_epoch(key)
+
+    def broker_by_id(self, node_id: int) -> BrokerMetadata | None:
+        """The known broker *node_id* (None: not in the last metadata)."""
+        return self._cluster.cache.brokers.get(node_id)
 
     def note_stale_leaders(self, partitions: Iterable[TopicAndPartition]) -> None:
         """Forget the leaders of *partitions*: the next lookup loads fresh metadata.

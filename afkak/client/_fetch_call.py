@@ -77,6 +77,9 @@ class FetchCall(VersionedCall):
     request belongs to a fetch session: *forgotten* partitions leave it, and
     *unchanged* ones, which the request does not name, are fetched as before
     (the response may name them).  Brokers before v7 get a plain full fetch.
+    *leader_epochs* gives partitions' ``current_leader_epoch`` (v9+, KIP-320:
+    a broker of another epoch fences the fetch); *rack_id* is the consumer's
+    rack (v11+, KIP-392: the leader may name a closer replica to read from).
     """
 
     request_class = FetchMsg
@@ -94,8 +97,12 @@ class FetchCall(VersionedCall):
         session_epoch: int = FINAL_EPOCH,
         forgotten: Sequence[TopicAndPartition] = (),
         unchanged: Sequence[TopicAndPartition] = (),
+        leader_epochs: Mapping[TopicAndPartition, int] | None = None,
+        rack_id: str = "",
     ) -> None:
         self.payloads = payloads
+        self.leader_epochs = leader_epochs or {}
+        self.rack_id = rack_id
         self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
@@ -128,7 +135,9 @@ class FetchCall(VersionedCall):
             }
         if self.max_bytes is not None:
             extra["max_bytes"] = self.max_bytes
+        epochs = self.leader_epochs
         return FetchMsg(
+            rack_id=self.rack_id,
             max_wait_ms=self.max_wait_ms,
             min_bytes=self.min_bytes,
             isolation_level=self.isolation_level,
@@ -141,6 +150,9 @@ class FetchCall(VersionedCall):
                             partition=p.partition,
                             fetch_offset=p.offset,
                             partition_max_bytes=p.max_bytes,
+                            current_leader_epoch=epochs.get(
+                                TopicAndPartition(name, p.partition), -1
+                            ),
                         )
                         for p in group
                     ],

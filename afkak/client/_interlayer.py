@@ -2,15 +2,17 @@
 
 The producer, consumer, groups, admin client and integrations build their
 requests and check their arguments with these: the errors that mean stale
-metadata, the argument checks, the Fetch, FindCoordinator, ListOffsets and
-Produce request builders and their base :class:`VersionedCall` (which the
-admin layer's builders extend).  ``afkak/test/test_layers.py`` lets the other
-packages import this module, and no other private one.
+metadata, the argument checks, the Fetch, FindCoordinator, ListOffsets,
+OffsetForLeaderEpoch and Produce request builders and their base
+:class:`VersionedCall` (which the admin layer's builders extend).
+``afkak/test/test_layers.py`` lets the other packages import this module, and
+no other private one.
 """
 
 from afkak.client._call import VersionedCall
 from afkak.client._coordinator_call import TRANSACTION_KEY_TYPE, FindCoordinatorCall
 from afkak.client._fetch_call import FetchCall
+from afkak.client._leader_epoch_call import EpochEnd, EpochQuery, OffsetForLeaderEpochCall
 from afkak.client._list_offsets_call import ListOffsetsCall
 from afkak.client._produce_call import ProduceCall
 from afkak.client._stale import COORDINATOR_MOVED, LEADER_MOVED, TOPIC_GONE
@@ -30,9 +32,12 @@ __all__ = [
     "LEADER_MOVED",
     "TOPIC_GONE",
     "TRANSACTION_KEY_TYPE",
+    "EpochEnd",
+    "EpochQuery",
     "FetchCall",
     "FindCoordinatorCall",
     "ListOffsetsCall",
+    "OffsetForLeaderEpochCall",
     "ProduceCall",
     "VersionedCall",
     "group_name",

@@ -24,12 +24,14 @@ class MetadataSnapshot:
 
     ``topics`` maps each topic name to its :class:`TopicMetadata` (whose
     ``partition_metadata`` is a ``{partition: PartitionMetadata}`` dict);
-    ``topic_ids`` holds the ids of the topics that have one (Metadata v10+).
+    ``topic_ids`` holds the ids of the topics that have one (Metadata v10+),
+    ``leader_epochs`` each partition's leader epoch (Metadata v7+; KIP-320).
     """
 
     brokers: Mapping[int, BrokerMetadata]
     topics: Mapping[str, TopicMetadata]
     topic_ids: Mapping[str, UUID] = attrs.field(factory=dict)
+    leader_epochs: Mapping[TopicAndPartition, int] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -54,6 +56,8 @@ class MetadataCache:
         self.partition_meta: dict[TopicAndPartition, PartitionMetadata] = {}
         self.topic_errors: dict[str, int] = {}
         self.topic_ids: dict[str, UUID] = {}
+        #: Each partition's leader epoch (KIP-320), where Metadata v7+ gave one.
+        self.leader_epochs: dict[TopicAndPartition, int] = {}
         self.coordinators: dict[str, BrokerMetadata] = {}
 
     # -- merging ------------------------------------------------------------
@@ -67,8 +71,11 @@ class MetadataCache:
         """
         changes = self.update_brokers(snapshot.brokers.values(), complete=bool(snapshot.brokers))
         for topic, topic_meta in snapshot.topics.items():
-            self._merge_topic(topic, topic_meta, snapshot.brokers)
             topic_id = snapshot.topic_ids.get(topic)
+            recreated = topic_id != self.topic_ids.get(topic)
+            self._merge_topic(
+                topic, topic_meta, snapshot.brokers, snapshot.leader_epochs, recreated
+            )
             if topic_id is not None:
                 self.topic_ids[topic] = topic_id
         return changes
@@ -104,8 +111,25 @@ class MetadataCache:
                 self.coordinators[group] = self.brokers[broker.node_id]
 
     def _merge_topic(
-        self, topic: str, meta: TopicMetadata, brokers: Mapping[int, BrokerMetadata]
+        self,
+        topic: str,
+        meta: TopicMetadata,
+        brokers: Mapping[int, BrokerMetadata],
+        epochs: Mapping[TopicAndPartition, int],
+        recreated: bool = False,
     ) -> None:
+        """Replace the topic's partitions, keeping those the answer knows less of.
+
+        As the Java client (KIP-320), a partition whose leader epoch in the
+        answer is older than the cached one comes from a broker that has not
+        heard of the new leader yet: the cached leader stays (not for a
+        *recreated* topic, whose epochs start again).
+        """
+        kept = {
+            key: (self.partition_meta[key], self.topics_to_brokers.get(key), epoch)
+            for key, epoch in self.leader_epochs.items()
+            if not recreated and key.topic == topic and epochs.get(key, epoch) < epoch
+        }
         self.reset_topics(topic)
         self.topic_errors[topic] = meta.topic_error_code
         partitions = meta.partition_metadata
@@ -114,14 +138,26 @@ class MetadataCache:
         self.topic_partitions[topic] = sorted(partitions)
         for partition, part_meta in partitions.items():
             key = TopicAndPartition(topic, partition)
+            if key in kept:
+                self.partition_meta[key], self.topics_to_brokers[key], self.leader_epochs[key] = (
+                    kept[key]
+                )
+                continue
             self.partition_meta[key] = part_meta
             self.topics_to_brokers[key] = brokers.get(part_meta.leader)
+            epoch = epochs.get(key, -1)
+            if epoch >= 0:
+                self.leader_epochs[key] = epoch
 
     # -- queries ------------------------------------------------------------
 
     def leader(self, key: TopicAndPartition) -> BrokerMetadata | None:
         """The known leader of a partition, or ``None`` when it must be (re)loaded."""
         return self.topics_to_brokers.get(key)
+
+    def leader_epoch(self, key: TopicAndPartition) -> int:
+        """The partition's leader epoch as last loaded (-1: unknown)."""
+        return self.leader_epochs.get(key, -1)
 
     def error_for_topic(self, topic: str) -> int:
         return self.topic_errors.get(topic, UNKNOWN_TOPIC_OR_PARTITION)
@@ -145,6 +181,7 @@ class MetadataCache:
                 key = TopicAndPartition(topic, partition)
                 self.topics_to_brokers.pop(key, None)
                 self.partition_meta.pop(key, None)
+                self.leader_epochs.pop(key, None)
             self.topic_errors.pop(topic, None)
             self.topic_ids.pop(topic, None)
 
@@ -164,4 +201,5 @@ class MetadataCache:
         self.partition_meta.clear()
         self.topic_errors.clear()
         self.topic_ids.clear()
+        self.leader_epochs.clear()
         self.coordinators.clear()

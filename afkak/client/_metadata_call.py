@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from afkak.common import BrokerMetadata, PartitionMetadata, TopicMetadata
+from afkak.common import BrokerMetadata, PartitionMetadata, TopicAndPartition, TopicMetadata
 from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import MetadataRequest
 
@@ -38,6 +38,7 @@ class MetadataCall(VersionedCall):
         brokers = {b.node_id: BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers}
         topics = {}
         topic_ids = {}
+        epochs = {}
         for t in response.topics:
             if t.name is None:
                 continue
@@ -53,6 +54,13 @@ class MetadataCall(VersionedCall):
                 for p in t.partitions
             }
             topics[t.name] = TopicMetadata(t.name, t.error_code, partitions)
+            for p in t.partitions:
+                if p.leader_epoch >= 0:  # v7+
+                    epochs[TopicAndPartition(t.name, p.partition_index)] = p.leader_epoch
             if t.topic_id != ZERO_UUID:
                 topic_ids[t.name] = t.topic_id
-        return [MetadataSnapshot(brokers=brokers, topics=topics, topic_ids=topic_ids)]
+        return [
+            MetadataSnapshot(
+                brokers=brokers, topics=topics, topic_ids=topic_ids, leader_epochs=epochs
+            )
+        ]

@@ -97,6 +97,13 @@ class ClusterMetadata(Protocol):
 
     def note_stale_leaders(self, partitions: Iterable[TopicAndPartition]) -> None: ...
 
+    def leader_epoch(self, key: TopicAndPartition) -> int: ...
+
+    def broker_by_id(self, node_id: int) -> BrokerMetadata | None: ...
+
+    @property
+    def metadata_max_age(self) -> float | None: ...
+
 
 class GroupRequests(Protocol):
     """Requests about consumer groups and offsets: to a group's coordinator, or by partition."""

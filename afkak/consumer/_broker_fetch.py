@@ -51,28 +51,29 @@ FETCH_MAX_BYTES = 50 * 1024 * 1024
 
 
 class FetchManager:
-    """The Fetch requests of one client's consumers: one :class:`BrokerFetcher` per broker
-    and isolation level.
+    """The Fetch requests of one client's consumers: one :class:`BrokerFetcher` per broker,
+    isolation level and rack.
 
     The client holds it (``client.shared(FetchManager)``), so it lives and
     goes with the client, and the consumers of one client share it.  A Fetch
-    request has one isolation level, so ``read_committed`` consumers share
-    fetchers (and fetch sessions) of their own.
+    request has one isolation level and one rack id, so ``read_committed``
+    consumers (and those of each ``client_rack``) share fetchers (and fetch
+    sessions) of their own.
     """
 
     def __init__(self, client: ConsumerClient) -> None:
         self._client = client
-        #: ``(node id, isolation level) -> BrokerFetcher``.
-        self.fetchers: dict[tuple[int, int], BrokerFetcher] = {}
+        #: ``(node id, isolation level, rack) -> BrokerFetcher``.
+        self.fetchers: dict[tuple[int, int, str], BrokerFetcher] = {}
 
     def fetcher(
-        self, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED
+        self, broker: BrokerMetadata, isolation_level: int = READ_UNCOMMITTED, rack: str = ""
     ) -> BrokerFetcher:
-        """The fetcher for *broker* at *isolation_level*, made on first use."""
-        fetcher = self.fetchers.get((broker.node_id, isolation_level))
+        """The fetcher for *broker* at *isolation_level* and *rack*, made on first use."""
+        fetcher = self.fetchers.get((broker.node_id, isolation_level, rack))
         if fetcher is None:
-            fetcher = self.fetchers[broker.node_id, isolation_level] = BrokerFetcher(
-                self._client, broker, isolation_level
+            fetcher = self.fetchers[broker.node_id, isolation_level, rack] = BrokerFetcher(
+                self._client, broker, isolation_level, rack
             )
         return fetcher
 
@@ -85,13 +86,16 @@ class FetchManager:
 class _Want:
     """One partition fetcher's request for records from *offset* on."""
 
-    __slots__ = ("offset", "max_bytes", "min_bytes", "max_wait_ms", "deferred")
+    __slots__ = ("offset", "max_bytes", "min_bytes", "max_wait_ms", "leader_epoch", "deferred")
 
-    def __init__(self, offset: int, max_bytes: int, min_bytes: int, max_wait_ms: int) -> None:
+    def __init__(
+        self, offset: int, max_bytes: int, min_bytes: int, max_wait_ms: int, leader_epoch: int
+    ) -> None:
         self.offset = offset
         self.max_bytes = max_bytes
         self.min_bytes = min_bytes
         self.max_wait_ms = max_wait_ms
+        self.leader_epoch = leader_epoch
         # Cancelling it fires it: the fetcher then skips it (see BrokerFetcher._live),
         # and an answer already on its way is dropped (Twisted ignores a callback
         # after a cancellation without canceller).
@@ -110,10 +114,12 @@ class BrokerFetcher:
         client: ConsumerClient,
         broker: BrokerMetadata,
         isolation_level: int = READ_UNCOMMITTED,
+        rack: str = "",
     ) -> None:
         self._client = client
         self.broker = broker
         self.isolation_level = isolation_level
+        self.rack = rack
         self._sensors = registry_of(client).shared(ConsumerSensors)
         #: Fetch requests sent (for benchmarks and tests).
         self.requests = 0
@@ -131,16 +137,18 @@ class BrokerFetcher:
         max_bytes: int,
         min_bytes: int,
         max_wait_ms: int,
+        leader_epoch: int = -1,
     ) -> Deferred[PartitionAnswer]:
         """Records of *key* from *offset*: fires once the broker returns some, or an error.
 
         Answers without records (the broker waited ``max_wait_ms`` for
         nothing) are not passed on: the partition stays in the following
         requests.  Fails with the request's failure (a lost connection, a
-        timeout); cancel it to stop asking.
+        timeout); cancel it to stop asking.  *leader_epoch* is the partition's
+        ``current_leader_epoch`` (KIP-320; -1: unknown).
         """
         self.broker = broker
-        want = _Want(offset, max_bytes, min_bytes, max_wait_ms)
+        want = _Want(offset, max_bytes, min_bytes, max_wait_ms, leader_epoch)
         self._wants.setdefault(key, []).append(want)
         self._schedule()
         return want.deferred
@@ -183,7 +191,9 @@ class BrokerFetcher:
         if not wants:
             return
         client = self._client
-        sent = self.session.build({k: (w.offset, w.max_bytes) for k, w in wants.items()})
+        sent = self.session.build(
+            {k: (w.offset, w.max_bytes, w.leader_epoch) for k, w in wants.items()}
+        )
         call = FetchCall(
             [
                 FetchRequest(k.topic, k.partition, wants[k].offset, wants[k].max_bytes)
@@ -198,6 +208,8 @@ class BrokerFetcher:
             session_epoch=sent.epoch,
             forgotten=sent.forgotten,
             unchanged=sent.unchanged,
+            leader_epochs={k: wants[k].leader_epoch for k in sent.to_send},
+            rack_id=self.rack,
         )
         self.requests += 1
         d = self._in_flight = client.send_request_to_broker(
@@ -241,7 +253,9 @@ class BrokerFetcher:
     def _hand_out(
         self, response: Any, call: FetchCall, covered: Mapping[TopicAndPartition, Position]
     ) -> int:
-        """Answer the partitions that have records or an error; the others ask again.
+        """Answer the partitions that have records, an error or a replica to read from.
+
+        The others ask again.
 
         Returns the bytes of records the response held (``fetch-size``).
         """
@@ -254,7 +268,9 @@ class BrokerFetcher:
             for data in topic.partitions:
                 key = TopicAndPartition(name, data.partition_index)
                 sent = covered.get(key)
-                if sent is not None and (data.error_code or data.records):
+                if sent is not None and (
+                    data.error_code or data.records or data.preferred_read_replica >= 0
+                ):
                     answers.append((key, sent[0], (data.error_code, data)))
                     if data.records:
                         size += len(data.records)
@@ -267,7 +283,7 @@ class BrokerFetcher:
     def _answer_all(
         self, covered: Mapping[TopicAndPartition, Position], answer: PartitionAnswer | Failure
     ) -> None:
-        for key, (offset, _) in covered.items():
+        for key, (offset, _, _) in covered.items():
             self._answer(key, offset, answer)
 
     def _answer(

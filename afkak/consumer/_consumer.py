@@ -159,6 +159,10 @@ class Consumer:
         the message's ``key`` (a missing key stays None); an exception stops
         the consumer as a processor's does.
     :param value_deserializer: the same for each value (a tombstone stays None).
+    :param client_rack: the consumer's rack, as the brokers' ``broker.rack``
+        (Java's ``client.rack``, KIP-392): where the brokers run a replica
+        selector, records are read from a replica in that rack instead of the
+        leader (see :doc:`/controlling-consumption`).
     """
 
     def __init__(
@@ -184,6 +188,7 @@ class Consumer:
         isolation_level: str = "read_uncommitted",
         key_deserializer: Callable[[bytes], Any] | None = None,
         value_deserializer: Callable[[bytes], Any] | None = None,
+        client_rack: str | None = None,
     ) -> None:
         kafka_client(client)
         topic_name(topic)
@@ -206,6 +211,7 @@ class Consumer:
             commit_consumer_id=commit_consumer_id,
             commit_generation_id=commit_generation_id,
             isolation_level=isolation_level,
+            client_rack=client_rack,
         )
         self._deserialize = deserializing(
             checked("key_deserializer", key_deserializer),
@@ -361,6 +367,7 @@ class Consumer:
             "commit_consumer_id": o.commit_consumer_id,
             "commit_generation_id": o.commit_generation_id,
             "isolation_level": o.isolation,
+            "client_rack": o.client_rack or None,
         }
         self._options = options = resolve(**{**current, **changes})
         self._committer.reconfigure(options)

@@ -3,7 +3,7 @@
 As the Java client's ``FetchSessionHandler``: without a session a request
 is full (every partition; epoch 0 asks the broker for a session).  In a
 session, a request is incremental: it names only the partitions that joined
-it or moved on (offset or size) and those to forget, and each answer moves
+it or moved on (offset, size or leader epoch) and those to forget, and each answer moves
 the epoch on.  A session error (the broker lost the session, or the epochs
 disagree) or a failed request ends the session: the next request is full
 and asks for a new one.  A broker that grants none (or speaks Fetch before
@@ -30,8 +30,9 @@ SESSION_ERRORS = frozenset(
 )
 _INT32_MAX = 2**31 - 1
 
-#: What a partition is fetched with: (offset, max bytes).
-Position = tuple[int, int]
+#: What a partition is fetched with: (offset, max bytes, current leader epoch);
+#: a change of any of them sends the partition again.
+Position = tuple[int, int, int]
 
 
 @attrs.frozen

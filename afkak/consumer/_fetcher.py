@@ -1,21 +1,28 @@
 """Fetching one partition for a :class:`~afkak.consumer.Consumer`.
 
-Records are fetched from the partition's leader (``client.leaders_for``)
-through the fetcher that every consumer of the client shares for that broker
-(the client's ``FetchManager``, :mod:`._broker_fetch`: one Fetch request per
-broker); offsets by time come from the client's ``send_offset_request``.
-Retriable errors make the client forget the leader and are retried with the
-consumer's backoff; an out-of-range offset follows ``auto_offset_reset``; a
-fetch size too small for the next batch grows as documented.
+Records are fetched from the partition's leader (``client.leaders_for``), or
+the replica it prefers (:mod:`._replica_selection`, KIP-392), through the
+fetcher that every consumer of the client shares for that broker
+(the client's ``FetchManager``, :mod:`._broker_fetch`: one Fetch request per broker), fenced by the
+partition's leader epoch; after a leader change the position is validated
+first (:mod:`._truncation`, KIP-320).  Offsets by time come from the
+client's ``send_offset_request``.  Retriable errors make the client forget
+the leader and are retried with the consumer's backoff; an out-of-range
+offset follows ``auto_offset_reset``; a fetch size too small for the next
+batch grows as documented.
 """
 
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
+
+from twisted.logger import Logger
 
 from afkak.client import ConsumerClient
 from afkak.client._interlayer import TOPIC_GONE
 from afkak.common import (
+    BrokerMetadata,
     BrokerResponseError,
     ConsumerFetchSizeTooSmall,
     OffsetOutOfRangeError,
@@ -26,7 +33,11 @@ from afkak.common import (
 from ._broker_fetch import FetchManager
 from ._messages import FetchedRecords, read_fetched
 from ._options import Options
+from ._replica_selection import ReadReplica
 from ._retry import RequestRetries
+from ._truncation import Diverged, PositionEpochs
+
+log = Logger()
 
 #: Below this fetch size a too-small fetch size grows 16-fold (at most to
 #: this size); from this size on it doubles.
@@ -49,6 +60,9 @@ class PartitionFetcher:
         self.key = TopicAndPartition(topic, partition)
         self._fetches = client.shared(FetchManager)
         self.isolation_level = options.isolation
+        self.rack = options.client_rack
+        self.epochs = PositionEpochs(client, self.key)
+        self.replica = ReadReplica(client)
         self.reconfigure(options)
 
     def reconfigure(self, options: Options) -> None:
@@ -66,7 +80,10 @@ class PartitionFetcher:
         Empty responses (the broker waited ``max_wait_ms`` for nothing) are
         fetched again; an out-of-range offset is reset per
         ``auto_offset_reset`` (the returned records then start elsewhere) or
-        raises :class:`~afkak.common.OffsetOutOfRangeError`.
+        raises :class:`~afkak.common.OffsetOutOfRangeError`.  A log truncated
+        below *offset* (KIP-320) carries on from where the logs diverge (as
+        the Java client), or, that being unknown, per ``auto_offset_reset``;
+        without it, raises :class:`~afkak.common.LogTruncationError`.
         """
         while True:
             try:
@@ -80,6 +97,22 @@ class PartitionFetcher:
                 if self.auto_offset_reset is None:
                     raise
                 offset = await self.offset_at(self.auto_offset_reset)
+                continue
+            except Diverged as diverged:
+                if self.auto_offset_reset is None:
+                    raise self.epochs.truncation_error(diverged) from None
+                log.warn(
+                    "Truncation detected for {topic}/{partition} at offset {position}:"
+                    " carrying on from {offset}",
+                    topic=self.topic,
+                    partition=self.partition,
+                    position=offset,
+                    offset="the reset offset" if diverged.offset is None else diverged.offset,
+                )
+                if diverged.offset is None:
+                    offset = await self.offset_at(self.auto_offset_reset)
+                else:
+                    offset = diverged.offset
                 continue
             if fetched.truncated:
                 self.grow()
@@ -124,21 +157,36 @@ class PartitionFetcher:
 
     async def _fetch(self, offset: int) -> FetchedRecords:
         leader = (await self.client.leaders_for([self.key]))[self.key]
-        error, data = await self._fetches.fetcher(leader, self.isolation_level).fetch(
-            leader, self.key, offset, self.buffer_size, self.min_bytes, self.max_wait_ms
-        )
+        epoch = self.client.leader_epoch(self.key)
+        if self.epochs.must_check(offset, epoch):
+            await self.epochs.check(leader, offset, epoch)
+        broker = self.replica.broker(leader)
+        error, data = await self._fetch_from(broker, offset, epoch)
+        if error and broker is not leader and self.replica.failed():
+            # The preferred replica failed (it may lag: even an out-of-range
+            # offset is not reset on its word): the leader is asked instead.
+            broker = leader
+            error, data = await self._fetch_from(leader, offset, epoch)
         if error:
             raise BrokerResponseError.from_errno(
                 error, f"fetching {self.topic}/{self.partition} at offset {offset}"
             )
         if data is None:
             return read_fetched(None, offset)
-        return read_fetched(
+        self.replica.answered(broker, data)
+        fetched = read_fetched(
             data.records,
             offset,
             data.aborted_transactions if self.isolation_level else None,
             data.high_watermark,
             data.last_stable_offset,
+        )
+        self.epochs.fetched(fetched, epoch)
+        return fetched
+
+    def _fetch_from(self, broker: BrokerMetadata, offset: int, epoch: int) -> Any:
+        return self._fetches.fetcher(broker, self.isolation_level, self.rack).fetch(
+            broker, self.key, offset, self.buffer_size, self.min_bytes, self.max_wait_ms, epoch
         )
 
     async def offset_at(self, time: int) -> int:

@@ -62,6 +62,8 @@ class Options:
     commit_generation_id: int
     #: The wire isolation level (0: read_uncommitted, 1: read_committed).
     isolation: int
+    #: The consumer's rack (KIP-392; "": none).
+    client_rack: str = ""
 
 
 def resolve(
@@ -81,6 +83,7 @@ def resolve(
     commit_consumer_id: Any,
     commit_generation_id: Any,
     isolation_level: Any,
+    client_rack: Any = None,
 ) -> Options:
     """Check the arguments (TypeError / ValueError) and resolve their defaults."""
     if consumer_group is not None and (not isinstance(consumer_group, str) or not consumer_group):
@@ -111,6 +114,8 @@ def resolve(
             f"auto_offset_reset must be OFFSET_EARLIEST, OFFSET_LATEST or None, "
             f"not {auto_offset_reset!r}"
         )
+    if client_rack is not None and not isinstance(client_rack, str):
+        raise TypeError(f"client_rack must be a str or None, not {client_rack!r}")
     if not isinstance(commit_consumer_id, str):
         raise TypeError(f"commit_consumer_id must be a str, not {commit_consumer_id!r}")
     return Options(
@@ -132,6 +137,7 @@ def resolve(
             "commit_generation_id", commit_generation_id, -(2**31), INT32_MAX
         ),
         isolation=isolation_level_of(isolation_level),
+        client_rack=client_rack or "",
     )
 
 

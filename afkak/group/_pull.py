@@ -350,14 +350,18 @@ class KafkaConsumer:
             d.callback(taken)
 
     def _take(self, limit: int) -> Records:
-        """Up to *limit* waiting records, partitions served in turn; finished calls complete."""
+        """Up to *limit* waiting records, partitions served in turn; finished calls complete.
+
+        Only the partitions visited are asked whether they are paused.
+        """
         taken: Records = {}
         finished = []
-        paused = self.paused()
+        group_paused = self._group.paused() if self._group is not None else None
+        consumers = self._consumers
         for tp in list(self._parked):
             if limit <= 0:
                 break
-            if tp in paused:
+            if tp in group_paused if group_paused is not None else consumers[tp].paused():
                 continue
             parked = self._parked.pop(tp)
             start, messages = parked.taken, parked.messages

@@ -45,6 +45,7 @@ BROKER_MODULES = frozenset(
         "test_client_tls",
         "test_compat_app",  # an afkak 21.5 application against noida-db
         "test_consumer_peers",  # kafka-python and aiokafka against real brokers
+        "test_consumer_replicas_kafka",  # KIP-320/KIP-392 on a 3-node Apache Kafka with racks
         "test_docs_examples",  # the docs' scripts against noida-db
         "test_java_interop",  # Kafka's Java clients against afkak, on Apache Kafka
         "test_main_job",  # tools/main_job.py, embedded and against a cluster

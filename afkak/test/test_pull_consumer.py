@@ -179,6 +179,20 @@ class PullControlTests(PullTestCase):
         c.resume(T0)
         self.assertEqual(offsets(self.successResultOf(c.getmany())), {(0, 0)})
 
+    def test_pause_of_assigned_partitions(self) -> None:
+        self.cluster.append(TOPIC, 4, [b"a"])
+        self.cluster.append(TOPIC, 5, [b"b"])
+        c = KafkaConsumer(self.client("solo"))
+        self.addCleanup(self.close, c)
+        c.assign([ALL[4], ALL[5]])
+        self.advance(1)  # both partitions' records wait for a poll
+        c.pause(ALL[4])
+        self.assertEqual(c.paused(), {ALL[4]})
+        self.assertEqual(offsets(self.successResultOf(c.getmany())), {(5, 0)})
+        c.resume(ALL[4])
+        self.advance(1)
+        self.assertEqual(offsets(self.successResultOf(c.getmany())), {(4, 0)})
+
     def test_records_not_polled_go_to_the_new_owner(self) -> None:
         """A rebalance takes partitions with records waiting: only those polled count."""
         self.produce(10)

@@ -64,7 +64,7 @@ class ApiVersionsTests(SynchronousTestCase):
             self.assertEqual(response.error_code, 0)
             self.assertEqual(
                 sorted(ranges),
-                [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22]
+                [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23]
                 + [
                     24,
                     25,

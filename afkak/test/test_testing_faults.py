@@ -45,6 +45,7 @@ from afkak.protocol.messages import (
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    OffsetForLeaderEpochRequest,
     ProduceRequest,
     SyncGroupRequest,
     TxnOffsetCommitRequest,
@@ -72,6 +73,13 @@ def sample_request(cluster: FakeKafkaCluster, api_key: int, version: int) -> Any
             ]
         ),
         3: METADATA_T,
+        23: OffsetForLeaderEpochRequest(
+            topics=[
+                OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+                    "t", [OffsetForLeaderEpochRequest.OffsetForLeaderPartition(0, -1, 0)]
+                )
+            ]
+        ),
         8: OC(
             group_id="g",
             topics=[
@@ -448,6 +456,7 @@ class FacadeSurfaceTests(SynchronousTestCase):
         "auto_create_topics",
         "fetch_sessions",
         "fetch_whole_first_batch",
+        "rack_aware_replica_selector",
         "share_groups",
         # setup
         "create_topic",
@@ -464,6 +473,7 @@ class FacadeSurfaceTests(SynchronousTestCase):
         "drop_connections",
         "refuse_connections",
         "move_leader",
+        "unclean_election",
         "set_broker_down",
         "set_broker_up",
         "change_address",

@@ -260,7 +260,8 @@ class FetchTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.clock = Clock()
         self.cluster = FakeKafkaCluster(brokers=2, reactor=self.clock)
-        self.cluster.create_topic("t", partitions=2)  # t/0 led by 0, t/1 by 1
+        # t/0 led by 0, t/1 by 1; node 0 is no replica of t/1.
+        self.cluster.create_topic("t", partitions=2, replication_factor=1)
         self.client = connect(self.cluster, 0)
 
     def fetch(self, version: int = 12, **kwargs: Any) -> Any:
@@ -363,10 +364,19 @@ class FetchTests(SynchronousTestCase):
         self.assertEqual(values_of(answer.records), [(0, b"small")])
 
     def test_long_poll_ends_on_leader_change(self) -> None:
-        d = self.client.request(fetch_request(self.cluster, {("t", 0): 0}, max_wait_ms=500), 12)
+        # Before v11 (KIP-392) only the leader serves consumers.
+        d = self.client.request(fetch_request(self.cluster, {("t", 0): 0}, max_wait_ms=500), 10)
         self.cluster.move_leader("t", 0, 1)
         answer = self.successResultOf(d).responses[0].partitions[0]
         self.assertEqual(answer.error_code, NotLeaderForPartitionError.errno)
+
+    def test_long_poll_fenced_on_leader_change(self) -> None:
+        request = fetch_request(self.cluster, {("t", 0): 0}, max_wait_ms=500)
+        request.topics[0].partitions[0].current_leader_epoch = 0
+        d = self.client.request(request, 12)
+        self.cluster.move_leader("t", 0, 1)
+        answer = self.successResultOf(d).responses[0].partitions[0]
+        self.assertEqual(answer.error_code, FencedLeaderEpoch.errno)
 
     def test_long_poll_holds_later_responses(self) -> None:
         held = self.client.request(fetch_request(self.cluster, {("t", 0): 0}, max_wait_ms=500), 12)

@@ -62,12 +62,14 @@ as if produced), ``commit``, ``delete_records``, ``enable_client_telemetry``
 (KIP-714's APIs, served as by a broker with a telemetry plugin).  Faults: ``fail_next``,
 ``drop_next``, ``drop_answer_next`` (handled, then the connection drops
 unanswered), ``delay``, ``drop_connections``, ``refuse_connections``,
-``move_leader``, ``set_broker_down``/``set_broker_up``, ``change_address``,
+``move_leader``, ``unclean_election`` (a truncated log under a new leader
+epoch), ``set_broker_down``/``set_broker_up``, ``change_address``,
 ``forget_producers``.  Inspection: ``requests_seen``, ``records``,
 ``committed_offsets``, ``committed``, ``partition``, ``topic_id``,
 ``coordinator``, ``open_connections``.  Options: ``auto_create_topics``,
-``fetch_sessions``, ``fetch_whole_first_batch``, ``share_groups`` (share
-groups' lock duration, delivery limit and offset reset).  That is the whole facade
+``fetch_sessions``, ``fetch_whole_first_batch``,
+``rack_aware_replica_selector`` (KIP-392), ``share_groups`` (share groups'
+lock duration, delivery limit and offset reset).  That is the whole facade
 (:class:`FakeKafkaCluster` lists it); everything else is ``cluster.state``,
 the request handlers' shared state, for experts (below: ``state.features``,
 ``state.transactions``...), whose shape may change.
@@ -80,6 +82,7 @@ What the fake does (and does not):
 - APIs served, at every version afkak's protocol classes know unless
   ``api_versions`` narrows them: ApiVersions, Metadata, Produce, Fetch,
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
+  OffsetForLeaderEpoch (where an epoch ends in the log, KIP-320),
   the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
   DescribeGroups, ListGroups; KIP-848's ConsumerGroupHeartbeat and KIP-932's
   share group APIs (see below); the transactional APIs: InitProducerId,
@@ -117,7 +120,10 @@ What the fake does (and does not):
   ``cluster.fetch_sessions = True`` it keeps KIP-227 sessions.  It honours max_bytes and
   partition_max_bytes (cutting batches the way Kafka's log reads do) and
   long-polls on the cluster's reactor until min_bytes arrive or max_wait_ms
-  passes.
+  passes.  Requests carrying a ``current_leader_epoch`` get
+  FENCED_LEADER_EPOCH/UNKNOWN_LEADER_EPOCH as Kafka's; Fetch v11+ is served
+  by followers too, and with ``cluster.rack_aware_replica_selector`` a
+  leader names a replica in the consumer's rack (KIP-392).
 - Group membership follows Kafka's classic coordinator (MEMBER_ID_REQUIRED
   from JoinGroup v4, static members, session and rebalance timeouts and the
   3 s initial rebalance delay on the cluster's reactor; ``state.group_coordinator``

@@ -81,13 +81,14 @@ class FakeKafkaCluster:
 
     - connecting: :attr:`bootstrap_hosts`, :meth:`endpoint_factory`, :attr:`reactor`;
     - options: :attr:`auto_create_topics`, :attr:`fetch_sessions`,
-      :attr:`fetch_whole_first_batch`, :attr:`share_groups` (share groups' settings);
+      :attr:`fetch_whole_first_batch`, :attr:`rack_aware_replica_selector`,
+      :attr:`share_groups` (share groups' settings);
     - setup: :meth:`create_topic`, :meth:`delete_topic`, :meth:`append`,
       :meth:`commit`, :meth:`delete_records`, :meth:`enable_client_telemetry`;
     - faults: :meth:`fail_next`, :meth:`drop_next`, :meth:`drop_answer_next`,
       :meth:`delay`, :meth:`drop_connections`, :meth:`refuse_connections`,
-      :meth:`move_leader`, :meth:`set_broker_down`, :meth:`set_broker_up`,
-      :meth:`change_address`, :meth:`forget_producers`;
+      :meth:`move_leader`, :meth:`unclean_election`, :meth:`set_broker_down`,
+      :meth:`set_broker_up`, :meth:`change_address`, :meth:`forget_producers`;
     - inspection: :attr:`requests_seen`, :meth:`records`,
       :attr:`committed_offsets`, :meth:`committed`, :meth:`partition`,
       :meth:`topic_id`, :meth:`coordinator`, :meth:`open_connections`.
@@ -156,6 +157,10 @@ class FakeKafkaCluster:
     fetch_whole_first_batch: _Shared[bool] = _Shared()
     #: Grant KIP-227 fetch sessions (False: a broker whose session cache is full).
     fetch_sessions: _Shared[bool] = _Shared()
+    #: Leaders name a replica in the rack of a consumer's ``client_rack``
+    #: (``state.brokers[n].rack``) as its ``preferred_read_replica``, as Kafka's
+    #: ``RackAwareReplicaSelector`` (KIP-392); followers serve Fetch v11+ in any case.
+    rack_aware_replica_selector: _Shared[bool] = _Shared()
     #: Every request the brokers received, in order (:class:`SeenRequest`).
     requests_seen: _Shared[list[SeenRequest]] = _Shared()
     #: KIP-932 share groups and their share-partitions: what a test sets (lock duration,
@@ -379,6 +384,16 @@ class FakeKafkaCluster:
     def move_leader(self, topic: str, partition: int, new_leader: int) -> None:
         """Make ``new_leader`` lead the partition (joining its replicas), bumping its epoch."""
         self.state.move_leader(topic, partition, new_leader)
+
+    def unclean_election(
+        self, topic: str, partition: int, new_leader: int, truncate_to: int
+    ) -> None:
+        """Elect an out-of-sync ``new_leader``: the log loses its records from ``truncate_to`` on.
+
+        The new leader's epoch starts at the truncated end (KIP-320's case:
+        consumers past it detect the truncation).
+        """
+        self.state.unclean_election(topic, partition, new_leader, truncate_to)
 
     def set_broker_down(self, node_id: int) -> None:
         """Stop a broker: drop its connections, refuse new ones, hide it from Metadata.

@@ -77,6 +77,8 @@ class ClusterState:
         self.max_message_bytes = max_message_bytes
         self.fetch_whole_first_batch = True
         self.fetch_sessions = False
+        #: Leaders send consumers with a ``client_rack`` to a replica in their rack (KIP-392).
+        self.rack_aware_replica_selector = False
         self.sessions: dict[tuple[int, int], FakeFetchSession] = {}
         self.brokers: dict[int, FakeBroker] = {
             n: FakeBroker(n, f"broker-{n}", DEFAULT_PORT) for n in range(brokers)
@@ -176,6 +178,18 @@ class ClusterState:
         part.leader = new_leader
         part.leader_epoch += 1
         self.wake_fetches()
+
+    def unclean_election(
+        self, topic: str, partition: int, new_leader: int, truncate_to: int
+    ) -> None:
+        """An out-of-sync replica becomes leader: the log loses its records from *truncate_to* on.
+
+        Models an unclean leader election (KIP-320's case): the new leader's
+        epoch starts at the truncated log's end.
+        """
+        part = self.partition(topic, partition)
+        part.log.truncate(truncate_to)
+        self.move_leader(topic, partition, new_leader)
 
     def set_broker_down(self, node_id: int) -> None:
         """Mark a broker down; its partitions move to their next live replica (or to -1)."""

@@ -26,6 +26,7 @@ from afkak.protocol.messages import (
     response_class,
 )
 from afkak.testing._admin_apis import ADMIN_ERROR_RESPONSES
+from afkak.testing._epoch_apis import offset_for_leader_epoch_error
 from afkak.testing._operator_apis import OPERATOR_ERROR_RESPONSES
 from afkak.testing._share_groups import SHARE_ERROR_RESPONSES
 from afkak.testing._txn_admin_apis import TXN_ADMIN_ERROR_RESPONSES
@@ -185,6 +186,7 @@ _BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
     15: _describe_groups,
     19: _create_topics,
     22: _init_producer_id,
+    23: offset_for_leader_epoch_error,
     **ADMIN_ERROR_RESPONSES,
     **TXN_ERROR_RESPONSES,
     **TXN_ADMIN_ERROR_RESPONSES,

@@ -35,7 +35,8 @@ class FakeFetchSession:
 
     session_id: int
     epoch: int = 1
-    #: key -> [topic, topic_id, fetch offset, partition max bytes, last high watermark]
+    #: key -> [topic, topic_id, fetch offset, partition max bytes, last high watermark,
+    #: current leader epoch]
     partitions: dict[_Key, list[Any]] = attrs.field(factory=dict)
 
 
@@ -72,13 +73,17 @@ def open_session(
             session.partitions.pop((topic, partition), None)
     _update(session, request, by_id)
     topics: dict[Any, FetchTopic] = {}
-    for (topic, partition), (name, topic_id, offset, max_bytes, _) in session.partitions.items():
+    for (topic, partition), state in session.partitions.items():
+        name, topic_id, offset, max_bytes, _, epoch = state
         entry = topics.get(topic)
         if entry is None:
             entry = topics[topic] = FetchRequest.FetchTopic(topic=name, topic_id=topic_id)
         entry.partitions.append(
             FetchRequest.FetchPartition(
-                partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes
+                partition=partition,
+                fetch_offset=offset,
+                partition_max_bytes=max_bytes,
+                current_leader_epoch=epoch,
             )
         )
     whole = attrs.evolve(request, topics=list(topics.values()), forgotten_topics_data=[])
@@ -97,6 +102,7 @@ def _update(session: FakeFetchSession, request: FetchRequest, by_id: bool) -> No
                 p.fetch_offset,
                 p.partition_max_bytes,
                 hwm,
+                p.current_leader_epoch,
             ]
 
 

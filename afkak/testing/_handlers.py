@@ -41,6 +41,7 @@ from afkak.protocol.messages import (
     MetadataResponse,
 )
 from afkak.testing._admin_apis import ADMIN_APIS
+from afkak.testing._epoch_apis import handle_offset_for_leader_epoch
 from afkak.testing._error_responses import error_response
 from afkak.testing._group_apis import handle_offset_commit, handle_offset_fetch
 from afkak.testing._group_coordinator import GROUP_APIS
@@ -325,6 +326,7 @@ SERVED_APIS: dict[int, Callable[[ConnectionHandler, Any, int], Any]] = {
     10: handle_find_coordinator,
     18: handle_api_versions,
     19: handle_create_topics,
+    23: handle_offset_for_leader_epoch,
     **GROUP_APIS,
     **ADMIN_APIS,
     **TXN_APIS,

@@ -253,6 +253,30 @@ class PartitionLog:
                 best = (record.offset, record.timestamp)
         return best
 
+    def truncate(self, offset: int) -> None:
+        """Drop the batches from the one holding *offset* on (a replica lacking them led).
+
+        The log end moves back to that batch's base offset (the records from
+        there on are lost, as in an unclean leader election).
+        """
+        index = self.batch_index(offset)
+        if index < len(self.batches):
+            self.high_watermark = max(self.batches[index].base_offset, self.log_start_offset)
+        del self.batches[index:]
+        del self._base_offsets[index:]
+        self.open_transactions = {
+            pid: first for pid, first in self.open_transactions.items() if first < offset
+        }
+
+    def epoch_starts(self) -> list[tuple[int, int]]:
+        """(leader epoch, first offset) of each epoch with records, as Kafka's epoch cache."""
+        starts: list[tuple[int, int]] = []
+        for stored in self.batches:
+            (epoch,) = _LEADER_EPOCH.unpack_from(stored.data, 12)
+            if epoch >= 0 and (not starts or epoch > starts[-1][0]):
+                starts.append((epoch, stored.base_offset))
+        return starts
+
     def delete_before(self, offset: int) -> None:
         """Advance the log start offset (as DeleteRecords does) and drop whole batches below it."""
         self.log_start_offset = max(self.log_start_offset, min(offset, self.high_watermark))

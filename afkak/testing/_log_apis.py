@@ -239,7 +239,7 @@ def read_fetch(
             part = find_partition(topic, fp.partition)
             error = topic_error or (0 if part is not None else UNKNOWN_TOPIC_OR_PARTITION)
             if part is not None:
-                error = leader_error(part, node, fp.current_leader_epoch)
+                error = leader_error(part, node, fp.current_leader_epoch, followers=version >= 11)
                 if error == NOT_LEADER_OR_FOLLOWER and version >= 12:
                     answer.current_leader = FetchResponse.LeaderIdAndEpoch(
                         part.leader, part.leader_epoch
@@ -257,7 +257,11 @@ def read_fetch(
                         FetchResponse.AbortedTransaction(pid, first)
                         for pid, first in log.aborted_between(fp.fetch_offset, upper)
                     ]
-                if not log.log_start_offset <= fp.fetch_offset <= log.high_watermark:
+                preferred = preferred_read_replica(cluster, part, node, request.rack_id, version)
+                if preferred >= 0:
+                    answer.preferred_read_replica = preferred
+                    failed = True  # answered at once, without records (as Kafka)
+                elif not log.log_start_offset <= fp.fetch_offset <= log.high_watermark:
                     error = code(OffsetOutOfRangeError)
                 elif fp.fetch_offset < upper:
                     answer.records = log.read(
@@ -282,6 +286,26 @@ def read_fetch(
         node_endpoints=node_endpoints(cluster, leaders, FetchResponse),
     )
     return response, size, failed
+
+
+def preferred_read_replica(
+    cluster: ClusterState, part: FakePartition, node: int, rack_id: str, version: int
+) -> int:
+    """The replica the leader sends a consumer of rack *rack_id* to (-1: read here).
+
+    As Kafka's ``RackAwareReplicaSelector`` (with ``cluster.rack_aware_replica_selector``):
+    a live replica in the consumer's rack, unless the leader is in it.
+    """
+    if not cluster.rack_aware_replica_selector or version < 11 or not rack_id:
+        return -1
+    brokers = cluster.brokers
+    if node != part.leader or brokers[node].rack == rack_id:
+        return -1
+    for replica in part.replicas:
+        broker = brokers.get(replica)
+        if broker is not None and broker.up and broker.rack == rack_id:
+            return replica
+    return -1
 
 
 # ListOffsets

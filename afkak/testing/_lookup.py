@@ -62,13 +62,16 @@ def find_partition(topic: FakeTopic | None, index: int) -> FakePartition | None:
     return topic.partitions[index]
 
 
-def leader_error(part: FakePartition, node: int, current_leader_epoch: int = -1) -> int:
+def leader_error(
+    part: FakePartition, node: int, current_leader_epoch: int = -1, followers: bool = False
+) -> int:
     """Kafka's error for a leader-only request to ``node`` (0 when it leads ``part``).
 
+    With *followers* (a consumer's Fetch v11+, KIP-392) any replica answers.
     A client's ``current_leader_epoch`` (-1: unknown) older than the leader's
     is fenced; a newer one is unknown to this broker.
     """
-    if part.leader != node:
+    if part.leader != node and not (followers and part.leader >= 0 and node in part.replicas):
         return NOT_LEADER_OR_FOLLOWER
     if current_leader_epoch >= 0:
         if current_leader_epoch < part.leader_epoch:
