@@ -647,6 +647,16 @@ class KafkaClient:
         """
         return MappingProxyType(self._cluster.cache.topic_ids)
 
+    def finalized_feature(self, name: str) -> int:
+        """The cluster's finalized level of feature *name* (0: not finalized), as the
+        connection negotiated with the newest feature epoch heard it (Java's ApiVersions).
+
+        The transactional producer reads ``transaction.version`` here (KIP-890).
+        """
+        conns = [c for lane in self._cluster.pool.lanes() for c in lane.values()]
+        newest = max(conns, key=lambda c: c.finalized_features_epoch, default=None)
+        return 0 if newest is None else newest.finalized_features.get(name, 0)
+
     def leaders_for(
         self, partitions: Iterable[TopicAndPartition]
     ) -> Deferred[dict[TopicAndPartition, BrokerMetadata]]:
