@@ -698,6 +698,17 @@ class KafkaClient:
         d.addBoth(self._settled, d)
         return d
 
+    def note_new_leader(
+        self, partition: TopicAndPartition, current_leader: Any, node_endpoints: Any = ()
+    ) -> bool:
+        """KIP-951: a Produce (v10+) or Fetch (v12+) error's ``current_leader`` (with the
+        response's ``node_endpoints``, v16+ / v10+) names the partition's new leader: route
+        to it at once, no Metadata round trip.  The :meth:`note_stale_leaders` that follows
+        the error keeps it.  False when the hint is unusable: the refresh then finds it.
+        """
+        leader_id = -1 if current_leader is None else current_leader.leader_id
+        return leader_id >= 0 and self._cluster.hint_leader(partition, leader_id, node_endpoints)
+
     def note_stale_leaders(self, partitions: Iterable[TopicAndPartition]) -> None:
         """Forget the leaders of *partitions*: the next lookup loads fresh metadata.
 

@@ -429,6 +429,19 @@ class Cluster:
 
     # -- invalidation and shutdown ------------------------------------------
 
+    def hint_leader(self, key: TopicAndPartition, leader_id: int, endpoints: Any) -> bool:
+        """Move *key* to broker *leader_id*, its address from *endpoints* (a response's
+        ``node_endpoints``) or the cache; False when neither knows it (KIP-951)."""
+        given = [e for e in endpoints if e.node_id == leader_id]
+        if given:
+            self._apply(
+                self.cache.update_brokers(
+                    [BrokerMetadata(leader_id, given[0].host, given[0].port)], complete=False
+                )
+            )
+        broker = self.cache.brokers.get(leader_id)
+        return broker is not None and self.cache.hint_leader(key, broker)
+
     def note_lost_leader(self, keys: Iterable[TopicAndPartition], failure: Failure) -> None:
         if lost_broker(failure):
             for key in keys:

@@ -55,6 +55,8 @@ class MetadataCache:
         self.topic_errors: dict[str, int] = {}
         self.topic_ids: dict[str, UUID] = {}
         self.coordinators: dict[str, BrokerMetadata] = {}
+        #: KIP-951: the leader an error response named, kept by the reset that follows.
+        self.leader_hints: dict[TopicAndPartition, BrokerMetadata] = {}
 
     # -- merging ------------------------------------------------------------
 
@@ -145,13 +147,30 @@ class MetadataCache:
                 key = TopicAndPartition(topic, partition)
                 self.topics_to_brokers.pop(key, None)
                 self.partition_meta.pop(key, None)
+                self.leader_hints.pop(key, None)
             self.topic_errors.pop(topic, None)
             self.topic_ids.pop(topic, None)
 
+    def hint_leader(self, key: TopicAndPartition, leader: BrokerMetadata) -> bool:
+        """KIP-951: an error response named the partition's new *leader*: route to it now.
+
+        False (nothing changed) for a partition not in the cache, or when *leader* is
+        already the cached leader (it just refused to lead: the metadata must tell).
+        """
+        current = self.topics_to_brokers.get(key)
+        if key not in self.topics_to_brokers or current == leader:
+            return False
+        self.topics_to_brokers[key] = self.leader_hints[key] = leader
+        meta = self.partition_meta.get(key)
+        if meta is not None:
+            self.partition_meta[key] = meta._replace(leader=leader.node_id)
+        return True
+
     def reset_leader(self, key: TopicAndPartition) -> None:
-        """Forget one partition's leader: the next request for it reloads its topic."""
+        """Forget one partition's leader: the next request for it reloads its topic
+        (unless the error that proved it stale named the new one, :meth:`hint_leader`)."""
         if key in self.topics_to_brokers:
-            self.topics_to_brokers[key] = None
+            self.topics_to_brokers[key] = self.leader_hints.pop(key, None)
 
     def reset_groups(self, *groups: str) -> None:
         for group in groups:
@@ -165,3 +184,4 @@ class MetadataCache:
         self.topic_errors.clear()
         self.topic_ids.clear()
         self.coordinators.clear()
+        self.leader_hints.clear()

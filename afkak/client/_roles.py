@@ -80,6 +80,10 @@ class ClusterMetadata(Protocol):
         self, partitions: Iterable[TopicAndPartition]
     ) -> Deferred[dict[TopicAndPartition, BrokerMetadata]]: ...
 
+    def note_new_leader(
+        self, partition: TopicAndPartition, current_leader: Any, node_endpoints: Any = ()
+    ) -> bool: ...
+
     def note_stale_leaders(self, partitions: Iterable[TopicAndPartition]) -> None: ...
 
 

@@ -274,6 +274,7 @@ class BrokerFetcher:
         Returns the bytes of records the response held (``fetch-size``).
         """
         by_id = call.version >= 13
+        client = self._client()
         answers = []
         size = 0
         sensors = self._sensors
@@ -283,6 +284,8 @@ class BrokerFetcher:
                 key = TopicAndPartition(name, data.partition_index)
                 sent = covered.get(key)
                 if sent is not None and (data.error_code or data.records):
+                    if data.error_code and client is not None:  # KIP-951: a new leader
+                        client.note_new_leader(key, data.current_leader, response.node_endpoints)
                     answers.append((key, sent[0], (data.error_code, data)))
                     if data.records:
                         size += len(data.records)

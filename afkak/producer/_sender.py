@@ -284,6 +284,9 @@ class Sender:
                 continue
             part = batch.part
             if code in STALE_LEADER:
+                self._client.note_new_leader(
+                    part.key, answer.current_leader, response.node_endpoints
+                )
                 self._client.note_stale_leaders([part.key])
             if code == OUT_OF_ORDER_SEQUENCE_NUMBER and self._is_gap(part, batch):
                 action = Action.BUMP

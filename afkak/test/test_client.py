@@ -302,6 +302,35 @@ class MetadataTests(ClientTestCase):
         self.assertIsNot(client.clients[1], old)
         self.assertEqual((client.clients[1].host, client.clients[1].port), ("elsewhere", 1234))
 
+    def test_new_leader_hint(self) -> None:
+        """KIP-951: an error's current_leader (and node_endpoints) moves the partition."""
+        from afkak.protocol.messages import ProduceResponse as R
+
+        self.cluster.create_topic("k")
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("k"))
+        key = TopicAndPartition("k", 0)
+        other = (client.topics_to_brokers[key].node_id + 1) % 3
+        self.successResultOf(client.send_offset_request([OffsetRequest("k", 0, -1, 1)]))
+        moved = R.NodeEndpoint(other, "elsewhere", 1234, None)
+        self.assertTrue(client.note_new_leader(key, R.LeaderIdAndEpoch(other, 5), [moved]))
+        self.assertEqual(client.topics_to_brokers[key], BrokerMetadata(other, "elsewhere", 1234))
+        self.assertEqual(client.partition_meta[key].leader, other)
+        client.note_stale_leaders([key])  # the reset after the error keeps the hint
+        self.assertEqual(client.topics_to_brokers[key].node_id, other)
+        client.note_stale_leaders([key])  # a later one, without a hint, forgets it
+        self.assertIsNone(client.topics_to_brokers[key])
+        # Unusable hints change nothing: the metadata refresh finds the leader.
+        self.successResultOf(client.load_metadata_for_topics("k"))
+        leader = client.topics_to_brokers[key]
+        for hint in (R.LeaderIdAndEpoch(-1, -1), R.LeaderIdAndEpoch(9, 1), None):
+            self.assertFalse(client.note_new_leader(key, hint, []))
+        self.assertFalse(client.note_new_leader(key, R.LeaderIdAndEpoch(leader.node_id, 9)))
+        self.assertFalse(
+            client.note_new_leader(TopicAndPartition("no", 0), R.LeaderIdAndEpoch(0, 1))
+        )
+        self.assertEqual(client.topics_to_brokers[key], leader)
+
     def test_periodic_refresh(self) -> None:
         self.cluster.create_topic("t")
         client = self.make_client(metadata_max_age=60)
