@@ -42,7 +42,7 @@ from afkak.metrics import CLIENT, MetricName, Metrics
 from afkak.records.aborted import isolation_level as isolation_level_of
 
 from . import _validate as check
-from ._cluster import Cluster
+from ._cluster import RECOVERY_STRATEGIES, Cluster
 from ._commit_calls import OffsetCommitCall, OffsetFetchCall, metadata_text
 from ._fanout import fan_out, finish
 from ._fetch_call import FetchCall
@@ -106,6 +106,16 @@ class KafkaClient:
         never) with a JSON document shaped like librdkafka's statistics
         (brokers, topics and partitions, the group, totals).  See :doc:`/monitoring`.
     :param stats_cb: called with that document (a ``str``), as librdkafka's ``stats_cb``.
+    :param metadata_recovery_strategy: what to do when no known broker answers
+        (Kafka's ``metadata.recovery.strategy``, KIP-899/KIP-1102):
+        ``"rebootstrap"`` (the default, as Java's 4.x client) goes back to *hosts*,
+        their names resolved again, and forgets the known brokers when a broker
+        answers REBOOTSTRAP_REQUIRED or no Metadata came for
+        *metadata_recovery_rebootstrap_trigger_ms*; ``"none"`` never uses *hosts*
+        again once brokers are known.
+    :param metadata_recovery_rebootstrap_trigger_ms: how long Metadata loads may
+        fail before the client rebootstraps (Kafka's
+        ``metadata.recovery.rebootstrap.trigger.ms``, 300,000 by default).
     """
 
     clientId = "afkak-client"
@@ -132,6 +142,8 @@ class KafkaClient:
         max_request_size: int = DEFAULT_MAX_REQUEST_SIZE,
         statistics_interval_ms: int = 0,
         stats_cb: Callable[[str], object] | None = None,
+        metadata_recovery_strategy: str = "rebootstrap",
+        metadata_recovery_rebootstrap_trigger_ms: int = 300_000,
     ) -> None:
         bootstrap = parse_hosts(hosts)
         if clientId is not None:
@@ -184,6 +196,16 @@ class KafkaClient:
             metadata_max_age,
             coordinator_timeout=self.timeout,
             retry_policy=retry_policy,
+            recovery=check.one_of(
+                "metadata_recovery_strategy", metadata_recovery_strategy, RECOVERY_STRATEGIES
+            ),
+            rebootstrap_trigger=check.integer(
+                "metadata_recovery_rebootstrap_trigger_ms",
+                metadata_recovery_rebootstrap_trigger_ms,
+                0,
+                check.INT32_MAX,
+            )
+            / 1000.0,
         )
         self._statistics = start_statistics(
             reactor,
