@@ -104,6 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--stops", nargs="+", default=["shutdown", "kill"])
+    parser.add_argument("--paths", nargs="+", default=["fast", "refresh"])
     args = parser.parse_args()
     with KafkaCluster() as cluster:
         topic = f"failover-{int(time.time())}"
@@ -111,7 +112,7 @@ def main() -> None:
         results: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for event in args.stops:
             for _ in range(args.rounds):
-                for mode in ("fast", "refresh"):
+                for mode in args.paths:
                     r = one_round(cluster, topic, mode, event)
                     results.setdefault((event, mode), []).append(r)
                     print(

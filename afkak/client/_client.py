@@ -728,8 +728,11 @@ class KafkaClient:
         to it at once, no Metadata round trip.  The :meth:`note_stale_leaders` that follows
         the error keeps it.  False when the hint is unusable: the refresh then finds it.
         """
-        leader_id = -1 if current_leader is None else current_leader.leader_id
-        return leader_id >= 0 and self._cluster.hint_leader(partition, leader_id, node_endpoints)
+        if current_leader is None or current_leader.leader_id < 0:
+            return False
+        return self._cluster.hint_leader(
+            partition, current_leader.leader_id, current_leader.leader_epoch, node_endpoints
+        )
 
     def note_stale_leaders(self, partitions: Iterable[TopicAndPartition]) -> None:
         """Forget the leaders of *partitions*: the next lookup loads fresh metadata.

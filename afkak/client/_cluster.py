@@ -468,9 +468,12 @@ class Cluster:
 
     # -- invalidation and shutdown ------------------------------------------
 
-    def hint_leader(self, key: TopicAndPartition, leader_id: int, endpoints: Any) -> bool:
-        """Move *key* to broker *leader_id*, its address from *endpoints* (a response's
-        ``node_endpoints``) or the cache; False when neither knows it (KIP-951)."""
+    def hint_leader(
+        self, key: TopicAndPartition, leader_id: int, epoch: int, endpoints: Any
+    ) -> bool:
+        """Move *key* to broker *leader_id* (leader *epoch*), its address from
+        *endpoints* (a response's ``node_endpoints``) or the cache; False when neither
+        knows it or the cache refuses the hint (KIP-951)."""
         given = [e for e in endpoints if e.node_id == leader_id]
         if given:
             self._apply(
@@ -479,7 +482,7 @@ class Cluster:
                 )
             )
         broker = self.cache.brokers.get(leader_id)
-        return broker is not None and self.cache.hint_leader(key, broker)
+        return broker is not None and self.cache.hint_leader(key, broker, epoch)
 
     def note_lost_leader(self, keys: Iterable[TopicAndPartition], failure: Failure) -> None:
         if lost_broker(failure):

@@ -57,6 +57,9 @@ class MetadataCache:
         self.coordinators: dict[str, BrokerMetadata] = {}
         #: KIP-951: the leader an error response named, kept by the reset that follows.
         self.leader_hints: dict[TopicAndPartition, BrokerMetadata] = {}
+        #: The leader epoch of the last hint taken per partition: an older or equal
+        #: one (a broker that has not heard of the move yet) is not followed.
+        self.hinted_epochs: dict[TopicAndPartition, int] = {}
 
     # -- merging ------------------------------------------------------------
 
@@ -151,15 +154,21 @@ class MetadataCache:
             self.topic_errors.pop(topic, None)
             self.topic_ids.pop(topic, None)
 
-    def hint_leader(self, key: TopicAndPartition, leader: BrokerMetadata) -> bool:
-        """KIP-951: an error response named the partition's new *leader*: route to it now.
+    def hint_leader(self, key: TopicAndPartition, leader: BrokerMetadata, epoch: int) -> bool:
+        """KIP-951: an error response named the partition's new *leader* (at leader
+        *epoch*): route to it now.
 
-        False (nothing changed) for a partition not in the cache, or when *leader* is
-        already the cached leader (it just refused to lead: the metadata must tell).
+        False (nothing changed) for a partition not in the cache, when *leader* is
+        already the cached leader (it just refused to lead), or when *epoch* is not
+        newer than the last hint's (a broker behind the move, pointing back): the
+        metadata must tell.
         """
         current = self.topics_to_brokers.get(key)
         if key not in self.topics_to_brokers or current == leader:
             return False
+        if epoch <= self.hinted_epochs.get(key, -1):
+            return False
+        self.hinted_epochs[key] = epoch
         self.topics_to_brokers[key] = self.leader_hints[key] = leader
         meta = self.partition_meta.get(key)
         if meta is not None:
@@ -185,3 +194,4 @@ class MetadataCache:
         self.topic_ids.clear()
         self.coordinators.clear()
         self.leader_hints.clear()
+        self.hinted_epochs.clear()

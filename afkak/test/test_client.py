@@ -317,6 +317,11 @@ class MetadataTests(ClientTestCase):
         self.assertTrue(client.note_new_leader(key, R.LeaderIdAndEpoch(other, 5), [moved]))
         self.assertEqual(client.topics_to_brokers[key], BrokerMetadata(other, "elsewhere", 1234))
         self.assertEqual(client.partition_meta[key].leader, other)
+        # A broker behind the move points back at an older epoch: not followed.
+        third = (other + 1) % 3
+        self.assertFalse(client.note_new_leader(key, R.LeaderIdAndEpoch(third, 5)))
+        self.assertFalse(client.note_new_leader(key, R.LeaderIdAndEpoch(third, 4)))
+        self.assertEqual(client.topics_to_brokers[key].node_id, other)
         client.note_stale_leaders([key])  # the reset after the error keeps the hint
         self.assertEqual(client.topics_to_brokers[key].node_id, other)
         client.note_stale_leaders([key])  # a later one, without a hint, forgets it
