@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import reactor
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.internet.task import LoopingCall
 
@@ -31,6 +30,7 @@ from afkak.common import OFFSET_LATEST, TopicAndPartition
 from afkak.consumer import Consumer
 from afkak.producer import Producer
 from afkak.test.brokers import KafkaCluster
+from afkak.test.helpers import pump
 
 
 class RefreshOnlyClient(KafkaClient):
@@ -43,11 +43,7 @@ class RefreshOnlyClient(KafkaClient):
 
 
 def _drive(until: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not until():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not done within {timeout} s")
-        reactor.iterate(0.005)  # type: ignore[attr-defined]
+    pump(until, timeout, "leader failover", step=0.005)
 
 
 def one_round(cluster: KafkaCluster, topic: str, mode: str, event: str) -> tuple[float, float]:

@@ -1113,26 +1113,14 @@ class RetryTests(ConsumerTestCase):
         self.start(c, 0)
         old = self.cluster.partition("t", 1).leader
         new = (old + 1) % 3
+        metadata = len(self.requests(3))
         self.cluster.move_leader("t", 1, new)  # the waiting fetch gets NOT_LEADER
         self.append(b"b")
         self.assertEqual(p.values, [b"a"])
         self.clock.advance(0.1)
         self.assertEqual(p.values, [b"a", b"b"])
         self.assertEqual(self.requests(FETCH)[-1].broker, new)
-
-    def test_leader_moves_with_the_hint_and_no_metadata(self) -> None:
-        """KIP-951: the fetch's NOT_LEADER_OR_FOLLOWER names the new leader."""
-        self.append(b"a")
-        p = Recorder()
-        c = self.consumer(p)
-        self.stop(c)
-        self.start(c, 0)
-        metadata = len(self.requests(3))
-        new = (self.cluster.partition("t", 1).leader + 1) % 3
-        self.cluster.move_leader("t", 1, new)
-        self.append(b"b")
-        self.clock.advance(0.1)
-        self.assertEqual(p.values, [b"a", b"b"])
+        # KIP-951: the error named the new leader: no Metadata round trip.
         self.assertEqual(len(self.requests(3)), metadata)
 
     def test_retriable_errors_back_off(self) -> None:
