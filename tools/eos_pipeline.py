@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> None:
     from twisted.internet.endpoints import TCP4ClientEndpoint
     from twisted.internet.task import react
 
+    from afkak._retry import retry_backoff, retrying
     from afkak.client import KafkaClient
     from afkak.common import (
         OFFSET_COMMITTED,
@@ -71,8 +72,17 @@ def run(args: argparse.Namespace) -> None:
         consumers = []
 
         #: Partition -> the next input offset, as committed by the pipeline's transactions.
-        committed = await client.send_offset_fetch_request(
-            args.group, [OffsetFetchRequest(args.input, p) for p in partitions], require_stable=True
+        # A new group's coordinator may still be loading (COORDINATOR_LOAD_IN_PROGRESS).
+        committed = await retrying(
+            reactor,
+            lambda: client.send_offset_fetch_request(
+                args.group,
+                [OffsetFetchRequest(args.input, p) for p in partitions],
+                require_stable=True,
+            ),
+            retry_backoff(),
+            max_attempts=50,
+            what="OffsetFetch",
         )
         position = {c.partition: max(c.offset, 0) for c in committed}
 

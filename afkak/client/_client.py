@@ -46,7 +46,7 @@ from afkak.metrics import CLIENT, MetricName, Metrics
 from afkak.records.aborted import isolation_level as isolation_level_of
 
 from . import _validate as check
-from ._cluster import Cluster
+from ._cluster import RECOVERY_STRATEGIES, Cluster
 from ._commit_calls import OffsetCommitCall, OffsetFetchCall, metadata_text
 from ._fanout import fan_out, finish
 from ._fetch_call import FetchCall
@@ -118,6 +118,16 @@ class KafkaClient:
         for them (KIP-714, Java's ``enable.metrics.push``, on by default).  A
         broker without a client-telemetry plugin is sent nothing.  See
         :doc:`/monitoring`.
+    :param metadata_recovery_strategy: what to do when no known broker answers
+        (Kafka's ``metadata.recovery.strategy``, KIP-899/KIP-1102):
+        ``"rebootstrap"`` (the default, as Java's 4.x client) goes back to *hosts*,
+        their names resolved again, and forgets the known brokers when a broker
+        answers REBOOTSTRAP_REQUIRED or no Metadata came for
+        *metadata_recovery_rebootstrap_trigger_ms*; ``"none"`` never uses *hosts*
+        again once brokers are known.
+    :param metadata_recovery_rebootstrap_trigger_ms: how long Metadata loads may
+        fail before the client rebootstraps (Kafka's
+        ``metadata.recovery.rebootstrap.trigger.ms``, 300,000 by default).
     """
 
     clientId = "afkak-client"
@@ -145,6 +155,8 @@ class KafkaClient:
         statistics_interval_ms: int = 0,
         stats_cb: Callable[[str], object] | None = None,
         enable_metrics_push: bool = True,
+        metadata_recovery_strategy: str = "rebootstrap",
+        metadata_recovery_rebootstrap_trigger_ms: int = 300_000,
     ) -> None:
         bootstrap = parse_hosts(hosts)
         if not isinstance(enable_metrics_push, bool):
@@ -220,6 +232,16 @@ class KafkaClient:
             metadata_max_age,
             coordinator_timeout=self.timeout,
             retry_policy=retry_policy,
+            recovery=check.one_of(
+                "metadata_recovery_strategy", metadata_recovery_strategy, RECOVERY_STRATEGIES
+            ),
+            rebootstrap_trigger=check.integer(
+                "metadata_recovery_rebootstrap_trigger_ms",
+                metadata_recovery_rebootstrap_trigger_ms,
+                0,
+                check.INT32_MAX,
+            )
+            / 1000.0,
         )
         self._statistics = start_statistics(
             reactor,
@@ -696,6 +718,16 @@ class KafkaClient:
         """
         return MappingProxyType(self._cluster.cache.topic_ids)
 
+    def finalized_feature(self, name: str) -> int:
+        """The cluster's finalized level of feature *name* (0: not finalized), as the
+        connection negotiated with the newest feature epoch heard it (Java's ApiVersions).
+
+        The transactional producer reads ``transaction.version`` here (KIP-890).
+        """
+        conns = [c for lane in self._cluster.pool.lanes() for c in lane.values()]
+        newest = max(conns, key=lambda c: c.finalized_features_epoch, default=None)
+        return 0 if newest is None else newest.finalized_features.get(name, 0)
+
     def leaders_for(
         self, partitions: Iterable[TopicAndPartition]
     ) -> Deferred[dict[TopicAndPartition, BrokerMetadata]]:
@@ -748,6 +780,20 @@ class KafkaClient:
     def broker_by_id(self, node_id: int) -> BrokerMetadata | None:
         """The known broker *node_id* (None: not in the last metadata)."""
         return self._cluster.cache.brokers.get(node_id)
+
+    def note_new_leader(
+        self, partition: TopicAndPartition, current_leader: Any, node_endpoints: Any = ()
+    ) -> bool:
+        """KIP-951: a Produce (v10+) or Fetch (v12+) error's ``current_leader`` (with the
+        response's ``node_endpoints``, v16+ / v10+) names the partition's new leader: route
+        to it at once, no Metadata round trip.  The :meth:`note_stale_leaders` that follows
+        the error keeps it.  False when the hint is unusable: the refresh then finds it.
+        """
+        if current_leader is None or current_leader.leader_id < 0:
+            return False
+        return self._cluster.hint_leader(
+            partition, current_leader.leader_id, current_leader.leader_epoch, node_endpoints
+        )
 
     def note_stale_leaders(self, partitions: Iterable[TopicAndPartition]) -> None:
         """Forget the leaders of *partitions*: the next lookup loads fresh metadata.

@@ -29,6 +29,7 @@ from afkak.common import (
     CancelledError,
     CoordinatorLoadInProgress,
     CoordinatorNotAvailable,
+    ErrorCode,
     KafkaError,
     KafkaUnavailableError,
     LeaderUnavailableError,
@@ -90,8 +91,20 @@ class _Refusal:
     until: float
 
 
+#: KIP-1102 ``metadata.recovery.strategy``: back to the bootstrap hosts when no
+#: known broker answers (Kafka 4's default), or never once brokers are known.
+RECOVERY_STRATEGIES = ("rebootstrap", "none")
+
+
 class Cluster:
-    """Routing and metadata for one :class:`~afkak.client.KafkaClient`."""
+    """Routing and metadata for one :class:`~afkak.client.KafkaClient`.
+
+    With the ``rebootstrap`` recovery strategy (KIP-1102), as Java's client: a
+    request no known broker answered goes to the bootstrap hosts (their names
+    resolved again); when no Metadata has come for *rebootstrap_trigger*
+    seconds since a load began, or a broker answers REBOOTSTRAP_REQUIRED, the
+    known brokers are forgotten and the next load starts from the bootstrap hosts.
+    """
 
     def __init__(
         self,
@@ -101,8 +114,14 @@ class Cluster:
         metadata_max_age: float | None,
         coordinator_timeout: float,
         retry_policy: Callable[[int], float],
+        recovery: str = "rebootstrap",
+        rebootstrap_trigger: float = 300.0,
     ) -> None:
         self.reactor = reactor
+        self._rebootstrap_enabled = recovery == "rebootstrap"
+        self._rebootstrap_trigger = rebootstrap_trigger
+        #: When the Metadata loads began failing (None: the last one succeeded).
+        self._metadata_failing_since: float | None = None
         self._coordinator_timeout = coordinator_timeout
         self._retry_policy = retry_policy
         #: Bootstrap hosts whose last attempt was refused: with wrong credentials
@@ -181,6 +200,8 @@ class Cluster:
                 last = e
                 errors.append(f"{format_host_port(broker.host, broker.port)}: {e}")
         hosts = list(self.bootstrap_hosts)
+        if self.cache.brokers and not self._rebootstrap_enabled:
+            hosts = []  # metadata.recovery.strategy=none
         self._random.shuffle(hosts)
         for host, port in hosts:
             refusal = self._refusals.get((host, port))
@@ -286,13 +307,31 @@ class Cluster:
     async def _metadata_round(self, topics: tuple[str, ...] | None) -> None:
         if self.closed:  # a load queued behind the one close() cancelled
             raise CancelledError(request_sent=False, message="the client is closed")
+        now = self.reactor.seconds()
+        if self._metadata_failing_since is None:
+            self._metadata_failing_since = now
+        elif now - self._metadata_failing_since > self._rebootstrap_trigger:
+            self.rebootstrap(f"no metadata for {now - self._metadata_failing_since:.0f} s")
         call = MetadataCall(topics)
         response = await self.request_any(call)
+        if response.error_code == ErrorCode.REBOOTSTRAP_REQUIRED and self._rebootstrap_enabled:
+            self.rebootstrap("the broker answered REBOOTSTRAP_REQUIRED")
+            response = await self.request_any(call)
         [snapshot] = call.parse(response)
         if self.closed:
             return
+        self._metadata_failing_since = None
         self._apply(self.cache.merge(snapshot))
         self._schedule_refresh()
+
+    def rebootstrap(self, why: str) -> None:
+        """Forget every known broker (closing their connections): the next request
+        goes to the bootstrap hosts.  Nothing to do under the ``none`` strategy."""
+        if not self._rebootstrap_enabled or not self.cache.brokers:
+            return
+        log.info("rebootstrapping from {hosts}: {why}", hosts=self.bootstrap_hosts, why=why)
+        self._metadata_failing_since = self.reactor.seconds()
+        self._apply(self.cache.update_brokers((), complete=True))
 
     def _apply(self, changes: BrokerChanges) -> None:
         for node_id in changes.removed | changes.moved:
@@ -428,6 +467,22 @@ class Cluster:
         return response
 
     # -- invalidation and shutdown ------------------------------------------
+
+    def hint_leader(
+        self, key: TopicAndPartition, leader_id: int, epoch: int, endpoints: Any
+    ) -> bool:
+        """Move *key* to broker *leader_id* (leader *epoch*), its address from
+        *endpoints* (a response's ``node_endpoints``) or the cache; False when neither
+        knows it or the cache refuses the hint (KIP-951)."""
+        given = [e for e in endpoints if e.node_id == leader_id]
+        if given:
+            self._apply(
+                self.cache.update_brokers(
+                    [BrokerMetadata(leader_id, given[0].host, given[0].port)], complete=False
+                )
+            )
+        broker = self.cache.brokers.get(leader_id)
+        return broker is not None and self.cache.hint_leader(key, broker, epoch)
 
     def note_lost_leader(self, keys: Iterable[TopicAndPartition], failure: Failure) -> None:
         if lost_broker(failure):

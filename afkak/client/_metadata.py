@@ -59,6 +59,11 @@ class MetadataCache:
         #: Each partition's leader epoch (KIP-320), where Metadata v7+ gave one.
         self.leader_epochs: dict[TopicAndPartition, int] = {}
         self.coordinators: dict[str, BrokerMetadata] = {}
+        #: KIP-951: the leader an error response named, kept by the reset that follows.
+        self.leader_hints: dict[TopicAndPartition, BrokerMetadata] = {}
+        #: The leader epoch of the last hint taken per partition: an older or equal
+        #: one (a broker that has not heard of the move yet) is not followed.
+        self.hinted_epochs: dict[TopicAndPartition, int] = {}
 
     # -- merging ------------------------------------------------------------
 
@@ -182,13 +187,37 @@ class MetadataCache:
                 self.topics_to_brokers.pop(key, None)
                 self.partition_meta.pop(key, None)
                 self.leader_epochs.pop(key, None)
+                self.leader_hints.pop(key, None)
             self.topic_errors.pop(topic, None)
             self.topic_ids.pop(topic, None)
 
+    def hint_leader(self, key: TopicAndPartition, leader: BrokerMetadata, epoch: int) -> bool:
+        """KIP-951: an error response named the partition's new *leader* (at leader
+        *epoch*): route to it now.
+
+        False (nothing changed) for a partition not in the cache, when *leader* is
+        already the cached leader (it just refused to lead), or when *epoch* is not
+        newer than the last hint's or the metadata's (a broker behind the move,
+        pointing back): the metadata must tell.  A hint taken moves the partition's
+        leader epoch too, so fetches carry the new leader's (KIP-320).
+        """
+        current = self.topics_to_brokers.get(key)
+        if key not in self.topics_to_brokers or current == leader:
+            return False
+        if epoch <= max(self.hinted_epochs.get(key, -1), self.leader_epochs.get(key, -1)):
+            return False
+        self.hinted_epochs[key] = self.leader_epochs[key] = epoch
+        self.topics_to_brokers[key] = self.leader_hints[key] = leader
+        meta = self.partition_meta.get(key)
+        if meta is not None:
+            self.partition_meta[key] = meta._replace(leader=leader.node_id)
+        return True
+
     def reset_leader(self, key: TopicAndPartition) -> None:
-        """Forget one partition's leader: the next request for it reloads its topic."""
+        """Forget one partition's leader: the next request for it reloads its topic
+        (unless the error that proved it stale named the new one, :meth:`hint_leader`)."""
         if key in self.topics_to_brokers:
-            self.topics_to_brokers[key] = None
+            self.topics_to_brokers[key] = self.leader_hints.pop(key, None)
 
     def reset_groups(self, *groups: str) -> None:
         for group in groups:
@@ -203,3 +232,5 @@ class MetadataCache:
         self.topic_ids.clear()
         self.leader_epochs.clear()
         self.coordinators.clear()
+        self.leader_hints.clear()
+        self.hinted_epochs.clear()

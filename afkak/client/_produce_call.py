@@ -84,7 +84,8 @@ def encode_records(records: Sequence[Any], codec: int, now_ms: int) -> bytes:
 class ProduceCall(VersionedCall):
     """Write each payload's messages as one batch to its partition.
 
-    A transactional producer's batches carry its *transactional_id*.
+    A transactional producer's batches carry its *transactional_id*; under
+    transactions v1 *max_version* keeps them below v12 (KIP-890).
     """
 
     request_class = ProduceMsg
@@ -97,6 +98,7 @@ class ProduceCall(VersionedCall):
         batches: Mapping[tuple[str, int], bytes],
         topic_ids: Mapping[str, UUID],
         transactional_id: str | None = None,
+        max_version: int | None = None,
     ) -> None:
         self.payloads = payloads
         self.transactional_id = transactional_id
@@ -104,7 +106,8 @@ class ProduceCall(VersionedCall):
         self.timeout_ms = timeout_ms
         self.batches = batches
         self.ids = TopicIds({p.topic for p in payloads}, topic_ids, TOPIC_ID_VERSION - 1)
-        self.max_version = self.ids.cap
+        caps = [c for c in (self.ids.cap, max_version) if c is not None]
+        self.max_version = min(caps, default=None)
 
     def build(self, version: int) -> Any:
         by_id = version >= TOPIC_ID_VERSION

@@ -55,6 +55,15 @@ def integer(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
+def one_of(name: str, value: object, choices: tuple[str, ...]) -> str:
+    """A ``str`` among *choices*."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r}")
+    return value
+
+
 def number(name: str, value: object, low: float = 0.0) -> float:
     """A finite ``int`` or ``float`` (not a ``bool``) greater than ``low``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):

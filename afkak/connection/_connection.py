@@ -18,7 +18,7 @@ still queued are sent on the next connection.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -179,6 +179,10 @@ class BrokerConnection:
         self._state = State.IDLE
         self._queue: deque[PendingRequest] = deque()
         self._api_versions: ApiVersionRanges | None = None
+        #: The finalized feature levels the broker sent in the latest negotiation
+        #: (ApiVersions v3+), and their epoch (-1: none yet): as Java's ApiVersions.
+        self.finalized_features: Mapping[str, int] = {}
+        self.finalized_features_epoch = -1
         self._protocol: BrokerProtocol | None = None
         self._attempt: Deferred[BrokerProtocol] | None = None
         self._connect_timer: IDelayedCall | None = None
@@ -454,6 +458,11 @@ class BrokerConnection:
 
     def _versions_received(self, response: Any, protocol: BrokerProtocol, version: int) -> None:
         if response.error_code == ErrorCode.NONE:
+            if response.finalized_features_epoch >= 0:
+                self.finalized_features_epoch = response.finalized_features_epoch
+                self.finalized_features = {
+                    f.name: f.max_version_level for f in response.finalized_features
+                }
             self._fire(Event.NEGOTIATED, ranges_of(response))
         elif response.error_code == UNSUPPORTED_VERSION and version > 0:
             retry = retry_version(response, version)

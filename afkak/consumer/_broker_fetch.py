@@ -260,6 +260,7 @@ class BrokerFetcher:
         Returns the bytes of records the response held (``fetch-size``).
         """
         by_id = call.version >= 13
+        client = self._client
         answers = []
         size = 0
         sensors = self._sensors
@@ -271,6 +272,8 @@ class BrokerFetcher:
                 if sent is not None and (
                     data.error_code or data.records or data.preferred_read_replica >= 0
                 ):
+                    if data.error_code:  # KIP-951: the error may name the new leader
+                        client.note_new_leader(key, data.current_leader, response.node_endpoints)
                     answers.append((key, sent[0], (data.error_code, data)))
                     if data.records:
                         size += len(data.records)

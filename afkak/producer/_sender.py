@@ -183,13 +183,15 @@ class Sender:
         for b in batches:
             assert b.data is not None  # batches are encoded before they are sent
             encoded[b.topic, b.partition] = b.data
+        txn = self.transaction
         call = ProduceCall(
             [ProduceRequest(b.topic, b.partition, ()) for b in batches],
             options.acks,
             options.ack_timeout_ms,
             encoded,
             self._client.topic_ids,
-            None if self.transaction is None else self.transaction.transactional_id,
+            None if txn is None else txn.transactional_id,
+            None if txn is None else txn.produce_max_version,
         )
         d = self._client.send_request_to_broker(
             broker,
@@ -282,6 +284,9 @@ class Sender:
                 continue
             part = batch.part
             if code in STALE_LEADER:
+                self._client.note_new_leader(
+                    part.key, answer.current_leader, response.node_endpoints
+                )
                 self._client.note_stale_leaders([part.key])
             if code == OUT_OF_ORDER_SEQUENCE_NUMBER and self._is_gap(part, batch):
                 action = Action.BUMP

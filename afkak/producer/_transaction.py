@@ -8,6 +8,15 @@ AddPartitionsToTxn before its first batch is sent; offsets join with
 AddOffsetsToTxn, then TxnOffsetCommit at the group coordinator; EndTxn
 commits or aborts.
 
+Transactions v2 (KIP-890), when the cluster's finalized ``transaction.version``
+is 2 (read from the brokers' ApiVersions at init_transactions and at each
+begin_transaction, as Java's producer): a partition joins implicitly with its
+first Produce (v12+, no AddPartitionsToTxn), offsets with TxnOffsetCommit v5 (no
+AddOffsetsToTxn), and EndTxn v5 bumps the epoch every transaction, so a late
+write of an ended transaction is fenced instead of opening a hanging one.  Under
+v1, Produce stays at v11 and EndTxn / TxnOffsetCommit at v4, so the broker knows
+the partitions were added explicitly (and verifies them, KIP-890 part 1).
+
 States (:class:`State`) and the calls allowed in each::
 
     UNINITIALIZED --init_transactions--> INITIALIZING --> READY
@@ -61,9 +70,11 @@ T = TypeVar("T")
 
 #: The client side of AddPartitionsToTxn ends at v3 (v4+ is broker-to-broker).
 _ADD_PARTITIONS_MAX = 3
-#: EndTxn v5 and TxnOffsetCommit v5 are transaction version 2 (KIP-890) only.
-_END_TXN_MAX = 4
-_TXN_OFFSET_COMMIT_MAX = 4
+#: EndTxn v5, TxnOffsetCommit v5 and Produce v12 are transaction version 2 (KIP-890)
+#: only; under version 1 the requests stay below them (as Java's producer).
+_V1_END_TXN_MAX = 4
+_V1_TXN_OFFSET_COMMIT_MAX = 4
+_V1_PRODUCE_MAX = 11
 #: InitProducerId v6 is KIP-939 (two-phase commit).
 _INIT_PRODUCER_ID_MAX = 5
 
@@ -197,6 +208,8 @@ class TransactionManager:
         #: How many ids (or epochs) the coordinator gave.
         self.generation = 0
         self.state = State.UNINITIALIZED
+        #: The transaction protocol in use: 1, or 2 (KIP-890) once the cluster finalized it.
+        self.version = 1
         #: The error of ABORTABLE_ERROR / FATAL_ERROR.
         self.error: Failure | None = None
         self._client = client
@@ -211,7 +224,9 @@ class TransactionManager:
         self._adding: Deferred[None] | None = None
         self._offsets_added = False
         self._operation: Deferred[Any] | None = None
-        #: A send failed: sequences may be out of step, so the abort bumps the epoch.
+        #: The epoch must be bumped with InitProducerId once this transaction ends:
+        #: under v1 a send failed (sequences may be out of step), or the cluster just
+        #: moved to v2 (as Java's producer, which fences the v1 epoch then).
         self._needs_bump = False
 
     def __repr__(self) -> str:
@@ -226,9 +241,15 @@ class TransactionManager:
     def ensure(self) -> None:
         """Nothing to do: the id comes from :meth:`init_transactions`."""
 
+    @property
+    def produce_max_version(self) -> int | None:
+        """The highest Produce version of this transaction's batches (v1: below v12)."""
+        return None if self.version >= 2 else _V1_PRODUCE_MAX
+
     def bump(self) -> tuple[int, int] | None:
-        """A partition's sequences must restart: abort, then bump the epoch (KIP-360)."""
-        self._needs_bump = True
+        """A partition's sequences must restart: abort, then bump the epoch (KIP-360;
+        under v2 the EndTxn of the abort bumps it)."""
+        self._needs_bump = self._needs_bump or self.version == 1
         self.abortable(
             Failure(KafkaError("a batch's sequence was lost: the transaction must be aborted"))
         )
@@ -257,6 +278,9 @@ class TransactionManager:
         if key in self._partitions:
             return True
         if self.state in (State.IN_TRANSACTION, State.COMMITTING):
+            if self.version >= 2:
+                self._partitions.add(key)  # its Produce adds it (KIP-890)
+                return True
             self._new_partitions.add(key)
             if self._adding is None:
                 d = Deferred.fromCoroutine(self._add_partitions())
@@ -276,7 +300,7 @@ class TransactionManager:
         """A send of this transaction failed: it cannot commit any more."""
         if self.state is State.ABORTING or failure.check(TransactionAbortedError):
             return
-        self._needs_bump = True
+        self._needs_bump = self._needs_bump or self.version == 1
         error = failure.value
         if isinstance(error, BrokerResponseError) and error.errno in FATAL:
             self.fatal(failure)
@@ -310,6 +334,7 @@ class TransactionManager:
     def begin_transaction(self) -> Deferred[None]:
         if self.state is not State.READY:
             return self._refuse("begin_transaction")
+        self._read_version(initializing=False)
         self.state = State.IN_TRANSACTION
         return succeed(None)
 
@@ -334,6 +359,16 @@ class TransactionManager:
         self.state, self.error = State.ABORTING, None
         self._sends.drop_unsent(Failure(TransactionAbortedError(f"{self!r} was aborted")))
         return self._run(self._complete(commit=False), "EndTxn")
+
+    def _read_version(self, initializing: bool) -> None:
+        """Take the cluster's finalized ``transaction.version``; a move up to v2 between
+        transactions fences the v1 epoch after the next one (as Java's producer)."""
+        version = 2 if self._client.finalized_feature("transaction.version") >= 2 else 1
+        if version > self.version and not initializing:
+            self._needs_bump = True
+        if version != self.version:
+            log.info("{txn!r}: transaction protocol v{v}", txn=self, v=version)
+        self.version = version
 
     # -- running the steps ----------------------------------------------------------
 
@@ -426,6 +461,7 @@ class TransactionManager:
 
     async def _init(self) -> None:
         await self._attempts(self._init_producer_id, "InitProducerId")
+        self._read_version(initializing=True)
         log.info(
             "{txn!r}: producer id {pid}, epoch {epoch}",
             txn=self,
@@ -484,8 +520,11 @@ class TransactionManager:
             )
             _check_code(response.error_code, "AddOffsetsToTxn")
 
-        await self._attempts(add, "AddOffsetsToTxn")
-        self._offsets_added = True
+        if self.version >= 2:
+            self._offsets_added = True  # TxnOffsetCommit v5 adds them (KIP-890)
+        else:
+            await self._attempts(add, "AddOffsetsToTxn")
+            self._offsets_added = True
         by_topic: dict[str, list[Any]] = {}
         R = TxnOffsetCommitRequest
         for tp, offset in sorted(offsets.items()):
@@ -506,7 +545,7 @@ class TransactionManager:
                     topics=[R.TxnOffsetCommitRequestTopic(t, p) for t, p in by_topic.items()],
                 ),
                 coordinator=group.group_id,
-                max_version=_TXN_OFFSET_COMMIT_MAX,
+                max_version=None if self.version >= 2 else _V1_TXN_OFFSET_COMMIT_MAX,
             )
             for t in response.topics:
                 for p in t.partitions:
@@ -533,12 +572,17 @@ class TransactionManager:
                         producer_epoch=self.epoch,
                         committed=commit,
                     ),
-                    max_version=_END_TXN_MAX,
+                    max_version=None if self.version >= 2 else _V1_END_TXN_MAX,
                 )
                 _check_code(response.error_code, "EndTxn")
+                if response.producer_id >= 0:
+                    # v5 (KIP-890): the coordinator bumped the epoch (or, at its
+                    # end, gave a new id); sequences restart under it.
+                    self.generation += 1
+                    self.producer_id, self.epoch = response.producer_id, response.producer_epoch
 
             await self._attempts(end, "EndTxn")
-        if not commit and self._needs_bump:
+        if self._needs_bump:
             await self._attempts(self._bump_epoch, "InitProducerId")
         self._partitions.clear()
         self._new_partitions.clear()

@@ -36,6 +36,7 @@ from afkak.common import (
     PartitionUnavailableError,
     ProduceRequest,
     ProduceResponse,
+    RebootstrapRequired,
     RequestTimedOutError,
     TopicAndPartition,
     TopicAuthorizationFailed,
@@ -314,6 +315,46 @@ class MetadataTests(ClientTestCase):
         self.assertIsNot(client.clients[1], old)
         self.assertEqual((client.clients[1].host, client.clients[1].port), ("elsewhere", 1234))
 
+    def test_new_leader_hint(self) -> None:
+        """KIP-951: an error's current_leader (and node_endpoints) moves the partition."""
+        from afkak.protocol.messages import ProduceResponse as R
+
+        self.cluster.create_topic("k")
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("k"))
+        key = TopicAndPartition("k", 0)
+        other = (client.topics_to_brokers[key].node_id + 1) % 3
+        self.successResultOf(client.send_offset_request([OffsetRequest("k", 0, -1, 1)]))
+        moved = R.NodeEndpoint(other, "elsewhere", 1234, None)
+        # No newer than the metadata's leader epoch: a broker behind the move.
+        stale = client.leader_epoch(key)
+        self.assertFalse(client.note_new_leader(key, R.LeaderIdAndEpoch(other, stale), [moved]))
+        self.assertTrue(client.note_new_leader(key, R.LeaderIdAndEpoch(other, stale + 1), [moved]))
+        self.assertEqual(client.topics_to_brokers[key], BrokerMetadata(other, "elsewhere", 1234))
+        self.assertEqual(client.partition_meta[key].leader, other)
+        self.assertEqual(client.leader_epoch(key), stale + 1)  # fetches carry the new epoch
+        # A broker behind the move points back at an older epoch: not followed.
+        third = (other + 1) % 3
+        self.assertFalse(client.note_new_leader(key, R.LeaderIdAndEpoch(third, stale + 1)))
+        self.assertFalse(client.note_new_leader(key, R.LeaderIdAndEpoch(third, stale)))
+        self.assertEqual(client.topics_to_brokers[key].node_id, other)
+        client.note_stale_leaders([key])  # the reset after the error keeps the hint
+        self.assertEqual(client.topics_to_brokers[key].node_id, other)
+        client.note_stale_leaders([key])  # a later one, without a hint, forgets it
+        self.assertIsNone(client.topics_to_brokers[key])
+        # Unusable hints change nothing: the metadata refresh finds the leader (the
+        # cluster's move made real: metadata older than the hint's epoch is not taken).
+        self.cluster.move_leader("k", 0, other)
+        self.successResultOf(client.load_metadata_for_topics("k"))
+        leader = client.topics_to_brokers[key]
+        for hint in (R.LeaderIdAndEpoch(-1, -1), R.LeaderIdAndEpoch(9, 1), None):
+            self.assertFalse(client.note_new_leader(key, hint, []))
+        self.assertFalse(client.note_new_leader(key, R.LeaderIdAndEpoch(leader.node_id, 9)))
+        self.assertFalse(
+            client.note_new_leader(TopicAndPartition("no", 0), R.LeaderIdAndEpoch(0, 1))
+        )
+        self.assertEqual(client.topics_to_brokers[key], leader)
+
     def test_periodic_refresh(self) -> None:
         self.cluster.create_topic("t")
         client = self.make_client(metadata_max_age=60)
@@ -383,6 +424,93 @@ class MetadataTests(ClientTestCase):
         d.cancel()
         self.assertIsNone(self.successResultOf(d))
         self.clock.advance(5)
+
+
+class RebootstrapTests(ClientTestCase):
+    """KIP-1102: the cluster moves to new addresses behind the bootstrap address."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.cluster.create_topic("t")
+        #: The bootstrap name "boot:1" resolves to broker 0's address of the moment.
+        self.boot_connects = 0
+
+    def endpoint(self, reactor: Any, host: str, port: int) -> Any:
+        if (host, port) == ("boot", 1):
+            self.boot_connects += 1
+            b = self.cluster.state.brokers[0]
+            host, port = b.host, b.port
+        return self.cluster.endpoint_factory(reactor, host, port)
+
+    def client(self, **options: Any) -> KafkaClient:
+        client = self.make_client("boot:1", endpoint_factory=self.endpoint, **options)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        return client
+
+    def move_cluster(self) -> None:
+        """Every broker on a new port (a restart elsewhere); the bootstrap name follows."""
+        for node, b in self.cluster.state.brokers.items():
+            self.cluster.change_address(node, b.host, b.port + 1000)
+        self.cluster.drop_connections()
+
+    def test_recovers_through_the_bootstrap_address(self) -> None:
+        client = self.client()
+        self.move_cluster()
+        self.clock.advance(1)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.assertEqual(
+            sorted(b.port for b in client._brokers.values()),
+            sorted(b.port for b in self.cluster.state.brokers.values()),
+        )
+        [answer] = self.successResultOf(client.send_offset_request([OffsetRequest("t", 0, -1, 1)]))
+        self.assertEqual(answer.error, 0)
+
+    def test_none_strategy_stays_with_the_known_brokers(self) -> None:
+        client = self.client(metadata_recovery_strategy="none")
+        self.move_cluster()
+        self.clock.advance(1)
+        self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
+        self.assertEqual(self.boot_connects, 1)
+
+    def test_trigger_forgets_the_known_brokers(self) -> None:
+        """No Metadata for the trigger's time: the next load goes to the bootstrap
+        address alone, instead of trying every known broker first."""
+        client = self.client(metadata_recovery_rebootstrap_trigger_ms=5000)
+        self.cluster.refuse_connections(0)
+        for node in (1, 2):
+            self.cluster.refuse_connections(node)
+        self.cluster.drop_connections()
+        self.clock.advance(1)
+        self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
+        self.clock.advance(6)
+        tried = set(client.clients)
+        self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
+        self.assertEqual(client._brokers, {})  # forgotten
+        self.assertTrue(tried)
+        for node in (0, 1, 2):
+            self.cluster.refuse_connections(node, False)
+        self.clock.advance(1)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.assertEqual(sorted(client._brokers), [0, 1, 2])
+
+    def test_rebootstrap_required(self) -> None:
+        client = self.client()
+        connects = self.boot_connects
+        self.cluster.fail_next(MetadataRequest, RebootstrapRequired)
+        self.successResultOf(client.load_metadata_for_topics("t"))
+        self.assertEqual(self.boot_connects, connects + 1)
+        self.assertEqual(sorted(client._brokers), [0, 1, 2])
+
+    def test_rebootstrap_required_under_none_is_an_error(self) -> None:
+        client = self.client(metadata_recovery_strategy="none")
+        self.cluster.fail_next(MetadataRequest, RebootstrapRequired)
+        failure = self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
+        self.assertIn("REBOOTSTRAP_REQUIRED", str(failure.value))
+
+    def test_bad_options(self) -> None:
+        self.assertRaises(ValueError, self.make_client, metadata_recovery_strategy="again")
+        self.assertRaises(TypeError, self.make_client, metadata_recovery_strategy=None)
+        self.assertRaises(ValueError, self.make_client, metadata_recovery_rebootstrap_trigger_ms=-1)
 
 
 class CloseTests(ClientTestCase):

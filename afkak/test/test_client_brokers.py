@@ -26,6 +26,7 @@ from afkak.common import (
     ClientError,
     CoordinatorLoadInProgress,
     FetchRequest,
+    KafkaUnavailableError,
     Message,
     NotCoordinator,
     OffsetCommitRequest,
@@ -186,3 +187,55 @@ class NoidaClientTests(RealBrokerTests, SynchronousTestCase):
 
 class RdkafkaMockClientTests(RealBrokerTests, SynchronousTestCase):
     broker_name = "rdkafka_mock"
+
+
+class KafkaRebootstrapTests(SynchronousTestCase):
+    """KIP-1102 on Apache Kafka: the node restarts on new ports (listeners and
+    controller) with its data, behind the bootstrap address, a TCP proxy that
+    follows it (as a DNS name would): the client, still holding the old address,
+    recovers through the bootstrap address within the producer's timeout."""
+
+    def test_restarted_on_new_ports_kafka(self) -> None:
+        from twisted.internet import reactor
+        from twisted.protocols.portforward import ProxyFactory
+
+        from afkak.producer import Producer
+        from afkak.test.brokers.kafka import KafkaBroker
+
+        broker = KafkaBroker().start()
+        self.addCleanup(broker.stop)
+        node = broker.node
+        proxy = ProxyFactory("127.0.0.1", node.ports["PLAINTEXT"])
+        listening = reactor.listenTCP(0, proxy, interface="127.0.0.1")
+        self.addCleanup(listening.stopListening)
+        bootstrap = f"127.0.0.1:{listening.getHost().port}"
+        client = KafkaClient(bootstrap, timeout=5000, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(client.close()))
+        broker.create_topic("moved", 1)
+        producer = Producer(client)
+        self.addCleanup(lambda: wait(producer.stop()))
+        wait(producer.send("moved", b"before", partition=0), 60)
+        stays = KafkaClient(
+            bootstrap,
+            timeout=5000,
+            endpoint_factory=TCP4ClientEndpoint,
+            metadata_recovery_strategy="none",
+        )
+        self.addCleanup(lambda: wait(stays.close()))
+        wait(stays.load_metadata_for_topics("moved"))
+        old = node.ports["PLAINTEXT"]
+        node.shutdown()
+        node.ports = {}  # new ports, the same data
+        node.start()
+        proxy.port = node.ports["PLAINTEXT"]
+        self.assertNotEqual(proxy.port, old)
+        began = time.monotonic()
+        result = wait(producer.send("moved", b"after", partition=0), 120)
+        print(f"recovered in {time.monotonic() - began:.2f} s")
+        self.assertEqual(result.offset, 1)
+        self.assertEqual(client._brokers[1].port, proxy.port)
+        [answer] = wait(client.send_fetch_request([FetchRequest("moved", 0, 0, 1 << 20)]))
+        self.assertEqual([m.message.value for m in answer.messages], [b"before", b"after"])
+        # metadata.recovery.strategy=none: the old address only, no recovery.
+        with self.assertRaises(KafkaUnavailableError):
+            wait(stays.load_metadata_for_topics("moved"), 60)

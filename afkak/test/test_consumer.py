@@ -1119,12 +1119,15 @@ class RetryTests(ConsumerTestCase):
         self.start(c, 0)
         old = self.cluster.partition("t", 1).leader
         new = (old + 1) % 3
+        metadata = len(self.requests(3))
         self.cluster.move_leader("t", 1, new)  # the waiting fetch gets NOT_LEADER
         self.append(b"b")
         self.assertEqual(p.values, [b"a"])
         self.clock.advance(0.1)
         self.assertEqual(p.values, [b"a", b"b"])
         self.assertEqual(self.requests(FETCH)[-1].broker, new)
+        # KIP-951: the error named the new leader: no Metadata round trip.
+        self.assertEqual(len(self.requests(3)), metadata)
 
     def test_retriable_errors_back_off(self) -> None:
         self.append(b"a")

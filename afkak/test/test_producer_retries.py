@@ -24,6 +24,7 @@ from afkak.common import (
     NotLeaderForPartitionError,
     OutOfOrderSequenceNumber,
     RequestTimedOutError,
+    TopicAndPartition,
     TopicAuthorizationFailed,
     UnknownError,
     UnknownProducerId,
@@ -46,6 +47,17 @@ class RetryTests(ProducerTestCase):
         self.assertEqual(self.values(partition=0), [b"before", b"after"])
         brokers = [r.broker for r in self.produce_requests()]
         self.assertEqual(brokers, [0, 0, 2])  # NOT_LEADER from 0, then the new leader
+
+    def test_leader_moved_follows_the_hint_without_metadata(self) -> None:
+        """KIP-951: NOT_LEADER_OR_FOLLOWER names the new leader; no Metadata round trip."""
+        producer = self.producer()
+        self.succeed(producer.send("t", b"before", partition=0))
+        metadata = sum(r.api_key == 3 for r in self.cluster.requests_seen)
+        self.cluster.move_leader("t", 0, 2)
+        self.succeed(producer.send("t", b"after", partition=0))
+        self.assertEqual(sum(r.api_key == 3 for r in self.cluster.requests_seen), metadata)
+        self.assertEqual(self.client.topics_to_brokers[TopicAndPartition("t", 0)].node_id, 2)
+        self.assertEqual(self.client.partition_meta[TopicAndPartition("t", 0)].leader, 2)
 
     def test_not_leader_error_refreshes_the_leader(self) -> None:
         producer = self.producer()

@@ -155,6 +155,17 @@ class AbortedFilterTests(SynchronousTestCase):
 
 class TxnTestCase(ProducerTestCase):
     partitions = 3
+    #: The cluster's finalized ``transaction.version`` (KIP-890).
+    transaction_version = 1
+
+    def setUp(self) -> None:
+        super().setUp()
+        features = self.cluster.state.features
+        features.supported["transaction.version"] = (0, 2)
+        features.finalized["transaction.version"] = self.transaction_version
+
+    def requests(self, api_key: int) -> list[Any]:
+        return [r for r in self.cluster.requests_seen if r.api_key == api_key]
 
     def txn_producer(self, tid: str = TID, **options: Any) -> Producer:
         producer = self.producer(transactional_id=tid, **options)
@@ -224,12 +235,16 @@ class TransactionalProducerTests(TxnTestCase):
         )
         added = [
             (t.name, p)
-            for r in self.cluster.requests_seen
-            if r.api_key == 24
+            for r in self.requests(24)
             for t in r.request.v3_and_below_topics
             for p in t.partitions
         ]
-        self.assertEqual(sorted(added), sorted([("t", p) for p in range(3)] * 2))
+        if self.transaction_version >= 2:  # the Produce requests added them
+            self.assertEqual(added, [])
+            self.assertTrue(all(r.api_version >= 12 for r in self.produce_requests()))
+        else:
+            self.assertEqual(sorted(added), sorted([("t", p) for p in range(3)] * 2))
+            self.assertTrue(all(r.api_version <= 11 for r in self.produce_requests()))
         finds = [r.request for r in self.cluster.requests_seen if r.api_key == 10]
         self.assertIn((1, [TID]), [(f.key_type, f.coordinator_keys) for f in finds])
 
@@ -696,3 +711,150 @@ class ConsumeTransformProduceTests(TxnTestCase):
 
 def upper(messages: Any) -> list[tuple[str, bytes | None, bytes | None]]:
     return [("out", (m.message.value or b"").upper(), None) for m in messages]
+
+
+class TransactionalProducerV2Tests(TransactionalProducerTests):
+    transaction_version = 2
+
+
+class FencingV2Tests(FencingTests):
+    transaction_version = 2
+
+
+class ConsumeTransformProduceV2Tests(ConsumeTransformProduceTests):
+    transaction_version = 2
+
+
+class TransactionsV2Tests(TxnTestCase):
+    """KIP-890's protocol: implicit partitions and offsets, an epoch bump per EndTxn."""
+
+    transaction_version = 2
+
+    def epoch(self, producer: Producer) -> tuple[int, int]:
+        txn = producer._transaction
+        assert txn is not None
+        return txn.producer_id, txn.epoch
+
+    def test_every_end_txn_bumps_the_epoch(self) -> None:
+        producer = self.ready()
+        pid, epoch = self.epoch(producer)
+        for n, end in enumerate(
+            [producer.commit_transaction, producer.abort_transaction, producer.commit_transaction]
+        ):
+            self.succeed(producer.begin_transaction())
+            self.succeed(producer.send("t", b"%d" % n, partition=0))
+            self.succeed(end())
+            self.assertEqual(self.epoch(producer), (pid, epoch + n + 1))
+        self.assertEqual([r.api_version for r in self.requests(26)], [5, 5, 5])
+        self.assertEqual(self.requests(24) + self.requests(25), [])
+        # Sequences restart at each new epoch: every batch of each epoch starts at 0.
+        data = [b for b in self.stored_batches("t", 0) if not b.is_control]
+        self.assertEqual(
+            [(b.producer_epoch, b.base_sequence) for b in data],
+            [(epoch + n, 0) for n in range(3)],
+        )
+        self.assertEqual(self.read("read_committed"), [b"0", b"2"])
+
+    def test_epoch_exhausted_gives_a_new_producer_id(self) -> None:
+        producer = self.ready()
+        pid, _ = self.epoch(producer)
+        self.cluster.state.transactions.transactions[TID].epoch = 2**15 - 2
+        producer._transaction.epoch = 2**15 - 2  # type: ignore[union-attr]
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"x", partition=1))
+        self.succeed(producer.commit_transaction())
+        new_pid, epoch = self.epoch(producer)
+        self.assertNotEqual(new_pid, pid)
+        self.assertEqual(epoch, 0)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"y", partition=1))
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(self.read("read_committed", 1), [b"x", b"y"])
+
+    def test_offsets_without_add_offsets_to_txn(self) -> None:
+        producer = self.ready()
+        tp = TopicAndPartition("t", 1)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send_offsets_to_transaction({tp: 5}, ConsumerGroupMetadata("g")))
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(self.cluster.committed_offsets["g", "t", 1].offset, 5)
+        self.assertEqual(self.requests(25), [])
+        self.assertEqual([r.api_version for r in self.requests(28)], [5])
+        self.assertEqual([r.api_version for r in self.requests(26)], [5])
+
+    def test_late_write_of_an_ended_transaction_is_fenced(self) -> None:
+        """No hanging transaction: a batch at the ended transaction's epoch is refused."""
+        producer = self.ready()
+        pid, epoch = self.epoch(producer)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"in", partition=2))
+        self.succeed(producer.commit_transaction())
+        late = build_batch(
+            [b"late"], producer_id=pid, producer_epoch=epoch, base_sequence=1, is_transactional=True
+        )
+        answer = self.succeed(
+            self.client.send_request_to_broker(
+                self.client.topics_to_brokers[TopicAndPartition("t", 2)],
+                ProduceRequest(
+                    transactional_id=TID,
+                    acks=-1,
+                    timeout_ms=1000,
+                    topic_data=[
+                        ProduceRequest.TopicProduceData(
+                            name="t",
+                            partition_data=[ProduceRequest.PartitionProduceData(2, late)],
+                        )
+                    ],
+                ),
+                max_version=12,
+            )
+        )
+        [[p]] = [t.partition_responses for t in answer.responses]
+        self.assertEqual(p.error_code, ProducerFenced.errno)
+        self.assertEqual(self.cluster.state.transactions.transactions[TID].state, "CompleteCommit")
+
+    def test_end_txn_retried_after_its_answer_was_lost(self) -> None:
+        producer = self.ready()
+        pid, epoch = self.epoch(producer)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.cluster.drop_answer_next(EndTxnRequest)
+        self.succeed(producer.commit_transaction(), seconds=60)
+        self.assertEqual(self.epoch(producer), (pid, epoch + 1))
+        self.assertEqual(self.cluster.state.transactions.committed, 1)
+
+    def test_abortable_send_failure_needs_no_init_producer_id(self) -> None:
+        producer = self.ready()
+        pid, epoch = self.epoch(producer)
+        self.succeed(producer.begin_transaction())
+        self.cluster.fail_next(ProduceRequest, TopicAuthorizationFailed)
+        self.fail_with(producer.send("t", b"x", partition=0), TopicAuthorizationFailed)
+        self.succeed(producer.abort_transaction())
+        self.assertEqual(self.epoch(producer), (pid, epoch + 1))  # EndTxn's bump
+        self.assertEqual(len(self.requests(22)), 1)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"ok", partition=0))
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(self.read("read_committed"), [b"ok"])
+
+    def test_upgrade_to_v2_between_transactions_fences_the_v1_epoch(self) -> None:
+        self.cluster.state.features.finalized["transaction.version"] = 1
+        producer = self.ready()
+        pid, epoch = self.epoch(producer)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"v1", partition=0))
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(self.epoch(producer), (pid, epoch))
+        self.assertEqual([r.api_version for r in self.requests(26)], [4])
+        # The feature moves up; connections made from now on hear of it.
+        self.cluster.state.features.update("transaction.version", 2, 1)
+        self.cluster.drop_connections()
+        self.succeed(self.client.load_metadata_for_topics("t"))  # a new negotiation
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"v2", partition=0))
+        self.succeed(producer.commit_transaction())
+        self.assertEqual([r.api_version for r in self.requests(26)], [4, 5])
+        # EndTxn v5 bumped the epoch once, the InitProducerId after it once more.
+        self.assertEqual(self.epoch(producer), (pid, epoch + 2))
+        self.assertEqual(len(self.requests(22)), 2)
+        self.assertEqual(self.read("read_committed"), [b"v1", b"v2"])

@@ -1,6 +1,11 @@
 """Transactions and read_committed against a real broker: Apache Kafka.
 
-Apache Kafka is the reference (transactions v2 on a new 4.x cluster).  noida-db's
+Apache Kafka is the reference, under both transaction protocols: a new 4.x cluster
+runs transactions v2 (KIP-890, ``kafka``), one formatted with
+``transaction.version=1`` the protocol before it (``kafka-tv1``).  Kafka's Java
+tools are peers there too: ConsoleConsumer reads afkak's transactions read_committed,
+TransactionalMessageCopier writes (and randomly aborts) transactions that afkak reads,
+and ``kafka-transactions find-hanging`` finds nothing afkak left behind.  noida-db's
 transactions are correct too but add nothing Kafka does not show; it stays in
 ``TransactionalWritesOnEveryBroker``.  Tansu and librdkafka's mock cluster return
 aborted records to read_committed consumers (quirk ``read_committed_returns_aborted``),
@@ -30,6 +35,7 @@ from afkak.consumer import Consumer
 from afkak.group import ConsumerGroup
 from afkak.producer import Producer
 from afkak.test.brokers import client_config, consume, shared_broker
+from afkak.test.brokers.java_tools import console_consume, run_tool, transactional_copy
 from afkak.test.helpers import wait
 
 _names = itertools.count()
@@ -38,8 +44,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 class KafkaTransactionTests(SynchronousTestCase):
+    broker_name = "kafka"
+    #: The transaction protocol the broker's finalized transaction.version gives.
+    transaction_version = 2
+
     def setUp(self) -> None:
-        self.broker = shared_broker("kafka")
+        self.broker = shared_broker(self.broker_name)
         self.broker.quirks.skip_if("read_committed_returns_aborted")
         self.client = self.new_client()
 
@@ -96,6 +106,16 @@ class KafkaTransactionTests(SynchronousTestCase):
         self.assertEqual(len(ends), PARTITIONS, "every partition's end marker was read")
         return sorted(m.message.value for m in got if m.message.value != b"end")
 
+    def assert_nothing_hanging(self, topic: str) -> None:
+        """``kafka-transactions find-hanging`` finds no transaction open in *topic*, even
+        one a second old (its ``--max-transaction-timeout`` is in minutes: 0)."""
+        out = run_tool(
+            "org.apache.kafka.tools.TransactionsCommand",
+            "--bootstrap-server", self.broker.bootstrap,
+            "find-hanging", "--topic", topic, "--max-transaction-timeout", "0",
+        )  # fmt: skip
+        self.assertEqual([line for line in out.splitlines()[1:] if line.strip()], [], out)
+
     def confluent_transactions(self, topic: str, tid: str) -> None:
         """confluent-kafka commits c0..c5, aborts a0..a5, commits d0..d5 over the partitions."""
         import confluent_kafka
@@ -140,6 +160,53 @@ class KafkaTransactionTests(SynchronousTestCase):
         )
         self.assertEqual(self.afkak_read(topic, "read_committed"), committed)
         self.assertEqual(self.afkak_read(topic, "read_uncommitted"), everything)
+        java = console_consume(self.broker.bootstrap, topic, 15, isolation_level="read_committed")
+        self.assertEqual(
+            sorted(r.value for r in java), sorted([v.decode() for v in committed] + ["end"] * 3)
+        )
+        self.assert_nothing_hanging(topic)
+
+    def test_protocol_version_and_epochs(self) -> None:
+        """v2: every EndTxn gives the next epoch; v1: the epoch stays (and no Produce v12)."""
+        topic = self.topic()
+        producer = self.producer(f"epochs-{topic}")
+        wait(producer.init_transactions())
+        txn = producer._transaction
+        assert txn is not None
+        self.assertEqual(txn.version, self.transaction_version)
+        pid, epoch = txn.producer_id, txn.epoch
+        for n in range(3):
+            wait(producer.begin_transaction())
+            wait(producer.send(topic, b"e%d" % n, partition=n))
+            wait(producer.commit_transaction() if n != 1 else producer.abort_transaction())
+        bumps = 3 if self.transaction_version >= 2 else 0
+        self.assertEqual((txn.producer_id, txn.epoch), (pid, epoch + bumps))
+        self.end_markers(topic)
+        self.assertEqual(self.afkak_read(topic, "read_committed"), [b"e0", b"e2"])
+        self.assert_nothing_hanging(topic)
+
+    def test_java_transactional_copier_read_by_afkak(self) -> None:
+        """Java's transactional producer copies 60 records in transactions of 10, aborting
+        and redoing about a third: afkak's read_committed consumer reads each once."""
+        source, topic = self.topic(1), self.topic()
+        values = [b"j%02d" % i for i in range(60)]
+        plain = self.producer()
+        for v in values:
+            plain.send(source, v, partition=0)
+        wait(plain.flush())
+        events = transactional_copy(
+            self.broker.bootstrap,
+            source,
+            0,
+            topic,
+            transactional_id=f"copier-{topic}",
+            group=f"copier-{topic}",
+        )
+        self.assertEqual(max(e["totalProcessed"] for e in events), 60, events[-3:])
+        self.end_markers(topic)
+        self.assertEqual(self.afkak_read(topic, "read_committed"), values)
+        self.assertGreaterEqual(len(self.afkak_read(topic, "read_uncommitted")), 60)
+        self.assert_nothing_hanging(topic)
 
     # confluent-kafka writes, afkak reads
 
@@ -229,6 +296,7 @@ class KafkaTransactionTests(SynchronousTestCase):
         self.end_markers(topic)
         self.assertEqual(self.afkak_read(topic, "read_committed"), [b"live"])
         self.assertEqual(self.confluent_read(topic, 4, "read_committed"), [b"end"] * 3 + [b"live"])
+        self.assert_nothing_hanging(topic)
 
     def test_killed_producer_is_aborted_by_the_next_init(self) -> None:
         topic = self.topic()
@@ -263,6 +331,7 @@ class KafkaTransactionTests(SynchronousTestCase):
         self.assertEqual(self.afkak_read(topic, "read_committed"), [])
         self.assertEqual(self.confluent_read(topic, 3, "read_committed"), [b"end"] * 3)
         self.assertEqual(len(self.afkak_read(topic, "read_uncommitted")), 30)
+        self.assert_nothing_hanging(topic)
 
     # exactly once
 
@@ -292,6 +361,13 @@ class KafkaTransactionTests(SynchronousTestCase):
         self.assertIn("0 duplicated, 0 missing", result.stdout)
         kills = Counter(line.split()[0] for line in result.stdout.splitlines())["killed"]
         self.assertGreaterEqual(kills, 3)
+
+
+class KafkaTransactionV1Tests(KafkaTransactionTests):
+    """The same on a Kafka 4 node formatted with ``transaction.version=1``."""
+
+    broker_name = "kafka-tv1"
+    transaction_version = 1
 
 
 def _sleep(seconds: float) -> Any:

@@ -10,6 +10,7 @@ from twisted.internet.defer import Deferred
 from afkak._broker_errors import (
     BrokerResponseError,
     CorruptMessage,
+    FencedLeaderEpoch,
     FetchSessionIdNotFound,
     InvalidRecord,
     InvalidRequiredAcks,
@@ -59,6 +60,8 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest, version: int) -
     failed = False
     leaders: set[int] = set()
     topics = []
+    # KIP-890: a transactional Produce v12+ adds its partition under transactions v2.
+    implicit_txn = version >= 12 and cluster.features.finalized.get("transaction.version", 0) >= 2
     for topic_data in request.topic_data:
         topic, topic_error = find_topic(
             cluster, topic_data.name, topic_data.topic_id, version >= 13
@@ -79,7 +82,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest, version: int) -
                     )
                     leaders.add(part.leader)
             else:
-                _append(cluster, part, data.records, answer)
+                _append(cluster, part, data.records, answer, implicit_txn)
             failed = failed or bool(answer.error_code)
             answers.append(answer)
         topics.append(
@@ -96,12 +99,18 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest, version: int) -
     )
 
 
-def _append(cluster: ClusterState, part: FakePartition, records: bytes | None, answer: Any) -> None:
+def _append(
+    cluster: ClusterState,
+    part: FakePartition,
+    records: bytes | None,
+    answer: Any,
+    implicit_txn: bool = False,
+) -> None:
     batch, error, message = _validate(records, cluster.max_message_bytes)
     if batch is not None and 0 <= batch.producer_id < cluster.forgotten_producers_below:
         batch, error, message = None, code(UnknownProducerId), "the broker lost this producer"
     if batch is not None and batch.is_transactional:
-        error, message = cluster.transactions.check_produce(batch, part)
+        error, message = cluster.transactions.check_produce(batch, part, implicit_txn)
         if error:
             batch = None
     if batch is not None:
@@ -240,7 +249,8 @@ def read_fetch(
             error = topic_error or (0 if part is not None else UNKNOWN_TOPIC_OR_PARTITION)
             if part is not None:
                 error = leader_error(part, node, fp.current_leader_epoch, followers=version >= 11)
-                if error == NOT_LEADER_OR_FOLLOWER and version >= 12:
+                # KIP-951: both errors name the leader the client should go to.
+                if error in (NOT_LEADER_OR_FOLLOWER, code(FencedLeaderEpoch)) and version >= 12:
                     answer.current_leader = FetchResponse.LeaderIdAndEpoch(
                         part.leader, part.leader_epoch
                     )

@@ -1,6 +1,10 @@
 """The fake cluster's transaction coordinator: InitProducerId, AddPartitionsToTxn,
 AddOffsetsToTxn, TxnOffsetCommit and EndTxn, as Kafka's coordinator answers them.
 
+Transactions v2 (KIP-890) when the cluster's ``features.finalized`` has
+``transaction.version`` 2: a transactional Produce v12+ adds its partition, a
+TxnOffsetCommit v5 its group, and EndTxn v5 bumps the epoch every transaction.
+
 Each transactional id has one :class:`FakeTransaction`: its producer id and
 epoch, the partitions and groups of the ongoing transaction, and the offsets
 TxnOffsetCommit staged.  EndTxn writes the COMMIT or ABORT markers at once
@@ -167,7 +171,11 @@ def handle_txn_offset_commit(
             request.transactional_id, request.producer_id, request.producer_epoch
         )
     if not error and txn is not None and request.group_id not in txn.groups:
-        error = code(InvalidTxnState)
+        if version >= 5:  # transactions v2 (KIP-890): the commit adds the group
+            cluster.transactions._begin(txn)
+            txn.groups.add(request.group_id)
+        else:
+            error = code(InvalidTxnState)
     if not error and version >= 3 and request.member_id:
         # KIP-447: the member and generation are checked as an OffsetCommit's.
         error = (
@@ -200,22 +208,33 @@ def handle_txn_offset_commit(
 
 
 def handle_end_txn(ctx: RequestContext, request: EndTxnRequest, version: int) -> Any:
+    """End the transaction; from v5 (transactions v2, KIP-890) bump the epoch after it
+    and answer the new one (a retry of that EndTxn, at the old epoch, gets it again)."""
     state = ctx.state.transactions
-    txn, error = _transaction(
-        ctx, request.transactional_id, request.producer_id, request.producer_epoch
+    tid, pid, epoch = request.transactional_id, request.producer_id, request.producer_epoch
+    txn, error = _transaction(ctx, tid, pid, epoch)
+    done = (
+        TransactionState.COMPLETE_COMMIT if request.committed else TransactionState.COMPLETE_ABORT
     )
+    ended = state.transactions.get(tid)
+    if (
+        version >= 5
+        and error == code(ProducerFenced)
+        and ended is not None
+        and (ended.last_producer_id, ended.last_epoch, ended.state) == (pid, epoch, done)
+    ):
+        return EndTxnResponse(producer_id=ended.producer_id, producer_epoch=ended.epoch)
     if not error and txn is not None:
-        done = (
-            TransactionState.COMPLETE_COMMIT
-            if request.committed
-            else TransactionState.COMPLETE_ABORT
-        )
         if txn.state == TransactionState.ONGOING:
             state.end(txn, request.committed)
         elif txn.state == TransactionState.EMPTY and not request.committed:
             txn.state = done  # aborting an empty transaction is allowed
         elif txn.state != done:
             error = code(InvalidTxnState)
+        if not error and version >= 5:
+            txn.last_producer_id, txn.last_epoch = txn.producer_id, txn.epoch
+            state._bump(txn)
+            return EndTxnResponse(producer_id=txn.producer_id, producer_epoch=txn.epoch)
     return EndTxnResponse(error_code=error)
 
 

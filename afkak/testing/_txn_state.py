@@ -65,6 +65,9 @@ class FakeTransaction:
     #: When the ongoing transaction began (ms on the cluster's reactor); -1 when none is.
     started_ms: int = -1
     timer: Any = attrs.field(default=None, repr=False)
+    #: The id and epoch of the last EndTxn v5, which bumped them (its retry is answered).
+    last_producer_id: int = -1
+    last_epoch: int = -1
 
 
 class TransactionCoordinatorState:
@@ -79,13 +82,20 @@ class TransactionCoordinatorState:
         self.committed = 0
         self.aborted = 0
 
-    def check_produce(self, batch: RecordBatch, part: FakePartition) -> tuple[int, str | None]:
-        """The error for a transactional batch: its producer must have added the partition."""
+    def check_produce(
+        self, batch: RecordBatch, part: FakePartition, implicit: bool = False
+    ) -> tuple[int, str | None]:
+        """The error for a transactional batch: its producer must have added the partition
+        (or, *implicit* (Produce v12+ under transactions v2), the batch adds it)."""
         for txn in self.transactions.values():
             if txn.producer_id != batch.producer_id:
                 continue
             if batch.producer_epoch < txn.epoch:
                 return code(ProducerFenced), "a newer producer epoch exists"
+            if implicit and batch.producer_epoch == txn.epoch:
+                self._begin(txn)
+                txn.partitions.add((part.topic, part.index))
+                return 0, None
             if txn.state == TransactionState.ONGOING and (part.topic, part.index) in txn.partitions:
                 return 0, None
         return code(InvalidTxnState), "the partition is not in an ongoing transaction"

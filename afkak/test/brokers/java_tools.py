@@ -95,13 +95,19 @@ def _config_file(config: Mapping[str, str]) -> str:
 
 
 def console_consume(
-    bootstrap: str, topic: str, count: int, *, timeout: float = 60.0
+    bootstrap: str,
+    topic: str,
+    count: int,
+    *,
+    timeout: float = 60.0,
+    isolation_level: str = "read_uncommitted",
 ) -> list[JavaRecord]:
     """Read ``count`` records of ``topic`` from the beginning with ConsoleConsumer
-    (read_uncommitted), sorted by partition and offset."""
+    (at *isolation_level*), sorted by partition and offset."""
     out = run_tool(
         "org.apache.kafka.tools.consumer.ConsoleConsumer",
         "--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
+        "--isolation-level", isolation_level,
         "--max-messages", str(count), "--timeout-ms", str(int(timeout * 1000)),
         "--formatter-property", "print.timestamp=true",
         "--formatter-property", "print.partition=true",
@@ -182,6 +188,32 @@ def verifiable_produce(
         os.remove(path)
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return [e for e in events if e.get("name") == "producer_send_success"]
+
+
+def transactional_copy(
+    bootstrap: str,
+    input_topic: str,
+    partition: int,
+    output_topic: str,
+    *,
+    transactional_id: str,
+    group: str,
+    random_aborts: bool = True,
+    transaction_size: int = 10,
+) -> list[dict[str, Any]]:
+    """Copy one partition to *output_topic* with Java's transactional producer
+    (TransactionalMessageCopier: each batch and its input offsets in one transaction,
+    a third of them aborted and redone when *random_aborts*); its status events."""
+    args = [
+        "--broker-list", bootstrap, "--input-topic", input_topic,
+        "--input-partition", str(partition), "--output-topic", output_topic,
+        "--transactional-id", transactional_id, "--consumer-group", group,
+        "--transaction-size", str(transaction_size), "--transaction-timeout", "60000",
+    ]  # fmt: skip
+    if random_aborts:
+        args.append("--enable-random-aborts")
+    out = run_tool("org.apache.kafka.tools.TransactionalMessageCopier", *args)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
 #: Java's classic-protocol assignor class for each assignor name afkak also has.

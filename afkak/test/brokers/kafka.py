@@ -179,6 +179,18 @@ class Kafka39Broker(KafkaBroker):
         super().__init__(**{"version": "3.9.1", **options})
 
 
+class KafkaTv1Broker(KafkaBroker):
+    """One Apache Kafka node formatted with ``transaction.version=1``: Kafka 4's broker
+    running the transaction protocol before KIP-890's part 2 (a new 4.x cluster runs v2)."""
+
+    name = "kafka-tv1"
+    quirks = Quirks(broker="kafka-tv1")
+
+    def __init__(self, **options: Unpack[NodeOptions]) -> None:
+        formats = ["--feature", "transaction.version=1", *options.pop("format_args", ())]
+        super().__init__(format_args=formats, **options)
+
+
 class KafkaCluster(_KafkaNodes):
     """Three Apache Kafka nodes, each broker and controller, in one KRaft quorum.
 
