@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import attrs
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -101,6 +102,22 @@ class _Fenced(Exception):
         self.error = error
 
 
+@attrs.frozen
+class _Fencing:
+    """Why the member's partitions are lost, and whether its member id went with them."""
+
+    reason: str
+    forget_member_id: bool
+
+    @classmethod
+    def by_coordinator(cls, error: int) -> _Fencing:
+        message = BrokerResponseError.from_errno(error).message
+        return cls(
+            f"fenced by the coordinator ({message})",
+            error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID),
+        )
+
+
 class GroupMember(MembershipLoop):
     """Membership of one consumer in *group_id*, on behalf of *listener*.
 
@@ -162,7 +179,9 @@ class GroupMember(MembershipLoop):
         self.rebalances = 0
         self._assigned_counts: dict[str, int] = {}
         self._rejoin_reason: str | None = None
-        self._fenced_error: int | None = None
+        self._fenced: _Fencing | None = None
+        #: When the coordinator last answered a heartbeat (or synced the member).
+        self._last_answer = 0.0
         self.heartbeats = HeartbeatTimer(self.reactor, heartbeat_interval_ms / 1000.0, self._beat)
         #: ``consumer-coordinator-metrics`` of this group.
         self.sensors = registry_of(client).shared(GroupSensors, group_id)
@@ -197,7 +216,7 @@ class GroupMember(MembershipLoop):
         self._transition(E.START)
         done = self._begin()
         self._rejoin_reason = self._stuck = None
-        self._fenced_error = None
+        self._fenced = None
         Deferred.fromCoroutine(self._run())
         return done
 
@@ -233,8 +252,8 @@ class GroupMember(MembershipLoop):
                 await self._rebalance()
                 if self._stop_reason is None and self.state is S.STABLE:
                     await self._until_woken()
-                if self._fenced_error is not None and self.state is S.STABLE:
-                    await self._fenced()
+                if self._fenced is not None and self.state is S.STABLE:
+                    await self._lose_all()
                 elif self._stuck is not None and self.state is S.STABLE:
                     await self._leave_stuck()
         except CancelledByStop:
@@ -250,8 +269,8 @@ class GroupMember(MembershipLoop):
         reason, self._rejoin_reason = self._rejoin_reason, None
         if not await self._prepare():
             return
-        if self._fenced_error is not None:
-            await self._fenced()
+        if self._fenced is not None:
+            await self._lose_all()
             return
         self._transition(E.PREPARED)
         await maybeDeferred(self.listener.prepare_join)
@@ -263,10 +282,11 @@ class GroupMember(MembershipLoop):
             self._rejoin_reason = self._rejoin_reason or "rejoining"
             return
         except _Fenced as e:
-            self._fenced_error = e.error
-            await self._fenced()
+            self._fenced = _Fencing.by_coordinator(e.error)
+            await self._lose_all()
             return
         self._transition(E.SYNCED)
+        self._last_answer = self.reactor.seconds()
         self.rebalances += 1
         self.sensors.rebalanced(started)
         await self._settle(assignment)
@@ -296,21 +316,18 @@ class GroupMember(MembershipLoop):
             )
             await self._send_leave("revoking partitions outlasted the rebalance timeout")
             self._reset(member_id=True)
-            self._fenced_error = None
+            self._fenced = None
             self._transition(E.TOO_SLOW)
         await done
         return finished
 
-    async def _fenced(self) -> None:
+    async def _lose_all(self) -> None:
         """Lose every partition and forget the generation (and member id if unknown)."""
-        error, self._fenced_error = self._fenced_error, None
-        log.warn(
-            "{member!r}: fenced by the coordinator ({error}); partitions lost",
-            member=self,
-            error=BrokerResponseError.from_errno(error or 0).message,
-        )
+        fencing, self._fenced = self._fenced, None
+        assert fencing is not None
+        log.warn("{member!r}: {reason}; partitions lost", member=self, reason=fencing.reason)
         self._transition(E.FENCED)
-        self._reset(member_id=error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID))
+        self._reset(member_id=fencing.forget_member_id)
         lost, self.owned = sorted(self.owned), frozenset()
         if lost:
             await maybeDeferred(self.listener.lose, lost)
@@ -337,11 +354,7 @@ class GroupMember(MembershipLoop):
             await self._wait(self._liveness.until_live())
 
     async def _until_woken(self) -> None:
-        if (
-            self._rejoin_reason is not None
-            or self._fenced_error is not None
-            or self._stuck is not None
-        ):
+        if self._rejoin_reason is not None or self._fenced is not None or self._stuck is not None:
             return
         self._wake = Deferred()
         await self._wake
@@ -496,6 +509,7 @@ class GroupMember(MembershipLoop):
 
     def _beat_answered(self, response: Any, sent_as: Generation, sent_at: float) -> None:
         self.sensors.heartbeat(sent_at)
+        self._last_answer = self.reactor.seconds()
         reaction = react(HEARTBEAT, response.error_code)
         if reaction in (Reaction.DONE, Reaction.IGNORE) or sent_as != self.generation:
             return
@@ -503,15 +517,35 @@ class GroupMember(MembershipLoop):
             if self.state is S.STABLE:
                 self.request_rejoin("the group is rebalancing")
         elif reaction is Reaction.FENCED:
-            self._fenced_error = response.error_code
+            self._fenced = _Fencing.by_coordinator(response.error_code)
             self._wake_up()
         else:
             self.fail(Failure(BrokerResponseError.from_errno(response.error_code, "Heartbeat")))
 
     def _beat_failed(self, failure: Failure, sent_as: Generation) -> None:
+        """Log it; after a session timeout without an answer the session is surely over.
+
+        The coordinator (if it is up) has dropped the member and given its partitions
+        to others: they are lost, as librdkafka does ("session timed out ...:
+        revoking assignment and rejoining group").  The member id is kept: a
+        coordinator restarted meanwhile may still know it.
+        """
         log.info(
             "{member!r}: heartbeat failed: {error}", member=self, error=failure.getErrorMessage()
         )
+        silent = self.reactor.seconds() - self._last_answer
+        if (
+            self.state is S.STABLE
+            and sent_as == self.generation
+            and self._fenced is None
+            and silent * 1000 >= self.session_timeout_ms
+        ):
+            self._fenced = _Fencing(
+                f"no heartbeat answered for {silent:.1f} s, session_timeout_ms="
+                f"{self.session_timeout_ms} (last error: {failure.getErrorMessage()})",
+                forget_member_id=False,
+            )
+            self._wake_up()
 
     def _check_metadata(self) -> None:
         """As Kafka's leader: rebalance when a subscribed topic's partition count changes."""
