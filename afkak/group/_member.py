@@ -180,8 +180,9 @@ class GroupMember(MembershipLoop):
         self._assigned_counts: dict[str, int] = {}
         self._rejoin_reason: str | None = None
         self._fenced: _Fencing | None = None
-        #: When the coordinator last answered a heartbeat (or synced the member).
-        self._last_answer = 0.0
+        # Fires when a STABLE member's coordinator has answered nothing for the session
+        # timeout (moved on by each heartbeat answered): see _session_lost.
+        self._session_watch: Any = None
         self.heartbeats = HeartbeatTimer(self.reactor, heartbeat_interval_ms / 1000.0, self._beat)
         #: ``consumer-coordinator-metrics`` of this group.
         self.sensors = registry_of(client).shared(GroupSensors, group_id)
@@ -243,6 +244,10 @@ class GroupMember(MembershipLoop):
             self.heartbeats.run()
         else:
             self.heartbeats.stop()
+        if new is S.STABLE:
+            self._watch_session()
+        elif self._session_watch is not None and self._session_watch.active():
+            self._session_watch.cancel()
 
     # -- the loop -------------------------------------------------------------
 
@@ -286,7 +291,6 @@ class GroupMember(MembershipLoop):
             await self._lose_all()
             return
         self._transition(E.SYNCED)
-        self._last_answer = self.reactor.seconds()
         self.rebalances += 1
         self.sensors.rebalanced(started)
         await self._settle(assignment)
@@ -509,7 +513,8 @@ class GroupMember(MembershipLoop):
 
     def _beat_answered(self, response: Any, sent_as: Generation, sent_at: float) -> None:
         self.sensors.heartbeat(sent_at)
-        self._last_answer = self.reactor.seconds()
+        if self.state is S.STABLE:
+            self._watch_session()
         reaction = react(HEARTBEAT, response.error_code)
         if reaction in (Reaction.DONE, Reaction.IGNORE) or sent_as != self.generation:
             return
@@ -523,26 +528,27 @@ class GroupMember(MembershipLoop):
             self.fail(Failure(BrokerResponseError.from_errno(response.error_code, "Heartbeat")))
 
     def _beat_failed(self, failure: Failure, sent_as: Generation) -> None:
-        """Log it; after a session timeout without an answer the session is surely over.
-
-        The coordinator (if it is up) has dropped the member and given its partitions
-        to others: they are lost, as librdkafka does ("session timed out ...:
-        revoking assignment and rejoining group").  The member id is kept: a
-        coordinator restarted meanwhile may still know it.
-        """
         log.info(
             "{member!r}: heartbeat failed: {error}", member=self, error=failure.getErrorMessage()
         )
-        silent = self.reactor.seconds() - self._last_answer
-        if (
-            self.state is S.STABLE
-            and sent_as == self.generation
-            and self._fenced is None
-            and silent * 1000 >= self.session_timeout_ms
-        ):
+
+    def _watch_session(self) -> None:
+        seconds = self.session_timeout_ms / 1000.0
+        watch = self._session_watch
+        if watch is not None and watch.active():
+            watch.reset(seconds)
+        else:
+            self._session_watch = self.reactor.callLater(seconds, self._session_lost)
+
+    def _session_lost(self) -> None:
+        """No heartbeat answered for the session timeout: the coordinator (if up) has
+        dropped the member and given its partitions to others, so they are lost, as
+        librdkafka does ("session timed out ...: revoking assignment and rejoining
+        group").  The member id is kept: a coordinator restarted meanwhile may still
+        know it."""
+        if self.state is S.STABLE and self._fenced is None:
             self._fenced = _Fencing(
-                f"no heartbeat answered for {silent:.1f} s, session_timeout_ms="
-                f"{self.session_timeout_ms} (last error: {failure.getErrorMessage()})",
+                f"no heartbeat answered for session_timeout_ms={self.session_timeout_ms}",
                 forget_member_id=False,
             )
             self._wake_up()

@@ -414,6 +414,21 @@ class GroupMemberTests(ClockTestCase):
         self.assertEqual(self.seen(JOIN)[joins].request.member_id, member_id)
         self.assertGreater(len(self.seen(HEARTBEAT)), beats)
 
+    def test_member_that_stopped_heartbeating_notices_its_lost_session(self) -> None:
+        # afkak 21.5's test_consumer_rejoin stops a member's heartbeats: the coordinator
+        # drops it after its session while it saw nothing; its own watch tells it.
+        a, la, _ = self.member("a")
+        self.advance(4)
+        a.heartbeats.stop()
+        b, lb, _ = self.member("b", owners=Owners())
+        self.advance(5)
+        self.assertEqual(la.log, [("assign", ALL)])
+        self.advance(7)  # a's 10 s session, since its last heartbeat answered, is over
+        self.assertEqual(la.log[1], ("lose", ALL))
+        self.advance(20)
+        self.assertEqual((a.state, b.state), (MemberState.STABLE, MemberState.STABLE))
+        self.assertEqual((len(la.owned), len(lb.owned)), (3, 3))
+
     def test_join_retries_coordinator_errors(self) -> None:
         self.cluster.fail_next(JoinGroupRequest, CoordinatorNotAvailable)
         self.cluster.fail_next(JoinGroupRequest, NotCoordinator)
