@@ -19,11 +19,12 @@ from twisted.python.failure import Failure
 from afkak.client import ConsumerClient
 from afkak.common import RestartError, RestopError, TopicAndPartition
 from afkak.group import ConsumerGroup, Generation, GroupMember, RoundRobinAssignor
+from afkak.group._interlayer import Afkak21Identity
 
 __all__ = ["ConsumerGroup", "Coordinator"]
 
 
-class Coordinator:
+class Coordinator(Afkak21Identity):
     """Membership of consumer group *group_id* for *topics*, without Consumers.
 
     afkak 21's parameters and defaults (milliseconds); partitions are assigned
@@ -72,20 +73,6 @@ class Coordinator:
     def __repr__(self) -> str:
         return f"<Coordinator {self.member!r}>"
 
-    @property
-    def member_id(self) -> str:
-        return self.member.member_id
-
-    @property
-    def generation_id(self) -> int | None:
-        """The generation joined, ``None`` when not in one."""
-        generation = self.member.generation_id
-        return None if generation < 0 else generation
-
-    @property
-    def leader_id(self) -> str | None:
-        return self.member.leader_id or None
-
     def start(self) -> Deferred[Coordinator]:
         """Join and stay in the group; fires with this Coordinator once stopped, fails
         with a fatal error."""
@@ -109,11 +96,10 @@ class Coordinator:
         waiters, self._stop_waiters = self._stop_waiters, []
         for waiter in waiters:
             waiter.callback(None)
-        if started is not None:
-            if isinstance(result, Failure):
-                started.errback(result)
-            else:
-                started.callback(self)
+        if started is not None and isinstance(result, Failure):
+            started.errback(result)
+        elif started is not None:
+            started.callback(self)
 
     # -- afkak 21's hooks ---------------------------------------------------------
 

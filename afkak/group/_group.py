@@ -42,6 +42,7 @@ from afkak.producer import ConsumerGroupMetadata
 from ._assignor import PartitionAssignor
 from ._consumer_protocol_member import ConsumerProtocolMember
 from ._heartbeat import HeartbeatTimer
+from ._interlayer import Afkak21Identity
 from ._member import Generation, GroupMember
 from ._range import RangeAssignor
 from ._roundrobin import RoundRobinAssignor
@@ -86,7 +87,7 @@ def resolve_assignors(assignors: Iterable[str | PartitionAssignor]) -> list[Part
     return resolved
 
 
-class ConsumerGroup:
+class ConsumerGroup(Afkak21Identity):
     """Consume *topics* as a member of consumer group *group_id*.
 
     :param client: a :class:`~afkak.client.KafkaClient`.
@@ -512,20 +513,6 @@ class ConsumerGroup:
     @property
     def topics(self) -> list[str]:
         return list(self.member.topics)
-
-    @property
-    def member_id(self) -> str:
-        return self.member.member_id
-
-    @property
-    def generation_id(self) -> int | None:
-        """The generation joined, ``None`` when not in one (afkak 21's value)."""
-        generation = self.member.generation_id
-        return None if generation < 0 else generation
-
-    @property
-    def leader_id(self) -> str | None:
-        return self.member.leader_id or None
 
     @property
     def coordinator_broker(self) -> Any:

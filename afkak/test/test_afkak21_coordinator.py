@@ -8,7 +8,6 @@ from typing import Any
 from twisted.internet.defer import Deferred
 
 from afkak._group import ConsumerGroup, Coordinator
-from afkak.client import KafkaClient
 from afkak.common import RestartError, RestopError, UnknownMemberId
 from afkak.group import ConsumerGroup as PublicConsumerGroup
 from afkak.protocol.messages import HeartbeatRequest
@@ -25,13 +24,7 @@ class CoordinatorTests(ClockTestCase):
         self.cluster.create_topic(TOPIC, 6)
 
     def coordinator(self, name: str, **options: Any) -> Coordinator:
-        client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            clientId=name,
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-        )
-        self.addCleanup(client.close)
+        client = self.client_of(self.cluster, name)
         return Coordinator(client, "g", [TOPIC], heartbeat_interval_ms=100, **options)
 
     def advance(self, seconds: float) -> None:

@@ -132,14 +132,9 @@ class GroupMemberTests(ClockTestCase):
         timeout_ms: int | None = None,
         **options: Any,
     ) -> tuple[GroupMember, Listener, Deferred[None]]:
-        client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            clientId=name,
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-            **({} if timeout_ms is None else {"timeout": timeout_ms}),
+        client = self.client_of(
+            self.cluster, name, **({} if timeout_ms is None else {"timeout": timeout_ms})
         )
-        self.addCleanup(client.close)
         self.clients[name] = client
         listener = Listener(name, self.owners if owners is None else owners)
         settings = {

@@ -3,12 +3,15 @@
 21.5's tests (``afkak/test/int/`` in its sdist) start ZooKeeper and a 2015-era Kafka
 per test through ``afkak.test.int.fixtures.KafkaHarness``.  ``install`` puts 21.5's test
 files beside ours (``afkak.test.int``, ``afkak.test.testutil``) and replaces that one
-module with a harness serving a broker started once: 21.5's tests then import ``afkak``,
-this tree's library, unchanged.  ``tools/afkak21_suite.py`` is the command.
+module with a harness serving a broker started once (and a 3-broker cluster for the
+test that kills leaders): 21.5's tests then import ``afkak``, this tree's library,
+unchanged.  ``tools/afkak21_suite.py`` is the command.
 
 Each test still gets what 21.5's fresh cluster gave it: a topic of its own, empty,
 created with the partition count and ``message_max_bytes`` its class asked for (a
-class-level topic name such as ``produce_topic`` gets a unique suffix).
+class-level topic name such as ``produce_topic`` gets a unique suffix), the topic it
+names itself (21.5's brokers created it on first use), and its brokers to stop and
+restart (``KafkaHarness.brokers``, by node id).
 """
 
 from __future__ import annotations
