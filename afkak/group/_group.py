@@ -41,6 +41,8 @@ from afkak.producer import ConsumerGroupMetadata
 
 from ._assignor import PartitionAssignor
 from ._consumer_protocol_member import ConsumerProtocolMember
+from ._heartbeat import HeartbeatTimer
+from ._interlayer import Afkak21Identity
 from ._member import GroupMember
 from ._membership import Generation
 from ._range import RangeAssignor
@@ -116,7 +118,7 @@ class _Backoff(Generic[T]):
         group._retime()
 
 
-class ConsumerGroup:
+class ConsumerGroup(Afkak21Identity):
     """Consume *topics* as a member of consumer group *group_id*.
 
     :param client: a :class:`~afkak.client.KafkaClient`.
@@ -189,8 +191,8 @@ class ConsumerGroup:
     ``consumer_kwargs``, ``session_timeout_ms``, ``heartbeat_interval_ms``;
     :meth:`on_join_prepare`, :meth:`on_join_complete`,
     :meth:`on_group_leave`, :meth:`on_consumer_error`,
-    :meth:`stop_consumers` and :meth:`shutdown_consumers`.  ``consumers``
-    maps each :class:`~afkak.common.TopicAndPartition` to its Consumer.
+    :meth:`stop_consumers` and :meth:`shutdown_consumers`; :attr:`consumers`
+    lists each topic's running Consumers, as in afkak 21.
     """
 
     def __init__(
@@ -275,7 +277,8 @@ class ConsumerGroup:
             "retry_backoff_ms": retry_backoff_ms,
             "fatal_backoff_ms": fatal_backoff_ms,
         }
-        self.consumers: dict[TopicAndPartition, Consumer] = {}
+        #: The running Consumer of each partition owned.
+        self.partition_consumers: dict[TopicAndPartition, Consumer] = {}
         # Position control for owned partitions whose Consumer is not running
         # (yet): where to start (a seek in on_assigned), and what is paused.
         self._start_at: dict[TopicAndPartition, int] = {}
@@ -285,6 +288,8 @@ class ConsumerGroup:
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
         self._stopping: Deferred[Offsets] | None = None
+        # on_group_leave was called since the member last joined (or started).
+        self._left = False
         self.group_protocol = group_protocol
         self.member: GroupMember | ConsumerProtocolMember
         if group_protocol == "consumer":
@@ -359,7 +364,7 @@ class ConsumerGroup:
     def stuck(self) -> str | None:
         """Why the member must leave the group: a processor call older than
         ``max_poll_interval_ms`` (None: every processor is live)."""
-        for tp, consumer in sorted(self.consumers.items()):
+        for tp, consumer in sorted(self.partition_consumers.items()):
             running = self._overdue(consumer)
             if running is not None:
                 return (
@@ -389,9 +394,8 @@ class ConsumerGroup:
         return self.member.sensors.registry.metrics(COORDINATOR, FETCH, CLIENT, NODE)
 
     def __repr__(self) -> str:
-        return (
-            f"<ConsumerGroup {self.group_id!r} {self.member!r} partitions={sorted(self.consumers)}>"
-        )
+        partitions = sorted(self.partition_consumers)
+        return f"<ConsumerGroup {self.group_id!r} {self.member!r} partitions={partitions}>"
 
     @property
     def state(self) -> Any:
@@ -445,7 +449,7 @@ class ConsumerGroup:
             self._seek(tp, OFFSET_LATEST)
 
     def _seek(self, tp: TopicAndPartition, offset: int) -> None:
-        consumer = self.consumers.get(tp)
+        consumer = self.partition_consumers.get(tp)
         if consumer is None:
             self._start_at[tp] = offset
         elif offset == OFFSET_EARLIEST:
@@ -461,15 +465,15 @@ class ConsumerGroup:
         it is revoked."""
         for tp in [self._owned(tp) for tp in positions.partitions_of(tps)]:
             self._paused.add(tp)
-            if tp in self.consumers:
-                self.consumers[tp].pause(tp)
+            if tp in self.partition_consumers:
+                self.partition_consumers[tp].pause(tp)
 
     def resume(self, *tps: Any) -> None:
         """Fetch paused *tps* again."""
         for tp in [self._owned(tp) for tp in positions.partitions_of(tps)]:
             self._paused.discard(tp)
-            if tp in self.consumers:
-                self.consumers[tp].resume(tp)
+            if tp in self.partition_consumers:
+                self.partition_consumers[tp].resume(tp)
 
     def paused(self) -> frozenset[TopicAndPartition]:
         """The assigned partitions paused."""
@@ -482,7 +486,7 @@ class ConsumerGroup:
             started yet (a rebalance is under way).
         """
         key = self._owned(tp)
-        consumer = self.consumers.get(key)
+        consumer = self.partition_consumers.get(key)
         if consumer is None:
             raise ValueError(f"{key} has no running consumer yet")
         return consumer.position(key)
@@ -518,15 +522,15 @@ class ConsumerGroup:
             would overwrite its new owner's progress).
         """
         if offsets is None:
-            tps = sorted(self.consumers)
-            done: list[Deferred[Any]] = [self.consumers[tp].commit() for tp in tps]
+            tps = sorted(self.partition_consumers)
+            done: list[Deferred[Any]] = [self.partition_consumers[tp].commit() for tp in tps]
         else:
             explicit = positions.commit_offsets(offsets)
             tps = [self._owned(tp) for tp in explicit]
-            missing = [tp for tp in tps if tp not in self.consumers]
+            missing = [tp for tp in tps if tp not in self.partition_consumers]
             if missing:
                 raise ValueError(f"{missing} have no running consumer yet")
-            done = [self.consumers[tp].commit({tp: explicit[tp]}) for tp in tps]
+            done = [self.partition_consumers[tp].commit({tp: explicit[tp]}) for tp in tps]
         d = DeferredList(done, fireOnOneErrback=True, consumeErrors=True)
 
         def gathered(results: list[tuple[bool, Any]]) -> dict[TopicAndPartition, Any]:
@@ -539,22 +543,25 @@ class ConsumerGroup:
     # -- afkak 21's attributes --------------------------------------------------
 
     @property
+    def consumers(self) -> dict[str, list[Consumer]]:
+        """``{topic: [Consumer, ...]}``: the running Consumers, by partition (afkak 21's
+        view; :attr:`partition_consumers` has them by partition)."""
+        by_topic: dict[str, list[Consumer]] = {}
+        for tp, consumer in sorted(self.partition_consumers.items()):
+            by_topic.setdefault(tp.topic, []).append(consumer)
+        return by_topic
+
+    @property
+    def _heartbeat_looper(self) -> HeartbeatTimer:
+        """afkak 21's private heartbeat timer (``running``, ``stop()``), which 21.5's
+        own tests stop to make a member miss a rebalance; the classic protocol's."""
+        if not isinstance(self.member, GroupMember):
+            raise AttributeError("the consumer protocol has no heartbeat timer of its own")
+        return self.member.heartbeats
+
+    @property
     def topics(self) -> list[str]:
         return list(self.member.topics)
-
-    @property
-    def member_id(self) -> str:
-        return self.member.member_id
-
-    @property
-    def generation_id(self) -> int | None:
-        """The generation joined, ``None`` when not in one (afkak 21's value)."""
-        generation = self.member.generation_id
-        return None if generation < 0 else generation
-
-    @property
-    def leader_id(self) -> str | None:
-        return self.member.leader_id or None
 
     @property
     def coordinator_broker(self) -> Any:
@@ -588,7 +595,10 @@ class ConsumerGroup:
         return None
 
     def on_group_leave(self) -> None:
-        """Called when the member left the group (stopped or failed): stops any Consumer left."""
+        """Called once the member is out of the group: stopped, failed, or its partitions
+        lost (fenced, its session lost while the coordinator was unreachable, or too
+        slow a processor); as in afkak 21 it stops any Consumer left.  It joins again
+        (:meth:`on_join_prepare`) unless it stopped."""
         self.stop_consumers()
 
     def on_consumer_error(self, failure: Failure) -> None:
@@ -597,7 +607,7 @@ class ConsumerGroup:
 
     def stop_consumers(self) -> None:
         """Stop every Consumer now, without committing."""
-        consumers, self.consumers = self.consumers, {}
+        consumers, self.partition_consumers = self.partition_consumers, {}
         for consumer in consumers.values():
             try:
                 consumer.stop()
@@ -609,7 +619,7 @@ class ConsumerGroup:
 
         With a DeferredList's ``[(success, failure or None), ...]``, as afkak 21's did.
         """
-        consumers, self.consumers = self.consumers, {}
+        consumers, self.partition_consumers = self.partition_consumers, {}
         ending: list[Deferred[Any]] = [
             self._end_consumer(tp, c, commit=True) for tp, c in consumers.items()
         ]
@@ -629,6 +639,7 @@ class ConsumerGroup:
             raise RestartError("the consumer group is already running")
         self._offsets = {}
         self._stopping = None
+        self._left = False
         started = self._start_d = Deferred()
         if self.pattern is None or self.group_protocol == "consumer":
             # The consumer protocol matches the pattern on the broker.
@@ -702,7 +713,7 @@ class ConsumerGroup:
         stopping, self._stopping = self._stopping, None
         offsets, self._offsets = self._offsets, {}
         outcome = result if isinstance(result, Failure) else offsets
-        self.on_group_leave()
+        self._left_group(None)
         if stopping is not None:
             stopping.callback(offsets)
         if start_d is not None:
@@ -717,8 +728,9 @@ class ConsumerGroup:
         return self.on_join_prepare()
 
     def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[None]:
-        self._rebind(self.consumers.values(), generation)
-        added = [tp for tp in partitions if tp not in self.consumers]
+        self._left = False
+        self._rebind(self.partition_consumers.values(), generation)
+        added = [tp for tp in partitions if tp not in self.partition_consumers]
         d = maybeDeferred(self.on_assigned, added) if self.on_assigned and added else succeed(None)
         d.addCallback(lambda _: self._start_consumers(added, generation))
         d.addCallback(lambda _: self.on_join_complete(_by_topic(partitions)))
@@ -745,7 +757,7 @@ class ConsumerGroup:
                 commit_generation_id=generation.generation_id,
                 **self.consumer_options,
             )
-            self.consumers[tp] = consumer
+            self.partition_consumers[tp] = consumer
             if tp in self._paused:
                 consumer.pause(tp)
             start = self._start_at.pop(tp, OFFSET_COMMITTED)
@@ -763,11 +775,11 @@ class ConsumerGroup:
         the committed offset).  Anything else is fatal, as an exception from
         the Java consumer's ``poll``.
         """
-        if self.consumers.get(tp) is not consumer:
+        if self.partition_consumers.get(tp) is not consumer:
             if isinstance(result, Failure):
                 log.info("{tp}: consumer ended with {error}", tp=tp, error=result.getErrorMessage())
             return
-        del self.consumers[tp]
+        del self.partition_consumers[tp]
         if not isinstance(result, Failure):
             result = Failure(RuntimeError(f"the consumer of {tp} stopped by itself"))
         member = self.member
@@ -776,7 +788,7 @@ class ConsumerGroup:
             result.check(*_FENCED_ERRORS) and stale
         ):
             last = consumer.last_processed_offset
-            self.consumers[tp] = consumer
+            self.partition_consumers[tp] = consumer
             consumer.start(OFFSET_COMMITTED if last is None else last + 1).addBoth(
                 self._consumer_ended, tp, consumer
             )
@@ -789,7 +801,15 @@ class ConsumerGroup:
         return self._give_up(partitions, commit=True, then=self.on_revoked)
 
     def lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
-        return self._give_up(partitions, commit=False, then=self.on_lost)
+        """The member lost every partition: it is out of the group (afkak 21's on_group_leave)."""
+        return self._give_up(partitions, commit=False, then=self.on_lost).addCallback(
+            self._left_group
+        )
+
+    def _left_group(self, _: Any) -> None:
+        if not self._left:
+            self._left = True
+            self.on_group_leave()
 
     def _give_up(
         self, partitions: list[TopicAndPartition], commit: bool, then: Callback | None
@@ -797,7 +817,8 @@ class ConsumerGroup:
         for tp in partitions:
             self._paused.discard(tp)
             self._start_at.pop(tp, None)
-        ending = [(tp, self.consumers.pop(tp)) for tp in partitions if tp in self.consumers]
+        running = self.partition_consumers
+        ending = [(tp, running.pop(tp)) for tp in partitions if tp in running]
         if commit and self.member.generation_id >= 0:
             # Revoked after a cooperative sync: the final commits carry the new generation.
             self._rebind((c for _, c in ending), self.member.generation)

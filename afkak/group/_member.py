@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+import attrs
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -100,6 +101,22 @@ class _Fenced(Exception):
         self.error = error
 
 
+@attrs.frozen
+class _Fencing:
+    """Why the member's partitions are lost, and whether its member id went with them."""
+
+    reason: str
+    forget_member_id: bool
+
+    @classmethod
+    def by_coordinator(cls, error: int) -> _Fencing:
+        message = BrokerResponseError.from_errno(error).message
+        return cls(
+            f"fenced by the coordinator ({message})",
+            error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID),
+        )
+
+
 class GroupMember(MembershipLoop):
     """Membership of one consumer in *group_id*, on behalf of *listener*.
 
@@ -149,7 +166,10 @@ class GroupMember(MembershipLoop):
         self.protocol_name: str | None = None
         self._assigned_counts: dict[str, int] = {}
         self._rejoin_reason: str | None = None
-        self._fenced_error: int | None = None
+        self._fenced: _Fencing | None = None
+        # Fires when a STABLE member's coordinator has answered nothing for the session
+        # timeout (moved on by each heartbeat answered): see _session_lost.
+        self._session_watch: Any = None
         self.heartbeats = HeartbeatTimer(self.reactor, heartbeat_interval_ms / 1000.0, self._beat)
 
     def __repr__(self) -> str:
@@ -177,7 +197,7 @@ class GroupMember(MembershipLoop):
         """Join and stay in the group; fires when stopped, fails on a fatal error."""
         self._transition(E.START)
         self._rejoin_reason = None
-        self._fenced_error = None
+        self._fenced = None
         return self._start_run()
 
     def subscribe(self, topics: Sequence[str]) -> None:
@@ -203,6 +223,10 @@ class GroupMember(MembershipLoop):
             self.heartbeats.run()
         else:
             self.heartbeats.stop()
+        if new is S.STABLE:
+            self._watch_session()
+        elif self._session_watch is not None and self._session_watch.active():
+            self._session_watch.cancel()
 
     # -- the loop -------------------------------------------------------------
 
@@ -212,8 +236,8 @@ class GroupMember(MembershipLoop):
                 await self._rebalance()
                 if self._stop_reason is None and self.state is S.STABLE:
                     await self._until_woken()
-                if self._fenced_error is not None and self.state is S.STABLE:
-                    await self._fenced()
+                if self._fenced is not None and self.state is S.STABLE:
+                    await self._lose_all()
                 elif self._stuck is not None and self.state is S.STABLE:
                     await self._leave_stuck()
         except CancelledByStop:
@@ -229,8 +253,8 @@ class GroupMember(MembershipLoop):
         reason, self._rejoin_reason = self._rejoin_reason, None
         if not await self._prepare():
             return
-        if self._fenced_error is not None:
-            await self._fenced()
+        if self._fenced is not None:
+            await self._lose_all()
             return
         self._transition(E.PREPARED)
         await maybeDeferred(self.listener.prepare_join)
@@ -242,8 +266,8 @@ class GroupMember(MembershipLoop):
             self._rejoin_reason = self._rejoin_reason or "rejoining"
             return
         except _Fenced as e:
-            self._fenced_error = e.error
-            await self._fenced()
+            self._fenced = _Fencing.by_coordinator(e.error)
+            await self._lose_all()
             return
         self._transition(E.SYNCED)
         self.rebalances += 1
@@ -275,21 +299,18 @@ class GroupMember(MembershipLoop):
             )
             await self._send_leave("revoking partitions outlasted the rebalance timeout")
             self._reset(member_id=True)
-            self._fenced_error = None
+            self._fenced = None
             self._transition(E.TOO_SLOW)
         await done
         return finished
 
-    async def _fenced(self) -> None:
+    async def _lose_all(self) -> None:
         """Lose every partition and forget the generation (and member id if unknown)."""
-        error, self._fenced_error = self._fenced_error, None
-        log.warn(
-            "{member!r}: fenced by the coordinator ({error}); partitions lost",
-            member=self,
-            error=BrokerResponseError.from_errno(error or 0).message,
-        )
+        fencing, self._fenced = self._fenced, None
+        assert fencing is not None
+        log.warn("{member!r}: {reason}; partitions lost", member=self, reason=fencing.reason)
         self._transition(E.FENCED)
-        self._reset(member_id=error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID))
+        self._reset(member_id=fencing.forget_member_id)
         lost, self.owned = sorted(self.owned), frozenset()
         if lost:
             await maybeDeferred(self.listener.lose, lost)
@@ -316,11 +337,7 @@ class GroupMember(MembershipLoop):
             await self._wait(self._liveness.until_live())
 
     async def _until_woken(self) -> None:
-        if (
-            self._rejoin_reason is not None
-            or self._fenced_error is not None
-            or self._stuck is not None
-        ):
+        if self._rejoin_reason is not None or self._fenced is not None or self._stuck is not None:
             return
         self._wake = Deferred()
         await self._wake
@@ -475,6 +492,8 @@ class GroupMember(MembershipLoop):
 
     def _beat_answered(self, response: Any, sent_as: Generation, sent_at: float) -> None:
         self.sensors.heartbeat(sent_at)
+        if self.state is S.STABLE:
+            self._watch_session()
         reaction = react(HEARTBEAT, response.error_code)
         if reaction in (Reaction.DONE, Reaction.IGNORE) or sent_as != self.generation:
             return
@@ -482,7 +501,7 @@ class GroupMember(MembershipLoop):
             if self.state is S.STABLE:
                 self.request_rejoin("the group is rebalancing")
         elif reaction is Reaction.FENCED:
-            self._fenced_error = response.error_code
+            self._fenced = _Fencing.by_coordinator(response.error_code)
             self._wake_up()
         else:
             self.fail(Failure(BrokerResponseError.from_errno(response.error_code, "Heartbeat")))
@@ -491,6 +510,27 @@ class GroupMember(MembershipLoop):
         log.info(
             "{member!r}: heartbeat failed: {error}", member=self, error=failure.getErrorMessage()
         )
+
+    def _watch_session(self) -> None:
+        seconds = self.session_timeout_ms / 1000.0
+        watch = self._session_watch
+        if watch is not None and watch.active():
+            watch.reset(seconds)
+        else:
+            self._session_watch = self.reactor.callLater(seconds, self._session_lost)
+
+    def _session_lost(self) -> None:
+        """No heartbeat answered for the session timeout: the coordinator (if up) has
+        dropped the member and given its partitions to others, so they are lost, as
+        librdkafka does ("session timed out ...: revoking assignment and rejoining
+        group").  The member id is kept: a coordinator restarted meanwhile may still
+        know it."""
+        if self.state is S.STABLE and self._fenced is None:
+            self._fenced = _Fencing(
+                f"no heartbeat answered for session_timeout_ms={self.session_timeout_ms}",
+                forget_member_id=False,
+            )
+            self._wake_up()
 
     def _check_metadata(self) -> None:
         """As Kafka's leader: rebalance when a subscribed topic's partition count changes."""

@@ -260,15 +260,25 @@ class ProducerBatch:
     def last_sequence(self) -> int:
         return (self.base_sequence + self.count - 1) % SEQUENCE_MODULUS
 
-    def succeed(self, base_offset: int, log_append_time: int) -> None:
-        """Fire every waiting send: *base_offset* -1 (unknown) gives offsets -1."""
+    def succeed(self, base_offset: int, log_append_time: int, shared: bool = False) -> None:
+        """Fire every waiting send: *base_offset* -1 (unknown) gives offsets -1.
+
+        A ``send_messages`` call gets its first message's offset or, *shared*
+        (afkak 21's batch mode), the batch's: afkak 21 sent a batch as one
+        request and fired each of its calls with the partition's response.
+        """
         topic, partition = self.topic, self.partition
         waiters = self.waiters
-        starts = range(len(waiters)) if self.firsts is None else self.firsts
-        # tuple.__new__ skips the named tuple's Python-level constructor.
-        for i in to_fire(waiters):
-            o = base_offset + starts[i] if base_offset >= 0 else -1
-            fire(waiters[i], _new_tuple(ProduceResponse, (topic, partition, 0, o)))
+        if shared or base_offset < 0:
+            response = _new_tuple(ProduceResponse, (topic, partition, 0, max(base_offset, -1)))
+            for i in to_fire(waiters):
+                fire(waiters[i], response)
+        else:
+            starts = range(len(waiters)) if self.firsts is None else self.firsts
+            # tuple.__new__ skips the named tuple's Python-level constructor.
+            for i in to_fire(waiters):
+                o = base_offset + starts[i]
+                fire(waiters[i], _new_tuple(ProduceResponse, (topic, partition, 0, o)))
         if self.record_waiters:
             self._fire_records(base_offset, log_append_time)
 

@@ -339,10 +339,12 @@ class Producer:
             on a compacted topic).
         :returns: a Deferred that fires once the messages are acknowledged, with
             a :class:`~afkak.common.ProduceResponse` ``(topic, partition, 0,
-            offset)``, *offset* being the first message's (``None`` with
-            ``req_acks=0``).  It fails with the broker's or the client's error
-            if the messages could not be written, or with the partitioner's
-            error (:class:`~afkak.partitioner.HashedPartitioner` without a key).
+            offset)``, *offset* being the first message's or, in batch mode
+            (*batch_send*), the first of the batch that carried it, as in
+            afkak 21 (``None`` with ``req_acks=0``).  It fails with the
+            broker's or the client's error if the messages could not be
+            written, or with the partitioner's error
+            (:class:`~afkak.partitioner.HashedPartitioner` without a key).
             Cancelling it stops the waiting, not the sending.
         :raises TypeError: at the call, if *topic* is not a ``str``, *key*
             not ``bytes`` or ``None`` or *msgs* not a sequence of them.

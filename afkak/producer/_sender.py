@@ -320,7 +320,7 @@ class Sender:
         # application keeps (gathered Deferreds and their results); one at
         # the end instead (issue 28).
         with gc_paused():
-            batch.succeed(base_offset, log_append_time)
+            batch.succeed(base_offset, log_append_time, self._options.batch_send)
         self._accumulator.release(batch)
 
     def _after(self, batch: ProducerBatch, action: Action, failure: Failure) -> None:

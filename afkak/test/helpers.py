@@ -21,6 +21,8 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
+from afkak.client import KafkaClient
+
 
 def pump(until: Callable[[], bool], timeout: float, what: str, step: float = 0.01) -> float:
     """Run the global reactor until ``until()``; the seconds it took.
@@ -85,6 +87,18 @@ class ClockTestCase(SynchronousTestCase):
     def assertNoDelayedCalls(self) -> None:  # noqa: N802 -- unittest's naming
         left = [c for c in self.clock.getDelayedCalls() if c.active() and not _fake_brokers(c)]
         self.assertEqual(left, [], "DelayedCalls left after the test's cleanups")
+
+    def client_of(self, cluster: Any, client_id: str, **options: Any) -> KafkaClient:
+        """A KafkaClient of the fake *cluster* on ``self.clock``, closed at the end."""
+        client = KafkaClient(
+            cluster.bootstrap_hosts,
+            clientId=client_id,
+            reactor=self.clock,
+            endpoint_factory=cluster.endpoint_factory,
+            **options,
+        )
+        self.addCleanup(client.close)
+        return client
 
 
 def optional_module(name: str) -> ModuleType | None:

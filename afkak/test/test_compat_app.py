@@ -133,7 +133,7 @@ def afkak21_app(bootstrap: str, topic: str, group: str) -> Any:
         )
         cg.start()
         yield group_done
-        kwargs_seen = {c.fetch_max_wait_time for c in cg.consumers.values()}
+        kwargs_seen = {c.fetch_max_wait_time for cs in cg.consumers.values() for c in cs}
         yield cg.shutdown()
         return {
             "written": written,

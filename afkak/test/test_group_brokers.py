@@ -298,17 +298,21 @@ class RealBrokerGroupTests(GroupBrokerFixture):
         self.produce(0, 600)
         a = self.member("a")
         done_a = a.start()
-        self.report("first member stable", pump(lambda: len(a.consumers) == 6, 30, "a owns all"))
+        self.report(
+            "first member stable", pump(lambda: len(a.partition_consumers) == 6, 30, "a owns all")
+        )
         b = self.member("b")
         b.start()
         joined = pump(
-            lambda: len(a.assignment()) == 3 and len(b.consumers) == 3, 40, "a and b split"
+            lambda: len(a.assignment()) == 3 and len(b.partition_consumers) == 3,
+            40,
+            "a and b split",
         )
         self.report(f"member joins ({self.strategy})", joined)
         pump(lambda: len(self.events.processed()) >= 600, 30, "all consumed")
         start = time.monotonic()
         wait(b.shutdown(), 30)
-        pump(lambda: len(a.consumers) == 6, 40, "a takes b's partitions")
+        pump(lambda: len(a.partition_consumers) == 6, 40, "a takes b's partitions")
         self.report("member leaves", time.monotonic() - start)
         self.produce(600, 60)
         pump(lambda: len(self.events.processed()) >= 660, 30, "new records consumed")
@@ -383,7 +387,11 @@ class RealBrokerGroupTests(GroupBrokerFixture):
         b = self.member("b", max_poll_interval_ms=3000)
         a.start()
         b.start()
-        pump(lambda: len(a.consumers) == 1 and len(b.consumers) == 1, 60, "a and b split")
+        pump(
+            lambda: len(a.partition_consumers) == 1 and len(b.partition_consumers) == 1,
+            60,
+            "a and b split",
+        )
         pump(lambda: self.events.processed() == self.produced, 30, "consumed")
         sticky.armed = True  # a's next call never returns
         for p in (0, 1):
@@ -428,12 +436,16 @@ class RealBrokerGroupTests(GroupBrokerFixture):
         a, b = self.member("a", instance="instance-1"), self.member("b")
         a.start()
         b.start()
-        pump(lambda: len(a.consumers) == 2 and len(b.consumers) == 2, 40, "a and b split")
+        pump(
+            lambda: len(a.partition_consumers) == 2 and len(b.partition_consumers) == 2,
+            40,
+            "a and b split",
+        )
         generation, owned = b.member.generation_id, a.assignment()
         wait(a.shutdown(), 30)  # a static member sends no LeaveGroup
         again = self.member("a-again", instance="instance-1")
         again.start()
-        t = pump(lambda: len(again.consumers) == 2, 40, "the static member is back")
+        t = pump(lambda: len(again.partition_consumers) == 2, 40, "the static member is back")
         self.report("static member restarts", t)
         self.assertEqual(again.assignment(), owned)
         if not self.quirk("static_rejoin_rebalances"):
@@ -482,7 +494,7 @@ class RealBrokerGroupTests(GroupBrokerFixture):
         t = pump(
             lambda: (
                 len(b.assignment()) + len(confluent.assigned) == 6
-                and len(b.consumers) == len(b.assignment())
+                and len(b.partition_consumers) == len(b.assignment())
             ),
             60,
             "a leaves",
@@ -491,7 +503,7 @@ class RealBrokerGroupTests(GroupBrokerFixture):
         # b dies: no LeaveGroup, no final commits; its session must expire.
         uncommitted = sum(
             max(0, _offset(c.last_processed_offset) - _offset(c.last_committed_offset))
-            for c in b.consumers.values()
+            for c in b.partition_consumers.values()
         )
         b_partitions = {tp.partition for tp in b.assignment()}
         if self.quirk("no_session_expiry"):
@@ -550,7 +562,7 @@ class RdkafkaMockGroupTests(RealBrokerGroupTests, SynchronousTestCase):
         generation = a.member.generation_id
         mock.push_request_errors(12, 27)  # Heartbeat: REBALANCE_IN_PROGRESS
         t = pump(
-            lambda: a.member.generation_id > generation and len(a.consumers) == 3,
+            lambda: a.member.generation_id > generation and len(a.partition_consumers) == 3,
             60,
             "rejoined after REBALANCE_IN_PROGRESS",
         )
@@ -558,7 +570,7 @@ class RdkafkaMockGroupTests(RealBrokerGroupTests, SynchronousTestCase):
         member_id = a.member.member_id
         mock.push_request_errors(12, 25)  # Heartbeat: UNKNOWN_MEMBER_ID
         t = pump(
-            lambda: a.member.member_id not in ("", member_id) and len(a.consumers) == 3,
+            lambda: a.member.member_id not in ("", member_id) and len(a.partition_consumers) == 3,
             60,
             "a new member after UNKNOWN_MEMBER_ID",
         )

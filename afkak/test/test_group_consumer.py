@@ -73,7 +73,7 @@ def abandon(group: ConsumerGroup) -> None:
     member = group.member
     member.heartbeats.stop()
     member.state = MemberState.STOPPED
-    dead, group.consumers = list(group.consumers.values()), {}
+    dead, group.partition_consumers = list(group.partition_consumers.values()), {}
     for consumer in dead:
         consumer.stop()
 
@@ -155,8 +155,8 @@ class ConsumerGroupTests(GroupTestCase):
         self.assertEqual(g.consumer_options["buffer_size"], 4096)
         g.start()
         self.advance(5)
-        self.assertTrue(g.consumers)
-        self.assertEqual({c.buffer_size for c in g.consumers.values()}, {4096})
+        self.assertTrue(g.partition_consumers)
+        self.assertEqual({c.buffer_size for c in g.partition_consumers.values()}, {4096})
 
     def test_setting_afkak21_backoffs_retimes_the_member(self) -> None:
         """afkak 21 read its backoff attributes at each retry; setting one still counts
@@ -343,7 +343,7 @@ class ConsumerGroupTests(GroupTestCase):
         self.produce(10)
         self.advance(6)
         self.assertEqual(g.state, MemberState.STABLE)
-        self.assertEqual(len(g.consumers), PARTITIONS)
+        self.assertEqual(len(g.partition_consumers), PARTITIONS)
         self.assertEqual(set(self.ledger.seen), self.expected())
 
     def test_final_commit_retried_while_the_coordinator_refuses(self) -> None:
@@ -421,9 +421,12 @@ class ConsumerGroupTests(GroupTestCase):
         g.start()
         self.advance(5)
         self.assertEqual(len(self.ledger.seen), 18)
+        # afkak 21's consumers: {topic: [Consumer, ...]}, by partition.
+        self.assertEqual(list(g.consumers), [TOPIC])
+        self.assertEqual([c.partition for c in g.consumers[TOPIC]], list(range(PARTITIONS)))
         self.assertEqual(
-            {(c.fetch_max_wait_time, c.auto_commit_every_n) for c in g.consumers.values()},
-            {(150, 1)},
+            {(c.topic, c.fetch_max_wait_time, c.auto_commit_every_n) for c in g.consumers[TOPIC]},
+            {(TOPIC, 150, 1)},
         )
         self.assertEqual(g.consumer_kwargs["fetch_max_wait_time"], 150)
         self.assertEqual(g.generation_id, 1)
@@ -435,12 +438,58 @@ class ConsumerGroupTests(GroupTestCase):
         self.assertEqual(calls[-1], ("leave", 0))
         self.assertEqual(g.member_id, "")
 
+    def test_lost_session_calls_on_group_leave_then_joins_again(self) -> None:
+        # afkak 21.5's test_broker_restart: with its broker down, the member leaves the
+        # group (on_group_leave, no Consumer left); back up, it joins again.
+        calls: list[tuple[str, int]] = []
+
+        class Group(ConsumerGroup):
+            def on_join_prepare(self) -> Any:
+                calls.append(("prepare", len(self.consumers)))
+
+            def on_join_complete(self, assignments: dict[str, list[int]]) -> Any:
+                calls.append(("complete", len(self.consumers[TOPIC])))
+
+            def on_group_leave(self) -> None:
+                super().on_group_leave()
+                calls.append(("leave", len(self.consumers)))
+
+        g = Group(
+            self.client("a"),
+            "g",
+            [TOPIC],
+            self.ledger.processor("a"),
+            session_timeout_ms=10000,
+            heartbeat_interval_ms=1000,
+            fetch_max_wait_time=200,
+        )
+        self.groups.append(g)
+        g.start()
+        self.advance(4)
+        self.assertEqual(calls, [("prepare", 0), ("complete", PARTITIONS)])
+        for node in range(3):
+            self.cluster.refuse_connections(node)
+        self.cluster.drop_connections()
+        self.advance(12)
+        self.assertEqual(calls[2:], [("leave", 0), ("prepare", 0)])  # joining meanwhile
+        self.assertEqual(g.partition_consumers, {})
+        for node in range(3):
+            self.cluster.refuse_connections(node, refuse=False)
+        self.advance(20)
+        self.assertEqual(calls[4:], [("complete", PARTITIONS)])
+        self.produce(2)
+        self.advance(3)
+        self.assertEqual(set(self.ledger.seen), self.expected())
+        self.result(g.shutdown())
+        self.assertEqual(calls[-1], ("leave", 0))
+        self.assertEqual(len(calls), 6, "one on_group_leave per leaving")
+
     def test_stop_and_shutdown_consumers(self) -> None:
         self.produce(3)
         g = self.group("a")
         g.start()
         self.advance(4)
-        consumers = list(g.consumers.values())
+        consumers = list(g.partition_consumers.values())
         self.assertEqual(len(consumers), PARTITIONS)
         done = g.shutdown_consumers()
         self.advance(1)

@@ -13,6 +13,7 @@ from twisted.internet.defer import Deferred
 
 from afkak.client import KafkaClient
 from afkak.common import (
+    ClientError,
     CoordinatorLoadInProgress,
     CoordinatorNotAvailable,
     FencedInstanceId,
@@ -131,14 +132,9 @@ class GroupMemberTests(ClockTestCase):
         timeout_ms: int | None = None,
         **options: Any,
     ) -> tuple[GroupMember, Listener, Deferred[None]]:
-        client = KafkaClient(
-            self.cluster.bootstrap_hosts,
-            clientId=name,
-            reactor=self.clock,
-            endpoint_factory=self.cluster.endpoint_factory,
-            **({} if timeout_ms is None else {"timeout": timeout_ms}),
+        client = self.client_of(
+            self.cluster, name, **({} if timeout_ms is None else {"timeout": timeout_ms})
         )
-        self.addCleanup(client.close)
         self.clients[name] = client
         listener = Listener(name, self.owners if owners is None else owners)
         settings = {
@@ -356,7 +352,7 @@ class GroupMemberTests(ClockTestCase):
 
     def test_dead_member_is_dropped_after_its_session(self) -> None:
         a, la, _ = self.member("a")
-        b, lb, _ = self.member("b", owners=Owners())
+        b, lb, b_done = self.member("b", owners=Owners())
         self.advance(4)
         self.assertEqual(len(lb.owned), 3)
         # Kill b: its process is gone (no LeaveGroup, no heartbeats), and with it
@@ -371,6 +367,10 @@ class GroupMemberTests(ClockTestCase):
             list(self.cluster.state.group_coordinator.groups["g"].members), [a.member_id]
         )
         self.assertEqual(self.seen(LEAVE), [])
+        # b's own session ended with no heartbeat answered: it lost its partitions, and
+        # its closed client refused to join again.
+        self.assertEqual(lb.log[-1], ("lose", lb.log[0][1]))
+        self.failureResultOf(b_done, ClientError)
 
     def test_coordinator_move_keeps_the_generation(self) -> None:
         a, la, _ = self.member("a")
@@ -384,6 +384,47 @@ class GroupMemberTests(ClockTestCase):
         self.assertTrue(beats)
         self.assertEqual((a.state, a.generation_id), (MemberState.STABLE, 1))
         self.assertEqual(la.owned, ALL)
+
+    def test_coordinator_unreachable_for_a_session_loses_partitions(self) -> None:
+        """No heartbeat answered for the session timeout: the coordinator has surely
+        dropped the member, so its partitions are lost (as librdkafka: "session timed
+        out ... revoking assignment and rejoining group"); it joins again when it can,
+        with its member id, which a restarted coordinator may still know."""
+        a, la, _ = self.member("a")
+        self.advance(4)
+        member_id = a.member_id
+        for node in range(3):
+            self.cluster.refuse_connections(node)
+        self.cluster.drop_connections()
+        self.advance(8)
+        self.assertEqual(la.log, [("assign", ALL)], "within the 10 s session: kept")
+        self.advance(4)
+        self.assertEqual(la.log, [("assign", ALL), ("lose", ALL)])
+        self.assertEqual((a.generation_id, a.member_id), (-1, member_id))
+        beats, joins = len(self.seen(HEARTBEAT)), len(self.seen(JOIN))
+        for node in range(3):
+            self.cluster.refuse_connections(node, refuse=False)
+        self.advance(20)
+        self.assertEqual(a.state, MemberState.STABLE)
+        self.assertEqual(la.owned, ALL)
+        # (This coordinator did expire it: UNKNOWN_MEMBER_ID, then a new id.)
+        self.assertEqual(self.seen(JOIN)[joins].request.member_id, member_id)
+        self.assertGreater(len(self.seen(HEARTBEAT)), beats)
+
+    def test_member_that_stopped_heartbeating_notices_its_lost_session(self) -> None:
+        # afkak 21.5's test_consumer_rejoin stops a member's heartbeats: the coordinator
+        # drops it after its session while it saw nothing; its own watch tells it.
+        a, la, _ = self.member("a")
+        self.advance(4)
+        a.heartbeats.stop()
+        b, lb, _ = self.member("b", owners=Owners())
+        self.advance(5)
+        self.assertEqual(la.log, [("assign", ALL)])
+        self.advance(7)  # a's 10 s session, since its last heartbeat answered, is over
+        self.assertEqual(la.log[1], ("lose", ALL))
+        self.advance(20)
+        self.assertEqual((a.state, b.state), (MemberState.STABLE, MemberState.STABLE))
+        self.assertEqual((len(la.owned), len(lb.owned)), (3, 3))
 
     def test_join_retries_coordinator_errors(self) -> None:
         self.cluster.fail_next(JoinGroupRequest, CoordinatorNotAvailable)

@@ -75,7 +75,7 @@ class KafkaMixedJavaGroupTests(KafkaJavaGroupFixture):
         pump(
             lambda: (
                 len(b.assignment()) + len(j1.assigned) + len(j2.assigned) == 6
-                and len(b.consumers) == len(b.assignment())
+                and len(b.partition_consumers) == len(b.assignment())
             ),
             60,
             "a leaves",

@@ -48,6 +48,7 @@ LAYERS = {
     "producer": 5,
     "consumer": 5,
     "group": 6,
+    "_group": 6,  # afkak 21's private module name, kept for its Coordinator
     "admin": 6,
     "testing": 7,
     "spark": 7,
@@ -90,7 +91,7 @@ def _library_files() -> list[tuple[str, str]]:
     return files
 
 
-_SHARED = [name for name in LAYERS if name.startswith("_")]
+_SHARED = [name for name, layer in LAYERS.items() if name.startswith("_") and layer == 0]
 #: The one private module of a package that the layers above may import.
 INTERLAYER = "_interlayer"
 

@@ -553,6 +553,32 @@ class BatchingTests(ProducerTestCase):
         self.successResultOf(first)
         self.successResultOf(second)
 
+    def test_batch_mode_calls_get_their_batchs_offset_as_in_afkak_21(self) -> None:
+        # afkak 21.5 sent a batch as one request and fired each of its send_messages
+        # calls with the partition's response: the batch's first offset (21.5's
+        # test_producer_batched_by_messages).  A send() record keeps its own.
+        producer = self.producer(
+            batch_send=True, batch_every_n=7, batch_every_t=0, partitioner_class=HashedPartitioner
+        )
+        for base in (0, 7):
+            calls = [producer.send_messages("t", b"k", [b"%d" % i, b"x"]) for i in range(3)]
+            record = producer.send("t", b"r", b"k")
+            self.clock.advance(0)
+            results = [self.succeed(d) for d in calls]
+            metadata = self.succeed(record)
+            self.assertEqual([r.offset for r in results], [base] * 3)
+            self.assertEqual({r.partition for r in results}, {metadata.partition})
+            self.assertEqual(metadata.offset, base + 6)
+
+    def test_without_batch_mode_each_call_gets_its_own_offset(self) -> None:
+        # afkak 21.5 sent each call as a request of its own: its own first offset,
+        # also when calls of one reactor turn now share a batch.
+        producer = self.producer(partitioner_class=HashedPartitioner)
+        calls = [producer.send_messages("t", b"k", [b"%d" % i, b"x"]) for i in range(3)]
+        self.clock.advance(0)
+        self.assertEqual([self.succeed(d).offset for d in calls], [0, 2, 4])
+        self.assertEqual(len(self.produce_requests()), 1)
+
     def test_afkak_21_batching_scenario(self) -> None:
         # afkak 21.5's documented batching as its users wrote it: nothing is sent before a
         # trigger fires, then each call's messages are together on one partition, round

@@ -40,6 +40,7 @@ class NoidaBroker(Broker):
         sasl_accepts_any_password=True,
         no_topic_ids=True,
         group_sessions_never_expire=True,
+        commit_refused_while_rebalancing=True,
         acls_unusable=True,
         scram_unusable=True,
         # ListOffsets 0, OffsetCommit 0-1, OffsetFetch 0, CreateTopics 0-1,
@@ -70,6 +71,11 @@ class NoidaBroker(Broker):
             "group_sessions_never_expire": (
                 "a group member that stops heartbeating (kill -9) is never expired"
                 " (noida-db 0.2.3): it keeps its partitions and, as leader, blocks rebalances"
+            ),
+            "commit_refused_while_rebalancing": (
+                "an OffsetCommit of the current generation sent while the group rebalances"
+                " (a revoked partition's final commit) is refused with ILLEGAL_GENERATION"
+                " (noida-db 0.2.3): the partition's new owner reads those records again"
             ),
             "acls_unusable": "no authorizer: the ACL APIs answer SECURITY_DISABLED",
             "scram_unusable": "the SCRAM credential APIs are not implemented",
