@@ -46,6 +46,7 @@ BROKER_MODULES = frozenset(
         "test_compat_app",  # an afkak 21.5 application against noida-db
         "test_consumer_peers",  # kafka-python and aiokafka against real brokers
         "test_docs_examples",  # the docs' scripts against noida-db
+        "test_faults_kafka",  # a hung broker and evicted fetch sessions, on Apache Kafka
         "test_java_interop",  # Kafka's Java clients against afkak, on Apache Kafka
         "test_main_job",  # tools/main_job.py, embedded and against a cluster
         "test_packaging",  # builds the wheel

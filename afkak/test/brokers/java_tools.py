@@ -95,13 +95,19 @@ def _config_file(config: Mapping[str, str]) -> str:
 
 
 def console_consume(
-    bootstrap: str, topic: str, count: int, *, timeout: float = 60.0
+    bootstrap: str,
+    topic: str,
+    count: int,
+    *,
+    timeout: float = 60.0,
+    isolation_level: str = "read_uncommitted",
 ) -> list[JavaRecord]:
     """Read ``count`` records of ``topic`` from the beginning with ConsoleConsumer
-    (read_uncommitted), sorted by partition and offset."""
+    (at *isolation_level*), sorted by partition and offset."""
     out = run_tool(
         "org.apache.kafka.tools.consumer.ConsoleConsumer",
         "--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
+        "--isolation-level", isolation_level,
         "--max-messages", str(count), "--timeout-ms", str(int(timeout * 1000)),
         "--formatter-property", "print.timestamp=true",
         "--formatter-property", "print.partition=true",
@@ -291,6 +297,33 @@ class VerifiableConsumer:
         self._reader.join(10)
         if os.path.exists(self._config):
             os.remove(self._config)
+
+
+def table(output: str) -> list[dict[str, str]]:
+    """The rows of a Kafka tool's whitespace-aligned table, keyed by its header."""
+    lines = [line.split() for line in output.splitlines() if line.strip()]
+    if not lines:
+        return []
+    header, *rows = lines
+    return [dict(zip(header, row, strict=False)) for row in rows]
+
+
+def transactions_tool(bootstrap: str, *args: str) -> str:
+    """``kafka-transactions`` (TransactionsCommand) with *args* (``list``, ``describe
+    --transactional-id ID``, ``describe-producers``, ``find-hanging``, ``abort``); its
+    output (:func:`table` parses the listing ones)."""
+    return run_tool(
+        "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", bootstrap, *args
+    )
+
+
+def transactions(bootstrap: str, *args: str) -> list[dict[str, str]]:
+    """The rows ``kafka-transactions`` prints for *args*: ``list`` gives TransactionalId,
+    Coordinator, ProducerId, TransactionState; ``describe --transactional-id ID``
+    CoordinatorId, TransactionalId, ProducerId, ProducerEpoch, TransactionState,
+    TransactionTimeoutMs, CurrentTransactionStartTimeMs, TransactionDurationMs,
+    TopicPartitions."""
+    return table(transactions_tool(bootstrap, *args))
 
 
 def describe_group(bootstrap: str, group_id: str) -> dict[tuple[str, int], dict[str, str]]:
