@@ -109,22 +109,46 @@ class Faults(threading.Thread):
         except BaseException as e:
             self.error = e
 
-    def stop(self) -> None:
-        self.stopping.set()
-        self.join(300)
+    def finish(self) -> None:
+        """Wait until every event ran (a node start takes seconds; the reactor runs on)."""
+        _drive(lambda: not self.is_alive(), timeout=len(self.events) * (self.period + 300))
         if self.error is not None:
             raise RuntimeError("a fault failed") from self.error
 
 
+def start_node(cluster: KafkaCluster, node: Any) -> None:
+    """Start *node* again with its data and wait until all three nodes are up.  The JVM is
+    spawned by the main thread (through the reactor): the harness launches it under
+    ``setpriv --pdeathsig``, whose signal follows the *thread* that spawned it, so a JVM
+    spawned by this thread would get SIGTERM when the thread ends."""
+    launched = threading.Event()
+    errors: list[BaseException] = []
+
+    def launch() -> None:
+        try:
+            node.launch()
+        except BaseException as e:
+            errors.append(e)
+        finally:
+            launched.set()
+
+    reactor.callFromThread(launch)  # type: ignore[attr-defined]
+    launched.wait()
+    if errors:
+        raise errors[0]
+    failure = node.wait_ready(cluster.start_timeout)
+    if failure:
+        raise RuntimeError(f"node {node.node_id}: {failure}")
+    cluster.wait_for_brokers(3, cluster.start_timeout)
+
+
 def rolling_restart(cluster: KafkaCluster, index: int, report: Counter[str]) -> Callable[[], None]:
-    """A controlled restart of node *index* (SIGTERM, then start with its data), waiting
-    until all three nodes are back."""
+    """A controlled restart of node *index* (SIGTERM, then :func:`start_node`)."""
 
     def restart() -> None:
         node = cluster.nodes[index]
         node.shutdown(cluster.stop_timeout)
-        node.start(cluster.start_timeout)
-        cluster.wait_for_brokers(3, cluster.start_timeout)
+        start_node(cluster, node)
         report[f"restart of node {node.node_id}"] += 1
 
     return restart
@@ -142,8 +166,7 @@ def leader_kill(
 
     def fault() -> None:
         if down:
-            down.pop().start(cluster.start_timeout)
-            cluster.wait_for_brokers(3, cluster.start_timeout)
+            start_node(cluster, down.pop())
             return
         topic = rng.choice(topics)
         metadata = admin.list_topics(topic, timeout=30).topics[topic]
@@ -294,7 +317,7 @@ def group_kafka(
             flushed = producer.flush()
             if not _drive(lambda: flushed.called, timeout=600):
                 raise TimeoutError("the producer did not flush in 600 s")
-            faults.stop()
+            faults.finish()
 
             def all_processed() -> bool:
                 seen = {row[3] for rows in _member_files(files) for row in rows if row[0] == "R"}
@@ -436,9 +459,9 @@ def eos_kafka(
         faults.start()
         try:
             deadline = time.monotonic() + (2 * kills + 1) * period + 120 + records / 500
-            while not (done() and not faults.is_alive()) and time.monotonic() < deadline:
+            faults.finish()
+            while not done() and time.monotonic() < deadline:
                 _drive(lambda: running.called, timeout=1.0)
-            faults.stop()
             report.listed = tid in {
                 r["TransactionalId"] for r in transactions(cluster.bootstrap, "list")
             }
