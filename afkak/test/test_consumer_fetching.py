@@ -207,6 +207,18 @@ class SessionSharedFetchTests(SharedFetchTests):
         self.append_all(b"c")
         self.assertEqual(self.values(), [[b"a-%d" % p, b"b-%d" % p, b"c-%d" % p] for p in range(8)])
 
+    def test_wrong_epoch_starts_over_with_a_full_fetch(self) -> None:
+        self.append_all(b"a")
+        for session in self.cluster.sessions.values():
+            session.epoch += 5  # the broker expects another epoch than the client sends
+        before = len(self.cluster.requests_seen)
+        self.append_all(b"b")
+        self.settle(2)
+        epochs = [r.request.session_epoch for r in self.fetches(before) if r.broker == 2]
+        self.assertIn(0, epochs[1:])  # INVALID_FETCH_SESSION_EPOCH, then a new session
+        self.append_all(b"c")
+        self.assertEqual(self.values(), [[b"a-%d" % p, b"b-%d" % p, b"c-%d" % p] for p in range(8)])
+
 
 class SharedFetcherLifetimeTests(tc.ConsumerTestCase):
     def test_fetchers_do_not_keep_their_client_alive(self) -> None:
