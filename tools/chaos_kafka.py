@@ -258,9 +258,10 @@ def group_kafka(
     members: int = 3,
 ) -> GroupReport:
     """*members* afkak ConsumerGroup processes share a 6-partition topic while an
-    idempotent producer writes *records*; every *period* seconds a fault: a controlled
-    restart of each of the three nodes in turn (the group coordinator's among them),
-    interleaved with *kills* SIGKILLs of a random member (replaced by a new one)."""
+    idempotent producer writes *records* over ``(kills + 1) * period`` seconds.  Every
+    *period* seconds a random member is SIGKILLed (and replaced by a new one), and,
+    meanwhile, each of the three nodes in turn gets a controlled restart (the group
+    coordinator's among them), a period apart (each restart waits until the node is back)."""
     rng = random.Random(seed)
     report = GroupReport(records)
     topic = f"chaos-group-kafka-{int(time.time())}"
@@ -268,7 +269,6 @@ def group_kafka(
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
     files: list[str] = []
     running: list[subprocess.Popen[bytes]] = []
-    lock = threading.Lock()
     began = time.monotonic()
     with KafkaCluster() as cluster:
         cluster.create_topic(topic, 6)
@@ -280,40 +280,32 @@ def group_kafka(
             argv += [str(SESSION_TIMEOUT_MS), str(REBALANCE_TIMEOUT_MS)]
             return subprocess.Popen(argv, env=env)
 
-        def kill_member() -> None:
-            with lock:
-                index = rng.randrange(len(running))
-                running[index].kill()
-                running[index].wait()
-                running[index] = member()
-                report.faults["SIGKILL of a member"] += 1
-
-        restarts = [rolling_restart(cluster, i, report.faults) for i in range(3)]
-        events: list[Callable[[], None]] = []
-        for i in range(max(3, kills)):
-            if i < 3:
-                events.append(restarts[i])
-            if i < kills:
-                events.append(kill_member)
         running.extend(member() for _ in range(members))
         client = KafkaClient(cluster.bootstrap, timeout=10000, endpoint_factory=TCP4ClientEndpoint)
         producer = Producer(client, linger_ms=5)
-        faults = Faults(events, period)
+        faults = Faults([rolling_restart(cluster, i, report.faults) for i in range(3)], period)
         faults.start()
         try:
-            duration = (len(events) + 1) * period
+            duration = (kills + 1) * period
             chunk = max(100, int(records * 0.1 / duration))
             started = time.monotonic()
+            next_kill = started + period
             for start in range(0, records, chunk):
                 for i in range(start, min(records, start + chunk)):
                     producer.send(topic, b"%d" % i, partition=i % 6)
                 due = started + duration * min(records, start + chunk) / records
                 _drive(lambda: time.monotonic() >= due, timeout=duration + 60)  # noqa: B023
-                with lock:
-                    for index, process in enumerate(running):
-                        if process.poll() is not None:
-                            report.member_failures += 1
-                            running[index] = member()
+                for index, process in enumerate(running):
+                    if process.poll() is not None:
+                        report.member_failures += 1
+                        running[index] = member()
+                if time.monotonic() >= next_kill and report.faults["SIGKILL of a member"] < kills:
+                    next_kill += period
+                    index = rng.randrange(len(running))
+                    running[index].kill()
+                    running[index].wait()
+                    running[index] = member()
+                    report.faults["SIGKILL of a member"] += 1
             flushed = producer.flush()
             if not _drive(lambda: flushed.called, timeout=600):
                 raise TimeoutError("the producer did not flush in 600 s")
@@ -330,10 +322,9 @@ def group_kafka(
                 time.sleep(1.0)
         finally:
             faults.stopping.set()
-            with lock:
-                for process in running:
-                    process.kill()
-                    process.wait()
+            for process in running:
+                process.kill()
+                process.wait()
             stopped = producer.stop()
             _drive(lambda: stopped.called, timeout=30)
             closed = client.close()
