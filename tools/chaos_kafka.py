@@ -36,10 +36,14 @@ Progress = Callable[[int], None]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SESSION_TIMEOUT_MS = 6000
 REBALANCE_TIMEOUT_MS = 10000
+#: Seconds between a member's commits of a partition.
+COMMIT_EVERY = 0.5
 
 #: One afkak ConsumerGroup member in a process of its own.  It writes ``R partition offset
-#: value`` for each record it processed, then commits that partition's next offset
-#: (auto-commit is off) and writes ``C partition offset`` once the commit succeeded.
+#: value`` for each record it processed; at most every COMMIT_EVERY seconds per partition
+#: (auto-commit is off) it then commits that partition's next offset and writes ``C
+#: partition offset`` once the commit succeeded.  What it processed since is its
+#: uncommitted window: another member processes it again after a SIGKILL.
 _AFKAK_MEMBER = """
 import sys
 from twisted.internet import reactor
@@ -48,13 +52,20 @@ from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST, TopicAndPartition
 from afkak.group import ConsumerGroup
 
-bootstrap, group, topic, path, session_ms, rebalance_ms = sys.argv[1:]
+bootstrap, group, topic, path, session_ms, rebalance_ms, commit_every = sys.argv[1:]
+commit_every = float(commit_every)
 out = open(path, "a")
+
+last_commit = {}
 
 def processor(consumer, messages):
     out.writelines(f"R {m.partition} {m.offset} {int(m.message.value)}\\n" for m in messages)
     out.flush()
     last = messages[-1]
+    now = reactor.seconds()
+    if now - last_commit.get(last.partition, 0) < commit_every:
+        return None
+    last_commit[last.partition] = now
     d = consumer.commit({TopicAndPartition(topic, last.partition): last.offset + 1})
 
     def committed(_):
@@ -277,7 +288,7 @@ def group_kafka(
             path = os.path.join(workdir, f"member-{len(files)}.txt")
             files.append(path)
             argv = [sys.executable, "-c", _AFKAK_MEMBER, cluster.bootstrap, topic, topic, path]
-            argv += [str(SESSION_TIMEOUT_MS), str(REBALANCE_TIMEOUT_MS)]
+            argv += [str(SESSION_TIMEOUT_MS), str(REBALANCE_TIMEOUT_MS), str(COMMIT_EVERY)]
             return subprocess.Popen(argv, env=env)
 
         running.extend(member() for _ in range(members))
