@@ -25,6 +25,7 @@ from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
+from afkak._broker_errors import ErrorCode
 from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST, OffsetFetchRequest
 from afkak.group import ConsumerGroup, TransactionalProcessor
@@ -489,5 +490,124 @@ def eos_kafka(
         report.outputs = len(read)
         report.duplicated = sum(n - 1 for n in counts.values() if n > 1)
         report.missing = len(expected - set(counts))
+    report.seconds = time.monotonic() - began
+    return report
+
+
+# -- sessions-kafka ------------------------------------------------------------------
+
+
+@attrs.define
+class SessionsReport:
+    readers: int = 0
+    #: Small readers whose session was granted, then evicted (FETCH_SESSION_ID_NOT_FOUND).
+    evicted: int = 0
+    #: Session errors by name, over every reader.
+    errors: Counter[str] = attrs.field(factory=Counter)
+    #: Evicted readers whose next Fetch was a full one asking for a new session.
+    full_after: int = 0
+    #: Readers that read every record of their partitions, in order.
+    complete: int = 0
+    seconds: float = 0.0
+
+    def ok(self) -> bool:
+        return (
+            self.evicted > 0
+            and self.full_after == self.evicted
+            and (self.complete == 2 * self.readers)
+        )
+
+    def lines(self) -> Iterator[str]:
+        yield f"{self.readers} one-partition readers, then {self.readers} four-partition readers"
+        yield f"session errors: {dict(self.errors)}"
+        yield (
+            f"evicted: {self.evicted}, of which went on with a full fetch: {self.full_after};"
+            f" readers that read everything in order: {self.complete} of {2 * self.readers}"
+        )
+
+
+def sessions_kafka(readers: int = 8, age: float = 125.0, records: int = 300) -> SessionsReport:
+    """KIP-227 eviction on an Apache Kafka node keeping 8 sessions
+    (``max.incremental.fetch.session.cache.slots=8``: one in each of its 8 cache shards).
+    *readers* clients reading partition 0 take the slots; after *age* seconds (Kafka 4.4
+    evicts only sessions older than its fixed 120 s) as many clients reading all four
+    partitions arrive, and a session with more partitions evicts a smaller one.  Every
+    reader must read every record of its partitions in order; an evicted one gets
+    FETCH_SESSION_ID_NOT_FOUND and must go on with a full fetch."""
+    from afkak.consumer import Consumer
+    from afkak.test.brokers import KafkaBroker, produce
+    from afkak.test.test_faults_kafka import Collector, RecordingClient
+
+    report = SessionsReport(readers)
+    began = time.monotonic()
+    topic = f"chaos-sessions-{int(time.time())}"
+    broker = KafkaBroker(config={"max.incremental.fetch.session.cache.slots": "8"}).start()
+    clients: list[RecordingClient] = []
+    consumers: list[Any] = []
+    #: Each reader's (partition, collector) pairs.
+    groups: list[list[tuple[int, Collector]]] = []
+    try:
+        broker.create_topic(topic, 4)
+
+        def write(start: int) -> None:
+            for p in range(4):
+                values = [b"%d-%d" % (p, i) for i in range(start, start + records // 3)]
+                produce(broker.bootstrap, topic, values, partition=p)
+
+        def reader(partitions: range) -> None:
+            client = RecordingClient(
+                broker.bootstrap, timeout=10000, endpoint_factory=TCP4ClientEndpoint
+            )
+            clients.append(client)
+            groups.append([])
+            for p in partitions:
+                collector = Collector()
+                consumer = Consumer(client, topic, p, collector, fetch_max_wait_time=100)
+                consumer.start(0)
+                consumers.append(consumer)
+                groups[-1].append((p, collector))
+
+        def read(n: int) -> bool:
+            return all(len(c.values) >= n for group in groups for _, c in group)
+
+        write(0)
+        for _ in range(readers):
+            reader(range(1))
+        _drive(lambda: read(records // 3), timeout=120)
+        old_enough = time.monotonic() + age
+        _drive(lambda: time.monotonic() >= old_enough, timeout=age + 10)
+        for _ in range(readers):
+            reader(range(4))
+        for step in (1, 2):
+            write(step * (records // 3))
+            _drive(lambda: read((step + 1) * (records // 3)), timeout=120)  # noqa: B023
+        settled = time.monotonic() + 3.0  # the Fetches after the last evictions
+        _drive(lambda: time.monotonic() >= settled, timeout=10)
+        total = 3 * (records // 3)
+        report.complete = sum(
+            all(c.values == [b"%d-%d" % (p, i) for i in range(total)] for p, c in group)
+            for group in groups
+        )
+        for client in clients:
+            for f in client.fetches:
+                if f[2] > 0:
+                    report.errors[ErrorCode(f[2]).name] += 1
+        for client in clients[:readers]:
+            errors = [
+                i
+                for i, f in enumerate(client.fetches)
+                if f[2] == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+            ]
+            if errors and any(f[3] for f in client.fetches[: errors[0]]):
+                report.evicted += 1
+                following = client.fetches[errors[0] + 1 : errors[0] + 2]
+                report.full_after += bool(following) and following[0][:2] == (0, 0)
+    finally:
+        for consumer in consumers:
+            consumer.stop()
+        for client in clients:
+            closed = client.close()
+            _drive(lambda: closed.called, timeout=30)  # noqa: B023
+        broker.stop()
     report.seconds = time.monotonic() - began
     return report
