@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -342,6 +343,7 @@ def group_kafka(
             closed = client.close()
             _drive(lambda: closed.called, timeout=30)
         count_processing(report, files, records)
+    shutil.rmtree(workdir, ignore_errors=True)
     report.seconds = time.monotonic() - began
     return report
 
