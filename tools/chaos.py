@@ -29,6 +29,22 @@ Three experiments, each a sub-command; docs/reliability.rst has the results.
     its process) and restarted while records flow.  Every record must be
     processed by some member (duplicates are allowed inside the uncommitted
     window).
+``group-kafka``
+    afkak ConsumerGroup members (child processes) on Apache Kafka's 3-node cluster
+    through a controlled restart of each node in turn and SIGKILLs of members: every
+    record processed; a record processed again only inside a member's uncommitted
+    window (counted).
+``eos-kafka``
+    A transactional consume-transform-produce pipeline (ConsumerGroup with a
+    TransactionalProcessor) on the 3-node cluster through kill -9 of partition leaders:
+    each input exactly once in the output, read read_committed by Kafka's Java
+    ConsoleConsumer; ``kafka-transactions`` lists and describes its transactional id.
+``sessions-kafka``
+    KIP-227 fetch-session eviction on an Apache Kafka node keeping 8 sessions:
+    one-partition readers hold them for 125 s (Kafka evicts only sessions
+    older than 120 s), then four-partition readers evict them; the evicted
+    get FETCH_SESSION_ID_NOT_FOUND and go on with full fetches, every reader
+    reads everything in order.
 ``fuzz``
     The hostile-broker fuzzer (tools/chaos_fuzz.py): responses of one broker
     mutated, counting crashes, hung Deferreds, memory growth and failures of
@@ -39,6 +55,9 @@ Usage: python tools/chaos.py fuzz --responses 1000000
        python tools/chaos.py produce-noida --records 200000 --kills 5
        python tools/chaos.py produce-kafka --records 1000000 --kills 10
        python tools/chaos.py group --records 100000 --kills 20
+       python tools/chaos.py group-kafka --records 1000000 --kills 6 --period 10
+       python tools/chaos.py eos-kafka --records 100000 --kills 5 --period 8
+       python tools/chaos.py sessions-kafka --readers 8
 Each prints a report and exits non-zero if an invariant broke.
 """
 
@@ -124,6 +143,30 @@ def run_group(args: argparse.Namespace) -> int:
     return 0 if report.lost == 0 else 1
 
 
+def run_kafka(args: argparse.Namespace) -> int:
+    import chaos_kafka
+
+    experiment = chaos_kafka.group_kafka if args.command == "group-kafka" else chaos_kafka.eos_kafka
+    with progress_bar("records processed", args.records) as update:
+        report = experiment(
+            args.records, kills=args.kills, seed=args.seed, progress=update, period=args.period
+        )
+    for line in report.lines():
+        print(line)
+    print(f"{report.seconds:.0f} s")
+    return 0 if report.ok() else 1
+
+
+def run_sessions(args: argparse.Namespace) -> int:
+    import chaos_kafka
+
+    report = chaos_kafka.sessions_kafka(args.readers, age=args.age)
+    for line in report.lines():
+        print(line)
+    print(f"{report.seconds:.0f} s")
+    return 0 if report.ok() else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=0)
@@ -143,6 +186,19 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--kills", type=int, default=20)
     group.add_argument("--period", type=float, default=8.0, help="seconds between kills")
     group.set_defaults(run=run_group)
+    for name, what, kills, period in (
+        ("group-kafka", "a consumer group through rolling restarts and member kills", 6, 10.0),
+        ("eos-kafka", "an exactly-once pipeline through leader kills", 4, 6.0),
+    ):
+        kafka = commands.add_parser(name, help=what)
+        kafka.add_argument("--records", type=int, default=100_000)
+        kafka.add_argument("--kills", type=int, default=kills)
+        kafka.add_argument("--period", type=float, default=period, help="seconds between faults")
+        kafka.set_defaults(run=run_kafka)
+    sessions = commands.add_parser("sessions-kafka", help="fetch sessions evicted by Kafka")
+    sessions.add_argument("--readers", type=int, default=8)
+    sessions.add_argument("--age", type=float, default=125.0, help="seconds before eviction")
+    sessions.set_defaults(run=run_sessions)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

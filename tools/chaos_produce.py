@@ -25,6 +25,7 @@ from afkak.client import KafkaClient
 from afkak.producer import Producer
 from afkak.test.brokers import KafkaCluster, NoidaBroker, RdkafkaMockCluster, consume
 from afkak.test.brokers.interop import client_config, end_offsets
+from afkak.test.brokers.java_tools import console_consume
 
 Progress = Callable[[int], None]
 #: Retriable produce errors the mock pushes: NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT,
@@ -89,14 +90,27 @@ def _verify(
     acked: dict[int, float],
     kills: list[float],
     loss_window: float,
+    java: bool = False,
 ) -> None:
+    """Read *topic* back (with Kafka's Java ConsoleConsumer if *java*, else
+    confluent-kafka) and count what was lost, duplicated and reordered."""
     ends = end_offsets(bootstrap, topic)
     total = sum(ends.values())
-    records = consume(bootstrap, topic, total, timeout=max(60.0, total / 5000))
-    report.read_back = len(records)
+    timeout = max(60.0, total / 5000)
+    if java:
+        read = [
+            (r.partition, r.value or "-1")
+            for r in console_consume(bootstrap, topic, total, timeout=timeout)
+        ]
+    else:
+        read = [
+            (r.partition, r.value or b"-1")
+            for r in consume(bootstrap, topic, total, timeout=timeout)
+        ]
+    report.read_back = len(read)
     by_partition: dict[int, list[int]] = {p: [] for p in range(partitions)}
-    for r in records:
-        by_partition.setdefault(r.partition, []).append(int(r.value or b"-1"))
+    for partition, value in read:
+        by_partition.setdefault(partition, []).append(int(value))
     seen: set[int] = set()
     for values in by_partition.values():
         last = -1
@@ -317,7 +331,7 @@ def produce_kafka_cluster(
     next period started again with its data (launched without blocking the reactor),
     so records flow over ``(2 * kills + 1) * period`` seconds.  Kafka acknowledges an
     acks=all write only once two replicas have it: nothing may be lost, duplicated or
-    reordered.
+    reordered, counted by Kafka's Java ConsoleConsumer.
     """
     from confluent_kafka.admin import AdminClient
 
@@ -360,7 +374,7 @@ def produce_kafka_cluster(
         for node in down:
             node.start(cluster.start_timeout)
         cluster.wait_for_brokers(3)
-        _verify(report, cluster.bootstrap, topic, 3, acked, kill_times, 0.0)
+        _verify(report, cluster.bootstrap, topic, 3, acked, kill_times, 0.0, java=True)
     return report
 
 

@@ -32,22 +32,13 @@ from afkak.producer import Producer
 from afkak.protocol.messages import InitProducerIdRequest, ProduceRequest
 from afkak.records import build_batch
 from afkak.test.brokers import shared_broker
-from afkak.test.brokers.java_tools import run_tool
+from afkak.test.brokers.java_tools import run_tool, table, transactions_tool
 from afkak.test.brokers.kafka import KafkaBroker
 from afkak.test.helpers import wait
 from afkak.test.test_cli_brokers import cli
 
 TP = TopicAndPartition
 _names = itertools.count()
-
-
-def table(output: str) -> list[dict[str, str]]:
-    """The rows of a Kafka tool's whitespace-aligned table, keyed by its header."""
-    lines = [line.split() for line in output.splitlines() if line.strip()]
-    if not lines:
-        return []
-    header, *rows = lines
-    return [dict(zip(header, row, strict=False)) for row in rows]
 
 
 class KafkaAdminCase(SynchronousTestCase):
@@ -76,12 +67,7 @@ class KafkaTransactionAdminTests(KafkaAdminCase):
         self.broker.create_topic(self.topic, 2)
 
     def tool(self, *args: str) -> str:
-        return run_tool(
-            "org.apache.kafka.tools.TransactionsCommand",
-            "--bootstrap-server",
-            self.broker.bootstrap,
-            *args,
-        )
+        return transactions_tool(self.broker.bootstrap, *args)
 
     def open_transaction(self) -> Producer:
         """An afkak transactional producer with an ongoing transaction in partition 0."""
@@ -581,10 +567,7 @@ class KafkaHangingTransactionTests(SynchronousTestCase):
         self.broker.create_topic(self.topic, 1)
 
     def tool(self, *args: str) -> str:
-        return run_tool(
-            "org.apache.kafka.tools.TransactionsCommand",
-            "--bootstrap-server", self.broker.bootstrap, *args,
-        )  # fmt: skip
+        return transactions_tool(self.broker.bootstrap, *args)
 
     def leave_hanging(self) -> int:
         """Write a transactional batch, 20 minutes old, that no coordinator knows; its pid."""

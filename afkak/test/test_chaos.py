@@ -1,6 +1,6 @@
 """Short runs of the chaos harness (tools/chaos.py); the long runs are in docs/reliability.rst.
 
-Each run stays well under a minute.  The broker runs skip when their broker
+Each run stays under a minute or two.  The broker runs skip when their broker
 cannot start; the whole module skips outside a source checkout (no tools/).
 """
 
@@ -63,3 +63,26 @@ class GroupTests(SynchronousTestCase):
         report = tool("chaos_group").group(2_000, kills=3, seed=1, period=3.0)
         self.assertEqual(sum(report.kills.values()), 3)
         self.assertEqual(report.lost, 0, list(report.lines()))
+
+
+class KafkaClusterGroupTests(SynchronousTestCase):
+    def test_rolling_restarts_and_member_kills_kafka(self) -> None:
+        report = tool("chaos_kafka").group_kafka(3_000, kills=2, seed=1, period=3.0)
+        restarts = {k: v for k, v in report.faults.items() if k.startswith("restart")}
+        self.assertEqual(len(restarts), 3, report.faults)  # each of the three nodes
+        self.assertEqual(report.faults["SIGKILL of a member"], 2)
+        self.assertEqual(report.member_failures, 0, list(report.lines()))
+        self.assertEqual(report.lost, 0, list(report.lines()))
+        self.assertEqual(report.duplicates_outside_windows, 0, list(report.lines()))
+
+
+class KafkaClusterExactlyOnceTests(SynchronousTestCase):
+    def test_pipeline_through_leader_kills_kafka(self) -> None:
+        report = tool("chaos_kafka").eos_kafka(2_000, kills=2, seed=1, period=4.0)
+        self.assertEqual(report.faults["kill -9 of a leader"], 2)
+        self.assertEqual(
+            (report.outputs, report.duplicated, report.missing), (2_000, 0, 0), report.restarts
+        )
+        # kafka-transactions sees afkak's transactional producer.
+        self.assertTrue(report.listed)
+        self.assertEqual(report.described["TransactionState"], "CompleteCommit")

@@ -7,6 +7,7 @@ that grant fetch sessions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from afkak.client import KafkaClient
@@ -197,16 +198,28 @@ class SessionSharedFetchTests(SharedFetchTests):
         self.settle(2)
         self.assertIn(2, set().union(*(self.named(r) for r in self.fetches(before))))
 
-    def test_lost_session_starts_over_with_a_full_fetch(self) -> None:
+    def starts_over(self, break_session: Callable[[], object]) -> None:
+        """After *break_session()* the next incremental fetch gets a session error; the
+        one after it is a full fetch (epoch 0) starting a new session, and nothing is lost."""
         self.append_all(b"a")
-        self.cluster.state.sessions.clear()  # as a broker restart would
+        break_session()
         before = len(self.cluster.requests_seen)
         self.append_all(b"b")
         self.settle(2)
         epochs = [r.request.session_epoch for r in self.fetches(before) if r.broker == 2]
-        self.assertIn(0, epochs[1:])  # FETCH_SESSION_ID_NOT_FOUND, then a new session
+        self.assertIn(0, epochs[1:])
         self.append_all(b"c")
         self.assertEqual(self.values(), [[b"a-%d" % p, b"b-%d" % p, b"c-%d" % p] for p in range(8)])
+
+    def test_lost_session_starts_over_with_a_full_fetch(self) -> None:
+        self.starts_over(self.cluster.state.sessions.clear)  # as a broker restart would
+
+    def test_wrong_epoch_starts_over_with_a_full_fetch(self) -> None:
+        def skew() -> None:  # the broker expects another epoch than the client sends
+            for session in self.cluster.state.sessions.values():
+                session.epoch += 5
+
+        self.starts_over(skew)
 
 
 class SharedFetcherLifetimeTests(tc.ConsumerTestCase):

@@ -374,6 +374,33 @@ class VerifiableShareConsumer(_JsonEventTool):
             into.extend((p["partition"], o) for o in p["offsets"])
 
 
+def table(output: str) -> list[dict[str, str]]:
+    """The rows of a Kafka tool's whitespace-aligned table, keyed by its header."""
+    lines = [line.split() for line in output.splitlines() if line.strip()]
+    if not lines:
+        return []
+    header, *rows = lines
+    return [dict(zip(header, row, strict=False)) for row in rows]
+
+
+def transactions_tool(bootstrap: str, *args: str) -> str:
+    """``kafka-transactions`` (TransactionsCommand) with *args* (``list``, ``describe
+    --transactional-id ID``, ``describe-producers``, ``find-hanging``, ``abort``); its
+    output (:func:`table` parses the listing ones)."""
+    return run_tool(
+        "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", bootstrap, *args
+    )
+
+
+def transactions(bootstrap: str, *args: str) -> list[dict[str, str]]:
+    """The rows ``kafka-transactions`` prints for *args*: ``list`` gives TransactionalId,
+    Coordinator, ProducerId, TransactionState; ``describe --transactional-id ID``
+    CoordinatorId, TransactionalId, ProducerId, ProducerEpoch, TransactionState,
+    TransactionTimeoutMs, CurrentTransactionStartTimeMs, TransactionDurationMs,
+    TopicPartitions."""
+    return table(transactions_tool(bootstrap, *args))
+
+
 def describe_group(bootstrap: str, group_id: str) -> dict[tuple[str, int], dict[str, str]]:
     """``kafka-consumer-groups --describe``: per (topic, partition), its row by column
     (CURRENT-OFFSET, LOG-END-OFFSET, LAG, CONSUMER-ID, ...; "-" where it has none)."""
