@@ -181,7 +181,7 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
             for p in range(8)
         }
         self.assertEqual(
-            {node for node, _ in self.client.shared(FetchManager).fetchers}, leaders
+            {node for node, _, _ in self.client.shared(FetchManager).fetchers}, leaders
         )  # one per leader
         self.assertGreater(self.client.shared(FetchManager).requests, 0)
 
@@ -198,7 +198,7 @@ class RealBrokerConsumerTests(BrokerConsumerCase):
         for start in (0, 20):
             self.produce_and_consume_each(2, start, 20)
             leader = self.client.topics_to_brokers[TopicAndPartition(self.topic, 0)].node_id
-            fetcher = self.client.shared(FetchManager).fetchers[(leader, READ_UNCOMMITTED)]
+            fetcher = self.client.shared(FetchManager).fetchers[(leader, READ_UNCOMMITTED, "")]
             sessions.append((fetcher.session.session_id, fetcher.session.epoch))
         [(first_id, first_epoch), (second_id, second_epoch)] = sessions
         self.assertNotEqual(first_id, 0, "no fetch session granted")
