@@ -18,6 +18,7 @@ from afkak._broker_errors import (
     NotCoordinator,
 )
 from afkak.protocol.messages import (
+    ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -240,7 +241,14 @@ def handle_consumer_group_heartbeat(
     ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version: int
 ) -> Any:
     """KIP-848's heartbeat: the cluster's consumer-protocol coordinator answers it."""
-    return ctx.state.consumer_groups.heartbeat(request, ctx.node)
+    return ctx.state.consumer_groups.heartbeat(request, ctx.node, ctx.client_id or "")
+
+
+def handle_consumer_group_describe(
+    ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: int
+) -> Any:
+    """KIP-848's describe: the consumer-protocol coordinator answers it."""
+    return ctx.state.consumer_groups.describe(request, ctx.node)
 
 
 GROUP_APIS: dict[int, Callable[..., Any]] = {
@@ -251,4 +259,5 @@ GROUP_APIS: dict[int, Callable[..., Any]] = {
     15: handle_describe_groups,
     16: handle_list_groups,
     68: handle_consumer_group_heartbeat,
+    69: handle_consumer_group_describe,
 }

@@ -618,12 +618,6 @@ def share_apis() -> dict[int, Any]:
     }
 
 
-def _groups_failed(request: Any, version: int, code: int) -> Any:
-    """ShareGroupDescribe's error response: the code in every group named."""
-    R = ShareGroupDescribeResponse
-    return R(groups=[R.DescribedGroup(error_code=code, group_id=g) for g in request.group_ids])
-
-
 def _offsets_failed(request: Any, version: int, code: int) -> Any:
     """DescribeShareGroupOffsets' error response: the code in every group named."""
     R = DescribeShareGroupOffsetsResponse
@@ -634,8 +628,8 @@ def _offsets_failed(request: Any, version: int, code: int) -> Any:
     )
 
 
-#: The error responses of the share APIs without a top-level error code.
+#: The error responses of the share APIs without a top-level error code (ShareGroupDescribe's
+#: is with ConsumerGroupDescribe's, in afkak.testing._error_responses).
 SHARE_ERROR_RESPONSES = {
-    ShareGroupDescribeRequest.API_KEY: _groups_failed,
     DescribeShareGroupOffsetsRequest.API_KEY: _offsets_failed,
 }

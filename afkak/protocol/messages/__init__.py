@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from .alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
     from .api_versions_request import ApiVersionsRequest
     from .api_versions_response import ApiVersionsResponse
+    from .consumer_group_describe_request import ConsumerGroupDescribeRequest
+    from .consumer_group_describe_response import ConsumerGroupDescribeResponse
     from .consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
     from .consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
     from .consumer_protocol_assignment import ConsumerProtocolAssignment
@@ -163,6 +165,8 @@ _MODULES = {
     'AlterUserScramCredentialsResponse': 'alter_user_scram_credentials_response',
     'ApiVersionsRequest': 'api_versions_request',
     'ApiVersionsResponse': 'api_versions_response',
+    'ConsumerGroupDescribeRequest': 'consumer_group_describe_request',
+    'ConsumerGroupDescribeResponse': 'consumer_group_describe_response',
     'ConsumerGroupHeartbeatRequest': 'consumer_group_heartbeat_request',
     'ConsumerGroupHeartbeatResponse': 'consumer_group_heartbeat_response',
     'ConsumerProtocolAssignment': 'consumer_protocol_assignment',
@@ -322,6 +326,7 @@ _REQUEST_KEYS = {
     65: 'DescribeTransactionsRequest',
     66: 'ListTransactionsRequest',
     68: 'ConsumerGroupHeartbeatRequest',
+    69: 'ConsumerGroupDescribeRequest',
     74: 'ListConfigResourcesRequest',
     75: 'DescribeTopicPartitionsRequest',
     76: 'ShareGroupHeartbeatRequest',
@@ -384,6 +389,7 @@ _RESPONSE_KEYS = {
     65: 'DescribeTransactionsResponse',
     66: 'ListTransactionsResponse',
     68: 'ConsumerGroupHeartbeatResponse',
+    69: 'ConsumerGroupDescribeResponse',
     74: 'ListConfigResourcesResponse',
     75: 'DescribeTopicPartitionsResponse',
     76: 'ShareGroupHeartbeatResponse',
@@ -418,6 +424,8 @@ __all__ = [
     'AlterUserScramCredentialsResponse',
     'ApiVersionsRequest',
     'ApiVersionsResponse',
+    'ConsumerGroupDescribeRequest',
+    'ConsumerGroupDescribeResponse',
     'ConsumerGroupHeartbeatRequest',
     'ConsumerGroupHeartbeatResponse',
     'ConsumerProtocolAssignment',
