@@ -184,7 +184,7 @@ def _consumer_member(m: Any) -> MemberDescription:
         raw_assignment=b"",
         target_assignment=assigned_partitions(m.target_assignment),
         member_epoch=m.member_epoch,
-        topic_regex=m.subscribed_topic_regex,
+        topic_regex=m.subscribed_topic_regex or None,  # Kafka 4.4 answers "" for none
         upgraded=None if m.member_type < 0 else m.member_type == CONSUMER_MEMBER,
     )
 

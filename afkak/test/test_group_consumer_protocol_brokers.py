@@ -18,11 +18,12 @@ from typing import Any
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SynchronousTestCase
 
+from afkak.admin import KafkaAdminClient
 from afkak.client import KafkaClient
-from afkak.common import OFFSET_EARLIEST
+from afkak.common import OFFSET_EARLIEST, TopicAndPartition
 from afkak.group import ConsumerGroup
 from afkak.test.brokers import produce, shared_broker
-from afkak.test.brokers.java_tools import VerifiableConsumer
+from afkak.test.brokers.java_tools import VerifiableConsumer, describe_members
 from afkak.test.helpers import pump, run_for, wait
 from afkak.test.test_group_consumer import Ledger
 
@@ -189,3 +190,54 @@ class KafkaStaticMemberTests(_GroupOnKafka):
         pump(lambda: again.assignment() == held, 60, "a is back on its partitions")
         wait(again.shutdown(), 30)
         wait(b.shutdown(), 30)
+
+
+class KafkaConsumerGroupDescribeTests(_GroupOnKafka):
+    """describe_consumer_groups (ConsumerGroupDescribe) against ``kafka-consumer-groups
+    --describe --members --verbose`` on one group of afkak and Java members."""
+
+    def test_describe_matches_kafka_consumer_groups(self) -> None:
+        a = self.member("a", "consumer")
+        b = self.member("b", "consumer")
+        java = VerifiableConsumer(
+            self.broker.bootstrap, self.topic, self.group_id, lambda p, o: None, protocol="consumer"
+        )
+        self.addCleanup(java.stop)
+        pump(lambda: len(a.assignment()) == len(b.assignment()) == 2, 120, "three members split")
+        client = KafkaClient(self.broker.bootstrap, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(client.close()))
+        admin = KafkaAdminClient(client)
+
+        def stable() -> Any:
+            d = wait(admin.describe_consumer_groups([self.group_id]))[self.group_id]
+            return d if d.state == "Stable" and len(d.members) == 3 else None
+
+        pump(lambda: stable() is not None, 60, "the group is Stable")
+        rows = describe_members(self.broker.bootstrap, self.group_id)
+        described = stable()
+        print(f"\nkafka-consumer-groups: {rows}\nafkak: {described}")
+        self.assertIsNotNone(described)
+        self.assertEqual((described.group_type, described.protocol), ("consumer", "uniform"))
+        self.assertEqual(described.group_epoch, described.assignment_epoch)
+        by_id = {m.member_id: m for m in described.members}
+        self.assertEqual({r["CONSUMER-ID"] for r in rows}, set(by_id))
+        for row in rows:
+            m = by_id[row["CONSUMER-ID"]]
+            self.assertEqual(row["CLIENT-ID"], m.client_id)
+            self.assertEqual(row["HOST"], m.client_host)
+            self.assertEqual(int(row["#PARTITIONS"]), len(m.assignment))
+            self.assertEqual(int(row["CURRENT-EPOCH"]), m.member_epoch)
+            self.assertEqual(int(row["TARGET-EPOCH"]), described.assignment_epoch)
+            self.assertEqual(_assignment(row["CURRENT-ASSIGNMENT"]), set(m.assignment))
+            self.assertEqual(_assignment(row["TARGET-ASSIGNMENT"]), set(m.target_assignment))
+            self.assertEqual((m.upgraded, m.topics, m.topic_regex), (True, (self.topic,), None))
+        wait(a.shutdown(), 30)
+        wait(b.shutdown(), 30)
+
+
+def _assignment(cell: str) -> set[TopicAndPartition]:
+    """``kafka-consumer-groups``' assignment cell: ``topic:0,1`` per topic, or ``-``."""
+    found = set()
+    for topic, partitions in re.findall(r"([^:,;()]+):([\d,]+)", cell):
+        found.update(TopicAndPartition(topic, int(p)) for p in partitions.split(",") if p)
+    return found

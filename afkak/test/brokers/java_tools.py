@@ -349,13 +349,29 @@ def describe_group(bootstrap: str, group_id: str) -> dict[tuple[str, int], dict[
         "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
         "--bootstrap-server", bootstrap, "--describe", "--group", group_id,
     )  # fmt: skip
-    rows: dict[tuple[str, int], dict[str, str]] = {}
+    return {(row["TOPIC"], int(row["PARTITION"])): row for row in _group_table(out)}
+
+
+def describe_members(bootstrap: str, group_id: str) -> list[dict[str, str]]:
+    """``kafka-consumer-groups --describe --members --verbose``: one row per member by
+    column (CONSUMER-ID, CLIENT-ID, #PARTITIONS, and for a consumer-protocol group
+    CURRENT-EPOCH, CURRENT-ASSIGNMENT, TARGET-EPOCH, TARGET-ASSIGNMENT; "-" where none)."""
+    out = run_tool(
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "--bootstrap-server", bootstrap, "--describe", "--group", group_id,
+        "--members", "--verbose",
+    )  # fmt: skip
+    return _group_table(out)
+
+
+def _group_table(out: str) -> list[dict[str, str]]:
+    """The rows of ``kafka-consumer-groups``' table (after its GROUP header) by column."""
     header: list[str] = []
+    rows = []
     for line in out.splitlines():
         cells = line.split()
         if cells[:1] == ["GROUP"]:
             header = cells
         elif header and len(cells) == len(header):
-            row = dict(zip(header, cells, strict=True))
-            rows[row["TOPIC"], int(row["PARTITION"])] = row
+            rows.append(dict(zip(header, cells, strict=True)))
     return rows
