@@ -18,7 +18,7 @@ from typing import Any
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.admin import KafkaAdminClient
+from afkak.admin import ConfigResource, KafkaAdminClient
 from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST, TopicAndPartition
 from afkak.group import ConsumerGroup
@@ -241,3 +241,64 @@ def _assignment(cell: str) -> set[TopicAndPartition]:
     for topic, partitions in re.findall(r"([^:,;()]+):([\d,]+)", cell):
         found.update(TopicAndPartition(topic, int(p)) for p in partitions.split(",") if p)
     return found
+
+
+class KafkaOnlineUpgradeTests(_GroupOnKafka):
+    """Kafka's online upgrade and downgrade (``group.consumer.migration.policy``, by
+    default "bidirectional" in Kafka 4): a group's members replaced one by one by members
+    of the other protocol while the group keeps consuming."""
+
+    def describe(self) -> Any:
+        return wait(self.admin.describe_consumer_groups([self.group_id]))[self.group_id]
+
+    def replace(self, old: ConsumerGroup, name: str, protocol: str) -> ConsumerGroup:
+        """Start *name* on *protocol* beside *old*, then stop *old*; everything consumed."""
+        new = self.member(name, protocol)
+        pump(lambda: bool(new.assignment()), 120, f"{name} ({protocol}) took partitions")
+        self.produce(10)
+        pump(self.all_seen, 60, f"consumed with {name} beside the old member")
+        wait(old.shutdown(), 30)
+        self.produce(10)
+        pump(self.all_seen, 60, f"consumed after {name} replaced the old member")
+        return new
+
+    def test_classic_to_consumer_and_back_member_by_member(self) -> None:
+        client = KafkaClient(self.broker.bootstrap, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(client.close()))
+        self.admin = KafkaAdminClient(client)
+        policy = "group.consumer.migration.policy"
+        node = wait(self.admin.describe_cluster()).brokers[0].node_id
+        resource = ConfigResource.broker(node)
+        config = wait(self.admin.describe_configs([resource], keys=[policy]))[resource]
+        self.assertEqual(config.entries[policy].value, "bidirectional")  # Kafka 4's default
+
+        self.produce(20)
+        a, b = self.member("a", "classic"), self.member("b", "classic")
+        pump(lambda: len(a.assignment()) + len(b.assignment()) == PARTITIONS, 120, "classic")
+        pump(self.all_seen, 60, "the classic group consumed the backlog")
+        self.assertEqual(self.describe().group_type, "classic")
+        # Upgrade: the first consumer-protocol member turns the group into a consumer group.
+        a2 = self.replace(a, "a2", "consumer")
+        half = self.describe()
+        self.assertEqual(half.group_type, "consumer")
+        self.assertEqual({m.client_id: m.upgraded for m in half.members}, {"a2": True, "b": False})
+        b2 = self.replace(b, "b2", "consumer")
+        self.assertEqual(self.describe().group_type, "consumer")
+        # Downgrade: once the last consumer-protocol member leaves, a classic group again.
+        a3 = self.replace(a2, "a3", "classic")
+        half = self.describe()
+        self.assertEqual(
+            (half.group_type, {m.client_id: m.upgraded for m in half.members}),
+            ("consumer", {"a3": False, "b2": True}),
+        )
+        b3 = self.replace(b2, "b3", "classic")
+        pump(lambda: self.describe().group_type == "classic", 60, "a classic group again")
+        self.produce(10)
+        pump(self.all_seen, 60, "the classic group consumed")
+        wait(a3.shutdown(), 30)
+        wait(b3.shutdown(), 30)
+        self.assertEqual(set(self.seen), self.produced)
+        self.assertEqual(self.overlaps, [])
+        repeated = sum(n - 1 for n in self.seen.values())
+        print(f"\nonline upgrade and downgrade: {len(self.produced)} records, {repeated} repeated")
+        self.assertEqual(repeated, 0, "every record processed once")
