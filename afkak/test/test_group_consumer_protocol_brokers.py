@@ -23,7 +23,11 @@ from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST, TopicAndPartition
 from afkak.group import ConsumerGroup
 from afkak.test.brokers import produce, shared_broker
-from afkak.test.brokers.java_tools import VerifiableConsumer, describe_members
+from afkak.test.brokers.java_tools import (
+    AfkakVerifiableConsumer,
+    VerifiableConsumer,
+    describe_members,
+)
 from afkak.test.helpers import pump, run_for, wait
 from afkak.test.test_group_consumer import Ledger
 
@@ -302,3 +306,84 @@ class KafkaOnlineUpgradeTests(_GroupOnKafka):
         repeated = sum(n - 1 for n in self.seen.values())
         print(f"\nonline upgrade and downgrade: {len(self.produced)} records, {repeated} repeated")
         self.assertEqual(repeated, 0, "every record processed once")
+
+
+class KafkaConsumerProtocolFaultTests(_GroupOnKafka):
+    """Two afkak members (child processes) and two Java ``VerifiableConsumer``s on the
+    consumer protocol in one group, through a kill -9 of one of each while records
+    arrive and a kill -9 and restart (with its data) of the broker."""
+
+    def test_kills_and_a_broker_restart_lose_nothing(self) -> None:
+        rows: list[tuple[str, int, int]] = []
+
+        def member(name: str, kind: type[VerifiableConsumer]) -> VerifiableConsumer:
+            def on_records(partition: int, offsets: list[int]) -> None:
+                rows.extend((name, partition, o) for o in offsets)
+
+            tool = kind(
+                self.broker.bootstrap, self.topic, self.group_id, on_records, protocol="consumer"
+            )
+            self.addCleanup(tool.kill)
+            return tool
+
+        def processed() -> set[tuple[int, int]]:
+            return {(p, o) for _, p, o in rows}
+
+        def everything() -> bool:
+            return self.produced <= processed()
+
+        client = KafkaClient(self.broker.bootstrap, endpoint_factory=TCP4ClientEndpoint)
+        self.addCleanup(lambda: wait(client.close()))
+        admin = KafkaAdminClient(client)
+
+        def committed() -> dict[int, int]:
+            offsets = wait(admin.list_consumer_group_offsets(self.group_id, [self.topic]))
+            return {tp.partition: o for tp, o in offsets.items()}
+
+        self.produce(30)
+        a, b = member("a", AfkakVerifiableConsumer), member("b", AfkakVerifiableConsumer)
+        j1, j2 = member("j1", VerifiableConsumer), member("j2", VerifiableConsumer)
+        pump(lambda: all(m.assigned for m in (a, b, j1, j2)), 180, "four members share the topic")
+        pump(everything, 60, "the backlog consumed")
+        # kill -9 an afkak and a Java member while records arrive.
+        killed = b.assigned | j1.assigned
+        arriving: set[tuple[int, int]] = set()
+        for p in killed:
+            arriving |= set(produce(self.broker.bootstrap, self.topic, [b"k"] * 50, partition=p))
+        self.produced |= arriving
+
+        def reading() -> set[str]:
+            return {name for name, p, o in rows if (p, o) in arriving}
+
+        pump(lambda: reading() >= {"b", "j1"}, 60, "b and j1 read the arriving records")
+        b.kill()
+        j1.kill()
+        before_kills = committed()
+        self.produce(20)
+        took = pump(lambda: len(a.assigned | j2.assigned) == PARTITIONS, 150, "b, j1 fenced")
+        pump(everything, 60, "everything consumed after the kills")
+        # kill -9 the broker and start it again with its data.
+        before_restart = committed()
+        self.broker.kill()
+        run_for(2)
+        self.broker.restart()
+        self.produce(20)
+        pump(everything, 180, "everything consumed after the broker restart")
+        self.assertIsNone(a.process.poll(), "the afkak member lived through the restart")
+        a.stop()
+        j2.stop()
+        self.assertEqual(processed(), self.produced)
+        counts = Counter((p, o) for _, p, o in rows)
+        twice = {k for k, n in counts.items() if n > 1}
+        window = {
+            (p, o)
+            for name, p, o in rows
+            if (name in ("b", "j1") and p in killed and o >= before_kills.get(p, 0))
+            or o >= before_restart.get(p, 0)
+        }
+        print(
+            f"\nKIP-848 kills and broker restart: {len(self.produced)} records, killed members'"
+            f" partitions moved after {took:.1f} s, read twice: {len(twice)}"
+            f" (uncommitted windows: {len(window)})"
+        )
+        self.assertLessEqual(twice, window, "only uncommitted records are read twice")

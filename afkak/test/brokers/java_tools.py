@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 import attrs
 
+import afkak
 from afkak.test.brokers.process import unavailable
 from afkak.testing.apache_kafka import (
     JVM_OPTIONS,
@@ -202,10 +204,14 @@ class _JsonEventTool:
     _config: str | None = None
 
     def _start(self, main_class: str, args: Sequence[str]) -> None:
+        self._spawn(_java_argv(main_class, args))
+
+    def _spawn(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self.process = subprocess.Popen(
-            _java_argv(main_class, args),
+            argv,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -310,6 +316,29 @@ class VerifiableConsumer(_JsonEventTool):
                 offsets = list(range(p["minOffset"], p["maxOffset"] + 1))
                 assert len(offsets) == p["count"], event  # a plain topic has no gaps
                 self.on_records(p["partition"], offsets)
+
+
+class AfkakVerifiableConsumer(VerifiableConsumer):
+    """An afkak ConsumerGroup member in a child process (``afkak_member.py``) printing
+    VerifiableConsumer's events, so that it can be killed -9 as the Java one."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        group_id: str,
+        on_records: Callable[[int, list[int]], None],
+        *,
+        protocol: str = "consumer",
+    ) -> None:
+        self.on_records = on_records
+        self.assigned = set()
+        module = "afkak.test.brokers.afkak_member"
+        # The child imports this afkak, wherever the test imported it from.
+        root = os.path.dirname(os.path.dirname(os.path.dirname(afkak.__file__)))
+        path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+        argv = [sys.executable, "-m", module, bootstrap, topic, group_id, protocol]
+        self._spawn(argv, {**os.environ, "PYTHONPATH": path})
 
 
 class VerifiableShareConsumer(_JsonEventTool):
