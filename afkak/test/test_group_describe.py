@@ -76,6 +76,16 @@ class ConsumerGroupDescribeTests(DescribeTestCase):
         )
         self.assertEqual(self.asked(DescribeGroupsRequest), 1)  # only while there was no group
 
+    def test_consumer_groups_are_listed_with_their_type_and_state(self) -> None:
+        a = self.group("a")
+        a.start()
+        self.advance(2)
+        (listed,) = self.result(self.admin.list_consumer_groups())
+        self.assertEqual(
+            (listed.group_id, listed.protocol_type, listed.state), ("g", "consumer", "Stable")
+        )
+        self.assertEqual(self.result(self.admin.list_consumer_groups(states=["Empty"])), [])
+
     def test_regex_member_and_coordinator_move(self) -> None:
         a = self.group("a", pattern=re.compile("t.*"), topics=[])
         a.start()
