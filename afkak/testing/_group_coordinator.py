@@ -223,8 +223,8 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest, version:
         if group.members or g not in rows:
             rows[g] = (group.protocol_type or "", group.state.value, "classic")
     consumer = cluster.consumer_groups
-    for g, group in consumer.groups.items():
-        rows[g] = ("consumer", consumer.state_of(group), "consumer")
+    for g, cgroup in consumer.groups.items():
+        rows[g] = ("consumer", consumer.state_of(cgroup), "consumer")
     for g, share in cluster.share_groups.groups.items():
         rows[g] = ("share", cluster.share_groups.state_of(share), "share")
     listed = [
