@@ -31,6 +31,7 @@ from afkak.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from afkak.testing._group_coordinator import CLIENT_HOST
 from afkak.testing._member_sessions import MemberSessions
 
 if TYPE_CHECKING:
@@ -56,7 +57,6 @@ TP = tuple[str, int]
 HEARTBEAT_INTERVAL_MS = 5000
 SESSION_TIMEOUT_MS = 45000
 ASSIGNORS = ("uniform", "range")
-CLIENT_HOST = "/127.0.0.1"
 #: ConsumerGroupDescribe's MemberType of a consumer-protocol member (KIP-1099).
 CONSUMER_MEMBER = 1
 
