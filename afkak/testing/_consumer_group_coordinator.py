@@ -31,7 +31,7 @@ from afkak.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from afkak.testing._group_coordinator import CLIENT_HOST
+from afkak.testing._group_state import CLIENT_HOST
 from afkak.testing._member_sessions import MemberSessions
 
 if TYPE_CHECKING:

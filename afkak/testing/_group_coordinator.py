@@ -34,6 +34,7 @@ from afkak.protocol.messages import (
     SyncGroupResponse,
 )
 from afkak.testing._group_state import (
+    CLIENT_HOST,
     GroupState,
     JoinResult,
 )
@@ -47,7 +48,6 @@ MIN_SESSION_TIMEOUT_MS = 6000
 MAX_SESSION_TIMEOUT_MS = 1800000
 #: JoinGroup v4+: a new dynamic member must rejoin with the id it is given (KIP-394).
 MEMBER_ID_REQUIRED_VERSION = 4
-CLIENT_HOST = "/127.0.0.1"
 
 
 def _group_error(ctx: RequestContext, group_id: str) -> int:

@@ -39,6 +39,7 @@ from afkak.protocol.messages import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
+from afkak.testing._group_state import CLIENT_HOST
 from afkak.testing._member_sessions import MemberSessions
 from afkak.testing._share_partitions import (
     DELIVERY_COUNT_LIMIT,
@@ -442,7 +443,7 @@ class ShareGroupCoordinator(MemberSessions):
                         member_id=m.member_id,
                         member_epoch=m.epoch,
                         client_id=m.client_id,
-                        client_host="/127.0.0.1",
+                        client_host=CLIENT_HOST,
                         subscribed_topic_names=list(m.topics),
                         assignment=assignment,
                     )
