@@ -58,6 +58,7 @@ from ._describe_topics import (
 )
 from ._group_calls import (
     CommittedOffsetsCall,
+    ConsumerGroupDescribeCall,
     DeleteGroupsCall,
     DescribeGroupsCall,
     GroupDescription,
@@ -82,7 +83,7 @@ from ._reassign_calls import (
     ListReassignmentsCall,
     PartitionReassignment,
 )
-from ._routing import Router
+from ._routing import Router, errno_of
 from ._security_calls import (
     AlterScramCall,
     CreateAclsCall,
@@ -138,6 +139,9 @@ from ._types import (
 )
 
 _INT64_MAX = 2**63 - 1
+#: ConsumerGroupDescribe's answers that send the describe to DescribeGroups, as Java's.
+CLASSIC_OR_UNSUPPORTED = frozenset({ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION})
+
 #: Kafka's internal topics (some brokers do not flag them ``is_internal``).
 INTERNAL_TOPICS = frozenset(
     {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
@@ -440,9 +444,26 @@ class KafkaAdminClient:
     def describe_consumer_groups(
         self, group_ids: Iterable[str]
     ) -> Deferred[dict[str, GroupDescription]]:
-        """State, protocol and members of each group; fires ``{group: GroupDescription}``."""
+        """State, protocol and members of each group; fires ``{group: GroupDescription}``.
+
+        As Java's admin client: ConsumerGroupDescribe first (KIP-848's groups, with
+        epochs and target assignments), DescribeGroups for the groups it does not
+        know (classic ones) or where the brokers lack it.
+        """
         groups = [group_name(g) for g in _items("group_ids", group_ids)]
-        return self._per_group(groups, DescribeGroupsCall)
+        router = self._router
+        return self._run(router.per_group(groups, self._describe_group))
+
+    async def _describe_group(self, group: str) -> list[GroupDescription]:
+        router = self._router
+        try:
+            described = await router.to_coordinator(group, lambda: ConsumerGroupDescribeCall(group))
+        except NoCommonVersionError:
+            pass  # brokers before Kafka 4.0, or with the new group coordinator off
+        else:
+            if errno_of(described[0]) not in CLASSIC_OR_UNSUPPORTED:
+                return described
+        return await router.to_coordinator(group, lambda: DescribeGroupsCall(group))
 
     def delete_consumer_groups(self, group_ids: Iterable[str]) -> Deferred[dict[str, ItemResult]]:
         """Delete empty groups and their offsets; fires ``{group: ItemResult}``."""

@@ -1,9 +1,13 @@
-"""ListGroups (16), DescribeGroups (15), DeleteGroups (42) and OffsetDelete (47).
+"""ListGroups (16), DescribeGroups (15), ConsumerGroupDescribe (69), DeleteGroups (42)
+and OffsetDelete (47).
 
 ListGroups goes to every broker (each lists the groups it coordinates); the
-others to the group's coordinator.  Member metadata and assignments of
+others to the group's coordinator.  Member metadata and assignments of classic
 "consumer" groups are decoded (whatever client the members run); other
-protocol types are left as bytes.
+protocol types are left as bytes.  ConsumerGroupDescribe describes the groups
+of KIP-848's consumer protocol (and, during an online upgrade, their classic
+members too); Kafka answers it GROUP_ID_NOT_FOUND for a classic group, which
+DescribeGroups describes.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from afkak.client._interlayer import VersionedCall
 from afkak.common import BrokerResponseError, TopicAndPartition
 from afkak.protocol.consumer_protocol import PROTOCOL_TYPE, decode_assignment, decode_subscription
 from afkak.protocol.messages import (
+    ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
@@ -25,10 +30,12 @@ from afkak.protocol.messages import (
     OffsetFetchRequest,
 )
 
-from ._types import ItemResult, _error_or_none, left_out
+from ._types import ItemResult, _error_or_none, assigned_partitions, left_out
 
 #: ListGroups filters by state from this version on, and by group type from the next.
 STATES_FILTER_VERSION, TYPES_FILTER_VERSION = 4, 5
+#: ConsumerGroupDescribe's MemberType (v1+, KIP-1099) of a consumer-protocol member.
+CONSUMER_MEMBER = 1
 
 
 @attrs.frozen
@@ -43,18 +50,33 @@ class MemberDescription:
     assignment: tuple[TopicAndPartition, ...] | None
     metadata: bytes = attrs.field(repr=False)
     raw_assignment: bytes = attrs.field(repr=False)
+    #: The consumer protocol's: the partitions the broker means the member to own
+    #: (its assignment once reconciled), its epoch, its topic regex.
+    target_assignment: tuple[TopicAndPartition, ...] | None = None
+    member_epoch: int | None = None
+    topic_regex: str | None = None
+    #: In a consumer-protocol group: True for a consumer-protocol member, False for a
+    #: classic member not yet upgraded (Java's ``upgraded``); None when unknown.
+    upgraded: bool | None = None
 
 
 @attrs.frozen
 class GroupDescription:
     group_id: str
-    #: "Empty", "PreparingRebalance", "CompletingRebalance", "Stable" or "Dead".
+    #: Classic groups: "Empty", "PreparingRebalance", "CompletingRebalance", "Stable" or
+    #: "Dead"; consumer-protocol groups: "Empty", "Assigning", "Reconciling", "Stable" or
+    #: "Dead".
     state: str
     protocol_type: str
     #: The chosen protocol (for consumer groups, the assignor's name).
     protocol: str
     members: tuple[MemberDescription, ...]
     error: BrokerResponseError | None = None
+    #: "classic" or "consumer" (KIP-848's protocol: described by ConsumerGroupDescribe).
+    group_type: str = "classic"
+    #: The consumer protocol's group epoch and the epoch of its target assignment.
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
 
 @attrs.frozen
@@ -117,6 +139,54 @@ class DescribeGroupsCall(VersionedCall):
                 error=_error_or_none(g.error_code, g.error_message),
             )
         ]
+
+
+class ConsumerGroupDescribeCall(VersionedCall):
+    """KIP-848's describe: a classic group (or none) answers GROUP_ID_NOT_FOUND."""
+
+    request_class = ConsumerGroupDescribeRequest
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+
+    def build(self, version: int) -> Any:
+        return ConsumerGroupDescribeRequest(group_ids=[self.group_id])
+
+    def parse(self, response: Any) -> list[GroupDescription]:
+        found = [g for g in response.groups if g.group_id == self.group_id]
+        if not found:
+            return [GroupDescription(self.group_id, "", "", "", (), left_out("the group"))]
+        g = found[0]
+        return [
+            GroupDescription(
+                group_id=g.group_id,
+                state=g.group_state,
+                protocol_type=PROTOCOL_TYPE,
+                protocol=g.assignor_name,
+                members=tuple(_consumer_member(m) for m in g.members),
+                error=_error_or_none(g.error_code, g.error_message),
+                group_type="consumer",
+                group_epoch=g.group_epoch,
+                assignment_epoch=g.assignment_epoch,
+            )
+        ]
+
+
+def _consumer_member(m: Any) -> MemberDescription:
+    return MemberDescription(
+        member_id=m.member_id,
+        group_instance_id=m.instance_id,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        topics=tuple(m.subscribed_topic_names),
+        assignment=assigned_partitions(m.assignment),
+        metadata=b"",
+        raw_assignment=b"",
+        target_assignment=assigned_partitions(m.target_assignment),
+        member_epoch=m.member_epoch,
+        topic_regex=m.subscribed_topic_regex or None,  # Kafka 4.4 answers "" for none
+        upgraded=None if m.member_type < 0 else m.member_type == CONSUMER_MEMBER,
+    )
 
 
 def _member(m: Any, consumer: bool) -> MemberDescription:

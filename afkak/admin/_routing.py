@@ -52,7 +52,8 @@ def _left(what: str) -> Callable[[Sized], str | None]:
     return lambda left: f"{len(left)} {what}" if left else None
 
 
-def _errno(result: Any) -> int:
+def errno_of(result: Any) -> int:
+    """The errno of a result's ``error`` (0: none)."""
     error = getattr(result, "error", None)
     return getattr(error, "errno", 0) if error is not None else 0
 
@@ -178,7 +179,7 @@ class Router:
             (answered,) = await self.to_broker(controller, make_call(pending), timeout)
             results.update(answered)
             pending = [
-                i for i in pending if _errno(answered.get(key(i))) == ErrorCode.NOT_CONTROLLER
+                i for i in pending if errno_of(answered.get(key(i))) == ErrorCode.NOT_CONTROLLER
             ]
             return pending
 
@@ -225,7 +226,7 @@ class Router:
 
         def moved(results: Any) -> str | None:
             items = results[0].values() if isinstance(results[0], dict) else results
-            moved = any(_errno(r) in COORDINATOR_RETRY for r in items)
+            moved = any(errno_of(r) in COORDINATOR_RETRY for r in items)
             return f"the coordinator of {what} moved" if moved else None
 
         def gone(error: BaseException) -> bool:
@@ -325,7 +326,9 @@ class Router:
                 results.update(answered)
             for tp, error in problems.items():
                 results.update(make_call({tp: pending[tp]}).failed(error))
-            pending = {tp: pending[tp] for tp in pending if _errno(results.get(tp)) in LEADER_MOVED}
+            pending = {
+                tp: pending[tp] for tp in pending if errno_of(results.get(tp)) in LEADER_MOVED
+            }
             return pending
 
         await self.resend(attempt, _left("partition(s) whose leader moved"), "leader requests")

@@ -23,7 +23,7 @@ from afkak.protocol.messages import (
     ShareGroupDescribeRequest,
 )
 
-from ._types import ItemResult, _error_or_none, left_out
+from ._types import ItemResult, _error_or_none, assigned_partitions, left_out
 
 
 @attrs.frozen
@@ -83,11 +83,7 @@ class ShareGroupDescribeCall(VersionedCall):
                 client_host=m.client_host,
                 rack_id=m.rack_id,
                 topics=tuple(m.subscribed_topic_names),
-                assignment=tuple(
-                    TopicAndPartition(t.topic_name, p)
-                    for t in m.assignment.topic_partitions
-                    for p in t.partitions
-                ),
+                assignment=assigned_partitions(m.assignment),
             )
             for m in g.members
         )

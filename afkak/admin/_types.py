@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Any
 from uuid import UUID
 
 import attrs
 
-from afkak.common import BrokerMetadata, BrokerResponseError, ErrorCode
+from afkak.common import BrokerMetadata, BrokerResponseError, ErrorCode, TopicAndPartition
 
 
 def _error_or_none(error_code: int, message: str | None = None) -> BrokerResponseError | None:
@@ -26,6 +27,15 @@ def _error_or_none(error_code: int, message: str | None = None) -> BrokerRespons
 
 def _str_dict(value: Mapping[str, str]) -> dict[str, str]:
     return dict(value)
+
+
+def assigned_partitions(assignment: Any) -> tuple[TopicAndPartition, ...]:
+    """The partitions of a KIP-848 or KIP-932 describe answer's ``Assignment``."""
+    return tuple(
+        TopicAndPartition(t.topic_name, p)
+        for t in assignment.topic_partitions
+        for p in t.partitions
+    )
 
 
 def left_out(item: object) -> BrokerResponseError:

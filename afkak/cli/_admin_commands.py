@@ -172,20 +172,30 @@ async def groups_list(s: Session) -> int:
 
 
 async def groups_describe(s: Session) -> int:
+    """Members and their partitions, as ``kafka-consumer-groups --describe --members
+    --verbose``: for consumer-protocol groups (KIP-848) with the group's and each member's
+    epoch and target assignment too."""
     results = await s.admin.describe_consumer_groups(s.args.groups)
     rows: list[tuple[Any, ...]] = []
     for g in s.args.groups:
         d = results[g]
         if d.error is not None:
             continue
+        group = (g, d.group_type, d.state, d.protocol, d.group_epoch)
         if not d.members:
-            rows.append((g, d.state, d.protocol, None, None, None, None))
+            rows.append((*group, None, None, None, None, None, None))
         for m in d.members:
-            assigned = [f"{tp.topic}:{tp.partition}" for tp in m.assignment or ()]
-            rows.append((g, d.state, d.protocol, m.member_id, m.client_id, m.client_host, assigned))
-    s.out.table(["group", "state", "assignor", "member", "client_id", "host", "partitions"], rows)
+            target = None if m.target_assignment is None else partition_names(m.target_assignment)
+            rows.append((*group, m.member_id, m.member_epoch, m.client_id, m.client_host,
+                         partition_names(m.assignment or ()), target))  # fmt: skip
+    columns = ["group", "type", "state", "assignor", "group_epoch", "member", "member_epoch"]
+    s.out.table([*columns, "client_id", "host", "partitions", "target"], rows)
     _raise_first(results, "group")
     return OK
+
+
+def partition_names(partitions: Iterable[TopicAndPartition]) -> list[str]:
+    return [f"{tp.topic}:{tp.partition}" for tp in partitions]
 
 
 async def groups_lag(s: Session) -> int:

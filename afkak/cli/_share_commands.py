@@ -7,7 +7,7 @@ from typing import Any
 
 from afkak.common import TopicAndPartition
 
-from ._admin_commands import _deleted, _raise_first, partitions_arg
+from ._admin_commands import _deleted, _raise_first, partition_names, partitions_arg
 from ._output import OK
 from ._session import Session
 
@@ -28,9 +28,8 @@ async def share_groups_describe(s: Session) -> int:
         if not d.members:
             rows.append((g, d.state, d.group_epoch, None, None, None, None))
         for m in d.members:
-            assigned = [f"{tp.topic}:{tp.partition}" for tp in m.assignment]
             rows.append((g, d.state, d.group_epoch, m.member_id, m.member_epoch, m.client_id,
-                         assigned))  # fmt: skip
+                         partition_names(m.assignment)))  # fmt: skip
     s.out.table(
         ["group", "state", "epoch", "member", "member_epoch", "client_id", "partitions"], rows
     )

@@ -35,6 +35,7 @@ from afkak.common import (
     TopicAndPartition,
     UnknownTopicOrPartitionError,
 )
+from afkak.protocol.messages import ConsumerGroupHeartbeatRequest
 from afkak.test.test_admin import on_fake_cluster
 
 TP = TopicAndPartition
@@ -292,6 +293,47 @@ class AdminCommandTests(SynchronousTestCase):
         self.run_command("groups", "delete", "g")
         self.assertEqual(self.cluster.committed_offsets, {})
         self.assertEqual(self.fail_command("groups", "delete", "g").code, NOT_FOUND)
+
+    def test_groups_describe_shows_both_protocols(self) -> None:
+        """A KIP-848 group with epochs and target assignments, a classic one without."""
+        self.cluster.create_topic("t", 2, 1)
+        self.cluster.commit("classic", "t", 0, 1)
+        R = ConsumerGroupHeartbeatRequest
+        join = R("g", "m1", 0, rebalance_timeout_ms=1000, subscribed_topic_names=["t"])
+        coordinator = self.cluster.state.consumer_groups
+        coordinator.heartbeat(join, self.cluster.state.coordinator("g"), "c1")
+        _, [rows] = self.run_command("groups", "describe", "g", "classic")
+        self.assertEqual(
+            rows,
+            [
+                {
+                    "group": "g",
+                    "type": "consumer",
+                    "state": "Stable",
+                    "assignor": "uniform",
+                    "group_epoch": 1,
+                    "member": "m1",
+                    "member_epoch": 1,
+                    "client_id": "c1",
+                    "host": "/127.0.0.1",
+                    "partitions": ["t:0", "t:1"],
+                    "target": ["t:0", "t:1"],
+                },
+                {
+                    "group": "classic",
+                    "type": "classic",
+                    "state": "Empty",
+                    "assignor": "",
+                    "group_epoch": None,
+                    "member": None,
+                    "member_epoch": None,
+                    "client_id": None,
+                    "host": None,
+                    "partitions": None,
+                    "target": None,
+                },
+            ],
+        )
 
     def test_bad_arguments(self) -> None:
         with self.assertRaises(ValueError):

@@ -88,6 +88,7 @@ class ApiVersionsTests(SynchronousTestCase):
                     65,
                     66,
                     68,
+                    69,
                     74,
                     75,
                     76,

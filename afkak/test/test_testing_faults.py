@@ -164,6 +164,7 @@ def _admin_samples(version: int) -> dict[int, Any]:
         68: ConsumerGroupHeartbeatRequest(
             group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=1000
         ),
+        69: messages.ConsumerGroupDescribeRequest(group_ids=["g"]),
         74: messages.ListConfigResourcesRequest(),
         75: messages.DescribeTopicPartitionsRequest(
             topics=[messages.DescribeTopicPartitionsRequest.TopicRequest("t")]

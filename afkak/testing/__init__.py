@@ -84,7 +84,8 @@ What the fake does (and does not):
   ListOffsets, OffsetCommit, OffsetFetch, FindCoordinator, CreateTopics,
   OffsetForLeaderEpoch (where an epoch ends in the log, KIP-320),
   the classic group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-  DescribeGroups, ListGroups; KIP-848's ConsumerGroupHeartbeat and KIP-932's
+  DescribeGroups, ListGroups; KIP-848's ConsumerGroupHeartbeat and
+  ConsumerGroupDescribe and KIP-932's
   share group APIs (see below); the transactional APIs: InitProducerId,
   AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn (see
   below); and the admin APIs

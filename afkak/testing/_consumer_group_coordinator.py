@@ -10,7 +10,10 @@ member keeps its epoch until a heartbeat no longer reports them), then the
 new epoch and the partitions no other member still owns.  Sessions expire
 on the cluster's reactor after ``session_timeout_ms`` without a heartbeat.
 Static members (instance id) leaving with epoch -2 keep their assignment
-for the one that comes back with the same instance id.
+for the one that comes back with the same instance id.  ConsumerGroupDescribe
+answers each group's state (Empty, Reconciling while a member's assignment
+differs from its target, Stable), epochs, assignor and members; a classic
+group or an unknown one is GROUP_ID_NOT_FOUND, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from afkak._broker_errors import ErrorCode
-from afkak.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from afkak.protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from afkak.testing._group_state import CLIENT_HOST
 from afkak.testing._member_sessions import MemberSessions
 
 if TYPE_CHECKING:
@@ -48,6 +57,8 @@ TP = tuple[str, int]
 HEARTBEAT_INTERVAL_MS = 5000
 SESSION_TIMEOUT_MS = 45000
 ASSIGNORS = ("uniform", "range")
+#: ConsumerGroupDescribe's MemberType of a consumer-protocol member (KIP-1099).
+CONSUMER_MEMBER = 1
 
 
 @attrs.define(eq=False)
@@ -57,6 +68,7 @@ class ConsumerMember:
     topics: list[str]
     regex: str | None
     assignor: str | None
+    client_id: str = ""
     epoch: int = 0
     #: What the member may own now (sent in its assignment).
     assigned: set[TP] = attrs.field(factory=set)
@@ -90,8 +102,10 @@ class ConsumerGroupCoordinator(MemberSessions):
 
     # -- heartbeats ---------------------------------------------------------------
 
-    def heartbeat(self, request: ConsumerGroupHeartbeatRequest, node: int) -> Any:
-        """The answer of broker *node* to *request*."""
+    def heartbeat(
+        self, request: ConsumerGroupHeartbeatRequest, node: int, client_id: str = ""
+    ) -> Any:
+        """The answer of broker *node* to *request* from client *client_id*."""
         R = ConsumerGroupHeartbeatResponse
         error = self._check(request, node)
         if error:
@@ -102,7 +116,7 @@ class ConsumerGroupCoordinator(MemberSessions):
             return R(member_id=request.member_id, member_epoch=request.member_epoch)
         member = group.members.get(request.member_id)
         if request.member_epoch == 0:
-            member = self._join(group, request)
+            member = self._join(group, request, client_id)
         elif member is None:
             return R(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_epoch=-1)
         elif request.member_epoch != member.epoch:
@@ -146,7 +160,9 @@ class ConsumerGroupCoordinator(MemberSessions):
                 return ErrorCode.INVALID_REGULAR_EXPRESSION
         return ErrorCode.NONE
 
-    def _join(self, group: ConsumerGroup, request: ConsumerGroupHeartbeatRequest) -> ConsumerMember:
+    def _join(
+        self, group: ConsumerGroup, request: ConsumerGroupHeartbeatRequest, client_id: str
+    ) -> ConsumerMember:
         regex = getattr(request, "subscribed_topic_regex", None)
         member = ConsumerMember(
             request.member_id,
@@ -154,6 +170,7 @@ class ConsumerGroupCoordinator(MemberSessions):
             list(request.subscribed_topic_names or ()),
             regex,
             request.server_assignor,
+            client_id,
         )
         old = group.members.pop(request.member_id, None)
         if old is not None:
@@ -234,7 +251,7 @@ class ConsumerGroupCoordinator(MemberSessions):
         parked = list(group.parked.values())
         everyone = members + parked
         target: dict[str, set[TP]] = {m.member_id: set() for m in everyone}
-        assignor = next((m.assignor for m in everyone if m.assignor), ASSIGNORS[0])
+        assignor = self._assignor(group)
         by_topic: dict[str, list[ConsumerMember]] = {}
         for m in everyone:
             for t in self._subscribed(m):
@@ -258,6 +275,12 @@ class ConsumerGroupCoordinator(MemberSessions):
                     target[everyone[turn % len(everyone)].member_id].add((topic, p))
                     turn += 1
         return target
+
+    @staticmethod
+    def _assignor(group: ConsumerGroup) -> str:
+        """The server assignor the group's members ask for (the first that names one)."""
+        everyone = [*group.members.values(), *group.parked.values()]
+        return next((m.assignor for m in everyone if m.assignor), ASSIGNORS[0])
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         """Revocation first (the epoch waits for it), then the new epoch and free partitions."""
@@ -291,6 +314,63 @@ class ConsumerGroupCoordinator(MemberSessions):
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
+    # -- describe --------------------------------------------------------------------------
+
+    def describe(self, request: ConsumerGroupDescribeRequest, node: int) -> Any:
+        """ConsumerGroupDescribe at broker *node*."""
+        R = ConsumerGroupDescribeResponse
+        described = []
+        for group_id in request.group_ids:
+            group = self.groups.get(group_id)
+            if not group_id:
+                error = ErrorCode.INVALID_GROUP_ID
+            elif self.cluster.coordinator(group_id) != node:
+                error = ErrorCode.NOT_COORDINATOR
+            elif group is None or group_id in self.cluster.group_coordinator.groups:
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+            else:
+                described.append(self._described(group))
+                continue
+            described.append(R.DescribedGroup(error_code=error, group_id=group_id))
+        return R(groups=described)
+
+    def state_of(self, group: ConsumerGroup) -> str:
+        """Kafka's name of the group's state (the target is computed at once here, so
+        never "Assigning")."""
+        if not group.members:
+            return "Empty"
+        settled = all(
+            m.epoch == group.epoch and not m.revoking and m.assigned == group.target[m.member_id]
+            for m in group.members.values()
+        )
+        return "Stable" if settled else "Reconciling"
+
+    def _described(self, group: ConsumerGroup) -> Any:
+        R = ConsumerGroupDescribeResponse
+        members = [
+            R.Member(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                member_epoch=m.epoch,
+                client_id=m.client_id,
+                client_host=CLIENT_HOST,
+                subscribed_topic_names=list(m.topics),
+                subscribed_topic_regex=m.regex,
+                assignment=self._named(m.assigned),
+                target_assignment=self._named(group.target[m.member_id]),
+                member_type=CONSUMER_MEMBER,
+            )
+            for m in group.members.values()
+        ]
+        return R.DescribedGroup(
+            group_id=group.group_id,
+            group_state=self.state_of(group),
+            group_epoch=group.epoch,
+            assignment_epoch=group.epoch,
+            assignor_name=self._assignor(group),
+            members=members,
+        )
+
     # -- topic ids -------------------------------------------------------------------------
 
     def _names(self, topic_partitions: Iterable[Any]) -> set[TP]:
@@ -304,11 +384,20 @@ class ConsumerGroupCoordinator(MemberSessions):
 
     def _ids(self, assigned: Iterable[TP]) -> list[Any]:
         R = ConsumerGroupHeartbeatResponse
+        topics = self.cluster.topics
+        return [R.TopicPartitions(topics[t].topic_id, ps) for t, ps in self._by_topic(assigned)]
+
+    def _named(self, assigned: Iterable[TP]) -> Any:
+        """ConsumerGroupDescribe's Assignment of *assigned* (ids and names)."""
+        R = ConsumerGroupDescribeResponse
+        topics = self.cluster.topics
+        return R.Assignment(
+            [R.TopicPartitions(topics[t].topic_id, t, ps) for t, ps in self._by_topic(assigned)]
+        )
+
+    def _by_topic(self, assigned: Iterable[TP]) -> list[tuple[str, list[int]]]:
+        """*assigned*'s partitions by topic (sorted), of the topics that still exist."""
         partitions: dict[str, list[int]] = {}
         for topic, p in sorted(assigned):
             partitions.setdefault(topic, []).append(p)
-        return [
-            R.TopicPartitions(self.cluster.topics[t].topic_id, ps)
-            for t, ps in partitions.items()
-            if t in self.cluster.topics
-        ]
+        return [(t, ps) for t, ps in partitions.items() if t in self.cluster.topics]

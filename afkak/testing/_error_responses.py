@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from afkak.protocol.messages import (
+    ConsumerGroupDescribeResponse,
     CreateTopicsResponse,
     DescribeGroupsResponse,
     FetchResponse,
@@ -23,6 +24,7 @@ from afkak.protocol.messages import (
     OffsetCommitResponse,
     OffsetFetchResponse,
     ProduceResponse,
+    ShareGroupDescribeResponse,
     response_class,
 )
 from afkak.testing._admin_apis import ADMIN_ERROR_RESPONSES
@@ -175,6 +177,16 @@ def _describe_groups(request: Any, version: int, code: int) -> Any:
     return R(groups=[R.DescribedGroup(error_code=code, group_id=g) for g in request.groups])
 
 
+def _described_groups(response: Any) -> Callable[[Any, int, int], Any]:
+    """The error response of KIP-848's or KIP-932's describe: the code in every group named."""
+
+    def build(request: Any, version: int, code: int) -> Any:
+        R = response
+        return R(groups=[R.DescribedGroup(error_code=code, group_id=g) for g in request.group_ids])
+
+    return build
+
+
 _BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
     0: _produce,
     1: _fetch,
@@ -187,6 +199,8 @@ _BUILDERS: dict[int, Callable[[Any, int, int], Any]] = {
     19: _create_topics,
     22: _init_producer_id,
     23: offset_for_leader_epoch_error,
+    69: _described_groups(ConsumerGroupDescribeResponse),
+    77: _described_groups(ShareGroupDescribeResponse),
     **ADMIN_ERROR_RESPONSES,
     **TXN_ERROR_RESPONSES,
     **TXN_ADMIN_ERROR_RESPONSES,

@@ -18,6 +18,7 @@ from afkak._broker_errors import (
     NotCoordinator,
 )
 from afkak.protocol.messages import (
+    ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
@@ -33,6 +34,7 @@ from afkak.protocol.messages import (
     SyncGroupResponse,
 )
 from afkak.testing._group_state import (
+    CLIENT_HOST,
     GroupState,
     JoinResult,
 )
@@ -46,7 +48,6 @@ MIN_SESSION_TIMEOUT_MS = 6000
 MAX_SESSION_TIMEOUT_MS = 1800000
 #: JoinGroup v4+: a new dynamic member must rejoin with the id it is given (KIP-394).
 MEMBER_ID_REQUIRED_VERSION = 4
-CLIENT_HOST = "/127.0.0.1"
 
 
 def _group_error(ctx: RequestContext, group_id: str) -> int:
@@ -221,6 +222,9 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest, version:
     for g, group in cluster.group_coordinator.groups.items():
         if group.members or g not in rows:
             rows[g] = (group.protocol_type or "", group.state.value, "classic")
+    consumer = cluster.consumer_groups
+    for g, cgroup in consumer.groups.items():
+        rows[g] = ("consumer", consumer.state_of(cgroup), "consumer")
     for g, share in cluster.share_groups.groups.items():
         rows[g] = ("share", cluster.share_groups.state_of(share), "share")
     listed = [
@@ -240,7 +244,14 @@ def handle_consumer_group_heartbeat(
     ctx: RequestContext, request: ConsumerGroupHeartbeatRequest, version: int
 ) -> Any:
     """KIP-848's heartbeat: the cluster's consumer-protocol coordinator answers it."""
-    return ctx.state.consumer_groups.heartbeat(request, ctx.node)
+    return ctx.state.consumer_groups.heartbeat(request, ctx.node, ctx.client_id or "")
+
+
+def handle_consumer_group_describe(
+    ctx: RequestContext, request: ConsumerGroupDescribeRequest, version: int
+) -> Any:
+    """KIP-848's describe: the consumer-protocol coordinator answers it."""
+    return ctx.state.consumer_groups.describe(request, ctx.node)
 
 
 GROUP_APIS: dict[int, Callable[..., Any]] = {
@@ -251,4 +262,5 @@ GROUP_APIS: dict[int, Callable[..., Any]] = {
     15: handle_describe_groups,
     16: handle_list_groups,
     68: handle_consumer_group_heartbeat,
+    69: handle_consumer_group_describe,
 }

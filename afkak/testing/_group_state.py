@@ -25,6 +25,9 @@ from twisted.internet.defer import Deferred
 from afkak._broker_errors import ErrorCode
 from afkak._transitions import TransitionTable
 
+#: The host Kafka reports for every member of the fake's groups.
+CLIENT_HOST = "/127.0.0.1"
+
 
 class GroupState(enum.StrEnum):
     """A classic group's state; the values are Kafka's state names, as DescribeGroups answers."""

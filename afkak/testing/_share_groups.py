@@ -39,6 +39,7 @@ from afkak.protocol.messages import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
+from afkak.testing._group_state import CLIENT_HOST
 from afkak.testing._member_sessions import MemberSessions
 from afkak.testing._share_partitions import (
     DELIVERY_COUNT_LIMIT,
@@ -442,7 +443,7 @@ class ShareGroupCoordinator(MemberSessions):
                         member_id=m.member_id,
                         member_epoch=m.epoch,
                         client_id=m.client_id,
-                        client_host="/127.0.0.1",
+                        client_host=CLIENT_HOST,
                         subscribed_topic_names=list(m.topics),
                         assignment=assignment,
                     )
@@ -618,12 +619,6 @@ def share_apis() -> dict[int, Any]:
     }
 
 
-def _groups_failed(request: Any, version: int, code: int) -> Any:
-    """ShareGroupDescribe's error response: the code in every group named."""
-    R = ShareGroupDescribeResponse
-    return R(groups=[R.DescribedGroup(error_code=code, group_id=g) for g in request.group_ids])
-
-
 def _offsets_failed(request: Any, version: int, code: int) -> Any:
     """DescribeShareGroupOffsets' error response: the code in every group named."""
     R = DescribeShareGroupOffsetsResponse
@@ -634,8 +629,8 @@ def _offsets_failed(request: Any, version: int, code: int) -> Any:
     )
 
 
-#: The error responses of the share APIs without a top-level error code.
+#: The error responses of the share APIs without a top-level error code (ShareGroupDescribe's
+#: is with ConsumerGroupDescribe's, in afkak.testing._error_responses).
 SHARE_ERROR_RESPONSES = {
-    ShareGroupDescribeRequest.API_KEY: _groups_failed,
     DescribeShareGroupOffsetsRequest.API_KEY: _offsets_failed,
 }

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from .alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
     from .api_versions_request import ApiVersionsRequest
     from .api_versions_response import ApiVersionsResponse
+    from .consumer_group_describe_request import ConsumerGroupDescribeRequest
+    from .consumer_group_describe_response import ConsumerGroupDescribeResponse
     from .consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
     from .consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
     from .consumer_protocol_assignment import ConsumerProtocolAssignment
@@ -167,6 +169,8 @@ _MODULES = {
     'AlterUserScramCredentialsResponse': 'alter_user_scram_credentials_response',
     'ApiVersionsRequest': 'api_versions_request',
     'ApiVersionsResponse': 'api_versions_response',
+    'ConsumerGroupDescribeRequest': 'consumer_group_describe_request',
+    'ConsumerGroupDescribeResponse': 'consumer_group_describe_response',
     'ConsumerGroupHeartbeatRequest': 'consumer_group_heartbeat_request',
     'ConsumerGroupHeartbeatResponse': 'consumer_group_heartbeat_response',
     'ConsumerProtocolAssignment': 'consumer_protocol_assignment',
@@ -330,6 +334,7 @@ _REQUEST_KEYS = {
     65: 'DescribeTransactionsRequest',
     66: 'ListTransactionsRequest',
     68: 'ConsumerGroupHeartbeatRequest',
+    69: 'ConsumerGroupDescribeRequest',
     71: 'GetTelemetrySubscriptionsRequest',
     72: 'PushTelemetryRequest',
     74: 'ListConfigResourcesRequest',
@@ -394,6 +399,7 @@ _RESPONSE_KEYS = {
     65: 'DescribeTransactionsResponse',
     66: 'ListTransactionsResponse',
     68: 'ConsumerGroupHeartbeatResponse',
+    69: 'ConsumerGroupDescribeResponse',
     71: 'GetTelemetrySubscriptionsResponse',
     72: 'PushTelemetryResponse',
     74: 'ListConfigResourcesResponse',
@@ -430,6 +436,8 @@ __all__ = [
     'AlterUserScramCredentialsResponse',
     'ApiVersionsRequest',
     'ApiVersionsResponse',
+    'ConsumerGroupDescribeRequest',
+    'ConsumerGroupDescribeResponse',
     'ConsumerGroupHeartbeatRequest',
     'ConsumerGroupHeartbeatResponse',
     'ConsumerProtocolAssignment',

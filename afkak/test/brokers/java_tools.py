@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 import attrs
 
+import afkak
 from afkak.test.brokers.process import unavailable
 from afkak.testing.apache_kafka import (
     JVM_OPTIONS,
@@ -234,10 +236,14 @@ class _JsonEventTool:
     _config: str | None = None
 
     def _start(self, main_class: str, args: Sequence[str]) -> None:
+        self._spawn(_java_argv(main_class, args))
+
+    def _spawn(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self.process = subprocess.Popen(
-            _java_argv(main_class, args),
+            argv,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -344,6 +350,29 @@ class VerifiableConsumer(_JsonEventTool):
                 self.on_records(p["partition"], offsets)
 
 
+class AfkakVerifiableConsumer(VerifiableConsumer):
+    """An afkak ConsumerGroup member in a child process (``afkak_member.py``) printing
+    VerifiableConsumer's events, so that it can be killed -9 as the Java one."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        group_id: str,
+        on_records: Callable[[int, list[int]], None],
+        *,
+        protocol: str = "consumer",
+    ) -> None:
+        self.on_records = on_records
+        self.assigned = set()
+        module = "afkak.test.brokers.afkak_member"
+        # The child imports this afkak, wherever the test imported it from.
+        root = os.path.dirname(os.path.dirname(os.path.dirname(afkak.__file__)))
+        path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+        argv = [sys.executable, "-m", module, bootstrap, topic, group_id, protocol]
+        self._spawn(argv, {**os.environ, "PYTHONPATH": path})
+
+
 class VerifiableShareConsumer(_JsonEventTool):
     """A Java ``VerifiableShareConsumer`` (Kafka 4.1+) in share group *group_id*, which
     reads from the earliest offset and, in its default ``auto`` mode, accepts each batch
@@ -408,13 +437,29 @@ def describe_group(bootstrap: str, group_id: str) -> dict[tuple[str, int], dict[
         "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
         "--bootstrap-server", bootstrap, "--describe", "--group", group_id,
     )  # fmt: skip
-    rows: dict[tuple[str, int], dict[str, str]] = {}
+    return {(row["TOPIC"], int(row["PARTITION"])): row for row in _group_table(out)}
+
+
+def describe_members(bootstrap: str, group_id: str) -> list[dict[str, str]]:
+    """``kafka-consumer-groups --describe --members --verbose``: one row per member by
+    column (CONSUMER-ID, CLIENT-ID, #PARTITIONS, and for a consumer-protocol group
+    CURRENT-EPOCH, CURRENT-ASSIGNMENT, TARGET-EPOCH, TARGET-ASSIGNMENT; "-" where none)."""
+    out = run_tool(
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "--bootstrap-server", bootstrap, "--describe", "--group", group_id,
+        "--members", "--verbose",
+    )  # fmt: skip
+    return _group_table(out)
+
+
+def _group_table(out: str) -> list[dict[str, str]]:
+    """The rows of ``kafka-consumer-groups``' table (after its GROUP header) by column."""
     header: list[str] = []
+    rows = []
     for line in out.splitlines():
         cells = line.split()
         if cells[:1] == ["GROUP"]:
             header = cells
         elif header and len(cells) == len(header):
-            row = dict(zip(header, cells, strict=True))
-            rows[row["TOPIC"], int(row["PARTITION"])] = row
+            rows.append(dict(zip(header, cells, strict=True)))
     return rows
