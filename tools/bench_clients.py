@@ -1,13 +1,17 @@
-"""Compare afkak with confluent-kafka, aiokafka and kafka-python on one broker (issue 4).
+"""Compare afkak with confluent-kafka, aiokafka, kafka-python and Kafka's Java client (issue 4).
 
 Every measurement runs in its own subprocess (fresh interpreter, its own GC
 state; CPU seconds are that process's user + system time, librdkafka's and
-kafka-python's threads included), against the same broker: a Tansu started
-here, or --bootstrap HOST:PORT.  One partition; a fresh topic per produce or
+kafka-python's threads included), against the same broker: one started here
+(--broker: Tansu, one Apache Kafka node, or the 3-node Apache Kafka cluster
+where topics get 3 replicas and the tuned producers acks=all), or
+--bootstrap HOST:PORT.  The Java client runs Kafka's own ProducerPerformance
+and ConsumerPerformance (tools/bench/run_java.py: its CPU excludes the JVM's
+start-up).  One partition; a fresh topic per produce or
 latency run; the consume runs read topics filled once (by confluent-kafka,
 64 KiB batches) from offset 0 until all messages are read.
 
-Producers: acks=1, idempotence off, linger 5 ms, 64 KiB batches (latency
+Producers: acks=1 (acks=all on kafka-cluster), idempotence off, linger 5 ms, 64 KiB batches (latency
 workload: linger 0), the "tuned" rows.  The "defaults" rows (issue 28) run
 each client exactly as installed: afkak ``Producer(client)`` with ``send()``
 per record, the Deferreds gathered (latency: each awaited in turn; also
@@ -43,7 +47,8 @@ be shared); then issue 4's targets, judged on the median and on the best.
 --profile runs afkak's jobs once each under cProfile instead, and prints
 where the time goes.
 
-Usage: python tools/bench_clients.py [--quick] [--rounds R] [--bootstrap HOST:PORT]
+Usage: python tools/bench_clients.py [--quick] [--rounds R] [--broker tansu|kafka|kafka-cluster]
+       [--bootstrap HOST:PORT]
        [--clients afkak,confluent-kafka,...] [--workloads produce,consume,latency,partitions]
        [--stat median|best] [--rst FILE] [--json FILE] [--profile]
 """
@@ -70,9 +75,10 @@ from bench import (  # noqa: E402
     run_afkak_nometrics,
     run_aiokafka,
     run_confluent,
+    run_java,
     run_kafka_python,
 )
-from bench.common import BATCH_SIZE, Job, Result, list_length  # noqa: E402
+from bench.common import ACKS, BATCH_SIZE, Job, Result, list_length  # noqa: E402
 from bench.report import (  # noqa: E402
     Run,
     aggregate,
@@ -89,7 +95,10 @@ CLIENTS = {
     "confluent-kafka": run_confluent,
     "aiokafka": run_aiokafka,
     "kafka-python": run_kafka_python,
+    "java": run_java,
 }
+#: --broker: what to start when no --bootstrap is given.
+BROKERS = ("tansu", "kafka", "kafka-cluster")
 #: Seconds a run may take before it is killed and counted as failed.
 RUN_TIMEOUT = 180
 
@@ -148,25 +157,31 @@ def worker(spec: str) -> None:
 class Bench:
     """Creates topics on the broker and runs the jobs."""
 
-    def __init__(self, bootstrap: str | None) -> None:
-        from afkak.test.brokers import TansuBroker, admin_create_topic
+    def __init__(self, bootstrap: str | None, broker: str = "tansu") -> None:
+        from afkak.test.brokers import KafkaBroker, KafkaCluster, TansuBroker
 
-        self._broker = None
+        self._broker: Any = None
         if bootstrap is None:
-            self._broker = TansuBroker().start()
+            kinds = {"tansu": TansuBroker, "kafka": KafkaBroker, "kafka-cluster": KafkaCluster}
+            self._broker = kinds[broker]().start()
             bootstrap = self._broker.bootstrap
         self.bootstrap = bootstrap
-        self._create = admin_create_topic
+        #: The tuned producers' acks: all (-1) on the 3-node cluster (RF 3).
+        self.acks = -1 if broker == "kafka-cluster" else ACKS
         self._serial = 0
         self._filled: dict[Workload, str] = {}
 
     def broker_cpu(self) -> float | None:
-        """The broker's CPU seconds so far (user + system), if it is our child."""
+        """The broker's CPU seconds so far (user + system; every node's), if started here."""
         if self._broker is None:
             return None
-        with open(f"/proc/{self._broker.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        nodes = getattr(self._broker, "nodes", [self._broker])
+        ticks = 0
+        for node in nodes:
+            with open(f"/proc/{node.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> None:
         if self._broker is not None:
@@ -175,7 +190,12 @@ class Bench:
     def fresh_topic(self, partitions: int = 1) -> str:
         self._serial += 1
         topic = f"bench-{os.getpid()}-{self._serial}"
-        self._create(self.bootstrap, topic, partitions)
+        if self._broker is not None:
+            self._broker.create_topic(topic, partitions)  # the cluster's replication factor
+        else:
+            from afkak.test.brokers import admin_create_topic
+
+            admin_create_topic(self.bootstrap, topic, partitions)
         return topic
 
     def delete_topic(self, topic: str) -> None:
@@ -242,6 +262,7 @@ def jobs_of_round(
                         profile,
                         yield_every,
                         workload.partitions,
+                        bench.acks,
                     ),
                 )
 
@@ -320,7 +341,13 @@ def main() -> None:
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="1/5 of the messages, 1 round")
     parser.add_argument("--rounds", type=int, help="rounds over the clients (default 3)")
-    parser.add_argument("--bootstrap", help="use this broker instead of starting Tansu")
+    parser.add_argument("--bootstrap", help="use this broker instead of starting one")
+    parser.add_argument(
+        "--broker",
+        choices=BROKERS,
+        default="tansu",
+        help="start Tansu, one Apache Kafka node or the 3-node cluster (tuned acks=all, RF 3)",
+    )
     parser.add_argument("--clients", default=",".join(c for c in CLIENTS if c != "afkak-nometrics"))
     parser.add_argument("--workloads", default="produce,consume,latency,partitions")
     parser.add_argument(
@@ -349,7 +376,7 @@ def main() -> None:
     if args.rounds is None:
         args.rounds = 1 if args.quick else 3
     loads = workloads(args.workloads.split(","), 0.2 if args.quick else 1.0)
-    bench = Bench(args.bootstrap)
+    bench = Bench(args.bootstrap, args.broker)
     began = time.monotonic()
     try:
         if args.profile:
@@ -361,7 +388,8 @@ def main() -> None:
     other = "best" if args.stat == "median" else "median"
     caption = (
         f"{args.stat} of {args.rounds} round(s); 1 partition (64 for the partitions workload) on "
-        f"{'Tansu' if args.bootstrap is None else args.bootstrap}; "
+        f"{args.broker if args.bootstrap is None else args.bootstrap}; "
+        f"tuned acks={bench.acks}; "
         f"{os.cpu_count()} CPUs"
     )
     print(f"\n{caption}; {time.monotonic() - began:.0f} s; {versions()}\n")

@@ -29,7 +29,7 @@ from twisted.python.failure import Failure
 from afkak._structs import ProduceResponse
 from afkak.records import BATCH_HEADER_SIZE, build_batch
 
-from ._result import RecordMetadata
+from ._result import record_metadata
 from ._waiters import fail_all, fire, to_fire, untrack
 
 #: What a key or value may be (checked by the Producer's calls).
@@ -289,7 +289,7 @@ class ProducerBatch:
         waiters, indexes = self.record_waiters, self.record_indexes
         for i in to_fire(waiters):
             index = indexes[i]
-            metadata = RecordMetadata(
+            metadata = record_metadata(
                 topic,
                 partition,
                 base_offset + index if base_offset >= 0 else -1,

@@ -446,12 +446,11 @@ class Producer:
             raise TypeError(f"key must be bytes or None, not {key!r:.100}")
         if type(headers) is not tuple or headers:
             headers = _check_headers(headers)
-        if timestamp is not None and (
-            not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0
-        ):
-            raise TypeError(f"timestamp must be a non-negative int (ms), not {timestamp!r}")
-        if timestamp is not None and timestamp > _MAX_TIMESTAMP:
-            raise ValueError(f"timestamp {timestamp} does not fit Kafka's int64")
+        if timestamp is not None:
+            if not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0:
+                raise TypeError(f"timestamp must be a non-negative int (ms), not {timestamp!r}")
+            if timestamp > _MAX_TIMESTAMP:
+                raise ValueError(f"timestamp {timestamp} does not fit Kafka's int64")
         if partition is not None and (
             not isinstance(partition, int) or isinstance(partition, bool) or partition < 0
         ):
@@ -464,8 +463,9 @@ class Producer:
         size = RECORD_OVERHEAD + (len(value) if value is not None else 0)
         if key is not None:
             size += len(key)
-        for name, hvalue in headers:
-            size += len(name) + (len(hvalue) if hvalue is not None else 0) + 3
+        if headers:
+            for name, hvalue in headers:
+                size += len(name) + (len(hvalue) if hvalue is not None else 0) + 3
         acc = self._accumulator
         buffered = acc.buffered
         if route is None or acc.blocked or (buffered and buffered + size > acc.buffer_memory):

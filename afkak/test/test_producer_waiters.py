@@ -14,6 +14,7 @@ import gc
 import weakref
 from typing import Any
 
+import attrs
 from twisted.internet.defer import (
     AlreadyCalledError,
     CancelledError,
@@ -26,7 +27,8 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak.common import CorruptMessage, ProduceResponse
-from afkak.producer import _waiters
+from afkak.producer import RecordMetadata, _waiters
+from afkak.producer._result import record_metadata
 from afkak.records import gc_pause
 
 from .test_producer import PRODUCE, ProducerTestCase
@@ -73,6 +75,20 @@ class WaitingSendsTests(ProducerTestCase):
         results = [self.succeed(d) for d in ds]
         self.assertEqual([r.offset for r in results], [0, 1, 2, 3])
         self.assertEqual([gc.is_tracked(r) for r in results], [False] * 4)
+
+    def test_record_metadata_built_fast_is_the_attrs_instance(self) -> None:
+        """What send() fires with is built by setting its slots (issue 28): equal,
+        hashed, shown and frozen exactly as one built by its class."""
+        fast = record_metadata("t", 1, 2, 3)
+        made = RecordMetadata("t", 1, 2, 3)
+        self.assertIs(type(fast), RecordMetadata)
+        self.assertEqual((fast, hash(fast), repr(fast)), (made, hash(made), repr(made)))
+        self.assertEqual(attrs.asdict(fast), attrs.asdict(made))
+        self.assertRaises(attrs.exceptions.FrozenInstanceError, setattr, fast, "offset", 9)
+        self.assertEqual(
+            [a.name for a in attrs.fields(RecordMetadata)],
+            ["topic", "partition", "offset", "timestamp"],  # every field is set
+        )
 
     def test_one_batch_of_record_sends_keyed_and_not(self) -> None:
         """send() appends a record to an open batch itself (issue 28): unkeyed

@@ -44,6 +44,7 @@ class Job:
     profile: str = ""  # a file to write cProfile stats of the measured part to
     yield_every: int = 1000  # afkak's one-per-call sends: reactor turns every this many
     partitions: int = 1  # consume every partition of the topic (0 .. partitions - 1)
+    acks: int = ACKS  # the tuned producers' acks (-1, all, on a replicated cluster)
 
 
 @attrs.frozen

@@ -13,7 +13,6 @@ from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
 from bench.common import (
-    ACKS,
     BATCH_SIZE,
     FETCH_BYTES,
     LINGER_MS,
@@ -74,7 +73,13 @@ def _producer(client: Any, job: Job, linger_ms: int) -> Any:
 
     if job.variant.startswith("defaults"):
         return Producer(client)  # idempotent, acks=all, linger 0, batches up to 256 KiB
-    return Producer(client, req_acks=ACKS, linger_ms=linger_ms, batch_size=BATCH_SIZE)
+    return Producer(
+        client,
+        req_acks=job.acks,
+        enable_idempotence=False,
+        linger_ms=linger_ms,
+        batch_size=BATCH_SIZE,
+    )
 
 
 def _turn(reactor: Any) -> Deferred[None]:

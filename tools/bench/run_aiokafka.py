@@ -7,7 +7,7 @@ import os
 import time
 from typing import Any
 
-from bench.common import ACKS, BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
+from bench.common import BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
 
 #: Throughput also runs without aiokafka's Cython record code ("pure Python"), which
 #: aiokafka skips when AIOKAFKA_NO_EXTENSIONS is set: the comparison among pure-Python clients.
@@ -45,7 +45,7 @@ async def _producer(job: Job, linger_ms: int) -> Any:
         return producer
     producer = AIOKafkaProducer(
         bootstrap_servers=job.bootstrap,
-        acks=ACKS,
+        acks=job.acks,
         enable_idempotence=False,
         linger_ms=linger_ms,
         max_batch_size=BATCH_SIZE,

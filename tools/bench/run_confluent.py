@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from bench.common import ACKS, BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
+from bench.common import BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
 
 READ_VALUES = "consume(10000) + value()"
 UNREAD = "consume(10000), values unread"
@@ -39,7 +39,7 @@ def _producer(job: Job, linger_ms: int) -> Any:
     return confluent_kafka.Producer(
         {
             "bootstrap.servers": job.bootstrap,
-            "acks": ACKS,
+            "acks": job.acks,
             "enable.idempotence": False,
             "linger.ms": linger_ms,
             "batch.size": BATCH_SIZE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bench.common import ACKS, BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
+from bench.common import BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
 
 VARIANTS = {"produce": ("send",), "consume": ("poll",), "latency": ("send+get",)}
 
@@ -19,7 +19,7 @@ def _producer(job: Job, linger_ms: int) -> Any:
 
     producer = KafkaProducer(
         bootstrap_servers=job.bootstrap,
-        acks=ACKS,
+        acks=job.acks,
         enable_idempotence=False,
         linger_ms=linger_ms,
         batch_size=BATCH_SIZE,
