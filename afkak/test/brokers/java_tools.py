@@ -95,13 +95,19 @@ def _config_file(config: Mapping[str, str]) -> str:
 
 
 def console_consume(
-    bootstrap: str, topic: str, count: int, *, timeout: float = 60.0
+    bootstrap: str,
+    topic: str,
+    count: int,
+    *,
+    timeout: float = 60.0,
+    isolation_level: str = "read_uncommitted",
 ) -> list[JavaRecord]:
     """Read ``count`` records of ``topic`` from the beginning with ConsoleConsumer
-    (read_uncommitted), sorted by partition and offset."""
+    (fewer if ``timeout`` seconds pass without one), sorted by partition and offset."""
     out = run_tool(
         "org.apache.kafka.tools.consumer.ConsoleConsumer",
         "--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
+        "--isolation-level", isolation_level,
         "--max-messages", str(count), "--timeout-ms", str(int(timeout * 1000)),
         "--formatter-property", "print.timestamp=true",
         "--formatter-property", "print.partition=true",
