@@ -50,6 +50,7 @@ BROKER_MODULES = frozenset(
         "test_main_job",  # tools/main_job.py, embedded and against a cluster
         "test_packaging",  # builds the wheel
         "test_security_kafka",  # SASL and TLS proofs on the secured Apache Kafka node
+        "test_spark_cluster",  # a Spark standalone master and two workers, on Apache Kafka
         "test_spark_exactly_once",  # the exactly-once sink through a driver crash, on Apache Kafka
         "test_spark_kafka_parity",  # Spark's Kafka connector against afkak's, on Apache Kafka
         "test_spark_source",  # a local Spark session against Tansu
