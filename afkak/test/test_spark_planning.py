@@ -324,6 +324,18 @@ class ReadOptionTests(Case):
                 parse_write_options(options)
             self.assertIn(named, str(caught.exception))
 
+    def test_exactly_once_is_for_streams(self) -> None:
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        from afkak.spark._source import AfkakDataSource
+
+        source = AfkakDataSource({**BOOT, "topic": "t", "exactlyOnce": "true"})
+        schema = StructType([StructField("value", BinaryType())])
+        self.assertTrue(source.streamWriter(schema, False).opts.exactly_once)  # type: ignore[attr-defined]
+        with self.assertRaises(OptionError) as caught:
+            source.writer(schema, False)
+        self.assertIn("streaming", str(caught.exception))
+
 
 class PlanningTests(Case):
     def test_json_round_trip(self) -> None:
