@@ -132,7 +132,7 @@ class KafkaSparkExactlyOnceTests(SynchronousTestCase):
         records = console_consume(
             self.broker.bootstrap,
             sink,
-            len(expected) + 1,
+            2 * len(expected),  # room for every duplicate
             timeout=15.0,
             isolation_level="read_committed",
         )
