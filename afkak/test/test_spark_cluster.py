@@ -181,6 +181,7 @@ class KafkaSparkClusterTests(SynchronousTestCase):
         expected = {(p, o) for p in range(PARTITIONS) for o in range(PER_PARTITION)}
         self.assertEqual(set(offsets), expected)
         self.assertEqual(max(offsets.values()), 1)
-        # Both executors read rows, and tasks ran again after the kill.
+        # Both executors read rows; the killed executor's task ran again (attempt 1+).
         self.assertGreaterEqual(len({e for _, _, e in rows}), 2)
-        self.assertGreater(len(os.listdir(marks)), len(killed_at))
+        retried = [m for m in os.listdir(marks) if m not in killed_at and m.split("-")[2] != "0"]
+        self.assertTrue(retried, sorted(os.listdir(marks)))
