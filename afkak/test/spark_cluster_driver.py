@@ -34,27 +34,15 @@ def _tag(rows: Iterable[Any], marks: str) -> list[tuple[int, int, str]]:
 
 
 def main(master: str, bootstrap: str, topic: str, tasks: str, marks: str, out: str) -> None:
-    from pyspark.sql import SparkSession
+    from afkak.test.spark_processes import driver_session
 
-    from afkak.spark import AfkakDataSource
-
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("afkak-cluster-driver")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
-        .config("spark.executor.memory", "512m")
-        .config("spark.executor.cores", "1")
-        .config("spark.executor.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(AfkakDataSource)
+    executors = {
+        "spark.pyspark.python": sys.executable,
+        "spark.executorEnv.PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "spark.executor.memory": "512m",
+        "spark.executor.cores": "1",
+    }
+    spark = driver_session(master, "afkak-cluster-driver", executors)
     df = (
         spark.read.format("afkak")
         .option("kafka.bootstrap.servers", bootstrap)

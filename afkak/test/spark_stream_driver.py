@@ -8,29 +8,13 @@ in the test) holds the JVM and Spark's Python workers, so one ``killpg`` ends al
 
 from __future__ import annotations
 
-import os
 import sys
 
 
 def main(bootstrap: str, source: str, sink: str, checkpoint: str) -> None:
-    from pyspark.sql import SparkSession
+    from afkak.test.spark_processes import driver_session
 
-    from afkak.spark import AfkakDataSource
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("afkak-exactly-once-driver")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(AfkakDataSource)
+    spark = driver_session("local[2]", "afkak-exactly-once-driver")
     rows = (
         spark.readStream.format("afkak")
         .option("kafka.bootstrap.servers", bootstrap)

@@ -12,28 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
-
-from afkak.test.brokers import produce, shared_broker
-
-try:
-    import pyspark
-except ImportError as e:
-    if os.environ.get("CI") == "true":
-        raise
-    SKIP: str | None = f"afkak[spark] (pyspark, pyarrow) is not installed: {e}"
-else:
-    SKIP = None
+from afkak.test.brokers import produce
+from afkak.test.spark_processes import SparkProcessCase
 
 PARTITIONS = 2
 PER_PARTITION = 400
@@ -78,50 +65,10 @@ def _java_descendant(pid: int, main_class: str) -> int | None:
     return None
 
 
-class KafkaSparkClusterTests(SynchronousTestCase):
-    def setUp(self) -> None:
-        if SKIP:
-            raise SkipTest(SKIP)
-        self.broker = shared_broker("kafka")
-        self.tmp = tempfile.mkdtemp(prefix="afkak-spark-cluster-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.env = {
-            **os.environ,
-            "SPARK_HOME": os.path.dirname(pyspark.__file__),
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_DAEMON_MEMORY": "256m",
-            "PYSPARK_PYTHON": sys.executable,
-            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-        }
-
-    def spawn(self, name: str, argv: Sequence[str]) -> subprocess.Popen:
-        """Start *argv* in its own session, logging to *name*.log; killed at cleanup."""
-        log = open(os.path.join(self.tmp, f"{name}.log"), "wb")
-        self.addCleanup(log.close)
-        process = subprocess.Popen(
-            list(argv),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=self.env,
-            cwd=self.tmp,
-            start_new_session=True,
-        )
-
-        def stop() -> None:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-        self.addCleanup(stop)
-        return process
-
-    def log(self, name: str) -> str:
-        with open(os.path.join(self.tmp, f"{name}.log"), "rb") as f:
-            return f.read()[-4000:].decode(errors="replace")
-
+class KafkaSparkClusterTests(SparkProcessCase):
     def start_cluster(self) -> tuple[str, list[subprocess.Popen]]:
         """A master and two workers; the master's URL and the workers' processes."""
-        spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+        spark_class = os.path.join(self.env["SPARK_HOME"], "bin", "spark-class")
         port = _free_port()
         master = f"spark://127.0.0.1:{port}"
         self.spawn(

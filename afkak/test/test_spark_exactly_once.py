@@ -14,27 +14,14 @@ instead when CI is "true").
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
-
-from afkak.test.brokers import produce, shared_broker
+from afkak.test.brokers import produce
 from afkak.test.brokers.java_tools import console_consume
-
-try:
-    import pyspark  # noqa: F401
-except ImportError as e:
-    if os.environ.get("CI") == "true":
-        raise
-    SKIP: str | None = f"afkak[spark] (pyspark, pyarrow) is not installed: {e}"
-else:
-    SKIP = None
+from afkak.test.spark_processes import SparkProcessCase
 
 PARTITIONS = 2
 PER_PARTITION = 1000
@@ -60,33 +47,13 @@ def _forget(checkpoint: str, log: str, batch: int) -> None:
             os.remove(path)
 
 
-class KafkaSparkExactlyOnceTests(SynchronousTestCase):
-    def setUp(self) -> None:
-        if SKIP:
-            raise SkipTest(SKIP)
-        self.broker = shared_broker("kafka")
-        self.tmp = tempfile.mkdtemp(prefix="afkak-spark-eos-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-
+class KafkaSparkExactlyOnceTests(SparkProcessCase):
     def start_driver(self, source: str, sink: str, checkpoint: str, n: int) -> subprocess.Popen:
-        log = open(os.path.join(self.tmp, f"driver-{n}.log"), "wb")
-        self.addCleanup(log.close)
-        driver = subprocess.Popen(
+        return self.spawn(
+            f"driver-{n}",
             [sys.executable, "-m", "afkak.test.spark_stream_driver", self.broker.bootstrap]
             + [source, sink, checkpoint],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
-        self.addCleanup(self.kill, driver)
-        return driver
-
-    def kill(self, driver: subprocess.Popen) -> None:
-        """SIGKILL the driver's process group: Python, its JVM, Spark's Python workers."""
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait()
 
     def wait_for_commit(
         self, driver: subprocess.Popen, checkpoint: str, batch: int, n: int
@@ -94,9 +61,7 @@ class KafkaSparkExactlyOnceTests(SynchronousTestCase):
         deadline = time.monotonic() + PATIENCE
         while not any(b >= batch for b in _batches(checkpoint, "commits")):
             if driver.poll() is not None:
-                with open(os.path.join(self.tmp, f"driver-{n}.log"), "rb") as f:
-                    tail = f.read()[-4000:].decode(errors="replace")
-                self.fail(f"driver exited with {driver.returncode}:\n{tail}")
+                self.fail(f"driver exited with {driver.returncode}:\n{self.log(f'driver-{n}')}")
             if time.monotonic() > deadline:
                 self.fail(f"batch {batch} not committed in {PATIENCE} s")
             time.sleep(0.5)
