@@ -465,6 +465,7 @@ def main() -> None:
             print(f"streaming latency p50 {fmt}: " + ", ".join(f"{ms:.0f} ms" for ms in p50s))
     elif broker is not None:
         compare(spark, broker, topic, ends, args)
+    if broker is not None:
         spark.stop()
         return
     for run in ["cold"] + ["warm"] * args.warm:
