@@ -24,8 +24,14 @@ batch write of the same rows into a fresh 4-partition topic through each, run
 alternately, after one untimed warm-up each; medians of ``--runs``.  ``--quick``
 is ``--compare`` on 200,000 records.
 
+With ``--latency S`` it measures streaming end-to-end latency instead: a
+query per format copies a source topic to a sink topic through that format
+(default trigger), fed one record each 100 ms for S seconds after a 5 s
+warm-up; the p50 of (sink record's CreateTime - source record's creation),
+per run.
+
 Run: ``python tools/spark_bench.py [--records N] [--warm K] [--phases]
-[--compare [--runs 3] | --quick]``.
+[--compare [--runs 3] | --quick | --latency S [--runs 3]]``.
 """
 
 from __future__ import annotations
@@ -302,6 +308,64 @@ def compare(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any
         )
 
 
+def stream_latency(spark: Any, broker: Any, client: KafkaClient, fmt: str, seconds: float) -> float:
+    """p50 ms from a record's creation in a source topic to its copy's creation (its
+    CreateTime) in a sink topic, copied by a streaming query through *fmt* (default
+    trigger: the next micro-batch as soon as the last ends); one record each 100 ms."""
+    import statistics
+    import tempfile
+
+    src, sink = f"{broker_topic()}-lat-{fmt}-in", f"{broker_topic()}-lat-{fmt}-out"
+    broker.create_topic(src, PARTITIONS)
+    broker.create_topic(sink, PARTITIONS)
+    query = (
+        spark.readStream.format(fmt)
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("subscribe", src)
+        .load()
+        .select("value")
+        .writeStream.format(fmt)
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", sink)
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="spark-bench-latency-"))
+        .start()
+    )
+
+    def send(n: int, label: bytes) -> None:
+        for i in range(n):
+            value = label + b"%d" % time.time_ns()
+            payload = ProduceRequest(src, i % PARTITIONS, MessageSet([Message(0, 0, None, value)]))
+            _bridge.call(30, client.send_produce_request, [payload], acks=1)
+            time.sleep(0.1)
+
+    send(50, b"w")  # warm-up: the first micro-batches, Python workers starting
+    measured = int(seconds * 10)
+    send(measured, b"m")
+    deadline = time.monotonic() + 120
+    rows: list[Any] = []
+    while time.monotonic() < deadline:
+        rows = [
+            r
+            for r in spark.read.format("afkak")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("subscribe", sink)
+            .load()
+            .selectExpr("cast(value as string) as value", "timestamp")
+            .collect()
+            if r.value.startswith("m")
+        ]
+        if len(rows) >= measured:
+            break
+        time.sleep(1)
+    query.stop()
+    assert len(rows) == measured, (fmt, len(rows), measured)
+    return statistics.median(r.timestamp.timestamp() * 1000 - int(r.value[1:]) / 1e6 for r in rows)
+
+
+def broker_topic() -> str:
+    return f"spark-bench-{os.getpid()}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -317,9 +381,18 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3, help="--compare: timed runs (median)")
     parser.add_argument("--quick", action="store_true", help="--compare on 200,000 records")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0,
+        metavar="S",
+        help="--compare streaming end-to-end latency instead, S seconds of records a run",
+    )
     args = parser.parse_args()
     if args.quick:
         args.compare, args.records = True, 200_000
+    if args.latency:
+        args.compare = True
 
     jars: list[str] = []
     broker = None
@@ -330,33 +403,35 @@ def main() -> None:
         jars = connector_jars()
         broker = shared_broker("kafka")
         bootstrap = broker.bootstrap
-        broker.create_topic(f"spark-bench-{os.getpid()}", PARTITIONS)
+        broker.create_topic(broker_topic(), PARTITIONS)
     elif args.bootstrap:
         bootstrap = args.bootstrap
     else:
         from afkak.test.brokers import shared_broker
 
         bootstrap = shared_broker("tansu").bootstrap
-    topic = f"spark-bench-{os.getpid()}"
+    topic = broker_topic()
 
     client = _bridge.call(30, KafkaClient, bootstrap, clientId="spark-bench")
     _bridge.call(30, client.load_metadata_for_topics, topic)
     if len(client.topic_partitions.get(topic, ())) != PARTITIONS:
         sys.exit(f"{topic} should have {PARTITIONS} partitions (Tansu's auto-create default)")
     started = time.perf_counter()
+    records = 0 if args.latency else args.records  # --latency feeds its own topics
     ends = _bridge.call(
-        600, lambda: Deferred.fromCoroutine(fill(client, topic, args.records, args.size))
+        600, lambda: Deferred.fromCoroutine(fill(client, topic, records, args.size))
     )
-    print(f"filled {args.records:,} records in {time.perf_counter() - started:.1f} s: {ends}")
+    print(f"filled {records:,} records in {time.perf_counter() - started:.1f} s: {ends}")
 
-    started = time.perf_counter()
-    read = _bridge.call(600, lambda: Deferred.fromCoroutine(consume_all(client, topic, ends)))
-    elapsed = time.perf_counter() - started
-    assert read == args.records * args.size, read
-    print(
-        f"afkak Consumer x{PARTITIONS}, 1 process: {elapsed:.2f} s, "
-        f"{args.records / elapsed:,.0f} records/s"
-    )
+    if records:
+        started = time.perf_counter()
+        read = _bridge.call(600, lambda: Deferred.fromCoroutine(consume_all(client, topic, ends)))
+        elapsed = time.perf_counter() - started
+        assert read == records * args.size, read
+        print(
+            f"afkak Consumer x{PARTITIONS}, 1 process: {elapsed:.2f} s, "
+            f"{records / elapsed:,.0f} records/s"
+        )
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     # this checkout's afkak in Spark's Python workers too (they inherit the environment)
@@ -380,8 +455,17 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(AfkakDataSource)
-    if broker is not None:
+    if broker is not None and args.latency:
+        latency: dict[str, list[float]] = {"afkak": [], "kafka": []}
+        for _ in range(args.runs):
+            for fmt in latency:
+                latency[fmt].append(stream_latency(spark, broker, client, fmt, args.latency))
+        print(f"load average: {os.getloadavg()}")
+        for fmt, p50s in latency.items():
+            print(f"streaming latency p50 {fmt}: " + ", ".join(f"{ms:.0f} ms" for ms in p50s))
+    elif broker is not None:
         compare(spark, broker, topic, ends, args)
+    if broker is not None:
         spark.stop()
         return
     for run in ["cold"] + ["warm"] * args.warm:

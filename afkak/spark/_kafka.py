@@ -20,7 +20,13 @@ from twisted.internet.defer import Deferred, FirstError, gatherResults
 from afkak._retry import retry_backoff, retrying
 from afkak.client import KafkaClient
 from afkak.client._interlayer import FetchCall
-from afkak.common import BrokerResponseError, FetchRequest, OffsetRequest, TopicAndPartition
+from afkak.common import (
+    BrokerResponseError,
+    FetchRequest,
+    OffsetFetchRequest,
+    OffsetRequest,
+    TopicAndPartition,
+)
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
 
@@ -152,6 +158,19 @@ async def fetch(
             p.aborted_transactions if isolation_level else None,
             p.last_stable_offset,
         )
+
+    return await _retrying(client, [tp], attempt)
+
+
+async def committed_offset(client: KafkaClient, group: str, tp: TopicAndPartition) -> int:
+    """*group*'s committed offset of *tp* (-1 if none); waits out offsets an open
+    transaction staged (``require_stable``) rather than reading the older one."""
+
+    async def attempt() -> int:
+        [response] = await client.send_offset_fetch_request(
+            group, [OffsetFetchRequest(tp.topic, tp.partition)], require_stable=True
+        )
+        return int(response.offset)
 
     return await _retrying(client, [tp], attempt)
 

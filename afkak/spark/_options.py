@@ -157,6 +157,11 @@ class WriteOptions:
     batch_size: int | None = None
     linger_ms: int | None = None
     idempotence: bool | None = None
+    #: ``exactlyOnce``: each task of a micro-batch writes in one Kafka transaction (see
+    #: :mod:`._transactional`).
+    exactly_once: bool = False
+    #: ``transactionalIdPrefix``: the start of each task's transactional id.
+    transactional_id_prefix: str = "afkak-spark-"
 
     @property
     def chunk_bytes(self) -> int:
@@ -427,4 +432,12 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         changes["linger_ms"] = _int("linger.ms", settings["linger.ms"], 0)
     if "enable.idempotence" in settings:
         changes["idempotence"] = _bool("enable.idempotence", settings["enable.idempotence"])
+    if "transactionalidprefix" in source:
+        changes["transactional_id_prefix"] = source["transactionalidprefix"]
+    if "exactlyonce" in source and _bool("exactlyOnce", source["exactlyonce"]):
+        changes["exactly_once"] = True
+        if write.topic is None:
+            raise OptionError("exactlyOnce needs the topic option (its progress is kept there)")
+        if changes.get("acks", -1) != -1 or changes.get("idempotence") is False:
+            raise OptionError("exactlyOnce writes in transactions: acks=all, idempotence on")
     return attrs.evolve(write, **changes)

@@ -26,7 +26,7 @@ from pyspark.sql.types import StructType
 
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
-from . import _worker
+from . import _exactly_once, _worker
 from ._options import (
     OptionError,
     ReadOptions,
@@ -75,7 +75,10 @@ class AfkakDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceArrowWriter:
         if overwrite:
             raise OptionError("Kafka topics can only be appended to: use mode('append')")
-        return BatchWriter(self._write_options(schema))
+        opts = self._write_options(schema)
+        if opts.exactly_once:
+            raise OptionError("exactlyOnce is for streaming writes (writeStream) only")
+        return BatchWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:
         """Append mode, or complete mode (*overwrite*): each micro-batch's whole result
@@ -217,16 +220,19 @@ class BatchWriter(DataSourceArrowWriter):
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
-    """Each micro-batch's rows produced, at least once (as Spark's Kafka sink)."""
+    """Each micro-batch's rows produced, at least once (as Spark's Kafka sink); with
+    ``exactlyOnce``, once, in a transaction per task (see :mod:`._exactly_once`)."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        if self.opts.exactly_once:
+            return _Written(_exactly_once.write(self.opts, iterator))
         return _Written(_worker.write(self.opts, iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Nothing to do: every row was acknowledged before its task ended."""
+        """Nothing to do: every row was acknowledged (or committed) before its task ended."""
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing can be undone: acknowledged rows stay in their topics."""

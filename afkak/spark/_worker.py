@@ -60,7 +60,7 @@ _producers: dict[tuple[ClientConfig, tuple[tuple[str, Any], ...]], Producer] = {
 _clients_pid: int | None = None
 
 
-def _timeout(config: ClientConfig) -> float:
+def call_timeout(config: ClientConfig) -> float:
     """Seconds a metadata, offsets or produce call may take, retries included."""
     return 4 * config.request_timeout_ms / 1000.0
 
@@ -74,7 +74,7 @@ def client_for(config: ClientConfig) -> KafkaClient:
         _clients_pid = os.getpid()
     client = _clients.get(config)
     if client is None:
-        client = _clients[config] = _bridge.call(_timeout(config), _kafka.make_client, config)
+        client = _clients[config] = _bridge.call(call_timeout(config), _kafka.make_client, config)
     return client
 
 
@@ -84,9 +84,11 @@ def discover(opts: ReadOptions) -> list[TopicAndPartition]:
         return list(opts.assigned)
     client = client_for(opts.client)
     if opts.pattern is not None:
-        return _bridge.call(_timeout(opts.client), _kafka.partitions_matching, client, opts.pattern)
+        return _bridge.call(
+            call_timeout(opts.client), _kafka.partitions_matching, client, opts.pattern
+        )
     assert opts.topics is not None
-    return _bridge.call(_timeout(opts.client), _kafka.partitions_of, client, opts.topics)
+    return _bridge.call(call_timeout(opts.client), _kafka.partitions_of, client, opts.topics)
 
 
 def offsets_at(
@@ -103,7 +105,7 @@ def offsets_at(
         return {}
     client = client_for(config)
     return _bridge.call(
-        _timeout(config), _kafka.list_offsets, client, list(partitions), when, isolation_level
+        call_timeout(config), _kafka.list_offsets, client, list(partitions), when, isolation_level
     )
 
 
@@ -321,7 +323,7 @@ def producer_for(opts: WriteOptions) -> Producer:
     producer = _producers.get(key)
     if producer is None:
         producer = _producers[key] = _bridge.call(
-            _timeout(opts.client), _kafka.make_producer, client, settings
+            call_timeout(opts.client), _kafka.make_producer, client, settings
         )
     return producer
 
@@ -332,8 +334,12 @@ def write(opts: WriteOptions, batches: Iterable[pa.RecordBatch]) -> int:
     One bridge call per Arrow batch; the next batch is converted while the
     previous one is being sent.  Returns the number of rows written.
     """
-    producer = producer_for(opts)
-    timeout = _timeout(opts.client)
+    return send_rows(producer_for(opts), opts, batches)
+
+
+def send_rows(producer: Producer, opts: WriteOptions, batches: Iterable[pa.RecordBatch]) -> int:
+    """Produce the rows of *batches* with *producer*; see :func:`write`."""
+    timeout = call_timeout(opts.client)
     pending: Future[None] | None = None
     rows = 0
     for batch in batches:

@@ -53,6 +53,8 @@ BROKER_MODULES = frozenset(
         "test_metrics_kafka",  # quota throttling and lag against Apache Kafka
         "test_packaging",  # builds the wheel
         "test_security_kafka",  # SASL and TLS proofs on the secured Apache Kafka node
+        "test_spark_cluster",  # a Spark standalone master and two workers, on Apache Kafka
+        "test_spark_exactly_once",  # the exactly-once sink through a driver crash, on Apache Kafka
         "test_spark_kafka_parity",  # Spark's Kafka connector against afkak's, on Apache Kafka
         "test_spark_source",  # a local Spark session against Tansu
         "test_testing_embedded",  # EmbeddedBroker

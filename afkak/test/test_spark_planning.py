@@ -307,6 +307,35 @@ class ReadOptionTests(Case):
         ):
             self.assertRaises(OptionError, parse_write_options, options)
 
+    def test_exactly_once_options(self) -> None:
+        self.assertFalse(parse_write_options({**BOOT, "topic": "t"}).exactly_once)
+        opts = parse_write_options(
+            {**BOOT, "topic": "t", "exactlyOnce": "TRUE", "transactionalIdPrefix": "etl-"}
+        )
+        self.assertEqual((opts.exactly_once, opts.transactional_id_prefix), (True, "etl-"))
+        self.assertFalse(parse_write_options({**BOOT, "exactlyOnce": "false"}).exactly_once)
+        for options, named in (
+            ({**BOOT, "exactlyOnce": "true"}, "topic"),
+            ({**BOOT, "topic": "t", "exactlyOnce": "true", "kafka.acks": "1"}, "acks"),
+            ({**BOOT, "topic": "t", "exactlyOnce": "true", "enable.idempotence": "false"}, "acks"),
+            ({**BOOT, "topic": "t", "exactlyOnce": "yes please"}, "exactlyOnce"),
+        ):
+            with self.assertRaises(OptionError) as caught:
+                parse_write_options(options)
+            self.assertIn(named, str(caught.exception))
+
+    def test_exactly_once_is_for_streams(self) -> None:
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        from afkak.spark._source import AfkakDataSource
+
+        source = AfkakDataSource({**BOOT, "topic": "t", "exactlyOnce": "true"})
+        schema = StructType([StructField("value", BinaryType())])
+        self.assertTrue(source.streamWriter(schema, False).opts.exactly_once)  # type: ignore[attr-defined]
+        with self.assertRaises(OptionError) as caught:
+            source.writer(schema, False)
+        self.assertIn("streaming", str(caught.exception))
+
 
 class PlanningTests(Case):
     def test_json_round_trip(self) -> None:

@@ -105,7 +105,8 @@ def console_consume(
     isolation_level: str = "read_uncommitted",
 ) -> list[JavaRecord]:
     """Read ``count`` records of ``topic`` from the beginning with ConsoleConsumer
-    (at *isolation_level*), sorted by partition and offset."""
+    (at *isolation_level*; fewer if ``timeout`` seconds pass without one), sorted by
+    partition and offset."""
     out = run_tool(
         "org.apache.kafka.tools.consumer.ConsoleConsumer",
         "--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
