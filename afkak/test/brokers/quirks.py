@@ -241,11 +241,16 @@ AFKAK21_TESTS: Mapping[str, tuple[tuple[tuple[str, ...], str], ...]] = MappingPr
             ),
         ),
         # The Fetch that should wait 0.5 s for the batch just triggered answers empty.
+        # And 21.5's throughput test (11 consumers must catch up with 20 s of sends within
+        # 40 s of wall time) is timing-bound: consumers whose empty Fetches answer at once
+        # spin, and on a loaded machine they fell behind (CI, 2026-11-26: 19,524 of
+        # 136,900 records); it passes on a quiet one.
         "no_fetch_long_poll": (
             (
                 ("test_producer_batched_by_messages", "test_producer_batched_by_bytes"),
                 r"FailTest: Lists differ: \[\] != ",
             ),
+            (("test_throughput",), r"FailTest: \d+ != \d+"),
         ),
     }
 )
