@@ -48,6 +48,11 @@ GROUP_QUIRKS: dict[str, dict[str, str]] = {
             "DescribeGroups omits the protocol and each member's client id, metadata and "
             "assignment; ListGroups answers no groups; OffsetFetch of all topics answers null"
         ),
+        "consumer_group_describe_of_any_group": (
+            "ConsumerGroupDescribe (KIP-848) answers every group id, classic or unknown, "
+            "with an Empty group of no members and error 0 (Kafka: GROUP_ID_NOT_FOUND, on "
+            "which describe_consumer_groups falls back to DescribeGroups, as Java's does)"
+        ),
     },
     "noida": {
         "cooperative_stalls": (
@@ -407,6 +412,10 @@ class RealBrokerGroupTests(GroupBrokerFixture):
 
     def test_inspection(self: Any) -> None:
         self.broker.quirks.skip_if("supports_describe_groups")
+        if self.quirk("consumer_group_describe_of_any_group"):
+            raise unittest.SkipTest(
+                GROUP_QUIRKS[self.broker_name]["consumer_group_describe_of_any_group"]
+            )
         self.broker.create_topic(self.topic, 3)
         self.produce(0, 30)
         a = self.member("a")
