@@ -317,6 +317,17 @@ class KafkaSparkParityTests(SynchronousTestCase):
             self.broker.bootstrap, clientId="parity", endpoint_factory=TCP4ClientEndpoint
         )
         self.addCleanup(lambda: wait(client.close()))
+        written = 0
+
+        def write(count: int) -> None:
+            nonlocal written
+            values = [b"%d" % (written + i) for i in range(count)]
+            _send(client, topic, 0, [Message(0, 0, None, v) for v in values], CODEC_NONE)
+            written += count
+
+        # The first phase's records are there before the queries start: their first
+        # micro-batch (which never waits) holds them, however late each query starts.
+        write(phases[0][0])
         queries = {}
         for fmt in ("afkak", "kafka"):
             queries[fmt] = (
@@ -328,20 +339,13 @@ class KafkaSparkParityTests(SynchronousTestCase):
                 .start()
             )
             self.addCleanup(queries[fmt].stop)
-        written = 0
 
         def sizes(query: Any) -> list[int]:
             return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
 
-        for count, batches in phases:
-            _send(
-                client,
-                topic,
-                0,
-                [Message(0, 0, None, b"%d" % (written + i)) for i in range(count)],
-                CODEC_NONE,
-            )
-            written += count
+        for i, (count, batches) in enumerate(phases):
+            if i:
+                write(count)
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline and any(
                 len(sizes(q)) < batches for q in queries.values()
