@@ -326,13 +326,14 @@ class SendMessagesTests(ProducerTestCase):
         self.assertEqual(len(metadata), 3)
 
     def test_unknown_topic_fails_within_the_delivery_timeout(self) -> None:
-        """Without an attempt limit the lookups stop before ``delivery_timeout_ms``."""
+        """Without an attempt limit the lookups stop within ``delivery_timeout_ms`` (at
+        its end at the latest: the jittered backoff may reach it)."""
         self.cluster.auto_create_topics = False
         producer = self.producer(delivery_timeout_ms=2000, retry_backoff_max_ms=400)
         start = self.clock.seconds()
         failure = self.run_until(producer.send_messages("missing", None, [b"v"]))
         failure.trap(UnknownTopicOrPartitionError)
-        self.assertLess(self.clock.seconds() - start, 2.0)
+        self.assertLessEqual(round(self.clock.seconds() - start, 6), 2.0)
         self.assertGreater(len([r for r in self.cluster.requests_seen if r.api_key == 3]), 3)
 
     def test_acks_0_fires_with_none_when_written(self) -> None:
