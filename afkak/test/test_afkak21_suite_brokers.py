@@ -20,7 +20,7 @@ import unittest
 from typing import Any
 
 import attrs
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak.test.brokers import shared_broker
 from afkak.test.brokers.afkak21 import CHANGED_SINCE_21, KafkaHarness, Node
@@ -72,6 +72,11 @@ class NoidaAfkak21SuiteTests(SynchronousTestCase):
     refused while the group rebalances, partitions lost on restart)."""
 
     def test_afkak21_integration_tests_pass_but_for_quirks(self) -> None:
+        # Opt-in: noida-db's runs are timing-bound (its Fetches answer at once, so 21.5's
+        # throughput and group tests race its spinning consumers) and took from 2 to over
+        # 10 minutes on one machine; Kafka's run above is the one CI requires.
+        if os.environ.get("AFKAK_NOIDA_21_SUITE") != "1":
+            raise SkipTest("set AFKAK_NOIDA_21_SUITE=1 to run 21.5's suite on noida-db")
         summary, counts = run_tool(self, "--broker", "noida", timeout=1800)
         tests, passed, failed, expected, skipped = (int(n) for n in counts.groups())
         self.assertEqual((tests, failed), (ALL_TESTS, expected), summary)
