@@ -116,10 +116,8 @@ class ShareMember(MembershipLoop):
     def start(self) -> Deferred[None]:
         """Join and stay in the group; fires when stopped, fails on a fatal error."""
         self._transition(E.START)
-        done = self._begin()
         self._subscription = self.topics
-        Deferred.fromCoroutine(self._heartbeats())
-        return done
+        return self._start_run()
 
     def subscribe(self, topics: Sequence[str]) -> None:
         """Subscribe to *topics*; the next heartbeat (sent now) tells the coordinator."""
