@@ -8,7 +8,10 @@ backpressure (a partition whose records wait is not fetched further, apart
 from the one response fetched ahead) and the commit point (records count as
 processed once handed out).  A subscription runs a
 :class:`~afkak.group.ConsumerGroup` (membership, rebalances, liveness);
-``assign()`` runs Consumers of chosen partitions without a group.
+``assign()`` runs Consumers of chosen partitions without a group; they
+start at the end of the reactor turn (or at the first call that needs
+them), so that a ``seek()`` right after ``assign()`` only sets where they
+start, as in the Java client: no offset lookup is sent, none is cancelled.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.consumer import Consumer, OffsetAndMetadata
-from afkak.consumer.positions import partition_of, partitions_of
+from afkak.consumer.positions import offset_value, partition_of, partitions_of
 
 from ._group import (
     Committed,
@@ -159,6 +162,9 @@ class KafkaConsumer:
         self._options = {"auto_commit_every_n": 0, **options} if group_id else options
         self._group: ConsumerGroup | None = None
         self._consumers: dict[TopicAndPartition, Consumer] = {}
+        # Assigned Consumers not started yet, with where they start; and when they do.
+        self._unstarted: dict[TopicAndPartition, int] = {}
+        self._starting: Any = None
         self._parked: dict[TopicAndPartition, _Parked] = {}
         self._release_at_poll: list[_Parked] = []
         self._waiters: list[tuple[Deferred[Records], int]] = []
@@ -200,7 +206,8 @@ class KafkaConsumer:
         """Consume exactly *partitions*, without group membership.
 
         They start at the group's committed offset (with a *group_id*), else
-        at the earliest offset unless ``auto_offset_reset`` is ``OFFSET_LATEST``.
+        at the earliest offset unless ``auto_offset_reset`` is ``OFFSET_LATEST``;
+        a seek before the end of the reactor turn sets where they start instead.
         """
         self._idle("assign")
         tps = sorted(set(partitions_of(partitions)))
@@ -212,7 +219,7 @@ class KafkaConsumer:
             latest = self._options.get("auto_offset_reset") == OFFSET_LATEST
             start = OFFSET_LATEST if latest else OFFSET_EARLIEST
         for tp in tps:
-            consumer = Consumer(
+            self._consumers[tp] = Consumer(
                 self.client,
                 tp.topic,
                 tp.partition,
@@ -220,9 +227,21 @@ class KafkaConsumer:
                 consumer_group=self.group_id,
                 **self._options,
             )
-            self._consumers[tp] = consumer
-        for tp, consumer in self._consumers.items():
-            consumer.start(start).addErrback(self._consumer_failed, tp)
+            self._unstarted[tp] = start
+        self._starting = self.client.reactor.callLater(0, self._start_assigned)
+
+    def _start_assigned(self) -> None:
+        """Start the assigned Consumers not started yet, where (last) seeked."""
+        for tp, offset in self._take_unstarted().items():
+            self._consumers[tp].start(offset).addErrback(self._consumer_failed, tp)
+
+    def _take_unstarted(self) -> dict[TopicAndPartition, int]:
+        """The Consumers not started yet (and their offsets): no longer to be started."""
+        starting, self._starting = self._starting, None
+        if starting is not None and starting.active():
+            starting.cancel()
+        unstarted, self._unstarted = self._unstarted, {}
+        return unstarted
 
     def _idle(self, call: str) -> None:
         if self._closed:
@@ -331,6 +350,8 @@ class KafkaConsumer:
     def _polled(self) -> None:
         if self._closed:
             raise RestopError(f"{self!r} is closed")
+        if self._unstarted:
+            self._start_assigned()
         self._last_poll = self.client.reactor.seconds()
         released, self._release_at_poll = self._release_at_poll, []
         for parked in released:
@@ -379,11 +400,18 @@ class KafkaConsumer:
 
     # -- position control, as ConsumerGroup / Consumer -----------------------------------
 
-    def _consumer_of(self, tp: Any) -> Consumer:
+    def _assigned(self, tp: Any) -> Consumer:
         key = partition_of(tp)
         consumer = self._consumers.get(key)
         if consumer is None:
             raise ValueError(f"{key} is not assigned to {self!r}")
+        return consumer
+
+    def _consumer_of(self, tp: Any) -> Consumer:
+        """*tp*'s Consumer, started (a seek no longer sets only where it starts)."""
+        consumer = self._assigned(tp)
+        if self._unstarted:
+            self._start_assigned()
         return consumer
 
     def assignment(self) -> frozenset[TopicAndPartition]:
@@ -399,6 +427,8 @@ class KafkaConsumer:
             self._group._owned(key)
             self._release([key])
             self._group.seek(key, offset)
+        elif key in self._unstarted:
+            self._unstarted[key] = offset_value(offset)
         else:
             consumer = self._consumer_of(key)
             self._release([key])
@@ -419,6 +449,9 @@ class KafkaConsumer:
                 raise ValueError(f"{key} is not assigned to {self!r}")
         self._release(keys)
         for key in keys:
+            if key in self._unstarted:
+                self._unstarted[key] = where
+                continue
             target: Any = self._group if self._group is not None else self._consumers[key]
             if where == OFFSET_EARLIEST:
                 target.seek_to_beginning(key)
@@ -431,14 +464,14 @@ class KafkaConsumer:
             self._group.pause(*tps)
         else:
             for tp in tps:
-                self._consumer_of(tp).pause(tp)
+                self._assigned(tp).pause(tp)
 
     def resume(self, *tps: Any) -> None:
         if self._group is not None:
             self._group.resume(*tps)
         else:
             for tp in tps:
-                self._consumer_of(tp).resume(tp)
+                self._assigned(tp).resume(tp)
         if self._waiters:
             self._serve_waiters()
 
@@ -492,6 +525,7 @@ class KafkaConsumer:
         if self.group_id is None:
             raise ValueError(f"{self!r} has no group_id to commit to")
         if offsets is None:
+            self._start_assigned()
             tps = list(self._consumers)
             each = DeferredList(
                 [self._consumers[tp].commit() for tp in tps],
@@ -528,8 +562,10 @@ class KafkaConsumer:
         if self._group is not None:
             stopped = self._group.shutdown()
         else:
+            unstarted = self._take_unstarted()
             stopped = DeferredList(
-                [c.shutdown() for c in self._consumers.values()], consumeErrors=True
+                [c.shutdown() for tp, c in self._consumers.items() if tp not in unstarted],
+                consumeErrors=True,
             )
         return stopped.addCallback(lambda _: None)
 

@@ -9,7 +9,12 @@ from twisted.internet.defer import Deferred, ensureDeferred
 from afkak import KafkaConsumer
 from afkak.common import OFFSET_EARLIEST, RestartError, TopicAndPartition
 from afkak.group import MemberState
-from afkak.protocol.messages import LeaveGroupRequest
+from afkak.protocol.messages import (
+    FetchRequest,
+    LeaveGroupRequest,
+    ListOffsetsRequest,
+    OffsetFetchRequest,
+)
 from afkak.test.test_consumer import ConsumerTestCase
 from afkak.test.test_group_consumer import PARTITIONS, TOPIC, GroupTestCase
 
@@ -48,6 +53,25 @@ class PullTestCase(GroupTestCase):
             seen |= offsets(self.successResultOf(consumer.getmany(**kw)))
             self.advance(0.2)
         return seen
+
+    def lookups(self, since: int = 0) -> list[Any]:
+        """The ListOffsets and OffsetFetch requests seen (from the *since*-th request on)."""
+        return [
+            r
+            for r in self.cluster.requests_seen[since:]
+            if r.api_key in (ListOffsetsRequest.API_KEY, OffsetFetchRequest.API_KEY)
+        ]
+
+    def fetched_from(self, partition: int) -> list[int]:
+        """The offsets Fetch requests asked *partition*'s records from, in order."""
+        return [
+            p.fetch_offset
+            for r in self.cluster.requests_seen
+            if r.api_key == FetchRequest.API_KEY
+            for t in r.request.topics
+            for p in t.partitions
+            if p.partition == partition
+        ]
 
 
 class GetManyTests(PullTestCase):
@@ -253,3 +277,82 @@ class PartialProcessingTests(ConsumerTestCase):
         self.run_for(0.5)  # behind the fetch from offset 3, long-polling
         self.assertEqual(calls, [[0, 1, 2], [1, 2]])
         self.assertEqual(c.last_processed_offset, 0)
+
+
+class AssignedStartTests(PullTestCase):
+    """Assigned partitions start at the end of the reactor turn: a seek before sets where."""
+
+    def test_a_seek_right_after_assign_starts_there_without_a_lookup(self) -> None:
+        """As the Java client's seek before the first poll: no ListOffsets (nor OffsetFetch)
+        is sent for a start that is seeked away from, and the first fetch asks the offset
+        seeked to.  Before, assign() started at once and the seek cancelled the lookup."""
+        self.cluster.append(TOPIC, 4, [b"%d" % i for i in range(6)])
+        self.cluster.append(TOPIC, 5, [b"a", b"b"])
+        for group_id in (None, "g-seek"):
+            c = KafkaConsumer(self.client(f"solo-{group_id}"), group_id=group_id)
+            self.addCleanup(self.close, c)
+            before = len(self.cluster.requests_seen)
+            c.assign([ALL[4], ALL[5]])
+            c.seek(ALL[4], 3)
+            c.seek(ALL[5], 1)
+            self.advance(1)
+            self.assertEqual(self.lookups(before), [])
+            self.assertEqual(
+                offsets(self.successResultOf(c.getmany())), {(4, 3), (4, 4), (4, 5), (5, 1)}
+            )
+            self.assertEqual(self.fetched_from(4)[:1], [3])
+
+    def test_assigned_partitions_start_at_the_end_of_the_turn_or_at_a_poll(self) -> None:
+        self.cluster.append(TOPIC, 4, [b"a"])
+        c = KafkaConsumer(self.client("solo"))
+        self.addCleanup(self.close, c)
+        c.assign([ALL[4]])
+        self.assertEqual(self.fetched_from(4), [])
+        self.assertEqual(self.successResultOf(c.getmany()), {})  # a poll starts them
+        self.advance(1)
+        self.assertEqual(offsets(self.successResultOf(c.getmany())), {(4, 0)})
+        late = KafkaConsumer(self.client("late"))
+        self.addCleanup(self.close, late)
+        late.assign([ALL[4]])
+        late.seek_to_end(ALL[4])
+        self.clock.advance(0)  # the end of the turn: started at the log end
+        self.advance(1)
+        self.assertEqual(self.successResultOf(late.position(ALL[4])), 1)
+
+    def test_position_right_after_assign_and_seek(self) -> None:
+        self.cluster.append(TOPIC, 4, [b"a", b"b", b"c"])
+        c = KafkaConsumer(self.client("solo"))
+        self.addCleanup(self.close, c)
+        c.assign([ALL[4]])
+        c.seek(ALL[4], 2)
+        self.assertEqual(self.successResultOf(c.position(ALL[4])), 2)
+        with self.assertRaises(ValueError):
+            c.seek(ALL[4], -5)
+        with self.assertRaises(ValueError):
+            c.seek(ALL[3], 0)  # not assigned
+
+    def test_close_before_the_start_fetches_nothing(self) -> None:
+        c = KafkaConsumer(self.client("solo"))
+        c.assign([ALL[4]])
+        self.successResultOf(c.close())
+        self.advance(1)
+        self.assertEqual(self.fetched_from(4), [])
+
+
+class PullFetchAheadTests(PullTestCase):
+    def test_the_next_fetch_is_in_flight_while_the_application_holds_a_block(self) -> None:
+        """The processor path's fetch-ahead holds for polls: while the application still
+        has records of a response to take, the fetch from after them is already sent."""
+        self.cluster.append(TOPIC, 4, [b"%d" % i for i in range(5)])
+        c = KafkaConsumer(self.client("solo"))
+        self.addCleanup(self.close, c)
+        c.assign([ALL[4]])
+        self.advance(1)
+        self.assertEqual(offsets(self.successResultOf(c.getmany(max_records=2))), {(4, 0), (4, 1)})
+        self.assertIn(5, self.fetched_from(4))  # 3 records still to take
+        self.cluster.append(TOPIC, 4, [b"5"])
+        self.advance(1)  # answered and held: not fetched further (backpressure)
+        self.assertEqual(self.fetched_from(4).count(6), 0)
+        self.assertEqual(offsets(self.successResultOf(c.getmany())), {(4, 2), (4, 3), (4, 4)})
+        self.advance(1)
+        self.assertEqual(offsets(self.successResultOf(c.getmany())), {(4, 5)})
