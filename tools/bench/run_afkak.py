@@ -180,9 +180,12 @@ async def _pull(client: Any, job: Job) -> Result:
     from afkak.consumer._broker_fetch import FetchManager
 
     consumer = KafkaConsumer(client)
+    tps = [(job.topic, p) for p in range(job.partitions)]
     meter = Meter(job)
     meter.start()
-    consumer.assign([(job.topic, p) for p in range(job.partitions)])
+    consumer.assign(tps)
+    for tp in tps:  # from offset 0, as the processor rows and the other clients start
+        consumer.seek(tp, 0)
     seen = 0
     while seen < job.count:
         batches = await consumer.getmany(timeout_ms=1000)
