@@ -34,11 +34,12 @@ backlog; afkak's new groups read it by default).  Workloads (--workloads):
   metadata; sockets and threads per client.  afkak: ``KafkaClient`` with
   ``load_metadata_for_topics``; confluent-kafka: ``Producer`` with
   ``list_topics``.
-* many: --pairs producers and as many consumers in one process, on 100 fresh
+* many: --pairs producers and as many consumers in one process, on 100
   topics of 10 partitions, producer k writing --many-count / pairs records to
-  topics 2k and 2k+1 while consumer k reads their 20 partitions from the
-  start (assigned, no group).  afkak: each on its own ``KafkaClient``, one
-  reactor, ``send()`` gathered and ``getmany()``; confluent-kafka: the 2 x
+  topics 2k and 2k+1 while consumer k reads their 20 partitions from their
+  ends before the run (assigned, no group; afkak ``seek``s there).  afkak:
+  each on its own ``KafkaClient``, one reactor, ``send()`` gathered and
+  ``getmany()``; confluent-kafka: the 2 x
   pairs client objects polled in turn by one thread (``produce`` + ``poll(0)``,
   ``consume(1000, 0)``; 1 ms sleep after a pass that moved nothing).  Records/s
   count records produced plus consumed; CPU, peak RSS and threads.
@@ -340,7 +341,10 @@ async def _afkak_many(reactor: Any, job: dict[str, Any], out: dict[str, Any]) ->
 
     async def consume(k: int) -> None:
         consumer = KafkaConsumer(consumer_clients[k])
-        consumer.assign([(t, p) for t in names[2 * k : 2 * k + 2] for p in range(PARTITIONS)])
+        mine = [(t, p) for t in names[2 * k : 2 * k + 2] for p in range(PARTITIONS)]
+        consumer.assign(mine)
+        for t, p in mine:
+            consumer.seek((t, p), job["ends"][f"{t}:{p}"])
         seen = 0
         while seen < each:
             batches = await consumer.getmany(timeout_ms=1000)
@@ -505,7 +509,7 @@ def _confluent_many(job: dict[str, Any]) -> dict[str, Any]:
         )
         consumer.assign(
             [
-                confluent_kafka.TopicPartition(t, p, confluent_kafka.OFFSET_BEGINNING)
+                confluent_kafka.TopicPartition(t, p, job["ends"][f"{t}:{p}"])
                 for t in names[2 * k : 2 * k + 2]
                 for p in range(PARTITIONS)
             ]
@@ -592,6 +596,23 @@ class Topics:
         self.fill(prefix, TOPICS * PARTITIONS)
         print(f"created {TOPICS} x {PARTITIONS} partitions in {time.monotonic() - began:.1f} s")
         return prefix
+
+    def ends(self, prefix: str) -> dict[str, int]:
+        """Each partition's log end offset, ``{"topic:partition": offset}``."""
+        import confluent_kafka
+
+        consumer = confluent_kafka.Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": f"{prefix}-ends"}
+        )
+        ends = {
+            f"{t}:{p}": consumer.get_watermark_offsets(
+                confluent_kafka.TopicPartition(t, p), timeout=30
+            )[1]
+            for t in topics(prefix)
+            for p in range(PARTITIONS)
+        }
+        consumer.close()
+        return ends
 
     def delete(self, prefix: str) -> None:
         for future in self._admin.delete_topics(topics(prefix), operation_timeout=60).values():
@@ -784,6 +805,8 @@ def main() -> None:
         if "consume" in loads:
             prefixes["consume"] = broker.create()
             broker.fill(prefixes["consume"], args.consume_count)
+        if "many" in loads:
+            prefixes["many"] = broker.create()
         if args.profile:
             return profile(broker, args, loads, prefixes)
         for round_ in range(1 if args.profile else args.rounds):
@@ -791,11 +814,9 @@ def main() -> None:
                 for job in jobs(args, workload, prefixes):
                     job.update(bootstrap=broker.bootstrap, group=f"g-{os.getpid()}-{len(runs)}")
                     if workload == "many":
-                        job["prefix"] = broker.create()
+                        job["ends"] = broker.ends(job["prefix"])
                     load = os.getloadavg()[0]
                     result = run_job(job)
-                    if workload == "many":
-                        broker.delete(job["prefix"])
                     runs.append({**job, **result, "load": load})
                     shown = result.get("error", "")[-400:]
                     if not shown and "count" in result:
