@@ -120,9 +120,9 @@ def sockets() -> int:
 
 
 def peak_rss_bytes() -> int:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """This process's peak RSS (VmHWM: ru_maxrss would count the parent's, kept over exec)."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 
 
 # -- afkak: every workload under one reactor.run(), as an application runs ------------------
@@ -703,6 +703,7 @@ def rows(runs: list[dict[str, Any]]) -> list[list[str]]:
         extra = [
             f"{label} " + fmt.format(median([r[key] * scale for r in good if key in r]))
             for label, key, scale, fmt in COLUMNS[workload]
+            if any(key in r for r in good)
         ]
         fetched = [r for r in good if r.get("fetches")]
         if fetched:
