@@ -6,7 +6,7 @@ Shared by :class:`~afkak.consumer.Consumer` and
 the call, the value type of an explicit commit, and the two lookups that are
 not a partition fetcher's business (offsets by timestamp, committed offsets
 with their metadata), and the start offsets of a group's new partitions,
-looked up together (:class:`StartOffsets`).
+looked up together (``StartOffsets``).
 """
 
 from __future__ import annotations
