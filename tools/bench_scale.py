@@ -125,6 +125,11 @@ def peak_rss_bytes() -> int:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
 
 
+def workload_of(client: str, job: dict[str, Any]) -> Any:
+    """The function measuring *job*'s workload for *client*: ``_<client>_<workload>``."""
+    return globals()[f"_{client}_{job['workload']}"]
+
+
 # -- afkak: every workload under one reactor.run(), as an application runs ------------------
 
 
@@ -132,13 +137,7 @@ def afkak_worker(job: dict[str, Any]) -> dict[str, Any]:
     from twisted.internet import reactor
     from twisted.internet.defer import ensureDeferred
 
-    work = {
-        "metadata": _afkak_metadata,
-        "produce": _afkak_produce,
-        "consume": _afkak_consume,
-        "memory": _afkak_memory,
-        "many": _afkak_many,
-    }[job["workload"]]
+    work = workload_of("afkak", job)
     out: dict[str, Any] = {}
 
     def go() -> None:
@@ -373,14 +372,7 @@ async def _afkak_many(reactor: Any, job: dict[str, Any], out: dict[str, Any]) ->
 
 
 def confluent_worker(job: dict[str, Any]) -> dict[str, Any]:
-    work = {
-        "metadata": _confluent_metadata,
-        "produce": _confluent_produce,
-        "consume": _confluent_consume,
-        "memory": _confluent_memory,
-        "many": _confluent_many,
-    }[job["workload"]]
-    return work(job)
+    return workload_of("confluent", job)(job)
 
 
 def _confluent_metadata(job: dict[str, Any]) -> dict[str, Any]:
