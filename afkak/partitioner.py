@@ -147,7 +147,9 @@ class DefaultPartitioner(RoundRobinPartitioner):
     order.  A record without one goes round robin, as afkak 21's default
     placed every record (:class:`RoundRobinPartitioner`, whose
     :meth:`~RoundRobinPartitioner.set_random_start` applies); keyed records
-    do not move its cycle.
+    do not move its cycle.  The Producer's ``send()`` asks it only when an
+    unkeyed record cannot join the open batch of the one before (Java's
+    KIP-480 placement).
     """
 
     def partition(self, key: str | bytes | None, partitions: Sequence[int]) -> int:

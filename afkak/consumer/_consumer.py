@@ -53,6 +53,7 @@ from ._options import (
 from ._states import TABLE, TRANSITIONS, ConsumerEvent, ConsumerState
 from .positions import (
     OffsetAndMetadata,
+    StartOffsets,
     commit_offsets,
     committed_offsets,
     offset_value,
@@ -223,6 +224,8 @@ class Consumer:
         self.processor = processor
         self._committer = Committer(client, topic, partition, options, self._fail)
         self._fetcher = PartitionFetcher(client, topic, partition, options)
+        # Where a group's many partitions start, looked up for all at once (by the group).
+        self._start_offsets: StartOffsets | None = None
         self._high_watermark = -1
         self._last_stable_offset = -1
         self._sensors = registry_of(client).shared(ConsumerSensors)
@@ -617,6 +620,13 @@ class Consumer:
     async def _resolve(self, offset: int) -> int:
         """*offset*, or the offset a special value (committed, earliest, latest) stands for."""
         if offset == OFFSET_COMMITTED:
+            shared, self._start_offsets = self._start_offsets, None
+            start = None if shared is None else await shared.start_of(self.topic_partition)
+            if start is not None:
+                offset, committed = start
+                if committed:
+                    self._committer.last_committed = offset - 1
+                return offset
             offset = await self._committer.committed_offset()
         if offset < 0:
             offset = await self._fetcher.offset_at(offset)
@@ -810,6 +820,11 @@ class Consumer:
         if offset >= 0:
             return succeed(offset)
         return Deferred.fromCoroutine(self._resolve(offset))
+
+    def _start_with(self, lookup: StartOffsets) -> None:
+        """Take the committed (or reset) offset from *lookup*, shared with the
+        group's other new partitions, at the next ``start(OFFSET_COMMITTED)``."""
+        self._start_offsets = lookup
 
     def _next_offset(self) -> int:
         if self._next_index < len(self._remaining):

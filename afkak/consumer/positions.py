@@ -5,19 +5,32 @@ Shared by :class:`~afkak.consumer.Consumer` and
 :class:`~afkak.KafkaConsumer`): the checks that make a bad argument raise at
 the call, the value type of an explicit commit, and the two lookups that are
 not a partition fetcher's business (offsets by timestamp, committed offsets
-with their metadata).
+with their metadata), and the start offsets of a group's new partitions,
+looked up together (``StartOffsets``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
+from twisted.internet.defer import Deferred, succeed
+from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from afkak.client import ConsumerClient
 from afkak.client._interlayer import INT32_MAX, integer
-from afkak.common import OffsetFetchRequest, OffsetRequest, TopicAndPartition
+from afkak.common import (
+    OFFSET_EARLIEST,
+    OFFSET_LATEST,
+    OffsetFetchRequest,
+    OffsetRequest,
+    TopicAndPartition,
+)
+from afkak.records.aborted import READ_COMMITTED
+
+log = Logger()
 
 __all__ = [
     "OffsetAndMetadata",
@@ -134,3 +147,85 @@ def _text(metadata: str | bytes | None) -> str:
     if isinstance(metadata, bytes):
         return metadata.decode("utf-8", "replace")
     return metadata or ""
+
+
+# -- where a group member's new partitions start ---------------------------------------
+#
+# A ConsumerGroup assigned many partitions starts a Consumer for each at the
+# committed offset.  Alone, each Consumer asks OffsetFetch for its partition
+# and, with nothing committed, ListOffsets: at 1,000 partitions, 2,000
+# requests before the first Fetch.  Java's consumer asks once for all.
+# StartOffsets does the same (one OffsetFetch for the group, then one
+# ListOffsets per leader for the partitions without a commit); a Consumer
+# given one asks it first, and falls back to its own lookup (with its
+# retries) if the shared one failed.
+
+#: A partition's start: the offset, and whether it is the group's commit
+#: (else where ``auto_offset_reset`` puts a partition without one).
+Start = tuple[int, bool]
+
+
+class StartOffsets:
+    """One lookup of many partitions' start offsets, shared by their Consumers."""
+
+    def __init__(
+        self,
+        client: ConsumerClient,
+        group: str,
+        partitions: Sequence[TopicAndPartition],
+        *,
+        isolation: int,
+        latest: bool,
+    ) -> None:
+        self._found: dict[TopicAndPartition, Start] | None = None
+        self._waiters: dict[TopicAndPartition, list[Deferred[Start | None]]] = {}
+        lookup = Deferred.fromCoroutine(
+            self._look_up(
+                client, group, partitions, isolation, OFFSET_LATEST if latest else OFFSET_EARLIEST
+            )
+        )
+        lookup.addBoth(self._settle)
+
+    @staticmethod
+    async def _look_up(
+        client: ConsumerClient,
+        group: str,
+        partitions: Sequence[TopicAndPartition],
+        isolation: int,
+        reset: int,
+    ) -> dict[TopicAndPartition, Start]:
+        committed = await committed_offsets(client, group, partitions, isolation == READ_COMMITTED)
+        found = {tp: (o.offset, True) for tp, o in committed.items() if o is not None}
+        missing = [tp for tp in partitions if tp not in found]
+        if missing:
+            answers = await client.send_offset_request(
+                [OffsetRequest(tp.topic, tp.partition, reset, 1) for tp in missing],
+                isolation_level=isolation,
+            )
+            for a in answers:
+                offset = int(a.offsets[0])
+                if offset >= 0:
+                    found[TopicAndPartition(a.topic, a.partition)] = (offset, False)
+        return found
+
+    def _settle(self, result: dict[TopicAndPartition, Start] | Failure) -> None:
+        if isinstance(result, Failure):
+            log.info(
+                "start offsets: one lookup failed ({error}); each partition looks up its own",
+                error=result.getErrorMessage(),
+            )
+            result = {}
+        self._found = result
+        waiters, self._waiters = self._waiters, {}
+        for tp, ds in waiters.items():
+            for d in ds:
+                if not d.called:  # (cancelled by its Consumer's stop or seek)
+                    d.callback(result.get(tp))
+
+    def start_of(self, tp: TopicAndPartition) -> Deferred[Start | None]:
+        """*tp*'s start, once looked up; None: not found (the Consumer looks it up alone)."""
+        if self._found is not None:
+            return succeed(self._found.get(tp))
+        d: Deferred[Start | None] = Deferred()
+        self._waiters.setdefault(tp, []).append(d)
+        return d

@@ -746,6 +746,8 @@ class ConsumerGroup(Afkak21Identity):
         owned = self.member.owned
         self._paused &= owned
         self._start_at = {tp: o for tp, o in self._start_at.items() if tp in owned}
+        together = [tp for tp in partitions if tp not in self._start_at]
+        lookup = None
         for tp in partitions:
             consumer = Consumer(
                 self.client,
@@ -761,6 +763,16 @@ class ConsumerGroup(Afkak21Identity):
             if tp in self._paused:
                 consumer.pause(tp)
             start = self._start_at.pop(tp, OFFSET_COMMITTED)
+            if start == OFFSET_COMMITTED and len(together) > 1:
+                if lookup is None:  # one OffsetFetch (and ListOffsets) for all of them
+                    lookup = positions.StartOffsets(
+                        self.client,
+                        self.group_id,
+                        together,
+                        isolation=consumer._options.isolation,
+                        latest=consumer.auto_offset_reset == OFFSET_LATEST,
+                    )
+                consumer._start_with(lookup)
             consumer.start(start).addBoth(self._consumer_ended, tp, consumer)
 
     def _consumer_ended(self, result: Any, tp: TopicAndPartition, consumer: Consumer) -> None:

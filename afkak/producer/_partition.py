@@ -137,7 +137,7 @@ _ONE_PARTITION_IS_THE_ANSWER = (DefaultPartitioner, RoundRobinPartitioner)
 class TopicState:
     """A topic the producer writes to: its partitions, partitioner and partition states."""
 
-    __slots__ = ("name", "partitions", "partitioner", "choose", "only", "parts")
+    __slots__ = ("name", "partitions", "partitioner", "choose", "only", "parts", "sticks", "sticky")
 
     def __init__(self, name: str, partitions: list[int], partitioner: Any) -> None:
         self.name = name
@@ -145,6 +145,11 @@ class TopicState:
         #: ``partitioner.partition``, bound once.
         self.choose = partitioner.partition
         self.parts: dict[int, PartitionState] = {}
+        #: Whether ``send()`` keeps unkeyed records on :attr:`sticky` while its
+        #: batch is open (the default partitioner: Java's KIP-480 placement).
+        self.sticks = type(partitioner) is DefaultPartitioner
+        #: The partition of the last unkeyed ``send()`` the partitioner chose (-1: none).
+        self.sticky = -1
         self.repartition(partitions)
 
     def repartition(self, partitions: list[int]) -> None:

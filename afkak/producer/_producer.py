@@ -480,10 +480,20 @@ class Producer:
         if timestamp is None:
             timestamp = int(now * 1000)
         chosen = route.only if partition is None else None
+        if chosen is None and key is None and partition is None and route.sticks:
+            # An unkeyed record joins the open batch of the last one, as in Java's
+            # producer (KIP-480), and goes round robin once that batch is sent or
+            # full: over many partitions, one batch per partition and send, else.
+            sticky = route.parts.get(route.sticky)
+            if sticky is not None and sticky.open is not None:
+                if sticky.open.size + size < acc.fast_limit:
+                    chosen = route.sticky
         if chosen is None:
             chosen = self._partition_for(route, partition, key, d, size)
             if chosen is None:
                 return d
+            if key is None and partition is None:
+                route.sticky = chosen
         part = route.parts.get(chosen)
         batch = None if part is None else part.open
         if (

@@ -13,6 +13,7 @@ from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_EARLIEST,
     OFFSET_LATEST,
+    CoordinatorLoadInProgress,
     IllegalGeneration,
     RebalanceInProgress,
     RestartError,
@@ -28,7 +29,13 @@ from afkak.group import (
     group_lag,
     list_groups,
 )
-from afkak.protocol.messages import HeartbeatRequest, LeaveGroupRequest, OffsetCommitRequest
+from afkak.protocol.messages import (
+    HeartbeatRequest,
+    LeaveGroupRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 from afkak.test.helpers import ClockTestCase
 from afkak.testing import FakeKafkaCluster
 
@@ -215,6 +222,36 @@ class ConsumerGroupTests(GroupTestCase):
         self.produce(1)
         self.advance(2)
         self.assertEqual(sorted(self.ledger.seen), [(p, 10) for p in range(PARTITIONS)])
+
+    def test_new_partitions_start_with_one_lookup_for_all(self) -> None:
+        """Issue 28: a member's assigned partitions get their committed offsets in one
+        OffsetFetch and, where none is committed, their earliest in one ListOffsets per
+        leader, as Java's consumer does (each Consumer asked alone: 2 requests a partition,
+        2,000 before the first fetch at 1,000 partitions)."""
+        self.produce(10)
+        self.cluster.commit("g", TOPIC, 1, 4)
+        self.cluster.commit("g", TOPIC, 4, 7)
+        g = self.group("a")
+        g.start()
+        self.advance(5)
+        seen = self.cluster.requests_seen
+        fetches = [r.request for r in seen if r.api_key == OffsetFetchRequest.API_KEY]
+        lists = [r for r in seen if r.api_key == ListOffsetsRequest.API_KEY]
+        self.assertEqual(len(fetches), 1)
+        leaders = {self.cluster.partition(TOPIC, p).leader for p in range(PARTITIONS)}
+        self.assertLessEqual(len(lists), len(leaders))
+        starts = {p: min(o for q, o in self.ledger.seen if q == p) for p in range(PARTITIONS)}
+        self.assertEqual(starts, {0: 0, 1: 4, 2: 0, 3: 0, 4: 7, 5: 0})
+        self.assertEqual(len(self.ledger.seen), 60 - 4 - 7)
+
+    def test_a_failed_shared_lookup_falls_back_to_each_partition_s_own(self) -> None:
+        """The shared start lookup failing costs a retry, not the partitions' starts."""
+        self.produce(3)
+        self.cluster.fail_next(OffsetFetchRequest, CoordinatorLoadInProgress)
+        g = self.group("a")
+        g.start()
+        self.advance(5)
+        self.assertEqual(set(self.ledger.seen), self.expected())
 
     def test_start_twice_and_stop_when_stopped(self) -> None:
         g = self.group("a")

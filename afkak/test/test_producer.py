@@ -867,6 +867,20 @@ class DefaultPlacementTests(ProducerTestCase):
         got = [self.succeed(producer.send("t", b"v")).partition for _ in range(5)]
         self.assertEqual(got, [0, 1, 2, 3, 0])
 
+    def test_unkeyed_sends_share_the_open_batch(self) -> None:
+        """Issue 28: unkeyed ``send()`` records made before their batch is sent join it
+        (Java's KIP-480 placement), then the next batch goes to the next partition.
+        Round robin per record gave 1,000 partitions one batch per record: 13-18 us
+        of CPU a record against confluent-kafka's 2.5-2.9 (it sticks, too)."""
+        producer = self.producer()
+        self.succeed(producer.send("t", b"warm-up"))  # partition 0
+        first = [producer.send("t", b"v") for _ in range(6)]
+        self.assertEqual({self.succeed(d).partition for d in first}, {1})
+        second = [producer.send("t", b"v") for _ in range(3)]
+        self.assertEqual({self.succeed(d).partition for d in second}, {2})
+        # send_messages keeps afkak 21's round robin: one call, one partition, the next.
+        self.assertEqual(self.succeed(producer.send_messages("t", None, [b"v"])).partition, 3)
+
 
 class MaxBlockTests(ProducerTestCase):
     """Issue 20, 5: sends waiting for buffer space waited for ever (broker down)."""
