@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -28,6 +28,8 @@ from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
 from . import _exactly_once, _worker
 from ._options import (
+    Bound,
+    ClientConfig,
     OptionError,
     ReadOptions,
     WriteOptions,
@@ -110,6 +112,24 @@ class BatchReader(DataSourceReader):
         return _read(self.opts, self.schema, partition)
 
 
+class Lookups(Protocol):
+    """What the stream reader asks of Kafka: :mod:`._worker`, or a fake log in tests."""
+
+    def discover(self, opts: ReadOptions) -> list[TopicAndPartition]: ...
+
+    def offsets_at(
+        self,
+        config: ClientConfig,
+        partitions: Sequence[TopicAndPartition],
+        when: int,
+        isolation_level: int = 0,
+    ) -> dict[TopicAndPartition, int]: ...
+
+    def resolve_offsets(
+        self, opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
+    ) -> dict[TopicAndPartition, int]: ...
+
+
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches over offsets ``{"topic": {"partition": offset}}``, checkpointed by Spark.
 
@@ -123,6 +143,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     #: Milliseconds for ``maxTriggerDelay``: Spark's own trigger clock is the wall clock.
     clock_ms: Callable[[], float] = staticmethod(lambda: time.monotonic() * 1000)
+    kafka: Lookups = _worker
 
     def __init__(self, opts: ReadOptions, schema: StructType) -> None:
         self.opts = opts
@@ -132,16 +153,28 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: Offsets that Trigger.AvailableNow stops at.
         self._target: dict[TopicAndPartition, int] | None = None
         self._latest: dict[TopicAndPartition, int] | None = None
+        self._initial: dict[str, Any] | None = None
 
     def initialOffset(self) -> dict[str, Any]:
-        partitions = _worker.discover(self.opts)
-        return to_json(
-            _worker.resolve_offsets(self.opts, self.opts.starting, partitions, "startingOffsets")
-        )
+        """startingOffsets as offsets, looked up once: Spark asks again for the first
+        micro-batch's plan, and records written meanwhile must not move its start
+        past the end it already chose (as Spark's source, which keeps it in the
+        checkpoint)."""
+        if self._initial is None:
+            partitions = self.kafka.discover(self.opts)
+            self._initial = to_json(
+                self.kafka.resolve_offsets(
+                    self.opts, self.opts.starting, partitions, "startingOffsets"
+                )
+            )
+        return self._initial
 
     def _available(self) -> dict[TopicAndPartition, int]:
-        latest = _worker.offsets_at(
-            self.opts.client, _worker.discover(self.opts), OFFSET_LATEST, self.opts.isolation_level
+        latest = self.kafka.offsets_at(
+            self.opts.client,
+            self.kafka.discover(self.opts),
+            OFFSET_LATEST,
+            self.opts.isolation_level,
         )
         self._latest = latest
         if self._target is not None:
@@ -157,7 +190,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return start
         if isinstance(limit, ReadMaxRows):
             new = [tp for tp in latest if tp not in begin]
-            begin.update(_worker.offsets_at(self.opts.client, new, OFFSET_EARLIEST))
+            begin.update(self.kafka.offsets_at(self.opts.client, new, OFFSET_EARLIEST))
             latest = rate_limit(begin, latest, limit.max_rows)
         return to_json(latest)
 
@@ -186,13 +219,18 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return None if self._latest is None else to_json(self._latest)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        partitions = _worker.discover(self.opts)
-        self._target = _worker.offsets_at(
+        partitions = self.kafka.discover(self.opts)
+        self._target = self.kafka.offsets_at(
             self.opts.client, partitions, OFFSET_LATEST, self.opts.isolation_level
         )
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        return _input_partitions(_worker.plan(self.opts, from_json(start), from_json(end)))
+        def earliest(new: list[TopicAndPartition]) -> dict[TopicAndPartition, int]:
+            return self.kafka.offsets_at(self.opts.client, new, OFFSET_EARLIEST)
+
+        return _input_partitions(
+            _worker.plan(self.opts, from_json(start), from_json(end), earliest)
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, self.schema, partition)

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
-from afkak.common import TopicAndPartition as TP
+from afkak.common import OFFSET_EARLIEST, TopicAndPartition as TP
 from afkak.records import Record, build_batch, read_batches
 from afkak.records.batch import RecordColumns
 from afkak.test.test_records import CODECS, TS, patch_batch, record_sets
@@ -486,6 +486,54 @@ class TriggerDelayTests(Case):
         self.assertEqual([available_now._delayed(start, latest) for _ in range(2)], [False, False])
         waiting = self.reader(minOffsetsPerTrigger="100")
         self.assertEqual([waiting._delayed(start, latest) for _ in range(2)], [False, True])
+
+
+class FakeLog:
+    """Partitions and their log ends, moved by the test: the stream reader's Kafka."""
+
+    def __init__(self, ends: dict[TP, int]) -> None:
+        self.starts = dict.fromkeys(ends, 0)
+        self.ends = dict(ends)
+
+    def discover(self, opts: Any) -> list[TP]:
+        return sorted(self.ends)
+
+    def offsets_at(self, config: Any, partitions: Any, when: int, isolation_level: int = 0) -> Any:
+        log = self.starts if when == OFFSET_EARLIEST else self.ends
+        return {tp: log[tp] for tp in partitions}
+
+    def resolve_offsets(self, opts: Any, spec: Any, partitions: Any, name: str) -> Any:
+        earliest = self.offsets_at(None, partitions, OFFSET_EARLIEST)
+        return resolve(spec, partitions, earliest, self.offsets_at(None, partitions, -1), name)
+
+
+class StreamReaderTests(Case):
+    """The stream reader's offsets across Spark's calls, against a :class:`FakeLog`."""
+
+    def reader(self, log: FakeLog, **options: str) -> Any:
+        from pyspark.sql.types import StructType
+
+        from afkak.spark._source import StreamReader
+
+        opts = parse_read_options({**BOOT, "subscribe": "t", **options}, streaming=True)
+        reader = StreamReader(opts, StructType([]))
+        reader.kafka = log  # type: ignore[misc]
+        return reader
+
+    def test_initial_offset_stays_put_while_records_arrive(self) -> None:
+        """Spark asks for the initial offset twice on the first micro-batch (to choose
+        its end, then to plan it): records written in between must not move its start
+        past its end, which failed the query with DataLossError."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+        log = FakeLog({TP("t", 0): 3, TP("t", 1): 0})
+        reader = self.reader(log)
+        start = reader.initialOffset()
+        log.ends[TP("t", 0)] = 5
+        end = reader.latestOffset(start, ReadAllAvailable())
+        log.ends[TP("t", 0)] = 7
+        ranges = [p.value for p in reader.partitions(reader.initialOffset(), end)]
+        self.assertEqual(ranges, [OffsetRange("t", 0, 3, 5)])
 
 
 class RowTests(Case):
