@@ -36,10 +36,14 @@ from ._options import (
     parse_read_options,
     parse_write_options,
 )
-from ._planning import OffsetRange, from_json, rate_limit, to_json, too_few
+from ._planning import OffsetRange, from_json, pack_ranges, rate_limit, to_json, too_few
 from ._rows import arrow_schema, check_write_schema, read_schema
 
 __all__ = ["AfkakDataSource"]
+
+#: Records a micro-batch's task reads at most when it reads several partitions:
+#: a few milliseconds of work, against tens for each task Spark runs in Python.
+TASK_RECORDS = 10_000
 
 
 class AfkakDataSource(DataSource):
@@ -93,9 +97,14 @@ def _input_partitions(ranges: Sequence[OffsetRange]) -> list[InputPartition]:
 
 
 def _read(opts: ReadOptions, schema: StructType, partition: InputPartition) -> Iterator[Any]:
-    if partition.value is None:  # Spark's stand-in when there is nothing to read
+    """The records of the partition's offset range, or of its ranges one after another."""
+    work = partition.value
+    if work is None:  # Spark's stand-in when there is nothing to read
         return iter(())
-    return _worker.read_range(opts, partition.value, arrow_schema(schema))
+    arrow = arrow_schema(schema)
+    if isinstance(work, OffsetRange):
+        return _worker.read_range(opts, work, arrow)
+    return (batch for r in work for batch in _worker.read_range(opts, r, arrow))
 
 
 class BatchReader(DataSourceReader):
@@ -138,7 +147,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     subscribed topic are read from their earliest offset.  With
     ``minOffsetsPerTrigger`` a micro-batch waits for that many new records,
     or for ``maxTriggerDelay`` after the previous one, as Spark's source does
-    (the first micro-batch never waits).
+    (the first micro-batch never waits).  A micro-batch's ranges are read by as
+    few tasks as hold :data:`TASK_RECORDS` each (one task per piece with
+    ``minPartitions`` or ``maxRecordsPerPartition``).
     """
 
     #: Milliseconds for ``maxTriggerDelay``: Spark's own trigger clock is the wall clock.
@@ -228,9 +239,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         def earliest(new: list[TopicAndPartition]) -> dict[TopicAndPartition, int]:
             return self.kafka.offsets_at(self.opts.client, new, OFFSET_EARLIEST)
 
-        return _input_partitions(
-            _worker.plan(self.opts, from_json(start), from_json(end), earliest)
-        )
+        ranges = _worker.plan(self.opts, from_json(start), from_json(end), earliest)
+        if self.opts.min_partitions is not None or self.opts.max_records_per_partition is not None:
+            return _input_partitions(ranges)
+        return [InputPartition(group) for group in pack_ranges(ranges, TASK_RECORDS)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, self.schema, partition)

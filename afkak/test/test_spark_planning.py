@@ -37,6 +37,7 @@ try:
         OffsetRange,
         cap_ranges,
         from_json,
+        pack_ranges,
         ranges_between,
         rate_limit,
         resolve,
@@ -381,6 +382,16 @@ class PlanningTests(Case):
                 ranges_between(start, end, dict, True)
             self.assertEqual(ranges_between(start, end, dict, False), [OffsetRange("t", 1, 8, 9)])
 
+    def test_pack_ranges(self) -> None:
+        small = [OffsetRange("t", p, 0, 3) for p in range(4)]
+        self.assertEqual(pack_ranges(small, 10), [tuple(small[:3]), (small[3],)])
+        big = OffsetRange("t", 9, 0, 50)
+        self.assertEqual(
+            pack_ranges([small[0], big, small[1], small[2]], 10),
+            [(small[0],), (big,), (small[1], small[2])],
+        )
+        self.assertEqual(pack_ranges([], 10), [])
+
     def test_cap_ranges(self) -> None:
         ranges = [OffsetRange("t", 0, 10, 25), OffsetRange("t", 1, 0, 3)]
         self.assertEqual(cap_ranges(ranges, None), ranges)
@@ -532,8 +543,23 @@ class StreamReaderTests(Case):
         log.ends[TP("t", 0)] = 5
         end = reader.latestOffset(start, ReadAllAvailable())
         log.ends[TP("t", 0)] = 7
-        ranges = [p.value for p in reader.partitions(reader.initialOffset(), end)]
-        self.assertEqual(ranges, [OffsetRange("t", 0, 3, 5)])
+        tasks = [p.value for p in reader.partitions(reader.initialOffset(), end)]
+        self.assertEqual(tasks, [(OffsetRange("t", 0, 3, 5),)])
+
+    def test_a_small_micro_batch_is_one_task(self) -> None:
+        """Each task of a Python data source is a round trip through Spark's Python
+        workers: a micro-batch of a few records reads all its partitions in one."""
+        log = FakeLog(dict.fromkeys((TP("t", p) for p in range(4)), 0))
+        start = self.reader(log).initialOffset()
+        log.ends.update({TP("t", 0): 2, TP("t", 1): 1, TP("t", 3): 5})
+        reader = self.reader(log)
+        [task] = [p.value for p in reader.partitions(start, to_json(log.ends))]
+        self.assertEqual(
+            task,
+            (OffsetRange("t", 0, 0, 2), OffsetRange("t", 1, 0, 1), OffsetRange("t", 3, 0, 5)),
+        )
+        split = self.reader(log, minPartitions="4")  # asked for: a task per piece
+        self.assertEqual(len(split.partitions(start, to_json(log.ends))), 4)
 
 
 class RowTests(Case):
