@@ -26,12 +26,14 @@ is ``--compare`` on 200,000 records.
 
 With ``--latency S`` it measures streaming end-to-end latency instead: a
 query per format copies a source topic to a sink topic through that format
-(default trigger), fed one record each 100 ms for S seconds after a 5 s
-warm-up; the p50 of (sink record's CreateTime - source record's creation),
-per run.
+(default trigger, from the earliest offsets), fed one record each 100 ms: 50
+to warm it up, then, once it has copied those, S seconds of records; the p50
+and p95 of (sink record's CreateTime - source record's creation) per run, and
+the median of Spark's ``durationMs`` phases over the micro-batches that read
+records.
 
 Run: ``python tools/spark_bench.py [--records N] [--warm K] [--phases]
-[--compare [--runs 3] | --quick | --latency S [--runs 3]]``.
+[--driver-memory 4g] [--compare [--runs 3] | --quick | --latency S [--runs 3]]``.
 """
 
 from __future__ import annotations
@@ -406,6 +408,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--driver-memory", default="1g", help="spark.driver.memory (10M records: 4g)"
+    )
     parser.add_argument("--bootstrap", help="an existing broker (default: start Tansu)")
     parser.add_argument("--warm", type=int, default=2, help="warm queries timed (default 2)")
     parser.add_argument(
@@ -485,6 +490,7 @@ def main() -> None:
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", args.driver_memory)
         .config("spark.jars", ",".join(jars))
         .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
         .getOrCreate()
