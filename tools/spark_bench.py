@@ -318,8 +318,9 @@ def stream_latency(
     trigger: the next micro-batch as soon as the last ends); one record each 100 ms.
 
     Also the median of Spark's per-micro-batch ``durationMs`` phases over the
-    measured micro-batches that read records, and ``interval``: the median ms
-    between the starts of consecutive micro-batches."""
+    measured micro-batches that read records, ``interval``: the median ms
+    between the starts of consecutive micro-batches, and the CPU ms per
+    micro-batch of the JVM, its Python workers and the broker."""
     import statistics
     import tempfile
     from datetime import datetime
@@ -360,9 +361,12 @@ def stream_latency(
     send(50, b"w")
     copied(50)
     measured_from = len(query.recentProgress)
+    jvm = spark.sparkContext._gateway.proc.pid
+    cpu_before = cpu_by_role(jvm)
     measured = int(seconds * 10)
     send(measured, b"m")
     copied(50 + measured)
+    cpu_after = cpu_by_role(jvm)
     deadline = time.monotonic() + 120
     rows: list[Any] = []
     while time.monotonic() < deadline:
@@ -396,6 +400,8 @@ def stream_latency(
             (b - a) * 1000 for a, b in zip(starts, starts[1:], strict=False)
         )
     breakdown["batches"] = len(progress)
+    for role, cpu in cpu_after.items():  # CPU ms per micro-batch
+        breakdown[f"CPU {role}"] = (cpu - cpu_before[role]) * 1000 / max(1, len(progress))
     return statistics.median(ms), ms[int(0.95 * (len(ms) - 1))], breakdown
 
 
