@@ -154,6 +154,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     #: Milliseconds for ``maxTriggerDelay``: Spark's own trigger clock is the wall clock.
     clock_ms: Callable[[], float] = staticmethod(lambda: time.monotonic() * 1000)
+    #: Where partitions and offsets come from (a class attribute: never pickled).
     kafka: Lookups = _worker
 
     def __init__(self, opts: ReadOptions, schema: StructType) -> None:
