@@ -26,12 +26,14 @@ is ``--compare`` on 200,000 records.
 
 With ``--latency S`` it measures streaming end-to-end latency instead: a
 query per format copies a source topic to a sink topic through that format
-(default trigger), fed one record each 100 ms for S seconds after a 5 s
-warm-up; the p50 of (sink record's CreateTime - source record's creation),
-per run.
+(default trigger, from the earliest offsets), fed one record each 100 ms: 50
+to warm it up, then, once it has copied those, S seconds of records; the p50
+and p95 of (sink record's CreateTime - source record's creation) per run, and
+the median of Spark's ``durationMs`` phases over the micro-batches that read
+records.
 
 Run: ``python tools/spark_bench.py [--records N] [--warm K] [--phases]
-[--compare [--runs 3] | --quick | --latency S [--runs 3]]``.
+[--driver-memory 4g] [--compare [--runs 3] | --quick | --latency S [--runs 3]]``.
 """
 
 from __future__ import annotations
@@ -308,20 +310,29 @@ def compare(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any
         )
 
 
-def stream_latency(spark: Any, broker: Any, client: KafkaClient, fmt: str, seconds: float) -> float:
-    """p50 ms from a record's creation in a source topic to its copy's creation (its
-    CreateTime) in a sink topic, copied by a streaming query through *fmt* (default
-    trigger: the next micro-batch as soon as the last ends); one record each 100 ms."""
+def stream_latency(
+    spark: Any, broker: Any, client: KafkaClient, fmt: str, seconds: float, run: int
+) -> tuple[float, float, dict[str, float]]:
+    """p50 and p95 ms from a record's creation in a source topic to its copy's creation
+    (its CreateTime) in a sink topic, copied by a streaming query through *fmt* (default
+    trigger: the next micro-batch as soon as the last ends); one record each 100 ms.
+
+    Also the median of Spark's per-micro-batch ``durationMs`` phases over the
+    measured micro-batches that read records, ``interval``: the median ms
+    between the starts of consecutive micro-batches, and the CPU ms per
+    micro-batch of the JVM, its Python workers and the broker."""
     import statistics
     import tempfile
+    from datetime import datetime
 
-    src, sink = f"{broker_topic()}-lat-{fmt}-in", f"{broker_topic()}-lat-{fmt}-out"
+    src, sink = (f"{broker_topic()}-lat-{fmt}-{run}-{end}" for end in ("in", "out"))
     broker.create_topic(src, PARTITIONS)
     broker.create_topic(sink, PARTITIONS)
     query = (
         spark.readStream.format(fmt)
         .option("kafka.bootstrap.servers", broker.bootstrap)
         .option("subscribe", src)
+        .option("startingOffsets", "earliest")  # the warm-up records sent while it starts too
         .load()
         .select("value")
         .writeStream.format(fmt)
@@ -338,9 +349,24 @@ def stream_latency(spark: Any, broker: Any, client: KafkaClient, fmt: str, secon
             _bridge.call(30, client.send_produce_request, [payload], acks=1)
             time.sleep(0.1)
 
-    send(50, b"w")  # warm-up: the first micro-batches, Python workers starting
+    def copied(n: int) -> None:
+        """Wait until the query has read *n* records in all (or 120 s)."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if sum(p.numInputRows for p in query.recentProgress) >= n:
+                return
+            time.sleep(0.2)
+
+    # warm-up, until the query has copied it: the first micro-batches, Python workers starting
+    send(50, b"w")
+    copied(50)
+    measured_from = len(query.recentProgress)
+    jvm = spark.sparkContext._gateway.proc.pid
+    cpu_before = cpu_by_role(jvm)
     measured = int(seconds * 10)
     send(measured, b"m")
+    copied(50 + measured)
+    cpu_after = cpu_by_role(jvm)
     deadline = time.monotonic() + 120
     rows: list[Any] = []
     while time.monotonic() < deadline:
@@ -357,9 +383,26 @@ def stream_latency(spark: Any, broker: Any, client: KafkaClient, fmt: str, secon
         if len(rows) >= measured:
             break
         time.sleep(1)
+    progress = query.recentProgress[measured_from:]
     query.stop()
     assert len(rows) == measured, (fmt, len(rows), measured)
-    return statistics.median(r.timestamp.timestamp() * 1000 - int(r.value[1:]) / 1e6 for r in rows)
+    ms = sorted(r.timestamp.timestamp() * 1000 - int(r.value[1:]) / 1e6 for r in rows)
+    phases: dict[str, list[float]] = {}
+    starts = []
+    for p in progress:
+        starts.append(datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp())
+        if p.numInputRows:
+            for key, value in p.durationMs.items():
+                phases.setdefault(key, []).append(value)
+    breakdown = {k: statistics.median(v) for k, v in phases.items()}
+    if len(starts) > 1:
+        breakdown["interval"] = statistics.median(
+            (b - a) * 1000 for a, b in zip(starts, starts[1:], strict=False)
+        )
+    breakdown["batches"] = len(progress)
+    for role, cpu in cpu_after.items():  # CPU ms per micro-batch
+        breakdown[f"CPU {role}"] = (cpu - cpu_before[role]) * 1000 / max(1, len(progress))
+    return statistics.median(ms), ms[int(0.95 * (len(ms) - 1))], breakdown
 
 
 def broker_topic() -> str:
@@ -371,6 +414,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--driver-memory", default="1g", help="spark.driver.memory (10M records: 4g)"
+    )
     parser.add_argument("--bootstrap", help="an existing broker (default: start Tansu)")
     parser.add_argument("--warm", type=int, default=2, help="warm queries timed (default 2)")
     parser.add_argument(
@@ -450,19 +496,31 @@ def main() -> None:
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", args.driver_memory)
         .config("spark.jars", ",".join(jars))
+        .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(AfkakDataSource)
     if broker is not None and args.latency:
-        latency: dict[str, list[float]] = {"afkak": [], "kafka": []}
-        for _ in range(args.runs):
+        import statistics
+
+        latency: dict[str, list[tuple[float, float]]] = {"afkak": [], "kafka": []}
+        for run in range(args.runs):
             for fmt in latency:
-                latency[fmt].append(stream_latency(spark, broker, client, fmt, args.latency))
-        print(f"load average: {os.getloadavg()}")
-        for fmt, p50s in latency.items():
-            print(f"streaming latency p50 {fmt}: " + ", ".join(f"{ms:.0f} ms" for ms in p50s))
+                p50, p95, phases = stream_latency(spark, broker, client, fmt, args.latency, run)
+                latency[fmt].append((p50, p95))
+                shares = ", ".join(f"{k} {v:.0f}" for k, v in sorted(phases.items()))
+                print(f"{fmt}: p50 {p50:.0f} ms, p95 {p95:.0f} ms; micro-batch ms: {shares}")
+                print(f"load average: {os.getloadavg()}")
+        for fmt, runs in latency.items():
+            p50s, p95s = [r[0] for r in runs], [r[1] for r in runs]
+            print(
+                f"streaming latency {fmt}: p50 median {statistics.median(p50s):.0f} ms "
+                f"({', '.join(f'{ms:.0f}' for ms in p50s)}), p95 median "
+                f"{statistics.median(p95s):.0f} ms ({', '.join(f'{ms:.0f}' for ms in p95s)})"
+            )
     elif broker is not None:
         compare(spark, broker, topic, ends, args)
     if broker is not None:

@@ -148,6 +148,25 @@ def cap_ranges(ranges: list[OffsetRange], max_records: int | None) -> list[Offse
     return [piece for r in ranges for piece in _pieces(r, -(-r.size // max_records))]
 
 
+def pack_ranges(ranges: list[OffsetRange], most: int) -> list[tuple[OffsetRange, ...]]:
+    """*ranges* in groups of at most *most* records, each group one task's work.
+
+    A task of a Python data source costs Spark a round trip through its Python
+    workers (tens of milliseconds), where a few records of a micro-batch take
+    microseconds to read: reading them in one task saves micro-batch latency.
+    Ranges are packed in order, a range larger than *most* alone.
+    """
+    groups: list[list[OffsetRange]] = []
+    size = most
+    for r in ranges:
+        if size + r.size > most:
+            groups.append([])
+            size = 0
+        groups[-1].append(r)
+        size += r.size
+    return [tuple(g) for g in groups]
+
+
 def _pieces(r: OffsetRange, n: int) -> list[OffsetRange]:
     """*r* split into *n* consecutive pieces whose sizes differ by one record at most."""
     step, extra = divmod(r.size, n)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -28,16 +28,22 @@ from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
 from . import _exactly_once, _worker
 from ._options import (
+    Bound,
+    ClientConfig,
     OptionError,
     ReadOptions,
     WriteOptions,
     parse_read_options,
     parse_write_options,
 )
-from ._planning import OffsetRange, from_json, rate_limit, to_json, too_few
+from ._planning import OffsetRange, from_json, pack_ranges, rate_limit, to_json, too_few
 from ._rows import arrow_schema, check_write_schema, read_schema
 
 __all__ = ["AfkakDataSource"]
+
+#: Records a micro-batch's task reads at most when it reads several partitions:
+#: a few milliseconds of work, against tens for each task Spark runs in Python.
+TASK_RECORDS = 10_000
 
 
 class AfkakDataSource(DataSource):
@@ -91,9 +97,14 @@ def _input_partitions(ranges: Sequence[OffsetRange]) -> list[InputPartition]:
 
 
 def _read(opts: ReadOptions, schema: StructType, partition: InputPartition) -> Iterator[Any]:
-    if partition.value is None:  # Spark's stand-in when there is nothing to read
+    """The records of the partition's offset range, or of its ranges one after another."""
+    work = partition.value
+    if work is None:  # Spark's stand-in when there is nothing to read
         return iter(())
-    return _worker.read_range(opts, partition.value, arrow_schema(schema))
+    arrow = arrow_schema(schema)
+    if isinstance(work, OffsetRange):
+        return _worker.read_range(opts, work, arrow)
+    return (batch for r in work for batch in _worker.read_range(opts, r, arrow))
 
 
 class BatchReader(DataSourceReader):
@@ -110,6 +121,24 @@ class BatchReader(DataSourceReader):
         return _read(self.opts, self.schema, partition)
 
 
+class Lookups(Protocol):
+    """What the stream reader asks of Kafka: :mod:`._worker`, or a fake log in tests."""
+
+    def discover(self, opts: ReadOptions) -> list[TopicAndPartition]: ...
+
+    def offsets_at(
+        self,
+        config: ClientConfig,
+        partitions: Sequence[TopicAndPartition],
+        when: int,
+        isolation_level: int = 0,
+    ) -> dict[TopicAndPartition, int]: ...
+
+    def resolve_offsets(
+        self, opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
+    ) -> dict[TopicAndPartition, int]: ...
+
+
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches over offsets ``{"topic": {"partition": offset}}``, checkpointed by Spark.
 
@@ -118,11 +147,15 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     subscribed topic are read from their earliest offset.  With
     ``minOffsetsPerTrigger`` a micro-batch waits for that many new records,
     or for ``maxTriggerDelay`` after the previous one, as Spark's source does
-    (the first micro-batch never waits).
+    (the first micro-batch never waits).  A micro-batch's ranges are read by as
+    few tasks as hold :data:`TASK_RECORDS` each (one task per piece with
+    ``minPartitions`` or ``maxRecordsPerPartition``).
     """
 
     #: Milliseconds for ``maxTriggerDelay``: Spark's own trigger clock is the wall clock.
     clock_ms: Callable[[], float] = staticmethod(lambda: time.monotonic() * 1000)
+    #: Where partitions and offsets come from (a class attribute: never pickled).
+    kafka: Lookups = _worker
 
     def __init__(self, opts: ReadOptions, schema: StructType) -> None:
         self.opts = opts
@@ -132,16 +165,28 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: Offsets that Trigger.AvailableNow stops at.
         self._target: dict[TopicAndPartition, int] | None = None
         self._latest: dict[TopicAndPartition, int] | None = None
+        self._initial: dict[str, Any] | None = None
 
     def initialOffset(self) -> dict[str, Any]:
-        partitions = _worker.discover(self.opts)
-        return to_json(
-            _worker.resolve_offsets(self.opts, self.opts.starting, partitions, "startingOffsets")
-        )
+        """startingOffsets as offsets, looked up once: Spark asks again for the first
+        micro-batch's plan, and records written meanwhile must not move its start
+        past the end it already chose (as Spark's source, which keeps it in the
+        checkpoint)."""
+        if self._initial is None:
+            partitions = self.kafka.discover(self.opts)
+            self._initial = to_json(
+                self.kafka.resolve_offsets(
+                    self.opts, self.opts.starting, partitions, "startingOffsets"
+                )
+            )
+        return self._initial
 
     def _available(self) -> dict[TopicAndPartition, int]:
-        latest = _worker.offsets_at(
-            self.opts.client, _worker.discover(self.opts), OFFSET_LATEST, self.opts.isolation_level
+        latest = self.kafka.offsets_at(
+            self.opts.client,
+            self.kafka.discover(self.opts),
+            OFFSET_LATEST,
+            self.opts.isolation_level,
         )
         self._latest = latest
         if self._target is not None:
@@ -157,7 +202,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return start
         if isinstance(limit, ReadMaxRows):
             new = [tp for tp in latest if tp not in begin]
-            begin.update(_worker.offsets_at(self.opts.client, new, OFFSET_EARLIEST))
+            begin.update(self.kafka.offsets_at(self.opts.client, new, OFFSET_EARLIEST))
             latest = rate_limit(begin, latest, limit.max_rows)
         return to_json(latest)
 
@@ -186,13 +231,19 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return None if self._latest is None else to_json(self._latest)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        partitions = _worker.discover(self.opts)
-        self._target = _worker.offsets_at(
+        partitions = self.kafka.discover(self.opts)
+        self._target = self.kafka.offsets_at(
             self.opts.client, partitions, OFFSET_LATEST, self.opts.isolation_level
         )
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        return _input_partitions(_worker.plan(self.opts, from_json(start), from_json(end)))
+        def earliest(new: list[TopicAndPartition]) -> dict[TopicAndPartition, int]:
+            return self.kafka.offsets_at(self.opts.client, new, OFFSET_EARLIEST)
+
+        ranges = _worker.plan(self.opts, from_json(start), from_json(end), earliest)
+        if self.opts.min_partitions is not None or self.opts.max_records_per_partition is not None:
+            return _input_partitions(ranges)
+        return [InputPartition(group) for group in pack_ranges(ranges, TASK_RECORDS)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, self.schema, partition)

@@ -9,7 +9,7 @@ fork), driven through :mod:`._bridge`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -151,15 +151,16 @@ def offsets_by_timestamp(
 
 
 def plan(
-    opts: ReadOptions, start: dict[TopicAndPartition, int], end: dict[TopicAndPartition, int]
+    opts: ReadOptions,
+    start: dict[TopicAndPartition, int],
+    end: dict[TopicAndPartition, int],
+    earliest: Callable[[list[TopicAndPartition]], Mapping[TopicAndPartition, int]] | None = None,
 ) -> list[OffsetRange]:
-    """The tasks reading from *start* to *end*; new partitions start at their earliest."""
-    ranges = ranges_between(
-        start,
-        end,
-        lambda new: offsets_at(opts.client, new, OFFSET_EARLIEST),
-        opts.fail_on_data_loss,
-    )
+    """The tasks reading from *start* to *end*; new partitions start at their earliest
+    (looked up through *earliest*, by default :func:`offsets_at`)."""
+    if earliest is None:
+        earliest = lambda new: offsets_at(opts.client, new, OFFSET_EARLIEST)  # noqa: E731
+    ranges = ranges_between(start, end, earliest, opts.fail_on_data_loss)
     # Spark's order: cap each range first, then split further for minPartitions.
     return split_ranges(cap_ranges(ranges, opts.max_records_per_partition), opts.min_partitions)
 

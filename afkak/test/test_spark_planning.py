@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
-from afkak.common import TopicAndPartition as TP
+from afkak.common import OFFSET_EARLIEST, TopicAndPartition as TP
 from afkak.records import Record, build_batch, read_batches
 from afkak.records.batch import RecordColumns
 from afkak.test.test_records import CODECS, TS, patch_batch, record_sets
@@ -37,6 +37,7 @@ try:
         OffsetRange,
         cap_ranges,
         from_json,
+        pack_ranges,
         ranges_between,
         rate_limit,
         resolve,
@@ -381,6 +382,16 @@ class PlanningTests(Case):
                 ranges_between(start, end, dict, True)
             self.assertEqual(ranges_between(start, end, dict, False), [OffsetRange("t", 1, 8, 9)])
 
+    def test_pack_ranges(self) -> None:
+        small = [OffsetRange("t", p, 0, 3) for p in range(4)]
+        self.assertEqual(pack_ranges(small, 10), [tuple(small[:3]), (small[3],)])
+        big = OffsetRange("t", 9, 0, 50)
+        self.assertEqual(
+            pack_ranges([small[0], big, small[1], small[2]], 10),
+            [(small[0],), (big,), (small[1], small[2])],
+        )
+        self.assertEqual(pack_ranges([], 10), [])
+
     def test_cap_ranges(self) -> None:
         ranges = [OffsetRange("t", 0, 10, 25), OffsetRange("t", 1, 0, 3)]
         self.assertEqual(cap_ranges(ranges, None), ranges)
@@ -486,6 +497,69 @@ class TriggerDelayTests(Case):
         self.assertEqual([available_now._delayed(start, latest) for _ in range(2)], [False, False])
         waiting = self.reader(minOffsetsPerTrigger="100")
         self.assertEqual([waiting._delayed(start, latest) for _ in range(2)], [False, True])
+
+
+class FakeLog:
+    """Partitions and their log ends, moved by the test: the stream reader's Kafka."""
+
+    def __init__(self, ends: dict[TP, int]) -> None:
+        self.starts = dict.fromkeys(ends, 0)
+        self.ends = dict(ends)
+
+    def discover(self, opts: Any) -> list[TP]:
+        return sorted(self.ends)
+
+    def offsets_at(self, config: Any, partitions: Any, when: int, isolation_level: int = 0) -> Any:
+        log = self.starts if when == OFFSET_EARLIEST else self.ends
+        return {tp: log[tp] for tp in partitions}
+
+    def resolve_offsets(self, opts: Any, spec: Any, partitions: Any, name: str) -> Any:
+        earliest = self.offsets_at(None, partitions, OFFSET_EARLIEST)
+        return resolve(spec, partitions, earliest, self.offsets_at(None, partitions, -1), name)
+
+
+class StreamReaderTests(Case):
+    """The stream reader's offsets across Spark's calls, against a :class:`FakeLog`."""
+
+    def reader(self, log: FakeLog, **options: str) -> Any:
+        from pyspark.sql.types import StructType
+
+        from afkak.spark._source import StreamReader
+
+        opts = parse_read_options({**BOOT, "subscribe": "t", **options}, streaming=True)
+        reader = StreamReader(opts, StructType([]))
+        reader.kafka = log  # type: ignore[misc]
+        return reader
+
+    def test_initial_offset_stays_put_while_records_arrive(self) -> None:
+        """Spark asks for the initial offset twice on the first micro-batch (to choose
+        its end, then to plan it): records written in between must not move its start
+        past its end, which failed the query with DataLossError."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+        log = FakeLog({TP("t", 0): 3, TP("t", 1): 0})
+        reader = self.reader(log)
+        start = reader.initialOffset()
+        log.ends[TP("t", 0)] = 5
+        end = reader.latestOffset(start, ReadAllAvailable())
+        log.ends[TP("t", 0)] = 7
+        tasks = [p.value for p in reader.partitions(reader.initialOffset(), end)]
+        self.assertEqual(tasks, [(OffsetRange("t", 0, 3, 5),)])
+
+    def test_a_small_micro_batch_is_one_task(self) -> None:
+        """Each task of a Python data source is a round trip through Spark's Python
+        workers: a micro-batch of a few records reads all its partitions in one."""
+        log = FakeLog(dict.fromkeys((TP("t", p) for p in range(4)), 0))
+        start = self.reader(log).initialOffset()
+        log.ends.update({TP("t", 0): 2, TP("t", 1): 1, TP("t", 3): 5})
+        reader = self.reader(log)
+        [task] = [p.value for p in reader.partitions(start, to_json(log.ends))]
+        self.assertEqual(
+            task,
+            (OffsetRange("t", 0, 0, 2), OffsetRange("t", 1, 0, 1), OffsetRange("t", 3, 0, 5)),
+        )
+        split = self.reader(log, minPartitions="4")  # asked for: a task per piece
+        self.assertEqual(len(split.partitions(start, to_json(log.ends))), 4)
 
 
 class RowTests(Case):

@@ -424,7 +424,7 @@ class KafkaSparkSourceTests(SynchronousTestCase):
             print(json.dumps(reader.latestOffset(start, ReadMaxRows(10))))
             end = reader.latestOffset(start, ReadAllAvailable())
             print(json.dumps(end))
-            ranges = [p.value for p in reader.partitions(start, end)]
+            ranges = [r for p in reader.partitions(start, end) for r in p.value]  # one task
             print(json.dumps([[r.partition, r.start, r.end] for r in ranges]))
             """
         )
