@@ -26,6 +26,8 @@ from twisted.internet.defer import Deferred
 
 from afkak.records.gc_pause import reachable, track_all, untrack
 
+from ._deferred import SendDeferred
+
 __all__ = ["CALLBACK_LIST", "fail_all", "fire", "to_fire", "untrack"]
 
 
@@ -41,7 +43,7 @@ def _callback_list() -> str | None:
     for name in ("_callbacks", "callbacks"):
         found = True
         for add in ways:
-            d: Deferred[Any] = Deferred()
+            d: Deferred[Any] = SendDeferred()
             if getattr(d, name, None) != []:
                 found = False
                 break
@@ -104,7 +106,7 @@ def to_fire(waiters: list[Deferred[Any]]) -> Sequence[int]:
         if track_all is not None:
             track_all(waiters)
         return range(len(waiters))
-    return reachable(waiters, Deferred, CALLBACK_LIST)
+    return reachable(waiters, SendDeferred, CALLBACK_LIST)
 
 
 def fail_all(waiters: list[Deferred[Any]], failure: Any) -> None:

@@ -782,3 +782,182 @@ cdef class RecordColumns:
         if pos != size:
             raise DecodeError("record batch has bytes after its last record", offset=pos)
         return True
+
+
+# -- a Deferred's hot paths (afkak.producer._deferred) ------------------------
+#
+# Twisted's Deferred, for the commonest moves of a send's Deferred: a callback
+# added to one that has fired (gathering, awaiting, addCallback after the
+# acknowledgement) runs at once, and firing one with no callback, or with one,
+# records the result or runs that callback, without building Twisted's chain
+# entries and loop.  Anything else (a Failure, a paused or running chain, debug
+# mode, a callback that returns a Deferred or adds callbacks) is left to, or
+# handed back to, Twisted's own code.  bind_deferred() gives these Twisted's
+# names; until then no method here is bound to a class.
+
+cdef object _Failure = None  # twisted.python.failure.Failure
+cdef list _deferred_types = None  # twisted's _DEFERRED_SUBCLASSES (type(x) in it)
+cdef object _base_add_callbacks = None  # Deferred.addCallbacks, .addCallback ...
+cdef object _base_add_callback = None
+cdef object _base_add_errback = None
+cdef object _base_add_both = None
+cdef object _base_callback = None
+cdef object _none_kwargs = None  # twisted's _NONE_KWARGS
+cdef object _warn_about = None  # twisted.python.deprecate.warnAboutFunction
+cdef object _continue = None  # twisted's _CONTINUE: a chained Deferred's entry
+cdef object _ABSENT = object()
+
+_SELF_RETURNED = (
+    "Callback returned the Deferred it was attached to; this breaks the "
+    "callback chain and will raise an exception in the future."
+)
+
+
+def bind_deferred(base, failure, list deferred_types, none_kwargs, continue_, warn_about):
+    """Give this module Twisted's Deferred, Failure and the private names it uses."""
+    global _Failure, _deferred_types, _none_kwargs, _warn_about, _continue
+    global _base_add_callbacks, _base_add_callback, _base_add_errback, _base_add_both
+    global _base_callback
+    _Failure, _deferred_types, _none_kwargs = failure, deferred_types, none_kwargs
+    _warn_about, _continue = warn_about, continue_
+    _base_add_callbacks, _base_add_callback = base.addCallbacks, base.addCallback
+    _base_add_errback, _base_add_both = base.addErrback, base.addBoth
+    _base_callback = base.callback
+
+
+def _handing(_, d):
+    """A chain entry giving *d*: how a Deferred a callback returned goes back to Twisted."""
+    return d
+
+
+cdef inline bint _settled(d) except -1:
+    """*d* has fired, its chain has run and nothing holds it: a callback added runs now."""
+    return (
+        d.called
+        and not d.paused
+        and not d._runningCallbacks
+        and not d._callbacks
+        and not d.debug
+        and not isinstance(d.result, _Failure)
+    )
+
+
+cdef _run_now(d, callback, tuple args, kwargs):
+    """Run *callback* on *d*'s result as Twisted's loop would, the chain being empty."""
+    d._runningCallbacks = True
+    try:
+        try:
+            if kwargs:
+                out = callback(d.result, *args, **kwargs)
+            else:
+                out = callback(d.result, *args)
+            if out is d:
+                _warn_about(callback, _SELF_RETURNED)
+        finally:
+            d._runningCallbacks = False
+    except BaseException:
+        d.result = _Failure(captureVars=d.debug)
+        _in_twisted(d)
+        return d
+    if type(out) in _deferred_types:
+        if out is d:
+            # What Twisted's loop does then: d waits on itself, for good.
+            d.result = d
+            d.pause()
+            d._chainedTo = d
+            d._callbacks.append(d._continuation())
+            if d._debugInfo is not None:
+                d._debugInfo.failResult = None
+            return d
+        # Twisted's loop takes it from here, as if this callback were still first.
+        d._callbacks.insert(0, ((_handing, (out,), _none_kwargs), (_handing, (out,), _none_kwargs)))
+        _in_twisted(d)
+        return d
+    d.result = out
+    if d._callbacks or d._debugInfo is not None or isinstance(out, _Failure):
+        _in_twisted(d)
+    return d
+
+
+cdef _in_twisted(d):
+    """Twisted's loop over what is left of *d*'s chain, its pause count set aside as
+    its loop sets it aside for the rest of a running chain."""
+    paused = d.paused
+    if paused:
+        d.paused = 0
+    d._runCallbacks()
+    if paused:
+        d.paused += paused
+
+
+def deferred_add_callbacks(
+    self,
+    callback,
+    errback=None,
+    callbackArgs=(),
+    callbackKeywords=_ABSENT,
+    errbackArgs=(),
+    errbackKeywords=_ABSENT,
+):
+    """Deferred.addCallbacks; on a settled Deferred, the callback run at once."""
+    if callbackKeywords is _ABSENT:
+        callbackKeywords = _none_kwargs
+    if type(callbackArgs) is tuple and callbackKeywords is not None and _settled(self):
+        return _run_now(self, callback, callbackArgs, callbackKeywords)
+    if errbackKeywords is _ABSENT:
+        errbackKeywords = _none_kwargs
+    return _base_add_callbacks(
+        self, callback, errback, callbackArgs, callbackKeywords, errbackArgs, errbackKeywords
+    )
+
+
+def deferred_add_callback(self, callback, *args, **kwargs):
+    """Deferred.addCallback; on a settled Deferred, the callback run at once."""
+    if _settled(self):
+        return _run_now(self, callback, args, kwargs)
+    return _base_add_callback(self, callback, *args, **kwargs)
+
+
+def deferred_add_both(self, callback, *args, **kwargs):
+    """Deferred.addBoth; on a settled Deferred (a success), the callback run at once."""
+    if _settled(self):
+        return _run_now(self, callback, args, kwargs)
+    return _base_add_both(self, callback, *args, **kwargs)
+
+
+def deferred_add_errback(self, errback, *args, **kwargs):
+    """Deferred.addErrback; nothing to run on a settled Deferred (a success)."""
+    if _settled(self) and self._debugInfo is None:
+        self._runningCallbacks = False  # what Twisted's loop leaves
+        return self
+    return _base_add_errback(self, errback, *args, **kwargs)
+
+
+def deferred_callback(self, result):
+    """Deferred.callback; with no callback yet, or one, the result recorded or that
+    callback run, when nothing else is in the way."""
+    cdef list chain
+    if (
+        not self.called
+        and not self.paused
+        and not self.debug
+        and self._debugInfo is None
+        and type(result) not in _deferred_types
+        and not isinstance(result, _Failure)
+    ):
+        chain = self._callbacks
+        if not chain or (
+            len(chain) == 1
+            and chain[0][0][0] is not _continue
+            and type(chain[0][0][1]) is tuple
+        ):
+            self.called = True
+            self._canceller = None
+            self.result = result
+            self._chainedTo = None
+            if not chain:
+                return
+            entry = chain.pop()[0]
+            _run_now(self, entry[0], entry[1], entry[2])
+            return
+    _base_callback(self, result)

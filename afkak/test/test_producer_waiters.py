@@ -28,6 +28,7 @@ from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak.common import CorruptMessage, ProduceResponse
 from afkak.producer import RecordMetadata, _waiters
+from afkak.producer._deferred import SendDeferred
 from afkak.producer._result import record_metadata
 from afkak.records import gc_pause
 
@@ -235,7 +236,7 @@ class ToFireTests(SynchronousTestCase):
 
     def test_leaves_out_only_what_nothing_can_see(self) -> None:
         _compiled()
-        waiters: list[Deferred[Any]] = [Deferred() for _ in range(5)]
+        waiters: list[Deferred[Any]] = [SendDeferred() for _ in range(5)]
         for i in range(5):  # (a loop variable would hold the last one)
             gc_pause.untrack(waiters[i])
         held = waiters[1]
