@@ -844,6 +844,7 @@ cdef inline bint _settled(d) except -1:
 
 cdef _run_now(d, callback, tuple args, kwargs):
     """Run *callback* on *d*'s result as Twisted's loop would, the chain being empty."""
+    d._chainedTo = None
     d._runningCallbacks = True
     try:
         try:
@@ -928,7 +929,8 @@ def deferred_add_both(self, callback, *args, **kwargs):
 def deferred_add_errback(self, errback, *args, **kwargs):
     """Deferred.addErrback; nothing to run on a settled Deferred (a success)."""
     if _settled(self) and self._debugInfo is None:
-        self._runningCallbacks = False  # what Twisted's loop leaves
+        self._chainedTo = None  # what Twisted's loop leaves
+        self._runningCallbacks = False
         return self
     return _base_add_errback(self, errback, *args, **kwargs)
 
@@ -936,28 +938,91 @@ def deferred_add_errback(self, errback, *args, **kwargs):
 def deferred_callback(self, result):
     """Deferred.callback; with no callback yet, or one, the result recorded or that
     callback run, when nothing else is in the way."""
+    if not _fired(self, result):
+        _base_callback(self, result)
+
+
+cdef bint _fired(d, result) except -1:
+    """``d.callback(result)`` done here, if *d* has no callback or one and nothing else
+    is in the way; 0 if it is left to Twisted."""
     cdef list chain
     if (
-        not self.called
-        and not self.paused
-        and not self.debug
-        and self._debugInfo is None
-        and type(result) not in _deferred_types
-        and not isinstance(result, _Failure)
+        d.called
+        or d.paused
+        or d.debug
+        or d._debugInfo is not None
+        or type(result) in _deferred_types
+        or isinstance(result, _Failure)
     ):
-        chain = self._callbacks
-        if not chain or (
-            len(chain) == 1
-            and chain[0][0][0] is not _continue
-            and type(chain[0][0][1]) is tuple
-        ):
-            self.called = True
-            self._canceller = None
-            self.result = result
-            self._chainedTo = None
-            if not chain:
-                return
-            entry = chain.pop()[0]
-            _run_now(self, entry[0], entry[1], entry[2])
-            return
-    _base_callback(self, result)
+        return 0
+    chain = d._callbacks
+    if chain and (
+        len(chain) > 1 or chain[0][0][0] is _continue or type(chain[0][0][1]) is not tuple
+    ):
+        return 0
+    d.called = True
+    d._canceller = None
+    d.result = result
+    if not chain:
+        d._chainedTo = None
+        return 1
+    entry = chain.pop()[0]
+    _run_now(d, entry[0], entry[1], entry[2])
+    return 1
+
+
+cdef extern from *:
+    """
+    #include "structmember.h"
+    /* Set the slot that the member descriptor descr describes (a frozen class's). */
+    static int afkak_set_slot(PyObject *obj, PyObject *descr, PyObject *value) {
+        return PyMember_SetOne((char *)obj, ((PyMemberDescrObject *)descr)->d_member, value);
+    }
+    """
+    int afkak_set_slot(object obj, object descr, object value) except -1
+
+
+def fire_records(
+    list waiters,
+    list indexes,
+    list stamps,
+    str topic,
+    partition,
+    int64_t base_offset,
+    int64_t log_append_time,
+    send_type,
+    str attr,
+    metadata_type,
+    tuple slots,
+):
+    """Fire an acknowledged batch's ``send()`` Deferreds (the producer's ``_fire_records``).
+
+    Each of *waiters* that anything else can reach (see ``reachable``) is
+    shown to the cyclic GC again and fired with a *metadata_type* (whose four
+    slots' member descriptors are *slots*) for its record: offset *base_offset*
+    plus the record's index from *indexes* (-1 if *base_offset* is), timestamp
+    from *stamps* unless *log_append_time* is given; built untracked (a str and
+    ints).  A *send_type* Deferred is fired by the shortcut above when it can be.
+    """
+    cdef Py_ssize_t i = 0, index
+    cdef int64_t offset
+    set_topic, set_partition, set_offset, set_timestamp = slots
+    new = metadata_type.__new__
+    while i < len(waiters):  # (re-read: a callback could change the list)
+        d = waiters[i]
+        i += 1
+        if afkak_unreachable(d, send_type, attr, getweakrefcount):
+            continue
+        afkak_track(d)
+        index = indexes[i - 1]
+        offset = base_offset + index if base_offset >= 0 else -1
+        metadata = new(metadata_type)
+        afkak_set_slot(metadata, set_topic, topic)
+        afkak_set_slot(metadata, set_partition, partition)
+        afkak_set_slot(metadata, set_offset, offset)
+        afkak_set_slot(
+            metadata, set_timestamp, stamps[index] if log_append_time < 0 else log_append_time
+        )
+        PyObject_GC_UnTrack(<void *>metadata)  # immutable, of a str and ints
+        if type(d) is not send_type or not _fired(d, metadata):
+            d.callback(metadata)
