@@ -212,12 +212,12 @@ class SameAsTwistedTests(SynchronousTestCase):
         canceller=st.booleans(),
         debug=st.booleans(),
     )
-    def test_every_program_sees_the_same(self, moves: list[Any], canceller: bool, debug: bool) -> None:
+    def test_every_program_sees_the_same(
+        self, moves: list[Any], canceller: bool, debug: bool
+    ) -> None:
         assume(not _loops_in_twisted(moves))
         setDebugging(debug)
-        self.assertEqual(
-            _run(SendDeferred, moves, canceller), _run(Deferred, moves, canceller)
-        )
+        self.assertEqual(_run(SendDeferred, moves, canceller), _run(Deferred, moves, canceller))
         gc.collect()  # unhandled failures are logged now, as for both (and flushed)
         self.flushLoggedErrors()
 
