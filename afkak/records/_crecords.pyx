@@ -831,15 +831,12 @@ def _handing(_, d):
 
 
 cdef inline bint _settled(d) except -1:
-    """*d* has fired, its chain has run and nothing holds it: a callback added runs now."""
-    return (
-        d.called
-        and not d.paused
-        and not d._runningCallbacks
-        and not d._callbacks
-        and not d.debug
-        and not isinstance(d.result, _Failure)
-    )
+    """*d* has fired with a success, its chain has run and nothing holds it: a callback
+    added runs now.  (A Deferred as its result, left by an unpause, is Twisted's to chain.)"""
+    if not d.called or d.paused or d._runningCallbacks or d._callbacks or d.debug:
+        return 0
+    result = d.result
+    return not isinstance(result, _Failure) and type(result) not in _deferred_types
 
 
 cdef _run_now(d, callback, tuple args, kwargs):

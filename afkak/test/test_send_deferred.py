@@ -16,7 +16,7 @@ import gc
 import warnings
 from typing import Any
 
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, example, given, settings, strategies as st
 from twisted.internet.defer import (
     Deferred,
     DeferredList,
@@ -207,6 +207,24 @@ class SameAsTwistedTests(SynchronousTestCase):
         self.addCleanup(setDebugging, debugging)
 
     @settings(max_examples=200, deadline=None)
+    # Differences found in a first version: a callback run on a Deferred whose first
+    # firing came at a negative pause count; one added to a Deferred left with a
+    # Deferred as its result by an unpause.
+    @example(
+        moves=[("unpause", 0), ("callback", 0), ("pause", 0), ("gather", 0)],
+        canceller=False,
+        debug=False,
+    )
+    @example(
+        moves=[
+            ("addErrback", ("unfired", 0)),
+            ("cancel", 0),
+            ("unpause", 0),
+            ("addErrback", ("self", 0)),
+        ],
+        canceller=False,
+        debug=False,
+    )
     @given(
         moves=st.lists(_MOVES, max_size=12),
         canceller=st.booleans(),
