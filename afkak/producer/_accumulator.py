@@ -32,6 +32,7 @@ from afkak.metrics import ProducerSensors, registry_of
 from afkak.records import BATCH_HEADER_SIZE
 
 from ._batch import RECORD_OVERHEAD, Buffer, ProducerBatch
+from ._deferred import SendDeferred
 from ._identity import ProducerIdentity
 from ._options import Options
 from ._partition import PartitionState, TopicState
@@ -84,7 +85,7 @@ class Pending:
         self.timestamp = timestamp
         self.partition = partition
         #: What the caller got: fires once the send is acknowledged or refused.
-        self.d: Deferred[Any] = Deferred()
+        self.d: Deferred[Any] = SendDeferred()
         self.size = size
         self.record = record
         #: Reactor time of the call: waits for buffer space and metadata count

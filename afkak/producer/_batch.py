@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 from crc32c import crc32c
+from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from afkak._structs import ProduceResponse
 from afkak.records import BATCH_HEADER_SIZE, build_batch
 
 from ._result import record_metadata
-from ._waiters import fail_all, fire, to_fire, untrack
+from ._waiters import compiled_fire_records, fail_all, fire, to_fire, untrack
 
 #: What a key or value may be (checked by the Producer's calls).
 Buffer: TypeAlias = bytes | bytearray | memoryview
@@ -287,6 +288,11 @@ class ProducerBatch:
         timestamp unless *log_append_time* (the broker's) is given."""
         topic, partition, stamps = self.topic, self.partition, self.timestamps
         waiters, indexes = self.record_waiters, self.record_indexes
+        if compiled_fire_records is not None and not Deferred.debug:
+            compiled_fire_records(
+                waiters, indexes, stamps, topic, partition, base_offset, log_append_time
+            )
+            return
         for i in to_fire(waiters):
             index = indexes[i]
             metadata = record_metadata(

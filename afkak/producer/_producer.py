@@ -27,6 +27,7 @@ from afkak.partitioner import DefaultPartitioner
 from . import _options
 from ._accumulator import Pending, RecordAccumulator
 from ._batch import RECORD_OVERHEAD, Buffer
+from ._deferred import SendDeferred
 from ._identity import ProducerIdentity
 from ._options import UNSET
 from ._partition import TopicState
@@ -382,7 +383,7 @@ class Producer:
         if route is None or acc.blocked or (buffered and buffered + size > acc.buffer_memory):
             # (A stopped producer has no routes.)
             return self._send_later(Pending(topic, key, msgs, (), None, None, size, False))
-        d: Deferred[Any] = Deferred()
+        d: Deferred[Any] = SendDeferred()
         now = self._seconds()
         acc.outstanding += 1
         acc.buffered = buffered + size
@@ -473,7 +474,7 @@ class Producer:
                 Pending(topic, key, (value,), headers, timestamp, partition, size, True)
             )
         # The common case, as send_messages': routed, and room in the buffer.
-        d: Deferred[Any] = Deferred()
+        d: Deferred[Any] = SendDeferred()
         now = self._seconds()
         acc.outstanding += 1
         acc.buffered = buffered + size

@@ -782,3 +782,244 @@ cdef class RecordColumns:
         if pos != size:
             raise DecodeError("record batch has bytes after its last record", offset=pos)
         return True
+
+
+# -- a Deferred's hot paths (afkak.producer._deferred) ------------------------
+#
+# Twisted's Deferred, for the commonest moves of a send's Deferred: a callback
+# added to one that has fired (gathering, awaiting, addCallback after the
+# acknowledgement) runs at once, and firing one with no callback, or with one,
+# records the result or runs that callback, without building Twisted's chain
+# entries and loop.  Anything else (a Failure, a paused or running chain, debug
+# mode, a callback that returns a Deferred or adds callbacks) is left to, or
+# handed back to, Twisted's own code.  bind_deferred() gives these Twisted's
+# names; until then no method here is bound to a class.
+
+cdef object _Failure = None  # twisted.python.failure.Failure
+cdef list _deferred_types = None  # twisted's _DEFERRED_SUBCLASSES (type(x) in it)
+cdef object _base_add_callbacks = None  # Deferred.addCallbacks, .addCallback ...
+cdef object _base_add_callback = None
+cdef object _base_add_errback = None
+cdef object _base_add_both = None
+cdef object _base_callback = None
+cdef object _none_kwargs = None  # twisted's _NONE_KWARGS
+cdef object _warn_about = None  # twisted.python.deprecate.warnAboutFunction
+cdef object _continue = None  # twisted's _CONTINUE: a chained Deferred's entry
+cdef object _ABSENT = object()
+
+_SELF_RETURNED = (
+    "Callback returned the Deferred it was attached to; this breaks the "
+    "callback chain and will raise an exception in the future."
+)
+
+
+def bind_deferred(base, failure, list deferred_types, none_kwargs, continue_, warn_about):
+    """Give this module Twisted's Deferred, Failure and the private names it uses."""
+    global _Failure, _deferred_types, _none_kwargs, _warn_about, _continue
+    global _base_add_callbacks, _base_add_callback, _base_add_errback, _base_add_both
+    global _base_callback
+    _Failure, _deferred_types, _none_kwargs = failure, deferred_types, none_kwargs
+    _warn_about, _continue = warn_about, continue_
+    _base_add_callbacks, _base_add_callback = base.addCallbacks, base.addCallback
+    _base_add_errback, _base_add_both = base.addErrback, base.addBoth
+    _base_callback = base.callback
+
+
+def _handing(_, d):
+    """A chain entry giving *d*: how a Deferred a callback returned goes back to Twisted."""
+    return d
+
+
+cdef inline bint _settled(d) except -1:
+    """*d* has fired with a success, its chain has run and nothing holds it: a callback
+    added runs now.  (A Deferred as its result, left by an unpause, is Twisted's to chain.)"""
+    if not d.called or d.paused or d._runningCallbacks or d._callbacks or d.debug:
+        return 0
+    result = d.result
+    return not isinstance(result, _Failure) and type(result) not in _deferred_types
+
+
+cdef _run_now(d, callback, tuple args, kwargs):
+    """Run *callback* on *d*'s result as Twisted's loop would, the chain being empty."""
+    d._chainedTo = None
+    d._runningCallbacks = True
+    try:
+        try:
+            if kwargs:
+                out = callback(d.result, *args, **kwargs)
+            else:
+                out = callback(d.result, *args)
+            if out is d:
+                _warn_about(callback, _SELF_RETURNED)
+        finally:
+            d._runningCallbacks = False
+    except BaseException:
+        d.result = _Failure(captureVars=d.debug)
+        _in_twisted(d)
+        return d
+    if type(out) in _deferred_types:
+        if out is d:
+            # What Twisted's loop does then: d waits on itself, for good.
+            d.result = d
+            d.pause()
+            d._chainedTo = d
+            d._callbacks.append(d._continuation())
+            if d._debugInfo is not None:
+                d._debugInfo.failResult = None
+            return d
+        # Twisted's loop takes it from here, as if this callback were still first.
+        d._callbacks.insert(0, ((_handing, (out,), _none_kwargs), (_handing, (out,), _none_kwargs)))
+        _in_twisted(d)
+        return d
+    d.result = out
+    if d._callbacks or d._debugInfo is not None or isinstance(out, _Failure):
+        _in_twisted(d)
+    return d
+
+
+cdef _in_twisted(d):
+    """Twisted's loop over what is left of *d*'s chain, its pause count set aside as
+    its loop sets it aside for the rest of a running chain."""
+    paused = d.paused
+    if paused:
+        d.paused = 0
+    d._runCallbacks()
+    if paused:
+        d.paused += paused
+
+
+def deferred_add_callbacks(
+    self,
+    callback,
+    errback=None,
+    callbackArgs=(),
+    callbackKeywords=_ABSENT,
+    errbackArgs=(),
+    errbackKeywords=_ABSENT,
+):
+    """Deferred.addCallbacks; on a settled Deferred, the callback run at once."""
+    if callbackKeywords is _ABSENT:
+        callbackKeywords = _none_kwargs
+    if type(callbackArgs) is tuple and callbackKeywords is not None and _settled(self):
+        return _run_now(self, callback, callbackArgs, callbackKeywords)
+    if errbackKeywords is _ABSENT:
+        errbackKeywords = _none_kwargs
+    return _base_add_callbacks(
+        self, callback, errback, callbackArgs, callbackKeywords, errbackArgs, errbackKeywords
+    )
+
+
+def deferred_add_callback(self, callback, *args, **kwargs):
+    """Deferred.addCallback; on a settled Deferred, the callback run at once."""
+    if _settled(self):
+        return _run_now(self, callback, args, kwargs)
+    return _base_add_callback(self, callback, *args, **kwargs)
+
+
+def deferred_add_both(self, callback, *args, **kwargs):
+    """Deferred.addBoth; on a settled Deferred (a success), the callback run at once."""
+    if _settled(self):
+        return _run_now(self, callback, args, kwargs)
+    return _base_add_both(self, callback, *args, **kwargs)
+
+
+def deferred_add_errback(self, errback, *args, **kwargs):
+    """Deferred.addErrback; nothing to run on a settled Deferred (a success)."""
+    if _settled(self) and self._debugInfo is None:
+        self._chainedTo = None  # what Twisted's loop leaves
+        self._runningCallbacks = False
+        return self
+    return _base_add_errback(self, errback, *args, **kwargs)
+
+
+def deferred_callback(self, result):
+    """Deferred.callback; with no callback yet, or one, the result recorded or that
+    callback run, when nothing else is in the way."""
+    if not _fired(self, result):
+        _base_callback(self, result)
+
+
+cdef bint _fired(d, result) except -1:
+    """``d.callback(result)`` done here, if *d* has no callback or one and nothing else
+    is in the way; 0 if it is left to Twisted."""
+    cdef list chain
+    if (
+        d.called
+        or d.paused
+        or d.debug
+        or d._debugInfo is not None
+        or type(result) in _deferred_types
+        or isinstance(result, _Failure)
+    ):
+        return 0
+    chain = d._callbacks
+    if chain and (
+        len(chain) > 1 or chain[0][0][0] is _continue or type(chain[0][0][1]) is not tuple
+    ):
+        return 0
+    d.called = True
+    d._canceller = None
+    d.result = result
+    if not chain:
+        d._chainedTo = None
+        return 1
+    entry = chain.pop()[0]
+    _run_now(d, entry[0], entry[1], entry[2])
+    return 1
+
+
+cdef extern from *:
+    """
+    #include "structmember.h"
+    /* Set the slot that the member descriptor descr describes (a frozen class's). */
+    static int afkak_set_slot(PyObject *obj, PyObject *descr, PyObject *value) {
+        return PyMember_SetOne((char *)obj, ((PyMemberDescrObject *)descr)->d_member, value);
+    }
+    """
+    int afkak_set_slot(object obj, object descr, object value) except -1
+
+
+def fire_records(
+    list waiters,
+    list indexes,
+    list stamps,
+    str topic,
+    partition,
+    int64_t base_offset,
+    int64_t log_append_time,
+    send_type,
+    str attr,
+    metadata_type,
+    tuple slots,
+):
+    """Fire an acknowledged batch's ``send()`` Deferreds (the producer's ``_fire_records``).
+
+    Each of *waiters* that anything else can reach (see ``reachable``) is
+    shown to the cyclic GC again and fired with a *metadata_type* (whose four
+    slots' member descriptors are *slots*) for its record: offset *base_offset*
+    plus the record's index from *indexes* (-1 if *base_offset* is), timestamp
+    from *stamps* unless *log_append_time* is given; built untracked (a str and
+    ints).  A *send_type* Deferred is fired by the shortcut above when it can be.
+    """
+    cdef Py_ssize_t i = 0, index
+    cdef int64_t offset
+    set_topic, set_partition, set_offset, set_timestamp = slots
+    new = metadata_type.__new__
+    while i < len(waiters):  # (re-read: a callback could change the list)
+        d = waiters[i]
+        i += 1
+        if afkak_unreachable(d, send_type, attr, getweakrefcount):
+            continue
+        afkak_track(d)
+        index = indexes[i - 1]
+        offset = base_offset + index if base_offset >= 0 else -1
+        metadata = new(metadata_type)
+        afkak_set_slot(metadata, set_topic, topic)
+        afkak_set_slot(metadata, set_partition, partition)
+        afkak_set_slot(metadata, set_offset, offset)
+        afkak_set_slot(
+            metadata, set_timestamp, stamps[index] if log_append_time < 0 else log_append_time
+        )
+        PyObject_GC_UnTrack(<void *>metadata)  # immutable, of a str and ints
+        if type(d) is not send_type or not _fired(d, metadata):
+            d.callback(metadata)

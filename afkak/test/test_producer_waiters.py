@@ -27,7 +27,8 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak.common import CorruptMessage, ProduceResponse
-from afkak.producer import RecordMetadata, _waiters
+from afkak.producer import RecordMetadata, _batch, _waiters
+from afkak.producer._deferred import SendDeferred
 from afkak.producer._result import record_metadata
 from afkak.records import gc_pause
 
@@ -165,6 +166,37 @@ class WaitingSendsTests(ProducerTestCase):
         self.assertEqual(seen[5][0], "send")
         self.assertEqual((seen[5][1].partition, seen[5][1].offset), (0, 5))
 
+    def test_the_compiled_loop_fires_as_the_reference_does(self) -> None:
+        """An acknowledged batch's send() Deferreds fired in one compiled loop (issue 28):
+        the same ones as the Python loop fires (held, with callbacks, weakly referred
+        to; not dropped ones), with the same RecordMetadata."""
+        _compiled()
+        outcomes = []
+        for compiled in (True, False):
+            if not compiled:
+                self.patch(_batch, "compiled_fire_records", None)
+            producer = self.producer(linger_ms=10)
+            seen: list[Any] = []
+            held = [producer.send("t", b"a"), producer.send("t", b"b", timestamp=7)]
+            producer.send("t", b"c")  # dropped: never fired
+            producer.send("t", b"d").addCallback(seen.append)
+            ref = weakref.ref(producer.send("t", b"e"))
+            self.succeed(producer.flush())
+            results = [self.successResultOf(d) for d in held] + seen
+            base = results[0].offset
+            outcomes.append(
+                (
+                    [(r.topic, r.partition, r.offset - base) for r in results],
+                    results[1].timestamp,
+                    ref() is None,
+                    [type(r) for r in results],
+                )
+            )
+        self.assertEqual(
+            outcomes[0], ([("t", 0, 0), ("t", 0, 1), ("t", 0, 3)], 7, True, [RecordMetadata] * 3)
+        )
+        self.assertEqual(outcomes[0], outcomes[1])
+
     def test_a_send_seen_through_a_weak_reference_fires(self) -> None:
         producer = self.producer(linger_ms=10)
         ref = weakref.ref(producer.send_messages("t", None, [b"a"]))
@@ -235,7 +267,7 @@ class ToFireTests(SynchronousTestCase):
 
     def test_leaves_out_only_what_nothing_can_see(self) -> None:
         _compiled()
-        waiters: list[Deferred[Any]] = [Deferred() for _ in range(5)]
+        waiters: list[Deferred[Any]] = [SendDeferred() for _ in range(5)]
         for i in range(5):  # (a loop variable would hold the last one)
             gc_pause.untrack(waiters[i])
         held = waiters[1]
@@ -245,6 +277,14 @@ class ToFireTests(SynchronousTestCase):
         self.assertEqual([gc.is_tracked(d) for d in waiters], [False, True, True, True, False])
         self.assertIs(ref(), waiters[3])
         self.assertIs(held, waiters[1])
+
+    def test_fires_any_other_deferred(self) -> None:
+        """Only a SendDeferred may be left unfired: the shortcut is known for it alone."""
+        _compiled()
+        waiters: list[Deferred[Any]] = [Deferred(), SendDeferred()]
+        for i in range(2):
+            gc_pause.untrack(waiters[i])
+        self.assertEqual(list(_waiters.to_fire(waiters)), [0])
 
     def test_fires_everything_in_debug_mode(self) -> None:
         self.addCleanup(setDebugging, False)
