@@ -32,8 +32,14 @@ and p95 of (sink record's CreateTime - source record's creation) per run, and
 the median of Spark's ``durationMs`` phases over the micro-batches that read
 records.
 
+With ``--cold`` it compares each format's first read of a new session
+instead: per run and format a process of its own starts a session and times
+its first query (the JVM loading the format's classes, afkak's Python workers
+starting and importing afkak); medians of ``--runs``.
+
 Run: ``python tools/spark_bench.py [--records N] [--warm K] [--phases]
-[--driver-memory 4g] [--compare [--runs 3] | --quick | --latency S [--runs 3]]``.
+[--driver-memory 4g] [--compare [--runs 3] | --cold [--runs 3] | --quick |
+--latency S [--runs 3]]``.
 """
 
 from __future__ import annotations
@@ -409,6 +415,77 @@ def broker_topic() -> str:
     return f"spark-bench-{os.getpid()}"
 
 
+def spark_session(args: Any, jars: list[str]) -> Any:
+    """A session on ``args.master`` with afkak's source registered and *jars* loaded."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # this checkout's afkak in Spark's Python workers too (they inherit the environment)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [sys.path[0], os.environ.get("PYTHONPATH")])
+    )
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    from afkak.spark import AfkakDataSource
+
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("afkak-spark-bench")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", args.driver_memory)
+        .config("spark.jars", ",".join(jars))
+        .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(AfkakDataSource)
+    return spark
+
+
+def cold_read(args: Any) -> None:
+    """``--cold-read FMT``: a new session's first read through FMT, timed alone.
+
+    Run in a process of its own per format and run by ``--cold``, so nothing
+    is warm: the JVM loads the format's classes, and afkak's Python workers
+    start and import afkak, inside the timed query."""
+    from afkak.test.brokers.spark_kafka import connector_jars
+
+    spark = spark_session(args, connector_jars())
+    elapsed, n = spark_read(
+        spark, args.bootstrap, args.topic, json.loads(args.ends), fmt=args.cold_read
+    )
+    spark.stop()
+    print(f"COLD {args.cold_read} {elapsed:.3f} {n}")
+
+
+def compare_cold(bootstrap: str, topic: str, ends: dict[str, int], args: Any) -> None:
+    """The first read of a new session through each format, alternately: medians of runs."""
+    import statistics
+    import subprocess
+
+    seconds: dict[str, list[float]] = {"afkak": [], "kafka": []}
+    for _ in range(args.runs):
+        for fmt in seconds:
+            command = [sys.executable, os.path.abspath(__file__), "--cold-read", fmt]
+            command += ["--bootstrap", bootstrap, "--topic", topic, "--ends", json.dumps(ends)]
+            command += ["--master", args.master, "--driver-memory", args.driver_memory]
+            out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            [line] = [x for x in out.splitlines() if x.startswith("COLD ")]
+            _, _, took, n = line.split()
+            assert int(n) == args.records, (fmt, n)
+            seconds[fmt].append(float(took))
+    print(f"load average: {os.getloadavg()}")
+    rates = {fmt: args.records / statistics.median(t) for fmt, t in seconds.items()}
+    runs = {fmt: ", ".join(f"{t:.2f}" for t in ts) for fmt, ts in seconds.items()}
+    print(
+        f"cold batch read: afkak {rates['afkak']:,.0f} records/s ({runs['afkak']} s), "
+        f"kafka {rates['kafka']:,.0f} records/s ({runs['kafka']} s): "
+        f"{rates['afkak'] / rates['kafka']:.2f}x"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -434,7 +511,20 @@ def main() -> None:
         metavar="S",
         help="--compare streaming end-to-end latency instead, S seconds of records a run",
     )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="--compare each format's first read in a new session (a process each) instead",
+    )
+    parser.add_argument("--cold-read", choices=("afkak", "kafka"), help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--ends", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cold_read:
+        cold_read(args)
+        return
+    if args.cold:
+        args.compare = True
     if args.quick:
         args.compare, args.records = True, 200_000
     if args.latency:
@@ -479,30 +569,10 @@ def main() -> None:
             f"{records / elapsed:,.0f} records/s"
         )
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    # this checkout's afkak in Spark's Python workers too (they inherit the environment)
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [sys.path[0], os.environ.get("PYTHONPATH")])
-    )
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    from afkak.spark import AfkakDataSource
-
-    spark = (
-        SparkSession.builder.master(args.master)
-        .appName("afkak-spark-bench")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", args.driver_memory)
-        .config("spark.jars", ",".join(jars))
-        .config("spark.sql.streaming.numRecentProgressUpdates", "10000")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(AfkakDataSource)
+    if args.cold:
+        compare_cold(bootstrap, topic, ends, args)
+        return
+    spark = spark_session(args, jars)
     if broker is not None and args.latency:
         import statistics
 
