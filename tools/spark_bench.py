@@ -287,7 +287,6 @@ def spark_write(spark: Any, fmt: str, bootstrap: str, topic: str, records: int, 
 
 def compare(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any) -> None:
     """afkak's source against Spark's connector: medians of alternate runs."""
-    import statistics
 
     reads: dict[str, list[float]] = {"afkak": [], "kafka": []}
     writes: dict[str, list[float]] = {"afkak": [], "kafka": []}
@@ -306,14 +305,21 @@ def compare(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any
                 spark_write(spark, fmt, broker.bootstrap, sink, args.records, args.size)
             )
     print(f"load average: {os.getloadavg()}")
-    for label, timings in (("batch read", reads), ("batch write", writes)):
-        rates = {fmt: args.records / statistics.median(t) for fmt, t in timings.items()}
-        runs = {fmt: ", ".join(f"{t:.2f}" for t in ts) for fmt, ts in timings.items()}
-        print(
-            f"{label}: afkak {rates['afkak']:,.0f} records/s ({runs['afkak']} s), "
-            f"kafka {rates['kafka']:,.0f} records/s ({runs['kafka']} s): "
-            f"{rates['afkak'] / rates['kafka']:.2f}x"
-        )
+    report("batch read", reads, args.records)
+    report("batch write", writes, args.records)
+
+
+def report(label: str, timings: dict[str, list[float]], records: int) -> None:
+    """One line: each format's median records/s and its runs' seconds, and the ratio."""
+    import statistics
+
+    rates = {fmt: records / statistics.median(t) for fmt, t in timings.items()}
+    runs = {fmt: ", ".join(f"{t:.2f}" for t in ts) for fmt, ts in timings.items()}
+    print(
+        f"{label}: afkak {rates['afkak']:,.0f} records/s ({runs['afkak']} s), "
+        f"kafka {rates['kafka']:,.0f} records/s ({runs['kafka']} s): "
+        f"{rates['afkak'] / rates['kafka']:.2f}x"
+    )
 
 
 def stream_latency(
@@ -462,7 +468,6 @@ def cold_read(args: Any) -> None:
 
 def compare_cold(bootstrap: str, topic: str, ends: dict[str, int], args: Any) -> None:
     """The first read of a new session through each format, alternately: medians of runs."""
-    import statistics
     import subprocess
 
     seconds: dict[str, list[float]] = {"afkak": [], "kafka": []}
@@ -477,13 +482,7 @@ def compare_cold(bootstrap: str, topic: str, ends: dict[str, int], args: Any) ->
             assert int(n) == args.records, (fmt, n)
             seconds[fmt].append(float(took))
     print(f"load average: {os.getloadavg()}")
-    rates = {fmt: args.records / statistics.median(t) for fmt, t in seconds.items()}
-    runs = {fmt: ", ".join(f"{t:.2f}" for t in ts) for fmt, ts in seconds.items()}
-    print(
-        f"cold batch read: afkak {rates['afkak']:,.0f} records/s ({runs['afkak']} s), "
-        f"kafka {rates['kafka']:,.0f} records/s ({runs['kafka']} s): "
-        f"{rates['afkak'] / rates['kafka']:.2f}x"
-    )
+    report("cold batch read", seconds, args.records)
 
 
 def main() -> None:
