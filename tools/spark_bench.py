@@ -37,9 +37,14 @@ instead: per run and format a process of its own starts a session and times
 its first query (the JVM loading the format's classes, afkak's Python workers
 starting and importing afkak); medians of ``--runs``.
 
+With ``--stream`` it compares streaming throughput: per run and format, a
+query through that format (``Trigger.AvailableNow``, ``maxOffsetsPerTrigger``
+``--per-trigger``) copies the whole topic into a new one through the same
+format, timed from its start to its end; medians of ``--runs``.
+
 Run: ``python tools/spark_bench.py [--records N] [--warm K] [--phases]
-[--driver-memory 4g] [--compare [--runs 3] | --cold [--runs 3] | --quick |
---latency S [--runs 3]]``.
+[--driver-memory 4g] [--compare [--runs 3] | --cold [--runs 3] | --stream
+[--per-trigger N] [--runs 3] | --quick | --latency S [--runs 3]]``.
 """
 
 from __future__ import annotations
@@ -417,6 +422,49 @@ def stream_latency(
     return statistics.median(ms), ms[int(0.95 * (len(ms) - 1))], breakdown
 
 
+def stream_throughput(spark: Any, broker: Any, topic: str, fmt: str, run: int, args: Any) -> float:
+    """Seconds for a streaming query through *fmt* to copy all of *topic* into a new
+    topic through *fmt*, in micro-batches of ``--per-trigger`` records
+    (``maxOffsetsPerTrigger``, ``Trigger.AvailableNow``)."""
+    import tempfile
+
+    sink = f"{topic}-s-{fmt}-{run}"
+    broker.create_topic(sink, PARTITIONS)
+    started = time.perf_counter()
+    query = (
+        spark.readStream.format(fmt)
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(args.per_trigger))
+        .load()
+        .select("value")
+        .writeStream.format(fmt)
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", sink)
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="spark-bench-stream-"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    elapsed = time.perf_counter() - started
+    copied = sum(p.numInputRows for p in query.recentProgress)
+    assert copied == args.records, (fmt, copied)
+    return elapsed
+
+
+def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any) -> None:
+    """Streaming throughput of each format, alternately, after a warm batch read each."""
+    seconds: dict[str, list[float]] = {"afkak": [], "kafka": []}
+    for fmt in seconds:  # untimed: JVM classes and Python workers warm
+        spark_read(spark, broker.bootstrap, topic, ends, fmt=fmt)
+    for run in range(args.runs):
+        for fmt in seconds:
+            seconds[fmt].append(stream_throughput(spark, broker, topic, fmt, run, args))
+    print(f"load average: {os.getloadavg()}")
+    report("streaming copy", seconds, args.records)
+
+
 def broker_topic() -> str:
     return f"spark-bench-{os.getpid()}"
 
@@ -516,13 +564,24 @@ def main() -> None:
         help="--compare each format's first read in a new session (a process each) instead",
     )
     parser.add_argument("--cold-read", choices=("afkak", "kafka"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="--compare streaming throughput instead: a query copying the topic, AvailableNow",
+    )
+    parser.add_argument(
+        "--per-trigger",
+        type=int,
+        default=100_000,
+        help="--stream: maxOffsetsPerTrigger (default 100,000)",
+    )
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--ends", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_read:
         cold_read(args)
         return
-    if args.cold:
+    if args.cold or args.stream:
         args.compare = True
     if args.quick:
         args.compare, args.records = True, 200_000
@@ -590,6 +649,8 @@ def main() -> None:
                 f"({', '.join(f'{ms:.0f}' for ms in p50s)}), p95 median "
                 f"{statistics.median(p95s):.0f} ms ({', '.join(f'{ms:.0f}' for ms in p95s)})"
             )
+    elif broker is not None and args.stream:
+        compare_stream(spark, broker, topic, ends, args)
     elif broker is not None:
         compare(spark, broker, topic, ends, args)
     if broker is not None:
