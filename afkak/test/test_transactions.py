@@ -566,7 +566,7 @@ class ErrorClassificationTests(TxnTestCase):
     def test_txn_offset_commit(self) -> None:
         group, offsets = ConsumerGroupMetadata("g"), {TopicAndPartition("t", 0): 1}
         producer = self.begun()
-        for error in self.RETRIABLE:
+        for error in (*self.RETRIABLE, ConcurrentTransactions):
             self.cluster.fail_next(TxnOffsetCommitRequest, error)
         self.succeed(producer.send_offsets_to_transaction(offsets, group))
         self.succeed(producer.abort_transaction())
@@ -770,6 +770,47 @@ class TransactionsV2Tests(TxnTestCase):
         self.succeed(producer.send("t", b"y", partition=1))
         self.succeed(producer.commit_transaction())
         self.assertEqual(self.read("read_committed", 1), [b"x", b"y"])
+
+    def test_produce_while_the_last_transaction_completes_is_retried(self) -> None:
+        """Issue 33: a partition's first Produce answered CONCURRENT_TRANSACTIONS (the last
+        transaction's markers are still being written) is retried, as Java's producer does."""
+        transactions = self.cluster.state.transactions
+        transactions.completion_delay = 0.3
+        producer = self.ready(retry_interval=0.05)
+        for n in range(3):
+            self.succeed(producer.begin_transaction())
+            self.send_all(producer, 6, b"%d-" % n)
+            self.succeed(producer.commit_transaction())
+        self.assertGreater(transactions.concurrent_answers, 0)
+        self.clock.advance(0.3)  # the last one's markers
+        self.assertEqual(transactions.committed, 3)
+        for p in range(3):
+            self.assertEqual(
+                self.read("read_committed", p),
+                [b"%d-%d" % (n, i) for n in range(3) for i in (p, p + 3)],
+            )
+
+    def test_completing_transaction_answers_concurrent_transactions(self) -> None:
+        """The fake coordinator's PrepareCommit: the producer's requests that would change
+        the transaction are answered CONCURRENT_TRANSACTIONS until the markers are written."""
+        transactions = self.cluster.state.transactions
+        transactions.completion_delay = 1.0
+        producer = self.ready(retry_interval=0.05)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(transactions.transactions[TID].state, "PrepareCommit")
+        self.succeed(producer.begin_transaction())
+        group = ConsumerGroupMetadata("g")
+        d = producer.send_offsets_to_transaction({TopicAndPartition("t", 0): 1}, group)
+        self.assertNoResult(d)
+        self.assertGreater(transactions.concurrent_answers, 0)
+        self.clock.advance(1.0)
+        self.succeed(d)
+        self.assertEqual(transactions.transactions[TID].state, "Ongoing")
+        self.succeed(producer.commit_transaction())
+        self.clock.advance(1.0)
+        self.assertEqual(self.cluster.committed_offsets["g", "t", 0].offset, 1)
 
     def test_offsets_without_add_offsets_to_txn(self) -> None:
         producer = self.ready()
