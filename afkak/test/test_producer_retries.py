@@ -20,6 +20,7 @@ from afkak.common import (
     InvalidRecord,
     KafkaTimeoutError,
     MessageSizeTooLargeError,
+    NoCommonVersionError,
     NotEnoughReplicas,
     NotLeaderForPartitionError,
     OutOfOrderSequenceNumber,
@@ -394,6 +395,38 @@ class IdempotenceTests(ProducerTestCase):
         self.assertEqual(self.produce_requests(), [])
         # The next send asks again.
         self.assertEqual(self.succeed(producer.send("t", b"b", partition=0)).offset, 0)
+
+    def test_cluster_authorization_says_idempotence_needs_idempotent_write(self) -> None:
+        """Issue 33: the refusal names IDEMPOTENT_WRITE and how to turn idempotence off."""
+        self.cluster.fail_next(INIT_PRODUCER_ID, ClusterAuthorizationFailed)
+        producer = self.producer()
+        failure = self.run_until(producer.send("t", b"a", partition=0))
+        failure.trap(ClusterAuthorizationFailed)
+        self.assertIn("IDEMPOTENT_WRITE", str(failure.value))
+        self.assertIn("enable_idempotence=False", str(failure.value))
+
+
+class BrokerWithoutIdempotenceTests(ProducerTestCase):
+    """A broker too old for idempotence (Kafka before 0.11: no InitProducerId)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.cluster.state.api_versions.pop(INIT_PRODUCER_ID)
+
+    def test_sends_fail_at_once_saying_why(self) -> None:
+        """Issue 33: not after the delivery timeout, with "0 attempt(s)"."""
+        producer = self.producer(retry_interval=0.1)
+        d = producer.send("t", b"a", partition=0)
+        failure = self.run_until(d, seconds=1.0)
+        failure.trap(NoCommonVersionError)
+        self.assertIn("Kafka 0.11", str(failure.value))
+        self.assertIn("enable_idempotence=False", str(failure.value))
+        inits = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+        self.assertEqual((inits, self.produce_requests()), ([], []))
+
+    def test_without_idempotence_the_sends_go(self) -> None:
+        producer = self.producer(enable_idempotence=False)
+        self.assertEqual(self.succeed(producer.send("t", b"a", partition=0)).offset, 0)
 
 
 class WithoutIdempotenceTests(ProducerTestCase):
