@@ -403,6 +403,26 @@ class TransactionalProducerTests(TxnTestCase):
         self.succeed(producer.commit_transaction())  # the retried EndTxn succeeds
         self.assertEqual(self.read("read_committed"), [b"x"])
 
+    def test_a_batch_refused_as_too_large_is_split(self) -> None:
+        """Issue 33: the halves keep the transaction's producer id, epoch and sequences."""
+        self.cluster.state.max_message_bytes = 600
+        producer = self.ready(linger_ms=100)
+        self.succeed(producer.begin_transaction())
+        for i in range(20):
+            producer.send("t", b"%02d" % i + b"x" * 98, partition=1)
+        self.succeed(producer.flush())
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(
+            [v[:2] for v in self.read("read_committed", 1)],  # type: ignore[index]
+            [b"%02d" % i for i in range(20)],
+        )
+        data = [b for b in self.stored_batches("t", 1) if not b.is_control]
+        self.assertGreater(len(data), 2)
+        self.assertEqual(
+            [b.base_sequence for b in data],
+            [sum(c.record_count for c in data[:k]) for k in range(len(data))],
+        )
+
 
 class FencingTests(TxnTestCase):
     def test_second_producer_fences_the_first(self) -> None:
