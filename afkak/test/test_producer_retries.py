@@ -8,6 +8,7 @@ nothing was lost or written twice.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
 from afkak.codec import CODEC_GZIP
@@ -36,6 +37,7 @@ from afkak.producer import Producer
 from afkak.producer._batch import SEQUENCE_MODULUS
 from afkak.producer._outcome import Action, for_error_code, for_exception
 from afkak.producer._partition import PartitionState
+from afkak.records import read_batches
 
 from .test_producer import INIT_PRODUCER_ID, PRODUCE, ProducerTestCase
 
@@ -244,6 +246,39 @@ class SplitTests(ProducerTestCase):
 
     def test_without_idempotence(self) -> None:
         self.check(self.producer(linger_ms=100, enable_idempotence=False, partitioner_class=_Zero))
+
+    def test_later_batches_in_flight_keep_their_place(self) -> None:
+        """A batch sent after a refused one, in flight with it, is answered
+        OUT_OF_ORDER_SEQUENCE_NUMBER (the refused sequences never arrived) and goes again
+        after its halves, unchanged: one epoch, consecutive sequences, in order."""
+        self.cluster.state.max_message_bytes = 1000
+        producer = self.producer(batch_size=2500)
+        # The broker knows the producer (it accepts any sequence of one it does not).
+        self.succeed(producer.send("t", b"first", partition=0))
+        self.cluster.delay(PRODUCE, 0.05)  # answers arrive after the next batch went
+        big = [producer.send("t", b"%03d" % i + b"b" * 97, partition=0) for i in range(30)]
+        self.clock.advance(0)  # the first batch (about 22 records) goes
+        small = [producer.send("t", b"%03d" % i + b"s" * 7, partition=0) for i in range(30, 33)]
+        self.succeed(producer.flush())
+        offsets = [self.successResultOf(d).offset for d in big + small]
+        self.assertEqual(offsets, list(range(1, 34)))
+        self.assertEqual(
+            [v[:3] for v in self.values(partition=0)[1:]],  # type: ignore[index]
+            [b"%03d" % i for i in range(33)],
+        )
+        sent = Counter(
+            (b.base_sequence, b.record_count)
+            for r in self.produce_requests()
+            for pd in r.request.topic_data[0].partition_data
+            for b in read_batches(pd.records)
+        )
+        self.assertGreater(max(sent.values()), 1)  # sent again, unchanged
+        batches = self.stored_batches("t", 0)
+        self.assertEqual(len({b.producer_epoch for b in batches}), 1)
+        self.assertEqual(
+            [b.base_sequence for b in batches],
+            [sum(c.record_count for c in batches[:k]) for k in range(len(batches))],
+        )
 
     def test_a_send_messages_call_cut_in_two_fires_once_written(self) -> None:
         self.cluster.state.max_message_bytes = 500
