@@ -233,16 +233,19 @@ class SplitTests(ProducerTestCase):
         self.assertEqual([v[:3] for v in values], [b"%03d" % i for i in range(n)])  # type: ignore[index]
         self.assertTrue(all(b.size_in_bytes <= 1000 for b in self.stored_batches("t", 0)))
 
-    def test_batches_are_halved_until_they_fit(self) -> None:
-        producer = self.producer(linger_ms=100, partitioner_class=_Zero)
-        self.check(producer)
-        # Idempotent: consecutive sequences under one epoch, nothing written twice.
+    def assert_one_epoch_consecutive(self) -> None:
+        """t/0's batches: one epoch, consecutive sequences (nothing written twice)."""
         batches = self.stored_batches("t", 0)
         self.assertEqual(len({b.producer_epoch for b in batches}), 1)
         self.assertEqual(
             [b.base_sequence for b in batches],
             [sum(c.record_count for c in batches[:k]) for k in range(len(batches))],
         )
+
+    def test_batches_are_halved_until_they_fit(self) -> None:
+        producer = self.producer(linger_ms=100, partitioner_class=_Zero)
+        self.check(producer)
+        self.assert_one_epoch_consecutive()
 
     def test_without_idempotence(self) -> None:
         self.check(self.producer(linger_ms=100, enable_idempotence=False, partitioner_class=_Zero))
@@ -273,12 +276,7 @@ class SplitTests(ProducerTestCase):
             for b in read_batches(pd.records)
         )
         self.assertGreater(max(sent.values()), 1)  # sent again, unchanged
-        batches = self.stored_batches("t", 0)
-        self.assertEqual(len({b.producer_epoch for b in batches}), 1)
-        self.assertEqual(
-            [b.base_sequence for b in batches],
-            [sum(c.record_count for c in batches[:k]) for k in range(len(batches))],
-        )
+        self.assert_one_epoch_consecutive()
 
     def test_a_send_messages_call_cut_in_two_fires_once_written(self) -> None:
         self.cluster.state.max_message_bytes = 500
