@@ -8,9 +8,9 @@ one Produce request per broker per round, while partitions still have
 batches and in-flight room.  Each
 answer is applied per partition: success fires the sends, errors are
 classified by :mod:`._outcome` (retry after a back-off, restart the
-sequences at a new epoch, or fail); a batch refused as too large is split
-in two (:func:`._split.split_batch`) and sent again at once.  Retries wait by the producer's
-:mod:`afkak._retry` policy (Kafka's ``retry.backoff.ms`` doubling to
+sequences at a new epoch, or fail); a batch refused as too large is split in
+two (:func:`._split.split_batch`) and sent again at once.  Retries wait by the
+producer's :mod:`afkak._retry` policy (Kafka's ``retry.backoff.ms`` doubling to
 ``retry.backoff.max.ms``); a batch not acknowledged within the delivery
 timeout (``delivery.timeout.ms``, counted from when it was opened) fails.
 """

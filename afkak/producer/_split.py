@@ -92,7 +92,7 @@ def split_batch(
     halves: list[ProducerBatch] = []
     low = 0
     sequence = batch.base_sequence
-    budget = batch.size - BATCH_HEADER_SIZE
+    estimate = batch.size - BATCH_HEADER_SIZE  # shared by record count
     for run in halve(records):
         high = low + len(run)
         half = ProducerBatch(batch.part, batch.created, batch.order)
@@ -104,9 +104,7 @@ def split_batch(
         if any(r[5] for r in run):
             half.headers = [r[5] for r in run]
         half.timestamps = [r[1] for r in run]
-        share = sum(_estimate(r) for r in run) if high < n else budget
-        half.size = BATCH_HEADER_SIZE + min(share, budget)
-        budget -= half.size - BATCH_HEADER_SIZE
+        half.size = BATCH_HEADER_SIZE + estimate * high // n - estimate * low // n
         for start, end, d, record in ranges:
             if end <= low or start >= high:
                 continue
@@ -147,12 +145,3 @@ def _send_ranges(batch: ProducerBatch, n: int) -> list[tuple[int, int, Deferred[
         (i, i + 1, d, True) for i, d in zip(batch.record_indexes, batch.record_waiters, strict=True)
     )
     return ranges
-
-
-def _estimate(record: Any) -> int:
-    """A decoded record's share of a batch's size estimate (as the producer counts it)."""
-    size = RECORD_OVERHEAD + (len(record[3]) if record[3] is not None else 0)
-    size += len(record[4]) if record[4] is not None else 0
-    for name, value in record[5]:
-        size += 10 + len(name.encode()) + (len(value) if value else 0)
-    return size

@@ -232,6 +232,8 @@ class SplitTests(ProducerTestCase):
         values = self.values(partition=0)[1:]
         self.assertEqual([v[:3] for v in values], [b"%03d" % i for i in range(n)])  # type: ignore[index]
         self.assertTrue(all(b.size_in_bytes <= 1000 for b in self.stored_batches("t", 0)))
+        accumulator = producer._accumulator
+        self.assertEqual((accumulator.buffered, accumulator.outstanding), (0, 0))
 
     def assert_one_epoch_consecutive(self) -> None:
         """t/0's batches: one epoch, consecutive sequences (nothing written twice)."""
@@ -286,7 +288,8 @@ class SplitTests(ProducerTestCase):
         self.assertEqual(self.succeed(d).offset, 0)
         [partition] = [p for p in range(3) if self.cluster.records("t", p)]
         self.assertEqual(self.values(partition=partition), values)
-        self.succeed(producer.flush())  # nothing left outstanding
+        accumulator = producer._accumulator
+        self.assertEqual((accumulator.buffered, accumulator.outstanding), (0, 0))
 
     def test_keys_headers_timestamps_and_compression_survive(self) -> None:
         self.cluster.state.max_message_bytes = 600
