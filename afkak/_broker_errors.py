@@ -434,7 +434,7 @@ class InvalidTransactionTimeout(BrokerResponseError):
     errno = ErrorCode.INVALID_TRANSACTION_TIMEOUT
 
 
-class ConcurrentTransactions(BrokerResponseError):
+class ConcurrentTransactions(RetriableBrokerResponseError):
     errno = ErrorCode.CONCURRENT_TRANSACTIONS
 
 

@@ -15,6 +15,7 @@ from afkak.client._fetch_call import FetchCall
 from afkak.client._leader_epoch_call import EpochEnd, EpochQuery, OffsetForLeaderEpochCall
 from afkak.client._list_offsets_call import ListOffsetsCall
 from afkak.client._produce_call import ProduceCall
+from afkak.client._produce_split import halve
 from afkak.client._stale import COORDINATOR_MOVED, LEADER_MOVED, TOPIC_GONE
 from afkak.client._validate import (
     INT32_MAX,
@@ -41,6 +42,7 @@ __all__ = [
     "ProduceCall",
     "VersionedCall",
     "group_name",
+    "halve",
     "integer",
     "kafka_client",
     "number",

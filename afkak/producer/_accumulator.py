@@ -36,7 +36,7 @@ from ._deferred import SendDeferred
 from ._identity import ProducerIdentity
 from ._options import Options
 from ._partition import PartitionState, TopicState
-from ._split import joined, pieces, values_size
+from ._split import joined, pieces, split_batch, values_size
 from ._transaction import TransactionManager
 
 log = Logger()
@@ -458,6 +458,17 @@ class RecordAccumulator:
         part.requeue(batch)
         self.active.add(part)
         part.retry_at = max(part.retry_at, retry_at)
+
+    def split(self, batch: ProducerBatch) -> None:
+        """A batch the broker refused as too large goes again as two, in its place, at once."""
+        halves, more = split_batch(
+            batch, self.options.codec, self.options.compression_level, self.transaction is not None
+        )
+        self.outstanding += more
+        part = batch.part
+        for half in reversed(halves):  # each goes before what has its order
+            part.requeue(half)
+        self.active.add(part)
 
     def expired(self, now: float) -> tuple[list[ProducerBatch], float]:
         """Remove the batches (not in flight) whose delivery timeout passed; when the next one

@@ -9,6 +9,11 @@ librdkafka do for an idempotent producer (KIP-360): after a sequence gap
 or the broker refuses even a restarted sequence) a fresh id is fetched.
 InitProducerId never carries the current id: brokers that lost it refuse
 it (Tansu answers UNKNOWN_SERVER_ERROR), so asking again never loops.
+
+Two refusals fail the sends at once, saying how to turn idempotence off: a
+broker without InitProducerId (Kafka before 0.11), and a principal without
+IDEMPOTENT_WRITE on the cluster (which Kafka before 2.8 requires; later
+brokers accept WRITE on a topic), as confluent-kafka reports them.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError
-from afkak._errors import CancelledError
+from afkak._broker_errors import BrokerResponseError, ErrorCode
+from afkak._errors import CancelledError, KafkaError, NoCommonVersionError
 from afkak._retry import retrying
 from afkak.client import BrokerRequests
 from afkak.protocol.messages import InitProducerIdRequest
@@ -32,6 +37,8 @@ log = Logger()
 MAX_EPOCH = 2**15 - 1
 #: Sent for a non-transactional producer, which the broker ignores (Kafka's default).
 _TRANSACTION_TIMEOUT_MS = 60_000
+#: How a refused idempotent producer can do without.
+TURN_OFF = "Producer(..., enable_idempotence=False) turns idempotence off"
 
 
 class ProducerIdentity:
@@ -85,14 +92,29 @@ class ProducerIdentity:
         d.addCallbacks(self._answered, self._failed)
 
     async def _init_producer_id(self) -> Any:
-        response = await self._client.send_request_to_any_broker(
-            InitProducerIdRequest(
-                transactional_id=None,
-                transaction_timeout_ms=_TRANSACTION_TIMEOUT_MS,
-                producer_id=-1,
-                producer_epoch=-1,
+        try:
+            response = await self._client.send_request_to_any_broker(
+                InitProducerIdRequest(
+                    transactional_id=None,
+                    transaction_timeout_ms=_TRANSACTION_TIMEOUT_MS,
+                    producer_id=-1,
+                    producer_epoch=-1,
+                )
             )
-        )
+        except KafkaError as e:
+            # Each broker tried had no InitProducerId (the cause of "no broker answered").
+            if isinstance(e, NoCommonVersionError) or isinstance(e.__cause__, NoCommonVersionError):
+                raise NoCommonVersionError(
+                    f"the idempotent producer needs Kafka 0.11 or later (InitProducerId): {e};"
+                    f" {TURN_OFF}"
+                ) from e
+            raise
+        if response.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+            raise BrokerResponseError.from_errno(
+                response.error_code,
+                "the idempotent producer needs IDEMPOTENT_WRITE on the cluster (Kafka before"
+                f" 2.8; later brokers accept WRITE on a topic); {TURN_OFF}",
+            )
         if response.error_code:
             raise BrokerResponseError.from_errno(response.error_code)
         return response

@@ -36,6 +36,8 @@ UNKNOWN_OUTCOME = frozenset(
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
     }
 )
+#: A batch the broker refuses as too large: split, unless it holds one record.
+TOO_LARGE = frozenset({ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE})
 #: Errors that mean the broker's metadata moved on: forget the partition's leader.
 STALE_LEADER = LEADER_MOVED | TOPIC_GONE
 

@@ -93,7 +93,10 @@ class Producer:
     :param enable_idempotence: Kafka's idempotent producer (the default): the
         broker drops duplicates of retried batches, so retries never write a
         record twice or out of order.  Needs ``req_acks=-1``
-        (``ValueError`` otherwise).
+        (``ValueError`` otherwise), Kafka 0.11 or later and, on Kafka before
+        2.8, IDEMPOTENT_WRITE on the cluster for the producer's principal
+        (later brokers accept WRITE on the topic): without them sends fail at
+        once, saying so; ``enable_idempotence=False`` turns it off.
     :param linger_ms: without *batch_send*, milliseconds a batch may wait
         for more records before it is sent.
     :param batch_size: bytes (estimated, before compression) at which a
@@ -120,6 +123,10 @@ class Producer:
         a record that cannot fit alone fails its send with
         :exc:`~afkak.common.MessageSizeTooLargeError`.  Batches of small
         records are cut at *batch_size* or a quarter of this, whichever is less.
+        A batch the broker refuses as too large (a topic's
+        ``max.message.bytes`` below this) is halved and sent again, down to
+        one record, as Kafka's Java producer splits it; only a record too
+        large alone fails.
     :param retry_unknown_outcome: without idempotence, whether to retry a
         batch that may have been written (connection lost after sending,
         request timeouts): ``True`` may write records twice; ``False`` (the

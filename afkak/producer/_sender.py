@@ -8,8 +8,9 @@ one Produce request per broker per round, while partitions still have
 batches and in-flight room.  Each
 answer is applied per partition: success fires the sends, errors are
 classified by :mod:`._outcome` (retry after a back-off, restart the
-sequences at a new epoch, or fail).  Retries wait by the producer's
-:mod:`afkak._retry` policy (Kafka's ``retry.backoff.ms`` doubling to
+sequences at a new epoch, or fail); a batch refused as too large is split in
+two (:func:`._split.split_batch`) and sent again at once.  Retries wait by the
+producer's :mod:`afkak._retry` policy (Kafka's ``retry.backoff.ms`` doubling to
 ``retry.backoff.max.ms``); a batch not acknowledged within the delivery
 timeout (``delivery.timeout.ms``, counted from when it was opened) fails.
 """
@@ -36,6 +37,7 @@ from ._options import Options
 from ._outcome import (
     OUT_OF_ORDER_SEQUENCE_NUMBER,
     STALE_LEADER,
+    TOO_LARGE,
     Action,
     for_error_code,
     for_exception,
@@ -273,6 +275,17 @@ class Sender:
             code = answer.error_code
             if not code:
                 self._succeeded(batch, answer.base_offset, answer.log_append_time_ms)
+                continue
+            if code in TOO_LARGE and batch.count > 1:
+                log.info(
+                    "{n} records to {topic}/{partition} are too large for one batch ({error}):"
+                    " sending them in two",
+                    n=batch.count,
+                    topic=batch.topic,
+                    partition=batch.partition,
+                    error=ErrorCode(code).name,
+                )
+                self._accumulator.split(batch)
                 continue
             action = for_error_code(
                 code,

@@ -68,7 +68,7 @@ KAFKA_4_3_ERRORS = [
     (48, "InvalidTxnState", "INVALID_TXN_STATE", False),
     (49, "InvalidProducerIdMapping", "INVALID_PRODUCER_ID_MAPPING", False),
     (50, "InvalidTransactionTimeout", "INVALID_TRANSACTION_TIMEOUT", False),
-    (51, "ConcurrentTransactions", "CONCURRENT_TRANSACTIONS", False),
+    (51, "ConcurrentTransactions", "CONCURRENT_TRANSACTIONS", True),
     (52, "TransactionCoordinatorFenced", "TRANSACTION_COORDINATOR_FENCED", False),
     (53, "TransactionalIdAuthorizationFailed", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False),
     (54, "SecurityDisabled", "SECURITY_DISABLED", False),

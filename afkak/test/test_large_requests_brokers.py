@@ -5,6 +5,10 @@ batch is checked whole.  Ten 384 KiB messages in one call must be written
 (as several batches, in order) through ``send_produce_request`` and the
 Producer, and a record that cannot fit fails only its own send.
 confluent-kafka reads back what was written.
+
+On Apache Kafka, a topic whose ``max.message.bytes`` (100,000) is below the
+producer's batches: the Producer halves each batch the broker refuses until
+it fits (issue 33), idempotent and not, and everything is written in order.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from typing import Any, ClassVar
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.trial.unittest import SynchronousTestCase
 
+from afkak.admin import KafkaAdminClient, NewTopic
 from afkak.client import KafkaClient
 from afkak.common import MessageSizeTooLargeError, ProduceRequest
 from afkak.message_set import create_message
 from afkak.producer import Producer
-from afkak.test.brokers import Broker, consume, shared_broker
+from afkak.test.brokers import Broker, consume, shared_broker, wait_for_partitions
 from afkak.test.helpers import wait
 
 _names = itertools.count()
@@ -116,3 +121,56 @@ class TansuLargeRequestTests(LargeRequestTests, SynchronousTestCase):
 
 class NoidaLargeRequestTests(LargeRequestTests, SynchronousTestCase):
     broker_name = "noida"
+
+
+class KafkaTopicLimitTests(SynchronousTestCase):
+    """Issue 33's workload: 3,000 sends of 1 KB to a topic with ``max.message.bytes=100000``
+    (0 were written before: every batch was refused MESSAGE_TOO_LARGE)."""
+
+    SENDS = 3000
+    PARTITIONS = 3
+
+    def setUp(self) -> None:
+        self.broker = shared_broker("kafka")
+        self.client = KafkaClient(
+            self.broker.bootstrap, clientId="afkak-split", endpoint_factory=TCP4ClientEndpoint
+        )
+        self.addCleanup(lambda: wait(self.client.close()))
+
+    def topic(self) -> str:
+        name = f"split-{next(_names)}-{int(time.time() * 1000)}"
+        new = NewTopic(name, self.PARTITIONS, -1, configs={"max.message.bytes": "100000"})
+        [result] = wait(KafkaAdminClient(self.client).create_topics([new])).values()
+        self.assertIsNone(result.error)
+        wait_for_partitions(self.broker.bootstrap, name, self.PARTITIONS)
+        return name
+
+    def write_and_read(self, **options: Any) -> None:
+        topic = self.topic()
+        producer = Producer(self.client, **options)
+        self.addCleanup(lambda: wait(producer.stop()))
+        sends = [
+            producer.send(topic, b"%05d" % i + b"v" * 1019, partition=i % self.PARTITIONS)
+            for i in range(self.SENDS)
+        ]
+        wait(producer.flush(), 120)
+        results = [wait(d) for d in sends]
+        for p in range(self.PARTITIONS):
+            offsets = [r.offset for r in results[p :: self.PARTITIONS]]
+            self.assertEqual(offsets, list(range(len(offsets))))
+        records = self.read(topic)
+        self.assertEqual(len(records), self.SENDS)
+        for p in range(self.PARTITIONS):
+            values = [r.value[:5] for r in records if r.partition == p]
+            self.assertEqual(values, [b"%05d" % i for i in range(p, self.SENDS, self.PARTITIONS)])
+
+    def read(self, topic: str) -> list[Any]:
+        return consume(self.broker.bootstrap, topic, self.SENDS, timeout=60)
+
+    def test_idempotent(self) -> None:
+        self.write_and_read()
+
+    def test_without_idempotence(self) -> None:
+        # One batch in flight per partition keeps the order (as Java's producer needs
+        # max.in.flight.requests.per.connection=1 without idempotence).
+        self.write_and_read(enable_idempotence=False, max_in_flight_per_partition=1)

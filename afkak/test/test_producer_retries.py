@@ -7,8 +7,11 @@ nothing was lost or written twice.
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from typing import Any
 
+from afkak.codec import CODEC_GZIP
 from afkak.common import (
     BrokerConnectionError,
     ClusterAuthorizationFailed,
@@ -20,6 +23,7 @@ from afkak.common import (
     InvalidRecord,
     KafkaTimeoutError,
     MessageSizeTooLargeError,
+    NoCommonVersionError,
     NotEnoughReplicas,
     NotLeaderForPartitionError,
     OutOfOrderSequenceNumber,
@@ -33,6 +37,7 @@ from afkak.producer import Producer
 from afkak.producer._batch import SEQUENCE_MODULUS
 from afkak.producer._outcome import Action, for_error_code, for_exception
 from afkak.producer._partition import PartitionState
+from afkak.records import read_batches
 
 from .test_producer import INIT_PRODUCER_ID, PRODUCE, ProducerTestCase
 
@@ -168,7 +173,7 @@ class RetryTests(ProducerTestCase):
             self.assertEqual(len(self.produce_requests()), before + 1)
         self.assertEqual(self.values(), [])
 
-    def test_message_too_large_fails_only_the_affected_sends(self) -> None:
+    def test_message_too_large_fails_only_the_record_too_large_alone(self) -> None:
         self.cluster.create_topic("one", partitions=2, replicas=[[0], [0]])
         self.cluster.state.max_message_bytes = 500
         producer = self.producer(linger_ms=10)
@@ -176,14 +181,16 @@ class RetryTests(ProducerTestCase):
         small = producer.send("one", b"small", partition=1)
         small2 = producer.send_messages("one", None, [b"small2"])  # round robin: partition 0
         self.clock.advance(0.01)
-        [seen] = self.produce_requests()
+        [seen] = self.produce_requests()[:1]
         self.assertEqual(len(seen.request.topic_data[0].partition_data), 2)
         self.failureResultOf(big, MessageSizeTooLargeError)
-        self.failureResultOf(small2, MessageSizeTooLargeError)  # in the same batch
+        # In the same batch: split from it and written alone.
+        self.assertEqual(self.successResultOf(small2).offset, 0)
         self.assertEqual(self.successResultOf(small).offset, 0)
         self.assertEqual([r.value for r in self.cluster.records("one", 1)], [b"small"])
         # The partition's next batch is written (at a new epoch).
-        self.assertEqual(self.succeed(producer.send("one", b"later", partition=0)).offset, 0)
+        self.assertEqual(self.succeed(producer.send("one", b"later", partition=0)).offset, 1)
+        self.assertEqual([r.value for r in self.cluster.records("one", 0)], [b"small2", b"later"])
 
     def test_connection_refused_then_back(self) -> None:
         producer = self.producer(retry_interval=0.1)
@@ -196,6 +203,143 @@ class RetryTests(ProducerTestCase):
         self.cluster.refuse_connections(0, False)
         self.assertEqual(self.succeed(d).offset, 1)
         self.assertEqual(self.values(partition=0), [b"a", b"b"])
+
+
+class SplitTests(ProducerTestCase):
+    """Issue 33: a batch the topic refuses as too large is halved until it fits."""
+
+    def send_many(self, producer: Producer, n: int) -> list[Any]:
+        """*n* records of 100 bytes to t/0: by ``send``, and ``send_messages`` of three."""
+        sends = []
+        i = 0
+        while i < n:
+            if i % 7 == 3 and i + 3 <= n:
+                values = [b"%03d" % j + b"m" * 97 for j in range(i, i + 3)]
+                sends.append((i, producer.send_messages("t", None, values)))
+                i += 3
+            else:
+                sends.append((i, producer.send("t", b"%03d" % i + b"s" * 97, partition=0)))
+                i += 1
+        return sends
+
+    def check(self, producer: Producer, n: int = 60) -> None:
+        self.cluster.state.max_message_bytes = 1000  # about 8 records
+        self.succeed(producer.send("t", b"first", partition=0))
+        sends = self.send_many(producer, n)
+        self.succeed(producer.flush(), seconds=10)
+        for i, d in sends:
+            self.assertEqual(self.successResultOf(d).offset, i + 1)
+        values = self.values(partition=0)[1:]
+        self.assertEqual([v[:3] for v in values], [b"%03d" % i for i in range(n)])  # type: ignore[index]
+        self.assertTrue(all(b.size_in_bytes <= 1000 for b in self.stored_batches("t", 0)))
+        accumulator = producer._accumulator
+        self.assertEqual((accumulator.buffered, accumulator.outstanding), (0, 0))
+
+    def assert_one_epoch_consecutive(self) -> None:
+        """t/0's batches: one epoch, consecutive sequences (nothing written twice)."""
+        batches = self.stored_batches("t", 0)
+        self.assertEqual(len({b.producer_epoch for b in batches}), 1)
+        self.assertEqual(
+            [b.base_sequence for b in batches],
+            [sum(c.record_count for c in batches[:k]) for k in range(len(batches))],
+        )
+
+    def test_batches_are_halved_until_they_fit(self) -> None:
+        producer = self.producer(linger_ms=100, partitioner_class=_Zero)
+        self.check(producer)
+        self.assert_one_epoch_consecutive()
+
+    def test_without_idempotence(self) -> None:
+        self.check(self.producer(linger_ms=100, enable_idempotence=False, partitioner_class=_Zero))
+
+    def test_later_batches_in_flight_keep_their_place(self) -> None:
+        """A batch sent after a refused one, in flight with it, is answered
+        OUT_OF_ORDER_SEQUENCE_NUMBER (the refused sequences never arrived) and goes again
+        after its halves, unchanged: one epoch, consecutive sequences, in order."""
+        self.cluster.state.max_message_bytes = 1000
+        producer = self.producer(batch_size=2500)
+        # The broker knows the producer (it accepts any sequence of one it does not).
+        self.succeed(producer.send("t", b"first", partition=0))
+        self.cluster.delay(PRODUCE, 0.05)  # answers arrive after the next batch went
+        big = [producer.send("t", b"%03d" % i + b"b" * 97, partition=0) for i in range(30)]
+        self.clock.advance(0)  # the first batch (about 22 records) goes
+        small = [producer.send("t", b"%03d" % i + b"s" * 7, partition=0) for i in range(30, 33)]
+        self.succeed(producer.flush())
+        offsets = [self.successResultOf(d).offset for d in big + small]
+        self.assertEqual(offsets, list(range(1, 34)))
+        self.assertEqual(
+            [v[:3] for v in self.values(partition=0)[1:]],  # type: ignore[index]
+            [b"%03d" % i for i in range(33)],
+        )
+        sent = Counter(
+            (b.base_sequence, b.record_count)
+            for r in self.produce_requests()
+            for pd in r.request.topic_data[0].partition_data
+            for b in read_batches(pd.records)
+        )
+        self.assertGreater(max(sent.values()), 1)  # sent again, unchanged
+        self.assert_one_epoch_consecutive()
+
+    def test_a_send_messages_call_cut_in_two_fires_once_written(self) -> None:
+        self.cluster.state.max_message_bytes = 500
+        producer = self.producer(linger_ms=100)
+        values = [b"%d" % i + b"v" * 99 for i in range(8)]
+        d = producer.send_messages("t", None, values)
+        self.assertEqual(self.succeed(d).offset, 0)
+        [partition] = [p for p in range(3) if self.cluster.records("t", p)]
+        self.assertEqual(self.values(partition=partition), values)
+        accumulator = producer._accumulator
+        self.assertEqual((accumulator.buffered, accumulator.outstanding), (0, 0))
+
+    def test_keys_headers_timestamps_and_compression_survive(self) -> None:
+        self.cluster.state.max_message_bytes = 600
+        producer = self.producer(linger_ms=100, codec=CODEC_GZIP)
+        sends = [
+            producer.send(
+                "t",
+                random.Random(i).randbytes(100),  # incompressible
+                b"k%d" % i,
+                headers=[("h", b"%d" % i)],
+                timestamp=1000 + i,
+                partition=1,
+            )
+            for i in range(20)
+        ]
+        self.succeed(producer.flush())
+        self.assertEqual(
+            [self.successResultOf(d).timestamp for d in sends], [1000 + i for i in range(20)]
+        )
+        records = self.cluster.records("t", 1)
+        self.assertEqual(
+            [(r.key, r.headers, r.timestamp) for r in records],
+            [(b"k%d" % i, (("h", b"%d" % i),), 1000 + i) for i in range(20)],
+        )
+        self.assertGreater(len(self.stored_batches("t", 1)), 2)
+
+    def test_a_record_too_large_alone_fails_alone(self) -> None:
+        self.cluster.state.max_message_bytes = 500
+        producer = self.producer(linger_ms=100)
+        before = [producer.send("t", b"a%d" % i + b"x" * 100, partition=0) for i in range(3)]
+        big = producer.send("t", b"x" * 600, partition=0)
+        after = [producer.send("t", b"b%d" % i + b"x" * 100, partition=0) for i in range(3)]
+        self.run_until(big).trap(MessageSizeTooLargeError)
+        self.succeed(producer.flush())
+        offsets = [self.successResultOf(d).offset for d in before + after]
+        self.assertEqual(offsets, list(range(6)))
+        self.assertEqual(
+            [v[:2] for v in self.values(partition=0)],  # type: ignore[index]
+            [b"a0", b"a1", b"a2", b"b0", b"b1", b"b2"],
+        )
+
+
+class _Zero:
+    """Every send_messages call to partition 0."""
+
+    def __init__(self, topic: str, partitions: list[int]) -> None:
+        pass
+
+    def partition(self, key: Any, partitions: list[int]) -> int:
+        return 0
 
 
 class IdempotenceTests(ProducerTestCase):
@@ -394,6 +538,38 @@ class IdempotenceTests(ProducerTestCase):
         self.assertEqual(self.produce_requests(), [])
         # The next send asks again.
         self.assertEqual(self.succeed(producer.send("t", b"b", partition=0)).offset, 0)
+
+    def test_cluster_authorization_says_idempotence_needs_idempotent_write(self) -> None:
+        """Issue 33: the refusal names IDEMPOTENT_WRITE and how to turn idempotence off."""
+        self.cluster.fail_next(INIT_PRODUCER_ID, ClusterAuthorizationFailed)
+        producer = self.producer()
+        failure = self.run_until(producer.send("t", b"a", partition=0))
+        failure.trap(ClusterAuthorizationFailed)
+        self.assertIn("IDEMPOTENT_WRITE", str(failure.value))
+        self.assertIn("enable_idempotence=False", str(failure.value))
+
+
+class BrokerWithoutIdempotenceTests(ProducerTestCase):
+    """A broker too old for idempotence (Kafka before 0.11: no InitProducerId)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.cluster.state.api_versions.pop(INIT_PRODUCER_ID)
+
+    def test_sends_fail_at_once_saying_why(self) -> None:
+        """Issue 33: not after the delivery timeout, with "0 attempt(s)"."""
+        producer = self.producer(retry_interval=0.1)
+        d = producer.send("t", b"a", partition=0)
+        failure = self.run_until(d, seconds=1.0)
+        failure.trap(NoCommonVersionError)
+        self.assertIn("Kafka 0.11", str(failure.value))
+        self.assertIn("enable_idempotence=False", str(failure.value))
+        inits = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
+        self.assertEqual((inits, self.produce_requests()), ([], []))
+
+    def test_without_idempotence_the_sends_go(self) -> None:
+        producer = self.producer(enable_idempotence=False)
+        self.assertEqual(self.succeed(producer.send("t", b"a", partition=0)).offset, 0)
 
 
 class WithoutIdempotenceTests(ProducerTestCase):

@@ -403,6 +403,26 @@ class TransactionalProducerTests(TxnTestCase):
         self.succeed(producer.commit_transaction())  # the retried EndTxn succeeds
         self.assertEqual(self.read("read_committed"), [b"x"])
 
+    def test_a_batch_refused_as_too_large_is_split(self) -> None:
+        """Issue 33: the halves keep the transaction's producer id, epoch and sequences."""
+        self.cluster.state.max_message_bytes = 600
+        producer = self.ready(linger_ms=100)
+        self.succeed(producer.begin_transaction())
+        for i in range(20):
+            producer.send("t", b"%02d" % i + b"x" * 98, partition=1)
+        self.succeed(producer.flush())
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(
+            [v[:2] for v in self.read("read_committed", 1)],  # type: ignore[index]
+            [b"%02d" % i for i in range(20)],
+        )
+        data = [b for b in self.stored_batches("t", 1) if not b.is_control]
+        self.assertGreater(len(data), 2)
+        self.assertEqual(
+            [b.base_sequence for b in data],
+            [sum(c.record_count for c in data[:k]) for k in range(len(data))],
+        )
+
 
 class FencingTests(TxnTestCase):
     def test_second_producer_fences_the_first(self) -> None:
@@ -566,7 +586,7 @@ class ErrorClassificationTests(TxnTestCase):
     def test_txn_offset_commit(self) -> None:
         group, offsets = ConsumerGroupMetadata("g"), {TopicAndPartition("t", 0): 1}
         producer = self.begun()
-        for error in self.RETRIABLE:
+        for error in (*self.RETRIABLE, ConcurrentTransactions):
             self.cluster.fail_next(TxnOffsetCommitRequest, error)
         self.succeed(producer.send_offsets_to_transaction(offsets, group))
         self.succeed(producer.abort_transaction())
@@ -770,6 +790,47 @@ class TransactionsV2Tests(TxnTestCase):
         self.succeed(producer.send("t", b"y", partition=1))
         self.succeed(producer.commit_transaction())
         self.assertEqual(self.read("read_committed", 1), [b"x", b"y"])
+
+    def test_produce_while_the_last_transaction_completes_is_retried(self) -> None:
+        """Issue 33: a partition's first Produce answered CONCURRENT_TRANSACTIONS (the last
+        transaction's markers are still being written) is retried, as Java's producer does."""
+        transactions = self.cluster.state.transactions
+        transactions.completion_delay = 0.3
+        producer = self.ready(retry_interval=0.05)
+        for n in range(3):
+            self.succeed(producer.begin_transaction())
+            self.send_all(producer, 6, b"%d-" % n)
+            self.succeed(producer.commit_transaction())
+        self.assertGreater(transactions.concurrent_answers, 0)
+        self.clock.advance(0.3)  # the last one's markers
+        self.assertEqual(transactions.committed, 3)
+        for p in range(3):
+            self.assertEqual(
+                self.read("read_committed", p),
+                [b"%d-%d" % (n, i) for n in range(3) for i in (p, p + 3)],
+            )
+
+    def test_completing_transaction_answers_concurrent_transactions(self) -> None:
+        """The fake coordinator's PrepareCommit: the producer's requests that would change
+        the transaction are answered CONCURRENT_TRANSACTIONS until the markers are written."""
+        transactions = self.cluster.state.transactions
+        transactions.completion_delay = 1.0
+        producer = self.ready(retry_interval=0.05)
+        self.succeed(producer.begin_transaction())
+        self.succeed(producer.send("t", b"a", partition=0))
+        self.succeed(producer.commit_transaction())
+        self.assertEqual(transactions.transactions[TID].state, "PrepareCommit")
+        self.succeed(producer.begin_transaction())
+        group = ConsumerGroupMetadata("g")
+        d = producer.send_offsets_to_transaction({TopicAndPartition("t", 0): 1}, group)
+        self.assertNoResult(d)
+        self.assertGreater(transactions.concurrent_answers, 0)
+        self.clock.advance(1.0)
+        self.succeed(d)
+        self.assertEqual(transactions.transactions[TID].state, "Ongoing")
+        self.succeed(producer.commit_transaction())
+        self.clock.advance(1.0)
+        self.assertEqual(self.cluster.committed_offsets["g", "t", 0].offset, 1)
 
     def test_offsets_without_add_offsets_to_txn(self) -> None:
         producer = self.ready()

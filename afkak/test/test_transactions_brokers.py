@@ -166,6 +166,35 @@ class KafkaTransactionTests(SynchronousTestCase):
         )
         self.assert_nothing_hanging(topic)
 
+    def test_concurrent_transactions_answers_are_retried(self) -> None:
+        """Issue 33's workloads: 6 transactions over 150 partitions, then 100 sends in one
+        transaction over 3 partitions, each begun as the last one's markers are written
+        (v2: its first Produce to a partition is answered CONCURRENT_TRANSACTIONS, which
+        failed sends before): every send is written and read back read_committed."""
+        wide, narrow = self.topic(150), self.topic()
+        producer = self.producer(f"afkak-{wide}")
+        wait(producer.init_transactions())
+        sends = []
+        for n in range(6):
+            wait(producer.begin_transaction())
+            sends += [producer.send(wide, b"w%d-%d" % (n, p), partition=p) for p in range(150)]
+            wait(producer.commit_transaction(), 120)
+        wait(producer.begin_transaction())
+        sends += [producer.send(narrow, b"n%d" % i, partition=i % PARTITIONS) for i in range(100)]
+        wait(producer.commit_transaction(), 120)
+        for d in sends:
+            wait(d)
+        retries = sum(v for m, v in producer.metrics().items() if m.name == "record-retry-total")
+        print(f"v{self.transaction_version}: {retries:g} records retried")
+        self.assertEqual(
+            self.confluent_read(wide, 900, "read_committed"),
+            sorted(b"w%d-%d" % (n, p) for n in range(6) for p in range(150)),
+        )
+        self.assertEqual(
+            self.confluent_read(narrow, 100, "read_committed"),
+            sorted(b"n%d" % i for i in range(100)),
+        )
+
     def test_protocol_version_and_epochs(self) -> None:
         """v2: every EndTxn gives the next epoch; v1: the epoch stays (and no Produce v12)."""
         topic = self.topic()

@@ -7,11 +7,14 @@ TxnOffsetCommit v5 its group, and EndTxn v5 bumps the epoch every transaction.
 
 Each transactional id has one :class:`FakeTransaction`: its producer id and
 epoch, the partitions and groups of the ongoing transaction, and the offsets
-TxnOffsetCommit staged.  EndTxn writes the COMMIT or ABORT markers at once
-(there is no PrepareCommit phase to observe) and commits or drops the staged
-offsets.  A new InitProducerId, or the transaction timeout running out on the
-cluster's reactor, aborts the ongoing transaction and bumps the epoch, which
-fences the previous producer.  Tests may set ``cluster.transactions.denied``
+TxnOffsetCommit staged.  EndTxn writes the COMMIT or ABORT markers and commits
+or drops the staged offsets: at once, or after ``transactions.completion_delay``
+seconds on the cluster's reactor, while the transaction is PrepareCommit /
+PrepareAbort and its producer's requests that would change it are answered
+CONCURRENT_TRANSACTIONS, as Kafka's coordinator answers them.  A new
+InitProducerId, or the transaction timeout running out on the cluster's reactor,
+aborts the ongoing transaction and bumps the epoch, which fences the previous
+producer.  Tests may set ``cluster.transactions.denied``
 (transactional ids refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from afkak._broker_errors import (
+    ConcurrentTransactions,
     GroupAuthorizationFailed,
     InvalidProducerEpoch,
     InvalidTransactionTimeout,
@@ -84,6 +88,8 @@ def handle_init_producer_id(
     if not error and not 0 < request.transaction_timeout_ms <= MAX_TRANSACTION_TIMEOUT_MS:
         error = code(InvalidTransactionTimeout)
     txn = state.transactions.get(tid)
+    if not error and txn is not None and state.busy(txn):
+        error = code(ConcurrentTransactions)
     if not error and txn is not None and request.producer_id >= 0:
         if (request.producer_id, request.producer_epoch) != (txn.producer_id, txn.epoch):
             error = code(ProducerFenced if version >= 4 else InvalidProducerEpoch)
@@ -116,6 +122,8 @@ def handle_add_partitions_to_txn(
         request.v3_and_below_producer_id,
         request.v3_and_below_producer_epoch,
     )
+    if not error and txn is not None and cluster.transactions.busy(txn):
+        error = code(ConcurrentTransactions)
     missing = set()
     for t in request.v3_and_below_topics:
         topic, _ = find_topic(cluster, t.name, None, False)
@@ -152,6 +160,8 @@ def handle_add_offsets_to_txn(
     txn, error = _transaction(
         ctx, request.transactional_id, request.producer_id, request.producer_epoch
     )
+    if not error and txn is not None and state.busy(txn):
+        error = code(ConcurrentTransactions)
     if not error and not request.group_id:
         error = code(GroupAuthorizationFailed)
     if not error and txn is not None:
@@ -171,7 +181,9 @@ def handle_txn_offset_commit(
             request.transactional_id, request.producer_id, request.producer_epoch
         )
     if not error and txn is not None and request.group_id not in txn.groups:
-        if version >= 5:  # transactions v2 (KIP-890): the commit adds the group
+        if version >= 5 and cluster.transactions.busy(txn):
+            error = code(ConcurrentTransactions)
+        elif version >= 5:  # transactions v2 (KIP-890): the commit adds the group
             cluster.transactions._begin(txn)
             txn.groups.add(request.group_id)
         else:
@@ -224,9 +236,11 @@ def handle_end_txn(ctx: RequestContext, request: EndTxnRequest, version: int) ->
         and (ended.last_producer_id, ended.last_epoch, ended.state) == (pid, epoch, done)
     ):
         return EndTxnResponse(producer_id=ended.producer_id, producer_epoch=ended.epoch)
+    if not error and txn is not None and state.busy(txn):
+        error = code(ConcurrentTransactions)
     if not error and txn is not None:
         if txn.state == TransactionState.ONGOING:
-            state.end(txn, request.committed)
+            state.end(txn, request.committed, state.completion_delay)
         elif txn.state == TransactionState.EMPTY and not request.committed:
             txn.state = done  # aborting an empty transaction is allowed
         elif txn.state != done:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from afkak._broker_errors import (
+    ConcurrentTransactions,
     InvalidProducerEpoch,
     InvalidProducerIdMapping,
     InvalidTxnState,
@@ -32,8 +33,14 @@ class TransactionState(enum.StrEnum):
 
     EMPTY = "Empty"
     ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"
+    PREPARE_ABORT = "PrepareAbort"
     COMPLETE_COMMIT = "CompleteCommit"
     COMPLETE_ABORT = "CompleteAbort"
+
+
+#: The states of a transaction whose markers are being written.
+COMPLETING = frozenset({TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT})
 
 
 class _Cluster(Protocol):
@@ -81,6 +88,14 @@ class TransactionCoordinatorState:
         #: How many transactions were committed / aborted (for tests).
         self.committed = 0
         self.aborted = 0
+        #: Seconds (on the cluster's reactor) an EndTxn's markers take to be written.
+        #: Meanwhile the transaction is PrepareCommit / PrepareAbort and the
+        #: coordinator answers CONCURRENT_TRANSACTIONS to its producer's requests
+        #: that would change it (a Produce adding a partition under transactions v2
+        #: included), as Kafka's does.
+        self.completion_delay = 0.0
+        #: How many requests were answered CONCURRENT_TRANSACTIONS (for tests).
+        self.concurrent_answers = 0
 
     def check_produce(
         self, batch: RecordBatch, part: FakePartition, implicit: bool = False
@@ -93,6 +108,8 @@ class TransactionCoordinatorState:
             if batch.producer_epoch < txn.epoch:
                 return code(ProducerFenced), "a newer producer epoch exists"
             if implicit and batch.producer_epoch == txn.epoch:
+                if self.busy(txn):
+                    return code(ConcurrentTransactions), "the last transaction is completing"
                 self._begin(txn)
                 txn.partitions.add((part.topic, part.index))
                 return 0, None
@@ -108,25 +125,52 @@ class TransactionCoordinatorState:
             if txn.state == TransactionState.ONGOING
         )
 
-    def end(self, txn: FakeTransaction, commit: bool) -> None:
-        """Complete *txn*: markers in its partitions, its staged offsets committed or dropped."""
+    def busy(self, txn: FakeTransaction) -> bool:
+        """Whether *txn*'s markers are being written; if so, count a CONCURRENT_TRANSACTIONS."""
+        if txn.state in COMPLETING:
+            self.concurrent_answers += 1
+            return True
+        return False
+
+    def end(self, txn: FakeTransaction, commit: bool, delay: float = 0.0) -> None:
+        """Complete *txn*: markers in its partitions, its staged offsets committed or dropped;
+        after *delay* seconds (meanwhile it is PrepareCommit / PrepareAbort)."""
         if txn.timer is not None and txn.timer.active():
             txn.timer.cancel()
         txn.timer = None
+        partitions, offsets = sorted(txn.partitions), txn.offsets
+        txn.partitions, txn.groups, txn.offsets = set(), set(), {}
+        txn.started_ms = -1
+        marker = (txn.producer_id, txn.epoch, commit)
+        if delay > 0:
+            txn.state = (
+                TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
+            )
+            txn.timer = self._cluster.reactor.callLater(
+                delay, self._complete, txn, partitions, offsets, marker
+            )
+        else:
+            self._complete(txn, partitions, offsets, marker)
+
+    def _complete(
+        self,
+        txn: FakeTransaction,
+        partitions: list[tuple[str, int]],
+        offsets: dict[str, dict[tuple[str, int], CommittedOffset]],
+        marker: tuple[int, int, bool],
+    ) -> None:
+        txn.timer = None
         cluster = self._cluster
-        for topic, index in sorted(txn.partitions):
-            cluster.partition(topic, index).log.write_marker(txn.producer_id, txn.epoch, commit)
+        pid, epoch, commit = marker
+        for topic, index in partitions:
+            cluster.partition(topic, index).log.write_marker(pid, epoch, commit)
         if commit:
-            for group, offsets in txn.offsets.items():
-                for (topic, index), committed in offsets.items():
+            for group, staged in offsets.items():
+                for (topic, index), committed in staged.items():
                     cluster.commit(group, topic, index, committed)
             self.committed += 1
         else:
             self.aborted += 1
-        txn.partitions.clear()
-        txn.groups.clear()
-        txn.offsets.clear()
-        txn.started_ms = -1
         txn.state = TransactionState.COMPLETE_COMMIT if commit else TransactionState.COMPLETE_ABORT
         cluster.wake_fetches()
 
