@@ -74,7 +74,10 @@ def write_once(
     try:
         _bridge.call(timeout, producer.init_transactions)
         marker = TopicAndPartition(opts.topic, 0)
-        if _bridge.call(timeout, _kafka.committed_offset, client, txn_id, marker) > batch_id:
+        committed = _bridge.call(
+            timeout, _kafka.committed_offset, client, txn_id, marker, opts.client.retry_policy()
+        )
+        if committed > batch_id:
             return 0
         _bridge.call(timeout, producer.begin_transaction)
         rows = _worker.send_rows(producer, opts, batches)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import attrs
 from twisted.internet.defer import Deferred, FirstError, gatherResults
 
-from afkak._retry import retry_backoff, retrying
+from afkak._retry import RetryPolicy, retry_backoff, retrying
 from afkak.client import KafkaClient
 from afkak.client._interlayer import FetchCall
 from afkak.common import (
@@ -60,6 +60,10 @@ def make_client(config: ClientConfig) -> KafkaClient:
         clientId=config.client_id,
         timeout=config.request_timeout_ms,
         metadata_max_age=config.metadata_max_age_ms / 1000.0,
+        retry_policy=config.reconnect_policy(),
+        metadata_recovery_strategy=config.metadata_recovery_strategy,
+        metadata_recovery_rebootstrap_trigger_ms=config.metadata_recovery_rebootstrap_trigger_ms,
+        enable_metrics_push=config.enable_metrics_push,
         **config.security.client_kwargs(),
     )
 
@@ -68,13 +72,14 @@ async def _retrying(
     client: KafkaClient,
     partitions: Iterable[TopicAndPartition],
     attempt: Callable[[], Awaitable[T]],
+    backoff: RetryPolicy,
 ) -> T:
     """``await attempt()``, retried on retriable errors after forgetting the leaders."""
     keys = list(partitions)
     return await retrying(
         client.reactor,
         attempt,
-        _BACKOFF,
+        backoff,
         max_attempts=_ATTEMPTS,
         on_retry=lambda _: client.note_stale_leaders(keys),
     )
@@ -102,6 +107,7 @@ async def list_offsets(
     partitions: Sequence[TopicAndPartition],
     time: int,
     isolation_level: int = 0,
+    backoff: RetryPolicy = _BACKOFF,
 ) -> dict[TopicAndPartition, int]:
     """Each partition's offset at *time* (-2 earliest, -1 latest), one request per leader.
 
@@ -115,7 +121,7 @@ async def list_offsets(
         responses = await client.send_offset_request(payloads, isolation_level=isolation_level)
         return {TopicAndPartition(r.topic, r.partition): r.offsets[0] for r in responses}
 
-    return await _retrying(client, partitions, attempt)
+    return await _retrying(client, partitions, attempt, backoff)
 
 
 async def fetch(
@@ -125,6 +131,8 @@ async def fetch(
     max_bytes: int,
     max_wait_ms: int,
     isolation_level: int = 0,
+    min_bytes: int = 1,
+    backoff: RetryPolicy = _BACKOFF,
 ) -> FetchedPartition:
     """Fetch *tp* from *offset*: its error code, watermarks and raw records.
 
@@ -139,7 +147,12 @@ async def fetch(
     async def attempt() -> FetchedPartition:
         leader = (await client.leaders_for([tp]))[tp]
         call = FetchCall(
-            [payload], max_wait_ms, 1, client.topic_ids, isolation_level, max_bytes=max_bytes
+            [payload],
+            max_wait_ms,
+            min_bytes,
+            client.topic_ids,
+            isolation_level,
+            max_bytes=max_bytes,
         )
         response = await client.send_request_to_broker(leader, call, timeout=timeout)
         found = [p for t in response.responses for p in t.partitions]
@@ -159,10 +172,12 @@ async def fetch(
             p.last_stable_offset,
         )
 
-    return await _retrying(client, [tp], attempt)
+    return await _retrying(client, [tp], attempt, backoff)
 
 
-async def committed_offset(client: KafkaClient, group: str, tp: TopicAndPartition) -> int:
+async def committed_offset(
+    client: KafkaClient, group: str, tp: TopicAndPartition, backoff: RetryPolicy = _BACKOFF
+) -> int:
     """*group*'s committed offset of *tp* (-1 if none); waits out offsets an open
     transaction staged (``require_stable``) rather than reading the older one."""
 
@@ -172,7 +187,7 @@ async def committed_offset(client: KafkaClient, group: str, tp: TopicAndPartitio
         )
         return int(response.offset)
 
-    return await _retrying(client, [tp], attempt)
+    return await _retrying(client, [tp], attempt, backoff)
 
 
 class KeyHashPartitioner(RoundRobinPartitioner):

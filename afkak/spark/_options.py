@@ -15,11 +15,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
+from afkak._retry import (
+    RECONNECT_BACKOFF_MAX_MS,
+    RECONNECT_BACKOFF_MS,
+    RETRY_BACKOFF_MAX_MS,
+    RETRY_BACKOFF_MS,
+    RetryPolicy,
+    backoff_policy,
+)
 from afkak.codec import CODEC_NAMES
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 from afkak.records.aborted import isolation_level as isolation_level_of
@@ -51,24 +59,47 @@ Bound = OffsetSpec | ByTimestamp
 _CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
 _ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
 
-#: Client settings, by Kafka's names.
+#: Client settings, by Kafka's names: security's, and those :func:`client_config` maps.
 _CLIENT_SETTINGS = frozenset(
     {
         "bootstrap.servers",
         "client.id",
         "request.timeout.ms",
         "metadata.max.age.ms",
-        "max.partition.fetch.bytes",
-        "fetch.max.wait.ms",
-        "acks",
-        "compression.type",
-        "batch.size",
-        "linger.ms",
-        "enable.idempotence",
+        "default.api.timeout.ms",
+        "reconnect.backoff.ms",
+        "reconnect.backoff.max.ms",
+        "retry.backoff.ms",
+        "retry.backoff.max.ms",
+        "metadata.recovery.strategy",
+        "metadata.recovery.rebootstrap.trigger.ms",
+        "enable.metrics.push",
         *SECURITY_SETTINGS,
+    }
+)
+#: Consumer settings of kafka-clients that reads map (:func:`parse_read_options`).
+_READ_SETTINGS = frozenset(
+    {
+        "max.partition.fetch.bytes",
+        "fetch.max.bytes",
+        "fetch.min.bytes",
+        "fetch.max.wait.ms",
+        "max.poll.records",
         "isolation.level",
     }
 )
+#: kafka-clients settings the source sets itself, refused as Spark's connector refuses
+#: them, with what to do instead.
+_OWN_SETTINGS = {
+    "group.id": "reads use no consumer group: Spark's checkpoint keeps their offsets",
+    "auto.offset.reset": "set the source option startingOffsets instead",
+    "enable.auto.commit": "the source commits no offsets: Spark's checkpoint keeps them",
+    "key.deserializer": "keys are read as bytes: cast or decode the key column",
+    "value.deserializer": "values are read as bytes: cast or decode the value column",
+    "key.serializer": "keys are written from a binary or string key column",
+    "value.serializer": "values are written from a binary or string value column",
+    "interceptor.classes": "Java interceptors do not run in afkak",
+}
 #: Options of reads only; a write given one is refused (others are Spark's own).
 _READ_OPTIONS = frozenset(
     {
@@ -103,6 +134,25 @@ class OptionError(ValueError):
     """An option is missing, unknown or malformed."""
 
 
+#: Spark's spelling of the source's options (Spark hands them over lower-cased).
+_SPELLING = {
+    name.lower(): name
+    for name in (
+        "subscribe subscribePattern assign startingOffsets endingOffsets maxOffsetsPerTrigger"
+        " minOffsetsPerTrigger maxTriggerDelay minPartitions maxRecordsPerPartition"
+        " failOnDataLoss includeHeaders kafkaConsumer.pollTimeoutMs startingTimestamp"
+        " startingOffsetsByTimestamp startingOffsetsByTimestampStrategy endingTimestamp"
+        " endingOffsetsByTimestamp groupIdPrefix fetchOffset.numRetries"
+        " fetchOffset.retryIntervalMs topic exactlyOnce transactionalIdPrefix"
+    ).split()
+}
+
+
+def spelled(name: str) -> str:
+    """*name* as the user wrote it: Spark's spelling of a source option, else as given."""
+    return _SPELLING.get(name.lower(), name)
+
+
 @attrs.frozen
 class ClientConfig:
     """How to build a worker's KafkaClient; hashable, the key of the per-process cache."""
@@ -112,6 +162,28 @@ class ClientConfig:
     request_timeout_ms: int = 30000
     metadata_max_age_ms: int = 300000
     security: SecurityConfig = SecurityConfig()
+    #: ``default.api.timeout.ms``: how long a lookup or produce call may take, retries
+    #: included (None: four request timeouts).
+    api_timeout_ms: int | None = None
+    #: ``reconnect.backoff.ms`` / ``.max.ms``: the client's reconnect backoff.
+    reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS
+    reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS
+    #: ``retry.backoff.ms`` / ``.max.ms``: between retries of a lookup, fetch or produce.
+    retry_backoff_ms: int = RETRY_BACKOFF_MS
+    retry_backoff_max_ms: int = RETRY_BACKOFF_MAX_MS
+    metadata_recovery_strategy: str = "rebootstrap"
+    metadata_recovery_rebootstrap_trigger_ms: int = 300_000
+    enable_metrics_push: bool = True
+
+    def retry_policy(self) -> RetryPolicy:
+        """The backoff between retries (``retry.backoff.ms`` growing to ``.max.ms``)."""
+        return backoff_policy(self.retry_backoff_ms / 1000, self.retry_backoff_max_ms / 1000)
+
+    def reconnect_policy(self) -> RetryPolicy:
+        """The client's reconnect backoff (``reconnect.backoff.ms`` growing to ``.max.ms``)."""
+        return backoff_policy(
+            self.reconnect_backoff_ms / 1000, self.reconnect_backoff_max_ms / 1000
+        )
 
 
 @attrs.frozen
@@ -138,7 +210,13 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     max_partition_fetch_bytes: int = 8 * 1024 * 1024
+    #: ``fetch.max.bytes``: a fetch asks for at most this (and the partition's limit).
+    fetch_max_bytes: int = 50 * 1024 * 1024
+    #: ``fetch.min.bytes``: the broker holds a fetch until it has this much (or the wait).
+    fetch_min_bytes: int = 1
     fetch_max_wait_ms: int = 500
+    #: ``max.poll.records``: rows in one Arrow batch handed to Spark, at most.
+    max_poll_records: int | None = None
     #: Fetch and ListOffsets isolation level: 0 read_uncommitted, 1 read_committed.
     isolation_level: int = 0
     #: Seconds one fetch may take before the task fails (Spark's pollTimeoutMs).
@@ -152,11 +230,8 @@ class WriteOptions:
     client: ClientConfig
     #: Topic of rows without a ``topic`` column (or with a null one).
     topic: str | None = None
-    acks: int | None = None
-    codec: int = 0
-    batch_size: int | None = None
-    linger_ms: int | None = None
-    idempotence: bool | None = None
+    #: The Producer's keyword arguments from kafka-clients settings, sorted by name.
+    producer: tuple[tuple[str, Any], ...] = ()
     #: ``exactlyOnce``: each task of a micro-batch writes in one Kafka transaction (see
     #: :mod:`._transactional`).
     exactly_once: bool = False
@@ -166,39 +241,42 @@ class WriteOptions:
     @property
     def chunk_bytes(self) -> int:
         """Bytes of values sent as one batch when rows go by key (batch.size, else 256 KiB)."""
-        return self.batch_size or 256 * 1024
+        return int(dict(self.producer).get("batch_size", 256 * 1024))
 
     def producer_settings(self) -> dict[str, Any]:
-        """Keyword arguments of :class:`afkak.producer.Producer`."""
-        settings: dict[str, Any] = {"codec": self.codec}
-        for name, value in (
-            ("req_acks", self.acks),
-            ("batch_size", self.batch_size),
-            ("linger_ms", self.linger_ms),
-            ("enable_idempotence", self.idempotence),
+        """Keyword arguments of :class:`afkak.producer.Producer`: uncompressed unless
+        ``compression.type`` says otherwise, and the retry backoff of the client options."""
+        client = self.client
+        settings: dict[str, Any] = {"codec": 0}
+        if (client.retry_backoff_ms, client.retry_backoff_max_ms) != (
+            RETRY_BACKOFF_MS,
+            RETRY_BACKOFF_MAX_MS,
         ):
-            if value is not None:
-                settings[name] = value
+            settings["retry_interval"] = client.retry_backoff_ms / 1000
+            settings["retry_backoff_max_ms"] = client.retry_backoff_max_ms
+        settings.update(self.producer)
         return settings
 
 
 def _split_settings(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Lower-cased (other options, client settings), the ``kafka.`` prefix dropped."""
+    """Lower-cased (other options, kafka-clients settings), the ``kafka.`` prefix dropped."""
     source: dict[str, str] = {}
     settings: dict[str, str] = {}
     for key, value in options.items():
         name = key.lower()
         bare = name.removeprefix("kafka.")
-        if bare in _CLIENT_SETTINGS:
+        if bare in KAFKA_SETTINGS:
             settings[bare] = value
+        elif bare in _OWN_SETTINGS:
+            raise OptionError(f"Kafka option {key!r} is not supported: {_OWN_SETTINGS[bare]}")
         elif name.startswith("kafka."):
             raise OptionError(
                 f"unsupported client option {key!r}; afkak's Spark source supports "
-                + ", ".join(f"kafka.{s}" for s in sorted(_CLIENT_SETTINGS))
+                + ", ".join(f"kafka.{s}" for s in sorted(KAFKA_SETTINGS))
             )
         elif name in UNSUPPORTED:
             raise OptionError(
-                f"option {key!r} of Spark's Kafka connector is not supported by afkak"
+                f"option {spelled(name)!r} of Spark's Kafka connector is not supported by afkak"
             )
         else:
             source[name] = value
@@ -244,6 +322,19 @@ def _json(name: str, value: str) -> Any:
         raise OptionError(f"{name} is not valid JSON: {e}") from None
 
 
+#: Numeric client settings: the ClientConfig field, and the least value allowed.
+_CLIENT_NUMBERS = {
+    "request.timeout.ms": ("request_timeout_ms", 1),
+    "metadata.max.age.ms": ("metadata_max_age_ms", 1),
+    "default.api.timeout.ms": ("api_timeout_ms", 1),
+    "reconnect.backoff.ms": ("reconnect_backoff_ms", 0),
+    "reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", 0),
+    "retry.backoff.ms": ("retry_backoff_ms", 0),
+    "retry.backoff.max.ms": ("retry_backoff_max_ms", 0),
+    "metadata.recovery.rebootstrap.trigger.ms": ("metadata_recovery_rebootstrap_trigger_ms", 0),
+}
+
+
 def client_config(settings: Mapping[str, str]) -> ClientConfig:
     """The client part of the options; ``bootstrap.servers`` is required."""
     bootstrap = settings.get("bootstrap.servers", "").strip()
@@ -253,15 +344,24 @@ def client_config(settings: Mapping[str, str]) -> ClientConfig:
         config = ClientConfig(bootstrap, security=security_config(settings))
     except SecurityOptionError as e:
         raise OptionError(str(e)) from None
+    changes: dict[str, Any] = {}
     if "client.id" in settings:
-        config = attrs.evolve(config, client_id=settings["client.id"])
-    if "request.timeout.ms" in settings:
-        timeout = _int("request.timeout.ms", settings["request.timeout.ms"], 1)
-        config = attrs.evolve(config, request_timeout_ms=timeout)
-    if "metadata.max.age.ms" in settings:
-        age = _int("metadata.max.age.ms", settings["metadata.max.age.ms"], 1)
-        config = attrs.evolve(config, metadata_max_age_ms=age)
-    return config
+        changes["client_id"] = settings["client.id"]
+    for name, (field, minimum) in _CLIENT_NUMBERS.items():
+        if name in settings:
+            changes[field] = _int(name, settings[name], minimum)
+    if "metadata.recovery.strategy" in settings:
+        strategy = settings["metadata.recovery.strategy"].strip().lower()
+        if strategy not in ("none", "rebootstrap"):
+            raise OptionError(
+                f"metadata.recovery.strategy must be none or rebootstrap, not {strategy!r}"
+            )
+        changes["metadata_recovery_strategy"] = strategy
+    if "enable.metrics.push" in settings:
+        changes["enable_metrics_push"] = _bool(
+            "enable.metrics.push", settings["enable.metrics.push"]
+        )
+    return attrs.evolve(config, **changes)
 
 
 def parse_offsets(name: str, value: str, *, allowed: tuple[int, ...]) -> OffsetSpec:
@@ -325,8 +425,22 @@ def _by_timestamp(source: Mapping[str, str], side: str, strategy: str) -> ByTime
     return None
 
 
-def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
-    """Parse a batch (``streaming=False``) or streaming read's options."""
+#: Numeric consumer settings: the ReadOptions field, and the least value allowed.
+_READ_NUMBERS = {
+    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", 1),
+    "fetch.max.bytes": ("fetch_max_bytes", 1),
+    "fetch.min.bytes": ("fetch_min_bytes", 0),
+    "fetch.max.wait.ms": ("fetch_max_wait_ms", 0),
+    "max.poll.records": ("max_poll_records", 1),
+}
+
+
+def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) -> ReadOptions:
+    """Parse a batch (``streaming=False``) or streaming read's options.
+
+    ``streaming=None`` checks what a read of either kind must get right, as
+    ``load()`` does before Spark says which kind it is.
+    """
     source, settings = _split_settings(options)
     client = client_config(settings)
     subscribe, pattern, assign = (
@@ -353,7 +467,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     starting: Bound = parse_offsets(
         "startingOffsets",
         source.get("startingoffsets", "latest" if streaming else "earliest"),
-        allowed=(OFFSET_EARLIEST, OFFSET_LATEST) if streaming else (OFFSET_EARLIEST,),
+        allowed=(OFFSET_EARLIEST,) if streaming is False else (OFFSET_EARLIEST, OFFSET_LATEST),
     )
     if streaming and "endingoffsets" in source:
         raise OptionError("endingOffsets is for batch queries only")
@@ -391,12 +505,9 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         changes["fail_on_data_loss"] = _bool("failOnDataLoss", source["failondataloss"])
     if "includeheaders" in source:
         changes["include_headers"] = _bool("includeHeaders", source["includeheaders"])
-    if "max.partition.fetch.bytes" in settings:
-        changes["max_partition_fetch_bytes"] = _int(
-            "max.partition.fetch.bytes", settings["max.partition.fetch.bytes"], 1
-        )
-    if "fetch.max.wait.ms" in settings:
-        changes["fetch_max_wait_ms"] = _int("fetch.max.wait.ms", settings["fetch.max.wait.ms"], 0)
+    for name, (field, minimum) in _READ_NUMBERS.items():
+        if name in settings:
+            changes[field] = _int(name, settings[name], minimum)
     if "isolation.level" in settings:
         try:
             changes["isolation_level"] = isolation_level_of(settings["isolation.level"])
@@ -408,6 +519,59 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     return attrs.evolve(read, **changes)
 
 
+def _acks(name: str, value: str) -> int:
+    text = value.strip().lower()
+    if text not in _ACKS:
+        raise OptionError(f"{name} must be all, -1, 0 or 1, not {value!r}")
+    return _ACKS[text]
+
+
+def _codec(name: str, value: str) -> int:
+    text = value.strip().lower()
+    if text not in _CODECS:
+        raise OptionError(f"{name} must be one of {sorted(_CODECS)}, not {text!r}")
+    return _CODECS[text]
+
+
+def _attempts(name: str, value: str) -> int:
+    """Java's ``retries`` (retries after the first try) as the Producer's attempts."""
+    return min(_int(name, value, 0), 2**31 - 2) + 1
+
+
+def _at_least(minimum: int) -> Callable[[str, str], int]:
+    return lambda name, value: _int(name, value, minimum)
+
+
+#: Producer settings of kafka-clients: the :class:`afkak.producer.Producer` keyword
+#: each sets, and how its value is read.
+_PRODUCER_SETTINGS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "acks": ("req_acks", _acks),
+    "compression.type": ("codec", _codec),
+    "compression.level": ("compression_level", _at_least(-(2**31))),
+    "batch.size": ("batch_size", _at_least(1)),
+    "linger.ms": ("linger_ms", _at_least(0)),
+    "enable.idempotence": ("enable_idempotence", _bool),
+    "max.request.size": ("max_request_size", _at_least(1)),
+    "buffer.memory": ("buffer_memory", _at_least(1)),
+    "delivery.timeout.ms": ("delivery_timeout_ms", _at_least(1)),
+    "retries": ("max_req_attempts", _attempts),
+    "max.in.flight.requests.per.connection": ("max_in_flight_per_partition", _at_least(1)),
+    "max.block.ms": ("max_block_ms", _at_least(0)),
+    "transaction.timeout.ms": ("transaction_timeout_ms", _at_least(1)),
+}
+#: Every kafka-clients setting accepted, with or without the ``kafka.`` prefix.
+KAFKA_SETTINGS = _CLIENT_SETTINGS | _READ_SETTINGS | frozenset(_PRODUCER_SETTINGS)
+
+
+def producer_settings(settings: Mapping[str, str]) -> dict[str, Any]:
+    """The Producer's keyword arguments from the kafka-clients *settings* it has one for."""
+    return {
+        keyword: parse(name, settings[name])
+        for name, (keyword, parse) in _PRODUCER_SETTINGS.items()
+        if name in settings
+    }
+
+
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     """Parse a write's options (batch or streaming)."""
     source, settings = _split_settings(options)
@@ -415,29 +579,14 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     if extra:
         raise OptionError(f"options {sorted(extra)} are for reads only")
     write = WriteOptions(client_config(settings), topic=source.get("topic"))
-    changes: dict[str, Any] = {}
-    if "acks" in settings:
-        acks = settings["acks"].strip().lower()
-        if acks not in _ACKS:
-            raise OptionError(f"acks must be all, -1, 0 or 1, not {settings['acks']!r}")
-        changes["acks"] = _ACKS[acks]
-    if "compression.type" in settings:
-        name = settings["compression.type"].strip().lower()
-        if name not in _CODECS:
-            raise OptionError(f"compression.type must be one of {sorted(_CODECS)}, not {name!r}")
-        changes["codec"] = _CODECS[name]
-    if "batch.size" in settings:
-        changes["batch_size"] = _int("batch.size", settings["batch.size"], 1)
-    if "linger.ms" in settings:
-        changes["linger_ms"] = _int("linger.ms", settings["linger.ms"], 0)
-    if "enable.idempotence" in settings:
-        changes["idempotence"] = _bool("enable.idempotence", settings["enable.idempotence"])
+    producer = producer_settings(settings)
+    changes: dict[str, Any] = {"producer": tuple(sorted(producer.items()))}
     if "transactionalidprefix" in source:
         changes["transactional_id_prefix"] = source["transactionalidprefix"]
     if "exactlyonce" in source and _bool("exactlyOnce", source["exactlyonce"]):
         changes["exactly_once"] = True
         if write.topic is None:
             raise OptionError("exactlyOnce needs the topic option (its progress is kept there)")
-        if changes.get("acks", -1) != -1 or changes.get("idempotence") is False:
+        if producer.get("req_acks", -1) != -1 or producer.get("enable_idempotence") is False:
             raise OptionError("exactlyOnce writes in transactions: acks=all, idempotence on")
     return attrs.evolve(write, **changes)

@@ -18,6 +18,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    DataType,
     IntegerType,
     LongType,
     StringType,
@@ -172,8 +173,24 @@ def check_write_schema(schema: StructType, default_topic: str | None) -> None:
         raise RowError(f"column topic must be a string, not {types['topic']}")
     if "partition" in types and not isinstance(types["partition"], IntegerType):
         raise RowError(f"column partition must be an int, not {types['partition']}")
-    if "headers" in types and types["headers"] != HEADERS_TYPE:
-        raise RowError(f"column headers must be {HEADERS_TYPE.simpleString()}")
+    if "headers" in types and not _headers_type(types["headers"]):
+        raise RowError(
+            f"column headers must be {HEADERS_TYPE.simpleString()}, "
+            f"not {types['headers'].simpleString()}"
+        )
+
+
+def _headers_type(kind: DataType) -> bool:
+    """Whether *kind* is an array of (key string, value binary) structs, whatever may be
+    null (``array(named_struct(...))`` of literals is not nullable), as Spark's Kafka
+    sink checks it."""
+    if not isinstance(kind, ArrayType) or not isinstance(kind.elementType, StructType):
+        return False
+    fields = kind.elementType.fields
+    return [(f.name, type(f.dataType)) for f in fields] == [
+        ("key", StringType),
+        ("value", BinaryType),
+    ]
 
 
 def _bytes_column(batch: pa.RecordBatch, name: str) -> list[bytes | None] | None:

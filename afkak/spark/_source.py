@@ -58,8 +58,9 @@ class AfkakDataSource(DataSource):
         return "afkak"
 
     def schema(self) -> StructType:
-        include = self.options.get("includeHeaders", "false").strip().lower() == "true"
-        return read_schema(include)
+        """The rows' fixed schema, once the options are checked: a bad one fails
+        ``load()`` (on the driver), not the query's first action."""
+        return read_schema(parse_read_options(self.options, streaming=None).include_headers)
 
     def _read_options(self, schema: StructType, streaming: bool) -> ReadOptions:
         opts = parse_read_options(self.options, streaming=streaming)

@@ -61,7 +61,10 @@ _clients_pid: int | None = None
 
 
 def call_timeout(config: ClientConfig) -> float:
-    """Seconds a metadata, offsets or produce call may take, retries included."""
+    """Seconds a metadata, offsets or produce call may take, retries included:
+    ``default.api.timeout.ms``, else four request timeouts."""
+    if config.api_timeout_ms is not None:
+        return config.api_timeout_ms / 1000.0
     return 4 * config.request_timeout_ms / 1000.0
 
 
@@ -105,7 +108,13 @@ def offsets_at(
         return {}
     client = client_for(config)
     return _bridge.call(
-        call_timeout(config), _kafka.list_offsets, client, list(partitions), when, isolation_level
+        call_timeout(config),
+        _kafka.list_offsets,
+        client,
+        list(partitions),
+        when,
+        isolation_level,
+        config.retry_policy(),
     )
 
 
@@ -244,8 +253,10 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
     tp = TopicAndPartition(r.topic, r.partition)
     seen_bytes = seen_records = 0
 
+    limit = min(opts.max_partition_fetch_bytes, opts.fetch_max_bytes)
+    backoff = opts.client.retry_policy()
+
     def start_fetch(offset: int, full: bool = False) -> Future[_kafka.FetchedPartition]:
-        limit = opts.max_partition_fetch_bytes
         return _bridge.submit(
             opts.poll_timeout,
             _kafka.fetch,
@@ -255,6 +266,8 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
             limit if full else fetch_bytes(limit, r.end - offset, seen_bytes, seen_records),
             opts.fetch_max_wait_ms,
             opts.isolation_level,
+            opts.fetch_min_bytes,
+            backoff,
         )
 
     offset, empty = r.start, 0
@@ -300,8 +313,17 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
             kept = _batches_between(committed_batches(batches, fetched.aborted), offset, r.end)
             arrow = to_arrow(tp, kept, offset, r.end, schema)
         if arrow is not None:
-            yield arrow
+            yield from polls(arrow, opts.max_poll_records)
         offset = next_offset
+
+
+def polls(batch: pa.RecordBatch, max_records: int | None) -> Iterator[pa.RecordBatch]:
+    """*batch* in slices of at most *max_records* rows (``max.poll.records``; zero-copy)."""
+    if max_records is None or batch.num_rows <= max_records:
+        yield batch
+        return
+    for start in range(0, batch.num_rows, max_records):
+        yield batch.slice(start, max_records)
 
 
 def _lost(opts: ReadOptions, message: str) -> None:

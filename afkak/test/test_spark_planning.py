@@ -11,6 +11,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from inspect import signature
 from typing import Any
 
 from hypothesis import given, settings, strategies as st
@@ -298,7 +299,7 @@ class ReadOptionTests(Case):
         opts = parse_write_options(
             {**BOOT, "topic": "t", "kafka.acks": "1", "compression.type": "LZ4", "linger.ms": "5"}
         )
-        self.assertEqual((opts.topic, opts.acks, opts.codec), ("t", 1, 3))
+        self.assertEqual(opts.topic, "t")
         self.assertEqual(opts.producer_settings(), {"codec": 3, "req_acks": 1, "linger_ms": 5})
         self.assertEqual(parse_write_options(BOOT).producer_settings(), {"codec": 0})
         for options in (
@@ -307,6 +308,139 @@ class ReadOptionTests(Case):
             {**BOOT, "subscribe": "t"},
         ):
             self.assertRaises(OptionError, parse_write_options, options)
+
+    def test_kafka_clients_producer_settings(self) -> None:
+        """Each producer setting of kafka-clients that the Producer has sets its keyword."""
+        opts = parse_write_options(
+            {
+                **BOOT,
+                "kafka.max.request.size": "2000000",
+                "kafka.buffer.memory": "1000000",
+                "kafka.delivery.timeout.ms": "60000",
+                "kafka.retries": "3",
+                "kafka.max.in.flight.requests.per.connection": "1",
+                "kafka.max.block.ms": "0",
+                "kafka.transaction.timeout.ms": "30000",
+                "kafka.compression.type": "zstd",
+                "kafka.compression.level": "-5",
+                "kafka.batch.size": "4096",
+                "kafka.enable.idempotence": "false",
+                "kafka.retry.backoff.ms": "20",
+                "kafka.retry.backoff.max.ms": "400",
+            }
+        )
+        self.assertEqual(
+            opts.producer_settings(),
+            {
+                "codec": 4,
+                "compression_level": -5,
+                "max_request_size": 2000000,
+                "buffer_memory": 1000000,
+                "delivery_timeout_ms": 60000,
+                "max_req_attempts": 4,
+                "max_in_flight_per_partition": 1,
+                "max_block_ms": 0,
+                "transaction_timeout_ms": 30000,
+                "batch_size": 4096,
+                "enable_idempotence": False,
+                "retry_interval": 0.02,
+                "retry_backoff_max_ms": 400,
+            },
+        )
+        self.assertEqual(opts.chunk_bytes, 4096)
+        from afkak.producer import Producer
+
+        signature(Producer).bind(None, **opts.producer_settings())  # the Producer's keywords
+        for bad in ("kafka.retries", "kafka.buffer.memory", "kafka.max.block.ms"):
+            self.assertRaises(OptionError, parse_write_options, {**BOOT, bad: "-1"})
+
+    def test_kafka_clients_client_and_consumer_settings(self) -> None:
+        """Client and consumer settings of kafka-clients map to the client and the reader."""
+        opts = parse_read_options(
+            {
+                **BOOT,
+                "subscribe": "t",
+                "kafka.default.api.timeout.ms": "7000",
+                "kafka.reconnect.backoff.ms": "10",
+                "kafka.reconnect.backoff.max.ms": "200",
+                "kafka.retry.backoff.ms": "30",
+                "kafka.metadata.recovery.strategy": "NONE",
+                "kafka.metadata.recovery.rebootstrap.trigger.ms": "1000",
+                "kafka.enable.metrics.push": "false",
+                "kafka.fetch.max.bytes": "65536",
+                "kafka.fetch.min.bytes": "100",
+                "kafka.max.poll.records": "500",
+                "kafka.acks": "1",  # a producer setting on a read: unused, as in kafka-clients
+            },
+            streaming=False,
+        )
+        client = opts.client
+        self.assertEqual(
+            (client.api_timeout_ms, client.reconnect_backoff_ms, client.reconnect_backoff_max_ms),
+            (7000, 10, 200),
+        )
+        self.assertEqual(client.retry_backoff_ms, 30)
+        self.assertEqual(client.metadata_recovery_strategy, "none")
+        self.assertEqual(client.metadata_recovery_rebootstrap_trigger_ms, 1000)
+        self.assertFalse(client.enable_metrics_push)
+        self.assertEqual((opts.fetch_max_bytes, opts.fetch_min_bytes), (65536, 100))
+        self.assertEqual(opts.max_poll_records, 500)
+        policy = client.reconnect_policy()
+        self.assertLessEqual(policy(20), 0.2 * 1.25)  # capped by reconnect.backoff.max.ms
+        from afkak.spark._worker import call_timeout
+
+        self.assertEqual(call_timeout(client), 7.0)
+        self.assertEqual(call_timeout(ClientConfig("h:1", request_timeout_ms=1000)), 4.0)
+
+    def test_max_poll_records_slices_what_a_fetch_returns(self) -> None:
+        from afkak.spark._worker import polls
+
+        batch = pa.record_batch([pa.array(range(10))], names=["n"])
+        self.assertEqual([b.num_rows for b in polls(batch, None)], [10])
+        self.assertEqual([b.num_rows for b in polls(batch, 4)], [4, 4, 2])
+        self.assertEqual(
+            [n for b in polls(batch, 3) for n in b.column(0).to_pylist()], list(range(10))
+        )
+
+    def test_settings_the_source_sets_itself_are_refused_with_what_to_do(self) -> None:
+        for name, words in (
+            ("kafka.group.id", "checkpoint"),
+            ("kafka.auto.offset.reset", "startingOffsets"),
+            ("kafka.enable.auto.commit", "commits no offsets"),
+            ("kafka.value.deserializer", "value column"),
+            ("kafka.key.serializer", "key column"),
+            ("kafka.interceptor.classes", "interceptors"),
+        ):
+            with self.assertRaises(OptionError) as caught:
+                parse_read_options({**BOOT, "subscribe": "t", name: "x"}, streaming=False)
+            self.assertIn(words, str(caught.exception))
+            self.assertIn(repr(name), str(caught.exception))
+        with self.assertRaises(OptionError) as caught:
+            parse_read_options(
+                {**BOOT, "subscribe": "t", "kafka.send.buffer.bytes": "1"}, streaming=False
+            )
+        self.assertIn("kafka.max.poll.records", str(caught.exception))  # the list
+
+    def test_errors_name_options_as_spark_spells_them(self) -> None:
+        """Spark hands options over lower-cased; errors use the documented spelling."""
+        with self.assertRaises(OptionError) as caught:
+            parse_read_options({**BOOT, "subscribe": "t", "groupidprefix": "g"}, streaming=False)
+        self.assertIn("'groupIdPrefix'", str(caught.exception))
+
+    def test_load_checks_what_either_kind_of_read_needs(self) -> None:
+        """``streaming=None`` (load(), before Spark says which) takes what a batch or a
+        streaming read takes, and refuses what neither does."""
+        for options in (
+            {**BOOT, "subscribe": "t", "startingOffsets": "latest"},
+            {**BOOT, "subscribe": "t", "endingOffsets": "latest"},
+        ):
+            parse_read_options(options, streaming=None)
+        for options in (
+            {**BOOT},
+            {**BOOT, "subscribe": "t", "minPartitions": "0"},
+            {**BOOT, "subscribe": "t", "kafka.nope": "1"},
+        ):
+            self.assertRaises(OptionError, parse_read_options, options, streaming=None)
 
     def test_exactly_once_options(self) -> None:
         self.assertFalse(parse_write_options({**BOOT, "topic": "t"}).exactly_once)
@@ -694,6 +828,36 @@ class RowTests(Case):
             (schema(value=BinaryType(), partition=LongType()), "t"),
         ):
             self.assertRaises(RowError, check_write_schema, bad, topic)
+
+    def test_headers_of_any_nullability_can_be_written(self) -> None:
+        """``array(named_struct('key', 'h', 'value', cast('x' as binary)))`` has fields and
+        elements that cannot be null: Spark's Kafka sink takes it, and so does afkak's."""
+        from pyspark.sql.types import (
+            ArrayType,
+            BinaryType,
+            LongType,
+            StringType,
+            StructField,
+            StructType,
+        )
+
+        strict = ArrayType(
+            StructType(
+                [
+                    StructField("key", StringType(), nullable=False),
+                    StructField("value", BinaryType(), nullable=False),
+                ]
+            ),
+            containsNull=False,
+        )
+        value = StructField("value", BinaryType())
+        check_write_schema(StructType([value, StructField("headers", strict, False)]), "t")
+        wrong = ArrayType(
+            StructType([StructField("key", StringType()), StructField("value", LongType())])
+        )
+        with self.assertRaises(RowError) as caught:
+            check_write_schema(StructType([value, StructField("headers", wrong)]), "t")
+        self.assertIn("not array<struct<key:string,value:bigint>>", str(caught.exception))
 
 
 _BRIDGE_SCRIPT = textwrap.dedent(

@@ -307,6 +307,45 @@ class KafkaSparkSourceTests(SynchronousTestCase):
         back = self.rows(self.read(subscribe=topic))
         self.assertEqual(sorted(r.value for r in back), sorted(r[1] for r in rows))
 
+    def test_an_option_error_fails_load(self) -> None:
+        """A malformed option fails ``load()`` on the driver, naming the option as
+        Spark's connector spells it, before any action runs a task."""
+        for options, words in (
+            ({"subscribe": "t", "minpartitions": "0"}, "minPartitions must be at least 1"),
+            ({"subscribe": "t", "groupIdPrefix": "g"}, "'groupIdPrefix'"),
+            ({"subscribe": "t", "kafka.auto.offset.reset": "earliest"}, "startingOffsets"),
+        ):
+            with self.assertRaises(Exception) as caught:
+                self.read(**options)
+            self.assertIn(words, str(caught.exception))
+
+    def test_literal_headers_and_kafka_clients_options_write(self) -> None:
+        """Headers built from literals (fields that cannot be null) are written, with
+        settings brought from ``format("kafka")`` mapped to the Producer's."""
+        topic = self.topic(1)
+        df = self.spark.sql(
+            "select cast(concat('v', id) as binary) as value, "
+            "array(named_struct('key', 'h', 'value', cast('x' as binary))) as headers "
+            "from range(10)"
+        )
+        (
+            df.write.format("afkak")
+            .option("kafka.bootstrap.servers", self.broker.bootstrap)
+            .option("topic", topic)
+            .option("kafka.max.request.size", "2000000")
+            .option("kafka.retries", "3")
+            .option("kafka.delivery.timeout.ms", "60000")
+            .option("kafka.max.in.flight.requests.per.connection", "5")
+            .mode("append")
+            .save()
+        )
+        peer = consume(self.broker.bootstrap, topic, 10)
+        self.assertEqual(sorted(r.value for r in peer), sorted(b"v%d" % i for i in range(10)))
+        self.assertEqual({r.headers for r in peer}, {(("h", b"x"),)})
+        self.seal(topic, 1)
+        back = self.read(subscribe=topic, **{"kafka.max.poll.records": "3"})
+        self.assertEqual(sorted(r.value for r in self.rows(back)), sorted(r.value for r in peer))
+
     def test_write_failure_fails_the_job(self) -> None:
         """A row that cannot be produced fails its task, and so the job."""
         df = self.spark.createDataFrame(
