@@ -28,7 +28,6 @@ from afkak.common import (
     BrokerMetadata,
     BrokerResponseError,
     ErrorCode,
-    KafkaUnavailableError,
     NoCommonVersionError,
     OffsetCommitRequest,
     OffsetRequest,
@@ -305,9 +304,7 @@ class KafkaAdminClient:
         if names:
             try:
                 found = await self._describe_topic_partitions(sorted(set(names)), limit)
-            except KafkaUnavailableError as e:
-                if not isinstance(e.__cause__, NoCommonVersionError):
-                    raise
+            except NoCommonVersionError:
                 response = await self._router.metadata(names)
                 found = {t.name: (t, partitions_of(t)) for t in response.topics}
         results = {}
@@ -401,7 +398,7 @@ class KafkaAdminClient:
         ListConfigResources, KIP-1142), as ``kafka-configs --describe --entity-type``
         without a name; no types is the broker's default set.  Brokers from 3.7 to
         4.0 list client metrics resources only (ListClientMetricsResources): asking
-        them for another type fails, saying no broker has a common version.
+        them for another type fails with :class:`~afkak.common.NoCommonVersionError`.
         """
         wanted = [ConfigResourceType(t) for t in _items("types", types)]
         return self._one_answer(ListConfigResourcesCall(wanted))
