@@ -1,4 +1,5 @@
-"""DescribeConfigs (32), IncrementalAlterConfigs (44) and ListConfigResources (74).
+"""DescribeConfigs (32), IncrementalAlterConfigs (44), AlterConfigs (33, its fallback
+for Kafka before 2.3) and ListConfigResources (74).
 
 A broker's own configs must be asked of that broker; topic configs of any.
 """
@@ -9,13 +10,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from afkak.client._interlayer import VersionedCall
+from afkak.common import InvalidRequest
 from afkak.protocol.messages import (
+    AlterConfigsRequest,
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
     ListConfigResourcesRequest,
 )
 
 from ._types import (
+    AlterOp,
     ConfigChange,
     ConfigEntry,
     ConfigResource,
@@ -122,6 +126,84 @@ class IncrementalAlterConfigsCall(VersionedCall):
                 },
             }
         ]
+
+
+class AlterConfigsCall(IncrementalAlterConfigsCall):
+    """AlterConfigs: each resource's whole set of dynamic configs (those left out go
+    back to their defaults), what Kafka before 2.3 offers instead of
+    IncrementalAlterConfigs; its answer has the same shape."""
+
+    request_class = AlterConfigsRequest  # type: ignore[assignment]  # the same answer shape
+
+    def __init__(
+        self, configs: Mapping[ConfigResource, Mapping[str, str | None]], validate_only: bool
+    ) -> None:
+        super().__init__({}, validate_only)
+        self.configs = configs
+        self.changes = {r: () for r in configs}  # the resources, for failed() and parse()
+
+    def build(self, version: int) -> Any:
+        R = AlterConfigsRequest
+        return R(
+            resources=[
+                R.AlterConfigsResource(
+                    int(resource.type),
+                    resource.name,
+                    [R.AlterableConfig(name, value) for name, value in configs.items()],
+                )
+                for resource, configs in self.configs.items()
+            ],
+            validate_only=self.validate_only,
+        )
+
+
+#: The source of the configs AlterConfigs replaces, by resource type (a broker's own,
+#: or the cluster-wide default broker configs for the broker named "").
+_DYNAMIC_SOURCES = {
+    (ConfigResourceType.TOPIC, False): ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    (ConfigResourceType.BROKER, False): ConfigSource.DYNAMIC_BROKER_CONFIG,
+    (ConfigResourceType.BROKER, True): ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+}
+
+
+def replaced_configs(
+    described: ResourceConfig, changes: Sequence[ConfigChange]
+) -> dict[str, str | None]:
+    """The whole set of dynamic configs that AlterConfigs must send for ``changes``
+    to a resource described as ``described``, as Kafka's ``kafka-configs`` did before
+    IncrementalAlterConfigs: its dynamic configs with the changes applied (APPEND and
+    SUBTRACT to the current value's comma-separated items).
+
+    :raises InvalidRequest: a resource type AlterConfigs cannot set, or a dynamic
+        config whose value DescribeConfigs hides (a password) and would be lost.
+    """
+    resource = described.resource
+    source = _DYNAMIC_SOURCES.get((resource.type, resource.name == ""))
+    if source is None:
+        raise InvalidRequest(f"the broker has no IncrementalAlterConfigs to alter {resource}")
+    dynamic = {n: e for n, e in described.entries.items() if e.source == source}
+    hidden = sorted(n for n, e in dynamic.items() if e.sensitive and e.value is None)
+    if hidden:
+        raise InvalidRequest(
+            f"the broker has no IncrementalAlterConfigs, and AlterConfigs would reset "
+            f"{resource}'s sensitive configs {hidden}"
+        )
+    configs = {n: e.value for n, e in dynamic.items()}
+    for change in changes:
+        if change.op == AlterOp.SET:
+            configs[change.name] = change.value
+        elif change.op == AlterOp.DELETE:
+            configs.pop(change.name, None)
+        else:
+            entry = described.entries.get(change.name)
+            items = [v for v in ((entry.value if entry else None) or "").split(",") if v]
+            values = [v for v in (change.value or "").split(",") if v]
+            if change.op == AlterOp.APPEND:
+                items += [v for v in values if v not in items]
+            else:
+                items = [v for v in items if v not in values]
+            configs[change.name] = ",".join(items)
+    return configs
 
 
 class ListConfigResourcesCall(VersionedCall):

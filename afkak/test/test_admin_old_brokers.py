@@ -6,12 +6,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from afkak.admin import KafkaAdminClient, OffsetSpec, ScramMechanism, ScramUpsertion
+from afkak.admin import (
+    AlterOp,
+    ConfigChange,
+    ConfigResource,
+    ItemResult,
+    KafkaAdminClient,
+    OffsetSpec,
+    ScramMechanism,
+    ScramUpsertion,
+)
 from afkak.client import KafkaClient
-from afkak.common import NoCommonVersionError, TopicAndPartition
+from afkak.common import NoCommonVersionError, TopicAndPartition, UnknownTopicOrPartitionError
 from afkak.protocol.messages import (
+    AlterConfigsRequest,
     AlterUserScramCredentialsRequest,
     ApiVersionsRequest,
+    IncrementalAlterConfigsRequest,
     ListOffsetsRequest,
 )
 from afkak.test.helpers import ClockTestCase
@@ -98,3 +109,60 @@ class MissingApiTests(OldBrokerCase):
         self.assertEqual(error.api_name, "ApiVersions")
         self.assertEqual(error.broker_versions, (0, 2))
         self.assertIn("feature levels need v3", str(error))
+
+
+class AlterConfigsFallbackTests(OldBrokerCase):
+    """Kafka before 2.3 has no IncrementalAlterConfigs: as ``kafka-configs`` did, afkak
+    reads the dynamic configs and sends them, changed, through AlterConfigs."""
+
+    def test_incremental_changes_through_alter_configs(self) -> None:
+        admin, cluster = self.admin({IncrementalAlterConfigsRequest.API_KEY: None})  # 2.2
+        cluster.create_topic("t", 1, 1)
+        cluster.state.topics["t"].configs.update({"retention.ms": "1000", "segment.bytes": "99"})
+        d = admin.incremental_alter_configs(
+            {
+                ConfigResource.topic("t"): [
+                    ConfigChange("retention.ms", op=AlterOp.DELETE),
+                    ConfigChange("max.message.bytes", "2000"),
+                    ConfigChange("cleanup.policy", "compact", AlterOp.APPEND),
+                ]
+            }
+        )
+        self.settle(d)
+        self.assertEqual(self.successResultOf(d), {ConfigResource.topic("t"): ItemResult()})
+        self.assertEqual(
+            cluster.state.topics["t"].configs,
+            {
+                "segment.bytes": "99",
+                "max.message.bytes": "2000",
+                "cleanup.policy": "delete,compact",
+            },
+        )
+        self.assertEqual(self.sent(cluster, AlterConfigsRequest.API_KEY), 1)
+        self.assertEqual(self.sent(cluster, IncrementalAlterConfigsRequest.API_KEY), 0)
+
+    def test_per_resource_errors(self) -> None:
+        admin, cluster = self.admin({IncrementalAlterConfigsRequest.API_KEY: None})
+        cluster.create_topic("t", 1, 1)
+        d = admin.incremental_alter_configs(
+            {
+                ConfigResource.topic("t"): [ConfigChange("retention.ms", "5000")],
+                ConfigResource.topic("missing"): [ConfigChange("retention.ms", "5000")],
+            }
+        )
+        self.settle(d)
+        results = self.successResultOf(d)
+        self.assertTrue(results[ConfigResource.topic("t")].ok)
+        self.assertIsInstance(
+            results[ConfigResource.topic("missing")].error, UnknownTopicOrPartitionError
+        )
+        self.assertEqual(cluster.state.topics["t"].configs, {"retention.ms": "5000"})
+
+    def test_validate_only_changes_nothing(self) -> None:
+        admin, cluster = self.admin({IncrementalAlterConfigsRequest.API_KEY: None})
+        cluster.create_topic("t", 1, 1)
+        changes = {ConfigResource.topic("t"): [ConfigChange("retention.ms", "5000")]}
+        d = admin.incremental_alter_configs(changes, validate_only=True)
+        self.settle(d)
+        self.assertTrue(self.successResultOf(d)[ConfigResource.topic("t")].ok)
+        self.assertEqual(cluster.state.topics["t"].configs, {})

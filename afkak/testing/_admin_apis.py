@@ -1,6 +1,6 @@
 """The admin APIs the fake cluster models: DeleteTopics, CreatePartitions, DeleteRecords,
-DescribeConfigs, IncrementalAlterConfigs, ListConfigResources, DescribeTopicPartitions,
-DeleteGroups and OffsetDelete.
+DescribeConfigs, IncrementalAlterConfigs, AlterConfigs, ListConfigResources,
+DescribeTopicPartitions, DeleteGroups and OffsetDelete.
 
 Topic configs are a dict per topic over Kafka's defaults for a few common keys;
 broker configs are read-only and static; it holds no group configs and no client
@@ -30,6 +30,8 @@ from afkak._broker_errors import (
 from afkak._errors import DecodeError
 from afkak.group import decode_subscription
 from afkak.protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     DeleteGroupsRequest,
@@ -263,6 +265,33 @@ def handle_incremental_alter_configs(
     return R(responses=responses)
 
 
+def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest, version: int) -> Any:
+    """Kafka before 2.3's AlterConfigs: a topic's dynamic configs become the set given."""
+    R = AlterConfigsResponse
+    responses = []
+    for r in request.resources:
+        result = R.AlterConfigsResourceResponse(
+            resource_type=r.resource_type, resource_name=r.resource_name
+        )
+        topic = ctx.state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
+        unknown = sorted(c.name for c in r.configs if c.name not in TOPIC_DEFAULTS)
+        if r.resource_type != TOPIC:
+            result.error_code, result.error_message = (
+                code(InvalidRequest),
+                "broker configs are static",
+            )
+        elif topic is None:
+            result.error_code = UNKNOWN_TOPIC_OR_PARTITION
+        elif unknown:
+            result.error_code = code(InvalidConfig)
+            result.error_message = f"Unknown topic config names: {unknown}"
+        elif not request.validate_only:
+            topic.configs.clear()
+            topic.configs.update({c.name: c.value for c in r.configs if c.value is not None})
+        responses.append(result)
+    return R(responses=responses)
+
+
 def handle_list_config_resources(
     ctx: RequestContext, request: ListConfigResourcesRequest, version: int
 ) -> Any:
@@ -419,6 +448,7 @@ ADMIN_APIS: dict[int, Callable[..., Any]] = {
     20: handle_delete_topics,
     21: handle_delete_records,
     32: handle_describe_configs,
+    33: handle_alter_configs,
     37: handle_create_partitions,
     42: handle_delete_groups,
     44: handle_incremental_alter_configs,
@@ -510,6 +540,9 @@ ADMIN_ERROR_RESPONSES = {
     21: _delete_records_error,
     32: _config_resources_error(
         DescribeConfigsResponse, "results", DescribeConfigsResponse.DescribeConfigsResult
+    ),
+    33: _config_resources_error(
+        AlterConfigsResponse, "responses", AlterConfigsResponse.AlterConfigsResourceResponse
     ),
     37: _create_partitions_error,
     42: _delete_groups_error,
