@@ -98,18 +98,18 @@ class IncrementalAlterConfigsCall(VersionedCall):
         self.validate_only = validate_only
 
     def build(self, version: int) -> Any:
-        R = IncrementalAlterConfigsRequest
+        R = self.request_class
         return R(
             resources=[
-                R.AlterConfigsResource(
-                    int(resource.type),
-                    resource.name,
-                    [R.AlterableConfig(c.name, int(c.op), c.value) for c in changes],
-                )
-                for resource, changes in self.changes.items()
+                R.AlterConfigsResource(int(r.type), r.name, self.entries(r)) for r in self.changes
             ],
             validate_only=self.validate_only,
         )
+
+    def entries(self, resource: ConfigResource) -> list[Any]:
+        """The request's ``AlterableConfig`` entries for ``resource``."""
+        R = IncrementalAlterConfigsRequest
+        return [R.AlterableConfig(c.name, int(c.op), c.value) for c in self.changes[resource]]
 
     def failed(self, error: Any) -> dict[ConfigResource, ItemResult]:
         return {r: ItemResult(error) for r in self.changes}
@@ -142,19 +142,9 @@ class AlterConfigsCall(IncrementalAlterConfigsCall):
         self.configs = configs
         self.changes = {r: () for r in configs}  # the resources, for failed() and parse()
 
-    def build(self, version: int) -> Any:
+    def entries(self, resource: ConfigResource) -> list[Any]:
         R = AlterConfigsRequest
-        return R(
-            resources=[
-                R.AlterConfigsResource(
-                    int(resource.type),
-                    resource.name,
-                    [R.AlterableConfig(name, value) for name, value in configs.items()],
-                )
-                for resource, configs in self.configs.items()
-            ],
-            validate_only=self.validate_only,
-        )
+        return [R.AlterableConfig(name, value) for name, value in self.configs[resource].items()]
 
 
 #: The source of the configs AlterConfigs replaces, by resource type (a broker's own,
