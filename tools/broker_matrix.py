@@ -43,7 +43,7 @@ def run(version: str) -> tuple[float, dict[str, str]]:
 def table(rows: list[tuple[str, float, dict[str, str]]]) -> str:
     """An RST simple table: a row per step, a column per release; a failure is
     ``FAILED`` (its error went to stderr)."""
-    header = ["", *(version for version, _, _ in rows)]
+    header = ["Kafka", *(version for version, _, _ in rows)]
     body = [["start (s)", *(f"{seconds:.1f}" for _, seconds, _ in rows)]]
     for step in STEPS:
         cells = []
