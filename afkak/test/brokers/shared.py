@@ -6,13 +6,7 @@ import atexit
 from collections.abc import Callable
 
 from afkak.test.brokers.broker import Broker
-from afkak.test.brokers.kafka import (
-    Kafka21Broker,
-    Kafka39Broker,
-    KafkaBroker,
-    KafkaCluster,
-    KafkaTv1Broker,
-)
+from afkak.test.brokers.kafka import Kafka39Broker, KafkaBroker, KafkaCluster, KafkaTv1Broker
 from afkak.test.brokers.kafka_secure import KafkaSecureBroker
 from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.brokers.rdkafka_mock import RdkafkaMockCluster
@@ -22,7 +16,6 @@ from afkak.test.brokers.tansu import TansuBroker
 BROKERS: dict[str, Callable[[], Broker]] = {
     KafkaBroker.name: KafkaBroker,
     Kafka39Broker.name: Kafka39Broker,
-    Kafka21Broker.name: Kafka21Broker,
     KafkaTv1Broker.name: KafkaTv1Broker,
     KafkaCluster.name: KafkaCluster,
     KafkaSecureBroker.name: KafkaSecureBroker,
