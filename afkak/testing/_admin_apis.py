@@ -239,14 +239,28 @@ def handle_describe_configs(
 def handle_incremental_alter_configs(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest, version: int
 ) -> Any:
-    cluster = ctx.state
-    R = IncrementalAlterConfigsResponse
+    return _alter_configs(ctx, request, IncrementalAlterConfigsResponse, _altered)
+
+
+def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest, version: int) -> Any:
+    """Kafka before 2.3's AlterConfigs: a topic's dynamic configs become the set given."""
+    return _alter_configs(ctx, request, AlterConfigsResponse, _replaced)
+
+
+def _alter_configs(
+    ctx: RequestContext,
+    request: Any,
+    R: Any,
+    altered: Callable[[dict[str, str], Any], tuple[dict[str, str], str | None]],
+) -> Any:
+    """Both alterations, of topics only (broker configs are static): ``altered(current,
+    entries)`` gives a topic's new configs and the problem, if any, that refuses them."""
     responses = []
     for r in request.resources:
         result = R.AlterConfigsResourceResponse(
             resource_type=r.resource_type, resource_name=r.resource_name
         )
-        topic = cluster.topics.get(r.resource_name) if r.resource_type == TOPIC else None
+        topic = ctx.state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
         if r.resource_type != TOPIC:
             result.error_code, result.error_message = (
                 code(InvalidRequest),
@@ -255,7 +269,7 @@ def handle_incremental_alter_configs(
         elif topic is None:
             result.error_code = UNKNOWN_TOPIC_OR_PARTITION
         else:
-            updated, problem = _altered(topic.configs, r.configs)
+            updated, problem = altered(topic.configs, r.configs)
             if problem:
                 result.error_code, result.error_message = code(InvalidConfig), problem
             elif not request.validate_only:
@@ -265,31 +279,11 @@ def handle_incremental_alter_configs(
     return R(responses=responses)
 
 
-def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest, version: int) -> Any:
-    """Kafka before 2.3's AlterConfigs: a topic's dynamic configs become the set given."""
-    R = AlterConfigsResponse
-    responses = []
-    for r in request.resources:
-        result = R.AlterConfigsResourceResponse(
-            resource_type=r.resource_type, resource_name=r.resource_name
-        )
-        topic = ctx.state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
-        unknown = sorted(c.name for c in r.configs if c.name not in TOPIC_DEFAULTS)
-        if r.resource_type != TOPIC:
-            result.error_code, result.error_message = (
-                code(InvalidRequest),
-                "broker configs are static",
-            )
-        elif topic is None:
-            result.error_code = UNKNOWN_TOPIC_OR_PARTITION
-        elif unknown:
-            result.error_code = code(InvalidConfig)
-            result.error_message = f"Unknown topic config names: {unknown}"
-        elif not request.validate_only:
-            topic.configs.clear()
-            topic.configs.update({c.name: c.value for c in r.configs if c.value is not None})
-        responses.append(result)
-    return R(responses=responses)
+def _replaced(current: dict[str, str], entries: Any) -> tuple[dict[str, str], str | None]:
+    unknown = sorted(c.name for c in entries if c.name not in TOPIC_DEFAULTS)
+    if unknown:
+        return current, f"Unknown topic config names: {unknown}"
+    return {c.name: c.value for c in entries if c.value is not None}, None
 
 
 def handle_list_config_resources(
