@@ -229,12 +229,35 @@ class RestopError(ClientError):
 
 
 class NoCommonVersionError(ClientError):
-    """The broker supports no version of an API that afkak can speak.
+    """The broker does not support this: it lacks the API, or every version of it
+    that afkak can speak (or that the request needs, e.g. ListOffsets v7 for
+    ``MAX_TIMESTAMP``).
 
     Distinct from the broker error :class:`afkak.common.UnsupportedVersion`
     (errno 35): this one is raised by the client, before anything is sent, when
     the ranges from the broker's ApiVersions response do not overlap afkak's.
+    The message names the API, both sides' versions and the broker; so do the
+    attributes: ``api_name``, ``api_key``, ``afkak_versions`` and
+    ``broker_versions`` (``(min, max)``; ``None``: the broker lacks the API) and
+    ``broker`` (``"host:port"``), each ``None`` when not known.
     """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        api_name: str | None = None,
+        api_key: int | None = None,
+        afkak_versions: tuple[int, int] | None = None,
+        broker_versions: tuple[int, int] | None = None,
+        broker: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.api_name = api_name
+        self.api_key = api_key
+        self.afkak_versions = afkak_versions
+        self.broker_versions = broker_versions
+        self.broker = broker
 
 
 class ConnectionError(ClientError):  # afkak's documented name; shadows the built-in here

@@ -18,8 +18,9 @@ fi
 # Resolve Kafka's jars once (cached in ~/.cache/afkak/kafka/<version>), before the
 # test processes start: a failure shows here, with Maven's output.
 if command -v java >/dev/null && command -v mvn >/dev/null; then
-  # The newest 4.x, and 3.9.1: the oldest Kafka line the version-negotiation tests use.
-  "$VENV/bin/python" -c 'from afkak.testing.apache_kafka import resolve_classpath as r; print("Apache Kafka jars:", r(), r("3.9.1"))'
+  # The newest 4.x, 3.9.1 (the last 3.x line), and 2.1.1: the oldest release afkak
+  # supports, run in ZooKeeper mode (afkak/testing/kafka/pom-legacy.xml).
+  "$VENV/bin/python" -c 'from afkak.testing.apache_kafka import resolve_classpath as r; print("Apache Kafka jars:", r(), r("3.9.1"), r("2.1.1"))'
 fi
 set +e
 # The compiled record codec must have been built (test_records_compiled checks).

@@ -28,7 +28,6 @@ from afkak.common import (
     BrokerMetadata,
     BrokerResponseError,
     ErrorCode,
-    KafkaUnavailableError,
     NoCommonVersionError,
     OffsetCommitRequest,
     OffsetRequest,
@@ -47,7 +46,13 @@ from ._cluster_calls import (
     QuorumInfo,
     UpdateFeaturesCall,
 )
-from ._config_calls import DescribeConfigsCall, IncrementalAlterConfigsCall, ListConfigResourcesCall
+from ._config_calls import (
+    AlterConfigsCall,
+    DescribeConfigsCall,
+    IncrementalAlterConfigsCall,
+    ListConfigResourcesCall,
+    replaced_configs,
+)
 from ._describe_topics import (
     PARTITION_LIMIT,
     DescribeTopicPartitionsCall,
@@ -305,9 +310,7 @@ class KafkaAdminClient:
         if names:
             try:
                 found = await self._describe_topic_partitions(sorted(set(names)), limit)
-            except KafkaUnavailableError as e:
-                if not isinstance(e.__cause__, NoCommonVersionError):
-                    raise
+            except NoCommonVersionError:
                 response = await self._router.metadata(names)
                 found = {t.name: (t, partitions_of(t)) for t in response.topics}
         results = {}
@@ -377,7 +380,12 @@ class KafkaAdminClient:
     ) -> Deferred[dict[ConfigResource, ItemResult]]:
         """Set, delete, append to or subtract from config values.
 
-        Fires ``{resource: ItemResult}``.
+        Fires ``{resource: ItemResult}``.  Brokers before Kafka 2.3 have no
+        IncrementalAlterConfigs: afkak then reads each resource's dynamic configs
+        (DescribeConfigs) and sends them, changed, through AlterConfigs, as
+        ``kafka-configs`` did; not atomic (a change made in between by another
+        client is undone), and refused for a resource with sensitive dynamic
+        configs, whose values DescribeConfigs hides.
         """
         _mapping("changes", changes)
         wanted = {
@@ -387,12 +395,44 @@ class KafkaAdminClient:
         for c in (c for cs in wanted.values() for c in cs):
             if not isinstance(c, ConfigChange):
                 raise TypeError(f"changes must be ConfigChange values, not {c!r}")
-        return self._per_resource_broker(
-            list(wanted),
-            lambda batch: IncrementalAlterConfigsCall(
-                {r: wanted[r] for r in batch}, bool(validate_only)
-            ),
+        return self._run(self._incremental_alter_configs(wanted, bool(validate_only)))
+
+    async def _incremental_alter_configs(
+        self, wanted: dict[ConfigResource, list[ConfigChange]], validate_only: bool
+    ) -> dict[ConfigResource, ItemResult]:
+        try:
+            return await self._per_resource_broker(
+                list(wanted),
+                lambda batch: IncrementalAlterConfigsCall(
+                    {r: wanted[r] for r in batch}, validate_only
+                ),
+            )
+        except NoCommonVersionError as e:
+            if e.api_key != IncrementalAlterConfigsCall.request_class.API_KEY:
+                raise
+        # Kafka before 2.3: AlterConfigs replaces a resource's whole set of dynamic
+        # configs, so read them first (not atomic: a change in between is lost).
+        described = await self._per_resource_broker(
+            list(wanted), lambda batch: DescribeConfigsCall(batch, None, False)
         )
+        results: dict[ConfigResource, ItemResult] = {}
+        configs: dict[ConfigResource, dict[str, str | None]] = {}
+        for resource, changes in wanted.items():
+            config = described[resource]
+            try:
+                if config.error is not None:
+                    raise config.error
+                configs[resource] = replaced_configs(config, changes)
+            except BrokerResponseError as error:
+                results[resource] = ItemResult(error)
+        if configs:
+            results.update(
+                await self._per_resource_broker(
+                    list(configs),
+                    lambda batch: AlterConfigsCall({r: configs[r] for r in batch}, validate_only),
+                )
+            )
+        return {r: results[r] for r in wanted}
 
     def list_config_resources(
         self, types: Iterable[ConfigResourceType | int] = ()
@@ -401,7 +441,7 @@ class KafkaAdminClient:
         ListConfigResources, KIP-1142), as ``kafka-configs --describe --entity-type``
         without a name; no types is the broker's default set.  Brokers from 3.7 to
         4.0 list client metrics resources only (ListClientMetricsResources): asking
-        them for another type fails, saying no broker has a common version.
+        them for another type fails with :class:`~afkak.common.NoCommonVersionError`.
         """
         wanted = [ConfigResourceType(t) for t in _items("types", types)]
         return self._one_answer(ListConfigResourcesCall(wanted))

@@ -131,6 +131,7 @@ class ApiVersionsFeaturesCall(VersionedCall):
 
     request_class = ApiVersionsRequest
     min_version = 3
+    min_version_reason = "feature levels need v3: KIP-584, Kafka 2.7"
 
     def build(self, version: int) -> Any:
         return ApiVersionsRequest(client_software_name="afkak", client_software_version=__version__)

@@ -1,4 +1,5 @@
-"""DescribeConfigs (32), IncrementalAlterConfigs (44) and ListConfigResources (74).
+"""DescribeConfigs (32), IncrementalAlterConfigs (44), AlterConfigs (33, its fallback
+for Kafka before 2.3) and ListConfigResources (74).
 
 A broker's own configs must be asked of that broker; topic configs of any.
 """
@@ -9,13 +10,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from afkak.client._interlayer import VersionedCall
+from afkak.common import InvalidRequest
 from afkak.protocol.messages import (
+    AlterConfigsRequest,
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
     ListConfigResourcesRequest,
 )
 
 from ._types import (
+    AlterOp,
     ConfigChange,
     ConfigEntry,
     ConfigResource,
@@ -94,18 +98,18 @@ class IncrementalAlterConfigsCall(VersionedCall):
         self.validate_only = validate_only
 
     def build(self, version: int) -> Any:
-        R = IncrementalAlterConfigsRequest
+        R = self.request_class
         return R(
             resources=[
-                R.AlterConfigsResource(
-                    int(resource.type),
-                    resource.name,
-                    [R.AlterableConfig(c.name, int(c.op), c.value) for c in changes],
-                )
-                for resource, changes in self.changes.items()
+                R.AlterConfigsResource(int(r.type), r.name, self.entries(r)) for r in self.changes
             ],
             validate_only=self.validate_only,
         )
+
+    def entries(self, resource: ConfigResource) -> list[Any]:
+        """The request's ``AlterableConfig`` entries for ``resource``."""
+        R = IncrementalAlterConfigsRequest
+        return [R.AlterableConfig(c.name, int(c.op), c.value) for c in self.changes[resource]]
 
     def failed(self, error: Any) -> dict[ConfigResource, ItemResult]:
         return {r: ItemResult(error) for r in self.changes}
@@ -122,6 +126,74 @@ class IncrementalAlterConfigsCall(VersionedCall):
                 },
             }
         ]
+
+
+class AlterConfigsCall(IncrementalAlterConfigsCall):
+    """AlterConfigs: each resource's whole set of dynamic configs (those left out go
+    back to their defaults), what Kafka before 2.3 offers instead of
+    IncrementalAlterConfigs; its answer has the same shape."""
+
+    request_class = AlterConfigsRequest  # type: ignore[assignment]  # the same answer shape
+
+    def __init__(
+        self, configs: Mapping[ConfigResource, Mapping[str, str | None]], validate_only: bool
+    ) -> None:
+        super().__init__({}, validate_only)
+        self.configs = configs
+        self.changes = {r: () for r in configs}  # the resources, for failed() and parse()
+
+    def entries(self, resource: ConfigResource) -> list[Any]:
+        R = AlterConfigsRequest
+        return [R.AlterableConfig(name, value) for name, value in self.configs[resource].items()]
+
+
+#: The source of the configs AlterConfigs replaces, by resource type (a broker's own,
+#: or the cluster-wide default broker configs for the broker named "").
+_DYNAMIC_SOURCES = {
+    (ConfigResourceType.TOPIC, False): ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    (ConfigResourceType.BROKER, False): ConfigSource.DYNAMIC_BROKER_CONFIG,
+    (ConfigResourceType.BROKER, True): ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+}
+
+
+def replaced_configs(
+    described: ResourceConfig, changes: Sequence[ConfigChange]
+) -> dict[str, str | None]:
+    """The whole set of dynamic configs that AlterConfigs must send for ``changes``
+    to a resource described as ``described``, as Kafka's ``kafka-configs`` did before
+    IncrementalAlterConfigs: its dynamic configs with the changes applied (APPEND and
+    SUBTRACT to the current value's comma-separated items).
+
+    :raises InvalidRequest: a resource type AlterConfigs cannot set, or a dynamic
+        config whose value DescribeConfigs hides (a password) and would be lost.
+    """
+    resource = described.resource
+    source = _DYNAMIC_SOURCES.get((resource.type, resource.name == ""))
+    if source is None:
+        raise InvalidRequest(f"the broker has no IncrementalAlterConfigs to alter {resource}")
+    dynamic = {n: e for n, e in described.entries.items() if e.source == source}
+    hidden = sorted(n for n, e in dynamic.items() if e.sensitive and e.value is None)
+    if hidden:
+        raise InvalidRequest(
+            f"the broker has no IncrementalAlterConfigs, and AlterConfigs would reset "
+            f"{resource}'s sensitive configs {hidden}"
+        )
+    configs = {n: e.value for n, e in dynamic.items()}
+    for change in changes:
+        if change.op == AlterOp.SET:
+            configs[change.name] = change.value
+        elif change.op == AlterOp.DELETE:
+            configs.pop(change.name, None)
+        else:
+            entry = described.entries.get(change.name)
+            items = [v for v in ((entry.value if entry else None) or "").split(",") if v]
+            values = [v for v in (change.value or "").split(",") if v]
+            if change.op == AlterOp.APPEND:
+                items += [v for v in values if v not in items]
+            else:
+                items = [v for v in items if v not in values]
+            configs[change.name] = ",".join(items)
+    return configs
 
 
 class ListConfigResourcesCall(VersionedCall):

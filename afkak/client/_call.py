@@ -30,6 +30,8 @@ class VersionedCall(ABC):
     request_class: Any
     max_version: int | None = None
     min_version: int | None = None
+    #: Why ``min_version`` is needed, for the error a broker without it gets.
+    min_version_reason: str | None = None
     version: int = -1
 
     def __call__(self, version: int) -> Any:

@@ -33,6 +33,7 @@ from afkak.common import (
     KafkaError,
     KafkaUnavailableError,
     LeaderUnavailableError,
+    NoCommonVersionError,
     PartitionUnavailableError,
     SaslAuthenticationFailed,
     TLSAuthenticationFailed,
@@ -183,8 +184,12 @@ class Cluster:
         random order, skipping those that failed to connect last time; then the
         bootstrap hosts, each over a connection of its own.  A broker that
         cannot be reached, drops the connection, times out or sends garbage
-        is skipped; a broker error in a decoded response is the caller's.
+        is skipped; a broker error in a decoded response is the caller's, and so
+        is a broker's ApiVersions answer that it lacks the API (or the version
+        the call needs).
 
+        :raises NoCommonVersionError: the first broker that answered does not
+            support the call.
         :raises KafkaUnavailableError: no broker answered.
         """
         bounds = _bounds(call, min_version, max_version)
@@ -194,7 +199,7 @@ class Cluster:
             conn = self.pool.connection(broker)
             try:
                 return await self._attempt(conn, call, bounds)
-            except CancelledError:
+            except (CancelledError, NoCommonVersionError):
                 raise
             except KafkaError as e:
                 last = e
@@ -216,7 +221,7 @@ class Cluster:
             conn = self.pool.open(host, port)
             try:
                 response = await self._attempt(conn, call, bounds)
-            except CancelledError:
+            except (CancelledError, NoCommonVersionError):
                 raise
             except KafkaError as e:
                 last = e

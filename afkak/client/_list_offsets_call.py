@@ -18,6 +18,18 @@ from ._call import VersionedCall, group_by_topic
 
 CONSUMER_REPLICA_ID = -1
 
+#: The special times that need a newer ListOffsets, with the first version (and the
+#: KIP) that knows each.  An older broker reads them as a timestamp in the past and
+#: answers offset 0 with no error (Kafka 2.1 and 2.8 for MAX_TIMESTAMP; 3.0 brought
+#: v7), so they are refused before anything is sent, as Java's
+#: ``ListOffsetsRequest.Builder`` does.
+SPECIAL_TIMES = {
+    -3: ("MAX_TIMESTAMP", 7, "KIP-734, Kafka 3.0"),
+    -4: ("EARLIEST_LOCAL", 8, "KIP-405"),
+    -5: ("LATEST_TIERED", 9, "KIP-1005"),
+    -6: ("EARLIEST_PENDING_UPLOAD", 11, "KIP-1023"),
+}
+
 
 class ListOffsetsCall(VersionedCall):
     """The offsets at the times given in each payload (-1 latest, -2 earliest).
@@ -39,6 +51,12 @@ class ListOffsetsCall(VersionedCall):
         self.isolation_level = isolation_level
         if isolation_level != READ_UNCOMMITTED:
             self.min_version = 2  # the first version with an isolation level
+            self.min_version_reason = "read_committed needs v2"
+        special = [SPECIAL_TIMES[p.time] for p in payloads if p.time in SPECIAL_TIMES]
+        if special:
+            name, version, where = max(special, key=lambda s: s[1])
+            self.min_version = version
+            self.min_version_reason = f"{name} needs v{version}: {where}"
 
     def build(self, version: int) -> Any:
         topic = ListOffsetsRequest.ListOffsetsTopic

@@ -610,6 +610,8 @@ class BrokerConnection:
                 self._api_versions or {},
                 request.min_version,
                 request.max_version,
+                broker=f"{self.host}:{self.port}",
+                reason=request.min_version_reason,
             )
             size = protocol.send(request, request.message(version))
         except Exception as error:

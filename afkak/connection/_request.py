@@ -92,6 +92,11 @@ class PendingRequest:
     def api_name(self) -> str:
         return str(self.request_class.API_NAME)
 
+    @property
+    def min_version_reason(self) -> str | None:
+        """Why the request needs its ``min_version`` (a builder's ``min_version_reason``)."""
+        return getattr(self._message, "min_version_reason", None) if self._builder else None
+
     def message(self, version: int) -> Any:
         """The message to send at ``version``, built now if a builder was given."""
         self.version = version

@@ -88,13 +88,18 @@ def choose_version(
     api_versions: ApiVersionRanges,
     min_version: int | None = None,
     max_version: int | None = None,
+    *,
+    broker: str | None = None,
+    reason: str | None = None,
 ) -> int:
     """The highest version of ``request_class`` both sides support, within the caller's bounds.
 
     Never below the class's ``MIN_VERSION`` (Kafka 4 brokers still advertise
     versions that afkak no longer speaks).
 
-    :raises NoCommonVersionError: naming the API and every range involved.
+    :param broker: the broker's ``host:port``, for the error.
+    :param reason: why the request needs ``min_version``, for the error.
+    :raises NoCommonVersionError: naming the API, every range involved and the broker.
     """
     low = request_class.MIN_VERSION
     high = request_class.MAX_VERSION
@@ -102,19 +107,28 @@ def choose_version(
         low = min_version
     if max_version is not None and max_version < high:
         high = max_version
-    broker = api_versions.get(request_class.API_KEY)
-    if broker is not None:
-        version = high if high < broker[1] else broker[1]
-        if version >= low and version >= broker[0]:
+    theirs = api_versions.get(request_class.API_KEY)
+    if theirs is not None:
+        version = high if high < theirs[1] else theirs[1]
+        if version >= low and version >= theirs[0]:
             return version
-    raise NoCommonVersionError(_no_common_version(request_class, broker, min_version, max_version))
+    raise NoCommonVersionError(
+        _no_common_version(request_class, theirs, min_version, max_version, broker, reason),
+        api_name=request_class.API_NAME,
+        api_key=request_class.API_KEY,
+        afkak_versions=(request_class.MIN_VERSION, request_class.MAX_VERSION),
+        broker_versions=theirs,
+        broker=broker,
+    )
 
 
 def _no_common_version(
     request_class: Any,
-    broker: tuple[int, int] | None,
+    theirs: tuple[int, int] | None,
     min_version: int | None,
     max_version: int | None,
+    broker: str | None,
+    reason: str | None,
 ) -> str:
     name = f"{request_class.API_NAME} (api key {request_class.API_KEY})"
     ours = f"afkak supports {request_class.MIN_VERSION}-{request_class.MAX_VERSION}"
@@ -122,9 +136,9 @@ def _no_common_version(
         low = "" if min_version is None else min_version
         high = "" if max_version is None else max_version
         ours += f", the request allows {low}-{high}"
-    theirs = (
-        "the broker does not support it"
-        if broker is None
-        else f"the broker supports {broker[0]}-{broker[1]}"
-    )
-    return f"no common version of {name}: {ours}, {theirs}"
+        if reason:
+            ours += f" ({reason})"
+    who = "the broker" if broker is None else f"the broker at {broker}"
+    if theirs is None:
+        return f"no common version of {name}: {ours}, {who} does not support it"
+    return f"no common version of {name}: {ours}, {who} supports {theirs[0]}-{theirs[1]}"

@@ -738,13 +738,13 @@ class ListConfigResourcesTests(SynchronousTestCase):
 
     def test_version_0_lists_client_metrics_only(self) -> None:
         from afkak.admin import ConfigResourceType as T
-        from afkak.common import KafkaUnavailableError
+        from afkak.common import NoCommonVersionError
 
         clock, admin, _ = self.admin(api_versions={74: (0, 0)})
         self.assertEqual(self.listed(clock, admin.list_client_metrics_resources()), [])
         d = admin.list_config_resources([T.TOPIC])
         clock.advance(1)
-        failure = self.failureResultOf(d, KafkaUnavailableError)
+        failure = self.failureResultOf(d, NoCommonVersionError)
         self.assertIn("no common version of ListConfigResources", str(failure.value))
 
     def test_bad_types_raise_at_the_call(self) -> None:

@@ -13,6 +13,7 @@ from afkak.testing.apache_kafka import (
     KAFKA_VERSIONS,
     ApacheKafka,
     ApacheKafkaUnavailable,
+    _pom_arguments,
     cache_root,
     free_port,
     java_available,
@@ -20,6 +21,7 @@ from afkak.testing.apache_kafka import (
     metadata_brokers,
     random_cluster_id,
     resolve_classpath,
+    uses_zookeeper,
 )
 
 
@@ -84,6 +86,37 @@ class ConfigurationTests(SynchronousTestCase):
 
     def test_node_not_in_its_quorum_is_refused(self) -> None:
         self.assertRaises(ValueError, ApacheKafka, node_id=4, quorum={1: 6001})
+
+    def test_zookeeper_mode_before_kafka_3_3(self) -> None:
+        self.assertEqual(
+            [uses_zookeeper(v) for v in ("2.1.1", "3.2.3", "3.3.2", "4.4.0")],
+            [True, True, False, False],
+        )
+        node = ApacheKafka(5000, version="2.1.1", controller_port=5001)
+        node.workdir = "/data/n1"
+        node._pick_ports()
+        props = node.properties()
+        self.assertEqual(node.ports, {"PLAINTEXT": 5000, "ZOOKEEPER": 5001})
+        self.assertEqual(props["zookeeper.connect"], "127.0.0.1:5001")
+        self.assertEqual(props["broker.id"], "1")
+        self.assertEqual(props["listeners"], "PLAINTEXT://127.0.0.1:5000")
+        self.assertEqual(props["advertised.listeners"], "PLAINTEXT://127.0.0.1:5000")
+        for kraft in ("process.roles", "node.id", "controller.quorum.voters"):
+            self.assertNotIn(kraft, props)
+        zookeeper = node.zookeeper_properties()
+        self.assertEqual(
+            (zookeeper["clientPort"], zookeeper["dataDir"]), ("5001", "/data/n1/zookeeper")
+        )
+        self.assertEqual(zookeeper["admin.enableServer"], "false")
+        self.assertRaises(ValueError, ApacheKafka, version="2.8.2", quorum={1: 6001})
+
+    def test_old_releases_take_the_legacy_classpath(self) -> None:
+        self.assertIn("-Dscala.binary=2.12", _pom_arguments("2.1.1"))
+        self.assertIn("-Dzookeeper.version=3.5.9", _pom_arguments("2.3.1"))
+        self.assertTrue(_pom_arguments("2.8.2")[1].endswith("pom-legacy.xml"))
+        self.assertEqual(len(_pom_arguments("2.8.2")), 2)
+        self.assertTrue(_pom_arguments("3.9.1")[1].endswith("pom.xml"))
+        self.assertFalse(_pom_arguments("3.9.1")[1].endswith("pom-legacy.xml"))
 
 
 class ClasspathCacheTests(SynchronousTestCase):

@@ -72,6 +72,7 @@ class ApiVersionsTests(SynchronousTestCase):
                     27,
                     28,
                     32,
+                    33,
                     35,
                     37,
                     42,

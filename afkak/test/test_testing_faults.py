@@ -22,6 +22,7 @@ from afkak.protocol.messages import (
     REQUESTS,
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
+    AlterConfigsRequest,
     ApiVersionsRequest,
     ConsumerGroupHeartbeatRequest,
     CreatePartitionsRequest,
@@ -160,6 +161,13 @@ def _admin_samples(version: int) -> dict[int, Any]:
         37: CP(topics=[CP.CreatePartitionsTopic("t", 2)]),
         42: DeleteGroupsRequest(groups_names=["g"]),
         44: IA(resources=[IA.AlterConfigsResource(2, "t", [IA.AlterableConfig("x", 0, "1")])]),
+        33: AlterConfigsRequest(
+            resources=[
+                AlterConfigsRequest.AlterConfigsResource(
+                    2, "t", [AlterConfigsRequest.AlterableConfig("x", "1")]
+                )
+            ]
+        ),
         47: OD("g", [OD.OffsetDeleteRequestTopic("t", [OD.OffsetDeleteRequestPartition(0)])]),
         68: ConsumerGroupHeartbeatRequest(
             group_id="g", member_id="m", member_epoch=0, rebalance_timeout_ms=1000

@@ -90,8 +90,9 @@ What the fake does (and does not):
   AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn (see
   below); and the admin APIs
   (:class:`afkak.admin.KafkaAdminClient`): DeleteTopics, CreatePartitions,
-  DeleteRecords, DescribeConfigs, IncrementalAlterConfigs (topic configs over
-  Kafka's defaults for common keys; broker configs static and read-only),
+  DeleteRecords, DescribeConfigs, IncrementalAlterConfigs and AlterConfigs
+  (Kafka 2.2's; topic configs over Kafka's defaults for common keys; broker
+  configs static and read-only),
   ListConfigResources (topics, brokers and broker loggers),
   DescribeTopicPartitions (KIP-966, paged by Kafka's cursor; no eligible leader
   replicas), DeleteGroups and OffsetDelete; the operator's APIs: DescribeProducers,

@@ -1,6 +1,6 @@
 """The admin APIs the fake cluster models: DeleteTopics, CreatePartitions, DeleteRecords,
-DescribeConfigs, IncrementalAlterConfigs, ListConfigResources, DescribeTopicPartitions,
-DeleteGroups and OffsetDelete.
+DescribeConfigs, IncrementalAlterConfigs, AlterConfigs, ListConfigResources,
+DescribeTopicPartitions, DeleteGroups and OffsetDelete.
 
 Topic configs are a dict per topic over Kafka's defaults for a few common keys;
 broker configs are read-only and static; it holds no group configs and no client
@@ -30,6 +30,8 @@ from afkak._broker_errors import (
 from afkak._errors import DecodeError
 from afkak.group import decode_subscription
 from afkak.protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     DeleteGroupsRequest,
@@ -237,14 +239,28 @@ def handle_describe_configs(
 def handle_incremental_alter_configs(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest, version: int
 ) -> Any:
-    cluster = ctx.state
-    R = IncrementalAlterConfigsResponse
+    return _alter_configs(ctx, request, IncrementalAlterConfigsResponse, _altered)
+
+
+def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest, version: int) -> Any:
+    """Kafka before 2.3's AlterConfigs: a topic's dynamic configs become the set given."""
+    return _alter_configs(ctx, request, AlterConfigsResponse, _replaced)
+
+
+def _alter_configs(
+    ctx: RequestContext,
+    request: Any,
+    R: Any,
+    altered: Callable[[dict[str, str], Any], tuple[dict[str, str], str | None]],
+) -> Any:
+    """Both alterations, of topics only (broker configs are static): ``altered(current,
+    entries)`` gives a topic's new configs and the problem, if any, that refuses them."""
     responses = []
     for r in request.resources:
         result = R.AlterConfigsResourceResponse(
             resource_type=r.resource_type, resource_name=r.resource_name
         )
-        topic = cluster.topics.get(r.resource_name) if r.resource_type == TOPIC else None
+        topic = ctx.state.topics.get(r.resource_name) if r.resource_type == TOPIC else None
         if r.resource_type != TOPIC:
             result.error_code, result.error_message = (
                 code(InvalidRequest),
@@ -253,7 +269,7 @@ def handle_incremental_alter_configs(
         elif topic is None:
             result.error_code = UNKNOWN_TOPIC_OR_PARTITION
         else:
-            updated, problem = _altered(topic.configs, r.configs)
+            updated, problem = altered(topic.configs, r.configs)
             if problem:
                 result.error_code, result.error_message = code(InvalidConfig), problem
             elif not request.validate_only:
@@ -261,6 +277,13 @@ def handle_incremental_alter_configs(
                 topic.configs.update(updated)
         responses.append(result)
     return R(responses=responses)
+
+
+def _replaced(current: dict[str, str], entries: Any) -> tuple[dict[str, str], str | None]:
+    unknown = sorted(c.name for c in entries if c.name not in TOPIC_DEFAULTS)
+    if unknown:
+        return current, f"Unknown topic config names: {unknown}"
+    return {c.name: c.value for c in entries if c.value is not None}, None
 
 
 def handle_list_config_resources(
@@ -419,6 +442,7 @@ ADMIN_APIS: dict[int, Callable[..., Any]] = {
     20: handle_delete_topics,
     21: handle_delete_records,
     32: handle_describe_configs,
+    33: handle_alter_configs,
     37: handle_create_partitions,
     42: handle_delete_groups,
     44: handle_incremental_alter_configs,
@@ -510,6 +534,9 @@ ADMIN_ERROR_RESPONSES = {
     21: _delete_records_error,
     32: _config_resources_error(
         DescribeConfigsResponse, "results", DescribeConfigsResponse.DescribeConfigsResult
+    ),
+    33: _config_resources_error(
+        AlterConfigsResponse, "responses", AlterConfigsResponse.AlterConfigsResourceResponse
     ),
     37: _create_partitions_error,
     42: _delete_groups_error,

@@ -19,9 +19,15 @@ Facts checked on the project's machines (Maven 3.8.7, OpenJDK 17, 2 shared cores
   ``kafka/pom.xml`` adds log4j2 (2.24.3 for Kafka 4.0/4.1, 2.25.3 from 4.2: read from
   Kafka's build for 4.0-4.2; 4.3 and 4.4 run with 2.25.3) and its SLF4J 1.7 binding.
   Resolving 4.4.0 copies 47 jars, 44 MB; from a warm ``~/.m2`` it takes about 7 s.
-- ``AFKAK_KAFKA_VERSION=3.9.1`` works too (the oldest line afkak negotiates with):
-  Kafka 3.x logs through reload4j, configured by ``kafka/log4j.properties``; its
-  classpath then also holds log4j2's unused SLF4J binding (SLF4J warns, picks reload4j).
+- ``AFKAK_KAFKA_VERSION=3.9.1`` works too: Kafka 3.x logs through reload4j,
+  configured by ``kafka/log4j.properties``; its classpath then also holds log4j2's
+  unused SLF4J binding (SLF4J warns, picks reload4j).
+- Older releases, down to 2.1.1, the oldest afkak supports, run on Java 17 with
+  ``kafka/pom-legacy.xml``'s classpath (broker and ZooKeeper, no Java tools): from 3.3
+  as KRaft nodes like 4.x, before 3.3 in ZooKeeper mode, the node starting its own
+  ZooKeeper server first (:attr:`ApacheKafka.zookeeper`).  Before 2.4 that takes
+  Scala 2.12 and ZooKeeper 3.5.9 instead of 3.4, whose client fails on Java 14+.
+  Kafka 2.1.1 started in 13.6 s under load (ZooKeeper's start included).
 - A single combined node with a static quorum (``controller.quorum.voters``) needs
   ``kafka.tools.StorageTool format`` with no ``--standalone`` flag.  The log line
   ``Kafka Server started`` comes with the broker unfenced; this module waits until
@@ -59,6 +65,17 @@ from typing import Self
 #: names one.
 KAFKA_VERSIONS = ("4.4.0", "4.3.0", "4.2.0", "4.1.1", "4.0.0")
 
+#: Kafka releases before this one run in ZooKeeper mode (KRaft came with 3.3): the
+#: launcher then starts a ZooKeeper server from the same classpath first.
+KRAFT_SINCE = (3, 3)
+#: Kafka releases before this one get ``kafka/pom-legacy.xml``'s classpath: the
+#: broker with its ZooKeeper, logging through reload4j, without the Java tools.
+LEGACY_CLASSPATH_BEFORE = (3, 9)
+#: Kafka before 2.4 has no Scala 2.13 build, and depends on ZooKeeper 3.4, whose
+#: client cannot connect on Java 14+ (ZOOKEEPER-3779): 3.5.9 (Kafka 2.8's) replaces it.
+SCALA_213_SINCE = (2, 4)
+OLD_BROKER_ZOOKEEPER = "3.5.9"
+
 #: JVM options for a quick, small test node: a 512 MiB heap at most, the C1 compiler only
 #: (the broker's start is mostly class loading and interpretation), the serial collector
 #: (fewer threads on shared cores) and the JDK's class-data sharing archive.
@@ -94,8 +111,19 @@ def java_available() -> bool:
 
 def log4j2_version(kafka_version: str) -> str:
     """The log4j2 release that the Kafka release ships with."""
-    major, minor = (int(part) for part in kafka_version.split(".")[:2])
-    return "2.24.3" if (major, minor) < (4, 2) else "2.25.3"
+    return "2.24.3" if release(kafka_version) < (4, 2) else "2.25.3"
+
+
+def release(version: str) -> tuple[int, int]:
+    """``(major, minor)`` of a Kafka version string such as ``"2.1.1"``."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return major, minor
+
+
+def uses_zookeeper(version: str | None) -> bool:
+    """Whether Kafka ``version`` (None: the default, a 4.x) runs in ZooKeeper mode."""
+    version = version or os.environ.get("AFKAK_KAFKA_VERSION")
+    return version is not None and release(version) < KRAFT_SINCE
 
 
 def cache_root() -> str:
@@ -141,9 +169,9 @@ def _resolve(version: str) -> str:
             return directory
         staging = tempfile.mkdtemp(prefix=f".{version}-", dir=cache_root())
         argv = [
-            mvn, "-B", "-q", "-f", os.path.join(_FILES, "pom.xml"), _MAVEN_PLUGIN,
-            "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
-            f"-Dkafka.version={version}", f"-Dlog4j2.version={log4j2_version(version)}",
+            mvn, "-B", "-q", _MAVEN_PLUGIN, "-DincludeScope=runtime",
+            f"-DoutputDirectory={staging}", f"-Dkafka.version={version}",
+            *_pom_arguments(version),
         ]  # fmt: skip
         result = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL)
         if result.returncode or not os.listdir(staging):
@@ -157,6 +185,17 @@ def _resolve(version: str) -> str:
         shutil.rmtree(directory, ignore_errors=True)
         os.rename(staging, directory)
     return directory
+
+
+def _pom_arguments(version: str) -> list[str]:
+    """The POM for Kafka ``version`` and its properties (see the POMs' headers)."""
+    if release(version) >= LEGACY_CLASSPATH_BEFORE:
+        pom = os.path.join(_FILES, "pom.xml")
+        return ["-f", pom, f"-Dlog4j2.version={log4j2_version(version)}"]
+    arguments = ["-f", os.path.join(_FILES, "pom-legacy.xml")]
+    if release(version) < SCALA_213_SINCE:
+        arguments += ["-Dscala.binary=2.12", f"-Dzookeeper.version={OLD_BROKER_ZOOKEEPER}"]
+    return arguments
 
 
 def random_cluster_id() -> str:
@@ -274,6 +313,11 @@ class ApacheKafka:
     ) -> None:
         if quorum is not None and node_id not in quorum:
             raise ValueError(f"node {node_id} is not a voter of the quorum {dict(quorum)}")
+        #: Whether the node runs in ZooKeeper mode (Kafka before 3.3), beside a
+        #: ZooKeeper server of its own (listener ``ZOOKEEPER``, ``zookeeper.log``).
+        self.zookeeper = uses_zookeeper(version)
+        if self.zookeeper and (quorum is not None or format_args):
+            raise ValueError("a ZooKeeper-mode node (Kafka before 3.3) has no quorum or format")
         self.version = version
         self.node_id = node_id
         self.cluster_id = cluster_id or random_cluster_id()
@@ -281,13 +325,15 @@ class ApacheKafka:
         self.format_args = list(format_args)
         self.jvm_options = list(jvm_options)
         self.classpath = list(classpath)
-        self._requested_ports = {"PLAINTEXT": port, "CONTROLLER": controller_port}
+        self._control = "ZOOKEEPER" if self.zookeeper else "CONTROLLER"
+        self._requested_ports = {"PLAINTEXT": port, self._control: controller_port}
         self._requested_ports.update(listeners or {})
         self._quorum = dict(quorum) if quorum is not None else None
         self.ports: dict[str, int] = {}
         self._keep_workdir = workdir is not None
         self.workdir = os.path.abspath(workdir) if workdir else ""
         self._process: subprocess.Popen[bytes] | None = None
+        self._zookeeper_process: subprocess.Popen[bytes] | None = None
         self._launched = 0.0
         #: Seconds the last :meth:`start` took, from spawning the JVM to ready.
         self.start_seconds = 0.0
@@ -314,12 +360,18 @@ class ApacheKafka:
         return os.path.join(self.workdir, "data")
 
     def properties(self) -> dict[str, str]:
-        """The node's server properties: a single-node-friendly base, then ``config``."""
+        """The node's server properties: a single-node-friendly base, then ``config``.
+
+        In ZooKeeper mode the node is ``broker.id`` at its own ZooKeeper; the
+        KRaft-only keys left in (share groups') are only warned about by Kafka 2.x/3.x.
+        """
         ports = self.ports
-        quorum = self._quorum or {self.node_id: ports["CONTROLLER"]}
-        listeners = ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items())
+        quorum = self._quorum or {self.node_id: ports[self._control]}
+        listeners = ",".join(
+            f"{name}://127.0.0.1:{port}" for name, port in ports.items() if name != "ZOOKEEPER"
+        )
         advertised = ",".join(
-            f"{name}://127.0.0.1:{port}" for name, port in ports.items() if name != "CONTROLLER"
+            f"{name}://127.0.0.1:{port}" for name, port in ports.items() if name != self._control
         )
         replicas = str(min(len(quorum), 3))
         min_isr = str(min(len(quorum), 2))
@@ -356,8 +408,25 @@ class ApacheKafka:
             "num.recovery.threads.per.data.dir": "1",
             "num.replica.fetchers": "1",
         }
+        if self.zookeeper:
+            for key in ("process.roles", "node.id", "controller.quorum.voters"):
+                del properties[key]
+            del properties["controller.listener.names"]
+            properties["broker.id"] = str(self.node_id)
+            properties["zookeeper.connect"] = f"127.0.0.1:{ports['ZOOKEEPER']}"
         properties.update(self.config)
         return properties
+
+    def zookeeper_properties(self) -> dict[str, str]:
+        """The ZooKeeper server's properties (ZooKeeper mode): on 127.0.0.1, no admin
+        server (it would take port 8080)."""
+        return {
+            "dataDir": os.path.join(self.workdir, "zookeeper"),
+            "clientPort": str(self.ports["ZOOKEEPER"]),
+            "clientPortAddress": "127.0.0.1",
+            "maxClientCnxns": "0",
+            "admin.enableServer": "false",
+        }
 
     # -- life cycle ------------------------------------------------------------------
 
@@ -416,7 +485,9 @@ class ApacheKafka:
         with open(config_path, "w") as config:
             config.writelines(f"{key}={value}\n" for key, value in self.properties().items())
         base = [java, *self.jvm_options, "-cp", classpath]
-        if not os.path.exists(os.path.join(self.data_dir, "meta.properties")):
+        if self.zookeeper:
+            self._launch_zookeeper(base)
+        elif not os.path.exists(os.path.join(self.data_dir, "meta.properties")):
             fmt = [
                 *base, "kafka.tools.StorageTool", "format", "--ignore-formatted",
                 "--cluster-id", self.cluster_id, "--config", config_path, *self.format_args,
@@ -425,24 +496,56 @@ class ApacheKafka:
             if result.returncode:
                 output = (result.stdout + result.stderr).decode("utf-8", "replace")
                 raise ApacheKafkaUnavailable(f"kafka-storage format failed:\n{output[-2000:]}")
+        self._process = self._spawn(base, ["kafka.Kafka", config_path], self.log_path)
+        self._launched = time.monotonic()
+        _running.add(self)
+
+    def _spawn(self, base: list[str], main: list[str], log_path: str) -> subprocess.Popen[bytes]:
+        """A JVM running ``main`` with the logging configurations, logging to ``log_path``."""
         argv = [
             *base[:1],
             f"-Dlog4j2.configurationFile={os.path.join(_FILES, 'log4j2.properties')}",
             f"-Dlog4j.configuration=file:{os.path.join(_FILES, 'log4j.properties')}",
             f"-Djava.io.tmpdir={self.workdir}",
-            *base[1:], "kafka.Kafka", config_path,
+            *base[1:], *main,
         ]  # fmt: skip
         # With util-linux's setpriv the JVM also gets SIGTERM if this process dies unawares.
         setpriv = shutil.which("setpriv")
         if setpriv is not None:
             argv = [setpriv, "--pdeathsig", "TERM", "--", *argv]
-        with open(self.log_path, "ab") as log:
-            self._process = subprocess.Popen(
+        with open(log_path, "ab") as log:
+            return subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 cwd=self.workdir, close_fds=True,
             )  # fmt: skip
-        self._launched = time.monotonic()
-        _running.add(self)
+
+    def _launch_zookeeper(self, base: list[str], timeout: float = 60.0) -> None:
+        """Start the node's ZooKeeper server (unless it runs) and wait until it accepts
+        connections: a Kafka 2.x broker that cannot reach it at start exits."""
+        process = self._zookeeper_process
+        if process is None or process.poll() is not None:
+            config_path = os.path.join(self.workdir, "zookeeper.properties")
+            with open(config_path, "w") as config:
+                config.writelines(
+                    f"{key}={value}\n" for key, value in self.zookeeper_properties().items()
+                )
+            log_path = os.path.join(self.workdir, "zookeeper.log")
+            main = ["org.apache.zookeeper.server.ZooKeeperServerMain", config_path]
+            process = self._zookeeper_process = self._spawn(base, main, log_path)
+            _running.add(self)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise ApacheKafkaUnavailable(
+                    f"ZooKeeper exited with status {process.returncode}:\n"
+                    f"{file_tail(os.path.join(self.workdir, 'zookeeper.log'), 2000)}"
+                )
+            try:
+                socket.create_connection(("127.0.0.1", self.ports["ZOOKEEPER"]), 1.0).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise ApacheKafkaUnavailable(f"ZooKeeper did not listen within {timeout} s")
 
     def wait_ready(self, timeout: float = 120.0) -> str:
         """Wait until the node's Metadata lists it (a live, unfenced broker); '' or why
@@ -491,7 +594,8 @@ class ApacheKafka:
             process.kill()
             process.wait(30)
         self._process = None
-        _running.discard(self)
+        if self._zookeeper_process is None:  # else it stays for stop(), atexit's too
+            _running.discard(self)
 
     def pause(self) -> None:
         """SIGSTOP: the node hangs with its sockets open (a hung, not crashed, broker)."""
@@ -526,16 +630,22 @@ class ApacheKafka:
     def _terminate(self, timeout: float) -> None:
         process, self._process = self._process, None
         _running.discard(self)
-        if process is None:
-            return
-        if process.poll() is None:
-            process.send_signal(signal.SIGCONT)  # a paused JVM cannot shut down
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(30)
+        _stop_process(process, timeout)
+        zookeeper, self._zookeeper_process = self._zookeeper_process, None
+        _stop_process(zookeeper, timeout)
+
+
+def _stop_process(process: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """SIGTERM, SIGKILL after ``timeout`` s."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGCONT)  # a paused JVM cannot shut down
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(30)
 
 
 @atexit.register

@@ -179,6 +179,18 @@ class Kafka39Broker(KafkaBroker):
         super().__init__(**{"version": "3.9.1", **options})
 
 
+class Kafka21Broker(KafkaBroker):
+    """One Apache Kafka 2.1.1 node, in ZooKeeper mode: the oldest release afkak supports
+    (idempotence, transactions and zstd are there; no IncrementalAlterConfigs, no
+    feature levels, no ListOffsets by MAX_TIMESTAMP).  See docs/broker-versions.rst."""
+
+    name = "kafka-2.1"
+    quirks = Quirks(broker="kafka-2.1")
+
+    def __init__(self, **options: Unpack[NodeOptions]) -> None:
+        super().__init__(**{"version": "2.1.1", **options})
+
+
 class KafkaTv1Broker(KafkaBroker):
     """One Apache Kafka node formatted with ``transaction.version=1``: Kafka 4's broker
     running the transaction protocol before KIP-890's part 2 (a new 4.x cluster runs v2)."""
