@@ -17,6 +17,7 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
+from twisted.python.failure import Failure
 
 from afkak._broker_errors import SaslAuthenticationFailed
 from afkak.connection._sasl_mechanisms import OAuthBearerToken
@@ -29,7 +30,7 @@ class MskIamError(SaslAuthenticationFailed):
 
 def _signer() -> Any:
     try:
-        from aws_msk_iam_sasl_signer import MSKAuthTokenProvider
+        from aws_msk_iam_sasl_signer import MSKAuthTokenProvider  # type: ignore[import-untyped]
     except ImportError:
         raise ImportError(
             "AWS MSK IAM authentication needs aws-msk-iam-sasl-signer-python: "
@@ -105,7 +106,7 @@ class MskIamTokens:
         value, expires_ms = signed
         return OAuthBearerToken(value, expires_ms / 1000)
 
-    def _failed(self, failure: Any) -> None:
+    def _failed(self, failure: Failure) -> Failure:
         error = failure.value
         raise MskIamError(
             f"AWS MSK IAM: cannot sign a token for region {self.region}: "

@@ -107,8 +107,8 @@ class ClientCredentials:
         ):
             if not isinstance(value, str) or not value:
                 raise TypeError(f"{name} must be a non-empty str")
-        for name, value in (("scope", scope), ("audience", audience)):
-            if value is not None and not isinstance(value, str):
+        for name, option in (("scope", scope), ("audience", audience)):
+            if option is not None and not isinstance(option, str):
                 raise TypeError(f"{name} must be a str or None")
         if urlsplit(token_endpoint_url).scheme not in ("http", "https"):
             raise ValueError(

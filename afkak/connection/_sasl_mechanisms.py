@@ -218,10 +218,12 @@ class OAuthBearer:
             raise ValueError(f"refresh_window must be within 0.5-1.0, not {refresh_window!r}")
         if refresh is not None and not isinstance(refresh, LoginRefresh):
             raise TypeError("refresh must be a LoginRefresh")
-        self._provider = token_provider
+        #: Where tokens come from.
+        self.token_provider = token_provider
         self._extensions = dict(extensions or {})
         _check_extensions(None, None, self._extensions)
-        self._refresh = refresh or LoginRefresh.window(refresh_window)
+        #: When a token is replaced.
+        self.refresh = refresh or LoginRefresh.window(refresh_window)
         self._cached: _CachedToken | None = None
         self._fetching: list[Deferred[OAuthBearerToken]] | None = None
 
@@ -239,7 +241,7 @@ class OAuthBearer:
             self._fetching.append(waiter)
             return waiter
         self._fetching = [waiter]
-        maybeDeferred(self._provider).addBoth(self._fetched, clock, now)
+        maybeDeferred(self.token_provider).addBoth(self._fetched, clock, now)
         return waiter
 
     def _fetched(self, result: Any, clock: Any, asked: float) -> None:
@@ -248,7 +250,7 @@ class OAuthBearer:
             if result.expires_at <= clock.seconds():
                 result = ValueError("the token provider returned an expired token")
             else:
-                refresh_at = self._refresh.refresh_at(asked, result.expires_at)
+                refresh_at = self.refresh.refresh_at(asked, result.expires_at)
                 self._cached = _CachedToken(result, refresh_at)
         elif not isinstance(result, Failure):
             result = TypeError(

@@ -99,7 +99,9 @@ def sigv4_url(region: str, session_token: str | None) -> str:
     for part in (day, region, "kafka-cluster", "aws4_request"):
         key = hmac.new(key, part.encode(), hashlib.sha256).digest()
     signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-    agent = quote(f"aws-msk-iam-sasl-signer-python/{version('aws-msk-iam-sasl-signer-python')}", safe="")
+    agent = quote(
+        f"aws-msk-iam-sasl-signer-python/{version('aws-msk-iam-sasl-signer-python')}", safe=""
+    )
     return f"https://{host}/?{query}&X-Amz-Signature={signature}&User-Agent={agent}"
 
 
@@ -118,8 +120,8 @@ class MskIamTests(SynchronousTestCase):
     def test_token_byte_for_byte(self) -> None:
         for session_token in (None, "FQoGZXIvYXdzEJr//session+token="):
             provider = FixedCredentials(session_token)
-            expected, expires_ms = MSKAuthTokenProvider.generate_auth_token_from_credentials_provider(
-                REGION, provider
+            expected, expires_ms = (
+                MSKAuthTokenProvider.generate_auth_token_from_credentials_provider(REGION, provider)
             )
             url = base64.urlsafe_b64decode(expected + "=" * (-len(expected) % 4)).decode()
             self.assertEqual(url, sigv4_url(REGION, session_token))

@@ -82,9 +82,7 @@ class ClientCredentialsTests(SynchronousTestCase):
 
     def provider(self, secret: str = SECRET, **kwargs: Any) -> ClientCredentials:
         kwargs.setdefault("uniform", lambda low, high: 1.0)
-        return ClientCredentials(
-            URL, "afkak", secret, reactor=self.clock, http=self.http, **kwargs
-        )
+        return ClientCredentials(URL, "afkak", secret, reactor=self.clock, http=self.http, **kwargs)
 
     def fetch(self, provider: ClientCredentials) -> tuple[Any, float]:
         """What *provider* gives (a token or a Failure), and the Clock seconds it took."""
