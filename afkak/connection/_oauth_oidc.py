@@ -78,8 +78,9 @@ class ClientCredentials:
     :param request_timeout: how long one request may take.
     :param reactor: provides ``seconds``/``callLater`` (and the HTTP connection
         when *http* is not given); the global reactor by default.
-    :param http: a ``treq``-like client (``post``, ``json_content``, ``content``):
-        ``treq`` itself by default, a ``treq.testing.StubTreq`` in tests.
+    :param http: what posts the request: ``treq`` itself by default, else a
+        ``treq.HTTPClient`` (its own ``Agent``, TLS or proxy settings), or a
+        ``treq.testing.StubTreq`` in tests.
     :param uniform: ``(low, high) -> float`` for the backoff's jitter.
     """
 
@@ -128,7 +129,9 @@ class ClientCredentials:
         if reactor is None:
             from twisted.internet import reactor
         self._reactor = reactor
-        self._http = http if http is not None else _treq()
+        treq = _treq()
+        self._http = http if http is not None else treq
+        self._content = treq.content
 
     def __repr__(self) -> str:
         return f"<ClientCredentials {self.client_id!r} at {self.token_endpoint_url}>"
@@ -175,7 +178,7 @@ class ClientCredentials:
         post = self._http.post(self.token_endpoint_url, data=self._form(), headers=self._headers())
         try:
             response = await self._in_time(post)
-            body = await self._in_time(self._http.content(response))
+            body = await self._in_time(self._content(response))
         except _NETWORK_ERRORS as e:
             raise _TryAgain(f"cannot reach it ({type(e).__name__})") from None
         code = response.code
