@@ -20,6 +20,8 @@ fi
 if command -v java >/dev/null && command -v mvn >/dev/null; then
   # The newest 4.x, and 3.9.1: the oldest Kafka line the version-negotiation tests use.
   "$VENV/bin/python" -c 'from afkak.testing.apache_kafka import resolve_classpath as r; print("Apache Kafka jars:", r(), r("3.9.1"))'
+  # The OAuth tests' identity provider (mock-oauth2-server), from Maven Central too.
+  "$VENV/bin/python" -c 'from afkak.test.brokers.oauth_kafka import mock_oauth2_server_jars as m; print("mock-oauth2-server jars:", m())'
 fi
 set +e
 # The compiled record codec must have been built (test_records_compiled checks).

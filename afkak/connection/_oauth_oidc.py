@@ -20,6 +20,7 @@ import binascii
 import json
 import random
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -182,9 +183,9 @@ class ClientCredentials:
         except _NETWORK_ERRORS as e:
             raise _TryAgain(f"cannot reach it ({type(e).__name__})") from None
         code = response.code
-        if code >= 500:
+        if code >= HTTPStatus.INTERNAL_SERVER_ERROR:
             raise _TryAgain(f"HTTP {code}")
-        if code >= 400:
+        if code >= HTTPStatus.BAD_REQUEST:
             raise TokenEndpointError(
                 f"token endpoint {self.token_endpoint_url} refused client {self.client_id!r}: "
                 f"HTTP {code}{_oauth_error(body)}"
