@@ -25,6 +25,7 @@ from afkak.connection import ClientCredentials, LoginRefresh, MskIamTokens, OAut
 #: The keys of OAUTHBEARER's token sources.
 OAUTH_KEYS = (
     "sasl.login.callback.handler.class",
+    "sasl.client.callback.handler.class",
     "sasl.oauthbearer.token.endpoint.url",
     "sasl.oauthbearer.client.credentials.client.id",
     "sasl.oauthbearer.client.credentials.client.secret",
@@ -75,6 +76,12 @@ def oauthbearer(
     url = keys.get("sasl.oauthbearer.token.endpoint.url")
     refresh = _login_refresh(keys, where, error)
     extensions = {k[len("extension_") :]: v for k, v in jaas.items() if k.startswith("extension_")}
+    client_handler = keys.get("sasl.client.callback.handler.class")
+    if client_handler is not None and (handler, client_handler) != (_MSK_HANDLER, _MSK_HANDLER):
+        raise error(
+            f"{where.at('sasl.client.callback.handler.class')}sasl.client.callback.handler.class "
+            f"is only taken as MSK IAM's {_MSK_HANDLER}, with the same login handler"
+        )
     if handler == _MSK_HANDLER:
         if url is not None:
             raise error(

@@ -84,6 +84,8 @@ class OAuthPropertiesTests(SynchronousTestCase):
             ' required awsProfileName="dev";\n'
             "sasl.login.callback.handler.class="
             "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n"
+            "sasl.client.callback.handler.class="
+            "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n"
         )
         provider = mechanism.token_provider
         assert isinstance(provider, MskIamTokens)
@@ -134,6 +136,9 @@ class OAuthPropertiesTests(SynchronousTestCase):
             "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule"
             " required;\n": ("4: sasl.jaas.config for OAUTHBEARER must use"),
             "sasl.username=alice\n": "4: sasl.username is not used by OAUTHBEARER",
+            "sasl.client.callback.handler.class=com.example.Mine\n": (
+                "4: sasl.client.callback.handler.class is only taken as MSK IAM's"
+            ),
         }
         for text, expected in cases.items():
             with self.subTest(text=text):
