@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from typing import Any
 
 from botocore.credentials import CredentialProvider, Credentials
@@ -33,9 +32,9 @@ from zope.interface import implementer
 
 import afkak
 from afkak import KafkaClient, OAuthBearer, Producer
-from afkak.admin import KafkaAdminClient, NewTopic
 from afkak.common import FetchRequest, KafkaUnavailableError
 from afkak.connection import ClientCredentials, MskIamTokens
+from afkak.test import test_security_kafka
 from afkak.test.brokers import shared_broker
 from afkak.test.brokers.java_tools import run_tool
 from afkak.test.brokers.oauth_kafka import (
@@ -113,21 +112,8 @@ class OAuthKafkaCase(SynchronousTestCase):
         self.addCleanup(lambda: wait(client.close()))
         return client
 
-    def round_trip(self, client: KafkaClient, what: str) -> str:
-        """An admin call (CreateTopics), a produce and a fetch over *client*; the topic."""
-        topic = f"{what}-{uuid.uuid4().hex[:8]}"
-        created = wait(KafkaAdminClient(client).create_topics([NewTopic(topic, 1, 1)]), 30)
-        self.assertIsNone(created[topic].error)
-        producer = Producer(client)
-        self.addCleanup(producer.stop)
-        wait(producer.send_messages(topic, msgs=[b"one", b"two"]), 30)
-        [fetched] = wait(
-            client.send_fetch_request(
-                [FetchRequest(topic, 0, 0, 1 << 16)], max_wait_time=100, min_bytes=1
-            )
-        )
-        self.assertEqual([m.message.value for m in fetched.messages], [b"one", b"two"])
-        return topic
+    #: An admin call (CreateTopics), a produce and a fetch over a client; the topic.
+    round_trip = test_security_kafka.SecureKafkaCase.round_trip
 
     def refused(self, listener: str, sasl: Any, *expected: str) -> float:
         """The connection fails, with each of *expected* in the error; the seconds it took."""

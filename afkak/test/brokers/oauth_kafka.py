@@ -24,7 +24,6 @@ in the ``org.apache.kafka.sasl.oauthbearer.allowed.urls`` system property;
 
 from __future__ import annotations
 
-import fcntl
 import glob
 import os
 import shutil
@@ -37,12 +36,12 @@ from collections.abc import Sequence
 from typing import Self
 
 from afkak.test.brokers.kafka import KafkaBroker
+from afkak.test.brokers.maven import cached_jars
 from afkak.test.brokers.process import ManagedProcess, unavailable
 from afkak.test.brokers.quirks import Quirks
 from afkak.testing.apache_kafka import (
     JVM_OPTIONS,
     ApacheKafkaUnavailable,
-    cache_root,
     free_port,
     resolve_classpath,
 )
@@ -52,7 +51,6 @@ MOCK_OAUTH2_SERVER_VERSION = "2.1.10"
 _MAIN = "no.nav.security.mock.oauth2.StandaloneMockOAuth2ServerKt"
 _FILES = os.path.dirname(os.path.abspath(__file__))
 _POM = os.path.join(_FILES, "mock-oauth2-server-pom.xml")
-_DONE = ".complete"
 #: The audience Kafka expects; mock-oauth2-server puts the requested scope there.
 AUDIENCE = "kafka"
 #: The REAUTH listener's ``connections.max.reauth.ms``.
@@ -67,33 +65,13 @@ _LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginMo
 
 def mock_oauth2_server_jars() -> str:
     """The folder of mock-oauth2-server's jars, copied from Maven Central once."""
-    root = os.path.join(os.path.dirname(cache_root()), "mock-oauth2-server")
-    directory = os.path.join(root, MOCK_OAUTH2_SERVER_VERSION)
-    if os.path.exists(os.path.join(directory, _DONE)):
-        return directory
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ApacheKafkaUnavailable("mock-oauth2-server: mvn is not installed")
-    os.makedirs(root, exist_ok=True)
-    with open(os.path.join(root, f".{MOCK_OAUTH2_SERVER_VERSION}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not os.path.exists(os.path.join(directory, _DONE)):
-            staging = tempfile.mkdtemp(prefix=".staging-", dir=root)
-            argv = [
-                mvn, "-B", "-q", "-f", _POM,
-                "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
-                "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
-                f"-Dmock-oauth2-server.version={MOCK_OAUTH2_SERVER_VERSION}",
-            ]  # fmt: skip
-            result = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL)
-            if result.returncode or not glob.glob(os.path.join(staging, "mock-oauth2-*.jar")):
-                shutil.rmtree(staging, ignore_errors=True)
-                output = (result.stdout + result.stderr).decode("utf-8", "replace")
-                raise ApacheKafkaUnavailable(f"mvn failed ({result.returncode}): {output[-1000:]}")
-            open(os.path.join(staging, _DONE), "w").close()
-            shutil.rmtree(directory, ignore_errors=True)
-            os.rename(staging, directory)
-    return directory
+    return cached_jars(
+        "mock-oauth2-server",
+        MOCK_OAUTH2_SERVER_VERSION,
+        _POM,
+        {"mock-oauth2-server.version": MOCK_OAUTH2_SERVER_VERSION},
+        lambda staging: bool(glob.glob(os.path.join(staging, "mock-oauth2-server-*.jar"))),
+    )
 
 
 def compile_java(source: str, version: str | None = None) -> str:
