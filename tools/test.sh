@@ -21,6 +21,8 @@ if command -v java >/dev/null && command -v mvn >/dev/null; then
   # The newest 4.x, 3.9.1 (the last 3.x line), and 2.1.1: the oldest release afkak
   # supports, run in ZooKeeper mode (afkak/testing/kafka/pom-legacy.xml).
   "$VENV/bin/python" -c 'from afkak.testing.apache_kafka import resolve_classpath as r; print("Apache Kafka jars:", r(), r("3.9.1"), r("2.1.1"))'
+  # The OAuth tests' identity provider (mock-oauth2-server), from Maven Central too.
+  "$VENV/bin/python" -c 'from afkak.test.brokers.oauth_kafka import mock_oauth2_server_jars as m; print("mock-oauth2-server jars:", m())'
 fi
 set +e
 # The compiled record codec must have been built (test_records_compiled checks).

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import afkak
+from afkak.cli._config_oauth import OAUTH_KEYS, oauthbearer
 from afkak.client import KafkaClient
 
 BOOTSTRAP_ENV = "AFKAK_BOOTSTRAP"
@@ -44,6 +45,8 @@ KNOWN_KEYS = (
     "ssl.certificate.location",
     "ssl.key.location",
     "ssl.endpoint.identification.algorithm",
+    # OAUTHBEARER's token sources: OIDC client credentials and AWS MSK IAM.
+    *OAUTH_KEYS,
 )
 #: librdkafka's (and kcat's) names of keys Kafka's tools spell otherwise.
 _LIBRDKAFKA_NAMES = {
@@ -156,7 +159,7 @@ def client_options(properties: Mapping[str, str]) -> dict[str, Any]:
             f"SASL_SSL, not {protocol}"
         )
     if protocol.startswith("SASL_"):
-        options["sasl"] = _sasl(sasl_keys, where)
+        options["sasl"] = _sasl(sasl_keys, where, options.get("hosts", ""))
     elif sasl_keys:
         raise ConfigError(
             f"{where.at(min(sasl_keys))}sasl.* properties need a SASL security.protocol, "
@@ -217,13 +220,18 @@ def _tls(keys: dict[str, str], where: Properties) -> Any:
         raise ConfigError(f"{prefix}{e}") from None
 
 
-def _sasl(keys: dict[str, str], where: Properties) -> Any:
+def _sasl(keys: dict[str, str], where: Properties, hosts: str) -> Any:
     mechanism = keys.pop("sasl.mechanism", "PLAIN").upper()
+    if mechanism == "OAUTHBEARER":
+        return _oauthbearer(keys, where, hosts)
     if mechanism not in _SASL_MECHANISMS:
         raise ConfigError(
             f"{where.at('sasl.mechanism')}sasl.mechanism must be one of "
-            f"{', '.join(_SASL_MECHANISMS)}"
+            f"{', '.join(_SASL_MECHANISMS)}, OAUTHBEARER"
         )
+    oauth = sorted(k for k in keys if k in OAUTH_KEYS)
+    if oauth:
+        raise ConfigError(f"{where.at(oauth[0])}{oauth[0]} needs sasl.mechanism=OAUTHBEARER")
     username, password = keys.pop("sasl.username", None), keys.pop("sasl.password", None)
     jaas = keys.pop("sasl.jaas.config", None)
     if jaas is not None:
@@ -236,3 +244,17 @@ def _sasl(keys: dict[str, str], where: Properties) -> Any:
             "(or sasl.jaas.config)"
         )
     return _feature(_SASL_MECHANISMS[mechanism])(username, password)
+
+
+def _oauthbearer(keys: dict[str, str], where: Properties, hosts: str) -> Any:
+    """OAUTHBEARER from OIDC client credentials or AWS MSK IAM (:mod:`._config_oauth`)."""
+    jaas = keys.pop("sasl.jaas.config", None)
+    for key in ("sasl.username", "sasl.password"):
+        if key in keys:
+            raise ConfigError(f"{where.at(key)}{key} is not used by OAUTHBEARER")
+    module = jaas.split(None, 1)[0] if jaas and jaas.strip() else None
+    options = dict(_JAAS_OPTION.findall(jaas or ""))
+    try:
+        return oauthbearer(keys, module, options, hosts, where, ConfigError)
+    except ImportError as e:
+        raise ConfigError(f"{where.at('sasl.mechanism')}{e}") from None

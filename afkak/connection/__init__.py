@@ -12,9 +12,12 @@ from afkak.connection._connection import (
     default_endpoint_factory,
 )
 from afkak.connection._lifecycle import State
+from afkak.connection._msk_iam import MskIamError, MskIamTokens
+from afkak.connection._oauth_oidc import ClientCredentials, TokenEndpointError
 from afkak.connection._request import RequestBuilder, VersionedRequest
 from afkak.connection._sasl import SaslAuthenticator, SaslConversation, SaslMechanism
 from afkak.connection._sasl_mechanisms import (
+    LoginRefresh,
     OAuthBearer,
     OAuthBearerToken,
     Plain,
@@ -29,8 +32,12 @@ __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "Authenticator",
     "BrokerConnection",
+    "ClientCredentials",
     "FrameTooLargeError",
     "FramedProtocol",
+    "LoginRefresh",
+    "MskIamError",
+    "MskIamTokens",
     "OAuthBearer",
     "OAuthBearerToken",
     "Plain",
@@ -45,6 +52,7 @@ __all__ = [
     "State",
     "TLS",
     "TLSHandshakeError",
+    "TokenEndpointError",
     "VersionedRequest",
     "default_endpoint_factory",
     "tls_endpoint_factory",

@@ -7,6 +7,7 @@ Each is a :class:`~afkak.connection.SaslMechanism`; pass one to
 
 from __future__ import annotations
 
+import random as _random
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -133,6 +134,52 @@ class OAuthBearerToken:
     )
 
 
+def _range(low: float, high: float) -> Callable[[Any, Any, Any], None]:
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{attribute.name} must be a number")
+        if not low <= value <= high:
+            raise ValueError(f"{attribute.name} must be within {low}-{high}, not {value!r}")
+
+    return check
+
+
+@attrs.frozen
+class LoginRefresh:
+    """When to replace a token before it expires: Kafka's ``sasl.login.refresh.*`` settings.
+
+    As Java's refreshing login: a token fetched at *t* and expiring at *e* is
+    replaced at ``t + (e - t) * (window_factor + window_jitter * random())``,
+    but no later than *buffer* seconds before *e* and no sooner than
+    *min_period* seconds after *t*; a token expiring within ``min_period +
+    buffer`` is replaced half-way to its expiry.  The defaults are Java's
+    (0.8, 0.05, 60 s, 300 s); :meth:`window` refreshes at a fixed fraction.
+
+    :param random: ``() -> float`` in [0, 1), injectable so tests are repeatable.
+    """
+
+    window_factor: float = attrs.field(default=0.8, validator=_range(0.5, 1.0))
+    window_jitter: float = attrs.field(default=0.05, validator=_range(0.0, 0.25))
+    min_period: float = attrs.field(default=60.0, validator=_range(0, 900))
+    buffer: float = attrs.field(default=300.0, validator=_range(0, 3600))
+    random: Callable[[], float] = attrs.field(
+        default=_random.random, eq=False, repr=False, kw_only=True
+    )
+
+    @classmethod
+    def window(cls, factor: float) -> LoginRefresh:
+        """Refresh after *factor* of the lifetime, without jitter, period or buffer."""
+        return cls(factor, 0.0, 0.0, 0.0)
+
+    def refresh_at(self, fetched: float, expires: float) -> float:
+        """When a token fetched at *fetched* (seconds) and expiring at *expires* is replaced."""
+        if fetched + self.min_period + self.buffer > expires:
+            return fetched + (expires - fetched) / 2
+        share = self.window_factor + self.window_jitter * self.random()
+        proposed = fetched + (expires - fetched) * share
+        return max(min(proposed, expires - self.buffer), fetched + self.min_period)
+
+
 @attrs.define(repr=False)
 class _CachedToken:
     token: OAuthBearerToken
@@ -151,6 +198,8 @@ class OAuthBearer:
     :param extensions: SASL extensions sent with every token (KIP-342).
     :param refresh_window: the fraction of a token's lifetime after which a
         new one is fetched (Kafka's ``sasl.login.refresh.window.factor``).
+    :param refresh: Java's full refresh rule instead (:class:`LoginRefresh`:
+        window factor and jitter, minimum period, buffer before expiry).
     """
 
     name = "OAUTHBEARER"
@@ -161,15 +210,20 @@ class OAuthBearer:
         *,
         extensions: Mapping[str, str] | None = None,
         refresh_window: float = 0.8,
+        refresh: LoginRefresh | None = None,
     ) -> None:
         if not callable(token_provider):
             raise TypeError("token_provider must be callable")
         if not 0.5 <= refresh_window <= 1.0:
             raise ValueError(f"refresh_window must be within 0.5-1.0, not {refresh_window!r}")
-        self._provider = token_provider
+        if refresh is not None and not isinstance(refresh, LoginRefresh):
+            raise TypeError("refresh must be a LoginRefresh")
+        #: Where tokens come from.
+        self.token_provider = token_provider
         self._extensions = dict(extensions or {})
         _check_extensions(None, None, self._extensions)
-        self._refresh_window = refresh_window
+        #: When a token is replaced.
+        self.refresh = refresh or LoginRefresh.window(refresh_window)
         self._cached: _CachedToken | None = None
         self._fetching: list[Deferred[OAuthBearerToken]] | None = None
 
@@ -187,7 +241,7 @@ class OAuthBearer:
             self._fetching.append(waiter)
             return waiter
         self._fetching = [waiter]
-        maybeDeferred(self._provider).addBoth(self._fetched, clock, now)
+        maybeDeferred(self.token_provider).addBoth(self._fetched, clock, now)
         return waiter
 
     def _fetched(self, result: Any, clock: Any, asked: float) -> None:
@@ -196,8 +250,8 @@ class OAuthBearer:
             if result.expires_at <= clock.seconds():
                 result = ValueError("the token provider returned an expired token")
             else:
-                lifetime = result.expires_at - asked
-                self._cached = _CachedToken(result, asked + lifetime * self._refresh_window)
+                refresh_at = self.refresh.refresh_at(asked, result.expires_at)
+                self._cached = _CachedToken(result, refresh_at)
         elif not isinstance(result, Failure):
             result = TypeError(
                 f"the token provider returned {type(result).__name__}, not OAuthBearerToken"

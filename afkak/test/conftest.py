@@ -51,6 +51,7 @@ BROKER_MODULES = frozenset(
         "test_java_interop",  # Kafka's Java clients against afkak, on Apache Kafka
         "test_main_job",  # tools/main_job.py, embedded and against a cluster
         "test_metrics_kafka",  # quota throttling and lag against Apache Kafka
+        "test_oauth_kafka",  # OIDC (mock-oauth2-server) and MSK IAM tokens on Apache Kafka
         "test_packaging",  # builds the wheel
         "test_security_kafka",  # SASL and TLS proofs on the secured Apache Kafka node
         "test_spark_cluster",  # a Spark standalone master and two workers, on Apache Kafka

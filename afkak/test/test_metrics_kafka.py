@@ -47,10 +47,9 @@ from afkak.producer import Producer
 from afkak.test.brokers import produce, shared_broker
 from afkak.test.brokers.java_tools import describe_group
 from afkak.test.brokers.kafka import KafkaBroker
-from afkak.test.brokers.process import unavailable
+from afkak.test.brokers.oauth_kafka import compile_java
 from afkak.test.helpers import pump, wait
 from afkak.testing._telemetry_state import decode_metrics
-from afkak.testing.apache_kafka import resolve_classpath
 from afkak.tracing import KafkaTracing
 
 _names = itertools.count()
@@ -235,23 +234,6 @@ class KafkaLagTests(SynchronousTestCase):
 _RECEIVER = os.path.join(os.path.dirname(__file__), "brokers", "telemetry")
 
 
-def compile_receiver(version: str | None = None) -> str:
-    """javac the test-side ClientTelemetry receiver against Kafka's jars; its class folder."""
-    if shutil.which("javac") is None:
-        unavailable("kafka telemetry: javac is not installed")
-    classes = tempfile.mkdtemp(prefix="afkak-telemetry-receiver-")
-    subprocess.run(
-        [
-            "javac", "-nowarn", "-Xlint:-removal", "-d", classes,
-            "-cp", os.path.join(resolve_classpath(version), "*"),
-            os.path.join(_RECEIVER, "AfkakTelemetryReceiver.java"),
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return classes
-
-
 class KafkaTelemetryTests(SynchronousTestCase):
     """KIP-714 on an Apache Kafka node whose ``metric.reporters`` receiver (compiled here)
     writes each push to a file: afkak's pushes decode, with the subscribed metrics."""
@@ -259,7 +241,7 @@ class KafkaTelemetryTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.pushes = tempfile.mkdtemp(prefix="afkak-telemetry-pushes-")
         self.addCleanup(shutil.rmtree, self.pushes, True)
-        classes = compile_receiver()
+        classes = compile_java(os.path.join(_RECEIVER, "AfkakTelemetryReceiver.java"))
         self.addCleanup(shutil.rmtree, classes, True)
         self.broker = KafkaBroker(
             config={

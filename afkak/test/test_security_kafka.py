@@ -165,8 +165,8 @@ class SecureKafkaCase(SynchronousTestCase):
         cert = self.broker.client
         return self.trusted(client_certificate=(cert.cert, cert.key))
 
-    def round_trip(self, client: KafkaClient, what: str) -> None:
-        """Create a topic, produce two records and fetch them back over *client*."""
+    def round_trip(self, client: KafkaClient, what: str) -> str:
+        """Create a topic, produce two records and fetch them back over *client*; the topic."""
         topic = f"{what}-{uuid.uuid4().hex[:8]}"
         created = wait(KafkaAdminClient(client).create_topics([NewTopic(topic, 1, 1)]), 30)
         self.assertIsNone(created[topic].error)
@@ -179,6 +179,7 @@ class SecureKafkaCase(SynchronousTestCase):
             )
         )
         self.assertEqual([m.message.value for m in fetched.messages], [b"one", b"two"])
+        return topic
 
     def assert_refused(self, client: KafkaClient, *expected: str, within: float = 5.0) -> Any:
         """A Metadata call fails at once (not at the timeout); the error, whose text

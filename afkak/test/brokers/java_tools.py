@@ -70,12 +70,15 @@ def run_tool(
     input: str | None = None,
     timeout: float = 120.0,
     version: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> str:
     """Run one of Kafka's Java tools to its end; its stdout.  Raises RuntimeError with
-    its stderr when it fails; skips (fails on CI) when Kafka's tools cannot run."""
+    its stderr when it fails; skips (fails on CI) when Kafka's tools cannot run.
+    *env*: the tool's environment (``JAVA_TOOL_OPTIONS`` for system properties)."""
     done = subprocess.run(
         _java_argv(main_class, args, version),
         input=input,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -64,6 +64,7 @@ class NodeOptions(TypedDict, total=False):
     config: Mapping[str, str] | None
     format_args: Sequence[str]
     classpath: Sequence[str]
+    jvm_options: Sequence[str]
 
 
 class _KafkaNodes(Broker):

@@ -16,14 +16,11 @@ picks one.
 
 from __future__ import annotations
 
-import fcntl
 import glob
 import os
-import shutil
-import subprocess
-import tempfile
 
-from afkak.testing.apache_kafka import ApacheKafkaUnavailable, cache_root
+from afkak.test.brokers.maven import cached_jars
+from afkak.testing.apache_kafka import ApacheKafkaUnavailable
 
 #: Connector releases tried after PySpark's own version, newest first.
 CONNECTOR_VERSIONS = ("4.3.0", "4.2.0", "4.1.1")
@@ -34,7 +31,6 @@ ARTIFACTS = (
     "commons-pool2",
 )
 _POM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-kafka-pom.xml")
-_DONE = ".complete"
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -78,33 +74,11 @@ def connector_version(jars: list[str]) -> str:
 
 
 def _cached(version: str) -> list[str]:
-    root = os.path.join(os.path.dirname(cache_root()), "spark-kafka")
-    directory = os.path.join(root, version)
-    if not os.path.exists(os.path.join(directory, _DONE)):
-        os.makedirs(root, exist_ok=True)
-        with open(os.path.join(root, f".{version}.lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not os.path.exists(os.path.join(directory, _DONE)):
-                _copy_from_maven(version, root, directory)
+    directory = cached_jars(
+        "spark-kafka",
+        version,
+        _POM,
+        {"includeArtifactIds": ",".join(ARTIFACTS), "spark.version": version},
+        lambda staging: len(os.listdir(staging)) == len(ARTIFACTS),
+    )
     return sorted(glob.glob(os.path.join(directory, "*.jar")))
-
-
-def _copy_from_maven(version: str, root: str, directory: str) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ApacheKafkaUnavailable("mvn is not installed")
-    staging = tempfile.mkdtemp(prefix=f".{version}-", dir=root)
-    argv = [
-        mvn, "-B", "-q", "-f", _POM,
-        "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
-        "-DincludeScope=runtime", f"-DincludeArtifactIds={','.join(ARTIFACTS)}",
-        f"-Dspark.version={version}", f"-DoutputDirectory={staging}",
-    ]  # fmt: skip
-    result = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL)
-    if result.returncode != 0 or len(os.listdir(staging)) != len(ARTIFACTS):
-        shutil.rmtree(staging, ignore_errors=True)
-        output = (result.stdout + result.stderr).decode("utf-8", "replace")
-        raise ApacheKafkaUnavailable(f"mvn failed ({result.returncode}): {output[-1000:]}")
-    open(os.path.join(staging, _DONE), "w").close()
-    shutil.rmtree(directory, ignore_errors=True)
-    os.rename(staging, directory)
