@@ -12,6 +12,7 @@ from typing import Any
 
 from jsonschema.validators import validator_for
 from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 from ._client import SchemaRegistryClient
 from ._schema import JSON, Schema
@@ -22,7 +23,8 @@ from ._wire import HEADER_SIZE
 def _validator(schema: Schema, references: list[tuple[str, Schema]]) -> Any:
     contents = json.loads(schema.schema_str)
     registry: Registry[Any] = Registry().with_resources(
-        (name, Resource.from_contents(json.loads(ref.schema_str))) for name, ref in references
+        (name, Resource.from_contents(json.loads(ref.schema_str), DRAFT202012))
+        for name, ref in references
     )
     cls = validator_for(contents)
     cls.check_schema(contents)
