@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import base64
 import json
-from http import HTTPStatus
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import Any, Protocol, TypeVar
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -42,7 +42,9 @@ class HTTPResponse(Protocol):
 class HTTPClient(Protocol):
     """What the client needs of treq (``treq.client.HTTPClient``, ``treq.testing.StubTreq``)."""
 
-    def request(self, method: str, url: str, **kwargs: Any) -> Deferred[Any]: ...
+    def request(
+        self, method: str, url: str, *, data: Any = ..., headers: Any = ..., params: Any = ...
+    ) -> Any: ...
 
 
 def _default_http(reactor: Any, tls_trust_root: str | None) -> HTTPClient:
@@ -56,7 +58,8 @@ def _default_http(reactor: Any, tls_trust_root: str | None) -> HTTPClient:
         with open(tls_trust_root, "rb") as f:
             policy = BrowserLikePolicyForHTTPS(trustRoot=Certificate.loadPEM(f.read()))
     pool = HTTPConnectionPool(reactor)
-    return TreqClient(Agent(reactor, contextFactory=policy, pool=pool))
+    client: HTTPClient = TreqClient(Agent(reactor, contextFactory=policy, pool=pool))
+    return client
 
 
 class SchemaRegistryClient:
@@ -131,7 +134,9 @@ class SchemaRegistryClient:
             user_info = f"{self._auth[0]}:{self._auth[1]}".encode()
             headers[b"Authorization"] = [b"Basic " + base64.b64encode(user_info)]
         elif self._bearer_token is not None:
-            token = self._bearer_token if isinstance(self._bearer_token, str) else self._bearer_token()
+            token = (
+                self._bearer_token if isinstance(self._bearer_token, str) else self._bearer_token()
+            )
             headers[b"Authorization"] = [b"Bearer " + token.encode()]
         return headers
 
@@ -159,10 +164,14 @@ class SchemaRegistryClient:
             answer = None
         if HTTPStatus.OK <= status < HTTPStatus.MULTIPLE_CHOICES:
             if answer is None:
-                raise SchemaRegistryError(status, -1, f"{method} {url}: not JSON: {content[:200]!r}")
+                raise SchemaRegistryError(
+                    status, -1, f"{method} {url}: not JSON: {content[:200]!r}"
+                )
             return answer
         if isinstance(answer, dict) and "error_code" in answer:
-            error = SchemaRegistryError(status, int(answer["error_code"]), str(answer.get("message")))
+            error = SchemaRegistryError(
+                status, int(answer["error_code"]), str(answer.get("message"))
+            )
         else:
             error = SchemaRegistryError(status, -1, f"{method} {url}: {content[:200]!r}")
         if error.retriable:
@@ -234,7 +243,9 @@ class SchemaRegistryClient:
 
         async def fetch() -> int:
             params = {"normalize": "true"} if normalize else {}
-            answer = await self._call("POST", _subject_path(subject, "versions"), schema.to_json(), params)
+            answer = await self._call(
+                "POST", _subject_path(subject, "versions"), schema.to_json(), params
+            )
             schema_id = int(answer["id"])
             self._ids[(subject, schema)] = schema_id
             self._by_id.setdefault(schema_id, schema)
@@ -259,7 +270,9 @@ class SchemaRegistryClient:
 
         return self._shared(("id", schema_id), fetch)
 
-    def lookup_schema(self, subject: str, schema: Schema, normalize: bool = False) -> Deferred[RegisteredSchema]:
+    def lookup_schema(
+        self, subject: str, schema: Schema, normalize: bool = False
+    ) -> Deferred[RegisteredSchema]:
         """*schema* as registered under *subject* (``40403`` if it is not there)."""
         _check_subject(subject)
         _check_schema(schema)
@@ -384,4 +397,3 @@ def _check_subject(subject: object) -> None:
 def _check_schema(schema: object) -> None:
     if not isinstance(schema, Schema):
         raise TypeError(f"schema must be a Schema, not {schema!r}")
-

@@ -52,7 +52,9 @@ class ProtobufSerializer(RegistrySerializer):
     registered (or looked up) under their file names first.
     """
 
-    def __init__(self, client: SchemaRegistryClient, message_type: type[Message], **options: Any) -> None:
+    def __init__(
+        self, client: SchemaRegistryClient, message_type: type[Message], **options: Any
+    ) -> None:
         if not (isinstance(message_type, type) and issubclass(message_type, Message)):
             raise TypeError(f"message_type must be a protobuf Message class, not {message_type!r}")
         descriptor = message_type.DESCRIPTOR
@@ -126,7 +128,9 @@ class ProtobufDeserializer(RegistryDeserializer):
         if message_type is not None and not (
             isinstance(message_type, type) and issubclass(message_type, Message)
         ):
-            raise TypeError(f"message_type must be a protobuf Message class or None, not {message_type!r}")
+            raise TypeError(
+                f"message_type must be a protobuf Message class or None, not {message_type!r}"
+            )
         super().__init__(client, **options)
         self._message_type = message_type
 

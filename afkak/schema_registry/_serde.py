@@ -89,7 +89,9 @@ class RegistrySerializer(ABC):
         if topic is not None and not isinstance(topic, str):
             raise TypeError(f"topic must be a str or None, not {topic!r}")
         if not callable(subject_name_strategy):
-            raise TypeError(f"subject_name_strategy must be callable, not {subject_name_strategy!r}")
+            raise TypeError(
+                f"subject_name_strategy must be callable, not {subject_name_strategy!r}"
+            )
         self.client = client
         self.schema = schema
         self.subject = subject_name_strategy(topic, is_key, record_name)
@@ -227,8 +229,12 @@ class RegistryDeserializer(ABC):
             schema_id = schema_id_of(data)
             decoder = self._decoders.get(schema_id)
             if decoder is None:
-                why = self._failures.get(schema_id, "not fetched (outside a consumer, use deserialize())")
-                raise DeserializationError(f"schema id {schema_id} is unknown: {why}", data, schema_id)
+                why = self._failures.get(
+                    schema_id, "not fetched (outside a consumer, use deserialize())"
+                )
+                raise DeserializationError(
+                    f"schema id {schema_id} is unknown: {why}", data, schema_id
+                )
             try:
                 return decoder(data)
             except Exception as e:

@@ -9,7 +9,8 @@ SubjectNameStrategy = Callable[[str | None, bool, str | None], str]
 
 
 def topic_subject_name_strategy(topic: str | None, is_key: bool, record_name: str | None) -> str:
-    """``<topic>-key`` / ``<topic>-value`` (the default): one schema (and its evolutions) per topic."""
+    """``<topic>-key`` / ``<topic>-value`` (the default): one schema and its evolutions
+    per topic."""
     if topic is None:
         raise ValueError("the topic subject name strategy needs the serializer's topic")
     return f"{topic}-{'key' if is_key else 'value'}"

@@ -143,7 +143,9 @@ class ClientTests(RegistryTestCase):
         e = self.refused(self.client.register("s", Schema(USER_BAD)))
         self.assertEqual((e.http_status, e.error_code), (409, INCOMPATIBLE_SCHEMA))
         self.assertIn("incompatible", e.message)
-        self.assertEqual(self.result(self.client.test_compatibility("s", Schema(USER_V2))), (True, []))
+        self.assertEqual(
+            self.result(self.client.test_compatibility("s", Schema(USER_V2))), (True, [])
+        )
         self.assertEqual(self.result(self.client.register("s", Schema(USER_V2))), 2)
         self.assertEqual(self.result(self.client.set_compatibility("NONE", "s")), "NONE")
         self.assertEqual(self.result(self.client.register("s", Schema(USER_BAD))), 3)
@@ -236,7 +238,12 @@ class ClientTests(RegistryTestCase):
 class InMemoryRegistryTests(RegistryTestCase):
     def test_references_must_exist_and_resolve(self) -> None:
         address = json.dumps(
-            {"type": "record", "name": "Address", "namespace": "example", "fields": [{"name": "city", "type": "string"}]}
+            {
+                "type": "record",
+                "name": "Address",
+                "namespace": "example",
+                "fields": [{"name": "city", "type": "string"}],
+            }
         )
         person = json.dumps(
             {
@@ -250,7 +257,9 @@ class InMemoryRegistryTests(RegistryTestCase):
         e = self.refused(self.client.register("p", Schema(person, references=(ref,))))
         self.assertEqual(e.error_code, INVALID_SCHEMA)
         self.result(self.client.register("address", Schema(address)))
-        self.assertEqual(self.result(self.client.register("p", Schema(person, references=(ref,)))), 2)
+        self.assertEqual(
+            self.result(self.client.register("p", Schema(person, references=(ref,)))), 2
+        )
         e = self.refused(self.client.register("q", Schema(person)))
         self.assertEqual(e.error_code, INVALID_SCHEMA)
 
@@ -296,7 +305,7 @@ class _Stalled:
         return d
 
     def release(self) -> None:
-        for d, (method, url, kwargs) in zip(self.requests, self._calls):
+        for d, (method, url, kwargs) in zip(self.requests, self._calls, strict=True):
             self.http.request(method, url, **kwargs).chainDeferred(d)
 
 

@@ -7,12 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from confluent_kafka.schema_registry import SchemaRegistryClient as ConfluentClient
-from confluent_kafka.schema_registry.avro import AvroDeserializer as CAvroDeserializer
-from confluent_kafka.schema_registry.avro import AvroSerializer as CAvroSerializer
-from confluent_kafka.schema_registry.json_schema import JSONDeserializer as CJSONDeserializer
-from confluent_kafka.schema_registry.json_schema import JSONSerializer as CJSONSerializer
-from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CProtobufDeserializer
-from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CProtobufSerializer
+from confluent_kafka.schema_registry.avro import (
+    AvroDeserializer as CAvroDeserializer,
+    AvroSerializer as CAvroSerializer,
+)
+from confluent_kafka.schema_registry.json_schema import (
+    JSONDeserializer as CJSONDeserializer,
+    JSONSerializer as CJSONSerializer,
+)
+from confluent_kafka.schema_registry.protobuf import (
+    ProtobufDeserializer as CProtobufDeserializer,
+    ProtobufSerializer as CProtobufSerializer,
+)
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from afkak.schema_registry import (
@@ -28,7 +34,11 @@ from afkak.test.test_schema_registry import USER_V2
 from afkak.test.test_schema_registry_serdes import ORDER_JSON, Line, Money, Order, SerdeTestCase
 
 CTX = SerializationContext("topic", MessageField.VALUE)
-RECORDS = [{"name": "ann", "age": 1}, {"name": "bob ünïcode", "age": -(2**31)}, {"name": "", "age": 0}]
+RECORDS = [
+    {"name": "ann", "age": 1},
+    {"name": "bob ünïcode", "age": -(2**31)},
+    {"name": "", "age": 0},
+]
 
 
 def confluent_registry() -> Any:
@@ -40,7 +50,9 @@ class ConfluentInteropTests(SerdeTestCase):
         super().setUp()
         self.confluent = confluent_registry()
 
-    def assert_interop(self, ours: Any, theirs: Any, our_reader: Any, their_reader: Any, records: list[Any]) -> None:
+    def assert_interop(
+        self, ours: Any, theirs: Any, our_reader: Any, their_reader: Any, records: list[Any]
+    ) -> None:
         self.successResultOf(ours.prepare())
         for record in records:
             data = ours(record)
@@ -72,7 +84,7 @@ class ConfluentInteropTests(SerdeTestCase):
             CJSONSerializer(ORDER_JSON, self.confluent),
             JSONSchemaDeserializer(self.client),
             CJSONDeserializer(ORDER_JSON, schema_registry_client=self.confluent),
-            [{"id": 1, "item": "thé"}, {"id": -5}, {"id": 2, "item": "a\"b\\c\n"}],
+            [{"id": 1, "item": "thé"}, {"id": -5}, {"id": 2, "item": 'a"b\\c\n'}],
         )
 
     def test_protobuf_with_imports(self) -> None:
@@ -88,8 +100,12 @@ class ConfluentInteropTests(SerdeTestCase):
     def test_protobuf_nested_message_indexes(self) -> None:
         conf = {"use.deprecated.format": False}
         self.assert_interop(
-            ProtobufSerializer(self.client, Line, subject_name_strategy=record_subject_name_strategy),
-            CProtobufSerializer(Line, self.confluent, {"subject.name.strategy": lambda ctx, name: name, **conf}),
+            ProtobufSerializer(
+                self.client, Line, subject_name_strategy=record_subject_name_strategy
+            ),
+            CProtobufSerializer(
+                Line, self.confluent, {"subject.name.strategy": lambda ctx, name: name, **conf}
+            ),
             ProtobufDeserializer(self.client, Line),
             CProtobufDeserializer(Line, conf),
             [Line(sku="x"), Line(sku="ü" * 300)],

@@ -43,7 +43,9 @@ ORDER_JSON = json.dumps(
 def _proto_module() -> tuple[Any, Any, Any]:
     """Message classes for ``shop.proto`` (Order with a nested Line) importing ``common.proto``."""
     pool = descriptor_pool.DescriptorPool()
-    common = descriptor_pb2.FileDescriptorProto(name="common.proto", package="shop", syntax="proto3")
+    common = descriptor_pb2.FileDescriptorProto(
+        name="common.proto", package="shop", syntax="proto3"
+    )
     money = common.message_type.add(name="Money")
     money.field.add(name="cents", number=1, type=3, label=1)
     pool.Add(common)
@@ -128,14 +130,26 @@ class AvroTests(SerdeTestCase):
 
     def test_references(self) -> None:
         address = json.dumps(
-            {"type": "record", "name": "Address", "namespace": "ex", "fields": [{"name": "city", "type": "string"}]}
+            {
+                "type": "record",
+                "name": "Address",
+                "namespace": "ex",
+                "fields": [{"name": "city", "type": "string"}],
+            }
         )
         person = json.dumps(
-            {"type": "record", "name": "Person", "namespace": "ex", "fields": [{"name": "home", "type": "ex.Address"}]}
+            {
+                "type": "record",
+                "name": "Person",
+                "namespace": "ex",
+                "fields": [{"name": "home", "type": "ex.Address"}],
+            }
         )
         self.successResultOf(self.client.register("address", Schema(address)))
         ref = SchemaReference("ex.Address", "address", 1)
-        s = self.prepared(AvroSerializer(self.client, Schema(person, references=(ref,)), topic="people"))
+        s = self.prepared(
+            AvroSerializer(self.client, Schema(person, references=(ref,)), topic="people")
+        )
         data = s({"home": {"city": "Oslo"}})
         reader = AvroDeserializer(self.registry.client(self.clock))
         self.assertEqual(self.decode(reader, data), {"home": {"city": "Oslo"}})
@@ -170,7 +184,12 @@ class AvroTests(SerdeTestCase):
         with self.assertRaises(ValueError):
             AvroSerializer(self.client, USER)  # the topic strategy needs the topic
         with self.assertRaises(ValueError):
-            AvroSerializer(self.client, '"string"', topic="t", subject_name_strategy=record_subject_name_strategy)
+            AvroSerializer(
+                self.client,
+                '"string"',
+                topic="t",
+                subject_name_strategy=record_subject_name_strategy,
+            )
         with self.assertRaises(ValueError):
             AvroSerializer(self.client, "{nope", topic="t")
         with self.assertRaises(TypeError):
@@ -185,7 +204,9 @@ class JSONSchemaTests(SerdeTestCase):
     def test_round_trip_and_validation(self) -> None:
         for strategy, subject in [(None, "orders-value"), (record_subject_name_strategy, "Order")]:
             options = {} if strategy is None else {"subject_name_strategy": strategy}
-            s = self.prepared(JSONSchemaSerializer(self.client, ORDER_JSON, topic="orders", **options))
+            s = self.prepared(
+                JSONSchemaSerializer(self.client, ORDER_JSON, topic="orders", **options)
+            )
             self.assertEqual(s.subject, subject)
             data = s({"id": 1, "item": "thé"})
             self.assertEqual(data, frame(1, '{"id":1,"item":"thé"}'.encode()))
@@ -199,11 +220,15 @@ class JSONSchemaTests(SerdeTestCase):
         self.assertIsInstance(self.decode(reader, frame(1, b"{")), DeserializationError)
 
     def test_references(self) -> None:
-        item = json.dumps({"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]})
+        item = json.dumps(
+            {"type": "object", "properties": {"sku": {"type": "string"}}, "required": ["sku"]}
+        )
         self.successResultOf(self.client.register("item", Schema(item, "JSON")))
         cart = json.dumps({"type": "object", "properties": {"item": {"$ref": "item.json"}}})
         ref = SchemaReference("item.json", "item", 1)
-        s = self.prepared(JSONSchemaSerializer(self.client, Schema(cart, "JSON", (ref,)), topic="carts"))
+        s = self.prepared(
+            JSONSchemaSerializer(self.client, Schema(cart, "JSON", (ref,)), topic="carts")
+        )
         data = s({"item": {"sku": "a"}})
         with self.assertRaises(SerializationError):
             s({"item": {}})
@@ -214,23 +239,33 @@ class JSONSchemaTests(SerdeTestCase):
 class ProtobufTests(SerdeTestCase):
     def test_nested_messages_and_imports(self) -> None:
         s = self.prepared(ProtobufSerializer(self.client, Order, topic="orders"))
-        self.assertEqual(self.successResultOf(self.client.get_subjects()), ["common.proto", "orders-value"])
+        self.assertEqual(
+            self.successResultOf(self.client.get_subjects()), ["common.proto", "orders-value"]
+        )
         registered = self.successResultOf(self.client.get_latest_version("orders-value"))
-        self.assertEqual(registered.schema.references, (SchemaReference("common.proto", "common.proto", 1),))
+        self.assertEqual(
+            registered.schema.references, (SchemaReference("common.proto", "common.proto", 1),)
+        )
         order = Order(id=5, total=Money(cents=250))
         data = s(order)
         self.assertEqual(data, frame(2, b"\x02\x02" + order.SerializeToString()))
-        self.assertEqual(self.decode(ProtobufDeserializer(self.registry.client(self.clock), Order), data), order)
+        self.assertEqual(
+            self.decode(ProtobufDeserializer(self.registry.client(self.clock), Order), data), order
+        )
         dynamic = self.decode(ProtobufDeserializer(self.registry.client(self.clock)), data)
         self.assertEqual((dynamic.id, dynamic.total.cents), (5, 250))
         lines = self.prepared(
-            ProtobufSerializer(self.client, Line, topic="lines", subject_name_strategy=record_subject_name_strategy)
+            ProtobufSerializer(
+                self.client, Line, topic="lines", subject_name_strategy=record_subject_name_strategy
+            )
         )
         self.assertEqual(lines.subject, "shop.Order.Line")
         data = lines(Line(sku="x"))
         self.assertEqual(data[5:8], b"\x04\x02\x00")
         dynamic = self.decode(ProtobufDeserializer(self.registry.client(self.clock)), data)
-        self.assertEqual((type(dynamic).DESCRIPTOR.full_name, dynamic.sku), ("shop.Order.Line", "x"))
+        self.assertEqual(
+            (type(dynamic).DESCRIPTOR.full_name, dynamic.sku), ("shop.Order.Line", "x")
+        )
 
     def test_wrong_message_type_and_bad_payload(self) -> None:
         s = self.prepared(ProtobufSerializer(self.client, Order, topic="orders"))
@@ -241,7 +276,9 @@ class ProtobufTests(SerdeTestCase):
         self.assertIsInstance(self.decode(reader, frame(2, b"\x80")), DeserializationError)
         with self.assertRaises(TypeError):
             ProtobufSerializer(self.client, dict, topic="t")  # type: ignore[arg-type]
-        text = self.successResultOf(self.client.register("text", Schema('syntax = "proto3";', "PROTOBUF")))
+        text = self.successResultOf(
+            self.client.register("text", Schema('syntax = "proto3";', "PROTOBUF"))
+        )
         error = self.decode(ProtobufDeserializer(self.client), frame(text, b"\x00"))
         self.assertIn("give the deserializer the message class", str(error))
 
@@ -253,7 +290,9 @@ class ConsumerDecodingTests(ConsumerTestCase):
         writer = self.registry.client(self.clock)
         self.serializer = AvroSerializer(writer, USER, topic="t")
         self.successResultOf(self.serializer.prepare())
-        self.reader_client = self.registry.client(self.clock, retry_policy=lambda n: 0.5, max_attempts=3)
+        self.reader_client = self.registry.client(
+            self.clock, retry_policy=lambda n: 0.5, max_attempts=3
+        )
 
     def append(self, *names: str, raw: bytes | None = None) -> list[bytes]:
         values = [self.serializer({"name": n}) for n in names]
@@ -318,7 +357,9 @@ class ConsumerDecodingTests(ConsumerTestCase):
         self.append("a")
         self.registry.unavailable = True
         p = Recorder()
-        c = self.consumer(p, key_deserializer=bytes, value_deserializer=AvroDeserializer(self.reader_client))
+        c = self.consumer(
+            p, key_deserializer=bytes, value_deserializer=AvroDeserializer(self.reader_client)
+        )
         d = self.start(c, 0)
         self.clock.advance(0.1)
         self.assertIsNotNone(c._preparing)

@@ -83,7 +83,9 @@ def _avro_names(schema: Any, namespace: str, names: dict[str, Any]) -> None:
         kind = schema.get("type")
         if kind in ("record", "error", "enum", "fixed"):
             name = schema["name"]
-            namespace = schema.get("namespace", namespace) if "." not in name else name.rpartition(".")[0]
+            namespace = (
+                schema.get("namespace", namespace) if "." not in name else name.rpartition(".")[0]
+            )
             full = name if "." in name else f"{namespace}.{name}" if namespace else name
             names[full] = (schema, namespace)
             for field in schema.get("fields", ()):
@@ -128,7 +130,11 @@ class _AvroResolution:
             return [f"{path}: no branch of the reader's union reads the writer's {_kind(writer)}"]
         rk, wk = _kind(reader), _kind(writer)
         if rk != wk:
-            if isinstance(reader, str) and isinstance(writer, str) and reader in _PROMOTIONS.get(writer, ()):
+            if (
+                isinstance(reader, str)
+                and isinstance(writer, str)
+                and reader in _PROMOTIONS.get(writer, ())
+            ):
                 return []
             return [f"{path}: the reader's {rk} cannot read the writer's {wk}"]
         if rk == "record":
@@ -143,7 +149,10 @@ class _AvroResolution:
                 where = f"{path}.{field['name']}"
                 if w is None:
                     if "default" not in field:
-                        out.append(f"{where}: the reader's field has no default and the writer has no such field")
+                        out.append(
+                            f"{where}: the reader's field has no default"
+                            " and the writer has no such field"
+                        )
                 else:
                     out += self.problems(field["type"], w["type"], rns, wns, where)
             return out
@@ -188,8 +197,9 @@ class InMemorySchemaRegistry:
         """A client that reaches this registry in memory (``treq.testing.StubTreq``)."""
         from treq.testing import StubTreq
 
+        http: Any = StubTreq(self.resource)  # its methods are set at run time
         return SchemaRegistryClient(
-            "http://in-memory-schema-registry", reactor, http=StubTreq(self.resource), **options
+            "http://in-memory-schema-registry", reactor, http=http, **options
         )
 
     def listen(self, reactor: Any, port: int = 0, interface: str = "127.0.0.1") -> Any:
@@ -213,7 +223,11 @@ class InMemorySchemaRegistry:
         try:
             number = int(version)
         except ValueError:
-            raise _Refused(422, INVALID_VERSION, f"The specified version '{version}' is not a valid version id.") from None
+            raise _Refused(
+                422,
+                INVALID_VERSION,
+                f"The specified version '{version}' is not a valid version id.",
+            ) from None
         for v in versions:
             if v.version == number:
                 return v
@@ -228,7 +242,9 @@ class InMemorySchemaRegistry:
             try:
                 self._version(ref.subject, str(ref.version))
             except _Refused as e:
-                raise _Refused(422, INVALID_SCHEMA, f"Invalid schema reference {ref.name}: {e.message}") from None
+                raise _Refused(
+                    422, INVALID_SCHEMA, f"Invalid schema reference {ref.name}: {e.message}"
+                ) from None
         self._parsed(schema)
         return schema
 
@@ -238,7 +254,9 @@ class InMemorySchemaRegistry:
             return None, {}
         try:
             text = schema.schema_str.strip()
-            loaded = json.loads(text if schema.schema_type == JSON or text[:1] in "{[" else '{"type":' + text + "}")
+            loaded = json.loads(
+                text if schema.schema_type == JSON or text[:1] in "{[" else '{"type":' + text + "}"
+            )
             if schema.schema_type == JSON:
                 return loaded, {}
             from fastavro import parse_schema
@@ -246,7 +264,9 @@ class InMemorySchemaRegistry:
             names: dict[str, Any] = {}
             named: dict[str, Any] = {}
             for ref in schema.references:
-                referenced = self._schemas[self._version(ref.subject, str(ref.version)).schema_id - 1]
+                referenced = self._schemas[
+                    self._version(ref.subject, str(ref.version)).schema_id - 1
+                ]
                 ref_loaded, ref_names = self._parsed(referenced)
                 names.update(ref_names)
                 _avro_names(ref_loaded, "", names)
@@ -259,7 +279,9 @@ class InMemorySchemaRegistry:
         except Exception as e:
             raise _Refused(422, INVALID_SCHEMA, f"Invalid schema: {e}") from e
 
-    def _incompatibilities(self, subject: str, schema: Schema, against: list[_Version]) -> list[str]:
+    def _incompatibilities(
+        self, subject: str, schema: Schema, against: list[_Version]
+    ) -> list[str]:
         level = self._levels.get(subject, self.compatibility)
         if level == "NONE" or schema.schema_type != AVRO:
             return []
@@ -273,9 +295,13 @@ class InMemorySchemaRegistry:
                 continue
             old, old_names = self._parsed(old_schema)
             if level.startswith(("BACKWARD", "FULL")):
-                out += _AvroResolution({**old_names, **new_names}).problems(new, old, "", "", "reader")
+                out += _AvroResolution({**old_names, **new_names}).problems(
+                    new, old, "", "", "reader"
+                )
             if level.startswith(("FORWARD", "FULL")):
-                out += _AvroResolution({**new_names, **old_names}).problems(old, new, "", "", "reader")
+                out += _AvroResolution({**new_names, **old_names}).problems(
+                    old, new, "", "", "reader"
+                )
         return out
 
     def register(self, subject: str, body: Any) -> dict[str, Any]:
@@ -291,7 +317,7 @@ class InMemorySchemaRegistry:
                 409,
                 INCOMPATIBLE_SCHEMA,
                 "Schema being registered is incompatible with an earlier schema for subject"
-                f" \"{subject}\", details: {problems}",
+                f' "{subject}", details: {problems}',
             )
         if schema_id is None:
             self._schemas.append(schema)
@@ -301,7 +327,12 @@ class InMemorySchemaRegistry:
         return {"id": schema_id}
 
     def _registered(self, subject: str, v: _Version) -> dict[str, Any]:
-        return {"subject": subject, "version": v.version, "id": v.schema_id, **self._schemas[v.schema_id - 1].to_json()}
+        return {
+            "subject": subject,
+            "version": v.version,
+            "id": v.schema_id,
+            **self._schemas[v.schema_id - 1].to_json(),
+        }
 
     def lookup(self, subject: str, body: Any) -> dict[str, Any]:
         versions = self._versions(subject)
@@ -318,7 +349,9 @@ class InMemorySchemaRegistry:
 
     def compatibility_check(self, subject: str, version: str, body: Any) -> dict[str, Any]:
         schema = self._schema_from(body)
-        against = self._versions(subject) if version == "latest" else [self._version(subject, version)]
+        against = (
+            self._versions(subject) if version == "latest" else [self._version(subject, version)]
+        )
         problems = self._incompatibilities(subject, schema, against)
         return {"is_compatible": not problems, "messages": problems}
 
@@ -348,7 +381,9 @@ class InMemorySchemaRegistry:
         """The answer to one REST call (raises _Refused for the registry's errors)."""
         match method, parts:
             case "GET", ["subjects"]:
-                return sorted(s for s in self._subjects if any(not v.deleted for v in self._subjects[s]))
+                return sorted(
+                    s for s in self._subjects if any(not v.deleted for v in self._subjects[s])
+                )
             case "POST", ["subjects", subject, "versions"]:
                 return self.register(subject, body)
             case "POST", ["subjects", subject]:
@@ -386,7 +421,8 @@ class _RegistryResource(Resource):
         path = request.path.decode()
         self.registry.requests.append((method, path))
         parts = [unquote(p) for p in path.strip("/").split("/") if p]
-        params = {k.decode(): v[-1].decode() for k, v in (request.args or {}).items()}
+        args: dict[bytes, list[bytes]] = request.args or {}
+        params = {k.decode(): v[-1].decode() for k, v in args.items()}
         request.setHeader(b"Content-Type", b"application/vnd.schemaregistry.v1+json")
         try:
             if self.registry.unavailable:
