@@ -17,8 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka.schema_registry import SchemaRegistryClient as ConfluentClient
-from confluent_kafka.schema_registry.avro import AvroDeserializer as CAvroDeserializer
-from confluent_kafka.schema_registry.avro import AvroSerializer as CAvroSerializer
+from confluent_kafka.schema_registry.avro import (
+    AvroDeserializer as CAvroDeserializer,
+    AvroSerializer as CAvroSerializer,
+)
 from confluent_kafka.serialization import MessageField, SerializationContext
 from twisted.internet.task import Clock
 

@@ -8,6 +8,8 @@ consumers' ``key_deserializer``/``value_deserializer``.  See
 :doc:`/schema-registry`.
 """
 
+from typing import TYPE_CHECKING
+
 from ._client import SchemaRegistryClient
 from ._errors import (
     INCOMPATIBLE_SCHEMA,
@@ -29,6 +31,11 @@ from ._strategies import (
     topic_subject_name_strategy,
 )
 from ._wire import frame, schema_id_of
+
+if TYPE_CHECKING:
+    from ._avro import AvroDeserializer, AvroSerializer
+    from ._json_schema import JSONSchemaDeserializer, JSONSchemaSerializer
+    from ._protobuf import ProtobufDeserializer, ProtobufSerializer
 
 __all__ = [
     "AVRO",
