@@ -14,7 +14,7 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from ._client import SchemaRegistryClient
 from ._schema import AVRO, Schema
-from ._serde import Decoder, RegistryDeserializer, RegistrySerializer
+from ._serde import Decoder, RegistryDeserializer, RegistrySerializer, typed_schema
 from ._wire import HEADER_SIZE
 
 
@@ -35,14 +35,6 @@ def _is_bytes(parsed: Any) -> bool:
     return parsed == "bytes" or (isinstance(parsed, dict) and parsed.get("type") == "bytes")
 
 
-def _avro_schema(schema: str | Schema) -> Schema:
-    if isinstance(schema, str):
-        return Schema(schema, AVRO)
-    if not isinstance(schema, Schema) or schema.schema_type != AVRO:
-        raise TypeError(f"schema must be an Avro schema (str or Schema), not {schema!r}")
-    return schema
-
-
 class AvroSerializer(RegistrySerializer):
     """Avro records (dicts, as fastavro takes them) in the Confluent wire format.
 
@@ -53,7 +45,7 @@ class AvroSerializer(RegistrySerializer):
     """
 
     def __init__(self, client: SchemaRegistryClient, schema: str | Schema, **options: Any) -> None:
-        schema = _avro_schema(schema)
+        schema = typed_schema(schema, AVRO)
         try:
             loaded = _loads(schema.schema_str)
         except ValueError as e:
@@ -94,7 +86,7 @@ class AvroDeserializer(RegistryDeserializer):
         **options: Any,
     ) -> None:
         super().__init__(client, **options)
-        self._reader = None if reader_schema is None else _avro_schema(reader_schema)
+        self._reader = None if reader_schema is None else typed_schema(reader_schema, AVRO)
         self._parsed_reader: Any = None
 
     def _decoder(self, schema: Schema, references: list[tuple[str, Schema]]) -> Decoder:

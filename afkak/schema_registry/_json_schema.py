@@ -16,7 +16,7 @@ from referencing.jsonschema import DRAFT202012
 
 from ._client import SchemaRegistryClient
 from ._schema import JSON, Schema
-from ._serde import Decoder, RegistryDeserializer, RegistrySerializer
+from ._serde import Decoder, RegistryDeserializer, RegistrySerializer, typed_schema
 from ._wire import HEADER_SIZE
 
 
@@ -29,14 +29,6 @@ def _validator(schema: Schema, references: list[tuple[str, Schema]]) -> Any:
     cls = validator_for(contents)
     cls.check_schema(contents)
     return cls(contents, registry=registry)
-
-
-def _json_schema(schema: str | Schema) -> Schema:
-    if isinstance(schema, str):
-        return Schema(schema, JSON)
-    if not isinstance(schema, Schema) or schema.schema_type != JSON:
-        raise TypeError(f"schema must be a JSON Schema (str or Schema), not {schema!r}")
-    return schema
 
 
 class JSONSchemaSerializer(RegistrySerializer):
@@ -55,7 +47,7 @@ class JSONSchemaSerializer(RegistrySerializer):
         validate: bool = True,
         **options: Any,
     ) -> None:
-        schema = _json_schema(schema)
+        schema = typed_schema(schema, JSON)
         try:
             loaded = json.loads(schema.schema_str)
         except ValueError as e:

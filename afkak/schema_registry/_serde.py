@@ -50,6 +50,15 @@ async def referenced_schemas(
     return found
 
 
+def typed_schema(schema: str | Schema, schema_type: str) -> Schema:
+    """*schema* (its text, or a :class:`Schema` of *schema_type*) as a Schema."""
+    if isinstance(schema, str):
+        return Schema(schema, schema_type)
+    if not isinstance(schema, Schema) or schema.schema_type != schema_type:
+        raise TypeError(f"schema must be a {schema_type} schema (str or Schema), not {schema!r}")
+    return schema
+
+
 def _check_client(client: object) -> None:
     if not isinstance(client, SchemaRegistryClient):
         raise TypeError(f"client must be a SchemaRegistryClient, not {client!r}")

@@ -52,6 +52,24 @@ USER_BAD = json.dumps(
     }
 )
 
+ADDRESS = json.dumps(
+    {
+        "type": "record",
+        "name": "Address",
+        "namespace": "example",
+        "fields": [{"name": "city", "type": "string"}],
+    }
+)
+#: A record referencing ADDRESS, registered under subject "address".
+PERSON = json.dumps(
+    {
+        "type": "record",
+        "name": "Person",
+        "namespace": "example",
+        "fields": [{"name": "home", "type": "example.Address"}],
+    }
+)
+
 
 class RegistryTestCase(SynchronousTestCase):
     def setUp(self) -> None:
@@ -237,30 +255,14 @@ class ClientTests(RegistryTestCase):
 
 class InMemoryRegistryTests(RegistryTestCase):
     def test_references_must_exist_and_resolve(self) -> None:
-        address = json.dumps(
-            {
-                "type": "record",
-                "name": "Address",
-                "namespace": "example",
-                "fields": [{"name": "city", "type": "string"}],
-            }
-        )
-        person = json.dumps(
-            {
-                "type": "record",
-                "name": "Person",
-                "namespace": "example",
-                "fields": [{"name": "home", "type": "example.Address"}],
-            }
-        )
         ref = SchemaReference("example.Address", "address", 1)
-        e = self.refused(self.client.register("p", Schema(person, references=(ref,))))
+        e = self.refused(self.client.register("p", Schema(PERSON, references=(ref,))))
         self.assertEqual(e.error_code, INVALID_SCHEMA)
-        self.result(self.client.register("address", Schema(address)))
+        self.result(self.client.register("address", Schema(ADDRESS)))
         self.assertEqual(
-            self.result(self.client.register("p", Schema(person, references=(ref,)))), 2
+            self.result(self.client.register("p", Schema(PERSON, references=(ref,)))), 2
         )
-        e = self.refused(self.client.register("q", Schema(person)))
+        e = self.refused(self.client.register("q", Schema(PERSON)))
         self.assertEqual(e.error_code, INVALID_SCHEMA)
 
     def test_deleted_subjects_are_gone(self) -> None:

@@ -27,7 +27,7 @@ from afkak.schema_registry import (
     topic_record_subject_name_strategy,
 )
 from afkak.test.test_consumer import ConsumerTestCase, Recorder
-from afkak.test.test_schema_registry import USER, USER_V2
+from afkak.test.test_schema_registry import ADDRESS, PERSON, USER, USER_V2
 from afkak.testing.schema_registry import InMemorySchemaRegistry
 
 ORDER_JSON = json.dumps(
@@ -129,26 +129,10 @@ class AvroTests(SerdeTestCase):
         self.assertEqual(self.decode(newer_reader, old({"name": "o"})), {"name": "o", "age": 0})
 
     def test_references(self) -> None:
-        address = json.dumps(
-            {
-                "type": "record",
-                "name": "Address",
-                "namespace": "ex",
-                "fields": [{"name": "city", "type": "string"}],
-            }
-        )
-        person = json.dumps(
-            {
-                "type": "record",
-                "name": "Person",
-                "namespace": "ex",
-                "fields": [{"name": "home", "type": "ex.Address"}],
-            }
-        )
-        self.successResultOf(self.client.register("address", Schema(address)))
-        ref = SchemaReference("ex.Address", "address", 1)
+        self.successResultOf(self.client.register("address", Schema(ADDRESS)))
+        ref = SchemaReference("example.Address", "address", 1)
         s = self.prepared(
-            AvroSerializer(self.client, Schema(person, references=(ref,)), topic="people")
+            AvroSerializer(self.client, Schema(PERSON, references=(ref,)), topic="people")
         )
         data = s({"home": {"city": "Oslo"}})
         reader = AvroDeserializer(self.registry.client(self.clock))
