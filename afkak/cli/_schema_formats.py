@@ -4,8 +4,8 @@
 ``consume`` decodes keys and values with the registry's schemas and prints them as
 JSON (kafka-avro-console-consumer's output); a record that cannot be decoded is
 printed as it is, with the reason on stderr.  ``produce`` reads each line as JSON
-and writes it with the subject's latest schema (``--value-schema FILE`` registers
-that schema first; Avro and JSON Schema).
+and writes it with the subject's latest schema (Protobuf: its first message), or
+registers ``--value-schema FILE`` first (Avro and JSON Schema).
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from afkak.schema_registry import (
     JSONSchemaDeserializer,
     JSONSchemaSerializer,
     ProtobufDeserializer,
+    ProtobufSerializer,
     RegistryDeserializer,
-    RegistrySerializer,
     Schema,
     SchemaRegistryClient,
+    SerializationError,
+    registered_message_class,
 )
 
 from ._output import USAGE, CommandError
@@ -120,31 +122,54 @@ def printable(
     return SourcedMessage(message.topic, message.partition, message.offset, new), out
 
 
-async def serializer(s: Session, fmt: str | None, is_key: bool) -> RegistrySerializer | None:
+async def serializer(s: Session, fmt: str | None, is_key: bool) -> Any:
     """The prepared serializer of keys or values, from the line's JSON (None: bytes)."""
     if fmt is None:
         return None
     a = s.args
-    if fmt == "protobuf":
-        raise CommandError("produce --key-format/--value-format take avro or json-schema", USAGE)
     path = a.key_schema if is_key else a.value_schema
-    schema_type = AVRO if fmt == "avro" else JSON
     registry = registry_of(s)
+    subject = f"{a.topic}-{'key' if is_key else 'value'}"
+    options = {"topic": a.topic, "is_key": is_key, "use_latest_version": path is None}
+    if fmt == "protobuf":
+        if path is not None:
+            raise CommandError("--key-schema/--value-schema take Avro or JSON Schema", USAGE)
+        message_class = await registered_message_class(registry, subject)
+        made: Any = ProtobufSerializer(registry, message_class, **options)
+        await made.prepare()
+        return _ProtobufLines(made, message_class)
+    schema_type = AVRO if fmt == "avro" else JSON
     if path is None:
-        latest = await registry.get_latest_version(f"{a.topic}-{'key' if is_key else 'value'}")
-        schema = latest.schema
+        schema = (await registry.get_latest_version(subject)).schema
     else:
         with open(path, encoding="utf-8") as f:
             schema = Schema(f.read(), schema_type)
     if schema.schema_type != schema_type:
         raise CommandError(f"the subject's latest schema is {schema.schema_type}, not {fmt}", USAGE)
     cls = AvroSerializer if fmt == "avro" else JSONSchemaSerializer
-    made = cls(registry, schema, topic=a.topic, is_key=is_key, use_latest_version=path is None)
+    made = cls(registry, schema, **options)
     await made.prepare()
     return made
 
 
-def from_json_line(serialize: RegistrySerializer | None, data: bytes) -> Any:
+class _ProtobufLines:
+    """A Protobuf serializer of JSON values (the message's JSON mapping)."""
+
+    def __init__(self, serialize: Any, message_class: Any) -> None:
+        self.serialize = serialize
+        self.message_class = message_class
+
+    def __call__(self, value: Any) -> bytes:
+        from google.protobuf.json_format import ParseDict, ParseError
+
+        try:
+            message = ParseDict(value, self.message_class())
+        except ParseError as e:
+            raise SerializationError(str(e)) from e
+        return bytes(self.serialize(message))
+
+
+def from_json_line(serialize: Any, data: bytes) -> Any:
     """One line's key or value: bytes as they are, or JSON turned into the schema's encoding."""
     if serialize is None:
         return data

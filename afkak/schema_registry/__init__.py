@@ -35,7 +35,7 @@ from ._wire import frame, schema_id_of
 if TYPE_CHECKING:
     from ._avro import AvroDeserializer, AvroSerializer
     from ._json_schema import JSONSchemaDeserializer, JSONSchemaSerializer
-    from ._protobuf import ProtobufDeserializer, ProtobufSerializer
+    from ._protobuf import ProtobufDeserializer, ProtobufSerializer, registered_message_class
 
 __all__ = [
     "AVRO",
@@ -65,6 +65,7 @@ __all__ = [
     "SubjectNameStrategy",
     "frame",
     "record_subject_name_strategy",
+    "registered_message_class",
     "schema_id_of",
     "topic_record_subject_name_strategy",
     "topic_subject_name_strategy",
@@ -80,6 +81,7 @@ def __getattr__(name: str) -> object:
         "JSONSchemaDeserializer": "_json_schema",
         "ProtobufSerializer": "_protobuf",
         "ProtobufDeserializer": "_protobuf",
+        "registered_message_class": "_protobuf",
     }
     if name not in modules:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

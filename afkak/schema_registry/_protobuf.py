@@ -20,7 +20,7 @@ from google.protobuf.message import Message
 
 from ._client import SchemaRegistryClient
 from ._schema import PROTOBUF, Schema, SchemaReference
-from ._serde import Decoder, RegistryDeserializer, RegistrySerializer
+from ._serde import Decoder, RegistryDeserializer, RegistrySerializer, referenced_schemas
 from ._wire import HEADER_SIZE, message_indexes, read_message_indexes
 
 
@@ -96,7 +96,7 @@ def _file_proto(schema: Schema) -> descriptor_pb2.FileDescriptorProto:
     return descriptor_pb2.FileDescriptorProto.FromString(raw)
 
 
-def _message_classes(schema: Schema, references: list[tuple[str, Schema]]) -> FileDescriptor:
+def _file_of(schema: Schema, references: list[tuple[str, Schema]]) -> FileDescriptor:
     pool = descriptor_pool.DescriptorPool()
     needed = {d for _, ref in references for d in _file_proto(ref).dependency}
     needed.update(_file_proto(schema).dependency)
@@ -109,6 +109,17 @@ def _message_classes(schema: Schema, references: list[tuple[str, Schema]]) -> Fi
     proto = _file_proto(schema)
     pool.Add(proto)
     return pool.FindFileByName(proto.name)
+
+
+async def registered_message_class(client: SchemaRegistryClient, subject: str) -> type[Message]:
+    """The first message of *subject*'s latest schema, as a class built from its
+    registered descriptor (to write records without the generated code)."""
+    latest = await client.get_latest_version(subject)
+    file = _file_of(latest.schema, await referenced_schemas(client, latest.schema))
+    first = next(iter(file.message_types_by_name.values()), None)
+    if first is None:
+        raise ValueError(f"the latest schema of {subject!r} has no message")
+    return message_factory.GetMessageClass(first)
 
 
 class ProtobufDeserializer(RegistryDeserializer):
@@ -144,7 +155,7 @@ class ProtobufDeserializer(RegistryDeserializer):
                 return fixed.FromString(data[offset:])
 
             return decode_as
-        file = _message_classes(schema, references)
+        file = _file_of(schema, references)
         classes: dict[tuple[int, ...], type[Message]] = {}
 
         def message_class(indexes: list[int]) -> type[Message]:

@@ -17,7 +17,12 @@ from afkak.cli._output import USAGE, CommandError, Output
 from afkak.cli._parser import build_parser
 from afkak.cli._schema_formats import from_json_line, serializer
 from afkak.cli._session import Session
-from afkak.schema_registry import AvroSerializer, JSONSchemaSerializer, ProtobufSerializer
+from afkak.schema_registry import (
+    AvroSerializer,
+    JSONSchemaSerializer,
+    ProtobufDeserializer,
+    ProtobufSerializer,
+)
 from afkak.test.test_admin import on_fake_cluster
 from afkak.test.test_schema_registry import USER
 from afkak.test.test_schema_registry_serdes import ORDER_JSON, Money, Order
@@ -150,6 +155,20 @@ class SchemaFormatCommandTests(SynchronousTestCase):
         self.assertEqual(made.schema_id, 1)
         refused = Deferred.fromCoroutine(serializer(latest, "json-schema", False))
         self.assertEqual(self.failureResultOf(refused, CommandError).value.code, USAGE)
+
+    def test_produce_protobuf_lines_with_the_latest_schema(self) -> None:
+        self.prepared(ProtobufSerializer(self.writer, Order, topic="t"))
+        session = self.session(
+            "produce", "t", "--value-format", "protobuf", "--schema-registry", "http://unused"
+        )
+        made = self.successResultOf(Deferred.fromCoroutine(serializer(session, "protobuf", False)))
+        # The file's first message (shop.Other), as kafka-protobuf-console-producer writes.
+        data = from_json_line(made, b'{"x": "hi"}')
+        self.assertEqual(data[:6], b"\x00\x00\x00\x00\x02\x00")
+        decoded = self.successResultOf(ProtobufDeserializer(self.writer).deserialize(data))
+        self.assertEqual((type(decoded).DESCRIPTOR.full_name, decoded.x), ("shop.Other", "hi"))
+        with self.assertRaises(CommandError):
+            from_json_line(made, b'{"nope": 1}')
 
 
 def values_of(made: Any, record: Any) -> bytes:
