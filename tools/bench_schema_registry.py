@@ -1,6 +1,6 @@
 """Benchmark afkak's Avro serializer and deserializer against confluent-kafka's.
 
-The same 100,000 records (a 6-field record schema, about 60 bytes encoded),
+The same 100,000 records (a 6-field record schema, about 30 bytes framed),
 the same schema id, in the same run; schemas are registered and cached
 before timing (afkak's in-memory registry, confluent-kafka's mock one), so
 only the per-record work is measured.  Prints the best of 5 runs in
