@@ -38,9 +38,14 @@ TP = TopicAndPartition
 
 
 class Sink:
-    """Writes records in the chosen format and counts them up to ``-c``."""
+    """Writes records in the chosen format and counts them up to ``-c``.
 
-    def __init__(self, s: Session, bar: Any) -> None:
+    With ``--key-format``/``--value-format`` (*decoded*), keys and values are
+    written as JSON (see ``_schema_formats``), decoded here if *decode* (the group's
+    consumers decode them otherwise).
+    """
+
+    def __init__(self, s: Session, bar: Any, decoded: bool = False, decode: bool = False) -> None:
         a = s.args
         self.limit = a.count
         self.written = 0
@@ -54,6 +59,19 @@ class Sink:
             render = compile_format(fmt)
             out = sys.stdout.buffer
             self.render = lambda m: out.write(render(m))
+        if decoded:
+            from ._schema_formats import printable
+
+            plain = self.render
+            key, value = s.deserializers if decode and s.deserializers else (None, None)
+
+            def render_decoded(m: Any) -> Any:
+                m, values = printable(m, key, value)
+                if not s.out.as_json:
+                    return plain(m)
+                return s.out.json({**record_json(m), **values})
+
+            self.render = render_decoded
 
     @property
     def full(self) -> bool:
@@ -126,8 +144,13 @@ async def consume(s: Session) -> int:
         begins = starts if starts is not None else await _group_starts(s, tps, how, ends)
         backlog = sum(max(0, ends[tp] - begins[tp]) for tp in tps)
         total = backlog if total is None else min(total, backlog)
+    formats = a.key_format is not None or a.value_format is not None
+    if formats:
+        from ._schema_formats import deserializers
+
+        s.deserializers = deserializers(s)
     with progress(f"consume {a.topic}", total, s.interactive, "msg") as bar:
-        sink = Sink(s, bar)
+        sink = Sink(s, bar, formats, decode=starts is not None)
         if starts is None:
             await _as_member(s, sink, how, ends)
         else:
@@ -185,8 +208,15 @@ async def _fetch_loop(s: Session, sink: Sink, offsets: dict[TP, int]) -> None:
                 if r.error in LEADER_MOVED or r.error in TOPIC_GONE:
                     continue  # the client forgot the stale metadata: fetch again
                 raise BrokerResponseError.from_errno(r.error, f"fetching {tp.topic}:{tp.partition}")
-            for m in r.messages:
-                sink.write(SourcedMessage(tp.topic, tp.partition, m.offset, m.message))
+            messages = [
+                SourcedMessage(tp.topic, tp.partition, m.offset, m.message) for m in r.messages
+            ]
+            if s.deserializers is not None:
+                from ._schema_formats import prepared
+
+                await prepared(*s.deserializers, messages)
+            for m in messages:
+                sink.write(m)
                 got += 1
                 offsets[tp] = m.offset + 1
                 if sink.full:
@@ -229,6 +259,8 @@ async def _as_member(s: Session, sink: Sink, how: str, ends: dict[TP, int]) -> N
         processor,
         session_timeout_ms=a.session_timeout_ms,
         auto_offset_reset=OFFSET_LATEST if how == "end" else OFFSET_EARLIEST,
+        key_deserializer=None if s.deserializers is None else s.deserializers[0],
+        value_deserializer=None if s.deserializers is None else s.deserializers[1],
     )
     stopped = group.start()
     stopped.addErrback(lambda f: None if done.called else done.errback(f))

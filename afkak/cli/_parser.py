@@ -18,6 +18,9 @@ from ._broker import broker
 from ._consume import consume
 from ._produce import CODECS, produce
 
+#: The ``--key-format``/``--value-format`` choices.
+SCHEMA_FORMATS = ("avro", "protobuf", "json-schema")
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors on one line (scripts read stderr's last line)."""
@@ -287,6 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=_rate, metavar="MSGS/S", help="records per second at most")
     p.add_argument("--acks", type=int, choices=(-1, 0, 1), default=-1)
     p.add_argument("--linger-ms", type=_non_negative, default=5)
+    _schema_options(p)
+    for part in ("key", "value"):
+        p.add_argument(
+            f"--{part}-schema",
+            metavar="FILE",
+            help=f"register the {part} schema in FILE (default: the subject's latest)",
+        )
     p.set_defaults(run=produce)
 
     p = commands.add_parser("consume", help="records to stdout")
@@ -307,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--format", help="kcat format: %%t %%p %%o %%k %%s %%K %%S %%T %%h")
     p.add_argument("-K", "--key-separator", metavar="SEP", help="print KEY<SEP>VALUE")
     p.add_argument("--session-timeout-ms", type=_positive, default=10000)
+    _schema_options(p)
     p.set_defaults(run=consume)
 
     p = commands.add_parser(
@@ -315,3 +326,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_port, default=9092, help="port to listen on (default 9092)")
     p.set_defaults(run=None, local=broker)
     return parser
+
+
+def _schema_options(p: argparse.ArgumentParser) -> None:
+    """``--key-format``, ``--value-format`` and ``--schema-registry`` (see ``_schema_formats``)."""
+    for part in ("key", "value"):
+        p.add_argument(
+            f"--{part}-format",
+            choices=SCHEMA_FORMATS,
+            help=f"{part}s in the Confluent wire format, as JSON (needs --schema-registry)",
+        )
+    p.add_argument("--schema-registry", metavar="URL", help="the Schema Registry's URL")

@@ -79,6 +79,12 @@ async def produce(s: Session) -> int:
         req_acks=a.acks,
         linger_ms=a.linger_ms,
     )
+    key_serializer = value_serializer = None
+    if a.key_format is not None or a.value_format is not None:
+        from ._schema_formats import from_json_line, serializer
+
+        key_serializer = await serializer(s, a.key_format, True)
+        value_serializer = await serializer(s, a.value_format, False)
     total = _count_lines(a.file) if a.file and s.interactive else None
     pending: deque[Deferred[Any]] = deque()
     errors: list[Any] = []
@@ -93,6 +99,10 @@ async def produce(s: Session) -> int:
                     if separator is not None:
                         key, found, rest = line.partition(separator)
                         key, value = (key, rest) if found else (None, line)
+                    if key_serializer is not None and key is not None:
+                        key = from_json_line(key_serializer, key)
+                    if value_serializer is not None:
+                        value = from_json_line(value_serializer, value)
                     d = producer.send(a.topic, value, key, headers=headers, partition=a.partition)
                     d.addErrback(errors.append)
                     pending.append(d)

@@ -35,6 +35,10 @@ class Session:
         self.out = Output(args.json)
         #: Whether to show progress: stderr is a terminal and --no-progress was not given.
         self.interactive = sys.stderr.isatty() and not args.no_progress
+        #: The Schema Registry client of ``--schema-registry`` (made when first needed).
+        self.schema_registry: Any = None
+        #: ``consume``'s (key, value) Schema Registry deserializers, if any.
+        self.deserializers: tuple[Any, Any] | None = None
 
     async def close(self) -> None:
         await self.client.close()

@@ -5,6 +5,7 @@ constants, as in afkak 21.
 """
 
 from afkak.consumer._consumer import Consumer
+from afkak.consumer._deserialize import PreparingDeserializer
 from afkak.consumer._options import (
     AUTO_COMMIT_INTERVAL,
     AUTO_COMMIT_MSG_COUNT,
@@ -28,4 +29,5 @@ __all__ = [
     "REQUEST_RETRY_MIN_DELAY",
     "Consumer",
     "OffsetAndMetadata",
+    "PreparingDeserializer",
 ]

@@ -158,7 +158,9 @@ class Consumer:
         open transaction staged).  Transaction markers are never delivered.
     :param key_deserializer: called with each record's key (bytes) to make
         the message's ``key`` (a missing key stays None); an exception stops
-        the consumer as a processor's does.
+        the consumer as a processor's does.  One with a ``prepare(data)``
+        method (a Schema Registry deserializer) is given each fetched batch's
+        keys first, and the batch waits for the Deferred it may return.
     :param value_deserializer: the same for each value (a tombstone stays None).
     :param client_rack: the consumer's rack, as the brokers' ``broker.rack``
         (Java's ``client.rack``, KIP-392): where the brokers run a replica
@@ -240,6 +242,8 @@ class Consumer:
         # The response taken for processing, decoded after a reactor turn.
         self._current: FetchedRecords | None = None
         self._turn: Any = None
+        # The wait for deserializers to be ready to decode the current response.
+        self._preparing: Deferred[Any] | None = None
         # The messages of the response being processed, and where the next block starts.
         self._remaining: list[SourcedMessage] = []
         self._next_index = 0
@@ -596,13 +600,36 @@ class Consumer:
 
     def _decode_current(self) -> None:
         self._turn = None
-        fetched, self._current = self._current, None
+        fetched = self._current
         if fetched is None:
             return
         try:
-            self._remaining = fetched.messages(self.topic, self.partition)
-            if self._deserialize is not None:
-                self._remaining = self._deserialize(self._remaining)
+            messages = fetched.messages(self.topic, self.partition)
+            deserialize = self._deserialize
+            ready = None if deserialize is None else deserialize.prepare(messages)
+        except Exception:
+            self._current = None
+            self._fail(Failure())
+            return
+        if ready is None:
+            self._current = None
+            self._convert(messages)
+            return
+        # The response stays current (nothing else is taken) until its
+        # deserializers are ready; _drop_fetched() cancels the wait.
+        self._preparing = ready
+        ready.addCallbacks(self._prepared, lambda _: None, callbackArgs=(ready, messages))
+
+    def _prepared(self, _: object, ready: Deferred[Any], messages: list[SourcedMessage]) -> None:
+        if self._preparing is not ready:
+            return
+        self._preparing = None
+        self._current = None
+        self._convert(messages)
+
+    def _convert(self, messages: list[SourcedMessage]) -> None:
+        try:
+            self._remaining = messages if self._deserialize is None else self._deserialize(messages)
         except Exception:
             self._fail(Failure())
             return
@@ -658,6 +685,9 @@ class Consumer:
         self._ahead.drop()
         self._current = None
         self._remaining, self._next_index = [], 0
+        preparing, self._preparing = self._preparing, None
+        if preparing is not None:
+            preparing.cancel()
         turn, self._turn = self._turn, None
         if turn is not None and turn.active():
             turn.cancel()

@@ -1,14 +1,34 @@
 """Turning fetched keys and values into application objects (``key_deserializer`` /
-``value_deserializer``, as aiokafka's), once per record, before the processor sees them."""
+``value_deserializer``, as aiokafka's), once per record, before the processor sees them.
+
+A deserializer that must look something up first (a Schema Registry
+deserializer meeting a schema id it has not seen) also has a ``prepare``
+method (:class:`PreparingDeserializer`): the consumer gives it a fetched
+batch's bytes before decoding the batch, and waits for the Deferred it may
+return, without blocking the reactor and keeping the records' order.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from twisted.internet.defer import Deferred, DeferredList
 
 from afkak.common import Message, SourcedMessage
 
 Deserializer = Callable[[bytes], Any]
+
+
+@runtime_checkable
+class PreparingDeserializer(Protocol):
+    """A deserializer that looks up what a batch needs before decoding it."""
+
+    def __call__(self, data: bytes) -> Any: ...
+
+    def prepare(self, data: Sequence[bytes]) -> Deferred[None] | None:
+        """Get ready to decode *data*: None when ready, else a Deferred that fires
+        (and never fails) once ready."""
 
 
 def checked(name: str, deserializer: object) -> Deserializer | None:
@@ -19,19 +39,35 @@ def checked(name: str, deserializer: object) -> Deserializer | None:
     return deserializer
 
 
-def deserializing(
-    key: Deserializer | None, value: Deserializer | None
-) -> Callable[[list[SourcedMessage]], list[SourcedMessage]] | None:
-    """What makes fetched messages the application's (None: nothing to do).
+class Deserializing:
+    """What makes fetched messages the application's.
 
     A null key or value (no key, a tombstone) stays None; the deserializer
     gets only bytes.  Timestamp and headers are kept.
     """
-    if key is None and value is None:
-        return None
-    new = tuple.__new__
 
-    def convert(messages: list[SourcedMessage]) -> list[SourcedMessage]:
+    def __init__(self, key: Deserializer | None, value: Deserializer | None) -> None:
+        self._key = key
+        self._value = value
+        self._preparing = [
+            (d, i) for i, d in enumerate((key, value)) if isinstance(d, PreparingDeserializer)
+        ]
+
+    def prepare(self, messages: list[SourcedMessage]) -> Deferred[Any] | None:
+        """None when *messages* can be converted now, else a Deferred firing when they can."""
+        waits = []
+        for deserializer, field in self._preparing:
+            data = [m.message[2 + field] for m in messages]
+            wait = deserializer.prepare([d for d in data if d is not None])
+            if wait is not None:
+                waits.append(wait)
+        if not waits:
+            return None
+        return waits[0] if len(waits) == 1 else DeferredList(waits, consumeErrors=True)
+
+    def __call__(self, messages: list[SourcedMessage]) -> list[SourcedMessage]:
+        key, value = self._key, self._value
+        new = tuple.__new__
         out = []
         for m in messages:
             old = m.message
@@ -47,4 +83,9 @@ def deserializing(
             out.append(new(SourcedMessage, (m.topic, m.partition, m.offset, message)))
         return out
 
-    return convert
+
+def deserializing(key: Deserializer | None, value: Deserializer | None) -> Deserializing | None:
+    """What makes fetched messages the application's (None: nothing to do)."""
+    if key is None and value is None:
+        return None
+    return Deserializing(key, value)

@@ -53,6 +53,7 @@ BROKER_MODULES = frozenset(
         "test_metrics_kafka",  # quota throttling and lag against Apache Kafka
         "test_oauth_kafka",  # OIDC (mock-oauth2-server) and MSK IAM tokens on Apache Kafka
         "test_packaging",  # builds the wheel
+        "test_schema_registry_http",  # the in-memory registry served by a child process
         "test_security_kafka",  # SASL and TLS proofs on the secured Apache Kafka node
         "test_spark_cluster",  # a Spark standalone master and two workers, on Apache Kafka
         "test_spark_exactly_once",  # the exactly-once sink through a driver crash, on Apache Kafka

@@ -54,6 +54,7 @@ LAYERS = {
     "spark": 7,
     "cli": 7,
     "tracing": 7,
+    "schema_registry": 7,
     "__main__": 7,
 }
 
