@@ -30,6 +30,7 @@ from afkak.common import (
     CoordinatorLoadInProgress,
     CoordinatorNotAvailable,
     ErrorCode,
+    IllegalSaslState,
     KafkaError,
     KafkaUnavailableError,
     LeaderUnavailableError,
@@ -66,6 +67,19 @@ class NoBrokerListening(KafkaUnavailableError):
     retriable = False
 
 
+class AuthenticationRefused(KafkaUnavailableError):
+    """Every broker tried refused the client's credentials or security settings.
+
+    Wrong SASL credentials, a mechanism the broker does not enable, a SASL
+    client on a listener without SASL, a TLS client certificate missing or not
+    trusted: not retriable (a new connection would be refused the same way),
+    so that producers, consumers and groups fail at once rather than retry
+    until their timeouts.  Its ``__cause__`` is the broker's answer.
+    """
+
+    retriable = False
+
+
 class _Refused(BrokerConnectionError):
     """The connection attempt was refused."""
 
@@ -74,17 +88,20 @@ class _HandshakeFailed(_Refused):
     """The connection's TLS handshake failed or got no answer."""
 
 
-#: What a bootstrap host answers the same way on every connection until someone
-#: changes the credentials or the broker's configuration: not reconnected to
-#: before a back-off.
-_REFUSED = (SaslAuthenticationFailed, UnsupportedSaslMechanism, TLSAuthenticationFailed)
+#: What a broker answers the same way on every connection until someone changes
+#: the credentials or the broker's configuration: final.
+_REFUSED = (
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanism,
+    IllegalSaslState,
+    TLSAuthenticationFailed,
+)
 
 
 @attrs.define
 class _Refusal:
-    """A bootstrap host's last refusal: of the connection (:class:`_Refused`, tried
-    again at the next call) or of the client's credentials (``_REFUSED``, not
-    tried again *until* its back-off ends)."""
+    """A bootstrap host's last failure to connect (a refused or lost connection, a
+    failed handshake, credentials refused): not tried again until its back-off ends."""
 
     error: KafkaError
     failures: int
@@ -124,10 +141,10 @@ class Cluster:
         self._metadata_failing_since: float | None = None
         self._coordinator_timeout = coordinator_timeout
         self._retry_policy = retry_policy
-        #: Bootstrap hosts whose last attempt was refused: with wrong credentials
-        #: not reconnected to before their back-off ends (they would be refused
-        #: again on every call); all of them refusing connections and no broker
-        #: ever known is :class:`NoBrokerListening`.
+        #: Bootstrap hosts whose last connection failed: not reconnected to
+        #: before their back-off ends (Java's reconnect.backoff.ms), so that a
+        #: loop retrying a call does not become a reconnect storm; all of them
+        #: refusing connections and no broker ever known is :class:`NoBrokerListening`.
         self._refusals: dict[HostPort, _Refusal] = {}
         self.pool = pool
         self.cache = MetadataCache()
@@ -189,7 +206,8 @@ class Cluster:
         """
         bounds = _bounds(call, min_version, max_version)
         errors: list[str] = []
-        last: KafkaError | None = None  # the cause, e.g. SaslAuthenticationFailed
+        last: KafkaError | None = None  # the cause, e.g. a connection refused
+        final: KafkaError | None = None  # credentials refused, say
         for broker in self._candidates():
             conn = self.pool.connection(broker)
             try:
@@ -198,6 +216,7 @@ class Cluster:
                 raise
             except KafkaError as e:
                 last = e
+                final = e if final is None and isinstance(e, _REFUSED) else final
                 errors.append(f"{format_host_port(broker.host, broker.port)}: {e}")
         hosts = list(self.bootstrap_hosts)
         if self.cache.brokers and not self._rebootstrap_enabled:
@@ -208,6 +227,7 @@ class Cluster:
             wait = 0.0 if refusal is None else refusal.until - self.reactor.seconds()
             if refusal is not None and wait > 0:
                 last = refusal.error
+                final = last if final is None and isinstance(last, _REFUSED) else final
                 errors.append(
                     f"{format_host_port(host, port)}: {refusal.error} "
                     f"(not retried for another {wait:.1f} s)"
@@ -219,9 +239,9 @@ class Cluster:
             except CancelledError:
                 raise
             except KafkaError as e:
-                last = e
+                last = self._refuse((host, port), e)
+                final = last if final is None and isinstance(last, _REFUSED) else final
                 errors.append(f"{format_host_port(host, port)}: {e}")
-                self._refuse((host, port), e)
                 continue
             finally:
                 self.pool.release(conn)
@@ -240,19 +260,30 @@ class Cluster:
                     "is it running, on that port?"
                 )
             raise NoBrokerListening(message) from last
+        if final is not None:
+            raise AuthenticationRefused(
+                f"{type(call).__name__} refused: " + "; ".join(errors)
+            ) from final
         raise KafkaUnavailableError(
             f"no broker answered {type(call).__name__}: " + "; ".join(errors or ["no hosts known"])
         ) from last
 
-    def _refuse(self, host: HostPort, error: KafkaError) -> None:
-        """Note how *host* failed: a refusal is kept (credentials' with a back-off)."""
-        if not isinstance(error, (_Refused, *_REFUSED)):
+    def _refuse(self, host: HostPort, error: KafkaError) -> KafkaError:
+        """Note how *host* failed; a failure to connect is kept, with its back-off.
+
+        Returns *error* detached from the traceback that raised it, which holds
+        this call's frame and, through it, the previous failure: kept as it
+        was, each refusal would keep every earlier one alive.
+        """
+        error = _detached(error)
+        if not isinstance(error, (BrokerConnectionError, *_REFUSED)):
             self._refusals.pop(host, None)
-            return
+            return error
         previous = self._refusals.get(host)
         failures = 1 if previous is None else previous.failures + 1
-        backoff = self._retry_policy(failures) if isinstance(error, _REFUSED) else 0.0
+        backoff = self._retry_policy(failures)
         self._refusals[host] = _Refusal(error, failures, self.reactor.seconds() + backoff)
+        return error
 
     def _candidates(self) -> list[BrokerMetadata]:
         ready, others = [], []
@@ -509,6 +540,14 @@ def _bounds(call: Any, min_version: int | None, max_version: int | None) -> dict
         "min_version": getattr(call, "min_version", None) if min_version is None else min_version,
         "max_version": getattr(call, "max_version", None) if max_version is None else max_version,
     }
+
+
+def _detached(error: KafkaError) -> KafkaError:
+    """*error* without the traceback and context it was raised with (frames keep
+    their locals alive: connections, earlier errors)."""
+    error.__traceback__ = None
+    error.__context__ = None
+    return error
 
 
 def _coordinator_pending(error: BaseException) -> bool:

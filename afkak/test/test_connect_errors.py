@@ -4,7 +4,9 @@ at construction, and TLS to a plaintext port fails as a TLS handshake failure.""
 
 from __future__ import annotations
 
+import gc
 import os
+import random
 import tempfile
 import time
 from typing import Any
@@ -15,7 +17,9 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import TLS, KafkaClient, Producer
+from afkak._retry import backoff_policy
 from afkak.common import KafkaUnavailableError
+from afkak.connection import BrokerConnection
 from afkak.test.helpers import wait
 from afkak.test.test_admin import on_fake_cluster
 from afkak.testing import FakeKafkaCluster
@@ -67,6 +71,58 @@ class RefusedBootstrapTests(SynchronousTestCase):
         settle(clock, d, 5)
         error = self.failureResultOf(d, KafkaUnavailableError).value
         self.assertTrue(error.retriable)
+
+
+def connections_alive() -> int:
+    gc.collect()
+    return sum(isinstance(o, BrokerConnection) for o in gc.get_objects())
+
+
+class FailedAttemptsTests(SynchronousTestCase):
+    """Issue 33: a long outage neither keeps its failed connections in memory nor
+    reconnects on every call."""
+
+    def test_failed_attempts_keep_no_connection_alive(self) -> None:
+        """Each kept refusal held the traceback of the call that raised it, whose
+        frame held the connection and the previous refusal: a chain growing by a
+        connection (4.4 KB) per attempt.  2,000 attempts: none kept, beyond the last
+        200 log events Twisted buffers until logging begins (a few connections)."""
+        before = connections_alive()
+        clock, _, client = refusing_cluster(self)
+        for _ in range(2000):
+            client.load_metadata_for_topics("t").addErrback(lambda f: f.trap(KafkaUnavailableError))
+            clock.advance(2)  # past the reconnect back-off: every call is an attempt
+        self.successResultOf(client.close())
+        self.assertLess(connections_alive() - before, 100)
+
+    def test_every_failed_bootstrap_connection_backs_off(self) -> None:
+        """A dead port drew a connection per call (149 in 60 s): now one per back-off,
+        Java's reconnect.backoff.ms doubling to reconnect.backoff.max.ms, jittered by
+        the injected random source."""
+        clock = Clock()
+        cluster = FakeKafkaCluster(brokers=1, reactor=clock)
+        cluster.refuse_connections(0)
+        attempts: list[tuple[str, int]] = []
+
+        def endpoint_factory(reactor: Any, host: str, port: int) -> Any:
+            attempts.append((host, port))
+            return cluster.endpoint_factory(reactor, host, port)
+
+        policy = backoff_policy(0.05, 1.0, uniform=random.Random(33).uniform)
+        client = KafkaClient(
+            cluster.bootstrap_hosts,
+            reactor=clock,
+            endpoint_factory=endpoint_factory,
+            retry_policy=policy,
+        )
+        self.addCleanup(client.close)
+        for _ in range(600):  # a call every 100 ms for 60 s
+            d = client.load_metadata_for_topics("t")
+            self.failureResultOf(d, KafkaUnavailableError)
+            clock.advance(0.1)
+        # 50, 100, 200, 400, 800 ms, then 1 s (within 20 %): about 60, not 600.
+        self.assertGreater(len(attempts), 40)
+        self.assertLess(len(attempts), 70)
 
 
 class TLSFileTests(SynchronousTestCase):
