@@ -37,6 +37,7 @@ from afkak.common import (
     PartitionUnavailableError,
     SaslAuthenticationFailed,
     TLSAuthenticationFailed,
+    TLSListenerError,
     TopicAndPartition,
     UnsupportedSaslMechanism,
 )
@@ -71,10 +72,10 @@ class AuthenticationRefused(KafkaUnavailableError):
     """Every broker tried refused the client's credentials or security settings.
 
     Wrong SASL credentials, a mechanism the broker does not enable, a SASL
-    client on a listener without SASL, a TLS client certificate missing or not
-    trusted: not retriable (a new connection would be refused the same way),
-    so that producers, consumers and groups fail at once rather than retry
-    until their timeouts.  Its ``__cause__`` is the broker's answer.
+    client on a listener without SASL, a client without TLS on a TLS listener,
+    a TLS client certificate missing or not trusted: not retriable (a new
+    connection would be refused the same way), so that producers, consumers
+    and groups fail at once rather than retry until their timeouts.  Its ``__cause__`` is the broker's answer.
     """
 
     retriable = False
@@ -95,6 +96,7 @@ _REFUSED = (
     UnsupportedSaslMechanism,
     IllegalSaslState,
     TLSAuthenticationFailed,
+    TLSListenerError,
 )
 
 
@@ -261,9 +263,7 @@ class Cluster:
                 )
             raise NoBrokerListening(message) from last
         if final is not None:
-            raise AuthenticationRefused(
-                f"{type(call).__name__} refused: " + "; ".join(errors)
-            ) from final
+            raise AuthenticationRefused("; ".join(errors)) from final
         raise KafkaUnavailableError(
             f"no broker answered {type(call).__name__}: " + "; ".join(errors or ["no hosts known"])
         ) from last

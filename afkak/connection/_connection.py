@@ -30,7 +30,13 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError, ErrorCode, RequestTimedOutError
-from afkak._errors import BrokerConnectionError, CancelledError, ClientError, KafkaError
+from afkak._errors import (
+    BrokerConnectionError,
+    CancelledError,
+    ClientError,
+    KafkaError,
+    TLSListenerError,
+)
 from afkak._retry import reconnect_backoff
 from afkak._version import __version__
 from afkak.connection._lifecycle import (
@@ -51,7 +57,7 @@ from afkak.connection._versions import (
     ranges_of,
     retry_version,
 )
-from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE
+from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE, FrameTooLargeError
 from afkak.metrics import ConnectionSensors
 from afkak.protocol.messages import ApiVersionsRequest
 
@@ -74,6 +80,12 @@ REAUTHENTICATE_AT = 0.85
 
 def default_endpoint_factory(reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
     return HostnameEndpoint(reactor, host, port)
+
+
+def _is_tls_record(error: FrameTooLargeError) -> bool:
+    """Whether the "length" read is a TLS record header: content type 20-23 (an alert,
+    say), protocol version 3.x, as a TLS listener answers a plaintext request."""
+    return 20 <= error.size >> 24 <= 23 and (error.size >> 16) & 0xFF == 3
 
 
 class _ApiVersionsExchange(PendingRequest):
@@ -683,8 +695,16 @@ class BrokerConnection:
 
     def _protocol_failed(self, protocol: BrokerProtocol, error: Exception) -> None:
         if protocol is self._protocol:
+            negotiating = self._state is State.NEGOTIATING
+            if negotiating and isinstance(error, FrameTooLargeError) and _is_tls_record(error):
+                error = TLSListenerError(
+                    f"{self.host}:{self.port} answered with TLS: is this the broker's TLS "
+                    "port? (a client without tls= cannot use it)"
+                )
             log.error("{broker}: closing the connection: {error}", broker=self, error=error)
             self._fire(Event.DROPPED, error)
+            if negotiating:  # last: the requests' callbacks may close this connection
+                self._fail_queued_if_final(error)
 
     def _protocol_answered(
         self, protocol: BrokerProtocol, request: PendingRequest, size: int, response: Any

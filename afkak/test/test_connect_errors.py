@@ -18,7 +18,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import TLS, KafkaClient, Producer
 from afkak._retry import backoff_policy
-from afkak.common import KafkaUnavailableError
+from afkak.client import AuthenticationRefused
+from afkak.common import KafkaUnavailableError, TLSListenerError
 from afkak.connection import BrokerConnection
 from afkak.test.helpers import wait
 from afkak.test.test_admin import on_fake_cluster
@@ -165,6 +166,16 @@ class _Closing(Protocol):
         self.transport.loseConnection()
 
 
+class _TLSAlert(Protocol):
+    """A TLS listener reading a plaintext request: Kafka answers with a TLS alert
+    (its first bytes, read as a frame's length, make 352 MB) and closes."""
+
+    def dataReceived(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(bytes.fromhex("15030300020250"))
+        self.transport.loseConnection()
+
+
 class TLSToPlaintextTests(SynchronousTestCase):
     """TLS to a plaintext port fails as a TLS handshake failure, in seconds,
     not as REQUEST_TIMED_OUT once the request timeout ran out."""
@@ -199,6 +210,16 @@ class TLSToPlaintextTests(SynchronousTestCase):
         self.assertIn("TLS handshake", str(error))
         self.assertIn("TLS port?", str(error))
         self.assertLess(took, 3)
+
+    def test_a_plaintext_client_on_a_tls_listener(self) -> None:
+        """Issue 33: the client reconnected with back-off until REQUEST_TIMED_OUT
+        (10 s), logging a 352 MB frame; the TLS record is named, for good."""
+        bootstrap = self.listen(_TLSAlert)
+        error, took = self.metadata_error(bootstrap, None)
+        self.assertIsInstance(error, AuthenticationRefused)
+        self.assertIsInstance(error.__cause__, TLSListenerError)
+        self.assertIn(f"{bootstrap} answered with TLS: is this the broker's TLS port?", str(error))
+        self.assertLess(took, 5)
 
     def test_handshake_timeout_is_checked(self) -> None:
         for bad in (0, -1, float("inf"), "5", True):
