@@ -75,7 +75,8 @@ class AuthenticationRefused(KafkaUnavailableError):
     client on a listener without SASL, a client without TLS on a TLS listener,
     a TLS client certificate missing or not trusted: not retriable (a new
     connection would be refused the same way), so that producers, consumers
-    and groups fail at once rather than retry until their timeouts.  Its ``__cause__`` is the broker's answer.
+    and groups fail at once rather than retry until their timeouts.  Its
+    ``__cause__`` is the broker's answer.
     """
 
     retriable = False
