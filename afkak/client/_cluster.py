@@ -157,7 +157,9 @@ class Cluster:
         self._loads = MetadataCoalescer(self._fetch_metadata)
         self._coordinator_loads: dict[str, SharedResult] = {}
         self._random = random.Random()
+        self._reload_call: IDelayedCall | None = None
         self.closed = False
+        pool.on_unreachable = self._broker_unreachable
 
     # -- sending ------------------------------------------------------------
 
@@ -184,7 +186,29 @@ class Cluster:
         conn = self.pool.connection(broker, coordinator=coordinator, fetch=fetch)
         bounds = _bounds(call, min_version, max_version)
         d = conn.request(call, **bounds, expect_response=expect_response, timeout=timeout)
+        if conn.state is State.BACKING_OFF:
+            self._broker_unreachable(conn)
         return d.addErrback(self._explain_discard, conn)
+
+    def _broker_unreachable(self, conn: BrokerConnection) -> None:
+        """Requests wait for a known broker that cannot be connected to: reload the
+        metadata at once (in a moment: the failed attempt is being handled), as
+        Java's client does on a failed connection.  The broker may have moved; a
+        load skips brokers backing off, so with every known broker refusing it goes
+        to the bootstrap addresses (KIP-899), and a broker that moved is discarded,
+        its requests failing retriably for their callers to send them again.  Not
+        while a load is under way: its own requests wait on such connections."""
+        if self.closed or not conn.queued or self._loads.loading or self._reload_call is not None:
+            return
+        self._reload_call = self.reactor.callLater(0, self._reload)
+
+    def _reload(self) -> None:
+        self._reload_call = None
+        topics = sorted(set(self.cache.topic_partitions) | set(self.cache.topic_errors))
+        self.load_metadata(topics).addErrback(self._reload_failed)
+
+    def _reload_failed(self, failure: Failure) -> None:
+        log.debug("Metadata reload failed: {error}", error=failure.getErrorMessage())
 
     def _explain_discard(self, failure: Failure, conn: BrokerConnection) -> Failure:
         """A request cancelled because its broker left the cluster lost its broker, retriably."""
@@ -527,9 +551,10 @@ class Cluster:
 
     def close(self) -> Deferred[Any]:
         self.closed = True
-        if self._refresh_call is not None and self._refresh_call.active():
-            self._refresh_call.cancel()
-        self._refresh_call = None
+        for call in (self._refresh_call, self._reload_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._refresh_call = self._reload_call = None
         self.cache.reset_all()
         self.cache.brokers.clear()
         return self.pool.close()

@@ -34,14 +34,17 @@ from afkak import (
     ScramSha512,
 )
 from afkak.admin import KafkaAdminClient, NewTopic, ScramMechanism, ScramUpsertion
+from afkak.client import AuthenticationRefused
 from afkak.common import (
     DuplicateResource,
     FetchRequest,
+    IllegalSaslState,
     KafkaUnavailableError,
     Message,
     ProduceRequest,
     SaslAuthenticationFailed,
     TLSAuthenticationFailed,
+    TLSListenerError,
     UnsupportedSaslMechanism,
 )
 from afkak.connection import SaslMechanism
@@ -349,6 +352,50 @@ class SaslTests(SecureKafkaCase):
             "does not enable SASL mechanism SCRAM-SHA-512; it enables: PLAIN, OAUTHBEARER",
         )
         self.assertIsInstance(error.__cause__, UnsupportedSaslMechanism)
+
+
+class RefusedConnectionTests(SecureKafkaCase):
+    """Issue 33: a connection the broker refuses for good fails Producer.send as soon
+    as Kafka answers, with its answer (it waited for the delivery timeout, 120 s,
+    retrying), and repeated calls reconnect only as the back-off allows."""
+
+    def refused_send(self, client: KafkaClient, cause: type, text: str) -> None:
+        producer = Producer(client)
+        self.addCleanup(lambda: wait(producer.stop()))
+        began = time.monotonic()
+        with self.assertRaises(AuthenticationRefused) as caught:
+            wait(producer.send(f"refused-{uuid.uuid4().hex[:8]}", b"v"), 60)
+        print(f"{cause.__name__}: Producer.send failed in {time.monotonic() - began:.3f} s")
+        self.assertIsInstance(caught.exception.__cause__, cause)
+        self.assertFalse(caught.exception.retriable)
+        self.assertIn(text, str(caught.exception))
+
+    def test_wrong_password(self) -> None:
+        client = self.client("SASL_PLAINTEXT", sasl=Plain("admin", "wrong-password"))
+        self.refused_send(client, SaslAuthenticationFailed, "Invalid username or password")
+
+    def test_mutual_tls_without_a_client_certificate(self) -> None:
+        address = self.broker.address("SSL")
+        client = self.client("SSL", tls=self.trusted())
+        self.refused_send(client, TLSAuthenticationFailed, f"{address} refused the TLS session")
+
+    def test_sasl_on_a_listener_without_sasl(self) -> None:
+        address = self.broker.address("PLAINTEXT")
+        client = self.client("PLAINTEXT", sasl=ADMIN)
+        self.refused_send(client, IllegalSaslState, f"the listener at {address} does not take SASL")
+
+    def test_no_tls_on_a_tls_listener(self) -> None:
+        """Kafka answers a plaintext request with a TLS alert: named at once, where the
+        client reconnected until REQUEST_TIMED_OUT."""
+        address = self.broker.address("SSL")
+        endpoints = CountingEndpoints()
+        client = self.client("SSL", endpoints=endpoints)
+        self.refused_send(client, TLSListenerError, f"{address} answered with TLS")
+        for _ in range(20):
+            self.assert_refused(client, "TLS port?", within=1.0)
+            sleep(0.05)
+        print(f"plaintext on TLS: 21 calls, {len(endpoints.attempts)} connections")
+        self.assertLessEqual(len(endpoints.attempts), 8, "reconnects back off")
 
 
 class OAuthBearerTests(SecureKafkaCase):
