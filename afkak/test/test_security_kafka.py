@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import ssl
+import tempfile
 import time
 import uuid
 from typing import Any
@@ -396,6 +398,42 @@ class RefusedConnectionTests(SecureKafkaCase):
             sleep(0.05)
         print(f"plaintext on TLS: 21 calls, {len(endpoints.attempts)} connections")
         self.assertLessEqual(len(endpoints.attempts), 8, "reconnects back off")
+
+
+class CommandLineRefusalTests(SecureKafkaCase):
+    """Issue 36: through ``--command-config`` the command line names the likely cause,
+    as the library does (SASL on a plaintext listener said ``ILLEGAL_SASL_STATE:
+    SaslHandshake ...``; no TLS on a TLS listener waited for REQUEST_TIMED_OUT)."""
+
+    def refused(self, listener: str, properties: str, *expected: str) -> None:
+        from afkak.test.test_cli_brokers import cli
+
+        workdir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, workdir, True)
+        config = os.path.join(workdir, "command.properties")
+        with open(config, "w") as f:
+            f.write(properties)
+        address = self.broker.address(listener)
+        done = cli("--command-config", config, "topics", "list", bootstrap=address)
+        [line] = done.stderr.decode().splitlines()
+        self.assertEqual(done.returncode, 3, line)
+        for text in expected:
+            self.assertIn(text.format(address=address), line)
+
+    def test_sasl_on_a_listener_without_sasl(self) -> None:
+        self.refused(
+            "PLAINTEXT",
+            "security.protocol=SASL_PLAINTEXT\nsasl.username=admin\nsasl.password=x\n",
+            "the listener at {address} does not take SASL",
+        )
+
+    def test_tls_on_a_plaintext_listener(self) -> None:
+        self.refused("PLAINTEXT", "security.protocol=SSL\n", "is this the broker's TLS port?")
+
+    def test_no_tls_on_a_tls_listener(self) -> None:
+        self.refused(
+            "SSL", "security.protocol=PLAINTEXT\n", "{address} answered with TLS", "TLS port?"
+        )
 
 
 class OAuthBearerTests(SecureKafkaCase):
