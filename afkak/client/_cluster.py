@@ -487,8 +487,8 @@ class Cluster:
                 deadline=self.reactor.seconds() + self._coordinator_timeout,
                 what=f"FindCoordinator for group {group!r}",
             )
-        except CancelledError:
-            raise
+        except (CancelledError, AuthenticationRefused):
+            raise  # credentials refused: no coordinator will change that either
         except KafkaError as e:
             self.cache.reset_groups(group)
             if isinstance(e, BrokerResponseError) and not e.retriable and e.errno is not None:

@@ -16,6 +16,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import AuthenticationRefused, KafkaClient
 from afkak.common import (
+    OFFSET_EARLIEST,
     CancelledError,
     IllegalSaslState,
     KafkaUnavailableError,
@@ -34,6 +35,8 @@ from afkak.connection import (
 )
 from afkak.connection._connection import REAUTHENTICATE_AT
 from afkak.connection._sasl_mechanisms import initial_response
+from afkak.consumer import Consumer
+from afkak.group import ConsumerGroup
 from afkak.producer import Producer
 from afkak.protocol.messages import (
     SaslAuthenticateRequest,
@@ -462,6 +465,24 @@ class BootstrapRefusalTests(ConnectionTestCase):
         self.assertFalse(error.retriable)
         self.assertEqual(self.clock.seconds(), 0)
         self.successResultOf(producer.stop())
+
+    def test_consumers_and_groups_fail_at_once_with_the_refusal(self) -> None:
+        """Issue 33: a consumer group retried a refused coordinator lookup forever
+        (CoordinatorNotAvailable, retriable); it now stops with the refusal, as a
+        Consumer does."""
+        client = self.client("wrong")
+        consumer = Consumer(client, "t", 0, lambda consumer, messages: None)
+        group = ConsumerGroup(client, "g", ["t"], lambda consumer, messages: None)
+        for d in (consumer.start(OFFSET_EARLIEST), group.start()):
+            self.net.flush()
+            for _ in range(10):
+                if d.called:
+                    break
+                self.clock.advance(0.1)
+                self.net.flush()
+            error = self.failureResultOf(d, AuthenticationRefused).value
+            self.assertIsInstance(error.__cause__, SaslAuthenticationFailed)
+            self.clock.advance(2)  # the next one's bootstrap back-off
 
     def test_a_listener_without_sasl_is_named(self) -> None:
         """Kafka answers SaslHandshake with ILLEGAL_SASL_STATE on a PLAINTEXT or SSL
