@@ -82,10 +82,15 @@ def default_endpoint_factory(reactor: Any, host: str, port: int) -> IStreamClien
     return HostnameEndpoint(reactor, host, port)
 
 
-def _is_tls_record(error: FrameTooLargeError) -> bool:
-    """Whether the "length" read is a TLS record header: content type 20-23 (an alert,
-    say), protocol version 3.x, as a TLS listener answers a plaintext request."""
-    return 20 <= error.size >> 24 <= 23 and (error.size >> 16) & 0xFF == 3
+#: How a TLS record begins: its content type (20-23: change_cipher_spec, alert,
+#: handshake, application_data), then the major version of its protocol, 3.
+_TLS_RECORD_STARTS = frozenset(bytes((content_type, 3)) for content_type in range(20, 24))
+
+
+def _is_tls_record(too_large: FrameTooLargeError) -> bool:
+    """Whether the "length" read is a TLS record header, as a TLS listener answers a
+    plaintext request (with an alert)."""
+    return too_large.size.to_bytes(4, "big")[:2] in _TLS_RECORD_STARTS
 
 
 class _ApiVersionsExchange(PendingRequest):
