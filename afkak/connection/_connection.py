@@ -392,8 +392,21 @@ class BrokerConnection:
         if protocol is not None:
             if self._sensors is not None:
                 self._sensors.disconnected()
-            lost = BrokerConnectionError(f"connection to {self.host}:{self.port} lost: {reason}")
+            lost = BrokerConnectionError(
+                f"connection to {self.host}:{self.port} lost: {reason}{self._likely_sasl(protocol)}"
+            )
             self._abandon(protocol, lost)
+
+    def _likely_sasl(self, protocol: BrokerProtocol) -> str:
+        """Name the likely cause when the broker closed a connection without SASL as
+        soon as it got a request past ApiVersions, as a listener requiring SASL does
+        (it cannot be told from a broker going away, so the error stays retriable)."""
+        if self._authenticator is None and protocol.in_flight and protocol.frames_received == 1:
+            return (
+                " (closed after answering ApiVersions alone, as a listener that requires "
+                "SASL does: is this the broker's SASL port?)"
+            )
+        return ""
 
     def _shut_down(self) -> None:
         self._stop_authenticating()

@@ -400,6 +400,16 @@ class RefusedConnectionTests(SecureKafkaCase):
         self.assertLessEqual(len(endpoints.attempts), 8, "reconnects back off")
 
 
+class NoSaslOnASaslListenerTests(SecureKafkaCase):
+    def test_the_likely_cause_is_named(self) -> None:
+        """Kafka answers ApiVersions, then closes the connection on the next request:
+        retriable (a broker going away looks the same), with the likely cause."""
+        error = self.assert_refused(
+            self.client("SASL_PLAINTEXT"), "is this the broker's SASL port?"
+        )
+        self.assertTrue(error.retriable)
+
+
 class CommandLineRefusalTests(SecureKafkaCase):
     """Issue 36: through ``--command-config`` the command line names the likely cause,
     as the library does (SASL on a plaintext listener said ``ILLEGAL_SASL_STATE:
