@@ -19,8 +19,14 @@ from twisted.trial.unittest import SynchronousTestCase
 from afkak import TLS, KafkaClient, Producer
 from afkak._retry import backoff_policy
 from afkak.client import AuthenticationRefused
-from afkak.common import KafkaUnavailableError, TLSListenerError
+from afkak.common import (
+    KafkaUnavailableError,
+    NotLeaderForPartitionError,
+    TLSListenerError,
+    TopicAuthorizationFailed,
+)
 from afkak.connection import BrokerConnection
+from afkak.protocol.messages import MetadataRequest, ProduceRequest
 from afkak.test.helpers import wait
 from afkak.test.test_admin import on_fake_cluster
 from afkak.testing import FakeKafkaCluster
@@ -124,6 +130,25 @@ class FailedAttemptsTests(SynchronousTestCase):
         # 50, 100, 200, 400, 800 ms, then 1 s (within 20 %): about 60, not 600.
         self.assertGreater(len(attempts), 40)
         self.assertLess(len(attempts), 70)
+
+
+class FinalLeaderLookupTests(SynchronousTestCase):
+    def test_a_final_error_looking_up_leaders_fails_the_send_at_once(self) -> None:
+        """A send whose partition's leader must be looked up again fails at once when
+        the lookup's error is final (here the topic's authorization; a refused
+        connection's AuthenticationRefused the same), not at its delivery timeout."""
+        clock, cluster, client = on_fake_cluster(self)
+        cluster.create_topic("t", 1)
+        producer = Producer(client)
+        self.addCleanup(producer.stop)
+        d = producer.send("t", b"one", partition=0)
+        settle(clock, d, 1)
+        self.successResultOf(d)
+        cluster.fail_next(ProduceRequest, NotLeaderForPartitionError)
+        cluster.fail_next(MetadataRequest, TopicAuthorizationFailed)
+        d = producer.send("t", b"two", partition=0)
+        settle(clock, d, 1)
+        self.failureResultOf(d, TopicAuthorizationFailed)
 
 
 class TLSFileTests(SynchronousTestCase):
