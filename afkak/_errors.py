@@ -280,6 +280,15 @@ class BrokerConnectionError(ConnectionError):
     retriable = True
 
 
+class TLSListenerError(BrokerConnectionError):
+    """A client without TLS reached a TLS listener: the broker answered the first
+    request with a TLS record.  Not retriable: pass ``tls=`` or use the
+    listener without TLS.
+    """
+
+    retriable = False
+
+
 class TLSAuthenticationFailed(BrokerConnectionError):
     """The broker ended the TLS session before answering anything: with TLS 1.3 a
     broker checks the client's certificate only after the client's side of the

@@ -30,6 +30,7 @@ from afkak.common import (
     CoordinatorLoadInProgress,
     CoordinatorNotAvailable,
     ErrorCode,
+    IllegalSaslState,
     KafkaError,
     KafkaUnavailableError,
     LeaderUnavailableError,
@@ -37,6 +38,7 @@ from afkak.common import (
     PartitionUnavailableError,
     SaslAuthenticationFailed,
     TLSAuthenticationFailed,
+    TLSListenerError,
     TopicAndPartition,
     UnsupportedSaslMechanism,
 )
@@ -67,6 +69,20 @@ class NoBrokerListening(KafkaUnavailableError):
     retriable = False
 
 
+class AuthenticationRefused(KafkaUnavailableError):
+    """Every broker tried refused the client's credentials or security settings.
+
+    Wrong SASL credentials, a mechanism the broker does not enable, a SASL
+    client on a listener without SASL, a client without TLS on a TLS listener,
+    a TLS client certificate missing or not trusted: not retriable (a new
+    connection would be refused the same way), so that producers, consumers
+    and groups fail at once rather than retry until their timeouts.  Its
+    ``__cause__`` is the broker's answer.
+    """
+
+    retriable = False
+
+
 class _Refused(BrokerConnectionError):
     """The connection attempt was refused."""
 
@@ -75,17 +91,21 @@ class _HandshakeFailed(_Refused):
     """The connection's TLS handshake failed or got no answer."""
 
 
-#: What a bootstrap host answers the same way on every connection until someone
-#: changes the credentials or the broker's configuration: not reconnected to
-#: before a back-off.
-_REFUSED = (SaslAuthenticationFailed, UnsupportedSaslMechanism, TLSAuthenticationFailed)
+#: What a broker answers the same way on every connection until someone changes
+#: the credentials or the broker's configuration: final.
+_REFUSED = (
+    SaslAuthenticationFailed,
+    UnsupportedSaslMechanism,
+    IllegalSaslState,
+    TLSAuthenticationFailed,
+    TLSListenerError,
+)
 
 
 @attrs.define
 class _Refusal:
-    """A bootstrap host's last refusal: of the connection (:class:`_Refused`, tried
-    again at the next call) or of the client's credentials (``_REFUSED``, not
-    tried again *until* its back-off ends)."""
+    """A bootstrap host's last failure to connect (a refused or lost connection, a
+    failed handshake, credentials refused): not tried again until its back-off ends."""
 
     error: KafkaError
     failures: int
@@ -125,10 +145,10 @@ class Cluster:
         self._metadata_failing_since: float | None = None
         self._coordinator_timeout = coordinator_timeout
         self._retry_policy = retry_policy
-        #: Bootstrap hosts whose last attempt was refused: with wrong credentials
-        #: not reconnected to before their back-off ends (they would be refused
-        #: again on every call); all of them refusing connections and no broker
-        #: ever known is :class:`NoBrokerListening`.
+        #: Bootstrap hosts whose last connection failed: not reconnected to
+        #: before their back-off ends (Java's reconnect.backoff.ms), so that a
+        #: loop retrying a call does not become a reconnect storm; all of them
+        #: refusing connections and no broker ever known is :class:`NoBrokerListening`.
         self._refusals: dict[HostPort, _Refusal] = {}
         self.pool = pool
         self.cache = MetadataCache()
@@ -138,7 +158,9 @@ class Cluster:
         self._loads = MetadataCoalescer(self._fetch_metadata)
         self._coordinator_loads: dict[str, SharedResult] = {}
         self._random = random.Random()
+        self._reload_call: IDelayedCall | None = None
         self.closed = False
+        pool.on_unreachable = self._broker_unreachable
 
     # -- sending ------------------------------------------------------------
 
@@ -165,7 +187,29 @@ class Cluster:
         conn = self.pool.connection(broker, coordinator=coordinator, fetch=fetch)
         bounds = _bounds(call, min_version, max_version)
         d = conn.request(call, **bounds, expect_response=expect_response, timeout=timeout)
+        if conn.state is State.BACKING_OFF:
+            self._broker_unreachable(conn)
         return d.addErrback(self._explain_discard, conn)
+
+    def _broker_unreachable(self, conn: BrokerConnection) -> None:
+        """Requests wait for a known broker that cannot be connected to: reload the
+        metadata at once (in a moment: the failed attempt is being handled), as
+        Java's client does on a failed connection.  The broker may have moved; a
+        load skips brokers backing off, so with every known broker refusing it goes
+        to the bootstrap addresses (KIP-899), and a broker that moved is discarded,
+        its requests failing retriably for their callers to send them again.  Not
+        while a load is under way: its own requests wait on such connections."""
+        if self.closed or not conn.queued or self._loads.loading or self._reload_call is not None:
+            return
+        self._reload_call = self.reactor.callLater(0, self._reload)
+
+    def _reload(self) -> None:
+        self._reload_call = None
+        topics = sorted(set(self.cache.topic_partitions) | set(self.cache.topic_errors))
+        self.load_metadata(topics).addErrback(self._reload_failed)
+
+    def _reload_failed(self, failure: Failure) -> None:
+        log.debug("Metadata reload failed: {error}", error=failure.getErrorMessage())
 
     def _explain_discard(self, failure: Failure, conn: BrokerConnection) -> Failure:
         """A request cancelled because its broker left the cluster lost its broker, retriably."""
@@ -194,7 +238,8 @@ class Cluster:
         """
         bounds = _bounds(call, min_version, max_version)
         errors: list[str] = []
-        last: KafkaError | None = None  # the cause, e.g. SaslAuthenticationFailed
+        last: KafkaError | None = None  # the cause, e.g. a connection refused
+        final: KafkaError | None = None  # credentials refused, say
         for broker in self._candidates():
             conn = self.pool.connection(broker)
             try:
@@ -203,6 +248,7 @@ class Cluster:
                 raise
             except KafkaError as e:
                 last = e
+                final = e if final is None and isinstance(e, _REFUSED) else final
                 errors.append(f"{format_host_port(broker.host, broker.port)}: {e}")
         hosts = list(self.bootstrap_hosts)
         if self.cache.brokers and not self._rebootstrap_enabled:
@@ -213,6 +259,7 @@ class Cluster:
             wait = 0.0 if refusal is None else refusal.until - self.reactor.seconds()
             if refusal is not None and wait > 0:
                 last = refusal.error
+                final = last if final is None and isinstance(last, _REFUSED) else final
                 errors.append(
                     f"{format_host_port(host, port)}: {refusal.error} "
                     f"(not retried for another {wait:.1f} s)"
@@ -224,9 +271,9 @@ class Cluster:
             except (CancelledError, NoCommonVersionError):
                 raise
             except KafkaError as e:
-                last = e
+                last = self._refuse((host, port), e)
+                final = last if final is None and isinstance(last, _REFUSED) else final
                 errors.append(f"{format_host_port(host, port)}: {e}")
-                self._refuse((host, port), e)
                 continue
             finally:
                 self.pool.release(conn)
@@ -245,19 +292,28 @@ class Cluster:
                     "is it running, on that port?"
                 )
             raise NoBrokerListening(message) from last
+        if final is not None:
+            raise AuthenticationRefused("; ".join(errors)) from final
         raise KafkaUnavailableError(
             f"no broker answered {type(call).__name__}: " + "; ".join(errors or ["no hosts known"])
         ) from last
 
-    def _refuse(self, host: HostPort, error: KafkaError) -> None:
-        """Note how *host* failed: a refusal is kept (credentials' with a back-off)."""
-        if not isinstance(error, (_Refused, *_REFUSED)):
+    def _refuse(self, host: HostPort, error: KafkaError) -> KafkaError:
+        """Note how *host* failed; a failure to connect is kept, with its back-off.
+
+        Returns *error* detached from the traceback that raised it, which holds
+        this call's frame and, through it, the previous failure: kept as it
+        was, each refusal would keep every earlier one alive.
+        """
+        error = _detached(error)
+        if not isinstance(error, (BrokerConnectionError, *_REFUSED)):
             self._refusals.pop(host, None)
-            return
+            return error
         previous = self._refusals.get(host)
         failures = 1 if previous is None else previous.failures + 1
-        backoff = self._retry_policy(failures) if isinstance(error, _REFUSED) else 0.0
+        backoff = self._retry_policy(failures)
         self._refusals[host] = _Refusal(error, failures, self.reactor.seconds() + backoff)
+        return error
 
     def _candidates(self) -> list[BrokerMetadata]:
         ready, others = [], []
@@ -436,8 +492,8 @@ class Cluster:
                 deadline=self.reactor.seconds() + self._coordinator_timeout,
                 what=f"FindCoordinator for group {group!r}",
             )
-        except CancelledError:
-            raise
+        except (CancelledError, AuthenticationRefused):
+            raise  # credentials refused: no coordinator will change that either
         except KafkaError as e:
             self.cache.reset_groups(group)
             if isinstance(e, BrokerResponseError) and not e.retriable and e.errno is not None:
@@ -500,9 +556,10 @@ class Cluster:
 
     def close(self) -> Deferred[Any]:
         self.closed = True
-        if self._refresh_call is not None and self._refresh_call.active():
-            self._refresh_call.cancel()
-        self._refresh_call = None
+        for call in (self._refresh_call, self._reload_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._refresh_call = self._reload_call = None
         self.cache.reset_all()
         self.cache.brokers.clear()
         return self.pool.close()
@@ -514,6 +571,14 @@ def _bounds(call: Any, min_version: int | None, max_version: int | None) -> dict
         "min_version": getattr(call, "min_version", None) if min_version is None else min_version,
         "max_version": getattr(call, "max_version", None) if max_version is None else max_version,
     }
+
+
+def _detached(error: KafkaError) -> KafkaError:
+    """*error* without the traceback and context it was raised with (frames keep
+    their locals alive: connections, earlier errors)."""
+    error.__traceback__ = None
+    error.__context__ = None
+    return error
 
 
 def _coordinator_pending(error: BaseException) -> bool:

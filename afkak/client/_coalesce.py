@@ -71,6 +71,11 @@ class MetadataCoalescer:
         self._current: _Load | None = None
         self._next: _Load | None = None
 
+    @property
+    def loading(self) -> bool:
+        """Whether a load is under way."""
+        return self._current is not None
+
     def load(self, topics: Iterable[str] | None) -> Deferred[None]:
         """A Deferred that fires once a load covering *topics* has completed."""
         wanted: TopicSet = None if topics is None else frozenset(topics)

@@ -10,6 +10,7 @@ once, and :meth:`ConnectionPool.on_connect_failure` lets it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from twisted.internet.defer import Deferred, DeferredList
@@ -43,11 +44,15 @@ class _WatchedEndpoint:
 
 
 class _ConnectWatch:
-    """Callbacks to run when one connection's next attempt to connect fails."""
+    """Callbacks to run when one connection's next attempt to connect fails, and
+    *always*, run after every failed attempt."""
 
-    def __init__(self, endpoint_factory: EndpointFactory) -> None:
+    def __init__(
+        self, endpoint_factory: EndpointFactory, always: Callable[[], None] | None = None
+    ) -> None:
         self._endpoint_factory = endpoint_factory
         self.callbacks: list[Callable[[Failure], None]] = []
+        self.always = always
 
     def endpoint(self, reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
         return _WatchedEndpoint(self._endpoint_factory(reactor, host, port), self)
@@ -56,6 +61,8 @@ class _ConnectWatch:
         callbacks, self.callbacks = self.callbacks, []
         for callback in callbacks:
             callback(failure)
+        if self.always is not None:
+            self.always()
         return failure
 
 
@@ -100,6 +107,9 @@ class ConnectionPool:
         self._closing: list[Deferred[Any]] = []
         self._ephemeral: set[BrokerConnection] = set()
         self.discarded: set[BrokerConnection] = set()
+        #: Called as ``on_unreachable(connection)`` when an attempt of a kept
+        #: connection (to a known broker) to connect fails.
+        self.on_unreachable: Callable[[BrokerConnection], None] | None = None
 
     def connection(
         self, broker: BrokerMetadata, *, coordinator: bool = False, fetch: bool = False
@@ -148,8 +158,14 @@ class ConnectionPool:
             sensors=(None if metrics is None else metrics.shared(ConnectionSensors, node_id)),
             on_ready=self._on_ready,
         )
+        if node_id >= 0:
+            watch.always = partial(self._unreachable, conn)
         self._watches[conn] = watch
         return conn
+
+    def _unreachable(self, conn: BrokerConnection) -> None:
+        if self.on_unreachable is not None and conn in self._watches:
+            self.on_unreachable(conn)
 
     def connection_count(self) -> int:
         """Connections with an open TCP connection (the ``connection-count`` metric)."""

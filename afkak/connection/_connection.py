@@ -30,7 +30,13 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError, ErrorCode, RequestTimedOutError
-from afkak._errors import BrokerConnectionError, CancelledError, ClientError, KafkaError
+from afkak._errors import (
+    BrokerConnectionError,
+    CancelledError,
+    ClientError,
+    KafkaError,
+    TLSListenerError,
+)
 from afkak._retry import reconnect_backoff
 from afkak._version import __version__
 from afkak.connection._lifecycle import (
@@ -51,7 +57,7 @@ from afkak.connection._versions import (
     ranges_of,
     retry_version,
 )
-from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE
+from afkak.connection.framing import DEFAULT_MAX_FRAME_SIZE, FrameTooLargeError
 from afkak.metrics import ConnectionSensors
 from afkak.protocol.messages import ApiVersionsRequest
 
@@ -74,6 +80,17 @@ REAUTHENTICATE_AT = 0.85
 
 def default_endpoint_factory(reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
     return HostnameEndpoint(reactor, host, port)
+
+
+#: How a TLS record begins: its content type (20-23: change_cipher_spec, alert,
+#: handshake, application_data), then the major version of its protocol, 3.
+_TLS_RECORD_STARTS = frozenset(bytes((content_type, 3)) for content_type in range(20, 24))
+
+
+def _is_tls_record(too_large: FrameTooLargeError) -> bool:
+    """Whether the "length" read is a TLS record header, as a TLS listener answers a
+    plaintext request (with an alert)."""
+    return too_large.size.to_bytes(4, "big")[:2] in _TLS_RECORD_STARTS
 
 
 class _ApiVersionsExchange(PendingRequest):
@@ -375,8 +392,21 @@ class BrokerConnection:
         if protocol is not None:
             if self._sensors is not None:
                 self._sensors.disconnected()
-            lost = BrokerConnectionError(f"connection to {self.host}:{self.port} lost: {reason}")
+            lost = BrokerConnectionError(
+                f"connection to {self.host}:{self.port} lost: {reason}{self._likely_sasl(protocol)}"
+            )
             self._abandon(protocol, lost)
+
+    def _likely_sasl(self, protocol: BrokerProtocol) -> str:
+        """Name the likely cause when the broker closed a connection without SASL as
+        soon as it got a request past ApiVersions, as a listener requiring SASL does
+        (it cannot be told from a broker going away, so the error stays retriable)."""
+        if self._authenticator is None and protocol.in_flight and protocol.frames_received == 1:
+            return (
+                " (closed after answering ApiVersions alone, as a listener that requires "
+                "SASL does: is this the broker's SASL port?)"
+            )
+        return ""
 
     def _shut_down(self) -> None:
         self._stop_authenticating()
@@ -685,8 +715,16 @@ class BrokerConnection:
 
     def _protocol_failed(self, protocol: BrokerProtocol, error: Exception) -> None:
         if protocol is self._protocol:
+            negotiating = self._state is State.NEGOTIATING
+            if negotiating and isinstance(error, FrameTooLargeError) and _is_tls_record(error):
+                error = TLSListenerError(
+                    f"{self.host}:{self.port} answered with TLS: is this the broker's TLS "
+                    "port? (a client without tls= cannot use it)"
+                )
             log.error("{broker}: closing the connection: {error}", broker=self, error=error)
             self._fire(Event.DROPPED, error)
+            if negotiating:  # last: the requests' callbacks may close this connection
+                self._fail_queued_if_final(error)
 
     def _protocol_answered(
         self, protocol: BrokerProtocol, request: PendingRequest, size: int, response: Any

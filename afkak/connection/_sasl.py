@@ -21,6 +21,7 @@ from twisted.internet.defer import Deferred
 
 from afkak._broker_errors import (
     BrokerResponseError,
+    IllegalSaslState,
     SaslAuthenticationFailed,
     UnsupportedSaslMechanism,
 )
@@ -64,9 +65,10 @@ class SaslAuthenticator:
 
     Fires with the broker's session lifetime in milliseconds (0: none) or
     fails with :class:`~afkak.common.SaslAuthenticationFailed` (wrong
-    credentials, the broker's message included) or
+    credentials, the broker's message included),
     :class:`~afkak.common.UnsupportedSaslMechanism` (naming the mechanisms the
-    broker enables); both are not retriable.
+    broker enables) or :class:`~afkak.common.IllegalSaslState` (a listener
+    without SASL); none is retriable.
     """
 
     def __init__(self, mechanism: SaslMechanism, host: str, port: int, clock: Any) -> None:
@@ -94,6 +96,12 @@ class SaslAuthenticator:
             enabled = ", ".join(handshake.mechanisms) or "none"
             raise UnsupportedSaslMechanism(
                 f"{self._where} does not enable SASL mechanism {name}; it enables: {enabled}"
+            )
+        if handshake.error_code == IllegalSaslState.errno:
+            # Kafka answers so on a listener without SASL (PLAINTEXT, SSL).
+            raise IllegalSaslState(
+                f"the listener at {self._where} does not take SASL (its SaslHandshake "
+                "answer was ILLEGAL_SASL_STATE): is this the broker's SASL port?"
             )
         if handshake.error_code:
             raise BrokerResponseError.from_errno(

@@ -25,6 +25,7 @@ from twisted.python.failure import Failure
 
 from afkak._broker_errors import BrokerResponseError, ErrorCode
 from afkak._errors import CancelledError, DeliveryTimeoutError
+from afkak._retry import is_retriable
 from afkak.client import ProducerClient
 from afkak.client._interlayer import ProduceCall
 from afkak.common import ProduceRequest
@@ -167,7 +168,9 @@ class Sender:
                 if leaders.get(part.key) is not None:
                     continue
                 part.route_failures += 1
-                if part.route_failures >= self._options.max_attempts:
+                if part.route_failures >= self._options.max_attempts or not is_retriable(
+                    result.value
+                ):
                     part.route_failures = 0
                     self._accumulator.fail_partition(part, result)
                 else:

@@ -43,6 +43,7 @@ from afkak.common import (
     UnknownTopicOrPartitionError,
 )
 from afkak.message_set import create_message, create_message_set
+from afkak.producer import Producer
 from afkak.protocol.messages import (
     ApiVersionsRequest,
     MetadataRequest,
@@ -464,6 +465,24 @@ class RebootstrapTests(ClientTestCase):
         )
         [answer] = self.successResultOf(client.send_offset_request([OffsetRequest("t", 0, -1, 1)]))
         self.assertEqual(answer.error, 0)
+
+    def test_a_producer_goes_back_to_the_bootstrap_address_at_once(self) -> None:
+        """Issue 33: a produce queued for a broker's old address waited for its request
+        timeout (30 s) before the client went back to the bootstrap address; a refused
+        connection to a known broker now reloads the metadata at once (KIP-899)."""
+        client = self.client()
+        producer = Producer(client)
+        self.addCleanup(lambda: self.successResultOf(producer.stop()))
+        d = producer.send("t", b"before", partition=0)
+        self.clock.advance(0.1)
+        self.assertEqual(self.successResultOf(d).offset, 0)
+        self.move_cluster()
+        self.clock.advance(5)  # the old connection backs off, refused
+        d = producer.send("t", b"after", partition=0)
+        for _ in range(10):
+            self.clock.advance(0.1)
+        self.assertEqual(self.successResultOf(d).offset, 1)
+        self.assertEqual(client._brokers[0].port, self.cluster.state.brokers[0].port)
 
     def test_none_strategy_stays_with_the_known_brokers(self) -> None:
         client = self.client(metadata_recovery_strategy="none")

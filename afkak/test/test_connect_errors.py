@@ -4,7 +4,9 @@ at construction, and TLS to a plaintext port fails as a TLS handshake failure.""
 
 from __future__ import annotations
 
+import gc
 import os
+import random
 import tempfile
 import time
 from typing import Any
@@ -15,7 +17,16 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import TLS, KafkaClient, Producer
-from afkak.common import KafkaUnavailableError
+from afkak._retry import backoff_policy
+from afkak.client import AuthenticationRefused
+from afkak.common import (
+    KafkaUnavailableError,
+    NotLeaderForPartitionError,
+    TLSListenerError,
+    TopicAuthorizationFailed,
+)
+from afkak.connection import BrokerConnection
+from afkak.protocol.messages import MetadataRequest, ProduceRequest
 from afkak.test.helpers import wait
 from afkak.test.test_admin import on_fake_cluster
 from afkak.testing import FakeKafkaCluster
@@ -69,6 +80,77 @@ class RefusedBootstrapTests(SynchronousTestCase):
         self.assertTrue(error.retriable)
 
 
+def connections_alive() -> int:
+    gc.collect()
+    return sum(isinstance(o, BrokerConnection) for o in gc.get_objects())
+
+
+class FailedAttemptsTests(SynchronousTestCase):
+    """Issue 33: a long outage neither keeps its failed connections in memory nor
+    reconnects on every call."""
+
+    def test_failed_attempts_keep_no_connection_alive(self) -> None:
+        """Each kept refusal held the traceback of the call that raised it, whose
+        frame held the connection and the previous refusal: a chain growing by a
+        connection (4.4 KB) per attempt.  2,000 attempts: none kept, beyond the last
+        200 log events Twisted buffers until logging begins (a few connections)."""
+        before = connections_alive()
+        clock, _, client = refusing_cluster(self)
+        for _ in range(2000):
+            client.load_metadata_for_topics("t").addErrback(lambda f: f.trap(KafkaUnavailableError))
+            clock.advance(2)  # past the reconnect back-off: every call is an attempt
+        self.successResultOf(client.close())
+        self.assertLess(connections_alive() - before, 100)
+
+    def test_every_failed_bootstrap_connection_backs_off(self) -> None:
+        """A dead port drew a connection per call (149 in 60 s): now one per back-off,
+        Java's reconnect.backoff.ms doubling to reconnect.backoff.max.ms, jittered by
+        the injected random source."""
+        clock = Clock()
+        cluster = FakeKafkaCluster(brokers=1, reactor=clock)
+        cluster.refuse_connections(0)
+        attempts: list[tuple[str, int]] = []
+
+        def endpoint_factory(reactor: Any, host: str, port: int) -> Any:
+            attempts.append((host, port))
+            return cluster.endpoint_factory(reactor, host, port)
+
+        policy = backoff_policy(0.05, 1.0, uniform=random.Random(33).uniform)
+        client = KafkaClient(
+            cluster.bootstrap_hosts,
+            reactor=clock,
+            endpoint_factory=endpoint_factory,
+            retry_policy=policy,
+        )
+        self.addCleanup(client.close)
+        for _ in range(600):  # a call every 100 ms for 60 s
+            d = client.load_metadata_for_topics("t")
+            self.failureResultOf(d, KafkaUnavailableError)
+            clock.advance(0.1)
+        # 50, 100, 200, 400, 800 ms, then 1 s (within 20 %): about 60, not 600.
+        self.assertGreater(len(attempts), 40)
+        self.assertLess(len(attempts), 70)
+
+
+class FinalLeaderLookupTests(SynchronousTestCase):
+    def test_a_final_error_looking_up_leaders_fails_the_send_at_once(self) -> None:
+        """A send whose partition's leader must be looked up again fails at once when
+        the lookup's error is final (here the topic's authorization; a refused
+        connection's AuthenticationRefused the same), not at its delivery timeout."""
+        clock, cluster, client = on_fake_cluster(self)
+        cluster.create_topic("t", 1)
+        producer = Producer(client)
+        self.addCleanup(producer.stop)
+        d = producer.send("t", b"one", partition=0)
+        settle(clock, d, 1)
+        self.successResultOf(d)
+        cluster.fail_next(ProduceRequest, NotLeaderForPartitionError)
+        cluster.fail_next(MetadataRequest, TopicAuthorizationFailed)
+        d = producer.send("t", b"two", partition=0)
+        settle(clock, d, 1)
+        self.failureResultOf(d, TopicAuthorizationFailed)
+
+
 class TLSFileTests(SynchronousTestCase):
     def test_missing_ca_file_is_a_value_error_naming_it(self) -> None:
         with self.assertRaises(ValueError) as e:
@@ -109,6 +191,16 @@ class _Closing(Protocol):
         self.transport.loseConnection()
 
 
+class _TLSAlert(Protocol):
+    """A TLS listener reading a plaintext request: Kafka answers with a TLS alert
+    (its first bytes, read as a frame's length, make 352 MB) and closes."""
+
+    def dataReceived(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(bytes.fromhex("15030300020250"))
+        self.transport.loseConnection()
+
+
 class TLSToPlaintextTests(SynchronousTestCase):
     """TLS to a plaintext port fails as a TLS handshake failure, in seconds,
     not as REQUEST_TIMED_OUT once the request timeout ran out."""
@@ -143,6 +235,16 @@ class TLSToPlaintextTests(SynchronousTestCase):
         self.assertIn("TLS handshake", str(error))
         self.assertIn("TLS port?", str(error))
         self.assertLess(took, 3)
+
+    def test_a_plaintext_client_on_a_tls_listener(self) -> None:
+        """Issue 33: the client reconnected with back-off until REQUEST_TIMED_OUT
+        (10 s), logging a 352 MB frame; the TLS record is named, for good."""
+        bootstrap = self.listen(_TLSAlert)
+        error, took = self.metadata_error(bootstrap, None)
+        self.assertIsInstance(error, AuthenticationRefused)
+        self.assertIsInstance(error.__cause__, TLSListenerError)
+        self.assertIn(f"{bootstrap} answered with TLS: is this the broker's TLS port?", str(error))
+        self.assertLess(took, 5)
 
     def test_handshake_timeout_is_checked(self) -> None:
         for bad in (0, -1, float("inf"), "5", True):

@@ -292,6 +292,31 @@ class ConnectionTestCase(SynchronousTestCase):
 
 
 class LifecycleTests(ConnectionTestCase):
+    def test_closed_after_api_versions_alone_names_sasl(self) -> None:
+        """Issue 33: a client without SASL on a SASL listener: Kafka answers ApiVersions,
+        then closes the connection on the next request.  The error says so (retriable:
+        a broker going away looks the same); once answered, no such hint."""
+        self.broker.hold = True
+        connection = self.connection()
+        d = connection.request(metadata("t"))
+        self.net.flush()
+        self.assertIs(connection.state, State.READY)
+        self.net.transport.protocol.connectionLost(Failure(ConnectionDone()))
+        error = self.failureResultOf(d, BrokerConnectionError).value
+        self.assertIn("is this the broker's SASL port?", str(error))
+        self.broker.hold = False
+        self.clock.advance(10)
+        self.net.flush()
+        answered = connection.request(metadata("a"))
+        self.net.flush()
+        self.assert_answered(answered, "a")
+        self.broker.hold = True
+        d = connection.request(metadata("t"))
+        self.net.flush()
+        self.net.transport.protocol.connectionLost(Failure(ConnectionDone()))
+        error = self.failureResultOf(d, BrokerConnectionError).value
+        self.assertNotIn("SASL", str(error))
+
     def test_idle_until_first_request(self) -> None:
         connection = self.connection()
         self.assertIs(connection.state, State.IDLE)

@@ -14,9 +14,11 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.client import KafkaClient
+from afkak.client import AuthenticationRefused, KafkaClient
 from afkak.common import (
+    OFFSET_EARLIEST,
     CancelledError,
+    IllegalSaslState,
     KafkaUnavailableError,
     SaslAuthenticationFailed,
     TLSAuthenticationFailed,
@@ -33,6 +35,9 @@ from afkak.connection import (
 )
 from afkak.connection._connection import REAUTHENTICATE_AT
 from afkak.connection._sasl_mechanisms import initial_response
+from afkak.consumer import Consumer
+from afkak.group import ConsumerGroup
+from afkak.producer import Producer
 from afkak.protocol.messages import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -180,10 +185,13 @@ class PasswordBroker(Broker):
         self.password = "right"
         self.lifetime_ms = 0
         self.enabled = ["PLAIN"]
+        self.takes_sasl = True  # False: a listener without SASL (PLAINTEXT)
         self.hold_metadata: list[Deferred[Any]] = []
 
     def answer(self, header: Any, request: Any) -> Any:
         key = header.request_api_key
+        if key == SASL_HANDSHAKE and not self.takes_sasl:
+            return SaslHandshakeResponse(error_code=IllegalSaslState.errno)
         if key == SASL_HANDSHAKE:
             code = 0 if request.mechanism in self.enabled else UnsupportedSaslMechanism.errno
             return SaslHandshakeResponse(error_code=code, mechanisms=self.enabled)
@@ -425,8 +433,9 @@ class BootstrapRefusalTests(ConnectionTestCase):
         self.successResultOf(d)
         self.assertEqual(len(self.net.transports), 3)
 
-    def test_retriable_connection_failures_do_not_back_off(self) -> None:
-        """A refused TCP connection is tried again by the next call, as before."""
+    def test_refused_connections_back_off_too(self) -> None:
+        """A refused TCP connection is not tried again before its back-off either
+        (issue 33: a dead port drew one connection per call)."""
         del self.net.servers["broker", 9092]
         client = self.client("right")
         for _ in range(2):
@@ -436,4 +445,56 @@ class BootstrapRefusalTests(ConnectionTestCase):
         self.net.serve(self.broker)
         d = client.load_metadata_for_topics("t")
         self.net.flush()
+        self.failureResultOf(d, KafkaUnavailableError)
+        self.assertEqual(self.net.transports, [])  # within the back-off: not connected to
+        self.clock.advance(1.0)
+        d = client.load_metadata_for_topics("t")
+        self.net.flush()
         self.successResultOf(d)
+
+    def test_a_producer_send_fails_at_once_with_the_refusal(self) -> None:
+        """Issue 33: wrong credentials failed Producer.send only at its delivery
+        timeout (120 s), retrying a retriable KafkaUnavailableError."""
+        client = self.client("wrong")
+        producer = Producer(client)
+        d = producer.send("t", b"v")
+        self.net.flush()
+        error = self.failureResultOf(d, AuthenticationRefused).value
+        self.assertIn("Invalid username or password", str(error))
+        self.assertIsInstance(error.__cause__, SaslAuthenticationFailed)
+        self.assertFalse(error.retriable)
+        self.assertEqual(self.clock.seconds(), 0)
+        self.successResultOf(producer.stop())
+
+    def test_consumers_and_groups_fail_at_once_with_the_refusal(self) -> None:
+        """Issue 33: a consumer group retried a refused coordinator lookup forever
+        (CoordinatorNotAvailable, retriable); it now stops with the refusal, as a
+        Consumer does."""
+        client = self.client("wrong")
+        consumer = Consumer(client, "t", 0, lambda consumer, messages: None)
+        group = ConsumerGroup(client, "g", ["t"], lambda consumer, messages: None)
+        for d in (consumer.start(OFFSET_EARLIEST), group.start()):
+            self.net.flush()
+            for _ in range(10):
+                if d.called:
+                    break
+                self.clock.advance(0.1)
+                self.net.flush()
+            error = self.failureResultOf(d, AuthenticationRefused).value
+            self.assertIsInstance(error.__cause__, SaslAuthenticationFailed)
+            self.clock.advance(2)  # the next one's bootstrap back-off
+
+    def test_a_listener_without_sasl_is_named(self) -> None:
+        """Kafka answers SaslHandshake with ILLEGAL_SASL_STATE on a PLAINTEXT or SSL
+        listener: say that the listener does not take SASL, at once and for good."""
+        self.broker.takes_sasl = False
+        client = self.client("right")
+        d = client.load_metadata_for_topics("t")
+        self.net.flush()
+        error = self.failureResultOf(d, AuthenticationRefused).value
+        self.assertIn("the listener at broker:9092 does not take SASL", str(error))
+        self.assertIsInstance(error.__cause__, IllegalSaslState)
+        d = client.load_metadata_for_topics("t")
+        self.net.flush()
+        self.failureResultOf(d, AuthenticationRefused)
+        self.assertEqual(len(self.net.transports), 1)  # backed off: no second connection

@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import ssl
+import tempfile
 import time
 import uuid
 from typing import Any
@@ -34,14 +36,17 @@ from afkak import (
     ScramSha512,
 )
 from afkak.admin import KafkaAdminClient, NewTopic, ScramMechanism, ScramUpsertion
+from afkak.client import AuthenticationRefused
 from afkak.common import (
     DuplicateResource,
     FetchRequest,
+    IllegalSaslState,
     KafkaUnavailableError,
     Message,
     ProduceRequest,
     SaslAuthenticationFailed,
     TLSAuthenticationFailed,
+    TLSListenerError,
     UnsupportedSaslMechanism,
 )
 from afkak.connection import SaslMechanism
@@ -350,6 +355,96 @@ class SaslTests(SecureKafkaCase):
             "does not enable SASL mechanism SCRAM-SHA-512; it enables: PLAIN, OAUTHBEARER",
         )
         self.assertIsInstance(error.__cause__, UnsupportedSaslMechanism)
+
+
+class RefusedConnectionTests(SecureKafkaCase):
+    """Issue 33: a connection the broker refuses for good fails Producer.send as soon
+    as Kafka answers, with its answer (it waited for the delivery timeout, 120 s,
+    retrying), and repeated calls reconnect only as the back-off allows."""
+
+    def refused_send(self, client: KafkaClient, cause: type, text: str) -> None:
+        producer = Producer(client)
+        self.addCleanup(lambda: wait(producer.stop()))
+        began = time.monotonic()
+        with self.assertRaises(AuthenticationRefused) as caught:
+            wait(producer.send(f"refused-{uuid.uuid4().hex[:8]}", b"v"), 60)
+        print(f"{cause.__name__}: Producer.send failed in {time.monotonic() - began:.3f} s")
+        self.assertIsInstance(caught.exception.__cause__, cause)
+        self.assertFalse(caught.exception.retriable)
+        self.assertIn(text, str(caught.exception))
+
+    def test_wrong_password(self) -> None:
+        client = self.client("SASL_PLAINTEXT", sasl=Plain("admin", "wrong-password"))
+        self.refused_send(client, SaslAuthenticationFailed, "Invalid username or password")
+
+    def test_mutual_tls_without_a_client_certificate(self) -> None:
+        address = self.broker.address("SSL")
+        client = self.client("SSL", tls=self.trusted())
+        self.refused_send(client, TLSAuthenticationFailed, f"{address} refused the TLS session")
+
+    def test_sasl_on_a_listener_without_sasl(self) -> None:
+        address = self.broker.address("PLAINTEXT")
+        client = self.client("PLAINTEXT", sasl=ADMIN)
+        self.refused_send(client, IllegalSaslState, f"the listener at {address} does not take SASL")
+
+    def test_no_tls_on_a_tls_listener(self) -> None:
+        """Kafka answers a plaintext request with a TLS alert: named at once, where the
+        client reconnected until REQUEST_TIMED_OUT."""
+        address = self.broker.address("SSL")
+        endpoints = CountingEndpoints()
+        client = self.client("SSL", endpoints=endpoints)
+        self.refused_send(client, TLSListenerError, f"{address} answered with TLS")
+        for _ in range(20):
+            self.assert_refused(client, "TLS port?", within=1.0)
+            sleep(0.05)
+        print(f"plaintext on TLS: 21 calls, {len(endpoints.attempts)} connections")
+        self.assertLessEqual(len(endpoints.attempts), 8, "reconnects back off")
+
+
+class NoSaslOnASaslListenerTests(SecureKafkaCase):
+    def test_the_likely_cause_is_named(self) -> None:
+        """Kafka answers ApiVersions, then closes the connection on the next request:
+        retriable (a broker going away looks the same), with the likely cause."""
+        error = self.assert_refused(
+            self.client("SASL_PLAINTEXT"), "is this the broker's SASL port?"
+        )
+        self.assertTrue(error.retriable)
+
+
+class CommandLineRefusalTests(SecureKafkaCase):
+    """Issue 36: through ``--command-config`` the command line names the likely cause,
+    as the library does (SASL on a plaintext listener said ``ILLEGAL_SASL_STATE:
+    SaslHandshake ...``; no TLS on a TLS listener waited for REQUEST_TIMED_OUT)."""
+
+    def refused(self, listener: str, properties: str, *expected: str) -> None:
+        from afkak.test.test_cli_brokers import cli
+
+        workdir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, workdir, True)
+        config = os.path.join(workdir, "command.properties")
+        with open(config, "w") as f:
+            f.write(properties)
+        address = self.broker.address(listener)
+        done = cli("--command-config", config, "topics", "list", bootstrap=address)
+        [line] = done.stderr.decode().splitlines()
+        self.assertEqual(done.returncode, 3, line)
+        for text in expected:
+            self.assertIn(text.format(address=address), line)
+
+    def test_sasl_on_a_listener_without_sasl(self) -> None:
+        self.refused(
+            "PLAINTEXT",
+            "security.protocol=SASL_PLAINTEXT\nsasl.username=admin\nsasl.password=x\n",
+            "the listener at {address} does not take SASL",
+        )
+
+    def test_tls_on_a_plaintext_listener(self) -> None:
+        self.refused("PLAINTEXT", "security.protocol=SSL\n", "is this the broker's TLS port?")
+
+    def test_no_tls_on_a_tls_listener(self) -> None:
+        self.refused(
+            "SSL", "security.protocol=PLAINTEXT\n", "{address} answered with TLS", "TLS port?"
+        )
 
 
 class OAuthBearerTests(SecureKafkaCase):
