@@ -11,6 +11,8 @@ from afkak.connection._connection import (
     Send,
     default_endpoint_factory,
 )
+from afkak.connection._gssapi import GSSAPI, GSSAPIUnavailable
+from afkak.connection._keystores import KeyStore, TrustStore
 from afkak.connection._lifecycle import State
 from afkak.connection._request import RequestBuilder, VersionedRequest
 from afkak.connection._sasl import SaslAuthenticator, SaslConversation, SaslMechanism
@@ -31,6 +33,9 @@ __all__ = [
     "BrokerConnection",
     "FrameTooLargeError",
     "FramedProtocol",
+    "GSSAPI",
+    "GSSAPIUnavailable",
+    "KeyStore",
     "OAuthBearer",
     "OAuthBearerToken",
     "Plain",
@@ -45,6 +50,7 @@ __all__ = [
     "State",
     "TLS",
     "TLSHandshakeError",
+    "TrustStore",
     "VersionedRequest",
     "default_endpoint_factory",
     "tls_endpoint_factory",
