@@ -31,7 +31,7 @@ _SASL_MECHANISMS = {
 
 
 #: The keys this command reads.
-KNOWN_KEYS = (
+KNOWN_KEYS: tuple[str, ...] = (
     "bootstrap.servers",
     "client.id",
     "request.timeout.ms",
@@ -297,7 +297,7 @@ def _gssapi(keys: dict[str, str], where: Properties) -> Any:
 
 def _stores(keys: dict[str, str], where: Properties) -> tuple[Any, Any]:
     """The TrustStore and KeyStore the ``ssl.truststore.*``/``ssl.keystore.*`` keys make."""
-    made = []
+    made: list[Any] = []
     for table, feature in ((_STORE_KEYS, "TrustStore"), (_KEYSTORE_KEYS, "KeyStore")):
         given = {keyword: keys[k] for k, keyword in table.items() if k in keys}
         if not any(k in given for k in ("location", "certificates", "key", "certificate_chain")):

@@ -143,7 +143,8 @@ class GSSAPI:
         return failed
 
     def _hint(self, error: Exception) -> str:
-        if isinstance(error, self._gssapi.exceptions.MissingCredentialsError) and self.keytab:
+        missing = isinstance(error, self._gssapi.exceptions.MissingCredentialsError)
+        if missing and self.keytab and "Kerberos database" not in str(error):
             return f" (is {self.principal}'s key in keytab {self.keytab}?)"
         if isinstance(error, self._gssapi.exceptions.ExpiredCredentialsError):
             return " (the ticket expired: kinit again, or use a keytab)"

@@ -50,7 +50,10 @@ class JavaRecord:
 
 
 def _java_argv(
-    main_class: str, args: Sequence[str], version: str | None = None, jvm_options: Sequence[str] = ()
+    main_class: str,
+    args: Sequence[str],
+    version: str | None = None,
+    jvm_options: Sequence[str] = (),
 ) -> list[str]:
     """The command line running *main_class* of Kafka's tools; skips (fails on CI) when
     Kafka's tools cannot run."""

@@ -111,13 +111,18 @@ class KerberosKDC:
 
     def add_principal(self, name: str, *, keytab: bool = True, max_life: str = "") -> str:
         """Add *name* with a random key; a keytab holding it (its path) or ``""``."""
-        extra = ["-maxlife", max_life] if max_life else []
-        self._query(f"addprinc -randkey {' '.join(extra)} {name}")
+        extra = f'-maxlife "{max_life}"' if max_life else ""
+        self._query(f"addprinc -randkey {extra} {name}")
         if not keytab:
             return ""
         path = os.path.join(self.directory, name.replace("/", "_") + ".keytab")
         self._query(f"ktadd -k {path} -norandkey {name}")
         return path
+
+    def kinit(self, principal: str, keytab: str, cache: str, lifetime: str = "") -> None:
+        """``kinit`` *principal* from *keytab* into the credential cache *cache*."""
+        extra = ["-l", lifetime] if lifetime else []
+        self._run("kinit", "-k", "-t", keytab, "-c", cache, *extra, principal)
 
     def delete_principal(self, name: str) -> None:
         self._query(f"delprinc -force {name}")
@@ -132,7 +137,7 @@ class KerberosKDC:
             [path, *args], env=self._env(), capture_output=True, stdin=subprocess.DEVNULL
         )
         output = (result.stdout + result.stderr).decode("utf-8", "replace")
-        if result.returncode or "error" in output.lower() and program == "kadmin.local":
+        if result.returncode or (program == "kadmin.local" and "error" in output.lower()):
             raise RuntimeError(f"{program} {' '.join(args)} failed: {output[-2000:]}")
 
     def stop(self) -> None:
