@@ -57,6 +57,13 @@ class KeytoolStoreTests(StoreCase):
             self.assertEqual(list(trust._loaded), [expected], name)
             self.assertIsNotNone(trust.trust_root())
 
+    def test_repr_shows_no_password(self) -> None:
+        keys = KeyStore(store("client.jks"), PASSWORD, key_password="key-secret")
+        trust = TrustStore(store("trust.jks"), PASSWORD)
+        for text in (repr(keys), repr(trust), repr(TLS(trust_root=trust, client_certificate=keys))):
+            self.assertNotIn(PASSWORD, text)
+            self.assertNotIn("key-secret", text)
+
     def test_pkcs12_rsa_key(self) -> None:
         keys = KeyStore(store("client.p12"), PASSWORD, "PKCS12")
         self.assertIn("rsa", str(keys.private_certificate().getSubject()))
