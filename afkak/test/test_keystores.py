@@ -125,12 +125,9 @@ class KeytoolStoreTests(StoreCase):
 
 class PemStoreTests(StoreCase):
     def setUp(self) -> None:
-        from afkak.test.brokers.certificates import CertificateAuthority
-
-        directory = self.mktemp()
-        os.makedirs(directory)
-        self.ca = CertificateAuthority(directory)
-        self.issued = self.ca.issue("client", "admin")
+        with open(store("client.pem")) as f:
+            self.chain = f.read()
+        self.key = self.pem(ec.generate_private_key(ec.SECP256R1())).decode()
 
     def pem(self, key: object, password: bytes | None = None) -> bytes:
         encryption = (
@@ -143,17 +140,18 @@ class PemStoreTests(StoreCase):
         )
 
     def test_pem_file_and_inline(self) -> None:
-        KeyStore(self.issued.keystore, type="PEM")
-        with open(self.issued.key) as k, open(self.issued.cert) as c:
-            key, chain = k.read(), c.read()
-        KeyStore(key=key, certificate_chain=chain, type="PEM")
-        TrustStore(certificates=chain, type="PEM")
-        TrustStore(self.ca.cert, type="PEM")
+        """Kafka's PEM key store: the key, then the chain, in one file; or each inline."""
+        path = self.mktemp()
+        with open(path, "w") as f:
+            f.write(self.key + self.chain)
+        KeyStore(path, type="PEM")
+        KeyStore(key=self.key, certificate_chain=self.chain, type="PEM")
+        TrustStore(certificates=self.chain, type="PEM")
+        TrustStore(store("client.pem"), type="PEM")
 
     def test_encrypted_pem_key(self) -> None:
         key = ec.generate_private_key(ec.SECP256R1())
-        with open(self.issued.cert) as c:
-            chain = c.read()
+        chain = self.chain
         encrypted = self.pem(key, b"key-secret").decode()
         KeyStore(key=encrypted, certificate_chain=chain, type="PEM", key_password="key-secret")
         self.assertIn(
@@ -172,8 +170,7 @@ class PemStoreTests(StoreCase):
     def test_a_key_tls_cannot_use(self) -> None:
         """A DSA key: TLS 1.2/1.3 clients cannot sign with it."""
         key = dsa.generate_private_key(2048)
-        with open(self.issued.cert) as c:
-            chain = c.read()
+        chain = self.chain
         self.assertIn(
             "DSAPrivateKey key, which TLS cannot sign with",
             self.error(
