@@ -12,13 +12,16 @@ from afkak.client import KafkaClient
 from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, OFFSET_LATEST
 from afkak.connection import (
+    GSSAPI,
     TLS,
+    KeyStore,
     OAuthBearer,
     OAuthBearerToken,
     Plain,
     Scram,
     ScramSha256,
     ScramSha512,
+    TrustStore,
 )
 from afkak.consumer import Consumer
 from afkak.group import AcknowledgeType, ConsumerGroup, KafkaConsumer, ShareConsumer
@@ -39,9 +42,11 @@ __all__ = [
     "CODEC_ZSTD",
     "Consumer",
     "ConsumerGroup",
+    "GSSAPI",
     "HashedPartitioner",
     "KafkaConsumer",
     "KafkaClient",
+    "KeyStore",
     "MessageSet",
     "OFFSET_COMMITTED",
     "OFFSET_EARLIEST",
@@ -56,6 +61,7 @@ __all__ = [
     "ScramSha512",
     "ShareConsumer",
     "TLS",
+    "TrustStore",
     "__version__",
     "create_message",
     "create_message_set",

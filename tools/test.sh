@@ -14,6 +14,16 @@ if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
     echo "java and mvn are needed for the Apache Kafka tests (apt-get install openjdk-17-jdk-headless maven)" >&2
   fi
 fi
+# MIT Kerberos: its headers build the gssapi package (afkak[gssapi]); its KDC, kadmin.local
+# and kinit make the realm of the GSSAPI tests (afkak/test/brokers/kdc.py).
+if ! command -v krb5-config >/dev/null || [ ! -x /usr/sbin/krb5kdc ] || ! command -v kinit >/dev/null; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libkrb5-dev krb5-kdc krb5-admin-server krb5-user >/dev/null
+  else
+    echo "MIT Kerberos is needed for the GSSAPI tests (apt-get install libkrb5-dev krb5-kdc krb5-admin-server krb5-user)" >&2
+  fi
+fi
 . tools/venv.sh 'test,snappy,lz4,zstd,spark'
 # Resolve Kafka's jars once (cached in ~/.cache/afkak/kafka/<version>), before the
 # test processes start: a failure shows here, with Maven's output.

@@ -32,7 +32,7 @@ _SASL_MECHANISMS = {
 
 
 #: The keys this command reads.
-KNOWN_KEYS = (
+KNOWN_KEYS: tuple[str, ...] = (
     "bootstrap.servers",
     "client.id",
     "request.timeout.ms",
@@ -48,6 +48,26 @@ KNOWN_KEYS = (
     # OAUTHBEARER's token sources: OIDC client credentials and AWS MSK IAM.
     *OAUTH_KEYS,
 )
+# Kerberos (GSSAPI) and Java key/trust stores: their keys, read by _gssapi and _stores.
+_KERBEROS_KEYS = ("sasl.kerberos.service.name",)
+_STORE_KEYS = {
+    "ssl.truststore.location": "location",
+    "ssl.truststore.type": "type",
+    "ssl.truststore.password": "password",
+    "ssl.truststore.certificates": "certificates",
+}
+_KEYSTORE_KEYS = {
+    "ssl.keystore.location": "location",
+    "ssl.keystore.type": "type",
+    "ssl.keystore.password": "password",
+    "ssl.key.password": "key_password",
+    "ssl.keystore.key": "key",
+    "ssl.keystore.certificate.chain": "certificate_chain",
+}
+#: Java's Krb5LoginModule options afkak reads, and GSSAPI's keyword for each.
+_KRB5_OPTIONS = {"principal": "principal", "keyTab": "keytab", "ticketCache": "ticket_cache"}
+_JAAS_ANY_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
+KNOWN_KEYS += (*_KERBEROS_KEYS, *_STORE_KEYS, *_KEYSTORE_KEYS)
 #: librdkafka's (and kcat's) names of keys Kafka's tools spell otherwise.
 _LIBRDKAFKA_NAMES = {
     "sasl.mechanisms": "sasl.mechanism",
@@ -207,10 +227,16 @@ def _tls(keys: dict[str, str], where: Properties) -> Any:
             f"{where.at(given)}ssl.certificate.location and ssl.key.location go together"
         )
     verify = keys.get("ssl.endpoint.identification.algorithm", "https").lower()
+    truststore, keystore = _stores(keys, where)
+    for store, pem_key in ((truststore, "ssl.ca.location"), (keystore, "ssl.certificate.location")):
+        if store is not None and keys.get(pem_key):
+            raise ConfigError(
+                f"{where.at(pem_key)}{pem_key} and a {type(store).__name__} exclude each other"
+            )
     try:
         return _feature("TLS")(
-            trust_root=keys.get("ssl.ca.location"),
-            client_certificate=(cert, key) if cert else None,
+            trust_root=truststore or keys.get("ssl.ca.location"),
+            client_certificate=keystore or ((cert, key) if cert else None),
             verify_hostname=verify == "https",
         )
     except ValueError as e:  # a file that is missing or unreadable: name the key's line
@@ -224,10 +250,15 @@ def _sasl(keys: dict[str, str], where: Properties, hosts: str) -> Any:
     mechanism = keys.pop("sasl.mechanism", "PLAIN").upper()
     if mechanism == "OAUTHBEARER":
         return _oauthbearer(keys, where, hosts)
+    if mechanism == "GSSAPI":
+        return _gssapi(keys, where)
+    kerberos = [k for k in _KERBEROS_KEYS if k in keys]
+    if kerberos:
+        raise ConfigError(f"{where.at(kerberos[0])}{kerberos[0]} needs sasl.mechanism=GSSAPI")
     if mechanism not in _SASL_MECHANISMS:
         raise ConfigError(
             f"{where.at('sasl.mechanism')}sasl.mechanism must be one of "
-            f"{', '.join(_SASL_MECHANISMS)}, OAUTHBEARER"
+            f"{', '.join([*_SASL_MECHANISMS, 'OAUTHBEARER', 'GSSAPI'])}"
         )
     oauth = sorted(k for k in keys if k in OAUTH_KEYS)
     if oauth:
@@ -258,3 +289,48 @@ def _oauthbearer(keys: dict[str, str], where: Properties, hosts: str) -> Any:
         return oauthbearer(keys, module, options, hosts, where, ConfigError)
     except ImportError as e:
         raise ConfigError(f"{where.at('sasl.mechanism')}{e}") from None
+
+
+def _gssapi(keys: dict[str, str], where: Properties) -> Any:
+    """GSSAPI from Java's ``Krb5LoginModule`` options in ``sasl.jaas.config``."""
+    options: dict[str, Any] = {"service_name": keys.pop("sasl.kerberos.service.name", "kafka")}
+    jaas = keys.pop("sasl.jaas.config", "")
+    found = {name: quoted or bare for name, quoted, bare in _JAAS_ANY_OPTION.findall(jaas)}
+    at = where.at("sasl.jaas.config")
+    if jaas and "Krb5LoginModule" not in jaas:
+        raise ConfigError(
+            f"{at}sasl.mechanism=GSSAPI needs Java's Krb5LoginModule in sasl.jaas.config"
+        )
+    if found.get("useKeyTab", "false").lower() != "true":
+        found.pop("keyTab", None)
+    elif "keyTab" not in found:
+        raise ConfigError(f'{at}useKeyTab=true needs keyTab="PATH"')
+    options |= {keyword: found[name] for name, keyword in _KRB5_OPTIONS.items() if name in found}
+    extra = sorted(k for k in keys if k != "sasl.mechanism")
+    if extra:
+        raise ConfigError(f"{where.at(extra[0])}{extra[0]} does not apply to GSSAPI")
+    try:
+        return _feature("GSSAPI")(**options)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{at}{e}") from None
+    except ImportError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _stores(keys: dict[str, str], where: Properties) -> tuple[Any, Any]:
+    """The TrustStore and KeyStore the ``ssl.truststore.*``/``ssl.keystore.*`` keys make."""
+    made: list[Any] = []
+    for table, feature in ((_STORE_KEYS, "TrustStore"), (_KEYSTORE_KEYS, "KeyStore")):
+        given = {keyword: keys[k] for k, keyword in table.items() if k in keys}
+        if not any(k in given for k in ("location", "certificates", "key", "certificate_chain")):
+            stray = [k for k in table if k in keys]
+            if stray:
+                raise ConfigError(f"{where.at(stray[0])}{stray[0]} needs its store's location")
+            made.append(None)
+            continue
+        try:
+            made.append(_feature(feature)(**given))
+        except ValueError as e:  # a wrong password, a missing file...: name the store's line
+            first = next(k for k in table if k in keys)
+            raise ConfigError(f"{where.at(first)}{e}") from None
+    return made[0], made[1]

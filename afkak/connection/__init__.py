@@ -11,6 +11,8 @@ from afkak.connection._connection import (
     Send,
     default_endpoint_factory,
 )
+from afkak.connection._gssapi import GSSAPI, GSSAPIUnavailable
+from afkak.connection._keystores import KeyStore, TrustStore
 from afkak.connection._lifecycle import State
 from afkak.connection._msk_iam import MskIamError, MskIamTokens
 from afkak.connection._oauth_oidc import ClientCredentials, TokenEndpointError
@@ -35,6 +37,9 @@ __all__ = [
     "ClientCredentials",
     "FrameTooLargeError",
     "FramedProtocol",
+    "GSSAPI",
+    "GSSAPIUnavailable",
+    "KeyStore",
     "LoginRefresh",
     "MskIamError",
     "MskIamTokens",
@@ -53,6 +58,7 @@ __all__ = [
     "TLS",
     "TLSHandshakeError",
     "TokenEndpointError",
+    "TrustStore",
     "VersionedRequest",
     "default_endpoint_factory",
     "tls_endpoint_factory",

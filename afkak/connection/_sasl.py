@@ -1,7 +1,7 @@
 """SASL authentication of a broker connection: the Kafka exchange around any mechanism.
 
 A :class:`SaslMechanism` knows one mechanism's messages (PLAIN, SCRAM,
-OAUTHBEARER, or one a user writes, such as GSSAPI or AWS IAM); this module
+OAUTHBEARER, GSSAPI, or one a user writes, such as AWS IAM); this module
 carries them in Kafka's frames: SaslHandshake v1 names the mechanism, then
 each client message travels in a SaslAuthenticate request and each server
 message comes back in its response (KIP-152).  The broker's answer to the

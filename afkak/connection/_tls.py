@@ -63,9 +63,11 @@ class TLS:
     """How to secure broker connections; pass as ``KafkaClient(tls=...)`` (or ``tls=True``).
 
     :param trust_root: the CA that signed the brokers' certificates: a PEM
-        file path, a ``twisted.internet.ssl.Certificate``, or any
-        ``IOpenSSLTrustRoot``; ``None`` trusts the platform's CAs.
+        file path, a :class:`~afkak.connection.TrustStore` (PKCS12, JKS, PEM),
+        a ``twisted.internet.ssl.Certificate``, or any ``IOpenSSLTrustRoot``;
+        ``None`` trusts the platform's CAs.
     :param client_certificate: for mutual TLS: a
+        :class:`~afkak.connection.KeyStore` (PKCS12, JKS, PEM), a
         ``twisted.internet.ssl.PrivateCertificate``, or a ``(cert_path,
         key_path)`` pair of PEM files.
     :param verify_hostname: check that each broker's certificate names the
@@ -107,19 +109,29 @@ class TLS:
             optionsForClientTLS,
         )
 
+        from afkak.connection._keystores import KeyStore, TrustStore
+
         trust = self.trust_root
-        if trust is not None:
+        if isinstance(trust, TrustStore):
+            trust = trust.trust_root()
+        elif trust is not None:
             trust = _load_certificate(trust)
         client = self.client_certificate
-        if isinstance(client, tuple):
+        chain: dict[str, Any] = {}
+        if isinstance(client, KeyStore):
+            chain = {"extraCertChain": client.extra_chain()}
+            client = client.private_certificate()
+        elif isinstance(client, tuple):
             cert_path, key_path = client
             with open(cert_path, "rb") as c, open(key_path, "rb") as k:
                 client = PrivateCertificate.loadPEM(c.read() + b"\n" + k.read())
         if self.verify_hostname:
-            return optionsForClientTLS(host, trustRoot=trust, clientCertificate=client)
-        extra: dict[str, Any] = {}
+            return optionsForClientTLS(
+                host, trustRoot=trust, clientCertificate=client, extraCertificateOptions=chain
+            )
+        extra: dict[str, Any] = dict(chain)
         if client is not None:
-            extra = {"privateKey": client.privateKey.original, "certificate": client.original}
+            extra |= {"privateKey": client.privateKey.original, "certificate": client.original}
         if trust is None:
             from twisted.internet.ssl import platformTrust
 

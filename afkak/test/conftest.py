@@ -47,6 +47,7 @@ BROKER_MODULES = frozenset(
         "test_consumer_peers",  # kafka-python and aiokafka against real brokers
         "test_consumer_replicas_kafka",  # KIP-320/KIP-392 on a 3-node Apache Kafka with racks
         "test_docs_examples",  # the docs' scripts against noida-db
+        "test_enterprise_kafka",  # Kerberos (a KDC) and JKS/PKCS12 stores on Apache Kafka
         "test_faults_kafka",  # a hung broker and evicted fetch sessions, on Apache Kafka
         "test_java_interop",  # Kafka's Java clients against afkak, on Apache Kafka
         "test_main_job",  # tools/main_job.py, embedded and against a cluster

@@ -124,3 +124,24 @@ def needs_codecs(*codecs: int) -> Callable[[Any], Any]:
     }
     missing = [c for c in codecs if not has.get(c, True)]
     return unittest.skipIf(missing, f"optional codecs {missing} are not installed")
+
+
+def run_reactor_threads(case: Any) -> None:
+    """Start a thread pool for the global reactor until *case* ends.
+
+    ``reactor.run()`` starts the reactor's pool; these tests iterate the reactor
+    instead (:func:`pump`), so code that runs blocking calls in
+    ``reactor.getThreadPool()`` (GSSAPI's) would wait forever without this.
+    """
+    from twisted.internet import reactor
+    from twisted.python.threadpool import ThreadPool
+
+    pool = ThreadPool(1, 4, "afkak-test")
+    pool.start()
+    reactor.threadpool = pool  # type: ignore[attr-defined]
+
+    def stop() -> None:
+        reactor.threadpool = None  # type: ignore[attr-defined]
+        pool.stop()
+
+    case.addCleanup(stop)

@@ -49,7 +49,12 @@ class JavaRecord:
     headers: tuple[tuple[str, str | None], ...]
 
 
-def _java_argv(main_class: str, args: Sequence[str], version: str | None = None) -> list[str]:
+def _java_argv(
+    main_class: str,
+    args: Sequence[str],
+    version: str | None = None,
+    jvm_options: Sequence[str] = (),
+) -> list[str]:
     """The command line running *main_class* of Kafka's tools; skips (fails on CI) when
     Kafka's tools cannot run."""
     if not java_available():
@@ -59,7 +64,7 @@ def _java_argv(main_class: str, args: Sequence[str], version: str | None = None)
     except ApacheKafkaUnavailable as exc:
         unavailable(f"kafka tools: {exc}")
     return [
-        "java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
+        "java", *JVM_OPTIONS, *jvm_options, f"-Dlog4j2.configurationFile={_TOOLS_LOG4J2}",
         "-cp", classpath, main_class, *args,
     ]  # fmt: skip
 
@@ -71,12 +76,13 @@ def run_tool(
     timeout: float = 120.0,
     version: str | None = None,
     env: Mapping[str, str] | None = None,
+    jvm_options: Sequence[str] = (),
 ) -> str:
     """Run one of Kafka's Java tools to its end; its stdout.  Raises RuntimeError with
     its stderr when it fails; skips (fails on CI) when Kafka's tools cannot run.
     *env*: the tool's environment (``JAVA_TOOL_OPTIONS`` for system properties)."""
     done = subprocess.run(
-        _java_argv(main_class, args, version),
+        _java_argv(main_class, args, version, jvm_options),
         input=input,
         env=env,
         capture_output=True,

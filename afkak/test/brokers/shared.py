@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from afkak.test.brokers.broker import Broker
 from afkak.test.brokers.kafka import Kafka39Broker, KafkaBroker, KafkaCluster, KafkaTv1Broker
+from afkak.test.brokers.kafka_enterprise import KafkaEnterpriseBroker
 from afkak.test.brokers.kafka_secure import KafkaSecureBroker
 from afkak.test.brokers.noida import NoidaBroker
 from afkak.test.brokers.oauth_kafka import KafkaOAuthBroker
@@ -21,6 +22,7 @@ BROKERS: dict[str, Callable[[], Broker]] = {
     KafkaCluster.name: KafkaCluster,
     KafkaSecureBroker.name: KafkaSecureBroker,
     KafkaOAuthBroker.name: KafkaOAuthBroker,
+    KafkaEnterpriseBroker.name: KafkaEnterpriseBroker,
     TansuBroker.name: TansuBroker,
     NoidaBroker.name: NoidaBroker,
     RdkafkaMockCluster.name: RdkafkaMockCluster,
