@@ -54,8 +54,8 @@ class _ConnectWatch:
 
     def failed(self, failure: Failure) -> Failure:
         callbacks, self.callbacks = self.callbacks, []
-        for callback in callbacks:
-            callback(failure)
+        while callbacks:  # each may unsubscribe itself, or others, from this list
+            callbacks.pop(0)(failure)
         return failure
 
 
