@@ -1232,6 +1232,16 @@ class StartTests(ConsumerTestCase):
         self.start(c, OFFSET_EARLIEST)
         self.assertEqual(p.offsets, [1, 2])
 
+    def test_a_partition_the_topic_does_not_have_fails_the_start(self) -> None:
+        """Issue 33: not retried forever, but failed with the error Producer.send gives."""
+        for offset in (OFFSET_EARLIEST, OFFSET_COMMITTED, 0):
+            c = Consumer(self.client, "t", 7, Recorder(), consumer_group="g")
+            d = self.start(c, offset)
+            self.run_for(1)
+            failure = self.failureResultOf(d, ValueError)
+            self.assertEqual(failure.getErrorMessage(), "topic t has no partition 7 (it has 2)")
+            self.assert_stops_once_after_failure(c, None)
+
     def test_other_partition_is_not_read(self) -> None:
         self.append(b"zero", partition=0)
         self.append(b"one")
