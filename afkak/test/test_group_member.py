@@ -19,6 +19,7 @@ from afkak.common import (
     FencedInstanceId,
     IllegalGeneration,
     InconsistentGroupProtocol,
+    NoCommonVersionError,
     NotCoordinator,
     RebalanceInProgress,
     TopicAndPartition,
@@ -349,6 +350,21 @@ class GroupMemberTests(ClockTestCase):
         self.advance(2)
         self.assertEqual(a2.generation_id, 1)
         self.assertEqual(la2.owned, owned)
+
+    def test_static_member_on_a_broker_without_static_membership_fails_its_start(self) -> None:
+        """Issue 33: JoinGroup below v5 (Kafka before 2.3) has no group.instance.id."""
+        self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock, api_versions={JOIN: (0, 4)})
+        self.cluster.create_topic(TOPIC, 6)
+        a, la, done = self.member("a", group_instance_id="i-1")
+        self.advance(1)
+        failure = self.failureResultOf(done, NoCommonVersionError)
+        self.assertIn("group_instance_id (static membership) needs Kafka 2.3", str(failure.value))
+        self.assertIn("JoinGroup v5", str(failure.value))
+        self.assertEqual((a.state, la.log), (MemberState.STOPPED, []))
+        self.assertEqual(self.seen(JOIN), [])
+        b, lb, _ = self.member("b")  # a dynamic member joins as before
+        self.advance(4)
+        self.assertEqual(lb.owned, ALL)
 
     def test_dead_member_is_dropped_after_its_session(self) -> None:
         a, la, _ = self.member("a")
