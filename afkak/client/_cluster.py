@@ -158,16 +158,18 @@ class Cluster:
         ``max_version`` attributes, which the client's calls have.  Group
         coordinator requests (*coordinator*) use the broker's coordinator
         connection, and fetches its fetch connection, so that nothing waits
-        behind a fetch's long-poll.  A coordinator request fails as soon as a
-        connection attempt does (a dead coordinator is looked up again at once,
-        as Java's ``markCoordinatorUnknown``, not after the request's timeout:
-        JoinGroup's is the rebalance timeout).
+        behind a fetch's long-poll.  A coordinator request or a fetch fails as
+        soon as a connection attempt does, rather than wait for its timeout
+        (JoinGroup's is the rebalance timeout) while the broker is down: a dead
+        coordinator is looked up again at once (Java's
+        ``markCoordinatorUnknown``), a dead leader's partition reloads its
+        metadata (Java's fetcher sends nothing to a disconnected node).
         """
         fetch = getattr(call, "request_class", type(call)) is FetchMessage
         conn = self.pool.connection(broker, coordinator=coordinator, fetch=fetch)
         bounds = _bounds(call, min_version, max_version)
         options = {**bounds, "expect_response": expect_response, "timeout": timeout}
-        if coordinator:
+        if coordinator or fetch:
             return self._attempt(conn, call, options)
         d = conn.request(call, **options)
         return d.addErrback(self._explain_discard, conn)

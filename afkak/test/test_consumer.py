@@ -1129,6 +1129,25 @@ class RetryTests(ConsumerTestCase):
         # KIP-951: the error named the new leader: no Metadata round trip.
         self.assertEqual(len(self.requests(3)), metadata)
 
+    def test_leader_killed_is_left_once_the_cluster_moves_it(self) -> None:
+        """Issue 33: the leader's broker is killed (-9: connections dropped and refused)
+        and the cluster moves leadership 6 s later.  A fetch for the dead broker fails
+        at its first refused connection attempt (not at its 10 s timeout), so the
+        consumer, backing off, finds the new leader soon after the move."""
+        self.append(b"a")
+        p = Recorder()
+        c = self.consumer(p)
+        self.stop(c)
+        self.start(c, 0)
+        old = self.cluster.partition("t", 1).leader
+        self.cluster.refuse_connections(old)
+        self.cluster.drop_connections(old)
+        self.run_for(6)
+        self.cluster.set_broker_down(old)
+        self.append(b"b")
+        self.run_for(2)
+        self.assertEqual(p.values, [b"a", b"b"])
+
     def test_retriable_errors_back_off(self) -> None:
         self.append(b"a")
         p = Recorder()
