@@ -1393,13 +1393,19 @@ class CoordinatorConnectionTests(ClientTestCase):
         self.failureResultOf(commit, FailedPayloadsError)
         self.assertNotIn("g", client.consumer_group_to_brokers())
 
-    def test_every_request_queued_for_a_dead_coordinator_fails(self) -> None:
-        client = self.make_client()
+    def coordinator_backing_off(self, client: KafkaClient) -> RawOffsetFetch:
+        """Kill group "g"'s coordinator, have one request refused (its connection now
+        backs off) and look the coordinator up again: a request to send it."""
         self.kill_coordinator(client, "g")
         request = RawOffsetFetch(group_id="g", topics=None)
         first = client.send_request_to_coordinator("g", request, max_version=7)
-        self.failureResultOf(first, BrokerConnectionError)  # refused: backing off
+        self.failureResultOf(first, BrokerConnectionError)
         self.successResultOf(client.load_coordinator_for_group("g"))
+        return request
+
+    def test_every_request_queued_for_a_dead_coordinator_fails(self) -> None:
+        client = self.make_client()
+        request = self.coordinator_backing_off(client)
         queued = [client.send_request_to_coordinator("g", request, max_version=7) for _ in "ab"]
         self.clock.advance(1)
         for d in queued:
@@ -1410,11 +1416,7 @@ class CoordinatorConnectionTests(ClientTestCase):
         connecting (here: the whole client) before the connection hears of the refusal:
         it stays closed, nothing else happens."""
         client = self.make_client()
-        self.kill_coordinator(client, "g")
-        request = RawOffsetFetch(group_id="g", topics=None)
-        first = client.send_request_to_coordinator("g", request, max_version=7)
-        self.failureResultOf(first, BrokerConnectionError)  # refused: backing off
-        self.successResultOf(client.load_coordinator_for_group("g"))
+        request = self.coordinator_backing_off(client)
         d = client.send_request_to_coordinator("g", request, max_version=7)
         closing: list[Deferred[None]] = []
         d.addErrback(lambda _: closing.append(client.close()))
