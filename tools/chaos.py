@@ -39,6 +39,10 @@ Three experiments, each a sub-command; docs/reliability.rst has the results.
     TransactionalProcessor) on the 3-node cluster through kill -9 of partition leaders:
     each input exactly once in the output, read read_committed by Kafka's Java
     ConsoleConsumer; ``kafka-transactions`` lists and describes its transactional id.
+``group-coordinator-kill``
+    Consumer groups (afkak's and confluent-kafka's, session timeouts 6 s and 10 s) on the
+    3-node cluster whose coordinator's node is killed (-9) and not restarted: each
+    group's stall (the longest a partition went unprocessed) and records lost.
 ``sessions-kafka``
     KIP-227 fetch-session eviction on an Apache Kafka node keeping 8 sessions:
     one-partition readers hold them for 125 s (Kafka evicts only sessions
@@ -57,6 +61,7 @@ Usage: python tools/chaos.py fuzz --responses 1000000
        python tools/chaos.py group --records 100000 --kills 20
        python tools/chaos.py group-kafka --records 1000000 --kills 6 --period 10
        python tools/chaos.py eos-kafka --records 100000 --kills 5 --period 8
+       python tools/chaos.py group-coordinator-kill --sessions 6000 10000
        python tools/chaos.py sessions-kafka --readers 8
 Each prints a report and exits non-zero if an invariant broke.
 """
@@ -157,6 +162,18 @@ def run_kafka(args: argparse.Namespace) -> int:
     return 0 if report.ok() else 1
 
 
+def run_coordinator_kill(args: argparse.Namespace) -> int:
+    import chaos_coordinator
+
+    report = chaos_coordinator.coordinator_kill(
+        args.rate, session_timeouts=tuple(args.sessions), clients=tuple(args.clients)
+    )
+    for line in report.lines():
+        print(line)
+    print(f"{report.seconds:.0f} s")
+    return 0 if report.ok() else 1
+
+
 def run_sessions(args: argparse.Namespace) -> int:
     import chaos_kafka
 
@@ -195,6 +212,13 @@ def main(argv: list[str] | None = None) -> int:
         kafka.add_argument("--kills", type=int, default=kills)
         kafka.add_argument("--period", type=float, default=period, help="seconds between faults")
         kafka.set_defaults(run=run_kafka)
+    kill = commands.add_parser(
+        "group-coordinator-kill", help="consumer groups whose coordinator's node is killed"
+    )
+    kill.add_argument("--rate", type=int, default=60, help="records per second")
+    kill.add_argument("--sessions", type=int, nargs="+", default=[6000, 10000])
+    kill.add_argument("--clients", nargs="+", default=["afkak", "confluent"])
+    kill.set_defaults(run=run_coordinator_kill)
     sessions = commands.add_parser("sessions-kafka", help="fetch sessions evicted by Kafka")
     sessions.add_argument("--readers", type=int, default=8)
     sessions.add_argument("--age", type=float, default=125.0, help="seconds before eviction")

@@ -181,12 +181,20 @@ class Cluster:
         ``max_version`` attributes, which the client's calls have.  Group
         coordinator requests (*coordinator*) use the broker's coordinator
         connection, and fetches its fetch connection, so that nothing waits
-        behind a fetch's long-poll.
+        behind a fetch's long-poll.  A coordinator request or a fetch fails as
+        soon as a connection attempt does, rather than wait for its timeout
+        (JoinGroup's is the rebalance timeout) while the broker is down: a dead
+        coordinator is looked up again at once (Java's
+        ``markCoordinatorUnknown``), a dead leader's partition reloads its
+        metadata (Java's fetcher sends nothing to a disconnected node).
         """
         fetch = getattr(call, "request_class", type(call)) is FetchMessage
         conn = self.pool.connection(broker, coordinator=coordinator, fetch=fetch)
         bounds = _bounds(call, min_version, max_version)
-        d = conn.request(call, **bounds, expect_response=expect_response, timeout=timeout)
+        options = {**bounds, "expect_response": expect_response, "timeout": timeout}
+        if coordinator or fetch:
+            return self._attempt(conn, call, options)
+        d = conn.request(call, **options)
         if conn.state is State.BACKING_OFF:
             self._broker_unreachable(conn)
         return d.addErrback(self._explain_discard, conn)
@@ -328,8 +336,9 @@ class Cluster:
         self._random.shuffle(others)
         return ready + others
 
-    def _attempt(self, conn: BrokerConnection, call: Any, bounds: dict[str, Any]) -> Deferred[Any]:
-        """Send *call* on *conn*, failing at once if the connection attempt fails."""
+    def _attempt(self, conn: BrokerConnection, call: Any, options: dict[str, Any]) -> Deferred[Any]:
+        """Send *call* on *conn* (*options* of its ``request``), failing at once if the
+        connection attempt fails."""
         refused: list[Failure] = []
         sent: list[Deferred[Any]] = []
 
@@ -350,7 +359,7 @@ class Cluster:
             return result
 
         unsubscribe = self.pool.on_connect_failure(conn, connect_failed)
-        d = conn.request(call, **bounds)
+        d = conn.request(call, **options)
         sent.append(d)
         if refused:
             d.cancel()
@@ -551,8 +560,16 @@ class Cluster:
                 self.cache.reset_leader(key)
 
     def note_lost_coordinator(self, group: str, failure: Failure) -> None:
+        """Forget *group*'s coordinator if its broker may be gone, and ask for the live
+        brokers (as Java's client asks for metadata after a disconnection): once the
+        cluster has noticed, a dead broker is dropped and its connections closed."""
         if lost_broker(failure):
             self.cache.reset_groups(group)
+            if not self.closed:
+                self.load_metadata(()).addErrback(self._brokers_not_reloaded)
+
+    def _brokers_not_reloaded(self, failure: Failure) -> None:
+        log.info("Reloading the brokers failed: {error}", error=failure.getErrorMessage())
 
     def close(self) -> Deferred[Any]:
         self.closed = True

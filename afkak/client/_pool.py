@@ -59,8 +59,8 @@ class _ConnectWatch:
 
     def failed(self, failure: Failure) -> Failure:
         callbacks, self.callbacks = self.callbacks, []
-        for callback in callbacks:
-            callback(failure)
+        while callbacks:  # each may unsubscribe itself, or others, from this list
+            callbacks.pop(0)(failure)
         if self.always is not None:
             self.always()
         return failure

@@ -345,6 +345,10 @@ class BrokerConnection:
         attempt: Deferred[Any] = maybeDeferred(
             lambda: self._endpoint_factory(self._reactor, self.host, self.port).connect(factory)
         )
+        if self._state is not State.CONNECTING:
+            # The attempt failed at once and whoever watched it closed this connection.
+            attempt.addErrback(lambda _: None)
+            return
         self._attempt = attempt
         self._connect_timer = self._reactor.callLater(self._connect_timeout, attempt.cancel)
         attempt.addCallbacks(self._connected, self._connect_failed, errbackArgs=(attempt,))

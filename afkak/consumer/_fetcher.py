@@ -14,8 +14,9 @@ batch grows as documented.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from twisted.logger import Logger
 
@@ -27,6 +28,7 @@ from afkak.common import (
     ConsumerFetchSizeTooSmall,
     OffsetOutOfRangeError,
     OffsetRequest,
+    PartitionUnavailableError,
     TopicAndPartition,
 )
 
@@ -38,6 +40,8 @@ from ._retry import RequestRetries
 from ._truncation import Diverged, PositionEpochs
 
 log = Logger()
+
+T = TypeVar("T")
 
 #: Below this fetch size a too-small fetch size grows 16-fold (at most to
 #: this size); from this size on it doubles.
@@ -87,10 +91,8 @@ class PartitionFetcher:
         """
         while True:
             try:
-                fetched = await self.retry.run(
-                    self.client.reactor,
+                fetched = await self._retried(
                     partial(self._fetch, offset),
-                    self._forget,
                     f"fetch of {self.topic}/{self.partition} at offset {offset}",
                 )
             except OffsetOutOfRangeError:
@@ -191,12 +193,29 @@ class PartitionFetcher:
 
     async def offset_at(self, time: int) -> int:
         """The partition's offset at ListOffsets *time* (OFFSET_EARLIEST or OFFSET_LATEST)."""
-        return await self.retry.run(
-            self.client.reactor,
-            partial(self._list_offset, time),
-            self._forget,
-            f"offset lookup for {self.topic}/{self.partition}",
+        return await self._retried(
+            partial(self._list_offset, time), f"offset lookup for {self.topic}/{self.partition}"
         )
+
+    async def _retried(self, request: Callable[[], Awaitable[T]], what: str) -> T:
+        """*request*, retried with the consumer's backoff, forgetting stale metadata."""
+        return await self.retry.run(
+            self.client.reactor, partial(self._in_topic, request), self._forget, what
+        )
+
+    async def _in_topic(self, request: Callable[[], Awaitable[T]]) -> T:
+        """*request*; a partition the topic does not have (its metadata lists them all)
+        fails with ValueError, as ``Producer.send``, rather than be retried forever."""
+        try:
+            return await request()
+        except PartitionUnavailableError:
+            partitions = self.client.topic_partitions.get(self.topic)
+            if partitions and self.partition not in partitions:
+                raise ValueError(
+                    f"topic {self.topic} has no partition {self.partition}"
+                    f" (it has {len(partitions)})"
+                ) from None
+            raise
 
     async def _list_offset(self, time: int) -> int:
         [answer] = await self.client.send_offset_request(

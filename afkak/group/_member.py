@@ -34,6 +34,7 @@ from afkak.common import (
     BrokerResponseError,
     ErrorCode,
     KafkaError,
+    NoCommonVersionError,
     TopicAndPartition,
 )
 from afkak.protocol.consumer_protocol import (
@@ -378,7 +379,7 @@ class GroupMember(MembershipLoop):
                 [(a.name, metadata) for a in self.assignors],
                 reason,
             )
-            response = await self._send(request, self._rebalance_request_timeout)
+            response = await self._send_join(request)
             reaction = react(JOIN_GROUP, response.error_code)
             if reaction is Reaction.DONE:
                 self.member_id = response.member_id
@@ -398,6 +399,20 @@ class GroupMember(MembershipLoop):
                 raise BrokerResponseError.from_errno(
                     response.error_code, f"JoinGroup of group {self.group_id!r}"
                 )
+
+    async def _send_join(self, request: Any) -> Any:
+        """JoinGroup; a static member needs v5 (KIP-345), whose absence is said plainly."""
+        if self.group_instance_id is None:
+            return await self._send(request, self._rebalance_request_timeout)
+        try:
+            return await self._send(
+                request, self._rebalance_request_timeout, min_version=req.STATIC_JOIN_VERSION
+            )
+        except NoCommonVersionError as e:
+            raise NoCommonVersionError(
+                "group_instance_id (static membership) needs Kafka 2.3 or later"
+                f" (JoinGroup v{req.STATIC_JOIN_VERSION}+): {e}"
+            ) from e
 
     # -- SyncGroup ----------------------------------------------------------------
 
@@ -581,8 +596,10 @@ class GroupMember(MembershipLoop):
         and the member's rejoin restarts it."""
         return max(self.client.timeout, self.rebalance_timeout_ms / 1000.0 + JOIN_GRACE_SECONDS)
 
-    def _send(self, request: Any, timeout: float) -> Deferred[Any]:
-        return self.client.send_request_to_coordinator(self.group_id, request, timeout=timeout)
+    def _send(self, request: Any, timeout: float, min_version: int | None = None) -> Deferred[Any]:
+        return self.client.send_request_to_coordinator(
+            self.group_id, request, timeout=timeout, min_version=min_version
+        )
 
     _retriable = staticmethod(retriable)
 

@@ -76,6 +76,23 @@ class KafkaClusterGroupTests(SynchronousTestCase):
         self.assertEqual(report.duplicates_outside_windows, 0, list(report.lines()))
 
 
+class KafkaClusterCoordinatorKillTests(SynchronousTestCase):
+    def test_groups_move_off_a_killed_coordinator_kafka(self) -> None:
+        """Issue 33: three members each, session timeouts 6 s and 10 s; the coordinator's
+        node killed (-9) and not restarted: processing resumes within two session
+        timeouts on the partitions whose leader stayed, nothing is lost (the others
+        wait for their leader's failover too)."""
+        report = tool("chaos_coordinator").coordinator_kill(
+            clients=("afkak",), before=3.0, margin=2.0
+        )
+        lines = list(report.lines())
+        self.assertEqual([g.session_timeout_ms for g in report.groups], [6000, 10000])
+        for group in report.groups:
+            self.assertEqual(group.lost, 0, lines)
+            self.assertLess(group.stall, 2 * group.session_timeout_ms / 1000.0, lines)
+        self.assertTrue(report.ok(), lines)
+
+
 class KafkaClusterExactlyOnceTests(SynchronousTestCase):
     def test_pipeline_through_leader_kills_kafka(self) -> None:
         report = tool("chaos_kafka").eos_kafka(2_000, kills=2, seed=1, period=4.0)

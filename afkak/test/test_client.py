@@ -6,9 +6,11 @@ brokers on a Clock; nothing of afkak is mocked.
 
 from __future__ import annotations
 
+import gc
 import warnings
 from typing import Any
 
+from twisted.internet.defer import Deferred
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 
 from afkak.client import KafkaClient
@@ -1383,6 +1385,83 @@ class CoordinatorConnectionTests(ClientTestCase):
         self.assertIsNot(pool.fetch_clients[node], pool.coordinator_clients[node])
         self.clock.advance(5)
         self.assertEqual(self.successResultOf(polling)[0].error, 0)
+
+    def kill_coordinator(self, client: KafkaClient, group: str) -> int:
+        """kill -9 of *group*'s coordinator: its connections dropped, new ones refused."""
+        self.successResultOf(client.load_coordinator_for_group(group))
+        node = self.cluster.coordinator(group)
+        self.cluster.refuse_connections(node)
+        self.cluster.drop_connections(node)
+        return node
+
+    def test_requests_to_a_dead_coordinator_fail_at_its_next_refusal(self) -> None:
+        """Issue 33: a request for a coordinator whose broker died fails when its
+        connection is refused (the reconnection back-off is 1 s here), not at its
+        timeout; the coordinator is forgotten, so the next request looks it up again."""
+        client = self.make_client()
+        self.kill_coordinator(client, "g")
+        raw = client.send_request_to_coordinator(
+            "g", RawOffsetFetch(group_id="g", topics=None), max_version=7, timeout=300
+        )
+        self.clock.advance(1)
+        self.failureResultOf(raw, BrokerConnectionError)
+        self.assertNotIn("g", client.consumer_group_to_brokers())
+        self.successResultOf(client.load_coordinator_for_group("g"))
+        commit = client.send_offset_commit_request("g", [OffsetCommitRequest("t", 0, 1, -1, "")])
+        self.clock.advance(1)
+        self.failureResultOf(commit, FailedPayloadsError)
+        self.assertNotIn("g", client.consumer_group_to_brokers())
+
+    def coordinator_backing_off(self, client: KafkaClient) -> RawOffsetFetch:
+        """Kill group "g"'s coordinator, have one request refused (its connection now
+        backs off) and look the coordinator up again: a request to send it."""
+        self.kill_coordinator(client, "g")
+        request = RawOffsetFetch(group_id="g", topics=None)
+        first = client.send_request_to_coordinator("g", request, max_version=7)
+        self.failureResultOf(first, BrokerConnectionError)
+        self.successResultOf(client.load_coordinator_for_group("g"))
+        return request
+
+    def test_every_request_queued_for_a_dead_coordinator_fails(self) -> None:
+        client = self.make_client()
+        request = self.coordinator_backing_off(client)
+        queued = [client.send_request_to_coordinator("g", request, max_version=7) for _ in "ab"]
+        self.clock.advance(1)
+        for d in queued:
+            self.failureResultOf(d, BrokerConnectionError)
+
+    def test_client_closed_as_a_coordinator_request_is_refused(self) -> None:
+        """The failure of a refused coordinator request closes the connection that was
+        connecting (here: the whole client) before the connection hears of the refusal:
+        it stays closed, nothing else happens."""
+        client = self.make_client()
+        request = self.coordinator_backing_off(client)
+        d = client.send_request_to_coordinator("g", request, max_version=7)
+        closing: list[Deferred[None]] = []
+        d.addErrback(lambda _: closing.append(client.close()))
+        self.clock.advance(1)
+        self.assertIsNone(self.successResultOf(closing[0]))
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+        gc.collect()  # an error left in a Deferred is logged (failing the test) now
+
+    def test_a_dead_coordinator_is_dropped_once_the_cluster_has_noticed(self) -> None:
+        """A coordinator lost with its broker makes the client ask for the live brokers:
+        once the cluster no longer lists it, it is forgotten, its connections closed."""
+        client = self.make_client()
+        node = self.kill_coordinator(client, "g")
+        self.cluster.set_broker_down(node)
+        d = client.send_request_to_coordinator(
+            "g", RawOffsetFetch(group_id="g", topics=None), max_version=7, timeout=300
+        )
+        self.clock.advance(1)
+        self.failureResultOf(d, BrokerConnectionError)
+        self.assertNotIn(node, client._brokers)
+        self.assertNotIn(node, client._cluster.pool.coordinator_clients)
+        d = client.send_request_to_coordinator(
+            "g", RawOffsetFetch(group_id="g", topics=None), max_version=7
+        )
+        self.assertEqual(self.successResultOf(d).error_code, 0)
+        self.assertEqual(self.cluster.requests_seen[-1].broker, self.cluster.coordinator("g"))
 
 
 class DeniedTopicTests(ConnectionTestCase):

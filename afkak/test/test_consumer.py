@@ -1129,6 +1129,25 @@ class RetryTests(ConsumerTestCase):
         # KIP-951: the error named the new leader: no Metadata round trip.
         self.assertEqual(len(self.requests(3)), metadata)
 
+    def test_leader_killed_is_left_once_the_cluster_moves_it(self) -> None:
+        """Issue 33: the leader's broker is killed (-9: connections dropped and refused)
+        and the cluster moves leadership 6 s later.  A fetch for the dead broker fails
+        at its first refused connection attempt (not at its 10 s timeout), so the
+        consumer, backing off, finds the new leader soon after the move."""
+        self.append(b"a")
+        p = Recorder()
+        c = self.consumer(p)
+        self.stop(c)
+        self.start(c, 0)
+        old = self.cluster.partition("t", 1).leader
+        self.cluster.refuse_connections(old)
+        self.cluster.drop_connections(old)
+        self.run_for(6)
+        self.cluster.set_broker_down(old)
+        self.append(b"b")
+        self.run_for(2)
+        self.assertEqual(p.values, [b"a", b"b"])
+
     def test_retriable_errors_back_off(self) -> None:
         self.append(b"a")
         p = Recorder()
@@ -1231,6 +1250,16 @@ class StartTests(ConsumerTestCase):
         self.stop(c)
         self.start(c, OFFSET_EARLIEST)
         self.assertEqual(p.offsets, [1, 2])
+
+    def test_a_partition_the_topic_does_not_have_fails_the_start(self) -> None:
+        """Issue 33: not retried forever, but failed with the error Producer.send gives."""
+        for offset in (OFFSET_EARLIEST, OFFSET_COMMITTED, 0):
+            c = Consumer(self.client, "t", 7, Recorder(), consumer_group="g")
+            d = self.start(c, offset)
+            self.run_for(1)
+            failure = self.failureResultOf(d, ValueError)
+            self.assertEqual(failure.getErrorMessage(), "topic t has no partition 7 (it has 2)")
+            self.assert_stops_once_after_failure(c, None)
 
     def test_other_partition_is_not_read(self) -> None:
         self.append(b"zero", partition=0)

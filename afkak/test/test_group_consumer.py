@@ -41,6 +41,8 @@ from afkak.testing import FakeKafkaCluster
 
 TOPIC = "t"
 PARTITIONS = 6
+#: What a member sends its coordinator: JoinGroup, Heartbeat, ConsumerGroupHeartbeat.
+GROUP_APIS = {11, 12, 68}
 
 
 class Ledger:
@@ -151,6 +153,38 @@ class GroupTestCase(ClockTestCase):
 
     def expected(self) -> set[tuple[int, int]]:
         return {(p, r.offset) for p in range(PARTITIONS) for r in self.cluster.records(TOPIC, p)}
+
+    def check_moving_off_a_dead_coordinator(self, **options: Any) -> None:
+        """Issue 33: three members; the coordinator's broker is killed (-9: connections
+        dropped and refused) and not restarted; the cluster names it for 6 s more (until
+        its controller notices, Kafka's broker session), then moves its groups.  The
+        members find the new coordinator and every record is processed within one
+        session timeout (6 s) of that, as with Java's and librdkafka's consumers."""
+        self.produce(5)
+        groups = [self.group(name, session_timeout_ms=6000, **options) for name in "abc"]
+        for g in groups:
+            g.start()
+        self.advance(10)
+        self.assertEqual(set(self.ledger.seen), self.expected())
+        old = self.cluster.coordinator("g")
+        self.cluster.refuse_connections(old)
+        self.cluster.drop_connections(old)
+        self.produce(5)
+        self.advance(6)
+        self.cluster.set_broker_down(old)
+        noticed = len(self.cluster.requests_seen)
+        self.advance(3)  # a heartbeat interval and the longest back-off (1 s each), and some
+        new = self.cluster.coordinator("g")
+        to_new = {
+            r.client_id
+            for r in self.cluster.requests_seen[noticed:]
+            if r.broker == new and r.api_key in GROUP_APIS
+        }
+        self.assertEqual(to_new, set("abc"))
+        self.advance(3)
+        self.assertEqual(set(self.ledger.seen), self.expected())
+        owned = sorted(tp.partition for g in groups for tp in g.assignment())
+        self.assertEqual(owned, list(range(PARTITIONS)))
 
 
 class ConsumerGroupTests(GroupTestCase):
@@ -474,6 +508,10 @@ class ConsumerGroupTests(GroupTestCase):
         self.result(g.shutdown())
         self.assertEqual(calls[-1], ("leave", 0))
         self.assertEqual(g.member_id, "")
+
+    def test_group_moves_off_a_dead_coordinator(self) -> None:
+        # JoinGroup may wait for the rebalance timeout: Java's default of 5 minutes.
+        self.check_moving_off_a_dead_coordinator(rebalance_timeout_ms=300000)
 
     def test_lost_session_calls_on_group_leave_then_joins_again(self) -> None:
         # afkak 21.5's test_broker_restart: with its broker down, the member leaves the

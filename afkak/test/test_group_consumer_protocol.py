@@ -108,6 +108,11 @@ class ConsumerProtocolTests(ConsumerProtocolTestCase):
         self.assertEqual(len(self.ledger.seen), len(set(self.ledger.seen)))
 
 
+class ConsumerProtocolFailoverTests(ConsumerProtocolTestCase):
+    def test_group_moves_off_a_dead_coordinator(self) -> None:
+        self.check_moving_off_a_dead_coordinator()
+
+
 class Transitions:
     """The member transitions logged while a test runs: ``(state, event)`` pairs."""
 

@@ -19,6 +19,7 @@ from afkak.common import (
     FencedInstanceId,
     IllegalGeneration,
     InconsistentGroupProtocol,
+    NoCommonVersionError,
     NotCoordinator,
     RebalanceInProgress,
     TopicAndPartition,
@@ -350,6 +351,21 @@ class GroupMemberTests(ClockTestCase):
         self.assertEqual(a2.generation_id, 1)
         self.assertEqual(la2.owned, owned)
 
+    def test_static_member_on_a_broker_without_static_membership_fails_its_start(self) -> None:
+        """Issue 33: JoinGroup below v5 (Kafka before 2.3) has no group.instance.id."""
+        self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock, api_versions={JOIN: (0, 4)})
+        self.cluster.create_topic(TOPIC, 6)
+        a, la, done = self.member("a", group_instance_id="i-1")
+        self.advance(1)
+        failure = self.failureResultOf(done, NoCommonVersionError)
+        self.assertIn("group_instance_id (static membership) needs Kafka 2.3", str(failure.value))
+        self.assertIn("JoinGroup v5", str(failure.value))
+        self.assertEqual((a.state, la.log), (MemberState.STOPPED, []))
+        self.assertEqual(self.seen(JOIN), [])
+        b, lb, _ = self.member("b")  # a dynamic member joins as before
+        self.advance(4)
+        self.assertEqual(lb.owned, ALL)
+
     def test_dead_member_is_dropped_after_its_session(self) -> None:
         a, la, _ = self.member("a")
         b, lb, b_done = self.member("b", owners=Owners())
@@ -384,6 +400,40 @@ class GroupMemberTests(ClockTestCase):
         self.assertTrue(beats)
         self.assertEqual((a.state, a.generation_id), (MemberState.STABLE, 1))
         self.assertEqual(la.owned, ALL)
+
+    def test_dead_coordinator_is_looked_up_again_within_the_backoff(self) -> None:
+        """Issue 33: the coordinator's broker is killed (-9): its connections refused,
+        while the cluster still names it until its controller notices (Kafka's broker
+        session, 6 s here).  A request queued for the dead broker fails as soon as its
+        connection attempt does, whatever its timeout (JoinGroup's is the rebalance
+        timeout, 5 minutes here): the member looks the coordinator up again, backing
+        off, and goes on with the new one as soon as the cluster names it."""
+        members = [
+            self.member(
+                name,
+                session_timeout_ms=6000,
+                rebalance_timeout_ms=300000,
+                heartbeat_interval_ms=1000,
+                retry_backoff_ms=100,
+                retry_backoff_max_ms=1000,
+            )
+            for name in "abc"
+        ]
+        self.advance(8)
+        self.assertEqual(sorted(tp for _, listener, _ in members for tp in listener.owned), ALL)
+        old = self.cluster.coordinator("g")
+        self.cluster.refuse_connections(old)
+        self.cluster.drop_connections(old)
+        self.advance(6)  # the cluster notices
+        self.cluster.set_broker_down(old)
+        new = self.cluster.coordinator("g")
+        self.advance(6)  # within one more session timeout
+        self.assertEqual(sorted(tp for _, listener, _ in members for tp in listener.owned), ALL)
+        self.assertEqual({m.state for m, _, _ in members}, {MemberState.STABLE})
+        joins = [r.broker for r in self.seen(JOIN)]
+        self.assertEqual(joins[-1], new)
+        # Each lost coordinator asked for the live brokers: the dead one is dropped.
+        self.assertEqual([old in c._brokers for c in self.clients.values()], [False] * 3)
 
     def test_coordinator_unreachable_for_a_session_loses_partitions(self) -> None:
         """No heartbeat answered for the session timeout: the coordinator has surely

@@ -333,6 +333,25 @@ class ShareConsumerTests(ShareTestCase):
         self.assertEqual(c.member.state, S.STABLE)
         self.assertEqual([self.start_offset(p) for p in range(3)], [3, 3, 3])
 
+    def test_a_dead_coordinator_is_looked_up_again(self) -> None:
+        """Issue 33: the coordinator's broker is killed (-9) and the cluster names it for
+        6 s more; the member's heartbeats go to the new coordinator within its back-off
+        of that, not after their request timeout, and it stays in the group."""
+        c = self.consumer("a")
+        self.pull(c, timeout_ms=100)
+        old = self.cluster.coordinator("sg")
+        self.cluster.refuse_connections(old)
+        self.cluster.drop_connections(old)
+        self.advance(6)
+        self.cluster.set_broker_down(old)
+        noticed = len(self.cluster.requests_seen)
+        self.advance(3)
+        new = self.cluster.coordinator("sg")
+        beats = [r.broker for r in self.cluster.requests_seen[noticed:] if r.api_key == 76]
+        self.assertIn(new, beats)
+        self.assertEqual(list(self.coordinator.groups["sg"].members), [c.member_id])
+        self.assertEqual(c.member.state, S.STABLE)
+
     def test_a_consumer_without_topics_does_not_join(self) -> None:
         c = self.consumer("a")
         c.member.topics = ()
