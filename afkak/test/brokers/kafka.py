@@ -150,15 +150,24 @@ class KafkaBroker(_KafkaNodes):
         return [self.node]
 
     def start(self) -> Self:
-        """Start the node; skip (fail when CI is "true") if Kafka cannot run here."""
+        """Start the node after :meth:`prepare`; skip (fail when CI is "true") if Kafka
+        cannot run here.  A start that fails stops what it started."""
         _require_java()
         try:
+            self.prepare()
             self.node.start(self.start_timeout)
         except ApacheKafkaUnavailable as exc:
+            self.stop()
             unavailable(f"kafka: {exc}")
+        except BaseException:
+            self.stop()
+            raise
         self.start_seconds = self.node.start_seconds
         self._started()
         return self
+
+    def prepare(self) -> None:
+        """What the node needs started or written first (a KDC, an identity provider)."""
 
     def kill(self) -> None:
         """kill -9 the node, keeping its ports and data for restart()."""

@@ -26,7 +26,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-from typing import Self
 
 import attrs
 from cryptography.hazmat.primitives import serialization
@@ -155,23 +154,15 @@ class KafkaEnterpriseBroker(KafkaBroker):
         self.client_keytab = ""
         super().__init__(version=version, listeners=dict.fromkeys(_LISTENERS, 0))
 
-    def start(self) -> Self:
-        try:
-            self.kdc.start()
-            os.environ["KRB5_CONFIG"] = self.kdc.krb5_conf  # the client side: MIT's library
-            broker_keytab = self.kdc.add_principal(BROKER_PRINCIPAL)
-            self.client_keytab = self.kdc.add_principal(CLIENT)
-            server = java_stores(self.ca, self._server, self.directory, "server")
-            self.stores = java_stores(self.ca, self.client_pem, self.directory, "client")
-            self.node.config.update(enterprise_config(broker_keytab, server))
-            self.node.jvm_options = [
-                *JVM_OPTIONS,
-                f"-Djava.security.krb5.conf={self.kdc.krb5_conf}",
-            ]
-            return super().start()
-        except BaseException:
-            self.stop()
-            raise
+    def prepare(self) -> None:
+        self.kdc.start()
+        os.environ["KRB5_CONFIG"] = self.kdc.krb5_conf  # the client side: MIT's library
+        broker_keytab = self.kdc.add_principal(BROKER_PRINCIPAL)
+        self.client_keytab = self.kdc.add_principal(CLIENT)
+        server = java_stores(self.ca, self._server, self.directory, "server")
+        self.stores = java_stores(self.ca, self.client_pem, self.directory, "client")
+        self.node.config.update(enterprise_config(broker_keytab, server))
+        self.node.jvm_options = [*JVM_OPTIONS, f"-Djava.security.krb5.conf={self.kdc.krb5_conf}"]
 
     def stop(self) -> None:
         super().stop()

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import Self
 
 from afkak.test.brokers.certificates import CertificateAuthority, Issued
 from afkak.test.brokers.kafka import KafkaBroker
@@ -103,13 +102,6 @@ class KafkaSecureBroker(KafkaBroker):
             listeners=dict.fromkeys(_LISTENERS, 0),
             config=secure_config(self.ca, server, wrong_name),
         )
-
-    def start(self) -> Self:
-        try:
-            return super().start()
-        except BaseException:
-            self.stop()
-            raise
 
     def stop(self) -> None:
         super().stop()

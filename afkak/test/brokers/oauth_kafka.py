@@ -185,15 +185,10 @@ class KafkaOAuthBroker(KafkaBroker):
             jvm_options=(*JVM_OPTIONS, allowed_urls([self.oauth.jwks_url])),
         )
 
-    def start(self) -> Self:
-        try:
-            self.classes = compile_java(_VALIDATOR, self.node.version)
-            self.node.classpath.append(self.classes)
-            self.oauth.start()
-            return super().start()
-        except BaseException:
-            self.stop()
-            raise
+    def prepare(self) -> None:
+        self.classes = compile_java(_VALIDATOR, self.node.version)
+        self.node.classpath.append(self.classes)
+        self.oauth.start()
 
     def stop(self) -> None:
         super().stop()
