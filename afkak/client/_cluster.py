@@ -116,6 +116,7 @@ class Cluster:
         retry_policy: Callable[[int], float],
         recovery: str = "rebootstrap",
         rebootstrap_trigger: float = 300.0,
+        rng: random.Random | None = None,
     ) -> None:
         self.reactor = reactor
         self._rebootstrap_enabled = recovery == "rebootstrap"
@@ -136,7 +137,7 @@ class Cluster:
         self._refresh_call: IDelayedCall | None = None
         self._loads = MetadataCoalescer(self._fetch_metadata)
         self._coordinator_loads: dict[str, SharedResult] = {}
-        self._random = random.Random()
+        self._random = random.Random() if rng is None else rng
         self.closed = False
 
     # -- sending ------------------------------------------------------------
@@ -426,7 +427,7 @@ class Cluster:
             [broker] = await retrying(
                 self.reactor,
                 find,
-                retry_backoff(),
+                retry_backoff(self._random.uniform),
                 retriable=_coordinator_pending,
                 deadline=self.reactor.seconds() + self._coordinator_timeout,
                 what=f"FindCoordinator for group {group!r}",

@@ -35,7 +35,6 @@ from ._rows import Outgoing, chunks_by_key
 
 _ATTEMPTS = 5
 #: Kafka's retry backoff: 100 ms doubling to 1 s, jittered.
-_BACKOFF = retry_backoff()
 
 T = TypeVar("T")
 
@@ -74,7 +73,7 @@ async def _retrying(
     return await retrying(
         client.reactor,
         attempt,
-        _BACKOFF,
+        retry_backoff(client.rng.uniform),
         max_attempts=_ATTEMPTS,
         on_retry=lambda _: client.note_stale_leaders(keys),
     )

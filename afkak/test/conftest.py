@@ -13,6 +13,8 @@ marked ``brokers`` wherever it lives.
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -60,6 +62,16 @@ BROKER_MODULES = frozenset(
         "test_testing_embedded",  # EmbeddedBroker
     }
 )
+
+
+@pytest.fixture(autouse=True)
+def _seeded_random() -> Iterator[None]:
+    """The :mod:`random` module seeded for each test: a client made without ``rng``
+    (and the jitter of its layers) draws from a source seeded from it."""
+    state = random.getstate()
+    random.seed(0)
+    yield
+    random.setstate(state)
 
 
 def is_broker_module(name: str) -> bool:

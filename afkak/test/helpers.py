@@ -10,6 +10,7 @@ the test at its timeout instead of hanging the run.  The Clock tests use
 from __future__ import annotations
 
 import importlib
+import random
 import time
 import unittest
 from collections.abc import Callable
@@ -82,7 +83,13 @@ class ClockTestCase(SynchronousTestCase):
     def setUp(self) -> None:
         super().setUp()
         self.clock = Clock()
+        #: The clients' random source (their jitter), seeded as ``self.clock`` is a Clock.
+        self.rng = self.random_source()
         self.addCleanup(self.assertNoDelayedCalls)
+
+    def random_source(self) -> random.Random:
+        """The clients' random source: seeded by the test's name (a test may pick its draws)."""
+        return random.Random(self.id())
 
     def assertNoDelayedCalls(self) -> None:  # noqa: N802 -- unittest's naming
         left = [c for c in self.clock.getDelayedCalls() if c.active() and not _fake_brokers(c)]
@@ -95,6 +102,7 @@ class ClockTestCase(SynchronousTestCase):
             clientId=client_id,
             reactor=self.clock,
             endpoint_factory=cluster.endpoint_factory,
+            rng=self.rng,
             **options,
         )
         self.addCleanup(client.close)
