@@ -13,6 +13,7 @@ marked ``brokers`` wherever it lives.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -27,8 +28,10 @@ from afkak.test.brokers.pytest_plugin import (
 
 __all__ = [
     "BROKER_MODULES",
+    "RANDOM_SEED",
     "is_broker_module",
     "pytest_collection_modifyitems",
+    "pytest_report_header",
     "pytest_configure",  # the real-broker hooks: kept Kafka logs of a failed test,
     "pytest_runtest_makereport",  # and under CI=true a skipped Apache Kafka test fails the run
 ]
@@ -64,12 +67,21 @@ BROKER_MODULES = frozenset(
 )
 
 
+#: Each test's random seed: AFKAK_RANDOM_SEED (0 by default) and the test's name.
+RANDOM_SEED = int(os.environ.get("AFKAK_RANDOM_SEED", "0"))
+
+
+def pytest_report_header() -> str:
+    return f"AFKAK_RANDOM_SEED={RANDOM_SEED}"
+
+
 @pytest.fixture(autouse=True)
-def _seeded_random() -> Iterator[None]:
+def _seeded_random(request: Any) -> Iterator[None]:
     """The :mod:`random` module seeded for each test: a client made without ``rng``
-    (and the jitter of its layers) draws from a source seeded from it."""
+    (and the jitter of its layers) draws from a source seeded from it, as does
+    ``ClockTestCase.rng``.  Another AFKAK_RANDOM_SEED runs the suite on other draws."""
     state = random.getstate()
-    random.seed(0)
+    random.seed(f"{RANDOM_SEED}:{request.node.nodeid}")
     yield
     random.setstate(state)
 

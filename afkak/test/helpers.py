@@ -88,8 +88,9 @@ class ClockTestCase(SynchronousTestCase):
         self.addCleanup(self.assertNoDelayedCalls)
 
     def random_source(self) -> random.Random:
-        """The clients' random source: seeded by the test's name (a test may pick its draws)."""
-        return random.Random(self.id())
+        """The clients' random source: seeded from the :mod:`random` module, which
+        conftest seeds for each test (a test may pick its draws)."""
+        return random.Random(random.getrandbits(64))
 
     def assertNoDelayedCalls(self) -> None:  # noqa: N802 -- unittest's naming
         left = [c for c in self.clock.getDelayedCalls() if c.active() and not _fake_brokers(c)]
