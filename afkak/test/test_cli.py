@@ -294,6 +294,23 @@ class AdminCommandTests(SynchronousTestCase):
         self.assertEqual(self.cluster.committed_offsets, {})
         self.assertEqual(self.fail_command("groups", "delete", "g").code, NOT_FOUND)
 
+    def test_lag_of_an_unknown_group_or_topic_exits_4(self) -> None:
+        """A typo must not read as "no lag" (issue 36: exit 0 and an empty table)."""
+        self.cluster.create_topic("t", 1, 1)
+        self.cluster.commit("g", "t", 0, 0)
+        for argv, message in (
+            (["nog"], "group nog: unknown"),
+            (["nog", "--topic", "t"], "group nog: unknown"),
+            (["g", "--topic", "nosuch"], "topic nosuch: "),
+            (["g", "--topic", "t", "--topic", "nosuch"], "topic nosuch: "),
+        ):
+            with self.subTest(argv=argv):
+                error = self.fail_command("groups", "lag", *argv)
+                self.assertEqual(error.code, NOT_FOUND)
+                self.assertTrue(str(error).startswith(message), str(error))
+        _, [lag] = self.run_command("groups", "lag", "g", "--topic", "t")
+        self.assertEqual([row["committed"] for row in lag], [0])
+
     def test_groups_describe_shows_both_protocols(self) -> None:
         """A KIP-848 group with epochs and target assignments, a classic one without."""
         self.cluster.create_topic("t", 2, 1)
