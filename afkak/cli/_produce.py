@@ -18,6 +18,7 @@ from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
 
 from ._admin_commands import key_values
+from ._format import console_producer_separator
 from ._output import OK, CommandError, item_error, progress
 from ._session import Session
 
@@ -88,7 +89,8 @@ async def produce(s: Session) -> int:
         raise item_error(f"topic {a.topic}", described.error)
     if a.partition is not None and a.partition not in [p.partition for p in described.partitions]:
         raise CommandError(f"topic {a.topic} has no partition {a.partition}", 4)
-    separator = a.key_separator.encode() if a.key_separator else None
+    key_separator = a.key_separator or console_producer_separator(a.property)
+    separator = key_separator.encode() if key_separator else None
     stream: BinaryIO = open(a.file, "rb") if a.file else sys.stdin.buffer
     producer = Producer(
         s.client,

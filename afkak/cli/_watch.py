@@ -39,10 +39,10 @@ async def _check_known(s: Session) -> None:
             if described.error is not None:
                 raise item_error(f"topic {topic}", described.error)
     group = s.args.group
-    described = (await s.admin.describe_consumer_groups([group]))[group]
-    if described.error is not None:
-        raise item_error(f"group {group}", described.error)
-    if described.state == "Dead":
+    found = (await s.admin.describe_consumer_groups([group]))[group]
+    if found.error is not None:
+        raise item_error(f"group {group}", found.error)
+    if found.state == "Dead":
         raise CommandError(f"group {group}: unknown (no members, no committed offsets)", NOT_FOUND)
 
 
