@@ -19,12 +19,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from afkak.test.brokers.pytest_plugin import (
     is_kafka_test,
     pytest_configure,
     pytest_runtest_makereport,
 )
+from afkak.test.helpers import HYPOTHESIS_PROFILE
 
 __all__ = [
     "BROKER_MODULES",
@@ -67,12 +69,16 @@ BROKER_MODULES = frozenset(
 )
 
 
+settings.register_profile("ci", max_examples=100, deadline=None)
+settings.register_profile("quick", max_examples=20, deadline=None)
+settings.load_profile(HYPOTHESIS_PROFILE)
+
 #: Each test's random seed: AFKAK_RANDOM_SEED (0 by default) and the test's name.
 RANDOM_SEED = int(os.environ.get("AFKAK_RANDOM_SEED", "0"))
 
 
 def pytest_report_header() -> str:
-    return f"AFKAK_RANDOM_SEED={RANDOM_SEED}"
+    return f"AFKAK_RANDOM_SEED={RANDOM_SEED}, hypothesis profile {HYPOTHESIS_PROFILE}"
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ the test at its timeout instead of hanging the run.  The Clock tests use
 from __future__ import annotations
 
 import importlib
+import os
 import random
 import time
 import unittest
@@ -108,6 +109,19 @@ class ClockTestCase(SynchronousTestCase):
         )
         self.addCleanup(client.close)
         return client
+
+
+#: Hypothesis's profile (conftest loads it): "ci" (under CI=true, or HYPOTHESIS_PROFILE=ci)
+#: gives each property test its full number of examples; "quick", the default, a tenth, so
+#: the Clock suite stays quick on a developer's machine.
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or (
+    "ci" if os.environ.get("CI") == "true" else "quick"
+)
+
+
+def property_examples(full: int) -> int:
+    """*full* examples under the "ci" profile; a tenth of them (at least 5) under "quick"."""
+    return full if HYPOTHESIS_PROFILE == "ci" else max(5, full // 10)
 
 
 def optional_module(name: str) -> ModuleType | None:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 
 from afkak.protocol import ZERO_UUID, messages
 from afkak.protocol._message import Message, Struct
+from afkak.test.helpers import property_examples
 from afkak.test.test_protocol_roundtrip import struct_strategy
 
 try:
@@ -165,13 +166,17 @@ def to_theirs(cls: Any, struct_field: Any, obj: Struct, version: int, top: bool)
 
 
 _SETTINGS = settings(
-    max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    max_examples=property_examples(25),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
 )
 
 
 @unittest.skipIf(not THEIR_MODULES, "kafka-python is not installed")
 class GoldenTests(unittest.TestCase):
     def check(self, name: str, version: int, examples: int = 25) -> None:
+        examples = property_examples(examples)
         ours_cls: type[Message] = getattr(messages, name)
         theirs_cls = their_class(name)
 
