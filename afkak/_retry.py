@@ -84,14 +84,16 @@ def backoff_policy(
     return policy
 
 
-def retry_backoff() -> RetryPolicy:
+def retry_backoff(uniform: Callable[[float, float], float] = random.uniform) -> RetryPolicy:
     """Kafka's request retry backoff (``retry.backoff.ms`` / ``retry.backoff.max.ms``)."""
-    return backoff_policy(RETRY_BACKOFF_MS / 1000, RETRY_BACKOFF_MAX_MS / 1000)
+    return backoff_policy(RETRY_BACKOFF_MS / 1000, RETRY_BACKOFF_MAX_MS / 1000, uniform=uniform)
 
 
-def reconnect_backoff() -> RetryPolicy:
+def reconnect_backoff(uniform: Callable[[float, float], float] = random.uniform) -> RetryPolicy:
     """Kafka's reconnect backoff (``reconnect.backoff.ms`` / ``reconnect.backoff.max.ms``)."""
-    return backoff_policy(RECONNECT_BACKOFF_MS / 1000, RECONNECT_BACKOFF_MAX_MS / 1000)
+    return backoff_policy(
+        RECONNECT_BACKOFF_MS / 1000, RECONNECT_BACKOFF_MAX_MS / 1000, uniform=uniform
+    )
 
 
 async def retrying(

@@ -27,7 +27,7 @@ extensions = [
 nitpicky = True
 nitpick_ignore_regex = [
     # The standard library and Twisted (their inventories are online only).
-    (r"py:.*", r"(collections|enum|uuid|typing|logging|ssl|re|twisted|zope)(\..*)?"),
+    (r"py:.*", r"(collections|enum|uuid|typing|logging|random|ssl|re|twisted|zope)(\..*)?"),
     (r"py:.*", r"<InterfaceClass twisted\..*>"),
     # ... and those names as annotations spell them (``from uuid import UUID``).
     (r"py:.*", r"(UUID|Deferred|IStreamClientEndpoint|HostnameEndpoint|abc\.ABC)"),

@@ -2,11 +2,23 @@
 # Set up a virtualenv with afkak and its test extras (once), Java and Maven for Apache Kafka
 # (the suite's reference broker), then run the whole test suite.
 # Usage: bash tools/test.sh [pytest args...]
+# With -m "not brokers" (the Clock suite) only what it needs is set up: the test and codec
+# extras, no Java, Maven, Kafka jars or PySpark (a venv made for the whole suite serves too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+FULL='test,gssapi,snappy,lz4,zstd,spark'
+quick=false
+previous=
+for arg in "$@"; do
+  if [ "$previous" = "-m" ] && [ "$arg" = "not brokers" ]; then quick=true; fi
+  previous=$arg
+done
+extras=$FULL
+if $quick; then
+  [ -f "${AFKAK_VENV:-.venv}/.afkak-installed-${FULL//,/-}" ] || extras='test,snappy,lz4,zstd'
 # Apache Kafka runs on Java 17 and comes from Maven Central through mvn: installed with
 # apt-get when missing (as root); without them the Kafka tests skip (and fail on CI).
-if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+elif ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
@@ -16,7 +28,7 @@ if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
 fi
 # MIT Kerberos: its headers build the gssapi package (afkak[gssapi]); its KDC, kadmin.local
 # and kinit make the realm of the GSSAPI tests (afkak/test/brokers/kdc.py).
-if ! command -v krb5-config >/dev/null || [ ! -x /usr/sbin/krb5kdc ] || ! command -v kinit >/dev/null; then
+if ! $quick && { ! command -v krb5-config >/dev/null || [ ! -x /usr/sbin/krb5kdc ] || ! command -v kinit >/dev/null; }; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libkrb5-dev krb5-kdc krb5-admin-server krb5-user >/dev/null
@@ -24,10 +36,10 @@ if ! command -v krb5-config >/dev/null || [ ! -x /usr/sbin/krb5kdc ] || ! comman
     echo "MIT Kerberos is needed for the GSSAPI tests (apt-get install libkrb5-dev krb5-kdc krb5-admin-server krb5-user)" >&2
   fi
 fi
-. tools/venv.sh 'test,snappy,lz4,zstd,spark'
+. tools/venv.sh "$extras"
 # Resolve Kafka's jars once (cached in ~/.cache/afkak/kafka/<version>), before the
 # test processes start: a failure shows here, with Maven's output.
-if command -v java >/dev/null && command -v mvn >/dev/null; then
+if ! $quick && command -v java >/dev/null && command -v mvn >/dev/null; then
   # The newest 4.x, 3.9.1 (the last 3.x line), and 2.1.1: the oldest release afkak
   # supports, run in ZooKeeper mode (afkak/testing/kafka/pom-legacy.xml).
   "$VENV/bin/python" -c 'from afkak.testing.apache_kafka import resolve_classpath as r; print("Apache Kafka jars:", r(), r("3.9.1"), r("2.1.1"))'

@@ -34,12 +34,18 @@ def main(argv: list[str] | None = None) -> int:
 def compile_checks(args: object) -> None:
     """Check what argparse cannot before connecting (format strings, offsets)."""
     from ._consume import parse_offset
-    from ._format import compile_format
+    from ._format import compile_format, console_consumer_format, console_producer_separator
 
     if getattr(args, "format", None):
         compile_format(args.format)  # type: ignore[attr-defined]
-    if getattr(args, "command", None) == "consume":
+    command = getattr(args, "command", None)
+    if command in ("produce", "consume") and getattr(args, "topic", None) is None:
+        raise ValueError(f"{command} needs a TOPIC (or --topic TOPIC)")
+    if command == "consume":
         parse_offset(args.offset)  # type: ignore[attr-defined]
+        console_consumer_format(args.property)  # type: ignore[attr-defined]
+    if command == "produce":
+        console_producer_separator(args.property)  # type: ignore[attr-defined]
 
 
 __all__ = ["main"]

@@ -54,7 +54,8 @@ def broker(args: argparse.Namespace) -> int:
     harness = _harness()
     running: Any
     if harness is not None and harness.java_available():
-        sys.stderr.write("afkak: starting Apache Kafka (its first start resolves its jars)...\n")
+        first = "" if harness.jars_cached() else ", resolving its jars from Maven Central once"
+        sys.stderr.write(f"afkak: starting Apache Kafka{first}...\n")
         sys.stderr.flush()
         running = harness.ApacheKafka(args.port)
         unavailable: type[Exception] = harness.ApacheKafkaUnavailable

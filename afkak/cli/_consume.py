@@ -28,7 +28,7 @@ from afkak.common import (
 )
 from afkak.group import ConsumerGroup
 
-from ._format import compile_format, record_json
+from ._format import compile_format, console_consumer_format, record_json
 from ._output import OK, CommandError, item_error, progress
 from ._session import Session
 
@@ -55,7 +55,11 @@ class Sink:
         if s.out.as_json:
             self.render: Callable[[Any], Any] = lambda m: s.out.json(record_json(m))
         else:
-            fmt = a.format or ("%k" + a.key_separator + "%s\\n" if a.key_separator else "%s\\n")
+            fmt = (
+                a.format
+                or console_consumer_format(a.property)
+                or ("%k" + a.key_separator + "%s\\n" if a.key_separator else "%s\\n")
+            )
             render = compile_format(fmt)
             out = sys.stdout.buffer
             self.render = lambda m: out.write(render(m))

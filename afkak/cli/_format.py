@@ -78,3 +78,62 @@ def record_json(message: Any) -> dict[str, Any]:
         "value": text(message.message.value),
         "headers": [[n, text(v)] for n, v in message.message.headers],
     }
+
+
+def _properties(pairs: list[str], known: tuple[str, ...]) -> dict[str, str]:
+    """``--property NAME=VALUE`` arguments (Kafka's console tools'), only *known* names."""
+    found = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name not in known:
+            raise ValueError(f"--property takes one of {', '.join(known)} =VALUE, not {pair!r}")
+        found[name] = value
+    return found
+
+
+def _true(properties: dict[str, str], name: str, default: bool = False) -> bool:
+    value = properties.get(name)
+    return default if value is None else value.strip().lower() == "true"
+
+
+def _literal(text: str) -> str:
+    """*text* in a format string, printed as is."""
+    return text.replace("%", "%%").replace("\\", "\\\\")
+
+
+CONSUMER_PROPERTIES = (
+    "print.key",
+    "key.separator",
+    "print.timestamp",
+    "print.partition",
+    "print.offset",
+    "print.value",
+)
+
+
+def console_consumer_format(pairs: list[str]) -> str | None:
+    """The format kafka-console-consumer's ``--property`` printing settings amount to
+    (None: none given): timestamp, partition, offset, key and value, each followed by
+    ``key.separator`` (a tab) as Kafka's DefaultMessageFormatter writes them."""
+    if not pairs:
+        return None
+    p = _properties(pairs, CONSUMER_PROPERTIES)
+    separator = _literal(p.get("key.separator", "\t"))
+    parts = [
+        field
+        for field, shown in (
+            ("CreateTime:%T", _true(p, "print.timestamp")),
+            ("Partition:%p", _true(p, "print.partition")),
+            ("Offset:%o", _true(p, "print.offset")),
+            ("%k", _true(p, "print.key")),
+            ("%s", _true(p, "print.value", default=True)),
+        )
+        if shown
+    ]
+    return separator.join(parts) + "\\n"
+
+
+def console_producer_separator(pairs: list[str]) -> str | None:
+    """The key separator kafka-console-producer's ``parse.key=true`` asks for (None: off)."""
+    p = _properties(pairs, ("parse.key", "key.separator"))
+    return p.get("key.separator", "\t") if _true(p, "parse.key") else None

@@ -20,6 +20,12 @@ from ._produce import CODECS, produce
 
 #: The ``--key-format``/``--value-format`` choices.
 SCHEMA_FORMATS = ("avro", "protobuf", "json-schema")
+#: kcat's modes, answered with afkak's spelling instead of argparse's "invalid choice".
+KCAT_MODES = {
+    "-C": "afkak consume TOPIC",
+    "-P": "afkak produce TOPIC",
+    "-L": "afkak topics describe TOPIC (or afkak cluster)",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,33 +34,67 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"afkak: error: {message} (see {self.prog} --help)\n")
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        for mode, spelling in KCAT_MODES.items():
+            if args and args[0] == mode:
+                self.error(f"{mode} is kcat's; afkak says {spelling}")
+        return super().parse_known_args(args, namespace)
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, not {text!r}") from None
+
 
 def _positive(text: str) -> int:
-    value = int(text)
+    value = _integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
 
 
 def _non_negative(text: str) -> int:
-    value = int(text)
+    value = _integer(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, not {value}")
     return value
 
 
 def _port(text: str) -> int:
-    value = int(text)
+    value = _integer(text)
     if not 0 < value < 65536:
         raise argparse.ArgumentTypeError(f"must be a TCP port (1-65535), not {value}")
     return value
 
 
 def _rate(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, not {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be positive, not {text}")
     return value
+
+
+def _topic_arguments(p: argparse.ArgumentParser) -> None:
+    """TOPIC, or ``--topic TOPIC`` as Kafka's console tools spell it (one of them)."""
+    p.add_argument("topic", metavar="TOPIC", nargs="?", default=argparse.SUPPRESS)
+    p.add_argument(
+        "--topic", dest="topic", default=argparse.SUPPRESS, help="TOPIC, as Kafka's tools take it"
+    )
+
+
+def _kafka_properties(p: argparse.ArgumentParser, names: str) -> None:
+    p.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"Kafka's console tools' formatting properties: {names}",
+    )
 
 
 def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
@@ -67,6 +107,8 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument(
         "-b",
         "--bootstrap",
+        "--bootstrap-server",
+        dest="bootstrap",
         default=default(None),
         help="HOST:PORT[,HOST:PORT...] (default: $AFKAK_BOOTSTRAP)",
     )
@@ -95,9 +137,10 @@ class _CommandParser(_Parser):
     """A command's parser: it takes the global options too (``afkak topics list -b HOST``),
     as kcat and Kafka's tools do."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, global_options: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        _global_options(self, defaults=False)
+        if global_options:
+            _global_options(self, defaults=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,11 +170,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=admin.topics_describe)
     p = t.add_parser("create", help="create a topic")
     p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("-p", "--partitions", type=_positive, default=-1)
-    p.add_argument("-r", "--replication-factor", type=_positive, default=-1)
-    p.add_argument("--config", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--validate-only", action="store_true")
-    p.add_argument("--if-not-exists", action="store_true")
+    p.add_argument(
+        "-p",
+        "--partitions",
+        type=_positive,
+        default=-1,
+        help="how many partitions (default: the broker's num.partitions)",
+    )
+    p.add_argument(
+        "-r",
+        "--replication-factor",
+        type=_positive,
+        default=-1,
+        help="copies of each partition (default: the broker's default.replication.factor)",
+    )
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a topic config (retention.ms=...), repeatable",
+    )
+    p.add_argument("--validate-only", action="store_true", help="only ask the broker to check")
+    p.add_argument("--if-not-exists", action="store_true", help="an existing topic is no error")
     p.set_defaults(run=admin.topics_create)
     p = t.add_parser("delete", help="delete topics")
     p.add_argument("topics", nargs="+", metavar="TOPIC")
@@ -281,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=txn.transactions_abort)
 
     p = commands.add_parser("produce", help="one record per line of stdin or a file")
-    p.add_argument("topic", metavar="TOPIC")
+    _topic_arguments(p)
     p.add_argument("-f", "--file", help="read lines from FILE (default: stdin)")
     p.add_argument("-K", "--key-separator", metavar="SEP", help="KEY<SEP>VALUE lines")
     p.add_argument("-H", "--header", action="append", default=[], metavar="NAME=VALUE")
@@ -297,16 +358,24 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="FILE",
             help=f"register the {part} schema in FILE (default: the subject's latest)",
         )
+    _kafka_properties(p, "parse.key, key.separator")
     p.set_defaults(run=produce)
 
     p = commands.add_parser("consume", help="records to stdout")
-    p.add_argument("topic", metavar="TOPIC")
+    _topic_arguments(p)
     p.add_argument(
         "-o",
         "--offset",
         default="end",
         help="beginning|earliest, end|latest (default), stored, N, -N (N before the end), "
         "s@TIMESTAMP_MS",
+    )
+    p.add_argument(
+        "--from-beginning",
+        dest="offset",
+        action="store_const",
+        const="beginning",
+        help="-o beginning (Kafka's console consumer's spelling)",
     )
     p.add_argument("-G", "--group", help="consume as a member of GROUP (commits offsets)")
     p.add_argument("-p", "--partition", type=_non_negative)
@@ -318,10 +387,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-K", "--key-separator", metavar="SEP", help="print KEY<SEP>VALUE")
     p.add_argument("--session-timeout-ms", type=_positive, default=10000)
     _schema_options(p)
+    _kafka_properties(
+        p, "print.key, key.separator, print.timestamp, print.partition, print.offset, print.value"
+    )
     p.set_defaults(run=consume)
 
     p = commands.add_parser(
-        "broker", help="a development broker on 127.0.0.1 (Apache Kafka where Java is installed)"
+        "broker",
+        help="a development broker on 127.0.0.1 (Apache Kafka where Java is installed)",
+        global_options=False,
     )
     p.add_argument("--port", type=_port, default=9092, help="port to listen on (default 9092)")
     p.set_defaults(run=None, local=broker)

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.task import deferLater
-from twisted.internet.threads import deferToThreadPool
+from twisted.python.failure import Failure
 
 from afkak.codec import CODEC_NAMES
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
 
 from ._admin_commands import key_values
+from ._format import console_producer_separator
 from ._output import OK, CommandError, item_error, progress
 from ._session import Session
 
@@ -39,19 +41,36 @@ class KeyOrRoundRobin:
 
 
 class LineReader:
-    """Lines of a binary stream, read in a thread (a pipe never blocks the reactor)."""
+    """Lines of a binary stream, each read in a daemon thread: a pipe never blocks the
+    reactor, and a read left waiting on a terminal after Ctrl-C does not hold up the
+    exit (the reactor's thread pool is joined at shutdown; a daemon thread is not).
+    The file descriptor is read with ``os.read``: a buffered stream's lock, held by
+    that thread, would stop the interpreter at exit."""
 
     def __init__(self, reactor: Any, stream: BinaryIO) -> None:
         self._reactor = reactor
-        self._read = getattr(stream, "read1", stream.read)
+        self._fd = stream.fileno()
         self._rest = b""
         self.done = False
+
+    def _read(self) -> Deferred[bytes]:
+        d: Deferred[bytes] = Deferred()
+
+        def read() -> None:
+            try:
+                chunk = os.read(self._fd, 1 << 16)
+            except OSError:
+                self._reactor.callFromThread(d.errback, Failure())
+            else:
+                self._reactor.callFromThread(d.callback, chunk)
+
+        threading.Thread(target=read, name="afkak produce: input", daemon=True).start()
+        return d
 
     async def lines(self) -> list[bytes]:
         """The next complete lines (without their newline); the last one at EOF."""
         while True:
-            pool = self._reactor.getThreadPool()
-            chunk = await deferToThreadPool(self._reactor, pool, self._read, 1 << 16)
+            chunk = await self._read()
             if not chunk:
                 self.done = True
                 rest, self._rest = self._rest, b""
@@ -70,7 +89,8 @@ async def produce(s: Session) -> int:
         raise item_error(f"topic {a.topic}", described.error)
     if a.partition is not None and a.partition not in [p.partition for p in described.partitions]:
         raise CommandError(f"topic {a.topic} has no partition {a.partition}", 4)
-    separator = a.key_separator.encode() if a.key_separator else None
+    key_separator = a.key_separator or console_producer_separator(a.property)
+    separator = key_separator.encode() if key_separator else None
     stream: BinaryIO = open(a.file, "rb") if a.file else sys.stdin.buffer
     producer = Producer(
         s.client,
@@ -88,7 +108,12 @@ async def produce(s: Session) -> int:
     total = _count_lines(a.file) if a.file and s.interactive else None
     pending: deque[Deferred[Any]] = deque()
     errors: list[Any] = []
-    sent = 0
+    sent = acknowledged = 0
+
+    def acknowledge(_: Any) -> None:
+        nonlocal acknowledged
+        acknowledged += 1
+
     start = s.reactor.seconds()
     try:
         with progress(f"produce {a.topic}", total, s.interactive, "msg") as bar:
@@ -104,7 +129,7 @@ async def produce(s: Session) -> int:
                     if value_serializer is not None:
                         value = from_json_line(value_serializer, value)
                     d = producer.send(a.topic, value, key, headers=headers, partition=a.partition)
-                    d.addErrback(errors.append)
+                    d.addCallbacks(acknowledge, errors.append)
                     pending.append(d)
                     sent += 1
                     bar.advance()
@@ -115,6 +140,12 @@ async def produce(s: Session) -> int:
                         if ahead > 0:
                             await deferLater(s.reactor, ahead)
             await producer.flush()
+    except CancelledError:  # Ctrl-C: what the broker has, then the runner's "interrupted"
+        if s.interactive:
+            unacknowledged = sent - acknowledged
+            more = f" ({unacknowledged} sent, not acknowledged)" if unacknowledged else ""
+            sys.stderr.write(f"afkak: produced {acknowledged} records to {a.topic}{more}\n")
+        raise
     finally:
         if a.file:
             stream.close()

@@ -13,7 +13,7 @@ from typing import Any
 
 from twisted.internet.task import deferLater
 
-from ._output import USAGE, CommandError
+from ._output import NOT_FOUND, USAGE, CommandError, item_error
 from ._session import Session
 
 COLUMNS = ("topic", "partition", "committed", "log_end", "lag")
@@ -22,10 +22,28 @@ Row = tuple[str, int, int | None, int, int | None]
 
 async def lag_rows(s: Session) -> list[Row]:
     lags = await s.admin.group_lag(s.args.group, s.args.topic or None)
+    topics = s.args.topic
+    missing = topics and not {tp.topic for tp in lags}.issuperset(topics)
+    if missing or all(lag.committed < 0 for lag in lags.values()):
+        await _check_known(s)  # a typo must not read as "no lag"
     return [
         (tp.topic, tp.partition, lag.committed, lag.log_end, lag.lag)
         for tp, lag in sorted(lags.items())
     ]
+
+
+async def _check_known(s: Session) -> None:
+    """Raise (exit 4) if a ``--topic`` or the group is unknown."""
+    if s.args.topic:
+        for topic, described in (await s.admin.describe_topics(s.args.topic)).items():
+            if described.error is not None:
+                raise item_error(f"topic {topic}", described.error)
+    group = s.args.group
+    found = (await s.admin.describe_consumer_groups([group]))[group]
+    if found.error is not None:
+        raise item_error(f"group {group}", found.error)
+    if found.state == "Dead":
+        raise CommandError(f"group {group}: unknown (no members, no committed offsets)", NOT_FOUND)
 
 
 def total(rows: Sequence[Row]) -> int:

@@ -8,6 +8,7 @@ per-API encoding in the ``_*_call`` modules.
 
 from __future__ import annotations
 
+import random
 import warnings
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
@@ -63,7 +64,6 @@ from ._telemetry import TelemetryPusher
 log = Logger()
 T = TypeVar("T")
 
-_DEFAULT_RETRY_POLICY = reconnect_backoff()
 _ACKS = (-1, 0, 1)
 
 
@@ -128,6 +128,11 @@ class KafkaClient:
     :param metadata_recovery_rebootstrap_trigger_ms: how long Metadata loads may
         fail before the client rebootstraps (Kafka's
         ``metadata.recovery.rebootstrap.trigger.ms``, 300,000 by default).
+    :param rng: the random source of every jitter and shuffle on this client and
+        the producers, consumers and groups built on it (backoffs, the first
+        telemetry push, the order bootstrap hosts are tried in): injectable, as
+        the reactor is, so tests can seed it.  By default one seeded from the
+        :mod:`random` module.
     """
 
     clientId = "afkak-client"
@@ -146,7 +151,7 @@ class KafkaClient:
         correlation_id: int = 0,
         reactor: Any = None,
         endpoint_factory: Callable[[Any, str, int], Any] = HostnameEndpoint,
-        retry_policy: Callable[[int], float] = _DEFAULT_RETRY_POLICY,
+        retry_policy: Callable[[int], float] | None = None,
         metadata_max_age: float | None = DEFAULT_METADATA_MAX_AGE,
         *,
         tls: Any = None,
@@ -157,6 +162,7 @@ class KafkaClient:
         enable_metrics_push: bool = True,
         metadata_recovery_strategy: str = "rebootstrap",
         metadata_recovery_rebootstrap_trigger_ms: int = 300_000,
+        rng: random.Random | None = None,
     ) -> None:
         bootstrap = parse_hosts(hosts)
         if not isinstance(enable_metrics_push, bool):
@@ -168,6 +174,12 @@ class KafkaClient:
         check.number("timeout", timeout)
         if metadata_max_age is not None:
             check.number("metadata_max_age", metadata_max_age)
+        if rng is not None and not isinstance(rng, random.Random):
+            raise TypeError(f"rng must be a random.Random, not {rng!r}")
+        #: The random source of every jitter on this client and the layers above it.
+        self.rng = random.Random(random.getrandbits(64)) if rng is None else rng
+        if retry_policy is None:
+            retry_policy = reconnect_backoff(self.rng.uniform)
         if not callable(endpoint_factory) or not callable(retry_policy):
             raise TypeError("endpoint_factory and retry_policy must be callable")
         if not isinstance(disconnect_on_timeout, int):  # bool, or 21.5's 0/1
@@ -219,6 +231,7 @@ class KafkaClient:
                 lambda: [c for lane in pool.lanes() for c in lane.values()],
                 self.clientId,
                 self.timeout,
+                self.rng,
             )
             if enable_metrics_push
             else None
@@ -232,6 +245,7 @@ class KafkaClient:
             metadata_max_age,
             coordinator_timeout=self.timeout,
             retry_policy=retry_policy,
+            rng=self.rng,
             recovery=check.one_of(
                 "metadata_recovery_strategy", metadata_recovery_strategy, RECOVERY_STRATEGIES
             ),

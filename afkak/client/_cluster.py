@@ -137,6 +137,7 @@ class Cluster:
         retry_policy: Callable[[int], float],
         recovery: str = "rebootstrap",
         rebootstrap_trigger: float = 300.0,
+        rng: random.Random | None = None,
     ) -> None:
         self.reactor = reactor
         self._rebootstrap_enabled = recovery == "rebootstrap"
@@ -157,7 +158,7 @@ class Cluster:
         self._refresh_call: IDelayedCall | None = None
         self._loads = MetadataCoalescer(self._fetch_metadata)
         self._coordinator_loads: dict[str, SharedResult] = {}
-        self._random = random.Random()
+        self._random = random.Random() if rng is None else rng
         self._reload_call: IDelayedCall | None = None
         self.closed = False
         pool.on_unreachable = self._broker_unreachable
@@ -496,7 +497,7 @@ class Cluster:
             [broker] = await retrying(
                 self.reactor,
                 find,
-                retry_backoff(),
+                retry_backoff(self._random.uniform),
                 retriable=_coordinator_pending,
                 deadline=self.reactor.seconds() + self._coordinator_timeout,
                 what=f"FindCoordinator for group {group!r}",

@@ -7,11 +7,16 @@ Validation happens here, in the constructor's call stack, so a typo fails with
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 
 DEFAULT_PORT = 9092
 
 HostPort = tuple[str, int]
+
+#: A listener's security protocol before the address (``SSL://host:9093``): ignored, as
+#: Java's client does (the connection's security comes from its own settings).
+_PROTOCOL_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9_+.-]*://")
 
 
 def parse_hosts(hosts: str | Iterable[str | tuple[str, int]]) -> tuple[HostPort, ...]:
@@ -21,7 +26,8 @@ def parse_hosts(hosts: str | Iterable[str | tuple[str, int]]) -> tuple[HostPort,
     ``"host[:port]"`` strings and ``(host, port)`` tuples.  IPv6 literals are
     written in brackets when a port follows (``"[::1]:9092"``); a bare IPv6
     address (``"::1"``) takes the default port 9092, as does any host given
-    without a port.
+    without a port.  A ``PROTOCOL://`` prefix (``PLAINTEXT://host:9092``, as in a
+    broker's listeners) is tolerated and ignored, as by Java's client.
     """
     if isinstance(hosts, str):
         items: list[str | tuple[str, int]] = [*hosts.split(",")]
@@ -58,6 +64,9 @@ def _parse_one(item: object) -> HostPort:
 
 def _parse_string(item: str) -> HostPort:
     text = item.strip()
+    prefix = _PROTOCOL_PREFIX.match(text)
+    if prefix:
+        text = text[prefix.end() :]
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
         if not sep:

@@ -10,6 +10,7 @@ and for the admin client.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 from uuid import UUID
@@ -56,6 +57,8 @@ class BrokerRequests(Protocol):
     reactor: Any
     #: Seconds a request waits for its response by default.
     timeout: float
+    #: The random source of the layers' jitter (seeded in tests, as the reactor is a Clock).
+    rng: random.Random
 
     def send_request_to_broker(
         self,

@@ -66,7 +66,6 @@ _FENCED_ERRORS = (IllegalGeneration, UnknownMemberId)
 GROUP_PROTOCOLS = ("classic", "consumer")
 _RESERVED_OPTIONS = {"consumer_group", "commit_consumer_id", "commit_generation_id"}
 #: Waits between final commits refused while the group rebalances (50 ms doubling to 1 s).
-_SHUTDOWN_COMMIT_BACKOFF = backoff_policy(0.05, 1.0)
 
 Callback = Callable[[list[TopicAndPartition]], Any]
 #: What commit() fires with: each partition's last committed offset.
@@ -870,7 +869,7 @@ class ConsumerGroup(Afkak21Identity):
             offset = await retrying(
                 reactor,
                 attempt,
-                _SHUTDOWN_COMMIT_BACKOFF,
+                backoff_policy(0.05, 1.0, uniform=self.client.rng.uniform),
                 retriable=lambda e: isinstance(e, (RebalanceInProgress, StaleMemberEpoch)),
                 deadline=reactor.seconds() + self.member.rebalance_timeout_ms / 1000.0,
                 what=f"final commit of {tp.topic}/{tp.partition}",

@@ -104,7 +104,11 @@ class MembershipLoop:
     def retime(self, retry_backoff_ms: int, retry_backoff_max_ms: int) -> None:
         """Wait *retry_backoff_ms* before retrying a failed coordinator request, doubling
         on each consecutive failure up to *retry_backoff_max_ms*, jittered by ±20 %."""
-        self._backoff = backoff_policy(retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
+        self._backoff = backoff_policy(
+            retry_backoff_ms / 1000.0,
+            retry_backoff_max_ms / 1000.0,
+            uniform=self.client.rng.uniform,
+        )
 
     def _start_run(self) -> Deferred[None]:
         """Run the membership coroutine afresh: the Deferred that ``start()`` returns."""

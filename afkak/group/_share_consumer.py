@@ -118,7 +118,7 @@ class ShareConsumer:
             heartbeat_interval_ms=heartbeat_interval_ms,
             member_id=member_id,
         )
-        self._backoff = backoff_policy(0.1, 1.0)
+        self._backoff = backoff_policy(0.1, 1.0, uniform=client.rng.uniform)
         self._acks = Acknowledgements()
         self._sessions: dict[int, _Session] = {}
         #: The broker each partition's records came from: their acknowledgements go there.

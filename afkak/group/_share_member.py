@@ -98,7 +98,9 @@ class ShareMember(MembershipLoop):
         self.topics = tuple(sorted(set(topics)))
         self._on_assigned = on_assigned
         self.heartbeat_interval = heartbeat_interval_ms / 1000.0
-        self._backoff = backoff_policy(retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0)
+        self._backoff = backoff_policy(
+            retry_backoff_ms / 1000.0, retry_backoff_max_ms / 1000.0, uniform=client.rng.uniform
+        )
         self.member_id = member_id or new_member_id()
         self.generation_id = -1
         self.state = S.STOPPED

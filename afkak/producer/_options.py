@@ -10,6 +10,7 @@ batching policy, with ``batch_every_t`` as the linger.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -58,12 +59,14 @@ class Options:
     #: ``None``: the client's.
     max_request_size: int | None
 
-    def retry_policy(self) -> RetryPolicy:
-        """Kafka's retry backoff: *retry_interval* growing to *retry_backoff_max*, jittered."""
+    def retry_policy(self, uniform: Callable[[float, float], float]) -> RetryPolicy:
+        """Kafka's retry backoff: *retry_interval* growing to *retry_backoff_max*, jittered
+        by *uniform* (the client's random source)."""
         return backoff_policy(
             self.retry_interval,
             max(self.retry_interval, self.retry_backoff_max),
             factor=self.retry_factor,
+            uniform=uniform,
         )
 
 

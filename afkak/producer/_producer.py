@@ -250,7 +250,7 @@ class Producer:
         self._seconds = client.reactor.seconds
         self._routes: dict[str, TopicState] = {}
         self._topic_loads: dict[str, Deferred[Any]] = {}
-        self._backoff = self.options.retry_policy()
+        self._backoff = self.options.retry_policy(client.rng.uniform)
         self._stopped = False
         acc = self._accumulator = RecordAccumulator(client, self.options, self._admit)
         self._batch_mode = self.options.batch_send
@@ -260,7 +260,7 @@ class Producer:
                 client,
                 transactional_id,
                 transaction_timeout_ms,
-                self.options.retry_policy(),
+                self.options.retry_policy(client.rng.uniform),
                 self.options.max_attempts,
                 self.options.delivery_timeout,
                 acc,

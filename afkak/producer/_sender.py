@@ -74,7 +74,7 @@ class Sender:
         self._requests: set[Deferred[Any]] = set()
         self._routing: Deferred[Any] | None = None
         self._stopped = False
-        self._backoff = options.retry_policy()
+        self._backoff = options.retry_policy(client.rng.uniform)
         self._delivery_timeout = options.delivery_timeout
         self.transaction = accumulator.transaction
         self._request_timeout = client.timeout + options.ack_timeout_ms / 1000.0

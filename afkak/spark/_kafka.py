@@ -9,6 +9,7 @@ leaders in between, and return plain values; Fetch is the client's FetchCall
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from itertools import repeat
@@ -34,8 +35,6 @@ from ._options import ClientConfig
 from ._rows import Outgoing, chunks_by_key
 
 _ATTEMPTS = 5
-#: Kafka's retry backoff: 100 ms doubling to 1 s, jittered.
-_BACKOFF = retry_backoff()
 
 T = TypeVar("T")
 
@@ -55,12 +54,14 @@ class FetchedPartition:
 
 def make_client(config: ClientConfig) -> KafkaClient:
     """A KafkaClient for *config*; call in the reactor thread."""
+    rng = random.Random()
     return KafkaClient(
         config.bootstrap,
         clientId=config.client_id,
         timeout=config.request_timeout_ms,
         metadata_max_age=config.metadata_max_age_ms / 1000.0,
-        retry_policy=config.reconnect_policy(),
+        retry_policy=config.reconnect_policy(rng.uniform),
+        rng=rng,
         metadata_recovery_strategy=config.metadata_recovery_strategy,
         metadata_recovery_rebootstrap_trigger_ms=config.metadata_recovery_rebootstrap_trigger_ms,
         enable_metrics_push=config.enable_metrics_push,
@@ -72,14 +73,14 @@ async def _retrying(
     client: KafkaClient,
     partitions: Iterable[TopicAndPartition],
     attempt: Callable[[], Awaitable[T]],
-    backoff: RetryPolicy,
+    backoff: RetryPolicy | None = None,
 ) -> T:
     """``await attempt()``, retried on retriable errors after forgetting the leaders."""
     keys = list(partitions)
     return await retrying(
         client.reactor,
         attempt,
-        backoff,
+        backoff if backoff is not None else retry_backoff(client.rng.uniform),
         max_attempts=_ATTEMPTS,
         on_retry=lambda _: client.note_stale_leaders(keys),
     )
@@ -107,7 +108,7 @@ async def list_offsets(
     partitions: Sequence[TopicAndPartition],
     time: int,
     isolation_level: int = 0,
-    backoff: RetryPolicy = _BACKOFF,
+    backoff: RetryPolicy | None = None,
 ) -> dict[TopicAndPartition, int]:
     """Each partition's offset at *time* (-2 earliest, -1 latest), one request per leader.
 
@@ -132,7 +133,7 @@ async def fetch(
     max_wait_ms: int,
     isolation_level: int = 0,
     min_bytes: int = 1,
-    backoff: RetryPolicy = _BACKOFF,
+    backoff: RetryPolicy | None = None,
 ) -> FetchedPartition:
     """Fetch *tp* from *offset*: its error code, watermarks and raw records.
 
@@ -176,7 +177,7 @@ async def fetch(
 
 
 async def committed_offset(
-    client: KafkaClient, group: str, tp: TopicAndPartition, backoff: RetryPolicy = _BACKOFF
+    client: KafkaClient, group: str, tp: TopicAndPartition, backoff: RetryPolicy | None = None
 ) -> int:
     """*group*'s committed offset of *tp* (-1 if none); waits out offsets an open
     transaction staged (``require_stable``) rather than reading the older one."""

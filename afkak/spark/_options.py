@@ -175,14 +175,17 @@ class ClientConfig:
     metadata_recovery_rebootstrap_trigger_ms: int = 300_000
     enable_metrics_push: bool = True
 
-    def retry_policy(self) -> RetryPolicy:
-        """The backoff between retries (``retry.backoff.ms`` growing to ``.max.ms``)."""
-        return backoff_policy(self.retry_backoff_ms / 1000, self.retry_backoff_max_ms / 1000)
+    def retry_policy(self, uniform: Callable[[float, float], float]) -> RetryPolicy:
+        """The backoff between retries (``retry.backoff.ms`` growing to ``.max.ms``),
+        jittered by *uniform* (the client's random source)."""
+        return backoff_policy(
+            self.retry_backoff_ms / 1000, self.retry_backoff_max_ms / 1000, uniform=uniform
+        )
 
-    def reconnect_policy(self) -> RetryPolicy:
+    def reconnect_policy(self, uniform: Callable[[float, float], float]) -> RetryPolicy:
         """The client's reconnect backoff (``reconnect.backoff.ms`` growing to ``.max.ms``)."""
         return backoff_policy(
-            self.reconnect_backoff_ms / 1000, self.reconnect_backoff_max_ms / 1000
+            self.reconnect_backoff_ms / 1000, self.reconnect_backoff_max_ms / 1000, uniform=uniform
         )
 
 

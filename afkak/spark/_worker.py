@@ -114,7 +114,7 @@ def offsets_at(
         list(partitions),
         when,
         isolation_level,
-        config.retry_policy(),
+        config.retry_policy(client.rng.uniform),
     )
 
 
@@ -254,7 +254,7 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
     seen_bytes = seen_records = 0
 
     limit = min(opts.max_partition_fetch_bytes, opts.fetch_max_bytes)
-    backoff = opts.client.retry_policy()
+    backoff = opts.client.retry_policy(client.rng.uniform)
 
     def start_fetch(offset: int, full: bool = False) -> Future[_kafka.FetchedPartition]:
         return _bridge.submit(

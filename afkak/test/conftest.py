@@ -13,20 +13,27 @@ marked ``brokers`` wherever it lives.
 
 from __future__ import annotations
 
+import os
+import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from afkak.test.brokers.pytest_plugin import (
     is_kafka_test,
     pytest_configure,
     pytest_runtest_makereport,
 )
+from afkak.test.helpers import HYPOTHESIS_PROFILE
 
 __all__ = [
     "BROKER_MODULES",
+    "RANDOM_SEED",
     "is_broker_module",
     "pytest_collection_modifyitems",
+    "pytest_report_header",
     "pytest_configure",  # the real-broker hooks: kept Kafka logs of a failed test,
     "pytest_runtest_makereport",  # and under CI=true a skipped Apache Kafka test fails the run
 ]
@@ -63,6 +70,29 @@ BROKER_MODULES = frozenset(
         "test_testing_embedded",  # EmbeddedBroker
     }
 )
+
+
+settings.register_profile("ci", max_examples=100, deadline=None)
+settings.register_profile("quick", max_examples=20, deadline=None)
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+#: Each test's random seed: AFKAK_RANDOM_SEED (0 by default) and the test's name.
+RANDOM_SEED = int(os.environ.get("AFKAK_RANDOM_SEED", "0"))
+
+
+def pytest_report_header() -> str:
+    return f"AFKAK_RANDOM_SEED={RANDOM_SEED}, hypothesis profile {HYPOTHESIS_PROFILE}"
+
+
+@pytest.fixture(autouse=True)
+def _seeded_random(request: Any) -> Iterator[None]:
+    """The :mod:`random` module seeded for each test: a client made without ``rng``
+    (and the jitter of its layers) draws from a source seeded from it, as does
+    ``ClockTestCase.rng``.  Another AFKAK_RANDOM_SEED runs the suite on other draws."""
+    state = random.getstate()
+    random.seed(f"{RANDOM_SEED}:{request.node.nodeid}")
+    yield
+    random.setstate(state)
 
 
 def is_broker_module(name: str) -> bool:

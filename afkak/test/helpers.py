@@ -10,6 +10,8 @@ the test at its timeout instead of hanging the run.  The Clock tests use
 from __future__ import annotations
 
 import importlib
+import os
+import random
 import time
 import unittest
 from collections.abc import Callable
@@ -82,7 +84,14 @@ class ClockTestCase(SynchronousTestCase):
     def setUp(self) -> None:
         super().setUp()
         self.clock = Clock()
+        #: The clients' random source (their jitter), seeded as ``self.clock`` is a Clock.
+        self.rng = self.random_source()
         self.addCleanup(self.assertNoDelayedCalls)
+
+    def random_source(self) -> random.Random:
+        """The clients' random source: seeded from the :mod:`random` module, which
+        conftest seeds for each test (a test may pick its draws)."""
+        return random.Random(random.getrandbits(64))
 
     def assertNoDelayedCalls(self) -> None:  # noqa: N802 -- unittest's naming
         left = [c for c in self.clock.getDelayedCalls() if c.active() and not _fake_brokers(c)]
@@ -95,10 +104,26 @@ class ClockTestCase(SynchronousTestCase):
             clientId=client_id,
             reactor=self.clock,
             endpoint_factory=cluster.endpoint_factory,
+            rng=self.rng,
             **options,
         )
         self.addCleanup(client.close)
         return client
+
+
+#: Hypothesis's profile (conftest loads it): "ci" (under CI=true, or HYPOTHESIS_PROFILE=ci)
+#: gives each property test its full number of examples; "quick", the default, a tenth, so
+#: the Clock suite stays quick on a developer's machine.
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or (
+    "ci" if os.environ.get("CI") == "true" else "quick"
+)
+FULL_PROPERTY_RUNS = HYPOTHESIS_PROFILE == "ci"
+
+
+def property_examples(full: int) -> int:
+    """*full* examples under the "ci" profile; a tenth of them under "quick" (at least 5,
+    never more than *full*)."""
+    return full if FULL_PROPERTY_RUNS else max(min(full, 5), full // 10)
 
 
 def optional_module(name: str) -> ModuleType | None:

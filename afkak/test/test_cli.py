@@ -7,15 +7,22 @@ import io
 import json
 import os
 import tempfile
+from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
 import afkak
+import afkak.cli
 from afkak.cli import _admin_commands as admin
 from afkak.cli._config import ConfigError, bootstrap, client_options, read_properties
 from afkak.cli._consume import parse_offset
-from afkak.cli._format import compile_format, record_json
+from afkak.cli._format import (
+    compile_format,
+    console_consumer_format,
+    console_producer_separator,
+    record_json,
+)
 from afkak.cli._output import (
     FAILED,
     NOT_FOUND,
@@ -294,6 +301,23 @@ class AdminCommandTests(SynchronousTestCase):
         self.assertEqual(self.cluster.committed_offsets, {})
         self.assertEqual(self.fail_command("groups", "delete", "g").code, NOT_FOUND)
 
+    def test_lag_of_an_unknown_group_or_topic_exits_4(self) -> None:
+        """A typo must not read as "no lag" (issue 36: exit 0 and an empty table)."""
+        self.cluster.create_topic("t", 1, 1)
+        self.cluster.commit("g", "t", 0, 0)
+        for argv, message in (
+            (["nog"], "group nog: unknown"),
+            (["nog", "--topic", "t"], "group nog: unknown"),
+            (["g", "--topic", "nosuch"], "topic nosuch: "),
+            (["g", "--topic", "t", "--topic", "nosuch"], "topic nosuch: "),
+        ):
+            with self.subTest(argv=argv):
+                error = self.fail_command("groups", "lag", *argv)
+                self.assertEqual(error.code, NOT_FOUND)
+                self.assertTrue(str(error).startswith(message), str(error))
+        _, [lag] = self.run_command("groups", "lag", "g", "--topic", "t")
+        self.assertEqual([row["committed"] for row in lag], [0])
+
     def test_groups_describe_shows_both_protocols(self) -> None:
         """A KIP-848 group with epochs and target assignments, a classic one without."""
         self.cluster.create_topic("t", 2, 1)
@@ -368,3 +392,119 @@ class GlobalOptionTests(SynchronousTestCase):
         )
         args = build_parser().parse_args(["--command-config", "f", "cluster"])
         self.assertEqual(args.command_config, "f")
+
+
+def usage_error(argv: list[str]) -> str:
+    """The one line argparse writes for *argv* (exit 2)."""
+    err = io.StringIO()
+    with redirect_stderr(err), SynchronousTestCase().assertRaises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    assert exited.exception.code == USAGE, exited.exception.code
+    return err.getvalue()
+
+
+class KafkaToolSpellingTests(SynchronousTestCase):
+    """Kafka's shell tools' and kcat's spellings, for users who arrive with them (issue 36)."""
+
+    def test_parsed_as_the_afkak_spellings(self) -> None:
+        for argv, expected in (
+            (["--bootstrap-server", "h:1", "topics", "list"], {"bootstrap": "h:1"}),
+            (["topics", "list", "--bootstrap-server=h:1"], {"bootstrap": "h:1"}),
+            (
+                ["consume", "--topic", "t", "--from-beginning", "--group", "g"],
+                {"topic": "t", "offset": "beginning", "group": "g"},
+            ),
+            (["consume", "t"], {"topic": "t", "offset": "end"}),
+            (["produce", "--topic", "t"], {"topic": "t"}),
+        ):
+            with self.subTest(argv=argv):
+                args = build_parser().parse_args(argv)
+                self.assertEqual({k: getattr(args, k) for k in expected}, expected)
+
+    def test_a_missing_topic_is_a_usage_error(self) -> None:
+        for command in ("produce", "consume"):
+            with self.subTest(command=command):
+                err = io.StringIO()
+                with redirect_stderr(err):
+                    code = afkak.cli.main([command, "-b", "h:1"])
+                self.assertEqual(code, USAGE)
+                self.assertIn(f"{command} needs a TOPIC (or --topic TOPIC)", err.getvalue())
+
+    def test_console_consumer_properties(self) -> None:
+        m = FormatTests.message
+        for properties, line in (
+            (["print.key=true"], b"k\tv\xff\n"),
+            (["print.key=true", "key.separator=%:"], b"k%:v\xff\n"),
+            (["print.offset=true", "print.partition=true"], b"Partition:2\tOffset:41\tv\xff\n"),
+            (["print.value=false", "print.key=true"], b"k\n"),
+        ):
+            with self.subTest(properties=properties):
+                fmt = console_consumer_format(properties)
+                assert fmt is not None
+                self.assertEqual(compile_format(fmt)(m), line)
+        self.assertIsNone(console_consumer_format([]))
+        with self.assertRaises(ValueError):
+            console_consumer_format(["print.headerz=true"])
+
+    def test_console_producer_properties(self) -> None:
+        for properties, separator in (
+            ([], None),
+            (["parse.key=true"], "\t"),
+            (["parse.key=true", "key.separator=:"], ":"),
+            (["parse.key=false", "key.separator=:"], None),
+        ):
+            with self.subTest(properties=properties):
+                self.assertEqual(console_producer_separator(properties), separator)
+        with self.assertRaises(ValueError):
+            console_producer_separator(["print.key=true"])
+
+    def test_kcat_modes_name_the_afkak_command(self) -> None:
+        for argv, says in (
+            (["-C", "-t", "t"], "-C is kcat's; afkak says afkak consume TOPIC"),
+            (["-P", "-t", "t"], "-P is kcat's; afkak says afkak produce TOPIC"),
+            (["-L"], "-L is kcat's; afkak says afkak topics describe TOPIC"),
+        ):
+            with self.subTest(argv=argv):
+                self.assertIn(says, usage_error(argv))
+
+
+class UsageTextTests(SynchronousTestCase):
+    """What ``--help`` and usage errors say (issue 36)."""
+
+    def test_bad_numbers_are_named_without_internal_names(self) -> None:
+        for argv, says in (
+            (["topics", "create", "t", "-p", "abc"], "must be an integer, not 'abc'"),
+            (["topics", "create", "t", "-p", "0"], "must be at least 1, not 0"),
+            (["consume", "t", "-p", "x"], "must be an integer, not 'x'"),
+            (["produce", "t", "--rate", "fast"], "must be a number, not 'fast'"),
+            (["broker", "--port", "http"], "must be an integer, not 'http'"),
+        ):
+            with self.subTest(argv=argv):
+                line = usage_error(argv)
+                self.assertIn(says, line)
+                self.assertNotIn("_positive", line)
+                self.assertNotIn("invalid", line)
+
+    def help_of(self, *argv: str) -> str:
+        out = io.StringIO()
+        with redirect_stdout(out), self.assertRaises(SystemExit):
+            build_parser().parse_args([*argv, "--help"])
+        return out.getvalue()
+
+    def test_topics_create_options_have_help(self) -> None:
+        text = " ".join(self.help_of("topics", "create").split())
+        for described in (
+            "--partitions PARTITIONS how many partitions",
+            "--replication-factor REPLICATION_FACTOR copies of each partition",
+            "--config NAME=VALUE a topic config",
+            "--validate-only only ask the broker to check",
+            "--if-not-exists an existing topic is no error",
+        ):
+            with self.subTest(described=described):
+                self.assertIn(described, text)
+
+    def test_broker_lists_only_its_options(self) -> None:
+        text = self.help_of("broker")
+        self.assertIn("--port", text)
+        for option in ("--bootstrap", "--json", "--command-config", "--timeout"):
+            self.assertNotIn(option, text)

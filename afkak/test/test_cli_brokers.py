@@ -7,6 +7,7 @@ with the library, and one-line errors with their exit codes for bad input.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 from typing import Any, ClassVar
@@ -272,6 +274,74 @@ class CliTests:
         self.assertEqual(code, 130, stderr)
         self.assertTrue(stderr.endswith(b"afkak: interrupted\r\n"), stderr[-300:])
         self.assertNotIn(b"Traceback", stderr)
+
+    def test_ctrl_c_ends_produce_typed_at_a_terminal(self: Any) -> None:
+        """Records typed at a terminal, then Ctrl-C: ``afkak produce`` ends at once with
+        exit 130 and no traceback, the typed records written and counted (issue 36: it
+        waited for the thread reading the terminal, a second Ctrl-C ignored too)."""
+        self.ok("topics", "create", self.topic, "-p", "1")
+        typing = Typing(self.bootstrap, "produce", self.topic)
+        self.addCleanup(typing.close)
+        typing.type(b"one\rtwo\r")
+        written = self.ok("consume", self.topic, "-o", "beginning", "-c", "2")
+        self.assertEqual(written.splitlines(), [b"one", b"two"])
+        typing.type(b"\x03")  # Ctrl-C: the terminal sends SIGINT
+        self.assertEqual(typing.exit_code(timeout=15), 130, typing.output()[-300:])
+        output = typing.output()
+        self.assertNotIn(b"Traceback", output)
+        self.assertIn(b"afkak: produced 2 records to " + self.topic.encode(), output)
+        self.assertTrue(output.rstrip().endswith(b"afkak: interrupted"), output[-300:])
+
+
+class Typing:
+    """``afkak -b BOOTSTRAP ARGV...`` on a pseudo-terminal of its own (stdin, stdout and
+    stderr; its controlling terminal, so that Ctrl-C typed at it sends SIGINT)."""
+
+    def __init__(self, bootstrap: str, *argv: str) -> None:
+        self._master, slave = pty.openpty()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "afkak", "-b", bootstrap, *argv],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**_env(), "COLUMNS": "100", "TERM": "xterm"},
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        )
+        os.close(slave)
+        self._chunks: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._master, 4096)
+            except OSError:  # EIO: the child closed its side
+                return
+            if not chunk:
+                return
+            self._chunks.append(chunk)
+
+    def type(self, keys: bytes) -> None:
+        os.write(self._master, keys)
+
+    def exit_code(self, timeout: float) -> int | None:
+        """The exit code, or None if it has not exited within *timeout* seconds."""
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def output(self) -> bytes:
+        return b"".join(self._chunks)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self._reader.join(10)
+        os.close(self._master)
 
 
 def _env() -> dict[str, str]:

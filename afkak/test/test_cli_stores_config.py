@@ -8,6 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import GSSAPI, KeyStore, TrustStore
 from afkak.cli._config import ConfigError, client_options, read_properties
+from afkak.test.test_gssapi import skip_without_gssapi
 from afkak.test.test_keystores import PASSWORD, store
 
 
@@ -27,6 +28,9 @@ class PropertiesCase(SynchronousTestCase):
 
 
 class GSSAPIPropertiesTests(PropertiesCase):
+    def setUp(self) -> None:
+        skip_without_gssapi(self)
+
     def test_java_keytab_configuration(self) -> None:
         keytab = os.path.abspath(__file__)  # any readable file: read at connection time
         sasl = self.options(

@@ -31,6 +31,13 @@ class ParseHostsTests(SynchronousTestCase):
         )
         self.assertEqual(parse_hosts([("::1", 1), ("[::2]", 2)]), (("::1", 1), ("::2", 2)))
 
+    def test_protocol_prefixes_are_ignored_as_by_java(self) -> None:
+        """Listener strings pasted from a broker's config (issue 36: "not an IPv6 address")."""
+        self.assertEqual(
+            parse_hosts("PLAINTEXT://a:9092, SSL://b:9093,SASL_SSL://[::1]:9094,c"),
+            (("a", 9092), ("b", 9093), ("::1", 9094), ("c", 9092)),
+        )
+
     def test_bad_types(self) -> None:
         for bad in (
             None,

@@ -13,7 +13,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import codec
 from afkak._errors import DecodeError, UnsupportedCodecError
-from afkak.test.helpers import optional_module
+from afkak.test.helpers import optional_module, property_examples
 
 # The optional codecs (afkak's extras): their tests skip where one is not installed.
 snappy = optional_module("snappy")
@@ -76,7 +76,7 @@ class CompressionLevelTests(SynchronousTestCase):
 
 
 class RoundTripTests(SynchronousTestCase):
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=property_examples(60), deadline=None)
     @given(codec_=st.sampled_from(ALL_CODECS), data=st.binary(max_size=100_000))
     def test_round_trip(self, codec_: int, data: bytes) -> None:
         self.assertEqual(codec.decompress(codec_, codec.compress(codec_, data)), data)
@@ -239,7 +239,7 @@ class CorruptTests(SynchronousTestCase):
                 with self.assertRaises(DecodeError, msg=(c, data)):
                     codec.decompress(c, data)
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     @given(c=st.sampled_from(COMPRESSING), data=st.binary(max_size=200))
     def test_random_input(self, c: int, data: bytes) -> None:
         try:
@@ -248,7 +248,7 @@ class CorruptTests(SynchronousTestCase):
             return
         self.assertLessEqual(len(out), 1 << 16)
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=property_examples(100), deadline=None)
     @given(
         c=st.sampled_from(COMPRESSING),
         pos=st.integers(min_value=0),

@@ -20,6 +20,7 @@ from afkak.group import (
 )
 from afkak.group._assignor import common_protocol
 from afkak.group._group import resolve_assignors
+from afkak.test.helpers import property_examples
 
 TOPICS = ("a", "b", "c")
 
@@ -175,14 +176,14 @@ class AssignorPropertyTests(unittest.TestCase):
         counts = [len(p) for p in result.values()]
         self.assertLessEqual(max(counts) - min(counts), 1, result)
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     @given(groups())
     def test_every_partition_once_to_a_subscriber(self, group: Any) -> None:
         partitions, subs = group
         for assignor in (RangeAssignor(), RoundRobinAssignor(), CooperativeStickyAssignor()):
             self.check_exactly_once(partitions, subs, assignor.assign(partitions, members(subs)))
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     @given(groups())
     def test_range_matches_kafka_python(self, group: Any) -> None:
         """Golden: kafka-python's RangePartitionAssignor lays out the same ranges."""
@@ -205,7 +206,7 @@ class AssignorPropertyTests(unittest.TestCase):
         ours = RangeAssignor().assign(partitions, members(subs))
         self.assertEqual({m: sorted(ps) for m, ps in ours.items()}, theirs)
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     @given(groups(identical=True))
     def test_balanced_within_one_for_identical_subscriptions(self, group: Any) -> None:
         partitions, subs = group
@@ -214,7 +215,7 @@ class AssignorPropertyTests(unittest.TestCase):
         if len(set(partitions.values()) | {0}) <= 2 and len(next(iter(subs.values()))) == 1:
             self.check_balanced(RangeAssignor().assign(partitions, members(subs)))
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=property_examples(300), deadline=None)
     @given(groups(identical=True).flatmap(lambda g: st.tuples(st.just(g), previous_ownership(*g))))
     def test_sticky_moves_only_what_balance_needs(self, drawn: Any) -> None:
         (partitions, subs), before = drawn
@@ -240,7 +241,7 @@ class AssignorPropertyTests(unittest.TestCase):
             self.assertFalse(gained and lost, f"{m} both gained {gained} and lost {lost}")
             self.assertEqual(len(kept), min(len(before[m]), len(parts)))
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     @given(groups().flatmap(lambda g: st.tuples(st.just(g), previous_ownership(*g))))
     def test_sticky_with_mixed_subscriptions_converges(self, drawn: Any) -> None:
         """Cooperative rounds never double-assign and settle on a complete assignment."""
@@ -257,7 +258,7 @@ class AssignorPropertyTests(unittest.TestCase):
             self.fail(f"no stable assignment after 6 rounds: {current}")
         self.check_exactly_once(partitions, subs, current)
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=property_examples(100), deadline=None)
     @given(groups(identical=True))
     def test_sticky_is_stable_once_balanced(self, group: Any) -> None:
         partitions, subs = group

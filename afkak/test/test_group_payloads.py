@@ -16,6 +16,7 @@ from afkak.group import (
     encode_assignment,
     encode_subscription,
 )
+from afkak.test.helpers import property_examples
 
 topics = st.lists(st.text("abcxyz-._", min_size=1, max_size=8), unique=True, max_size=4)
 partitions = st.lists(
@@ -54,7 +55,7 @@ class PayloadTests(unittest.TestCase):
             with self.assertRaises(DecodeError):
                 decode_assignment(data)
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     @given(
         topics,
         partitions,
@@ -72,14 +73,14 @@ class PayloadTests(unittest.TestCase):
         self.assertEqual(sorted(back.owned), sorted(owned) if version >= 1 else [])
         self.assertEqual(back.generation_id, gen if version >= 2 else -1)
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     @given(partitions, st.integers(0, 3))
     def test_assignment_round_trip(self, parts: list[TP], version: int) -> None:
         self.assertEqual(
             sorted(decode_assignment(encode_assignment(parts, version=version))), sorted(parts)
         )
 
-    @settings(max_examples=500, deadline=None)
+    @settings(max_examples=property_examples(500), deadline=None)
     @given(st.binary(max_size=64))
     def test_garbage_raises_decode_error_only(self, data: bytes) -> None:
         for decode in (decode_subscription, decode_assignment):

@@ -8,12 +8,13 @@ layer offer and answer.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 import attrs
 from twisted.internet.task import Clock
-from twisted.trial.unittest import SynchronousTestCase
+from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak import GSSAPI
 from afkak._broker_errors import SaslAuthenticationFailed
@@ -94,7 +95,22 @@ class ConversationTests(SynchronousTestCase):
         self.assertIn("offer is 1 bytes, not 4", str(results[-1].value))
 
 
+def skip_without_gssapi(case: SynchronousTestCase) -> None:
+    """Skip *case* where the gssapi package is not installed (the quick suite's venv has
+    only the test extra); CI installs it, so there the test fails instead."""
+    try:
+        import gssapi  # noqa: F401
+    except ImportError as e:
+        if os.environ.get("CI") == "true":
+            raise
+        raise SkipTest(f"afkak[gssapi] is not installed: {e}") from None
+
+
 class OptionTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        if self._testMethodName != "test_missing_package_is_named":
+            skip_without_gssapi(self)
+
     def test_a_keytab_needs_its_principal(self) -> None:
         with self.assertRaises(ValueError):
             GSSAPI(keytab="/k.keytab")

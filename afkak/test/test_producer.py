@@ -59,6 +59,7 @@ class ProducerTestCase(ClockTestCase):
             self.cluster.bootstrap_hosts,
             reactor=self.clock,
             endpoint_factory=self.cluster.endpoint_factory,
+            rng=self.rng,
         )
         self.addCleanup(self.client.close)
 
@@ -106,7 +107,7 @@ class ConstructorTests(ProducerTestCase):
 
         options = {"retry_interval": 0.1, "retry_backoff_max_ms": 100_000}
         for cls, low, high in ((Producer, 0.32, 0.48), (Patient, 0.72, 1.08)):
-            policy = cls(self.client, **options).options.retry_policy()
+            policy = cls(self.client, **options).options.retry_policy(self.client.rng.uniform)
             self.assertTrue(low - 1e-9 <= policy(3) <= high + 1e-9, (cls, policy(3)))
 
         class Shrinking(Producer):

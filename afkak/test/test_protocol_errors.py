@@ -27,6 +27,7 @@ from afkak.protocol.messages import (
     OffsetCommitRequest,
     ProduceRequest,
 )
+from afkak.test.helpers import property_examples
 from afkak.test.test_protocol_roundtrip import all_message_classes
 
 _P = FetchResponse.PartitionData
@@ -148,7 +149,10 @@ class MalformedInputTests(unittest.TestCase):
             FetchRequest.decode(b"", 99)
 
     @settings(
-        max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        max_examples=property_examples(300),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
     )
     @given(st.data())
     def test_random_bytes_raise_decode_error_only(self, data: st.DataObject) -> None:
@@ -161,7 +165,10 @@ class MalformedInputTests(unittest.TestCase):
             pass
 
     @settings(
-        max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        max_examples=property_examples(200),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
     )
     @given(st.data())
     def test_mutated_frames_raise_decode_error_only(self, data: st.DataObject) -> None:

@@ -24,7 +24,7 @@ from afkak.records import (
     builder as builder_module,
     read_batches,
 )
-from afkak.test.helpers import needs_codecs
+from afkak.test.helpers import needs_codecs, property_examples
 from afkak.test.test_codec import ALL_CODECS
 
 CODECS = ALL_CODECS  # those installed
@@ -94,7 +94,7 @@ def record_sets(draw):  # type: ignore[no-untyped-def]
 
 
 class RoundTripTests(SynchronousTestCase):
-    @settings(max_examples=300, deadline=None, suppress_health_check=BOTH_PATHS)
+    @settings(max_examples=property_examples(300), deadline=None, suppress_health_check=BOTH_PATHS)
     @given(
         records=record_sets(),
         codec_=st.sampled_from(CODECS),
@@ -156,7 +156,7 @@ class RoundTripTests(SynchronousTestCase):
         self.assertEqual(list(batch), expected)
         self.assertEqual([type(r) for r in batch.records()], [Record] * n)
 
-    @settings(max_examples=100, deadline=None, suppress_health_check=BOTH_PATHS)
+    @settings(max_examples=property_examples(100), deadline=None, suppress_health_check=BOTH_PATHS)
     @given(records=record_sets(), codec_=st.sampled_from(CODECS))
     def test_builder(self, records, codec_):  # type: ignore[no-untyped-def]
         values, keys, headers, timestamps = records
@@ -185,7 +185,7 @@ class RoundTripTests(SynchronousTestCase):
                 4 * len(values) + 20 * sum(len(h) for h in headers or ()),
             )
 
-    @settings(max_examples=50, deadline=None, suppress_health_check=BOTH_PATHS)
+    @settings(max_examples=property_examples(50), deadline=None, suppress_health_check=BOTH_PATHS)
     @given(records=record_sets(), min_offset=st.integers(-5, 40))
     def test_min_offset(self, records, min_offset):  # type: ignore[no-untyped-def]
         values, keys, headers, timestamps = records
@@ -196,7 +196,7 @@ class RoundTripTests(SynchronousTestCase):
         self.assertEqual(len(batch.records()), len(values))
         self.assertEqual(batch.records(min_offset), expected)  # from the cache
 
-    @settings(max_examples=50, deadline=None, suppress_health_check=BOTH_PATHS)
+    @settings(max_examples=property_examples(50), deadline=None, suppress_health_check=BOTH_PATHS)
     @given(
         records=record_sets(),
         min_offset=st.one_of(st.none(), st.integers(-5, 40)),
@@ -503,13 +503,13 @@ class MalformedTests(SynchronousTestCase):
             (batch,) = read_batches(bad)
             self.assertRaises(DecodeError, batch.records)
 
-    @settings(max_examples=300, deadline=None, suppress_health_check=BOTH_PATHS)
+    @settings(max_examples=property_examples(300), deadline=None, suppress_health_check=BOTH_PATHS)
     @given(st.binary(max_size=400), st.booleans())
     def test_random_bytes(self, data: bytes, check_crc: bool) -> None:
         self.consume(data, check_crc=check_crc)
 
     @needs_codecs(codec.CODEC_SNAPPY, codec.CODEC_LZ4, codec.CODEC_ZSTD)  # any codec bits
-    @settings(max_examples=500, deadline=None, suppress_health_check=BOTH_PATHS)
+    @settings(max_examples=property_examples(500), deadline=None, suppress_health_check=BOTH_PATHS)
     @given(
         body=st.binary(max_size=200),
         count=st.integers(-2, 20),
@@ -523,7 +523,7 @@ class MalformedTests(SynchronousTestCase):
         data = patch_batch(with_body(self.sample(), body), count=count, attributes=attributes)
         self.consume(data, min_offset=min_offset)
 
-    @settings(max_examples=300, deadline=None, suppress_health_check=BOTH_PATHS)
+    @settings(max_examples=property_examples(300), deadline=None, suppress_health_check=BOTH_PATHS)
     @given(
         pos=st.integers(min_value=0),
         value=st.integers(0, 255),

@@ -19,7 +19,7 @@ from afkak import codec
 from afkak._errors import DecodeError
 from afkak.codec import CODEC_LZ4, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.records import TimestampType, batch as batch_module, build_batch, read_batches
-from afkak.test.helpers import needs_codecs
+from afkak.test.helpers import needs_codecs, property_examples
 from afkak.test.test_records import (
     BATCH_HEADER_SIZE,
     CODECS,
@@ -125,7 +125,7 @@ class SamePathsTests(CompiledCase):
         self.assertEqual(outcome(data, True, min_offset), expected)
         return expected
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=property_examples(300), deadline=None)
     @given(
         records=record_sets(),
         codec_=st.sampled_from(CODECS),
@@ -145,13 +145,13 @@ class SamePathsTests(CompiledCase):
         result = self.assertSame(data, None if min_offset is None else base_offset + min_offset)
         self.assertIsInstance(result, list)
 
-    @settings(max_examples=1000, deadline=None)
+    @settings(max_examples=property_examples(1000), deadline=None)
     @given(**GARBAGE)
     def test_random_records(self, body: bytes, count: int, base: int) -> None:
         """Garbage records: the same records or the same DecodeError."""
         self.assertSame(garbage_batch(body, count, base))
 
-    @settings(max_examples=1000, deadline=None)
+    @settings(max_examples=property_examples(1000), deadline=None)
     @given(
         pos=st.integers(min_value=0),
         value=st.integers(0, 255),
@@ -162,7 +162,7 @@ class SamePathsTests(CompiledCase):
     def test_mutated_records(self, pos: int, value: int, codec_: int) -> None:
         self.assertSame(mutated_batch(pos, value, codec_))
 
-    @settings(max_examples=500, deadline=None)
+    @settings(max_examples=property_examples(500), deadline=None)
     @given(
         fields=st.lists(
             st.one_of(
@@ -202,7 +202,7 @@ class SamePathsTests(CompiledCase):
 class SameMessagesTests(CompiledCase):
     """The compiled wrapping of records into afkak's message tuples matches the reference."""
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     @given(
         records=record_sets(),
         magic=st.sampled_from([0, 1, 2]),
@@ -269,13 +269,13 @@ class SameEncodingTests(CompiledCase):
         self.assertEqual(compiled, reference)
         return compiled
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=property_examples(300), deadline=None)
     @given(records=record_sets(), base_offset=st.integers(0, 2**40))
     def test_same_bytes(self, records, base_offset):  # type: ignore[no-untyped-def]
         values, keys, headers, timestamps = records
         self.both(values, keys, headers=headers, timestamps=timestamps, timestamp=TS)
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     @given(
         values=st.lists(st.one_of(st.none(), st.binary(max_size=20_000)), min_size=1, max_size=4),
         deltas=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=4, max_size=4),
@@ -368,7 +368,7 @@ def reference_outcome(data: bytes, start: int, end: int, headers: bool = False) 
 class SameColumnsTests(CompiledCase):
     """Records decoded into column buffers (RecordColumns) are the reference's records."""
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=property_examples(300), deadline=None)
     @given(
         sets=st.lists(record_sets(), min_size=1, max_size=3),
         codec_=st.sampled_from(CODECS),
@@ -397,7 +397,7 @@ class SameColumnsTests(CompiledCase):
         self.assertIsInstance(expected, list)
         self.assertEqual(columns_outcome(data, start, end, hint, headers), expected)
 
-    @settings(max_examples=1000, deadline=None)
+    @settings(max_examples=property_examples(1000), deadline=None)
     @given(
         pos=st.integers(min_value=0),
         value=st.integers(0, 255),
@@ -411,7 +411,7 @@ class SameColumnsTests(CompiledCase):
         if got is not None:
             self.assertEqual(got, reference_outcome(data, 0, 2**63 - 1, headers))
 
-    @settings(max_examples=500, deadline=None)
+    @settings(max_examples=property_examples(500), deadline=None)
     @given(**GARBAGE)
     def test_random_records(self, body: bytes, count: int, base: int) -> None:
         """Garbage: the same rows, the same DecodeError, or left to the reference."""

@@ -22,6 +22,7 @@ from afkak.records import (
     build_control_batch,
     read_batches,
 )
+from afkak.test.helpers import property_examples
 from afkak.test.test_codec import ALL_CODECS, INSTALLED, _broken_lz4_header, lz4_frame
 
 CODECS = ALL_CODECS
@@ -53,7 +54,7 @@ def their_batch(records, c, *, transactional=False, producer=(-1, -1, -1)):  # t
 
 
 class V2GoldenTests(SynchronousTestCase):
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=property_examples(150), deadline=None)
     @given(records=record_lists, c=st.sampled_from(CODECS), transactional=st.booleans())
     def test_theirs_decoded_by_ours(self, records, c, transactional):  # type: ignore[no-untyped-def]
         data = their_batch(records, c, transactional=transactional, producer=(77, 3, 11))
@@ -69,7 +70,7 @@ class V2GoldenTests(SynchronousTestCase):
             [(i, k, v, h, t) for i, (k, v, h, t) in enumerate(records)],
         )
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=property_examples(150), deadline=None)
     @given(
         records=record_lists,
         c=st.sampled_from(CODECS),
@@ -211,7 +212,7 @@ legacy_records = st.lists(
 
 
 class LegacyGoldenTests(SynchronousTestCase):
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=property_examples(150), deadline=None)
     @given(records=legacy_records, magic=st.sampled_from([0, 1]), c=st.sampled_from(LEGACY_CODECS))
     def test_legacy_sets(self, records, magic, c):  # type: ignore[no-untyped-def]
         if magic == 0 and c == codec.CODEC_LZ4:
@@ -306,7 +307,7 @@ class LegacyGoldenTests(SynchronousTestCase):
             with self.assertRaises(DecodeError, msg=wrapper):
                 list(read_batches(wrapper))
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=property_examples(300), deadline=None)
     @given(
         pos=st.integers(min_value=0),
         value=st.integers(0, 255),

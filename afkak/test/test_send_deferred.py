@@ -30,6 +30,7 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak.producer._deferred import COMPILED, SendDeferred
+from afkak.test.helpers import property_examples
 
 from .test_producer import ProducerTestCase
 
@@ -206,7 +207,7 @@ class SameAsTwistedTests(SynchronousTestCase):
         debugging = getDebugging()
         self.addCleanup(setDebugging, debugging)
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=property_examples(200), deadline=None)
     # Differences found in a first version: a callback run on a Deferred whose first
     # firing came at a negative pause count; one added to a Deferred left with a
     # Deferred as its result by an unpause.

@@ -385,7 +385,7 @@ class ReadOptionTests(Case):
         self.assertFalse(client.enable_metrics_push)
         self.assertEqual((opts.fetch_max_bytes, opts.fetch_min_bytes), (65536, 100))
         self.assertEqual(opts.max_poll_records, 500)
-        policy = client.reconnect_policy()
+        policy = client.reconnect_policy(lambda low, high: high)
         self.assertLessEqual(policy(20), 0.2 * 1.25)  # capped by reconnect.backoff.max.ms
         from afkak.spark._worker import call_timeout
 

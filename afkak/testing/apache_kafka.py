@@ -132,6 +132,13 @@ def cache_root() -> str:
     return os.path.join(base, "afkak", "kafka")
 
 
+def jars_cached() -> bool:
+    """Whether a Kafka version's jars are in the cache already (no Maven run to start)."""
+    wanted = os.environ.get("AFKAK_KAFKA_VERSION")
+    versions = (wanted,) if wanted else KAFKA_VERSIONS
+    return any(os.path.exists(os.path.join(cache_root(), v, _COMPLETE)) for v in versions)
+
+
 def resolve_classpath(version: str | None = None) -> str:
     """The directory holding Kafka ``version``'s broker and tools jars, resolved once.
 
