@@ -75,7 +75,12 @@ def write_once(
         _bridge.call(timeout, producer.init_transactions)
         marker = TopicAndPartition(opts.topic, 0)
         committed = _bridge.call(
-            timeout, _kafka.committed_offset, client, txn_id, marker, opts.client.retry_policy(client.rng.uniform)
+            timeout,
+            _kafka.committed_offset,
+            client,
+            txn_id,
+            marker,
+            opts.client.retry_policy(client.rng.uniform),
         )
         if committed > batch_id:
             return 0
