@@ -36,6 +36,9 @@ nitpick_ignore_regex = [
     # The optional exporters' libraries (extras prometheus and otel).
     (r"py:.*", r"(prometheus_client|opentelemetry)(\..*)?"),
     (r"py:.*", r"TracerProvider"),
+    # The schema registry's libraries (extra schema-registry), and its treq seam.
+    (r"py:.*", r"(google\.protobuf|treq|fastavro|jsonschema)(\..*)?"),
+    (r"py:.*", r"HTTPClient"),
 ]
 exclude_patterns = ["_build"]
 default_role = "py:obj"

@@ -14,9 +14,9 @@ import base64
 import binascii
 from typing import Any
 
+import google.protobuf.message
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FileDescriptor
-from google.protobuf.message import Message
 
 from ._client import SchemaRegistryClient
 from ._schema import PROTOBUF, Schema, SchemaReference
@@ -53,9 +53,15 @@ class ProtobufSerializer(RegistrySerializer):
     """
 
     def __init__(
-        self, client: SchemaRegistryClient, message_type: type[Message], **options: Any
+        self,
+        client: SchemaRegistryClient,
+        message_type: type[google.protobuf.message.Message],
+        **options: Any,
     ) -> None:
-        if not (isinstance(message_type, type) and issubclass(message_type, Message)):
+        if not (
+            isinstance(message_type, type)
+            and issubclass(message_type, google.protobuf.message.Message)
+        ):
             raise TypeError(f"message_type must be a protobuf Message class, not {message_type!r}")
         descriptor = message_type.DESCRIPTOR
         super().__init__(client, file_schema(descriptor.file), descriptor.full_name, **options)
@@ -111,7 +117,9 @@ def _file_of(schema: Schema, references: list[tuple[str, Schema]]) -> FileDescri
     return pool.FindFileByName(proto.name)
 
 
-async def registered_message_class(client: SchemaRegistryClient, subject: str) -> type[Message]:
+async def registered_message_class(
+    client: SchemaRegistryClient, subject: str
+) -> type[google.protobuf.message.Message]:
     """The first message of *subject*'s latest schema, as a class built from its
     registered descriptor (to write records without the generated code)."""
     latest = await client.get_latest_version(subject)
@@ -133,11 +141,12 @@ class ProtobufDeserializer(RegistryDeserializer):
     def __init__(
         self,
         client: SchemaRegistryClient,
-        message_type: type[Message] | None = None,
+        message_type: type[google.protobuf.message.Message] | None = None,
         **options: Any,
     ) -> None:
         if message_type is not None and not (
-            isinstance(message_type, type) and issubclass(message_type, Message)
+            isinstance(message_type, type)
+            and issubclass(message_type, google.protobuf.message.Message)
         ):
             raise TypeError(
                 f"message_type must be a protobuf Message class or None, not {message_type!r}"
@@ -156,9 +165,9 @@ class ProtobufDeserializer(RegistryDeserializer):
 
             return decode_as
         file = _file_of(schema, references)
-        classes: dict[tuple[int, ...], type[Message]] = {}
+        classes: dict[tuple[int, ...], type[google.protobuf.message.Message]] = {}
 
-        def message_class(indexes: list[int]) -> type[Message]:
+        def message_class(indexes: list[int]) -> type[google.protobuf.message.Message]:
             key = tuple(indexes)
             found = classes.get(key)
             if found is None:
