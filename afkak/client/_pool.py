@@ -47,12 +47,11 @@ class _ConnectWatch:
     """Callbacks to run when one connection's next attempt to connect fails, and
     *always*, run after every failed attempt."""
 
-    def __init__(
-        self, endpoint_factory: EndpointFactory, always: Callable[[], None] | None = None
-    ) -> None:
+    def __init__(self, endpoint_factory: EndpointFactory) -> None:
         self._endpoint_factory = endpoint_factory
         self.callbacks: list[Callable[[Failure], None]] = []
-        self.always = always
+        #: Set by the pool for a known broker's connection (its unreachable hook).
+        self.always: Callable[[], None] | None = None
 
     def endpoint(self, reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
         return _WatchedEndpoint(self._endpoint_factory(reactor, host, port), self)
