@@ -6,28 +6,58 @@ partitioners, message construction, the compression constants, and :mod:`afkak.c
 (errors, structs, constants).
 """
 
+import importlib
+
 from afkak import common  # noqa: F401  (first: it fixes the public module of re-exported names)
 from afkak._version import __version__
-from afkak.client import KafkaClient
-from afkak.codec import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY, CODEC_ZSTD
 from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, OFFSET_LATEST
-from afkak.connection import (
-    GSSAPI,
-    TLS,
-    KeyStore,
-    OAuthBearer,
-    OAuthBearerToken,
-    Plain,
-    Scram,
-    ScramSha256,
-    ScramSha512,
-    TrustStore,
-)
-from afkak.consumer import Consumer
-from afkak.group import AcknowledgeType, ConsumerGroup, KafkaConsumer, ShareConsumer
-from afkak.message_set import MessageSet, create_message, create_message_set
-from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
-from afkak.producer import Producer
+
+#: Where each public name lives, imported on first use (PEP 562): ``import afkak``
+#: then costs what the application uses, not the whole library (a Spark planner
+#: or a command-line start pays for the client alone).
+_LAZY = {
+    "KafkaClient": "afkak.client",
+    "CODEC_GZIP": "afkak.codec",
+    "CODEC_LZ4": "afkak.codec",
+    "CODEC_NONE": "afkak.codec",
+    "CODEC_SNAPPY": "afkak.codec",
+    "CODEC_ZSTD": "afkak.codec",
+    "GSSAPI": "afkak.connection",
+    "TLS": "afkak.connection",
+    "KeyStore": "afkak.connection",
+    "OAuthBearer": "afkak.connection",
+    "OAuthBearerToken": "afkak.connection",
+    "Plain": "afkak.connection",
+    "Scram": "afkak.connection",
+    "ScramSha256": "afkak.connection",
+    "ScramSha512": "afkak.connection",
+    "TrustStore": "afkak.connection",
+    "Consumer": "afkak.consumer",
+    "AcknowledgeType": "afkak.group",
+    "ConsumerGroup": "afkak.group",
+    "KafkaConsumer": "afkak.group",
+    "ShareConsumer": "afkak.group",
+    "MessageSet": "afkak.message_set",
+    "create_message": "afkak.message_set",
+    "create_message_set": "afkak.message_set",
+    "HashedPartitioner": "afkak.partitioner",
+    "RoundRobinPartitioner": "afkak.partitioner",
+    "Producer": "afkak.producer",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'afkak' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __title__ = "afkak"
 __author__ = "Robert Thille and the afkak contributors"

@@ -790,9 +790,11 @@ def generate_init(schemas: list[Schema]) -> str:
         for s in sorted((s for s in schemas if s.kind == kind), key=lambda s: s.api_key):  # type: ignore[arg-type,return-value]
             lines.append(f"    {s.api_key}: {s.name!r},")
         lines.append("}")
+    lines.append("#: Each request's API key by class name, without importing its module.")
+    lines.append("API_KEYS = {name: key for key, name in _REQUEST_KEYS.items()}")
     lines.append("")
     lines.append("__all__ = [")
-    names = ["REQUESTS", "RESPONSES", "request_class", "response_class", *sorted(mods)]
+    names = ["API_KEYS", "REQUESTS", "RESPONSES", "request_class", "response_class", *sorted(mods)]
     lines += [f"    {name!r}," for name in names]
     lines.append("]")
     lines.append("")

@@ -26,7 +26,6 @@ from urllib.parse import quote, urlsplit
 
 from twisted.internet.defer import Deferred
 from twisted.internet.error import ConnectError, ConnectionLost, DNSLookupError, TimeoutError
-from twisted.web.client import ResponseFailed
 
 from afkak._broker_errors import SaslAuthenticationFailed
 from afkak._retry import backoff_policy, retrying
@@ -37,7 +36,14 @@ RETRY_BACKOFF = 0.1
 RETRY_BACKOFF_MAX = 10.0
 #: How long one request to the token endpoint may take (``sasl.login.read.timeout.ms``).
 REQUEST_TIMEOUT = 10.0
-_NETWORK_ERRORS = (ConnectError, ConnectionLost, DNSLookupError, TimeoutError, ResponseFailed)
+
+
+def _network_errors() -> tuple[type[Exception], ...]:
+    """What a request to the endpoint fails with when the network does; twisted.web is
+    imported here, when a token is fetched, not by every ``import afkak``."""
+    from twisted.web.client import ResponseFailed
+
+    return (ConnectError, ConnectionLost, DNSLookupError, TimeoutError, ResponseFailed)
 
 
 class TokenEndpointError(SaslAuthenticationFailed):
@@ -180,7 +186,7 @@ class ClientCredentials:
         try:
             response = await self._in_time(post)
             body = await self._in_time(self._content(response))
-        except _NETWORK_ERRORS as e:
+        except _network_errors() as e:
             raise _TryAgain(f"cannot reach it ({type(e).__name__})") from None
         code = response.code
         if code >= HTTPStatus.INTERNAL_SERVER_ERROR:

@@ -14,41 +14,45 @@ from __future__ import annotations
 
 from typing import Any
 
-from afkak.protocol import messages as m
+from afkak.protocol.messages import API_KEYS
 
+_THROTTLED_FROM_BY_NAME = {
+    "ProduceRequest": 6,
+    "FetchRequest": 8,
+    "ListOffsetsRequest": 3,
+    "MetadataRequest": 6,
+    "OffsetCommitRequest": 4,
+    "OffsetFetchRequest": 4,
+    "FindCoordinatorRequest": 2,
+    "JoinGroupRequest": 3,
+    "HeartbeatRequest": 2,
+    "LeaveGroupRequest": 2,
+    "SyncGroupRequest": 2,
+    "DescribeGroupsRequest": 2,
+    "ListGroupsRequest": 2,
+    "ApiVersionsRequest": 2,
+    "CreateTopicsRequest": 3,
+    "DeleteTopicsRequest": 2,
+    "DeleteRecordsRequest": 1,
+    "InitProducerIdRequest": 1,
+    "OffsetForLeaderEpochRequest": 3,
+    "AddPartitionsToTxnRequest": 1,
+    "AddOffsetsToTxnRequest": 1,
+    "EndTxnRequest": 1,
+    "TxnOffsetCommitRequest": 1,
+    "DescribeAclsRequest": 1,
+    "CreateAclsRequest": 1,
+    "DeleteAclsRequest": 1,
+    "DescribeConfigsRequest": 2,
+    "AlterConfigsRequest": 1,
+    "AlterReplicaLogDirsRequest": 1,
+    "DescribeLogDirsRequest": 1,
+    "CreatePartitionsRequest": 1,
+    "DeleteGroupsRequest": 1,
+}
+#: By API key; built from names so that importing this module imports no request's module.
 CLIENT_THROTTLED_FROM: dict[int, int] = {
-    m.ProduceRequest.API_KEY: 6,
-    m.FetchRequest.API_KEY: 8,
-    m.ListOffsetsRequest.API_KEY: 3,
-    m.MetadataRequest.API_KEY: 6,
-    m.OffsetCommitRequest.API_KEY: 4,
-    m.OffsetFetchRequest.API_KEY: 4,
-    m.FindCoordinatorRequest.API_KEY: 2,
-    m.JoinGroupRequest.API_KEY: 3,
-    m.HeartbeatRequest.API_KEY: 2,
-    m.LeaveGroupRequest.API_KEY: 2,
-    m.SyncGroupRequest.API_KEY: 2,
-    m.DescribeGroupsRequest.API_KEY: 2,
-    m.ListGroupsRequest.API_KEY: 2,
-    m.ApiVersionsRequest.API_KEY: 2,
-    m.CreateTopicsRequest.API_KEY: 3,
-    m.DeleteTopicsRequest.API_KEY: 2,
-    m.DeleteRecordsRequest.API_KEY: 1,
-    m.InitProducerIdRequest.API_KEY: 1,
-    m.OffsetForLeaderEpochRequest.API_KEY: 3,
-    m.AddPartitionsToTxnRequest.API_KEY: 1,
-    m.AddOffsetsToTxnRequest.API_KEY: 1,
-    m.EndTxnRequest.API_KEY: 1,
-    m.TxnOffsetCommitRequest.API_KEY: 1,
-    m.DescribeAclsRequest.API_KEY: 1,
-    m.CreateAclsRequest.API_KEY: 1,
-    m.DeleteAclsRequest.API_KEY: 1,
-    m.DescribeConfigsRequest.API_KEY: 2,
-    m.AlterConfigsRequest.API_KEY: 1,
-    m.AlterReplicaLogDirsRequest.API_KEY: 1,
-    m.DescribeLogDirsRequest.API_KEY: 1,
-    m.CreatePartitionsRequest.API_KEY: 1,
-    m.DeleteGroupsRequest.API_KEY: 1,
+    API_KEYS[name]: version for name, version in _THROTTLED_FROM_BY_NAME.items()
 }
 
 

@@ -412,8 +412,11 @@ _RESPONSE_KEYS = {
     91: 'AlterShareGroupOffsetsResponse',
     92: 'DeleteShareGroupOffsetsResponse',
 }
+#: Each request's API key by class name, without importing its module.
+API_KEYS = {name: key for key, name in _REQUEST_KEYS.items()}
 
 __all__ = [
+    'API_KEYS',
     'REQUESTS',
     'RESPONSES',
     'request_class',
