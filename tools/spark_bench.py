@@ -422,15 +422,20 @@ def stream_latency(
     return statistics.median(ms), ms[int(0.95 * (len(ms) - 1))], breakdown
 
 
-def stream_throughput(spark: Any, broker: Any, topic: str, fmt: str, run: int, args: Any) -> float:
+def stream_throughput(
+    spark: Any, broker: Any, topic: str, fmt: str, run: int, args: Any
+) -> tuple[float, float, float]:
     """Seconds for a streaming query through *fmt* to copy all of *topic* into a new
     topic through *fmt*, in micro-batches of ``--per-trigger`` records
-    (``maxOffsetsPerTrigger``, ``Trigger.AvailableNow``)."""
+    (``maxOffsetsPerTrigger``, ``Trigger.AvailableNow``); and of those, the
+    start-up (from ``start()`` to the first micro-batch's trigger, by Spark's
+    progress timestamp) and the micro-batches' summed ``triggerExecution``."""
     import tempfile
+    from datetime import datetime
 
     sink = f"{topic}-s-{fmt}-{run}"
     broker.create_topic(sink, PARTITIONS)
-    started = time.perf_counter()
+    started, started_wall = time.perf_counter(), time.time()
     query = (
         spark.readStream.format(fmt)
         .option("kafka.bootstrap.servers", broker.bootstrap)
@@ -448,21 +453,39 @@ def stream_throughput(spark: Any, broker: Any, topic: str, fmt: str, run: int, a
     )
     query.awaitTermination()
     elapsed = time.perf_counter() - started
-    copied = sum(p.numInputRows for p in query.recentProgress)
+    progress = query.recentProgress
+    copied = sum(p.numInputRows for p in progress)
     assert copied == args.records, (fmt, copied)
-    return elapsed
+    first = datetime.fromisoformat(progress[0].timestamp.replace("Z", "+00:00")).timestamp()
+    batches = sum(p.durationMs.get("triggerExecution", 0) for p in progress) / 1000.0
+    return elapsed, first - started_wall, batches
 
 
 def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any) -> None:
     """Streaming throughput of each format, alternately, after a warm batch read each."""
+    import statistics
+
     seconds: dict[str, list[float]] = {"afkak": [], "kafka": []}
+    startup: dict[str, list[float]] = {"afkak": [], "kafka": []}
+    batches: dict[str, list[float]] = {"afkak": [], "kafka": []}
     for fmt in seconds:  # untimed: JVM classes and Python workers warm
         spark_read(spark, broker.bootstrap, topic, ends, fmt=fmt)
     for run in range(args.runs):
         for fmt in seconds:
-            seconds[fmt].append(stream_throughput(spark, broker, topic, fmt, run, args))
+            took, start, summed = stream_throughput(spark, broker, topic, fmt, run, args)
+            seconds[fmt].append(took)
+            startup[fmt].append(start)
+            batches[fmt].append(summed)
     print(f"load average: {os.getloadavg()}")
     report("streaming copy", seconds, args.records)
+    for fmt in seconds:
+        print(
+            f"  {fmt}: start() to first trigger "
+            f"{', '.join(f'{s:.2f}' for s in startup[fmt])} s "
+            f"(median {statistics.median(startup[fmt]):.2f}); micro-batches summed "
+            f"{', '.join(f'{s:.2f}' for s in batches[fmt])} s "
+            f"(median {statistics.median(batches[fmt]):.2f})"
+        )
 
 
 def broker_topic() -> str:

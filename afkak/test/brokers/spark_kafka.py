@@ -6,12 +6,12 @@ Kafka read or write needs (``spark-sql-kafka-0-10_2.13``,
 ``commons-pool2``) into ``$XDG_CACHE_HOME/afkak/spark-kafka/<version>`` with
 ``mvn``, once; :func:`spark_jars_option` is the value of ``spark.jars``.
 
-Checked on the project's machines (2026-11-26, Maven 3.8.7): Maven Central has the
-connector for Spark 4.2.0 (kafka-clients 3.9.2, commons-pool2 2.13.1) and 4.1.1
-(kafka-clients 3.9.1, commons-pool2 2.12.1), but not for 4.3.0 (the installed PySpark),
-4.2.1, 4.3.0-preview1 or 4.0.1.  The 4.2.0 connector loads and runs in Spark 4.3.0, so
-the newest release not newer than PySpark that resolves is used; ``AFKAK_SPARK_KAFKA_VERSION``
-picks one.
+Checked on the project's machines (2026-11-29, Maven 3.8.7): the four jars resolve for
+Spark 4.2.0 (kafka-clients 3.9.2, commons-pool2 2.13.1), 4.1.1 (3.9.1, 2.12.1) and 4.0.0
+(3.9.0, 2.12.0); not for 4.3.0 (the installed PySpark) or 4.2.1 (no connector), nor for
+4.1.2, 4.1.3, 4.0.1 or 4.0.2 (no ``spark-token-provider-kafka``).  The 4.2.0 connector
+loads and runs in Spark 4.3.0, so the newest release not newer than PySpark that
+resolves is used; ``AFKAK_SPARK_KAFKA_VERSION`` picks one.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from afkak.test.brokers.maven import cached_jars
 from afkak.testing.apache_kafka import ApacheKafkaUnavailable
 
 #: Connector releases tried after PySpark's own version, newest first.
-CONNECTOR_VERSIONS = ("4.3.0", "4.2.0", "4.1.1")
+CONNECTOR_VERSIONS = ("4.3.0", "4.2.0", "4.1.1", "4.0.0")
 ARTIFACTS = (
     "spark-sql-kafka-0-10_2.13",
     "spark-token-provider-kafka-0-10_2.13",
