@@ -170,35 +170,32 @@ def _encode_common(
             if any(k is not None for k in keys):
                 return None
             keys = None
-    if max(vlens) >= TABLE_LIMIT or (klens is not None and max(klens) >= TABLE_LIMIT):
+    if max(vlens) >= TABLE_LIMIT:
         return None
-    same_ts = deltas is None or (min(deltas) == 0 and max(deltas) == 0)
-    if not same_ts and (min(deltas) < 0 or max(deltas) >= TABLE_LIMIT):  # type: ignore[arg-type]
-        return None
+    same_ts = deltas is None or not any(deltas)
     # Record length: attributes, timestamp delta, offset delta, key, value and
-    # a header count of 0.
+    # a header count of 0; the columns after each record's length, by field.
     const = 2 + (keys is None) + same_ts
     lengths = map(add, map(FIELD.__getitem__, vlens), _SIZE_PLUS[const][:n])
-    if klens is not None:
-        lengths = map(add, lengths, map(FIELD.__getitem__, klens))
-    if not same_ts:
+    if same_ts:
+        time_columns: tuple[Iterable, ...] = (ATTR_TS0_ENC[:n],)
+    else:
+        if min(deltas) < 0 or max(deltas) >= TABLE_LIMIT:  # type: ignore[arg-type]
+            return None
         lengths = map(add, lengths, map(SIZE.__getitem__, deltas))  # type: ignore[arg-type]
+        time_columns = (map(ENC0.__getitem__, deltas), ENC[:n])  # type: ignore[arg-type]
+    if klens is None:
+        key_columns: tuple[Iterable, ...] = (map(NULL_ENC.__getitem__, vlens),)
+    else:
+        if max(klens) >= TABLE_LIMIT:
+            return None
+        lengths = map(add, lengths, map(FIELD.__getitem__, klens))
+        key_columns = (map(ENC.__getitem__, klens), keys, map(ENC.__getitem__, vlens))
     sizes = list(lengths)
     if max(sizes) >= TABLE_LIMIT:
         return None
-    columns: list[Iterable] = [map(ENC0.__getitem__, sizes)]  # previous header count, length
-    if same_ts:
-        columns.append(ATTR_TS0_ENC[:n])
-    else:
-        columns.append(map(ENC0.__getitem__, deltas))  # type: ignore[arg-type]
-        columns.append(ENC[:n])
-    if klens is None:
-        columns.append(map(NULL_ENC.__getitem__, vlens))
-    else:
-        columns.append(map(ENC.__getitem__, klens))
-        columns.append(keys)  # type: ignore[arg-type]
-        columns.append(map(ENC.__getitem__, vlens))
-    columns.append(values)
+    # previous header count and length, then each field
+    columns = [map(ENC0.__getitem__, sizes), *time_columns, *key_columns, values]
     width = len(columns)
     parts: list = [None] * (width * n)
     for i, column in enumerate(columns):

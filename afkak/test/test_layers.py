@@ -17,6 +17,7 @@ in sets, not compared with, not passed to ``from_errno``.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import tempfile
 import unittest
@@ -59,12 +60,29 @@ LAYERS = {
 }
 
 
+def _tree(path: str) -> ast.Module:
+    """*path* parsed once for every check (keyed by its size and time, so a file
+    changed while the suite runs is parsed again)."""
+    stat = os.stat(path)
+    return _parse(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _parse(path: str, mtime_ns: int, size: int) -> ast.Module:
+    with open(path, encoding="utf-8") as f:
+        return ast.parse(f.read(), path)
+
+
+@functools.cache
+def _import_nodes(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements anywhere in *tree* (its walk made once)."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+
+
 def _afkak_imports(path: str) -> set[str]:
     """The top-level afkak names (``client``, ``records`` ...) that *path* imports."""
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
     names = set()
-    for node in ast.walk(tree):
+    for node in _import_nodes(_tree(path)):
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -99,10 +117,8 @@ INTERLAYER = "_interlayer"
 
 def private_imports(path: str, package: str) -> list[str]:
     """Modules private to another afkak package that *path*, in *package*, imports."""
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
     found = []
-    for node in ast.walk(tree):
+    for node in _import_nodes(_tree(path)):
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -127,10 +143,8 @@ def declared_error_codes(path: str) -> list[str]:
     from afkak.common import BrokerResponseError
 
     names = {cls.message for cls in BrokerResponseError.errnos.values()}
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
     found = []
-    for node in tree.body:
+    for node in _tree(path).body:
         if (
             isinstance(node, ast.Assign)
             and isinstance(node.value, (ast.Constant, ast.UnaryOp))
@@ -156,10 +170,8 @@ def _names_a_code(node: ast.expr) -> bool:
 
 def raw_error_codes(path: str) -> list[str]:
     """Error codes written as numbers in *path*: sets, comparisons, ``from_errno(<int>)``."""
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
     found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Set) and all(map(_is_int, node.elts)):
             found.append((node.lineno, "set of numbers"))
         elif isinstance(node, ast.Compare):

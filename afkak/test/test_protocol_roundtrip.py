@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from afkak.protocol import ZERO_UUID, messages
 from afkak.protocol._message import FieldSpec, Message, Struct
 from afkak.protocol.messages import FetchResponse as F, MetadataResponse as M
+from afkak.test.helpers import property_examples
 
 _INTS = {
     "int8": (-(2**7), 2**7 - 1),
@@ -69,8 +70,9 @@ def all_message_classes() -> list[type[Message]]:
     return [getattr(messages, name) for name in sorted(messages._MODULES)]
 
 
+#: Per class and version: 12 under the "ci" profile, fewer in the quick suite.
 _SETTINGS = settings(
-    max_examples=12,
+    max_examples=property_examples(12),
     deadline=None,
     database=None,
     suppress_health_check=list(HealthCheck),

@@ -158,50 +158,49 @@ def handle_metadata(ctx: ConnectionHandler, request: MetadataRequest, version: i
     if request.topics is None or (version == 0 and not request.topics):
         topics = [_describe_topic(cluster, name) for name in sorted(cluster.topics)]
     else:
-        allow_create = cluster.auto_create_topics and (
-            version < 4 or request.allow_auto_topic_creation
+        allow_create = bool(
+            cluster.auto_create_topics
+            and (version < 4 or request.allow_auto_topic_creation)
+            and live
         )
-        topics = []
-        for asked in request.topics:
-            if version >= 10 and asked.name is None:
-                topic = cluster.topics_by_id.get(asked.topic_id)
-                if topic is None:
-                    topics.append(
-                        R.MetadataResponseTopic(
-                            error_code=UNKNOWN_TOPIC_ID,
-                            name=None if version >= 12 else "",
-                            topic_id=asked.topic_id,
-                        )
-                    )
-                else:
-                    topics.append(_describe_topic(cluster, topic.name))
-                continue
-            name = asked.name
-            if (
-                name is not None
-                and name not in cluster.topics
-                and allow_create
-                and live
-                and not topic_name_problem(name)
-            ):
-                cluster.create_topic(
-                    name,
-                    cluster.default_partitions,
-                    min(cluster.default_replication, len(live)),
-                )
-            if name in cluster.topics:
-                topics.append(_describe_topic(cluster, name))
-            else:
-                error = (
-                    code(InvalidTopic) if topic_name_problem(name) else UNKNOWN_TOPIC_OR_PARTITION
-                )
-                topics.append(R.MetadataResponseTopic(error_code=error, name=name))
+        topics = [
+            _topic_by_id(cluster, asked.topic_id, version)
+            if version >= 10 and asked.name is None
+            else _topic_by_name(cluster, asked.name, allow_create, len(live))
+            for asked in request.topics
+        ]
     return R(
         brokers=[R.MetadataResponseBroker(b.node_id, b.host, b.port, b.rack) for b in live],
         cluster_id=cluster.cluster_id,
         controller_id=live[0].node_id if live else -1,
         topics=topics,
     )
+
+
+def _topic_by_id(cluster: ClusterState, topic_id: Any, version: int) -> Any:
+    """The metadata of the topic asked for by its id (v10+), or UNKNOWN_TOPIC_ID."""
+    topic = cluster.topics_by_id.get(topic_id)
+    if topic is not None:
+        return _describe_topic(cluster, topic.name)
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=UNKNOWN_TOPIC_ID,
+        name=None if version >= 12 else "",
+        topic_id=topic_id,
+    )
+
+
+def _topic_by_name(cluster: ClusterState, name: str, allow_create: bool, live: int) -> Any:
+    """The metadata of the topic asked for by *name*, created first when the cluster
+    creates topics on demand (and *live* brokers can hold it)."""
+    problem = topic_name_problem(name)
+    if name not in cluster.topics and allow_create and not problem:
+        cluster.create_topic(
+            name, cluster.default_partitions, min(cluster.default_replication, live)
+        )
+    if name in cluster.topics:
+        return _describe_topic(cluster, name)
+    error = code(InvalidTopic) if problem else UNKNOWN_TOPIC_OR_PARTITION
+    return MetadataResponse.MetadataResponseTopic(error_code=error, name=name)
 
 
 def _describe_topic(cluster: ClusterState, name: str) -> Any:
@@ -270,35 +269,57 @@ def handle_create_topics(ctx: ConnectionHandler, request: CreateTopicsRequest, v
     return R(topics=results)
 
 
-def _placement(cluster: ClusterState, t: Any) -> tuple[str | None, int, list[list[int]]]:
+#: (problem, error code, replicas per partition): a topic's placement, or why it has none.
+_Placement = tuple[str | None, int, list[list[int]]]
+
+
+def _placement(cluster: ClusterState, t: Any) -> _Placement:
     """(problem, error code, replicas per partition) to create topic ``t``, as Kafka checks."""
+    refused = _creation_problem(cluster, t)
+    if refused is not None:
+        return refused[0], refused[1], []
+    if t.assignments:
+        return _assigned_placement(cluster, t)
+    return _spread_placement(cluster, t)
+
+
+def _creation_problem(cluster: ClusterState, t: Any) -> tuple[str, int] | None:
+    """Why topic ``t`` cannot be created wherever it goes: its name, its configs, or
+    a topic of that name already there."""
     problem = topic_name_problem(t.name)
     if problem:
-        return problem, code(InvalidTopic), []
+        return problem, code(InvalidTopic)
     if t.name in cluster.topics:
-        return f"Topic '{t.name}' already exists.", code(TopicAlreadyExists), []
+        return f"Topic '{t.name}' already exists.", code(TopicAlreadyExists)
     nulls = [c.name for c in t.configs if c.value is None]
     if nulls:
         return (
             f"Null value not supported for topic configs: {','.join(nulls)}",
             code(InvalidConfig),
+        )
+    return None
+
+
+def _assigned_placement(cluster: ClusterState, t: Any) -> _Placement:
+    """The replicas ``t`` assigns partition by partition, once checked."""
+    if t.num_partitions != -1 or t.replication_factor != -1:
+        return (
+            "assignments need num_partitions and replication_factor -1",
+            code(InvalidRequest),
             [],
         )
+    by_index = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+    if sorted(by_index) != list(range(len(by_index))) or any(
+        not ids or set(ids) - set(cluster.brokers) or len(set(ids)) != len(ids)
+        for ids in by_index.values()
+    ):
+        return "bad replica assignment", code(InvalidReplicaAssignment), []
+    return None, 0, [by_index[i] for i in range(len(by_index))]
+
+
+def _spread_placement(cluster: ClusterState, t: Any) -> _Placement:
+    """``t``'s partitions (or the cluster's default count) spread round the brokers up."""
     nodes = sorted(n for n, b in cluster.brokers.items() if b.up)
-    if t.assignments:
-        if t.num_partitions != -1 or t.replication_factor != -1:
-            return (
-                "assignments need num_partitions and replication_factor -1",
-                code(InvalidRequest),
-                [],
-            )
-        by_index = {a.partition_index: list(a.broker_ids) for a in t.assignments}
-        if sorted(by_index) != list(range(len(by_index))) or any(
-            not ids or set(ids) - set(cluster.brokers) or len(set(ids)) != len(ids)
-            for ids in by_index.values()
-        ):
-            return "bad replica assignment", code(InvalidReplicaAssignment), []
-        return None, 0, [by_index[i] for i in range(len(by_index))]
     partitions = cluster.default_partitions if t.num_partitions == -1 else t.num_partitions
     rf = cluster.default_replication if t.replication_factor == -1 else t.replication_factor
     if partitions <= 0:

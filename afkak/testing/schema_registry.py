@@ -124,49 +124,59 @@ class _AvroResolution:
         if isinstance(writer, list):
             return [p for w in writer for p in self.problems(reader, w, rns, wns, path)]
         if isinstance(reader, list):
-            for r in reader:
-                if not self.problems(r, writer, rns, wns, path):
-                    return []
+            if any(not self.problems(r, writer, rns, wns, path) for r in reader):
+                return []
             return [f"{path}: no branch of the reader's union reads the writer's {_kind(writer)}"]
         rk, wk = _kind(reader), _kind(writer)
-        if rk != wk:
-            if (
-                isinstance(reader, str)
-                and isinstance(writer, str)
-                and reader in _PROMOTIONS.get(writer, ())
-            ):
-                return []
-            return [f"{path}: the reader's {rk} cannot read the writer's {wk}"]
-        if rk == "record":
-            key = (reader["name"], writer["name"])
-            if key in self.seen:
-                return []
-            self.seen.add(key)
-            written = {f["name"]: f for f in writer["fields"]}
-            out = []
-            for field in reader["fields"]:
-                w = written.get(field["name"])
-                where = f"{path}.{field['name']}"
-                if w is None:
-                    if "default" not in field:
-                        out.append(
-                            f"{where}: the reader's field has no default"
-                            " and the writer has no such field"
-                        )
-                else:
-                    out += self.problems(field["type"], w["type"], rns, wns, where)
-            return out
-        if rk == "enum":
+        if rk == wk:
+            return self._same_kind_problems(rk, reader, writer, rns, wns, path)
+        if (
+            isinstance(reader, str)
+            and isinstance(writer, str)
+            and reader in _PROMOTIONS.get(writer, ())
+        ):
+            return []
+        return [f"{path}: the reader's {rk} cannot read the writer's {wk}"]
+
+    def _same_kind_problems(
+        self, kind: str, reader: Any, writer: Any, rns: str, wns: str, path: str
+    ) -> list[str]:
+        """What stops *reader* reading *writer*, both of *kind* (a primitive: nothing)."""
+        if kind == "record":
+            return self._record_problems(reader, writer, rns, wns, path)
+        if kind == "enum":
             missing = set(writer["symbols"]) - set(reader["symbols"])
             if missing and "default" not in reader:
                 return [f"{path}: the reader's enum lacks {sorted(missing)}"]
-        elif rk == "fixed" and reader["size"] != writer["size"]:
+        elif kind == "fixed" and reader["size"] != writer["size"]:
             return [f"{path}: fixed sizes {reader['size']} and {writer['size']} differ"]
-        elif rk == "array":
+        elif kind == "array":
             return self.problems(reader["items"], writer["items"], rns, wns, path + "[]")
-        elif rk == "map":
+        elif kind == "map":
             return self.problems(reader["values"], writer["values"], rns, wns, path + "{}")
         return []
+
+    def _record_problems(
+        self, reader: Any, writer: Any, rns: str, wns: str, path: str
+    ) -> list[str]:
+        """Each reader's field read from the writer's field of its name, or its default
+        (a pair of records already being compared, in a recursive schema, is not again)."""
+        key = (reader["name"], writer["name"])
+        if key in self.seen:
+            return []
+        self.seen.add(key)
+        written = {f["name"]: f for f in writer["fields"]}
+        out = []
+        for field in reader["fields"]:
+            w = written.get(field["name"])
+            where = f"{path}.{field['name']}"
+            if w is not None:
+                out += self.problems(field["type"], w["type"], rns, wns, where)
+            elif "default" not in field:
+                out.append(
+                    f"{where}: the reader's field has no default and the writer has no such field"
+                )
+        return out
 
 
 def _kind(schema: Any) -> str:
