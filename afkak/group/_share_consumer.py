@@ -36,7 +36,7 @@ from afkak.common import (
     KafkaError,
     TopicAndPartition,
 )
-from afkak.consumer._deserialize import Deserializing, checked, deserializing
+from afkak.consumer.deserialize import Deserializing, checked, deserializing
 from afkak.protocol.messages import (
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,

@@ -76,7 +76,9 @@ class ReactorThreadsTestCase(SynchronousTestCase):
             reactor.threadpool = None  # type: ignore[attr-defined]
 
 
-class RegistryOverHTTPTests(ReactorThreadsTestCase):
+class ServedRegistryTestCase(ReactorThreadsTestCase):
+    """The in-memory registry served by a child process at ``url``, for the class."""
+
     server: ClassVar[subprocess.Popen[str]]
     url: ClassVar[str]
 
@@ -95,6 +97,8 @@ class RegistryOverHTTPTests(ReactorThreadsTestCase):
         cls.server.terminate()
         cls.server.wait(10)
 
+
+class RegistryOverHTTPTests(ServedRegistryTestCase):
     def setUp(self) -> None:
         self.ours = SchemaRegistryClient(self.url, reactor)
         self.theirs = ConfluentClient({"url": self.url})
