@@ -5,7 +5,6 @@ constants, as in afkak 21.
 """
 
 from afkak.consumer._consumer import Consumer
-from afkak.consumer._deserialize import PreparingDeserializer
 from afkak.consumer._options import (
     AUTO_COMMIT_INTERVAL,
     AUTO_COMMIT_MSG_COUNT,
@@ -16,6 +15,7 @@ from afkak.consumer._options import (
     REQUEST_RETRY_MIN_DELAY,
 )
 from afkak.consumer._retry import REQUEST_RETRY_FACTOR
+from afkak.consumer.deserialize import PreparingDeserializer
 from afkak.consumer.positions import OffsetAndMetadata
 
 __all__ = [

@@ -37,7 +37,6 @@ from afkak.metrics import CLIENT, FETCH, NODE, ConsumerSensors, MetricName, regi
 from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
-from ._deserialize import checked, deserializing
 from ._fetch_ahead import FetchAhead, SlotState
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
@@ -51,6 +50,7 @@ from ._options import (
     resolve,
 )
 from ._states import TABLE, TRANSITIONS, ConsumerEvent, ConsumerState
+from .deserialize import checked, deserializing
 from .positions import (
     OffsetAndMetadata,
     StartOffsets,

@@ -42,8 +42,10 @@ class ShareRecord:
     partition: int
     offset: int
     timestamp: int
-    key: bytes | None
-    value: bytes | None
+    #: bytes, or what the consumer's key deserializer made of them.
+    key: Any
+    #: bytes, or what the consumer's value deserializer made of them.
+    value: Any
     headers: tuple[tuple[str, bytes | None], ...]
     #: 1 on the first delivery; more after releases and lock timeouts.
     delivery_count: int
@@ -82,6 +84,11 @@ class Acknowledgements:
         if counts:
             self.pending.setdefault(tp, {}).update(dict.fromkeys(counts, GAP))
         return out
+
+    def handed_out(self, records: list[ShareRecord]) -> None:
+        """Delivered records as the application got them (keys and values deserialized)."""
+        for r in records:
+            self.delivered[TopicAndPartition(r.topic, r.partition)][r.offset] = r
 
     def acknowledge(self, record: ShareRecord, kind: AcknowledgeType) -> None:
         """Settle one delivered record (ValueError: not delivered, or settled already)."""

@@ -36,6 +36,7 @@ from afkak.common import (
     KafkaError,
     TopicAndPartition,
 )
+from afkak.consumer.deserialize import Deserializing, checked, deserializing
 from afkak.protocol.messages import (
     ShareAcknowledgeRequest,
     ShareAcknowledgeResponse,
@@ -79,6 +80,12 @@ class ShareConsumer:
     requires :meth:`acknowledge` for every record first.  *max_records* bounds a
     batch per broker; *max_wait_ms* is how long a ShareFetch waits for records.
     *heartbeat_interval_ms* is used until the coordinator gives its own.
+    *key_deserializer* and *value_deserializer* (as :class:`~afkak.consumer.Consumer`'s)
+    turn each record's key and value into the application's objects before a
+    batch is handed out; one that must look something up first (a
+    :class:`~afkak.consumer.PreparingDeserializer`, such as a Schema Registry
+    deserializer meeting a new schema id) is waited for without blocking the
+    reactor.  A deserializer's error fails the call and releases the batch.
     """
 
     def __init__(
@@ -93,6 +100,8 @@ class ShareConsumer:
         max_wait_ms: int = 500,
         heartbeat_interval_ms: int = 5000,
         member_id: str | None = None,
+        key_deserializer: Callable[[bytes], Any] | None = None,
+        value_deserializer: Callable[[bytes], Any] | None = None,
     ) -> None:
         if not isinstance(group_id, str) or not group_id:
             raise ValueError("group_id must be a non-empty string")
@@ -110,6 +119,10 @@ class ShareConsumer:
         self.acknowledgement_mode = acknowledgement_mode
         self.max_records = max_records
         self.max_wait_ms = max_wait_ms
+        self._deserialize = deserializing(
+            checked("key_deserializer", key_deserializer),
+            checked("value_deserializer", value_deserializer),
+        )
         self.member = ShareMember(
             client,
             group_id,
@@ -253,8 +266,28 @@ class ShareConsumer:
                 records = []
             else:
                 failures = 0
+            if records and self._deserialize is not None:
+                return await self._deserialized(self._deserialize, records)
             if records or reactor.seconds() >= deadline:
                 return records
+
+    async def _deserialized(
+        self, deserialize: Deserializing, records: list[ShareRecord]
+    ) -> list[ShareRecord]:
+        """*records* with their keys and values deserialized; if that fails or
+        is cancelled, they are released (the batch is all that is delivered)."""
+        try:
+            ready = deserialize.prepare_fields(
+                lambda field: (r.value if field else r.key for r in records)
+            )
+            if ready is not None:
+                await ready
+            records = deserialize.evolved(records)
+        except BaseException:
+            self._acks.settle_all(AcknowledgeType.RELEASE)
+            raise
+        self._acks.handed_out(records)
+        return records
 
     def _until_assigned(self, seconds: float) -> Deferred[None]:
         waiter = self._assignment_waiter = Deferred(lambda _: timer.cancel())

@@ -33,7 +33,7 @@ from ._strategies import (
 from ._wire import frame, schema_id_of
 
 if TYPE_CHECKING:
-    from ._avro import AvroDeserializer, AvroSerializer
+    from ._avro import AvroDeserializer, AvroSerializer, single_schema_avro_decoder
     from ._json_schema import JSONSchemaDeserializer, JSONSchemaSerializer
     from ._protobuf import ProtobufDeserializer, ProtobufSerializer, registered_message_class
 
@@ -67,6 +67,7 @@ __all__ = [
     "record_subject_name_strategy",
     "registered_message_class",
     "schema_id_of",
+    "single_schema_avro_decoder",
     "topic_record_subject_name_strategy",
     "topic_subject_name_strategy",
 ]
@@ -77,6 +78,7 @@ def __getattr__(name: str) -> object:
     modules = {
         "AvroSerializer": "_avro",
         "AvroDeserializer": "_avro",
+        "single_schema_avro_decoder": "_avro",
         "JSONSchemaSerializer": "_json_schema",
         "JSONSchemaDeserializer": "_json_schema",
         "ProtobufSerializer": "_protobuf",

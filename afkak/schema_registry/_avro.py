@@ -14,8 +14,8 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from ._client import SchemaRegistryClient
 from ._schema import AVRO, Schema
-from ._serde import Decoder, RegistryDeserializer, RegistrySerializer, typed_schema
-from ._wire import HEADER_SIZE
+from ._serde import Decoder, RegistryDeserializer, RegistrySerializer, decoded, typed_schema
+from ._wire import HEADER_SIZE, schema_id_of
 
 
 def _loads(schema_str: str) -> Any:
@@ -94,15 +94,29 @@ class AvroDeserializer(RegistryDeserializer):
         if self._reader is not None and self._parsed_reader is None:
             self._parsed_reader = parsed_avro(self._reader, references)
         reader = self._parsed_reader
-        if _is_bytes(writer):
-            return lambda data: data[HEADER_SIZE:]
+        return frame_decoder(writer, reader)
 
-        def decode(data: bytes) -> Any:
-            payload = BytesIO(data)
-            payload.seek(HEADER_SIZE)
-            record = schemaless_reader(payload, writer, reader)
-            if payload.tell() != len(data):
-                raise ValueError(f"{len(data) - payload.tell()} bytes left after the record")
-            return record
 
-        return decode
+def frame_decoder(writer: Any, reader: Any = None) -> Decoder:
+    """Decodes whole frames (their header skipped, not checked) written with the
+    parsed *writer* schema, as the parsed *reader* (None: as written)."""
+    if _is_bytes(writer):
+        return lambda data: data[HEADER_SIZE:]
+
+    def decode(data: bytes) -> Any:
+        payload = BytesIO(data)
+        payload.seek(HEADER_SIZE)
+        record = schemaless_reader(payload, writer, reader)
+        if payload.tell() != len(data):
+            raise ValueError(f"{len(data) - payload.tell()} bytes left after the record")
+        return record
+
+    return decode
+
+
+def single_schema_avro_decoder(schema: str | Schema) -> Decoder:
+    """Decodes frames all with *schema*, whatever their schema id: no registry, as
+    Spark's ``from_avro`` reads the payload.  A record that is not the wire format or
+    does not match raises :class:`DeserializationError`."""
+    decode = frame_decoder(parsed_avro(typed_schema(schema, AVRO), []))
+    return lambda data: decoded(decode, data, schema_id_of(data))

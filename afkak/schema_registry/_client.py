@@ -20,8 +20,11 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from twisted.internet.defer import CancelledError, Deferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from twisted.web.iweb import IPolicyForHTTPS
+from zope.interface import implementer
 
 from afkak._retry import RetryPolicy, retry_backoff, retrying
+from afkak.connection import TLS
 
 from ._errors import SchemaRegistryError
 from ._schema import RegisteredSchema, Schema
@@ -47,19 +50,25 @@ class HTTPClient(Protocol):
     ) -> Any: ...
 
 
-def _default_http(reactor: Any, tls_trust_root: str | None) -> HTTPClient:
+def _default_http(reactor: Any, tls: TLS | None) -> HTTPClient:
     from treq.client import HTTPClient as TreqClient
     from twisted.web.client import Agent, BrowserLikePolicyForHTTPS, HTTPConnectionPool
 
-    policy = BrowserLikePolicyForHTTPS()
-    if tls_trust_root is not None:
-        from twisted.internet.ssl import Certificate
-
-        with open(tls_trust_root, "rb") as f:
-            policy = BrowserLikePolicyForHTTPS(trustRoot=Certificate.loadPEM(f.read()))
+    policy = BrowserLikePolicyForHTTPS() if tls is None else _TLSPolicy(tls)
     pool = HTTPConnectionPool(reactor)
     client: HTTPClient = TreqClient(Agent(reactor, contextFactory=policy, pool=pool))
     return client
+
+
+@implementer(IPolicyForHTTPS)
+class _TLSPolicy:
+    """The Agent's ``IPolicyForHTTPS`` from an afkak :class:`~afkak.connection.TLS`."""
+
+    def __init__(self, tls: TLS) -> None:
+        self._tls = tls
+
+    def creatorForNetloc(self, hostname: bytes, port: int) -> Any:
+        return self._tls.creator(hostname.decode("ascii"))
 
 
 class SchemaRegistryClient:
@@ -70,9 +79,12 @@ class SchemaRegistryClient:
         them in the URL: ``https://user:password@host``).
     :param bearer_token: a token (or a function returning one, asked at each
         request) sent as ``Authorization: Bearer``.
+    :param tls: for ``https`` URLs, an :class:`afkak.connection.TLS` (the CA
+        that signed the registry's certificate, a client certificate for
+        mutual TLS, host name verification), as for brokers; None trusts the
+        system's CAs.
     :param http: a treq-like client (``treq.testing.StubTreq`` in tests); by
-        default treq over a pooled Agent, trusting the system's CAs or
-        *tls_trust_root* (a PEM file) for ``https`` URLs.
+        default treq over a pooled Agent.
     :param retry_policy: waits between attempts (``afkak._retry.backoff_policy``).
     :param max_attempts: attempts per call before failing (0: no limit).
     :param timeout: seconds an attempt may take.
@@ -88,7 +100,7 @@ class SchemaRegistryClient:
         auth: tuple[str, str] | None = None,
         bearer_token: str | Callable[[], str] | None = None,
         http: HTTPClient | None = None,
-        tls_trust_root: str | None = None,
+        tls: TLS | None = None,
         retry_policy: RetryPolicy | None = None,
         max_attempts: int = 3,
         timeout: float = 30.0,
@@ -98,6 +110,10 @@ class SchemaRegistryClient:
             raise TypeError(f"url must be a non-empty str, not {url!r}")
         if auth is not None and bearer_token is not None:
             raise ValueError("give auth or bearer_token, not both")
+        if tls is not None and not isinstance(tls, TLS):
+            raise TypeError(f"tls must be an afkak.connection.TLS or None, not {tls!r}")
+        if tls is not None and http is not None:
+            raise ValueError("tls is for the default HTTP client: give tls or http, not both")
         self._urls: list[str] = []
         for one in url.split(","):
             parts = urlsplit(one.strip())
@@ -111,7 +127,7 @@ class SchemaRegistryClient:
         self._auth = auth
         self._bearer_token = bearer_token
         self.reactor = reactor
-        self._http = http if http is not None else _default_http(reactor, tls_trust_root)
+        self._http = http if http is not None else _default_http(reactor, tls)
         self._retry_policy = retry_policy if retry_policy is not None else retry_backoff()
         self._max_attempts = max_attempts
         self._timeout = timeout

@@ -165,6 +165,16 @@ Decoder = Callable[[bytes], Any]
 """Decodes a whole frame (its header included) with one schema."""
 
 
+def decoded(decoder: Decoder, data: bytes, schema_id: int) -> Any:
+    """``decoder(data)``; a payload it cannot decode is a :class:`DeserializationError`."""
+    try:
+        return decoder(data)
+    except Exception as e:
+        raise DeserializationError(
+            f"the payload does not match schema id {schema_id}: {e!r}", data, schema_id
+        ) from e
+
+
 class RegistryDeserializer(ABC):
     """Turns the Confluent wire format back into objects, fetching unknown schemas.
 
@@ -244,12 +254,7 @@ class RegistryDeserializer(ABC):
                 raise DeserializationError(
                     f"schema id {schema_id} is unknown: {why}", data, schema_id
                 )
-            try:
-                return decoder(data)
-            except Exception as e:
-                raise DeserializationError(
-                    f"the payload does not match schema id {schema_id}: {e!r}", data, schema_id
-                ) from e
+            return decoded(decoder, data, schema_id)
         except DeserializationError as e:
             if self._raise:
                 raise

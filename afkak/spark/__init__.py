@@ -2,8 +2,10 @@
 
 ``spark.dataSource.register(AfkakDataSource)``, then ``spark.read.format("afkak")``,
 ``readStream``, ``write`` and ``writeStream`` with the options of Spark's Kafka
-connector.  Installing the extra also registers the format by itself (through
-the top-level module ``pyspark_afkak``).  See ``docs/spark.rst``.
+connector; :func:`from_confluent_avro` decodes a column of Confluent-framed
+Avro records (``docs/schema-registry.rst``).  Installing the extra also
+registers the format by itself (through the top-level module ``pyspark_afkak``).
+See ``docs/spark.rst``.
 """
 
 try:
@@ -14,9 +16,10 @@ except ImportError as e:
         f"afkak.spark needs PySpark 4.2+ and pyarrow: pip install 'afkak[spark]' ({e})"
     ) from e
 
+from afkak.spark._confluent_avro import from_confluent_avro
 from afkak.spark._options import OptionError
 from afkak.spark._planning import DataLossError
 from afkak.spark._rows import RowError
 from afkak.spark._source import AfkakDataSource
 
-__all__ = ["AfkakDataSource", "DataLossError", "OptionError", "RowError"]
+__all__ = ["AfkakDataSource", "DataLossError", "OptionError", "RowError", "from_confluent_avro"]

@@ -66,6 +66,7 @@ BROKER_MODULES = frozenset(
         "test_spark_cluster",  # a Spark standalone master and two workers, on Apache Kafka
         "test_spark_exactly_once",  # the exactly-once sink through a driver crash, on Apache Kafka
         "test_spark_kafka_parity",  # Spark's Kafka connector against afkak's, on Apache Kafka
+        "test_spark_schema_registry",  # from_confluent_avro against from_avro, on Apache Kafka
         "test_spark_source",  # a local Spark session against Tansu
         "test_testing_embedded",  # EmbeddedBroker
     }

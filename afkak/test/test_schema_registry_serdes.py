@@ -7,9 +7,11 @@ import json
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from twisted.internet.defer import CancelledError
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
+from afkak import ShareConsumer
 from afkak.schema_registry import (
     AvroDeserializer,
     AvroSerializer,
@@ -28,6 +30,7 @@ from afkak.schema_registry import (
 )
 from afkak.test.test_consumer import ConsumerTestCase, Recorder
 from afkak.test.test_schema_registry import ADDRESS, PERSON, USER, USER_V2
+from afkak.test.test_share_consumer import TOPIC, ShareTestCase
 from afkak.testing.schema_registry import InMemorySchemaRegistry
 
 ORDER_JSON = json.dumps(
@@ -353,3 +356,83 @@ class ConsumerDecodingTests(ConsumerTestCase):
         self.registry.unavailable = False
         self.clock.advance(5)
         self.assertEqual(p.calls, [])
+
+
+class ShareConsumerDecodingTests(ShareTestCase):
+    """A share consumer's batches wait for their schemas without blocking the reactor."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.registry = InMemorySchemaRegistry()
+        self.serializer = AvroSerializer(self.registry.client(self.clock), USER, topic=TOPIC)
+        self.successResultOf(self.serializer.prepare())
+        self.reader_client = self.registry.client(
+            self.clock, retry_policy=lambda n: 0.5, max_attempts=3
+        )
+
+    def append(self, *values: Any) -> None:
+        self.cluster.append(
+            TOPIC, 0, [v if isinstance(v, bytes) else self.serializer({"name": v}) for v in values]
+        )
+
+    def decoding(self, **options: Any) -> ShareConsumer:
+        return self.consumer(
+            "a", value_deserializer=AvroDeserializer(self.reader_client, **options)
+        )
+
+    def test_a_batch_waits_for_its_schema_and_is_acknowledged_decoded(self) -> None:
+        self.append("a", "b")
+        self.registry.unavailable = True
+        c = self.consumer(
+            "a",
+            acknowledgement_mode="explicit",
+            key_deserializer=bytes.decode,
+            value_deserializer=AvroDeserializer(self.reader_client),
+        )
+        d = c.getmany(timeout_ms=500)
+        self.advance(1.5)
+        self.assertNoResult(d)
+        self.assertTrue(self.clock.getDelayedCalls(), "the reactor keeps running")
+        self.registry.unavailable = False
+        self.advance(0.5)
+        records = self.successResultOf(d)
+        self.assertEqual([r.value for r in records], [{"name": "a"}, {"name": "b"}])
+        self.assertEqual([r.offset for r in records], [0, 1])
+        for r in records:
+            c.acknowledge(r)
+        self.assertEqual(self.pull(c), [])
+        self.assertEqual(self.start_offset(0), 2)
+
+    def test_a_registry_down_fails_only_its_records(self) -> None:
+        self.append("a", b"\x07junk")
+        self.registry.unavailable = True
+        errors = self.pull(self.decoding(), timeout_ms=3000)
+        self.assertEqual([type(r.value) for r in errors], [DeserializationError] * 2)
+        self.assertIn("503", str(errors[0].value))
+        self.assertEqual(errors[1].value.data, b"\x07junk")
+
+    def test_a_raising_deserializer_fails_the_call_and_releases_the_batch(self) -> None:
+        self.append("a", b"\x07junk")
+        c = self.decoding(on_error="raise")
+        d = c.getmany(timeout_ms=500)
+        self.advance(2)
+        self.failureResultOf(d, DeserializationError)
+        d = c.getmany(timeout_ms=500)
+        self.advance(2)
+        self.failureResultOf(d, DeserializationError)
+        self.assertEqual(self.start_offset(0), 0, "nothing accepted")
+        state = self.coordinator.partitions["sg", TOPIC, 0]
+        self.assertEqual(state.records[0].delivery_count, 2)
+
+    def test_cancelling_while_a_schema_is_fetched_releases_the_batch(self) -> None:
+        self.append("a")
+        self.registry.unavailable = True
+        c = self.decoding()
+        d = c.getmany(timeout_ms=500)
+        self.advance(1.2)
+        self.assertNoResult(d)
+        d.cancel()
+        self.failureResultOf(d, CancelledError)
+        self.registry.unavailable = False
+        records = self.pull(c)
+        self.assertEqual([(r.value, r.delivery_count) for r in records], [({"name": "a"}, 2)])

@@ -381,6 +381,7 @@ class ShareConsumerTests(ShareTestCase):
         self.assertRaises(ValueError, ShareConsumer, client, "g", acknowledgement_mode="auto")
         self.assertRaises(ValueError, ShareConsumer, client, "g", max_records=0)
         self.assertRaises(TypeError, ShareConsumer, client, "g", processor=1)
+        self.assertRaises(TypeError, ShareConsumer, client, "g", value_deserializer=b"")
         self.assertRaises(ValueError, ShareConsumer(client, "g").start)
         self.assertRaises(ValueError, self.consumers[0].getmany, -1)
 

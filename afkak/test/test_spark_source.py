@@ -34,7 +34,7 @@ from afkak.common import Message, ProduceRequest
 from afkak.message_set import MessageSet
 from afkak.partitioner import murmur2
 from afkak.test.brokers import Broker, client_config, consume, produce, shared_broker
-from afkak.test.brokers.spark_kafka import spark_jars_option
+from afkak.test.brokers.spark_kafka import avro_jar, spark_jars_option
 from afkak.test.helpers import wait
 from afkak.testing.apache_kafka import ApacheKafkaUnavailable
 
@@ -55,14 +55,19 @@ SEAL = b"\x00seal"
 
 
 def _connector_jars() -> str:
-    """``spark.jars``: Spark's own Kafka connector when it resolves, else none.
+    """``spark.jars``: Spark's own Kafka connector and Avro functions, each when it
+    resolves.
 
     On the classpath from the JVM's start whichever module starts the session first,
-    so ``test_spark_kafka_parity`` finds ``format("kafka")`` in any test order."""
-    try:
-        return spark_jars_option()
-    except ApacheKafkaUnavailable:
-        return ""
+    so ``test_spark_kafka_parity`` finds ``format("kafka")`` and
+    ``test_spark_schema_registry`` ``from_avro`` in any test order."""
+    jars = []
+    for resolve in (spark_jars_option, avro_jar):
+        try:
+            jars.append(resolve())
+        except ApacheKafkaUnavailable:
+            pass
+    return ",".join(jars)
 
 
 def spark_session() -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Callable
 
 from afkak.test.brokers.maven import cached_jars
 from afkak.testing.apache_kafka import ApacheKafkaUnavailable
@@ -31,6 +32,7 @@ ARTIFACTS = (
     "commons-pool2",
 )
 _POM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-kafka-pom.xml")
+_AVRO_POM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark-avro-pom.xml")
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -47,6 +49,18 @@ def connector_jars(pyspark_version: str | None = None) -> list[str]:
     """The connector's four jars for the installed PySpark (see the module docstring).
 
     Raises :exc:`ApacheKafkaUnavailable` when no candidate version resolves."""
+    return _first_resolving("Spark's Kafka connector", _cached, pyspark_version)
+
+
+def avro_jar(pyspark_version: str | None = None) -> str:
+    """``spark-avro_2.13`` (``from_avro``) for the installed PySpark, as the connector's
+    versions are chosen."""
+    return _first_resolving("Spark's Avro functions", _cached_avro, pyspark_version)[0]
+
+
+def _first_resolving(
+    what: str, resolve: Callable[[str], list[str]], pyspark_version: str | None
+) -> list[str]:
     if pyspark_version is None:
         import pyspark
 
@@ -55,10 +69,10 @@ def connector_jars(pyspark_version: str | None = None) -> list[str]:
     failures = []
     for version in [wanted] if wanted else candidate_versions(pyspark_version):
         try:
-            return _cached(version)
+            return resolve(version)
         except ApacheKafkaUnavailable as e:
             failures.append(f"{version}: {e}")
-    raise ApacheKafkaUnavailable("Spark's Kafka connector did not resolve:\n" + "\n".join(failures))
+    raise ApacheKafkaUnavailable(f"{what} did not resolve:\n" + "\n".join(failures))
 
 
 def spark_jars_option(pyspark_version: str | None = None) -> str:
@@ -80,5 +94,16 @@ def _cached(version: str) -> list[str]:
         _POM,
         {"includeArtifactIds": ",".join(ARTIFACTS), "spark.version": version},
         lambda staging: len(os.listdir(staging)) == len(ARTIFACTS),
+    )
+    return sorted(glob.glob(os.path.join(directory, "*.jar")))
+
+
+def _cached_avro(version: str) -> list[str]:
+    directory = cached_jars(
+        "spark-avro",
+        version,
+        _AVRO_POM,
+        {"includeArtifactIds": "spark-avro_2.13", "spark.version": version},
+        lambda staging: len(os.listdir(staging)) == 1,
     )
     return sorted(glob.glob(os.path.join(directory, "*.jar")))

@@ -10,9 +10,10 @@ return, without blocking the reactor and keeping the records' order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import attrs
 from twisted.internet.defer import Deferred, DeferredList
 
 from afkak.common import Message, SourcedMessage
@@ -55,10 +56,13 @@ class Deserializing:
 
     def prepare(self, messages: list[SourcedMessage]) -> Deferred[Any] | None:
         """None when *messages* can be converted now, else a Deferred firing when they can."""
+        return self.prepare_fields(lambda field: (m.message[2 + field] for m in messages))
+
+    def prepare_fields(self, data: Callable[[int], Iterable[bytes | None]]) -> Deferred[Any] | None:
+        """:meth:`prepare` for records of any shape: *data(0)* their keys, *data(1)* values."""
         waits = []
         for deserializer, field in self._preparing:
-            data = [m.message[2 + field] for m in messages]
-            wait = deserializer.prepare([d for d in data if d is not None])
+            wait = deserializer.prepare([d for d in data(field) if d is not None])
             if wait is not None:
                 waits.append(wait)
         if not waits:
@@ -81,6 +85,19 @@ class Deserializing:
             if old.headers:
                 message.headers = old.headers
             out.append(new(SourcedMessage, (m.topic, m.partition, m.offset, message)))
+        return out
+
+    def evolved(self, records: list[Any]) -> list[Any]:
+        """*records* (attrs classes with ``key`` and ``value`` fields) deserialized."""
+        key, value = self._key, self._value
+        out = []
+        for r in records:
+            k, v = r.key, r.value
+            if key is not None and k is not None:
+                k = key(k)
+            if value is not None and v is not None:
+                v = value(v)
+            out.append(attrs.evolve(r, key=k, value=v))
         return out
 
 
