@@ -8,6 +8,7 @@ client decides when to ask a broker and hands the converted answer here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 from uuid import UUID
 
 import attrs
@@ -25,13 +26,14 @@ class MetadataSnapshot:
     ``topics`` maps each topic name to its :class:`TopicMetadata` (whose
     ``partition_metadata`` is a ``{partition: PartitionMetadata}`` dict);
     ``topic_ids`` holds the ids of the topics that have one (Metadata v10+),
-    ``leader_epochs`` each partition's leader epoch (Metadata v7+; KIP-320).
+    ``leader_epochs`` each topic's ``{partition: leader epoch}`` (Metadata v7+;
+    KIP-320).
     """
 
     brokers: Mapping[int, BrokerMetadata]
     topics: Mapping[str, TopicMetadata]
     topic_ids: Mapping[str, UUID] = attrs.field(factory=dict)
-    leader_epochs: Mapping[TopicAndPartition, int] = attrs.field(factory=dict)
+    leader_epochs: Mapping[str, Mapping[int, int]] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -72,21 +74,35 @@ class MetadataCache:
 
         Every Metadata response lists all live brokers, so a broker missing from
         a non-empty list has left the cluster: its leaderships and coordinator
-        roles are forgotten.
+        roles are forgotten.  What did not change keeps its objects (a topic's
+        partition list, each partition's :class:`PartitionMetadata`, the
+        brokers), so that a periodic refresh of an unchanged cluster writes
+        nothing, and what holds a reference (the producer's partitioner) sees
+        that nothing moved.
         """
         changes = self.update_brokers(snapshot.brokers.values(), complete=bool(snapshot.brokers))
+        brokers = {node_id: self.brokers[node_id] for node_id in snapshot.brokers}
+        if self.leader_hints:  # the metadata supersedes the hints about its topics
+            for key in [k for k in self.leader_hints if k.topic in snapshot.topics]:
+                del self.leader_hints[key]
+        no_epochs: Mapping[int, int] = {}
         for topic, topic_meta in snapshot.topics.items():
             topic_id = snapshot.topic_ids.get(topic)
-            recreated = topic_id != self.topic_ids.get(topic)
+            if topic_id != self.topic_ids.get(topic):  # new, or deleted and created again
+                self._forget_partitions(topic)
+                self.topic_ids.pop(topic, None)
             self._merge_topic(
-                topic, topic_meta, snapshot.brokers, snapshot.leader_epochs, recreated
+                topic, topic_meta, brokers, snapshot.leader_epochs.get(topic, no_epochs)
             )
             if topic_id is not None:
                 self.topic_ids[topic] = topic_id
         return changes
 
     def update_brokers(self, brokers: Iterable[BrokerMetadata], complete: bool) -> BrokerChanges:
-        """Record broker addresses; with *complete*, drop brokers not listed."""
+        """Record broker addresses; with *complete*, drop brokers not listed.
+
+        A broker listed as it was keeps its cached object.
+        """
         listed = {b.node_id: b for b in brokers}
         moved = frozenset(
             node_id
@@ -94,7 +110,9 @@ class MetadataCache:
             if node_id in self.brokers and self.brokers[node_id] != b
         )
         removed = frozenset(set(self.brokers) - set(listed)) if complete else frozenset()
-        self.brokers.update(listed)
+        for node_id, broker in listed.items():
+            if self.brokers.get(node_id) != broker:
+                self.brokers[node_id] = broker
         for node_id in removed:
             del self.brokers[node_id]
         if moved or removed:
@@ -120,39 +138,64 @@ class MetadataCache:
         topic: str,
         meta: TopicMetadata,
         brokers: Mapping[int, BrokerMetadata],
-        epochs: Mapping[TopicAndPartition, int],
-        recreated: bool = False,
+        epochs: Mapping[int, int],
     ) -> None:
-        """Replace the topic's partitions, keeping those the answer knows less of.
+        """Update the topic's partitions in place, keeping those the answer knows less of.
 
         As the Java client (KIP-320), a partition whose leader epoch in the
         answer is older than the cached one comes from a broker that has not
-        heard of the new leader yet: the cached leader stays (not for a
-        *recreated* topic, whose epochs start again).
+        heard of the new leader yet: the cached leader stays (a recreated
+        topic was forgotten first: its epochs start again).  The dicts are
+        looked up with plain ``(topic, partition)`` tuples, equal to their
+        :class:`TopicAndPartition` keys: an update keeps the key it replaces.
         """
-        kept = {
-            key: (self.partition_meta[key], self.topics_to_brokers.get(key), epoch)
-            for key, epoch in self.leader_epochs.items()
-            if not recreated and key.topic == topic and epochs.get(key, epoch) < epoch
-        }
-        self.reset_topics(topic)
         self.topic_errors[topic] = meta.topic_error_code
         partitions = meta.partition_metadata
+        known = self.topic_partitions.get(topic)
         if not partitions:
+            self._forget_partitions(topic)
             return
-        self.topic_partitions[topic] = sorted(partitions)
+        if (
+            known is None
+            or len(known) != len(partitions)
+            or any(p not in partitions for p in known)
+        ):
+            for gone in set(known or ()) - set(partitions):
+                self._forget_partition((topic, gone))
+            self.topic_partitions[topic] = sorted(partitions)
+        partition_meta, leaders, leader_epochs = (
+            self.partition_meta,
+            self.topics_to_brokers,
+            self.leader_epochs,
+        )
+        key: Any
         for partition, part_meta in partitions.items():
-            key = TopicAndPartition(topic, partition)
-            if key in kept:
-                self.partition_meta[key], self.topics_to_brokers[key], self.leader_epochs[key] = (
-                    kept[key]
-                )
+            key = (topic, partition)
+            epoch = epochs.get(partition, -1)
+            cached = partition_meta.get(key)
+            if cached is None:
+                key = TopicAndPartition(topic, partition)
+            elif 0 <= epoch < leader_epochs.get(key, -1):
                 continue
-            self.partition_meta[key] = part_meta
-            self.topics_to_brokers[key] = brokers.get(part_meta.leader)
-            epoch = epochs.get(key, -1)
+            if cached != part_meta:
+                partition_meta[key] = part_meta
+            leader = brokers.get(part_meta.leader)
+            if cached is None or leaders.get(key) is not leader:
+                leaders[key] = leader
             if epoch >= 0:
-                self.leader_epochs[key] = epoch
+                leader_epochs[key] = epoch
+            elif cached is not None:
+                leader_epochs.pop(key, None)
+
+    def _forget_partitions(self, topic: str) -> None:
+        for partition in self.topic_partitions.pop(topic, ()):
+            self._forget_partition((topic, partition))
+
+    def _forget_partition(self, key: Any) -> None:
+        self.topics_to_brokers.pop(key, None)
+        self.partition_meta.pop(key, None)
+        self.leader_epochs.pop(key, None)
+        self.leader_hints.pop(key, None)
 
     # -- queries ------------------------------------------------------------
 
@@ -182,12 +225,7 @@ class MetadataCache:
     def reset_topics(self, *topics: str) -> None:
         """Forget everything about these topics."""
         for topic in topics:
-            for partition in self.topic_partitions.pop(topic, ()):
-                key = TopicAndPartition(topic, partition)
-                self.topics_to_brokers.pop(key, None)
-                self.partition_meta.pop(key, None)
-                self.leader_epochs.pop(key, None)
-                self.leader_hints.pop(key, None)
+            self._forget_partitions(topic)
             self.topic_errors.pop(topic, None)
             self.topic_ids.pop(topic, None)
 
