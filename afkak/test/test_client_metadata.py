@@ -149,30 +149,43 @@ class InPlaceRefreshTests(SynchronousTestCase):
         cache = MetadataCache()
         cache.merge(snapshot([B1, B2], topic("t", [1, 2]), ids={"t": TID}))
         key = TopicAndPartition("t", 1)
-        partitions, meta, leader = (
+        state, partitions, leader = (
+            cache._topics["t"],
             cache.topic_partitions["t"],
-            cache.partition_meta[key],
             cache.topics_to_brokers[key],
         )
-        [stored_key] = [k for k in cache.partition_meta if k == key]
+        rows = list(state.rows)
         again = [BrokerMetadata(1, "h1", 9092), BrokerMetadata(2, "h2", 9092)]
         cache.merge(snapshot(again, topic("t", [1, 2]), ids={"t": TID}))
+        self.assertIs(cache._topics["t"], state)
         self.assertIs(cache.topic_partitions["t"], partitions)
-        self.assertIs(cache.partition_meta[key], meta)
+        self.assertTrue(all(a is b for a, b in zip(state.rows, rows, strict=True)))
         self.assertIs(cache.topics_to_brokers[key], leader)
         self.assertIs(cache.brokers[2], leader)
-        self.assertIs(next(k for k in cache.topics_to_brokers if k == key), stored_key)
+
+    def test_partitions_placed_alike_share_their_row(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2, 1]), topic("u", [1])))
+        rows = cache._topics["t"].rows + cache._topics["u"].rows
+        self.assertIs(rows[0], rows[2])
+        self.assertIs(rows[0], rows[3])
+        self.assertEqual(
+            cache.partition_meta[TopicAndPartition("u", 0)],
+            PartitionMetadata("u", 0, 0, 1, (1, 2), (1, 2)),
+        )
 
     def test_changed_leader_updates_only_its_partition(self) -> None:
         cache = MetadataCache()
         cache.merge(snapshot([B1, B2], topic("t", [1, 2])))
-        still = cache.partition_meta[TopicAndPartition("t", 0)]
+        state = cache._topics["t"]
+        still = state.rows[0]
         partitions = cache.topic_partitions["t"]
         cache.merge(snapshot([B1, B2], topic("t", [1, 1])))
         key = TopicAndPartition("t", 1)
         self.assertEqual(cache.topics_to_brokers[key], B1)
         self.assertEqual(cache.partition_meta[key].leader, 1)
-        self.assertIs(cache.partition_meta[TopicAndPartition("t", 0)], still)
+        self.assertIs(cache._topics["t"], state)
+        self.assertIs(state.rows[0], still)
         self.assertIs(cache.topic_partitions["t"], partitions)
 
     def test_changed_leader_epoch_updates(self) -> None:
@@ -188,7 +201,7 @@ class InPlaceRefreshTests(SynchronousTestCase):
     def test_removed_topic_goes(self) -> None:
         cache = MetadataCache()
         cache.merge(snapshot([B1, B2], topic("t", [1, 2]), topic("u", [2, 1])))
-        kept = cache.partition_meta[TopicAndPartition("t", 0)]
+        kept = cache._topics["t"]
         gone = TopicMetadata("u", UnknownTopicOrPartitionError.errno, {})
         cache.merge(snapshot([B1, B2], topic("t", [1, 2]), gone))
         self.assertEqual(cache.topic_partitions, {"t": [0, 1]})
@@ -197,7 +210,8 @@ class InPlaceRefreshTests(SynchronousTestCase):
         )
         self.assertEqual(set(cache.partition_meta), set(cache.topics_to_brokers))
         self.assertEqual(cache.error_for_topic("u"), UnknownTopicOrPartitionError.errno)
-        self.assertIs(cache.partition_meta[TopicAndPartition("t", 0)], kept)
+        self.assertIs(cache._topics["t"], kept)
+        self.assertNotIn("u", cache._topics)
 
     def test_recreated_topic_is_replaced(self) -> None:
         cache = MetadataCache()
