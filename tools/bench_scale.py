@@ -12,7 +12,8 @@ backlog; afkak's new groups read it by default).  Workloads (--workloads):
 * metadata: the CPU of a Metadata refresh of all 100 topics (median of 5;
   afkak ``load_metadata_for_topics(*topics)``, confluent-kafka
   ``list_topics()``, the whole cluster) and the Python heap that afkak's
-  client keeps for the 1,000 partitions' metadata (tracemalloc).
+  client keeps for the 1,000 partitions' metadata (tracemalloc, after a
+  collection).
 * produce: --count records of 100 B, record i to topic i % 100, the
   partitioner spreading them over its 10 partitions; afkak ``Producer(client)``
   with ``send()`` per record, the Deferreds gathered, and with
@@ -29,9 +30,11 @@ backlog; afkak's new groups read it by default).  Workloads (--workloads):
   "records/fetch" count Fetch requests (afkak's fetchers, librdkafka's
   statistics).
 * memory: --idle clients connected to the broker and idle, in one process:
-  RSS (and for afkak the tracemalloc heap) per client with one topic's
-  metadata, then per partition once each client holds all 1,000 partitions'
-  metadata; sockets and threads per client.  afkak: ``KafkaClient`` with
+  RSS per client with one topic's metadata, then per partition once each
+  client holds all 1,000 partitions' metadata; sockets and threads per client.
+  For afkak also the tracemalloc heap, measured on another --idle / 5 clients:
+  tracemalloc's record of each live allocation (about 60 B) is RSS too, so
+  RSS is measured without it.  afkak: ``KafkaClient`` with
   ``load_metadata_for_topics``; confluent-kafka: ``Producer`` with
   ``list_topics``.
 * many: --pairs producers and as many consumers in one process, on 100
@@ -165,6 +168,7 @@ def _turn(reactor: Any) -> Any:
 
 
 async def _afkak_metadata(reactor: Any, job: dict[str, Any], out: dict[str, Any]) -> None:
+    import gc
     import tracemalloc
 
     names = topics(job["prefix"])
@@ -173,6 +177,7 @@ async def _afkak_metadata(reactor: Any, job: dict[str, Any], out: dict[str, Any]
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     await client.load_metadata_for_topics(*names)
+    gc.collect()  # what the load left for the collector is not the metadata's
     heap = tracemalloc.get_traced_memory()[0] - before
     out["heap_per_partition"] = heap / (TOPICS * PARTITIONS)
     tracemalloc.stop()
@@ -291,27 +296,39 @@ async def _afkak_memory(reactor: Any, job: dict[str, Any], out: dict[str, Any]) 
 
     warm = _client(job)  # the modules a client imports on first use are not its cost
     await connected(warm, *names)
-    gc.collect()
-    tracemalloc.start()
-    rss, heap = rss_bytes(), tracemalloc.get_traced_memory()[0]
-    base_sockets, base_threads = sockets(), threads()
+
+    async def measure(clients: list[Any], traced: bool) -> dict[str, float]:
+        """RSS (untraced: tracemalloc's own record of each allocation is RSS too) or heap."""
+        n, per = len(clients), len(clients) * TOPICS * PARTITIONS
+        size = (lambda: tracemalloc.get_traced_memory()[0]) if traced else rss_bytes
+        gc.collect()
+        if traced:
+            tracemalloc.start()
+        before, base_sockets, base_threads = size(), sockets(), threads()
+        for client in clients:
+            await connected(client, names[0])
+        gc.collect()
+        found = {"client": (size() - before) / n}
+        found["sockets"], found["threads"] = (
+            (sockets() - base_sockets) / n,
+            (threads() - base_threads) / n,
+        )
+        before = size()
+        for client in clients:
+            await client.load_metadata_for_topics(*names)
+        gc.collect()
+        found["partition"] = (size() - before) / per
+        tracemalloc.stop()
+        return found
+
     clients = [_client(job) for _ in range(n)]
-    for client in clients:
-        await connected(client, names[0])
-    gc.collect()
-    out["rss_per_client"] = (rss_bytes() - rss) / n
-    out["heap_per_client"] = (tracemalloc.get_traced_memory()[0] - heap) / n
-    out["sockets_per_client"] = (sockets() - base_sockets) / n
-    out["threads_per_client"] = (threads() - base_threads) / n
-    rss, heap = rss_bytes(), tracemalloc.get_traced_memory()[0]
-    for client in clients:
-        await client.load_metadata_for_topics(*names)
-    gc.collect()
-    per = n * TOPICS * PARTITIONS
-    out["rss_per_partition"] = (rss_bytes() - rss) / per
-    out["heap_per_partition"] = (tracemalloc.get_traced_memory()[0] - heap) / per
-    tracemalloc.stop()
-    for client in [warm, *clients]:
+    untraced = await measure(clients, traced=False)
+    traced_clients = [_client(job) for _ in range(max(1, n // 5))]
+    traced = await measure(traced_clients, traced=True)
+    out["rss_per_client"], out["rss_per_partition"] = untraced["client"], untraced["partition"]
+    out["heap_per_client"], out["heap_per_partition"] = traced["client"], traced["partition"]
+    out["sockets_per_client"], out["threads_per_client"] = untraced["sockets"], untraced["threads"]
+    for client in [warm, *clients, *traced_clients]:
         await client.close()
 
 

@@ -293,13 +293,13 @@ class KafkaClient:
         return self._cluster.cache.topic_partitions
 
     @property
-    def topics_to_brokers(self) -> dict[TopicAndPartition, Any]:
-        """TopicAndPartition -> leader's BrokerMetadata (``None``: no leader)."""
+    def topics_to_brokers(self) -> Mapping[TopicAndPartition, Any]:
+        """TopicAndPartition -> leader's BrokerMetadata (``None``: no leader); read-only."""
         return self._cluster.cache.topics_to_brokers
 
     @property
-    def partition_meta(self) -> dict[TopicAndPartition, Any]:
-        """TopicAndPartition -> PartitionMetadata."""
+    def partition_meta(self) -> Mapping[TopicAndPartition, Any]:
+        """TopicAndPartition -> PartitionMetadata; read-only, built on access."""
         return self._cluster.cache.partition_meta
 
     @property

@@ -13,7 +13,9 @@ from uuid import UUID
 import attrs
 
 from afkak._broker_errors import ErrorCode
-from afkak.common import BrokerMetadata, PartitionMetadata, TopicAndPartition, TopicMetadata
+from afkak.common import BrokerMetadata, TopicAndPartition, TopicMetadata
+
+from ._partition_state import LeaderView, PartitionMetaView, Row, TopicState, locate
 
 UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
@@ -25,13 +27,14 @@ class MetadataSnapshot:
     ``topics`` maps each topic name to its :class:`TopicMetadata` (whose
     ``partition_metadata`` is a ``{partition: PartitionMetadata}`` dict);
     ``topic_ids`` holds the ids of the topics that have one (Metadata v10+),
-    ``leader_epochs`` each partition's leader epoch (Metadata v7+; KIP-320).
+    ``leader_epochs`` each topic's ``{partition: leader epoch}`` (Metadata v7+;
+    KIP-320).
     """
 
     brokers: Mapping[int, BrokerMetadata]
     topics: Mapping[str, TopicMetadata]
     topic_ids: Mapping[str, UUID] = attrs.field(factory=dict)
-    leader_epochs: Mapping[TopicAndPartition, int] = attrs.field(factory=dict)
+    leader_epochs: Mapping[str, Mapping[int, int]] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -45,25 +48,28 @@ class BrokerChanges:
 class MetadataCache:
     """Mutable cluster metadata, exposed through the client's documented attributes.
 
-    The dicts are mutated in place, never replaced, so a reference taken from
-    the client stays current.
+    The dicts and views are updated in place, never replaced, so a reference
+    taken from the client stays current.  Per-partition state is kept per
+    topic (:mod:`._partition_state`); ``topics_to_brokers`` and
+    ``partition_meta`` are read-only views of it.
     """
 
     def __init__(self) -> None:
         self.brokers: dict[int, BrokerMetadata] = {}
         self.topic_partitions: dict[str, list[int]] = {}
-        self.topics_to_brokers: dict[TopicAndPartition, BrokerMetadata | None] = {}
-        self.partition_meta: dict[TopicAndPartition, PartitionMetadata] = {}
+        self._topics: dict[str, TopicState] = {}
+        self.topics_to_brokers = LeaderView(self._topics)
+        self.partition_meta = PartitionMetaView(self._topics)
         self.topic_errors: dict[str, int] = {}
         self.topic_ids: dict[str, UUID] = {}
-        #: Each partition's leader epoch (KIP-320), where Metadata v7+ gave one.
-        self.leader_epochs: dict[TopicAndPartition, int] = {}
         self.coordinators: dict[str, BrokerMetadata] = {}
         #: KIP-951: the leader an error response named, kept by the reset that follows.
         self.leader_hints: dict[TopicAndPartition, BrokerMetadata] = {}
         #: The leader epoch of the last hint taken per partition: an older or equal
         #: one (a broker that has not heard of the move yet) is not followed.
         self.hinted_epochs: dict[TopicAndPartition, int] = {}
+        #: Every distinct partition row, shared by the partitions that have it.
+        self._rows: dict[Row, Row] = {}
 
     # -- merging ------------------------------------------------------------
 
@@ -72,21 +78,34 @@ class MetadataCache:
 
         Every Metadata response lists all live brokers, so a broker missing from
         a non-empty list has left the cluster: its leaderships and coordinator
-        roles are forgotten.
+        roles are forgotten.  What did not change keeps its objects (a topic's
+        partition list, the brokers), so that a periodic refresh of an
+        unchanged cluster writes next to nothing, and what holds a reference
+        (the producer's partitioner) sees that nothing moved.
         """
         changes = self.update_brokers(snapshot.brokers.values(), complete=bool(snapshot.brokers))
+        brokers = {node_id: self.brokers[node_id] for node_id in snapshot.brokers}
+        if self.leader_hints:  # the metadata supersedes the hints about its topics
+            for key in [k for k in self.leader_hints if k.topic in snapshot.topics]:
+                del self.leader_hints[key]
+        no_epochs: Mapping[int, int] = {}
         for topic, topic_meta in snapshot.topics.items():
             topic_id = snapshot.topic_ids.get(topic)
-            recreated = topic_id != self.topic_ids.get(topic)
+            if topic_id != self.topic_ids.get(topic):  # new, or deleted and created again
+                self._forget_partitions(topic)
+                self.topic_ids.pop(topic, None)
             self._merge_topic(
-                topic, topic_meta, snapshot.brokers, snapshot.leader_epochs, recreated
+                topic, topic_meta, brokers, snapshot.leader_epochs.get(topic, no_epochs)
             )
             if topic_id is not None:
                 self.topic_ids[topic] = topic_id
         return changes
 
     def update_brokers(self, brokers: Iterable[BrokerMetadata], complete: bool) -> BrokerChanges:
-        """Record broker addresses; with *complete*, drop brokers not listed."""
+        """Record broker addresses; with *complete*, drop brokers not listed.
+
+        A broker listed as it was keeps its cached object.
+        """
         listed = {b.node_id: b for b in brokers}
         moved = frozenset(
             node_id
@@ -94,7 +113,9 @@ class MetadataCache:
             if node_id in self.brokers and self.brokers[node_id] != b
         )
         removed = frozenset(set(self.brokers) - set(listed)) if complete else frozenset()
-        self.brokers.update(listed)
+        for node_id, broker in listed.items():
+            if self.brokers.get(node_id) != broker:
+                self.brokers[node_id] = broker
         for node_id in removed:
             del self.brokers[node_id]
         if moved or removed:
@@ -102,13 +123,15 @@ class MetadataCache:
         return BrokerChanges(removed=removed, moved=moved)
 
     def _repoint(self, moved: frozenset[int], removed: frozenset[int]) -> None:
-        for key, broker in self.topics_to_brokers.items():
-            if broker is None:
-                continue
-            if broker.node_id in removed:
-                self.topics_to_brokers[key] = None
-            elif broker.node_id in moved:
-                self.topics_to_brokers[key] = self.brokers[broker.node_id]
+        for state in self._topics.values():
+            leaders = state.leaders
+            for i, broker in enumerate(leaders):
+                if broker is None:
+                    continue
+                if broker.node_id in removed:
+                    leaders[i] = None
+                elif broker.node_id in moved:
+                    leaders[i] = self.brokers[broker.node_id]
         for group, broker in list(self.coordinators.items()):
             if broker.node_id in removed:
                 del self.coordinators[group]
@@ -120,74 +143,90 @@ class MetadataCache:
         topic: str,
         meta: TopicMetadata,
         brokers: Mapping[int, BrokerMetadata],
-        epochs: Mapping[TopicAndPartition, int],
-        recreated: bool = False,
+        epochs: Mapping[int, int],
     ) -> None:
-        """Replace the topic's partitions, keeping those the answer knows less of.
+        """Update the topic's partitions in place, keeping those the answer knows less of.
 
         As the Java client (KIP-320), a partition whose leader epoch in the
         answer is older than the cached one comes from a broker that has not
-        heard of the new leader yet: the cached leader stays (not for a
-        *recreated* topic, whose epochs start again).
+        heard of the new leader yet: the cached leader stays (a recreated
+        topic was forgotten first: its epochs start again).
         """
-        kept = {
-            key: (self.partition_meta[key], self.topics_to_brokers.get(key), epoch)
-            for key, epoch in self.leader_epochs.items()
-            if not recreated and key.topic == topic and epochs.get(key, epoch) < epoch
-        }
-        self.reset_topics(topic)
         self.topic_errors[topic] = meta.topic_error_code
         partitions = meta.partition_metadata
         if not partitions:
+            self._forget_partitions(topic)
             return
-        self.topic_partitions[topic] = sorted(partitions)
-        for partition, part_meta in partitions.items():
-            key = TopicAndPartition(topic, partition)
-            if key in kept:
-                self.partition_meta[key], self.topics_to_brokers[key], self.leader_epochs[key] = (
-                    kept[key]
-                )
+        state = self._topics.get(topic)
+        fresh = state is None or len(state.partitions) != len(partitions)
+        if state is None or fresh or any(p not in partitions for p in state.partitions):
+            state = self._renumbered(topic, state, sorted(partitions))
+        rows, leaders, cached_epochs, shared = state.rows, state.leaders, state.epochs, self._rows
+        for i, partition in enumerate(state.partitions):
+            part_meta = partitions[partition]
+            epoch = epochs.get(partition, -1)
+            if 0 <= epoch < cached_epochs[i]:
                 continue
-            self.partition_meta[key] = part_meta
-            self.topics_to_brokers[key] = brokers.get(part_meta.leader)
-            epoch = epochs.get(key, -1)
-            if epoch >= 0:
-                self.leader_epochs[key] = epoch
+            row: Row = part_meta[2:]
+            if rows[i] != row:
+                rows[i] = shared.setdefault(row, row)
+            leaders[i] = brokers.get(part_meta.leader)
+            cached_epochs[i] = epoch
+
+    def _renumbered(self, topic: str, old: TopicState | None, partitions: list[int]) -> TopicState:
+        """A new state for *topic*'s *partitions*, keeping what *old* knew of them."""
+        state = TopicState(partitions, [_NO_ROW] * len(partitions))
+        if old is not None:
+            for i, partition in enumerate(old.partitions):
+                j = state.index(partition)
+                if j < 0:
+                    self.leader_hints.pop(TopicAndPartition(topic, partition), None)
+                    continue
+                state.rows[j], state.leaders[j], state.epochs[j] = (
+                    old.rows[i],
+                    old.leaders[i],
+                    old.epochs[i],
+                )
+        self._topics[topic] = state
+        self.topic_partitions[topic] = partitions
+        return state
+
+    def _forget_partitions(self, topic: str) -> None:
+        state = self._topics.pop(topic, None)
+        self.topic_partitions.pop(topic, None)
+        if state is not None and self.leader_hints:
+            for partition in state.partitions:
+                self.leader_hints.pop(TopicAndPartition(topic, partition), None)
 
     # -- queries ------------------------------------------------------------
 
     def leader(self, key: TopicAndPartition) -> BrokerMetadata | None:
         """The known leader of a partition, or ``None`` when it must be (re)loaded."""
-        return self.topics_to_brokers.get(key)
+        found = locate(self._topics, key)
+        return None if found is None else found[0].leaders[found[1]]
 
     def leader_epoch(self, key: TopicAndPartition) -> int:
         """The partition's leader epoch as last loaded (-1: unknown)."""
-        return self.leader_epochs.get(key, -1)
+        found = locate(self._topics, key)
+        return -1 if found is None else found[0].epochs[found[1]]
 
     def error_for_topic(self, topic: str) -> int:
         return self.topic_errors.get(topic, UNKNOWN_TOPIC_OR_PARTITION)
 
     def partition_fully_replicated(self, key: TopicAndPartition) -> bool:
-        meta = self.partition_meta.get(key)
-        return meta is not None and len(meta.replicas) == len(meta.isr)
+        found = locate(self._topics, key)
+        return found is not None and _fully_replicated(found[0].rows[found[1]])
 
     def topic_fully_replicated(self, topic: str) -> bool:
-        partitions = self.topic_partitions.get(topic)
-        if not partitions:
-            return False
-        return all(self.partition_fully_replicated(TopicAndPartition(topic, p)) for p in partitions)
+        state = self._topics.get(topic)
+        return state is not None and all(_fully_replicated(row) for row in state.rows)
 
     # -- invalidation -------------------------------------------------------
 
     def reset_topics(self, *topics: str) -> None:
         """Forget everything about these topics."""
         for topic in topics:
-            for partition in self.topic_partitions.pop(topic, ()):
-                key = TopicAndPartition(topic, partition)
-                self.topics_to_brokers.pop(key, None)
-                self.partition_meta.pop(key, None)
-                self.leader_epochs.pop(key, None)
-                self.leader_hints.pop(key, None)
+            self._forget_partitions(topic)
             self.topic_errors.pop(topic, None)
             self.topic_ids.pop(topic, None)
 
@@ -201,23 +240,27 @@ class MetadataCache:
         pointing back): the metadata must tell.  A hint taken moves the partition's
         leader epoch too, so fetches carry the new leader's (KIP-320).
         """
-        current = self.topics_to_brokers.get(key)
-        if key not in self.topics_to_brokers or current == leader:
+        found = locate(self._topics, key)
+        if found is None:
             return False
-        if epoch <= max(self.hinted_epochs.get(key, -1), self.leader_epochs.get(key, -1)):
+        state, i = found
+        if state.leaders[i] == leader:
             return False
-        self.hinted_epochs[key] = self.leader_epochs[key] = epoch
-        self.topics_to_brokers[key] = self.leader_hints[key] = leader
-        meta = self.partition_meta.get(key)
-        if meta is not None:
-            self.partition_meta[key] = meta._replace(leader=leader.node_id)
+        if epoch <= max(self.hinted_epochs.get(key, -1), state.epochs[i]):
+            return False
+        self.hinted_epochs[key] = state.epochs[i] = epoch
+        state.leaders[i] = self.leader_hints[key] = leader
+        error, _, replicas, isr = state.rows[i]
+        row = (error, leader.node_id, replicas, isr)
+        state.rows[i] = self._rows.setdefault(row, row)
         return True
 
     def reset_leader(self, key: TopicAndPartition) -> None:
         """Forget one partition's leader: the next request for it reloads its topic
         (unless the error that proved it stale named the new one, :meth:`hint_leader`)."""
-        if key in self.topics_to_brokers:
-            self.topics_to_brokers[key] = self.leader_hints.pop(key, None)
+        found = locate(self._topics, key)
+        if found is not None:
+            found[0].leaders[found[1]] = self.leader_hints.pop(key, None)
 
     def reset_groups(self, *groups: str) -> None:
         for group in groups:
@@ -226,11 +269,18 @@ class MetadataCache:
     def reset_all(self) -> None:
         """Forget topics and coordinators (brokers stay: they are how to reach the cluster)."""
         self.topic_partitions.clear()
-        self.topics_to_brokers.clear()
-        self.partition_meta.clear()
+        self._topics.clear()
+        self._rows.clear()
         self.topic_errors.clear()
         self.topic_ids.clear()
-        self.leader_epochs.clear()
         self.coordinators.clear()
         self.leader_hints.clear()
         self.hinted_epochs.clear()
+
+
+#: The row of a partition not merged yet (every merge overwrites it).
+_NO_ROW: Row = (-1, -1, (), ())
+
+
+def _fully_replicated(row: Row) -> bool:
+    return len(row[2]) == len(row[3])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+import attrs
 from hypothesis import given, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -16,6 +17,7 @@ from afkak.common import (
     PartitionMetadata,
     TopicAndPartition,
     TopicMetadata,
+    UnknownTopicOrPartitionError,
 )
 from afkak.protocol.messages import MetadataRequest, MetadataResponse
 
@@ -140,6 +142,107 @@ class MetadataCacheTests(SynchronousTestCase):
         self.assertFalse(cache.partition_fully_replicated(TopicAndPartition("nope", 0)))
 
 
+class InPlaceRefreshTests(SynchronousTestCase):
+    """A refresh updates what changed and keeps the objects of what did not."""
+
+    def test_unchanged_topic_keeps_its_state_objects(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2]), ids={"t": TID}))
+        key = TopicAndPartition("t", 1)
+        state, partitions, leader = (
+            cache._topics["t"],
+            cache.topic_partitions["t"],
+            cache.topics_to_brokers[key],
+        )
+        rows = list(state.rows)
+        again = [BrokerMetadata(1, "h1", 9092), BrokerMetadata(2, "h2", 9092)]
+        cache.merge(snapshot(again, topic("t", [1, 2]), ids={"t": TID}))
+        self.assertIs(cache._topics["t"], state)
+        self.assertIs(cache.topic_partitions["t"], partitions)
+        self.assertTrue(all(a is b for a, b in zip(state.rows, rows, strict=True)))
+        self.assertIs(cache.topics_to_brokers[key], leader)
+        self.assertIs(cache.brokers[2], leader)
+
+    def test_partitions_placed_alike_share_their_row(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2, 1]), topic("u", [1])))
+        rows = cache._topics["t"].rows + cache._topics["u"].rows
+        self.assertIs(rows[0], rows[2])
+        self.assertIs(rows[0], rows[3])
+        self.assertEqual(
+            cache.partition_meta[TopicAndPartition("u", 0)],
+            PartitionMetadata("u", 0, 0, 1, (1, 2), (1, 2)),
+        )
+
+    def test_changed_leader_updates_only_its_partition(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2])))
+        state = cache._topics["t"]
+        still = state.rows[0]
+        partitions = cache.topic_partitions["t"]
+        cache.merge(snapshot([B1, B2], topic("t", [1, 1])))
+        key = TopicAndPartition("t", 1)
+        self.assertEqual(cache.topics_to_brokers[key], B1)
+        self.assertEqual(cache.partition_meta[key].leader, 1)
+        self.assertIs(cache._topics["t"], state)
+        self.assertIs(state.rows[0], still)
+        self.assertIs(cache.topic_partitions["t"], partitions)
+
+    def test_changed_leader_epoch_updates(self) -> None:
+        cache = MetadataCache()
+        key = TopicAndPartition("t", 0)
+        base = snapshot([B1, B2], topic("t", [1]))
+        cache.merge(attrs.evolve(base, leader_epochs={"t": {0: 3}}))
+        cache.merge(attrs.evolve(snapshot([B1, B2], topic("t", [2])), leader_epochs={"t": {0: 4}}))
+        self.assertEqual((cache.leader(key), cache.leader_epoch(key)), (B2, 4))
+        cache.merge(snapshot([B1, B2], topic("t", [2])))  # no epochs (Metadata v6-)
+        self.assertEqual((cache.leader(key), cache.leader_epoch(key)), (B2, -1))
+
+    def test_removed_topic_goes(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2]), topic("u", [2, 1])))
+        kept = cache._topics["t"]
+        gone = TopicMetadata("u", UnknownTopicOrPartitionError.errno, {})
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2]), gone))
+        self.assertEqual(cache.topic_partitions, {"t": [0, 1]})
+        self.assertEqual(
+            set(cache.topics_to_brokers), {TopicAndPartition("t", 0), TopicAndPartition("t", 1)}
+        )
+        self.assertEqual(set(cache.partition_meta), set(cache.topics_to_brokers))
+        self.assertEqual(cache.error_for_topic("u"), UnknownTopicOrPartitionError.errno)
+        self.assertIs(cache._topics["t"], kept)
+        self.assertNotIn("u", cache._topics)
+
+    def test_recreated_topic_is_replaced(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2]), ids={"t": TID}))
+        cache.reset_leader(TopicAndPartition("t", 0))
+        cache.merge(snapshot([B1, B2], topic("t", [2]), ids={"t": UUID(int=8)}))
+        self.assertEqual(cache.topic_partitions, {"t": [0]})
+        self.assertEqual(cache.topics_to_brokers, {TopicAndPartition("t", 0): B2})
+        self.assertEqual(cache.topic_ids, {"t": UUID(int=8)})
+
+    def test_refresh_restores_a_forgotten_leader(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2])))
+        key = TopicAndPartition("t", 1)
+        cache.reset_leader(key)
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2])))
+        self.assertIs(cache.topics_to_brokers[key], cache.brokers[2])
+
+    def test_a_hint_is_superseded_by_the_metadata(self) -> None:
+        cache = MetadataCache()
+        cache.merge(attrs.evolve(snapshot([B1, B2], topic("t", [1])), leader_epochs={"t": {0: 1}}))
+        key = TopicAndPartition("t", 0)
+        self.assertTrue(cache.hint_leader(key, B2, 2))
+        cache.reset_leader(key)
+        self.assertEqual(cache.leader(key), B2)  # the hint survives a reset...
+        cache.merge(attrs.evolve(snapshot([B1, B2], topic("t", [1])), leader_epochs={"t": {0: 3}}))
+        self.assertEqual((cache.leader(key), cache.partition_meta[key].leader), (B1, 1))
+        cache.reset_leader(key)
+        self.assertIsNone(cache.leader(key))  # ...not a refresh
+
+
 class MetadataCallTests(SynchronousTestCase):
     def test_named_topics_request_allows_auto_creation(self) -> None:
         call = MetadataCall(("a", "b"))
@@ -186,6 +289,25 @@ class MetadataCallTests(SynchronousTestCase):
         )
         self.assertEqual(snap.topics["gone"], TopicMetadata("gone", 3, {}))
         self.assertEqual(snap.topic_ids, {"t": TID})
+
+    def test_parse_shares_equal_replica_lists(self) -> None:
+        r = MetadataResponse
+        parts = [
+            r.MetadataResponsePartition(
+                partition_index=p,
+                leader_id=1,
+                replica_nodes=[1, 2],
+                isr_nodes=[1, 2],
+                leader_epoch=p,
+            )
+            for p in range(3)
+        ]
+        response = r(topics=[r.MetadataResponseTopic(name=n, partitions=parts) for n in "ab"])
+        call = MetadataCall(("a", "b"))
+        [snap] = call.parse(MetadataResponse.decode(response.encode(12), 12))
+        metas = [m for t in snap.topics.values() for m in t.partition_metadata.values()]
+        self.assertEqual(len({id(m.replicas) for m in metas} | {id(m.isr) for m in metas}), 1)
+        self.assertEqual(snap.leader_epochs, {"a": {0: 0, 1: 1, 2: 2}, "b": {0: 0, 1: 1, 2: 2}})
 
     def test_parse_top_level_error(self) -> None:
         call = MetadataCall(())

@@ -152,7 +152,7 @@ class MetadataEpochTests(ClockTestCase):
         return MetadataSnapshot(
             brokers=brokers,
             topics={"t": TopicMetadata("t", 0, {0: part})},
-            leader_epochs={TopicAndPartition("t", 0): epoch},
+            leader_epochs={"t": {0: epoch}},
         )
 
     def test_older_epoch_keeps_the_cached_leader(self) -> None:
