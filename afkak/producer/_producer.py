@@ -274,7 +274,7 @@ class Producer:
                 acc.wake,
                 acc.identity_failed,
             )
-        acc.sender = Sender(client, self.options, acc)
+        acc.sender = self._sender = Sender(client, self.options, acc)
 
     def __repr__(self) -> str:
         return (
@@ -405,6 +405,7 @@ class Producer:
         batch = None if part is None else part.open
         if batch is None or batch.size + size >= acc.fast_limit:
             acc.append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
+            self._sender.appended()  # an idle producer writes in this reactor turn
         elif batch.plain and n == 1 and key is None:
             # The hottest path (ProducerBatch.add_messages' work, inlined).
             batch.values.append(msgs[0])
@@ -417,6 +418,7 @@ class Producer:
             batch.add_messages(key, msgs, int(now * 1000), size, d)
         else:
             acc.append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
+            self._sender.appended()  # an idle producer writes in this reactor turn
         return d
 
     def send(
@@ -512,6 +514,7 @@ class Producer:
             or (batch.keys is None and key is not None)
         ):
             acc.append(route, chosen, key, (value,), headers, timestamp, now, d, size, True)
+            self._sender.appended()  # an idle producer writes in this reactor turn
             return d
         # The hottest path (ProducerBatch.append's work for one record, inlined).
         values = batch.values
