@@ -89,6 +89,8 @@ class Sender:
         """Drain in *delay* seconds (or sooner, if a drain is already due)."""
         if self._stopped:
             return
+        if not delay and self._settling:
+            return  # the drain that follows the settling is due anyway
         timer = self._timer
         if timer is not None:
             if timer.getTime() <= self._reactor.seconds() + delay:
