@@ -98,7 +98,9 @@ class Producer:
         (later brokers accept WRITE on the topic): without them sends fail at
         once, saying so; ``enable_idempotence=False`` turns it off.
     :param linger_ms: without *batch_send*, milliseconds a batch may wait
-        for more records before it is sent.
+        for more records before it is sent.  At 0 (the default) a batch goes
+        at the next reactor turn, or in the turn of the send itself when
+        nothing is in flight.
     :param batch_size: bytes (estimated, before compression) at which a
         partition's batch is closed and sent.  One ``send_messages`` call is
         never split: its messages form one batch if they exceed this.
