@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet.defer import Deferred, ensureDeferred, gatherResults
+from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.task import deferLater
-from twisted.python.failure import Failure
 
-from bench.common import Job, Meter, Result
+from bench.common import Job, Meter, Result, under_reactor
 
 GATHERED = "Deferred per record, gathered"
 VARIANTS = {"produce": (GATHERED,)}
@@ -35,20 +34,7 @@ class _Ack:
 
 
 def run(job: Job) -> Result:
-    from twisted.internet import reactor
-
-    out: list[Any] = []
-
-    def go() -> None:
-        d = ensureDeferred(_gathered(reactor, job))
-        d.addBoth(out.append)
-        d.addBoth(lambda _: reactor.stop())
-
-    reactor.callWhenRunning(go)
-    reactor.run(installSignalHandlers=False)
-    if isinstance(out[0], Failure):
-        out[0].raiseException()
-    return out[0]
+    return under_reactor(lambda reactor: _gathered(reactor, job))
 
 
 async def _gathered(reactor: Any, job: Job) -> Result:
