@@ -35,6 +35,10 @@ assigned to one consumer; "fetch req/s" counts each client's Fetch requests
 (afkak's per-broker fetchers, librdkafka's statistics, aiokafka's sends).
 afkak's consumers also run without the compiled record code
 (AFKAK_NO_EXTENSIONS=1, "pure Python").
+The "floor" client (issue 39, tools/bench/run_floor.py) sends nothing: a
+Twisted Deferred per record created, fired and gathered, beside afkak's
+gathered ``send()`` row.  The Java client's latency rows run
+tools/bench/ProducerLatency.java (send(), then Future.get(), in turn).
 
 ``--clients afkak,afkak-nometrics`` measures afkak beside itself with its
 metrics recording switched off (every sensor's record a no-op): the cost of
@@ -75,6 +79,7 @@ from bench import (  # noqa: E402
     run_afkak_nometrics,
     run_aiokafka,
     run_confluent,
+    run_floor,
     run_java,
     run_kafka_python,
 )
@@ -96,6 +101,7 @@ CLIENTS = {
     "aiokafka": run_aiokafka,
     "kafka-python": run_kafka_python,
     "java": run_java,
+    "floor": run_floor,  # a Twisted Deferred per record, no Kafka (issue 39)
 }
 #: --broker: what to start when no --bootstrap is given.
 BROKERS = ("tansu", "kafka", "kafka-cluster")

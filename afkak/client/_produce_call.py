@@ -18,6 +18,7 @@ from afkak.common import ProduceRequest, ProduceResponse
 from afkak.message_set import flatten
 from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import ProduceRequest as ProduceMsg
+from afkak.protocol.produce_answer import one_partition_answer, topic_entry
 from afkak.records.builder import build_batch
 
 from ._call import TopicIds, VersionedCall, group_by_topic
@@ -128,6 +129,21 @@ class ProduceCall(VersionedCall):
                 )
                 for name, group in group_by_topic(self.payloads).items()
             ],
+        )
+
+    def decode_frame(self, frame: bytes) -> Any | None:
+        """The response in *frame* when it answers a request for one partition in the
+        usual shape (read without the general decoder); None otherwise."""
+        if len(self.payloads) != 1:
+            return None
+        payload = self.payloads[0]
+        version = self.version
+        topic_id = self.ids.by_name.get(payload.topic)
+        entry = topic_entry(version, payload.topic, topic_id)
+        if entry is None:
+            return None
+        return one_partition_answer(
+            frame, entry, version, payload.topic, topic_id, payload.partition
         )
 
     def topic_of(self, entry: Any) -> str:

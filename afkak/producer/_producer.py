@@ -98,7 +98,9 @@ class Producer:
         (later brokers accept WRITE on the topic): without them sends fail at
         once, saying so; ``enable_idempotence=False`` turns it off.
     :param linger_ms: without *batch_send*, milliseconds a batch may wait
-        for more records before it is sent.
+        for more records before it is sent.  At 0 (the default) a batch goes
+        at the next reactor turn, or in the turn of the send itself when
+        nothing is in flight.
     :param batch_size: bytes (estimated, before compression) at which a
         partition's batch is closed and sent.  One ``send_messages`` call is
         never split: its messages form one batch if they exceed this.
@@ -274,7 +276,7 @@ class Producer:
                 acc.wake,
                 acc.identity_failed,
             )
-        acc.sender = Sender(client, self.options, acc)
+        acc.sender = self._sender = Sender(client, self.options, acc)
 
     def __repr__(self) -> str:
         return (
@@ -405,6 +407,7 @@ class Producer:
         batch = None if part is None else part.open
         if batch is None or batch.size + size >= acc.fast_limit:
             acc.append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
+            self._sender.appended()  # an idle producer writes in this reactor turn
         elif batch.plain and n == 1 and key is None:
             # The hottest path (ProducerBatch.add_messages' work, inlined).
             batch.values.append(msgs[0])
@@ -417,6 +420,7 @@ class Producer:
             batch.add_messages(key, msgs, int(now * 1000), size, d)
         else:
             acc.append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
+            self._sender.appended()  # an idle producer writes in this reactor turn
         return d
 
     def send(
@@ -512,6 +516,7 @@ class Producer:
             or (batch.keys is None and key is not None)
         ):
             acc.append(route, chosen, key, (value,), headers, timestamp, now, d, size, True)
+            self._sender.appended()  # an idle producer writes in this reactor turn
             return d
         # The hottest path (ProducerBatch.append's work for one record, inlined).
         values = batch.values

@@ -71,6 +71,9 @@ class Sender:
         self._timer: Any = None
         self._draining = False
         self._again = False
+        #: A response's batches are being settled (their sends fire): the
+        #: drain that follows sends what their callbacks appended.
+        self._settling = False
         self._requests: set[Deferred[Any]] = set()
         self._routing: Deferred[Any] | None = None
         self._stopped = False
@@ -86,6 +89,8 @@ class Sender:
         """Drain in *delay* seconds (or sooner, if a drain is already due)."""
         if self._stopped:
             return
+        if not delay and self._settling:
+            return  # the drain that follows the settling is due anyway
         timer = self._timer
         if timer is not None:
             if timer.getTime() <= self._reactor.seconds() + delay:
@@ -97,6 +102,27 @@ class Sender:
         self._timer = None
         self.drain()
 
+    def appended(self) -> None:
+        """A send appended records outside the open batches' fast path (a new batch).
+
+        When that made a drain due at once (lingering 0 ms) and nothing is in
+        flight, drain now: an idle producer writes a lone record in the
+        reactor turn of its ``send()``, not the next one, as Java's sender
+        wakes for a new batch.  With requests in flight the drain stays at the
+        next turn (or the next response), where the sends made meanwhile join
+        the batch.
+        """
+        timer = self._timer
+        if (
+            timer is None
+            or self._requests
+            or self._settling
+            or self._draining
+            or timer.getTime() > self._reactor.seconds()
+        ):
+            return
+        self.drain()
+
     # -- draining ------------------------------------------------------------
 
     def drain(self) -> None:
@@ -105,6 +131,11 @@ class Sender:
         if self._draining:
             self._again = True
             return
+        timer = self._timer
+        if timer is not None and timer.getTime() <= self._reactor.seconds():
+            # Due now: this drain does its work (and arms what it still needs).
+            timer.cancel()
+            self._timer = None
         self._draining = True
         try:
             self._again = True
@@ -221,17 +252,21 @@ class Sender:
             for batch in batches:
                 self._accumulator.fail(batch, failure)
             return
-        if isinstance(result, Failure):
-            self._request_failed(result, batches)
-        elif self._options.acks == 0:
-            for batch in batches:
-                batch.part.route_failures = 0
-                self.sensors.written(batch.topic, batch.count, len(batch.data or b""))
-                batch.succeed_unacknowledged()
-                self._accumulator.release(batch)
-        else:
-            self.sensors.answered(result.throttle_time_ms)
-            self._apply_response(result, batches, call)
+        settling, self._settling = self._settling, True
+        try:
+            if isinstance(result, Failure):
+                self._request_failed(result, batches)
+            elif self._options.acks == 0:
+                for batch in batches:
+                    batch.part.route_failures = 0
+                    self.sensors.written(batch.topic, batch.count, len(batch.data or b""))
+                    batch.succeed_unacknowledged()
+                    self._accumulator.release(batch)
+            else:
+                self.sensors.answered(result.throttle_time_ms)
+                self._apply_response(result, batches, call)
+        finally:
+            self._settling = settling
         self.drain()
 
     def _request_failed(self, failure: Failure, batches: list[ProducerBatch]) -> None:

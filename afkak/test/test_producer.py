@@ -457,17 +457,22 @@ class SendTests(ProducerTestCase):
 
 class BatchingTests(ProducerTestCase):
     def test_sends_of_one_reactor_turn_share_a_request(self) -> None:
+        """While a request is in flight (an idle producer writes a send at once)."""
         producer = self.producer()
+        self.succeed(producer.send("t", b"warm-up", partition=0))
+        self.cluster.delay(PRODUCE, 1.0)
+        busy = producer.send("t", b"busy", partition=0)
         ds = [producer.send_messages("t", None, [b"%d" % i]) for i in range(30)]
-        self.assertEqual(self.produce_requests(), [])
+        self.assertEqual(len(self.produce_requests()), 2)
         self.clock.advance(0)
-        requests = self.produce_requests()
+        requests = self.produce_requests()[2:]
         self.assertEqual(sorted(r.broker for r in requests), [0, 1, 2])  # one per leader
         for seen in requests:
             [partition] = seen.request.topic_data[0].partition_data
             [batch] = read_batches(partition.records)
             self.assertEqual(len(batch), 10)
-        for d in ds:
+        self.clock.advance(1.0)
+        for d in [busy, *ds]:
             self.successResultOf(d)
 
     def test_one_request_per_broker_carries_all_its_partitions(self) -> None:
@@ -479,6 +484,51 @@ class BatchingTests(ProducerTestCase):
         self.assertEqual(sorted(p.index for p in seen.request.topic_data[0].partition_data), [0, 1])
         for d in ds:
             self.successResultOf(d)
+
+    def test_idle_producer_writes_in_the_turn_of_the_send(self) -> None:
+        """Nothing in flight, lingering 0 ms: a send is written before send() returns
+        (the fake cluster answers at once), not at the next reactor turn (issue 39)."""
+        producer = self.producer()
+        self.succeed(producer.send("t", b"warm-up", partition=0))  # metadata, producer id
+        for send in (
+            lambda: producer.send("t", b"one", partition=0),
+            lambda: producer.send_messages("t", None, [b"two"]),
+        ):
+            before = len(self.produce_requests())
+            d = send()
+            self.assertEqual(len(self.produce_requests()), before + 1)
+            self.successResultOf(d)
+        self.assertEqual(self.values(partition=0)[:2], [b"warm-up", b"one"])
+        self.assertIn(b"two", self.values())
+
+    def test_sends_while_a_request_is_in_flight_wait_for_the_turn(self) -> None:
+        """With a request in flight, later sends gather into one batch at the next turn."""
+        producer = self.producer()
+        self.succeed(producer.send("t", b"warm-up", partition=0))
+        self.cluster.delay(PRODUCE, 1.0)
+        first = producer.send("t", b"first", partition=0)
+        self.assertEqual(len(self.produce_requests()), 2)  # written at once: the producer was idle
+        later = [producer.send("t", b"%d" % i, partition=0) for i in range(3)]
+        self.assertEqual(len(self.produce_requests()), 2)
+        self.clock.advance(0)
+        requests = self.produce_requests()
+        self.assertEqual(len(requests), 3)
+        [batch] = read_batches(requests[-1].request.topic_data[0].partition_data[0].records)
+        self.assertEqual(len(batch), 3)
+        self.clock.advance(1.0)
+        self.assertEqual(self.successResultOf(first).offset, 1)
+        self.assertEqual([self.successResultOf(d).offset for d in later], [2, 3, 4])
+
+    def test_a_lingering_producer_waits_even_when_idle(self) -> None:
+        producer = self.producer(linger_ms=5)
+        self.succeed(producer.send("t", b"warm-up", partition=0))
+        before = len(self.produce_requests())
+        d = producer.send("t", b"v", partition=0)
+        self.clock.advance(0.004)
+        self.assertEqual(len(self.produce_requests()), before)
+        self.clock.advance(0.001)
+        self.assertEqual(len(self.produce_requests()), before + 1)
+        self.successResultOf(d)
 
     def test_linger(self) -> None:
         producer = self.producer(linger_ms=50)
@@ -875,8 +925,13 @@ class DefaultPlacementTests(ProducerTestCase):
         of CPU a record against confluent-kafka's 2.5-2.9 (it sticks, too)."""
         producer = self.producer()
         self.succeed(producer.send("t", b"warm-up"))  # partition 0
+        # A request in flight: an idle producer would write the first record at once.
+        self.cluster.delay(PRODUCE, 1.0)
+        busy = producer.send("t", b"busy", partition=0)  # (a partition given: not sticky)
         first = [producer.send("t", b"v") for _ in range(6)]
         self.assertEqual({self.succeed(d).partition for d in first}, {1})
+        self.succeed(busy)
+        busy = producer.send("t", b"busy", partition=0)
         second = [producer.send("t", b"v") for _ in range(3)]
         self.assertEqual({self.succeed(d).partition for d in second}, {2})
         # send_messages keeps afkak 21's round robin: one call, one partition, the next.
@@ -1007,7 +1062,8 @@ class StopTests(ProducerTestCase):
         self.assertEqual(len(self.produce_requests()), 1)
 
     def test_stop_when_idle(self) -> None:
-        producer = Producer(self.client)
+        # Lingering: without it, an idle producer writes a send at once.
+        producer = Producer(self.client, linger_ms=10)
         self.succeed(producer.send_messages("t", None, [b"v"]))
         later = producer.send_messages("t", None, [b"w"])
         self.successResultOf(producer.stop())

@@ -350,11 +350,11 @@ class IdempotenceTests(ProducerTestCase):
     def test_batches_carry_producer_id_epoch_and_sequences(self) -> None:
         producer = self.producer(batch_size=200)
         ds = [producer.send("t", b"x" * 100, partition=0) for _ in range(3)]
-        ds.append(producer.send_messages("t", None, [b"a", b"b"]))  # fits in the third
+        ds.append(producer.send_messages("t", None, [b"a", b"b"]))  # a batch of two
         self.succeed(producer.flush())
         self.succeed(producer.send("t", b"c", partition=0))
         batches = self.stored_batches("t", 0)
-        self.assertEqual([b.base_sequence for b in batches], [0, 1, 2, 5])
+        self.assertEqual([b.base_sequence for b in batches], [0, 1, 2, 3, 5])
         self.assertEqual({(b.producer_id, b.producer_epoch) for b in batches}, {(1001, 0)})
         [init] = [r for r in self.cluster.requests_seen if r.api_key == INIT_PRODUCER_ID]
         self.assertIsNone(init.request.transactional_id)
@@ -376,7 +376,8 @@ class IdempotenceTests(ProducerTestCase):
         results = [self.succeed(d) for d in ds]
         self.assertEqual([r.offset for r in results], [1, 2, 3])
         self.assertEqual(self.values(partition=0), [b"a", b"0", b"1", b"2"])
-        self.assertEqual(len(self.produce_requests()), 3)  # a, the lost one, its retry
+        # a, the lost one ("0", written at once: the producer was idle), its retry, "1" and "2"
+        self.assertEqual(len(self.produce_requests()), 4)
 
     def test_dropped_connections_with_requests_in_flight(self) -> None:
         self.cluster.delay(PRODUCE, 0.5)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import cProfile
 import resource
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import attrs
@@ -96,3 +97,23 @@ def payload(size: int) -> bytes:
 def check_count(seen: int, job: Job) -> None:
     if seen != job.count:
         raise RuntimeError(f"{job.client}: {seen} of {job.count} messages")
+
+
+def under_reactor(work: Callable[[Any], Coroutine[Any, Any, Result]]) -> Result:
+    """Run ``work(reactor)`` under ``reactor.run()``, as an application would; its result."""
+    from twisted.internet import reactor
+    from twisted.internet.defer import ensureDeferred
+    from twisted.python.failure import Failure
+
+    out: list[Any] = []
+
+    def go() -> None:
+        d = ensureDeferred(work(reactor))
+        d.addBoth(out.append)
+        d.addBoth(lambda _: reactor.stop())
+
+    reactor.callWhenRunning(go)
+    reactor.run(installSignalHandlers=False)
+    if isinstance(out[0], Failure):
+        out[0].raiseException()
+    return out[0]

@@ -7,10 +7,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from twisted.internet.defer import Deferred, ensureDeferred
+from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint
 from twisted.internet.task import deferLater
-from twisted.python.failure import Failure
 
 from bench.common import (
     BATCH_SIZE,
@@ -21,6 +20,7 @@ from bench.common import (
     Result,
     list_length,
     payload,
+    under_reactor,
 )
 
 #: ``Producer(client)`` as installed, ``send(topic, value)`` per record, every
@@ -40,26 +40,13 @@ VARIANTS = {
 def run(job: Job) -> Result:
     if job.variant.endswith(PURE):
         os.environ["AFKAK_NO_EXTENSIONS"] = "1"  # read when afkak.records is first imported
-    from twisted.internet import reactor
-
     work: dict[str, Callable[[Any, Job], Coroutine[Any, Any, Result]]] = {
         "produce": _produce,
         "consume": _consume,
         "partitions": _consume,
         "latency": _latency,
     }
-    out: list[Any] = []
-
-    def go() -> None:
-        d = ensureDeferred(work[job.workload](reactor, job))
-        d.addBoth(out.append)
-        d.addBoth(lambda _: reactor.stop())
-
-    reactor.callWhenRunning(go)
-    reactor.run(installSignalHandlers=False)
-    if isinstance(out[0], Failure):
-        out[0].raiseException()
-    return out[0]
+    return under_reactor(lambda reactor: work[job.workload](reactor, job))
 
 
 def _client(job: Job) -> Any:

@@ -10,8 +10,12 @@ start-up (class loading, connecting, metadata) is not the client's per-record
 cost: "CPU" is the JVM's CPU time (``RUSAGE_CHILDREN``) minus that of the same
 tool run for one record (measured in the same job).  ConsumerPerformance
 reads the topic from offset 0 in a fresh group; its rate is over its fetch
-time (the group join excluded).  No latency workload: the tools send in
-flight, never one record at a time.
+time (the group join excluded).  The latency workload runs
+``ProducerLatency.java`` (beside this file, run as a single source file):
+one record sent and its acknowledgement awaited, in turn, as the other
+clients' latency runs; tuned (acks, no idempotence, linger 0) or as installed
+(Kafka 4: linger 5 ms, so ``flush()`` after each send, as librdkafka's
+``flush()`` rows).
 """
 
 from __future__ import annotations
@@ -27,10 +31,16 @@ from bench.common import BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Result, check_
 #: idempotent, linger 5 ms, 16 KiB batches).
 DEFAULTS = "defaults, ProducerPerformance"
 TUNED = "ProducerPerformance"
+#: The latency workload: send(), then Future.get(); linger 0.
+SEND_GET = "send+get"
+#: The producer as installed (linger 5 ms): send(), flush(), Future.get().
+DEFAULTS_FLUSH = "defaults, send+flush+get"
+LATENCY_DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ProducerLatency.java")
 VARIANTS = {
     "produce": (TUNED, DEFAULTS),
     "consume": ("ConsumerPerformance",),
     "partitions": ("ConsumerPerformance",),
+    "latency": (SEND_GET, DEFAULTS_FLUSH),
 }
 PRODUCER = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER = "org.apache.kafka.tools.ConsumerPerformance"
@@ -68,6 +78,8 @@ def _run(main_class: str, args: list[str]) -> tuple[str, float]:
 def run(job: Job) -> Result:
     if job.workload == "produce":
         return _produce(job)
+    if job.workload == "latency":
+        return _latency(job)
     return _consume(job)
 
 
@@ -122,3 +134,16 @@ def _consume(job: Job) -> Result:
     read, fetch_ms = int(fields[4]), float(fields[7])
     check_count(read, job)
     return Result(read, read * job.size, fetch_ms / 1000, max(cpu - start_cpu, 0.0))
+
+
+def _latency(job: Job) -> Result:
+    props = []
+    if job.variant == SEND_GET:
+        props = [f"acks={job.acks}", "enable.idempotence=false", "linger.ms=0"]
+    flush = "true" if job.variant == DEFAULTS_FLUSH else "false"
+    args = [job.bootstrap, job.topic, str(job.count), str(job.size), flush, *props]
+    out, _ = _run(LATENCY_DRIVER, args)
+    latencies = tuple(float(line[4:]) for line in out.splitlines() if line.startswith("lat "))
+    cpu = next(float(line[4:]) for line in out.splitlines() if line.startswith("cpu "))
+    check_count(len(latencies), job)
+    return Result(len(latencies), len(latencies) * job.size, sum(latencies) / 1000, cpu, latencies)
