@@ -37,7 +37,7 @@ from afkak.common import (
 from afkak.consumer import Consumer, OffsetAndMetadata
 from afkak.consumer.positions import offset_value, partition_of, partitions_of
 
-from ._group import (
+from ._consumer_group import (
     Committed,
     ConsumerGroup,
     ExplicitlyCommitted,
@@ -96,14 +96,14 @@ class _PullGroup(ConsumerGroup):
             f"longer than max_poll_interval_ms={self.max_poll_interval_ms}"
         )
 
-    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+    def _revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         self._pull._release(partitions)
-        return super().revoke(partitions)
+        return super()._revoke(partitions)
 
-    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+    def _lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         # As Java's consumer: a member that did not poll joins again at its next poll.
         self._pull._release(partitions, at_next_poll=self.stuck() is not None)
-        return super().lose(partitions)
+        return super()._lose(partitions)
 
 
 class KafkaConsumer:

@@ -42,7 +42,7 @@ from afkak.protocol.messages import (
     ShareFetchRequest,
 )
 
-from ._membership import retriable
+from ._membership_loop import retriable
 from ._share_acks import Acknowledgements, AcknowledgeType, ShareRecord
 from ._share_member import ShareMember
 

@@ -9,7 +9,8 @@ from twisted.internet.defer import CancelledError, Deferred
 
 from afkak import AcknowledgeType, KafkaClient, ShareConsumer
 from afkak.common import GroupAuthorizationFailed, NoCommonVersionError, TopicAndPartition
-from afkak.group import SHARE_TRANSITIONS, ShareMemberEvent, ShareMemberState, ShareRecord
+from afkak.group import ShareMemberState, ShareRecord
+from afkak.group._share_member import TABLE as SHARE_TRANSITIONS, ShareMemberEvent
 from afkak.protocol.messages import (
     ShareAcknowledgeRequest,
     ShareFetchRequest,

@@ -1,6 +1,6 @@
 """ConsumerGroup: consume topics as one member of a Kafka consumer group.
 
-The group's membership (:class:`._member.GroupMember`) decides which
+The group's membership (:class:`._classic_member.GroupMember`) decides which
 partitions this process owns; for each one a :class:`afkak.consumer.Consumer`
 runs, started from the group's committed offset and committing (next-offset
 semantics) with the member id and generation, so that the coordinator refuses
@@ -39,12 +39,12 @@ from afkak.consumer import Consumer, OffsetAndMetadata, positions
 from afkak.metrics import CLIENT, COORDINATOR, FETCH, NODE, MetricName
 from afkak.producer import ConsumerGroupMetadata
 
+from ._afkak21 import Afkak21Identity
 from ._assignor import PartitionAssignor
-from ._consumer_protocol_member import ConsumerProtocolMember
+from ._classic_member import GroupMember
 from ._heartbeat import HeartbeatTimer
-from ._interlayer import Afkak21Identity
-from ._member import GroupMember
-from ._membership import Generation
+from ._kip848_member import ConsumerProtocolMember
+from ._listener import Generation
 from ._range import RangeAssignor
 from ._roundrobin import RoundRobinAssignor
 from ._sticky import CooperativeStickyAssignor
@@ -296,7 +296,7 @@ class ConsumerGroup(Afkak21Identity):
                 client,
                 group_id,
                 topics,
-                self,
+                _MemberListener(self),
                 regex=None if pattern is None else pattern.pattern,
                 assignor=group_remote_assignor,
                 rebalance_timeout_ms=rebalance_timeout_ms,
@@ -312,7 +312,7 @@ class ConsumerGroup(Afkak21Identity):
                 client,
                 group_id,
                 topics,
-                self,
+                _MemberListener(self),
                 resolve_assignors(assignors),
                 session_timeout_ms=session_timeout_ms,
                 rebalance_timeout_ms=rebalance_timeout_ms,
@@ -721,12 +721,14 @@ class ConsumerGroup(Afkak21Identity):
             else:
                 start_d.callback(outcome)
 
-    # -- the membership's listener --------------------------------------------
+    # -- the membership's listener (through _MemberListener) ----------------------
 
-    def prepare_join(self) -> Any:
+    def _prepare_join(self) -> Any:
         return self.on_join_prepare()
 
-    def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[None]:
+    def _assign(
+        self, partitions: list[TopicAndPartition], generation: Generation
+    ) -> Deferred[None]:
         self._left = False
         self._rebind(self.partition_consumers.values(), generation)
         added = [tp for tp in partitions if tp not in self.partition_consumers]
@@ -808,10 +810,10 @@ class ConsumerGroup(Afkak21Identity):
         else:
             self.on_consumer_error(result)
 
-    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+    def _revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         return self._give_up(partitions, commit=True, then=self.on_revoked)
 
-    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+    def _lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         """The member lost every partition: it is out of the group (afkak 21's on_group_leave)."""
         return self._give_up(partitions, commit=False, then=self.on_lost).addCallback(
             self._left_group
@@ -908,3 +910,23 @@ def first_error(failure: Failure) -> Failure:
 def _relay(result: Any, waiter: Deferred[Any]) -> Any:
     waiter.callback(result)
     return result
+
+
+class _MemberListener:
+    """The member's :class:`~afkak.group.RebalanceListener`: the group's own hooks, kept
+    off its public API."""
+
+    def __init__(self, group: ConsumerGroup) -> None:
+        self.group = group
+
+    def prepare_join(self) -> Any:
+        return self.group._prepare_join()
+
+    def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[None]:
+        return self.group._assign(partitions, generation)
+
+    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+        return self.group._revoke(partitions)
+
+    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+        return self.group._lose(partitions)

@@ -1,7 +1,7 @@
 """What both group members share: a membership loop that ``stop()`` and ``fail()`` interrupt.
 
-The classic :class:`~._member.GroupMember` and KIP-848's
-:class:`~._consumer_protocol_member.ConsumerProtocolMember` each run one
+The classic :class:`~._classic_member.GroupMember` and KIP-848's
+:class:`~._kip848_member.ConsumerProtocolMember` each run one
 coroutine from ``start()`` until they have left the group; this holds the
 interruption (a stop cancels the await under way), the fatal failure, and
 the Deferred ``start()`` returned.
@@ -10,9 +10,8 @@ the Deferred ``start()`` returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import attrs
 from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
@@ -24,18 +23,9 @@ from afkak.client import ConsumerClient
 from afkak.common import KafkaError, TopicAndPartition
 from afkak.metrics import GroupSensors, registry_of
 
-if TYPE_CHECKING:
-    from ._member import Liveness, RebalanceListener
+from ._listener import Generation, Liveness, RebalanceListener
 
 log = Logger()
-
-
-@attrs.frozen
-class Generation:
-    """Who this member is in which generation: what its commits must carry."""
-
-    generation_id: int
-    member_id: str
 
 
 class CancelledByStop(Exception):
