@@ -8,7 +8,12 @@ from typing import Any
 from twisted.internet.defer import CancelledError, Deferred
 
 from afkak import AcknowledgeType, KafkaClient, ShareConsumer
-from afkak.common import GroupAuthorizationFailed, NoCommonVersionError, TopicAndPartition
+from afkak.common import (
+    CoordinatorNotAvailable,
+    GroupAuthorizationFailed,
+    NoCommonVersionError,
+    TopicAndPartition,
+)
 from afkak.group import ShareMemberState, ShareRecord
 from afkak.group._share_member import TABLE as SHARE_TRANSITIONS, ShareMemberEvent
 from afkak.protocol.messages import (
@@ -434,6 +439,19 @@ class ShareMemberTransitionTests(ShareTestCase):
         self.advance(6)
         self.successResultOf(d)
         self.assertTransitions((S.JOINING, E.STOP), (S.LEAVING, E.LEFT))
+
+    def test_stop_while_backing_off_a_failed_heartbeat_leaves_at_once(self) -> None:
+        """The wait between heartbeat retries is cancelled by a stop, as a request is."""
+        c = self.consumer("a")
+        self.pull(c)
+        self.cluster.fail_next(ShareGroupHeartbeatRequest, CoordinatorNotAvailable, count=50)
+        self.advance(5)  # heartbeats failing, backing off up to 1 s
+        sent = len(self.requests(ShareGroupHeartbeatRequest))
+        self.assertGreater(sent, 4)
+        c.member.stop()
+        self.clock.advance(0.001)
+        self.assertIs(c.member.state, S.STOPPED)
+        self.successResultOf(self.closed(c))
 
     def test_a_fatal_coordinator_error_fails_the_member_and_the_pull(self) -> None:
         c = self.consumer("a")
