@@ -728,20 +728,7 @@ class KafkaAdminClient:
         self, group: str, wanted: list[Any], how: str, value: Any
     ) -> dict[TopicAndPartition, OffsetReset]:
         topics = sorted({w.topic if isinstance(w, TopicAndPartition) else w for w in wanted})
-        layout = await self._router.metadata(topics)
-        parts = []
-        for t in layout.topics:
-            if t.error_code:
-                raise BrokerResponseError.from_errno(t.error_code, f"topic {t.name!r}")
-            for p in t.partitions:
-                tp = TopicAndPartition(t.name, p.partition_index)
-                if t.name in wanted or tp in wanted:
-                    parts.append(tp)
-        missing = [w for w in wanted if isinstance(w, TopicAndPartition) and w not in parts]
-        if missing:
-            raise BrokerResponseError.from_errno(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {missing[0]}"
-            )
+        parts = await self._wanted_partitions(topics, wanted)
         committed = await self._committed(group, topics)
         earliest = await self._list_offsets(
             {tp: OffsetSpec.EARLIEST for tp in parts}, IsolationLevel.READ_UNCOMMITTED
@@ -766,6 +753,26 @@ class KafkaAdminClient:
                 reset_target(how, value, current, earliest[tp].offset, latest[tp].offset, found),
             )
         return plan
+
+    async def _wanted_partitions(
+        self, topics: list[str], wanted: list[Any]
+    ) -> list[TopicAndPartition]:
+        """The partitions of *wanted* (topics, or partitions that must exist), by Metadata."""
+        layout = await self._router.metadata(topics)
+        parts = []
+        for t in layout.topics:
+            if t.error_code:
+                raise BrokerResponseError.from_errno(t.error_code, f"topic {t.name!r}")
+            for p in t.partitions:
+                tp = TopicAndPartition(t.name, p.partition_index)
+                if t.name in wanted or tp in wanted:
+                    parts.append(tp)
+        missing = [w for w in wanted if isinstance(w, TopicAndPartition) and w not in parts]
+        if missing:
+            raise BrokerResponseError.from_errno(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {missing[0]}"
+            )
+        return parts
 
     def reset_offsets(
         self, group_id: str, plan: Mapping[TopicAndPartition, OffsetReset | int]
