@@ -754,10 +754,11 @@ class KafkaAdminClient:
             )
         return plan
 
-    async def _wanted_partitions(
-        self, topics: list[str], wanted: list[Any]
+    async def _partitions(
+        self, topics: list[str] | None, keep: Callable[[TopicAndPartition, Any], bool]
     ) -> list[TopicAndPartition]:
-        """The partitions of *wanted* (topics, or partitions that must exist), by Metadata."""
+        """The partitions of *topics* (None: all) that ``keep(tp, partition_metadata)``
+        keeps, by Metadata; a topic's error is raised."""
         layout = await self._router.metadata(topics)
         parts = []
         for t in layout.topics:
@@ -765,8 +766,15 @@ class KafkaAdminClient:
                 raise BrokerResponseError.from_errno(t.error_code, f"topic {t.name!r}")
             for p in t.partitions:
                 tp = TopicAndPartition(t.name, p.partition_index)
-                if t.name in wanted or tp in wanted:
+                if keep(tp, p):
                     parts.append(tp)
+        return parts
+
+    async def _wanted_partitions(
+        self, topics: list[str], wanted: list[Any]
+    ) -> list[TopicAndPartition]:
+        """The partitions of *wanted* (topics, or partitions that must exist), by Metadata."""
+        parts = await self._partitions(topics, lambda tp, _: tp.topic in wanted or tp in wanted)
         missing = [w for w in wanted if isinstance(w, TopicAndPartition) and w not in parts]
         if missing:
             raise BrokerResponseError.from_errno(
@@ -1199,17 +1207,13 @@ class KafkaAdminClient:
         self, wanted: list[Any] | None, node: int | None, timeout_ms: int
     ) -> list[HangingTransaction]:
         topics = None if wanted is None else sorted({_topic_of(w) for w in wanted})
-        layout = await self._router.metadata(topics)
-        parts = []
-        for t in layout.topics:
-            if t.error_code:
-                raise BrokerResponseError.from_errno(t.error_code, f"topic {t.name!r}")
-            for p in t.partitions:
-                tp = TopicAndPartition(t.name, p.partition_index)
-                if (node is not None and node in p.replica_nodes) or (
-                    wanted is not None and (t.name in wanted or tp in wanted)
-                ):
-                    parts.append(tp)
+        parts = await self._partitions(
+            topics,
+            lambda tp, p: (
+                (node is not None and node in p.replica_nodes)
+                or (wanted is not None and (tp.topic in wanted or tp in wanted))
+            ),
+        )
         if not parts:
             return []
         producers = await self.describe_producers(parts, broker_id=node)
