@@ -282,7 +282,7 @@ class ConsumerGroup(Afkak21Identity):
         # (yet): where to start (a seek in on_assigned), and what is paused.
         self._start_at: dict[TopicAndPartition, int] = {}
         self._paused: set[TopicAndPartition] = set()
-        # Overdue processor calls of partitions lost meanwhile (see until_live).
+        # Overdue processor calls of partitions lost meanwhile (see _until_live).
         self._stuck_calls: list[Deferred[None]] = []
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
@@ -291,12 +291,13 @@ class ConsumerGroup(Afkak21Identity):
         self._left = False
         self.group_protocol = group_protocol
         self.member: GroupMember | ConsumerProtocolMember
+        hooks = _MemberHooks(self)
         if group_protocol == "consumer":
             self.member = ConsumerProtocolMember(
                 client,
                 group_id,
                 topics,
-                _MemberListener(self),
+                hooks,
                 regex=None if pattern is None else pattern.pattern,
                 assignor=group_remote_assignor,
                 rebalance_timeout_ms=rebalance_timeout_ms,
@@ -305,14 +306,14 @@ class ConsumerGroup(Afkak21Identity):
                 group_instance_id=group_instance_id,
                 retry_backoff_ms=retry_backoff_ms,
                 retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
-                liveness=self,
+                liveness=hooks,
             )
         else:
             self.member = GroupMember(
                 client,
                 group_id,
                 topics,
-                _MemberListener(self),
+                hooks,
                 resolve_assignors(assignors),
                 session_timeout_ms=session_timeout_ms,
                 rebalance_timeout_ms=rebalance_timeout_ms,
@@ -321,7 +322,7 @@ class ConsumerGroup(Afkak21Identity):
                 retry_backoff_ms=retry_backoff_ms,
                 retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
                 initial_backoff_ms=initial_backoff_ms,
-                liveness=self,
+                liveness=hooks,
             )
         self.max_poll_interval_ms = max_poll_interval_ms
         #: Subscribe to the topics this matches (``re.fullmatch``, internal ``__``
@@ -360,7 +361,7 @@ class ConsumerGroup(Afkak21Identity):
         running = self.client.reactor.seconds() - since
         return running if running > self.max_poll_interval_ms / 1000.0 else None
 
-    def stuck(self) -> str | None:
+    def _stuck(self) -> str | None:
         """Why the member must leave the group: a processor call older than
         ``max_poll_interval_ms`` (None: every processor is live)."""
         for tp, consumer in sorted(self.partition_consumers.items()):
@@ -373,7 +374,7 @@ class ConsumerGroup(Afkak21Identity):
                 )
         return None
 
-    def until_live(self) -> Deferred[None]:
+    def _until_live(self) -> Deferred[None]:
         """Fires once every overdue processor call of a lost partition has returned."""
         stuck, self._stuck_calls = self._stuck_calls, []
         waiter: Deferred[None] = Deferred()
@@ -721,7 +722,7 @@ class ConsumerGroup(Afkak21Identity):
             else:
                 start_d.callback(outcome)
 
-    # -- the membership's listener (through _MemberListener) ----------------------
+    # -- the membership's listener (through _MemberHooks) ----------------------
 
     def _prepare_join(self) -> Any:
         return self.on_join_prepare()
@@ -912,12 +913,18 @@ def _relay(result: Any, waiter: Deferred[Any]) -> Any:
     return result
 
 
-class _MemberListener:
-    """The member's :class:`~afkak.group.RebalanceListener`: the group's own hooks, kept
-    off its public API."""
+class _MemberHooks:
+    """The member's :class:`~afkak.group.RebalanceListener` and
+    :class:`~afkak.group.Liveness`: the group's own calls, kept off its public API."""
 
     def __init__(self, group: ConsumerGroup) -> None:
         self.group = group
+
+    def stuck(self) -> str | None:
+        return self.group._stuck()
+
+    def until_live(self) -> Deferred[None]:
+        return self.group._until_live()
 
     def prepare_join(self) -> Any:
         return self.group._prepare_join()

@@ -85,9 +85,9 @@ class _PullGroup(ConsumerGroup):
 
     def _overdue(self, consumer: Consumer) -> float | None:
         idle = self.client.reactor.seconds() - self._pull._last_poll
-        return None if self.stuck() is None else idle
+        return None if self._stuck() is None else idle
 
-    def stuck(self) -> str | None:
+    def _stuck(self) -> str | None:
         idle = self.client.reactor.seconds() - self._pull._last_poll
         if self._pull._waiters or idle <= self.max_poll_interval_ms / 1000.0:
             return None  # a poll waiting for records is a live application
@@ -102,7 +102,7 @@ class _PullGroup(ConsumerGroup):
 
     def _lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         # As Java's consumer: a member that did not poll joins again at its next poll.
-        self._pull._release(partitions, at_next_poll=self.stuck() is not None)
+        self._pull._release(partitions, at_next_poll=self._stuck() is not None)
         return super()._lose(partitions)
 
 

@@ -677,8 +677,8 @@ class PublicSurfaceTests(SynchronousTestCase):
         self.assertEqual(afkak.group.DEFAULT_ASSIGNORS, ("range", "cooperative-sticky"))
 
     def test_the_member_listener_is_not_the_groups_api(self) -> None:
-        """The member's listener calls (``RebalanceListener``) are not ConsumerGroup's."""
-        for name in ("prepare_join", "assign", "revoke", "lose"):
+        """The member's calls (``RebalanceListener``, ``Liveness``) are not ConsumerGroup's."""
+        for name in ("prepare_join", "assign", "revoke", "lose", "stuck", "until_live"):
             self.assertFalse(hasattr(ConsumerGroup, name), name)
 
     def test_bad_arguments(self) -> None:
