@@ -23,6 +23,7 @@ from twisted.internet.defer import (
     FirstError,
     maybeDeferred,
 )
+from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -255,7 +256,9 @@ class ShareConsumer:
             except KafkaError as e:
                 if not self._refetchable(e):
                     raise
-                records = []  # failing still when the poll's time is up
+                # Failing still, and the next attempt would come after the poll's time.
+                await deferLater(reactor, max(0.0, deadline - reactor.seconds()), lambda: None)
+                return []
             if records or reactor.seconds() >= deadline:
                 return records
 

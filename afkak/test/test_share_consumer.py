@@ -11,12 +11,14 @@ from afkak import AcknowledgeType, KafkaClient, ShareConsumer
 from afkak.common import (
     CoordinatorNotAvailable,
     GroupAuthorizationFailed,
+    LeaderNotAvailableError,
     NoCommonVersionError,
     TopicAndPartition,
 )
 from afkak.group import ShareMemberState, ShareRecord
 from afkak.group._share_member import TABLE as SHARE_TRANSITIONS, ShareMemberEvent
 from afkak.protocol.messages import (
+    MetadataRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupHeartbeatRequest,
@@ -120,6 +122,22 @@ class ShareConsumerTests(ShareTestCase):
             for p in acks
         ]
         self.assertIn([(0, 3, [1])], sent)
+
+    def test_fetch_rounds_that_fail_are_retried_until_the_poll_ends(self) -> None:
+        """Leaders that cannot be found fail the fetch round; it is tried again, backed
+        off, until the poll's time is up: the poll is empty, not failed."""
+        c = self.consumer("a")
+        self.pull(c)
+        self.cluster.fail_next(MetadataRequest, LeaderNotAvailableError, count=1000)
+        c.client.note_stale_leaders(c.assignment())
+        metadata = len(self.requests(MetadataRequest))
+        d = c.getmany(timeout_ms=3000)
+        self.advance(2.9, step=0.01)
+        self.assertNoResult(d)
+        self.advance(0.2, step=0.01)
+        self.assertEqual(self.successResultOf(d), [])
+        tries = len(self.requests(MetadataRequest)) - metadata
+        self.assertTrue(2 < tries < 10, f"{tries} Metadata requests: retried, backed off")
 
     def test_share_sessions_open_with_epoch_zero_then_count_up(self) -> None:
         self.produce(1)
