@@ -10,12 +10,14 @@ because that target moved.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
 from twisted.internet.defer import Deferred
 
+from afkak._retry import RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, backoff_policy
 from afkak.client import AdminClient
 from afkak.client._interlayer import (
     INT32_MAX,
@@ -168,7 +170,9 @@ class KafkaAdminClient:
         take one (create/delete topics, create partitions, delete records).
     :param retries: how often a request refused because the controller,
         coordinator or a leader moved is sent again.
-    :param retry_backoff: seconds before the first resend, doubling each time.
+    :param retry_backoff: seconds before the first resend, doubling each time up to
+        *retry_backoff_max*, each wait jittered by ±20 % from the client's ``rng``
+        (Kafka's ``retry.backoff.ms`` and ``retry.backoff.max.ms``).
     """
 
     def __init__(
@@ -177,17 +181,26 @@ class KafkaAdminClient:
         *,
         timeout_ms: int = 30000,
         retries: int = 5,
-        retry_backoff: float = 0.1,
+        retry_backoff: float = RETRY_BACKOFF_MS / 1000,
+        retry_backoff_max: float = RETRY_BACKOFF_MAX_MS / 1000,
     ) -> None:
         self.client = _admin_client(client)
         self.timeout_ms = _ms("timeout_ms", timeout_ms)
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValueError(f"retries must be an int >= 0, not {retries!r}")
-        if not isinstance(retry_backoff, (int, float)) or retry_backoff < 0:
-            raise ValueError(f"retry_backoff must be seconds >= 0, not {retry_backoff!r}")
+        for name, seconds in (
+            ("retry_backoff", retry_backoff),
+            ("retry_backoff_max", retry_backoff_max),
+        ):
+            if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
+                raise ValueError(f"{name} must be seconds >= 0, not {seconds!r}")
         self.retries = retries
         self.retry_backoff = float(retry_backoff)
-        self._router = Router(self.client, retries, self.retry_backoff)
+        self.retry_backoff_max = max(float(retry_backoff_max), self.retry_backoff)
+        policy = backoff_policy(
+            self.retry_backoff, self.retry_backoff_max, uniform=self.client.rng.uniform
+        )
+        self._router = Router(self.client, retries, policy)
 
     def __repr__(self) -> str:
         return f"<KafkaAdminClient on {self.client!r}>"
@@ -715,20 +728,7 @@ class KafkaAdminClient:
         self, group: str, wanted: list[Any], how: str, value: Any
     ) -> dict[TopicAndPartition, OffsetReset]:
         topics = sorted({w.topic if isinstance(w, TopicAndPartition) else w for w in wanted})
-        layout = await self._router.metadata(topics)
-        parts = []
-        for t in layout.topics:
-            if t.error_code:
-                raise BrokerResponseError.from_errno(t.error_code, f"topic {t.name!r}")
-            for p in t.partitions:
-                tp = TopicAndPartition(t.name, p.partition_index)
-                if t.name in wanted or tp in wanted:
-                    parts.append(tp)
-        missing = [w for w in wanted if isinstance(w, TopicAndPartition) and w not in parts]
-        if missing:
-            raise BrokerResponseError.from_errno(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {missing[0]}"
-            )
+        parts = await self._wanted_partitions(topics, wanted)
         committed = await self._committed(group, topics)
         earliest = await self._list_offsets(
             {tp: OffsetSpec.EARLIEST for tp in parts}, IsolationLevel.READ_UNCOMMITTED
@@ -753,6 +753,34 @@ class KafkaAdminClient:
                 reset_target(how, value, current, earliest[tp].offset, latest[tp].offset, found),
             )
         return plan
+
+    async def _partitions(
+        self, topics: list[str] | None, keep: Callable[[TopicAndPartition, Any], bool]
+    ) -> list[TopicAndPartition]:
+        """The partitions of *topics* (None: all) that ``keep(tp, partition_metadata)``
+        keeps, by Metadata; a topic's error is raised."""
+        layout = await self._router.metadata(topics)
+        parts = []
+        for t in layout.topics:
+            if t.error_code:
+                raise BrokerResponseError.from_errno(t.error_code, f"topic {t.name!r}")
+            for p in t.partitions:
+                tp = TopicAndPartition(t.name, p.partition_index)
+                if keep(tp, p):
+                    parts.append(tp)
+        return parts
+
+    async def _wanted_partitions(
+        self, topics: list[str], wanted: list[Any]
+    ) -> list[TopicAndPartition]:
+        """The partitions of *wanted* (topics, or partitions that must exist), by Metadata."""
+        parts = await self._partitions(topics, lambda tp, _: tp.topic in wanted or tp in wanted)
+        missing = [w for w in wanted if isinstance(w, TopicAndPartition) and w not in parts]
+        if missing:
+            raise BrokerResponseError.from_errno(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {missing[0]}"
+            )
+        return parts
 
     def reset_offsets(
         self, group_id: str, plan: Mapping[TopicAndPartition, OffsetReset | int]
@@ -1179,17 +1207,13 @@ class KafkaAdminClient:
         self, wanted: list[Any] | None, node: int | None, timeout_ms: int
     ) -> list[HangingTransaction]:
         topics = None if wanted is None else sorted({_topic_of(w) for w in wanted})
-        layout = await self._router.metadata(topics)
-        parts = []
-        for t in layout.topics:
-            if t.error_code:
-                raise BrokerResponseError.from_errno(t.error_code, f"topic {t.name!r}")
-            for p in t.partitions:
-                tp = TopicAndPartition(t.name, p.partition_index)
-                if (node is not None and node in p.replica_nodes) or (
-                    wanted is not None and (t.name in wanted or tp in wanted)
-                ):
-                    parts.append(tp)
+        parts = await self._partitions(
+            topics,
+            lambda tp, p: (
+                (node is not None and node in p.replica_nodes)
+                or (wanted is not None and (tp.topic in wanted or tp in wanted))
+            ),
+        )
         if not parts:
             return []
         producers = await self.describe_producers(parts, broker_id=node)
@@ -1234,6 +1258,8 @@ def _admin_client(client: object) -> AdminClient:
         )
     if not callable(getattr(getattr(client, "reactor", None), "callLater", None)):
         raise TypeError(f"client.reactor must provide callLater, not {client!r:.100}")
+    if not isinstance(getattr(client, "rng", None), random.Random):
+        raise TypeError(f"client.rng must be a random.Random, not {client!r:.100}")
     number("client.timeout", getattr(client, "timeout", None))
     return client  # type: ignore[return-value]
 

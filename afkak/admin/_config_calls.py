@@ -186,14 +186,17 @@ def replaced_configs(
             configs.pop(change.name, None)
         else:
             entry = described.entries.get(change.name)
-            items = [v for v in ((entry.value if entry else None) or "").split(",") if v]
-            values = [v for v in (change.value or "").split(",") if v]
-            if change.op == AlterOp.APPEND:
-                items += [v for v in values if v not in items]
-            else:
-                items = [v for v in items if v not in values]
-            configs[change.name] = ",".join(items)
+            configs[change.name] = _list_changed(entry.value if entry else None, change)
     return configs
+
+
+def _list_changed(current: str | None, change: ConfigChange) -> str:
+    """A list config's comma-separated *current* value, APPEND or SUBTRACT applied."""
+    items = [v for v in (current or "").split(",") if v]
+    values = [v for v in (change.value or "").split(",") if v]
+    if change.op == AlterOp.APPEND:
+        return ",".join(items + [v for v in values if v not in items])
+    return ",".join(v for v in items if v not in values)
 
 
 class ListConfigResourcesCall(VersionedCall):

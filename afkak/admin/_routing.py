@@ -6,20 +6,20 @@ group calls to the group's coordinator (again when it moved or was loading),
 records and offsets to each partition's leader (again when leadership moved),
 the rest to any broker or to a named one.  :class:`Router` does the four, with
 one fan-out (:meth:`Router.gather`) and one retry loop (:meth:`Router.resend`,
-afkak's :func:`~afkak._retry.retrying`): bounded by ``retries``, spaced by
-``retry_backoff`` doubling on the client's reactor.
+afkak's :func:`~afkak._retry.retrying`): bounded by ``retries``, spaced by the
+admin client's policy (doubling to a cap, jittered from the client's ``rng``)
+on the client's reactor.
 :class:`~afkak.admin.KafkaAdminClient` builds the calls and shapes the answers.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence, Sized
 from typing import Any, TypeVar
 
 from twisted.internet.defer import Deferred, gatherResults
 
-from afkak._retry import backoff_policy, retrying
+from afkak._retry import RetryPolicy, retrying
 from afkak.client import AdminClient
 from afkak.client._interlayer import (
     COORDINATOR_MOVED,
@@ -62,10 +62,11 @@ class Router:
     """Sends admin calls where Kafka wants them, resending what was refused because
     the controller, a coordinator or a leader moved."""
 
-    def __init__(self, client: AdminClient, retries: int, retry_backoff: float) -> None:
+    def __init__(self, client: AdminClient, retries: int, policy: RetryPolicy) -> None:
         self.client = client
         self.retries = retries
-        self.retry_backoff = retry_backoff
+        #: Seconds to wait before the n-th resend.
+        self.policy = policy
 
     # -- the one fan-out and the one retry ---------------------------------------
 
@@ -85,12 +86,11 @@ class Router:
         on_retry: Callable[[Any], None] | None = None,
     ) -> Coroutine[Any, Any, T]:
         """``attempt()`` again while *again* names something left to resend (or it
-        failed *retriable*-ly), up to ``retries`` more times, ``retry_backoff``
-        seconds apart, doubling."""
+        failed *retriable*-ly), up to ``retries`` more times, spaced by ``policy``."""
         return retrying(
             self.client.reactor,
             attempt,
-            backoff_policy(self.retry_backoff, math.inf, jitter=0.0),
+            self.policy,
             retriable=retriable,
             again=again,
             max_attempts=self.retries + 1,

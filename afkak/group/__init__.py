@@ -14,16 +14,16 @@ consume-transform-produce: :class:`TransactionalProcessor`.  Share groups
 from afkak.admin import GroupDescription, GroupListing, MemberDescription, PartitionLag
 from afkak.group._admin import committed_offsets, describe_group, group_lag, list_groups
 from afkak.group._assignor import Assignment, Member, PartitionAssignor, RebalanceProtocol
-from afkak.group._group import ASSIGNORS, DEFAULT_ASSIGNORS, ConsumerGroup
-from afkak.group._member import GroupMember, Liveness, RebalanceListener
-from afkak.group._membership import Generation
+from afkak.group._classic_member import GroupMember
+from afkak.group._consumer_group import ASSIGNORS, DEFAULT_ASSIGNORS, ConsumerGroup
+from afkak.group._listener import Generation, Liveness, RebalanceListener
 from afkak.group._pull import MAX_POLL_RECORDS, KafkaConsumer
 from afkak.group._range import RangeAssignor
 from afkak.group._roundrobin import RoundRobinAssignor
 from afkak.group._share_acks import AcknowledgeType, ShareRecord
 from afkak.group._share_consumer import ShareConsumer
-from afkak.group._share_member import SHARE_TRANSITIONS, ShareMemberEvent, ShareMemberState
-from afkak.group._states import TRANSITIONS, MemberEvent, MemberState
+from afkak.group._share_member import ShareMemberState
+from afkak.group._states import MemberState
 from afkak.group._sticky import CooperativeStickyAssignor
 from afkak.group._transform import TransactionalProcessor
 from afkak.protocol.consumer_protocol import (
@@ -38,7 +38,6 @@ __all__ = [
     "ASSIGNORS",
     "AcknowledgeType",
     "DEFAULT_ASSIGNORS",
-    "TRANSITIONS",
     "Assignment",
     "ConsumerGroup",
     "CooperativeStickyAssignor",
@@ -51,7 +50,6 @@ __all__ = [
     "MAX_POLL_RECORDS",
     "Member",
     "MemberDescription",
-    "MemberEvent",
     "MemberState",
     "PartitionAssignor",
     "PartitionLag",
@@ -59,9 +57,7 @@ __all__ = [
     "RebalanceListener",
     "RebalanceProtocol",
     "RoundRobinAssignor",
-    "SHARE_TRANSITIONS",
     "ShareConsumer",
-    "ShareMemberEvent",
     "ShareMemberState",
     "ShareRecord",
     "Subscription",

@@ -37,7 +37,7 @@ from afkak.common import (
 from afkak.consumer import Consumer, OffsetAndMetadata
 from afkak.consumer.positions import offset_value, partition_of, partitions_of
 
-from ._group import (
+from ._consumer_group import (
     Committed,
     ConsumerGroup,
     ExplicitlyCommitted,
@@ -85,9 +85,9 @@ class _PullGroup(ConsumerGroup):
 
     def _overdue(self, consumer: Consumer) -> float | None:
         idle = self.client.reactor.seconds() - self._pull._last_poll
-        return None if self.stuck() is None else idle
+        return None if self._stuck() is None else idle
 
-    def stuck(self) -> str | None:
+    def _stuck(self) -> str | None:
         idle = self.client.reactor.seconds() - self._pull._last_poll
         if self._pull._waiters or idle <= self.max_poll_interval_ms / 1000.0:
             return None  # a poll waiting for records is a live application
@@ -96,14 +96,14 @@ class _PullGroup(ConsumerGroup):
             f"longer than max_poll_interval_ms={self.max_poll_interval_ms}"
         )
 
-    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+    def _revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         self._pull._release(partitions)
-        return super().revoke(partitions)
+        return super()._revoke(partitions)
 
-    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+    def _lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         # As Java's consumer: a member that did not poll joins again at its next poll.
-        self._pull._release(partitions, at_next_poll=self.stuck() is not None)
-        return super().lose(partitions)
+        self._pull._release(partitions, at_next_poll=self._stuck() is not None)
+        return super()._lose(partitions)
 
 
 class KafkaConsumer:

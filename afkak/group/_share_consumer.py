@@ -27,8 +27,9 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._retry import backoff_policy
+from afkak._retry import backoff_policy, retrying
 from afkak.client import ConsumerClient
+from afkak.client._interlayer import LEADER_MOVED, TOPIC_GONE
 from afkak.common import (
     BrokerMetadata,
     BrokerResponseError,
@@ -43,7 +44,7 @@ from afkak.protocol.messages import (
     ShareFetchRequest,
 )
 
-from ._membership import retriable
+from ._membership_loop import retriable
 from ._share_acks import Acknowledgements, AcknowledgeType, ShareRecord
 from ._share_member import ShareMember
 
@@ -52,8 +53,8 @@ log = Logger()
 MODES = ("implicit", "explicit")
 #: Share session epochs: 0 opens a session, -1 closes it.
 OPEN_EPOCH, FINAL_EPOCH = 0, -1
-_RESET_SESSION = (122, 123)  # SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH
-_STALE_LEADER = (3, 6, 74, 75, 100)  # unknown partition, not leader, leader epochs, topic id
+#: A partition's error in a ShareFetch that says the client's metadata is stale.
+_STALE_LEADER = LEADER_MOVED | TOPIC_GONE
 
 
 @attrs.define
@@ -245,7 +246,6 @@ class ShareConsumer:
     async def _poll(self, timeout: float, limit: int) -> list[ShareRecord]:
         reactor = self.client.reactor
         deadline = reactor.seconds() + timeout
-        failures = 0
         while True:
             if self._fatal is not None:
                 self._fatal.raiseException()
@@ -256,16 +256,22 @@ class ShareConsumer:
                 await self._until_assigned(left)
                 continue
             try:
-                records = await self._fetch_round(int(left * 1000), limit)
+                records = await retrying(
+                    reactor,
+                    lambda: self._fetch_round(
+                        int(max(0.0, deadline - reactor.seconds()) * 1000), limit
+                    ),
+                    self._backoff,
+                    retriable=self._refetchable,
+                    deadline=deadline,
+                    what=f"{self!r}: ShareFetch",
+                )
             except KafkaError as e:
-                if isinstance(e, KafkaCancelled) or not retriable(e):
+                if not self._refetchable(e):
                     raise
-                failures += 1
-                log.info("{consumer!r}: fetching failed: {e}", consumer=self, e=e)
-                await deferLater(reactor, min(self._backoff(failures), left), lambda: None)
-                records = []
-            else:
-                failures = 0
+                # Failing still, and the next attempt would come after the poll's time.
+                await deferLater(reactor, max(0.0, deadline - reactor.seconds()), lambda: None)
+                return []
             if records and self._deserialize is not None:
                 return await self._deserialized(self._deserialize, records)
             if records or reactor.seconds() >= deadline:
@@ -288,6 +294,10 @@ class ShareConsumer:
             raise
         self._acks.handed_out(records)
         return records
+
+    def _refetchable(self, error: BaseException) -> bool:
+        """A failed fetch round is tried again unless cancelled, fatal, or the group failed."""
+        return self._fatal is None and not isinstance(error, KafkaCancelled) and retriable(error)
 
     def _until_assigned(self, seconds: float) -> Deferred[None]:
         waiter = self._assignment_waiter = Deferred(lambda _: timer.cancel())

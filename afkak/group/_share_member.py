@@ -24,8 +24,8 @@ from afkak.client import ConsumerClient
 from afkak.common import BrokerResponseError, KafkaError, TopicAndPartition
 from afkak.protocol.messages import ShareGroupHeartbeatRequest
 
-from ._consumer_protocol_member import new_member_id
-from ._membership import MembershipLoop, resolve_topic_ids
+from ._kip848_member import new_member_id
+from ._membership_loop import MembershipLoop, resolve_topic_ids
 from ._reactions import SHARE_GROUP_HEARTBEAT, Reaction, react
 from ._requests import JOIN_EPOCH, LEAVE_EPOCH
 
@@ -55,7 +55,7 @@ S, E = ShareMemberState, ShareMemberEvent
 #:     STOPPED ─start─▶ JOINING ─assigned─▶ STABLE ─assigned─▶ STABLE
 #:     JOINING, STABLE ─fenced─▶ JOINING (epoch 0, same member id)
 #:     JOINING, STABLE ─stop─▶ LEAVING ─left─▶ STOPPED;  JOINING, STABLE ─fail─▶ STOPPED
-SHARE_TRANSITIONS = TABLE = TransitionTable(
+TABLE = TransitionTable(
     {
         (S.STOPPED, E.START): S.JOINING,
         (S.JOINING, E.ASSIGNED): S.STABLE,

@@ -3,6 +3,8 @@ routing (controller, coordinator, leaders) and its retries, bad arguments."""
 
 from __future__ import annotations
 
+import math
+import random
 import uuid
 from typing import Any
 
@@ -10,6 +12,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
+from afkak._retry import backoff_policy
 from afkak.admin import (
     AlterOp,
     ConfigChange,
@@ -51,16 +54,36 @@ from afkak.testing import FakeKafkaCluster
 TP = TopicAndPartition
 
 
-def on_fake_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
+def on_fake_cluster(
+    case: SynchronousTestCase, seed: int = 0
+) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
     """A Clock (the case's, for a ClockTestCase), a 3-broker fake cluster without
-    auto-creation, and a client of it."""
+    auto-creation, and a client of it (its jitter seeded with *seed*)."""
     clock = getattr(case, "clock", None) or Clock()
     cluster = FakeKafkaCluster(brokers=3, reactor=clock, auto_create_topics=False)
     client = KafkaClient(
-        cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
+        cluster.bootstrap_hosts,
+        reactor=clock,
+        endpoint_factory=cluster.endpoint_factory,
+        rng=random.Random(seed),
     )
     case.addCleanup(client.close)
     return clock, cluster, client
+
+
+def resend_gaps(
+    clock: Clock, cluster: FakeKafkaCluster, admin: KafkaAdminClient, seconds: float
+) -> tuple[list[float], Any]:
+    """Seconds between CreateTopics refused with NOT_CONTROLLER, over *seconds*."""
+    cluster.fail_next(CreateTopicsRequest, NotController, count=20)
+    before = len(cluster.requests_seen)
+    d = admin.create_topics([NewTopic("c", 1, 1)])
+    sent: list[float] = []
+    for _ in range(round(seconds / 0.001)):
+        seen = len([r for r in cluster.requests_seen[before:] if r.api_key == 19])
+        sent.extend([clock.seconds()] * (seen - len(sent)))
+        clock.advance(0.001)
+    return [round(b - a, 3) for a, b in zip(sent, sent[1:], strict=False)], d
 
 
 class AdminFakeClusterCase(ClockTestCase):
@@ -117,17 +140,31 @@ class AdminFakeClusterTests(AdminFakeClusterCase):
         self.assertEqual([r.broker for r in sent], [0, 0])
 
     def test_not_controller_resends_are_bounded_and_double(self) -> None:
-        """``retries`` resends, ``retry_backoff`` apart and doubling; then the refusal stays."""
-        admin = KafkaAdminClient(self.client, retries=2, retry_backoff=1.0)
-        self.cluster.fail_next(CreateTopicsRequest, NotController, count=5)
-        d = admin.create_topics([NewTopic("c", 1, 1)])
-        sent = []
-        for _ in range(8):
-            sent.append(len([r for r in self.cluster.requests_seen if r.api_key == 19]))
-            self.clock.advance(0.5)
-        self.assertEqual(sent, [1, 1, 2, 2, 2, 2, 3, 3])
+        """``retries`` resends, ``retry_backoff`` apart and doubling (±20 %); then the
+        refusal stays."""
+        admin = KafkaAdminClient(self.client, retries=2, retry_backoff=1.0, retry_backoff_max=8)
+        gaps, d = resend_gaps(self.clock, self.cluster, admin, 4)
+        self.assertEqual(len(gaps), 2)
+        self.assertTrue(0.8 <= gaps[0] <= 1.2 and 1.6 <= gaps[1] <= 2.4, gaps)
         self.assertIsInstance(self.successResultOf(d)["c"].error, NotController)
         self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_resends_are_capped_and_jittered_by_the_clients_rng(self) -> None:
+        """As every other policy: doubling to ``retry_backoff_max`` (Kafka's 1 s), each
+        wait jittered by ±20 % from the client's ``rng``: the same seed, the same waits."""
+
+        def gaps(seed: int) -> list[float]:
+            _, cluster, client = on_fake_cluster(self, seed)
+            admin = KafkaAdminClient(client, retries=5, retry_backoff=0.5)
+            return resend_gaps(self.clock, cluster, admin, 6)[0]
+
+        first = gaps(1)
+        self.assertEqual(len(first), 5)
+        self.assertTrue(0.4 <= first[0] <= 0.6, first)
+        self.assertTrue(all(0.8 <= gap <= 1.2 for gap in first[1:]), first)
+        self.assertEqual(len(set(first[1:])), 4, first)  # jittered, not 1 s each time
+        self.assertEqual(gaps(1), first)
+        self.assertNotEqual(gaps(2), first)
 
     def test_delete_topics_by_name_and_id(self) -> None:
         self.cluster.create_topic("a", 1)
@@ -806,7 +843,7 @@ class RouterResendTests(SynchronousTestCase):
         from afkak.admin._routing import Router, _left
 
         clock, _, client = on_fake_cluster(self)
-        router = Router(client, retries=3, retry_backoff=0.5)
+        router = Router(client, retries=3, policy=backoff_policy(0.5, math.inf, jitter=0))
         seen: list[float] = []
 
         async def attempt() -> list[str]:
@@ -828,7 +865,11 @@ class RouterResendTests(SynchronousTestCase):
             calls.append(clock.seconds())
             return ["refused"] if len(calls) < 2 else []
 
-        d = Deferred.fromCoroutine(Router(client, 5, 0.1).resend(attempt, _left("refused"), "test"))
+        d = Deferred.fromCoroutine(
+            Router(client, 5, backoff_policy(0.1, math.inf, jitter=0)).resend(
+                attempt, _left("refused"), "test"
+            )
+        )
         clock.advance(1)
         self.assertEqual(self.successResultOf(d), [])
         self.assertEqual(len(calls), 2)
@@ -845,7 +886,7 @@ class RouterResendTests(SynchronousTestCase):
             raise BrokerConnectionError("the coordinator went away")
 
         d = Deferred.fromCoroutine(
-            Router(client, 2, 0.5).resend(
+            Router(client, 2, backoff_policy(0.5, math.inf, jitter=0)).resend(
                 attempt,
                 _left("refused"),
                 "test",

@@ -141,6 +141,16 @@ class AlterConfigsFallbackTests(OldBrokerCase):
         self.assertEqual(self.sent(cluster, AlterConfigsRequest.API_KEY), 1)
         self.assertEqual(self.sent(cluster, IncrementalAlterConfigsRequest.API_KEY), 0)
 
+    def test_subtract_through_alter_configs(self) -> None:
+        admin, cluster = self.admin({IncrementalAlterConfigsRequest.API_KEY: None})  # 2.2
+        cluster.create_topic("t", 1, 1)
+        cluster.state.topics["t"].configs.update({"cleanup.policy": "delete,compact"})
+        change = ConfigChange("cleanup.policy", "delete,none", AlterOp.SUBTRACT)
+        d = admin.incremental_alter_configs({ConfigResource.topic("t"): [change]})
+        self.settle(d)
+        self.assertEqual(self.successResultOf(d), {ConfigResource.topic("t"): ItemResult()})
+        self.assertEqual(cluster.state.topics["t"].configs, {"cleanup.policy": "compact"})
+
     def test_per_resource_errors(self) -> None:
         admin, cluster = self.admin({IncrementalAlterConfigsRequest.API_KEY: None})
         cluster.create_topic("t", 1, 1)

@@ -19,7 +19,7 @@ from afkak.group import (
     Subscription,
 )
 from afkak.group._assignor import common_protocol
-from afkak.group._group import resolve_assignors
+from afkak.group._consumer_group import resolve_assignors
 from afkak.test.helpers import property_examples
 
 TOPICS = ("a", "b", "c")

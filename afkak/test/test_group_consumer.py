@@ -626,15 +626,18 @@ class ConsumerGroupTests(GroupTestCase):
 
 class PublicSurfaceTests(SynchronousTestCase):
     def test_public_names(self) -> None:
+        """What afkak.group promises: its ``__all__``, and nothing else without an underscore
+        (state-machine tables and events, the member's listener calls are afkak's own)."""
         import afkak.group
 
+        public = sorted(name for name in vars(afkak.group) if not name.startswith("_"))
+        self.assertEqual(public, sorted(afkak.group.__all__))
         self.assertEqual(
             sorted(afkak.group.__all__),
             sorted(
                 [
                     "ASSIGNORS",
                     "DEFAULT_ASSIGNORS",
-                    "TRANSITIONS",
                     "Assignment",
                     "ConsumerGroup",
                     "CooperativeStickyAssignor",
@@ -647,7 +650,6 @@ class PublicSurfaceTests(SynchronousTestCase):
                     "MAX_POLL_RECORDS",
                     "Member",
                     "MemberDescription",
-                    "MemberEvent",
                     "MemberState",
                     "PartitionAssignor",
                     "PartitionLag",
@@ -655,9 +657,7 @@ class PublicSurfaceTests(SynchronousTestCase):
                     "RebalanceListener",
                     "RebalanceProtocol",
                     "RoundRobinAssignor",
-                    "SHARE_TRANSITIONS",
                     "ShareConsumer",
-                    "ShareMemberEvent",
                     "ShareMemberState",
                     "ShareRecord",
                     "AcknowledgeType",
@@ -675,6 +675,11 @@ class PublicSurfaceTests(SynchronousTestCase):
             ),
         )
         self.assertEqual(afkak.group.DEFAULT_ASSIGNORS, ("range", "cooperative-sticky"))
+
+    def test_the_member_listener_is_not_the_groups_api(self) -> None:
+        """The member's calls (``RebalanceListener``, ``Liveness``) are not ConsumerGroup's."""
+        for name in ("prepare_join", "assign", "revoke", "lose", "stuck", "until_live"):
+            self.assertFalse(hasattr(ConsumerGroup, name), name)
 
     def test_bad_arguments(self) -> None:
         client = KafkaClient("broker-0:9092", reactor=Clock())

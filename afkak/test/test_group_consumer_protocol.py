@@ -18,7 +18,7 @@ from afkak.common import (
     UnknownMemberId,
 )
 from afkak.group import ConsumerGroup
-from afkak.group._consumer_protocol_member import TABLE, ConsumerMemberEvent, ConsumerMemberState
+from afkak.group._kip848_member import TABLE, ConsumerMemberEvent, ConsumerMemberState
 from afkak.protocol.messages import ConsumerGroupHeartbeatRequest, OffsetCommitRequest
 from afkak.test.test_group_consumer import PARTITIONS, TOPIC, GroupTestCase
 

@@ -26,15 +26,14 @@ from afkak.common import (
     UnknownMemberId,
 )
 from afkak.group import (
-    TRANSITIONS,
     CooperativeStickyAssignor,
     Generation,
     GroupMember,
-    MemberEvent,
     MemberState,
     RangeAssignor,
     decode_subscription,
 )
+from afkak.group._states import TRANSITIONS, MemberEvent
 from afkak.protocol.messages import (
     HeartbeatRequest,
     JoinGroupRequest,

@@ -8,7 +8,8 @@ import from its own layer and from any layer below, never from above; and from
 another package only what that package exports, never its private modules
 (``afkak.connection``, not ``afkak.connection._connection``), or the names a
 package keeps for afkak's own layers (``afkak.client._interlayer``), which are
-not in its public ``__all__``.  Kafka error codes
+not in its public ``__all__``.  Inside a package, modules import one another
+without a circle (imports under ``TYPE_CHECKING`` count too).  Kafka error codes
 are named through ``ErrorCode`` (the one table, which gives the error classes
 their codes), never written as numbers: not declared as constants, not listed
 in sets, not compared with, not passed to ``from_errno``.
@@ -195,6 +196,81 @@ def raw_error_codes(path: str) -> list[str]:
     return [f"{what} at line {line}" for line, what in sorted(found)]
 
 
+def _module_name(path: str, root: str) -> str:
+    """``afkak.group._listener`` for ``<root>/group/_listener.py`` (``afkak.group`` for its
+    ``__init__.py``)."""
+    parts = os.path.relpath(path, root).removesuffix(".py").split(os.sep)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["afkak", *parts])
+
+
+def _imported_modules(path: str, name: str, modules: set[str]) -> set[str]:
+    """The modules among *modules* that module *name* at *path* imports, anywhere in it."""
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, *([base] if base else [])])
+            targets = [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_circles(root: str) -> list[list[str]]:
+    """Circles of imports between the modules of one afkak package under *root*."""
+    paths = {}
+    modules = set()
+    for d, _, files in os.walk(root):
+        for f in files if os.path.basename(d) != "test" else ():
+            path = os.path.join(d, f)
+            if f.endswith(".py"):
+                paths[_module_name(path, root)] = path
+            # A compiled module (``_crecords.cpython-311-x86_64-linux-gnu.so``) imports nothing.
+            modules.add(_module_name(os.path.join(d, f.split(".")[0] + ".py"), root))
+
+    def top(name: str) -> str:
+        return ".".join(name.split(".")[:2])
+
+    graph = {
+        name: sorted(m for m in _imported_modules(path, name, modules) if top(m) == top(name))
+        for name, path in paths.items()
+    }
+    circles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(name: str, trail: list[str]) -> None:
+        if name in trail:
+            circle = trail[trail.index(name) :]
+            first = circle.index(min(circle))
+            circle = circle[first:] + circle[:first]
+            if circle not in circles:
+                circles.append(circle)
+            return
+        if name in done:
+            return
+        for imported in graph.get(name, ()):
+            visit(imported, [*trail, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+    return circles
+
+
 def _planted(source: str, check: Callable[[str], list[str]]) -> list[str]:
     """What *check* finds in a module holding *source*: each check is shown to fail."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -303,3 +379,28 @@ class LayeringTests(unittest.TestCase):
                 "from_errno(<number>) at line 4",
             ],
         )
+
+    def test_no_import_circle_inside_a_package(self) -> None:
+        circles = [" -> ".join([*circle, circle[0]]) for circle in import_circles(ROOT)]
+        self.assertEqual(circles, [])
+
+    def test_a_planted_import_circle_is_found(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            files = {
+                "pkg/__init__.py": "from ._a import A\n",
+                "pkg/_a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                "    from ._b import B\n",
+                "pkg/_b.py": "from afkak.pkg import _a\n",
+                "pkg/_c.py": "from . import _b, _d\n",
+                "pkg/_d.py": "import afkak.pkg._ext\nfrom afkak.pkg._c import C\n",
+                "pkg/_ext.cpython-311-x86_64-linux-gnu.so": "",
+                "other/__init__.py": "from afkak.pkg._c import C\n",
+            }
+            for name, source in files.items():
+                os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+                with open(os.path.join(root, name), "w", encoding="utf-8") as f:
+                    f.write(source)
+            self.assertEqual(
+                import_circles(root),
+                [["afkak.pkg._a", "afkak.pkg._b"], ["afkak.pkg._c", "afkak.pkg._d"]],
+            )

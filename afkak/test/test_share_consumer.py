@@ -8,9 +8,17 @@ from typing import Any
 from twisted.internet.defer import CancelledError, Deferred
 
 from afkak import AcknowledgeType, KafkaClient, ShareConsumer
-from afkak.common import GroupAuthorizationFailed, NoCommonVersionError, TopicAndPartition
-from afkak.group import SHARE_TRANSITIONS, ShareMemberEvent, ShareMemberState, ShareRecord
+from afkak.common import (
+    CoordinatorNotAvailable,
+    GroupAuthorizationFailed,
+    LeaderNotAvailableError,
+    NoCommonVersionError,
+    TopicAndPartition,
+)
+from afkak.group import ShareMemberState, ShareRecord
+from afkak.group._share_member import TABLE as SHARE_TRANSITIONS, ShareMemberEvent
 from afkak.protocol.messages import (
+    MetadataRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupHeartbeatRequest,
@@ -114,6 +122,22 @@ class ShareConsumerTests(ShareTestCase):
             for p in acks
         ]
         self.assertIn([(0, 3, [1])], sent)
+
+    def test_fetch_rounds_that_fail_are_retried_until_the_poll_ends(self) -> None:
+        """Leaders that cannot be found fail the fetch round; it is tried again, backed
+        off, until the poll's time is up: the poll is empty, not failed."""
+        c = self.consumer("a")
+        self.pull(c)
+        self.cluster.fail_next(MetadataRequest, LeaderNotAvailableError, count=1000)
+        c.client.note_stale_leaders(c.assignment())
+        metadata = len(self.requests(MetadataRequest))
+        d = c.getmany(timeout_ms=3000)
+        self.advance(2.9, step=0.01)
+        self.assertNoResult(d)
+        self.advance(0.2, step=0.01)
+        self.assertEqual(self.successResultOf(d), [])
+        tries = len(self.requests(MetadataRequest)) - metadata
+        self.assertTrue(2 < tries < 10, f"{tries} Metadata requests: retried, backed off")
 
     def test_share_sessions_open_with_epoch_zero_then_count_up(self) -> None:
         self.produce(1)
@@ -434,6 +458,19 @@ class ShareMemberTransitionTests(ShareTestCase):
         self.advance(6)
         self.successResultOf(d)
         self.assertTransitions((S.JOINING, E.STOP), (S.LEAVING, E.LEFT))
+
+    def test_stop_while_backing_off_a_failed_heartbeat_leaves_at_once(self) -> None:
+        """The wait between heartbeat retries is cancelled by a stop, as a request is."""
+        c = self.consumer("a")
+        self.pull(c)
+        self.cluster.fail_next(ShareGroupHeartbeatRequest, CoordinatorNotAvailable, count=50)
+        self.advance(5)  # heartbeats failing, backing off up to 1 s
+        sent = len(self.requests(ShareGroupHeartbeatRequest))
+        self.assertGreater(sent, 4)
+        c.member.stop()
+        self.clock.advance(0.001)
+        self.assertIs(c.member.state, S.STOPPED)
+        self.successResultOf(self.closed(c))
 
     def test_a_fatal_coordinator_error_fails_the_member_and_the_pull(self) -> None:
         c = self.consumer("a")

@@ -1,7 +1,7 @@
 """What both group members share: a membership loop that ``stop()`` and ``fail()`` interrupt.
 
-The classic :class:`~._member.GroupMember` and KIP-848's
-:class:`~._consumer_protocol_member.ConsumerProtocolMember` each run one
+The classic :class:`~._classic_member.GroupMember` and KIP-848's
+:class:`~._kip848_member.ConsumerProtocolMember` each run one
 coroutine from ``start()`` until they have left the group; this holds the
 interruption (a stop cancels the await under way), the fatal failure, and
 the Deferred ``start()`` returned.
@@ -10,32 +10,22 @@ the Deferred ``start()`` returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import attrs
 from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._errors import DecodeError
-from afkak._retry import backoff_policy, is_retriable
+from afkak._retry import backoff_policy, is_retriable, retrying
 from afkak.client import ConsumerClient
 from afkak.common import KafkaError, TopicAndPartition
 from afkak.metrics import GroupSensors, registry_of
 
-if TYPE_CHECKING:
-    from ._member import Liveness, RebalanceListener
+from ._listener import Generation, Liveness, RebalanceListener
 
 log = Logger()
-
-
-@attrs.frozen
-class Generation:
-    """Who this member is in which generation: what its commits must carry."""
-
-    generation_id: int
-    member_id: str
 
 
 class CancelledByStop(Exception):
@@ -190,11 +180,12 @@ class MembershipLoop:
         await self._wait(deferLater(self.reactor, seconds, lambda: None))
 
     async def _wait(self, d: Deferred[Any]) -> Any:
-        """Await *d*; :meth:`stop` cancels it."""
+        """Await *d*; :meth:`stop` cancels it (the innermost of nested waits: a request
+        inside a retry loop, then the loop's wait between attempts)."""
         if self._stop_reason is not None:
             d.cancel()
             raise CancelledByStop()
-        self._pending = d
+        outer, self._pending = self._pending, d
         try:
             return await d
         except Exception:
@@ -203,23 +194,23 @@ class MembershipLoop:
             raise
         finally:
             if self._pending is d:
-                self._pending = None
+                self._pending = outer
 
     async def _heartbeats(self) -> None:
         """:meth:`_step` until stopped, retriable failures backed off; then :meth:`_leave`."""
         try:
-            failures = 0
             while self._stop_reason is None:
-                try:
-                    at_once = await self._step()
-                except KafkaError as e:
-                    if not retriable(e):
-                        raise
-                    failures += 1
-                    log.info("{member!r}: heartbeat failed: {e}", member=self, e=e)
-                    await self._sleep(self._backoff(failures))
-                    continue
-                failures = 0
+                at_once = await self._wait(
+                    Deferred.fromCoroutine(
+                        retrying(
+                            self.reactor,
+                            self._step,
+                            self._backoff,
+                            retriable=retriable,
+                            what=f"{self!r}: heartbeat",
+                        )
+                    )
+                )
                 if not at_once:
                     await self._until_next_beat()
         except CancelledByStop:

@@ -20,7 +20,7 @@ Each may return a Deferred that the member waits for.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
@@ -48,7 +48,8 @@ from afkak.protocol.consumer_protocol import (
 from . import _requests as req
 from ._assignor import Member, PartitionAssignor, RebalanceProtocol, common_protocol
 from ._heartbeat import HeartbeatTimer
-from ._membership import CancelledByStop, Generation, MembershipLoop, retriable
+from ._listener import Generation, Liveness, RebalanceListener
+from ._membership_loop import CancelledByStop, MembershipLoop, retriable
 from ._reactions import (
     HEARTBEAT,
     JOIN_GROUP,
@@ -62,28 +63,6 @@ log = Logger()
 
 #: Extra time a JoinGroup or SyncGroup may take beyond the rebalance timeout (Java: 5 s).
 JOIN_GRACE_SECONDS = 5.0
-
-
-class RebalanceListener(Protocol):
-    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[Any] | None: ...
-
-    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[Any] | None: ...
-
-    def prepare_join(self) -> Deferred[Any] | None: ...
-
-    def assign(
-        self, partitions: list[TopicAndPartition], generation: Generation
-    ) -> Deferred[Any] | None: ...
-
-
-class Liveness(Protocol):
-    """The application side of ``max_poll_interval_ms``."""
-
-    def stuck(self) -> str | None:
-        """Why the application is not live (None: it is)."""
-
-    def until_live(self) -> Deferred[None]:
-        """Fires once the calls that were stuck have returned."""
 
 
 class _Rejoin(Exception):

@@ -7,8 +7,8 @@ says so in its next heartbeat, and only then gets the partitions another
 member held.  No group-wide barrier: the other members keep processing.
 
 :class:`ConsumerProtocolMember` speaks to the same
-:class:`~._member.RebalanceListener` as the classic
-:class:`~._member.GroupMember` (the :class:`~._group.ConsumerGroup` runs the
+:class:`~._listener.RebalanceListener` as the classic
+:class:`~._classic_member.GroupMember` (the :class:`~._consumer_group.ConsumerGroup` runs the
 Consumers, commits and callbacks for both); its ``generation_id`` is the
 member epoch, which OffsetCommit v9+ carries.  Its lifecycle is the table
 ``TABLE`` below.
@@ -31,8 +31,8 @@ from afkak.client import ConsumerClient
 from afkak.common import BrokerResponseError, KafkaError, TopicAndPartition
 
 from . import _requests as req
-from ._member import Liveness, RebalanceListener
-from ._membership import MembershipLoop, resolve_topic_ids
+from ._listener import Liveness, RebalanceListener
+from ._membership_loop import MembershipLoop, resolve_topic_ids
 from ._reactions import CONSUMER_GROUP_HEARTBEAT, Reaction, react
 
 log = Logger()

@@ -1,6 +1,6 @@
 """ConsumerGroup: consume topics as one member of a Kafka consumer group.
 
-The group's membership (:class:`._member.GroupMember`) decides which
+The group's membership (:class:`._classic_member.GroupMember`) decides which
 partitions this process owns; for each one a :class:`afkak.consumer.Consumer`
 runs, started from the group's committed offset and committing (next-offset
 semantics) with the member id and generation, so that the coordinator refuses
@@ -39,12 +39,12 @@ from afkak.consumer import Consumer, OffsetAndMetadata, positions
 from afkak.metrics import CLIENT, COORDINATOR, FETCH, NODE, MetricName
 from afkak.producer import ConsumerGroupMetadata
 
+from ._afkak21 import Afkak21Identity
 from ._assignor import PartitionAssignor
-from ._consumer_protocol_member import ConsumerProtocolMember
+from ._classic_member import GroupMember
 from ._heartbeat import HeartbeatTimer
-from ._interlayer import Afkak21Identity
-from ._member import GroupMember
-from ._membership import Generation
+from ._kip848_member import ConsumerProtocolMember
+from ._listener import Generation
 from ._range import RangeAssignor
 from ._roundrobin import RoundRobinAssignor
 from ._sticky import CooperativeStickyAssignor
@@ -282,7 +282,7 @@ class ConsumerGroup(Afkak21Identity):
         # (yet): where to start (a seek in on_assigned), and what is paused.
         self._start_at: dict[TopicAndPartition, int] = {}
         self._paused: set[TopicAndPartition] = set()
-        # Overdue processor calls of partitions lost meanwhile (see until_live).
+        # Overdue processor calls of partitions lost meanwhile (see _until_live).
         self._stuck_calls: list[Deferred[None]] = []
         self._offsets: Offsets = {}
         self._start_d: Deferred[Offsets] | None = None
@@ -291,12 +291,13 @@ class ConsumerGroup(Afkak21Identity):
         self._left = False
         self.group_protocol = group_protocol
         self.member: GroupMember | ConsumerProtocolMember
+        hooks = _MemberHooks(self)
         if group_protocol == "consumer":
             self.member = ConsumerProtocolMember(
                 client,
                 group_id,
                 topics,
-                self,
+                hooks,
                 regex=None if pattern is None else pattern.pattern,
                 assignor=group_remote_assignor,
                 rebalance_timeout_ms=rebalance_timeout_ms,
@@ -305,14 +306,14 @@ class ConsumerGroup(Afkak21Identity):
                 group_instance_id=group_instance_id,
                 retry_backoff_ms=retry_backoff_ms,
                 retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
-                liveness=self,
+                liveness=hooks,
             )
         else:
             self.member = GroupMember(
                 client,
                 group_id,
                 topics,
-                self,
+                hooks,
                 resolve_assignors(assignors),
                 session_timeout_ms=session_timeout_ms,
                 rebalance_timeout_ms=rebalance_timeout_ms,
@@ -321,7 +322,7 @@ class ConsumerGroup(Afkak21Identity):
                 retry_backoff_ms=retry_backoff_ms,
                 retry_backoff_max_ms=max(fatal_backoff_ms, retry_backoff_ms),
                 initial_backoff_ms=initial_backoff_ms,
-                liveness=self,
+                liveness=hooks,
             )
         self.max_poll_interval_ms = max_poll_interval_ms
         #: Subscribe to the topics this matches (``re.fullmatch``, internal ``__``
@@ -360,7 +361,7 @@ class ConsumerGroup(Afkak21Identity):
         running = self.client.reactor.seconds() - since
         return running if running > self.max_poll_interval_ms / 1000.0 else None
 
-    def stuck(self) -> str | None:
+    def _stuck(self) -> str | None:
         """Why the member must leave the group: a processor call older than
         ``max_poll_interval_ms`` (None: every processor is live)."""
         for tp, consumer in sorted(self.partition_consumers.items()):
@@ -373,7 +374,7 @@ class ConsumerGroup(Afkak21Identity):
                 )
         return None
 
-    def until_live(self) -> Deferred[None]:
+    def _until_live(self) -> Deferred[None]:
         """Fires once every overdue processor call of a lost partition has returned."""
         stuck, self._stuck_calls = self._stuck_calls, []
         waiter: Deferred[None] = Deferred()
@@ -721,12 +722,14 @@ class ConsumerGroup(Afkak21Identity):
             else:
                 start_d.callback(outcome)
 
-    # -- the membership's listener --------------------------------------------
+    # -- the membership's listener (through _MemberHooks) ----------------------
 
-    def prepare_join(self) -> Any:
+    def _prepare_join(self) -> Any:
         return self.on_join_prepare()
 
-    def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[None]:
+    def _assign(
+        self, partitions: list[TopicAndPartition], generation: Generation
+    ) -> Deferred[None]:
         self._left = False
         self._rebind(self.partition_consumers.values(), generation)
         added = [tp for tp in partitions if tp not in self.partition_consumers]
@@ -808,10 +811,10 @@ class ConsumerGroup(Afkak21Identity):
         else:
             self.on_consumer_error(result)
 
-    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+    def _revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         return self._give_up(partitions, commit=True, then=self.on_revoked)
 
-    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+    def _lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
         """The member lost every partition: it is out of the group (afkak 21's on_group_leave)."""
         return self._give_up(partitions, commit=False, then=self.on_lost).addCallback(
             self._left_group
@@ -908,3 +911,29 @@ def first_error(failure: Failure) -> Failure:
 def _relay(result: Any, waiter: Deferred[Any]) -> Any:
     waiter.callback(result)
     return result
+
+
+class _MemberHooks:
+    """The member's :class:`~afkak.group.RebalanceListener` and
+    :class:`~afkak.group.Liveness`: the group's own calls, kept off its public API."""
+
+    def __init__(self, group: ConsumerGroup) -> None:
+        self.group = group
+
+    def stuck(self) -> str | None:
+        return self.group._stuck()
+
+    def until_live(self) -> Deferred[None]:
+        return self.group._until_live()
+
+    def prepare_join(self) -> Any:
+        return self.group._prepare_join()
+
+    def assign(self, partitions: list[TopicAndPartition], generation: Generation) -> Deferred[None]:
+        return self.group._assign(partitions, generation)
+
+    def revoke(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+        return self.group._revoke(partitions)
+
+    def lose(self, partitions: list[TopicAndPartition]) -> Deferred[None]:
+        return self.group._lose(partitions)
