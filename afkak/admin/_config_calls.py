@@ -167,6 +167,19 @@ def replaced_configs(
     :raises InvalidRequest: a resource type AlterConfigs cannot set, or a dynamic
         config whose value DescribeConfigs hides (a password) and would be lost.
     """
+    configs = _dynamic_configs(described)
+    for change in changes:
+        if change.op == AlterOp.SET:
+            configs[change.name] = change.value
+        elif change.op == AlterOp.DELETE:
+            configs.pop(change.name, None)
+        else:
+            configs[change.name] = _list_changed(described, change)
+    return configs
+
+
+def _dynamic_configs(described: ResourceConfig) -> dict[str, str | None]:
+    """The resource's dynamic configs, all of them with their values (see above)."""
     resource = described.resource
     source = _DYNAMIC_SOURCES.get((resource.type, resource.name == ""))
     if source is None:
@@ -178,22 +191,19 @@ def replaced_configs(
             f"the broker has no IncrementalAlterConfigs, and AlterConfigs would reset "
             f"{resource}'s sensitive configs {hidden}"
         )
-    configs = {n: e.value for n, e in dynamic.items()}
-    for change in changes:
-        if change.op == AlterOp.SET:
-            configs[change.name] = change.value
-        elif change.op == AlterOp.DELETE:
-            configs.pop(change.name, None)
-        else:
-            entry = described.entries.get(change.name)
-            items = [v for v in ((entry.value if entry else None) or "").split(",") if v]
-            values = [v for v in (change.value or "").split(",") if v]
-            if change.op == AlterOp.APPEND:
-                items += [v for v in values if v not in items]
-            else:
-                items = [v for v in items if v not in values]
-            configs[change.name] = ",".join(items)
-    return configs
+    return {n: e.value for n, e in dynamic.items()}
+
+
+def _list_changed(described: ResourceConfig, change: ConfigChange) -> str:
+    """The current value's comma-separated items, with *change*'s APPENDed or SUBTRACTed."""
+    entry = described.entries.get(change.name)
+    items = [v for v in ((entry.value if entry else None) or "").split(",") if v]
+    values = [v for v in (change.value or "").split(",") if v]
+    if change.op == AlterOp.APPEND:
+        items += [v for v in values if v not in items]
+    else:
+        items = [v for v in items if v not in values]
+    return ",".join(items)
 
 
 class ListConfigResourcesCall(VersionedCall):
