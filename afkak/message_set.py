@@ -31,6 +31,15 @@ from afkak.codec import (
 from afkak.common import Message, UnsupportedCodecError
 from afkak.records.legacy import encode_message_set, unwrap_message
 
+__all__ = [
+    "CODEC_MASK",
+    "MessageSet",
+    "create_message",
+    "create_message_set",
+    "flatten",
+    "wrap_messages",
+]
+
 # Codec -> whether its library is installed.
 _AVAILABLE: dict[int, Callable[[], bool]] = {
     CODEC_NONE: lambda: True,

@@ -270,22 +270,7 @@ async def topics_reassign(s: Session) -> int:
     """``topics reassign TOPIC:P=R1,R2,... ...`` (or ``--cancel TOPIC:P``), then the
     optional preferred election, as kafka-reassign-partitions and kafka-leader-election."""
     a = s.args
-    targets: dict[TopicAndPartition, list[int] | None] = {}
-    for move in a.moves:
-        where, sep, replicas = move.partition("=")
-        topic, colon, part = where.rpartition(":")
-        try:
-            tp = TopicAndPartition(topic, int(part))
-            nodes = [int(r) for r in replicas.split(",")]
-        except ValueError:
-            tp = None
-        if not (sep and colon and topic) or tp is None:
-            raise ValueError(f"a move is TOPIC:PARTITION=BROKER,BROKER..., not {move!r}")
-        targets[tp] = nodes
-    for tp in partitions_arg(a.cancel):
-        if not isinstance(tp, TopicAndPartition):
-            raise ValueError(f"--cancel takes TOPIC:PARTITION, not {tp!r}")
-        targets[tp] = None
+    targets = _reassignment_targets(a.moves, a.cancel)
     if a.list:
         ongoing = await s.admin.list_partition_reassignments(list(targets) or None)
         s.out.table(
@@ -305,14 +290,45 @@ async def topics_reassign(s: Session) -> int:
         for tp, r in targets.items()
     ]
     if a.elect_preferred:
-        elected = await s.admin.elect_leaders(partitions=[tp for tp, r in targets.items() if r])
-        for tp, e in elected.items():
-            if e.error is not None and not isinstance(e.error, ElectionNotNeeded):
-                raise item_error(f"partition {tp.topic}:{tp.partition}", e.error)
-            status = "preferred leader elected" if e.error is None else "preferred leader leads"
-            rows.append((tp.topic, tp.partition, status))
+        rows += await _elect_preferred(s, [tp for tp, r in targets.items() if r])
     s.out.table(["topic", "partition", "status"], rows)
     return OK
+
+
+def _reassignment_targets(
+    moves: Iterable[str], cancel: Any
+) -> dict[TopicAndPartition, list[int] | None]:
+    """``{partition: its new replicas, or None to cancel its reassignment}``."""
+    targets: dict[TopicAndPartition, list[int] | None] = {}
+    for move in moves:
+        where, sep, replicas = move.partition("=")
+        topic, colon, part = where.rpartition(":")
+        try:
+            tp = TopicAndPartition(topic, int(part))
+            nodes = [int(r) for r in replicas.split(",")]
+        except ValueError:
+            tp = None
+        if not (sep and colon and topic) or tp is None:
+            raise ValueError(f"a move is TOPIC:PARTITION=BROKER,BROKER..., not {move!r}")
+        targets[tp] = nodes
+    for tp in partitions_arg(cancel):
+        if not isinstance(tp, TopicAndPartition):
+            raise ValueError(f"--cancel takes TOPIC:PARTITION, not {tp!r}")
+        targets[tp] = None
+    return targets
+
+
+async def _elect_preferred(
+    s: Session, partitions: list[TopicAndPartition]
+) -> list[tuple[Any, ...]]:
+    """Elect the preferred leaders of *partitions*: a status row for each."""
+    rows: list[tuple[Any, ...]] = []
+    for tp, e in (await s.admin.elect_leaders(partitions=partitions)).items():
+        if e.error is not None and not isinstance(e.error, ElectionNotNeeded):
+            raise item_error(f"partition {tp.topic}:{tp.partition}", e.error)
+        status = "preferred leader elected" if e.error is None else "preferred leader leads"
+        rows.append((tp.topic, tp.partition, status))
+    return rows
 
 
 def _joined(nodes: Iterable[int]) -> str:

@@ -6,7 +6,7 @@ import os
 import sys
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from twisted.internet.defer import CancelledError, Deferred
@@ -84,13 +84,7 @@ class LineReader:
 async def produce(s: Session) -> int:
     a = s.args
     headers = [(k, v.encode()) for k, v in key_values(a.header, "--header").items()]
-    described = (await s.admin.describe_topics([a.topic]))[a.topic]
-    if described.error is not None:
-        raise item_error(f"topic {a.topic}", described.error)
-    if a.partition is not None and a.partition not in [p.partition for p in described.partitions]:
-        raise CommandError(f"topic {a.topic} has no partition {a.partition}", 4)
-    key_separator = a.key_separator or console_producer_separator(a.property)
-    separator = key_separator.encode() if key_separator else None
+    await _check_partition(s)
     stream: BinaryIO = open(a.file, "rb") if a.file else sys.stdin.buffer
     producer = Producer(
         s.client,
@@ -99,64 +93,106 @@ async def produce(s: Session) -> int:
         req_acks=a.acks,
         linger_ms=a.linger_ms,
     )
-    key_serializer = value_serializer = None
-    if a.key_format is not None or a.value_format is not None:
-        from ._schema_formats import from_json_line, serializer
-
-        key_serializer = await serializer(s, a.key_format, True)
-        value_serializer = await serializer(s, a.value_format, False)
+    record_of = await _line_records(s)
     total = _count_lines(a.file) if a.file and s.interactive else None
-    pending: deque[Deferred[Any]] = deque()
-    errors: list[Any] = []
-    sent = acknowledged = 0
-
-    def acknowledge(_: Any) -> None:
-        nonlocal acknowledged
-        acknowledged += 1
-
-    start = s.reactor.seconds()
+    window = _Window(s.reactor, a.rate)
     try:
         with progress(f"produce {a.topic}", total, s.interactive, "msg") as bar:
             reader = LineReader(s.reactor, stream)
-            while not reader.done and not errors:
+            while not reader.done and not window.errors:
                 for line in await reader.lines():
-                    key, value = None, line
-                    if separator is not None:
-                        key, found, rest = line.partition(separator)
-                        key, value = (key, rest) if found else (None, line)
-                    if key_serializer is not None and key is not None:
-                        key = from_json_line(key_serializer, key)
-                    if value_serializer is not None:
-                        value = from_json_line(value_serializer, value)
+                    key, value = record_of(line)
                     d = producer.send(a.topic, value, key, headers=headers, partition=a.partition)
-                    d.addCallbacks(acknowledge, errors.append)
-                    pending.append(d)
-                    sent += 1
                     bar.advance()
-                    if len(pending) >= WINDOW:
-                        await pending.popleft()
-                    if a.rate:
-                        ahead = start + sent / a.rate - s.reactor.seconds()
-                        if ahead > 0:
-                            await deferLater(s.reactor, ahead)
+                    await window.sent(d)
             await producer.flush()
     except CancelledError:  # Ctrl-C: what the broker has, then the runner's "interrupted"
         if s.interactive:
-            unacknowledged = sent - acknowledged
+            unacknowledged = window.count - window.acknowledged
             more = f" ({unacknowledged} sent, not acknowledged)" if unacknowledged else ""
-            sys.stderr.write(f"afkak: produced {acknowledged} records to {a.topic}{more}\n")
+            sys.stderr.write(f"afkak: produced {window.acknowledged} records to {a.topic}{more}\n")
         raise
     finally:
         if a.file:
             stream.close()
         await producer.stop()
-    if errors:
-        raise errors[0].value
+    if window.errors:
+        raise window.errors[0].value
     if s.out.as_json:
-        s.out.json({"topic": a.topic, "produced": sent})
+        s.out.json({"topic": a.topic, "produced": window.count})
     if s.interactive:
-        sys.stderr.write(f"afkak: produced {sent} records to {a.topic}\n")
+        sys.stderr.write(f"afkak: produced {window.count} records to {a.topic}\n")
     return OK
+
+
+async def _check_partition(s: Session) -> None:
+    """The topic exists, and so does the partition asked for."""
+    a = s.args
+    described = (await s.admin.describe_topics([a.topic]))[a.topic]
+    if described.error is not None:
+        raise item_error(f"topic {a.topic}", described.error)
+    if a.partition is not None and a.partition not in [p.partition for p in described.partitions]:
+        raise CommandError(f"topic {a.topic} has no partition {a.partition}", 4)
+
+
+Record = tuple[Any, Any]
+
+
+async def _line_records(s: Session) -> Callable[[bytes], Record]:
+    """``line -> (key, value)``: split at the key separator, then serialized per the formats."""
+    a = s.args
+    key_separator = a.key_separator or console_producer_separator(a.property)
+    separator = key_separator.encode() if key_separator else None
+
+    def split(line: bytes) -> Record:
+        if separator is None:
+            return None, line
+        key, found, rest = line.partition(separator)
+        return (key, rest) if found else (None, line)
+
+    if a.key_format is None and a.value_format is None:
+        return split
+    from ._schema_formats import from_json_line, serializer
+
+    key_serializer = await serializer(s, a.key_format, True)
+    value_serializer = await serializer(s, a.value_format, False)
+
+    def serialized(line: bytes) -> Record:
+        key, value = split(line)
+        if key_serializer is not None and key is not None:
+            key = from_json_line(key_serializer, key)
+        if value_serializer is not None:
+            value = from_json_line(value_serializer, value)
+        return key, value
+
+    return serialized
+
+
+class _Window:
+    """The sends awaiting their acknowledgement (at most :data:`WINDOW`), paced at *rate*."""
+
+    def __init__(self, reactor: Any, rate: float | None) -> None:
+        self._reactor = reactor
+        self._rate = rate
+        self._start = reactor.seconds()
+        self._pending: deque[Deferred[Any]] = deque()
+        self.errors: list[Any] = []
+        self.count = self.acknowledged = 0
+
+    def _acknowledge(self, _: Any) -> None:
+        self.acknowledged += 1
+
+    async def sent(self, d: Deferred[Any]) -> None:
+        """Count *d*; wait for the oldest send if the window is full, then for the pace."""
+        d.addCallbacks(self._acknowledge, self.errors.append)
+        self._pending.append(d)
+        self.count += 1
+        if len(self._pending) >= WINDOW:
+            await self._pending.popleft()
+        if self._rate:
+            ahead = self._start + self.count / self._rate - self._reactor.seconds()
+            if ahead > 0:
+                await deferLater(self._reactor, ahead)
 
 
 def _count_lines(path: str) -> int | None:

@@ -18,6 +18,13 @@ from twisted.logger import Logger
 
 from afkak._errors import ProtocolError
 
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "FrameTooLargeError",
+    "FramedProtocol",
+    "StreamTransport",
+]
+
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 """Largest frame accepted by default: Kafka's ``socket.request.max.bytes``."""
 

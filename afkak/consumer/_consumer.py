@@ -3,8 +3,9 @@
 The consumer is a small state machine (:mod:`._states`) driven by
 :meth:`Consumer._pump`: at most one fetch is in flight, at most one fetched
 response waits while the processor works (the fetch-ahead slot,
-:class:`._fetch_ahead.FetchAhead`), and the processor is called again only
-once the Deferred it returned has fired (backpressure).  Its settings are
+:class:`._fetch_ahead.FetchAhead`), the response taken is decoded and given to
+the processor in blocks (:class:`._delivery.Delivery`), and the processor is
+called again only once the Deferred it returned has fired (backpressure).  Its settings are
 checked in :mod:`._options` (and read and set as attributes through
 :class:`._options.Setting`), and its commits are a
 :class:`._committer.Committer`'s.
@@ -37,6 +38,7 @@ from afkak.metrics import CLIENT, FETCH, NODE, ConsumerSensors, MetricName, regi
 from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
+from ._delivery import Delivery, DeliveryState
 from ._fetch_ahead import FetchAhead, SlotState
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
@@ -216,7 +218,7 @@ class Consumer:
             isolation_level=isolation_level,
             client_rack=client_rack,
         )
-        self._deserialize = deserializing(
+        deserialize = deserializing(
             checked("key_deserializer", key_deserializer),
             checked("value_deserializer", value_deserializer),
         )
@@ -239,14 +241,10 @@ class Consumer:
         self._fetch_offset = 0
         # The fetch under way, or the response (or error) it gave, not taken yet.
         self._ahead = FetchAhead()
-        # The response taken for processing, decoded after a reactor turn.
-        self._current: FetchedRecords | None = None
-        self._turn: Any = None
-        # The wait for deserializers to be ready to decode the current response.
-        self._preparing: Deferred[Any] | None = None
-        # The messages of the response being processed, and where the next block starts.
-        self._remaining: list[SourcedMessage] = []
-        self._next_index = 0
+        # The response taken for the processor, decoded after a reactor turn.
+        self._delivery = Delivery(
+            client.reactor, topic, partition, deserialize, self._pump, self._fail
+        )
         # The processor's Deferred, or a token while it runs synchronously; since when.
         self._processing: object | None = None
         self._processing_since = 0.0
@@ -332,8 +330,8 @@ class Consumer:
         self._reconfigure(buffer_size=value)
 
     max_buffer_size = Setting[int | None]("max_buffer_size")
-    fetch_min_bytes = Setting[int]("fetch_min_bytes", "fetch_size_bytes")
-    fetch_max_wait_time = Setting[int]("fetch_max_wait_ms", "fetch_max_wait_time")
+    fetch_min_bytes = Setting[int]("fetch_min_bytes")
+    fetch_max_wait_time = Setting[int]("fetch_max_wait_ms")
     consumer_group = Setting[str | None]("consumer_group", fixed=True)
     commit_metadata = Setting[str | bytes | None]("commit_metadata")
     auto_offset_reset = Setting[int | None]("auto_offset_reset")
@@ -346,9 +344,9 @@ class Consumer:
         _every_ms,
         doc="afkak 21's name: ``auto_commit_every_ms`` in seconds.",
     )
-    retry_init_delay = Setting[float]("retry.init_delay", "request_retry_init_delay")
-    retry_max_delay = Setting[float]("retry.max_delay", "request_retry_max_delay")
-    request_retry_max_attempts = Setting[int]("retry.max_attempts", "request_retry_max_attempts")
+    retry_init_delay = Setting[float]("retry.init_delay")
+    retry_max_delay = Setting[float]("retry.max_delay")
+    request_retry_max_attempts = Setting[int]("retry.max_attempts")
     commit_consumer_id = Setting[str]("commit_consumer_id", doc="The member id sent with commits.")
     commit_generation_id = Setting[int](
         "commit_generation_id", doc="The group generation sent with commits."
@@ -356,29 +354,12 @@ class Consumer:
 
     def _reconfigure(self, **changes: Any) -> None:
         """Check the settings with *changes* as the constructor does, then use them."""
-        o, fetcher = self._options, self._fetcher
-        current = {
-            "consumer_group": o.consumer_group,
-            "commit_metadata": o.commit_metadata,
-            "auto_commit_every_n": o.auto_commit_every_n,
-            "auto_commit_every_ms": o.auto_commit_every_ms,
-            "fetch_size_bytes": o.fetch_min_bytes,
-            "fetch_max_wait_time": o.fetch_max_wait_ms,
-            # A default fetch size keeps following max_buffer_size.
-            "buffer_size": fetcher.buffer_size if o.buffer_size_given else None,
-            "max_buffer_size": o.max_buffer_size,
-            "request_retry_init_delay": o.retry.init_delay,
-            "request_retry_max_delay": o.retry.max_delay,
-            "request_retry_max_attempts": o.retry.max_attempts,
-            "auto_offset_reset": o.auto_offset_reset,
-            "commit_consumer_id": o.commit_consumer_id,
-            "commit_generation_id": o.commit_generation_id,
-            "isolation_level": o.isolation,
-            "client_rack": o.client_rack or None,
-        }
-        self._options = options = resolve(**{**current, **changes})
+        options = self._options
+        if options.buffer_size_given:  # the fetch size, grown for oversized batches
+            changes = {"buffer_size": self._fetcher.buffer_size, **changes}
+        self._options = options = resolve(**{**options.arguments(), **changes})
         self._committer.reconfigure(options)
-        fetcher.reconfigure(options)
+        self._fetcher.reconfigure(options)
 
     def set_generation(self, generation_id: int, member_id: str) -> None:
         """Commit as *member_id* of group generation *generation_id* from now on.
@@ -560,8 +541,8 @@ class Consumer:
 
         A response taken for processing frees the buffer, so the next fetch
         is sent at once; the response is decoded two reactor turns later
-        (:meth:`_after_a_turn`), once Twisted has written that fetch to the
-        socket, so that the broker prepares the next response meanwhile.
+        (:class:`._delivery.Delivery`), once Twisted has written that fetch to
+        the socket, so that the broker prepares the next response meanwhile.
         Re-entrant calls (a fetch or processor finishing synchronously) only
         ask the running loop for another round, so the stack stays flat.
         """
@@ -577,64 +558,20 @@ class Consumer:
                     return
                 if self._paused:
                     return
-                ahead = self._ahead
-                idle = self._processing is None and self._next_index >= len(self._remaining)
-                if idle and self._current is None and ahead.state is SlotState.FILLED:
+                ahead, delivery = self._ahead, self._delivery
+                idle = self._processing is None and delivery.state is DeliveryState.IDLE
+                if idle and ahead.state is SlotState.FILLED:
                     taken = ahead.take()
                     if isinstance(taken, Failure):
                         self._fail(taken)
                         return
-                    self._current = taken
-                    self._turn = self.client.reactor.callLater(0, self._after_a_turn)
+                    delivery.take(taken)
                 if ahead.state is SlotState.EMPTY:
                     self._fetch()
-                if self._processing is None and self._next_index < len(self._remaining):
-                    self._deliver(self._next_block())
+                if self._processing is None and delivery.state is DeliveryState.READY:
+                    self._deliver(delivery.next_block(self._options.auto_commit_every_n))
         finally:
             self._pumping = False
-
-    def _after_a_turn(self) -> None:
-        # Twisted writes to sockets after running due timed calls: the fetch
-        # sent with this response's taking goes out before the next turn.
-        self._turn = self.client.reactor.callLater(0, self._decode_current)
-
-    def _decode_current(self) -> None:
-        self._turn = None
-        fetched = self._current
-        if fetched is None:
-            return
-        try:
-            messages = fetched.messages(self.topic, self.partition)
-            deserialize = self._deserialize
-            ready = None if deserialize is None else deserialize.prepare(messages)
-        except Exception:
-            self._current = None
-            self._fail(Failure())
-            return
-        if ready is None:
-            self._current = None
-            self._convert(messages)
-            return
-        # The response stays current (nothing else is taken) until its
-        # deserializers are ready; _drop_fetched() cancels the wait.
-        self._preparing = ready
-        ready.addCallbacks(self._prepared, lambda _: None, callbackArgs=(ready, messages))
-
-    def _prepared(self, _: object, ready: Deferred[Any], messages: list[SourcedMessage]) -> None:
-        if self._preparing is not ready:
-            return
-        self._preparing = None
-        self._current = None
-        self._convert(messages)
-
-    def _convert(self, messages: list[SourcedMessage]) -> None:
-        try:
-            self._remaining = messages if self._deserialize is None else self._deserialize(messages)
-        except Exception:
-            self._fail(Failure())
-            return
-        self._next_index = 0
-        self._pump()
 
     def _fetch(self) -> None:
         d = Deferred.fromCoroutine(self._next_records(self._fetch_offset))
@@ -683,29 +620,10 @@ class Consumer:
     def _drop_fetched(self) -> None:
         """Forget every fetched message not yet given to the processor."""
         self._ahead.drop()
-        self._current = None
-        self._remaining, self._next_index = [], 0
-        preparing, self._preparing = self._preparing, None
-        if preparing is not None:
-            preparing.cancel()
-        turn, self._turn = self._turn, None
-        if turn is not None and turn.active():
-            turn.cancel()
+        self._delivery.drop()
 
     def _cancel_fetch(self) -> None:
         self._ahead.cancel()
-
-    def _next_block(self) -> list[SourcedMessage]:
-        """The next messages for the processor: at most ``auto_commit_every_n`` with a group."""
-        remaining, start = self._remaining, self._next_index
-        size = self._options.auto_commit_every_n
-        end = len(remaining) if not size else min(start + size, len(remaining))
-        block = remaining if start == 0 and end == len(remaining) else remaining[start:end]
-        if end == len(remaining):
-            self._remaining, self._next_index = [], 0
-        else:
-            self._next_index = end
-        return block
 
     def _deliver(self, messages: list[SourcedMessage]) -> None:
         self._sensors.consumed(len(messages))
@@ -857,12 +775,11 @@ class Consumer:
         self._start_offsets = lookup
 
     def _next_offset(self) -> int:
-        if self._next_index < len(self._remaining):
-            return int(self._remaining[self._next_index].offset)
-        for fetched in (self._current, self._ahead.waiting):
-            if fetched is not None:
-                return fetched.offset
-        return self._fetch_offset
+        offset = self._delivery.next_offset()
+        if offset is not None:
+            return offset
+        waiting = self._ahead.waiting
+        return self._fetch_offset if waiting is None else waiting.offset
 
     def committed(self, tp: Any) -> Deferred[OffsetAndMetadata | None]:
         """The group's committed offset of *tp* and its metadata (None: none committed)."""

@@ -42,28 +42,74 @@ REQUEST_RETRY_MIN_DELAY = 0.1
 REQUEST_RETRY_MAX_DELAY = 30.0
 
 
+_ARGUMENT = "argument"
+
+
+def _from(argument: str | dict[str, str]) -> dict[str, Any]:
+    """The metadata of an :class:`Options` field resolved from the constructor *argument*
+    (for an attrs value, ``{its field: argument}``)."""
+    return {_ARGUMENT: argument}
+
+
+#: The constructor arguments of the :class:`RequestRetries` fields.
+_RETRY_ARGUMENTS = {
+    "init_delay": "request_retry_init_delay",
+    "max_delay": "request_retry_max_delay",
+    "max_attempts": "request_retry_max_attempts",
+}
+
+
 @attrs.frozen
 class Options:
-    consumer_group: str | None
-    commit_metadata: str | bytes | None
+    """The resolved settings; each field names the constructor argument it comes from."""
+
+    consumer_group: str | None = attrs.field(metadata=_from("consumer_group"))
+    commit_metadata: str | bytes | None = attrs.field(metadata=_from("commit_metadata"))
     #: 0: off (always 0 without a group).
-    auto_commit_every_n: int
-    auto_commit_every_ms: int
-    fetch_min_bytes: int
-    fetch_max_wait_ms: int
-    buffer_size: int
+    auto_commit_every_n: int = attrs.field(metadata=_from("auto_commit_every_n"))
+    auto_commit_every_ms: int = attrs.field(metadata=_from("auto_commit_every_ms"))
+    fetch_min_bytes: int = attrs.field(metadata=_from("fetch_size_bytes"))
+    fetch_max_wait_ms: int = attrs.field(metadata=_from("fetch_max_wait_time"))
+    buffer_size: int = attrs.field(metadata=_from("buffer_size"))
     #: Whether ``buffer_size`` was chosen by the application (else it follows
     #: :data:`DEFAULT_FETCH_SIZE` and ``max_buffer_size``).
-    buffer_size_given: bool
-    max_buffer_size: int | None
-    retry: RequestRetries
-    auto_offset_reset: int | None
-    commit_consumer_id: str
-    commit_generation_id: int
+    buffer_size_given: bool = attrs.field()
+    max_buffer_size: int | None = attrs.field(metadata=_from("max_buffer_size"))
+    retry: RequestRetries = attrs.field(metadata=_from(_RETRY_ARGUMENTS))
+    auto_offset_reset: int | None = attrs.field(metadata=_from("auto_offset_reset"))
+    commit_consumer_id: str = attrs.field(metadata=_from("commit_consumer_id"))
+    commit_generation_id: int = attrs.field(metadata=_from("commit_generation_id"))
     #: The wire isolation level (0: read_uncommitted, 1: read_committed).
-    isolation: int
+    isolation: int = attrs.field(metadata=_from("isolation_level"))
     #: The consumer's rack (KIP-392; "": none).
-    client_rack: str = ""
+    client_rack: str = attrs.field(default="", metadata=_from("client_rack"))
+
+    def arguments(self) -> dict[str, Any]:
+        """Constructor arguments that :func:`resolve` to these options.
+
+        A ``buffer_size`` the application did not choose is None, so that it
+        keeps following ``max_buffer_size``.
+        """
+        found = {argument: read(self) for read, argument in _READERS}
+        if not self.buffer_size_given:
+            found["buffer_size"] = None
+        return found
+
+
+def _argument_paths() -> dict[str, str]:
+    paths: dict[str, str] = {}
+    for field in attrs.fields(Options):
+        argument = field.metadata.get(_ARGUMENT)
+        if isinstance(argument, str):
+            paths[field.name] = argument
+        elif argument is not None:
+            paths.update({f"{field.name}.{sub}": name for sub, name in argument.items()})
+    return paths
+
+
+#: ``{Options attribute path: constructor argument}``, as the fields declare.
+ARGUMENT_OF: dict[str, str] = _argument_paths()
+_READERS = [(attrgetter(path), argument) for path, argument in ARGUMENT_OF.items()]
 
 
 def resolve(
@@ -86,29 +132,9 @@ def resolve(
     client_rack: Any = None,
 ) -> Options:
     """Check the arguments (TypeError / ValueError) and resolve their defaults."""
-    if consumer_group is not None and (not isinstance(consumer_group, str) or not consumer_group):
-        raise InvalidConsumerGroupError(f"bad consumer_group {consumer_group!r}")
-    if commit_metadata is not None and not isinstance(commit_metadata, (str, bytes)):
-        raise TypeError(f"commit_metadata must be str or bytes, not {commit_metadata!r}")
-    if isinstance(commit_metadata, bytes):
-        commit_metadata.decode("utf-8")  # the protocol carries a string
-    if consumer_group is not None:
-        if auto_commit_every_n is None:
-            auto_commit_every_n = AUTO_COMMIT_MSG_COUNT
-        if auto_commit_every_ms is None:
-            auto_commit_every_ms = AUTO_COMMIT_INTERVAL
-    elif auto_commit_every_n or auto_commit_every_ms:
-        raise ValueError("auto_commit_every_n/_ms are set without a consumer_group")
-    buffer_size_given = buffer_size is not None
-    if max_buffer_size is not None:
-        integer("max_buffer_size", max_buffer_size, 1, INT32_MAX)
-    if buffer_size is None:
-        buffer_size = min(DEFAULT_FETCH_SIZE, max_buffer_size or DEFAULT_FETCH_SIZE)
-    elif max_buffer_size is not None:
-        if integer("buffer_size", buffer_size, 1, INT32_MAX) > max_buffer_size:
-            raise ValueError(
-                f"buffer_size ({buffer_size}) is greater than max_buffer_size ({max_buffer_size})"
-            )
+    _check_group(consumer_group, commit_metadata)
+    every_n, every_ms = _auto_commit(consumer_group, auto_commit_every_n, auto_commit_every_ms)
+    first_fetch_size = _buffer_size(buffer_size, max_buffer_size)
     if auto_offset_reset not in (None, OFFSET_EARLIEST, OFFSET_LATEST):
         raise ValueError(
             f"auto_offset_reset must be OFFSET_EARLIEST, OFFSET_LATEST or None, "
@@ -121,14 +147,12 @@ def resolve(
     return Options(
         consumer_group=consumer_group,
         commit_metadata=commit_metadata,
-        auto_commit_every_n=integer("auto_commit_every_n", auto_commit_every_n or 0, 0, INT32_MAX),
-        auto_commit_every_ms=integer(
-            "auto_commit_every_ms", auto_commit_every_ms or 0, 0, INT32_MAX
-        ),
+        auto_commit_every_n=integer("auto_commit_every_n", every_n, 0, INT32_MAX),
+        auto_commit_every_ms=integer("auto_commit_every_ms", every_ms, 0, INT32_MAX),
         fetch_min_bytes=integer("fetch_size_bytes", fetch_size_bytes, 0, INT32_MAX),
         fetch_max_wait_ms=integer("fetch_max_wait_time", fetch_max_wait_time, 0, INT32_MAX),
-        buffer_size=integer("buffer_size", buffer_size, 1, INT32_MAX),
-        buffer_size_given=buffer_size_given,
+        buffer_size=integer("buffer_size", first_fetch_size, 1, INT32_MAX),
+        buffer_size_given=buffer_size is not None,
         max_buffer_size=max_buffer_size,
         retry=_retry(request_retry_init_delay, request_retry_max_delay, request_retry_max_attempts),
         auto_offset_reset=auto_offset_reset,
@@ -139,6 +163,41 @@ def resolve(
         isolation=isolation_level_of(isolation_level),
         client_rack=client_rack or "",
     )
+
+
+def _check_group(consumer_group: Any, commit_metadata: Any) -> None:
+    if consumer_group is not None and (not isinstance(consumer_group, str) or not consumer_group):
+        raise InvalidConsumerGroupError(f"bad consumer_group {consumer_group!r}")
+    if commit_metadata is not None and not isinstance(commit_metadata, (str, bytes)):
+        raise TypeError(f"commit_metadata must be str or bytes, not {commit_metadata!r}")
+    if isinstance(commit_metadata, bytes):
+        commit_metadata.decode("utf-8")  # the protocol carries a string
+
+
+def _auto_commit(consumer_group: Any, every_n: Any, every_ms: Any) -> tuple[Any, Any]:
+    """A group commits by default; without one there is nothing to auto-commit (0: off)."""
+    if consumer_group is not None:
+        return (
+            AUTO_COMMIT_MSG_COUNT if every_n is None else every_n,
+            AUTO_COMMIT_INTERVAL if every_ms is None else every_ms,
+        )
+    if every_n or every_ms:
+        raise ValueError("auto_commit_every_n/_ms are set without a consumer_group")
+    return 0, 0
+
+
+def _buffer_size(buffer_size: Any, max_buffer_size: Any) -> Any:
+    """The first fetch size: the one chosen (at most *max_buffer_size*), or the default."""
+    if max_buffer_size is not None:
+        integer("max_buffer_size", max_buffer_size, 1, INT32_MAX)
+    if buffer_size is None:
+        return min(DEFAULT_FETCH_SIZE, max_buffer_size or DEFAULT_FETCH_SIZE)
+    if max_buffer_size is not None:
+        if integer("buffer_size", buffer_size, 1, INT32_MAX) > max_buffer_size:
+            raise ValueError(
+                f"buffer_size ({buffer_size}) is greater than max_buffer_size ({max_buffer_size})"
+            )
+    return buffer_size
 
 
 def _retry(init_delay: Any, max_delay: Any, max_attempts: Any) -> RequestRetries:
@@ -170,7 +229,8 @@ class Setting(Generic[T]):
 
     Read from the object's :class:`Options` (*read*: a dotted attribute
     path, or a function); a new value goes to the constructor argument
-    *argument* (by default the one *read* names, through *to_argument*) and
+    *argument* (by default the one the field *read* names comes from,
+    :data:`ARGUMENT_OF`), through *to_argument*, and
     is checked as the constructor checks it (TypeError / ValueError).  A
     *fixed* setting is set at construction only.
     """
@@ -186,7 +246,7 @@ class Setting(Generic[T]):
     ) -> None:
         self._read: Callable[[Options], T] = attrgetter(read) if isinstance(read, str) else read
         if argument is None and isinstance(read, str) and not fixed:
-            argument = read
+            argument = ARGUMENT_OF[read]
         self._argument = argument
         self._to_argument = to_argument
         self.__doc__ = doc

@@ -18,6 +18,8 @@ from twisted.internet.defer import Deferred, DeferredList
 
 from afkak.common import Message, SourcedMessage
 
+__all__ = ["Deserializer", "Deserializing", "PreparingDeserializer", "checked", "deserializing"]
+
 Deserializer = Callable[[bytes], Any]
 
 

@@ -30,6 +30,13 @@ import attrs
 from ._registry import MetricName, Metrics
 from ._sensors import CLIENT, NODE
 
+__all__ = [
+    "Collector",
+    "Point",
+    "encode",
+    "telemetry_names",
+]
+
 PREFIX = "org.apache.kafka"
 #: OTLP's AggregationTemporality.
 DELTA, CUMULATIVE = 1, 2

@@ -20,6 +20,17 @@ from afkak._errors import DecodeError
 from afkak.common import TopicAndPartition
 from afkak.protocol.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
+__all__ = [
+    "ASSIGNMENT_VERSION",
+    "PROTOCOL_TYPE",
+    "SUBSCRIPTION_VERSION",
+    "Subscription",
+    "decode_assignment",
+    "decode_subscription",
+    "encode_assignment",
+    "encode_subscription",
+]
+
 _VERSION = struct.Struct(">h")
 
 #: The JoinGroup protocol type of Kafka's consumers.

@@ -18,6 +18,16 @@ from afkak.protocol.messages import request_class, response_class
 from afkak.protocol.messages.request_header import RequestHeader
 from afkak.protocol.messages.response_header import ResponseHeader
 
+__all__ = [
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "peek_correlation_id",
+    "request_header_version",
+    "response_header_version",
+]
+
 API_VERSIONS_KEY = 18
 _API_KEY_VERSION = struct.Struct(">hh")
 

@@ -23,6 +23,8 @@ from afkak.protocol.messages.produce_response import (
     TopicProduceResponse,
 )
 
+__all__ = ["one_partition_answer", "topic_entry"]
+
 #: The first version with a flexible (compact, tagged) response.
 FLEXIBLE_VERSION = 9
 #: The first version naming topics by id.

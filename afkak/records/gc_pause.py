@@ -27,6 +27,13 @@ from typing import Any
 
 from afkak.records.batch import compiled_records
 
+__all__ = [
+    "gc_paused",
+    "reachable",
+    "track_all",
+    "untrack",
+]
+
 _compiled = compiled_records()
 #: ``untrack(obj)``: hide *obj* and the lists only it holds from the cyclic GC.
 untrack: Callable[[Any], None] | None = getattr(_compiled, "untrack", None)

@@ -12,6 +12,10 @@ from typing import Any
 from afkak.common import Message
 from afkak.records.batch import RecordBatch, compiled_records
 
+__all__ = [
+    "fetched_messages",
+]
+
 
 def fetched_messages(
     batches: Iterable[RecordBatch], offset: int, prefix: tuple[Any, ...], cls: type[tuple]

@@ -279,7 +279,7 @@ class MetadataTests(ClientTestCase):
         client = self.make_client()
         self.successResultOf(client.load_metadata_for_topics("t"))
         for node in self.cluster.state.brokers:
-            self.cluster.change_address(node, f"moved-{node}", 9093)
+            self.cluster.state.change_address(node, f"moved-{node}", 9093)
         self.cluster.drop_connections()
         self.failureResultOf(client.load_metadata_for_topics("t"), KafkaUnavailableError)
         client.update_cluster_hosts(["moved-2:9093"])
@@ -311,7 +311,7 @@ class MetadataTests(ClientTestCase):
         client = self.make_client()
         self.successResultOf(client.send_offset_request([OffsetRequest("t", 1, -1, 1)]))
         old = client.clients[1]
-        self.cluster.change_address(1, "elsewhere", 1234)
+        self.cluster.state.change_address(1, "elsewhere", 1234)
         self.successResultOf(client.load_metadata_for_topics("t"))
         self.assertNotIn(1, client.clients)
         self.successResultOf(client.send_offset_request([OffsetRequest("t", 1, -1, 1)]))
@@ -453,7 +453,7 @@ class RebootstrapTests(ClientTestCase):
     def move_cluster(self) -> None:
         """Every broker on a new port (a restart elsewhere); the bootstrap name follows."""
         for node, b in self.cluster.state.brokers.items():
-            self.cluster.change_address(node, b.host, b.port + 1000)
+            self.cluster.state.change_address(node, b.host, b.port + 1000)
         self.cluster.drop_connections()
 
     def test_recovers_through_the_bootstrap_address(self) -> None:
@@ -1061,7 +1061,7 @@ class OffsetTests(ClientTestCase):
         self.assertEqual(
             [(r.topic, r.partition, r.error) for r in responses], [("t", 0, 0), ("t", 1, 0)]
         )
-        self.assertEqual(dict(self.cluster.committed("g"))[("t", 0)].offset, 42)
+        self.assertEqual(dict(self.cluster.state.committed("g"))[("t", 0)].offset, 42)
         fetched = self.successResultOf(
             client.send_offset_fetch_request(
                 "g", [OffsetFetchRequest("t", 1), OffsetFetchRequest("t", 0)]

@@ -7,6 +7,7 @@ protocol run against fake brokers.
 from __future__ import annotations
 
 import gc
+import inspect
 from typing import Any
 
 import attrs
@@ -52,6 +53,7 @@ from afkak.consumer import (
 )
 from afkak.consumer._broker_fetch import FETCH_MAX_BYTES
 from afkak.consumer._messages import read_fetched
+from afkak.consumer._options import ARGUMENT_OF, resolve
 from afkak.protocol.messages import (
     FetchRequest,
     OffsetCommitRequest,
@@ -113,7 +115,7 @@ class ConsumerTestCase(ClockTestCase):
     def setUp(self) -> None:
         super().setUp()
         self.cluster = FakeKafkaCluster(brokers=3, reactor=self.clock)
-        self.cluster.fetch_sessions = self.fetch_sessions
+        self.cluster.state.fetch_sessions = self.fetch_sessions
         self.cluster.create_topic("t", partitions=2)
         self.client = KafkaClient(
             self.cluster.bootstrap_hosts,
@@ -613,6 +615,17 @@ class CommitTests(ConsumerTestCase):
         seen = self.requests(OFFSET_COMMIT)[0].request
         self.assertEqual((seen.member_id, seen.generation_id_or_member_epoch), ("member-2", 5))
 
+    def test_options_name_every_constructor_argument_they_resolve_from(self) -> None:
+        """Setting an attribute re-resolves the options from their declared arguments."""
+        self.assertEqual(set(ARGUMENT_OF.values()), set(inspect.signature(resolve).parameters))
+        for c in (
+            self.consumer(),
+            self.consumer(consumer_group="g", buffer_size=4096, client_rack="r1"),
+            self.consumer(isolation_level="read_committed", max_buffer_size=8192),
+        ):
+            options = c._options
+            self.assertEqual(resolve(**options.arguments()), options)
+
     def test_settings_are_attributes_an_application_may_set(self) -> None:
         """As in afkak 21: set between runs, checked as the constructor checks them."""
         self.append(b"a")
@@ -931,7 +944,7 @@ class LifecycleTests(ConsumerTestCase):
 class FetchSizeTests(ConsumerTestCase):
     def setUp(self) -> None:
         super().setUp()
-        self.cluster.fetch_whole_first_batch = False  # cut oversized batches, as old brokers
+        self.cluster.state.fetch_whole_first_batch = False  # cut oversized batches, as old brokers
 
     def test_grows_x16_until_the_batch_fits(self) -> None:
         self.append(b"x" * 2000)

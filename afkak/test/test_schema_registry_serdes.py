@@ -12,6 +12,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import ShareConsumer
+from afkak.consumer._delivery import DeliveryState
 from afkak.schema_registry import (
     AvroDeserializer,
     AvroSerializer,
@@ -349,10 +350,10 @@ class ConsumerDecodingTests(ConsumerTestCase):
         )
         d = self.start(c, 0)
         self.clock.advance(0.1)
-        self.assertIsNotNone(c._preparing)
+        self.assertIs(c._delivery.state, DeliveryState.PREPARING)
         self.assertIsNone(c.stop())
         self.successResultOf(d)
-        self.assertIsNone(c._preparing)
+        self.assertIs(c._delivery.state, DeliveryState.IDLE)
         self.registry.unavailable = False
         self.clock.advance(5)
         self.assertEqual(p.calls, [])

@@ -388,7 +388,7 @@ class ConnectionFaultTests(SynchronousTestCase):
         self.assertRaises(ValueError, self.cluster.move_leader, "t", 0, 7)
 
     def test_change_address(self) -> None:
-        self.cluster.change_address(1, "elsewhere", 9999)
+        self.cluster.state.change_address(1, "elsewhere", 9999)
         self.assertTrue(self.refused(1))
         client = connect(self.cluster, host="elsewhere", port=9999)
         response = self.successResultOf(client.request(METADATA_T, 12))
@@ -463,8 +463,6 @@ class FacadeSurfaceTests(SynchronousTestCase):
         "reactor",
         # options
         "auto_create_topics",
-        "fetch_sessions",
-        "fetch_whole_first_batch",
         "rack_aware_replica_selector",
         "share_groups",
         # setup
@@ -485,13 +483,11 @@ class FacadeSurfaceTests(SynchronousTestCase):
         "unclean_election",
         "set_broker_down",
         "set_broker_up",
-        "change_address",
         "forget_producers",
         # inspection
         "requests_seen",
         "records",
         "committed_offsets",
-        "committed",
         "partition",
         "topic_id",
         "coordinator",
@@ -519,5 +515,5 @@ class FacadeSurfaceTests(SynchronousTestCase):
 
     def test_options_write_through_to_the_state(self) -> None:
         cluster = FakeKafkaCluster(brokers=1, reactor=Clock())
-        cluster.fetch_sessions = True
+        cluster.state.fetch_sessions = True
         self.assertTrue(cluster.state.fetch_sessions)

@@ -63,16 +63,15 @@ as if produced), ``commit``, ``delete_records``, ``enable_client_telemetry``
 ``drop_next``, ``drop_answer_next`` (handled, then the connection drops
 unanswered), ``delay``, ``drop_connections``, ``refuse_connections``,
 ``move_leader``, ``unclean_election`` (a truncated log under a new leader
-epoch), ``set_broker_down``/``set_broker_up``, ``change_address``,
+epoch), ``set_broker_down``/``set_broker_up``,
 ``forget_producers``.  Inspection: ``requests_seen``, ``records``,
-``committed_offsets``, ``committed``, ``partition``, ``topic_id``,
+``committed_offsets``, ``partition``, ``topic_id``,
 ``coordinator``, ``open_connections``.  Options: ``auto_create_topics``,
-``fetch_sessions``, ``fetch_whole_first_batch``,
 ``rack_aware_replica_selector`` (KIP-392), ``share_groups`` (share groups'
 lock duration, delivery limit and offset reset).  That is the whole facade
 (:class:`FakeKafkaCluster` lists it); everything else is ``cluster.state``,
 the request handlers' shared state, for experts (below: ``state.features``,
-``state.transactions``...), whose shape may change.
+``state.transactions``, ``state.fetch_sessions``...), whose shape may change.
 
 What the fake does (and does not):
 
@@ -119,7 +118,7 @@ What the fake does (and does not):
   acks=0 produce closes the connection, as Kafka does.
 - Fetch is sessionless by default (a broker whose session cache is full:
   every incremental fetch gets FETCH_SESSION_ID_NOT_FOUND); with
-  ``cluster.fetch_sessions = True`` it keeps KIP-227 sessions.  It honours max_bytes and
+  ``cluster.state.fetch_sessions = True`` it keeps KIP-227 sessions.  It honours max_bytes and
   partition_max_bytes (cutting batches the way Kafka's log reads do) and
   long-polls on the cluster's reactor until min_bytes arrive or max_wait_ms
   passes.  Requests carrying a ``current_leader_epoch`` get

@@ -8,7 +8,7 @@ reads and changes to answer the requests, and the in-memory connections.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from uuid import UUID
 
@@ -80,17 +80,16 @@ class FakeKafkaCluster:
     What a test uses, all of it below:
 
     - connecting: :attr:`bootstrap_hosts`, :meth:`endpoint_factory`, :attr:`reactor`;
-    - options: :attr:`auto_create_topics`, :attr:`fetch_sessions`,
-      :attr:`fetch_whole_first_batch`, :attr:`rack_aware_replica_selector`,
+    - options: :attr:`auto_create_topics`, :attr:`rack_aware_replica_selector`,
       :attr:`share_groups` (share groups' settings);
     - setup: :meth:`create_topic`, :meth:`delete_topic`, :meth:`append`,
       :meth:`commit`, :meth:`delete_records`, :meth:`enable_client_telemetry`;
     - faults: :meth:`fail_next`, :meth:`drop_next`, :meth:`drop_answer_next`,
       :meth:`delay`, :meth:`drop_connections`, :meth:`refuse_connections`,
       :meth:`move_leader`, :meth:`unclean_election`, :meth:`set_broker_down`,
-      :meth:`set_broker_up`, :meth:`change_address`, :meth:`forget_producers`;
+      :meth:`set_broker_up`, :meth:`forget_producers`;
     - inspection: :attr:`requests_seen`, :meth:`records`,
-      :attr:`committed_offsets`, :meth:`committed`, :meth:`partition`,
+      :attr:`committed_offsets`, :meth:`partition`,
       :meth:`topic_id`, :meth:`coordinator`, :meth:`open_connections`.
 
     Expert: ``state`` (:class:`~afkak.testing._cluster_state.ClusterState`)
@@ -101,7 +100,12 @@ class FakeKafkaCluster:
     protocols' coordinators), ``state.transactions`` (the transaction
     coordinator), ``state.sessions`` (KIP-227 fetch sessions by node and
     session id), ``state.faults``, ``state.fetch_waiters``,
-    ``state.wake_fetches()`` (after changing a log or a leader there).  Its
+    ``state.wake_fetches()`` (after changing a log or a leader there),
+    ``state.fetch_sessions`` (grant KIP-227 fetch sessions; False, the
+    default: a broker whose session cache is full), ``state.fetch_whole_first_batch``
+    (True, the default: a Fetch returns its first batch whole beyond the fetch
+    size, as Kafka since KIP-74; False cuts it as older brokers did),
+    ``state.committed(group)`` and ``state.change_address(node_id, host, port)``.  Its
     shape may change between releases; the names above will not.
     """
 
@@ -152,11 +156,6 @@ class FakeKafkaCluster:
     reactor: _Shared[Any] = _Shared()
     #: Whether Metadata requests create unknown topics (when the request allows it).
     auto_create_topics: _Shared[bool] = _Shared()
-    #: A Fetch returns its first batch whole even beyond the fetch size (Kafka
-    #: since KIP-74); False cuts it as older brokers did.
-    fetch_whole_first_batch: _Shared[bool] = _Shared()
-    #: Grant KIP-227 fetch sessions (False: a broker whose session cache is full).
-    fetch_sessions: _Shared[bool] = _Shared()
     #: Leaders name a replica in the rack of a consumer's ``client_rack``
     #: (``state.brokers[n].rack``) as its ``preferred_read_replica``, as Kafka's
     #: ``RackAwareReplicaSelector`` (KIP-392); followers serve Fetch v11+ in any case.
@@ -313,10 +312,6 @@ class FakeKafkaCluster:
         """Record a committed offset, as an OffsetCommit request does."""
         self.state.commit(group, topic, partition, CommittedOffset(offset, metadata, leader_epoch))
 
-    def committed(self, group: str) -> Iterable[tuple[tuple[str, int], CommittedOffset]]:
-        """``((topic, partition), CommittedOffset)`` of each commit of ``group``."""
-        return self.state.committed(group)
-
     def coordinator(self, key: str) -> int:
         """The node coordinating group (or transactional id) ``key``; -1 if none is up.
 
@@ -408,11 +403,6 @@ class FakeKafkaCluster:
     def set_broker_up(self, node_id: int) -> None:
         """Restart a broker; it leads again the partitions left without a leader."""
         self.state.set_broker_up(node_id)
-
-    def change_address(self, node_id: int, host: str, port: int) -> None:
-        """Move a broker to a new address: Metadata advertises it, new connections need it."""
-        broker = self.state.brokers[node_id]
-        broker.host, broker.port = host, port
 
 
 def _api_key(api_key: ApiKeyLike) -> int:

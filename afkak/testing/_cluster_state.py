@@ -75,7 +75,10 @@ class ClusterState:
         self.default_replication = default_replication
         self.cluster_id = cluster_id
         self.max_message_bytes = max_message_bytes
+        #: A Fetch returns its first batch whole even beyond the fetch size (Kafka
+        #: since KIP-74); False cuts it as older brokers did.
         self.fetch_whole_first_batch = True
+        #: Grant KIP-227 fetch sessions (False: a broker whose session cache is full).
         self.fetch_sessions = False
         #: Leaders send consumers with a ``client_rack`` to a replica in their rack (KIP-392).
         self.rack_aware_replica_selector = False
@@ -241,6 +244,11 @@ class ClusterState:
     def new_producer_id(self) -> int:
         self._next_producer_id += 1
         return self._next_producer_id
+
+    def change_address(self, node_id: int, host: str, port: int) -> None:
+        """Move a broker to a new address: Metadata advertises it, new connections need it."""
+        broker = self.brokers[node_id]
+        broker.host, broker.port = host, port
 
     def forget_producers(self) -> None:
         """Make the producer ids given out so far unknown (UNKNOWN_PRODUCER_ID)."""

@@ -1,4 +1,4 @@
-"""KIP-227 fetch sessions of the fake brokers (when ``cluster.fetch_sessions`` is on).
+"""KIP-227 fetch sessions of the fake brokers (when ``cluster.state.fetch_sessions`` is on).
 
 As Kafka's FetchSession: epoch 0 creates a session holding the request's
 partitions; an incremental request (the session's id and next epoch) adds or

@@ -61,6 +61,17 @@ import weakref
 from collections.abc import Collection, Mapping, Sequence
 from typing import Self
 
+__all__ = [
+    "JVM_OPTIONS",
+    "KAFKA_VERSIONS",
+    "ApacheKafka",
+    "ApacheKafkaUnavailable",
+    "cache_root",
+    "java_available",
+    "log4j2_version",
+    "resolve_classpath",
+]
+
 #: Kafka versions tried, newest first, when neither the caller nor AFKAK_KAFKA_VERSION
 #: names one.
 KAFKA_VERSIONS = ("4.4.0", "4.3.0", "4.2.0", "4.1.1", "4.0.0")
