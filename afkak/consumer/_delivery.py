@@ -32,8 +32,8 @@ from twisted.python.failure import Failure
 from afkak._transitions import TransitionTable
 from afkak.common import SourcedMessage
 
-from .deserialize import Deserializing
 from ._messages import FetchedRecords
+from .deserialize import Deserializing
 
 
 class DeliveryState(enum.Enum):

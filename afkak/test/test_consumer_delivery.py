@@ -11,8 +11,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.common import SourcedMessage
 from afkak.consumer._delivery import Delivery, DeliveryState
-from afkak.consumer.deserialize import deserializing
 from afkak.consumer._messages import FetchedRecords, read_fetched
+from afkak.consumer.deserialize import deserializing
 from afkak.records import build_batch
 
 

@@ -275,9 +275,6 @@ PINNED = {
     "afkak.spark": """
         AfkakDataSource DataLossError from_confluent_avro OptionError RowError
     """,
-    "afkak.testing.schema_registry": """
-        InMemorySchemaRegistry
-    """,
     "afkak.testing": """
         CommittedOffset EmbeddedBroker EmbeddedBrokerUnavailable FakeBroker FakeKafkaCluster
         FakePartition FakeTopic SeenRequest
