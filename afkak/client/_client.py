@@ -200,10 +200,7 @@ class KafkaClient:
         self.reactor = check.reactor_time("reactor", reactor)
         self.timeout = timeout / 1000.0
         self._disconnect_on_timeout = bool(disconnect_on_timeout)
-        if sasl is not None and not isinstance(sasl, SaslMechanism):
-            raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
-        if tls is not None and tls is not False:
-            endpoint_factory = tls_endpoint_factory(tls, endpoint_factory)
+        endpoint_factory = _secured(endpoint_factory, tls, sasl)
         #: The :class:`~afkak.metrics.Metrics` every layer on this client records into.
         self.metrics_registry = Metrics(reactor, client_id=self.clientId)
         self.metrics_registry.add_gauge(
@@ -875,3 +872,13 @@ def _cancelled_as_afkak(failure: Failure) -> Failure:
 def _fire_and_pass(result: Any, waiter: Deferred[None]) -> Any:
     waiter.callback(None)
     return result
+
+
+def _secured(endpoint_factory: Any, tls: Any, sasl: SaslMechanism | None) -> Any:
+    """*endpoint_factory* over TLS if *tls* asks for it, *sasl* checked (the client's
+    security arguments)."""
+    if sasl is not None and not isinstance(sasl, SaslMechanism):
+        raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
+    if tls is not None and tls is not False:
+        return tls_endpoint_factory(tls, endpoint_factory)
+    return endpoint_factory
