@@ -433,6 +433,21 @@ class IdempotenceTests(ProducerTestCase):
         # that is no gap, the epoch stays.
         self.assertEqual({b.producer_epoch for b in self.stored_batches("t", 0)}, {0})
 
+    def test_first_batch_refused_with_later_ones_ready_keeps_order(self) -> None:
+        """Issue 33: a new producer's first batch to a partition refused retriably while
+        later ones were in flight: the broker, which did not know the producer, took
+        their sequences, and the first one's retry got OUT_OF_ORDER_SEQUENCE_NUMBER
+        until its delivery timeout.  Until a sequence is acknowledged at its epoch, a
+        partition has one batch in flight: nothing is lost or reordered."""
+        self.cluster.delay(PRODUCE, 0.5)
+        producer = self.producer(batch_size=120, retry_interval=0.1)
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas)
+        ds = [producer.send("t", b"%03d" % i + b"x" * 100, partition=0) for i in range(6)]
+        self.clock.pump([0] + [0.1] * 80)
+        self.assertEqual([self.successResultOf(d).offset for d in ds], list(range(6)))
+        self.assertEqual([v[:3] for v in self.values(partition=0)], [b"%03d" % i for i in range(6)])
+        self.assertEqual({b.producer_epoch for b in self.stored_batches("t", 0)}, {0})
+
     def test_out_of_order_sequence_bumps_the_epoch(self) -> None:
         producer = self.producer(retry_interval=0.1)
         self.succeed(producer.send("t", b"a", partition=0))
