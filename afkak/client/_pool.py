@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 import attrs
-from twisted.internet.defer import Deferred, DeferredList, fail
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.interfaces import IStreamClientEndpoint
 from twisted.logger import Logger
@@ -88,18 +88,17 @@ class _ConnectWatch:
     """One connection's attempts to connect: callbacks to run when the next one
     fails, and how the last one failed (None once one succeeds).
 
-    A failed attempt after requests wanted the connection (waiting for it, or
-    failed at once while it backed off) runs *unreachable*, set by the pool for
-    a known broker's connection: the client reloads its metadata then, as
-    Java's does after a failed connection, so that a broker the cluster dropped
-    is dropped here too rather than reconnected to until the next refresh.
+    *unreachable*, set by the pool for a known broker's connection, is run when
+    an attempt that requests waited for fails, and when a request comes while
+    the connection backs off from a failed attempt: the client reloads its
+    metadata, as Java's does after a failed connection, so that a broker the
+    cluster dropped or moved is dropped here too (its requests failing at once).
     """
 
     def __init__(self, endpoint_factory: EndpointFactory) -> None:
         self._endpoint_factory = endpoint_factory
         self.callbacks: list[Callable[[], None]] = []
         self.failure: _ConnectFailure | None = None
-        self.wanted = False
         self.unreachable: Callable[[], None] | None = None
 
     def endpoint(self, reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
@@ -112,7 +111,7 @@ class _ConnectWatch:
     def failed(self, failure: Failure) -> Failure:
         self.failure = _ConnectFailure.of(failure)
         callbacks, self.callbacks = self.callbacks, []
-        wanted, self.wanted = self.wanted or bool(callbacks), False
+        wanted = bool(callbacks)
         while callbacks:  # each may unsubscribe itself, or others, from this list
             callbacks.pop(0)()
         if wanted and self.unreachable is not None:
@@ -162,7 +161,8 @@ class ConnectionPool:
         self._ephemeral: set[BrokerConnection] = set()
         self.discarded: set[BrokerConnection] = set()
         #: Called as ``on_unreachable(connection)`` when an attempt of a kept
-        #: connection (to a known broker) that requests wanted fails.
+        #: connection (to a known broker) that requests wait for fails, or a request
+        #: comes while such a connection backs off from a failed attempt.
         self.on_unreachable: Callable[[BrokerConnection], None] | None = None
 
     def connection(
@@ -228,13 +228,11 @@ class ConnectionPool:
 
     def send(self, conn: BrokerConnection, call: Any, **options: Any) -> Deferred[Any]:
         """Send *call* on *conn* (*options* of its ``request``), failing with a retriable
-        :class:`~afkak.common.BrokerConnectionError` rather than wait for the broker:
-        at once while *conn* backs off from a failed attempt to connect, as soon as
-        its next attempt fails, or when it is discarded."""
+        :class:`~afkak.common.BrokerConnectionError` as soon as *conn*'s next attempt
+        to connect fails, or when *conn* is discarded, rather than wait for its
+        timeout.  Failures are paced by the connection's back-off (the callers'
+        retries grow theirs with each failure)."""
         watch = self._watches[conn]
-        if watch.failure is not None and conn.state is State.BACKING_OFF:
-            watch.wanted = True
-            return fail(watch.failure.error())
         refused: list[_ConnectFailure] = []
         sent: list[Deferred[Any]] = []
 
@@ -261,6 +259,9 @@ class ConnectionPool:
         sent.append(d)
         if refused:  # the attempt failed at once, within request()
             d.cancel()
+        elif watch.failure is not None and conn.state is State.BACKING_OFF:
+            if watch.unreachable is not None:
+                watch.unreachable()
         return d.addBoth(explain)
 
     def discard(self, node_id: int) -> None:
