@@ -25,7 +25,6 @@ from twisted.python.failure import Failure
 from afkak._retry import reconnect_backoff
 from afkak.common import (
     BrokerMetadata,
-    BrokerResponseError,
     CancelledError,
     ClientError,
     FetchRequest,
@@ -49,7 +48,7 @@ from afkak.records.aborted import isolation_level as isolation_level_of
 from . import _validate as check
 from ._cluster import RECOVERY_STRATEGIES, Cluster
 from ._commit_calls import OffsetCommitCall, OffsetFetchCall, metadata_text
-from ._fanout import fan_out, finish
+from ._fanout import checked, fan_out, finish
 from ._fetch_call import FetchCall
 from ._hosts import format_host_port, parse_hosts
 from ._list_offsets_call import ListOffsetsCall
@@ -493,13 +492,7 @@ class KafkaClient:
                     waiting[i].extendleft(reversed(halve(sent[key])))
                 elif results[i] is None or r.error:
                     results[i] = r
-        if acks == 0:
-            return []
-        if fail_on_error:
-            for r in results:
-                if r.error:
-                    raise BrokerResponseError.from_errno(r.error, r)
-        return results if callback is None else [callback(r) for r in results]
+        return [] if acks == 0 else checked(results, fail_on_error, callback)
 
     def send_fetch_request(
         self,
