@@ -25,7 +25,6 @@ from twisted.python.failure import Failure
 from afkak._retry import reconnect_backoff
 from afkak.common import (
     BrokerMetadata,
-    BrokerResponseError,
     CancelledError,
     ClientError,
     FetchRequest,
@@ -49,7 +48,7 @@ from afkak.records.aborted import isolation_level as isolation_level_of
 from . import _validate as check
 from ._cluster import RECOVERY_STRATEGIES, Cluster
 from ._commit_calls import OffsetCommitCall, OffsetFetchCall, metadata_text
-from ._fanout import fan_out, finish
+from ._fanout import checked, fan_out, finish
 from ._fetch_call import FetchCall
 from ._hosts import format_host_port, parse_hosts
 from ._list_offsets_call import ListOffsetsCall
@@ -200,10 +199,7 @@ class KafkaClient:
         self.reactor = check.reactor_time("reactor", reactor)
         self.timeout = timeout / 1000.0
         self._disconnect_on_timeout = bool(disconnect_on_timeout)
-        if sasl is not None and not isinstance(sasl, SaslMechanism):
-            raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
-        if tls is not None and tls is not False:
-            endpoint_factory = tls_endpoint_factory(tls, endpoint_factory)
+        endpoint_factory = _secured(endpoint_factory, tls, sasl)
         #: The :class:`~afkak.metrics.Metrics` every layer on this client records into.
         self.metrics_registry = Metrics(reactor, client_id=self.clientId)
         self.metrics_registry.add_gauge(
@@ -496,13 +492,7 @@ class KafkaClient:
                     waiting[i].extendleft(reversed(halve(sent[key])))
                 elif results[i] is None or r.error:
                     results[i] = r
-        if acks == 0:
-            return []
-        if fail_on_error:
-            for r in results:
-                if r.error:
-                    raise BrokerResponseError.from_errno(r.error, r)
-        return results if callback is None else [callback(r) for r in results]
+        return [] if acks == 0 else checked(results, fail_on_error, callback)
 
     def send_fetch_request(
         self,
@@ -875,3 +865,13 @@ def _cancelled_as_afkak(failure: Failure) -> Failure:
 def _fire_and_pass(result: Any, waiter: Deferred[None]) -> Any:
     waiter.callback(None)
     return result
+
+
+def _secured(endpoint_factory: Any, tls: Any, sasl: SaslMechanism | None) -> Any:
+    """*endpoint_factory* over TLS if *tls* asks for it, *sasl* checked (the client's
+    security arguments)."""
+    if sasl is not None and not isinstance(sasl, SaslMechanism):
+        raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
+    if tls is not None and tls is not False:
+        return tls_endpoint_factory(tls, endpoint_factory)
+    return endpoint_factory

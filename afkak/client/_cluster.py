@@ -16,7 +16,6 @@ from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred, succeed
-from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.interfaces import IDelayedCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -42,7 +41,7 @@ from afkak.common import (
     TopicAndPartition,
     UnsupportedSaslMechanism,
 )
-from afkak.connection import BrokerConnection, State, TLSHandshakeError
+from afkak.connection import BrokerConnection, State
 from afkak.protocol.messages import FetchRequest as FetchMessage
 
 from ._coalesce import MetadataCoalescer, SharedResult
@@ -50,7 +49,7 @@ from ._coordinator_call import FindCoordinatorCall
 from ._hosts import HostPort, format_host_port
 from ._metadata import BrokerChanges, MetadataCache
 from ._metadata_call import MetadataCall
-from ._pool import ConnectionPool
+from ._pool import ConnectionPool, HandshakeFailed, Refused
 from ._stale import COORDINATOR_MOVED, lost_broker
 
 log = Logger()
@@ -83,14 +82,6 @@ class AuthenticationRefused(KafkaUnavailableError):
     retriable = False
 
 
-class _Refused(BrokerConnectionError):
-    """The connection attempt was refused."""
-
-
-class _HandshakeFailed(_Refused):
-    """The connection's TLS handshake failed or got no answer."""
-
-
 #: What a broker answers the same way on every connection until someone changes
 #: the credentials or the broker's configuration: final.
 _REFUSED = (
@@ -100,6 +91,22 @@ _REFUSED = (
     TLSAuthenticationFailed,
     TLSListenerError,
 )
+
+
+@attrs.define
+class _Tried:
+    """How the brokers tried for one request failed: a line for each, the last error
+    (the cause raised) and the first final one (credentials refused, say)."""
+
+    errors: list[str] = attrs.Factory(list)
+    last: KafkaError | None = None
+    final: KafkaError | None = None
+
+    def add(self, host: HostPort, error: KafkaError, note: str = "") -> None:
+        self.last = error
+        if self.final is None and isinstance(error, _REFUSED):
+            self.final = error
+        self.errors.append(f"{format_host_port(*host)}: {error}{note}")
 
 
 @attrs.define
@@ -182,33 +189,27 @@ class Cluster:
         ``max_version`` attributes, which the client's calls have.  Group
         coordinator requests (*coordinator*) use the broker's coordinator
         connection, and fetches its fetch connection, so that nothing waits
-        behind a fetch's long-poll.  A coordinator request or a fetch fails as
-        soon as a connection attempt does, rather than wait for its timeout
-        (JoinGroup's is the rebalance timeout) while the broker is down: a dead
-        coordinator is looked up again at once (Java's
-        ``markCoordinatorUnknown``), a dead leader's partition reloads its
-        metadata (Java's fetcher sends nothing to a disconnected node).
+        behind a fetch's long-poll.  Any request fails as soon as its connection's
+        attempt to connect does (:meth:`ConnectionPool.send`), rather than wait for
+        its timeout (JoinGroup's is the rebalance timeout) while the broker is down:
+        its caller looks the coordinator up again (Java's ``markCoordinatorUnknown``)
+        or the partition's leader, loading the metadata, which skips brokers backing
+        off, back to the bootstrap addresses when every known broker refuses (KIP-899).
         """
         fetch = getattr(call, "request_class", type(call)) is FetchMessage
         conn = self.pool.connection(broker, coordinator=coordinator, fetch=fetch)
         bounds = _bounds(call, min_version, max_version)
-        options = {**bounds, "expect_response": expect_response, "timeout": timeout}
-        if coordinator or fetch:
-            return self._attempt(conn, call, options)
-        d = conn.request(call, **options)
-        if conn.state is State.BACKING_OFF:
-            self._broker_unreachable(conn)
-        return d.addErrback(self._explain_discard, conn)
+        return self.pool.send(
+            conn, call, **bounds, expect_response=expect_response, timeout=timeout
+        )
 
     def _broker_unreachable(self, conn: BrokerConnection) -> None:
-        """Requests wait for a known broker that cannot be connected to: reload the
-        metadata at once (in a moment: the failed attempt is being handled), as
-        Java's client does on a failed connection.  The broker may have moved; a
-        load skips brokers backing off, so with every known broker refusing it goes
-        to the bootstrap addresses (KIP-899), and a broker that moved is discarded,
-        its requests failing retriably for their callers to send them again.  Not
-        while a load is under way: its own requests wait on such connections."""
-        if self.closed or not conn.queued or self._loads.loading or self._reload_call is not None:
+        """A known broker that requests wanted cannot be connected to: reload the
+        metadata (in a moment: the failed attempt is being handled), as Java's client
+        does after a failed connection, so that a broker the cluster dropped or moved
+        is dropped here too (its connections closed).  Not while a load is under way:
+        it will show the same."""
+        if self.closed or self._loads.loading or self._reload_call is not None:
             return
         self._reload_call = self.reactor.callLater(0, self._reload)
 
@@ -219,14 +220,6 @@ class Cluster:
 
     def _reload_failed(self, failure: Failure) -> None:
         log.debug("Metadata reload failed: {error}", error=failure.getErrorMessage())
-
-    def _explain_discard(self, failure: Failure, conn: BrokerConnection) -> Failure:
-        """A request cancelled because its broker left the cluster lost its broker, retriably."""
-        if failure.check(CancelledError) and conn in self.pool.discarded:
-            return Failure(
-                BrokerConnectionError(f"{conn.host}:{conn.port} left the cluster or moved")
-            )
-        return failure
 
     async def request_any(
         self, call: Any, min_version: int | None = None, max_version: int | None = None
@@ -246,53 +239,60 @@ class Cluster:
         :raises KafkaUnavailableError: no broker answered.
         """
         bounds = _bounds(call, min_version, max_version)
-        errors: list[str] = []
-        last: KafkaError | None = None  # the cause, e.g. a connection refused
-        final: KafkaError | None = None  # credentials refused, say
+        tried = _Tried()
         for broker in self._candidates():
-            conn = self.pool.connection(broker)
-            try:
-                return await self._attempt(conn, call, bounds)
-            except (CancelledError, NoCommonVersionError):
-                raise
-            except KafkaError as e:
-                last = e
-                final = e if final is None and isinstance(e, _REFUSED) else final
-                errors.append(f"{format_host_port(broker.host, broker.port)}: {e}")
+            answered, response = await self._ask(self.pool.connection(broker), call, bounds, tried)
+            if answered:
+                return response
         hosts = list(self.bootstrap_hosts)
         if self.cache.brokers and not self._rebootstrap_enabled:
             hosts = []  # metadata.recovery.strategy=none
         self._random.shuffle(hosts)
-        for host, port in hosts:
-            refusal = self._refusals.get((host, port))
+        for host in hosts:
+            refusal = self._refusals.get(host)
             wait = 0.0 if refusal is None else refusal.until - self.reactor.seconds()
             if refusal is not None and wait > 0:
-                last = refusal.error
-                final = last if final is None and isinstance(last, _REFUSED) else final
-                errors.append(
-                    f"{format_host_port(host, port)}: {refusal.error} "
-                    f"(not retried for another {wait:.1f} s)"
-                )
+                tried.add(host, refusal.error, f" (not retried for another {wait:.1f} s)")
                 continue
-            conn = self.pool.open(host, port)
+            conn = self.pool.open(*host)
             try:
-                response = await self._attempt(conn, call, bounds)
-            except (CancelledError, NoCommonVersionError):
-                raise
-            except KafkaError as e:
-                last = self._refuse((host, port), e)
-                final = last if final is None and isinstance(last, _REFUSED) else final
-                errors.append(f"{format_host_port(host, port)}: {e}")
-                continue
+                answered, response = await self._ask(conn, call, bounds, tried, host)
             finally:
                 self.pool.release(conn)
-            self._refusals.pop((host, port), None)
-            return response
+            if answered:
+                self._refusals.pop(host, None)
+                return response
+        error, cause = self._unavailable(call, hosts, tried)
+        raise error from cause
+
+    async def _ask(
+        self,
+        conn: BrokerConnection,
+        call: Any,
+        bounds: dict[str, Any],
+        tried: _Tried,
+        bootstrap: HostPort | None = None,
+    ) -> tuple[bool, Any]:
+        """Whether *conn*'s broker answered *call*, and its answer; how it failed goes to
+        *tried* (and, for a *bootstrap* host, to its refusals)."""
+        try:
+            return True, await self.pool.send(conn, call, **bounds)
+        except (CancelledError, NoCommonVersionError):
+            raise
+        except KafkaError as e:
+            error = e if bootstrap is None else self._refuse(bootstrap, e)
+            tried.add((conn.host, conn.port), error)
+            return False, None
+
+    def _unavailable(
+        self, call: Any, hosts: list[HostPort], tried: _Tried
+    ) -> tuple[KafkaUnavailableError, KafkaError | None]:
+        """The error that no broker answered *call*, and its cause."""
         refusals = (self._refusals.get(h) for h in hosts)
-        refused = [r.error for r in refusals if r is not None and isinstance(r.error, _Refused)]
+        refused = [r.error for r in refusals if r is not None and isinstance(r.error, Refused)]
         if hosts and len(refused) == len(hosts) and not self.cache.brokers:
             addresses = ", ".join(format_host_port(h, p) for h, p in self.bootstrap_hosts)
-            handshakes = [str(e) for e in refused if isinstance(e, _HandshakeFailed)]
+            handshakes = [str(e) for e in refused if isinstance(e, HandshakeFailed)]
             if handshakes:
                 message = "; ".join(handshakes)
             else:
@@ -300,12 +300,13 @@ class Cluster:
                     f"no Kafka broker listens at {addresses} (connection refused): "
                     "is it running, on that port?"
                 )
-            raise NoBrokerListening(message) from last
-        if final is not None:
-            raise AuthenticationRefused("; ".join(errors)) from final
-        raise KafkaUnavailableError(
-            f"no broker answered {type(call).__name__}: " + "; ".join(errors or ["no hosts known"])
-        ) from last
+            return NoBrokerListening(message), tried.last
+        if tried.final is not None:
+            return AuthenticationRefused("; ".join(tried.errors)), tried.final
+        return KafkaUnavailableError(
+            f"no broker answered {type(call).__name__}: "
+            + "; ".join(tried.errors or ["no hosts known"])
+        ), tried.last
 
     def _refuse(self, host: HostPort, error: KafkaError) -> KafkaError:
         """Note how *host* failed; a failure to connect is kept, with its back-off.
@@ -336,35 +337,6 @@ class Cluster:
         self._random.shuffle(ready)
         self._random.shuffle(others)
         return ready + others
-
-    def _attempt(self, conn: BrokerConnection, call: Any, options: dict[str, Any]) -> Deferred[Any]:
-        """Send *call* on *conn* (*options* of its ``request``), failing at once if the
-        connection attempt fails."""
-        refused: list[Failure] = []
-        sent: list[Deferred[Any]] = []
-
-        def connect_failed(reason: Failure) -> None:
-            refused.append(reason)
-            if sent:
-                sent[0].cancel()
-
-        def explain(result: Any) -> Any:
-            unsubscribe()
-            if refused and isinstance(result, Failure) and result.check(CancelledError):
-                reason = refused[0].getErrorMessage()
-                if refused[0].check(TLSHandshakeError):
-                    return Failure(_HandshakeFailed(reason))
-                if refused[0].check(ConnectionRefusedError):
-                    return Failure(_Refused(f"cannot connect: {reason}"))
-                return Failure(BrokerConnectionError(f"cannot connect: {reason}"))
-            return result
-
-        unsubscribe = self.pool.on_connect_failure(conn, connect_failed)
-        d = conn.request(call, **options)
-        sent.append(d)
-        if refused:
-            d.cancel()
-        return d.addBoth(explain).addErrback(self._explain_discard, conn)
 
     # -- metadata -----------------------------------------------------------
 

@@ -86,14 +86,18 @@ def finish(
     forget_for_responses(cluster.cache, gathered.responses, group)
     if gathered.failed:
         raise FailedPayloadsError(gathered.responses, gathered.failed)
-    responses = gathered.responses
+    return checked(gathered.responses, fail_on_error, callback)
+
+
+def checked(
+    responses: list[Any], fail_on_error: bool, callback: Callable[[Any], Any] | None
+) -> list[Any]:
+    """*responses*, the first with an error raised if *fail_on_error*, through *callback*."""
     if fail_on_error:
         for r in responses:
             if r.error:
                 raise BrokerResponseError.from_errno(r.error, r)
-    if callback is None:
-        return responses
-    return [callback(r) for r in responses]
+    return responses if callback is None else [callback(r) for r in responses]
 
 
 def _no_response(payload: Any) -> Failure:

@@ -1,10 +1,14 @@
 """The client's broker connections: one per node id, plus short-lived bootstrap ones.
 
 Every connection's endpoint is wrapped so the pool hears about failed
-connection attempts.  A :class:`~afkak.connection.BrokerConnection` keeps a
-request queued while it retries; for a request that any broker can answer
-(Metadata, FindCoordinator) the client would rather try the next broker at
-once, and :meth:`ConnectionPool.on_connect_failure` lets it.
+connection attempts.  A :class:`~afkak.connection.BrokerConnection` would keep
+a request queued while it retries; :meth:`ConnectionPool.send` fails it as
+soon as an attempt to connect fails instead, whatever the request: a request
+any broker can answer (Metadata, FindCoordinator) goes to the next broker at
+once, and one for a partition's leader or a group's coordinator back to its
+caller's retry, which looks the leader or coordinator up again rather than
+wait for its timeout on a broker that is down (Java's client sends nothing to
+a node it cannot connect to, and refreshes its metadata on a disconnection).
 """
 
 from __future__ import annotations
@@ -13,14 +17,22 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import attrs
 from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.error import ConnectionRefusedError
 from twisted.internet.interfaces import IStreamClientEndpoint
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from afkak.common import BrokerMetadata
-from afkak.connection import BrokerConnection, SaslAuthenticator, SaslMechanism
+from afkak.common import BrokerConnectionError, BrokerMetadata, CancelledError
+from afkak.connection import (
+    BrokerConnection,
+    SaslAuthenticator,
+    SaslMechanism,
+    State,
+    TLSHandshakeError,
+)
 from afkak.connection._interlayer import CONNECTED_STATES
 from afkak.metrics import ConnectionSensors, Metrics
 
@@ -31,7 +43,7 @@ EndpointFactory = Callable[[Any, str, int], IStreamClientEndpoint]
 
 @implementer(IStreamClientEndpoint)
 class _WatchedEndpoint:
-    """An endpoint that reports failed connection attempts to its watch."""
+    """An endpoint that reports its connection attempts' outcomes to its watch."""
 
     def __init__(self, endpoint: IStreamClientEndpoint, watch: _ConnectWatch) -> None:
         self._endpoint = endpoint
@@ -39,29 +51,71 @@ class _WatchedEndpoint:
 
     def connect(self, factory: Any) -> Deferred[Any]:
         d = self._endpoint.connect(factory)
-        d.addErrback(self._watch.failed)
+        d.addCallbacks(self._watch.connected, self._watch.failed)
         return d
 
 
+class Refused(BrokerConnectionError):
+    """The connection attempt was refused."""
+
+
+class HandshakeFailed(Refused):
+    """The connection's TLS handshake failed or got no answer."""
+
+
+@attrs.frozen
+class _ConnectFailure:
+    """Why an attempt to connect failed: a fresh retriable error for each request
+    it fails (one exception shared by many Deferreds would gather their tracebacks)."""
+
+    kind: type[BrokerConnectionError]
+    message: str
+
+    @classmethod
+    def of(cls, reason: Failure) -> _ConnectFailure:
+        message = reason.getErrorMessage()
+        if reason.check(TLSHandshakeError):
+            return cls(HandshakeFailed, message)
+        if reason.check(ConnectionRefusedError):
+            return cls(Refused, f"cannot connect: {message}")
+        return cls(BrokerConnectionError, f"cannot connect: {message}")
+
+    def error(self) -> BrokerConnectionError:
+        return self.kind(self.message)
+
+
 class _ConnectWatch:
-    """Callbacks to run when one connection's next attempt to connect fails, and
-    *always*, run after every failed attempt."""
+    """One connection's attempts to connect: callbacks to run when the next one
+    fails, and how the last one failed (None once one succeeds).
+
+    *unreachable*, set by the pool for a known broker's connection, is run when
+    an attempt that requests waited for fails, and when a request comes while
+    the connection backs off from a failed attempt: the client reloads its
+    metadata, as Java's does after a failed connection, so that a broker the
+    cluster dropped or moved is dropped here too (its requests failing at once).
+    """
 
     def __init__(self, endpoint_factory: EndpointFactory) -> None:
         self._endpoint_factory = endpoint_factory
-        self.callbacks: list[Callable[[Failure], None]] = []
-        #: Set by the pool for a known broker's connection (its unreachable hook).
-        self.always: Callable[[], None] | None = None
+        self.callbacks: list[Callable[[], None]] = []
+        self.failure: _ConnectFailure | None = None
+        self.unreachable: Callable[[], None] | None = None
 
     def endpoint(self, reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
         return _WatchedEndpoint(self._endpoint_factory(reactor, host, port), self)
 
+    def connected(self, protocol: Any) -> Any:
+        self.failure = None
+        return protocol
+
     def failed(self, failure: Failure) -> Failure:
+        self.failure = _ConnectFailure.of(failure)
         callbacks, self.callbacks = self.callbacks, []
+        wanted = bool(callbacks)
         while callbacks:  # each may unsubscribe itself, or others, from this list
-            callbacks.pop(0)(failure)
-        if self.always is not None:
-            self.always()
+            callbacks.pop(0)()
+        if wanted and self.unreachable is not None:
+            self.unreachable()
         return failure
 
 
@@ -107,7 +161,8 @@ class ConnectionPool:
         self._ephemeral: set[BrokerConnection] = set()
         self.discarded: set[BrokerConnection] = set()
         #: Called as ``on_unreachable(connection)`` when an attempt of a kept
-        #: connection (to a known broker) to connect fails.
+        #: connection (to a known broker) that requests wait for fails, or a request
+        #: comes while such a connection backs off from a failed attempt.
         self.on_unreachable: Callable[[BrokerConnection], None] | None = None
 
     def connection(
@@ -158,7 +213,7 @@ class ConnectionPool:
             on_ready=self._on_ready,
         )
         if node_id >= 0:
-            watch.always = partial(self._unreachable, conn)
+            watch.unreachable = partial(self._unreachable, conn)
         self._watches[conn] = watch
         return conn
 
@@ -171,18 +226,43 @@ class ConnectionPool:
         conns = [*(c for lane in self.lanes() for c in lane.values()), *self._ephemeral]
         return sum(conn.state in CONNECTED_STATES for conn in conns)
 
-    def on_connect_failure(
-        self, conn: BrokerConnection, callback: Callable[[Failure], None]
-    ) -> Callable[[], None]:
-        """Run *callback* if *conn*'s next connection attempt fails; return an unsubscriber."""
-        callbacks = self._watches[conn].callbacks
-        callbacks.append(callback)
+    def send(self, conn: BrokerConnection, call: Any, **options: Any) -> Deferred[Any]:
+        """Send *call* on *conn* (*options* of its ``request``), failing with a retriable
+        :class:`~afkak.common.BrokerConnectionError` as soon as *conn*'s next attempt
+        to connect fails, or when *conn* is discarded, rather than wait for its
+        timeout.  Failures are paced by the connection's back-off (the callers'
+        retries grow theirs with each failure)."""
+        watch = self._watches[conn]
+        refused: list[_ConnectFailure] = []
+        sent: list[Deferred[Any]] = []
 
-        def unsubscribe() -> None:
-            if callback in callbacks:
-                callbacks.remove(callback)
+        def connect_failed() -> None:
+            assert watch.failure is not None
+            refused.append(watch.failure)
+            if sent:
+                sent[0].cancel()
 
-        return unsubscribe
+        def explain(result: Any) -> Any:
+            if connect_failed in watch.callbacks:
+                watch.callbacks.remove(connect_failed)
+            if isinstance(result, Failure) and result.check(CancelledError):
+                if refused:
+                    return Failure(refused[0].error())
+                if conn in self.discarded:
+                    return Failure(
+                        BrokerConnectionError(f"{conn.host}:{conn.port} left the cluster or moved")
+                    )
+            return result
+
+        watch.callbacks.append(connect_failed)
+        d = conn.request(call, **options)
+        sent.append(d)
+        if refused:  # the attempt failed at once, within request()
+            d.cancel()
+        elif watch.failure is not None and conn.state is State.BACKING_OFF:
+            if watch.unreachable is not None:
+                watch.unreachable()
+        return d.addBoth(explain)
 
     def discard(self, node_id: int) -> None:
         """Close and forget the connections to a broker that left or moved."""

@@ -411,6 +411,11 @@ class RecordAccumulator:
             return None  # a retry goes alone, after what is in flight settled
         identity = self.identity
         txn = self.transaction
+        if part.in_flight and not part.acked_next and (identity is not None or txn is not None):
+            # Nothing acknowledged at this epoch yet: a broker that does not know the
+            # producer takes any sequence, so a later batch would be written before a
+            # first one refused retriably (whose retry then gets OUT_OF_ORDER_SEQUENCE).
+            return None
         if txn is not None:
             if not txn.partition_added(part.key):
                 return None  # wakes the sender once the partition joined

@@ -318,6 +318,30 @@ class MetadataTests(ClientTestCase):
         self.assertIsNot(client.clients[1], old)
         self.assertEqual((client.clients[1].host, client.clients[1].port), ("elsewhere", 1234))
 
+    def test_list_offsets_to_a_killed_leader_fails_at_its_refusal(self) -> None:
+        """Issue 33: a ListOffsets for a leader whose broker died waited for its request
+        timeout; it fails at the connection's next refusal (1 s here), which reloads the
+        metadata: once the cluster has moved the partition, the next one goes to the
+        new leader."""
+        self.cluster.create_topic("t", partitions=3)
+        client = self.make_client()
+        key = TopicAndPartition("t", 1)
+        payloads = [OffsetRequest("t", 1, -1, 1)]
+        self.successResultOf(client.send_offset_request(payloads))
+        leader = client.topics_to_brokers[key].node_id
+        self.cluster.refuse_connections(leader)
+        self.cluster.drop_connections(leader)
+        d = client.send_offset_request(payloads)
+        self.clock.advance(1)
+        self.failureResultOf(d, FailedPayloadsError)
+        new = (leader + 1) % 3
+        self.cluster.move_leader("t", 1, new)
+        d = client.send_offset_request(payloads)  # the leader reloaded at the refusal
+        self.clock.advance(1)
+        self.failureResultOf(d, FailedPayloadsError)
+        [answer] = self.successResultOf(client.send_offset_request(payloads))
+        self.assertEqual((answer.error, client.topics_to_brokers[key].node_id), (0, new))
+
     def test_new_leader_hint(self) -> None:
         """KIP-951: an error's current_leader (and node_endpoints) moves the partition."""
         from afkak.protocol.messages import ProduceResponse as R

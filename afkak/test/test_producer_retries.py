@@ -192,7 +192,9 @@ class RetryTests(ProducerTestCase):
         self.assertEqual(self.succeed(producer.send("one", b"later", partition=0)).offset, 1)
         self.assertEqual([r.value for r in self.cluster.records("one", 0)], [b"small2", b"later"])
 
-    def test_connection_refused_then_back(self) -> None:
+    def send_to_a_dead_leader(self) -> Any:
+        """Send b"a" to t/0, kill its leader, broker 0 (-9: connections dropped, new
+        ones refused), and send b"b": its Deferred, waiting half a second."""
         producer = self.producer(retry_interval=0.1)
         self.succeed(producer.send("t", b"a", partition=0))
         self.cluster.drop_connections(0)
@@ -200,9 +202,23 @@ class RetryTests(ProducerTestCase):
         d = producer.send("t", b"b", partition=0)
         self.clock.pump([0.1] * 5)
         self.assertNoResult(d)
+        return d
+
+    def test_connection_refused_then_back(self) -> None:
+        d = self.send_to_a_dead_leader()
         self.cluster.refuse_connections(0, False)
         self.assertEqual(self.succeed(d).offset, 1)
         self.assertEqual(self.values(partition=0), [b"a", b"b"])
+
+    def test_killed_leader_moved_without_waiting_for_the_request_timeout(self) -> None:
+        """Issue 33: a produce queued for a leader whose broker died waited there for
+        its request timeout (30 s) after the cluster had moved the partition; it fails
+        at the connection's refusal, and its retry goes to the new leader."""
+        d = self.send_to_a_dead_leader()
+        self.cluster.move_leader("t", 0, 2)
+        self.assertEqual(self.succeed(d, seconds=3).offset, 1)
+        self.assertEqual(self.values(partition=0), [b"a", b"b"])
+        self.assertEqual(self.produce_requests()[-1].broker, 2)
 
 
 class SplitTests(ProducerTestCase):
@@ -416,6 +432,21 @@ class IdempotenceTests(ProducerTestCase):
         )
         # Later batches answered OUT_OF_ORDER_SEQUENCE_NUMBER while the first was retried:
         # that is no gap, the epoch stays.
+        self.assertEqual({b.producer_epoch for b in self.stored_batches("t", 0)}, {0})
+
+    def test_first_batch_refused_with_later_ones_ready_keeps_order(self) -> None:
+        """Issue 33: a new producer's first batch to a partition refused retriably while
+        later ones were in flight: the broker, which did not know the producer, took
+        their sequences, and the first one's retry got OUT_OF_ORDER_SEQUENCE_NUMBER
+        until its delivery timeout.  Until a sequence is acknowledged at its epoch, a
+        partition has one batch in flight: nothing is lost or reordered."""
+        self.cluster.delay(PRODUCE, 0.5)
+        producer = self.producer(batch_size=120, retry_interval=0.1)
+        self.cluster.fail_next(PRODUCE, NotEnoughReplicas)
+        ds = [producer.send("t", b"%03d" % i + b"x" * 100, partition=0) for i in range(6)]
+        self.clock.pump([0] + [0.1] * 80)
+        self.assertEqual([self.successResultOf(d).offset for d in ds], list(range(6)))
+        self.assertEqual([v[:3] for v in self.values(partition=0)], [b"%03d" % i for i in range(6)])
         self.assertEqual({b.producer_epoch for b in self.stored_batches("t", 0)}, {0})
 
     def test_out_of_order_sequence_bumps_the_epoch(self) -> None:
