@@ -907,7 +907,7 @@ class MaxBlockTests(ProducerTestCase):
             self.assertIsInstance(failure.value, KafkaTimeoutError)
             self.assertIn("max_block_ms", failure.getErrorMessage())
         self.assertNoResult(held)  # in the buffer: the delivery timeout bounds it
-        self.assertEqual(len(producer._accumulator.blocked), 0)
+        self.assertEqual(producer._accumulator.blocked, 0)
         held.addErrback(lambda f: None)
 
     def test_max_block_ms_defaults_to_javas_60_s(self) -> None:
@@ -959,7 +959,9 @@ class MaxBlockTests(ProducerTestCase):
         producer.send("t", b"x" * 150, partition=0).addErrback(lambda f: None)
         producer.send("t", b"y" * 100, partition=0).addErrback(lambda f: None)
         self.succeed(producer.stop())
-        self.assertEqual(producer._accumulator.block_timer, None)
+        self.assertEqual(
+            [c for c in self.clock.getDelayedCalls() if "_block_expired" in repr(c)], []
+        )
 
     def test_bad_max_block_ms(self) -> None:
         for bad, error in (("1", TypeError), (-1, ValueError), (1.5, TypeError)):
