@@ -604,35 +604,12 @@ class RecordAccumulator:
         self._expire_all = False
         batch_mode = self._batch_mode
         if batch_mode:
-            # afkak's batch mode sends nothing until a trigger fires (count, bytes,
-            # or its timer), then everything: full batches sealed meanwhile wait too.
-            if not expire_all and linger is not None:
-                expire_all = any(
-                    _first_created(p) + linger <= now for p in self._active if _held(p)
-                )
-            if expire_all:
-                self._unsent_count = self._unsent_bytes = 0
-                for part in self._active:
-                    for waiting in part.ready:
-                        waiting.created = -NEVER
+            expire_all = self._batch_triggered(now, expire_all)
         wake_at = NEVER
         sendable = self._sendable = []
         for part in list(self._active):
-            batch = part.open
-            if batch is not None:
-                if expire_all:
-                    batch.created = -NEVER
-                if part.retry_at > now:
-                    wake_at = min(wake_at, part.retry_at)
-                elif not part.ready and part.in_flight < self._limit:
-                    if batch.created == -NEVER:
-                        part.seal()
-                    elif linger is not None:
-                        due = batch.created + linger
-                        if due <= now:
-                            part.seal()
-                        else:
-                            wake_at = min(wake_at, due)
+            if part.open is not None:
+                wake_at = min(wake_at, self._seal_if_due(part, expire_all, now))
             if not part.ready:
                 if part.open is None:
                     self._active.discard(part)
@@ -646,6 +623,38 @@ class RecordAccumulator:
                 continue
             sendable.append(part)
         return wake_at
+
+    def _batch_triggered(self, now: float, expire_all: bool) -> bool:
+        """afkak's batch mode sends nothing until a trigger fires (count, bytes, or its
+        timer), then everything: full batches sealed meanwhile wait too."""
+        linger = self._linger
+        if not expire_all and linger is not None:
+            expire_all = any(_first_created(p) + linger <= now for p in self._active if _held(p))
+        if expire_all:
+            self._unsent_count = self._unsent_bytes = 0
+            for part in self._active:
+                for waiting in part.ready:
+                    waiting.created = -NEVER
+        return expire_all
+
+    def _seal_if_due(self, part: PartitionState, expire_all: bool, now: float) -> float:
+        """Seal *part*'s open batch if its linger passed and it may go; when to look again."""
+        batch = part.open
+        assert batch is not None
+        if expire_all:
+            batch.created = -NEVER
+        if part.retry_at > now:
+            return part.retry_at
+        if part.ready or part.in_flight >= self._limit:
+            return NEVER
+        if batch.created == -NEVER:
+            part.seal()
+        elif self._linger is not None:
+            due = batch.created + self._linger
+            if due > now:
+                return due
+            part.seal()
+        return NEVER
 
     def drain(self, leaders: Any) -> tuple[dict[Any, list[ProducerBatch]], list[PartitionState]]:
         """One request's worth per broker: the next batch of each ready partition.
