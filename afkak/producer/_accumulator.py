@@ -477,12 +477,7 @@ class RecordAccumulator:
         d: Deferred[Any],
     ) -> None:
         """Append records that fit one batch to *partition*'s open batch (or a new one)."""
-        part = route.parts.get(partition)
-        if part is None:
-            part = route.part(partition)
-        batch = part.open
-        if batch is None or (batch.size + size > self._batch_size and batch.values):
-            batch = self._new_batch(route, part, now)
+        part, batch = self._batch_for(route, partition, size, now)
         batch.add_records(keys, values, headers, timestamps, size, d)
         if batch.size >= self._batch_size:
             part.seal()
@@ -518,12 +513,7 @@ class RecordAccumulator:
             if len(runs) > 1:
                 self._append_pieces(route, partition, key, runs, timestamp, now, d)
                 return
-        part = route.parts.get(partition)
-        if part is None:
-            part = route.part(partition)
-        batch = part.open
-        if batch is None or (batch.size + size > self._batch_size and batch.values):
-            batch = self._new_batch(route, part, now)
+        part, batch = self._batch_for(route, partition, size, now)
         batch.append(key, values, headers, timestamp, size, d, record)
         if batch.size >= self._batch_size:
             part.seal()
@@ -555,6 +545,18 @@ class RecordAccumulator:
                 size += len(run) * len(key)
             self._append(route, partition, key, run, (), timestamp, now, part_d, size, False)
         joined(d, parts)
+
+    def _batch_for(
+        self, route: TopicState, partition: int, size: int, now: float
+    ) -> tuple[PartitionState, ProducerBatch]:
+        """*partition*'s open batch if *size* more bytes fit it, else a new one."""
+        part = route.parts.get(partition)
+        if part is None:
+            part = route.part(partition)
+        batch = part.open
+        if batch is None or (batch.size + size > self._batch_size and batch.values):
+            batch = self._new_batch(route, part, now)
+        return part, batch
 
     def _new_batch(self, route: TopicState, part: PartitionState, now: float) -> ProducerBatch:
         sealed = part.open is not None

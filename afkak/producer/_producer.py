@@ -469,11 +469,6 @@ class Producer:
         :raises ValueError: at the call, for no values, or sequences of
             other lengths than *values*.
         """
-        if self._transaction is not None:
-            try:
-                self._transaction.check_send()
-            except Exception as e:
-                return fail(e)
         route = self._routes.get(topic)
         if route is None:
             topic_name(topic)
@@ -481,6 +476,11 @@ class Producer:
         headers, timestamps, partitions = _check_records(
             values, keys, headers, timestamps, partitions
         )
+        if self._transaction is not None:
+            try:
+                self._transaction.check_send()
+            except Exception as e:
+                return fail(e)
         if route is not None:
             try:
                 partitions = route.partition_all(keys, partitions, len(values))
