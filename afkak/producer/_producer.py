@@ -1,9 +1,10 @@
 """Producer: afkak's documented producer API on record batches v2.
 
-This module is the facade: argument checks, the topic routes (partition
-lists and partitioners, loaded on first use) and the transaction calls.
-:mod:`._accumulator` holds what was accepted (batches, the buffer bound),
-:mod:`._sender` sends the batches and settles them.
+This module is the facade: argument checks, the partition of each record,
+and the transaction calls.  :mod:`._accumulator` holds what was accepted
+(batches, the buffer bound), :mod:`._routes` the topic routes (partition
+lists and partitioners, loaded on first use) and the placement of sends that
+waited, :mod:`._sender` sends the batches and settles them.
 """
 
 from __future__ import annotations
