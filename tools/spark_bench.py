@@ -274,11 +274,27 @@ def phases(spark: Any, bootstrap: str, topic: str, ends: dict[str, int], rounds:
             print(f"  {name}: {took:.2f} s, {rows:,} rows; CPU s: {shares}")
 
 
-def spark_write(spark: Any, fmt: str, bootstrap: str, topic: str, records: int, size: int) -> float:
-    """Seconds to write *records* unkeyed values of *size* bytes into *topic* through *fmt*.
+#: ``--rows``: the columns written beside the value.
+ROW_COLUMNS = {
+    "unkeyed": (),
+    "keyed": ("cast(id as string) as key",),
+    "headers": (
+        "cast(id as string) as key",
+        "array(named_struct('key', 'h', 'value', cast(cast(id as string) as binary))) as headers",
+    ),
+}
+
+
+def spark_write(
+    spark: Any, fmt: str, bootstrap: str, topic: str, records: int, size: int, rows_kind: str
+) -> float:
+    """Seconds to write *records* values of *size* bytes (unkeyed, a distinct key each, or
+    keys and a header each: *rows_kind*) into *topic* through *fmt*.
 
     The rows are cached first, so that only the write is timed."""
-    rows = spark.range(records, numPartitions=2).selectExpr(f"repeat('x', {size}) as value")
+    rows = spark.range(records, numPartitions=2).selectExpr(
+        *ROW_COLUMNS[rows_kind], f"repeat('x', {size}) as value"
+    )
     rows = rows.cache()
     rows.count()
     started = time.perf_counter()
@@ -298,7 +314,7 @@ def compare(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any
     for fmt in reads:  # untimed: JVM classes and Python workers warm
         spark_read(spark, broker.bootstrap, topic, ends, fmt=fmt)
         broker.create_topic(f"{topic}-warm-{fmt}", PARTITIONS)
-        spark_write(spark, fmt, broker.bootstrap, f"{topic}-warm-{fmt}", 1000, args.size)
+        spark_write(spark, fmt, broker.bootstrap, f"{topic}-warm-{fmt}", 1000, args.size, args.rows)
     for run in range(args.runs):
         for fmt in reads:
             elapsed, n = spark_read(spark, broker.bootstrap, topic, ends, fmt=fmt)
@@ -307,11 +323,11 @@ def compare(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any
             sink = f"{topic}-w-{fmt}-{run}"
             broker.create_topic(sink, PARTITIONS)
             writes[fmt].append(
-                spark_write(spark, fmt, broker.bootstrap, sink, args.records, args.size)
+                spark_write(spark, fmt, broker.bootstrap, sink, args.records, args.size, args.rows)
             )
     print(f"load average: {os.getloadavg()}")
     report("batch read", reads, args.records)
-    report("batch write", writes, args.records)
+    report(f"batch write ({args.rows})", writes, args.records)
 
 
 def report(label: str, timings: dict[str, list[float]], records: int) -> None:
@@ -573,6 +589,12 @@ def main() -> None:
         "--compare", action="store_true", help="against format('kafka') on Apache Kafka"
     )
     parser.add_argument("--runs", type=int, default=3, help="--compare: timed runs (median)")
+    parser.add_argument(
+        "--rows",
+        choices=sorted(ROW_COLUMNS),
+        default="unkeyed",
+        help="--compare: the rows written: unkeyed, a distinct key each, or keys and headers",
+    )
     parser.add_argument("--quick", action="store_true", help="--compare on 200,000 records")
     parser.add_argument(
         "--latency",

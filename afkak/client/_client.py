@@ -450,21 +450,9 @@ class KafkaClient:
     ) -> list[Any]:
         """Send the payloads' batches in rounds: a payload's next batch goes once its last is in."""
         now_ms = int(self.reactor.seconds() * 1000)
-        waiting: list[deque[list[Any]]] = []
-        results: list[Any] = []  # each payload's ProduceResponse; None until known
-        for p, (records, _) in zip(items, prepared, strict=True):
-            batches = split_records(records, self.max_request_size)
-            waiting.append(deque(batches or ()))
-            too_large = MessageSizeTooLargeError.errno
-            results.append(
-                None if batches else ProduceResponse(p.topic, p.partition, too_large, -1)
-            )
+        waiting, results = _payload_batches(items, prepared, self.max_request_size)
         while True:
-            chosen: dict[tuple[str, int], int] = {}
-            for i, p in enumerate(items):
-                failed = results[i] is not None and results[i].error
-                if waiting[i] and not failed:
-                    chosen[p.topic, p.partition] = i
+            chosen = _next_round(items, waiting, results)
             if not chosen:
                 break
             sent = {key: waiting[i].popleft() for key, i in chosen.items()}
@@ -875,3 +863,30 @@ def _secured(endpoint_factory: Any, tls: Any, sasl: SaslMechanism | None) -> Any
     if tls is not None and tls is not False:
         return tls_endpoint_factory(tls, endpoint_factory)
     return endpoint_factory
+
+
+def _payload_batches(
+    items: Sequence[ProduceRequest], prepared: Sequence[tuple[list[Any], int]], limit: int
+) -> tuple[list[deque[list[Any]]], list[Any]]:
+    """Each payload's records cut into batches of at most *limit* bytes, and its result so
+    far (a ProduceResponse for a record too large alone, else None until known)."""
+    waiting: list[deque[list[Any]]] = []
+    results: list[Any] = []
+    for p, (records, _) in zip(items, prepared, strict=True):
+        batches = split_records(records, limit)
+        waiting.append(deque(batches or ()))
+        too_large = MessageSizeTooLargeError.errno
+        results.append(None if batches else ProduceResponse(p.topic, p.partition, too_large, -1))
+    return waiting, results
+
+
+def _next_round(
+    items: Sequence[ProduceRequest], waiting: list[deque[list[Any]]], results: list[Any]
+) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the payload whose next batch goes in this round (none that failed)."""
+    chosen: dict[tuple[str, int], int] = {}
+    for i, p in enumerate(items):
+        failed = results[i] is not None and results[i].error
+        if waiting[i] and not failed:
+            chosen[p.topic, p.partition] = i
+    return chosen

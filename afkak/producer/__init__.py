@@ -4,7 +4,8 @@
 :class:`RecordMetadata` is what :meth:`Producer.send` fires with.  The
 modules behind them are private: ``_options`` (settings), ``_accumulator``
 (what was accepted: batches per partition, the buffer bound, what may be sent
-when; Kafka's ``RecordAccumulator``), ``_batch`` and ``_partition`` (one batch,
+when; Kafka's ``RecordAccumulator``), ``_routes`` (topic routes, and where
+sends that waited are placed), ``_batch`` and ``_partition`` (one batch,
 one partition's batches and sequences), ``_sender`` (requests and retries),
 ``_outcome`` (error classification), ``_identity`` (producer id and epoch),
 ``_transaction`` (the transactional producer's state machine).

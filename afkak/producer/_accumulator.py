@@ -18,15 +18,15 @@ turns drained batches into Produce requests and their answers into results.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak._broker_errors import MessageSizeTooLargeError
-from afkak._errors import BufferExhaustedError, DeliveryTimeoutError
+from afkak._errors import BufferExhaustedError, ClientError, DeliveryTimeoutError
 from afkak.client import ProducerClient
 from afkak.metrics import ProducerSensors, registry_of
 from afkak.records import BATCH_HEADER_SIZE
@@ -38,6 +38,7 @@ from ._options import Options
 from ._partition import PartitionState, TopicState
 from ._split import joined, pieces, split_batch, values_size
 from ._transaction import TransactionManager
+from ._waiters import untrack as _untrack
 
 log = Logger()
 NEVER = float("inf")
@@ -48,7 +49,22 @@ class Drainer(Protocol):
 
     def wake(self, delay: float = 0.0) -> None: ...
 
+    def appended(self) -> None: ...
+
     def stop(self) -> None: ...
+
+
+#: What a waiting send carries: one ``send()`` record, one key's values
+#: (``send_messages``), or records with a key, headers and timestamp each
+#: (``send_records``: *key*, *headers*, *timestamp* and *partition* are then
+#: per-record sequences or None).
+ONE, VALUES, RECORDS = 0, 1, 2
+
+
+class Placer(Protocol):
+    """What routes a send that got buffer space (the producer's topic routes)."""
+
+    def place(self, pending: Pending, now: float) -> None: ...
 
 
 class Pending:
@@ -63,20 +79,20 @@ class Pending:
         "partition",
         "d",
         "size",
-        "record",
+        "kind",
         "since",
     )
 
     def __init__(
         self,
         topic: str,
-        key: Buffer | None,
+        key: Any,
         values: Sequence[Buffer | None],
         headers: Any,
-        timestamp: int | None,
-        partition: int | None,
+        timestamp: Any,
+        partition: Any,
         size: int,
-        record: bool,
+        kind: int,
     ) -> None:
         self.topic = topic
         self.key = key
@@ -87,7 +103,7 @@ class Pending:
         #: What the caller got: fires once the send is acknowledged or refused.
         self.d: Deferred[Any] = SendDeferred()
         self.size = size
-        self.record = record
+        self.kind = kind
         #: Reactor time of the call: waits for buffer space and metadata count
         #: toward the delivery timeout.
         self.since = 0.0
@@ -96,96 +112,110 @@ class Pending:
 class RecordAccumulator:
     """Batches per partition, the buffer bound, and what may be sent when.
 
-    :param admit: routes a send that got buffer space (the Producer's).
+    The only owner of batch and buffer state: sends come in through
+    :meth:`append_one`, :meth:`append_values` and :meth:`append_records`,
+    which wait (in order) for buffer space when there is none; the
+    :attr:`placer` routes those once they get it.
     """
 
     __slots__ = (
-        "_admit",
+        "_active",
         "_batch_mode",
+        "_batch_size",
+        "_block_timer",
+        "_blocked",
+        "_buffer_memory",
+        "_buffered",
         "_client",
         "_expire_all",
+        "_fast_limit",
         "_flush_waiters",
+        "_flushing",
         "_limit",
         "_linger",
+        "_max_request_size",
+        "_outstanding",
         "_reactor",
         "_seconds",
         "_sendable",
         "_split_above",
         "_stopped",
+        "_unrouted",
         "_unsent_bytes",
         "_unsent_count",
-        "active",
-        "batch_size",
-        "block_timer",
-        "blocked",
-        "buffer_memory",
-        "buffered",
-        "fast_limit",
-        "flushing",
         "identity",
-        "max_request_size",
         "options",
-        "outstanding",
+        "placer",
         "sender",
         "sensors",
         "transaction",
-        "unrouted",
     )
 
-    def __init__(
-        self,
-        client: ProducerClient,
-        options: Options,
-        admit: Callable[[Pending, float], None],
-    ) -> None:
+    def __init__(self, client: ProducerClient, options: Options) -> None:
         self._client = client
         self._reactor = client.reactor
         self._seconds = client.reactor.seconds
         self.options = options
-        self._admit = admit
+        #: Routes the sends that waited for buffer space (the producer's topic routes).
+        self.placer: Placer | None = None
         #: Drains this accumulator: the producer's Sender.
         self.sender: Drainer | None = None
         #: The producer id, epoch and sequences' source (None: not idempotent).
         self.identity: ProducerIdentity | TransactionManager | None = None
         self.transaction: TransactionManager | None = None
-        max_request_size = self.max_request_size = (
+        max_request_size = self._max_request_size = (
             client.max_request_size
             if options.max_request_size is None
             else options.max_request_size
         )
         # Batches of small records are cut well below the limit (the size is an
         # estimate); larger sends are measured exactly against it (see _split).
-        self.batch_size = min(options.batch_size, max_request_size // 4)
+        self._batch_size = min(options.batch_size, max_request_size // 4)
         self._split_above = max_request_size // 2
         self._linger = options.linger
         self._limit = options.max_in_flight
-        self.buffer_memory = options.buffer_memory
+        self._buffer_memory = options.buffer_memory
         self._batch_mode = options.batch_send
-        #: send_messages appends inline below this batch size (never in batch mode).
-        self.fast_limit = 0 if self._batch_mode else self.batch_size
-        #: Bytes of records accepted and not settled (estimated, uncompressed).
-        self.buffered = 0
+        # Sends append to the open batch inline below this size (never in batch mode).
+        self._fast_limit = 0 if self._batch_mode else self._batch_size
+        # Bytes of records accepted and not settled (estimated, uncompressed).
+        self._buffered = 0
         #: Recorded per request and per batch (``producer-metrics``), the Sender's too.
         self.sensors = registry_of(client).shared(ProducerSensors)
-        self.sensors.buffer(self.buffer_memory, lambda: self.buffered)
-        #: Sends accepted and not settled.
-        self.outstanding = 0
-        #: Sends waiting for buffer space, in call order.
-        self.blocked: deque[Pending] = deque()
-        #: Fails the sends that waited for buffer space too long (a DelayedCall).
-        self.block_timer: Any = None
-        #: Topic -> sends waiting for its metadata (counted in the buffer).
-        self.unrouted: dict[str, list[Pending]] = {}
-        #: Partitions with an open or ready batch.
-        self.active: set[PartitionState] = set()
-        #: While a flush waits, every drain sends every open batch.
-        self.flushing = False
+        self.sensors.buffer(self._buffer_memory, lambda: self._buffered)
+        # Sends accepted and not settled.
+        self._outstanding = 0
+        # Sends waiting for buffer space, in call order, and the DelayedCall failing
+        # those that waited too long.
+        self._blocked: deque[Pending] = deque()
+        self._block_timer: Any = None
+        # Topic -> sends waiting for its metadata (counted in the buffer).
+        self._unrouted: dict[str, list[Pending]] = {}
+        # Partitions with an open or ready batch.
+        self._active: set[PartitionState] = set()
+        # While a flush waits, every drain sends every open batch.
+        self._flushing = False
         self._expire_all = False
         self._unsent_count = 0
         self._unsent_bytes = 0
         self._flush_waiters: list[Deferred[None]] = []
         self._sendable: list[PartitionState] = []
         self._stopped = False
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of records accepted and not settled (estimated, uncompressed)."""
+        return self._buffered
+
+    @property
+    def outstanding(self) -> int:
+        """Sends accepted and not settled."""
+        return self._outstanding
+
+    @property
+    def blocked(self) -> int:
+        """Sends waiting for buffer space."""
+        return len(self._blocked)
 
     def wake(self, delay: float = 0.0) -> None:
         """Have the sender drain in *delay* seconds (or sooner)."""
@@ -194,30 +224,281 @@ class RecordAccumulator:
 
     # -- taking sends in ---------------------------------------------------------
 
-    def accept(self, pending: Pending) -> None:
-        """Take a send off the fast path: it waits (in order) for buffer space."""
+    def append_one(
+        self,
+        topic: str,
+        route: TopicState | None,
+        partition: int | None,
+        key: Buffer | None,
+        value: Buffer | None,
+        headers: Any,
+        timestamp: int | None,
+    ) -> Deferred[Any]:
+        """Take one ``send()`` record (checked) for *partition* (None: the sticky one).
+
+        Appended at once if the buffer has room and its topic's *route* is
+        known, else it waits (in order) for them.  Returns the Deferred of its
+        :class:`RecordMetadata`.
+        """
+        size = RECORD_OVERHEAD + (len(value) if value is not None else 0)
+        if key is not None:
+            size += len(key)
+        if headers:
+            size += _headers_size(headers)
+        buffered = self._buffered
+        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
+            pending = Pending(topic, key, (value,), headers, timestamp, partition, size, ONE)
+            return self.accept(pending)
+        d: Deferred[Any] = SendDeferred()
+        now = self._seconds()
+        self._outstanding += 1
+        self._buffered = buffered + size
+        if timestamp is None:
+            timestamp = int(now * 1000)
+        part = route.parts.get(route.sticky if partition is None else partition)
+        batch = None if part is None else part.open
+        if (
+            batch is None
+            or batch.size + size >= self._fast_limit
+            or headers
+            or batch.headers is not None
+            or (batch.keys is None and key is not None)
+        ):
+            if partition is None:
+                partition = self._stick(route, size)
+            self._append(route, partition, key, (value,), headers, timestamp, now, d, size, True)
+            self._appended()
+            return d
+        # The hottest path (ProducerBatch.append's work for one record, inlined).
+        values = batch.values
+        batch.plain = False
+        batch.record_waiters.append(d)
+        batch.record_indexes.append(len(values))
+        values.append(value)
+        if batch.keys is not None:
+            batch.keys.append(key)
+        batch.timestamps.append(timestamp)
+        batch.size += size
+        if _untrack is not None:
+            _untrack(d)  # until its batch settles: see ._waiters
+        return d
+
+    def _stick(self, route: TopicState, size: int) -> int:
+        """An unkeyed record's partition: the last one's while its open batch has room,
+        as in Java's producer (KIP-480), else the partitioner's next."""
+        sticky = route.parts.get(route.sticky)
+        if sticky is not None and sticky.open is not None:
+            if sticky.open.size + size < self._fast_limit:
+                return route.sticky
+        partition = route.sticky = route.choose(None, route.partitions)
+        return partition  # type: ignore[no-any-return]
+
+    def append_values(
+        self,
+        topic: str,
+        route: TopicState | None,
+        partition: int | None,
+        key: Buffer | None,
+        values: Sequence[Buffer | None],
+        size: int,
+    ) -> Deferred[Any]:
+        """Take a ``send_messages`` call's *values* (checked, *size* bytes with their
+        keys, see :func:`~._split.values_size`), each with *key*, for *partition*.
+
+        Appended at once if the buffer has room, else it waits (in order).
+        """
+        buffered = self._buffered
+        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
+            return self.accept(Pending(topic, key, values, (), None, partition, size, VALUES))
+        assert partition is not None  # the route's choice
+        d: Deferred[Any] = SendDeferred()
+        now = self._seconds()
+        self._outstanding += 1
+        self._buffered = buffered + size
+        part = route.parts.get(partition)
+        batch = None if part is None else part.open
+        if batch is None or batch.size + size >= self._fast_limit or batch.headers is not None:
+            self._append(route, partition, key, values, (), int(now * 1000), now, d, size, False)
+            self._appended()
+        elif batch.plain and key is None and len(values) == 1:
+            # The hottest path (ProducerBatch.add_messages' work, inlined).
+            batch.values.append(values[0])
+            batch.timestamps.append(int(now * 1000))
+            batch.waiters.append(d)
+            batch.size += size
+            if _untrack is not None:
+                _untrack(d)  # until its batch settles: see ._waiters
+        else:
+            batch.add_messages(key, values, int(now * 1000), size, d)
+        return d
+
+    def append_records(
+        self,
+        topic: str,
+        route: TopicState | None,
+        partitions: Sequence[int | None] | None,
+        keys: Sequence[Buffer | None] | None,
+        values: Sequence[Buffer | None],
+        headers: Sequence[Any] | None,
+        timestamps: Sequence[int | None] | None,
+    ) -> Deferred[None]:
+        """Take records (checked) each with its partition, key, headers and timestamp
+        (``send_records``), batched per partition whatever their keys.
+
+        Appended at once if the buffer has room, else they wait (in order).
+        Returns one Deferred, firing with None once every record is written
+        or failing with the first failure.
+        """
+        sizes = _record_sizes(keys, values, headers)
+        size = sum(sizes)
+        buffered = self._buffered
+        pending = Pending(topic, keys, values, headers, timestamps, partitions, size, RECORDS)
+        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
+            return self.accept(pending)
+        now = self._seconds()
+        self._outstanding += 1
+        self._buffered = buffered + size
+        self._append_records(route, pending, sizes, now)
+        self._appended()
+        return pending.d
+
+    def _appended(self) -> None:
+        """A call appended outside the open batches' fast path (a new batch, maybe): the
+        sender may write at once (an idle producer, in the turn of its ``send()``).
+        Sends placed later (after metadata or buffer space) do not ask: their batch
+        waits for the next drain, so it is dated by its opening."""
+        if self.sender is not None:
+            self.sender.appended()
+
+    def accept(self, pending: Pending) -> Deferred[Any]:
+        """Take a send to place later: it waits (in order) for buffer space, then the
+        :attr:`placer` routes it.  Returns what the caller gets (``pending.d``)."""
+        if self._stopped:
+            return fail(ClientError("the producer has been stopped"))
         now = pending.since = self._seconds()
-        if pending.timestamp is None:
+        if pending.kind == ONE and pending.timestamp is None:
             pending.timestamp = int(now * 1000)
-        self.outstanding += 1
-        if self.blocked or (self.buffered and self.buffered + pending.size > self.buffer_memory):
-            self.blocked.append(pending)
-            if self.block_timer is None:
+        self._outstanding += 1
+        if self._blocked or (
+            self._buffered and self._buffered + pending.size > self._buffer_memory
+        ):
+            self._blocked.append(pending)
+            if self._block_timer is None:
                 self._arm_block_timer()
         else:
-            self.buffered += pending.size
+            self._buffered += pending.size
             self._admit(pending, now)
+        return pending.d
+
+    def _admit(self, pending: Pending, now: float) -> None:
+        assert self.placer is not None  # set by the producer
+        self.placer.place(pending, now)
 
     def wait_for_route(self, pending: Pending) -> bool:
         """Keep *pending* until its topic's metadata arrives; whether it is the first."""
-        waiting = self.unrouted.get(pending.topic)
+        waiting = self._unrouted.get(pending.topic)
         if waiting is None:
-            self.unrouted[pending.topic] = [pending]
+            self._unrouted[pending.topic] = [pending]
             return True
         waiting.append(pending)
         return False
 
-    def append(
+    def take_unrouted(self, topic: str) -> list[Pending]:
+        """The sends that waited for *topic*'s metadata (now loaded), in order."""
+        return self._unrouted.pop(topic, [])
+
+    def place(self, route: TopicState, pending: Pending, partition: Any, now: float) -> None:
+        """Append *pending* (holding buffer space) at *partition* (None: the sticky one;
+        for records, each one's), the delivery timeout counting from its call."""
+        if pending.kind == RECORDS:
+            pending.partition = partition
+            self._append_records(route, pending, None, now)
+            return
+        if partition is None:
+            partition = self._stick(route, pending.size)
+        timestamp = pending.timestamp
+        if timestamp is None:
+            timestamp = int(pending.since * 1000)
+        self._append(
+            route,
+            partition,
+            pending.key,
+            pending.values,
+            pending.headers,
+            timestamp,
+            now,
+            pending.d,
+            pending.size,
+            pending.kind == ONE,
+        )
+        part = route.parts.get(partition)
+        if part is not None:
+            batch = part.open or (part.ready[-1] if part.ready else None)
+            if batch is not None and batch.opened > pending.since:
+                batch.opened = pending.since
+
+    def _append_records(
+        self, route: TopicState, pending: Pending, sizes: list[int] | None, now: float
+    ) -> None:
+        """Append records per partition, in runs that fit a batch; *pending.d* fires
+        once each run's batch is written."""
+        keys, values, headers = pending.key, pending.values, pending.headers
+        if sizes is None:
+            sizes = _record_sizes(keys, values, headers)
+        if max(sizes) > self._max_request_size - BATCH_HEADER_SIZE:
+            error = MessageSizeTooLargeError(
+                f"a record to {route.name} is larger than max_request_size"
+                f" ({self._max_request_size} bytes)"
+            )
+            self.refuse(pending.d, sum(sizes), Failure(error))
+            return
+        stamps = pending.timestamp
+        default = int(now * 1000)
+        by_partition: dict[int, list[int]] = {}
+        for i, partition in enumerate(pending.partition):
+            by_partition.setdefault(partition, []).append(i)
+        runs: list[Deferred[Any]] = []
+        for partition, indexes in by_partition.items():
+            for run in _runs(indexes, sizes, self._batch_size):
+                run_d: Deferred[Any] = Deferred()
+                runs.append(run_d)
+                self._append_run(
+                    route,
+                    partition,
+                    None if keys is None else [keys[i] for i in run],
+                    [values[i] for i in run],
+                    None if headers is None else [headers[i] for i in run],
+                    [default if stamps is None or stamps[i] is None else stamps[i] for i in run],
+                    sum(sizes[i] for i in run),
+                    now,
+                    run_d,
+                )
+        self._outstanding += len(runs) - 1  # each run settles as one send
+        joined(pending.d, runs)
+        pending.d.addCallback(_nothing)
+
+    def _append_run(
+        self,
+        route: TopicState,
+        partition: int,
+        keys: list[Buffer | None] | None,
+        values: list[Buffer | None],
+        headers: list[Any] | None,
+        timestamps: list[int],
+        size: int,
+        now: float,
+        d: Deferred[Any],
+    ) -> None:
+        """Append records that fit one batch to *partition*'s open batch (or a new one)."""
+        part, batch = self._batch_for(route, partition, size, now)
+        batch.add_records(keys, values, headers, timestamps, size, d)
+        if batch.size >= self._batch_size:
+            part.seal()
+            self.wake()
+        if self._batch_mode:
+            self._count_unsent(len(values), size)
+
+    def _append(
         self,
         route: TopicState,
         partition: int,
@@ -234,25 +515,20 @@ class RecordAccumulator:
         if size > self._split_above:
             # A header adds its name and value, and their lengths (two varints).
             headers_size = sum(10 + len(n.encode()) + (len(v) if v else 0) for n, v in headers)
-            runs = pieces(values, key, headers_size, self.max_request_size)
+            runs = pieces(values, key, headers_size, self._max_request_size)
             if runs is None:
                 error = MessageSizeTooLargeError(
                     f"a record to {route.name} is larger than max_request_size"
-                    f" ({self.max_request_size} bytes)"
+                    f" ({self._max_request_size} bytes)"
                 )
                 self.refuse(d, size, Failure(error))
                 return
             if len(runs) > 1:
                 self._append_pieces(route, partition, key, runs, timestamp, now, d)
                 return
-        part = route.parts.get(partition)
-        if part is None:
-            part = route.part(partition)
-        batch = part.open
-        if batch is None or (batch.size + size > self.batch_size and batch.values):
-            batch = self._new_batch(route, part, now)
+        part, batch = self._batch_for(route, partition, size, now)
         batch.append(key, values, headers, timestamp, size, d, record)
-        if batch.size >= self.batch_size:
+        if batch.size >= self._batch_size:
             part.seal()
             self.wake()
         if self._batch_mode:
@@ -273,15 +549,27 @@ class RecordAccumulator:
     ) -> None:
         """Append a ``send_messages`` call too large for one batch as several, in order."""
         parts: list[Deferred[Any]] = []
-        self.outstanding += len(runs) - 1  # each piece settles as one send
+        self._outstanding += len(runs) - 1  # each piece settles as one send
         for run in runs:
             part_d: Deferred[Any] = Deferred()
             parts.append(part_d)
             size = values_size(route.name, run)
             if key is not None:
                 size += len(run) * len(key)
-            self.append(route, partition, key, run, (), timestamp, now, part_d, size, False)
+            self._append(route, partition, key, run, (), timestamp, now, part_d, size, False)
         joined(d, parts)
+
+    def _batch_for(
+        self, route: TopicState, partition: int, size: int, now: float
+    ) -> tuple[PartitionState, ProducerBatch]:
+        """*partition*'s open batch if *size* more bytes fit it, else a new one."""
+        part = route.parts.get(partition)
+        if part is None:
+            part = route.part(partition)
+        batch = part.open
+        if batch is None or (batch.size + size > self._batch_size and batch.values):
+            batch = self._new_batch(route, part, now)
+        return part, batch
 
     def _new_batch(self, route: TopicState, part: PartitionState, now: float) -> ProducerBatch:
         sealed = part.open is not None
@@ -291,7 +579,7 @@ class RecordAccumulator:
         if sealed:
             self.wake()
         else:
-            self.active.add(part)
+            self._active.add(part)
             identity = self.identity
             if identity is not None and not identity.ready:
                 self.wake()  # the drain asks for it (not now: this is inside an append)
@@ -302,13 +590,6 @@ class RecordAccumulator:
         if partitions and partitions is not route.partitions:
             route.repartition(partitions)
         return batch
-
-    def opened_since(self, part: PartitionState | None, since: float) -> None:
-        """The delivery timeout of what was just appended counts from *since* (its call)."""
-        if part is not None:
-            batch = part.open or (part.ready[-1] if part.ready else None)
-            if batch is not None and batch.opened > since:
-                batch.opened = since
 
     def _count_unsent(self, n: int, size: int) -> None:
         """Batch mode: count appended records; send everything once a trigger is reached."""
@@ -334,40 +615,19 @@ class RecordAccumulator:
         a batch trigger fired).
         """
         linger = self._linger
-        expire_all = self._expire_all or self.flushing
+        expire_all = self._expire_all or self._flushing
         self._expire_all = False
         batch_mode = self._batch_mode
         if batch_mode:
-            # afkak's batch mode sends nothing until a trigger fires (count, bytes,
-            # or its timer), then everything: full batches sealed meanwhile wait too.
-            if not expire_all and linger is not None:
-                expire_all = any(_first_created(p) + linger <= now for p in self.active if _held(p))
-            if expire_all:
-                self._unsent_count = self._unsent_bytes = 0
-                for part in self.active:
-                    for waiting in part.ready:
-                        waiting.created = -NEVER
+            expire_all = self._batch_triggered(now, expire_all)
         wake_at = NEVER
         sendable = self._sendable = []
-        for part in list(self.active):
-            batch = part.open
-            if batch is not None:
-                if expire_all:
-                    batch.created = -NEVER
-                if part.retry_at > now:
-                    wake_at = min(wake_at, part.retry_at)
-                elif not part.ready and part.in_flight < self._limit:
-                    if batch.created == -NEVER:
-                        part.seal()
-                    elif linger is not None:
-                        due = batch.created + linger
-                        if due <= now:
-                            part.seal()
-                        else:
-                            wake_at = min(wake_at, due)
+        for part in list(self._active):
+            if part.open is not None:
+                wake_at = min(wake_at, self._seal_if_due(part, expire_all, now))
             if not part.ready:
                 if part.open is None:
-                    self.active.discard(part)
+                    self._active.discard(part)
                 continue
             if part.retry_at > now:
                 wake_at = min(wake_at, part.retry_at)
@@ -378,6 +638,38 @@ class RecordAccumulator:
                 continue
             sendable.append(part)
         return wake_at
+
+    def _batch_triggered(self, now: float, expire_all: bool) -> bool:
+        """afkak's batch mode sends nothing until a trigger fires (count, bytes, or its
+        timer), then everything: full batches sealed meanwhile wait too."""
+        linger = self._linger
+        if not expire_all and linger is not None:
+            expire_all = any(_first_created(p) + linger <= now for p in self._active if _held(p))
+        if expire_all:
+            self._unsent_count = self._unsent_bytes = 0
+            for part in self._active:
+                for waiting in part.ready:
+                    waiting.created = -NEVER
+        return expire_all
+
+    def _seal_if_due(self, part: PartitionState, expire_all: bool, now: float) -> float:
+        """Seal *part*'s open batch if its linger passed and it may go; when to look again."""
+        batch = part.open
+        assert batch is not None
+        if expire_all:
+            batch.created = -NEVER
+        if part.retry_at > now:
+            return part.retry_at
+        if part.ready or part.in_flight >= self._limit:
+            return NEVER
+        if batch.created == -NEVER:
+            part.seal()
+        elif self._linger is not None:
+            due = batch.created + self._linger
+            if due > now:
+                return due
+            part.seal()
+        return NEVER
 
     def drain(self, leaders: Any) -> tuple[dict[Any, list[ProducerBatch]], list[PartitionState]]:
         """One request's worth per broker: the next batch of each ready partition.
@@ -461,7 +753,7 @@ class RecordAccumulator:
         """Put a batch to retry back in its place; its partition waits until *retry_at*."""
         part = batch.part
         part.requeue(batch)
-        self.active.add(part)
+        self._active.add(part)
         part.retry_at = max(part.retry_at, retry_at)
 
     def split(self, batch: ProducerBatch) -> None:
@@ -469,11 +761,11 @@ class RecordAccumulator:
         halves, more = split_batch(
             batch, self.options.codec, self.options.compression_level, self.transaction is not None
         )
-        self.outstanding += more
+        self._outstanding += more
         part = batch.part
         for half in reversed(halves):  # each goes before what has its order
             part.requeue(half)
-        self.active.add(part)
+        self._active.add(part)
 
     def expired(self, now: float) -> tuple[list[ProducerBatch], float]:
         """Remove the batches (not in flight) whose delivery timeout passed; when the next one
@@ -481,7 +773,7 @@ class RecordAccumulator:
         timeout = self.options.delivery_timeout
         next_expiry = NEVER
         expired: list[ProducerBatch] = []
-        for part in list(self.active):
+        for part in list(self._active):
             oldest = part.oldest()
             if oldest is None:
                 continue
@@ -493,7 +785,7 @@ class RecordAccumulator:
                 oldest = part.oldest()
                 if oldest is None:
                     if not part.in_flight:
-                        self.active.discard(part)
+                        self._active.discard(part)
                     continue
             next_expiry = min(next_expiry, oldest + timeout)
         return expired, next_expiry
@@ -502,8 +794,8 @@ class RecordAccumulator:
 
     def release(self, batch: ProducerBatch) -> None:
         """A batch was settled (its sends fired): free its buffer space, let waiting sends in."""
-        self.buffered -= batch.size - BATCH_HEADER_SIZE
-        self.outstanding -= len(batch.waiters) + len(batch.record_waiters)
+        self._buffered -= batch.size - BATCH_HEADER_SIZE
+        self._outstanding -= len(batch.waiters) + len(batch.record_waiters)
         self._unblock()
         self._check_flushed()
 
@@ -519,56 +811,60 @@ class RecordAccumulator:
         """Fail every batch of *part* not in flight."""
         for batch in part.drop_all():
             self.fail(batch, failure)
-        self.active.discard(part)
+        self._active.discard(part)
 
     def identity_failed(self, failure: Failure) -> None:
         """No producer id: every batch waiting for one fails."""
         log.error(
             "No producer id for the idempotent producer: {error}", error=failure.getErrorMessage()
         )
-        for part in list(self.active):
+        for part in list(self._active):
             self.fail_partition(part, failure)
 
     def refuse(self, d: Deferred[Any], size: int, failure: Failure) -> None:
         """Fail a send that was counted in the buffer but never appended."""
-        self.buffered -= size
-        self.outstanding -= 1
+        self._buffered -= size
+        self._outstanding -= 1
         d.errback(failure)
         self._unblock()
         self._check_flushed()
 
     def refuse_unrouted(self, topic: str, failure: Failure) -> None:
         """The sends waiting for *topic*'s metadata fail (it could not be loaded)."""
-        for pending in self.unrouted.pop(topic, []):
+        for pending in self._unrouted.pop(topic, []):
             self.refuse(pending.d, pending.size, failure)
 
     def _unblock(self) -> None:
-        blocked = self.blocked
+        blocked = self._blocked
         if not blocked or self._stopped:
             return
         now = self._seconds()
+        limit, by_max_block = self._block_limit()
         while blocked and (
-            not self.buffered or self.buffered + blocked[0].size <= self.buffer_memory
+            not self._buffered or self._buffered + blocked[0].size <= self._buffer_memory
         ):
             pending = blocked.popleft()
-            self.buffered += pending.size
+            if pending.since + limit <= now:  # space came as its wait ended: too late
+                self.refuse(pending.d, 0, self._wait_failure(pending, limit, by_max_block))
+                continue
+            self._buffered += pending.size
             self._admit(pending, now)
 
     def _check_flushed(self) -> None:
-        if self.outstanding or not self._flush_waiters:
+        if self._outstanding or not self._flush_waiters:
             return
         waiters, self._flush_waiters = self._flush_waiters, []
-        self.flushing = False
+        self._flushing = False
         for d in waiters:
             d.callback(None)
 
     def flush(self) -> Deferred[None]:
         """Send everything now; fires once no send is outstanding."""
-        if not self.outstanding:
+        if not self._outstanding:
             return succeed(None)
         d: Deferred[None] = Deferred()
         self._flush_waiters.append(d)
-        self.flushing = True
+        self._flushing = True
         self.expire_lingers()
         return d
 
@@ -578,9 +874,9 @@ class RecordAccumulator:
         Those waiting for buffer space go first: space freed by the others
         must not let them into a batch of the next transaction.
         """
-        blocked, self.blocked = self.blocked, deque()
+        blocked, self._blocked = self._blocked, deque()
         self._disarm_block_timer()
-        for part in list(self.active):
+        for part in list(self._active):
             self.fail_partition(part, failure)
         self._refuse_waiting(blocked, failure)
 
@@ -591,19 +887,19 @@ class RecordAccumulator:
         if self.sender is not None:
             self.sender.stop()
         batches: list[ProducerBatch] = []
-        for part in self.active:
+        for part in self._active:
             batches.extend(part.drop_all())
-        self.active.clear()
+        self._active.clear()
         for batch in batches:
             batch.fail(failure)
             self.release(batch)
-        blocked, self.blocked = self.blocked, deque()
+        blocked, self._blocked = self._blocked, deque()
         self._disarm_block_timer()
         self._refuse_waiting(blocked, failure)
         self._check_flushed()
 
     def _refuse_waiting(self, blocked: deque[Pending], failure: Failure) -> None:
-        unrouted, self.unrouted = self.unrouted, {}
+        unrouted, self._unrouted = self._unrouted, {}
         for waiting in unrouted.values():
             for pending in waiting:
                 self.refuse(pending.d, pending.size, failure)
@@ -620,35 +916,83 @@ class RecordAccumulator:
     def _arm_block_timer(self) -> None:
         """Time out the oldest waiting send (they wait in call order)."""
         limit, _ = self._block_limit()
-        delay = max(0.0, self.blocked[0].since + limit - self._seconds())
-        self.block_timer = self._reactor.callLater(delay, self._block_expired)
+        delay = max(0.0, self._blocked[0].since + limit - self._seconds())
+        self._block_timer = self._reactor.callLater(delay, self._block_expired)
 
     def _disarm_block_timer(self) -> None:
-        if self.block_timer is not None:
-            if self.block_timer.active():
-                self.block_timer.cancel()
-            self.block_timer = None
+        if self._block_timer is not None:
+            if self._block_timer.active():
+                self._block_timer.cancel()
+            self._block_timer = None
 
     def _block_expired(self) -> None:
-        self.block_timer = None
-        blocked = self.blocked
+        self._block_timer = None
+        blocked = self._blocked
         now = self._seconds()
         limit, by_max_block = self._block_limit()
         while blocked and blocked[0].since + limit <= now:
             pending = blocked.popleft()
-            if by_max_block:
-                error: Exception = BufferExhaustedError(
-                    f"no buffer space for a send to {pending.topic} within max_block_ms"
-                    f" ({limit:g} s; buffer_memory {self.buffer_memory} bytes in use)"
-                )
-            else:
-                error = DeliveryTimeoutError(
-                    f"a send to {pending.topic} waited for buffer space longer than the"
-                    f" delivery timeout ({limit:g} s)"
-                )
-            self.refuse(pending.d, 0, Failure(error))  # not counted in the buffer yet
-        if blocked and self.block_timer is None:
+            # (not counted in the buffer yet)
+            self.refuse(pending.d, 0, self._wait_failure(pending, limit, by_max_block))
+        if blocked and self._block_timer is None:
             self._arm_block_timer()
+
+    def _wait_failure(self, pending: Pending, limit: float, by_max_block: bool) -> Failure:
+        """Why *pending* fails after waiting *limit* seconds for buffer space."""
+        if by_max_block:
+            return Failure(
+                BufferExhaustedError(
+                    f"no buffer space for a send to {pending.topic} within max_block_ms"
+                    f" ({limit:g} s; buffer_memory {self._buffer_memory} bytes in use)"
+                )
+            )
+        return Failure(
+            DeliveryTimeoutError(
+                f"a send to {pending.topic} waited for buffer space longer than the"
+                f" delivery timeout ({limit:g} s)"
+            )
+        )
+
+
+def _nothing(result: object) -> None:
+    return None
+
+
+def _headers_size(headers: Any) -> int:
+    """The buffer size of a record's *headers*: their names, values and lengths."""
+    size = 0
+    for name, value in headers:
+        size += len(name) + (len(value) if value is not None else 0) + 3
+    return size
+
+
+def _record_sizes(
+    keys: Sequence[Buffer | None] | None,
+    values: Sequence[Buffer | None],
+    headers: Sequence[Any] | None,
+) -> list[int]:
+    """The buffer size of each record of a ``send_records`` call."""
+    sizes = [RECORD_OVERHEAD + (len(v) if v is not None else 0) for v in values]
+    if keys is not None:
+        sizes = [s + (len(k) if k is not None else 0) for s, k in zip(sizes, keys, strict=True)]
+    if headers is not None:
+        sizes = [s + _headers_size(h) for s, h in zip(sizes, headers, strict=True)]
+    return sizes
+
+
+def _runs(indexes: list[int], sizes: list[int], limit: int) -> list[list[int]]:
+    """*indexes* in order, cut into runs of at most *limit* bytes (a larger record alone)."""
+    runs: list[list[int]] = []
+    run: list[int] = []
+    room = limit
+    for i in indexes:
+        if run and sizes[i] > room:
+            runs.append(run)
+            run, room = [], limit
+        run.append(i)
+        room -= sizes[i]
+    runs.append(run)
+    return runs
 
 
 def _held(part: PartitionState) -> bool:

@@ -151,6 +151,39 @@ class ProducerBatch:
         else:
             self.add_messages(key, values, timestamp, size, d)
 
+    def add_records(
+        self,
+        keys: Sequence[Buffer | None] | None,
+        values: Sequence[Buffer | None],
+        headers: Sequence[Any] | None,
+        timestamps: Sequence[int],
+        size: int,
+        d: Any,
+    ) -> None:
+        """Append records each with its own key and headers (``send_records``); *d*
+        waits for them all, as a ``send_messages`` call's."""
+        n = len(values)
+        first = len(self.values)
+        if keys is not None:
+            if self.keys is None:
+                self.keys = [None] * first
+            self.keys.extend(keys)
+        elif self.keys is not None:
+            self.keys.extend([None] * n)
+        if headers is not None:
+            if self.headers is None:
+                self.headers = [()] * first
+            self.headers.extend(headers)
+        elif self.headers is not None:
+            self.headers.extend([()] * n)
+        self.plain = False
+        self.values.extend(values)
+        self.timestamps.extend(timestamps)
+        self.size += size
+        self.add_waiter(d, first)
+        if untrack is not None:
+            untrack(d)  # until the batch settles: see ._waiters
+
     def add_messages(
         self, key: Buffer | None, values: Sequence[Buffer | None], timestamp: int, size: int, d: Any
     ) -> None:

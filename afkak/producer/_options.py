@@ -83,6 +83,57 @@ def _number(name: str, value: Any, low: float) -> float:
     return float(value)
 
 
+def _acks(
+    req_acks: Any, enable_idempotence: Any, transactional_id: Any, transaction_timeout_ms: Any
+) -> tuple[int, bool]:
+    """The acks and whether the producer is idempotent (a transactional one is)."""
+    if req_acks is not UNSET and (req_acks not in _ACKS or isinstance(req_acks, bool)):
+        raise ValueError(f"req_acks must be one of {_ACKS}, not {req_acks!r}")
+    if transactional_id is not None:
+        _check_transactional(transactional_id, enable_idempotence, transaction_timeout_ms)
+        enable_idempotence = True
+    if enable_idempotence is UNSET:
+        idempotent = req_acks in (UNSET, PRODUCER_ACK_ALL_REPLICAS)
+    elif isinstance(enable_idempotence, bool):
+        idempotent = enable_idempotence
+        if idempotent and req_acks not in (UNSET, PRODUCER_ACK_ALL_REPLICAS):
+            raise ValueError(
+                f"enable_idempotence=True needs req_acks=-1 (all replicas), not {req_acks!r}"
+            )
+    else:
+        raise TypeError(f"enable_idempotence must be a bool, not {enable_idempotence!r}")
+    if req_acks is UNSET:
+        return (PRODUCER_ACK_ALL_REPLICAS if idempotent else PRODUCER_ACK_LOCAL_WRITE), idempotent
+    return req_acks, idempotent
+
+
+def _check_transactional(
+    transactional_id: Any, enable_idempotence: Any, transaction_timeout_ms: Any
+) -> None:
+    if not isinstance(transactional_id, str) or not transactional_id:
+        raise TypeError(f"transactional_id must be a non-empty str, not {transactional_id!r}")
+    if enable_idempotence is False:
+        raise ValueError("a transactional producer is idempotent: enable_idempotence=False")
+    if (
+        isinstance(transaction_timeout_ms, bool)
+        or not isinstance(transaction_timeout_ms, int)
+        or not 0 < transaction_timeout_ms < 2**31
+    ):
+        raise ValueError(
+            f"transaction_timeout_ms must be a positive int, not {transaction_timeout_ms!r}"
+        )
+
+
+def _codec(codec: Any) -> int:
+    """The codec, checked (UnsupportedCodecError when its library is missing)."""
+    if codec is None:
+        codec = CODEC_NONE
+    if codec not in CODEC_NAMES or isinstance(codec, bool):
+        raise ValueError(f"unknown compression codec {codec!r}")
+    compress(codec, b"")
+    return codec  # type: ignore[no-any-return]
+
+
 def resolve(
     *,
     req_acks: Any,
@@ -110,41 +161,8 @@ def resolve(
     max_request_size: Any = None,
 ) -> Options:
     """Check the arguments (TypeError / ValueError) and resolve their defaults."""
-    if req_acks is not UNSET and (req_acks not in _ACKS or isinstance(req_acks, bool)):
-        raise ValueError(f"req_acks must be one of {_ACKS}, not {req_acks!r}")
-    if transactional_id is not None:
-        if not isinstance(transactional_id, str) or not transactional_id:
-            raise TypeError(f"transactional_id must be a non-empty str, not {transactional_id!r}")
-        if enable_idempotence is False:
-            raise ValueError("a transactional producer is idempotent: enable_idempotence=False")
-        if (
-            isinstance(transaction_timeout_ms, bool)
-            or not isinstance(transaction_timeout_ms, int)
-            or not 0 < transaction_timeout_ms < 2**31
-        ):
-            raise ValueError(
-                f"transaction_timeout_ms must be a positive int, not {transaction_timeout_ms!r}"
-            )
-        enable_idempotence = True
-    if enable_idempotence is UNSET:
-        idempotent = req_acks in (UNSET, PRODUCER_ACK_ALL_REPLICAS)
-    elif isinstance(enable_idempotence, bool):
-        idempotent = enable_idempotence
-        if idempotent and req_acks not in (UNSET, PRODUCER_ACK_ALL_REPLICAS):
-            raise ValueError(
-                f"enable_idempotence=True needs req_acks=-1 (all replicas), not {req_acks!r}"
-            )
-    else:
-        raise TypeError(f"enable_idempotence must be a bool, not {enable_idempotence!r}")
-    if req_acks is UNSET:
-        acks = PRODUCER_ACK_ALL_REPLICAS if idempotent else PRODUCER_ACK_LOCAL_WRITE
-    else:
-        acks = req_acks
-    if codec is None:
-        codec = CODEC_NONE
-    if codec not in CODEC_NAMES or isinstance(codec, bool):
-        raise ValueError(f"unknown compression codec {codec!r}")
-    compress(codec, b"")  # UnsupportedCodecError when its library is missing
+    acks, idempotent = _acks(req_acks, enable_idempotence, transactional_id, transaction_timeout_ms)
+    codec = _codec(codec)
     batch_send = bool(batch_send)
     # afkak 21: a trigger of 0 or None is off.
     every_n = 0 if batch_every_n is None else _int("batch_every_n", batch_every_n, 0)

@@ -163,6 +163,49 @@ class TopicState:
             else None
         )
 
+    def partition_for(self, key: Any, partition: int | None) -> int | None:
+        """Where ``send()`` puts a record: *partition* (checked), the partitioner's
+        choice, or None for the accumulator's sticky placement (an unkeyed record
+        with the default partitioner).  Raises what the partitioner raises."""
+        if partition is not None:
+            if partition not in self.partitions:
+                raise ValueError(
+                    f"topic {self.name} has no partition {partition}"
+                    f" (it has {len(self.partitions)})"
+                )
+            return partition
+        if self.only is not None:
+            return self.only
+        if key is None and self.sticks:
+            return None
+        return self.choose(key, self.partitions)  # type: ignore[no-any-return]
+
+    def pick(self, key: Any) -> int:
+        """The partitioner's choice for a ``send_messages`` call (one per call)."""
+        if self.only is not None:
+            return self.only
+        return self.choose(key, self.partitions)  # type: ignore[no-any-return]
+
+    def partition_all(self, keys: Any, partitions: Any, n: int) -> list[int]:
+        """Each of *n* records' partition (``send_records``): its given partition
+        (checked), else by its key as ``send()`` places it; unkeyed records go
+        together to one partition, the partitioner's choice for the call."""
+        unkeyed: int | None = None
+        placed: list[int] = []
+        for i in range(n):
+            partition = None if partitions is None else partitions[i]
+            key = None if keys is None else keys[i]
+            if partition is None and key is None:
+                if unkeyed is None:
+                    unkeyed = self.pick(None)
+                partition = unkeyed
+            elif partition is None:
+                partition = self.choose(key, self.partitions)
+            elif partition not in self.partitions:
+                self.partition_for(key, partition)  # raises
+            placed.append(partition)
+        return placed
+
     def part(self, partition: int) -> PartitionState:
         state = self.parts.get(partition)
         if state is None:

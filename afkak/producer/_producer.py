@@ -1,9 +1,10 @@
 """Producer: afkak's documented producer API on record batches v2.
 
-This module is the facade: argument checks, the topic routes (partition
-lists and partitioners, loaded on first use) and the transaction calls.
-:mod:`._accumulator` holds what was accepted (batches, the buffer bound),
-:mod:`._sender` sends the batches and settles them.
+This module is the facade: argument checks, the partition of each record,
+and the transaction calls.  :mod:`._accumulator` holds what was accepted
+(batches, the buffer bound), :mod:`._routes` the topic routes (partition
+lists and partitioners, loaded on first use) and the placement of sends that
+waited, :mod:`._sender` sends the batches and settles them.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from afkak._broker_errors import BrokerResponseError, ErrorCode
 from afkak._errors import CancelledError, ClientError, TransactionStateError
-from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS, retrying
+from afkak._retry import DELIVERY_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS
 from afkak.client import ProducerClient
 from afkak.client._interlayer import kafka_client, topic_name
 from afkak.common import ProduceResponse, TopicAndPartition
@@ -25,17 +25,15 @@ from afkak.metrics import CLIENT, NODE, PRODUCER, PRODUCER_TOPIC, MetricName
 from afkak.partitioner import DefaultPartitioner
 
 from . import _options
-from ._accumulator import Pending, RecordAccumulator
-from ._batch import RECORD_OVERHEAD, Buffer
-from ._deferred import SendDeferred
+from ._accumulator import RecordAccumulator
+from ._batch import RECORD_OVERHEAD
 from ._identity import ProducerIdentity
 from ._options import UNSET
-from ._partition import TopicState
 from ._result import RecordMetadata
+from ._routes import TopicRoutes
 from ._sender import Sender
 from ._split import BYTES as _BYTES, values_size
 from ._transaction import ConsumerGroupMetadata, State as TransactionState, TransactionManager
-from ._waiters import untrack as _untrack
 
 log = Logger()
 
@@ -250,11 +248,15 @@ class Producer:
         self.partitioner_class = partitioner_class
         self._reactor = client.reactor
         self._seconds = client.reactor.seconds
-        self._routes: dict[str, TopicState] = {}
-        self._topic_loads: dict[str, Deferred[Any]] = {}
         self._backoff = self.options.retry_policy(client.rng.uniform)
         self._stopped = False
-        acc = self._accumulator = RecordAccumulator(client, self.options, self._admit)
+        acc = self._accumulator = RecordAccumulator(client, self.options)
+        routing = self._routing = TopicRoutes(
+            client, partitioner_class, self.options, self._backoff, acc
+        )
+        acc.placer = routing
+        #: Topic -> its route (the routes' own dict, read by every send).
+        self._routes = routing.routes
         self._batch_mode = self.options.batch_send
         self._transaction: TransactionManager | None = None
         if transactional_id is not None:
@@ -369,59 +371,23 @@ class Producer:
         route = self._routes.get(topic)
         if route is None:
             topic_name(topic)
-        if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
-            raise TypeError(f"key={key!r} must be bytes or None")
-        kind = type(msgs)
-        if (
-            kind is not list
-            and kind is not tuple
-            and (isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence))
-        ):
-            raise TypeError(f"msgs must be a sequence of bytes or None, not {msgs!r:.100}")
-        n = len(msgs)
-        if n == 1 and type(msgs[0]) is bytes:
+        if type(key) not in _PLAIN:
+            _check_buffer(f"key={key!r:.100}", key)
+        if type(msgs) is list and len(msgs) == 1 and type(msgs[0]) is bytes:
             size = RECORD_OVERHEAD + len(msgs[0])
-        elif n:
-            size = values_size(topic, msgs)
         else:
-            raise ValueError("msgs must be a non-empty sequence")
+            size = _messages_size(topic, msgs)
         if key is not None:
-            size += n * len(key)
-        acc = self._accumulator
-        buffered = acc.buffered
-        if route is None or acc.blocked or (buffered and buffered + size > acc.buffer_memory):
-            # (A stopped producer has no routes.)
-            return self._send_later(Pending(topic, key, msgs, (), None, None, size, False))
-        d: Deferred[Any] = SendDeferred()
-        now = self._seconds()
-        acc.outstanding += 1
-        acc.buffered = buffered + size
-        partition = route.only
-        if partition is None:
+            size += len(msgs) * len(key)
+        partition = None
+        if route is not None:  # (a stopped producer has no routes)
             try:
-                partition = route.choose(key, route.partitions)
+                partition = route.only
+                if partition is None:
+                    partition = route.choose(key, route.partitions)
             except Exception:
-                acc.refuse(d, size, Failure())
-                return d
-        part = route.parts.get(partition)
-        batch = None if part is None else part.open
-        if batch is None or batch.size + size >= acc.fast_limit:
-            acc.append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
-            self._sender.appended()  # an idle producer writes in this reactor turn
-        elif batch.plain and n == 1 and key is None:
-            # The hottest path (ProducerBatch.add_messages' work, inlined).
-            batch.values.append(msgs[0])
-            batch.timestamps.append(int(now * 1000))
-            batch.waiters.append(d)
-            batch.size += size
-            if _untrack is not None:
-                _untrack(d)  # until its batch settles: see ._waiters
-        elif batch.headers is None:
-            batch.add_messages(key, msgs, int(now * 1000), size, d)
-        else:
-            acc.append(route, partition, key, msgs, (), int(now * 1000), now, d, size, False)
-            self._sender.appended()  # an idle producer writes in this reactor turn
-        return d
+                return fail()
+        return self._accumulator.append_values(topic, route, partition, key, msgs, size)
 
     def send(
         self,
@@ -452,85 +418,102 @@ class Producer:
         route = self._routes.get(topic)  # a routed topic's name was checked
         if route is None:
             topic_name(topic)
-        if value is not None and type(value) is not bytes and not isinstance(value, _BYTES):
-            raise TypeError(f"value must be bytes or None, not {value!r:.100}")
-        if key is not None and type(key) is not bytes and not isinstance(key, _BYTES):
-            raise TypeError(f"key must be bytes or None, not {key!r:.100}")
-        if type(headers) is not tuple or headers:
+        if type(value) not in _PLAIN:
+            _check_buffer("value", value)
+        if type(key) not in _PLAIN:
+            _check_buffer("key", key)
+        if headers != ():
             headers = _check_headers(headers)
         if timestamp is not None:
-            if not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0:
-                raise TypeError(f"timestamp must be a non-negative int (ms), not {timestamp!r}")
-            if timestamp > _MAX_TIMESTAMP:
-                raise ValueError(f"timestamp {timestamp} does not fit Kafka's int64")
-        if partition is not None and (
-            not isinstance(partition, int) or isinstance(partition, bool) or partition < 0
-        ):
-            raise TypeError(f"partition must be a non-negative int, not {partition!r}")
+            _check_timestamp(timestamp)
+        if partition is not None:
+            _check_partition(partition)
         if self._transaction is not None:
             try:
                 self._transaction.check_send()
             except Exception as e:
                 return fail(e)
-        size = RECORD_OVERHEAD + (len(value) if value is not None else 0)
-        if key is not None:
-            size += len(key)
-        if headers:
-            for name, hvalue in headers:
-                size += len(name) + (len(hvalue) if hvalue is not None else 0) + 3
-        acc = self._accumulator
-        buffered = acc.buffered
-        if route is None or acc.blocked or (buffered and buffered + size > acc.buffer_memory):
-            return self._send_later(
-                Pending(topic, key, (value,), headers, timestamp, partition, size, True)
-            )
-        # The common case, as send_messages': routed, and room in the buffer.
-        d: Deferred[Any] = SendDeferred()
-        now = self._seconds()
-        acc.outstanding += 1
-        acc.buffered = buffered + size
-        if timestamp is None:
-            timestamp = int(now * 1000)
-        chosen = route.only if partition is None else None
-        if chosen is None and key is None and partition is None and route.sticks:
-            # An unkeyed record joins the open batch of the last one, as in Java's
-            # producer (KIP-480), and goes round robin once that batch is sent or
-            # full: over many partitions, one batch per partition and send, else.
-            sticky = route.parts.get(route.sticky)
-            if sticky is not None and sticky.open is not None:
-                if sticky.open.size + size < acc.fast_limit:
-                    chosen = route.sticky
-        if chosen is None:
-            chosen = self._partition_for(route, partition, key, d, size)
-            if chosen is None:
-                return d
-            if key is None and partition is None:
-                route.sticky = chosen
-        part = route.parts.get(chosen)
-        batch = None if part is None else part.open
-        if (
-            batch is None
-            or batch.size + size >= acc.fast_limit
-            or headers
-            or batch.headers is not None
-            or (batch.keys is None and key is not None)
-        ):
-            acc.append(route, chosen, key, (value,), headers, timestamp, now, d, size, True)
-            self._sender.appended()  # an idle producer writes in this reactor turn
-            return d
-        # The hottest path (ProducerBatch.append's work for one record, inlined).
-        values = batch.values
-        batch.plain = False
-        batch.record_waiters.append(d)
-        batch.record_indexes.append(len(values))
-        values.append(value)
-        if batch.keys is not None:
-            batch.keys.append(key)
-        batch.timestamps.append(timestamp)
-        batch.size += size
-        if _untrack is not None:
-            _untrack(d)  # until its batch settles: see ._waiters
-        return d
+        if route is not None and (key is not None or partition is not None or not route.sticks):
+            try:  # (unkeyed records stick, placed by the accumulator)
+                partition = route.partition_for(key, partition)
+            except Exception:
+                return fail()
+        return self._accumulator.append_one(topic, route, partition, key, value, headers, timestamp)
+
+    def send_records(
+        self,
+        topic: str,
+        values: Sequence[Any],
+        keys: Sequence[Any] | None = None,
+        *,
+        headers: Sequence[Sequence[tuple[str, bytes | None]]] | None = None,
+        timestamps: Sequence[int | None] | None = None,
+        partitions: Sequence[int | None] | None = None,
+    ) -> Deferred[None]:
+        """Send many records at once, each with its own key, headers, timestamp and partition.
+
+        Each record goes where :meth:`send` would put it (its *partitions*
+        entry, else by its key; the unkeyed ones of a call together, on the
+        partitioner's choice for the call) and the records are batched per
+        partition whatever their keys, in order: the bulk twin of :meth:`send`
+        for writers of many keyed records (one Deferred instead of one per
+        record).
+
+        :param values: ``bytes`` or ``None`` (or what *value_serializer* takes).
+        :param keys: one per value, ``bytes`` or ``None``; None: no keys.
+        :param headers: one sequence of ``(str, bytes | None)`` pairs per value.
+        :param timestamps: one CreateTime (ms) or ``None`` (the reactor's
+            time) per value.
+        :param partitions: one partition or ``None`` (placed by key) per value.
+        :returns: a Deferred firing with None once every record is
+            acknowledged, or failing with the first error (records of other
+            partitions may have been written).
+        :raises TypeError: at the call, for an argument of the wrong type.
+        :raises ValueError: at the call, for no values, or sequences of
+            other lengths than *values*.
+        """
+        route = self._routes.get(topic)
+        if route is None:
+            topic_name(topic)
+        values, keys = self._serialized(values, keys)
+        headers, timestamps, partitions = _check_records(
+            values, keys, headers, timestamps, partitions
+        )
+        if self._transaction is not None:
+            try:
+                self._transaction.check_send()
+            except Exception as e:
+                return fail(e)
+        if route is not None:
+            try:
+                partitions = route.partition_all(keys, partitions, len(values))
+            except Exception:
+                return fail()
+        return self._accumulator.append_records(
+            topic, route, partitions, keys, values, headers, timestamps
+        )
+
+    def _serialized(self, values: Any, keys: Any) -> tuple[list[Any], list[Any] | None]:
+        """*values* and *keys* as lists, serialized and checked."""
+        values = _as_list("values", values)
+        if not values:
+            raise ValueError("values must be a non-empty sequence")
+        if self._value_serializer is not None:
+            serialize = self._value_serializer
+            values = [None if v is None else serialize(v) for v in values]
+        for value in values:
+            if type(value) not in _PLAIN:
+                _check_buffer("value", value)
+        if keys is None:
+            return values, None
+        keys = _as_list("keys", keys, len(values))
+        if self._key_serializer is not None:
+            serialize = self._key_serializer
+            keys = [None if k is None else serialize(k) for k in keys]
+        for key in keys:
+            if type(key) not in _PLAIN:
+                _check_buffer("key", key)
+        return values, keys
 
     def _serialize_send(self, topic: str, value: Any, key: Any = None, **options: Any) -> Any:
         """:meth:`send` of a producer with serializers: the key and value serialized."""
@@ -639,132 +622,77 @@ class Producer:
         if self._stopped:
             return succeed(None)
         self._stopped = True
-        self._routes = {}
         failure = Failure(CancelledError(request_sent=False, message="the producer was stopped"))
+        self._routing.stop()
         self._accumulator.stop(failure)  # and the sender
-        loads, self._topic_loads = self._topic_loads, {}
-        for load in loads.values():  # a cancelled load's callback runs at once
-            load.cancel()
         return succeed(None)
 
-    # -- routing -------------------------------------------------------------
 
-    def _send_later(self, pending: Pending) -> Deferred[Any]:
-        """Take a send that is not for the fast paths.
+#: The types of a key or value that need no further check.
+_PLAIN = frozenset({bytes, type(None)})
 
-        It waits (in order) for buffer space, then, if need be, for its
-        topic's metadata.
-        """
-        if self._stopped:
-            return fail(ClientError(f"{self!r} has been stopped"))
-        self._accumulator.accept(pending)
-        return pending.d
 
-    def _admit(self, pending: Pending, now: float) -> None:
-        """Route a send that got buffer space: append it, or wait for its topic's metadata."""
-        route = self._routes.get(pending.topic)
-        if route is None:
-            if self._accumulator.wait_for_route(pending) and pending.topic not in self._topic_loads:
-                self._load_topic(pending.topic)
-            return
-        self._place(route, pending, now)
+def _check_buffer(what: str, value: Any) -> None:
+    """TypeError unless *value* (a key or value) is bytes-like or None."""
+    if value is not None and not isinstance(value, _BYTES):
+        raise TypeError(f"{what} must be bytes or None, not {value!r:.100}")
 
-    def _place(self, route: TopicState, pending: Pending, now: float) -> None:
-        partition = self._partition_for(
-            route, pending.partition, pending.key, pending.d, pending.size
-        )
-        if partition is None:
-            return
-        assert pending.timestamp is not None  # accept() set it
-        acc = self._accumulator
-        acc.append(
-            route,
-            partition,
-            pending.key,
-            pending.values,
-            pending.headers,
-            pending.timestamp,
-            now,
-            pending.d,
-            pending.size,
-            pending.record,
-        )
-        acc.opened_since(route.parts.get(partition), pending.since)
 
-    def _partition_for(
-        self,
-        route: TopicState,
-        partition: int | None,
-        key: Buffer | None,
-        d: Deferred[Any],
-        size: int,
-    ) -> int | None:
-        """The given partition (checked) or the partitioner's choice; None: *d* was refused."""
-        try:
-            if partition is None:
-                partition = route.only
-                if partition is None:
-                    partition = route.choose(key, route.partitions)
-            elif partition not in route.partitions:
-                raise ValueError(
-                    f"topic {route.name} has no partition {partition}"
-                    f" (it has {len(route.partitions)})"
-                )
-        except Exception:
-            self._accumulator.refuse(d, size, Failure())
-            return None
-        return partition
+def _check_timestamp(timestamp: Any) -> None:
+    if not isinstance(timestamp, int) or isinstance(timestamp, bool) or timestamp < 0:
+        raise TypeError(f"timestamp must be a non-negative int (ms), not {timestamp!r}")
+    if timestamp > _MAX_TIMESTAMP:
+        raise ValueError(f"timestamp {timestamp} does not fit Kafka's int64")
 
-    # -- topic metadata ----------------------------------------------------------
 
-    def _load_topic(self, topic: str) -> None:
-        """Load *topic*'s partitions, retrying within the delivery timeout."""
-        d = Deferred.fromCoroutine(
-            retrying(
-                self._reactor,
-                lambda: self._topic_partitions(topic),
-                self._backoff,
-                max_attempts=self.options.max_attempts,
-                deadline=self._reactor.seconds() + self.options.delivery_timeout,
-                what=f"metadata of topic {topic!r}",
-            )
-        )
-        self._topic_loads[topic] = d
-        d.addBoth(self._topic_loaded, topic)
+def _check_partition(partition: Any) -> None:
+    if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+        raise TypeError(f"partition must be a non-negative int, not {partition!r}")
 
-    async def _topic_partitions(self, topic: str) -> Any:
-        try:
-            loaded = await self.client.load_metadata_for_topics(topic)
-        except Exception:
-            if not self.client.topic_partitions.get(topic):
-                raise
-        else:
-            if loaded is None:  # the load was cancelled: stop() is under way
-                raise CancelledError(request_sent=None, message="the producer was stopped")
-        partitions = self.client.topic_partitions.get(topic)
-        if not partitions:
-            raise BrokerResponseError.from_errno(
-                self.client.metadata_error_for_topic(topic) or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                f"no partitions for topic {topic!r}",
-            )
-        return partitions
 
-    def _topic_loaded(self, result: Any, topic: str) -> None:
-        self._topic_loads.pop(topic, None)
-        if self._stopped:
-            return
-        if isinstance(result, Failure):
-            log.warn(
-                "Cannot send to topic {topic}: {error}", topic=topic, error=result.getErrorMessage()
-            )
-            self._accumulator.refuse_unrouted(topic, result)
-            return
-        route = self._routes[topic] = TopicState(
-            topic, result, self.partitioner_class(topic, result)
-        )
-        now = self._reactor.seconds()
-        for pending in self._accumulator.unrouted.pop(topic, []):
-            self._place(route, pending, now)
+def _messages_size(topic: str, msgs: Any) -> int:
+    """The buffer size of a ``send_messages`` call's *msgs* (without their keys), checked."""
+    kind = type(msgs)
+    if (
+        kind is not list
+        and kind is not tuple
+        and (isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence))
+    ):
+        raise TypeError(f"msgs must be a sequence of bytes or None, not {msgs!r:.100}")
+    if not msgs:
+        raise ValueError("msgs must be a non-empty sequence")
+    return values_size(topic, msgs)
+
+
+def _as_list(name: str, items: Any, n: int | None = None) -> list[Any]:
+    """*items* (a sequence, of *n* items if given) as a list."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple, Sequence)):
+        raise TypeError(f"{name} must be a sequence, not {items!r:.100}")
+    if n is not None and len(items) != n:
+        raise ValueError(f"{name} has {len(items)} items for {n} values")
+    return items if type(items) is list else list(items)
+
+
+def _check_records(
+    values: list[Any], keys: list[Any] | None, headers: Any, timestamps: Any, partitions: Any
+) -> tuple[Any, Any, Any]:
+    """``send_records``' per-record *headers*, *timestamps* and *partitions*, checked."""
+    n = len(values)
+    if headers is not None:
+        headers = [h if h == () else _check_headers(h) for h in _as_list("headers", headers, n)]
+        if not any(headers):
+            headers = None
+    if timestamps is not None:
+        timestamps = _as_list("timestamps", timestamps, n)
+        for timestamp in timestamps:
+            if timestamp is not None:
+                _check_timestamp(timestamp)
+    if partitions is not None:
+        partitions = _as_list("partitions", partitions, n)
+        for partition in partitions:
+            if partition is not None:
+                _check_partition(partition)
+    return headers, timestamps, partitions
 
 
 def _check_headers(headers: Any) -> tuple[tuple[str, bytes | None], ...]:

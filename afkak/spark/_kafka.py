@@ -12,7 +12,6 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from itertools import repeat
 from typing import Any, TypeVar
 
 import attrs
@@ -32,7 +31,7 @@ from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
 from afkak.producer import Producer
 
 from ._options import ClientConfig
-from ._rows import Outgoing, chunks_by_key
+from ._rows import Outgoing, by_topic, chunks_by_key
 
 _ATTEMPTS = 5
 
@@ -208,25 +207,20 @@ def make_producer(client: KafkaClient, settings: Mapping[str, Any]) -> Producer:
 async def send(producer: Producer, out: Outgoing, chunk_bytes: int) -> None:
     """Send every record of *out*; fires once all are acknowledged, or with the first failure.
 
-    Records without headers or partitions go in chunks of one key's values
-    (``send_messages``: one partitioner call per chunk, so unkeyed chunks
-    rotate over the partitions); the others one by one (``send``).
+    Unkeyed records without headers or partitions go in chunks
+    (``send_messages``: one partitioner call per chunk, so the chunks rotate
+    over the partitions); the others in one ``send_records`` call per topic,
+    batched per partition whatever their keys.
     """
     sent: list[Deferred[Any]]
-    if out.headers is None and out.partitions is None:
+    if out.keys is None and out.headers is None and out.partitions is None:
         put_all = producer.send_messages
-        sent = [put_all(t, k, values) for t, k, values in chunks_by_key(out, chunk_bytes)]
+        sent = [put_all(t, None, values) for t, _, values in chunks_by_key(out, chunk_bytes)]
     else:
-        n = len(out)
-        keys = out.keys if out.keys is not None else repeat(None, n)
-        headers = out.headers if out.headers is not None else repeat((), n)
-        partitions = out.partitions if out.partitions is not None else repeat(None, n)
-        put = producer.send
+        put = producer.send_records
         sent = [
-            put(topic, value, key, headers=h, partition=p)
-            for topic, value, key, h, p in zip(
-                out.topics, out.values, keys, headers, partitions, strict=False
-            )
+            put(topic, part.values, part.keys, headers=part.headers, partitions=part.partitions)
+            for topic, part in by_topic(out)
         ]
     try:
         await gatherResults(sent, consumeErrors=True)

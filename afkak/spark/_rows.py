@@ -234,6 +234,33 @@ def chunks_by_key(
     return [(t, k, values) for (t, k), lists in chunks.items() for values in lists]
 
 
+def by_topic(out: Outgoing) -> list[tuple[str, Outgoing]]:
+    """The records of *out* by topic, in order (*out* itself if they share one)."""
+    first = out.topics[0]
+    if out.topics.count(first) == len(out.topics):
+        return [(first, out)]
+    rows: dict[str, list[int]] = {}
+    for i, topic in enumerate(out.topics):
+        rows.setdefault(topic, []).append(i)
+
+    def pick(column: list[Any] | None, indexes: list[int]) -> list[Any] | None:
+        return None if column is None else [column[i] for i in indexes]
+
+    return [
+        (
+            topic,
+            Outgoing(
+                [topic] * len(indexes),
+                [out.values[i] for i in indexes],
+                pick(out.keys, indexes),
+                pick(out.headers, indexes),
+                pick(out.partitions, indexes),
+            ),
+        )
+        for topic, indexes in rows.items()
+    ]
+
+
 def arrow_to_outgoing(batch: pa.RecordBatch, default_topic: str | None) -> Outgoing:
     """The records of *batch*; a row's topic is its ``topic`` column, else *default_topic*."""
     n = batch.num_rows

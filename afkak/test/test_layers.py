@@ -271,6 +271,43 @@ def import_circles(root: str) -> list[list[str]]:
     return circles
 
 
+ACCUMULATOR = os.path.join(ROOT, "producer", "_accumulator.py")
+#: How code names the producer's accumulator (``self._accumulator``, ``acc`` ...).
+_ACCUMULATOR_NAMES = {"acc", "accumulator", "_accumulator"}
+
+
+def accumulator_private_names() -> set[str]:
+    """The private attributes and methods of ``RecordAccumulator``."""
+    with open(ACCUMULATOR, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), ACCUMULATOR)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "RecordAccumulator":
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    names.add(item.name)
+                elif isinstance(item, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "__slots__" for t in item.targets
+                ):
+                    names.update(ast.literal_eval(item.value))
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def accumulator_internals(path: str, private: set[str]) -> list[str]:
+    """Where *path* reads or writes a private name of the accumulator."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or node.attr not in private:
+            continue
+        owner = node.value
+        name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", None)
+        if name in _ACCUMULATOR_NAMES:
+            found.append(f"{name}.{node.attr} at line {node.lineno}")
+    return found
+
+
 def _planted(source: str, check: Callable[[str], list[str]]) -> list[str]:
     """What *check* finds in a module holding *source*: each check is shown to fail."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -341,6 +378,35 @@ class LayeringTests(unittest.TestCase):
                 "afkak.connection._lifecycle.Event",
             ],
         )
+
+    def test_only_the_accumulator_touches_its_state(self) -> None:
+        """Batches and the buffer are the accumulator's: no other module (its own tests
+        aside) reads or changes its private names."""
+        private = accumulator_private_names()
+        self.assertIn("_buffered", private)
+        tests = os.path.join(ROOT, "test")
+        paths = [path for _, path in _library_files() if path != ACCUMULATOR]
+        paths += [
+            os.path.join(tests, f)
+            for f in os.listdir(tests)
+            if f.endswith(".py") and not f.startswith("test_accumulator")
+        ]
+        found = [
+            f"{os.path.relpath(path, ROOT)}: {where}"
+            for path in paths
+            for where in accumulator_internals(path, private)
+        ]
+        self.assertEqual(found, [])
+
+    def test_a_planted_accumulator_internal_is_found(self) -> None:
+        found = _planted(
+            "acc._buffered += 1\n"
+            "self._accumulator._blocked.append(p)\n"
+            "n = producer._accumulator.outstanding\n"
+            "self._stopped = True\n",
+            lambda path: accumulator_internals(path, accumulator_private_names()),
+        )
+        self.assertEqual(found, ["acc._buffered at line 1", "_accumulator._blocked at line 2"])
 
     def test_error_codes_are_named_not_numbered(self) -> None:
         generated = os.path.join(ROOT, "protocol", "messages")

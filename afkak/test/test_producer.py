@@ -455,6 +455,83 @@ class SendTests(ProducerTestCase):
         self.assertEqual(self.values("t", 0), [b"a", b"c", b"d"])
 
 
+class SendRecordsTests(ProducerTestCase):
+    """``send_records``: many records, each with its own key, headers, timestamp and partition."""
+
+    def test_placed_as_send_places_them_batched_per_partition(self) -> None:
+        producer = self.producer()
+        keys: list[bytes | None] = [b"k%d" % i for i in range(300)]
+        values: list[bytes | None] = [b"v%d" % i for i in range(300)]
+        self.assertIsNone(self.succeed(producer.send_records("t", values, keys)))
+        for p in range(3):
+            records = self.cluster.records("t", p)
+            self.assertTrue(records)
+            for r in records:
+                self.assertEqual(DefaultPartitioner("t", [0, 1, 2]).partition(r.key, [0, 1, 2]), p)
+            # in call order within each partition, one batch per partition
+            self.assertEqual([r.value for r in records], [b"v" + r.key[1:] for r in records])
+            self.assertEqual(len(self.stored_batches("t", p)), 1)
+        self.assertEqual(sorted(self.values(), key=lambda v: int(v[1:])), values)
+
+    def test_headers_timestamps_partitions_and_unkeyed_records(self) -> None:
+        producer = self.producer()
+        self.succeed(producer.send("t", b"route"))
+        d = producer.send_records(
+            "t",
+            [b"a", b"b", b"c", None],
+            [None, b"k", None, b"t"],
+            headers=[(), (("h", b"1"),), (("h", None),), ()],
+            timestamps=[5, None, 7, 8],
+            partitions=[None, 2, None, 1],
+        )
+        self.succeed(d)
+        b = [r for r in self.cluster.records("t", 2) if r.value == b"b"]
+        self.assertEqual([(r.key, r.headers) for r in b], [(b"k", (("h", b"1"),))])
+        tombstone = [r for r in self.cluster.records("t", 1) if r.key == b"t"]
+        self.assertEqual([(r.value, r.timestamp) for r in tombstone], [(None, 8)])
+        unkeyed = [
+            r for p in range(3) for r in self.cluster.records("t", p) if r.value in (b"a", b"c")
+        ]
+        self.assertEqual([r.timestamp for r in unkeyed], [5, 7])  # together, on one partition
+        self.assertEqual(unkeyed[1].headers, (("h", None),))
+
+    def test_waits_for_metadata_and_buffer_space(self) -> None:
+        producer = self.producer(buffer_memory=200)
+        first = producer.send_records("t", [b"x" * 150], [b"a"])  # before the metadata
+        second = producer.send_records("t", [b"y" * 150], [b"b"])  # no room yet
+        self.succeed(first)
+        self.succeed(second)
+        self.assertEqual(sorted(self.values()), [b"x" * 150, b"y" * 150])
+
+    def test_bad_arguments_raise_at_the_call(self) -> None:
+        producer = self.producer()
+        for args, kwargs, error in (
+            (([],), {}, ValueError),
+            ((b"ab",), {}, TypeError),
+            (([b"a"], [b"k", b"l"]), {}, ValueError),
+            (([1],), {}, TypeError),
+            (([b"a"], [1]), {}, TypeError),
+            (([b"a"],), {"headers": [[("h", 1)]]}, TypeError),
+            (([b"a"],), {"timestamps": [-1]}, TypeError),
+            (([b"a"],), {"partitions": [True]}, TypeError),
+        ):
+            with self.assertRaises(error, msg=(args, kwargs)):
+                producer.send_records("t", *args, **kwargs)
+
+    def test_a_partition_the_topic_lacks_fails_the_call(self) -> None:
+        producer = self.producer()
+        self.succeed(producer.send("t", b"route"))
+        self.failureResultOf(producer.send_records("t", [b"a"], partitions=[7]), ValueError)
+
+    def test_serializers(self) -> None:
+        producer = self.producer(key_serializer=str.encode, value_serializer=str.encode)
+        self.succeed(producer.send_records("t", ["v"], ["k"]))
+        self.assertEqual(
+            [(r.key, r.value) for p in range(3) for r in self.cluster.records("t", p)],
+            [(b"k", b"v")],
+        )
+
+
 class BatchingTests(ProducerTestCase):
     def test_sends_of_one_reactor_turn_share_a_request(self) -> None:
         """While a request is in flight (an idle producer writes a send at once)."""
@@ -968,7 +1045,7 @@ class MaxBlockTests(ProducerTestCase):
             self.assertIsInstance(failure.value, KafkaTimeoutError)
             self.assertIn("max_block_ms", failure.getErrorMessage())
         self.assertNoResult(held)  # in the buffer: the delivery timeout bounds it
-        self.assertEqual(len(producer._accumulator.blocked), 0)
+        self.assertEqual(producer._accumulator.blocked, 0)
         held.addErrback(lambda f: None)
 
     def test_max_block_ms_defaults_to_javas_60_s(self) -> None:
@@ -1020,7 +1097,9 @@ class MaxBlockTests(ProducerTestCase):
         producer.send("t", b"x" * 150, partition=0).addErrback(lambda f: None)
         producer.send("t", b"y" * 100, partition=0).addErrback(lambda f: None)
         self.succeed(producer.stop())
-        self.assertEqual(producer._accumulator.block_timer, None)
+        self.assertEqual(
+            [c for c in self.clock.getDelayedCalls() if "_block_expired" in repr(c)], []
+        )
 
     def test_bad_max_block_ms(self) -> None:
         for bad, error in (("1", TypeError), (-1, ValueError), (1.5, TypeError)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import random
 import subprocess
 import sys
 import textwrap
@@ -15,6 +16,7 @@ from inspect import signature
 from typing import Any
 
 from hypothesis import given, settings, strategies as st
+from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
@@ -26,6 +28,7 @@ from afkak.test.test_records import CODECS, TS, patch_batch, record_sets
 try:
     import pyarrow as pa
 
+    from afkak.spark._kafka import KeyHashPartitioner, make_producer, send
     from afkak.spark._options import (
         ByTimestamp,
         ClientConfig,
@@ -66,6 +69,7 @@ else:
     SKIP = None
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
+PRODUCE = 0
 
 
 def token_provider() -> object:
@@ -919,3 +923,80 @@ class ExtraTests(SynchronousTestCase):
             [sys.executable, "-c", _NO_PYSPARK_SCRIPT], capture_output=True, text=True, timeout=60
         )
         self.assertIn("pip install 'afkak[spark]'", done.stdout, done.stderr)
+
+
+class WriterTests(Case):
+    """The writer's sends on the fake cluster (a Clock, no Spark)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        from afkak.client import KafkaClient
+        from afkak.testing import FakeKafkaCluster
+
+        self.clock = Clock()
+        self.cluster = FakeKafkaCluster(brokers=1, reactor=self.clock)
+        self.cluster.create_topic("t", partitions=3)
+        client = KafkaClient(
+            self.cluster.bootstrap_hosts,
+            reactor=self.clock,
+            endpoint_factory=self.cluster.endpoint_factory,
+            rng=random.Random(0),
+        )
+        self.addCleanup(client.close)
+        # Lingering, so that the sends a write makes are still outstanding when counted
+        # (an idle producer that does not linger writes in the turn of the send).
+        self.producer = make_producer(client, {"linger_ms": 5})
+        self.addCleanup(self.producer.stop)
+        # The topic's metadata and the producer id, as a task's earlier batches left them.
+        warm = self.producer.send("t", b"warm-up")
+        self.clock.pump([0.01] * 100)
+        self.successResultOf(warm)
+
+    def write(self, out: Outgoing) -> list[int]:
+        """Send *out* as a task's batch; the records of each Produce request."""
+        seen = len(self.cluster.requests_seen)
+        d = Deferred.fromCoroutine(send(self.producer, out, 1 << 20))
+        self.sends = self.producer._accumulator.outstanding
+        self.clock.pump([0.01] * 100)
+        self.successResultOf(d)
+        requests = [r for r in self.cluster.requests_seen[seen:] if r.api_key == PRODUCE]
+        return [
+            sum(
+                len(b.records())
+                for t in r.request.topic_data
+                for p in t.partition_data
+                for b in read_batches(p.records)
+            )
+            for r in requests
+        ]
+
+    def test_keyed_rows_go_in_batches_per_partition(self) -> None:
+        """A row with its own key went alone: one send_messages call, Deferred and
+        partitioner call each (0.1x an unkeyed write).  The rows of a task's batch are
+        one send, batched per partition whatever their keys, in one Produce request."""
+        n = 1000
+        keys: list[bytes | None] = [b"key-%d" % i for i in range(n)]
+        values: list[bytes | None] = [b"value-%d" % i for i in range(n)]
+        out = Outgoing(["t"] * n, values, keys, None, None)
+        self.assertEqual(self.write(out), [n])
+        self.assertEqual(self.sends, 3)  # one per partition, not one per key
+        stored = [r for p in range(3) for r in self.cluster.records("t", p)][1:]
+        self.assertEqual(sorted(r.key for r in stored), sorted(keys))
+        place = KeyHashPartitioner("t", [0, 1, 2])
+        for p in range(3):  # placed as Kafka's default partitioner does
+            for r in self.cluster.records("t", p):
+                if r.key is not None:
+                    self.assertEqual(place.partition(r.key, [0, 1, 2]), p)
+
+    def test_headers_and_partitions_of_rows_of_several_topics(self) -> None:
+        self.cluster.create_topic("u", partitions=1)
+        out = Outgoing(
+            ["t", "u", "t"],
+            [b"a", b"b", b"c"],
+            [b"k", None, None],
+            [(("h", b"1"),), (), (("h", None),)],
+            [None, 0, 2],
+        )
+        self.write(out)
+        self.assertEqual([r.value for r in self.cluster.records("t", 2)][-1], b"c")
+        self.assertEqual([(r.value, r.headers) for r in self.cluster.records("u", 0)], [(b"b", ())])
