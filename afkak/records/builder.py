@@ -190,7 +190,7 @@ def _encode_common(
         if max(klens) >= TABLE_LIMIT:
             return None
         lengths = map(add, lengths, map(FIELD.__getitem__, klens))
-        key_columns = (map(ENC.__getitem__, klens), keys, map(ENC.__getitem__, vlens))
+        key_columns = (map(ENC.__getitem__, klens), keys, map(ENC.__getitem__, vlens))  # type: ignore[assignment]
     sizes = list(lengths)
     if max(sizes) >= TABLE_LIMIT:
         return None

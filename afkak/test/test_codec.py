@@ -39,6 +39,8 @@ class CompressionLevelTests(SynchronousTestCase):
 
     def test_every_level_round_trips(self) -> None:
         for c, (low, high) in codec.COMPRESSION_LEVELS.items():
+            if not INSTALLED[c]:
+                continue
             levels = range(low, high + 1) if high - low < 30 else (low, -5, -1, 1, 3, 10, 19, high)
             for level in levels:
                 compressed = codec.compress(c, LEVEL_SAMPLE, level)
@@ -50,6 +52,8 @@ class CompressionLevelTests(SynchronousTestCase):
             (codec.CODEC_LZ4, 1, 12),
             (codec.CODEC_ZSTD, -5, 19),
         ):
+            if not INSTALLED[c]:
+                continue
             self.assertGreater(
                 len(codec.compress(c, SAMPLE, fast)), len(codec.compress(c, SAMPLE, small)), c
             )
@@ -59,9 +63,11 @@ class CompressionLevelTests(SynchronousTestCase):
         self.assertEqual(
             codec.compress(codec.CODEC_GZIP, SAMPLE), codec.compress(codec.CODEC_GZIP, SAMPLE, 6)
         )
-        self.assertEqual(
-            codec.compress(codec.CODEC_ZSTD, SAMPLE), codec.compress(codec.CODEC_ZSTD, SAMPLE, 3)
-        )
+        if INSTALLED[codec.CODEC_ZSTD]:
+            self.assertEqual(
+                codec.compress(codec.CODEC_ZSTD, SAMPLE),
+                codec.compress(codec.CODEC_ZSTD, SAMPLE, 3),
+            )
 
     def test_bad_levels(self) -> None:
         for c, level, error in (

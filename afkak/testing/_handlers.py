@@ -189,11 +189,11 @@ def _topic_by_id(cluster: ClusterState, topic_id: Any, version: int) -> Any:
     )
 
 
-def _topic_by_name(cluster: ClusterState, name: str, allow_create: bool, live: int) -> Any:
+def _topic_by_name(cluster: ClusterState, name: str | None, allow_create: bool, live: int) -> Any:
     """The metadata of the topic asked for by *name*, created first when the cluster
     creates topics on demand (and *live* brokers can hold it)."""
     problem = topic_name_problem(name)
-    if name not in cluster.topics and allow_create and not problem:
+    if name is not None and name not in cluster.topics and allow_create and not problem:
         cluster.create_topic(
             name, cluster.default_partitions, min(cluster.default_replication, live)
         )
