@@ -14,7 +14,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _OUTSIDE_THE_CLOCK = ("afkak.test.brokers", "subprocess", "afkak.testing.EmbeddedBroker")
 #: Modules whose subprocess lasts a second, no broker: this Python (a fresh
 #: interpreter), or tools/venv.sh with a stand-in python.
-QUICK_SUBPROCESS = frozenset({"test_protocol_generator", "test_spark_planning", "test_tools_venv"})
+QUICK_SUBPROCESS = frozenset(
+    {"test_import_cost", "test_protocol_generator", "test_spark_planning", "test_tools_venv"}
+)
 
 
 def _modules() -> list[str]:
