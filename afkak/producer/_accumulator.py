@@ -699,55 +699,43 @@ class RecordAccumulator:
         if not part.ready or part.in_flight >= self._limit:
             return None
         head = part.ready[0]
+        if not self._may_send(part, head):
+            return None
+        part.ready.popleft()
+        if head.data is None:
+            self._encode(part, head)
+        part.in_flight += 1
+        head.attempts += 1
+        return head
+
+    def _may_send(self, part: PartitionState, head: ProducerBatch) -> bool:
+        """Whether *part*'s *head* batch may go now (its sequences restarted where due)."""
         if head.attempts and part.in_flight:
-            return None  # a retry goes alone, after what is in flight settled
+            return False  # a retry goes alone, after what is in flight settled
         identity = self.identity
         txn = self.transaction
         if part.in_flight and not part.acked_next and (identity is not None or txn is not None):
             # Nothing acknowledged at this epoch yet: a broker that does not know the
             # producer takes any sequence, so a later batch would be written before a
             # first one refused retriably (whose retry then gets OUT_OF_ORDER_SEQUENCE).
-            return None
-        if txn is not None:
-            if not txn.partition_added(part.key):
-                return None  # wakes the sender once the partition joined
-            if (part.producer_id, part.producer_epoch) != (txn.producer_id, txn.epoch):
-                if part.in_flight:
-                    return None
-                # A new epoch (KIP-360, after an abort): sequences restart.
-                part.restart_sequences(txn.producer_id, txn.epoch, txn.generation)
-        if identity is not None:
-            current = (
-                part.generation == identity.generation and part.producer_epoch == identity.epoch
-            )
-            if part.bump or not current:
-                # Sequences restart at the identity's new id or epoch (as Java's
-                # producer, once nothing of the partition is in flight), or at
-                # an epoch bumped for this partition's lost sequence (KIP-360).
-                if part.in_flight:
-                    return None
-                if part.bump and current:
-                    fresh = identity.bump()
-                    if fresh is None:
-                        return None
-                part.restart_sequences(identity.producer_id, identity.epoch, identity.generation)
-            part.ready.popleft()
-            if head.data is None:
-                head.encode(
-                    self.options.codec,
-                    part.producer_id,
-                    part.producer_epoch,
-                    part.take_sequence(len(head.values)),
-                    txn is not None,
-                    self.options.compression_level,
-                )
-        else:
-            part.ready.popleft()
-            if head.data is None:
-                head.encode(self.options.codec, -1, -1, -1, False, self.options.compression_level)
-        part.in_flight += 1
-        head.attempts += 1
-        return head
+            return False
+        if txn is not None and not _in_transaction(part, txn):
+            return False
+        return identity is None or _sequences_current(part, identity)
+
+    def _encode(self, part: PartitionState, head: ProducerBatch) -> None:
+        options = self.options
+        if self.identity is None:
+            head.encode(options.codec, -1, -1, -1, False, options.compression_level)
+            return
+        head.encode(
+            options.codec,
+            part.producer_id,
+            part.producer_epoch,
+            part.take_sequence(len(head.values)),
+            self.transaction is not None,
+            options.compression_level,
+        )
 
     def requeue(self, batch: ProducerBatch, retry_at: float) -> None:
         """Put a batch to retry back in its place; its partition waits until *retry_at*."""
@@ -952,6 +940,34 @@ class RecordAccumulator:
                 f" delivery timeout ({limit:g} s)"
             )
         )
+
+
+def _in_transaction(part: PartitionState, txn: TransactionManager) -> bool:
+    """Whether *part* may send in the transaction: added to it, and at its epoch."""
+    if not txn.partition_added(part.key):
+        return False  # wakes the sender once the partition joined
+    if (part.producer_id, part.producer_epoch) != (txn.producer_id, txn.epoch):
+        if part.in_flight:
+            return False
+        # A new epoch (KIP-360, after an abort): sequences restart.
+        part.restart_sequences(txn.producer_id, txn.epoch, txn.generation)
+    return True
+
+
+def _sequences_current(
+    part: PartitionState, identity: ProducerIdentity | TransactionManager
+) -> bool:
+    """Whether *part*'s sequences are at the identity's id and epoch, restarting them
+    there (as Java's producer, once nothing of the partition is in flight), or at
+    an epoch bumped for this partition's lost sequence (KIP-360)."""
+    current = part.generation == identity.generation and part.producer_epoch == identity.epoch
+    if part.bump or not current:
+        if part.in_flight:
+            return False
+        if part.bump and current and identity.bump() is None:
+            return False
+        part.restart_sequences(identity.producer_id, identity.epoch, identity.generation)
+    return True
 
 
 def _nothing(result: object) -> None:

@@ -69,13 +69,7 @@ def spark_type(schema: Any) -> DataType:
 def _spark_type(schema: Any, namespace: str, named: dict[str, DataType]) -> tuple[DataType, bool]:
     """*schema*'s Spark type, and whether it may be null."""
     if isinstance(schema, str):
-        if schema in _PRIMITIVES:
-            return _PRIMITIVES[schema], schema == "null"
-        full = schema if "." in schema or not namespace else f"{namespace}.{schema}"
-        for name in (full, schema):
-            if name in named:
-                return named[name], False
-        raise ValueError(f"unknown Avro type {schema!r}")
+        return _named_type(schema, namespace, named)
     if isinstance(schema, list):
         branches = [b for b in schema if b != "null"]
         if len(branches) != 1:
@@ -88,18 +82,7 @@ def _spark_type(schema: Any, namespace: str, named: dict[str, DataType]) -> tupl
     if schema.get("logicalType") == "decimal":
         raise ValueError("Avro decimals are not supported")
     if kind in ("record", "enum", "fixed"):
-        name = schema["name"]
-        space = schema.get("namespace", namespace) if "." not in name else name.rpartition(".")[0]
-        full = name if "." in name or not space else f"{space}.{name}"
-        if kind == "record":
-            fields = []
-            for field in schema["fields"]:
-                ftype, nullable = _spark_type(field["type"], space, named)
-                fields.append(StructField(field["name"], ftype, nullable))
-            named[full] = StructType(fields)
-        else:
-            named[full] = StringType() if kind == "enum" else BinaryType()
-        return named[full], False
+        return _defined_type(schema, kind, namespace, named), False
     if kind == "array":
         items, nullable = _spark_type(schema["items"], namespace, named)
         return ArrayType(items, nullable), False
@@ -107,6 +90,33 @@ def _spark_type(schema: Any, namespace: str, named: dict[str, DataType]) -> tupl
         values, nullable = _spark_type(schema["values"], namespace, named)
         return MapType(StringType(), values, nullable), False
     return _spark_type(kind, namespace, named)
+
+
+def _named_type(name: str, namespace: str, named: dict[str, DataType]) -> tuple[DataType, bool]:
+    """A primitive type, or a type defined earlier, by *name*."""
+    if name in _PRIMITIVES:
+        return _PRIMITIVES[name], name == "null"
+    full = name if "." in name or not namespace else f"{namespace}.{name}"
+    for candidate in (full, name):
+        if candidate in named:
+            return named[candidate], False
+    raise ValueError(f"unknown Avro type {name!r}")
+
+
+def _defined_type(schema: Any, kind: str, namespace: str, named: dict[str, DataType]) -> DataType:
+    """A record's, enum's or fixed's type, remembered under its full name."""
+    name = schema["name"]
+    space = schema.get("namespace", namespace) if "." not in name else name.rpartition(".")[0]
+    full = name if "." in name or not space else f"{space}.{name}"
+    if kind == "record":
+        fields = []
+        for field in schema["fields"]:
+            ftype, nullable = _spark_type(field["type"], space, named)
+            fields.append(StructField(field["name"], ftype, nullable))
+        named[full] = StructType(fields)
+    else:
+        named[full] = StringType() if kind == "enum" else BinaryType()
+    return named[full]
 
 
 class _Decode:

@@ -446,6 +446,30 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
     """
     source, settings = _split_settings(options)
     client = client_config(settings)
+    topics, pattern, assigned = _subscription(source)
+    starting, ending = _bounds(source, streaming)
+    read = ReadOptions(client, topics, assigned, starting, ending, pattern=pattern)
+    changes: dict[str, Any] = {
+        field: parse(name, source[key])
+        for key, (field, name, parse) in _READ_SOURCE.items()
+        if key in source
+    }
+    for name, (field, minimum) in _READ_NUMBERS.items():
+        if name in settings:
+            changes[field] = _int(name, settings[name], minimum)
+    if "isolation.level" in settings:
+        try:
+            changes["isolation_level"] = isolation_level_of(settings["isolation.level"])
+        except ValueError as e:
+            raise OptionError(f"kafka.isolation.level: {e}") from None
+    return attrs.evolve(read, **changes)
+
+
+def _subscription(
+    source: Mapping[str, str],
+) -> tuple[tuple[str, ...] | None, str | None, tuple[TopicAndPartition, ...] | None]:
+    """The topics (``subscribe``), the pattern (``subscribePattern``) or the partitions
+    (``assign``) read: exactly one of them."""
     subscribe, pattern, assign = (
         source.get(k) for k in ("subscribe", "subscribepattern", "assign")
     )
@@ -453,20 +477,24 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         raise OptionError(
             "exactly one of the options subscribe, subscribePattern and assign is required"
         )
-    topics = assigned = None
     if subscribe is not None:
         topics = tuple(dict.fromkeys(t.strip() for t in subscribe.split(",") if t.strip()))
         if not topics:
             raise OptionError("subscribe names no topic")
-    elif pattern is not None:
+        return topics, None, None
+    if pattern is not None:
         try:
             re.compile(pattern)
         except re.error as e:
             raise OptionError(
                 f"subscribePattern {pattern!r} is not a regular expression: {e}"
             ) from None
-    else:
-        assigned = _parse_assign(assign or "")
+        return None, pattern, None
+    return None, None, _parse_assign(assign or "")
+
+
+def _bounds(source: Mapping[str, str], streaming: bool | None) -> tuple[Bound, Bound]:
+    """Where the read starts and (a batch read) ends: offsets or timestamps."""
     starting: Bound = parse_offsets(
         "startingOffsets",
         source.get("startingoffsets", "latest" if streaming else "earliest"),
@@ -486,40 +514,29 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
     if streaming and {"endingtimestamp", "endingoffsetsbytimestamp"} & set(source):
         raise OptionError("endingTimestamp and endingOffsetsByTimestamp are for batch queries only")
     ending = _by_timestamp(source, "ending", "latest") or ending
-    read = ReadOptions(client, topics, assigned, starting, ending, pattern=pattern)
-    changes: dict[str, Any] = {}
-    if "maxoffsetspertrigger" in source:
-        changes["max_offsets_per_trigger"] = _int(
-            "maxOffsetsPerTrigger", source["maxoffsetspertrigger"], 1
-        )
-    if "minoffsetspertrigger" in source:
-        changes["min_offsets_per_trigger"] = _int(
-            "minOffsetsPerTrigger", source["minoffsetspertrigger"], 1
-        )
-    if "maxtriggerdelay" in source:
-        changes["max_trigger_delay_ms"] = _duration_ms("maxTriggerDelay", source["maxtriggerdelay"])
-    if "minpartitions" in source:
-        changes["min_partitions"] = _int("minPartitions", source["minpartitions"], 1)
-    if "maxrecordsperpartition" in source:
-        changes["max_records_per_partition"] = _int(
-            "maxRecordsPerPartition", source["maxrecordsperpartition"], 1
-        )
-    if "failondataloss" in source:
-        changes["fail_on_data_loss"] = _bool("failOnDataLoss", source["failondataloss"])
-    if "includeheaders" in source:
-        changes["include_headers"] = _bool("includeHeaders", source["includeheaders"])
-    for name, (field, minimum) in _READ_NUMBERS.items():
-        if name in settings:
-            changes[field] = _int(name, settings[name], minimum)
-    if "isolation.level" in settings:
-        try:
-            changes["isolation_level"] = isolation_level_of(settings["isolation.level"])
-        except ValueError as e:
-            raise OptionError(f"kafka.isolation.level: {e}") from None
-    if "kafkaconsumer.polltimeoutms" in source:
-        ms = _int("kafkaConsumer.pollTimeoutMs", source["kafkaconsumer.polltimeoutms"], 1)
-        changes["poll_timeout"] = ms / 1000.0
-    return attrs.evolve(read, **changes)
+    return starting, ending
+
+
+def _positive(name: str, value: str) -> int:
+    return _int(name, value, 1)
+
+
+#: The source's own read options (lower-cased, as PySpark passes them): the
+#: ReadOptions field each sets, its name as Spark spells it, and how it is read.
+_READ_SOURCE: dict[str, tuple[str, str, Callable[[str, str], Any]]] = {
+    "maxoffsetspertrigger": ("max_offsets_per_trigger", "maxOffsetsPerTrigger", _positive),
+    "minoffsetspertrigger": ("min_offsets_per_trigger", "minOffsetsPerTrigger", _positive),
+    "maxtriggerdelay": ("max_trigger_delay_ms", "maxTriggerDelay", _duration_ms),
+    "minpartitions": ("min_partitions", "minPartitions", _positive),
+    "maxrecordsperpartition": ("max_records_per_partition", "maxRecordsPerPartition", _positive),
+    "failondataloss": ("fail_on_data_loss", "failOnDataLoss", _bool),
+    "includeheaders": ("include_headers", "includeHeaders", _bool),
+    "kafkaconsumer.polltimeoutms": (
+        "poll_timeout",
+        "kafkaConsumer.pollTimeoutMs",
+        lambda name, value: _positive(name, value) / 1000.0,
+    ),
+}
 
 
 def _acks(name: str, value: str) -> int:
