@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 import tempfile
 import unittest
 from collections.abc import Callable
@@ -75,9 +76,21 @@ def _parse(path: str, mtime_ns: int, size: int) -> ast.Module:
 
 
 @functools.cache
+def _nodes(tree: ast.Module) -> list[ast.AST]:
+    """Every node of *tree* (its walk made once for all the checks)."""
+    return list(ast.walk(tree))
+
+
+@functools.cache
 def _import_nodes(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """The import statements anywhere in *tree* (its walk made once)."""
-    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    """The import statements anywhere in *tree*."""
+    return [node for node in _nodes(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+
+
+@functools.cache
+def _attribute_nodes(tree: ast.Module) -> list[ast.Attribute]:
+    """The attribute accesses anywhere in *tree*."""
+    return [node for node in _nodes(tree) if isinstance(node, ast.Attribute)]
 
 
 def _afkak_imports(path: str) -> set[str]:
@@ -172,7 +185,7 @@ def _names_a_code(node: ast.expr) -> bool:
 def raw_error_codes(path: str) -> list[str]:
     """Error codes written as numbers in *path*: sets, comparisons, ``from_errno(<int>)``."""
     found: list[tuple[int, str]] = []
-    for node in ast.walk(_tree(path)):
+    for node in _nodes(_tree(path)):
         if isinstance(node, ast.Set) and all(map(_is_int, node.elts)):
             found.append((node.lineno, "set of numbers"))
         elif isinstance(node, ast.Compare):
@@ -208,10 +221,8 @@ def _module_name(path: str, root: str) -> str:
 def _imported_modules(path: str, name: str, modules: set[str]) -> set[str]:
     """The modules among *modules* that module *name* at *path* imports, anywhere in it."""
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
     found = set()
-    for node in ast.walk(tree):
+    for node in _import_nodes(_tree(path)):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -274,6 +285,8 @@ def import_circles(root: str) -> list[list[str]]:
 ACCUMULATOR = os.path.join(ROOT, "producer", "_accumulator.py")
 #: How code names the producer's accumulator (``self._accumulator``, ``acc`` ...).
 _ACCUMULATOR_NAMES = {"acc", "accumulator", "_accumulator"}
+#: Text a module must hold to access one of them (``acc._x``, ``self._accumulator._x``).
+_MAYBE_ACCUMULATOR_ACCESS = re.compile(r"\b(?:acc|accumulator|_accumulator)\s*\.\s*_")
 
 
 def accumulator_private_names() -> set[str]:
@@ -296,10 +309,11 @@ def accumulator_private_names() -> set[str]:
 def accumulator_internals(path: str, private: set[str]) -> list[str]:
     """Where *path* reads or writes a private name of the accumulator."""
     with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
+        if not _MAYBE_ACCUMULATOR_ACCESS.search(f.read()):
+            return []  # (most modules: not parsed at all)
     found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute) or node.attr not in private:
+    for node in _attribute_nodes(_tree(path)):
+        if node.attr not in private:
             continue
         owner = node.value
         name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", None)
