@@ -26,6 +26,7 @@ from afkak.test.test_connection import DEFAULT_VERSIONS, PRODUCE, ConnectionTest
 #: The highest Produce version the test broker of test_connection offers.
 PRODUCE_VERSION = DEFAULT_VERSIONS[PRODUCE][1]
 TOPIC_ID = UUID("6d1f6e2a-53c3-4a2b-9d3e-0b9c2f6a1e11")
+OTHER_TOPIC_ID = UUID("0b9c2f6a-1e11-4a2b-9d3e-6d1f6e2a53c3")
 Partition = ProduceResponse.PartitionProduceResponse
 Topic = ProduceResponse.TopicProduceResponse
 
@@ -49,11 +50,13 @@ def frame_of(message: ProduceResponse, version: int, correlation_id: int = 7) ->
     return encode_response(message, version, correlation_id)[4:]
 
 
-def read(frame: bytes, version: int, name: str = "t", partition: int = 0) -> Any:
-    entry = topic_entry(version, name, TOPIC_ID)
+def read(
+    frame: bytes, version: int, name: str = "t", partition: int = 0, topic_id: UUID = TOPIC_ID
+) -> Any:
+    entry = topic_entry(version, name, topic_id)
     if entry is None:
         return None
-    return one_partition_answer(frame, entry, version, name, TOPIC_ID, partition)
+    return one_partition_answer(frame, entry, version, name, topic_id, partition)
 
 
 names = st.text(alphabet="abcxyz-._0123456789", min_size=1, max_size=200)
@@ -101,7 +104,8 @@ class OnePartitionAnswerTests(SynchronousTestCase):
         else:
             self.assertIsNone(fast)
         self.assertIsNone(read(frame, version, name, partition + 1))  # another partition
-        self.assertIsNone(read(frame, version, name + "x", partition))  # another topic
+        # Another topic: by name, or from version 13 (topics named by id) by id.
+        self.assertIsNone(read(frame, version, name + "x", partition, OTHER_TOPIC_ID))
 
     def test_the_usual_answer_at_each_flexible_version(self) -> None:
         for version in range(9, 14):
