@@ -827,14 +827,11 @@ class RecordAccumulator:
         if not blocked or self._stopped:
             return
         now = self._seconds()
-        limit, by_max_block = self._block_limit()
+        self._expire_waits(now)  # space that comes as a wait ends comes too late for it
         while blocked and (
             not self._buffered or self._buffered + blocked[0].size <= self._buffer_memory
         ):
             pending = blocked.popleft()
-            if pending.since + limit <= now:  # space came as its wait ended: too late
-                self.refuse(pending.d, 0, self._wait_failure(pending, limit, by_max_block))
-                continue
             self._buffered += pending.size
             self._admit(pending, now)
 
@@ -915,15 +912,19 @@ class RecordAccumulator:
 
     def _block_expired(self) -> None:
         self._block_timer = None
+        self._expire_waits(self._seconds())
+        if self._blocked and self._block_timer is None:
+            self._arm_block_timer()
+
+    def _expire_waits(self, now: float) -> None:
+        """Fail the waiting sends whose wait for buffer space has ended (the oldest
+        first: they wait in call order, each as long)."""
         blocked = self._blocked
-        now = self._seconds()
         limit, by_max_block = self._block_limit()
         while blocked and blocked[0].since + limit <= now:
             pending = blocked.popleft()
             # (not counted in the buffer yet)
             self.refuse(pending.d, 0, self._wait_failure(pending, limit, by_max_block))
-        if blocked and self._block_timer is None:
-            self._arm_block_timer()
 
     def _wait_failure(self, pending: Pending, limit: float, by_max_block: bool) -> Failure:
         """Why *pending* fails after waiting *limit* seconds for buffer space."""
