@@ -522,8 +522,8 @@ class Consumer:
         if not self._allows(ConsumerEvent.FAIL):
             return
         log.warn(
-            "{consumer!r} stopped by an error: {error}",
-            consumer=self,
+            "{consumer} stopped by an error: {error}",
+            consumer=repr(self),
             error=failure.getErrorMessage(),
         )
         start_d, shutdown_d = self._start_d, self._shutdown_d
