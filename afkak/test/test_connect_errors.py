@@ -42,6 +42,16 @@ def refusing_cluster(case: SynchronousTestCase) -> tuple[Clock, FakeKafkaCluster
     return clock, cluster, client
 
 
+def gone_after_answering(case: SynchronousTestCase) -> tuple[Clock, KafkaClient]:
+    """A client that loaded the fake cluster's metadata, then every broker refusing."""
+    clock, cluster, client = on_fake_cluster(case)
+    case.successResultOf(client.load_metadata_for_topics())
+    for node in cluster.state.brokers:
+        cluster.drop_connections(node)
+        cluster.refuse_connections(node)
+    return clock, client
+
+
 def settle(clock: Clock, d: Any, seconds: float) -> None:
     for _ in range(int(seconds * 10)):
         if d.called:
@@ -71,11 +81,7 @@ class RefusedBootstrapTests(SynchronousTestCase):
         self.assertLess(clock.seconds(), 5)
 
     def test_once_the_cluster_answered_a_refusal_is_retried(self) -> None:
-        clock, cluster, client = on_fake_cluster(self)
-        self.successResultOf(client.load_metadata_for_topics())
-        for node in cluster.state.brokers:
-            cluster.drop_connections(node)
-            cluster.refuse_connections(node)
+        clock, client = gone_after_answering(self)
         d = client.load_metadata_for_topics("t")
         settle(clock, d, 5)
         error = self.failureResultOf(d, KafkaUnavailableError).value
@@ -125,11 +131,7 @@ class FailedAttemptsTests(SynchronousTestCase):
         self.attempts_keep_nothing(clock, client)
 
     def test_failed_attempts_to_known_brokers_keep_no_connection_alive(self) -> None:
-        clock, cluster, client = on_fake_cluster(self)
-        self.successResultOf(client.load_metadata_for_topics())
-        for node in cluster.state.brokers:
-            cluster.drop_connections(node)
-            cluster.refuse_connections(node)
+        clock, client = gone_after_answering(self)
         self.attempts_keep_nothing(clock, client)
 
     def test_every_failed_bootstrap_connection_backs_off(self) -> None:
