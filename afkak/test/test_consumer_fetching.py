@@ -290,9 +290,11 @@ class DeadLeaderTests(EightConsumers):
         """The fetch's retries waited ever longer while the dead leader refused (0.1 s
         growing 1.2-fold per failure): after a 2-minute outage, 38 s from the election
         to the record.  A fetch whose leader failed looks the leader up again within
-        Java's ``retry.backoff.max.ms`` (1 s), whatever the consumer's retry delay."""
-        self.assertLess(self.resumes_after(120), 2.5)
+        Java's ``retry.backoff.max.ms`` (1 s), whatever the consumer's retry delay: the
+        record comes within that wait, the dead leader's connection back-off (0.5 s
+        here) that a fetch in flight may wait out, and a long poll."""
+        self.assertLess(self.resumes_after(120), 3)
 
     def test_a_short_outage(self) -> None:
         """Kafka's fencing of a dead broker in the harness's 3-node cluster (6 s)."""
-        self.assertLess(self.resumes_after(6), 2.5)
+        self.assertLess(self.resumes_after(6), 3)
