@@ -10,12 +10,12 @@ later: the producer's own wait for the partitions that lose their leader with th
 does not count) on the partitions whose leader stayed, the same on the partitions whose
 leader was killed too (marked ``*``), and the records it never processed.  The
 cluster's leader failover (the kill to the first record a killed leader's successor
-acknowledged: Kafka fences the dead node after ``broker.session.timeout.ms``, longer
-when the active controller died with it) bounds the latter from below; each group's
-delay *past the failover* (the longest a record waited after a new leader
-acknowledged it) is the client's own part.  afkak's
-groups run in this process (each member with a client of its own), confluent-kafka's
-members in child processes; both with their defaults but the session timeout and a
+acknowledged: Kafka fences the dead node after ``broker.session.timeout.ms``, later
+when the active controller died with it, which the report says) bounds the latter
+from below; each group's delay *past the failover* (the longest a record waited
+after a new leader acknowledged it) is the client's own part.  afkak's groups run
+in this process (each member with a client of its own), confluent-kafka's members
+in child processes; both with their defaults but the session timeout and a
 1 s heartbeat interval.
 """
 
@@ -33,6 +33,7 @@ import attrs
 from chaos_kafka import _drive
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
+from afkak.admin import KafkaAdminClient
 from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST
 from afkak.group import ConsumerGroup
@@ -101,6 +102,8 @@ class GroupOutcome:
 class CoordinatorKillReport:
     records: int = 0
     killed_node: int = -1
+    #: The node leading the KRaft quorum (the active controller) at the kill.
+    controller: int = -1
     #: Seconds from the kill to the first acknowledgement by a killed leader's successor.
     failover: float = 0.0
     groups: list[GroupOutcome] = attrs.field(factory=list)
@@ -110,7 +113,10 @@ class CoordinatorKillReport:
         return all(g.ok for g in self.groups if g.client == "afkak")
 
     def lines(self) -> Iterator[str]:
-        yield f"records: {self.records}; kill -9 of node {self.killed_node} (the coordinator)"
+        yield (
+            f"records: {self.records}; kill -9 of node {self.killed_node} (the coordinator"
+            f"{', and the active controller' if self.controller == self.killed_node else ''})"
+        )
         yield (
             f"leader failover (the kill to the first record a new leader acknowledged):"
             f" {self.failover:.1f} s"
@@ -266,6 +272,9 @@ def coordinator_kill(
                 for key, leader in leaders.items()
                 if key.topic == topic and getattr(leader, "node_id", None) == coordinator.node_id
             )
+            quorum = KafkaAdminClient(finder).describe_metadata_quorum()
+            _drive(lambda: quorum.called, timeout=30)
+            quorum.addCallback(lambda q: setattr(report, "controller", q.leader_id))
             cluster.nodes[coordinator.node_id - 1].kill()
             killed = time.time()
             send_until(killed + 2 * max(session_timeouts) / 1000.0 + margin)
