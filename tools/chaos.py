@@ -42,7 +42,9 @@ Three experiments, each a sub-command; docs/reliability.rst has the results.
 ``group-coordinator-kill``
     Consumer groups (afkak's and confluent-kafka's, session timeouts 6 s and 10 s) on the
     3-node cluster whose coordinator's node is killed (-9) and not restarted: each
-    group's stall (the longest a partition went unprocessed) and records lost.
+    group's stall (the longest a partition went unprocessed) and records lost, the
+    cluster's leader failover and each group's delay past it; ``--log FILE`` writes
+    afkak's log (debug level, millisecond timestamps) for tracing a slow run.
 ``sessions-kafka``
     KIP-227 fetch-session eviction on an Apache Kafka node keeping 8 sessions:
     one-partition readers hold them for 125 s (Kafka evicts only sessions
@@ -61,7 +63,7 @@ Usage: python tools/chaos.py fuzz --responses 1000000
        python tools/chaos.py group --records 100000 --kills 20
        python tools/chaos.py group-kafka --records 1000000 --kills 6 --period 10
        python tools/chaos.py eos-kafka --records 100000 --kills 5 --period 8
-       python tools/chaos.py group-coordinator-kill --sessions 6000 10000
+       python tools/chaos.py group-coordinator-kill --sessions 6000 10000 [--log FILE]
        python tools/chaos.py sessions-kafka --readers 8
 Each prints a report and exits non-zero if an invariant broke.
 """
@@ -162,9 +164,21 @@ def run_kafka(args: argparse.Namespace) -> int:
     return 0 if report.ok() else 1
 
 
+def _log_to(path: str) -> None:
+    """Everything afkak logs (debug included), with millisecond timestamps, to *path*."""
+    from twisted.logger import globalLogBeginner, textFileLogObserver
+
+    out = open(path, "w")  # open until the process ends
+    globalLogBeginner.beginLoggingTo(
+        [textFileLogObserver(out, timeFormat="%H:%M:%S.%f")], redirectStandardIO=False
+    )
+
+
 def run_coordinator_kill(args: argparse.Namespace) -> int:
     import chaos_coordinator
 
+    if args.log:
+        _log_to(args.log)
     report = chaos_coordinator.coordinator_kill(
         args.rate, session_timeouts=tuple(args.sessions), clients=tuple(args.clients)
     )
@@ -218,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     kill.add_argument("--rate", type=int, default=60, help="records per second")
     kill.add_argument("--sessions", type=int, nargs="+", default=[6000, 10000])
     kill.add_argument("--clients", nargs="+", default=["afkak", "confluent"])
+    kill.add_argument("--log", help="afkak's log, debug level, ms timestamps, to this file")
     kill.set_defaults(run=run_coordinator_kill)
     sessions = commands.add_parser("sessions-kafka", help="fetch sessions evicted by Kafka")
     sessions.add_argument("--readers", type=int, default=8)

@@ -8,9 +8,14 @@ killed (-9) and not restarted.  For each group: its *stall*, the longest a recor
 waited to be processed after the kill (from the kill, or from its acknowledgement if
 later: the producer's own wait for the partitions that lose their leader with the node
 does not count) on the partitions whose leader stayed, the same on the partitions whose
-leader was killed too (marked ``*``), and the records it never processed.  afkak's
-groups run in this process (each member with a client of its own), confluent-kafka's
-members in child processes; both with their defaults but the session timeout and a
+leader was killed too (marked ``*``), and the records it never processed.  The
+cluster's leader failover (the kill to the first record a killed leader's successor
+acknowledged: Kafka fences the dead node after ``broker.session.timeout.ms``, later
+when the active controller died with it, which the report says) bounds the latter
+from below; each group's delay *past the failover* (the longest a record waited
+after a new leader acknowledged it) is the client's own part.  afkak's groups run
+in this process (each member with a client of its own), confluent-kafka's members
+in child processes; both with their defaults but the session timeout and a
 1 s heartbeat interval.
 """
 
@@ -28,6 +33,7 @@ import attrs
 from chaos_kafka import _drive
 from twisted.internet.endpoints import TCP4ClientEndpoint
 
+from afkak.admin import KafkaAdminClient
 from afkak.client import KafkaClient
 from afkak.common import OFFSET_EARLIEST
 from afkak.group import ConsumerGroup
@@ -66,6 +72,8 @@ class GroupOutcome:
     waits: dict[int, float] = attrs.field(factory=dict)
     #: The partitions whose leader was on the killed node (their leaders moved too).
     moved: frozenset[int] = frozenset()
+    #: Per partition: the longest a record acknowledged after the kill waited.
+    waits_after_kill: dict[int, float] = attrs.field(factory=dict)
     lost: int = 0
 
     @property
@@ -80,6 +88,12 @@ class GroupOutcome:
         return max((w for p, w in self.waits.items() if p in self.moved), default=0.0)
 
     @property
+    def past_failover(self) -> float:
+        """On the partitions whose leader was killed: the longest a record waited that
+        their new leader acknowledged (the client's own delay past the failover)."""
+        return max((w for p, w in self.waits_after_kill.items() if p in self.moved), default=0.0)
+
+    @property
     def ok(self) -> bool:
         return self.lost == 0 and self.stall < 2 * self.session_timeout_ms / 1000.0
 
@@ -88,6 +102,10 @@ class GroupOutcome:
 class CoordinatorKillReport:
     records: int = 0
     killed_node: int = -1
+    #: The node leading the KRaft quorum (the active controller) at the kill.
+    controller: int = -1
+    #: Seconds from the kill to the first acknowledgement by a killed leader's successor.
+    failover: float = 0.0
     groups: list[GroupOutcome] = attrs.field(factory=list)
     seconds: float = 0.0
 
@@ -95,12 +113,19 @@ class CoordinatorKillReport:
         return all(g.ok for g in self.groups if g.client == "afkak")
 
     def lines(self) -> Iterator[str]:
-        yield f"records: {self.records}; kill -9 of node {self.killed_node} (the coordinator)"
+        yield (
+            f"records: {self.records}; kill -9 of node {self.killed_node} (the coordinator"
+            f"{', and the active controller' if self.controller == self.killed_node else ''})"
+        )
+        yield (
+            f"leader failover (the kill to the first record a new leader acknowledged):"
+            f" {self.failover:.1f} s"
+        )
         for g in self.groups:
             yield (
                 f"{g.client} session_timeout_ms={g.session_timeout_ms}: "
                 f"stall {g.stall:.1f} s ({g.moved_stall:.1f} s where the leader moved too), "
-                f"lost {g.lost}; per partition: "
+                f"{g.past_failover:.1f} s past the failover, lost {g.lost}; per partition: "
                 + ", ".join(
                     f"{w:.1f}{'*' if p in g.moved else ''}" for p, w in sorted(g.waits.items())
                 )
@@ -247,6 +272,9 @@ def coordinator_kill(
                 for key, leader in leaders.items()
                 if key.topic == topic and getattr(leader, "node_id", None) == coordinator.node_id
             )
+            quorum = KafkaAdminClient(finder).describe_metadata_quorum()
+            _drive(lambda: quorum.called, timeout=30)
+            quorum.addCallback(lambda q: setattr(report, "controller", q.leader_id))
             cluster.nodes[coordinator.node_id - 1].kill()
             killed = time.time()
             send_until(killed + 2 * max(session_timeouts) / 1000.0 + margin)
@@ -269,8 +297,13 @@ def coordinator_kill(
             for made in clients_made:
                 closed = made.close()
                 _drive(lambda: closed.called, timeout=30)  # noqa: B023
+    acked_after_kill = {v: t for v, t in acked.items() if t > killed}
+    report.failover = min(
+        (t - killed for v, t in acked_after_kill.items() if v % PARTITIONS in moved), default=0.0
+    )
     for outcome in outcomes:
         outcome.waits = _waits(outcome.processed, acked, killed)
+        outcome.waits_after_kill = _waits(outcome.processed, acked_after_kill, killed)
         outcome.moved = moved
         outcome.lost = sent - len({v for _, _, v in outcome.processed if v < sent})
     report.groups = outcomes

@@ -805,7 +805,7 @@ class KafkaClient:
         connection closed.  Fires once all resources are released.
         """
         if self._closed is None:
-            log.debug("{client!r}: close", client=self)
+            log.debug("{client}: close", client=repr(self))
             closed = self._closed = Deferred()
             if self._statistics is not None:
                 self._statistics.stop()
@@ -839,7 +839,7 @@ class KafkaClient:
 
     def _request_timed_out(self, conn: BrokerConnection, request_sent: bool) -> None:
         if self._disconnect_on_timeout:
-            log.info("Disconnecting {conn!r} after a request timed out", conn=conn)
+            log.info("Disconnecting {conn} after a request timed out", conn=repr(conn))
             conn.disconnect()
 
 

@@ -270,9 +270,9 @@ class ConnectionPool:
             if conn is None:
                 continue
             log.info(
-                "Closing the connection to departed or moved broker {node_id}: {conn!r}",
+                "Closing the connection to departed or moved broker {node_id}: {conn}",
                 node_id=node_id,
-                conn=conn,
+                conn=repr(conn),
             )
             self.discarded.add(conn)
             self.release(conn)
@@ -289,7 +289,8 @@ class ConnectionPool:
         self._closing.remove(d)
         self.discarded.discard(conn)
         if isinstance(result, Failure):
-            log.failure("Closing {conn!r} failed", result, conn=conn)
+            result.cleanFailure()
+            log.failure("Closing {conn} failed", result, conn=repr(conn))
 
     def close(self) -> Deferred[Any]:
         """Close every connection; fire once all are closed."""

@@ -19,6 +19,7 @@ from typing import Any
 
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from afkak.common import TopicAndPartition
 from afkak.connection import BrokerConnection, State
@@ -88,7 +89,9 @@ class Statistics:
         try:
             self._callback(json.dumps(self.document()))
         except Exception:
-            log.failure("The statistics callback failed")
+            failure = Failure()
+            failure.cleanFailure()  # a logged event keeps no frames
+            log.failure("The statistics callback failed", failure)
 
     def document(self) -> dict[str, Any]:
         now = self._reactor.seconds()

@@ -230,7 +230,7 @@ class TelemetryPusher:
         self._in_flight = None
         if self.phase is Phase.TERMINATED:
             return
-        log.debug("Client telemetry request failed: {f}", f=failure.value)
+        log.debug("Client telemetry request failed: {f}", f=failure.getErrorMessage())
         self._later(RETRY_SECONDS, self._subscribe if self.subscription is None else self._push)
 
     def _later(self, seconds: float, action: Callable[[], None]) -> None:

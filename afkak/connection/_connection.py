@@ -331,7 +331,7 @@ class BrokerConnection:
         self._state = new
         log.debug(
             "{broker}: {old} -> {new} ({event})",
-            broker=self,
+            broker=str(self),
             old=old.value,
             new=new.value,
             event=event.value,
@@ -368,7 +368,7 @@ class BrokerConnection:
 
     def _become_ready(self) -> None:
         self._failures = 0
-        log.info("{broker}: ready", broker=self)
+        log.info("{broker}: ready", broker=str(self))
         if self._reading_paused:
             self._transport().pauseProducing()
         self._pump()
@@ -377,7 +377,7 @@ class BrokerConnection:
 
     def _reauthenticate(self) -> None:
         """KIP-368: authenticate again on the same connection; requests queue meanwhile."""
-        log.debug("{broker}: re-authenticating", broker=self)
+        log.debug("{broker}: re-authenticating", broker=str(self))
         self._run_authenticator(self._reauthenticated)
 
     def _back_off(self, reason: BaseException) -> None:
@@ -386,8 +386,8 @@ class BrokerConnection:
         delay = self._retry_policy(self._failures)
         log.warn(
             "{broker}: {reason}; reconnecting in {delay:.3g} s",
-            broker=self,
-            reason=reason,
+            broker=str(self),
+            reason=str(reason),
             delay=delay,
         )
         self._retry_call = self._reactor.callLater(delay, self._retry)
@@ -502,7 +502,7 @@ class BrokerConnection:
             retry = retry_version(response, version)
             log.info(
                 "{broker}: ApiVersions v{version} is unsupported, retrying with v{retry}",
-                broker=self,
+                broker=str(self),
                 version=version,
                 retry=retry,
             )
@@ -725,7 +725,9 @@ class BrokerConnection:
                     f"{self.host}:{self.port} answered with TLS: is this the broker's TLS "
                     "port? (a client without tls= cannot use it)"
                 )
-            log.error("{broker}: closing the connection: {error}", broker=self, error=error)
+            log.error(
+                "{broker}: closing the connection: {error}", broker=str(self), error=str(error)
+            )
             self._fire(Event.DROPPED, error)
             if negotiating:  # last: the requests' callbacks may close this connection
                 self._fail_queued_if_final(error)
@@ -758,7 +760,7 @@ class BrokerConnection:
             if call.getTime() >= until:
                 return
             call.cancel()
-        log.debug("{broker}: throttled by the broker for {s:.3g} s", broker=self, s=seconds)
+        log.debug("{broker}: throttled by the broker for {s:.3g} s", broker=str(self), s=seconds)
         self._throttle_call = self._reactor.callLater(seconds, self._throttle_ended)
 
     def _throttle_ended(self) -> None:

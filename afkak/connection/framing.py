@@ -82,7 +82,7 @@ class FramedProtocol(Protocol):
 
     def frameTooLarge(self, error: FrameTooLargeError) -> None:
         """A hostile or corrupt length prefix arrived; by default, abort the connection."""
-        log.error("Closing connection: {error}", error=error)
+        log.error("Closing connection: {error}", error=str(error))
         self.transport.abortConnection()
 
     def stopFraming(self) -> None:

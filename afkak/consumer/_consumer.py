@@ -140,6 +140,8 @@ class Consumer:
     :param float request_retry_max_delay: the longest wait between retries;
         the wait grows by ``afkak.consumer.REQUEST_RETRY_FACTOR`` after
         each failure and starts again at the initial delay after a success.
+        A fetch's and an offset lookup's retries, each looking the leader up
+        again, wait 1 s at most (or the initial delay, if longer).
     :param int request_retry_max_attempts: attempts per request before
         failing; 0 (the default) retries forever.  Only retriable errors are
         retried.
@@ -522,8 +524,8 @@ class Consumer:
         if not self._allows(ConsumerEvent.FAIL):
             return
         log.warn(
-            "{consumer!r} stopped by an error: {error}",
-            consumer=self,
+            "{consumer} stopped by an error: {error}",
+            consumer=repr(self),
             error=failure.getErrorMessage(),
         )
         start_d, shutdown_d = self._start_d, self._shutdown_d

@@ -7,7 +7,8 @@ fetcher that every consumer of the client shares for that broker
 partition's leader epoch; after a leader change the position is validated
 first (:mod:`._truncation`, KIP-320).  Offsets by time come from the
 client's ``send_offset_request``.  Retriable errors make the client forget
-the leader and are retried with the consumer's backoff; an out-of-range
+the leader and are retried with the consumer's backoff, at most 1 s apart
+(each retry looks the leader up again); an out-of-range
 offset follows ``auto_offset_reset``; a fetch size too small for the next
 batch grows as documented.
 """
@@ -76,7 +77,7 @@ class PartitionFetcher:
         self.buffer_size = options.buffer_size
         self.max_buffer_size = options.max_buffer_size
         self.auto_offset_reset = options.auto_offset_reset
-        self.retry: RequestRetries = options.retry
+        self.retry: RequestRetries = options.retry.for_leader()
 
     async def next_records(self, offset: int) -> FetchedRecords:
         """The next fetch response that moves past *offset*.

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from afkak._retry import backoff_policy, retrying
+from afkak._retry import RETRY_BACKOFF_MAX_MS, backoff_policy, retrying
 
 T = TypeVar("T")
 
@@ -30,6 +30,20 @@ class RequestRetries:
     max_delay: float
     #: 0: retry forever.
     max_attempts: int
+
+    def for_leader(self) -> RequestRetries:
+        """These retries for a request to a partition's leader, at most Java's
+        ``retry.backoff.max.ms`` (1 s) apart (or ``init_delay``, if longer).
+
+        Each retry looks the leader up again (a failure made the client forget it),
+        so the wait is how soon a new leader is found: grown without this bound
+        through a dead leader's outage (0.1 s, 1.2-fold per failure), it kept a
+        consumer waiting 38 s after a 2-minute outage ended.  Java's consumer
+        retries a failed fetch once its metadata is refreshed, the refresh paced
+        by ``retry.backoff.ms`` to ``retry.backoff.max.ms``.
+        """
+        bound = max(self.init_delay, RETRY_BACKOFF_MAX_MS / 1000)
+        return attrs.evolve(self, max_delay=min(self.max_delay, bound))
 
     async def run(
         self,

@@ -197,7 +197,9 @@ class GroupMember(MembershipLoop):
     def _transition(self, event: E) -> None:
         new = TABLE.next(self.state, event)
         assert new is not None  # the member's table declares no no-ops
-        log.debug("{member!r}: {event} -> {state}", member=self, event=event.value, state=new.name)
+        log.debug(
+            "{member}: {event} -> {state}", member=repr(self), event=event.value, state=new.name
+        )
         self.state = new
         if new in (S.STABLE, S.PREPARING):
             self.heartbeats.run()
@@ -254,8 +256,8 @@ class GroupMember(MembershipLoop):
         self.sensors.rebalanced(started)
         await self._settle(assignment)
         log.info(
-            "{member!r}: rebalanced in {seconds:.3f} s; owns {owned}",
-            member=self,
+            "{member}: rebalanced in {seconds:.3f} s; owns {owned}",
+            member=repr(self),
             seconds=self.reactor.seconds() - started,
             owned=sorted(self.owned),
         )
@@ -273,8 +275,8 @@ class GroupMember(MembershipLoop):
         finished = await self._within(done, self.rebalance_timeout_ms / 1000.0)
         if not finished:
             log.warn(
-                "{member!r}: revoking {revoked} outlasted the rebalance timeout; leaving",
-                member=self,
+                "{member}: revoking {revoked} outlasted the rebalance timeout; leaving",
+                member=repr(self),
                 revoked=revoked,
             )
             await self._send_leave("revoking partitions outlasted the rebalance timeout")
@@ -288,7 +290,7 @@ class GroupMember(MembershipLoop):
         """Lose every partition and forget the generation (and member id if unknown)."""
         fencing, self._fenced = self._fenced, None
         assert fencing is not None
-        log.warn("{member!r}: {reason}; partitions lost", member=self, reason=fencing.reason)
+        log.warn("{member}: {reason}; partitions lost", member=repr(self), reason=fencing.reason)
         self._transition(E.FENCED)
         self._reset(member_id=fencing.forget_member_id)
         lost, self.owned = sorted(self.owned), frozenset()
@@ -305,7 +307,7 @@ class GroupMember(MembershipLoop):
         """The application did not poll in time (Java's ``max.poll.interval.ms``): leave the
         group so that its partitions go to the others, lose them, and join again anew."""
         reason, self._stuck = self._stuck, None
-        log.warn("{member!r}: leaving the group: {reason}", member=self, reason=reason)
+        log.warn("{member}: leaving the group: {reason}", member=repr(self), reason=str(reason))
         self._transition(E.POLL_TIMEOUT)
         await self._send_leave(reason or "max_poll_interval_ms exceeded")
         self._reset(member_id=True)
@@ -412,7 +414,7 @@ class GroupMember(MembershipLoop):
         except Exception as e:
             if not self._retriable(e):
                 raise
-            log.info("{member!r}: SyncGroup failed: {error}", member=self, error=e)
+            log.info("{member}: SyncGroup failed: {error}", member=repr(self), error=str(e))
             await self._sleep(self._delay(1))
             raise _Rejoin() from None
         reaction = react(SYNC_GROUP, response.error_code)
@@ -443,7 +445,7 @@ class GroupMember(MembershipLoop):
         counts = {t: len(self.client.topic_partitions.get(t, ())) for t in topics}
         self._assigned_counts = counts
         result = assignor.assign(counts, members)
-        log.debug("{member!r}: leader assigned {result}", member=self, result=result)
+        log.debug("{member}: leader assigned {result}", member=repr(self), result=result)
         return {m: encode_assignment(result.get(m, ())) for m in members}
 
     async def _settle(self, assignment: Sequence[TopicAndPartition]) -> None:
@@ -456,7 +458,7 @@ class GroupMember(MembershipLoop):
             await maybeDeferred(self.listener.revoke, revoked)
             self.request_rejoin("partitions were revoked for a cooperative rebalance")
         self.owned = assigned
-        log.debug("{member!r}: added {added}", member=self, added=added)
+        log.debug("{member}: added {added}", member=repr(self), added=added)
         await maybeDeferred(self.listener.assign, sorted(assigned), self.generation)
 
     # -- Heartbeat --------------------------------------------------------------
@@ -502,7 +504,9 @@ class GroupMember(MembershipLoop):
 
     def _beat_failed(self, failure: Failure, sent_as: Generation) -> None:
         log.info(
-            "{member!r}: heartbeat failed: {error}", member=self, error=failure.getErrorMessage()
+            "{member}: heartbeat failed: {error}",
+            member=repr(self),
+            error=failure.getErrorMessage(),
         )
 
     def _watch_session(self) -> None:
@@ -558,11 +562,11 @@ class GroupMember(MembershipLoop):
                 self.group_id, request, timeout=self.client.timeout
             )
         except KafkaError as e:
-            log.info("{member!r}: LeaveGroup failed: {error}", member=self, error=e)
+            log.info("{member}: LeaveGroup failed: {error}", member=repr(self), error=str(e))
             return
         errors = [response.error_code] + [m.error_code for m in response.members]
         if any(errors):
-            log.info("{member!r}: LeaveGroup answered {errors}", member=self, errors=errors)
+            log.info("{member}: LeaveGroup answered {errors}", member=repr(self), errors=errors)
 
     # -- plumbing -----------------------------------------------------------------
 

@@ -888,7 +888,7 @@ class ConsumerGroup(Afkak21Identity):
 
     def _give_up_failed(self, tp: TopicAndPartition, consumer: Consumer, error: Exception) -> None:
         self._ended(consumer.last_processed_offset, tp)
-        log.warn("{tp}: given up uncommitted: {error}", tp=tp, error=error)
+        log.warn("{tp}: given up uncommitted: {error}", tp=tp, error=str(error))
 
 
 def _by_topic(partitions: Iterable[TopicAndPartition]) -> dict[str, list[int]]:

@@ -184,7 +184,7 @@ class ConsumerProtocolMember(MembershipLoop):
 
     def request_rejoin(self, reason: str) -> None:
         """A commit was refused for the current epoch: heartbeat now to learn why."""
-        log.info("{member!r}: {reason}", member=self, reason=reason)
+        log.info("{member}: {reason}", member=repr(self), reason=str(reason))
         self._wake_up()
 
     # -- the heartbeat loop ----------------------------------------------------
@@ -310,7 +310,7 @@ class ConsumerProtocolMember(MembershipLoop):
         started, self._rebalance_started = self._rebalance_started, None
         if started is not None:
             self.sensors.rebalanced(started)
-        log.info("{member!r}: reconciled; owns {owned}", member=self, owned=sorted(self.owned))
+        log.info("{member}: reconciled; owns {owned}", member=repr(self), owned=sorted(self.owned))
 
     async def _settle_reconciliation(self) -> None:
         reconciling = self._reconciling
@@ -326,10 +326,12 @@ class ConsumerProtocolMember(MembershipLoop):
         self._transition(E.FENCED if fenced is not None else E.POLL_TIMEOUT)
         await self._settle_reconciliation()
         if stuck is not None:
-            log.warn("{member!r}: leaving the group: {reason}", member=self, reason=stuck)
+            log.warn("{member}: leaving the group: {reason}", member=repr(self), reason=str(stuck))
             await self._send_leave()
         else:
-            log.warn("{member!r}: fenced ({error}); partitions lost", member=self, error=fenced)
+            log.warn(
+                "{member}: fenced ({error}); partitions lost", member=repr(self), error=str(fenced)
+            )
         self.generation_id = -1
         self._target = None
         lost, self.owned = sorted(self.owned), frozenset()
@@ -361,7 +363,7 @@ class ConsumerProtocolMember(MembershipLoop):
         try:
             response = await self._send_heartbeat(epoch, {}, self.client.timeout)
         except KafkaError as e:
-            log.info("{member!r}: leaving failed: {error}", member=self, error=e)
+            log.info("{member}: leaving failed: {error}", member=repr(self), error=str(e))
             return
         if response.error_code:
-            log.info("{member!r}: leaving answered {e}", member=self, e=response.error_code)
+            log.info("{member}: leaving answered {e}", member=repr(self), e=response.error_code)

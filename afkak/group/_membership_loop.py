@@ -225,8 +225,8 @@ class MembershipLoop:
         if new is None:
             return
         log.debug(
-            "{member!r}: {event}: {old} -> {state}",
-            member=self,
+            "{member}: {event}: {old} -> {state}",
+            member=repr(self),
             event=event.value,
             old=self.state.name,
             state=new.name,

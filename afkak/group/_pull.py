@@ -250,11 +250,13 @@ class KafkaConsumer:
             raise RestartError(f"{call}(): {self!r} already consumes")
 
     def _group_failed(self, failure: Any) -> None:
-        log.failure("{consumer!r}: the group stopped", failure, consumer=self)
+        failure.cleanFailure()  # a logged event keeps no frames
+        log.failure("{consumer}: the group stopped", failure, consumer=repr(self))
         self._fail_waiters(failure)
 
     def _consumer_failed(self, failure: Any, tp: TopicAndPartition) -> None:
-        log.failure("{consumer!r}: {tp} stopped", failure, consumer=self, tp=tp)
+        failure.cleanFailure()
+        log.failure("{consumer}: {tp} stopped", failure, consumer=repr(self), tp=tp)
         self._fail_waiters(failure)
 
     def _fail_waiters(self, failure: Any) -> None:

@@ -172,7 +172,8 @@ class ShareConsumer:
             self._membership.addErrback(self._membership_failed)
 
     def _membership_failed(self, failure: Any) -> None:
-        log.failure("{consumer!r}: membership failed", failure, consumer=self)
+        failure.cleanFailure()  # a logged event keeps no frames
+        log.failure("{consumer}: membership failed", failure, consumer=repr(self))
         self._fatal = failure
         self._wake_assignment_waiter()
         if self._inner is not None:
@@ -383,15 +384,15 @@ class ShareConsumer:
                 tp = TopicAndPartition(name, p.partition_index)
                 if p.acknowledge_error_code:
                     log.warn(
-                        "{consumer!r}: acknowledgements of {tp} refused: {error}",
-                        consumer=self,
+                        "{consumer}: acknowledgements of {tp} refused: {error}",
+                        consumer=repr(self),
                         tp=tp,
                         error=BrokerResponseError.from_errno(p.acknowledge_error_code),
                     )
                 if p.error_code in _STALE_LEADER:
                     self.client.note_stale_leaders([tp])
                 elif p.error_code:
-                    log.warn("{consumer!r}: ShareFetch of {tp}: {e}", consumer=self, tp=tp,
+                    log.warn("{consumer}: ShareFetch of {tp}: {e}", consumer=repr(self), tp=tp,
                              e=BrokerResponseError.from_errno(p.error_code))  # fmt: skip
                 if p.acquired_records:
                     self._source[tp] = node
@@ -406,8 +407,8 @@ class ShareConsumer:
         return failure
 
     def _session_lost(self, node: int, error: Any) -> None:
-        log.info("{consumer!r}: share session with broker {node} reset: {error}",
-                 consumer=self, node=node, error=error)  # fmt: skip
+        log.info("{consumer}: share session with broker {node} reset: {error}",
+                 consumer=repr(self), node=node, error=str(error))  # fmt: skip
         session = self._sessions.pop(node, None)
         gone = [tp for tp, n in self._source.items() if n == node]
         for tp in gone:
@@ -520,7 +521,11 @@ class ShareConsumer:
             try:
                 await maybeDeferred(self.processor, self, records)
             except Exception:
-                log.failure("{consumer!r}: the processor failed; releasing", consumer=self)
+                failure = Failure()
+                failure.cleanFailure()
+                log.failure(
+                    "{consumer}: the processor failed; releasing", failure, consumer=repr(self)
+                )
                 self._acks.settle_all(AcknowledgeType.RELEASE)
 
     def close(self) -> Deferred[None]:
@@ -541,11 +546,15 @@ class ShareConsumer:
         self._closing.addBoth(fire)
         return d
 
+    def _running_failed(self, failure: Failure) -> None:
+        failure.cleanFailure()  # a logged event keeps no frames
+        log.failure("{consumer}", failure, consumer=repr(self))
+
     async def _close(self) -> None:
         if self._polling is not None:
             self._polling.cancel()
         if self._running is not None:
-            self._running.addErrback(lambda f: log.failure("{c!r}", f, c=self))
+            self._running.addErrback(self._running_failed)
         last = AcknowledgeType.ACCEPT if self.acknowledgement_mode == "implicit" else None
         self._acks.settle_all(last or AcknowledgeType.RELEASE)
         await self._send_acks(final=True)

@@ -142,7 +142,7 @@ class ShareMember(MembershipLoop):
         response = await self._wait(self.client.send_request_to_coordinator(self.group_id, request))
         reaction = react(SHARE_GROUP_HEARTBEAT, response.error_code)
         if reaction is Reaction.FENCED:
-            log.warn("{member!r}: fenced; joining again", member=self)
+            log.warn("{member}: fenced; joining again", member=repr(self))
             self._transition(E.FENCED)
             self.generation_id = -1
             return
@@ -167,7 +167,7 @@ class ShareMember(MembershipLoop):
             )
             if names != self.assigned:
                 self.assigned = names
-                log.info("{member!r}: assigned {tps}", member=self, tps=sorted(names))
+                log.info("{member}: assigned {tps}", member=repr(self), tps=sorted(names))
                 self._on_assigned(names)
 
     async def _until_next_beat(self) -> None:
@@ -193,7 +193,7 @@ class ShareMember(MembershipLoop):
         try:
             response: Any = await self.client.send_request_to_coordinator(self.group_id, request)
         except KafkaError as e:
-            log.info("{member!r}: leaving failed: {error}", member=self, error=e)
+            log.info("{member}: leaving failed: {error}", member=repr(self), error=str(e))
             return
         if response.error_code:
-            log.info("{member!r}: leaving answered {e}", member=self, e=response.error_code)
+            log.info("{member}: leaving answered {e}", member=repr(self), e=response.error_code)

@@ -310,14 +310,14 @@ class TransactionManager:
     def abortable(self, failure: Failure) -> None:
         if self.state in (State.FATAL_ERROR, State.ABORTABLE_ERROR, State.ABORTING):
             return
-        log.warn("{txn!r}: abortable error: {e}", txn=self, e=failure.getErrorMessage())
+        log.warn("{txn}: abortable error: {e}", txn=repr(self), e=failure.getErrorMessage())
         self.state, self.error = State.ABORTABLE_ERROR, failure
         self._sends.drop_unsent(failure)
 
     def fatal(self, failure: Failure) -> None:
         if self.state is State.FATAL_ERROR:
             return
-        log.error("{txn!r}: fatal error: {e}", txn=self, e=failure.getErrorMessage())
+        log.error("{txn}: fatal error: {e}", txn=repr(self), e=failure.getErrorMessage())
         self.state, self.error = State.FATAL_ERROR, failure
         self._sends.drop_unsent(failure)
 
@@ -367,7 +367,7 @@ class TransactionManager:
         if version > self.version and not initializing:
             self._needs_bump = True
         if version != self.version:
-            log.info("{txn!r}: transaction protocol v{v}", txn=self, v=version)
+            log.info("{txn}: transaction protocol v{v}", txn=repr(self), v=version)
         self.version = version
 
     # -- running the steps ----------------------------------------------------------
@@ -463,8 +463,8 @@ class TransactionManager:
         await self._attempts(self._init_producer_id, "InitProducerId")
         self._read_version(initializing=True)
         log.info(
-            "{txn!r}: producer id {pid}, epoch {epoch}",
-            txn=self,
+            "{txn}: producer id {pid}, epoch {epoch}",
+            txn=repr(self),
             pid=self.producer_id,
             epoch=self.epoch,
         )

@@ -223,7 +223,7 @@ class RegistryDeserializer(ABC):
             except CancelledError:
                 raise
             except Exception as e:
-                log.warn("schema id {schema_id}: {error}", schema_id=schema_id, error=e)
+                log.warn("schema id {schema_id}: {error}", schema_id=schema_id, error=str(e))
                 self._failures[schema_id] = str(e)
             else:
                 self._failures.pop(schema_id, None)

@@ -1173,11 +1173,13 @@ class RetryTests(ConsumerTestCase):
         self.assertEqual(len(self.requests(FETCH)), 1)
         self.clock.advance(0.01)
         self.assertEqual(len(self.requests(FETCH)), 2)
-        self.clock.advance(REQUEST_RETRY_FACTOR - 0.01)
+        # Not 1.2 s: a fetch's retries, each looking the leader up again, are at most
+        # 1 s apart (or request_retry_init_delay, if longer), below request_retry_max_delay.
+        self.clock.advance(0.99)
         self.assertEqual(len(self.requests(FETCH)), 2)
         self.clock.advance(0.01)
         self.assertEqual(len(self.requests(FETCH)), 3)
-        self.clock.advance(1.5)  # capped by request_retry_max_delay
+        self.clock.advance(1.0)
         self.assertEqual(p.values, [b"a"])
         self.clock.advance(3)
         self.cluster.fail_next(FetchRequest, UnknownTopicOrPartitionError)

@@ -62,7 +62,7 @@ class SessionBrokenDataTests(_WithSessions, tc.BrokenDataTests):
     pass
 
 
-class SharedFetchTests(tc.ConsumerTestCase):
+class EightConsumers(tc.ConsumerTestCase):
     """Eight consumers of topic "m" on one client: partition p led by broker p % 3."""
 
     def setUp(self) -> None:
@@ -103,6 +103,10 @@ class SharedFetchTests(tc.ConsumerTestCase):
 
     def values(self) -> list[list[bytes | None]]:
         return [p.values for p in self.processors]
+
+
+class SharedFetchTests(EightConsumers):
+    """The eight share one Fetch per broker."""
 
     def test_one_request_per_broker_carries_all_its_partitions(self) -> None:
         first = self.fetches()
@@ -260,3 +264,37 @@ class SharedFetcherLifetimeTests(tc.ConsumerTestCase):
         self.clock.advance(0)
         self.cluster.append("t", 1, [b"b"])
         self.assertEqual(self.successResultOf(third)[0], 0)
+
+
+class DeadLeaderTests(EightConsumers):
+    """A partition's leader dies and the cluster names it leader for a while (KRaft
+    fences a dead broker only after ``broker.session.timeout.ms``; longer when the
+    controller died too)."""
+
+    def resumes_after(self, outage: float) -> float:
+        """Seconds from the new leader's election to the record it leads being processed."""
+        self.append_all(b"a")
+        self.cluster.drop_connections(2)
+        self.cluster.refuse_connections(2)
+        for _ in range(int(outage * 10)):
+            self.clock.advance(0.1)
+        self.cluster.move_leader("m", 2, 1)
+        self.cluster.append("m", 2, [b"b-2"])
+        elected = self.clock.seconds()
+        while self.processors[2].values != [b"a-2", b"b-2"]:
+            self.assertLess(self.clock.seconds() - elected, 120)
+            self.clock.advance(0.1)
+        return self.clock.seconds() - elected
+
+    def test_a_long_dead_leader_is_left_within_seconds_of_the_election(self) -> None:
+        """The fetch's retries waited ever longer while the dead leader refused (0.1 s
+        growing 1.2-fold per failure): after a 2-minute outage, 38 s from the election
+        to the record.  A fetch whose leader failed looks the leader up again within
+        Java's ``retry.backoff.max.ms`` (1 s), whatever the consumer's retry delay: the
+        record comes within that wait, the dead leader's connection back-off (0.5 s
+        here) that a fetch in flight may wait out, and a long poll."""
+        self.assertLess(self.resumes_after(120), 3)
+
+    def test_a_short_outage(self) -> None:
+        """Kafka's fencing of a dead broker in the harness's 3-node cluster (6 s)."""
+        self.assertLess(self.resumes_after(6), 3)

@@ -124,7 +124,7 @@ class MaxFrameSizeTests(SynchronousTestCase):
         self.assertEqual(protocol.frames, [b"ok"])
         self.assertTrue(transport.disconnecting)
         [event] = events
-        self.assertIsInstance(event["error"], FrameTooLargeError)
+        self.assertEqual(event["error"], str(FrameTooLargeError(1001, 1000)))
         self.assertEqual(event["log_level"], LogLevel.error)
 
     def test_frame_of_exactly_max_size_is_accepted(self) -> None:

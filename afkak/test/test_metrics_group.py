@@ -56,7 +56,7 @@ class GroupMetricsTests(GroupTestCase):
         self.advance(6)
         beats = value(a, "heartbeat-total", "a")
         self.cluster.drop_next(HeartbeatRequest)
-        failed = "{member!r}: heartbeat failed: {error}"
+        failed = "{member}: heartbeat failed: {error}"
         with capturedLogs() as logs:
             for _ in range(15):  # until the dropped heartbeat failed, before the next one
                 self.advance(0.1)

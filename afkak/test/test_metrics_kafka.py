@@ -123,7 +123,9 @@ class KafkaThrottleTests(SynchronousTestCase):
         @implementer(ILogObserver)
         def observe(event: dict[str, Any]) -> None:
             if "throttled by the broker" in event.get("log_format", ""):
-                holds.append((event["broker"], reactor.seconds(), event["s"]))
+                # The event names its connection (it keeps no live object).
+                [throttled] = [c for c in client.clients.values() if str(c) == event["broker"]]
+                holds.append((throttled, reactor.seconds(), event["s"]))
 
         globalLogPublisher.addObserver(observe)
         self.addCleanup(globalLogPublisher.removeObserver, observe)
