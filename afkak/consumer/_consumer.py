@@ -12,7 +12,6 @@ checked in :mod:`._options` (and read and set as attributes through
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
@@ -21,7 +20,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak.client import ConsumerClient
-from afkak.client._interlayer import INT32_MAX, integer, kafka_client, number, topic_name
+from afkak.client._interlayer import INT32_MAX, integer, kafka_client, topic_name
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
@@ -37,6 +36,8 @@ from afkak.metrics import CLIENT, FETCH, NODE, ConsumerSensors, MetricName, regi
 from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
+from ._delivery import Delivery
+from ._fetch_ahead import FetchAhead
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
 from ._options import (
@@ -44,9 +45,9 @@ from ._options import (
     FETCH_MIN_BYTES,
     REQUEST_RETRY_MAX_DELAY,
     REQUEST_RETRY_MIN_DELAY,
-    Options,
     Setting,
     resolve,
+    seconds_as_ms,
 )
 from ._pump import CallState, GateState, Pump
 from ._states import TABLE, TRANSITIONS, ConsumerEvent, ConsumerState
@@ -66,19 +67,6 @@ from .positions import (
 log = Logger()
 
 Processor = Callable[["Consumer", list[SourcedMessage]], Any]
-
-
-def _isolation_name(options: Options) -> str:
-    return "read_committed" if options.isolation == READ_COMMITTED else "read_uncommitted"
-
-
-def _every_s(options: Options) -> float:
-    return options.auto_commit_every_ms / 1000.0
-
-
-def _every_ms(seconds: float) -> int:
-    # Any finite number here; the range is auto_commit_every_ms's.
-    return round(number("auto_commit_every_s", seconds, -math.inf) * 1000)
 
 
 class Consumer:
@@ -226,8 +214,6 @@ class Consumer:
         self.processor = processor
         self._committer = Committer(client, topic, partition, options, self._fail)
         self._fetcher = PartitionFetcher(client, topic, partition, options)
-        # Where a group's many partitions start, looked up for all at once (by the group).
-        self._start_offsets: StartOffsets | None = None
         self._high_watermark = -1
         self._last_stable_offset = -1
         self._sensors = registry_of(client).shared(ConsumerSensors)
@@ -237,11 +223,16 @@ class Consumer:
         self._shutdown_d: Deferred[int | None] | None = None
         # The offset of the next fetch (a special value until looked up).
         self._fetch_offset = 0
+        # The fetch under way, or the response (or error) it gave, not taken yet.
+        self._ahead = FetchAhead()
+        # The response taken for the processor, decoded after a reactor turn.
+        self._delivery = Delivery(
+            client.reactor, topic, partition, deserialize, lambda: self._pump.run(), self._fail
+        )
         self._pump = Pump(
             client.reactor,
-            topic,
-            partition,
-            deserialize,
+            self._ahead,
+            self._delivery,
             self._committer,
             options.auto_commit_every_n,
             running=lambda: self._state is ConsumerState.RUNNING,
@@ -332,13 +323,13 @@ class Consumer:
     consumer_group = Setting[str | None]("consumer_group", fixed=True)
     commit_metadata = Setting[str | bytes | None]("commit_metadata")
     auto_offset_reset = Setting[int | None]("auto_offset_reset")
-    isolation_level = Setting[str](_isolation_name, fixed=True)
+    isolation_level = Setting[str]("isolation_name", fixed=True)
     auto_commit_every_n = Setting[int]("auto_commit_every_n")
     auto_commit_every_ms = Setting[int]("auto_commit_every_ms")
     auto_commit_every_s = Setting[float](
-        _every_s,
+        "auto_commit_every_s",
         "auto_commit_every_ms",
-        _every_ms,
+        seconds_as_ms,
         doc="afkak 21's name: ``auto_commit_every_ms`` in seconds.",
     )
     retry_init_delay = Setting[float]("retry.init_delay")
@@ -431,20 +422,9 @@ class Consumer:
         when no call is under way).  Cancelling that Deferred does not cancel
         the call.
         """
-        processing = self._pump.abandon()  # _halt() leaves it alone; its result is ignored
+        ended = self._pump.abandon()  # _halt() then leaves the call alone
         self.stop()
-        returned: Deferred[None] = Deferred()
-        if processing is None:
-            returned.callback(None)
-        else:
-
-            def done(result: Any) -> Any:
-                if not returned.called:
-                    returned.callback(None)
-                return result
-
-            processing.addBoth(done)
-        return returned
+        return ended
 
     def shutdown(self) -> Deferred[int | None]:
         """Stop gracefully: let the processor finish, commit (with a group), then stop.
@@ -470,11 +450,7 @@ class Consumer:
 
     def _finish_shutdown(self) -> None:
         """The processor is done: commit (with a group), then stop."""
-        if self.consumer_group:
-            d = Deferred.fromCoroutine(self._committer.commit_last())
-        else:
-            d = succeed(None)
-        d.addBoth(self._shut_down)
+        Deferred.fromCoroutine(self._committer.commit_last()).addBoth(self._shut_down)
 
     def _shut_down(self, result: Any) -> None:
         shutdown_d, self._shutdown_d = self._shutdown_d, None
@@ -534,13 +510,6 @@ class Consumer:
     async def _resolve(self, offset: int) -> int:
         """*offset*, or the offset a special value (committed, earliest, latest) stands for."""
         if offset == OFFSET_COMMITTED:
-            shared, self._start_offsets = self._start_offsets, None
-            start = None if shared is None else await shared.start_of(self.topic_partition)
-            if start is not None:
-                offset, committed = start
-                if committed:
-                    self._committer.last_committed = offset - 1
-                return offset
             offset = await self._committer.committed_offset()
         if offset < 0:
             offset = await self._fetcher.offset_at(offset)
@@ -655,7 +624,7 @@ class Consumer:
     def _start_with(self, lookup: StartOffsets) -> None:
         """Take the committed (or reset) offset from *lookup*, shared with the
         group's other new partitions, at the next ``start(OFFSET_COMMITTED)``."""
-        self._start_offsets = lookup
+        self._committer.start_offsets = lookup
 
     def committed(self, tp: Any) -> Deferred[OffsetAndMetadata | None]:
         """The group's committed offset of *tp* and its metadata (None: none committed)."""
@@ -720,8 +689,4 @@ class Consumer:
             return fail(InvalidConsumerGroupError(f"{self!r} has no consumer_group to commit to"))
         if explicit is None:
             return self._committer.commit()
-        if not explicit:
-            return succeed({})
-        [chosen] = explicit.values()
-        d = Deferred.fromCoroutine(self._committer.commit_offset(chosen.offset, chosen.metadata))
-        return d.addCallback(lambda _: explicit)
+        return self._committer.commit_chosen(explicit)

@@ -44,7 +44,6 @@ from afkak.common import SourcedMessage
 from ._delivery import Delivery, DeliveryState
 from ._fetch_ahead import FetchAhead, SlotState
 from ._messages import FetchedRecords
-from .deserialize import Deserializing
 
 
 class ProcessedOffsets(Protocol):
@@ -124,9 +123,10 @@ LOOP = TransitionTable(
 class Pump:
     """The fetch-ahead slot, the Delivery and the processor call of one Consumer.
 
-    The Consumer supplies what the pump cannot know: whether it *runs*, how
-    to *fetch* from the current position, what a response *fetched* tells
-    it (positions, metrics), how to *process* a block (its processor), what
+    The Consumer gives it its fetch-ahead slot and its Delivery, and what
+    the pump cannot know: whether it *runs*, how to *fetch* from the
+    consumer's position, what a response *fetched* tells it (the next
+    position, watermarks, metrics), how to *process* a block (its processor), what
     to do when a call *finished* (with the offset to fetch again from, when
     the processor finished only part of its block), and how to *fail*.
     Processed offsets are counted by its *committer*.
@@ -155,9 +155,8 @@ class Pump:
     def __init__(
         self,
         reactor: Any,
-        topic: str,
-        partition: int,
-        deserialize: Deserializing | None,
+        ahead: FetchAhead,
+        delivery: Delivery,
         committer: ProcessedOffsets,
         block_size: int,
         *,
@@ -171,10 +170,8 @@ class Pump:
         self.call = CallState.IDLE
         self.gate = GateState.OPEN
         self.loop = LoopState.RESTING
-        # The fetch under way, or the response (or error) it gave, not taken yet.
-        self.ahead = FetchAhead()
-        # The response taken for the processor, decoded after a reactor turn.
-        self.delivery = Delivery(reactor, topic, partition, deserialize, self.run, fail)
+        self.ahead = ahead
+        self.delivery = delivery  # made ready, it runs the pump
         # When the call under way began (reactor.seconds()).
         self.since = 0.0
         self._reactor = reactor
@@ -260,7 +257,7 @@ class Pump:
         self.delivery.drop()
 
     def position(self, fetch_offset: int) -> int:
-        """The offset of the next message for the processor (*fetch_offset*: nothing is held)."""
+        """The offset of the next message for the processor (*fetch_offset*: none is held)."""
         offset = self.delivery.next_offset()
         if offset is not None:
             return offset
@@ -335,22 +332,41 @@ class Pump:
         return None if self.call is CallState.IDLE else self.since
 
     def seek(self, offset: int) -> None:
-        """Drop what was fetched: the next fetch is from *offset* (the caller's)."""
+        """Drop what was fetched: the next fetch is from *offset* (the Consumer's position)."""
         self.drop()
         if self.call is not CallState.IDLE:
             # Of the call under way, only records before a concrete target count.
             self._seek_cap = offset - 1 if offset >= 0 else -1
 
-    def abandon(self) -> Deferred[Any] | None:
-        """Forget the call under way without cancelling it; its Deferred, if it has one."""
+    def _forget(self) -> Deferred[Any] | None:
+        """The call under way no longer counts; its Deferred, if it returned one."""
         current, self._current = self._current, None
         self._on_call(CallEvent.CANCEL)
         return current if isinstance(current, Deferred) else None
 
+    def abandon(self) -> Deferred[None]:
+        """Forget the call under way, left to run: fires when it ends (at once when none is).
+
+        Cancelling the Deferred returned does not cancel the call.
+        """
+        current = self._forget()
+        ended: Deferred[None] = Deferred()
+        if current is None:
+            ended.callback(None)
+        else:
+
+            def end(result: Any) -> Any:
+                if not ended.called:
+                    ended.callback(None)
+                return result
+
+            current.addBoth(end)
+        return ended
+
     def halt(self) -> None:
         """Drop everything fetched and cancel the call under way: the consumer stops."""
         self.drop()
-        current = self.abandon()
+        current = self._forget()
         if current is not None:
             current.cancel()
 

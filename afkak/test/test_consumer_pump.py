@@ -13,8 +13,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak._transitions import TransitionTable
 from afkak.common import SourcedMessage
-from afkak.consumer._delivery import DeliveryState
-from afkak.consumer._fetch_ahead import SlotState
+from afkak.consumer._delivery import Delivery, DeliveryState
+from afkak.consumer._fetch_ahead import FetchAhead, SlotState
 from afkak.consumer._messages import FetchedRecords, read_fetched
 from afkak.consumer._pump import (
     CALLS,
@@ -97,21 +97,23 @@ class PumpTests(SynchronousTestCase):
         self.running = True
         self.fetches: list[Deferred[FetchedRecords]] = []
         self.answered: list[Deferred[FetchedRecords]] = []  # fetches that answer at once
+        self.fetched_from: list[int] = []
         self.calls: list[list[int]] = []
         self.results: list[Any] = []
         self.counted: list[tuple[int, int]] = []
         self.finished: list[int | None] = []
         self.failures: list[Failure] = []
+        self.fetch_offset = 0
+        delivery = Delivery(self.clock, "t", 0, None, lambda: self.pump.run(), self.failures.append)
         self.pump = Pump(
             self.clock,
-            "t",
-            0,
-            None,
+            FetchAhead(),
+            delivery,
             self,
             0,
             running=lambda: self.running,
             fetch=self.fetch,
-            fetched=lambda _: None,
+            fetched=self.fetched,
             process=self.process,
             finished=self.finished.append,
             fail=self.failures.append,
@@ -120,11 +122,15 @@ class PumpTests(SynchronousTestCase):
     # The pump's collaborators.
 
     def fetch(self) -> Deferred[FetchedRecords]:
+        self.fetched_from.append(self.fetch_offset)
         if self.answered:
             return self.answered.pop()
         d: Deferred[FetchedRecords] = Deferred()
         self.fetches.append(d)
         return d
+
+    def fetched(self, records: FetchedRecords) -> None:
+        self.fetch_offset = records.next_offset
 
     def process(self, messages: list[SourcedMessage]) -> Any:
         self.calls.append([m.offset for m in messages])
@@ -197,7 +203,7 @@ class PumpTests(SynchronousTestCase):
         self.assertEqual((self.pump.gate, self.fetches), (G.OPEN, []))
 
     def test_halt_and_abandon_when_idle(self) -> None:
-        self.assertIsNone(self.pump.abandon())
+        self.assertIsNone(self.successResultOf(self.pump.abandon()))
         self.pump.halt()
         self.assertIs(self.pump.call, CallState.IDLE)
 
@@ -215,10 +221,14 @@ class PumpTests(SynchronousTestCase):
         self.results = [waiting]
         self.pump.run()
         self.deliver(b"a")
-        self.assertIs(self.pump.abandon(), waiting)
+        ended = self.pump.abandon()
         self.assertIs(self.pump.call, CallState.IDLE)
+        self.pump.halt()  # stop() after abandon(): the call is not cancelled
+        self.assertNoResult(ended)
+        self.assertNoResult(waiting)
         waiting.callback(0)
-        self.assertEqual((self.counted, self.finished), ([], []))
+        self.assertIsNone(self.successResultOf(ended))
+        self.assertEqual((self.successResultOf(waiting), self.counted, self.finished), (0, [], []))
 
     def test_stopped_from_within_the_processor(self) -> None:
         self.results = [lambda: self.pump.halt()]
@@ -264,8 +274,9 @@ class PumpTests(SynchronousTestCase):
         self.pump.run()
         self.deliver(b"a", b"b", b"c", offset=10)
         self.pump.seek(11)
+        self.fetch_offset = 11
         self.assertIs(self.pump.ahead.state, SlotState.EMPTY)  # the fetch ahead was cancelled
-        self.assertEqual(self.pump.position(11), 11)
+        self.assertEqual(self.pump.position(self.fetch_offset), 11)
         waiting.callback(None)
         self.assertEqual((self.counted, self.finished), ([(10, 1)], [None]))
 
@@ -273,11 +284,13 @@ class PumpTests(SynchronousTestCase):
         waiting: Deferred[None] = Deferred()
         self.results = [waiting]
         self.pump.block_size = 1
+        self.fetch_offset = 3
         self.pump.run()
-        self.assertEqual(self.pump.position(3), 3)  # nothing held: the next fetch's
+        self.assertEqual(self.pump.position(self.fetch_offset), 3)  # nothing held: the next fetch's
         self.deliver(b"a", b"b", offset=3)
-        self.assertEqual(self.pump.position(5), 4)  # the next block's
+        self.assertEqual(self.pump.position(self.fetch_offset), 4)  # the next block's
         self.deliver(b"c", offset=5)
         waiting.callback(None)
         self.pump.run()
-        self.assertEqual(self.pump.position(6), 5)  # the response waiting
+        self.assertEqual(self.pump.position(self.fetch_offset), 5)  # the response waiting
+        self.assertEqual(self.fetched_from, [3, 5])  # each fetch from where the last ended

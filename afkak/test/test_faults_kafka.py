@@ -192,7 +192,7 @@ class KafkaFetchSessionLostTests(SynchronousTestCase):
         self.write(0)
         pump(lambda: bool(collector.values), 60, "the first records")
         self.write(100)  # the fetch ahead gets records: then no Fetch is in flight
-        pump(lambda: consumer._pump.ahead.state is SlotState.FILLED, 60, "the fetch ahead")
+        pump(lambda: consumer._ahead.state is SlotState.FILLED, 60, "the fetch ahead")
         session = self.client.fetches[-1][3]
         self.assertNotEqual(session, 0, "no fetch session granted")
         before = len(self.client.fetches)

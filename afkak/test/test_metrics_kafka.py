@@ -206,9 +206,7 @@ class KafkaLagTests(SynchronousTestCase):
 
         def settled() -> bool:
             # Each consumer holds its first block and has prefetched the next: no more fetches.
-            return len(stuck) == 2 and all(
-                c._pump.ahead.state is SlotState.FILLED for c in consumers
-            )
+            return len(stuck) == 2 and all(c._ahead.state is SlotState.FILLED for c in consumers)
 
         pump(settled, 60, "each consumer holds a block and has prefetched the next")
         tags = {"client-id": "lag", "topic": self.topic}
