@@ -8,7 +8,7 @@
                       └──────────finish───────────────┘
                      cancel (stop, abandon): CALLING, WAITING ─▶ IDLE
 
-    pause            OPEN ◀─resume─▶ PAUSED   (─pause─▶)
+    pause            OPEN ─pause─▶ PAUSED ─resume─▶ OPEN   (across stop and start)
 
     loop             RESTING ─pump─▶ ROUND ─pump─▶ AGAIN ─next─▶ ROUND
                      rest: ROUND, AGAIN ─▶ RESTING
@@ -121,15 +121,15 @@ LOOP = TransitionTable(
 
 
 class Pump:
-    """The fetch-ahead slot, the Delivery and the processor call of one Consumer.
+    """Drives a Consumer's fetch-ahead slot and Delivery; holds its processor call.
 
-    The Consumer gives it its fetch-ahead slot and its Delivery, and what
-    the pump cannot know: whether it *runs*, how to *fetch* from the
-    consumer's position, what a response *fetched* tells it (the next
-    position, watermarks, metrics), how to *process* a block (its processor), what
-    to do when a call *finished* (with the offset to fetch again from, when
-    the processor finished only part of its block), and how to *fail*.
-    Processed offsets are counted by its *committer*.
+    The Consumer gives it those two rooms and what the pump cannot know:
+    whether the consumer *runs*, how to *fetch* from its position, what a
+    response *fetched* tells it (the next position, watermarks, metrics), how
+    to *process* a block (its processor), what to do when a call *finished*
+    (given the offset to fetch again from when the processor finished only
+    part of its block), and how to *fail*.  Its *committer* counts the
+    offsets processed.
     """
 
     __slots__ = (
