@@ -25,11 +25,13 @@ from afkak.common import (
     OffsetCommitRequest,
     OffsetFetchRequest,
     OperationInProgress,
+    TopicAndPartition,
 )
 from afkak.metrics import GroupSensors, registry_of
 from afkak.records.aborted import READ_COMMITTED
 
 from ._options import Options
+from .positions import OffsetAndMetadata, StartOffsets
 
 #: The offset OffsetFetch answers for a group that has committed none.
 _NOT_COMMITTED = -1
@@ -55,6 +57,8 @@ class Committer:
         self.generation_id = options.commit_generation_id
         self.last_processed: int | None = None
         self.last_committed: int | None = None
+        # Where a group's many partitions start, looked up for all at once (by the group).
+        self.start_offsets: StartOffsets | None = None
         # Auto-commits are on between start() and pause() / halt().
         self._auto = False
         self._uncommitted = 0
@@ -108,8 +112,17 @@ class Committer:
 
         ``OFFSET_EARLIEST`` unless ``auto_offset_reset`` is ``OFFSET_LATEST``:
         a new group reads the backlog (Java's ``auto.offset.reset`` defaults
-        to latest; see docs/changes-from-afkak-21.rst).
+        to latest; see docs/changes-from-afkak-21.rst).  The first time, the
+        :attr:`start_offsets` the group gave, if it found this partition's.
         """
+        shared, self.start_offsets = self.start_offsets, None
+        tp = TopicAndPartition(self._topic, self._partition)
+        start = None if shared is None else await shared.start_of(tp)
+        if start is not None:
+            offset, committed = start
+            if committed:
+                self.last_committed = offset - 1
+            return offset
         group = self._options.consumer_group
         assert group is not None  # start() refuses OFFSET_COMMITTED without a group
         [answer] = await self._options.retry.run(
@@ -151,15 +164,30 @@ class Committer:
         return waiter
 
     async def commit_last(self) -> None:
-        """Wait for the commit in flight, then commit what it left (a shutdown's commit)."""
+        """Wait for the commit in flight, then commit what it left (a shutdown's commit).
+
+        Without a group, there is nothing to commit.
+        """
+        if not self._options.consumer_group:
+            return
         while self._commit_d is not None:
             waiter: Deferred[int | None] = Deferred()
             self._waiters.append(waiter)
             await waiter
         await self.commit()
 
-    async def commit_offset(self, next_offset: int, metadata: str) -> None:
-        """Commit *next_offset* (the next to consume) with *metadata*, as the application chose."""
+    def commit_chosen(
+        self, chosen: dict[TopicAndPartition, OffsetAndMetadata]
+    ) -> Deferred[dict[TopicAndPartition, OffsetAndMetadata]]:
+        """Commit the offset the application chose (if any), with its metadata; fires with it."""
+        if not chosen:
+            return succeed({})
+        [offset] = chosen.values()
+        d = Deferred.fromCoroutine(self._commit_offset(offset.offset, offset.metadata))
+        return d.addCallback(lambda _: chosen)
+
+    async def _commit_offset(self, next_offset: int, metadata: str) -> None:
+        """Commit *next_offset* (the next to consume) with *metadata*."""
         await self._send_commit(next_offset - 1, metadata)
         self.last_committed = next_offset - 1
 

@@ -1,11 +1,10 @@
 """Consumer: afkak's documented single-partition consumer, on the modern protocol.
 
-The consumer is a small state machine (:mod:`._states`) driven by
-:meth:`Consumer._pump`: at most one fetch is in flight, at most one fetched
-response waits while the processor works (the fetch-ahead slot,
-:class:`._fetch_ahead.FetchAhead`), the response taken is decoded and given to
-the processor in blocks (:class:`._delivery.Delivery`), and the processor is
-called again only once the Deferred it returned has fired (backpressure).  Its settings are
+The consumer is a small state machine (:mod:`._states`) whose pump
+(:class:`._pump.Pump`) keeps at most one fetch in flight and at most one
+fetched response waiting while the processor works, hands the response
+taken to the processor in blocks, and calls the processor again only once
+the Deferred it returned has fired (backpressure).  Its settings are
 checked in :mod:`._options` (and read and set as attributes through
 :class:`._options.Setting`), and its commits are a
 :class:`._committer.Committer`'s.
@@ -13,7 +12,6 @@ checked in :mod:`._options` (and read and set as attributes through
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
@@ -22,7 +20,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from afkak.client import ConsumerClient
-from afkak.client._interlayer import INT32_MAX, integer, kafka_client, number, topic_name
+from afkak.client._interlayer import INT32_MAX, integer, kafka_client, topic_name
 from afkak.common import (
     OFFSET_COMMITTED,
     OFFSET_EARLIEST,
@@ -38,8 +36,8 @@ from afkak.metrics import CLIENT, FETCH, NODE, ConsumerSensors, MetricName, regi
 from afkak.records.aborted import READ_COMMITTED
 
 from ._committer import Committer
-from ._delivery import Delivery, DeliveryState
-from ._fetch_ahead import FetchAhead, SlotState
+from ._delivery import Delivery
+from ._fetch_ahead import FetchAhead
 from ._fetcher import PartitionFetcher
 from ._messages import FetchedRecords
 from ._options import (
@@ -47,10 +45,11 @@ from ._options import (
     FETCH_MIN_BYTES,
     REQUEST_RETRY_MAX_DELAY,
     REQUEST_RETRY_MIN_DELAY,
-    Options,
     Setting,
     resolve,
+    seconds_as_ms,
 )
+from ._pump import CallState, GateState, Pump
 from ._states import TABLE, TRANSITIONS, ConsumerEvent, ConsumerState
 from .deserialize import checked, deserializing
 from .positions import (
@@ -68,19 +67,6 @@ from .positions import (
 log = Logger()
 
 Processor = Callable[["Consumer", list[SourcedMessage]], Any]
-
-
-def _isolation_name(options: Options) -> str:
-    return "read_committed" if options.isolation == READ_COMMITTED else "read_uncommitted"
-
-
-def _every_s(options: Options) -> float:
-    return options.auto_commit_every_ms / 1000.0
-
-
-def _every_ms(seconds: float) -> int:
-    # Any finite number here; the range is auto_commit_every_ms's.
-    return round(number("auto_commit_every_s", seconds, -math.inf) * 1000)
 
 
 class Consumer:
@@ -230,8 +216,6 @@ class Consumer:
         self.processor = processor
         self._committer = Committer(client, topic, partition, options, self._fail)
         self._fetcher = PartitionFetcher(client, topic, partition, options)
-        # Where a group's many partitions start, looked up for all at once (by the group).
-        self._start_offsets: StartOffsets | None = None
         self._high_watermark = -1
         self._last_stable_offset = -1
         self._sensors = registry_of(client).shared(ConsumerSensors)
@@ -245,17 +229,21 @@ class Consumer:
         self._ahead = FetchAhead()
         # The response taken for the processor, decoded after a reactor turn.
         self._delivery = Delivery(
-            client.reactor, topic, partition, deserialize, self._pump, self._fail
+            client.reactor, topic, partition, deserialize, lambda: self._pump.run(), self._fail
         )
-        # The processor's Deferred, or a token while it runs synchronously; since when.
-        self._processing: object | None = None
-        self._processing_since = 0.0
-        # Set by a seek during a processor call: the last offset of it that counts.
-        self._seek_cap: int | None = None
-        self._pumping = False
-        self._repump = False
-        # pause(): neither fetch nor deliver until resume().
-        self._paused = False
+        self._pump = Pump(
+            client.reactor,
+            self._ahead,
+            self._delivery,
+            self._committer,
+            options.auto_commit_every_n,
+            running=lambda: self._state is ConsumerState.RUNNING,
+            fetch=lambda: Deferred.fromCoroutine(self._next_records(self._fetch_offset)),
+            fetched=self._fetched,
+            process=self._process,
+            finished=self._processor_done,
+            fail=self._fail,
+        )
 
     def metrics(self) -> dict[MetricName, float]:
         """The consumers' fetch metrics and the client's connection metrics.
@@ -298,7 +286,7 @@ class Consumer:
         A :class:`~afkak.group.ConsumerGroup` compares it with its
         ``max_poll_interval_ms``.
         """
-        return None if self._processing is None else self._processing_since
+        return self._pump.processing_since()
 
     @property
     def high_watermark(self) -> int:
@@ -337,13 +325,13 @@ class Consumer:
     consumer_group = Setting[str | None]("consumer_group", fixed=True)
     commit_metadata = Setting[str | bytes | None]("commit_metadata")
     auto_offset_reset = Setting[int | None]("auto_offset_reset")
-    isolation_level = Setting[str](_isolation_name, fixed=True)
+    isolation_level = Setting[str]("isolation_name", fixed=True)
     auto_commit_every_n = Setting[int]("auto_commit_every_n")
     auto_commit_every_ms = Setting[int]("auto_commit_every_ms")
     auto_commit_every_s = Setting[float](
-        _every_s,
+        "auto_commit_every_s",
         "auto_commit_every_ms",
-        _every_ms,
+        seconds_as_ms,
         doc="afkak 21's name: ``auto_commit_every_ms`` in seconds.",
     )
     retry_init_delay = Setting[float]("retry.init_delay")
@@ -362,6 +350,7 @@ class Consumer:
         self._options = options = resolve(**{**options.arguments(), **changes})
         self._committer.reconfigure(options)
         self._fetcher.reconfigure(options)
+        self._pump.block_size = options.auto_commit_every_n
 
     def set_generation(self, generation_id: int, member_id: str) -> None:
         """Commit as *member_id* of group generation *generation_id* from now on.
@@ -399,7 +388,7 @@ class Consumer:
         self._start_d = start_d
         self._fetch_offset = start_offset
         self._committer.start()
-        self._pump()
+        self._pump.run()
         return start_d
 
     def stop(self) -> int | None:
@@ -435,21 +424,9 @@ class Consumer:
         when no call is under way).  Cancelling that Deferred does not cancel
         the call.
         """
-        processing = self._processing
-        self._processing = None  # _halt() leaves it alone; its result is ignored
+        ended = self._pump.abandon()  # _halt() then leaves the call alone
         self.stop()
-        returned: Deferred[None] = Deferred()
-        if not isinstance(processing, Deferred):
-            returned.callback(None)
-        else:
-
-            def done(result: Any) -> Any:
-                if not returned.called:
-                    returned.callback(None)
-                return result
-
-            processing.addBoth(done)
-        return returned
+        return ended
 
     def shutdown(self) -> Deferred[int | None]:
         """Stop gracefully: let the processor finish, commit (with a group), then stop.
@@ -468,19 +445,14 @@ class Consumer:
         self._transition(ConsumerEvent.SHUTDOWN)
         self._shutdown_d = shutdown_d
         self._committer.pause()
-        self._cancel_fetch()
-        self._drop_fetched()
-        if self._processing is None:
+        self._pump.drop()
+        if self._pump.call is CallState.IDLE:
             self._finish_shutdown()
         return shutdown_d
 
     def _finish_shutdown(self) -> None:
         """The processor is done: commit (with a group), then stop."""
-        if self.consumer_group:
-            d = Deferred.fromCoroutine(self._committer.commit_last())
-        else:
-            d = succeed(None)
-        d.addBoth(self._shut_down)
+        Deferred.fromCoroutine(self._committer.commit_last()).addBoth(self._shut_down)
 
     def _shut_down(self, result: Any) -> None:
         shutdown_d, self._shutdown_d = self._shutdown_d, None
@@ -509,11 +481,7 @@ class Consumer:
         self._sensors.forget(self.topic, self.partition)
         self._start_d = None
         self._shutdown_d = None
-        self._cancel_fetch()
-        self._drop_fetched()
-        processing, self._processing = self._processing, None
-        if isinstance(processing, Deferred):
-            processing.cancel()
+        self._pump.halt()
         self._committer.halt()
 
     def _fail(self, failure: Failure) -> None:
@@ -538,69 +506,18 @@ class Consumer:
 
     # -- fetching and processing -------------------------------------------------
 
-    def _pump(self) -> None:
-        """Hand the buffered response to an idle processor; keep one fetch ahead.
-
-        A response taken for processing frees the buffer, so the next fetch
-        is sent at once; the response is decoded two reactor turns later
-        (:class:`._delivery.Delivery`), once Twisted has written that fetch to
-        the socket, so that the broker prepares the next response meanwhile.
-        Re-entrant calls (a fetch or processor finishing synchronously) only
-        ask the running loop for another round, so the stack stays flat.
-        """
-        if self._pumping:
-            self._repump = True
-            return
-        self._pumping = True
-        try:
-            self._repump = True
-            while self._repump:
-                self._repump = False
-                if self._state is not ConsumerState.RUNNING:
-                    return
-                if self._paused:
-                    return
-                ahead, delivery = self._ahead, self._delivery
-                idle = self._processing is None and delivery.state is DeliveryState.IDLE
-                if idle and ahead.state is SlotState.FILLED:
-                    taken = ahead.take()
-                    if isinstance(taken, Failure):
-                        self._fail(taken)
-                        return
-                    delivery.take(taken)
-                if ahead.state is SlotState.EMPTY:
-                    self._fetch()
-                if self._processing is None and delivery.state is DeliveryState.READY:
-                    self._deliver(delivery.next_block(self._options.auto_commit_every_n))
-        finally:
-            self._pumping = False
-
-    def _fetch(self) -> None:
-        d = Deferred.fromCoroutine(self._next_records(self._fetch_offset))
-        self._ahead.fetching(d)
-        d.addCallbacks(self._fetched, self._fetch_failed, callbackArgs=(d,), errbackArgs=(d,))
-
     async def _next_records(self, offset: int) -> FetchedRecords:
         return await self._fetcher.next_records(await self._resolve(offset))
 
     async def _resolve(self, offset: int) -> int:
         """*offset*, or the offset a special value (committed, earliest, latest) stands for."""
         if offset == OFFSET_COMMITTED:
-            shared, self._start_offsets = self._start_offsets, None
-            start = None if shared is None else await shared.start_of(self.topic_partition)
-            if start is not None:
-                offset, committed = start
-                if committed:
-                    self._committer.last_committed = offset - 1
-                return offset
             offset = await self._committer.committed_offset()
         if offset < 0:
             offset = await self._fetcher.offset_at(offset)
         return offset
 
-    def _fetched(self, fetched: FetchedRecords, d: Deferred[FetchedRecords]) -> None:
-        if not self._ahead.fill(d, fetched):
-            return
+    def _fetched(self, fetched: FetchedRecords) -> None:
         self._fetch_offset = fetched.next_offset
         self._high_watermark = fetched.high_watermark
         self._last_stable_offset = fetched.last_stable_offset
@@ -611,77 +528,18 @@ class Consumer:
             fetched.high_watermark,
             fetched.last_stable_offset,
         )
-        self._pump()
 
-    def _fetch_failed(self, failure: Failure, d: Deferred[FetchedRecords]) -> None:
-        # Held in place of a response: what was fetched before is processed first.
-        if self._ahead.fill(d, failure):  # else cancelled by stop(), seek() or pause()
-            self._pump()
-        return None
-
-    def _drop_fetched(self) -> None:
-        """Forget every fetched message not yet given to the processor."""
-        self._ahead.drop()
-        self._delivery.drop()
-
-    def _cancel_fetch(self) -> None:
-        self._ahead.cancel()
-
-    def _deliver(self, messages: list[SourcedMessage]) -> None:
+    def _process(self, messages: list[SourcedMessage]) -> Any:
         self._sensors.consumed(len(messages))
-        token = self._processing = object()
-        self._processing_since = self.client.reactor.seconds()
-        self._seek_cap = None
-        try:
-            result = self.processor(self, messages)
-        except Exception:
-            if token is self._processing:
-                self._processing = None
-                self._fail(Failure())
-            return
-        first, last, count = messages[0].offset, messages[-1].offset, len(messages)
-        if isinstance(result, Deferred):
-            if token is not self._processing:
-                return  # stopped from within the processor
-            self._processing = result
-            result.addCallbacks(
-                self._processed,
-                self._processor_failed,
-                callbackArgs=(first, last, count, result),
-                errbackArgs=(result,),
-            )
-        else:
-            self._processed(None, first, last, count, token)
+        return self.processor(self, messages)
 
-    def _processed(self, result: Any, first: int, last: int, count: int, token: object) -> Any:
-        if token is not self._processing:
-            return result  # stopped meanwhile: these messages do not count
-        self._processing = None
-        refetch = type(result) is int and result < last
-        done = result if refetch else last
-        cap, self._seek_cap = self._seek_cap, None
-        if cap is not None:
-            # Seeked during the call: the records from the seek target on are
-            # delivered again (or were skipped), so they do not count now.
-            refetch, done = False, min(done, cap)
-        if done == last:
-            self._committer.processed(last, count)
-        elif done >= first:
-            self._committer.processed(done, done - first + 1)
+    def _processor_done(self, refetch_from: int | None) -> None:
         if self._shutdown_d is not None:
             self._finish_shutdown()
-        elif refetch:
-            self._reposition(max(done + 1, first))  # the rest is fetched again
+        elif refetch_from is not None:
+            self._reposition(refetch_from)  # the rest is fetched again
         else:
-            self._pump()
-        return result
-
-    def _processor_failed(self, failure: Failure, token: object) -> None:
-        if token is not self._processing:
-            return None  # cancelled by stop()
-        self._processing = None
-        self._fail(failure)
-        return None
+            self._pump.run()
 
     # -- position control (the Java client's and aiokafka's names) -----------------------
 
@@ -731,30 +589,24 @@ class Consumer:
     def _reposition(self, offset: int) -> None:
         if not self._active():
             raise ValueError(f"{self!r} is not running: pass the offset to start()")
-        self._cancel_fetch()
-        self._drop_fetched()
+        self._pump.seek(offset)
         self._fetch_offset = offset
-        if self._processing is not None:
-            # Of the call under way, only records before a concrete target count.
-            self._seek_cap = offset - 1 if offset >= 0 else -1
-        self._pump()
+        self._pump.run()
 
     def pause(self, *tps: Any) -> None:
         """Stop fetching and delivering (a processor call under way finishes); keeps what
         was fetched.  Holds across :meth:`stop` and :meth:`start` until :meth:`resume`."""
         if self._own_all(tps):
-            self._paused = True
-            self._cancel_fetch()
+            self._pump.pause()
 
     def resume(self, *tps: Any) -> None:
         """Undo :meth:`pause`: fetch and deliver again."""
-        if self._own_all(tps) and self._paused:
-            self._paused = False
-            self._pump()
+        if self._own_all(tps):
+            self._pump.resume()
 
     def paused(self) -> frozenset[TopicAndPartition]:
         """The partitions paused: this consumer's, or none."""
-        return self.assignment() if self._paused else frozenset()
+        return self.assignment() if self._pump.gate is GateState.PAUSED else frozenset()
 
     def position(self, tp: Any) -> Deferred[int]:
         """The offset of the next record the processor will be given.
@@ -766,7 +618,7 @@ class Consumer:
         self._own(tp)
         if not self._active():
             raise ValueError(f"{self!r} is not running")
-        offset = self._next_offset()
+        offset = self._pump.position(self._fetch_offset)
         if offset >= 0:
             return succeed(offset)
         return Deferred.fromCoroutine(self._resolve(offset))
@@ -774,14 +626,7 @@ class Consumer:
     def _start_with(self, lookup: StartOffsets) -> None:
         """Take the committed (or reset) offset from *lookup*, shared with the
         group's other new partitions, at the next ``start(OFFSET_COMMITTED)``."""
-        self._start_offsets = lookup
-
-    def _next_offset(self) -> int:
-        offset = self._delivery.next_offset()
-        if offset is not None:
-            return offset
-        waiting = self._ahead.waiting
-        return self._fetch_offset if waiting is None else waiting.offset
+        self._committer.start_offsets = lookup
 
     def committed(self, tp: Any) -> Deferred[OffsetAndMetadata | None]:
         """The group's committed offset of *tp* and its metadata (None: none committed)."""
@@ -846,8 +691,4 @@ class Consumer:
             return fail(InvalidConsumerGroupError(f"{self!r} has no consumer_group to commit to"))
         if explicit is None:
             return self._committer.commit()
-        if not explicit:
-            return succeed({})
-        [chosen] = explicit.values()
-        d = Deferred.fromCoroutine(self._committer.commit_offset(chosen.offset, chosen.metadata))
-        return d.addCallback(lambda _: explicit)
+        return self._committer.commit_chosen(explicit)

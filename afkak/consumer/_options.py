@@ -8,15 +8,16 @@ there is nothing to auto-commit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any, Generic, Protocol, TypeVar, overload
 
 import attrs
 
-from afkak.client._interlayer import INT32_MAX, integer
+from afkak.client._interlayer import INT32_MAX, integer, number
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, InvalidConsumerGroupError
-from afkak.records.aborted import isolation_level as isolation_level_of
+from afkak.records.aborted import READ_COMMITTED, isolation_level as isolation_level_of
 
 from ._retry import RequestRetries
 
@@ -84,6 +85,16 @@ class Options:
     #: The consumer's rack (KIP-392; "": none).
     client_rack: str = attrs.field(default="", metadata=_from("client_rack"))
 
+    @property
+    def isolation_name(self) -> str:
+        """``isolation_level`` as the constructor takes it."""
+        return "read_committed" if self.isolation == READ_COMMITTED else "read_uncommitted"
+
+    @property
+    def auto_commit_every_s(self) -> float:
+        """afkak 21's ``auto_commit_every_s``."""
+        return self.auto_commit_every_ms / 1000.0
+
     def arguments(self) -> dict[str, Any]:
         """Constructor arguments that :func:`resolve` to these options.
 
@@ -110,6 +121,11 @@ def _argument_paths() -> dict[str, str]:
 #: ``{Options attribute path: constructor argument}``, as the fields declare.
 ARGUMENT_OF: dict[str, str] = _argument_paths()
 _READERS = [(attrgetter(path), argument) for path, argument in ARGUMENT_OF.items()]
+
+
+def seconds_as_ms(seconds: float) -> int:
+    """An ``auto_commit_every_s`` as ``auto_commit_every_ms`` (whose range is checked then)."""
+    return round(number("auto_commit_every_s", seconds, -math.inf) * 1000)
 
 
 def resolve(
