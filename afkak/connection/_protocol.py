@@ -73,12 +73,19 @@ class BrokerProtocol(FramedProtocol):
         self.frames_received = 0
         self.write_paused = False
         self.lost = False
+        self._do_write: Any = None
 
     def connectionMade(self) -> None:
-        set_no_delay = getattr(self.transport, "setTcpNoDelay", None)
+        transport = self.transport
+        set_no_delay = getattr(transport, "setTcpNoDelay", None)
         if set_no_delay is not None:
             set_no_delay(True)
-        self.transport.registerProducer(self, True)
+        # A reactor-driven transport (TCP, UNIX) holds what is written until
+        # the reactor's next iteration polls it writable (twisted#5303); its
+        # own doWrite sends now.  Wrapping transports (TLS, in-memory) lack
+        # it and write as they do.
+        self._do_write = getattr(transport, "doWrite", None)
+        transport.registerProducer(self, True)
 
     def send(self, request: PendingRequest, message: Any) -> int:
         """Write ``message`` for ``request`` at ``request.version``; return the bytes written.
@@ -101,6 +108,20 @@ class BrokerProtocol(FramedProtocol):
                 del unanswered[next(iter(unanswered))]
         self.transport.write(frame)
         return len(frame)
+
+    def flush(self) -> None:
+        """Send what was written now rather than at the reactor's next iteration.
+
+        Saves a request's round trip one reactor iteration (an ``epoll_wait``
+        and the Python around it).  A socket that takes only part keeps the
+        rest buffered, written as the reactor finds it writable; an error is
+        left for the reactor's own write to find, so the connection is lost
+        the usual way.  Only while the connection is open: the reactor's
+        write of a closing transport is what completes its close.
+        """
+        do_write = self._do_write
+        if do_write is not None:
+            do_write()
 
     def forget(self, request: PendingRequest) -> None:
         """Free the pipelining slot of ``request`` (timed out or cancelled); drop its answer."""
