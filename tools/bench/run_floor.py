@@ -29,7 +29,7 @@ from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.protocol import Protocol
 from twisted.internet.task import deferLater
 
-from bench.common import ACKS, Job, Meter, Result, payload, under_reactor
+from bench.common import ACKS, Job, Meter, Result, awaited_in_turn, in_turn, payload, under_reactor
 
 GATHERED = "Deferred per record, gathered"
 SOCKET = "socket"
@@ -146,15 +146,7 @@ def _socket_latency(job: Job) -> Result:
         return answer
 
     _check(round_trip(), job)  # warm-up: the topic is there and led
-    latencies = []
-    clock = time.perf_counter
-    meter = Meter(job)
-    meter.start()
-    for _ in range(job.count):
-        began = clock()
-        round_trip()
-        latencies.append((clock() - began) * 1000)
-    result = meter.stop(len(latencies), tuple(latencies))
+    result = in_turn(job, round_trip)
     _check(round_trip(), job)
     sock.close()
     return result
@@ -196,15 +188,7 @@ async def _twisted_latency(reactor: Any, job: Job) -> Result:
         TCP4ClientEndpoint(reactor, host, port), _RoundTrips(job.variant == TWISTED_NOW)
     )
     _check(await protocol.round_trip(frames.next()), job)  # warm-up
-    latencies = []
-    clock = time.perf_counter
-    meter = Meter(job)
-    meter.start()
-    for _ in range(job.count):
-        began = clock()
-        await protocol.round_trip(frames.next())
-        latencies.append((clock() - began) * 1000)
-    result = meter.stop(len(latencies), tuple(latencies))
+    result = await awaited_in_turn(job, lambda: protocol.round_trip(frames.next()))
     _check(await protocol.round_trip(frames.next()), job)
     protocol.tcp.loseConnection()
     return result
