@@ -638,7 +638,7 @@ class BrokerConnection:
                 wrote = True
         finally:
             self._pumping = False
-        if wrote and protocol is not None and self._protocol is protocol:
+        if wrote and protocol is not None:
             protocol.flush()  # the requests of this pump in one send, in this turn
 
     def _send(self, protocol: BrokerProtocol, request: PendingRequest) -> None:

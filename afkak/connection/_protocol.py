@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from twisted.internet.interfaces import IPushProducer
+from twisted.internet.interfaces import IPushProducer, IWriteDescriptor
 from twisted.internet.protocol import connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -73,7 +73,7 @@ class BrokerProtocol(FramedProtocol):
         self.frames_received = 0
         self.write_paused = False
         self.lost = False
-        self._do_write: Any = None
+        self._descriptor: Any = None
 
     def connectionMade(self) -> None:
         transport = self.transport
@@ -82,9 +82,10 @@ class BrokerProtocol(FramedProtocol):
             set_no_delay(True)
         # A reactor-driven transport (TCP, UNIX) holds what is written until
         # the reactor's next iteration polls it writable (twisted#5303); its
-        # own doWrite sends now.  Wrapping transports (TLS, in-memory) lack
-        # it and write as they do.
-        self._do_write = getattr(transport, "doWrite", None)
+        # own doWrite sends now.  Wrapping transports (TLS, in-memory) are
+        # no write descriptors and write as they do.
+        if IWriteDescriptor.providedBy(transport):
+            self._descriptor = transport
         transport.registerProducer(self, True)
 
     def send(self, request: PendingRequest, message: Any) -> int:
@@ -116,12 +117,12 @@ class BrokerProtocol(FramedProtocol):
         and the Python around it).  A socket that takes only part keeps the
         rest buffered, written as the reactor finds it writable; an error is
         left for the reactor's own write to find, so the connection is lost
-        the usual way.  Only while the connection is open: the reactor's
+        the usual way.  Not once the transport is closing: the reactor's
         write of a closing transport is what completes its close.
         """
-        do_write = self._do_write
-        if do_write is not None:
-            do_write()
+        descriptor = self._descriptor
+        if descriptor is not None and not descriptor.disconnecting:
+            descriptor.doWrite()  # looked up now: an aborted transport's is a no-op
 
     def forget(self, request: PendingRequest) -> None:
         """Free the pipelining slot of ``request`` (timed out or cancelled); drop its answer."""

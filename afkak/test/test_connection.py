@@ -14,7 +14,7 @@ from typing import Any
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.internet.error import ConnectionDone, ConnectionRefusedError
-from twisted.internet.interfaces import IStreamClientEndpoint
+from twisted.internet.interfaces import IStreamClientEndpoint, IWriteDescriptor
 from twisted.internet.task import Clock
 from twisted.logger import capturedLogs
 from twisted.python.failure import Failure
@@ -155,6 +155,7 @@ class ClientTransport(iosim.FakeTransport):
         self.reading_paused = False
 
 
+@implementer(IWriteDescriptor)
 class DescriptorTransport(ClientTransport):
     """As Twisted's TCP transport: ``write`` holds bytes until ``doWrite`` sends them.
 
