@@ -35,10 +35,13 @@ assigned to one consumer; "fetch req/s" counts each client's Fetch requests
 (afkak's per-broker fetchers, librdkafka's statistics, aiokafka's sends).
 afkak's consumers also run without the compiled record code
 (AFKAK_NO_EXTENSIONS=1, "pure Python").
-The "floor" client (issue 39, tools/bench/run_floor.py) sends nothing: a
-Twisted Deferred per record created, fired and gathered, beside afkak's
-gathered ``send()`` row.  The Java client's latency rows run
-tools/bench/ProducerLatency.java (send(), then Future.get(), in turn).
+The "floor" client (issue 39, tools/bench/run_floor.py) sends nothing in the
+produce workload: a Twisted Deferred per record created, fired and gathered,
+beside afkak's gathered ``send()`` row; in the latency workload it writes one
+pre-encoded Produce request and reads its answer in turn, over a blocking
+socket or a bare Twisted protocol (the broker's round trip without a client).
+The Java client's latency rows run tools/bench/ProducerLatency.java (send(),
+then Future.get(), in turn).
 
 ``--clients afkak,afkak-nometrics`` measures afkak beside itself with its
 metrics recording switched off (every sensor's record a no-op): the cost of

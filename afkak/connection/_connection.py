@@ -620,8 +620,9 @@ class BrokerConnection:
         if self._pumping:
             return  # a callback of a request being written queued another one
         self._pumping = True
+        protocol = self._protocol
+        wrote = False
         try:
-            protocol = self._protocol
             queue = self._queue
             limit = self._max_in_flight
             while (
@@ -634,8 +635,11 @@ class BrokerConnection:
                 and len(protocol.in_flight) < limit
             ):
                 self._send(protocol, queue.popleft())
+                wrote = True
         finally:
             self._pumping = False
+        if wrote and protocol is not None:
+            protocol.flush()  # the requests of this pump in one send, in this turn
 
     def _send(self, protocol: BrokerProtocol, request: PendingRequest) -> None:
         try:

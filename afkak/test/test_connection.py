@@ -14,7 +14,7 @@ from typing import Any
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.internet.error import ConnectionDone, ConnectionRefusedError
-from twisted.internet.interfaces import IStreamClientEndpoint
+from twisted.internet.interfaces import IStreamClientEndpoint, IWriteDescriptor
 from twisted.internet.task import Clock
 from twisted.logger import capturedLogs
 from twisted.python.failure import Failure
@@ -155,14 +155,49 @@ class ClientTransport(iosim.FakeTransport):
         self.reading_paused = False
 
 
+@implementer(IWriteDescriptor)
+class DescriptorTransport(ClientTransport):
+    """As Twisted's TCP transport: ``write`` holds bytes until ``doWrite`` sends them.
+
+    The reactor calls ``doWrite`` at its next iteration (:meth:`Network.flush`
+    does, counting those in :attr:`reactor_writes`); a protocol may call it
+    first.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.held: list[bytes] = []
+        self.sends: list[bytes] = []
+        self.reactor_writes = 0
+        self.written_while_closing = False
+
+    def write(self, data: bytes) -> None:
+        self.held.append(data)
+
+    def doWrite(self) -> None:
+        if self.disconnecting:
+            # Twisted's doWrite of a closing transport returns what the reactor
+            # needs to finish the close: a protocol's call would lose it.
+            self.written_while_closing = True
+        self.reactor_write()
+
+    def reactor_write(self) -> None:
+        if self.held:
+            data = b"".join(self.held)
+            self.held = []
+            self.sends.append(data)
+            self.stream.append(data)  # what a closing transport holds is still sent
+
+
 class Network:
     """In-memory TCP between BrokerConnections and fake brokers, moved by iosim pumps."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, transport: type[ClientTransport] = ClientTransport) -> None:
         self.clock = clock
         self.servers: dict[tuple[str, int], KafkaServerFactory] = {}
         self.pumps: list[iosim.IOPump] = []
         self.transports: list[ClientTransport] = []
+        self.transport_class = transport
 
     def serve(
         self, handle: Any, host: str = "broker", port: int = 9092, **kwargs: Any
@@ -179,7 +214,7 @@ class Network:
         if server is None:
             return fail(ConnectionRefusedError(host, port))
         client = factory.buildProtocol(None)
-        transport = ClientTransport(client, isServer=False)
+        transport = self.transport_class(client, isServer=False)
         server_transport = iosim.FakeTransport(server, isServer=True)
         self.pumps.append(iosim.connect(server, server_transport, client, transport, greet=False))
         self.transports.append(transport)
@@ -187,6 +222,10 @@ class Network:
 
     def flush(self) -> None:
         for _ in range(1000):
+            for transport in self.transports:  # the reactor's iteration writes what is held
+                if isinstance(transport, DescriptorTransport) and transport.held:
+                    transport.reactor_writes += 1
+                    transport.reactor_write()
             if not any([pump.pump() for pump in self.pumps]):
                 return
         raise AssertionError("the network never went quiet")
@@ -758,6 +797,53 @@ class PipeliningTests(ConnectionTestCase):
         d = connection.request(metadata("next"))
         self.net.flush()
         self.assert_answered(d, "next")
+
+
+class WriteNowTests(ConnectionTestCase):
+    """Issue 39: a request is sent in the turn it is written, not at the reactor's next
+    iteration (Twisted's TCP transport holds writes until then: twisted#5303)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.net = Network(self.clock, DescriptorTransport)
+        self.server = self.net.serve(self.broker)
+
+    def test_request_sent_in_its_turn(self) -> None:
+        connection = self.ready()
+        transport = self.net.transport
+        assert isinstance(transport, DescriptorTransport)
+        reactor_writes = transport.reactor_writes
+        d = connection.request(metadata("now"))
+        self.assertEqual(transport.held, [])
+        self.assertEqual(len(transport.sends), 2)  # ApiVersions, then this request
+        self.net.flush()
+        self.assert_answered(d, "now")
+        self.assertEqual(transport.reactor_writes, reactor_writes)
+
+    def test_requests_of_one_pump_sent_together(self) -> None:
+        connection = self.connection()
+        ds = [connection.request(metadata(name)) for name in "abc"]
+        self.net.flush()  # connects; the ApiVersions answer makes it ready: one pump writes all
+        transport = self.net.transport
+        assert isinstance(transport, DescriptorTransport)
+        self.assertEqual(len(transport.sends), 2)
+        self.assertEqual(transport.reactor_writes, 1)  # ApiVersions' alone
+        self.assertEqual(self.broker.topics(), [["a"], ["b"], ["c"]])
+        for name, d in zip("abc", ds, strict=True):
+            self.assert_answered(d, name)
+
+    def test_closed_while_writing_leaves_the_close_to_the_reactor(self) -> None:
+        """A request's callback closing the connection as a pump writes it."""
+        connection = self.connection()
+        closed: list[Deferred[None]] = []
+        written = connection.request(metadata("last"), expect_response=False)
+        written.addCallback(lambda _: closed.append(connection.close()))
+        self.net.flush()  # ready: the pump writes "last", whose callback closes
+        transport = self.net.transport
+        assert isinstance(transport, DescriptorTransport)
+        self.assertFalse(transport.written_while_closing)
+        self.assertEqual(self.broker.topics(), [["last"]])
+        self.assertIsNone(self.successResultOf(closed[0]))
 
 
 class TimeoutTests(ConnectionTestCase):

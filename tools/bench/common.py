@@ -9,7 +9,7 @@ from __future__ import annotations
 import cProfile
 import resource
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import attrs
@@ -88,6 +88,32 @@ class Meter:
             self._profiler.dump_stats(self._job.profile)
         check_count(count, self._job)
         return Result(count, count * self._job.size, wall, cpu, latencies_ms, fetches)
+
+
+def in_turn(job: Job, round_trip: Callable[[], object]) -> Result:
+    """The latency workload: ``round_trip()`` timed ``job.count`` times, one after another."""
+    latencies = []
+    clock = time.perf_counter
+    meter = Meter(job)
+    meter.start()
+    for _ in range(job.count):
+        began = clock()
+        round_trip()
+        latencies.append((clock() - began) * 1000)
+    return meter.stop(len(latencies), tuple(latencies))
+
+
+async def awaited_in_turn(job: Job, round_trip: Callable[[], Awaitable[object]]) -> Result:
+    """:func:`in_turn` for a round trip that is awaited."""
+    latencies = []
+    clock = time.perf_counter
+    meter = Meter(job)
+    meter.start()
+    for _ in range(job.count):
+        began = clock()
+        await round_trip()
+        latencies.append((clock() - began) * 1000)
+    return meter.stop(len(latencies), tuple(latencies))
 
 
 def payload(size: int) -> bytes:

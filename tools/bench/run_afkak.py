@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -18,6 +17,7 @@ from bench.common import (
     Job,
     Meter,
     Result,
+    awaited_in_turn,
     list_length,
     payload,
     under_reactor,
@@ -194,15 +194,7 @@ async def _latency(reactor: Any, job: Job) -> Result:
         args: tuple[Any, ...] = (topic, value)
     else:
         send, args = producer.send_messages, (topic, None, [value])
-    latencies = []
-    clock = time.perf_counter
-    meter = Meter(job)
-    meter.start()
-    for _ in range(job.count):
-        began = clock()
-        await send(*args)
-        latencies.append((clock() - began) * 1000)
-    result = meter.stop(len(latencies), tuple(latencies))
+    result = await awaited_in_turn(job, lambda: send(*args))
     await producer.stop()
     await client.close()
     return result

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from typing import Any
 
-from bench.common import BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
+from bench.common import (
+    BATCH_SIZE,
+    FETCH_BYTES,
+    LINGER_MS,
+    Job,
+    Meter,
+    Result,
+    awaited_in_turn,
+    payload,
+)
 
 #: Throughput also runs without aiokafka's Cython record code ("pure Python"), which
 #: aiokafka skips when AIOKAFKA_NO_EXTENSIONS is set: the comparison among pure-Python clients.
@@ -120,14 +128,10 @@ async def _latency(job: Job) -> Result:
     producer = await _producer(job, 0)
     value = payload(job.size)
     topic, send = job.topic, producer.send
-    latencies = []
-    clock = time.perf_counter
-    meter = Meter(job)
-    meter.start()
-    for _ in range(job.count):
-        began = clock()
-        await (await send(topic, value))
-        latencies.append((clock() - began) * 1000)
-    result = meter.stop(len(latencies), tuple(latencies))
+
+    async def acknowledged() -> object:
+        return await (await send(topic, value))
+
+    result = await awaited_in_turn(job, acknowledged)
     await producer.stop()
     return result

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import attrs
 
-from bench.common import BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
+from bench.common import BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, in_turn, payload
 
 READ_VALUES = "consume(10000) + value()"
 UNREAD = "consume(10000), values unread"
@@ -131,12 +130,4 @@ def _latency(job: Job) -> Result:
     producer = _producer(job, 0)
     _delivered(producer, job.topic, b"warm-up")
     value = payload(job.size)
-    latencies = []
-    clock = time.perf_counter
-    meter = Meter(job)
-    meter.start()
-    for _ in range(job.count):
-        began = clock()
-        _delivered(producer, job.topic, value)
-        latencies.append((clock() - began) * 1000)
-    return meter.stop(len(latencies), tuple(latencies))
+    return in_turn(job, lambda: _delivered(producer, job.topic, value))

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from bench.common import BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, payload
+from bench.common import BATCH_SIZE, FETCH_BYTES, LINGER_MS, Job, Meter, Result, in_turn, payload
 
 VARIANTS = {"produce": ("send",), "consume": ("poll",), "latency": ("send+get",)}
 
@@ -71,14 +70,6 @@ def _latency(job: Job) -> Result:
     producer = _producer(job, 0)
     value = payload(job.size)
     topic, send = job.topic, producer.send
-    latencies = []
-    clock = time.perf_counter
-    meter = Meter(job)
-    meter.start()
-    for _ in range(job.count):
-        began = clock()
-        send(topic, value).get(timeout=30)
-        latencies.append((clock() - began) * 1000)
-    result = meter.stop(len(latencies), tuple(latencies))
+    result = in_turn(job, lambda: send(topic, value).get(timeout=30))
     producer.close()
     return result
