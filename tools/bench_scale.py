@@ -163,8 +163,8 @@ def afkak_worker(job: dict[str, Any]) -> dict[str, Any]:
 
 class Collections:
     """The cyclic GC's collections in a block (``gc.callbacks``): count and CPU seconds
-    (the collecting thread's) per generation; *mode* "freeze" or "off" (a diagnostic) freezes the heap set up before
-    the block, or turns the collector off, for the block."""
+    (the collecting thread's) per generation.  *mode* "freeze" or "off" (a diagnostic)
+    freezes the heap set up before the block, or turns the collector off, for it."""
 
     def __init__(self, mode: str) -> None:
         self._mode = mode

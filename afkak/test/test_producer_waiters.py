@@ -26,13 +26,13 @@ from twisted.internet.defer import (
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
-from afkak.common import CorruptMessage, ProduceResponse
-from afkak.producer import RecordMetadata, _batch, _waiters
+from afkak.common import CancelledError as AfkakCancelledError, CorruptMessage, ProduceResponse
+from afkak.producer import Producer, RecordMetadata, _batch, _waiters
 from afkak.producer._deferred import SendDeferred
 from afkak.producer._result import record_metadata
 from afkak.records import gc_pause
 
-from .test_producer import PRODUCE, ProducerTestCase
+from .test_producer import METADATA, PRODUCE, ProducerTestCase
 
 
 def _compiled() -> None:
@@ -119,6 +119,36 @@ class WaitingSendsTests(ProducerTestCase):
         ds += [producer.send("t", b"r") for _ in range(1000)]
         self.assertLess(len(gc.get_objects()) - before, 50)  # not 2 per send
         self.assertEqual(self.succeed(ds[-1]).offset, 2000)
+
+    def test_sends_waiting_for_metadata_add_nothing_the_collector_scans(self) -> None:
+        """A producer's first sends wait for their topic's metadata (thousands of them
+        in issue 39's 50 + 50 clients): untracked, as in their batch later."""
+        _compiled()
+        producer = self.producer(linger_ms=10)
+        self.cluster.delay(METADATA, 1.0)
+        first = producer.send("t", b"first")
+        self.clock.advance(0.01)
+        before = len(gc.get_objects())
+        ds = [producer.send("t", b"r") for _ in range(1000)]
+        self.assertLess(len(gc.get_objects()) - before, 50)  # not 4 per send
+        messages = producer.send_messages("t", None, [b"v"])  # (its list is the caller's)
+        self.assertFalse(gc.is_tracked(messages))
+        self.assertEqual(self.succeed(first).offset, 0)
+        self.assertEqual(self.succeed(ds[-1]).offset, 1000)
+        self.assertEqual(self.succeed(messages).offset, 1001)
+
+    def test_a_send_refused_while_it_waits_is_tracked_again(self) -> None:
+        _compiled()
+        producer = Producer(self.client)
+        self.cluster.delay(METADATA, 1.0)
+        d = producer.send("t", b"a")
+        self.clock.advance(0.01)
+        self.assertFalse(gc.is_tracked(d))
+        self.successResultOf(producer.stop())
+        self.assertTrue(gc.is_tracked(d))
+        self.failureResultOf(d, AfkakCancelledError)
+        self.successResultOf(self.client.close())
+        self.clock.advance(1.0)
 
     def test_record_metadata_is_never_scanned_by_the_collector(self) -> None:
         """What send() fires with holds a str and ints: gathered by the thousand, it
