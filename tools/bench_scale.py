@@ -52,7 +52,7 @@ backlog; afkak's new groups read it by default).  Workloads (--workloads):
   count records produced plus consumed; CPU, peak RSS and threads.
 
 --profile runs afkak's consume and many variants once each under cProfile
-instead.  --gc freeze or off (a diagnostic) runs afkak's many variants with the
+instead.  --gc freeze or off (a diagnostic) runs the many variants with the
 heap set up before the run frozen, or the cyclic GC off; the many rows show the
 collector's seconds and full collections (``gc.callbacks``) either way.
 
@@ -618,7 +618,7 @@ def _confluent_many(job: dict[str, Any]) -> dict[str, Any]:
         consumers.append(consumer)
     produced, consumed = [0] * pairs, [0] * pairs
     sent: list[list[Any]] = [[] for _ in range(pairs)]
-    with Collections("on") as collections:
+    with Collections(job.get("gc", "on")) as collections:
         cpu, wall = cpu_seconds(), time.perf_counter()
         while sum(consumed) < each * pairs:
             moved = 0
@@ -909,7 +909,7 @@ def main() -> None:
         "--profile", action="store_true", help="cProfile afkak's consume and many variants"
     )
     parser.add_argument(
-        "--gc", choices=["on", "freeze", "off"], default="on", help="afkak's many runs' GC"
+        "--gc", choices=["on", "freeze", "off"], default="on", help="the many runs' GC"
     )
     parser.add_argument("--top", type=int, default=30, help="functions shown per profile")
     args = parser.parse_args()
