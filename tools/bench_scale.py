@@ -42,16 +42,23 @@ backlog; afkak's new groups read it by default).  Workloads (--workloads):
   topics 2k and 2k+1 while consumer k reads their 20 partitions from their
   ends before the run (assigned, no group; afkak ``seek``s there).  afkak:
   each on its own ``KafkaClient``, one reactor, ``send()`` gathered and
-  ``getmany()``; confluent-kafka: the 2 x
+  ``getmany()``, and a bulk variant with ``send_records`` (a call and a
+  Deferred per topic every 100 records, gathered); confluent-kafka: the 2 x
   pairs client objects polled in turn by one thread (``produce`` + ``poll(0)``,
-  ``consume(1000, 0)``; 1 ms sleep after a pass that moved nothing).  Records/s
+  ``consume(1000, 0)``; 1 ms sleep after a pass that moved nothing), and a
+  variant creating a Twisted Deferred per ``produce``, fired by its delivery
+  report and gathered (what a Twisted application would use instead of
+  ``send()``).  Ratios are to the first, raw confluent-kafka row.  Records/s
   count records produced plus consumed; CPU, peak RSS and threads.
 
---profile runs afkak's consume variants once each under cProfile instead.
+--profile runs afkak's consume and many variants once each under cProfile
+instead.  --gc freeze or off (a diagnostic) runs the many variants with the
+heap set up before the run frozen, or the cyclic GC off; the many rows show the
+collector's seconds and full collections (``gc.callbacks``) either way.
 
 Usage: python tools/bench_scale.py [--rounds R] [--workloads metadata,produce,consume,memory,many]
        [--count N] [--consume-count N] [--idle N] [--pairs N] [--many-count N]
-       [--bootstrap HOST:PORT] [--rst FILE] [--profile]
+       [--bootstrap HOST:PORT] [--rst FILE] [--profile] [--gc on|freeze|off]
 """
 
 from __future__ import annotations
@@ -67,6 +74,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,14 +95,14 @@ AFKAK_VARIANTS = {
     "produce": ("defaults send+gather", "defaults send_messages"),
     "consume": ("KafkaConsumer subscribe+getmany", "ConsumerGroup processor"),
     "memory": ("KafkaClient",),
-    "many": ("send+gather, getmany",),
+    "many": ("send+gather, getmany", "send_records, getmany"),
 }
 CONFLUENT_VARIANTS = {
     "metadata": ("list_topics",),
     "produce": ("defaults produce+poll",),
     "consume": ("subscribe+consume+value()",),
     "memory": ("Producer",),
-    "many": ("produce+poll, consume",),
+    "many": ("produce+poll, consume", "produce+poll+Deferred, consume"),
 }
 
 
@@ -151,6 +159,70 @@ def afkak_worker(job: dict[str, Any]) -> dict[str, Any]:
     reactor.callWhenRunning(go)
     reactor.run(installSignalHandlers=False)  # type: ignore[attr-defined]
     return out
+
+
+class Collections:
+    """The cyclic GC's collections in a block (``gc.callbacks``): count and CPU seconds
+    (the collecting thread's) per generation.  *mode* "freeze" or "off" (a diagnostic)
+    freezes the heap set up before the block, or turns the collector off, for it."""
+
+    def __init__(self, mode: str) -> None:
+        self._mode = mode
+        self._count = [0, 0, 0]
+        self._seconds = [0.0, 0.0, 0.0]
+        self._started = 0.0
+
+    def _note(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            generation = info["generation"]
+            self._count[generation] += 1
+            self._seconds[generation] += time.thread_time() - self._started
+
+    def __enter__(self) -> Collections:
+        import gc
+
+        gc.collect()
+        if self._mode == "freeze":
+            gc.freeze()
+        elif self._mode == "off":
+            gc.disable()
+        gc.callbacks.append(self._note)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import gc
+
+        gc.callbacks.remove(self._note)
+        gc.enable()
+        gc.unfreeze()
+
+    def summary(self) -> dict[str, Any]:
+        """Collections per generation, their seconds, and the totals."""
+        return {
+            "gc_collections": self._count,
+            "gc_seconds": self._seconds,
+            "gc_s": sum(self._seconds),
+            "gc_full": self._count[2],
+        }
+
+
+class Profiled:
+    """cProfile over a block, its stats written to *path*; nothing if *path* is None."""
+
+    def __init__(self, path: str | None) -> None:
+        self._path = path
+        self._profiler = cProfile.Profile() if path else None
+
+    def __enter__(self) -> None:
+        if self._profiler is not None:
+            self._profiler.enable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._profiler is not None:
+            self._profiler.disable()
+            self._profiler.dump_stats(self._path)
 
 
 def _client(job: dict[str, Any]) -> Any:
@@ -333,7 +405,7 @@ async def _afkak_memory(reactor: Any, job: dict[str, Any], out: dict[str, Any]) 
 
 
 async def _afkak_many(reactor: Any, job: dict[str, Any], out: dict[str, Any]) -> None:
-    from twisted.internet.defer import gatherResults
+    from twisted.internet.defer import ensureDeferred, gatherResults
 
     from afkak import KafkaConsumer
     from afkak.producer import Producer
@@ -344,11 +416,20 @@ async def _afkak_many(reactor: Any, job: dict[str, Any], out: dict[str, Any]) ->
     producer_clients = [_client(job) for _ in range(pairs)]
     consumer_clients = [_client(job) for _ in range(pairs)]
     producers = [Producer(c) for c in producer_clients]
-    cpu, wall = cpu_seconds(), time.perf_counter()
+    bulk = job["variant"].startswith("send_records")
 
     async def produce(k: int) -> None:
-        mine, send = names[2 * k : 2 * k + 2], producers[k].send
-        sent = []
+        mine, producer = names[2 * k : 2 * k + 2], producers[k]
+        send, sent = producer.send, []
+        if bulk:  # the same records, a call (and a Deferred) per topic every 100
+            for start in range(0, each, 100):
+                n = min(100, each - start)
+                for t, share in ((mine[0], (n + 1) // 2), (mine[1], n // 2)):
+                    if share:
+                        sent.append(producer.send_records(t, [value] * share))
+                await _turn(reactor)
+            await gatherResults(sent, consumeErrors=True)
+            return
         for i in range(each):
             sent.append(send(mine[i % 2], value))
             if i % 100 == 99:
@@ -367,17 +448,18 @@ async def _afkak_many(reactor: Any, job: dict[str, Any], out: dict[str, Any]) ->
             seen += sum(len(records) for records in batches.values())
         await consumer.close()
 
-    from twisted.internet.defer import ensureDeferred
-
-    await gatherResults(
-        [ensureDeferred(consume(k)) for k in range(pairs)]
-        + [ensureDeferred(produce(k)) for k in range(pairs)]
-    )
-    out["cpu"], out["wall"], out["count"] = (
-        cpu_seconds() - cpu,
-        time.perf_counter() - wall,
-        2 * each * pairs,
-    )
+    with Collections(job.get("gc", "on")) as collections, Profiled(job.get("profile")):
+        cpu, wall = cpu_seconds(), time.perf_counter()
+        await gatherResults(
+            [ensureDeferred(consume(k)) for k in range(pairs)]
+            + [ensureDeferred(produce(k)) for k in range(pairs)]
+        )
+        out["cpu"], out["wall"], out["count"] = (
+            cpu_seconds() - cpu,
+            time.perf_counter() - wall,
+            2 * each * pairs,
+        )
+    out.update(collections.summary())
     out["peak_rss"], out["threads"], out["sockets"] = peak_rss_bytes(), threads(), sockets()
     for producer in producers:
         await producer.stop()
@@ -405,10 +487,10 @@ def _confluent_metadata(job: dict[str, Any]) -> dict[str, Any]:
     return {"metadata_cpu_ms": statistics.median(cpus) * 1000}
 
 
-def _produce_one(producer: Any, topic: str, value: bytes) -> None:
+def _produce_one(producer: Any, topic: str, value: bytes, on_delivery: Any = None) -> None:
     while True:
         try:
-            producer.produce(topic, value)
+            producer.produce(topic, value, on_delivery=on_delivery)
             break
         except BufferError:  # queue.buffering.max.messages reached: wait for acks
             producer.poll(0.001)
@@ -504,12 +586,22 @@ def _confluent_memory(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _deliver(d: Any, err: Any, message: Any) -> None:
+    """A delivery report fires its record's Deferred (the Deferred-per-delivery variant)."""
+    if err is None:
+        d.callback(message)
+    else:
+        d.errback(RuntimeError(str(err)))
+
+
 def _confluent_many(job: dict[str, Any]) -> dict[str, Any]:
     import confluent_kafka
+    from twisted.internet.defer import Deferred, gatherResults
 
     names, pairs, bootstrap = topics(job["prefix"]), job["pairs"], job["bootstrap"]
     each = job["count"] // pairs
     value = payload(SIZE)
+    deferreds = "Deferred" in job["variant"]
     producers = [confluent_kafka.Producer({"bootstrap.servers": bootstrap}) for _ in range(pairs)]
     consumers = []
     for k in range(pairs):
@@ -525,29 +617,42 @@ def _confluent_many(job: dict[str, Any]) -> dict[str, Any]:
         )
         consumers.append(consumer)
     produced, consumed = [0] * pairs, [0] * pairs
-    cpu, wall = cpu_seconds(), time.perf_counter()
-    while sum(consumed) < each * pairs:
-        moved = 0
-        for k, producer in enumerate(producers):
-            mine = names[2 * k : 2 * k + 2]
-            for i in range(produced[k], min(each, produced[k] + 100)):
-                _produce_one(producer, mine[i % 2], value)
-                moved += 1
-            produced[k] = min(each, produced[k] + 100)
-            producer.poll(0)
-        for k, consumer in enumerate(consumers):
-            if consumed[k] < each:
-                for message in consumer.consume(1000, 0):
-                    if message.error() is None:
-                        message.value()
-                        consumed[k] += 1
-                        moved += 1
-        if not moved:
-            time.sleep(0.001)
-    for producer in producers:
-        if producer.flush(60):
-            raise RuntimeError("flush timed out")
-    out = {"cpu": cpu_seconds() - cpu, "wall": time.perf_counter() - wall}
+    sent: list[list[Any]] = [[] for _ in range(pairs)]
+    with Collections(job.get("gc", "on")) as collections:
+        cpu, wall = cpu_seconds(), time.perf_counter()
+        while sum(consumed) < each * pairs:
+            moved = 0
+            for k, producer in enumerate(producers):
+                mine = names[2 * k : 2 * k + 2]
+                for i in range(produced[k], min(each, produced[k] + 100)):
+                    if deferreds:  # as a Twisted application would: one per delivery
+                        d: Deferred[Any] = Deferred()
+                        sent[k].append(d)
+                        _produce_one(producer, mine[i % 2], value, partial(_deliver, d))
+                    else:
+                        _produce_one(producer, mine[i % 2], value)
+                    moved += 1
+                produced[k] = min(each, produced[k] + 100)
+                producer.poll(0)
+            for k, consumer in enumerate(consumers):
+                if consumed[k] < each:
+                    for message in consumer.consume(1000, 0):
+                        if message.error() is None:
+                            message.value()
+                            consumed[k] += 1
+                            moved += 1
+            if not moved:
+                time.sleep(0.001)
+        for producer in producers:
+            if producer.flush(60):
+                raise RuntimeError("flush timed out")
+        failures = []
+        for mine in sent:  # every delivery reported by flush(): each gathering fires at once
+            gatherResults(mine, consumeErrors=True).addErrback(failures.append)
+        if failures:
+            raise RuntimeError(f"delivery failed: {failures[0]}")
+        out = {"cpu": cpu_seconds() - cpu, "wall": time.perf_counter() - wall}
+    out.update(collections.summary())
     out.update(count=2 * each * pairs, peak_rss=peak_rss_bytes(), threads=threads())
     out["sockets"] = sockets()
     for consumer in consumers:
@@ -682,6 +787,8 @@ COLUMNS = {
         ("peak RSS MiB", "peak_rss", 1 / 2**20, "{:.0f}"),
         ("threads", "threads", 1, "{:.0f}"),
         ("sockets", "sockets", 1, "{:.0f}"),
+        ("GC s", "gc_s", 1, "{:.2f}"),
+        ("full GCs", "gc_full", 1, "{:.0f}"),
     ],
 }
 
@@ -703,7 +810,11 @@ def rows(runs: list[dict[str, Any]]) -> list[list[str]]:
             median([r["cpu"] / r["count"] * 1e6 for r in good]),
             median([r["count"] / r["cpu"] for r in good]),
         )
-    reference = {w: medians[w, c, v] for w, c, v in medians if c == "confluent-kafka"}
+    reference = {  # each workload's first confluent-kafka variant (raw, no Deferred)
+        w: medians[w, "confluent-kafka", CONFLUENT_VARIANTS[w][0]]
+        for w in {w for w, _, _ in medians}
+        if (w, "confluent-kafka", CONFLUENT_VARIANTS[w][0]) in medians
+    }
     table = []
     for (workload, client, variant), mine in keys.items():
         good = [r for r in mine if "error" not in r]
@@ -776,6 +887,7 @@ def jobs(args: argparse.Namespace, workload: str, prefixes: dict[str, str]) -> l
                     "count": count,
                     "pairs": args.pairs,
                     "prefix": prefixes.get(workload, prefixes["scale"]),
+                    "gc": args.gc,
                 }
             )
     return out
@@ -794,7 +906,10 @@ def main() -> None:
     parser.add_argument("--bootstrap", help="use this broker instead of starting Kafka")
     parser.add_argument("--rst", metavar="FILE", help="write the table as reStructuredText")
     parser.add_argument(
-        "--profile", action="store_true", help="cProfile afkak's consume variants instead"
+        "--profile", action="store_true", help="cProfile afkak's consume and many variants"
+    )
+    parser.add_argument(
+        "--gc", choices=["on", "freeze", "off"], default="on", help="the many runs' GC"
     )
     parser.add_argument("--top", type=int, default=30, help="functions shown per profile")
     args = parser.parse_args()
@@ -862,17 +977,20 @@ def profile(
     broker: Topics, args: argparse.Namespace, loads: list[str], prefixes: dict[str, str]
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        for n, job in enumerate(jobs(args, "consume", prefixes)):
-            if job["client"] != "afkak":
-                continue
-            job.update(bootstrap=broker.bootstrap, group=f"g-{os.getpid()}-profile-{n}")
-            job["profile"] = os.path.join(tmp, f"{n}.prof")
-            result = run_job(job)
-            print(f"\n=== afkak ({job['variant']}) consume: {result}")
-            if os.path.exists(job["profile"]):
-                stats = pstats.Stats(job["profile"])
-                stats.sort_stats("tottime").print_stats(args.top)
-                stats.sort_stats("cumulative").print_stats(args.top)
+        for workload in [w for w in ("consume", "many") if w in loads]:
+            for n, job in enumerate(jobs(args, workload, prefixes)):
+                if job["client"] != "afkak":
+                    continue
+                job.update(bootstrap=broker.bootstrap, group=f"g-{os.getpid()}-profile-{n}")
+                job["profile"] = os.path.join(tmp, f"{workload}-{n}.prof")
+                if workload == "many":
+                    job["ends"] = broker.ends(job["prefix"])
+                result = run_job(job)
+                print(f"\n=== afkak ({job['variant']}) {workload}: {result}")
+                if os.path.exists(job["profile"]):
+                    stats = pstats.Stats(job["profile"])
+                    stats.sort_stats("tottime").print_stats(args.top)
+                    stats.sort_stats("cumulative").print_stats(args.top)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from ._options import Options
 from ._partition import PartitionState, TopicState
 from ._split import joined, pieces, split_batch, values_size
 from ._transaction import TransactionManager
-from ._waiters import untrack as _untrack
+from ._waiters import track_all as _track_all, untrack as _untrack
 
 log = Logger()
 NEVER = float("inf")
@@ -375,6 +375,13 @@ class RecordAccumulator:
         :attr:`placer` routes it.  Returns what the caller gets (``pending.d``)."""
         if self._stopped:
             return fail(ClientError("the producer has been stopped"))
+        if pending.kind != RECORDS and _untrack is not None:
+            # Waiting (for metadata, or space) untracked, as in its batch later:
+            # a producer's first sends, before its topics' metadata, can number
+            # thousands, and would feed the full collections.  refuse() shows
+            # it again; a placed one goes on into its batch.
+            _untrack(pending.d)
+            _untrack(pending)
         now = pending.since = self._seconds()
         if pending.kind == ONE and pending.timestamp is None:
             pending.timestamp = int(now * 1000)
@@ -813,6 +820,8 @@ class RecordAccumulator:
         """Fail a send that was counted in the buffer but never appended."""
         self._buffered -= size
         self._outstanding -= 1
+        if _track_all is not None:
+            _track_all([d])  # (untracked while it waited: see accept)
         d.errback(failure)
         self._unblock()
         self._check_flushed()

@@ -27,6 +27,7 @@ from twisted.python.deprecate import warnAboutFunction
 from twisted.python.failure import Failure
 
 from afkak.records.batch import compiled_records
+from afkak.records.gc_pause import track_all
 
 __all__ = ["COMPILED", "SendDeferred"]
 
@@ -35,6 +36,14 @@ _T = TypeVar("_T")
 
 class SendDeferred(Deferred[_T]):
     """A Deferred: the one ``Producer.send`` and ``send_messages`` return."""
+
+    def pause(self) -> None:
+        """Deferred.pause; one fired and left untracked by the cyclic GC (see
+        :mod:`._waiters`) is shown to it first: another Deferred's chain may then
+        append to its callbacks without going through its methods."""
+        if self.called and track_all is not None:
+            track_all([self])
+        super().pause()
 
 
 def _learn_attributes() -> None:

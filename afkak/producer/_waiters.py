@@ -31,7 +31,15 @@ from afkak.records.gc_pause import reachable, track_all, untrack
 from ._deferred import COMPILED, SendDeferred
 from ._result import RecordMetadata
 
-__all__ = ["CALLBACK_LIST", "compiled_fire_records", "fail_all", "fire", "to_fire", "untrack"]
+__all__ = [
+    "CALLBACK_LIST",
+    "compiled_fire_records",
+    "fail_all",
+    "fire",
+    "to_fire",
+    "track_all",
+    "untrack",
+]
 
 
 def _callback_list() -> str | None:

@@ -471,9 +471,19 @@ cdef extern from *:
             PyObject_GC_Track(o);
         }
     }
+    static int afkak_holds_tracked(PyObject *o) {
+        /* o may refer to an object the cyclic GC follows: a tracked one, or a
+           dict (which CPython tracks again when it is given such a value). */
+        return PyObject_IS_GC(o) && (PyObject_GC_IsTracked(o) || PyDict_Check(o));
+    }
+    static int afkak_is_tracked(PyObject *o) {
+        return PyObject_GC_IsTracked(o);
+    }
     """
     void afkak_untrack(object o)
     void afkak_track(object o)
+    bint afkak_holds_tracked(object o)
+    bint afkak_is_tracked(object o)
 
 cdef extern from *:
     """
@@ -839,6 +849,25 @@ cdef inline bint _settled(d) except -1:
     return not isinstance(result, _Failure) and type(result) not in _deferred_types
 
 
+cdef inline void _shown_if_holding(d) except *:
+    """Show *d* (and its callback list) to the cyclic GC again if it was left untracked
+    fired (``fire_records``) and now holds what the GC must follow: a callback, a
+    pause, a chain, debugging, or a result the GC tracks.  An untracked container is
+    never unsafe (what it refers to is kept, not freed) but a cycle through it would
+    not be collected; every compiled move ends here, and ``SendDeferred.pause``
+    shows it first."""
+    if afkak_is_tracked(d) or not d.called:
+        return
+    if (
+        d._callbacks
+        or d.paused
+        or d._chainedTo is not None
+        or d._debugInfo is not None
+        or afkak_holds_tracked(d.result)
+    ):
+        afkak_track(d)
+
+
 cdef _run_now(d, callback, tuple args, kwargs):
     """Run *callback* on *d*'s result as Twisted's loop would, the chain being empty."""
     d._chainedTo = None
@@ -901,26 +930,35 @@ def deferred_add_callbacks(
     if callbackKeywords is _ABSENT:
         callbackKeywords = _none_kwargs
     if type(callbackArgs) is tuple and callbackKeywords is not None and _settled(self):
-        return _run_now(self, callback, callbackArgs, callbackKeywords)
-    if errbackKeywords is _ABSENT:
-        errbackKeywords = _none_kwargs
-    return _base_add_callbacks(
-        self, callback, errback, callbackArgs, callbackKeywords, errbackArgs, errbackKeywords
-    )
+        _run_now(self, callback, callbackArgs, callbackKeywords)
+    else:
+        if errbackKeywords is _ABSENT:
+            errbackKeywords = _none_kwargs
+        _base_add_callbacks(
+            self, callback, errback, callbackArgs, callbackKeywords, errbackArgs, errbackKeywords
+        )
+    _shown_if_holding(self)
+    return self
 
 
 def deferred_add_callback(self, callback, *args, **kwargs):
     """Deferred.addCallback; on a settled Deferred, the callback run at once."""
     if _settled(self):
-        return _run_now(self, callback, args, kwargs)
-    return _base_add_callback(self, callback, *args, **kwargs)
+        _run_now(self, callback, args, kwargs)
+    else:
+        _base_add_callback(self, callback, *args, **kwargs)
+    _shown_if_holding(self)
+    return self
 
 
 def deferred_add_both(self, callback, *args, **kwargs):
     """Deferred.addBoth; on a settled Deferred (a success), the callback run at once."""
     if _settled(self):
-        return _run_now(self, callback, args, kwargs)
-    return _base_add_both(self, callback, *args, **kwargs)
+        _run_now(self, callback, args, kwargs)
+    else:
+        _base_add_both(self, callback, *args, **kwargs)
+    _shown_if_holding(self)
+    return self
 
 
 def deferred_add_errback(self, errback, *args, **kwargs):
@@ -929,7 +967,9 @@ def deferred_add_errback(self, errback, *args, **kwargs):
         self._chainedTo = None  # what Twisted's loop leaves
         self._runningCallbacks = False
         return self
-    return _base_add_errback(self, errback, *args, **kwargs)
+    _base_add_errback(self, errback, *args, **kwargs)
+    _shown_if_holding(self)
+    return self
 
 
 def deferred_callback(self, result):
@@ -937,6 +977,7 @@ def deferred_callback(self, result):
     callback run, when nothing else is in the way."""
     if not _fired(self, result):
         _base_callback(self, result)
+    _shown_if_holding(self)
 
 
 cdef bint _fired(d, result) except -1:
@@ -995,11 +1036,15 @@ def fire_records(
     """Fire an acknowledged batch's ``send()`` Deferreds (the producer's ``_fire_records``).
 
     Each of *waiters* that anything else can reach (see ``reachable``) is
-    shown to the cyclic GC again and fired with a *metadata_type* (whose four
+    fired with a *metadata_type* (whose four
     slots' member descriptors are *slots*) for its record: offset *base_offset*
     plus the record's index from *indexes* (-1 if *base_offset* is), timestamp
     from *stamps* unless *log_append_time* is given; built untracked (a str and
-    ints).  A *send_type* Deferred is fired by the shortcut above when it can be.
+    ints).  A *send_type* Deferred is fired by the shortcut above when it can be;
+    one without callbacks stays hidden from the cyclic GC, holding nothing it
+    tracks (an application keeping thousands before gathering them would
+    otherwise feed the full collections), until a move shows it again
+    (``_shown_if_holding``); the others are shown to it again first.
     """
     cdef Py_ssize_t i = 0, index
     cdef int64_t offset
@@ -1010,7 +1055,6 @@ def fire_records(
         i += 1
         if afkak_unreachable(d, send_type, attr, getweakrefcount):
             continue
-        afkak_track(d)
         index = indexes[i - 1]
         offset = base_offset + index if base_offset >= 0 else -1
         metadata = new(metadata_type)
@@ -1021,5 +1065,8 @@ def fire_records(
             metadata, set_timestamp, stamps[index] if log_append_time < 0 else log_append_time
         )
         PyObject_GC_UnTrack(<void *>metadata)  # immutable, of a str and ints
+        if type(d) is send_type and not d._callbacks and _fired(d, metadata):
+            continue  # still untracked: it holds only untracked objects
+        afkak_track(d)
         if type(d) is not send_type or not _fired(d, metadata):
             d.callback(metadata)

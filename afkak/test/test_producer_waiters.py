@@ -26,13 +26,13 @@ from twisted.internet.defer import (
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
-from afkak.common import CorruptMessage, ProduceResponse
-from afkak.producer import RecordMetadata, _batch, _waiters
+from afkak.common import CancelledError as AfkakCancelledError, CorruptMessage, ProduceResponse
+from afkak.producer import Producer, RecordMetadata, _batch, _waiters
 from afkak.producer._deferred import SendDeferred
 from afkak.producer._result import record_metadata
 from afkak.records import gc_pause
 
-from .test_producer import PRODUCE, ProducerTestCase
+from .test_producer import METADATA, PRODUCE, ProducerTestCase
 
 
 def _compiled() -> None:
@@ -53,8 +53,62 @@ class WaitingSendsTests(ProducerTestCase):
             self.assertFalse(gc.is_tracked(waiting))
         self.assertEqual(self.succeed(d), ProduceResponse("t", 0, 0, 1))
         self.assertEqual(self.succeed(record).offset, 2)
-        for settled in (d, keyed, record):
+        for settled in (d, keyed):
             self.assertTrue(gc.is_tracked(settled))
+        self.assertFalse(gc.is_tracked(record))  # holding nothing tracked: see below
+
+    def test_an_acknowledged_send_held_without_callbacks_stays_untracked(self) -> None:
+        """A send()'s Deferred that the application holds without a callback (to
+        gather later) fires untracked, holding its untracked RecordMetadata and an
+        empty callback list: thousands of them fed the cyclic GC's full collections
+        (issue 39's 50 + 50 clients).  Gathered, they give their records."""
+        _compiled()
+        producer = self.producer(linger_ms=10)
+        self.succeed(producer.send("t", b"first"))
+        ds = [producer.send("t", b"r") for _ in range(1000)]
+        self.succeed(producer.flush())
+        self.assertEqual(sum(gc.is_tracked(d) for d in ds), 0)
+        results = self.successResultOf(gatherResults(ds))
+        self.assertEqual([r.offset for r in results], list(range(1, 1001)))
+
+    def test_a_held_send_is_tracked_again_once_it_holds_what_the_collector_follows(
+        self,
+    ) -> None:
+        """A callback's result the GC tracks, a Failure, a chain or a pause show the
+        fired Deferred to the GC again (a cycle through it is then collected); one
+        whose callback left its RecordMetadata stays untracked."""
+        _compiled()
+        producer = self.producer(linger_ms=10)
+        ds = [producer.send("t", b"r") for _ in range(6)]
+        self.succeed(producer.flush())
+        waited_on: Deferred[Any] = Deferred()
+        seen: list[Any] = []
+        ds[0].addCallback(lambda r: r)
+        ds[1].addCallback(lambda r: [r])
+        ds[2].pause()
+        ds[3].addCallback(lambda r: 1 / 0).addErrback(seen.append)
+        ds[4].addCallback(lambda r: waited_on)
+        ds[5].addBoth(lambda r: None)
+        self.assertEqual([gc.is_tracked(d) for d in ds], [False, True, True, True, True, False])
+        ds[2].unpause()
+        waited_on.callback("done")
+        self.assertEqual(self.successResultOf(ds[4]), "done")
+        self.assertEqual(self.successResultOf(ds[1])[0].offset, 1)
+        seen[0].trap(ZeroDivisionError)
+
+        class Holder:
+            d: Deferred[Any]
+
+        holder = Holder()
+        cycle = producer.send("t", b"c")
+        self.succeed(producer.flush())
+        self.assertFalse(gc.is_tracked(cycle))
+        cycle.addCallback(lambda r, held=holder: held)
+        holder.d = cycle
+        ref = weakref.ref(holder)
+        del holder, cycle
+        gc.collect()
+        self.assertIsNone(ref())
 
     def test_waiting_sends_add_nothing_the_collector_scans(self) -> None:
         _compiled()
@@ -65,6 +119,36 @@ class WaitingSendsTests(ProducerTestCase):
         ds += [producer.send("t", b"r") for _ in range(1000)]
         self.assertLess(len(gc.get_objects()) - before, 50)  # not 2 per send
         self.assertEqual(self.succeed(ds[-1]).offset, 2000)
+
+    def test_sends_waiting_for_metadata_add_nothing_the_collector_scans(self) -> None:
+        """A producer's first sends wait for their topic's metadata (thousands of them
+        in issue 39's 50 + 50 clients): untracked, as in their batch later."""
+        _compiled()
+        producer = self.producer(linger_ms=10)
+        self.cluster.delay(METADATA, 1.0)
+        first = producer.send("t", b"first")
+        self.clock.advance(0.01)
+        before = len(gc.get_objects())
+        ds = [producer.send("t", b"r") for _ in range(1000)]
+        self.assertLess(len(gc.get_objects()) - before, 50)  # not 4 per send
+        messages = producer.send_messages("t", None, [b"v"])  # (its list is the caller's)
+        self.assertFalse(gc.is_tracked(messages))
+        self.assertEqual(self.succeed(first).offset, 0)
+        self.assertEqual(self.succeed(ds[-1]).offset, 1000)
+        self.assertEqual(self.succeed(messages).offset, 1001)
+
+    def test_a_send_refused_while_it_waits_is_tracked_again(self) -> None:
+        _compiled()
+        producer = Producer(self.client)
+        self.cluster.delay(METADATA, 1.0)
+        d = producer.send("t", b"a")
+        self.clock.advance(0.01)
+        self.assertFalse(gc.is_tracked(d))
+        self.successResultOf(producer.stop())
+        self.assertTrue(gc.is_tracked(d))
+        self.failureResultOf(d, AfkakCancelledError)
+        self.successResultOf(self.client.close())
+        self.clock.advance(1.0)
 
     def test_record_metadata_is_never_scanned_by_the_collector(self) -> None:
         """What send() fires with holds a str and ints: gathered by the thousand, it
@@ -217,10 +301,10 @@ class WaitingSendsTests(ProducerTestCase):
         producer = self.producer(linger_ms=10)
         d = producer.send_messages("t", None, [b"a"])
         d.cancel()
-        self.failureResultOf(d)
         self.assertFalse(gc.is_tracked(d))
         self.succeed(producer.flush())
         self.assertTrue(gc.is_tracked(d))
+        self.failureResultOf(d)
         self.assertEqual(self.values(), [b"a"])
 
     def test_failed_sends_fail_every_deferred_even_dropped_ones(self) -> None:
