@@ -17,7 +17,6 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from afkak._errors import FailedPayloadsError
@@ -150,4 +149,8 @@ async def retrying(
             delay=delay,
             why=why,
         )
+        # Imported here: the reactor's modules are a third of what importing this costs,
+        # and a process that only parses options (a Spark planner) never waits.
+        from twisted.internet.task import deferLater
+
         await deferLater(reactor, delay)

@@ -444,8 +444,9 @@ def stream_throughput(
     """Seconds for a streaming query through *fmt* to copy all of *topic* into a new
     topic through *fmt*, in micro-batches of ``--per-trigger`` records
     (``maxOffsetsPerTrigger``, ``Trigger.AvailableNow``); and of those, the
-    start-up (from ``start()`` to the first micro-batch's trigger, by Spark's
-    progress timestamp) and the micro-batches' summed ``triggerExecution``."""
+    start-up (from ``readStream`` through ``load()`` and ``start()`` to the first
+    micro-batch's trigger, by Spark's progress timestamp) and the micro-batches'
+    summed ``triggerExecution``."""
     import tempfile
     from datetime import datetime
 
@@ -496,7 +497,7 @@ def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], ar
     report("streaming copy", seconds, args.records)
     for fmt in seconds:
         print(
-            f"  {fmt}: start() to first trigger "
+            f"  {fmt}: load() and start() to first trigger "
             f"{', '.join(f'{s:.2f}' for s in startup[fmt])} s "
             f"(median {statistics.median(startup[fmt]):.2f}); micro-batches summed "
             f"{', '.join(f'{s:.2f}' for s in batches[fmt])} s "

@@ -16,10 +16,31 @@ except ImportError as e:
         f"afkak.spark needs PySpark 4.2+ and pyarrow: pip install 'afkak[spark]' ({e})"
     ) from e
 
-from afkak.spark._confluent_avro import from_confluent_avro
+import importlib
+
 from afkak.spark._options import OptionError
-from afkak.spark._planning import DataLossError
-from afkak.spark._rows import RowError
 from afkak.spark._source import AfkakDataSource
 
+#: Where the other public names live, imported on first use (PEP 562): every
+#: Python process Spark starts for a query unpickles the source through this
+#: package, and most of them need neither the Avro decoder nor afkak's client.
+_LAZY = {
+    "DataLossError": "afkak.spark._planning",
+    "RowError": "afkak.spark._rows",
+    "from_confluent_avro": "afkak.spark._confluent_avro",
+}
+
 __all__ = ["AfkakDataSource", "DataLossError", "OptionError", "RowError", "from_confluent_avro"]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'afkak.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from twisted.internet.defer import Deferred, FirstError, gatherResults
@@ -28,10 +28,12 @@ from afkak.common import (
     TopicAndPartition,
 )
 from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
-from afkak.producer import Producer
 
 from ._options import ClientConfig
 from ._rows import Outgoing, by_topic, chunks_by_key
+
+if TYPE_CHECKING:
+    from afkak.producer import Producer
 
 _ATTEMPTS = 5
 
@@ -200,7 +202,10 @@ class KeyHashPartitioner(RoundRobinPartitioner):
 
 
 def make_producer(client: KafkaClient, settings: Mapping[str, Any]) -> Producer:
-    """A Producer on *client* placing records as Kafka's default partitioner does."""
+    """A Producer on *client* placing records as Kafka's default partitioner does
+    (imported here: a planner process, which only looks up offsets, never needs it)."""
+    from afkak.producer import Producer
+
     return Producer(client, partitioner_class=KeyHashPartitioner, **settings)
 
 

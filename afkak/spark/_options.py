@@ -30,7 +30,6 @@ from afkak._retry import (
 )
 from afkak.codec import CODEC_NAMES
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
-from afkak.records.aborted import isolation_level as isolation_level_of
 
 from ._security import SECURITY_SETTINGS, SecurityConfig, SecurityOptionError, security_config
 
@@ -458,6 +457,9 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool | None) ->
         if name in settings:
             changes[field] = _int(name, settings[name], minimum)
     if "isolation.level" in settings:
+        # Imported here: the record codecs are a task's, not a planner's, imports.
+        from afkak.records.aborted import isolation_level as isolation_level_of
+
         try:
             changes["isolation_level"] = isolation_level_of(settings["isolation.level"])
         except ValueError as e:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import repeat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pyarrow as pa
@@ -28,7 +28,9 @@ from pyspark.sql.types import (
 )
 
 from afkak.common import TopicAndPartition
-from afkak.records import Record
+
+if TYPE_CHECKING:
+    from afkak.records import Record
 
 HEADERS_TYPE = ArrayType(
     StructType([StructField("key", StringType()), StructField("value", BinaryType())])

@@ -2,16 +2,20 @@
 
 These objects are pickled between Spark's processes, so they hold only parsed
 options and offsets; the Kafka connections live in each process (see
-:mod:`._worker`).
+:mod:`._worker`).  This module imports neither :mod:`._worker` nor afkak's
+client: most of the Python processes Spark starts for a query (to check its
+options at ``load()``, to plan a micro-batch's read function or its writer, to
+commit it) only unpickle these objects, and afkak's client and producer cost
+them a third of their start-up.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -26,7 +30,6 @@ from pyspark.sql.types import StructType
 
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
-from . import _exactly_once, _worker
 from ._options import (
     Bound,
     ClientConfig,
@@ -38,6 +41,9 @@ from ._options import (
 )
 from ._planning import OffsetRange, from_json, pack_ranges, rate_limit, to_json, too_few
 from ._rows import arrow_schema, check_write_schema, read_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["AfkakDataSource"]
 
@@ -93,6 +99,13 @@ class AfkakDataSource(DataSource):
         return StreamWriter(self._write_options(schema))
 
 
+def _tasks() -> ModuleType:
+    """:mod:`._worker`, imported by the first call that talks to Kafka."""
+    from . import _worker
+
+    return _worker
+
+
 def _input_partitions(ranges: Sequence[OffsetRange]) -> list[InputPartition]:
     return [InputPartition(r) for r in ranges]
 
@@ -104,8 +117,8 @@ def _read(opts: ReadOptions, schema: StructType, partition: InputPartition) -> I
         return iter(())
     arrow = arrow_schema(schema)
     if isinstance(work, OffsetRange):
-        return _worker.read_range(opts, work, arrow)
-    return (batch for r in work for batch in _worker.read_range(opts, r, arrow))
+        return _tasks().read_range(opts, work, arrow)
+    return (batch for r in work for batch in _tasks().read_range(opts, r, arrow))
 
 
 class BatchReader(DataSourceReader):
@@ -116,7 +129,7 @@ class BatchReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self) -> list[InputPartition]:
-        return _input_partitions(_worker.plan_batch(self.opts))
+        return _input_partitions(_tasks().plan_batch(self.opts))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, self.schema, partition)
@@ -155,8 +168,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     #: Milliseconds for ``maxTriggerDelay``: Spark's own trigger clock is the wall clock.
     clock_ms: Callable[[], float] = staticmethod(lambda: time.monotonic() * 1000)
-    #: Where partitions and offsets come from (a class attribute: never pickled).
-    kafka: Lookups = _worker
+    #: Where partitions and offsets come from: None for :mod:`._worker`, a fake log
+    #: in tests (a class attribute: never pickled).
+    lookups: Lookups | None = None
 
     def __init__(self, opts: ReadOptions, schema: StructType) -> None:
         self.opts = opts
@@ -167,6 +181,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[TopicAndPartition, int] | None = None
         self._latest: dict[TopicAndPartition, int] | None = None
         self._initial: dict[str, Any] | None = None
+
+    @property
+    def kafka(self) -> Lookups:
+        return self.lookups if self.lookups is not None else _tasks()
 
     def initialOffset(self) -> dict[str, Any]:
         """startingOffsets as offsets, looked up once: Spark asks again for the first
@@ -241,7 +259,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         def earliest(new: list[TopicAndPartition]) -> dict[TopicAndPartition, int]:
             return self.kafka.offsets_at(self.opts.client, new, OFFSET_EARLIEST)
 
-        ranges = _worker.plan(self.opts, from_json(start), from_json(end), earliest)
+        ranges = _tasks().plan(self.opts, from_json(start), from_json(end), earliest)
         if self.opts.min_partitions is not None or self.opts.max_records_per_partition is not None:
             return _input_partitions(ranges)
         return [InputPartition(group) for group in pack_ranges(ranges, TASK_RECORDS)]
@@ -268,7 +286,7 @@ class BatchWriter(DataSourceArrowWriter):
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return _Written(_worker.write(self.opts, iterator))
+        return _Written(_tasks().write(self.opts, iterator))
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
@@ -280,8 +298,10 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         if self.opts.exactly_once:
+            from . import _exactly_once
+
             return _Written(_exactly_once.write(self.opts, iterator))
-        return _Written(_worker.write(self.opts, iterator))
+        return _Written(_tasks().write(self.opts, iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing to do: every row was acknowledged (or committed) before its task ended."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -23,7 +23,6 @@ from afkak.common import (
     BrokerResponseError,
     TopicAndPartition,
 )
-from afkak.producer import Producer
 from afkak.records import Record, RecordBatch, gc_paused, read_batches
 from afkak.records.aborted import committed_batches
 from afkak.records.batch import RecordColumns
@@ -47,6 +46,9 @@ from ._planning import (
     split_ranges,
 )
 from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
+
+if TYPE_CHECKING:
+    from afkak.producer import Producer
 
 OFFSET_OUT_OF_RANGE = ErrorCode.OFFSET_OUT_OF_RANGE
 #: Smallest fetch a read asks for, and the bytes per record it assumes until it has seen some.

@@ -5,6 +5,7 @@ Skipped without PySpark and pyarrow (failing instead when CI is "true").
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pickle
@@ -12,6 +13,7 @@ import random
 import subprocess
 import sys
 import textwrap
+from functools import cache
 from inspect import signature
 from typing import Any
 
@@ -666,7 +668,7 @@ class StreamReaderTests(Case):
 
         opts = parse_read_options({**BOOT, "subscribe": "t", **options}, streaming=True)
         reader = StreamReader(opts, StructType([]))
-        reader.kafka = log  # type: ignore[misc]
+        reader.lookups = log
         return reader
 
     def test_initial_offset_stays_put_while_records_arrive(self) -> None:
@@ -923,6 +925,69 @@ class ExtraTests(SynchronousTestCase):
             [sys.executable, "-c", _NO_PYSPARK_SCRIPT], capture_output=True, text=True, timeout=60
         )
         self.assertIn("pip install 'afkak[spark]'", done.stdout, done.stderr)
+
+
+_PLANNER_SCRIPT = textwrap.dedent(
+    """
+    import base64, json, pickle, sys
+    from pyspark.sql.datasource import DataSource
+    from pyspark.sql.types import StructType
+
+    read, write = (pickle.loads(base64.b64decode(a)) for a in sys.argv[1:])
+    before = set(sys.modules)
+    source = pickle.loads(read)
+    reader = source.streamReader(source.schema())
+    pickle.loads(pickle.dumps(reader.read))
+    pickle.loads(write).streamWriter(StructType([source.schema()["value"]]), False)
+    planner = sorted(set(sys.modules) - before)
+    from afkak.spark import _worker
+    runner = sorted(set(sys.modules) - before)
+    print(json.dumps([planner, runner]))
+    """
+)
+
+
+@cache
+def _planner_imports() -> tuple[list[str], list[str]]:
+    """The modules a fresh interpreter imports to act as Spark's planners (from
+    unpickling the source on), then as the streaming source's runner (which also
+    imports :mod:`afkak.spark._worker`)."""
+    from afkak.spark import AfkakDataSource
+
+    boot = {"kafka.bootstrap.servers": "127.0.0.1:9"}
+    sources = [AfkakDataSource({**boot, "subscribe": "t"}), AfkakDataSource({**boot, "topic": "t"})]
+    args = [base64.b64encode(pickle.dumps(pickle.dumps(s))).decode() for s in sources]
+    out = subprocess.run(
+        [sys.executable, "-c", _PLANNER_SCRIPT, *args], check=True, capture_output=True, text=True
+    ).stdout
+    planner, runner = json.loads(out.splitlines()[-1])
+    return planner, runner
+
+
+class PlannerImportTests(Case):
+    """What Spark's planner processes import: each is a fresh Python process on a
+    query's critical path (issue 38), so these pin modules they must not load."""
+
+    def test_planners_import_no_client(self) -> None:
+        """Checking options (``load()``), pickling a micro-batch's read function or
+        its writer, committing it: neither Twisted's reactor nor afkak's client,
+        producer or record codecs."""
+        planner, _ = _planner_imports()
+        heavy = {
+            "afkak.client",
+            "afkak.producer",
+            "afkak.records",
+            "afkak.spark._worker",
+            "afkak.spark._confluent_avro",
+            "twisted.internet.defer",
+            "twisted.internet.task",
+        }
+        self.assertEqual(sorted(heavy & set(planner)), [])
+
+    def test_the_offsets_runner_imports_no_producer(self) -> None:
+        """The streaming source's runner looks up partitions and offsets: the client only."""
+        _, runner = _planner_imports()
+        self.assertEqual([m in runner for m in ("afkak.client", "afkak.producer")], [True, False])
 
 
 class WriterTests(Case):
