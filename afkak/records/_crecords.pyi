@@ -1,6 +1,6 @@
 """Types of the compiled twins in ``_crecords.pyx`` (built only when Cython is there)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from afkak.records.record import Record, TimestampType
@@ -67,3 +67,8 @@ class RecordColumns:
         min_offset: int,
         end_offset: int,
     ) -> bool: ...
+
+def murmur2(data: _BytesLike, seed: int = ...) -> int: ...
+def key_partitions(
+    keys: Sequence[Any], partitions: Sequence[int], other: Callable[[Any], int]
+) -> list[int]: ...

@@ -9,7 +9,10 @@ DecodeError; DecodeError; UnicodeDecodeError).  Input whose numbers leave
 64 bits (10-byte varints above 2**64, sums past int64) makes it return None,
 and the caller then runs the reference on that batch.
 
-Also ``untrack``, ``track_all`` and ``reachable``, which Python cannot write:
+Also ``murmur2`` and ``key_partitions``: where a keyed record goes (Kafka's
+partitioner, :mod:`afkak.partitioner`), a whole column of keys at a time.
+
+And ``untrack``, ``track_all`` and ``reachable``, which Python cannot write:
 keeping objects that pile up by the thousand (a producer's waiting sends) off
 the cyclic GC, and telling which of them nothing else refers to (see
 :mod:`afkak.records.gc_pause`).
@@ -37,7 +40,7 @@ from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from _weakref import getweakrefcount
@@ -1023,3 +1026,67 @@ def fire_records(
         PyObject_GC_UnTrack(<void *>metadata)  # immutable, of a str and ints
         if type(d) is not send_type or not _fired(d, metadata):
             d.callback(metadata)
+
+
+# -- murmur2: where Kafka's clients place a keyed record (afkak.partitioner) --
+
+cdef inline uint32_t _murmur2(const unsigned char *data, Py_ssize_t length, uint32_t seed) noexcept nogil:
+    """MurmurHash2 as Kafka's ``Utils.murmur2`` (its reference: ``afkak.partitioner._murmur2``)."""
+    cdef uint32_t m = 0x5BD1E995, k
+    cdef uint32_t h = seed ^ <uint32_t>length
+    cdef Py_ssize_t i, whole = length & ~(<Py_ssize_t>3)
+    for i in range(0, whole, 4):
+        k = (data[i] | (<uint32_t>data[i + 1] << 8) | (<uint32_t>data[i + 2] << 16)
+             | (<uint32_t>data[i + 3] << 24))
+        k *= m
+        k ^= k >> 24
+        k *= m
+        h = (h * m) ^ k
+    i = length & 3
+    if i == 3:
+        h ^= <uint32_t>data[whole + 2] << 16
+    if i >= 2:
+        h ^= <uint32_t>data[whole + 1] << 8
+    if i:
+        h ^= data[whole]
+        h *= m
+    h ^= h >> 13
+    h *= m
+    h ^= h >> 15
+    return h
+
+
+def murmur2(object data, object seed=0x9747B28C):
+    """Compiled twin of ``afkak.partitioner._murmur2``: *data* is any contiguous buffer."""
+    cdef uint32_t s = seed & 0xFFFFFFFF
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return _murmur2(<const unsigned char *>view.buf, view.len, s)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def key_partitions(object keys, object partitions, object other):
+    """Each of *keys*' partition among *partitions* (``partitioner._by_key``'s for a column).
+
+    A ``bytes`` key is hashed here; any other (None, str, bytearray ...) is
+    ``other(key)``'s, in order.  Raises ZeroDivisionError for no partitions,
+    as the reference does.
+    """
+    cdef list ks = keys if type(keys) is list else list(keys)
+    cdef list parts = partitions if type(partitions) is list else list(partitions)
+    cdef Py_ssize_t n = len(ks), count = len(parts), i
+    cdef uint32_t h
+    if not count:
+        raise ZeroDivisionError("integer modulo by zero")
+    cdef list placed = [None] * n
+    for i in range(n):
+        key = ks[i]
+        if type(key) is bytes:
+            h = _murmur2(<const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                         0x9747B28C)
+            placed[i] = parts[(h & 0x7FFFFFFF) % count]
+        else:
+            placed[i] = other(key)
+    return placed

@@ -495,6 +495,27 @@ class SendRecordsTests(ProducerTestCase):
         self.assertEqual([r.timestamp for r in unkeyed], [5, 7])  # together, on one partition
         self.assertEqual(unkeyed[1].headers, (("h", None),))
 
+    def test_unkeyed_records_among_keyed_ones_go_together(self) -> None:
+        producer = self.producer(partitioner_class=HashedPartitioner)
+        self.succeed(producer.send("t", b"route", b"r"))
+        self.failureResultOf(producer.send_records("t", [b"a", b"b"], [b"k", None]), TypeError)
+        producer = self.producer()
+        self.succeed(producer.send_records("t", [b"a", b"b", b"c"], [None, b"k", None]))
+        unkeyed = [p for p in range(3) for r in self.cluster.records("t", p) if r.key is None]
+        self.assertEqual(len(unkeyed), 2)
+        self.assertEqual(len(set(unkeyed)), 1)
+
+    def test_a_partitioner_of_its_own_is_asked_for_each_key(self) -> None:
+        """A subclass choosing otherwise is asked per record (no column shortcut)."""
+
+        class Last(HashedPartitioner):
+            def partition(self, key: Any, partitions: Sequence[int]) -> int:
+                return partitions[-1]
+
+        producer = self.producer(partitioner_class=Last)
+        self.succeed(producer.send_records("t", [b"a", b"b"], [b"k", b"l"]))
+        self.assertEqual(sorted(self.values("t", 2)), [b"a", b"b"])
+
     def test_waits_for_metadata_and_buffer_space(self) -> None:
         producer = self.producer(buffer_memory=200)
         first = producer.send_records("t", [b"x" * 150], [b"a"])  # before the metadata
