@@ -372,25 +372,65 @@ cdef inline Py_ssize_t _blob_put(unsigned char *out, object blob):
     return i + n
 
 
-def encode_records(values, keys, timestamps, base):
-    """The records section of a batch without headers; None to leave it to the reference.
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t *size) except NULL
+
+
+cdef Py_ssize_t _headers_size(object record_headers) except -2:
+    """Encoded size of a record's headers (count, names, values); -1: left to the reference."""
+    if type(record_headers) is not tuple and type(record_headers) is not list:
+        return -1
+    cdef Py_ssize_t size = _zz_size(len(record_headers)), name_size, part
+    for pair in record_headers:
+        if type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not str:
+            return -1
+        try:
+            PyUnicode_AsUTF8AndSize(pair[0], &name_size)
+        except UnicodeEncodeError:
+            return -1
+        part = _blob_size(pair[1])
+        if part < 0:
+            return -1
+        size += _zz_size(name_size) + name_size + part
+    return size
+
+
+cdef Py_ssize_t _headers_put(unsigned char *out, object record_headers):
+    """Write headers that ``_headers_size`` measured."""
+    cdef Py_ssize_t i = _zz_put(out, len(record_headers)), name_size
+    cdef const char *name
+    for pair in record_headers:
+        name = PyUnicode_AsUTF8AndSize(pair[0], &name_size)  # cached by the measuring
+        i += _zz_put(out + i, name_size)
+        memcpy(out + i, name, name_size)
+        i += name_size
+        i += _blob_put(out + i, pair[1])
+    return i
+
+
+def encode_records(values, keys, timestamps, base, headers=None):
+    """The records section of a batch; None to leave it to the reference.
 
     Compiled twin of ``afkak.records.builder._encode_common`` /
-    ``_encode_each`` for records without headers: *values* and *keys* (None:
-    all null) hold bytes or None; each record's timestamp delta is its
-    *timestamps* entry minus *base* (None: all 0).  Anything else (bytearray,
+    ``_encode_each``: *values* and *keys* (None: all null) hold bytes or
+    None; each record's timestamp delta is its *timestamps* entry minus
+    *base* (None: all 0); *headers* (None: none) holds each record's tuple or
+    list of ``(str, bytes | None)`` tuples.  Anything else (bytearray,
     memoryview, a wrong type, a number beyond 64 bits) returns None.
     """
     cdef Py_ssize_t n = len(values), i, total = 0, size, part
     cdef int64_t delta = 0, stamp, base_ts = 0
     cdef int overflow = 0
-    if (keys is not None and len(keys) != n) or (
-        timestamps is not None and len(timestamps) != n
+    if (
+        (keys is not None and len(keys) != n)
+        or (timestamps is not None and len(timestamps) != n)
+        or (headers is not None and len(headers) != n)
     ):
         return None
     cdef list vals = list(values)
     cdef list ks = None if keys is None else list(keys)
     cdef list ds = None if timestamps is None else list(timestamps)
+    cdef list hs = None if headers is None else list(headers)
     if ds is not None:
         if type(base) is not int:
             return None
@@ -414,7 +454,7 @@ def encode_records(values, keys, timestamps, base):
                 if overflow or afkak_sub_overflows(stamp, base_ts, &delta):
                     return None
             dvals[i] = delta
-            size = 1 + _zz_size(delta) + _zz_size(i) + 1  # attributes ... header count
+            size = 1 + _zz_size(delta) + _zz_size(i)  # attributes, deltas
             part = _blob_size(vals[i])
             if part < 0:
                 return None
@@ -423,6 +463,13 @@ def encode_records(values, keys, timestamps, base):
                 size += 1
             else:
                 part = _blob_size(ks[i])
+                if part < 0:
+                    return None
+                size += part
+            if hs is None:
+                size += 1  # no headers
+            else:
+                part = _headers_size(hs[i])
                 if part < 0:
                     return None
                 size += part
@@ -442,8 +489,11 @@ def encode_records(values, keys, timestamps, base):
             else:
                 out += _blob_put(out, ks[i])
             out += _blob_put(out, vals[i])
-            out[0] = 0  # no headers
-            out += 1
+            if hs is None:
+                out[0] = 0  # no headers
+                out += 1
+            else:
+                out += _headers_put(out, hs[i])
         return data
     finally:
         PyMem_Free(lengths)
