@@ -62,10 +62,9 @@ def _murmur2(data: bytes, seed: int = _SEED) -> int:
     return h
 
 
-_compiled = compiled_records()
 #: MurmurHash2 of *data* as Kafka computes it (seed 0x9747b28c), as an
 #: unsigned 32-bit int: compiled when the record codec is (see setup.py).
-murmur2: Callable[..., int] = _murmur2 if _compiled is None else _compiled.murmur2
+murmur2: Callable[..., int] = getattr(compiled_records(), "murmur2", _murmur2)
 
 
 def pure_murmur2(byte_array: bytes | bytearray, seed: int = _SEED) -> int:
@@ -97,7 +96,7 @@ def _key_partitions(
     return [_by_key(k, partitions) if type(k) is bytes else other(k) for k in keys]
 
 
-_column = _key_partitions if _compiled is None else _compiled.key_partitions
+_column = getattr(compiled_records(), "key_partitions", _key_partitions)
 
 
 def key_partitions(
