@@ -1140,3 +1140,24 @@ def key_partitions(object keys, object partitions, object other):
         else:
             placed[i] = other(key)
     return placed
+
+
+def plain_headers(list headers):
+    """Whether each of *headers* (a record's) is a tuple of ``(str, bytes | None)``
+    tuples whose names are UTF-8: what the producer's ``_check_headers``
+    accepts unchanged, checked for a whole column.  False: check them there."""
+    cdef Py_ssize_t name_size
+    for record_headers in headers:
+        if type(record_headers) is not tuple:
+            return False
+        for pair in <tuple>record_headers:
+            if type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not str:
+                return False
+            value = pair[1]
+            if value is not None and type(value) is not bytes:
+                return False
+            try:
+                PyUnicode_AsUTF8AndSize(pair[0], &name_size)
+            except UnicodeEncodeError:
+                return False
+    return True

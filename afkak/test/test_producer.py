@@ -539,6 +539,24 @@ class SendRecordsTests(ProducerTestCase):
             with self.assertRaises(error, msg=(args, kwargs)):
                 producer.send_records("t", *args, **kwargs)
 
+    def test_headers_of_any_accepted_shape(self) -> None:
+        """A column of plain headers is checked at once (compiled), any other shape
+        pair by pair: lists of pairs become tuples, bad pairs raise at the call."""
+        producer = self.producer()
+        headers: list[Any] = [[("h", b"1")], (("h", None),), [("\u00e9", bytearray(b"2"))], ()]
+        self.succeed(producer.send_records("t", [b"a", b"b", b"c", b"d"], headers=headers))
+        got = sorted((r.value, r.headers) for p in range(3) for r in self.cluster.records("t", p))
+        expected = [(b"a", (("h", b"1"),)), (b"b", (("h", None),)), (b"c", (("\u00e9", b"2"),))]
+        self.assertEqual(got, [*expected, (b"d", ())])
+        for bad, error in (
+            ((("\ud800", b"v"),), ValueError),
+            ((("h", "v"),), TypeError),
+            ((("h", b"v", b"w"),), TypeError),
+            (((b"h", b"v"),), TypeError),
+        ):
+            with self.assertRaises(error, msg=bad):
+                producer.send_records("t", [b"a", b"b"], headers=[(("h", b"v"),), bad])
+
     def test_a_partition_the_topic_lacks_fails_the_call(self) -> None:
         producer = self.producer()
         self.succeed(producer.send("t", b"route"))

@@ -295,6 +295,15 @@ class SameEncodingTests(CompiledCase):
         with self.assertRaises(TypeError):
             build_batch(["text"], timestamp=TS)  # type: ignore[list-item]
 
+    def test_plain_headers(self) -> None:
+        plain = _crecords.plain_headers
+        self.assertTrue(plain([(("h", b"v"), ("\u00e9", None)), (), (("", b""),)]))
+        self.assertTrue(plain([]))
+        for odd in ([("h", b"v")], (["h", b"v"],), (("h",),), (("h", bytearray(b"v")),)):
+            self.assertFalse(plain([(), odd]), odd)
+        self.assertFalse(plain([(("\ud800", b"v"),)]))
+        self.assertFalse(plain([((b"h", b"v"),)]))
+
     def test_headers(self) -> None:
         """Headers are encoded compiled; other shapes of them go to the reference."""
         encode = _crecords.encode_records
