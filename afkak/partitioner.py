@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import random
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import cycle
+from typing import Any
+
+from afkak.records.batch import compiled_records
 
 __all__ = [
     "DefaultPartitioner",
@@ -30,10 +33,12 @@ _SEED = 0x9747B28C
 _MASK = 0xFFFFFFFF
 
 
-def murmur2(data: bytes, seed: int = _SEED) -> int:
+def _murmur2(data: bytes, seed: int = _SEED) -> int:
     """MurmurHash2 of *data* as Kafka computes it (seed 0x9747b28c), as an unsigned 32-bit int.
 
     Kafka's ``Utils.murmur2`` returns the same bits as a signed Java int.
+    The reference for the compiled ``_crecords.murmur2``, and what runs
+    without it.
     """
     length = len(data)
     h = (seed ^ length) & _MASK
@@ -57,11 +62,16 @@ def murmur2(data: bytes, seed: int = _SEED) -> int:
     return h
 
 
+#: MurmurHash2 of *data* as Kafka computes it (seed 0x9747b28c), as an
+#: unsigned 32-bit int: compiled when the record codec is (see setup.py).
+murmur2: Callable[..., int] = getattr(compiled_records(), "murmur2", _murmur2)
+
+
 def pure_murmur2(byte_array: bytes | bytearray, seed: int = _SEED) -> int:
     """afkak 21's name for :func:`murmur2`: the hash of a ``bytearray`` (or ``bytes``)."""
     if not isinstance(byte_array, (bytes, bytearray)):
         raise TypeError(f"byte_array must be a bytearray, not {type(byte_array).__name__}")
-    return murmur2(bytes(byte_array), seed)
+    return _murmur2(bytes(byte_array), seed)
 
 
 def _key_bytes(key: str | bytes | bytearray | None) -> bytes:
@@ -77,6 +87,33 @@ def _by_key(key: str | bytes | bytearray | None, partitions: Sequence[int]) -> i
     if type(key) is not bytes:
         key = _key_bytes(key)
     return partitions[(murmur2(key) & 0x7FFFFFFF) % len(partitions)]
+
+
+def _key_partitions(
+    keys: Sequence[Any], partitions: Sequence[int], other: Callable[[Any], int]
+) -> list[int]:
+    """The reference for the compiled ``_crecords.key_partitions``."""
+    return [_by_key(k, partitions) if type(k) is bytes else other(k) for k in keys]
+
+
+_column = getattr(compiled_records(), "key_partitions", _key_partitions)
+
+
+def key_partitions(
+    keys: Sequence[Any], partitions: Sequence[int], unkeyed: Callable[[], int]
+) -> list[int]:
+    """Where :class:`HashedPartitioner` puts each of *keys* (a column, in one call);
+    the ``None`` keys all go to ``unkeyed()``, asked once if there is one."""
+    chosen: list[int] = []
+
+    def other(key: Any) -> int:
+        if key is not None:
+            return _by_key(key, partitions)
+        if not chosen:
+            chosen.append(unkeyed())
+        return chosen[0]
+
+    return _column(keys, partitions, other)
 
 
 class Partitioner:

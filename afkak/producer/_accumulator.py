@@ -466,17 +466,19 @@ class RecordAccumulator:
             by_partition.setdefault(partition, []).append(i)
         runs: list[Deferred[Any]] = []
         for partition, indexes in by_partition.items():
-            for run in _runs(indexes, sizes, self._batch_size):
+            for run, run_size in _runs(indexes, sizes, self._batch_size):
                 run_d: Deferred[Any] = Deferred()
                 runs.append(run_d)
                 self._append_run(
                     route,
                     partition,
-                    None if keys is None else [keys[i] for i in run],
-                    [values[i] for i in run],
-                    None if headers is None else [headers[i] for i in run],
-                    [default if stamps is None or stamps[i] is None else stamps[i] for i in run],
-                    sum(sizes[i] for i in run),
+                    None if keys is None else list(map(keys.__getitem__, run)),
+                    list(map(values.__getitem__, run)),
+                    None if headers is None else list(map(headers.__getitem__, run)),
+                    [default] * len(run)
+                    if stamps is None
+                    else [default if stamps[i] is None else stamps[i] for i in run],
+                    run_size,
                     now,
                     run_d,
                 )
@@ -1006,18 +1008,20 @@ def _record_sizes(
     return sizes
 
 
-def _runs(indexes: list[int], sizes: list[int], limit: int) -> list[list[int]]:
-    """*indexes* in order, cut into runs of at most *limit* bytes (a larger record alone)."""
-    runs: list[list[int]] = []
+def _runs(indexes: list[int], sizes: list[int], limit: int) -> list[tuple[list[int], int]]:
+    """*indexes* in order, cut into runs of at most *limit* bytes (a larger record
+    alone), each with its size."""
+    runs: list[tuple[list[int], int]] = []
     run: list[int] = []
     room = limit
     for i in indexes:
-        if run and sizes[i] > room:
-            runs.append(run)
+        size = sizes[i]
+        if size > room and run:
+            runs.append((run, limit - room))
             run, room = [], limit
         run.append(i)
-        room -= sizes[i]
-    runs.append(run)
+        room -= size
+    runs.append((run, limit - room))
     return runs
 
 

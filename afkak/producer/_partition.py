@@ -12,7 +12,12 @@ from collections import deque
 from typing import Any
 
 from afkak._structs import TopicAndPartition
-from afkak.partitioner import DefaultPartitioner, RoundRobinPartitioner
+from afkak.partitioner import (
+    DefaultPartitioner,
+    HashedPartitioner,
+    RoundRobinPartitioner,
+    key_partitions,
+)
 
 from ._batch import SEQUENCE_MODULUS, ProducerBatch
 
@@ -132,12 +137,24 @@ class PartitionState:
 
 
 _ONE_PARTITION_IS_THE_ANSWER = (DefaultPartitioner, RoundRobinPartitioner)
+#: The ``partition`` methods that place a keyed record by its key's hash alone.
+_HASHES_KEYS = (DefaultPartitioner.partition, HashedPartitioner.partition)
 
 
 class TopicState:
     """A topic the producer writes to: its partitions, partitioner and partition states."""
 
-    __slots__ = ("name", "partitions", "partitioner", "choose", "only", "parts", "sticks", "sticky")
+    __slots__ = (
+        "name",
+        "partitions",
+        "partitioner",
+        "choose",
+        "hashes",
+        "only",
+        "parts",
+        "sticks",
+        "sticky",
+    )
 
     def __init__(self, name: str, partitions: list[int], partitioner: Any) -> None:
         self.name = name
@@ -148,6 +165,8 @@ class TopicState:
         #: Whether ``send()`` keeps unkeyed records on :attr:`sticky` while its
         #: batch is open (the default partitioner: Java's KIP-480 placement).
         self.sticks = type(partitioner) is DefaultPartitioner
+        #: Whether keyed records can be placed a column at a time (:func:`key_partitions`).
+        self.hashes = getattr(type(partitioner), "partition", None) in _HASHES_KEYS
         #: The partition of the last unkeyed ``send()`` the partitioner chose (-1: none).
         self.sticky = -1
         self.repartition(partitions)
@@ -190,6 +209,8 @@ class TopicState:
         """Each of *n* records' partition (``send_records``): its given partition
         (checked), else by its key as ``send()`` places it; unkeyed records go
         together to one partition, the partitioner's choice for the call."""
+        if partitions is None and keys is not None and self.hashes:
+            return key_partitions(keys, self.partitions, lambda: self.pick(None))
         unkeyed: int | None = None
         placed: list[int] = []
         for i in range(n):

@@ -23,6 +23,7 @@ from afkak.client._interlayer import kafka_client, topic_name
 from afkak.common import ProduceResponse, TopicAndPartition
 from afkak.metrics import CLIENT, NODE, PRODUCER, PRODUCER_TOPIC, MetricName
 from afkak.partitioner import DefaultPartitioner
+from afkak.records.batch import compiled_records
 
 from . import _options
 from ._accumulator import RecordAccumulator
@@ -679,7 +680,9 @@ def _check_records(
     """``send_records``' per-record *headers*, *timestamps* and *partitions*, checked."""
     n = len(values)
     if headers is not None:
-        headers = [h if h == () else _check_headers(h) for h in _as_list("headers", headers, n)]
+        headers = _as_list("headers", headers, n)
+        if _plain_headers is None or not _plain_headers(headers):
+            headers = [h if h == () else _check_headers(h) for h in headers]
         if not any(headers):
             headers = None
     if timestamps is not None:
@@ -693,6 +696,13 @@ def _check_records(
             if partition is not None:
                 _check_partition(partition)
     return headers, timestamps, partitions
+
+
+#: Whether a column of records' headers is what :func:`_check_headers` accepts
+#: unchanged (compiled; None without the compiled record code).
+_plain_headers: Callable[[list[Any]], bool] | None = getattr(
+    compiled_records(), "plain_headers", None
+)
 
 
 def _check_headers(headers: Any) -> tuple[tuple[str, bytes | None], ...]:

@@ -1,6 +1,6 @@
 """Types of the compiled twins in ``_crecords.pyx`` (built only when Cython is there)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from afkak.records.record import Record, TimestampType
@@ -22,6 +22,7 @@ def encode_records(
     keys: Sequence[_BytesLike | None] | None,
     timestamps: Sequence[int] | None,
     base: int,
+    headers: Sequence[Sequence[tuple[str, _BytesLike | None]]] | None = None,
 ) -> bytes | None: ...
 def untrack(obj: object) -> None: ...
 def track_all(objs: list[Any]) -> None: ...
@@ -67,3 +68,9 @@ class RecordColumns:
         min_offset: int,
         end_offset: int,
     ) -> bool: ...
+
+def murmur2(data: _BytesLike, seed: int = ...) -> int: ...
+def key_partitions(
+    keys: Sequence[Any], partitions: Sequence[int], other: Callable[[Any], int]
+) -> list[int]: ...
+def plain_headers(headers: list[Any]) -> bool: ...

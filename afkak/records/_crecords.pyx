@@ -9,7 +9,10 @@ DecodeError; DecodeError; UnicodeDecodeError).  Input whose numbers leave
 64 bits (10-byte varints above 2**64, sums past int64) makes it return None,
 and the caller then runs the reference on that batch.
 
-Also ``untrack``, ``track_all`` and ``reachable``, which Python cannot write:
+Also ``murmur2`` and ``key_partitions``: where a keyed record goes (Kafka's
+partitioner, :mod:`afkak.partitioner`), a whole column of keys at a time.
+
+And ``untrack``, ``track_all`` and ``reachable``, which Python cannot write:
 keeping objects that pile up by the thousand (a producer's waiting sends) off
 the cyclic GC, and telling which of them nothing else refers to (see
 :mod:`afkak.records.gc_pause`).
@@ -37,7 +40,7 @@ from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from _weakref import getweakrefcount
@@ -369,25 +372,65 @@ cdef inline Py_ssize_t _blob_put(unsigned char *out, object blob):
     return i + n
 
 
-def encode_records(values, keys, timestamps, base):
-    """The records section of a batch without headers; None to leave it to the reference.
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t *size) except NULL
+
+
+cdef Py_ssize_t _headers_size(object record_headers) except -2:
+    """Encoded size of a record's headers (count, names, values); -1: left to the reference."""
+    if type(record_headers) is not tuple and type(record_headers) is not list:
+        return -1
+    cdef Py_ssize_t size = _zz_size(len(record_headers)), name_size, part
+    for pair in record_headers:
+        if type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not str:
+            return -1
+        try:
+            PyUnicode_AsUTF8AndSize(pair[0], &name_size)
+        except UnicodeEncodeError:
+            return -1
+        part = _blob_size(pair[1])
+        if part < 0:
+            return -1
+        size += _zz_size(name_size) + name_size + part
+    return size
+
+
+cdef Py_ssize_t _headers_put(unsigned char *out, object record_headers):
+    """Write headers that ``_headers_size`` measured."""
+    cdef Py_ssize_t i = _zz_put(out, len(record_headers)), name_size
+    cdef const char *name
+    for pair in record_headers:
+        name = PyUnicode_AsUTF8AndSize(pair[0], &name_size)  # cached by the measuring
+        i += _zz_put(out + i, name_size)
+        memcpy(out + i, name, name_size)
+        i += name_size
+        i += _blob_put(out + i, pair[1])
+    return i
+
+
+def encode_records(values, keys, timestamps, base, headers=None):
+    """The records section of a batch; None to leave it to the reference.
 
     Compiled twin of ``afkak.records.builder._encode_common`` /
-    ``_encode_each`` for records without headers: *values* and *keys* (None:
-    all null) hold bytes or None; each record's timestamp delta is its
-    *timestamps* entry minus *base* (None: all 0).  Anything else (bytearray,
+    ``_encode_each``: *values* and *keys* (None: all null) hold bytes or
+    None; each record's timestamp delta is its *timestamps* entry minus
+    *base* (None: all 0); *headers* (None: none) holds each record's tuple or
+    list of ``(str, bytes | None)`` tuples.  Anything else (bytearray,
     memoryview, a wrong type, a number beyond 64 bits) returns None.
     """
     cdef Py_ssize_t n = len(values), i, total = 0, size, part
     cdef int64_t delta = 0, stamp, base_ts = 0
     cdef int overflow = 0
-    if (keys is not None and len(keys) != n) or (
-        timestamps is not None and len(timestamps) != n
+    if (
+        (keys is not None and len(keys) != n)
+        or (timestamps is not None and len(timestamps) != n)
+        or (headers is not None and len(headers) != n)
     ):
         return None
     cdef list vals = list(values)
     cdef list ks = None if keys is None else list(keys)
     cdef list ds = None if timestamps is None else list(timestamps)
+    cdef list hs = None if headers is None else list(headers)
     if ds is not None:
         if type(base) is not int:
             return None
@@ -411,7 +454,7 @@ def encode_records(values, keys, timestamps, base):
                 if overflow or afkak_sub_overflows(stamp, base_ts, &delta):
                     return None
             dvals[i] = delta
-            size = 1 + _zz_size(delta) + _zz_size(i) + 1  # attributes ... header count
+            size = 1 + _zz_size(delta) + _zz_size(i)  # attributes, deltas
             part = _blob_size(vals[i])
             if part < 0:
                 return None
@@ -420,6 +463,13 @@ def encode_records(values, keys, timestamps, base):
                 size += 1
             else:
                 part = _blob_size(ks[i])
+                if part < 0:
+                    return None
+                size += part
+            if hs is None:
+                size += 1  # no headers
+            else:
+                part = _headers_size(hs[i])
                 if part < 0:
                     return None
                 size += part
@@ -439,8 +489,11 @@ def encode_records(values, keys, timestamps, base):
             else:
                 out += _blob_put(out, ks[i])
             out += _blob_put(out, vals[i])
-            out[0] = 0  # no headers
-            out += 1
+            if hs is None:
+                out[0] = 0  # no headers
+                out += 1
+            else:
+                out += _headers_put(out, hs[i])
         return data
     finally:
         PyMem_Free(lengths)
@@ -1070,3 +1123,88 @@ def fire_records(
         afkak_track(d)
         if type(d) is not send_type or not _fired(d, metadata):
             d.callback(metadata)
+
+
+# -- murmur2: where Kafka's clients place a keyed record (afkak.partitioner) --
+
+cdef inline uint32_t _murmur2(const unsigned char *data, Py_ssize_t length, uint32_t seed) noexcept nogil:
+    """MurmurHash2 as Kafka's ``Utils.murmur2`` (its reference: ``afkak.partitioner._murmur2``)."""
+    cdef uint32_t m = 0x5BD1E995, k
+    cdef uint32_t h = seed ^ <uint32_t>length
+    cdef Py_ssize_t i, whole = length & ~(<Py_ssize_t>3)
+    for i in range(0, whole, 4):
+        k = (data[i] | (<uint32_t>data[i + 1] << 8) | (<uint32_t>data[i + 2] << 16)
+             | (<uint32_t>data[i + 3] << 24))
+        k *= m
+        k ^= k >> 24
+        k *= m
+        h = (h * m) ^ k
+    i = length & 3
+    if i == 3:
+        h ^= <uint32_t>data[whole + 2] << 16
+    if i >= 2:
+        h ^= <uint32_t>data[whole + 1] << 8
+    if i:
+        h ^= data[whole]
+        h *= m
+    h ^= h >> 13
+    h *= m
+    h ^= h >> 15
+    return h
+
+
+def murmur2(object data, object seed=0x9747B28C):
+    """Compiled twin of ``afkak.partitioner._murmur2``: *data* is any contiguous buffer."""
+    cdef uint32_t s = seed & 0xFFFFFFFF
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        return _murmur2(<const unsigned char *>view.buf, view.len, s)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def key_partitions(object keys, object partitions, object other):
+    """Each of *keys*' partition among *partitions* (``partitioner._by_key``'s for a column).
+
+    A ``bytes`` key is hashed here; any other (None, str, bytearray ...) is
+    ``other(key)``'s, in order.  Raises ZeroDivisionError for no partitions,
+    as the reference does.
+    """
+    cdef list ks = keys if type(keys) is list else list(keys)
+    cdef list parts = partitions if type(partitions) is list else list(partitions)
+    cdef Py_ssize_t n = len(ks), count = len(parts), i
+    cdef uint32_t h
+    if not count:
+        raise ZeroDivisionError("integer modulo by zero")
+    cdef list placed = [None] * n
+    for i in range(n):
+        key = ks[i]
+        if type(key) is bytes:
+            h = _murmur2(<const unsigned char *>PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key),
+                         0x9747B28C)
+            placed[i] = parts[(h & 0x7FFFFFFF) % count]
+        else:
+            placed[i] = other(key)
+    return placed
+
+
+def plain_headers(list headers):
+    """Whether each of *headers* (a record's) is a tuple of ``(str, bytes | None)``
+    tuples whose names are UTF-8: what the producer's ``_check_headers``
+    accepts unchanged, checked for a whole column.  False: check them there."""
+    cdef Py_ssize_t name_size
+    for record_headers in headers:
+        if type(record_headers) is not tuple:
+            return False
+        for pair in <tuple>record_headers:
+            if type(pair) is not tuple or len(pair) != 2 or type(pair[0]) is not str:
+                return False
+            value = pair[1]
+            if value is not None and type(value) is not bytes:
+                return False
+            try:
+                PyUnicode_AsUTF8AndSize(pair[0], &name_size)
+            except UnicodeEncodeError:
+                return False
+    return True

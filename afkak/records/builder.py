@@ -64,8 +64,8 @@ RECORD_SIZE_BOUND = 36
 _SIZE_PLUS = {c: [s + c for s in SIZE] for c in (2, 3, 4)}
 _BytesLike = bytes | bytearray | memoryview
 _byteslike = (bytes, bytearray, memoryview)
-#: Encodes records without headers when the extension is built: the same
-#: bytes as the reference (_encode_common / _encode_each), or None.
+#: Encodes records when the extension is built: the same bytes as the
+#: reference (_encode_common / _encode_each), or None.
 _compiled_encode = getattr(compiled_records(), "encode_records", None)
 
 
@@ -115,8 +115,8 @@ def build_batch(
         compress(codec, b"")  # raises UnsupportedCodecError
     body = None
     plain = headers is None or not any(headers)
-    if plain and _compiled_encode is not None:
-        body = _compiled_encode(values, keys, timestamps, base_ts)
+    if _compiled_encode is not None:
+        body = _compiled_encode(values, keys, timestamps, base_ts, None if plain else headers)
     if body is None:
         deltas = None if timestamps is None else list(map(sub, timestamps, repeat(base_ts, n)))
         if plain:

@@ -27,7 +27,7 @@ from afkak.common import (
     OffsetRequest,
     TopicAndPartition,
 )
-from afkak.partitioner import HashedPartitioner, RoundRobinPartitioner
+from afkak.partitioner import DefaultPartitioner
 
 from ._options import ClientConfig
 from ._rows import Outgoing, by_topic, chunks_by_key
@@ -192,13 +192,12 @@ async def committed_offset(
     return await _retrying(client, [tp], attempt, backoff)
 
 
-class KeyHashPartitioner(RoundRobinPartitioner):
-    """Kafka's default placement: keyed records by murmur2 hash, the others round-robin."""
+class KeyHashPartitioner(DefaultPartitioner):
+    """Kafka's default placement: keyed records by murmur2 hash, the others round-robin.
 
-    def partition(self, key: bytes | None, partitions: Sequence[int]) -> int:
-        if key is None:
-            return super().partition(key, partitions)
-        return HashedPartitioner.partition(self, key, partitions)  # type: ignore[arg-type]
+    :class:`~afkak.partitioner.DefaultPartitioner`'s placement, without its
+    sticky ``send()`` (the Producer keeps that to the class itself).
+    """
 
 
 def make_producer(client: KafkaClient, settings: Mapping[str, Any]) -> Producer:

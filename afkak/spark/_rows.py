@@ -204,6 +204,24 @@ def _bytes_column(batch: pa.RecordBatch, name: str) -> list[bytes | None] | None
     return column.to_pylist()
 
 
+def _headers_column(column: pa.ListArray) -> list[tuple[tuple[str, bytes | None], ...]]:
+    """Each row's headers as ``(key, value)`` pairs (a null list: none), from the
+    struct's columns rather than a dict per header."""
+    counts = pc.list_value_length(column).to_pylist()
+    headers = column.flatten()
+    fields = dict(zip((f.name for f in headers.type), headers.flatten(), strict=True))
+    pairs = list(zip(fields["key"].to_pylist(), fields["value"].to_pylist(), strict=True))
+    rows: list[tuple[tuple[str, bytes | None], ...]] = []
+    start = 0
+    for count in counts:
+        if count:
+            rows.append(tuple(pairs[start : start + count]))
+            start += count
+        else:
+            rows.append(())
+    return rows
+
+
 @attrs.frozen
 class Outgoing:
     """The records of one Arrow batch to write, column by column (None: column absent)."""
@@ -276,12 +294,7 @@ def arrow_to_outgoing(batch: pa.RecordBatch, default_topic: str | None) -> Outgo
     else:
         assert default_topic is not None  # check_write_schema saw to it
         topics = [default_topic] * n
-    headers = None
-    if "headers" in names:
-        headers = [
-            tuple((h["key"], h["value"]) for h in row) if row else ()
-            for row in batch.column("headers").to_pylist()
-        ]
+    headers = _headers_column(batch.column("headers")) if "headers" in names else None
     values = _bytes_column(batch, "value")
     assert values is not None
     return Outgoing(

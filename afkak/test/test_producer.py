@@ -495,6 +495,27 @@ class SendRecordsTests(ProducerTestCase):
         self.assertEqual([r.timestamp for r in unkeyed], [5, 7])  # together, on one partition
         self.assertEqual(unkeyed[1].headers, (("h", None),))
 
+    def test_unkeyed_records_among_keyed_ones_go_together(self) -> None:
+        producer = self.producer(partitioner_class=HashedPartitioner)
+        self.succeed(producer.send("t", b"route", b"r"))
+        self.failureResultOf(producer.send_records("t", [b"a", b"b"], [b"k", None]), TypeError)
+        producer = self.producer()
+        self.succeed(producer.send_records("t", [b"a", b"b", b"c"], [None, b"k", None]))
+        unkeyed = [p for p in range(3) for r in self.cluster.records("t", p) if r.key is None]
+        self.assertEqual(len(unkeyed), 2)
+        self.assertEqual(len(set(unkeyed)), 1)
+
+    def test_a_partitioner_of_its_own_is_asked_for_each_key(self) -> None:
+        """A subclass choosing otherwise is asked per record (no column shortcut)."""
+
+        class Last(HashedPartitioner):
+            def partition(self, key: Any, partitions: Sequence[int]) -> int:
+                return partitions[-1]
+
+        producer = self.producer(partitioner_class=Last)
+        self.succeed(producer.send_records("t", [b"a", b"b"], [b"k", b"l"]))
+        self.assertEqual(sorted(self.values("t", 2)), [b"a", b"b"])
+
     def test_waits_for_metadata_and_buffer_space(self) -> None:
         producer = self.producer(buffer_memory=200)
         first = producer.send_records("t", [b"x" * 150], [b"a"])  # before the metadata
@@ -517,6 +538,24 @@ class SendRecordsTests(ProducerTestCase):
         ):
             with self.assertRaises(error, msg=(args, kwargs)):
                 producer.send_records("t", *args, **kwargs)
+
+    def test_headers_of_any_accepted_shape(self) -> None:
+        """A column of plain headers is checked at once (compiled), any other shape
+        pair by pair: lists of pairs become tuples, bad pairs raise at the call."""
+        producer = self.producer()
+        headers: list[Any] = [[("h", b"1")], (("h", None),), [("\u00e9", bytearray(b"2"))], ()]
+        self.succeed(producer.send_records("t", [b"a", b"b", b"c", b"d"], headers=headers))
+        got = sorted((r.value, r.headers) for p in range(3) for r in self.cluster.records("t", p))
+        expected = [(b"a", (("h", b"1"),)), (b"b", (("h", None),)), (b"c", (("\u00e9", b"2"),))]
+        self.assertEqual(got, [*expected, (b"d", ())])
+        for bad, error in (
+            ((("\ud800", b"v"),), ValueError),
+            ((("h", "v"),), TypeError),
+            ((("h", b"v", b"w"),), TypeError),
+            (((b"h", b"v"),), TypeError),
+        ):
+            with self.assertRaises(error, msg=bad):
+                producer.send_records("t", [b"a", b"b"], headers=[(("h", b"v"),), bad])
 
     def test_a_partition_the_topic_lacks_fails_the_call(self) -> None:
         producer = self.producer()

@@ -295,6 +295,41 @@ class SameEncodingTests(CompiledCase):
         with self.assertRaises(TypeError):
             build_batch(["text"], timestamp=TS)  # type: ignore[list-item]
 
+    def test_plain_headers(self) -> None:
+        plain = _crecords.plain_headers
+        self.assertTrue(plain([(("h", b"v"), ("\u00e9", None)), (), (("", b""),)]))
+        self.assertTrue(plain([]))
+        for odd in ([("h", b"v")], (["h", b"v"],), (("h",),), (("h", bytearray(b"v")),)):
+            self.assertFalse(plain([(), odd]), odd)
+        self.assertFalse(plain([(("\ud800", b"v"),)]))
+        self.assertFalse(plain([((b"h", b"v"),)]))
+
+    def test_headers(self) -> None:
+        """Headers are encoded compiled; other shapes of them go to the reference."""
+        encode = _crecords.encode_records
+        headers = [(("h", b"v"), ("\u00e9", None)), (), [("", b"")]]
+        body = encode([b"a", None, b"c"], [b"k", None, b"l"], [TS, TS + 1, TS - 1], TS, headers)
+        self.assertIsNotNone(body)
+        data = self.both(
+            [b"a", None, b"c"], [b"k", None, b"l"], headers=headers, timestamps=[TS, TS + 1, TS - 1]
+        )
+        records = next(read_batches(data)).records()
+        self.assertEqual(
+            [r.headers for r in records], [(("h", b"v"), ("\u00e9", None)), (), (("", b""),)]
+        )
+        for odd in (
+            [("h", bytearray(b"v"))],
+            [["h", b"v"]],
+            [("h",)],
+            ("x",),
+            [(b"h", b"v")],
+            [("\ud800", b"v")],
+        ):
+            self.assertIsNone(encode([b"a"], None, None, 0, [odd]), odd)
+        self.both([b"a"], headers=[[("h", bytearray(b"v"))]], timestamp=TS)
+        with self.assertRaises(UnicodeEncodeError):
+            build_batch([b"a"], headers=[[("\ud800", b"v")]], timestamp=TS)
+
 
 def _blobs(
     n: int, valid: bytearray | None, offsets: bytearray, data: bytearray

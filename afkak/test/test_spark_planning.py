@@ -789,6 +789,21 @@ class RowTests(Case):
             (bare.topics, bare.keys, bare.headers, bare.partitions), (["t"], None, None, None)
         )
 
+    def test_arrow_headers_of_any_shape(self) -> None:
+        """Headers are read from the struct's columns: empty and null lists (one
+        over values, as Arrow allows), null header values, a sliced batch."""
+        kind = arrow_schema(read_schema(True)).field("headers").type
+        pairs = [("a", b"1"), ("z", b"hidden"), ("b", None), ("c", b"3"), ("d", b"4")]
+        headers = pa.ListArray.from_arrays(
+            pa.array([0, 1, 2, 2, 4, 5], pa.int32()),
+            pa.array([{"key": k, "value": v} for k, v in pairs], kind.value_type),
+            mask=pa.array([False, True, False, False, False]),
+        )
+        batch = pa.RecordBatch.from_pydict({"value": [b"v"] * 5, "headers": headers})
+        expected = [(("a", b"1"),), (), (), (("b", None), ("c", b"3")), (("d", b"4"),)]
+        self.assertEqual(arrow_to_outgoing(batch, "t").headers, expected)
+        self.assertEqual(arrow_to_outgoing(batch.slice(3), "t").headers, expected[3:])
+
     def test_chunks_by_key(self) -> None:
         out = Outgoing(
             ["t", "t", "u", "t", "t", "t"],
