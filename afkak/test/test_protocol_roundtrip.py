@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from afkak.protocol import ZERO_UUID, messages
 from afkak.protocol._message import FieldSpec, Message, Struct
 from afkak.protocol.messages import FetchResponse as F, MetadataResponse as M
-from afkak.test.helpers import FULL_PROPERTY_RUNS, property_examples
+from afkak.test.helpers import FULL_PROPERTY_RUNS, UTF8_CHARACTERS, property_examples
 
 _INTS = {
     "int8": (-(2**7), 2**7 - 1),
@@ -36,7 +36,7 @@ def primitive(ftype: str) -> st.SearchStrategy[Any]:
     if ftype == "float64":
         return st.floats(allow_nan=False)
     if ftype == "string":
-        return st.text(max_size=8)
+        return st.text(UTF8_CHARACTERS, max_size=8)
     if ftype in ("bytes", "records"):
         return st.binary(max_size=8)
     if ftype == "uuid":
