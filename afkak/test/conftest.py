@@ -13,12 +13,15 @@ marked ``brokers`` wherever it lives.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _pytest.unittest
 import pytest
 from hypothesis import settings
 
@@ -79,6 +82,19 @@ BROKER_MODULES = frozenset(
 settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True)
 settings.register_profile("quick", max_examples=20, deadline=None, derandomize=True)
 settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def _twisted_version_once() -> None:
+    """pytest (9.2 here) asks ``importlib.metadata`` for Twisted's version before every
+    test, reading installed packages' metadata each time: seconds of the Clock suite.
+    The answer cannot change once ``twisted.trial.unittest`` is imported (conftest
+    imports it through the helpers), so it is asked once."""
+    lookup = getattr(_pytest.unittest, "_get_twisted_version", None)
+    if lookup is not None and "twisted.trial.unittest" in sys.modules:
+        _pytest.unittest._get_twisted_version = functools.cache(lookup)
+
+
+_twisted_version_once()
 
 #: Each test's random seed: AFKAK_RANDOM_SEED (0 by default) and the test's name.
 RANDOM_SEED = int(os.environ.get("AFKAK_RANDOM_SEED", "0"))

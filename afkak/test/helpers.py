@@ -18,6 +18,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from hypothesis import strategies as st
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.python.failure import Failure
@@ -118,6 +119,12 @@ HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or (
     "ci" if os.environ.get("CI") == "true" else "quick"
 )
 FULL_PROPERTY_RUNS = HYPOTHESIS_PROFILE == "ci"
+
+
+#: The characters UTF-8 encodes (every code point but the surrogates), as hypothesis's
+#: ``text()`` and ``from_regex()`` draw by default; named by category, not by codec:
+#: hypothesis builds a codec's table on a fresh checkout, seconds of the Clock suite.
+UTF8_CHARACTERS = st.characters(exclude_categories=("Cs",))
 
 
 def property_examples(full: int) -> int:

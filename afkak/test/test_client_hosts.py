@@ -6,6 +6,7 @@ from hypothesis import given, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client._hosts import DEFAULT_PORT, format_host_port, parse_hosts
+from afkak.test.helpers import UTF8_CHARACTERS
 
 
 class ParseHostsTests(SynchronousTestCase):
@@ -77,7 +78,7 @@ class ParseHostsTests(SynchronousTestCase):
     @given(
         st.lists(
             st.tuples(
-                st.from_regex(r"[a-z][a-z0-9.-]{0,20}", fullmatch=True),
+                st.from_regex(r"[a-z][a-z0-9.-]{0,20}", fullmatch=True, alphabet=UTF8_CHARACTERS),
                 st.integers(min_value=1, max_value=65535),
             ),
             min_size=1,

@@ -12,6 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak import common
 from afkak.common import Message, SourcedMessage
+from afkak.test.helpers import UTF8_CHARACTERS
 
 # afkak 21's documented field order of every struct.
 FIELDS = {
@@ -136,7 +137,9 @@ class MessageTests(SynchronousTestCase):
         st.one_of(st.none(), st.binary()),
         st.one_of(st.none(), st.binary()),
         st.one_of(st.none(), st.integers(0, 2**63 - 1)),
-        st.lists(st.tuples(st.text(), st.one_of(st.none(), st.binary())), max_size=3),
+        st.lists(
+            st.tuples(st.text(UTF8_CHARACTERS), st.one_of(st.none(), st.binary())), max_size=3
+        ),
     )
     def test_copy_pickle_replace_round_trip(
         self,

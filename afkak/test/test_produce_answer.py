@@ -21,6 +21,7 @@ from afkak.connection import State
 from afkak.protocol import ZERO_UUID, decode_response, encode_response
 from afkak.protocol.messages import ProduceResponse
 from afkak.protocol.produce_answer import one_partition_answer, topic_entry
+from afkak.test.helpers import UTF8_CHARACTERS
 from afkak.test.test_connection import DEFAULT_VERSIONS, PRODUCE, ConnectionTestCase
 
 #: The highest Produce version the test broker of test_connection offers.
@@ -73,7 +74,7 @@ class OnePartitionAnswerTests(SynchronousTestCase):
         append_time=int64,
         start=int64,
         throttle=st.integers(0, 2**31 - 1),
-        message=st.none() | st.text(max_size=5),
+        message=st.none() | st.text(UTF8_CHARACTERS, max_size=5),
         record_errors=st.lists(st.builds(ProduceResponse.BatchIndexAndErrorMessage), max_size=1),
         leader=st.none() | st.integers(0, 5),
     )

@@ -24,7 +24,7 @@ from afkak.records import (
     builder as builder_module,
     read_batches,
 )
-from afkak.test.helpers import needs_codecs, property_examples
+from afkak.test.helpers import UTF8_CHARACTERS, needs_codecs, property_examples
 from afkak.test.test_codec import ALL_CODECS
 
 CODECS = ALL_CODECS  # those installed
@@ -60,7 +60,8 @@ def all_records(data: bytes, **kwargs: object) -> list[Record]:
 
 blobs = st.one_of(st.none(), st.binary(max_size=300))
 headers_st = st.lists(
-    st.tuples(st.text(max_size=10), st.one_of(st.none(), st.binary(max_size=20))), max_size=3
+    st.tuples(st.text(UTF8_CHARACTERS, max_size=10), st.one_of(st.none(), st.binary(max_size=20))),
+    max_size=3,
 )
 timestamps_st = st.integers(min_value=0, max_value=2**42)
 

@@ -22,7 +22,7 @@ from afkak.records import (
     build_control_batch,
     read_batches,
 )
-from afkak.test.helpers import property_examples
+from afkak.test.helpers import UTF8_CHARACTERS, property_examples
 from afkak.test.test_codec import ALL_CODECS, INSTALLED, _broken_lz4_header, lz4_frame
 
 CODECS = ALL_CODECS
@@ -35,7 +35,10 @@ record_lists = st.lists(
         blobs,
         blobs,
         st.lists(
-            st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=10))), max_size=2
+            st.tuples(
+                st.text(UTF8_CHARACTERS, max_size=8), st.one_of(st.none(), st.binary(max_size=10))
+            ),
+            max_size=2,
         ),
         st.integers(TS - 10**6, TS + 10**6),
     ),
