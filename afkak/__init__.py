@@ -6,9 +6,8 @@ partitioners, message construction, the compression constants, and :mod:`afkak.c
 (errors, structs, constants).
 """
 
-import importlib
-
 from afkak import common  # noqa: F401  (first: it fixes the public module of re-exported names)
+from afkak._lazy import lazy_names
 from afkak._version import __version__
 from afkak.common import OFFSET_COMMITTED, OFFSET_EARLIEST, OFFSET_LATEST
 
@@ -44,19 +43,6 @@ _LAZY = {
     "RoundRobinPartitioner": "afkak.partitioner",
     "Producer": "afkak.producer",
 }
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'afkak' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
 
 
 __title__ = "afkak"
@@ -96,3 +82,5 @@ __all__ = [
     "create_message",
     "create_message_set",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), __all__)

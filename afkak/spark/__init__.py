@@ -16,8 +16,7 @@ except ImportError as e:
         f"afkak.spark needs PySpark 4.2+ and pyarrow: pip install 'afkak[spark]' ({e})"
     ) from e
 
-import importlib
-
+from afkak._lazy import lazy_names
 from afkak.spark._options import OptionError
 from afkak.spark._source import AfkakDataSource
 
@@ -33,14 +32,4 @@ _LAZY = {
 __all__ = ["AfkakDataSource", "DataLossError", "OptionError", "RowError", "from_confluent_avro"]
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'afkak.spark' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals(), __all__)

@@ -37,6 +37,7 @@ LAYERS = {
     "_structs": 0,
     "_retry": 0,
     "_transitions": 0,
+    "_lazy": 0,
     "common": 0,
     "metrics": 0,
     "protocol": 1,
