@@ -489,6 +489,7 @@ class BrokerConnection:
             errbackArgs=(protocol, "version negotiation"),
         )
         protocol.send(request, request.message(version))
+        protocol.flush()
 
     def _versions_received(self, response: Any, protocol: BrokerProtocol, version: int) -> None:
         if response.error_code == ErrorCode.NONE:
@@ -532,6 +533,7 @@ class BrokerConnection:
                 self._request_timeout, self._time_out, request, self._request_timeout, False
             )
             self._send(protocol, request)
+            protocol.flush()
         return request.deferred
 
     def _forget_handshake_request(self, request: PendingRequest) -> None:

@@ -157,22 +157,43 @@ class ClientTransport(iosim.FakeTransport):
 
 @implementer(IWriteDescriptor)
 class DescriptorTransport(ClientTransport):
-    """As Twisted's TCP transport: ``write`` holds bytes until ``doWrite`` sends them.
+    """As Twisted's TCP transport (a ``FileDescriptor``): ``write`` holds bytes, and
+    registers for writing, until the reactor's ``doWrite`` sends them.
 
     The reactor calls ``doWrite`` at its next iteration (:meth:`Network.flush`
-    does, counting those in :attr:`reactor_writes`); a protocol may call it
-    first.
+    does, counting those in :attr:`reactor_writes`); ``writeSomeData`` sends at
+    once, at most :attr:`accept` bytes (the socket's room).  ``dataBuffer``,
+    ``offset`` and ``_tempDataLen`` show what is held, as Twisted's.
     """
+
+    SEND_LIMIT = 128 * 1024
+    connected = True
+    dataBuffer = b""
+    offset = 0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.held: list[bytes] = []
         self.sends: list[bytes] = []
         self.reactor_writes = 0
+        self.registrations = 0
+        self.accept = self.SEND_LIMIT
         self.written_while_closing = False
 
+    @property
+    def _tempDataLen(self) -> int:
+        return sum(map(len, self.held))
+
     def write(self, data: bytes) -> None:
+        if not self.held:
+            self.registrations += 1  # startWriting: the reactor polls it writable
         self.held.append(data)
+
+    def writeSomeData(self, data: bytes) -> int:
+        taken = data[: self.accept]
+        self.sends.append(taken)
+        self.stream.append(taken)
+        return len(taken)
 
     def doWrite(self) -> None:
         if self.disconnecting:
@@ -820,14 +841,41 @@ class WriteNowTests(ConnectionTestCase):
         self.assert_answered(d, "now")
         self.assertEqual(transport.reactor_writes, reactor_writes)
 
+    def test_request_sent_without_registering_for_writes(self) -> None:
+        """A frame the socket takes whole never makes the transport poll for writability
+        (its write would: two ``epoll_ctl`` calls per request)."""
+        connection = self.ready()
+        transport = self.net.transport
+        assert isinstance(transport, DescriptorTransport)
+        d = connection.request(metadata("direct"))
+        self.net.flush()
+        self.assert_answered(d, "direct")
+        self.assertEqual((transport.registrations, transport.reactor_writes), (0, 0))
+
+    def test_what_the_socket_does_not_take_is_sent_in_order(self) -> None:
+        connection = self.ready()
+        transport = self.net.transport
+        assert isinstance(transport, DescriptorTransport)
+        transport.accept = 10  # the socket's buffer is nearly full
+        first = connection.request(metadata("first"))
+        self.assertEqual(len(transport.sends[-1]), 10)
+        self.assertEqual(transport.registrations, 1)  # the rest waits for writability
+        transport.accept = transport.SEND_LIMIT
+        second = connection.request(metadata("second"))  # behind the rest, not past it
+        self.assertEqual(len(transport.sends[-1]), 10)
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [["first"], ["second"]])
+        self.assert_answered(first, "first")
+        self.assert_answered(second, "second")
+
     def test_requests_of_one_pump_sent_together(self) -> None:
         connection = self.connection()
         ds = [connection.request(metadata(name)) for name in "abc"]
         self.net.flush()  # connects; the ApiVersions answer makes it ready: one pump writes all
         transport = self.net.transport
         assert isinstance(transport, DescriptorTransport)
-        self.assertEqual(len(transport.sends), 2)
-        self.assertEqual(transport.reactor_writes, 1)  # ApiVersions' alone
+        self.assertEqual(len(transport.sends), 2)  # ApiVersions, then the three
+        self.assertEqual(transport.reactor_writes, 0)
         self.assertEqual(self.broker.topics(), [["a"], ["b"], ["c"]])
         for name, d in zip("abc", ds, strict=True):
             self.assert_answered(d, name)
