@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from twisted.internet.abstract import FileDescriptor
 from twisted.internet.interfaces import IPushProducer, IWriteDescriptor
 from twisted.internet.protocol import connectionDone
 from twisted.logger import Logger
@@ -73,8 +74,9 @@ class BrokerProtocol(FramedProtocol):
         self.frames_received = 0
         self.write_paused = False
         self.lost = False
+        self._socket: FileDescriptor | None = None
         self._descriptor: Any = None
-        #: Frames sent since the last :meth:`flush` (on a write descriptor only).
+        #: Frames sent since the last :meth:`flush` (on a socket's transport only).
         self._unwritten: list[bytes] = []
 
     def connectionMade(self) -> None:
@@ -85,9 +87,12 @@ class BrokerProtocol(FramedProtocol):
         # A reactor-driven transport (TCP, UNIX) holds what is written until
         # the reactor's next iteration polls it writable (twisted#5303), and
         # registers its interest in writing meanwhile: :meth:`flush` sends
-        # the frames itself.  Wrapping transports (TLS, in-memory) are no
-        # write descriptors and write as they do.
-        if IWriteDescriptor.providedBy(transport):
+        # the frames to its socket itself.  A wrapper of one (TLS) writes to
+        # it as it does, and its doWrite sends now; in-memory transports
+        # write as they do.
+        if isinstance(transport, FileDescriptor):
+            self._socket = transport
+        elif IWriteDescriptor.providedBy(transport):
             self._descriptor = transport
         transport.registerProducer(self, True)
 
@@ -110,7 +115,7 @@ class BrokerProtocol(FramedProtocol):
             unanswered[correlation_id] = None
             if len(unanswered) > _UNANSWERED_KEPT:
                 del unanswered[next(iter(unanswered))]
-        if self._descriptor is None:
+        if self._socket is None:
             self.transport.write(frame)
         else:
             self._unwritten.append(frame)
@@ -126,28 +131,34 @@ class BrokerProtocol(FramedProtocol):
         their Python per request); whatever the socket does not take is
         written to the transport, sent as the reactor finds it writable, and
         an error is left for the reactor's own write to find, so the
-        connection is lost the usual way.  Not once the transport is
-        closing: the reactor's write of a closing transport is what
-        completes its close.
+        connection is lost the usual way.  A wrapper of such a transport
+        (TLS) writes through its own ``write``, then its transport's
+        ``doWrite`` sends.  Not once the transport is closing: the reactor's
+        write of a closing transport is what completes its close.
         """
+        socket = self._socket
+        if socket is None:
+            descriptor = self._descriptor
+            if descriptor is not None and not descriptor.disconnecting:
+                descriptor.doWrite()  # looked up now: an aborted transport's is a no-op
+            return
         frames = self._unwritten
         if not frames:
             return
         self._unwritten = []
         data = b"".join(frames)
-        descriptor = self._descriptor
         if (
-            descriptor.connected
-            and not descriptor.disconnecting
-            and len(data) <= descriptor.SEND_LIMIT
-            and _drained(descriptor)
+            socket.connected
+            and not socket.disconnecting
+            and len(data) <= socket.SEND_LIMIT
+            and _drained(socket)
         ):
-            sent = descriptor.writeSomeData(data)
+            sent = socket.writeSomeData(data)
             if sent == len(data):
                 return
             if type(sent) is int and sent > 0:
                 data = data[sent:]
-        self.transport.write(data)
+        socket.write(data)
 
     def forget(self, request: PendingRequest) -> None:
         """Free the pipelining slot of ``request`` (timed out or cancelled); drop its answer."""
@@ -224,7 +235,7 @@ class BrokerProtocol(FramedProtocol):
         self.write_paused = True
 
 
-def _drained(descriptor: Any) -> bool:
+def _drained(socket: FileDescriptor) -> bool:
     """Whether a Twisted ``FileDescriptor`` holds nothing unsent: a frame sent past
     it now keeps its place."""
-    return not descriptor._tempDataLen and descriptor.offset == len(descriptor.dataBuffer)
+    return not socket._tempDataLen and socket.offset == len(socket.dataBuffer)
