@@ -769,7 +769,7 @@ class BrokerConnection:
         self._pump()
 
     def _protocol_writable(self, protocol: BrokerProtocol) -> None:
-        if protocol is self._protocol:
+        if protocol is self._protocol and self._queue:
             self._pump()
 
     def _protocol_lost(self, protocol: BrokerProtocol, reason: Failure) -> None:
