@@ -39,6 +39,7 @@ from afkak._errors import (
 )
 from afkak._retry import reconnect_backoff
 from afkak._version import __version__
+from afkak.connection._deadlines import RequestDeadlines
 from afkak.connection._lifecycle import (
     AUTHENTICATED_STATES,
     CONNECTED_STATES,
@@ -213,6 +214,7 @@ class BrokerConnection:
         self._auth_timer: IDelayedCall | None = None
         # KIP-219: nothing is written before this call fires (the broker throttles us).
         self._throttle_call: IDelayedCall | None = None
+        self._deadlines = RequestDeadlines(reactor, self._time_out)
 
     def __repr__(self) -> str:
         return f"<BrokerConnection {self.host}:{self.port} {self._state.value}>"
@@ -281,7 +283,7 @@ class BrokerConnection:
         )
         if timeout is None:
             timeout = self._request_timeout
-        request.timer = self._reactor.callLater(timeout, self._time_out, request, timeout, True)
+        self._deadlines.add(request, timeout)
         self._queue.append(request)
         if self._state is State.READY:
             self._pump()
@@ -414,6 +416,7 @@ class BrokerConnection:
 
     def _shut_down(self) -> None:
         self._stop_authenticating()
+        self._deadlines.stop()
         for timer in (self._retry_call, self._connect_timer, self._throttle_call):
             if timer is not None and timer.active():
                 timer.cancel()
@@ -479,9 +482,8 @@ class BrokerConnection:
 
     def _send_api_versions(self, protocol: BrokerProtocol, version: int) -> None:
         request = _ApiVersionsExchange()
-        request.timer = self._reactor.callLater(
-            self._request_timeout, self._time_out, request, self._request_timeout, False
-        )
+        request.notify = False
+        self._deadlines.add(request, self._request_timeout)
         request.deferred.addCallbacks(
             self._versions_received,
             self._handshake_failed,
@@ -489,6 +491,7 @@ class BrokerConnection:
             errbackArgs=(protocol, "version negotiation"),
         )
         protocol.send(request, request.message(version))
+        protocol.flush()
 
     def _versions_received(self, response: Any, protocol: BrokerProtocol, version: int) -> None:
         if response.error_code == ErrorCode.NONE:
@@ -528,17 +531,14 @@ class BrokerConnection:
         if protocol is not self._protocol:
             request.fail(BrokerConnectionError(f"connection to {self.host}:{self.port} lost"))
         else:
-            request.timer = self._reactor.callLater(
-                self._request_timeout, self._time_out, request, self._request_timeout, False
-            )
+            request.notify = False
+            self._deadlines.add(request, self._request_timeout)
             self._send(protocol, request)
+            protocol.flush()
         return request.deferred
 
     def _forget_handshake_request(self, request: PendingRequest) -> None:
         """A handshake request was cancelled (its authentication timed out): drop it quietly."""
-        if request.timer is not None and request.timer.active():
-            request.timer.cancel()
-        request.timer = None
         if request.sent and self._protocol is not None:
             self._protocol.forget(request)
 
@@ -657,13 +657,12 @@ class BrokerConnection:
             return
         sensors = self._sensors
         if sensors is not None:
-            request.sent_at = sensors.now()
-            sensors.sent(size)
+            request.sent_at = sensors.sent(size)
         if not request.expect_response:
             request.succeed(None)
 
-    def _time_out(self, request: PendingRequest, timeout: float, notify: bool) -> None:
-        request.timer = None
+    def _time_out(self, request: PendingRequest) -> None:
+        timeout = request.timeout
         sent = request.sent
         protocol = self._protocol
         silent = False
@@ -680,7 +679,7 @@ class BrokerConnection:
                 f"{request.api_name} request to {self.host}:{self.port} not sent within {timeout} s"
             )
         request.fail(error)
-        if notify and self._on_timeout is not None:
+        if request.notify and self._on_timeout is not None:
             self._on_timeout(self, sent)
         if protocol is None or protocol is not self._protocol:
             return
@@ -739,14 +738,12 @@ class BrokerConnection:
     def _protocol_answered(
         self, protocol: BrokerProtocol, request: PendingRequest, size: int, response: Any
     ) -> None:
-        sensors = self._sensors
-        if sensors is not None and request.sent_at >= 0:
-            sensors.received(size, request.sent_at)
+        self._deadlines.answered(request)
         throttle = getattr(response, "throttle_time_ms", None)
+        if self._sensors is not None:
+            self._sensors.received(size, request.sent_at, throttle)
         if throttle is None:
             return
-        if sensors is not None:
-            sensors.throttled(throttle)
         if throttle > 0 and client_waits(request.request_class, request.version):
             self._hold_for(min(throttle / 1000.0, self._request_timeout))
 
@@ -772,7 +769,7 @@ class BrokerConnection:
         self._pump()
 
     def _protocol_writable(self, protocol: BrokerProtocol) -> None:
-        if protocol is self._protocol:
+        if protocol is self._protocol and self._queue:
             self._pump()
 
     def _protocol_lost(self, protocol: BrokerProtocol, reason: Failure) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from twisted.internet.abstract import FileDescriptor
 from twisted.internet.interfaces import IPushProducer, IWriteDescriptor
 from twisted.internet.protocol import connectionDone
 from twisted.logger import Logger
@@ -73,7 +74,10 @@ class BrokerProtocol(FramedProtocol):
         self.frames_received = 0
         self.write_paused = False
         self.lost = False
+        self._socket: FileDescriptor | None = None
         self._descriptor: Any = None
+        #: Frames sent since the last :meth:`flush` (on a socket's transport only).
+        self._unwritten: list[bytes] = []
 
     def connectionMade(self) -> None:
         transport = self.transport
@@ -81,10 +85,14 @@ class BrokerProtocol(FramedProtocol):
         if set_no_delay is not None:
             set_no_delay(True)
         # A reactor-driven transport (TCP, UNIX) holds what is written until
-        # the reactor's next iteration polls it writable (twisted#5303); its
-        # own doWrite sends now.  Wrapping transports (TLS, in-memory) are
-        # no write descriptors and write as they do.
-        if IWriteDescriptor.providedBy(transport):
+        # the reactor's next iteration polls it writable (twisted#5303), and
+        # registers its interest in writing meanwhile: :meth:`flush` sends
+        # the frames to its socket itself.  A wrapper of one (TLS) writes to
+        # it as it does, and its doWrite sends now; in-memory transports
+        # write as they do.
+        if isinstance(transport, FileDescriptor):
+            self._socket = transport
+        elif IWriteDescriptor.providedBy(transport):
             self._descriptor = transport
         transport.registerProducer(self, True)
 
@@ -107,22 +115,50 @@ class BrokerProtocol(FramedProtocol):
             unanswered[correlation_id] = None
             if len(unanswered) > _UNANSWERED_KEPT:
                 del unanswered[next(iter(unanswered))]
-        self.transport.write(frame)
+        if self._socket is None:
+            self.transport.write(frame)
+        else:
+            self._unwritten.append(frame)
         return len(frame)
 
     def flush(self) -> None:
-        """Send what was written now rather than at the reactor's next iteration.
+        """Send what :meth:`send` wrote now rather than at the reactor's next iteration.
 
         Saves a request's round trip one reactor iteration (an ``epoll_wait``
-        and the Python around it).  A socket that takes only part keeps the
-        rest buffered, written as the reactor finds it writable; an error is
-        left for the reactor's own write to find, so the connection is lost
-        the usual way.  Not once the transport is closing: the reactor's
+        and the Python around it).  Frames that fit one ``send`` on a
+        transport holding nothing unsent go straight to the socket, so the
+        transport never registers for writing (two ``epoll_ctl`` calls and
+        their Python per request); whatever the socket does not take is
+        written to the transport, sent as the reactor finds it writable, and
+        an error is left for the reactor's own write to find, so the
+        connection is lost the usual way.  A wrapper of such a transport
+        (TLS) writes through its own ``write``, then its transport's
+        ``doWrite`` sends.  Not once the transport is closing: the reactor's
         write of a closing transport is what completes its close.
         """
-        descriptor = self._descriptor
-        if descriptor is not None and not descriptor.disconnecting:
-            descriptor.doWrite()  # looked up now: an aborted transport's is a no-op
+        socket = self._socket
+        if socket is None:
+            descriptor = self._descriptor
+            if descriptor is not None and not descriptor.disconnecting:
+                descriptor.doWrite()  # looked up now: an aborted transport's is a no-op
+            return
+        frames = self._unwritten
+        if not frames:
+            return
+        self._unwritten = []
+        data = b"".join(frames)
+        if (
+            socket.connected
+            and not socket.disconnecting
+            and len(data) <= socket.SEND_LIMIT
+            and _drained(socket)
+        ):
+            sent = socket.writeSomeData(data)
+            if sent == len(data):
+                return
+            if type(sent) is int and sent > 0:
+                data = data[sent:]
+        socket.write(data)
 
     def forget(self, request: PendingRequest) -> None:
         """Free the pipelining slot of ``request`` (timed out or cancelled); drop its answer."""
@@ -136,6 +172,7 @@ class BrokerProtocol(FramedProtocol):
         transport honouring IConsumer to the letter) holds back its shutdown
         while a producer is registered.
         """
+        self.flush()
         self.transport.unregisterProducer()
         self.transport.loseConnection()
 
@@ -196,3 +233,9 @@ class BrokerProtocol(FramedProtocol):
 
     def stopProducing(self) -> None:
         self.write_paused = True
+
+
+def _drained(socket: FileDescriptor) -> bool:
+    """Whether a Twisted ``FileDescriptor`` holds nothing unsent: a frame sent past
+    it now keeps its place."""
+    return not socket._tempDataLen and socket.offset == len(socket.dataBuffer)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IDelayedCall
 
 from afkak.protocol.header import decode_response
 
@@ -44,7 +44,10 @@ class PendingRequest:
     ``sent`` is set once its bytes are written, with the ``correlation_id``
     it went under and ``frames_before``, the count of responses the
     connection had received by then (a request timing out with none received
-    since shows a silent connection).
+    since shows a silent connection).  Its ``timeout`` and ``deadline``
+    (reactor seconds) are kept by the connection's
+    :class:`~afkak.connection._deadlines.RequestDeadlines`; ``notify`` says
+    whether its timing out is reported (handshake requests' are not).
     """
 
     __slots__ = (
@@ -55,7 +58,9 @@ class PendingRequest:
         "max_version",
         "expect_response",
         "deferred",
-        "timer",
+        "timeout",
+        "deadline",
+        "notify",
         "version",
         "sent",
         "correlation_id",
@@ -87,7 +92,9 @@ class PendingRequest:
         self.deferred: Deferred[Any] = Deferred(
             None if canceller is None else (lambda _: canceller(self))
         )
-        self.timer: IDelayedCall | None = None
+        self.timeout = math.inf
+        self.deadline = math.inf
+        self.notify = True
         self.version = -1
         self.sent = False
         self.correlation_id = -1
@@ -126,15 +133,7 @@ class PendingRequest:
         return decode_response(frame, self.request_class.API_KEY, self.version)[1]
 
     def succeed(self, result: Any) -> None:
-        self._stop_timer()
         self.deferred.callback(result)
 
     def fail(self, error: BaseException) -> None:
-        self._stop_timer()
         self.deferred.errback(error)
-
-    def _stop_timer(self) -> None:
-        if self.timer is not None:
-            if self.timer.active():
-                self.timer.cancel()
-            self.timer = None

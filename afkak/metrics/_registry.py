@@ -57,15 +57,14 @@ class Metrics:
         self, reactor: Any, config: MetricConfig | None = None, *, client_id: str = "afkak"
     ) -> None:
         self._seconds: Callable[[], float] = reactor.seconds
+        #: The reactor's ``seconds()``: the sensors' clock (called directly: a hot path).
+        self.seconds: Callable[[], float] = reactor.seconds
         self.client_id = client_id
         self.config = MetricConfig() if config is None else config
         self._metrics: dict[MetricName, Measurable] = {}
         self._sensors: dict[str, Sensor] = {}
         self._owned: dict[str, list[MetricName]] = {}
         self._shared: dict[Any, Any] = {}
-
-    def seconds(self) -> float:
-        return self._seconds()
 
     def shared(self, factory: Callable[..., T], *args: Any) -> T:
         """The one ``factory(self, *args)`` of this registry (a layer's sensors, per tag set)."""

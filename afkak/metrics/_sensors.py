@@ -80,15 +80,21 @@ class ConnectionSensors(_SensorSet):
         add(metrics, sensor, NODE, node)
         return sensor
 
-    def sent(self, size: int) -> None:
-        """A request of *size* bytes was written."""
-        self._sent.record(size)
-
-    def received(self, size: int, sent_at: float) -> None:
-        """A response of *size* bytes came, to a request written at *sent_at* (reactor seconds)."""
+    def sent(self, size: int) -> float:
+        """A request of *size* bytes was written; returns when (reactor seconds)."""
         now = self._seconds()
-        self._received.record_at(size, now)
-        self._latency.record_at((now - sent_at) * 1000.0, now)
+        self._sent.record_at(size, now)
+        return now
+
+    def received(self, size: int, sent_at: float, throttle_ms: int | None = None) -> None:
+        """A response of *size* bytes came, to a request written at *sent_at* (reactor
+        seconds; negative: not timed), asking to be throttled *throttle_ms* (if it says)."""
+        now = self._seconds()
+        if sent_at >= 0:
+            self._received.record_at(size, now)
+            self._latency.record_at((now - sent_at) * 1000.0, now)
+        if throttle_ms is not None:
+            self._throttle.record_at(throttle_ms, now)
 
     def throttled(self, ms: int) -> None:
         self._throttle.record(ms)

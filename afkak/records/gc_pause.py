@@ -21,8 +21,7 @@ None and everything stays tracked.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from afkak.records.batch import compiled_records
@@ -48,20 +47,24 @@ reachable: Callable[[list[Any], type, str], list[int]] | None = getattr(
 )
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
+class gc_paused:  # noqa: N801 (used as a function: ``with gc_paused():``)
     """Disable the cyclic GC for the block, unless the application already had.
 
     Keep the block synchronous and bounded (no yield to a caller): a
     collection due meanwhile runs at the first allocation after it.  The
     producer fires an acknowledged batch's Deferreds in one, so the
     application's callbacks may run in it (and find the collector off).
+    (A class rather than a generator: entered once per acknowledged batch,
+    a lone record's included.)
     """
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
+
+    __slots__ = ("_paused",)
+
+    def __enter__(self) -> None:
+        self._paused = gc.isenabled()
+        if self._paused:
+            gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._paused:
             gc.enable()

@@ -147,6 +147,8 @@ class AdminFakeClusterTests(AdminFakeClusterCase):
         self.assertEqual(len(gaps), 2)
         self.assertTrue(0.8 <= gaps[0] <= 1.2 and 1.6 <= gaps[1] <= 2.4, gaps)
         self.assertIsInstance(self.successResultOf(d)["c"].error, NotController)
+        # No resend is left pending (the connections' request timers go with them).
+        self.successResultOf(self.client.close())
         self.assertEqual(self.clock.getDelayedCalls(), [])
 
     def test_resends_are_capped_and_jittered_by_the_clients_rng(self) -> None:

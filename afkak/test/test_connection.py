@@ -11,6 +11,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from twisted.internet.abstract import FileDescriptor
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.internet.error import ConnectionDone, ConnectionRefusedError
@@ -156,12 +157,14 @@ class ClientTransport(iosim.FakeTransport):
 
 
 @implementer(IWriteDescriptor)
-class DescriptorTransport(ClientTransport):
-    """As Twisted's TCP transport: ``write`` holds bytes until ``doWrite`` sends them.
+class WrappingTransport(ClientTransport):
+    """As a wrapper of Twisted's TCP transport (TLS): ``write`` holds bytes until
+    ``doWrite`` sends them, and it looks like a write descriptor.
 
     The reactor calls ``doWrite`` at its next iteration (:meth:`Network.flush`
     does, counting those in :attr:`reactor_writes`); a protocol may call it
-    first.
+    first.  ``writeSomeData`` is the wrapped socket's (as a TLS wrapper's
+    attribute lookups reach it): what it sends skips the wrapper.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -169,10 +172,15 @@ class DescriptorTransport(ClientTransport):
         self.held: list[bytes] = []
         self.sends: list[bytes] = []
         self.reactor_writes = 0
+        self.bypassed: list[bytes] = []
         self.written_while_closing = False
 
     def write(self, data: bytes) -> None:
         self.held.append(data)
+
+    def writeSomeData(self, data: bytes) -> int:
+        self.bypassed.append(data)
+        return len(data)
 
     def doWrite(self) -> None:
         if self.disconnecting:
@@ -187,6 +195,35 @@ class DescriptorTransport(ClientTransport):
             self.held = []
             self.sends.append(data)
             self.stream.append(data)  # what a closing transport holds is still sent
+
+
+class SocketTransport(WrappingTransport, FileDescriptor):
+    """As Twisted's TCP transport itself (a ``FileDescriptor``): ``write`` also
+    registers for writing, and ``writeSomeData`` sends at once, at most
+    :attr:`accept` bytes (the socket's room).  ``dataBuffer``, ``offset`` and
+    ``_tempDataLen`` show what is held, as Twisted's."""
+
+    connected = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.registrations = 0
+        self.accept = self.SEND_LIMIT
+
+    @property  # type: ignore[override]
+    def _tempDataLen(self) -> int:
+        return sum(map(len, self.held))
+
+    def write(self, data: bytes) -> None:
+        if not self.held:
+            self.registrations += 1  # startWriting: the reactor polls it writable
+        super().write(data)
+
+    def writeSomeData(self, data: bytes) -> int:
+        taken = data[: self.accept]
+        self.sends.append(taken)
+        self.stream.append(taken)
+        return len(taken)
 
 
 class Network:
@@ -223,7 +260,7 @@ class Network:
     def flush(self) -> None:
         for _ in range(1000):
             for transport in self.transports:  # the reactor's iteration writes what is held
-                if isinstance(transport, DescriptorTransport) and transport.held:
+                if isinstance(transport, WrappingTransport) and transport.held:
                     transport.reactor_writes += 1
                     transport.reactor_write()
             if not any([pump.pump() for pump in self.pumps]):
@@ -805,13 +842,13 @@ class WriteNowTests(ConnectionTestCase):
 
     def setUp(self) -> None:
         super().setUp()
-        self.net = Network(self.clock, DescriptorTransport)
+        self.net = Network(self.clock, SocketTransport)
         self.server = self.net.serve(self.broker)
 
     def test_request_sent_in_its_turn(self) -> None:
         connection = self.ready()
         transport = self.net.transport
-        assert isinstance(transport, DescriptorTransport)
+        assert isinstance(transport, SocketTransport)
         reactor_writes = transport.reactor_writes
         d = connection.request(metadata("now"))
         self.assertEqual(transport.held, [])
@@ -820,17 +857,59 @@ class WriteNowTests(ConnectionTestCase):
         self.assert_answered(d, "now")
         self.assertEqual(transport.reactor_writes, reactor_writes)
 
+    def test_request_sent_without_registering_for_writes(self) -> None:
+        """A frame the socket takes whole never makes the transport poll for writability
+        (its write would: two ``epoll_ctl`` calls per request)."""
+        connection = self.ready()
+        transport = self.net.transport
+        assert isinstance(transport, SocketTransport)
+        d = connection.request(metadata("direct"))
+        self.net.flush()
+        self.assert_answered(d, "direct")
+        self.assertEqual((transport.registrations, transport.reactor_writes), (0, 0))
+
+    def test_what_the_socket_does_not_take_is_sent_in_order(self) -> None:
+        connection = self.ready()
+        transport = self.net.transport
+        assert isinstance(transport, SocketTransport)
+        transport.accept = 10  # the socket's buffer is nearly full
+        first = connection.request(metadata("first"))
+        self.assertEqual(len(transport.sends[-1]), 10)
+        self.assertEqual(transport.registrations, 1)  # the rest waits for writability
+        transport.accept = transport.SEND_LIMIT
+        second = connection.request(metadata("second"))  # behind the rest, not past it
+        self.assertEqual(len(transport.sends[-1]), 10)
+        self.net.flush()
+        self.assertEqual(self.broker.topics(), [["first"], ["second"]])
+        self.assert_answered(first, "first")
+        self.assert_answered(second, "second")
+
     def test_requests_of_one_pump_sent_together(self) -> None:
         connection = self.connection()
         ds = [connection.request(metadata(name)) for name in "abc"]
         self.net.flush()  # connects; the ApiVersions answer makes it ready: one pump writes all
         transport = self.net.transport
-        assert isinstance(transport, DescriptorTransport)
-        self.assertEqual(len(transport.sends), 2)
-        self.assertEqual(transport.reactor_writes, 1)  # ApiVersions' alone
+        assert isinstance(transport, SocketTransport)
+        self.assertEqual(len(transport.sends), 2)  # ApiVersions, then the three
+        self.assertEqual(transport.reactor_writes, 0)
         self.assertEqual(self.broker.topics(), [["a"], ["b"], ["c"]])
         for name, d in zip("abc", ds, strict=True):
             self.assert_answered(d, name)
+
+    def test_a_wrapping_transport_writes_through_its_own_write(self) -> None:
+        """A TLS wrapper of a TCP transport looks like a write descriptor: frames
+        go through its write (to be encrypted), then its doWrite sends them now."""
+        self.net = Network(self.clock, WrappingTransport)
+        self.server = self.net.serve(self.broker)
+        connection = self.ready()
+        transport = self.net.transport
+        assert isinstance(transport, WrappingTransport)
+        reactor_writes = transport.reactor_writes
+        d = connection.request(metadata("wrapped"))
+        self.assertEqual(transport.held, [])
+        self.net.flush()
+        self.assert_answered(d, "wrapped")
+        self.assertEqual((transport.bypassed, transport.reactor_writes), ([], reactor_writes))
 
     def test_closed_while_writing_leaves_the_close_to_the_reactor(self) -> None:
         """A request's callback closing the connection as a pump writes it."""
@@ -840,7 +919,7 @@ class WriteNowTests(ConnectionTestCase):
         written.addCallback(lambda _: closed.append(connection.close()))
         self.net.flush()  # ready: the pump writes "last", whose callback closes
         transport = self.net.transport
-        assert isinstance(transport, DescriptorTransport)
+        assert isinstance(transport, SocketTransport)
         self.assertFalse(transport.written_while_closing)
         self.assertEqual(self.broker.topics(), [["last"]])
         self.assertIsNone(self.successResultOf(closed[0]))
@@ -933,6 +1012,84 @@ class TimeoutTests(ConnectionTestCase):
         self.failureResultOf(timed_out, RequestTimedOutError)
         self.failureResultOf(other, BrokerConnectionError)
         self.assertIs(connection.state, State.BACKING_OFF)
+
+
+class OneTimerTests(ConnectionTestCase):
+    """Issue 39: a connection's requests share one timer, and each still times out
+    exactly when its own timer would have fired."""
+
+    def test_requests_in_flight_share_one_timer(self) -> None:
+        connection = self.ready(max_in_flight=5, request_timeout=30)
+        self.broker.hold = True
+        ds = [connection.request(metadata(n)) for n in "abcde"]
+        self.net.flush()
+        self.assertEqual(len(self.clock.getDelayedCalls()), 1)
+        self.broker.hold = False
+        while self.broker.held:
+            self.broker.release()
+            self.net.flush()
+        for name, d in zip("abcde", ds, strict=True):
+            self.assert_answered(d, name)
+        self.assertEqual(len(self.clock.getDelayedCalls()), 1)  # not one armed per request
+
+    def test_each_request_times_out_at_its_own_deadline(self) -> None:
+        """A shorter timeout made later, and a request made after the first was
+        answered, each fail at their deadlines and not a moment sooner."""
+        connection = self.ready(max_in_flight=1, request_timeout=30)
+        self.broker.hold = True
+        first = connection.request(metadata("first"))  # deadline 30
+        self.clock.advance(1)
+        short = connection.request(metadata("short"), timeout=5)  # queued; deadline 6
+        self.net.flush()
+        self.clock.advance(4.5)
+        self.assertNoResult(short)
+        self.clock.advance(0.5)
+        self.failureResultOf(short, RequestTimedOutError)
+        self.assertNoResult(first)
+        self.broker.release(0)  # first is answered
+        self.net.flush()
+        self.assert_answered(first, "first")
+        self.clock.advance(4)  # 10
+        late = connection.request(metadata("late"))  # deadline 40, past first's 30
+        self.net.flush()
+        self.clock.advance(19.75)  # 29.75
+        self.clock.advance(0.25)  # 30: the timer armed for "first" finds nothing due
+        self.assertNoResult(late)
+        self.clock.advance(9.5)
+        self.assertNoResult(late)
+        self.clock.advance(0.5)  # 40
+        self.assertIn(
+            "within 30 s",
+            str(self.failureResultOf(late, RequestTimedOutError).value),
+        )
+        self.assertEqual(self.timeouts, [(connection, False), (connection, True)])
+
+    def test_requests_due_together_time_out_in_order_of_their_deadlines(self) -> None:
+        del self.net.servers["broker", 9092]
+        connection = self.connection(request_timeout=10)
+        failed: list[str] = []
+        for name, timeout in (("a", 10), ("b", 3), ("c", 10)):
+            d = connection.request(metadata(name), timeout=timeout)
+            d.addErrback(lambda f, name=name: failed.append(name))
+            self.clock.advance(1)
+        self.clock.advance(20)
+        self.assertEqual(failed, ["b", "a", "c"])
+
+    def test_a_request_timing_out_while_another_is_sent_keeps_its_deadline(self) -> None:
+        """The timer fires inside a busy pump: a request made from a timed-out
+        request's errback is timed from then."""
+        connection = self.ready(request_timeout=5)
+        self.broker.hold = True
+        retried: list[Deferred[Any]] = []
+        d = connection.request(metadata("a"), timeout=60)
+        d.addErrback(lambda _: retried.append(connection.request(metadata("b"))))
+        self.net.flush()
+        d.cancel()
+        self.assertEqual(len(retried), 1)
+        self.clock.advance(4.75)
+        self.assertNoResult(retried[0])
+        self.clock.advance(0.25)
+        self.failureResultOf(retried[0], RequestTimedOutError)
 
 
 class CancellationTests(ConnectionTestCase):
