@@ -456,28 +456,30 @@ class Emitter:
         key = (sd.name, v)
         if key in self.dec_names:
             return self.dec_names[key]
-        body = ["    try:"]
+        # The value is built by setting its slots (the generated classes have
+        # no validators or converters): cheaper than a call to attrs' __init__.
+        body = [f"    o = _new({sd.name})", "    try:"]
         ind = "        "
         for g in self.groups(self.inline_fields(sd, v)):
             if isinstance(g, list):
                 fmt = "".join(FIXED[f.type][1] for f in g)
                 size = sum(FIXED[f.type][2] for f in g)
                 const = self.struct_const(">" + fmt)
+                targets = ["u_" + f.name if f.type == "uuid" else "o." + f.name for f in g]
                 if len(g) == 1:
-                    body.append(f"{ind}f_{g[0].name} = {const}.unpack_from(mv, pos)[0]")
+                    body.append(f"{ind}{targets[0]} = {const}.unpack_from(mv, pos)[0]")
                 else:
-                    names = ", ".join("f_" + f.name for f in g)
-                    body.append(f"{ind}{names} = {const}.unpack_from(mv, pos)")
+                    body.append(f"{ind}{', '.join(targets)} = {const}.unpack_from(mv, pos)")
                 body.append(f"{ind}pos += {size}")
                 for f in g:
                     if f.type == "uuid":
-                        body.append(f"{ind}f_{f.name} = _p.uuid_from(f_{f.name})")
+                        body.append(f"{ind}o.{f.name} = _p.uuid_from(u_{f.name})")
             else:
-                self.read_field(body, g, v, "f_" + g.name, ind)
+                self.read_field(body, g, v, "o." + g.name, ind)
         if self.s.is_flexible(v):
             tagged = self.tagged_fields(sd, v)
             for f in tagged:
-                body.append(f"{ind}f_{f.name} = {default_expr(f)}")
+                body.append(f"{ind}o.{f.name} = {default_expr(f)}")
             body.append(f"{ind}if mv[pos] == 0:")  # the usual empty tag section
             body.append(f"{ind}    pos += 1")
             if not tagged:
@@ -491,20 +493,17 @@ class Emitter:
                 for i, f in enumerate(tagged):
                     kw = "if" if i == 0 else "elif"
                     body.append(f"{ind}        {kw} tag == {f.tag}:")
-                    self.read_field(body, f, v, "f_" + f.name, ind + "            ")
+                    self.read_field(body, f, v, "o." + f.name, ind + "            ")
                     body.append(f"{ind}            _p.check_tag_end(pos, end, {f.tag})")
                 body.append(f"{ind}        pos = end")
-        if len(body) == 1:
+        if len(body) == 2:
             body.append(f"{ind}pass")
         body.append("    except (struct.error, IndexError):")
         body.append("        raise _p.truncated(pos) from None")
-        args = []
         for f in sd.fields:
-            if contains(f.versions, v) and (not contains(f.tagged, v) or self.s.is_flexible(v)):
-                args.append("f_" + f.name)
-            else:
-                args.append(default_expr(f))
-        body.append(f"    return {sd.name}({', '.join(args)}), pos")
+            if not contains(f.versions, v) or (contains(f.tagged, v) and not self.s.is_flexible(v)):
+                body.append(f"    o.{f.name} = {default_expr(f)}")
+        body.append("    return o, pos")
         name = self.dedupe("dec", sd, v, body)
         self.dec_names[key] = name
         return name
@@ -579,10 +578,10 @@ class Emitter:
                 ind += "    "
             if f.type == "[]struct":
                 dec = self.decoder(f.struct, v)  # type: ignore[arg-type]
-                body.append(f"{ind}{var} = []")
+                body.append(f"{ind}{var} = items = []")
                 body.append(f"{ind}for _ in range(n):")
                 body.append(f"{ind}    e, pos = {dec}(mv, pos)")
-                body.append(f"{ind}    {var}.append(e)")
+                body.append(f"{ind}    items.append(e)")
             else:
                 if elem == "uuid":
                     item = ["e = _p.uuid_from(bytes(mv[pos:pos + 16]))", "pos += 16"]
@@ -590,10 +589,10 @@ class Emitter:
                     body.append(f"{ind}    raise _p.truncated(pos)")
                 else:
                     item = [f"e, pos = _p.{self.reader(elem, flex)}(mv, pos, False)"]
-                body.append(f"{ind}{var} = []")
+                body.append(f"{ind}{var} = items = []")
                 body.append(f"{ind}for _ in range(n):")
                 body.extend(f"{ind}    {line}" for line in item)
-                body.append(f"{ind}    {var}.append(e)")
+                body.append(f"{ind}    items.append(e)")
 
 
 def range_repr(r: tuple[int, int] | None) -> str:
@@ -720,6 +719,8 @@ def generate_module(schema: Schema) -> str:
         "",
         "from afkak.protocol import _message as _m",
         "from afkak.protocol import _primitives as _p",
+        "",
+        "_new = object.__new__",
     ]
     for sd in schema.order:
         lines += gen_class(schema, sd, sd is schema.root)

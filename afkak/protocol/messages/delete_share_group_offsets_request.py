@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeleteShareGroupOffsetsRequestTopic(_m.Struct):
@@ -54,15 +56,16 @@ def _enc_delete_share_group_offsets_request_topic_v0(a, o):
 
 
 def _dec_delete_share_group_offsets_request_topic_v0(mv, pos):
+    o = _new(DeleteShareGroupOffsetsRequestTopic)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteShareGroupOffsetsRequestTopic(f_topic_name), pos
+    return o, pos
 
 
 def _enc_delete_share_group_offsets_request_v0(a, o):
@@ -75,24 +78,25 @@ def _enc_delete_share_group_offsets_request_v0(a, o):
 
 
 def _dec_delete_share_group_offsets_request_v0(mv, pos):
+    o = _new(DeleteShareGroupOffsetsRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 2)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_delete_share_group_offsets_request_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteShareGroupOffsetsRequest(f_group_id, f_topics), pos
+    return o, pos
 
 
 DeleteShareGroupOffsetsRequest._ENCODERS = {

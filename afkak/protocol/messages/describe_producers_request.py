@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicRequest(_m.Struct):
@@ -57,21 +59,22 @@ def _enc_topic_request_v0(a, o):
 
 
 def _dec_topic_request_v0(mv, pos):
+    o = _new(TopicRequest)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
-            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+            o.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
             pos += 1 + 4 * n
         else:
-            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            o.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicRequest(f_name, f_partition_indexes), pos
+    return o, pos
 
 
 def _enc_describe_producers_request_v0(a, o):
@@ -83,23 +86,24 @@ def _enc_describe_producers_request_v0(a, o):
 
 
 def _dec_describe_producers_request_v0(mv, pos):
+    o = _new(DescribeProducersRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_topic_request_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeProducersRequest(f_topics), pos
+    return o, pos
 
 
 DescribeProducersRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class CredentialInfo(_m.Struct):
@@ -87,8 +89,9 @@ def _enc_credential_info_v0(a, o):
 
 
 def _dec_credential_info_v0(mv, pos):
+    o = _new(CredentialInfo)
     try:
-        f_mechanism, f_iterations = _S_bi.unpack_from(mv, pos)
+        o.mechanism, o.iterations = _S_bi.unpack_from(mv, pos)
         pos += 5
         if mv[pos] == 0:
             pos += 1
@@ -96,7 +99,7 @@ def _dec_credential_info_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CredentialInfo(f_mechanism, f_iterations), pos
+    return o, pos
 
 
 def _enc_describe_user_scram_credentials_result_v0(a, o):
@@ -111,27 +114,28 @@ def _enc_describe_user_scram_credentials_result_v0(a, o):
 
 
 def _dec_describe_user_scram_credentials_result_v0(mv, pos):
+    o = _new(DescribeUserScramCredentialsResult)
     try:
-        f_user, pos = _p.read_compact_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.user, pos = _p.read_compact_string(mv, pos, False)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_credential_infos = []
+        o.credential_infos = items = []
         for _ in range(n):
             e, pos = _dec_credential_info_v0(mv, pos)
-            f_credential_infos.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeUserScramCredentialsResult(f_user, f_error_code, f_error_message, f_credential_infos), pos
+    return o, pos
 
 
 def _enc_describe_user_scram_credentials_response_v0(a, o):
@@ -145,26 +149,27 @@ def _enc_describe_user_scram_credentials_response_v0(a, o):
 
 
 def _dec_describe_user_scram_credentials_response_v0(mv, pos):
+    o = _new(DescribeUserScramCredentialsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_user_scram_credentials_result_v0(mv, pos)
-            f_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeUserScramCredentialsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results), pos
+    return o, pos
 
 
 DescribeUserScramCredentialsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class OngoingPartitionReassignment(_m.Struct):
@@ -93,34 +95,35 @@ def _enc_ongoing_partition_reassignment_v0(a, o):
 
 
 def _dec_ongoing_partition_reassignment_v0(mv, pos):
+    o = _new(OngoingPartitionReassignment)
     try:
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
+        o.partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
-            f_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            o.replicas = list(_A_i[n].unpack_from(mv, pos + 1))
             pos += 1 + 4 * n
         else:
-            f_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            o.replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
-            f_adding_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            o.adding_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
             pos += 1 + 4 * n
         else:
-            f_adding_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            o.adding_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
-            f_removing_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            o.removing_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
             pos += 1 + 4 * n
         else:
-            f_removing_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            o.removing_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OngoingPartitionReassignment(f_partition_index, f_replicas, f_adding_replicas, f_removing_replicas), pos
+    return o, pos
 
 
 def _enc_ongoing_topic_reassignment_v0(a, o):
@@ -133,24 +136,25 @@ def _enc_ongoing_topic_reassignment_v0(a, o):
 
 
 def _dec_ongoing_topic_reassignment_v0(mv, pos):
+    o = _new(OngoingTopicReassignment)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_ongoing_partition_reassignment_v0(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OngoingTopicReassignment(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_list_partition_reassignments_response_v0(a, o):
@@ -164,26 +168,27 @@ def _enc_list_partition_reassignments_response_v0(a, o):
 
 
 def _dec_list_partition_reassignments_response_v0(mv, pos):
+    o = _new(ListPartitionReassignmentsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_ongoing_topic_reassignment_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_topics), pos
+    return o, pos
 
 
 ListPartitionReassignmentsResponse._ENCODERS = {

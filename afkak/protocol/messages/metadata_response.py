@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class MetadataResponseBroker(_m.Struct):
@@ -163,45 +165,49 @@ def _enc_metadata_response_broker_v9(a, o):
 
 
 def _dec_metadata_response_broker_v0(mv, pos):
+    o = _new(MetadataResponseBroker)
     try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
+        o.node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
+        o.host, pos = _p.read_string(mv, pos, False)
+        o.port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseBroker(f_node_id, f_host, f_port, None), pos
+    o.rack = None
+    return o, pos
 
 
 def _dec_metadata_response_broker_v1(mv, pos):
+    o = _new(MetadataResponseBroker)
     try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
+        o.node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
+        o.host, pos = _p.read_string(mv, pos, False)
+        o.port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack, pos = _p.read_string(mv, pos, True)
+        o.rack, pos = _p.read_string(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
+    return o, pos
 
 
 def _dec_metadata_response_broker_v9(mv, pos):
+    o = _new(MetadataResponseBroker)
     try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
+        o.node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
+        o.host, pos = _p.read_compact_string(mv, pos, False)
+        o.port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack, pos = _p.read_compact_string(mv, pos, True)
+        o.rack, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
+    return o, pos
 
 
 def _enc_metadata_response_partition_v0(a, o):
@@ -244,109 +250,116 @@ def _enc_metadata_response_partition_v9(a, o):
 
 
 def _dec_metadata_response_partition_v0(mv, pos):
+    o = _new(MetadataResponsePartition)
     try:
-        f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(mv, pos)
+        o.error_code, o.partition_index, o.leader_id = _S_hii.unpack_from(mv, pos)
         pos += 10
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
-            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            o.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
             pos += 4 + 4 * n
         else:
-            f_replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            o.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
-            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            o.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
             pos += 4 + 4 * n
         else:
-            f_isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            o.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
+    o.leader_epoch = -1
+    o.offline_replicas = []
+    return o, pos
 
 
 def _dec_metadata_response_partition_v5(mv, pos):
+    o = _new(MetadataResponsePartition)
     try:
-        f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(mv, pos)
+        o.error_code, o.partition_index, o.leader_id = _S_hii.unpack_from(mv, pos)
         pos += 10
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
-            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            o.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
             pos += 4 + 4 * n
         else:
-            f_replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            o.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
-            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            o.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
             pos += 4 + 4 * n
         else:
-            f_isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            o.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
-            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+            o.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
             pos += 4 + 4 * n
         else:
-            f_offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
+            o.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
+    o.leader_epoch = -1
+    return o, pos
 
 
 def _dec_metadata_response_partition_v7(mv, pos):
+    o = _new(MetadataResponsePartition)
     try:
-        f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(mv, pos)
+        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(mv, pos)
         pos += 14
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
-            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            o.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
             pos += 4 + 4 * n
         else:
-            f_replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            o.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
-            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+            o.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
             pos += 4 + 4 * n
         else:
-            f_isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            o.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
-            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+            o.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
             pos += 4 + 4 * n
         else:
-            f_offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
+            o.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
+    return o, pos
 
 
 def _dec_metadata_response_partition_v9(mv, pos):
+    o = _new(MetadataResponsePartition)
     try:
-        f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(mv, pos)
+        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(mv, pos)
         pos += 14
         n = mv[pos] - 1
         if 0 <= n < 127:
-            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+            o.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
             pos += 1 + 4 * n
         else:
-            f_replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            o.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
-            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+            o.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
             pos += 1 + 4 * n
         else:
-            f_isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            o.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
-            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+            o.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
             pos += 1 + 4 * n
         else:
-            f_offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            o.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
+    return o, pos
 
 
 def _enc_metadata_response_topic_v0(a, o):
@@ -441,127 +454,143 @@ def _enc_metadata_response_topic_v12(a, o):
 
 
 def _dec_metadata_response_topic_v0(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v0(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, False, f_partitions, -2147483648), pos
+    o.topic_id = _p.ZERO_UUID
+    o.is_internal = False
+    o.topic_authorized_operations = -2147483648
+    return o, pos
 
 
 def _dec_metadata_response_topic_v1(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v0(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
+    o.topic_id = _p.ZERO_UUID
+    o.topic_authorized_operations = -2147483648
+    return o, pos
 
 
 def _dec_metadata_response_topic_v5(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 22)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v5(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
+    o.topic_id = _p.ZERO_UUID
+    o.topic_authorized_operations = -2147483648
+    return o, pos
 
 
 def _dec_metadata_response_topic_v7(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 26)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v7(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
+    o.topic_id = _p.ZERO_UUID
+    o.topic_authorized_operations = -2147483648
+    return o, pos
 
 
 def _dec_metadata_response_topic_v8(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 26)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v7(mv, pos)
-            f_partitions.append(e)
-        f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_metadata_response_topic_v9(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_compact_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v9(mv, pos)
-            f_partitions.append(e)
-        f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -569,27 +598,29 @@ def _dec_metadata_response_topic_v9(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_metadata_response_topic_v10(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_topic_id, f_is_internal = _S_UZ.unpack_from(mv, pos)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
+        u_topic_id, o.is_internal = _S_UZ.unpack_from(mv, pos)
         pos += 17
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v9(mv, pos)
-            f_partitions.append(e)
-        f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -597,27 +628,28 @@ def _dec_metadata_response_topic_v10(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
+    return o, pos
 
 
 def _dec_metadata_response_topic_v12(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_string(mv, pos, True)
-        f_topic_id, f_is_internal = _S_UZ.unpack_from(mv, pos)
+        o.name, pos = _p.read_compact_string(mv, pos, True)
+        u_topic_id, o.is_internal = _S_UZ.unpack_from(mv, pos)
         pos += 17
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_partition_v9(mv, pos)
-            f_partitions.append(e)
-        f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -625,7 +657,7 @@ def _dec_metadata_response_topic_v12(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
+    return o, pos
 
 
 def _enc_metadata_response_v0(a, o):
@@ -815,233 +847,260 @@ def _enc_metadata_response_v13(a, o):
 
 
 def _dec_metadata_response_v0(mv, pos):
+    o = _new(MetadataResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 10)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v0(mv, pos)
-            f_brokers.append(e)
+            items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(0, f_brokers, None, -1, f_topics, -2147483648, 0), pos
+    o.throttle_time_ms = 0
+    o.cluster_id = None
+    o.controller_id = -1
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v1(mv, pos):
+    o = _new(MetadataResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(0, f_brokers, None, f_controller_id, f_topics, -2147483648, 0), pos
+    o.throttle_time_ms = 0
+    o.cluster_id = None
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v2(mv, pos):
+    o = _new(MetadataResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.throttle_time_ms = 0
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v3(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v5(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v5(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v7(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v7(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v8(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 13)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v8(mv, pos)
-            f_topics.append(e)
-        f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v9(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 10)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v9(mv, pos)
-            f_topics.append(e)
-        f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -1049,35 +1108,37 @@ def _dec_metadata_response_v9(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v10(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v10(mv, pos)
-            f_topics.append(e)
-        f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -1085,103 +1146,111 @@ def _dec_metadata_response_v10(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v11(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v10(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v12(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v12(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v13(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v12(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         if mv[pos] == 0:
             pos += 1
@@ -1189,7 +1258,8 @@ def _dec_metadata_response_v13(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, f_error_code), pos
+    o.cluster_authorized_operations = -2147483648
+    return o, pos
 
 
 MetadataResponse._ENCODERS = {
