@@ -104,40 +104,6 @@ def _enc_add_partitions_to_txn_topic_v3(a, o):
     a(b"\x00")
 
 
-def _dec_add_partitions_to_txn_topic_v0(mv, pos):
-    o = _new(AddPartitionsToTxnTopic)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_add_partitions_to_txn_topic_v3(mv, pos):
-    o = _new(AddPartitionsToTxnTopic)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_add_partitions_to_txn_transaction_v4(a, o):
     a(_p.compact_string(o.transactional_id))
     a(_S_qhb.pack(o.producer_id, o.producer_epoch, o.verify_only))
@@ -161,7 +127,21 @@ def _dec_add_partitions_to_txn_transaction_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_topic_v3(mv, pos)
+            e = _new(AddPartitionsToTxnTopic)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -224,7 +204,17 @@ def _dec_add_partitions_to_txn_request_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.v3_and_below_topics = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_topic_v0(mv, pos)
+            e = _new(AddPartitionsToTxnTopic)
+            e.name, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -245,7 +235,21 @@ def _dec_add_partitions_to_txn_request_v3(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.v3_and_below_topics = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_topic_v3(mv, pos)
+            e = _new(AddPartitionsToTxnTopic)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -100,30 +100,6 @@ def _enc_add_partitions_to_txn_partition_result_v3(a, o):
     a(_S_ihx.pack(o.partition_index, o.partition_error_code))
 
 
-def _dec_add_partitions_to_txn_partition_result_v0(mv, pos):
-    o = _new(AddPartitionsToTxnPartitionResult)
-    try:
-        o.partition_index, o.partition_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_add_partitions_to_txn_partition_result_v3(mv, pos):
-    o = _new(AddPartitionsToTxnPartitionResult)
-    try:
-        o.partition_index, o.partition_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_add_partitions_to_txn_topic_result_v0(a, o):
     a(_p.string(o.name))
     v = o.results_by_partition
@@ -152,7 +128,9 @@ def _dec_add_partitions_to_txn_topic_result_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.results_by_partition = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_partition_result_v0(mv, pos)
+            e = _new(AddPartitionsToTxnPartitionResult)
+            e.partition_index, e.partition_error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -170,7 +148,13 @@ def _dec_add_partitions_to_txn_topic_result_v3(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         o.results_by_partition = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_partition_result_v3(mv, pos)
+            e = _new(AddPartitionsToTxnPartitionResult)
+            e.partition_index, e.partition_error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

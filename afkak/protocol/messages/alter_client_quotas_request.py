@@ -104,30 +104,6 @@ def _enc_entity_data_v1(a, o):
     a(b"\x00")
 
 
-def _dec_entity_data_v0(mv, pos):
-    o = _new(EntityData)
-    try:
-        o.entity_type, pos = _p.read_string(mv, pos, False)
-        o.entity_name, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_entity_data_v1(mv, pos):
-    o = _new(EntityData)
-    try:
-        o.entity_type, pos = _p.read_compact_string(mv, pos, False)
-        o.entity_name, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_op_data_v0(a, o):
     a(_p.string(o.key))
     a(_S_db.pack(o.value, o.remove))
@@ -136,32 +112,6 @@ def _enc_op_data_v0(a, o):
 def _enc_op_data_v1(a, o):
     a(_p.compact_string(o.key))
     a(_S_dbx.pack(o.value, o.remove))
-
-
-def _dec_op_data_v0(mv, pos):
-    o = _new(OpData)
-    try:
-        o.key, pos = _p.read_string(mv, pos, False)
-        o.value, o.remove = _S_dZ.unpack_from(mv, pos)
-        pos += 9
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_op_data_v1(mv, pos):
-    o = _new(OpData)
-    try:
-        o.key, pos = _p.read_compact_string(mv, pos, False)
-        o.value, o.remove = _S_dZ.unpack_from(mv, pos)
-        pos += 9
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_entry_data_v0(a, o):
@@ -197,7 +147,9 @@ def _dec_entry_data_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v0(mv, pos)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_string(mv, pos, False)
+            e.entity_name, pos = _p.read_string(mv, pos, True)
             items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -206,7 +158,10 @@ def _dec_entry_data_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 11)
         o.ops = items = []
         for _ in range(n):
-            e, pos = _dec_op_data_v0(mv, pos)
+            e = _new(OpData)
+            e.key, pos = _p.read_string(mv, pos, False)
+            e.value, e.remove = _S_dZ.unpack_from(mv, pos)
+            pos += 9
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -223,7 +178,13 @@ def _dec_entry_data_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v1(mv, pos)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_compact_string(mv, pos, False)
+            e.entity_name, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -232,7 +193,14 @@ def _dec_entry_data_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.ops = items = []
         for _ in range(n):
-            e, pos = _dec_op_data_v1(mv, pos)
+            e = _new(OpData)
+            e.key, pos = _p.read_compact_string(mv, pos, False)
+            e.value, e.remove = _S_dZ.unpack_from(mv, pos)
+            pos += 9
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

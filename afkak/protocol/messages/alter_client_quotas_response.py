@@ -84,30 +84,6 @@ def _enc_entity_data_v1(a, o):
     a(b"\x00")
 
 
-def _dec_entity_data_v0(mv, pos):
-    o = _new(EntityData)
-    try:
-        o.entity_type, pos = _p.read_string(mv, pos, False)
-        o.entity_name, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_entity_data_v1(mv, pos):
-    o = _new(EntityData)
-    try:
-        o.entity_type, pos = _p.read_compact_string(mv, pos, False)
-        o.entity_name, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_entry_data_v0(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.nstring(o.error_message))
@@ -140,7 +116,9 @@ def _dec_entry_data_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v0(mv, pos)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_string(mv, pos, False)
+            e.entity_name, pos = _p.read_string(mv, pos, True)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -160,7 +138,13 @@ def _dec_entry_data_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v1(mv, pos)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_compact_string(mv, pos, False)
+            e.entity_name, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -86,30 +86,6 @@ def _enc_alterable_config_v2(a, o):
     a(b"\x00")
 
 
-def _dec_alterable_config_v0(mv, pos):
-    o = _new(AlterableConfig)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-        o.value, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_alterable_config_v2(mv, pos):
-    o = _new(AlterableConfig)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.value, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_alter_configs_resource_v0(a, o):
     a(_S_b.pack(o.resource_type))
     a(_p.string(o.resource_name))
@@ -142,7 +118,9 @@ def _dec_alter_configs_resource_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.configs = items = []
         for _ in range(n):
-            e, pos = _dec_alterable_config_v0(mv, pos)
+            e = _new(AlterableConfig)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.value, pos = _p.read_string(mv, pos, True)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -162,7 +140,13 @@ def _dec_alter_configs_resource_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.configs = items = []
         for _ in range(n):
-            e, pos = _dec_alterable_config_v2(mv, pos)
+            e = _new(AlterableConfig)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.value, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -85,26 +85,6 @@ def _enc_reassignable_partition_v0(a, o):
     a(b"\x00")
 
 
-def _dec_reassignable_partition_v0(mv, pos):
-    o = _new(ReassignablePartition)
-    try:
-        o.partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_reassignable_topic_v0(a, o):
     a(_p.compact_string(o.name))
     v = o.partitions
@@ -125,7 +105,22 @@ def _dec_reassignable_topic_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_reassignable_partition_v0(mv, pos)
+            e = _new(ReassignablePartition)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            n = mv[pos] - 1
+            if n == 0:
+                e.replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -79,30 +79,6 @@ def _enc_alter_replica_log_dir_partition_result_v2(a, o):
     a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
-def _dec_alter_replica_log_dir_partition_result_v1(mv, pos):
-    o = _new(AlterReplicaLogDirPartitionResult)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_alter_replica_log_dir_partition_result_v2(mv, pos):
-    o = _new(AlterReplicaLogDirPartitionResult)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_alter_replica_log_dir_topic_result_v1(a, o):
     a(_p.string(o.topic_name))
     v = o.partitions
@@ -131,7 +107,9 @@ def _dec_alter_replica_log_dir_topic_result_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_alter_replica_log_dir_partition_result_v1(mv, pos)
+            e = _new(AlterReplicaLogDirPartitionResult)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -149,7 +127,13 @@ def _dec_alter_replica_log_dir_topic_result_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_alter_replica_log_dir_partition_result_v2(mv, pos)
+            e = _new(AlterReplicaLogDirPartitionResult)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

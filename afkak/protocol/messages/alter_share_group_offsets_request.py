@@ -74,20 +74,6 @@ def _enc_alter_share_group_offsets_request_partition_v0(a, o):
     a(_S_iqx.pack(o.partition_index, o.start_offset))
 
 
-def _dec_alter_share_group_offsets_request_partition_v0(mv, pos):
-    o = _new(AlterShareGroupOffsetsRequestPartition)
-    try:
-        o.partition_index, o.start_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_alter_share_group_offsets_request_topic_v0(a, o):
     a(_p.compact_string(o.topic_name))
     v = o.partitions
@@ -108,7 +94,13 @@ def _dec_alter_share_group_offsets_request_topic_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_alter_share_group_offsets_request_partition_v0(mv, pos)
+            e = _new(AlterShareGroupOffsetsRequestPartition)
+            e.partition_index, e.start_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

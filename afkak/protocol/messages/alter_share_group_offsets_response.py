@@ -88,21 +88,6 @@ def _enc_alter_share_group_offsets_response_partition_v0(a, o):
     a(b"\x00")
 
 
-def _dec_alter_share_group_offsets_response_partition_v0(mv, pos):
-    o = _new(AlterShareGroupOffsetsResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_alter_share_group_offsets_response_topic_v0(a, o):
     a(_p.compact_string(o.topic_name))
     a(_S_U.pack(o.topic_id.bytes))
@@ -127,7 +112,14 @@ def _dec_alter_share_group_offsets_response_topic_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_alter_share_group_offsets_response_partition_v0(mv, pos)
+            e = _new(AlterShareGroupOffsetsResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

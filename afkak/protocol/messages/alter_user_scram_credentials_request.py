@@ -85,21 +85,6 @@ def _enc_scram_credential_deletion_v0(a, o):
     a(_S_bx.pack(o.mechanism))
 
 
-def _dec_scram_credential_deletion_v0(mv, pos):
-    o = _new(ScramCredentialDeletion)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.mechanism = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_scram_credential_upsertion_v0(a, o):
     a(_p.compact_string(o.name))
     a(_S_bi.pack(o.mechanism, o.iterations))
@@ -110,23 +95,6 @@ def _enc_scram_credential_upsertion_v0(a, o):
     a(_p.compact_len(len(v)))
     a(v)
     a(b"\x00")
-
-
-def _dec_scram_credential_upsertion_v0(mv, pos):
-    o = _new(ScramCredentialUpsertion)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.mechanism, o.iterations = _S_bi.unpack_from(mv, pos)
-        pos += 5
-        o.salt, pos = _p.read_compact_bytes(mv, pos, False)
-        o.salted_password, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_alter_user_scram_credentials_request_v0(a, o):
@@ -151,7 +119,14 @@ def _dec_alter_user_scram_credentials_request_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.deletions = items = []
         for _ in range(n):
-            e, pos = _dec_scram_credential_deletion_v0(mv, pos)
+            e = _new(ScramCredentialDeletion)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.mechanism = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -160,7 +135,16 @@ def _dec_alter_user_scram_credentials_request_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 9)
         o.upsertions = items = []
         for _ in range(n):
-            e, pos = _dec_scram_credential_upsertion_v0(mv, pos)
+            e = _new(ScramCredentialUpsertion)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.mechanism, e.iterations = _S_bi.unpack_from(mv, pos)
+            pos += 5
+            e.salt, pos = _p.read_compact_bytes(mv, pos, False)
+            e.salted_password, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -65,22 +65,6 @@ def _enc_alter_user_scram_credentials_result_v0(a, o):
     a(b"\x00")
 
 
-def _dec_alter_user_scram_credentials_result_v0(mv, pos):
-    o = _new(AlterUserScramCredentialsResult)
-    try:
-        o.user, pos = _p.read_compact_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_alter_user_scram_credentials_response_v0(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.results
@@ -102,7 +86,15 @@ def _dec_alter_user_scram_credentials_response_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.results = items = []
         for _ in range(n):
-            e, pos = _dec_alter_user_scram_credentials_result_v0(mv, pos)
+            e = _new(AlterUserScramCredentialsResult)
+            e.user, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -124,68 +124,14 @@ def _enc_api_version_v3(a, o):
     a(_S_hhhx.pack(o.api_key, o.min_version, o.max_version))
 
 
-def _dec_api_version_v0(mv, pos):
-    o = _new(ApiVersion)
-    try:
-        o.api_key, o.min_version, o.max_version = _S_hhh.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_api_version_v3(mv, pos):
-    o = _new(ApiVersion)
-    try:
-        o.api_key, o.min_version, o.max_version = _S_hhh.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_supported_feature_key_v3(a, o):
     a(_p.compact_string(o.name))
     a(_S_hhx.pack(o.min_version, o.max_version))
 
 
-def _dec_supported_feature_key_v3(mv, pos):
-    o = _new(SupportedFeatureKey)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.min_version, o.max_version = _S_hh.unpack_from(mv, pos)
-        pos += 4
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_finalized_feature_key_v3(a, o):
     a(_p.compact_string(o.name))
     a(_S_hhx.pack(o.max_version_level, o.min_version_level))
-
-
-def _dec_finalized_feature_key_v3(mv, pos):
-    o = _new(FinalizedFeatureKey)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.max_version_level, o.min_version_level = _S_hh.unpack_from(mv, pos)
-        pos += 4
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_api_versions_response_v0(a, o):
@@ -250,7 +196,9 @@ def _dec_api_versions_response_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.api_keys = items = []
         for _ in range(n):
-            e, pos = _dec_api_version_v0(mv, pos)
+            e = _new(ApiVersion)
+            e.api_key, e.min_version, e.max_version = _S_hhh.unpack_from(mv, pos)
+            pos += 6
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -274,7 +222,9 @@ def _dec_api_versions_response_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.api_keys = items = []
         for _ in range(n):
-            e, pos = _dec_api_version_v0(mv, pos)
+            e = _new(ApiVersion)
+            e.api_key, e.min_version, e.max_version = _S_hhh.unpack_from(mv, pos)
+            pos += 6
             items.append(e)
         o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -299,7 +249,13 @@ def _dec_api_versions_response_v3(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         o.api_keys = items = []
         for _ in range(n):
-            e, pos = _dec_api_version_v3(mv, pos)
+            e = _new(ApiVersion)
+            e.api_key, e.min_version, e.max_version = _S_hhh.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -321,7 +277,14 @@ def _dec_api_versions_response_v3(mv, pos):
                         n, pos = _p.read_compact_array_len(mv, pos, False, 6)
                     o.supported_features = items = []
                     for _ in range(n):
-                        e, pos = _dec_supported_feature_key_v3(mv, pos)
+                        e = _new(SupportedFeatureKey)
+                        e.name, pos = _p.read_compact_string(mv, pos, False)
+                        e.min_version, e.max_version = _S_hh.unpack_from(mv, pos)
+                        pos += 4
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
                         items.append(e)
                     _p.check_tag_end(pos, end, 0)
                 elif tag == 1:
@@ -336,7 +299,14 @@ def _dec_api_versions_response_v3(mv, pos):
                         n, pos = _p.read_compact_array_len(mv, pos, False, 6)
                     o.finalized_features = items = []
                     for _ in range(n):
-                        e, pos = _dec_finalized_feature_key_v3(mv, pos)
+                        e = _new(FinalizedFeatureKey)
+                        e.name, pos = _p.read_compact_string(mv, pos, False)
+                        e.max_version_level, e.min_version_level = _S_hh.unpack_from(mv, pos)
+                        pos += 4
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
                         items.append(e)
                     _p.check_tag_end(pos, end, 2)
                 elif tag == 3:

@@ -61,21 +61,6 @@ def _enc_topic_partition_v0(a, o):
     a(_p.array(_A_i, 'i', v))
 
 
-def _dec_topic_partition_v0(mv, pos):
-    o = _new(TopicPartition)
-    try:
-        o.topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_consumer_protocol_assignment_v0(a, o):
     v = o.assigned_partitions
     a(_p.array_len(len(v)))
@@ -99,7 +84,17 @@ def _dec_consumer_protocol_assignment_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.assigned_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partition_v0(mv, pos)
+            e = _new(TopicPartition)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
             items.append(e)
         o.user_data, pos = _p.read_bytes(mv, pos, True)
     except (struct.error, IndexError):

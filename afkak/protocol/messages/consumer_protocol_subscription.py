@@ -70,21 +70,6 @@ def _enc_topic_partition_v1(a, o):
     a(_p.array(_A_i, 'i', v))
 
 
-def _dec_topic_partition_v1(mv, pos):
-    o = _new(TopicPartition)
-    try:
-        o.topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_consumer_protocol_subscription_v0(a, o):
     v = o.topics
     a(_p.array_len(len(v)))
@@ -193,7 +178,17 @@ def _dec_consumer_protocol_subscription_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.owned_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partition_v1(mv, pos)
+            e = _new(TopicPartition)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -222,7 +217,17 @@ def _dec_consumer_protocol_subscription_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.owned_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partition_v1(mv, pos)
+            e = _new(TopicPartition)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
             items.append(e)
         o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -252,7 +257,17 @@ def _dec_consumer_protocol_subscription_v3(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.owned_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partition_v1(mv, pos)
+            e = _new(TopicPartition)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
             items.append(e)
         o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4

@@ -87,44 +87,6 @@ def _enc_acl_creation_v2(a, o):
     a(_S_bbx.pack(o.operation, o.permission_type))
 
 
-def _dec_acl_creation_v1(mv, pos):
-    o = _new(AclCreation)
-    try:
-        o.resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.resource_name, pos = _p.read_string(mv, pos, False)
-        o.resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.principal, pos = _p.read_string(mv, pos, False)
-        o.host, pos = _p.read_string(mv, pos, False)
-        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_acl_creation_v2(mv, pos):
-    o = _new(AclCreation)
-    try:
-        o.resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.resource_name, pos = _p.read_compact_string(mv, pos, False)
-        o.resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.principal, pos = _p.read_compact_string(mv, pos, False)
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_create_acls_request_v1(a, o):
     v = o.creations
     a(_p.array_len(len(v)))
@@ -150,7 +112,16 @@ def _dec_create_acls_request_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 10)
         o.creations = items = []
         for _ in range(n):
-            e, pos = _dec_acl_creation_v1(mv, pos)
+            e = _new(AclCreation)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_string(mv, pos, False)
+            e.resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal, pos = _p.read_string(mv, pos, False)
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -167,7 +138,20 @@ def _dec_create_acls_request_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         o.creations = items = []
         for _ in range(n):
-            e, pos = _dec_acl_creation_v2(mv, pos)
+            e = _new(AclCreation)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            e.resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal, pos = _p.read_compact_string(mv, pos, False)
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -66,32 +66,6 @@ def _enc_acl_creation_result_v2(a, o):
     a(b"\x00")
 
 
-def _dec_acl_creation_result_v1(mv, pos):
-    o = _new(AclCreationResult)
-    try:
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_acl_creation_result_v2(mv, pos):
-    o = _new(AclCreationResult)
-    try:
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_create_acls_response_v1(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.results
@@ -121,7 +95,10 @@ def _dec_create_acls_response_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.results = items = []
         for _ in range(n):
-            e, pos = _dec_acl_creation_result_v1(mv, pos)
+            e = _new(AclCreationResult)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_string(mv, pos, True)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -140,7 +117,14 @@ def _dec_create_acls_response_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.results = items = []
         for _ in range(n):
-            e, pos = _dec_acl_creation_result_v2(mv, pos)
+            e = _new(AclCreationResult)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -87,38 +87,6 @@ def _enc_create_partitions_assignment_v2(a, o):
     a(b"\x00")
 
 
-def _dec_create_partitions_assignment_v0(mv, pos):
-    o = _new(CreatePartitionsAssignment)
-    try:
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_create_partitions_assignment_v2(mv, pos):
-    o = _new(CreatePartitionsAssignment)
-    try:
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_create_partitions_topic_v0(a, o):
     a(_p.string(o.name))
     a(_S_i.pack(o.count))
@@ -160,7 +128,16 @@ def _dec_create_partitions_topic_v0(mv, pos):
         else:
             o.assignments = items = []
             for _ in range(n):
-                e, pos = _dec_create_partitions_assignment_v0(mv, pos)
+                e = _new(CreatePartitionsAssignment)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.broker_ids = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
                 items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -183,7 +160,20 @@ def _dec_create_partitions_topic_v2(mv, pos):
         else:
             o.assignments = items = []
             for _ in range(n):
-                e, pos = _dec_create_partitions_assignment_v2(mv, pos)
+                e = _new(CreatePartitionsAssignment)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.broker_ids = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -71,34 +71,6 @@ def _enc_create_partitions_topic_result_v2(a, o):
     a(b"\x00")
 
 
-def _dec_create_partitions_topic_result_v0(mv, pos):
-    o = _new(CreatePartitionsTopicResult)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_create_partitions_topic_result_v2(mv, pos):
-    o = _new(CreatePartitionsTopicResult)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_create_partitions_response_v0(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.results
@@ -128,7 +100,11 @@ def _dec_create_partitions_response_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.results = items = []
         for _ in range(n):
-            e, pos = _dec_create_partitions_topic_result_v0(mv, pos)
+            e = _new(CreatePartitionsTopicResult)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_string(mv, pos, True)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -147,7 +123,15 @@ def _dec_create_partitions_response_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.results = items = []
         for _ in range(n):
-            e, pos = _dec_create_partitions_topic_result_v2(mv, pos)
+            e = _new(CreatePartitionsTopicResult)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -114,42 +114,6 @@ def _enc_creatable_replica_assignment_v5(a, o):
     a(b"\x00")
 
 
-def _dec_creatable_replica_assignment_v2(mv, pos):
-    o = _new(CreatableReplicaAssignment)
-    try:
-        o.partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_creatable_replica_assignment_v5(mv, pos):
-    o = _new(CreatableReplicaAssignment)
-    try:
-        o.partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_creatable_topic_config_v2(a, o):
     a(_p.string(o.name))
     a(_p.nstring(o.value))
@@ -159,30 +123,6 @@ def _enc_creatable_topic_config_v5(a, o):
     a(_p.compact_string(o.name))
     a(_p.compact_nstring(o.value))
     a(b"\x00")
-
-
-def _dec_creatable_topic_config_v2(mv, pos):
-    o = _new(CreatableTopicConfig)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-        o.value, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_creatable_topic_config_v5(mv, pos):
-    o = _new(CreatableTopicConfig)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.value, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_creatable_topic_v2(a, o):
@@ -225,7 +165,18 @@ def _dec_creatable_topic_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 8)
         o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_replica_assignment_v2(mv, pos)
+            e = _new(CreatableReplicaAssignment)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.broker_ids = []
+                pos += 4
+            elif 0 < n < 128:
+                e.broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
             items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -234,7 +185,9 @@ def _dec_creatable_topic_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.configs = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_topic_config_v2(mv, pos)
+            e = _new(CreatableTopicConfig)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.value, pos = _p.read_string(mv, pos, True)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -254,7 +207,22 @@ def _dec_creatable_topic_v5(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_replica_assignment_v5(mv, pos)
+            e = _new(CreatableReplicaAssignment)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            n = mv[pos] - 1
+            if n == 0:
+                e.broker_ids = []
+                pos += 1
+            elif 0 < n < 127:
+                e.broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -263,7 +231,13 @@ def _dec_creatable_topic_v5(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.configs = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_topic_config_v5(mv, pos)
+            e = _new(CreatableTopicConfig)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.value, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

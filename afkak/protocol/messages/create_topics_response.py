@@ -108,22 +108,6 @@ def _enc_creatable_topic_configs_v5(a, o):
     a(_S_bbbx.pack(o.read_only, o.config_source, o.is_sensitive))
 
 
-def _dec_creatable_topic_configs_v5(mv, pos):
-    o = _new(CreatableTopicConfigs)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.value, pos = _p.read_compact_string(mv, pos, True)
-        o.read_only, o.config_source, o.is_sensitive = _S_ZbZ.unpack_from(mv, pos)
-        pos += 3
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_creatable_topic_result_v2(a, o):
     a(_p.string(o.name))
     a(_S_h.pack(o.error_code))
@@ -170,23 +154,6 @@ def _enc_creatable_topic_result_v7(a, o):
     a(_p.tagged_section(t))
 
 
-def _dec_creatable_topic_result_v2(mv, pos):
-    o = _new(CreatableTopicResult)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic_id = _p.ZERO_UUID
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
-    return o, pos
-
-
 def _dec_creatable_topic_result_v5(mv, pos):
     o = _new(CreatableTopicResult)
     try:
@@ -206,7 +173,15 @@ def _dec_creatable_topic_result_v5(mv, pos):
         else:
             o.configs = items = []
             for _ in range(n):
-                e, pos = _dec_creatable_topic_configs_v5(mv, pos)
+                e = _new(CreatableTopicConfigs)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                e.value, pos = _p.read_compact_string(mv, pos, True)
+                e.read_only, e.config_source, e.is_sensitive = _S_ZbZ.unpack_from(mv, pos)
+                pos += 3
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         o.topic_config_error_code = 0
         if mv[pos] == 0:
@@ -246,7 +221,15 @@ def _dec_creatable_topic_result_v7(mv, pos):
         else:
             o.configs = items = []
             for _ in range(n):
-                e, pos = _dec_creatable_topic_configs_v5(mv, pos)
+                e = _new(CreatableTopicConfigs)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                e.value, pos = _p.read_compact_string(mv, pos, True)
+                e.read_only, e.config_source, e.is_sensitive = _S_ZbZ.unpack_from(mv, pos)
+                pos += 3
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         o.topic_config_error_code = 0
         if mv[pos] == 0:
@@ -303,7 +286,16 @@ def _dec_create_topics_response_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_topic_result_v2(mv, pos)
+            e = _new(CreatableTopicResult)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_string(mv, pos, True)
+            e.topic_id = _p.ZERO_UUID
+            e.topic_config_error_code = 0
+            e.num_partitions = -1
+            e.replication_factor = -1
+            e.configs = []
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None

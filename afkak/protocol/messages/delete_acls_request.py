@@ -87,44 +87,6 @@ def _enc_delete_acls_filter_v2(a, o):
     a(_S_bbx.pack(o.operation, o.permission_type))
 
 
-def _dec_delete_acls_filter_v1(mv, pos):
-    o = _new(DeleteAclsFilter)
-    try:
-        o.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.resource_name_filter, pos = _p.read_string(mv, pos, True)
-        o.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.principal_filter, pos = _p.read_string(mv, pos, True)
-        o.host_filter, pos = _p.read_string(mv, pos, True)
-        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_delete_acls_filter_v2(mv, pos):
-    o = _new(DeleteAclsFilter)
-    try:
-        o.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.resource_name_filter, pos = _p.read_compact_string(mv, pos, True)
-        o.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.principal_filter, pos = _p.read_compact_string(mv, pos, True)
-        o.host_filter, pos = _p.read_compact_string(mv, pos, True)
-        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_delete_acls_request_v1(a, o):
     v = o.filters
     a(_p.array_len(len(v)))
@@ -150,7 +112,16 @@ def _dec_delete_acls_request_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 10)
         o.filters = items = []
         for _ in range(n):
-            e, pos = _dec_delete_acls_filter_v1(mv, pos)
+            e = _new(DeleteAclsFilter)
+            e.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name_filter, pos = _p.read_string(mv, pos, True)
+            e.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal_filter, pos = _p.read_string(mv, pos, True)
+            e.host_filter, pos = _p.read_string(mv, pos, True)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -167,7 +138,20 @@ def _dec_delete_acls_request_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         o.filters = items = []
         for _ in range(n):
-            e, pos = _dec_delete_acls_filter_v2(mv, pos)
+            e = _new(DeleteAclsFilter)
+            e.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name_filter, pos = _p.read_compact_string(mv, pos, True)
+            e.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal_filter, pos = _p.read_compact_string(mv, pos, True)
+            e.host_filter, pos = _p.read_compact_string(mv, pos, True)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

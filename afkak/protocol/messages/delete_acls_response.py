@@ -119,50 +119,6 @@ def _enc_delete_acls_matching_acl_v2(a, o):
     a(_S_bbx.pack(o.operation, o.permission_type))
 
 
-def _dec_delete_acls_matching_acl_v1(mv, pos):
-    o = _new(DeleteAclsMatchingAcl)
-    try:
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_string(mv, pos, True)
-        o.resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.resource_name, pos = _p.read_string(mv, pos, False)
-        o.pattern_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.principal, pos = _p.read_string(mv, pos, False)
-        o.host, pos = _p.read_string(mv, pos, False)
-        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_delete_acls_matching_acl_v2(mv, pos):
-    o = _new(DeleteAclsMatchingAcl)
-    try:
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        o.resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.resource_name, pos = _p.read_compact_string(mv, pos, False)
-        o.pattern_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.principal, pos = _p.read_compact_string(mv, pos, False)
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_delete_acls_filter_result_v1(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.nstring(o.error_message))
@@ -195,7 +151,19 @@ def _dec_delete_acls_filter_result_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 14)
         o.matching_acls = items = []
         for _ in range(n):
-            e, pos = _dec_delete_acls_matching_acl_v1(mv, pos)
+            e = _new(DeleteAclsMatchingAcl)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_string(mv, pos, True)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_string(mv, pos, False)
+            e.pattern_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal, pos = _p.read_string(mv, pos, False)
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -215,7 +183,23 @@ def _dec_delete_acls_filter_result_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.matching_acls = items = []
         for _ in range(n):
-            e, pos = _dec_delete_acls_matching_acl_v2(mv, pos)
+            e = _new(DeleteAclsMatchingAcl)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            e.pattern_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal, pos = _p.read_compact_string(mv, pos, False)
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

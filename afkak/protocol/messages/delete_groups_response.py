@@ -66,32 +66,6 @@ def _enc_deletable_group_result_v2(a, o):
     a(_S_hx.pack(o.error_code))
 
 
-def _dec_deletable_group_result_v0(mv, pos):
-    o = _new(DeletableGroupResult)
-    try:
-        o.group_id, pos = _p.read_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_deletable_group_result_v2(mv, pos):
-    o = _new(DeletableGroupResult)
-    try:
-        o.group_id, pos = _p.read_compact_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_delete_groups_response_v0(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.results
@@ -121,7 +95,10 @@ def _dec_delete_groups_response_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.results = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_group_result_v0(mv, pos)
+            e = _new(DeletableGroupResult)
+            e.group_id, pos = _p.read_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -140,7 +117,14 @@ def _dec_delete_groups_response_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.results = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_group_result_v2(mv, pos)
+            e = _new(DeletableGroupResult)
+            e.group_id, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -80,30 +80,6 @@ def _enc_delete_records_partition_v2(a, o):
     a(_S_iqx.pack(o.partition_index, o.offset))
 
 
-def _dec_delete_records_partition_v0(mv, pos):
-    o = _new(DeleteRecordsPartition)
-    try:
-        o.partition_index, o.offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_delete_records_partition_v2(mv, pos):
-    o = _new(DeleteRecordsPartition)
-    try:
-        o.partition_index, o.offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_delete_records_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -132,7 +108,9 @@ def _dec_delete_records_topic_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 12)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_delete_records_partition_v0(mv, pos)
+            e = _new(DeleteRecordsPartition)
+            e.partition_index, e.offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -150,7 +128,13 @@ def _dec_delete_records_topic_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_delete_records_partition_v2(mv, pos)
+            e = _new(DeleteRecordsPartition)
+            e.partition_index, e.offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -82,30 +82,6 @@ def _enc_delete_records_partition_result_v2(a, o):
     a(_S_iqhx.pack(o.partition_index, o.low_watermark, o.error_code))
 
 
-def _dec_delete_records_partition_result_v0(mv, pos):
-    o = _new(DeleteRecordsPartitionResult)
-    try:
-        o.partition_index, o.low_watermark, o.error_code = _S_iqh.unpack_from(mv, pos)
-        pos += 14
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_delete_records_partition_result_v2(mv, pos):
-    o = _new(DeleteRecordsPartitionResult)
-    try:
-        o.partition_index, o.low_watermark, o.error_code = _S_iqh.unpack_from(mv, pos)
-        pos += 14
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_delete_records_topic_result_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -134,7 +110,9 @@ def _dec_delete_records_topic_result_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 14)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_delete_records_partition_result_v0(mv, pos)
+            e = _new(DeleteRecordsPartitionResult)
+            e.partition_index, e.low_watermark, e.error_code = _S_iqh.unpack_from(mv, pos)
+            pos += 14
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -152,7 +130,13 @@ def _dec_delete_records_topic_result_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 15)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_delete_records_partition_result_v2(mv, pos)
+            e = _new(DeleteRecordsPartitionResult)
+            e.partition_index, e.low_watermark, e.error_code = _S_iqh.unpack_from(mv, pos)
+            pos += 14
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

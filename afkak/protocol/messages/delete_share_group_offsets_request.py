@@ -55,19 +55,6 @@ def _enc_delete_share_group_offsets_request_topic_v0(a, o):
     a(b"\x00")
 
 
-def _dec_delete_share_group_offsets_request_topic_v0(mv, pos):
-    o = _new(DeleteShareGroupOffsetsRequestTopic)
-    try:
-        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_delete_share_group_offsets_request_v0(a, o):
     a(_p.compact_string(o.group_id))
     v = o.topics
@@ -88,7 +75,12 @@ def _dec_delete_share_group_offsets_request_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 2)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_delete_share_group_offsets_request_topic_v0(mv, pos)
+            e = _new(DeleteShareGroupOffsetsRequestTopic)
+            e.topic_name, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -75,23 +75,6 @@ def _enc_delete_share_group_offsets_response_topic_v0(a, o):
     a(b"\x00")
 
 
-def _dec_delete_share_group_offsets_response_topic_v0(mv, pos):
-    o = _new(DeleteShareGroupOffsetsResponseTopic)
-    try:
-        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
-        u_topic_id, o.error_code = _S_Uh.unpack_from(mv, pos)
-        pos += 18
-        o.topic_id = _p.uuid_from(u_topic_id)
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_delete_share_group_offsets_response_v0(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     a(_p.compact_nstring(o.error_message))
@@ -115,7 +98,16 @@ def _dec_delete_share_group_offsets_response_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 21)
         o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_delete_share_group_offsets_response_topic_v0(mv, pos)
+            e = _new(DeleteShareGroupOffsetsResponseTopic)
+            e.topic_name, pos = _p.read_compact_string(mv, pos, False)
+            u_topic_id, e.error_code = _S_Uh.unpack_from(mv, pos)
+            pos += 18
+            e.topic_id = _p.uuid_from(u_topic_id)
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -66,22 +66,6 @@ def _enc_delete_topic_state_v6(a, o):
     a(_S_Ux.pack(o.topic_id.bytes))
 
 
-def _dec_delete_topic_state_v6(mv, pos):
-    o = _new(DeleteTopicState)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, True)
-        u_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        o.topic_id = _p.uuid_from(u_topic_id)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_delete_topics_request_v1(a, o):
     if (o.topics is None or len(o.topics) != 0):
         raise _m.AbsentField(o, 'topics')
@@ -164,7 +148,15 @@ def _dec_delete_topics_request_v6(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_delete_topic_state_v6(mv, pos)
+            e = _new(DeleteTopicState)
+            e.name, pos = _p.read_compact_string(mv, pos, True)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4

@@ -88,70 +88,6 @@ def _enc_deletable_topic_result_v6(a, o):
     a(b"\x00")
 
 
-def _dec_deletable_topic_result_v1(mv, pos):
-    o = _new(DeletableTopicResult)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic_id = _p.ZERO_UUID
-    o.error_message = None
-    return o, pos
-
-
-def _dec_deletable_topic_result_v4(mv, pos):
-    o = _new(DeletableTopicResult)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic_id = _p.ZERO_UUID
-    o.error_message = None
-    return o, pos
-
-
-def _dec_deletable_topic_result_v5(mv, pos):
-    o = _new(DeletableTopicResult)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic_id = _p.ZERO_UUID
-    return o, pos
-
-
-def _dec_deletable_topic_result_v6(mv, pos):
-    o = _new(DeletableTopicResult)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, True)
-        u_topic_id, o.error_code = _S_Uh.unpack_from(mv, pos)
-        pos += 18
-        o.topic_id = _p.uuid_from(u_topic_id)
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_delete_topics_response_v1(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.responses
@@ -199,7 +135,12 @@ def _dec_delete_topics_response_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_topic_result_v1(mv, pos)
+            e = _new(DeletableTopicResult)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.topic_id = _p.ZERO_UUID
+            e.error_message = None
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -218,7 +159,16 @@ def _dec_delete_topics_response_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_topic_result_v4(mv, pos)
+            e = _new(DeletableTopicResult)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic_id = _p.ZERO_UUID
+            e.error_message = None
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -241,7 +191,16 @@ def _dec_delete_topics_response_v5(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_topic_result_v5(mv, pos)
+            e = _new(DeletableTopicResult)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic_id = _p.ZERO_UUID
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -264,7 +223,16 @@ def _dec_delete_topics_response_v6(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 21)
         o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_topic_result_v6(mv, pos)
+            e = _new(DeletableTopicResult)
+            e.name, pos = _p.read_compact_string(mv, pos, True)
+            u_topic_id, e.error_code = _S_Uh.unpack_from(mv, pos)
+            pos += 18
+            e.topic_id = _p.uuid_from(u_topic_id)
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

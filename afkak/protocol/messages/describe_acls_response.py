@@ -103,34 +103,6 @@ def _enc_acl_description_v2(a, o):
     a(_S_bbx.pack(o.operation, o.permission_type))
 
 
-def _dec_acl_description_v1(mv, pos):
-    o = _new(AclDescription)
-    try:
-        o.principal, pos = _p.read_string(mv, pos, False)
-        o.host, pos = _p.read_string(mv, pos, False)
-        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_acl_description_v2(mv, pos):
-    o = _new(AclDescription)
-    try:
-        o.principal, pos = _p.read_compact_string(mv, pos, False)
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_acls_resource_v1(a, o):
     a(_S_b.pack(o.resource_type))
     a(_p.string(o.resource_name))
@@ -167,7 +139,11 @@ def _dec_describe_acls_resource_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.acls = items = []
         for _ in range(n):
-            e, pos = _dec_acl_description_v1(mv, pos)
+            e = _new(AclDescription)
+            e.principal, pos = _p.read_string(mv, pos, False)
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -189,7 +165,15 @@ def _dec_describe_acls_resource_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.acls = items = []
         for _ in range(n):
-            e, pos = _dec_acl_description_v2(mv, pos)
+            e = _new(AclDescription)
+            e.principal, pos = _p.read_compact_string(mv, pos, False)
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

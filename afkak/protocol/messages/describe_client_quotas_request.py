@@ -73,34 +73,6 @@ def _enc_component_data_v1(a, o):
     a(b"\x00")
 
 
-def _dec_component_data_v0(mv, pos):
-    o = _new(ComponentData)
-    try:
-        o.entity_type, pos = _p.read_string(mv, pos, False)
-        o.match_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.match, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_component_data_v1(mv, pos):
-    o = _new(ComponentData)
-    try:
-        o.entity_type, pos = _p.read_compact_string(mv, pos, False)
-        o.match_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.match, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_client_quotas_request_v0(a, o):
     v = o.components
     a(_p.array_len(len(v)))
@@ -127,7 +99,11 @@ def _dec_describe_client_quotas_request_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 5)
         o.components = items = []
         for _ in range(n):
-            e, pos = _dec_component_data_v0(mv, pos)
+            e = _new(ComponentData)
+            e.entity_type, pos = _p.read_string(mv, pos, False)
+            e.match_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.match, pos = _p.read_string(mv, pos, True)
             items.append(e)
         o.strict = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
@@ -146,7 +122,15 @@ def _dec_describe_client_quotas_request_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.components = items = []
         for _ in range(n):
-            e, pos = _dec_component_data_v1(mv, pos)
+            e = _new(ComponentData)
+            e.entity_type, pos = _p.read_compact_string(mv, pos, False)
+            e.match_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.match, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.strict = _S_Z.unpack_from(mv, pos)[0]
         pos += 1

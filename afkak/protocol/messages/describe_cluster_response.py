@@ -104,45 +104,6 @@ def _enc_describe_cluster_broker_v2(a, o):
     a(_S_bx.pack(o.is_fenced))
 
 
-def _dec_describe_cluster_broker_v0(mv, pos):
-    o = _new(DescribeClusterBroker)
-    try:
-        o.broker_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.is_fenced = False
-    return o, pos
-
-
-def _dec_describe_cluster_broker_v2(mv, pos):
-    o = _new(DescribeClusterBroker)
-    try:
-        o.broker_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.rack, pos = _p.read_compact_string(mv, pos, True)
-        o.is_fenced = _S_Z.unpack_from(mv, pos)[0]
-        pos += 1
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_cluster_response_v0(a, o):
     if o.endpoint_type != 1:
         raise _m.AbsentField(o, 'endpoint_type')
@@ -199,7 +160,18 @@ def _dec_describe_cluster_response_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_describe_cluster_broker_v0(mv, pos)
+            e = _new(DescribeClusterBroker)
+            e.broker_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.is_fenced = False
             items.append(e)
         o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -231,7 +203,18 @@ def _dec_describe_cluster_response_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_describe_cluster_broker_v0(mv, pos)
+            e = _new(DescribeClusterBroker)
+            e.broker_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.is_fenced = False
             items.append(e)
         o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -262,7 +245,19 @@ def _dec_describe_cluster_response_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 12)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_describe_cluster_broker_v2(mv, pos)
+            e = _new(DescribeClusterBroker)
+            e.broker_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            e.is_fenced = _S_Z.unpack_from(mv, pos)[0]
+            pos += 1
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4

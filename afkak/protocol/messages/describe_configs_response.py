@@ -134,34 +134,6 @@ def _enc_describe_configs_synonym_v4(a, o):
     a(_S_bx.pack(o.source))
 
 
-def _dec_describe_configs_synonym_v1(mv, pos):
-    o = _new(DescribeConfigsSynonym)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-        o.value, pos = _p.read_string(mv, pos, True)
-        o.source = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_describe_configs_synonym_v4(mv, pos):
-    o = _new(DescribeConfigsSynonym)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.value, pos = _p.read_compact_string(mv, pos, True)
-        o.source = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_configs_resource_result_v1(a, o):
     if o.is_default != False:
         raise _m.AbsentField(o, 'is_default')
@@ -217,7 +189,11 @@ def _dec_describe_configs_resource_result_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 5)
         o.synonyms = items = []
         for _ in range(n):
-            e, pos = _dec_describe_configs_synonym_v1(mv, pos)
+            e = _new(DescribeConfigsSynonym)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.value, pos = _p.read_string(mv, pos, True)
+            e.source = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -241,7 +217,11 @@ def _dec_describe_configs_resource_result_v3(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 5)
         o.synonyms = items = []
         for _ in range(n):
-            e, pos = _dec_describe_configs_synonym_v1(mv, pos)
+            e = _new(DescribeConfigsSynonym)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.value, pos = _p.read_string(mv, pos, True)
+            e.source = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
             items.append(e)
         o.config_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
@@ -266,7 +246,15 @@ def _dec_describe_configs_resource_result_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.synonyms = items = []
         for _ in range(n):
-            e, pos = _dec_describe_configs_synonym_v4(mv, pos)
+            e = _new(DescribeConfigsSynonym)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.value, pos = _p.read_compact_string(mv, pos, True)
+            e.source = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.config_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1

@@ -140,52 +140,6 @@ def _enc_described_group_member_v5(a, o):
     a(b"\x00")
 
 
-def _dec_described_group_member_v0(mv, pos):
-    o = _new(DescribedGroupMember)
-    try:
-        o.member_id, pos = _p.read_string(mv, pos, False)
-        o.client_id, pos = _p.read_string(mv, pos, False)
-        o.client_host, pos = _p.read_string(mv, pos, False)
-        o.member_metadata, pos = _p.read_bytes(mv, pos, False)
-        o.member_assignment, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.group_instance_id = None
-    return o, pos
-
-
-def _dec_described_group_member_v4(mv, pos):
-    o = _new(DescribedGroupMember)
-    try:
-        o.member_id, pos = _p.read_string(mv, pos, False)
-        o.group_instance_id, pos = _p.read_string(mv, pos, True)
-        o.client_id, pos = _p.read_string(mv, pos, False)
-        o.client_host, pos = _p.read_string(mv, pos, False)
-        o.member_metadata, pos = _p.read_bytes(mv, pos, False)
-        o.member_assignment, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_described_group_member_v5(mv, pos):
-    o = _new(DescribedGroupMember)
-    try:
-        o.member_id, pos = _p.read_compact_string(mv, pos, False)
-        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        o.client_id, pos = _p.read_compact_string(mv, pos, False)
-        o.client_host, pos = _p.read_compact_string(mv, pos, False)
-        o.member_metadata, pos = _p.read_compact_bytes(mv, pos, False)
-        o.member_assignment, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_described_group_v0(a, o):
     if o.error_message is not None:
         raise _m.AbsentField(o, 'error_message')
@@ -277,7 +231,13 @@ def _dec_described_group_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 14)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v0(mv, pos)
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.client_id, pos = _p.read_string(mv, pos, False)
+            e.client_host, pos = _p.read_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_bytes(mv, pos, False)
+            e.group_instance_id = None
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -302,7 +262,13 @@ def _dec_described_group_v3(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 14)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v0(mv, pos)
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.client_id, pos = _p.read_string(mv, pos, False)
+            e.client_host, pos = _p.read_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_bytes(mv, pos, False)
+            e.group_instance_id = None
             items.append(e)
         o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -328,7 +294,13 @@ def _dec_described_group_v4(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 16)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v4(mv, pos)
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_string(mv, pos, True)
+            e.client_id, pos = _p.read_string(mv, pos, False)
+            e.client_host, pos = _p.read_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_bytes(mv, pos, False)
             items.append(e)
         o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -354,7 +326,17 @@ def _dec_described_group_v5(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v5(mv, pos)
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.client_id, pos = _p.read_compact_string(mv, pos, False)
+            e.client_host, pos = _p.read_compact_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -385,7 +367,17 @@ def _dec_described_group_v6(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v5(mv, pos)
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.client_id, pos = _p.read_compact_string(mv, pos, False)
+            e.client_host, pos = _p.read_compact_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4

@@ -65,40 +65,6 @@ def _enc_describable_log_dir_topic_v2(a, o):
     a(b"\x00")
 
 
-def _dec_describable_log_dir_topic_v1(mv, pos):
-    o = _new(DescribableLogDirTopic)
-    try:
-        o.topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_describable_log_dir_topic_v2(mv, pos):
-    o = _new(DescribableLogDirTopic)
-    try:
-        o.topic, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_log_dirs_request_v1(a, o):
     v = o.topics
     if v is None:
@@ -133,7 +99,17 @@ def _dec_describe_log_dirs_request_v1(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_describable_log_dir_topic_v1(mv, pos)
+                e = _new(DescribableLogDirTopic)
+                e.topic, pos = _p.read_string(mv, pos, False)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.partitions = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
                 items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -153,7 +129,21 @@ def _dec_describe_log_dirs_request_v2(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_describable_log_dir_topic_v2(mv, pos)
+                e = _new(DescribableLogDirTopic)
+                e.topic, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partitions = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -122,30 +122,6 @@ def _enc_describe_log_dirs_partition_v2(a, o):
     a(_S_iqqbx.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))
 
 
-def _dec_describe_log_dirs_partition_v1(mv, pos):
-    o = _new(DescribeLogDirsPartition)
-    try:
-        o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_iqqZ.unpack_from(mv, pos)
-        pos += 21
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_describe_log_dirs_partition_v2(mv, pos):
-    o = _new(DescribeLogDirsPartition)
-    try:
-        o.partition_index, o.partition_size, o.offset_lag, o.is_future_key = _S_iqqZ.unpack_from(mv, pos)
-        pos += 21
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_log_dirs_topic_v1(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -174,7 +150,9 @@ def _dec_describe_log_dirs_topic_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 21)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_log_dirs_partition_v1(mv, pos)
+            e = _new(DescribeLogDirsPartition)
+            e.partition_index, e.partition_size, e.offset_lag, e.is_future_key = _S_iqqZ.unpack_from(mv, pos)
+            pos += 21
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -192,7 +170,13 @@ def _dec_describe_log_dirs_topic_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 22)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_log_dirs_partition_v2(mv, pos)
+            e = _new(DescribeLogDirsPartition)
+            e.partition_index, e.partition_size, e.offset_lag, e.is_future_key = _S_iqqZ.unpack_from(mv, pos)
+            pos += 21
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

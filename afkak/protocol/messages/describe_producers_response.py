@@ -109,20 +109,6 @@ def _enc_producer_state_v0(a, o):
     a(_S_qiiqiqx.pack(o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset))
 
 
-def _dec_producer_state_v0(mv, pos):
-    o = _new(ProducerState)
-    try:
-        o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset = _S_qiiqiq.unpack_from(mv, pos)
-        pos += 36
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_partition_response_v0(a, o):
     a(_S_ih.pack(o.partition_index, o.error_code))
     a(_p.compact_nstring(o.error_message))
@@ -146,7 +132,13 @@ def _dec_partition_response_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 37)
         o.active_producers = items = []
         for _ in range(n):
-            e, pos = _dec_producer_state_v0(mv, pos)
+            e = _new(ProducerState)
+            e.producer_id, e.producer_epoch, e.last_sequence, e.last_timestamp, e.coordinator_epoch, e.current_txn_start_offset = _S_qiiqiq.unpack_from(mv, pos)
+            pos += 36
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

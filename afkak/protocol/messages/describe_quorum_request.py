@@ -68,20 +68,6 @@ def _enc_partition_data_v0(a, o):
     a(_S_ix.pack(o.partition_index))
 
 
-def _dec_partition_data_v0(mv, pos):
-    o = _new(PartitionData)
-    try:
-        o.partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_topic_data_v0(a, o):
     a(_p.compact_string(o.topic_name))
     v = o.partitions
@@ -102,7 +88,13 @@ def _dec_topic_data_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_partition_data_v0(mv, pos)
+            e = _new(PartitionData)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

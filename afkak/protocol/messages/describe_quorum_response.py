@@ -179,53 +179,6 @@ def _enc_replica_state_v2(a, o):
     a(_S_iUqqqx.pack(o.replica_id, o.replica_directory_id.bytes, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
 
 
-def _dec_replica_state_v0(mv, pos):
-    o = _new(ReplicaState)
-    try:
-        o.replica_id, o.log_end_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.replica_directory_id = _p.ZERO_UUID
-    o.last_fetch_timestamp = -1
-    o.last_caught_up_timestamp = -1
-    return o, pos
-
-
-def _dec_replica_state_v1(mv, pos):
-    o = _new(ReplicaState)
-    try:
-        o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = _S_iqqq.unpack_from(mv, pos)
-        pos += 28
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.replica_directory_id = _p.ZERO_UUID
-    return o, pos
-
-
-def _dec_replica_state_v2(mv, pos):
-    o = _new(ReplicaState)
-    try:
-        o.replica_id, u_replica_directory_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp = _S_iUqqq.unpack_from(mv, pos)
-        pos += 44
-        o.replica_directory_id = _p.uuid_from(u_replica_directory_id)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_partition_data_v0(a, o):
     a(_S_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark))
     v = o.current_voters
@@ -279,7 +232,16 @@ def _dec_partition_data_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         o.current_voters = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v0(mv, pos)
+            e = _new(ReplicaState)
+            e.replica_id, e.log_end_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            e.last_fetch_timestamp = -1
+            e.last_caught_up_timestamp = -1
             items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -288,7 +250,16 @@ def _dec_partition_data_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         o.observers = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v0(mv, pos)
+            e = _new(ReplicaState)
+            e.replica_id, e.log_end_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            e.last_fetch_timestamp = -1
+            e.last_caught_up_timestamp = -1
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -312,7 +283,14 @@ def _dec_partition_data_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 29)
         o.current_voters = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v1(mv, pos)
+            e = _new(ReplicaState)
+            e.replica_id, e.log_end_offset, e.last_fetch_timestamp, e.last_caught_up_timestamp = _S_iqqq.unpack_from(mv, pos)
+            pos += 28
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
             items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -321,7 +299,14 @@ def _dec_partition_data_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 29)
         o.observers = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v1(mv, pos)
+            e = _new(ReplicaState)
+            e.replica_id, e.log_end_offset, e.last_fetch_timestamp, e.last_caught_up_timestamp = _S_iqqq.unpack_from(mv, pos)
+            pos += 28
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -348,7 +333,14 @@ def _dec_partition_data_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 45)
         o.current_voters = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v2(mv, pos)
+            e = _new(ReplicaState)
+            e.replica_id, u_replica_directory_id, e.log_end_offset, e.last_fetch_timestamp, e.last_caught_up_timestamp = _S_iUqqq.unpack_from(mv, pos)
+            pos += 44
+            e.replica_directory_id = _p.uuid_from(u_replica_directory_id)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -357,7 +349,14 @@ def _dec_partition_data_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 45)
         o.observers = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v2(mv, pos)
+            e = _new(ReplicaState)
+            e.replica_id, u_replica_directory_id, e.log_end_offset, e.last_fetch_timestamp, e.last_caught_up_timestamp = _S_iUqqq.unpack_from(mv, pos)
+            pos += 44
+            e.replica_directory_id = _p.uuid_from(u_replica_directory_id)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -467,22 +466,6 @@ def _enc_listener_v2(a, o):
     a(_S_Hx.pack(o.port))
 
 
-def _dec_listener_v2(mv, pos):
-    o = _new(Listener)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.port = _S_H.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_node_v2(a, o):
     a(_S_i.pack(o.node_id))
     v = o.listeners
@@ -504,7 +487,15 @@ def _dec_node_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.listeners = items = []
         for _ in range(n):
-            e, pos = _dec_listener_v2(mv, pos)
+            e = _new(Listener)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_H.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -73,25 +73,6 @@ def _enc_describe_share_group_offsets_request_topic_v0(a, o):
     a(b"\x00")
 
 
-def _dec_describe_share_group_offsets_request_topic_v0(mv, pos):
-    o = _new(DescribeShareGroupOffsetsRequestTopic)
-    try:
-        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_share_group_offsets_request_group_v0(a, o):
     a(_p.compact_string(o.group_id))
     v = o.topics
@@ -118,7 +99,21 @@ def _dec_describe_share_group_offsets_request_group_v0(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_describe_share_group_offsets_request_topic_v0(mv, pos)
+                e = _new(DescribeShareGroupOffsetsRequestTopic)
+                e.topic_name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partitions = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -121,37 +121,6 @@ def _enc_describe_share_group_offsets_response_partition_v1(a, o):
     a(b"\x00")
 
 
-def _dec_describe_share_group_offsets_response_partition_v0(mv, pos):
-    o = _new(DescribeShareGroupOffsetsResponsePartition)
-    try:
-        o.partition_index, o.start_offset, o.leader_epoch, o.error_code = _S_iqih.unpack_from(mv, pos)
-        pos += 18
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.lag = -1
-    return o, pos
-
-
-def _dec_describe_share_group_offsets_response_partition_v1(mv, pos):
-    o = _new(DescribeShareGroupOffsetsResponsePartition)
-    try:
-        o.partition_index, o.start_offset, o.leader_epoch, o.lag, o.error_code = _S_iqiqh.unpack_from(mv, pos)
-        pos += 26
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_share_group_offsets_response_topic_v0(a, o):
     a(_p.compact_string(o.topic_name))
     a(_S_U.pack(o.topic_id.bytes))
@@ -186,7 +155,15 @@ def _dec_describe_share_group_offsets_response_topic_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_share_group_offsets_response_partition_v0(mv, pos)
+            e = _new(DescribeShareGroupOffsetsResponsePartition)
+            e.partition_index, e.start_offset, e.leader_epoch, e.error_code = _S_iqih.unpack_from(mv, pos)
+            pos += 18
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.lag = -1
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -211,7 +188,14 @@ def _dec_describe_share_group_offsets_response_topic_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 28)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_share_group_offsets_response_partition_v1(mv, pos)
+            e = _new(DescribeShareGroupOffsetsResponsePartition)
+            e.partition_index, e.start_offset, e.leader_epoch, e.lag, e.error_code = _S_iqiqh.unpack_from(mv, pos)
+            pos += 26
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

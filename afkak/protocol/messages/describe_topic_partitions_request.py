@@ -76,19 +76,6 @@ def _enc_topic_request_v0(a, o):
     a(b"\x00")
 
 
-def _dec_topic_request_v0(mv, pos):
-    o = _new(TopicRequest)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_cursor_v0(a, o):
     a(_p.compact_string(o.topic_name))
     a(_S_ix.pack(o.partition_index))
@@ -133,7 +120,12 @@ def _dec_describe_topic_partitions_request_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 2)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_topic_request_v0(mv, pos)
+            e = _new(TopicRequest)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.response_partition_limit = _S_i.unpack_from(mv, pos)[0]
         pos += 4

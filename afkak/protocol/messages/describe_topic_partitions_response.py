@@ -149,50 +149,6 @@ def _enc_describe_topic_partitions_response_partition_v0(a, o):
     a(b"\x00")
 
 
-def _dec_describe_topic_partitions_response_partition_v0(mv, pos):
-    o = _new(DescribeTopicPartitionsResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(mv, pos)
-        pos += 14
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.eligible_leader_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.eligible_leader_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.last_known_elr = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.last_known_elr, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_topic_partitions_response_topic_v0(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.compact_nstring(o.name))
@@ -220,7 +176,58 @@ def _dec_describe_topic_partitions_response_topic_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_topic_partitions_response_partition_v0(mv, pos)
+            e = _new(DescribeTopicPartitionsResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = mv[pos] - 1
+            if n == 0:
+                e.replica_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.isr_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.eligible_leader_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.eligible_leader_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.eligible_leader_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
+            n = mv[pos] - 1
+            if n == 0:
+                e.last_known_elr = []
+                pos += 1
+            elif 0 < n < 127:
+                e.last_known_elr = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.last_known_elr, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
+            n = mv[pos] - 1
+            if n == 0:
+                e.offline_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4

@@ -97,25 +97,6 @@ def _enc_topic_data_v0(a, o):
     a(b"\x00")
 
 
-def _dec_topic_data_v0(mv, pos):
-    o = _new(TopicData)
-    try:
-        o.topic, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_transaction_state_v0(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.compact_string(o.transactional_id))
@@ -144,7 +125,21 @@ def _dec_transaction_state_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_topic_data_v0(mv, pos)
+            e = _new(TopicData)
+            e.topic, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -52,19 +52,6 @@ def _enc_user_name_v0(a, o):
     a(b"\x00")
 
 
-def _dec_user_name_v0(mv, pos):
-    o = _new(UserName)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_user_scram_credentials_request_v0(a, o):
     v = o.users
     if v is None:
@@ -89,7 +76,12 @@ def _dec_describe_user_scram_credentials_request_v0(mv, pos):
         else:
             o.users = items = []
             for _ in range(n):
-                e, pos = _dec_user_name_v0(mv, pos)
+                e = _new(UserName)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         if mv[pos] == 0:
             pos += 1

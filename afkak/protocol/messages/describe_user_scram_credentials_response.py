@@ -88,20 +88,6 @@ def _enc_credential_info_v0(a, o):
     a(_S_bix.pack(o.mechanism, o.iterations))
 
 
-def _dec_credential_info_v0(mv, pos):
-    o = _new(CredentialInfo)
-    try:
-        o.mechanism, o.iterations = _S_bi.unpack_from(mv, pos)
-        pos += 5
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_describe_user_scram_credentials_result_v0(a, o):
     a(_p.compact_string(o.user))
     a(_S_h.pack(o.error_code))
@@ -127,7 +113,13 @@ def _dec_describe_user_scram_credentials_result_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         o.credential_infos = items = []
         for _ in range(n):
-            e, pos = _dec_credential_info_v0(mv, pos)
+            e = _new(CredentialInfo)
+            e.mechanism, e.iterations = _S_bi.unpack_from(mv, pos)
+            pos += 5
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -73,40 +73,6 @@ def _enc_topic_partitions_v2(a, o):
     a(b"\x00")
 
 
-def _dec_topic_partitions_v0(mv, pos):
-    o = _new(TopicPartitions)
-    try:
-        o.topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_topic_partitions_v2(mv, pos):
-    o = _new(TopicPartitions)
-    try:
-        o.topic, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_elect_leaders_request_v0(a, o):
     if o.election_type != 0:
         raise _m.AbsentField(o, 'election_type')
@@ -157,7 +123,17 @@ def _dec_elect_leaders_request_v0(mv, pos):
         else:
             o.topic_partitions = items = []
             for _ in range(n):
-                e, pos = _dec_topic_partitions_v0(mv, pos)
+                e = _new(TopicPartitions)
+                e.topic, pos = _p.read_string(mv, pos, False)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.partitions = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
                 items.append(e)
         o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -182,7 +158,17 @@ def _dec_elect_leaders_request_v1(mv, pos):
         else:
             o.topic_partitions = items = []
             for _ in range(n):
-                e, pos = _dec_topic_partitions_v0(mv, pos)
+                e = _new(TopicPartitions)
+                e.topic, pos = _p.read_string(mv, pos, False)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.partitions = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
                 items.append(e)
         o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -206,7 +192,21 @@ def _dec_elect_leaders_request_v2(mv, pos):
         else:
             o.topic_partitions = items = []
             for _ in range(n):
-                e, pos = _dec_topic_partitions_v2(mv, pos)
+                e = _new(TopicPartitions)
+                e.topic, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partitions = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4

@@ -87,32 +87,6 @@ def _enc_partition_result_v2(a, o):
     a(b"\x00")
 
 
-def _dec_partition_result_v0(mv, pos):
-    o = _new(PartitionResult)
-    try:
-        o.partition_id, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        o.error_message, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_partition_result_v2(mv, pos):
-    o = _new(PartitionResult)
-    try:
-        o.partition_id, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_replica_election_result_v0(a, o):
     a(_p.string(o.topic))
     v = o.partition_result
@@ -141,7 +115,10 @@ def _dec_replica_election_result_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 8)
         o.partition_result = items = []
         for _ in range(n):
-            e, pos = _dec_partition_result_v0(mv, pos)
+            e = _new(PartitionResult)
+            e.partition_id, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_string(mv, pos, True)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -159,7 +136,14 @@ def _dec_replica_election_result_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         o.partition_result = items = []
         for _ in range(n):
-            e, pos = _dec_partition_result_v2(mv, pos)
+            e = _new(PartitionResult)
+            e.partition_id, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

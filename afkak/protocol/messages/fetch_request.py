@@ -231,116 +231,6 @@ def _enc_fetch_partition_v18(a, o):
     a(_p.tagged_section(t))
 
 
-def _dec_fetch_partition_v4(mv, pos):
-    o = _new(FetchPartition)
-    try:
-        o.partition, o.fetch_offset, o.partition_max_bytes = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.log_start_offset = -1
-    o.replica_directory_id = _p.ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    return o, pos
-
-
-def _dec_fetch_partition_v5(mv, pos):
-    o = _new(FetchPartition)
-    try:
-        o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S_iqqi.unpack_from(mv, pos)
-        pos += 24
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = _p.ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    return o, pos
-
-
-def _dec_fetch_partition_v9(mv, pos):
-    o = _new(FetchPartition)
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes = _S_iiqqi.unpack_from(mv, pos)
-        pos += 28
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = _p.ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    return o, pos
-
-
-def _dec_fetch_partition_v12(mv, pos):
-    o = _new(FetchPartition)
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
-        pos += 32
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.replica_directory_id = _p.ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    return o, pos
-
-
-def _dec_fetch_partition_v17(mv, pos):
-    o = _new(FetchPartition)
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
-        pos += 32
-        o.replica_directory_id = _p.ZERO_UUID
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            n, pos = _p.read_uvarint(mv, pos)
-            for _ in range(n):
-                tag, pos, end = _p.read_tag(mv, pos)
-                if tag == 0:
-                    o.replica_directory_id = _S_U.unpack_from(mv, pos)[0]
-                    pos += 16
-                    o.replica_directory_id = _p.uuid_from(o.replica_directory_id)
-                    _p.check_tag_end(pos, end, 0)
-                pos = end
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.high_watermark = 9223372036854775807
-    return o, pos
-
-
-def _dec_fetch_partition_v18(mv, pos):
-    o = _new(FetchPartition)
-    try:
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
-        pos += 32
-        o.replica_directory_id = _p.ZERO_UUID
-        o.high_watermark = 9223372036854775807
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            n, pos = _p.read_uvarint(mv, pos)
-            for _ in range(n):
-                tag, pos, end = _p.read_tag(mv, pos)
-                if tag == 0:
-                    o.replica_directory_id = _S_U.unpack_from(mv, pos)[0]
-                    pos += 16
-                    o.replica_directory_id = _p.uuid_from(o.replica_directory_id)
-                    _p.check_tag_end(pos, end, 0)
-                elif tag == 1:
-                    o.high_watermark = _S_q.unpack_from(mv, pos)[0]
-                    pos += 8
-                    _p.check_tag_end(pos, end, 1)
-                pos = end
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_fetch_topic_v4(a, o):
     a(_p.string(o.topic))
     v = o.partitions
@@ -412,7 +302,14 @@ def _dec_fetch_topic_v4(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 16)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v4(mv, pos)
+            e = _new(FetchPartition)
+            e.partition, e.fetch_offset, e.partition_max_bytes = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.current_leader_epoch = -1
+            e.last_fetched_epoch = -1
+            e.log_start_offset = -1
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -431,7 +328,13 @@ def _dec_fetch_topic_v5(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 24)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v5(mv, pos)
+            e = _new(FetchPartition)
+            e.partition, e.fetch_offset, e.log_start_offset, e.partition_max_bytes = _S_iqqi.unpack_from(mv, pos)
+            pos += 24
+            e.current_leader_epoch = -1
+            e.last_fetched_epoch = -1
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -450,7 +353,12 @@ def _dec_fetch_topic_v9(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 28)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v9(mv, pos)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.log_start_offset, e.partition_max_bytes = _S_iiqqi.unpack_from(mv, pos)
+            pos += 28
+            e.last_fetched_epoch = -1
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -469,7 +377,15 @@ def _dec_fetch_topic_v12(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v12(mv, pos)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.last_fetched_epoch, e.log_start_offset, e.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
+            pos += 32
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -494,7 +410,15 @@ def _dec_fetch_topic_v13(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v12(mv, pos)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.last_fetched_epoch, e.log_start_offset, e.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
+            pos += 32
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -519,7 +443,23 @@ def _dec_fetch_topic_v17(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v17(mv, pos)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.last_fetched_epoch, e.log_start_offset, e.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
+            pos += 32
+            e.replica_directory_id = _p.ZERO_UUID
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                n, pos = _p.read_uvarint(mv, pos)
+                for _ in range(n):
+                    tag, pos, end = _p.read_tag(mv, pos)
+                    if tag == 0:
+                        e.replica_directory_id = _S_U.unpack_from(mv, pos)[0]
+                        pos += 16
+                        e.replica_directory_id = _p.uuid_from(e.replica_directory_id)
+                        _p.check_tag_end(pos, end, 0)
+                    pos = end
+            e.high_watermark = 9223372036854775807
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -544,7 +484,27 @@ def _dec_fetch_topic_v18(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v18(mv, pos)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.last_fetched_epoch, e.log_start_offset, e.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
+            pos += 32
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                n, pos = _p.read_uvarint(mv, pos)
+                for _ in range(n):
+                    tag, pos, end = _p.read_tag(mv, pos)
+                    if tag == 0:
+                        e.replica_directory_id = _S_U.unpack_from(mv, pos)[0]
+                        pos += 16
+                        e.replica_directory_id = _p.uuid_from(e.replica_directory_id)
+                        _p.check_tag_end(pos, end, 0)
+                    elif tag == 1:
+                        e.high_watermark = _S_q.unpack_from(mv, pos)[0]
+                        pos += 8
+                        _p.check_tag_end(pos, end, 1)
+                    pos = end
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -574,64 +534,6 @@ def _enc_forgotten_topic_v13(a, o):
     v = o.partitions
     a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
-
-
-def _dec_forgotten_topic_v7(mv, pos):
-    o = _new(ForgottenTopic)
-    try:
-        o.topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic_id = _p.ZERO_UUID
-    return o, pos
-
-
-def _dec_forgotten_topic_v12(mv, pos):
-    o = _new(ForgottenTopic)
-    try:
-        o.topic, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic_id = _p.ZERO_UUID
-    return o, pos
-
-
-def _dec_forgotten_topic_v13(mv, pos):
-    o = _new(ForgottenTopic)
-    try:
-        u_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        o.topic_id = _p.uuid_from(u_topic_id)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic = ''
-    return o, pos
 
 
 def _enc_fetch_request_v4(a, o):
@@ -889,7 +791,18 @@ def _dec_fetch_request_v7(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v7(mv, pos)
+            e = _new(ForgottenTopic)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.topic_id = _p.ZERO_UUID
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -920,7 +833,18 @@ def _dec_fetch_request_v9(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v7(mv, pos)
+            e = _new(ForgottenTopic)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.topic_id = _p.ZERO_UUID
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -951,7 +875,18 @@ def _dec_fetch_request_v11(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v7(mv, pos)
+            e = _new(ForgottenTopic)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.topic_id = _p.ZERO_UUID
             items.append(e)
         o.rack_id, pos = _p.read_string(mv, pos, False)
     except (struct.error, IndexError):
@@ -982,7 +917,22 @@ def _dec_fetch_request_v12(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v12(mv, pos)
+            e = _new(ForgottenTopic)
+            e.topic, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic_id = _p.ZERO_UUID
             items.append(e)
         o.rack_id, pos = _p.read_compact_string(mv, pos, False)
         o.cluster_id = None
@@ -1023,7 +973,24 @@ def _dec_fetch_request_v13(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v13(mv, pos)
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic = ''
             items.append(e)
         o.rack_id, pos = _p.read_compact_string(mv, pos, False)
         o.cluster_id = None
@@ -1064,7 +1031,24 @@ def _dec_fetch_request_v15(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v13(mv, pos)
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic = ''
             items.append(e)
         o.rack_id, pos = _p.read_compact_string(mv, pos, False)
         o.cluster_id = None
@@ -1109,7 +1093,24 @@ def _dec_fetch_request_v17(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v13(mv, pos)
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic = ''
             items.append(e)
         o.rack_id, pos = _p.read_compact_string(mv, pos, False)
         o.cluster_id = None
@@ -1154,7 +1155,24 @@ def _dec_fetch_request_v18(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v13(mv, pos)
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic = ''
             items.append(e)
         o.rack_id, pos = _p.read_compact_string(mv, pos, False)
         o.cluster_id = None

@@ -264,30 +264,6 @@ def _enc_aborted_transaction_v12(a, o):
     a(_S_qqx.pack(o.producer_id, o.first_offset))
 
 
-def _dec_aborted_transaction_v4(mv, pos):
-    o = _new(AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_qq.unpack_from(mv, pos)
-        pos += 16
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_aborted_transaction_v12(mv, pos):
-    o = _new(AbortedTransaction)
-    try:
-        o.producer_id, o.first_offset = _S_qq.unpack_from(mv, pos)
-        pos += 16
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_partition_data_v4(a, o):
     if o.diverging_epoch != EpochEndOffset():
         raise _m.AbsentField(o, 'diverging_epoch')
@@ -409,7 +385,9 @@ def _dec_partition_data_v4(mv, pos):
         else:
             o.aborted_transactions = items = []
             for _ in range(n):
-                e, pos = _dec_aborted_transaction_v4(mv, pos)
+                e = _new(AbortedTransaction)
+                e.producer_id, e.first_offset = _S_qq.unpack_from(mv, pos)
+                pos += 16
                 items.append(e)
         o.records, pos = _p.read_records(mv, pos, True)
     except (struct.error, IndexError):
@@ -437,7 +415,9 @@ def _dec_partition_data_v5(mv, pos):
         else:
             o.aborted_transactions = items = []
             for _ in range(n):
-                e, pos = _dec_aborted_transaction_v4(mv, pos)
+                e = _new(AbortedTransaction)
+                e.producer_id, e.first_offset = _S_qq.unpack_from(mv, pos)
+                pos += 16
                 items.append(e)
         o.records, pos = _p.read_records(mv, pos, True)
     except (struct.error, IndexError):
@@ -464,7 +444,9 @@ def _dec_partition_data_v11(mv, pos):
         else:
             o.aborted_transactions = items = []
             for _ in range(n):
-                e, pos = _dec_aborted_transaction_v4(mv, pos)
+                e = _new(AbortedTransaction)
+                e.producer_id, e.first_offset = _S_qq.unpack_from(mv, pos)
+                pos += 16
                 items.append(e)
         o.preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -492,7 +474,13 @@ def _dec_partition_data_v12(mv, pos):
         else:
             o.aborted_transactions = items = []
             for _ in range(n):
-                e, pos = _dec_aborted_transaction_v12(mv, pos)
+                e = _new(AbortedTransaction)
+                e.producer_id, e.first_offset = _S_qq.unpack_from(mv, pos)
+                pos += 16
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         o.preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -674,24 +662,6 @@ def _enc_node_endpoint_v16(a, o):
     a(_S_i.pack(o.port))
     a(_p.compact_nstring(o.rack))
     a(b"\x00")
-
-
-def _dec_node_endpoint_v16(mv, pos):
-    o = _new(NodeEndpoint)
-    try:
-        o.node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_fetch_response_v4(a, o):
@@ -938,7 +908,17 @@ def _dec_fetch_response_v16(mv, pos):
                         n, pos = _p.read_compact_array_len(mv, pos, False, 11)
                     o.node_endpoints = items = []
                     for _ in range(n):
-                        e, pos = _dec_node_endpoint_v16(mv, pos)
+                        e = _new(NodeEndpoint)
+                        e.node_id = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.host, pos = _p.read_compact_string(mv, pos, False)
+                        e.port = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.rack, pos = _p.read_compact_string(mv, pos, True)
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
                         items.append(e)
                     _p.check_tag_end(pos, end, 0)
                 pos = end

@@ -93,25 +93,6 @@ def _enc_coordinator_v4(a, o):
     a(b"\x00")
 
 
-def _dec_coordinator_v4(mv, pos):
-    o = _new(Coordinator)
-    try:
-        o.key, pos = _p.read_compact_string(mv, pos, False)
-        o.node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.port, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_find_coordinator_response_v0(a, o):
     if (o.coordinators is None or len(o.coordinators) != 0):
         raise _m.AbsentField(o, 'coordinators')
@@ -223,7 +204,18 @@ def _dec_find_coordinator_response_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 14)
         o.coordinators = items = []
         for _ in range(n):
-            e, pos = _dec_coordinator_v4(mv, pos)
+            e = _new(Coordinator)
+            e.key, pos = _p.read_compact_string(mv, pos, False)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -82,7 +82,10 @@ def _dec_get_telemetry_subscriptions_response_v0(mv, pos):
         pos += 26
         o.client_instance_id = _p.uuid_from(u_client_instance_id)
         n = mv[pos] - 1
-        if 0 <= n < 127:
+        if n == 0:
+            o.accepted_compression_types = []
+            pos += 1
+        elif 0 < n < 127:
             o.accepted_compression_types = list(_A_b[n].unpack_from(mv, pos + 1))
             pos += 1 + 1 * n
         else:

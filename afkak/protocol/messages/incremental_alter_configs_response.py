@@ -77,38 +77,6 @@ def _enc_alter_configs_resource_response_v1(a, o):
     a(b"\x00")
 
 
-def _dec_alter_configs_resource_response_v0(mv, pos):
-    o = _new(AlterConfigsResourceResponse)
-    try:
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_string(mv, pos, True)
-        o.resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.resource_name, pos = _p.read_string(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_alter_configs_resource_response_v1(mv, pos):
-    o = _new(AlterConfigsResourceResponse)
-    try:
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        o.resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        o.resource_name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_incremental_alter_configs_response_v0(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.responses
@@ -138,7 +106,13 @@ def _dec_incremental_alter_configs_response_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 7)
         o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_alter_configs_resource_response_v0(mv, pos)
+            e = _new(AlterConfigsResourceResponse)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_string(mv, pos, True)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_string(mv, pos, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -157,7 +131,17 @@ def _dec_incremental_alter_configs_response_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_alter_configs_resource_response_v1(mv, pos)
+            e = _new(AlterConfigsResourceResponse)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -88,30 +88,6 @@ def _enc_join_group_request_protocol_v6(a, o):
     a(b"\x00")
 
 
-def _dec_join_group_request_protocol_v0(mv, pos):
-    o = _new(JoinGroupRequestProtocol)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-        o.metadata, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_join_group_request_protocol_v6(mv, pos):
-    o = _new(JoinGroupRequestProtocol)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        o.metadata, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_join_group_request_v0(a, o):
     if o.group_instance_id is not None:
         raise _m.AbsentField(o, 'group_instance_id')
@@ -192,7 +168,9 @@ def _dec_join_group_request_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v0(mv, pos)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -217,7 +195,9 @@ def _dec_join_group_request_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v0(mv, pos)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -242,7 +222,9 @@ def _dec_join_group_request_v5(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v0(mv, pos)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -266,7 +248,13 @@ def _dec_join_group_request_v6(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v6(mv, pos)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -294,7 +282,13 @@ def _dec_join_group_request_v8(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v6(mv, pos)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.reason, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:

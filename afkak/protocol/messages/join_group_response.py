@@ -106,43 +106,6 @@ def _enc_join_group_response_member_v6(a, o):
     a(b"\x00")
 
 
-def _dec_join_group_response_member_v0(mv, pos):
-    o = _new(JoinGroupResponseMember)
-    try:
-        o.member_id, pos = _p.read_string(mv, pos, False)
-        o.metadata, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.group_instance_id = None
-    return o, pos
-
-
-def _dec_join_group_response_member_v5(mv, pos):
-    o = _new(JoinGroupResponseMember)
-    try:
-        o.member_id, pos = _p.read_string(mv, pos, False)
-        o.group_instance_id, pos = _p.read_string(mv, pos, True)
-        o.metadata, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_join_group_response_member_v6(mv, pos):
-    o = _new(JoinGroupResponseMember)
-    try:
-        o.member_id, pos = _p.read_compact_string(mv, pos, False)
-        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        o.metadata, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_join_group_response_v0(a, o):
     if o.skip_assignment != False:
         raise _m.AbsentField(o, 'skip_assignment')
@@ -240,7 +203,10 @@ def _dec_join_group_response_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v0(mv, pos)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
+            e.group_instance_id = None
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -265,7 +231,10 @@ def _dec_join_group_response_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v0(mv, pos)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
+            e.group_instance_id = None
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -289,7 +258,10 @@ def _dec_join_group_response_v5(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 8)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v5(mv, pos)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_string(mv, pos, True)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -313,7 +285,14 @@ def _dec_join_group_response_v6(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v6(mv, pos)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -342,7 +321,14 @@ def _dec_join_group_response_v7(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v6(mv, pos)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -372,7 +358,14 @@ def _dec_join_group_response_v9(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v6(mv, pos)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

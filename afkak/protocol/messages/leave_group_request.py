@@ -78,47 +78,6 @@ def _enc_member_identity_v5(a, o):
     a(b"\x00")
 
 
-def _dec_member_identity_v3(mv, pos):
-    o = _new(MemberIdentity)
-    try:
-        o.member_id, pos = _p.read_string(mv, pos, False)
-        o.group_instance_id, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.reason = None
-    return o, pos
-
-
-def _dec_member_identity_v4(mv, pos):
-    o = _new(MemberIdentity)
-    try:
-        o.member_id, pos = _p.read_compact_string(mv, pos, False)
-        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.reason = None
-    return o, pos
-
-
-def _dec_member_identity_v5(mv, pos):
-    o = _new(MemberIdentity)
-    try:
-        o.member_id, pos = _p.read_compact_string(mv, pos, False)
-        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        o.reason, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_leave_group_request_v0(a, o):
     if (o.members is None or len(o.members) != 0):
         raise _m.AbsentField(o, 'members')
@@ -180,7 +139,10 @@ def _dec_leave_group_request_v3(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_identity_v3(mv, pos)
+            e = _new(MemberIdentity)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_string(mv, pos, True)
+            e.reason = None
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -199,7 +161,14 @@ def _dec_leave_group_request_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_identity_v4(mv, pos)
+            e = _new(MemberIdentity)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.reason = None
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -222,7 +191,14 @@ def _dec_leave_group_request_v5(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_identity_v5(mv, pos)
+            e = _new(MemberIdentity)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.reason, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -75,34 +75,6 @@ def _enc_member_response_v4(a, o):
     a(_S_hx.pack(o.error_code))
 
 
-def _dec_member_response_v3(mv, pos):
-    o = _new(MemberResponse)
-    try:
-        o.member_id, pos = _p.read_string(mv, pos, False)
-        o.group_instance_id, pos = _p.read_string(mv, pos, True)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_member_response_v4(mv, pos):
-    o = _new(MemberResponse)
-    try:
-        o.member_id, pos = _p.read_compact_string(mv, pos, False)
-        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_leave_group_response_v0(a, o):
     if (o.members is None or len(o.members) != 0):
         raise _m.AbsentField(o, 'members')
@@ -167,7 +139,11 @@ def _dec_leave_group_response_v3(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_response_v3(mv, pos)
+            e = _new(MemberResponse)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -186,7 +162,15 @@ def _dec_leave_group_response_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_response_v4(mv, pos)
+            e = _new(MemberResponse)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

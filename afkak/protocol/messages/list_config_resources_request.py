@@ -64,7 +64,10 @@ def _dec_list_config_resources_request_v1(mv, pos):
     o = _new(ListConfigResourcesRequest)
     try:
         n = mv[pos] - 1
-        if 0 <= n < 127:
+        if n == 0:
+            o.resource_types = []
+            pos += 1
+        elif 0 < n < 127:
             o.resource_types = list(_A_b[n].unpack_from(mv, pos + 1))
             pos += 1 + 1 * n
         else:

@@ -69,35 +69,6 @@ def _enc_config_resource_v1(a, o):
     a(_S_bx.pack(o.resource_type))
 
 
-def _dec_config_resource_v0(mv, pos):
-    o = _new(ConfigResource)
-    try:
-        o.resource_name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.resource_type = 16
-    return o, pos
-
-
-def _dec_config_resource_v1(mv, pos):
-    o = _new(ConfigResource)
-    try:
-        o.resource_name, pos = _p.read_compact_string(mv, pos, False)
-        o.resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_list_config_resources_response_v0(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     v = o.config_resources
@@ -128,7 +99,13 @@ def _dec_list_config_resources_response_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 2)
         o.config_resources = items = []
         for _ in range(n):
-            e, pos = _dec_config_resource_v0(mv, pos)
+            e = _new(ConfigResource)
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.resource_type = 16
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -151,7 +128,14 @@ def _dec_list_config_resources_response_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.config_resources = items = []
         for _ in range(n):
-            e, pos = _dec_config_resource_v1(mv, pos)
+            e = _new(ConfigResource)
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

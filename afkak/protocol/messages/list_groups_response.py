@@ -91,66 +91,6 @@ def _enc_listed_group_v5(a, o):
     a(b"\x00")
 
 
-def _dec_listed_group_v0(mv, pos):
-    o = _new(ListedGroup)
-    try:
-        o.group_id, pos = _p.read_string(mv, pos, False)
-        o.protocol_type, pos = _p.read_string(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.group_state = ''
-    o.group_type = ''
-    return o, pos
-
-
-def _dec_listed_group_v3(mv, pos):
-    o = _new(ListedGroup)
-    try:
-        o.group_id, pos = _p.read_compact_string(mv, pos, False)
-        o.protocol_type, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.group_state = ''
-    o.group_type = ''
-    return o, pos
-
-
-def _dec_listed_group_v4(mv, pos):
-    o = _new(ListedGroup)
-    try:
-        o.group_id, pos = _p.read_compact_string(mv, pos, False)
-        o.protocol_type, pos = _p.read_compact_string(mv, pos, False)
-        o.group_state, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.group_type = ''
-    return o, pos
-
-
-def _dec_listed_group_v5(mv, pos):
-    o = _new(ListedGroup)
-    try:
-        o.group_id, pos = _p.read_compact_string(mv, pos, False)
-        o.protocol_type, pos = _p.read_compact_string(mv, pos, False)
-        o.group_state, pos = _p.read_compact_string(mv, pos, False)
-        o.group_type, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_list_groups_response_v0(a, o):
     a(_S_h.pack(o.error_code))
     v = o.groups
@@ -206,7 +146,11 @@ def _dec_list_groups_response_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v0(mv, pos)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_string(mv, pos, False)
+            e.group_state = ''
+            e.group_type = ''
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -226,7 +170,11 @@ def _dec_list_groups_response_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v0(mv, pos)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_string(mv, pos, False)
+            e.group_state = ''
+            e.group_type = ''
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -245,7 +193,15 @@ def _dec_list_groups_response_v3(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v3(mv, pos)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_compact_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.group_state = ''
+            e.group_type = ''
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -268,7 +224,15 @@ def _dec_list_groups_response_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
         o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v4(mv, pos)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_compact_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_compact_string(mv, pos, False)
+            e.group_state, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.group_type = ''
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -291,7 +255,15 @@ def _dec_list_groups_response_v5(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v5(mv, pos)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_compact_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_compact_string(mv, pos, False)
+            e.group_state, pos = _p.read_compact_string(mv, pos, False)
+            e.group_type, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -104,44 +104,6 @@ def _enc_list_offsets_partition_v6(a, o):
     a(_S_iiqx.pack(o.partition_index, o.current_leader_epoch, o.timestamp))
 
 
-def _dec_list_offsets_partition_v1(mv, pos):
-    o = _new(ListOffsetsPartition)
-    try:
-        o.partition_index, o.timestamp = _S_iq.unpack_from(mv, pos)
-        pos += 12
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.current_leader_epoch = -1
-    o.max_num_offsets = 1
-    return o, pos
-
-
-def _dec_list_offsets_partition_v4(mv, pos):
-    o = _new(ListOffsetsPartition)
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_iiq.unpack_from(mv, pos)
-        pos += 16
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.max_num_offsets = 1
-    return o, pos
-
-
-def _dec_list_offsets_partition_v6(mv, pos):
-    o = _new(ListOffsetsPartition)
-    try:
-        o.partition_index, o.current_leader_epoch, o.timestamp = _S_iiq.unpack_from(mv, pos)
-        pos += 16
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.max_num_offsets = 1
-    return o, pos
-
-
 def _enc_list_offsets_topic_v1(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -178,7 +140,11 @@ def _dec_list_offsets_topic_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 12)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_v1(mv, pos)
+            e = _new(ListOffsetsPartition)
+            e.partition_index, e.timestamp = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            e.current_leader_epoch = -1
+            e.max_num_offsets = 1
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -196,7 +162,10 @@ def _dec_list_offsets_topic_v4(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 16)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_v4(mv, pos)
+            e = _new(ListOffsetsPartition)
+            e.partition_index, e.current_leader_epoch, e.timestamp = _S_iiq.unpack_from(mv, pos)
+            pos += 16
+            e.max_num_offsets = 1
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -214,7 +183,14 @@ def _dec_list_offsets_topic_v6(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 17)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_v6(mv, pos)
+            e = _new(ListOffsetsPartition)
+            e.partition_index, e.current_leader_epoch, e.timestamp = _S_iiq.unpack_from(mv, pos)
+            pos += 16
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.max_num_offsets = 1
             items.append(e)
         if mv[pos] == 0:
             pos += 1

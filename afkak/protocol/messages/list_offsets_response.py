@@ -104,44 +104,6 @@ def _enc_list_offsets_partition_response_v6(a, o):
     a(_S_ihqqix.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
 
 
-def _dec_list_offsets_partition_response_v1(mv, pos):
-    o = _new(ListOffsetsPartitionResponse)
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset = _S_ihqq.unpack_from(mv, pos)
-        pos += 22
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.old_style_offsets = []
-    o.leader_epoch = -1
-    return o, pos
-
-
-def _dec_list_offsets_partition_response_v4(mv, pos):
-    o = _new(ListOffsetsPartitionResponse)
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_ihqqi.unpack_from(mv, pos)
-        pos += 26
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.old_style_offsets = []
-    return o, pos
-
-
-def _dec_list_offsets_partition_response_v6(mv, pos):
-    o = _new(ListOffsetsPartitionResponse)
-    try:
-        o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch = _S_ihqqi.unpack_from(mv, pos)
-        pos += 26
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.old_style_offsets = []
-    return o, pos
-
-
 def _enc_list_offsets_topic_response_v1(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -178,7 +140,11 @@ def _dec_list_offsets_topic_response_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 22)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_response_v1(mv, pos)
+            e = _new(ListOffsetsPartitionResponse)
+            e.partition_index, e.error_code, e.timestamp, e.offset = _S_ihqq.unpack_from(mv, pos)
+            pos += 22
+            e.old_style_offsets = []
+            e.leader_epoch = -1
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -196,7 +162,10 @@ def _dec_list_offsets_topic_response_v4(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 26)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_response_v4(mv, pos)
+            e = _new(ListOffsetsPartitionResponse)
+            e.partition_index, e.error_code, e.timestamp, e.offset, e.leader_epoch = _S_ihqqi.unpack_from(mv, pos)
+            pos += 26
+            e.old_style_offsets = []
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -214,7 +183,14 @@ def _dec_list_offsets_topic_response_v6(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 27)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_response_v6(mv, pos)
+            e = _new(ListOffsetsPartitionResponse)
+            e.partition_index, e.error_code, e.timestamp, e.offset, e.leader_epoch = _S_ihqqi.unpack_from(mv, pos)
+            pos += 26
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.old_style_offsets = []
             items.append(e)
         if mv[pos] == 0:
             pos += 1

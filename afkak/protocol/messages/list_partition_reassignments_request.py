@@ -62,25 +62,6 @@ def _enc_list_partition_reassignments_topics_v0(a, o):
     a(b"\x00")
 
 
-def _dec_list_partition_reassignments_topics_v0(mv, pos):
-    o = _new(ListPartitionReassignmentsTopics)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_list_partition_reassignments_request_v0(a, o):
     a(_S_i.pack(o.timeout_ms))
     v = o.topics
@@ -108,7 +89,21 @@ def _dec_list_partition_reassignments_request_v0(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_list_partition_reassignments_topics_v0(mv, pos)
+                e = _new(ListPartitionReassignmentsTopics)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         if mv[pos] == 0:
             pos += 1

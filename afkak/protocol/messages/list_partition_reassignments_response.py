@@ -94,38 +94,6 @@ def _enc_ongoing_partition_reassignment_v0(a, o):
     a(b"\x00")
 
 
-def _dec_ongoing_partition_reassignment_v0(mv, pos):
-    o = _new(OngoingPartitionReassignment)
-    try:
-        o.partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.adding_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.adding_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.removing_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.removing_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_ongoing_topic_reassignment_v0(a, o):
     a(_p.compact_string(o.name))
     v = o.partitions
@@ -146,7 +114,40 @@ def _dec_ongoing_topic_reassignment_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_ongoing_partition_reassignment_v0(mv, pos)
+            e = _new(OngoingPartitionReassignment)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            n = mv[pos] - 1
+            if n == 0:
+                e.replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.adding_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.adding_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.adding_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.removing_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.removing_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.removing_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -97,7 +97,10 @@ def _dec_list_transactions_request_v0(mv, pos):
             e, pos = _p.read_compact_string(mv, pos, False)
             items.append(e)
         n = mv[pos] - 1
-        if 0 <= n < 127:
+        if n == 0:
+            o.producer_id_filters = []
+            pos += 1
+        elif 0 < n < 127:
             o.producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
             pos += 1 + 8 * n
         else:
@@ -126,7 +129,10 @@ def _dec_list_transactions_request_v1(mv, pos):
             e, pos = _p.read_compact_string(mv, pos, False)
             items.append(e)
         n = mv[pos] - 1
-        if 0 <= n < 127:
+        if n == 0:
+            o.producer_id_filters = []
+            pos += 1
+        elif 0 < n < 127:
             o.producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
             pos += 1 + 8 * n
         else:
@@ -156,7 +162,10 @@ def _dec_list_transactions_request_v2(mv, pos):
             e, pos = _p.read_compact_string(mv, pos, False)
             items.append(e)
         n = mv[pos] - 1
-        if 0 <= n < 127:
+        if n == 0:
+            o.producer_id_filters = []
+            pos += 1
+        elif 0 < n < 127:
             o.producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
             pos += 1 + 8 * n
         else:

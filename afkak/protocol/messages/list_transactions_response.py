@@ -71,22 +71,6 @@ def _enc_transaction_state_v0(a, o):
     a(b"\x00")
 
 
-def _dec_transaction_state_v0(mv, pos):
-    o = _new(TransactionState)
-    try:
-        o.transactional_id, pos = _p.read_compact_string(mv, pos, False)
-        o.producer_id = _S_q.unpack_from(mv, pos)[0]
-        pos += 8
-        o.transaction_state, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_list_transactions_response_v0(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     v = o.unknown_state_filters
@@ -121,7 +105,15 @@ def _dec_list_transactions_response_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.transaction_states = items = []
         for _ in range(n):
-            e, pos = _dec_transaction_state_v0(mv, pos)
+            e = _new(TransactionState)
+            e.transactional_id, pos = _p.read_compact_string(mv, pos, False)
+            e.producer_id = _S_q.unpack_from(mv, pos)[0]
+            pos += 8
+            e.transaction_state, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

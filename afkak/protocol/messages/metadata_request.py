@@ -84,46 +84,6 @@ def _enc_metadata_request_topic_v10(a, o):
     a(b"\x00")
 
 
-def _dec_metadata_request_topic_v0(mv, pos):
-    o = _new(MetadataRequestTopic)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic_id = _p.ZERO_UUID
-    return o, pos
-
-
-def _dec_metadata_request_topic_v9(mv, pos):
-    o = _new(MetadataRequestTopic)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic_id = _p.ZERO_UUID
-    return o, pos
-
-
-def _dec_metadata_request_topic_v10(mv, pos):
-    o = _new(MetadataRequestTopic)
-    try:
-        u_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        o.topic_id = _p.uuid_from(u_topic_id)
-        o.name, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_metadata_request_v0(a, o):
     if o.allow_auto_topic_creation != True:
         raise _m.AbsentField(o, 'allow_auto_topic_creation')
@@ -224,7 +184,9 @@ def _dec_metadata_request_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 2)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_request_topic_v0(mv, pos)
+            e = _new(MetadataRequestTopic)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.topic_id = _p.ZERO_UUID
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -247,7 +209,9 @@ def _dec_metadata_request_v1(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v0(mv, pos)
+                e = _new(MetadataRequestTopic)
+                e.name, pos = _p.read_string(mv, pos, False)
+                e.topic_id = _p.ZERO_UUID
                 items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -270,7 +234,9 @@ def _dec_metadata_request_v4(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v0(mv, pos)
+                e = _new(MetadataRequestTopic)
+                e.name, pos = _p.read_string(mv, pos, False)
+                e.topic_id = _p.ZERO_UUID
                 items.append(e)
         o.allow_auto_topic_creation = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
@@ -294,7 +260,9 @@ def _dec_metadata_request_v8(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v0(mv, pos)
+                e = _new(MetadataRequestTopic)
+                e.name, pos = _p.read_string(mv, pos, False)
+                e.topic_id = _p.ZERO_UUID
                 items.append(e)
         o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
         pos += 3
@@ -316,7 +284,13 @@ def _dec_metadata_request_v9(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v9(mv, pos)
+                e = _new(MetadataRequestTopic)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                e.topic_id = _p.ZERO_UUID
                 items.append(e)
         o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
         pos += 3
@@ -342,7 +316,15 @@ def _dec_metadata_request_v10(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v10(mv, pos)
+                e = _new(MetadataRequestTopic)
+                u_topic_id = _S_U.unpack_from(mv, pos)[0]
+                pos += 16
+                e.topic_id = _p.uuid_from(u_topic_id)
+                e.name, pos = _p.read_compact_string(mv, pos, True)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
         pos += 3
@@ -368,7 +350,15 @@ def _dec_metadata_request_v11(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v10(mv, pos)
+                e = _new(MetadataRequestTopic)
+                u_topic_id = _S_U.unpack_from(mv, pos)[0]
+                pos += 16
+                e.topic_id = _p.uuid_from(u_topic_id)
+                e.name, pos = _p.read_compact_string(mv, pos, True)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S_ZZ.unpack_from(mv, pos)
         pos += 2

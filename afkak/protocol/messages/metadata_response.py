@@ -164,52 +164,6 @@ def _enc_metadata_response_broker_v9(a, o):
     a(b"\x00")
 
 
-def _dec_metadata_response_broker_v0(mv, pos):
-    o = _new(MetadataResponseBroker)
-    try:
-        o.node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_string(mv, pos, False)
-        o.port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.rack = None
-    return o, pos
-
-
-def _dec_metadata_response_broker_v1(mv, pos):
-    o = _new(MetadataResponseBroker)
-    try:
-        o.node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_string(mv, pos, False)
-        o.port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.rack, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_metadata_response_broker_v9(mv, pos):
-    o = _new(MetadataResponseBroker)
-    try:
-        o.node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_metadata_response_partition_v0(a, o):
     a(_S_hii.pack(o.error_code, o.partition_index, o.leader_id))
     v = o.replica_nodes
@@ -247,119 +201,6 @@ def _enc_metadata_response_partition_v9(a, o):
     v = o.offline_replicas
     a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
-
-
-def _dec_metadata_response_partition_v0(mv, pos):
-    o = _new(MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id = _S_hii.unpack_from(mv, pos)
-        pos += 10
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.leader_epoch = -1
-    o.offline_replicas = []
-    return o, pos
-
-
-def _dec_metadata_response_partition_v5(mv, pos):
-    o = _new(MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id = _S_hii.unpack_from(mv, pos)
-        pos += 10
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.leader_epoch = -1
-    return o, pos
-
-
-def _dec_metadata_response_partition_v7(mv, pos):
-    o = _new(MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(mv, pos)
-        pos += 14
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_metadata_response_partition_v9(mv, pos):
-    o = _new(MetadataResponsePartition)
-    try:
-        o.error_code, o.partition_index, o.leader_id, o.leader_epoch = _S_hiii.unpack_from(mv, pos)
-        pos += 14
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_metadata_response_topic_v0(a, o):
@@ -466,7 +307,29 @@ def _dec_metadata_response_topic_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v0(mv, pos)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id = _S_hii.unpack_from(mv, pos)
+            pos += 10
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.leader_epoch = -1
+            e.offline_replicas = []
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -491,7 +354,29 @@ def _dec_metadata_response_topic_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v0(mv, pos)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id = _S_hii.unpack_from(mv, pos)
+            pos += 10
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.leader_epoch = -1
+            e.offline_replicas = []
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -515,7 +400,37 @@ def _dec_metadata_response_topic_v5(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 22)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v5(mv, pos)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id = _S_hii.unpack_from(mv, pos)
+            pos += 10
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.offline_replicas = []
+                pos += 4
+            elif 0 < n < 128:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.leader_epoch = -1
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -539,7 +454,36 @@ def _dec_metadata_response_topic_v7(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 26)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v7(mv, pos)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.offline_replicas = []
+                pos += 4
+            elif 0 < n < 128:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -563,7 +507,36 @@ def _dec_metadata_response_topic_v8(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 26)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v7(mv, pos)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.offline_replicas = []
+                pos += 4
+            elif 0 < n < 128:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
             items.append(e)
         o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -588,7 +561,40 @@ def _dec_metadata_response_topic_v9(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v9(mv, pos)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = mv[pos] - 1
+            if n == 0:
+                e.replica_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.isr_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.offline_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -618,7 +624,40 @@ def _dec_metadata_response_topic_v10(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v9(mv, pos)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = mv[pos] - 1
+            if n == 0:
+                e.replica_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.isr_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.offline_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -647,7 +686,40 @@ def _dec_metadata_response_topic_v12(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v9(mv, pos)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = mv[pos] - 1
+            if n == 0:
+                e.replica_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.isr_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.offline_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -856,7 +928,13 @@ def _dec_metadata_response_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 10)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v0(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack = None
             items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -887,7 +965,13 @@ def _dec_metadata_response_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 12)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
             items.append(e)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -919,7 +1003,13 @@ def _dec_metadata_response_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 12)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
             items.append(e)
         o.cluster_id, pos = _p.read_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
@@ -953,7 +1043,13 @@ def _dec_metadata_response_v3(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 12)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
             items.append(e)
         o.cluster_id, pos = _p.read_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
@@ -986,7 +1082,13 @@ def _dec_metadata_response_v5(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 12)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
             items.append(e)
         o.cluster_id, pos = _p.read_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
@@ -1019,7 +1121,13 @@ def _dec_metadata_response_v7(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 12)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
             items.append(e)
         o.cluster_id, pos = _p.read_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
@@ -1052,7 +1160,13 @@ def _dec_metadata_response_v8(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 12)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
             items.append(e)
         o.cluster_id, pos = _p.read_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
@@ -1086,7 +1200,17 @@ def _dec_metadata_response_v9(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
@@ -1124,7 +1248,17 @@ def _dec_metadata_response_v10(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
@@ -1162,7 +1296,17 @@ def _dec_metadata_response_v11(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
@@ -1199,7 +1343,17 @@ def _dec_metadata_response_v12(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]
@@ -1236,7 +1390,17 @@ def _dec_metadata_response_v13(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
         o.controller_id = _S_i.unpack_from(mv, pos)[0]

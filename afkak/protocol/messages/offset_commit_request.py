@@ -120,47 +120,6 @@ def _enc_offset_commit_request_partition_v8(a, o):
     a(b"\x00")
 
 
-def _dec_offset_commit_request_partition_v2(mv, pos):
-    o = _new(OffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        o.committed_metadata, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = -1
-    return o, pos
-
-
-def _dec_offset_commit_request_partition_v6(mv, pos):
-    o = _new(OffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        o.committed_metadata, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.commit_timestamp = -1
-    return o, pos
-
-
-def _dec_offset_commit_request_partition_v8(mv, pos):
-    o = _new(OffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        o.committed_metadata, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.commit_timestamp = -1
-    return o, pos
-
-
 def _enc_offset_commit_request_topic_v2(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -206,7 +165,12 @@ def _dec_offset_commit_request_topic_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 14)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_request_partition_v2(mv, pos)
+            e = _new(OffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            e.committed_metadata, pos = _p.read_string(mv, pos, True)
+            e.committed_leader_epoch = -1
+            e.commit_timestamp = -1
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -225,7 +189,11 @@ def _dec_offset_commit_request_topic_v6(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_request_partition_v6(mv, pos)
+            e = _new(OffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_string(mv, pos, True)
+            e.commit_timestamp = -1
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -244,7 +212,15 @@ def _dec_offset_commit_request_topic_v8(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_request_partition_v8(mv, pos)
+            e = _new(OffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.commit_timestamp = -1
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -269,7 +245,15 @@ def _dec_offset_commit_request_topic_v10(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_request_partition_v8(mv, pos)
+            e = _new(OffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.commit_timestamp = -1
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -84,30 +84,6 @@ def _enc_offset_commit_response_partition_v8(a, o):
     a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
-def _dec_offset_commit_response_partition_v2(mv, pos):
-    o = _new(OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_offset_commit_response_partition_v8(mv, pos):
-    o = _new(OffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_offset_commit_response_topic_v2(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -145,7 +121,9 @@ def _dec_offset_commit_response_topic_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_response_partition_v2(mv, pos)
+            e = _new(OffsetCommitResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -164,7 +142,13 @@ def _dec_offset_commit_response_topic_v8(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_response_partition_v8(mv, pos)
+            e = _new(OffsetCommitResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -189,7 +173,13 @@ def _dec_offset_commit_response_topic_v10(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_response_partition_v8(mv, pos)
+            e = _new(OffsetCommitResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

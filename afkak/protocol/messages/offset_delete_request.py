@@ -70,16 +70,6 @@ def _enc_offset_delete_request_partition_v0(a, o):
     a(_S_i.pack(o.partition_index))
 
 
-def _dec_offset_delete_request_partition_v0(mv, pos):
-    o = _new(OffsetDeleteRequestPartition)
-    try:
-        o.partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_offset_delete_request_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -99,7 +89,9 @@ def _dec_offset_delete_request_topic_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 4)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_delete_request_partition_v0(mv, pos)
+            e = _new(OffsetDeleteRequestPartition)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None

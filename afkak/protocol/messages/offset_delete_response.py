@@ -78,16 +78,6 @@ def _enc_offset_delete_response_partition_v0(a, o):
     a(_S_ih.pack(o.partition_index, o.error_code))
 
 
-def _dec_offset_delete_response_partition_v0(mv, pos):
-    o = _new(OffsetDeleteResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_offset_delete_response_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -107,7 +97,9 @@ def _dec_offset_delete_response_topic_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_delete_response_partition_v0(mv, pos)
+            e = _new(OffsetDeleteResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None

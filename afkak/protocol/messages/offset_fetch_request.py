@@ -117,40 +117,6 @@ def _enc_offset_fetch_request_topic_v6(a, o):
     a(b"\x00")
 
 
-def _dec_offset_fetch_request_topic_v1(mv, pos):
-    o = _new(OffsetFetchRequestTopic)
-    try:
-        o.name, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            o.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            o.partition_indexes, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_offset_fetch_request_topic_v6(mv, pos):
-    o = _new(OffsetFetchRequestTopic)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_offset_fetch_request_topics_v8(a, o):
     a(_p.compact_string(o.name))
     v = o.partition_indexes
@@ -163,48 +129,6 @@ def _enc_offset_fetch_request_topics_v10(a, o):
     v = o.partition_indexes
     a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
-
-
-def _dec_offset_fetch_request_topics_v8(mv, pos):
-    o = _new(OffsetFetchRequestTopics)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.topic_id = _p.ZERO_UUID
-    return o, pos
-
-
-def _dec_offset_fetch_request_topics_v10(mv, pos):
-    o = _new(OffsetFetchRequestTopics)
-    try:
-        u_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        o.topic_id = _p.uuid_from(u_topic_id)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.name = ''
-    return o, pos
 
 
 def _enc_offset_fetch_request_group_v8(a, o):
@@ -261,7 +185,22 @@ def _dec_offset_fetch_request_group_v8(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topics_v8(mv, pos)
+                e = _new(OffsetFetchRequestTopics)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                e.topic_id = _p.ZERO_UUID
                 items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -291,7 +230,22 @@ def _dec_offset_fetch_request_group_v9(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topics_v8(mv, pos)
+                e = _new(OffsetFetchRequestTopics)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                e.topic_id = _p.ZERO_UUID
                 items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -319,7 +273,24 @@ def _dec_offset_fetch_request_group_v10(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topics_v10(mv, pos)
+                e = _new(OffsetFetchRequestTopics)
+                u_topic_id = _S_U.unpack_from(mv, pos)[0]
+                pos += 16
+                e.topic_id = _p.uuid_from(u_topic_id)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                e.name = ''
                 items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -434,7 +405,17 @@ def _dec_offset_fetch_request_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_request_topic_v1(mv, pos)
+            e = _new(OffsetFetchRequestTopic)
+            e.name, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partition_indexes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partition_indexes, pos = _p.read_array(mv, pos, 'i', 4, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -457,7 +438,17 @@ def _dec_offset_fetch_request_v2(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topic_v1(mv, pos)
+                e = _new(OffsetFetchRequestTopic)
+                e.name, pos = _p.read_string(mv, pos, False)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_array(mv, pos, 'i', 4, False)
                 items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -480,7 +471,21 @@ def _dec_offset_fetch_request_v6(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topic_v6(mv, pos)
+                e = _new(OffsetFetchRequestTopic)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -507,7 +512,21 @@ def _dec_offset_fetch_request_v7(mv, pos):
         else:
             o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topic_v6(mv, pos)
+                e = _new(OffsetFetchRequestTopic)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
                 items.append(e)
         o.require_stable = _S_Z.unpack_from(mv, pos)[0]
         pos += 1

@@ -168,50 +168,6 @@ def _enc_offset_fetch_response_partition_v6(a, o):
     a(_S_hx.pack(o.error_code))
 
 
-def _dec_offset_fetch_response_partition_v1(mv, pos):
-    o = _new(OffsetFetchResponsePartition)
-    try:
-        o.partition_index, o.committed_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        o.metadata, pos = _p.read_string(mv, pos, True)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.committed_leader_epoch = -1
-    return o, pos
-
-
-def _dec_offset_fetch_response_partition_v5(mv, pos):
-    o = _new(OffsetFetchResponsePartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        o.metadata, pos = _p.read_string(mv, pos, True)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_offset_fetch_response_partition_v6(mv, pos):
-    o = _new(OffsetFetchResponsePartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        o.metadata, pos = _p.read_compact_string(mv, pos, True)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_offset_fetch_response_topic_v1(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -248,7 +204,13 @@ def _dec_offset_fetch_response_topic_v1(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 16)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partition_v1(mv, pos)
+            e = _new(OffsetFetchResponsePartition)
+            e.partition_index, e.committed_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            e.metadata, pos = _p.read_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.committed_leader_epoch = -1
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -266,7 +228,12 @@ def _dec_offset_fetch_response_topic_v5(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 20)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partition_v5(mv, pos)
+            e = _new(OffsetFetchResponsePartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.metadata, pos = _p.read_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -284,7 +251,16 @@ def _dec_offset_fetch_response_topic_v6(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partition_v6(mv, pos)
+            e = _new(OffsetFetchResponsePartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.metadata, pos = _p.read_compact_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -299,23 +275,6 @@ def _enc_offset_fetch_response_partitions_v8(a, o):
     a(_S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     a(_p.compact_nstring(o.metadata))
     a(_S_hx.pack(o.error_code))
-
-
-def _dec_offset_fetch_response_partitions_v8(mv, pos):
-    o = _new(OffsetFetchResponsePartitions)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        o.metadata, pos = _p.read_compact_string(mv, pos, True)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_offset_fetch_response_topics_v8(a, o):
@@ -347,7 +306,16 @@ def _dec_offset_fetch_response_topics_v8(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partitions_v8(mv, pos)
+            e = _new(OffsetFetchResponsePartitions)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.metadata, pos = _p.read_compact_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -372,7 +340,16 @@ def _dec_offset_fetch_response_topics_v10(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partitions_v8(mv, pos)
+            e = _new(OffsetFetchResponsePartitions)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.metadata, pos = _p.read_compact_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -82,30 +82,6 @@ def _enc_offset_for_leader_partition_v4(a, o):
     a(_S_iiix.pack(o.partition, o.current_leader_epoch, o.leader_epoch))
 
 
-def _dec_offset_for_leader_partition_v2(mv, pos):
-    o = _new(OffsetForLeaderPartition)
-    try:
-        o.partition, o.current_leader_epoch, o.leader_epoch = _S_iii.unpack_from(mv, pos)
-        pos += 12
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_offset_for_leader_partition_v4(mv, pos):
-    o = _new(OffsetForLeaderPartition)
-    try:
-        o.partition, o.current_leader_epoch, o.leader_epoch = _S_iii.unpack_from(mv, pos)
-        pos += 12
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_offset_for_leader_topic_v2(a, o):
     a(_p.string(o.topic))
     v = o.partitions
@@ -134,7 +110,9 @@ def _dec_offset_for_leader_topic_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 12)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_for_leader_partition_v2(mv, pos)
+            e = _new(OffsetForLeaderPartition)
+            e.partition, e.current_leader_epoch, e.leader_epoch = _S_iii.unpack_from(mv, pos)
+            pos += 12
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -152,7 +130,13 @@ def _dec_offset_for_leader_topic_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_for_leader_partition_v4(mv, pos)
+            e = _new(OffsetForLeaderPartition)
+            e.partition, e.current_leader_epoch, e.leader_epoch = _S_iii.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -85,30 +85,6 @@ def _enc_epoch_end_offset_v4(a, o):
     a(_S_hiiqx.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset))
 
 
-def _dec_epoch_end_offset_v2(mv, pos):
-    o = _new(EpochEndOffset)
-    try:
-        o.error_code, o.partition, o.leader_epoch, o.end_offset = _S_hiiq.unpack_from(mv, pos)
-        pos += 18
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_epoch_end_offset_v4(mv, pos):
-    o = _new(EpochEndOffset)
-    try:
-        o.error_code, o.partition, o.leader_epoch, o.end_offset = _S_hiiq.unpack_from(mv, pos)
-        pos += 18
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_offset_for_leader_topic_result_v2(a, o):
     a(_p.string(o.topic))
     v = o.partitions
@@ -137,7 +113,9 @@ def _dec_offset_for_leader_topic_result_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_epoch_end_offset_v2(mv, pos)
+            e = _new(EpochEndOffset)
+            e.error_code, e.partition, e.leader_epoch, e.end_offset = _S_hiiq.unpack_from(mv, pos)
+            pos += 18
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -155,7 +133,13 @@ def _dec_offset_for_leader_topic_result_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 19)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_epoch_end_offset_v4(mv, pos)
+            e = _new(EpochEndOffset)
+            e.error_code, e.partition, e.leader_epoch, e.end_offset = _S_hiiq.unpack_from(mv, pos)
+            pos += 18
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

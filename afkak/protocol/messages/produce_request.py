@@ -102,32 +102,6 @@ def _enc_partition_produce_data_v9(a, o):
     a(b"\x00")
 
 
-def _dec_partition_produce_data_v3(mv, pos):
-    o = _new(PartitionProduceData)
-    try:
-        o.index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.records, pos = _p.read_bytes(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_partition_produce_data_v9(mv, pos):
-    o = _new(PartitionProduceData)
-    try:
-        o.index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.records, pos = _p.read_compact_bytes(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_topic_produce_data_v3(a, o):
     a(_p.string(o.name))
     v = o.partition_data
@@ -165,7 +139,10 @@ def _dec_topic_produce_data_v3(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 8)
         o.partition_data = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_data_v3(mv, pos)
+            e = _new(PartitionProduceData)
+            e.index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.records, pos = _p.read_bytes(mv, pos, True)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -184,7 +161,14 @@ def _dec_topic_produce_data_v9(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         o.partition_data = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_data_v9(mv, pos)
+            e = _new(PartitionProduceData)
+            e.index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.records, pos = _p.read_compact_bytes(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -209,7 +193,14 @@ def _dec_topic_produce_data_v13(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         o.partition_data = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_data_v9(mv, pos)
+            e = _new(PartitionProduceData)
+            e.index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.records, pos = _p.read_compact_bytes(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

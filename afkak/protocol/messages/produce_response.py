@@ -162,32 +162,6 @@ def _enc_batch_index_and_error_message_v9(a, o):
     a(b"\x00")
 
 
-def _dec_batch_index_and_error_message_v8(mv, pos):
-    o = _new(BatchIndexAndErrorMessage)
-    try:
-        o.batch_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.batch_index_error_message, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_batch_index_and_error_message_v9(mv, pos):
-    o = _new(BatchIndexAndErrorMessage)
-    try:
-        o.batch_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.batch_index_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_leader_id_and_epoch_v10(a, o):
     a(_S_iix.pack(o.leader_id, o.leader_epoch))
 
@@ -256,33 +230,6 @@ def _enc_partition_produce_response_v10(a, o):
     a(_p.tagged_section(t))
 
 
-def _dec_partition_produce_response_v3(mv, pos):
-    o = _new(PartitionProduceResponse)
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms = _S_ihqq.unpack_from(mv, pos)
-        pos += 22
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = LeaderIdAndEpoch()
-    return o, pos
-
-
-def _dec_partition_produce_response_v5(mv, pos):
-    o = _new(PartitionProduceResponse)
-    try:
-        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_ihqqq.unpack_from(mv, pos)
-        pos += 30
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = LeaderIdAndEpoch()
-    return o, pos
-
-
 def _dec_partition_produce_response_v8(mv, pos):
     o = _new(PartitionProduceResponse)
     try:
@@ -295,7 +242,10 @@ def _dec_partition_produce_response_v8(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.record_errors = items = []
         for _ in range(n):
-            e, pos = _dec_batch_index_and_error_message_v8(mv, pos)
+            e = _new(BatchIndexAndErrorMessage)
+            e.batch_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.batch_index_error_message, pos = _p.read_string(mv, pos, True)
             items.append(e)
         o.error_message, pos = _p.read_string(mv, pos, True)
     except (struct.error, IndexError):
@@ -316,7 +266,14 @@ def _dec_partition_produce_response_v9(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         o.record_errors = items = []
         for _ in range(n):
-            e, pos = _dec_batch_index_and_error_message_v9(mv, pos)
+            e = _new(BatchIndexAndErrorMessage)
+            e.batch_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.batch_index_error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.error_message, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
@@ -341,7 +298,14 @@ def _dec_partition_produce_response_v10(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
         o.record_errors = items = []
         for _ in range(n):
-            e, pos = _dec_batch_index_and_error_message_v9(mv, pos)
+            e = _new(BatchIndexAndErrorMessage)
+            e.batch_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.batch_index_error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.error_message, pos = _p.read_compact_string(mv, pos, True)
         o.current_leader = LeaderIdAndEpoch()
@@ -422,7 +386,13 @@ def _dec_topic_produce_response_v3(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 22)
         o.partition_responses = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_response_v3(mv, pos)
+            e = _new(PartitionProduceResponse)
+            e.index, e.error_code, e.base_offset, e.log_append_time_ms = _S_ihqq.unpack_from(mv, pos)
+            pos += 22
+            e.log_start_offset = -1
+            e.record_errors = []
+            e.error_message = None
+            e.current_leader = LeaderIdAndEpoch()
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -441,7 +411,12 @@ def _dec_topic_produce_response_v5(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 30)
         o.partition_responses = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_response_v5(mv, pos)
+            e = _new(PartitionProduceResponse)
+            e.index, e.error_code, e.base_offset, e.log_append_time_ms, e.log_start_offset = _S_ihqqq.unpack_from(mv, pos)
+            pos += 30
+            e.record_errors = []
+            e.error_message = None
+            e.current_leader = LeaderIdAndEpoch()
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -545,24 +520,6 @@ def _enc_node_endpoint_v10(a, o):
     a(_S_i.pack(o.port))
     a(_p.compact_nstring(o.rack))
     a(b"\x00")
-
-
-def _dec_node_endpoint_v10(mv, pos):
-    o = _new(NodeEndpoint)
-    try:
-        o.node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_produce_response_v3(a, o):
@@ -752,7 +709,17 @@ def _dec_produce_response_v10(mv, pos):
                         n, pos = _p.read_compact_array_len(mv, pos, False, 11)
                     o.node_endpoints = items = []
                     for _ in range(n):
-                        e, pos = _dec_node_endpoint_v10(mv, pos)
+                        e = _new(NodeEndpoint)
+                        e.node_id = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.host, pos = _p.read_compact_string(mv, pos, False)
+                        e.port = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.rack, pos = _p.read_compact_string(mv, pos, True)
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
                         items.append(e)
                     _p.check_tag_end(pos, end, 0)
                 pos = end
@@ -790,7 +757,17 @@ def _dec_produce_response_v13(mv, pos):
                         n, pos = _p.read_compact_array_len(mv, pos, False, 11)
                     o.node_endpoints = items = []
                     for _ in range(n):
-                        e, pos = _dec_node_endpoint_v10(mv, pos)
+                        e = _new(NodeEndpoint)
+                        e.node_id = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.host, pos = _p.read_compact_string(mv, pos, False)
+                        e.port = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.rack, pos = _p.read_compact_string(mv, pos, True)
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
                         items.append(e)
                     _p.check_tag_end(pos, end, 0)
                 pos = end

@@ -109,26 +109,6 @@ def _enc_acknowledgement_batch_v1(a, o):
     a(b"\x00")
 
 
-def _dec_acknowledgement_batch_v1(mv, pos):
-    o = _new(AcknowledgementBatch)
-    try:
-        o.first_offset, o.last_offset = _S_qq.unpack_from(mv, pos)
-        pos += 16
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.acknowledge_types = list(_A_b[n].unpack_from(mv, pos + 1))
-            pos += 1 + 1 * n
-        else:
-            o.acknowledge_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_acknowledge_partition_v1(a, o):
     a(_S_i.pack(o.partition_index))
     v = o.acknowledgement_batches
@@ -150,7 +130,22 @@ def _dec_acknowledge_partition_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.acknowledgement_batches = items = []
         for _ in range(n):
-            e, pos = _dec_acknowledgement_batch_v1(mv, pos)
+            e = _new(AcknowledgementBatch)
+            e.first_offset, e.last_offset = _S_qq.unpack_from(mv, pos)
+            pos += 16
+            n = mv[pos] - 1
+            if n == 0:
+                e.acknowledge_types = []
+                pos += 1
+            elif 0 < n < 127:
+                e.acknowledge_types = list(_A_b[n].unpack_from(mv, pos + 1))
+                pos += 1 + 1 * n
+            else:
+                e.acknowledge_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -153,22 +153,6 @@ def _enc_partition_data_v1(a, o):
     a(b"\x00")
 
 
-def _dec_partition_data_v1(mv, pos):
-    o = _new(PartitionData)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        o.current_leader, pos = _dec_leader_id_and_epoch_v1(mv, pos)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_share_acknowledge_topic_response_v1(a, o):
     a(_S_U.pack(o.topic_id.bytes))
     v = o.partitions
@@ -191,7 +175,15 @@ def _dec_share_acknowledge_topic_response_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 17)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_partition_data_v1(mv, pos)
+            e = _new(PartitionData)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            e.current_leader, pos = _dec_leader_id_and_epoch_v1(mv, pos)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -208,24 +200,6 @@ def _enc_node_endpoint_v1(a, o):
     a(_S_i.pack(o.port))
     a(_p.compact_nstring(o.rack))
     a(b"\x00")
-
-
-def _dec_node_endpoint_v1(mv, pos):
-    o = _new(NodeEndpoint)
-    try:
-        o.node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_share_acknowledge_response_v1(a, o):
@@ -279,7 +253,17 @@ def _dec_share_acknowledge_response_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.node_endpoints = items = []
         for _ in range(n):
-            e, pos = _dec_node_endpoint_v1(mv, pos)
+            e = _new(NodeEndpoint)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -315,7 +299,17 @@ def _dec_share_acknowledge_response_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.node_endpoints = items = []
         for _ in range(n):
-            e, pos = _dec_node_endpoint_v1(mv, pos)
+            e = _new(NodeEndpoint)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -150,26 +150,6 @@ def _enc_acknowledgement_batch_v1(a, o):
     a(b"\x00")
 
 
-def _dec_acknowledgement_batch_v1(mv, pos):
-    o = _new(AcknowledgementBatch)
-    try:
-        o.first_offset, o.last_offset = _S_qq.unpack_from(mv, pos)
-        pos += 16
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.acknowledge_types = list(_A_b[n].unpack_from(mv, pos + 1))
-            pos += 1 + 1 * n
-        else:
-            o.acknowledge_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_fetch_partition_v1(a, o):
     if o.partition_max_bytes != 0:
         raise _m.AbsentField(o, 'partition_max_bytes')
@@ -193,7 +173,22 @@ def _dec_fetch_partition_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.acknowledgement_batches = items = []
         for _ in range(n):
-            e, pos = _dec_acknowledgement_batch_v1(mv, pos)
+            e = _new(AcknowledgementBatch)
+            e.first_offset, e.last_offset = _S_qq.unpack_from(mv, pos)
+            pos += 16
+            n = mv[pos] - 1
+            if n == 0:
+                e.acknowledge_types = []
+                pos += 1
+            elif 0 < n < 127:
+                e.acknowledge_types = list(_A_b[n].unpack_from(mv, pos + 1))
+                pos += 1 + 1 * n
+            else:
+                e.acknowledge_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -243,27 +238,6 @@ def _enc_forgotten_topic_v1(a, o):
     v = o.partitions
     a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
-
-
-def _dec_forgotten_topic_v1(mv, pos):
-    o = _new(ForgottenTopic)
-    try:
-        u_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        o.topic_id = _p.uuid_from(u_topic_id)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
 
 
 def _enc_share_fetch_request_v1(a, o):
@@ -321,7 +295,23 @@ def _dec_share_fetch_request_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v1(mv, pos)
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -357,7 +347,23 @@ def _dec_share_fetch_request_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v1(mv, pos)
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

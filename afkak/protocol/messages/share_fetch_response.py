@@ -183,20 +183,6 @@ def _enc_acquired_records_v1(a, o):
     a(_S_qqhx.pack(o.first_offset, o.last_offset, o.delivery_count))
 
 
-def _dec_acquired_records_v1(mv, pos):
-    o = _new(AcquiredRecords)
-    try:
-        o.first_offset, o.last_offset, o.delivery_count = _S_qqh.unpack_from(mv, pos)
-        pos += 18
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_partition_data_v1(a, o):
     a(_S_ih.pack(o.partition_index, o.error_code))
     a(_p.compact_nstring(o.error_message))
@@ -231,7 +217,13 @@ def _dec_partition_data_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 19)
         o.acquired_records = items = []
         for _ in range(n):
-            e, pos = _dec_acquired_records_v1(mv, pos)
+            e = _new(AcquiredRecords)
+            e.first_offset, e.last_offset, e.delivery_count = _S_qqh.unpack_from(mv, pos)
+            pos += 18
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -283,24 +275,6 @@ def _enc_node_endpoint_v1(a, o):
     a(b"\x00")
 
 
-def _dec_node_endpoint_v1(mv, pos):
-    o = _new(NodeEndpoint)
-    try:
-        o.node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.host, pos = _p.read_compact_string(mv, pos, False)
-        o.port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        o.rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_share_fetch_response_v1(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     a(_p.compact_nstring(o.error_message))
@@ -340,7 +314,17 @@ def _dec_share_fetch_response_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
         o.node_endpoints = items = []
         for _ in range(n):
-            e, pos = _dec_node_endpoint_v1(mv, pos)
+            e = _new(NodeEndpoint)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -149,28 +149,6 @@ def _enc_topic_partitions_v1(a, o):
     a(b"\x00")
 
 
-def _dec_topic_partitions_v1(mv, pos):
-    o = _new(TopicPartitions)
-    try:
-        u_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        o.topic_id = _p.uuid_from(u_topic_id)
-        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_assignment_v1(a, o):
     v = o.topic_partitions
     a(_p.compact_len(len(v)))
@@ -189,7 +167,24 @@ def _dec_assignment_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 19)
         o.topic_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partitions_v1(mv, pos)
+            e = _new(TopicPartitions)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            e.topic_name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -84,30 +84,6 @@ def _enc_sync_group_request_assignment_v4(a, o):
     a(b"\x00")
 
 
-def _dec_sync_group_request_assignment_v0(mv, pos):
-    o = _new(SyncGroupRequestAssignment)
-    try:
-        o.member_id, pos = _p.read_string(mv, pos, False)
-        o.assignment, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_sync_group_request_assignment_v4(mv, pos):
-    o = _new(SyncGroupRequestAssignment)
-    try:
-        o.member_id, pos = _p.read_compact_string(mv, pos, False)
-        o.assignment, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_sync_group_request_v0(a, o):
     if o.group_instance_id is not None:
         raise _m.AbsentField(o, 'group_instance_id')
@@ -171,7 +147,9 @@ def _dec_sync_group_request_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_sync_group_request_assignment_v0(mv, pos)
+            e = _new(SyncGroupRequestAssignment)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.assignment, pos = _p.read_bytes(mv, pos, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -196,7 +174,9 @@ def _dec_sync_group_request_v3(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_sync_group_request_assignment_v0(mv, pos)
+            e = _new(SyncGroupRequestAssignment)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.assignment, pos = _p.read_bytes(mv, pos, False)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -220,7 +200,13 @@ def _dec_sync_group_request_v4(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_sync_group_request_assignment_v4(mv, pos)
+            e = _new(SyncGroupRequestAssignment)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.assignment, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -250,7 +236,13 @@ def _dec_sync_group_request_v5(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_sync_group_request_assignment_v4(mv, pos)
+            e = _new(SyncGroupRequestAssignment)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.assignment, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

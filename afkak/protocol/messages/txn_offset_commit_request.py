@@ -113,44 +113,6 @@ def _enc_txn_offset_commit_request_partition_v3(a, o):
     a(b"\x00")
 
 
-def _dec_txn_offset_commit_request_partition_v0(mv, pos):
-    o = _new(TxnOffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        o.committed_metadata, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.committed_leader_epoch = -1
-    return o, pos
-
-
-def _dec_txn_offset_commit_request_partition_v2(mv, pos):
-    o = _new(TxnOffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        o.committed_metadata, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_txn_offset_commit_request_partition_v3(mv, pos):
-    o = _new(TxnOffsetCommitRequestPartition)
-    try:
-        o.partition_index, o.committed_offset, o.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        o.committed_metadata, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_txn_offset_commit_request_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -187,7 +149,11 @@ def _dec_txn_offset_commit_request_topic_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 14)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_txn_offset_commit_request_partition_v0(mv, pos)
+            e = _new(TxnOffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            e.committed_metadata, pos = _p.read_string(mv, pos, True)
+            e.committed_leader_epoch = -1
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -205,7 +171,10 @@ def _dec_txn_offset_commit_request_topic_v2(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_txn_offset_commit_request_partition_v2(mv, pos)
+            e = _new(TxnOffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_string(mv, pos, True)
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -223,7 +192,14 @@ def _dec_txn_offset_commit_request_topic_v3(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_txn_offset_commit_request_partition_v3(mv, pos)
+            e = _new(TxnOffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

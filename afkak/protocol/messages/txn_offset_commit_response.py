@@ -79,30 +79,6 @@ def _enc_txn_offset_commit_response_partition_v3(a, o):
     a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
-def _dec_txn_offset_commit_response_partition_v0(mv, pos):
-    o = _new(TxnOffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
-def _dec_txn_offset_commit_response_partition_v3(mv, pos):
-    o = _new(TxnOffsetCommitResponsePartition)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_txn_offset_commit_response_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -131,7 +107,9 @@ def _dec_txn_offset_commit_response_topic_v0(mv, pos):
             n, pos = _p.read_array_len(mv, pos, False, 6)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_txn_offset_commit_response_partition_v0(mv, pos)
+            e = _new(TxnOffsetCommitResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
             items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
@@ -149,7 +127,13 @@ def _dec_txn_offset_commit_response_topic_v3(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_txn_offset_commit_response_partition_v3(mv, pos)
+            e = _new(TxnOffsetCommitResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

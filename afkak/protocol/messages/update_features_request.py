@@ -82,38 +82,6 @@ def _enc_feature_update_key_v1(a, o):
     a(_S_hbx.pack(o.max_version_level, o.upgrade_type))
 
 
-def _dec_feature_update_key_v0(mv, pos):
-    o = _new(FeatureUpdateKey)
-    try:
-        o.feature, pos = _p.read_compact_string(mv, pos, False)
-        o.max_version_level, o.allow_downgrade = _S_hZ.unpack_from(mv, pos)
-        pos += 3
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.upgrade_type = 1
-    return o, pos
-
-
-def _dec_feature_update_key_v1(mv, pos):
-    o = _new(FeatureUpdateKey)
-    try:
-        o.feature, pos = _p.read_compact_string(mv, pos, False)
-        o.max_version_level, o.upgrade_type = _S_hb.unpack_from(mv, pos)
-        pos += 3
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    o.allow_downgrade = False
-    return o, pos
-
-
 def _enc_update_features_request_v0(a, o):
     if o.validate_only != False:
         raise _m.AbsentField(o, 'validate_only')
@@ -146,7 +114,15 @@ def _dec_update_features_request_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.feature_updates = items = []
         for _ in range(n):
-            e, pos = _dec_feature_update_key_v0(mv, pos)
+            e = _new(FeatureUpdateKey)
+            e.feature, pos = _p.read_compact_string(mv, pos, False)
+            e.max_version_level, e.allow_downgrade = _S_hZ.unpack_from(mv, pos)
+            pos += 3
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.upgrade_type = 1
             items.append(e)
         if mv[pos] == 0:
             pos += 1
@@ -170,7 +146,15 @@ def _dec_update_features_request_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.feature_updates = items = []
         for _ in range(n):
-            e, pos = _dec_feature_update_key_v1(mv, pos)
+            e = _new(FeatureUpdateKey)
+            e.feature, pos = _p.read_compact_string(mv, pos, False)
+            e.max_version_level, e.upgrade_type = _S_hb.unpack_from(mv, pos)
+            pos += 3
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.allow_downgrade = False
             items.append(e)
         o.validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1

@@ -71,22 +71,6 @@ def _enc_updatable_feature_result_v0(a, o):
     a(b"\x00")
 
 
-def _dec_updatable_feature_result_v0(mv, pos):
-    o = _new(UpdatableFeatureResult)
-    try:
-        o.feature, pos = _p.read_compact_string(mv, pos, False)
-        o.error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        o.error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_update_features_response_v0(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     a(_p.compact_nstring(o.error_message))
@@ -116,7 +100,15 @@ def _dec_update_features_response_v0(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
         o.results = items = []
         for _ in range(n):
-            e, pos = _dec_updatable_feature_result_v0(mv, pos)
+            e = _new(UpdatableFeatureResult)
+            e.feature, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1

@@ -91,25 +91,6 @@ def _enc_writable_txn_marker_topic_v1(a, o):
     a(b"\x00")
 
 
-def _dec_writable_txn_marker_topic_v1(mv, pos):
-    o = _new(WritableTxnMarkerTopic)
-    try:
-        o.name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            o.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            o.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_writable_txn_marker_v1(a, o):
     a(_S_qhb.pack(o.producer_id, o.producer_epoch, o.transaction_result))
     v = o.topics
@@ -140,7 +121,21 @@ def _dec_writable_txn_marker_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_writable_txn_marker_topic_v1(mv, pos)
+            e = _new(WritableTxnMarkerTopic)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partition_indexes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.coordinator_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
@@ -166,7 +161,21 @@ def _dec_writable_txn_marker_v2(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
         o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_writable_txn_marker_topic_v1(mv, pos)
+            e = _new(WritableTxnMarkerTopic)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partition_indexes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         o.coordinator_epoch, o.transaction_version = _S_ib.unpack_from(mv, pos)
         pos += 5

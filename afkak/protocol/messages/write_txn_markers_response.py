@@ -87,20 +87,6 @@ def _enc_writable_txn_marker_partition_result_v1(a, o):
     a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
-def _dec_writable_txn_marker_partition_result_v1(mv, pos):
-    o = _new(WritableTxnMarkerPartitionResult)
-    try:
-        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return o, pos
-
-
 def _enc_writable_txn_marker_topic_result_v1(a, o):
     a(_p.compact_string(o.name))
     v = o.partitions
@@ -121,7 +107,13 @@ def _dec_writable_txn_marker_topic_result_v1(mv, pos):
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
         o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_writable_txn_marker_partition_result_v1(mv, pos)
+            e = _new(WritableTxnMarkerPartitionResult)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
             items.append(e)
         if mv[pos] == 0:
             pos += 1
