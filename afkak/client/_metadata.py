@@ -20,14 +20,15 @@ from ._partition_state import LeaderView, PartitionMetaView, Row, TopicState, lo
 UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-@attrs.frozen
+@attrs.define
 class TopicLayout:
     """One topic of a Metadata response, laid out as the cache keeps it.
 
     ``partitions`` sorted; ``rows`` (``(error, leader, replicas, isr)``) and
     ``epochs`` (leader epochs, KIP-320; negative: unknown, as before Metadata
     v7) aligned with them, so that an unchanged topic is recognised by
-    comparing whole lists.
+    comparing whole lists.  Not frozen: a frozen class's ``__init__`` costs
+    four times as much, once per topic of every refresh.
     """
 
     error_code: int

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from afkak.common import BrokerMetadata
-from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import MetadataRequest
 
 from ._call import VersionedCall, check_top_level_error
@@ -58,7 +57,7 @@ class MetadataCall(VersionedCall):
             if numbers != list(range(len(numbers))):  # not Kafka's usual 0, 1, ... n - 1
                 numbers, rows, epochs = _sorted(numbers, rows, epochs)
             topics[name] = TopicLayout(t.error_code, numbers, rows, epochs)
-            if t.topic_id != ZERO_UUID:
+            if t.topic_id.int:  # not the zero UUID (no id: before v10)
                 topic_ids[name] = t.topic_id
         return [MetadataSnapshot(brokers=brokers, topics=topics, topic_ids=topic_ids)]
 
