@@ -103,7 +103,9 @@ class MetadataCache:
                 del self.leader_hints[key]
         for topic, layout in snapshot.topics.items():
             topic_id = snapshot.topic_ids.get(topic)
-            if topic_id != self.topic_ids.get(topic):  # new, or deleted and created again
+            cached_id = self.topic_ids.get(topic)
+            # new, or deleted and created again (ints: UUID.__eq__ is Python code)
+            if (topic_id and topic_id.int) != (cached_id and cached_id.int):
                 self._forget_partitions(topic)
                 self.topic_ids.pop(topic, None)
             self._merge_topic(topic, layout, brokers)

@@ -225,6 +225,14 @@ class InPlaceRefreshTests(SynchronousTestCase):
         self.assertEqual(cache.topics_to_brokers, {TopicAndPartition("t", 0): B2})
         self.assertEqual(cache.topic_ids, {"t": UUID(int=8)})
 
+    def test_recreated_topic_of_as_many_partitions_starts_its_epochs_again(self) -> None:
+        cache = MetadataCache()
+        key = TopicAndPartition("t", 0)
+        cache.merge(snapshot([B1, B2], topic("t", [1], epochs=[5]), ids={"t": TID}))
+        cache.merge(snapshot([B1, B2], topic("t", [2], epochs=[0]), ids={"t": UUID(int=8)}))
+        self.assertEqual((cache.leader(key), cache.leader_epoch(key)), (B2, 0))
+        self.assertEqual(cache.topic_ids, {"t": UUID(int=8)})
+
     def test_refresh_restores_a_forgotten_leader(self) -> None:
         cache = MetadataCache()
         cache.merge(snapshot([B1, B2], topic("t", [1, 2])))
