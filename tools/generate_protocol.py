@@ -456,28 +456,51 @@ class Emitter:
         key = (sd.name, v)
         if key in self.dec_names:
             return self.dec_names[key]
-        body = ["    try:"]
-        ind = "        "
+        # The value is built by setting its slots (the generated classes have
+        # no validators or converters): cheaper than a call to attrs' __init__.
+        body = [f"    o = _new({sd.name})", "    try:"]
+        body += self.decode_fields(sd, v, "o", "        ") or ["        pass"]
+        body.append("    except (struct.error, IndexError):")
+        body.append("        raise _p.truncated(pos) from None")
+        body += self.absent_fields(sd, v, "o", "    ")
+        body.append("    return o, pos")
+        name = self.dedupe("dec", sd, v, body)
+        self.dec_names[key] = name
+        return name
+
+    def inlinable(self, sd: StructDef, v: int) -> bool:
+        """Whether ``sd``'s fields decode without a loop of their own (no arrays
+        but of fixed-size primitives), so that they can be decoded right in the
+        loop over an array of ``sd`` instead of by a call per element."""
+        return not any(
+            f.type.startswith("[]") and (f.elem not in FIXED or f.elem == "uuid")
+            for f in sd.fields
+            if contains(f.versions, v)
+        )
+
+    def decode_fields(self, sd: StructDef, v: int, obj: str, ind: str) -> list[str]:
+        """Lines that decode ``sd``'s fields at ``pos`` into the slots of ``obj``."""
+        body: list[str] = []
         for g in self.groups(self.inline_fields(sd, v)):
             if isinstance(g, list):
                 fmt = "".join(FIXED[f.type][1] for f in g)
                 size = sum(FIXED[f.type][2] for f in g)
                 const = self.struct_const(">" + fmt)
+                targets = [f"u_{f.name}" if f.type == "uuid" else f"{obj}.{f.name}" for f in g]
                 if len(g) == 1:
-                    body.append(f"{ind}f_{g[0].name} = {const}.unpack_from(mv, pos)[0]")
+                    body.append(f"{ind}{targets[0]} = {const}.unpack_from(mv, pos)[0]")
                 else:
-                    names = ", ".join("f_" + f.name for f in g)
-                    body.append(f"{ind}{names} = {const}.unpack_from(mv, pos)")
+                    body.append(f"{ind}{', '.join(targets)} = {const}.unpack_from(mv, pos)")
                 body.append(f"{ind}pos += {size}")
                 for f in g:
                     if f.type == "uuid":
-                        body.append(f"{ind}f_{f.name} = _p.uuid_from(f_{f.name})")
+                        body.append(f"{ind}{obj}.{f.name} = _p.uuid_from(u_{f.name})")
             else:
-                self.read_field(body, g, v, "f_" + g.name, ind)
+                self.read_field(body, g, v, f"{obj}.{g.name}", ind)
         if self.s.is_flexible(v):
             tagged = self.tagged_fields(sd, v)
             for f in tagged:
-                body.append(f"{ind}f_{f.name} = {default_expr(f)}")
+                body.append(f"{ind}{obj}.{f.name} = {default_expr(f)}")
             body.append(f"{ind}if mv[pos] == 0:")  # the usual empty tag section
             body.append(f"{ind}    pos += 1")
             if not tagged:
@@ -491,23 +514,18 @@ class Emitter:
                 for i, f in enumerate(tagged):
                     kw = "if" if i == 0 else "elif"
                     body.append(f"{ind}        {kw} tag == {f.tag}:")
-                    self.read_field(body, f, v, "f_" + f.name, ind + "            ")
+                    self.read_field(body, f, v, f"{obj}.{f.name}", ind + "            ")
                     body.append(f"{ind}            _p.check_tag_end(pos, end, {f.tag})")
                 body.append(f"{ind}        pos = end")
-        if len(body) == 1:
-            body.append(f"{ind}pass")
-        body.append("    except (struct.error, IndexError):")
-        body.append("        raise _p.truncated(pos) from None")
-        args = []
-        for f in sd.fields:
-            if contains(f.versions, v) and (not contains(f.tagged, v) or self.s.is_flexible(v)):
-                args.append("f_" + f.name)
-            else:
-                args.append(default_expr(f))
-        body.append(f"    return {sd.name}({', '.join(args)}), pos")
-        name = self.dedupe("dec", sd, v, body)
-        self.dec_names[key] = name
-        return name
+        return body
+
+    def absent_fields(self, sd: StructDef, v: int, obj: str, ind: str) -> list[str]:
+        """Lines that set the fields ``sd`` does not have at ``v`` to their defaults."""
+        return [
+            f"{ind}{obj}.{f.name} = {default_expr(f)}"
+            for f in sd.fields
+            if not contains(f.versions, v) or (contains(f.tagged, v) and not self.s.is_flexible(v))
+        ]
 
     def read_field(self, body: list[str], f: Field, v: int, var: str, ind: str) -> None:
         nullable = contains(f.nullable, v)
@@ -544,12 +562,18 @@ class Emitter:
                 table = self.array_table(code)
                 if flex:
                     body.append(f"{ind}n = mv[pos] - 1")
-                    body.append(f"{ind}if 0 <= n < 127:")
+                    body.append(f"{ind}if n == 0:")
+                    body.append(f"{ind}    {var} = []")
+                    body.append(f"{ind}    pos += 1")
+                    body.append(f"{ind}elif 0 < n < 127:")
                     body.append(f"{ind}    {var} = list({table}[n].unpack_from(mv, pos + 1))")
                     body.append(f"{ind}    pos += 1 + {size} * n")
                 else:
                     body.append(f"{ind}n = {self.struct_const('>i')}.unpack_from(mv, pos)[0]")
-                    body.append(f"{ind}if 0 <= n < 128:")
+                    body.append(f"{ind}if n == 0:")
+                    body.append(f"{ind}    {var} = []")
+                    body.append(f"{ind}    pos += 4")
+                    body.append(f"{ind}elif 0 < n < 128:")
                     body.append(f"{ind}    {var} = list({table}[n].unpack_from(mv, pos + 4))")
                     body.append(f"{ind}    pos += 4 + {size} * n")
                 rd = "read_compact_array" if flex else "read_array"
@@ -578,11 +602,16 @@ class Emitter:
                 body.append(f"{ind}else:")
                 ind += "    "
             if f.type == "[]struct":
-                dec = self.decoder(f.struct, v)  # type: ignore[arg-type]
-                body.append(f"{ind}{var} = []")
+                sd: StructDef = f.struct  # type: ignore[assignment]
+                body.append(f"{ind}{var} = items = []")
                 body.append(f"{ind}for _ in range(n):")
-                body.append(f"{ind}    e, pos = {dec}(mv, pos)")
-                body.append(f"{ind}    {var}.append(e)")
+                if self.inlinable(sd, v):
+                    body.append(f"{ind}    e = _new({sd.name})")
+                    body += self.decode_fields(sd, v, "e", ind + "    ")
+                    body += self.absent_fields(sd, v, "e", ind + "    ")
+                else:
+                    body.append(f"{ind}    e, pos = {self.decoder(sd, v)}(mv, pos)")
+                body.append(f"{ind}    items.append(e)")
             else:
                 if elem == "uuid":
                     item = ["e = _p.uuid_from(bytes(mv[pos:pos + 16]))", "pos += 16"]
@@ -590,10 +619,10 @@ class Emitter:
                     body.append(f"{ind}    raise _p.truncated(pos)")
                 else:
                     item = [f"e, pos = _p.{self.reader(elem, flex)}(mv, pos, False)"]
-                body.append(f"{ind}{var} = []")
+                body.append(f"{ind}{var} = items = []")
                 body.append(f"{ind}for _ in range(n):")
                 body.extend(f"{ind}    {line}" for line in item)
-                body.append(f"{ind}    {var}.append(e)")
+                body.append(f"{ind}    items.append(e)")
 
 
 def range_repr(r: tuple[int, int] | None) -> str:
@@ -720,6 +749,8 @@ def generate_module(schema: Schema) -> str:
         "",
         "from afkak.protocol import _message as _m",
         "from afkak.protocol import _primitives as _p",
+        "",
+        "_new = object.__new__",
     ]
     for sd in schema.order:
         lines += gen_class(schema, sd, sd is schema.root)

@@ -13,28 +13,41 @@ from uuid import UUID
 import attrs
 
 from afkak._broker_errors import ErrorCode
-from afkak.common import BrokerMetadata, TopicAndPartition, TopicMetadata
+from afkak.common import BrokerMetadata, TopicAndPartition
 
 from ._partition_state import LeaderView, PartitionMetaView, Row, TopicState, locate
 
 UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
+@attrs.define
+class TopicLayout:
+    """One topic of a Metadata response, laid out as the cache keeps it.
+
+    ``partitions`` sorted; ``rows`` (``(error, leader, replicas, isr)``) and
+    ``epochs`` (leader epochs, KIP-320; negative: unknown, as before Metadata
+    v7) aligned with them, so that an unchanged topic is recognised by
+    comparing whole lists.  Not frozen: a frozen class's ``__init__`` costs
+    four times as much, once per topic of every refresh.
+    """
+
+    error_code: int
+    partitions: list[int] = attrs.field(factory=list)
+    rows: list[Row] = attrs.field(factory=list)
+    epochs: list[int] = attrs.field(factory=list)
+
+
 @attrs.frozen
 class MetadataSnapshot:
-    """One Metadata response converted to afkak's structs.
+    """One Metadata response converted for the cache.
 
-    ``topics`` maps each topic name to its :class:`TopicMetadata` (whose
-    ``partition_metadata`` is a ``{partition: PartitionMetadata}`` dict);
-    ``topic_ids`` holds the ids of the topics that have one (Metadata v10+),
-    ``leader_epochs`` each topic's ``{partition: leader epoch}`` (Metadata v7+;
-    KIP-320).
+    ``topics`` maps each topic name to its :class:`TopicLayout`; ``topic_ids``
+    holds the ids of the topics that have one (Metadata v10+).
     """
 
     brokers: Mapping[int, BrokerMetadata]
-    topics: Mapping[str, TopicMetadata]
+    topics: Mapping[str, TopicLayout]
     topic_ids: Mapping[str, UUID] = attrs.field(factory=dict)
-    leader_epochs: Mapping[str, Mapping[int, int]] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -88,15 +101,14 @@ class MetadataCache:
         if self.leader_hints:  # the metadata supersedes the hints about its topics
             for key in [k for k in self.leader_hints if k.topic in snapshot.topics]:
                 del self.leader_hints[key]
-        no_epochs: Mapping[int, int] = {}
-        for topic, topic_meta in snapshot.topics.items():
+        for topic, layout in snapshot.topics.items():
             topic_id = snapshot.topic_ids.get(topic)
-            if topic_id != self.topic_ids.get(topic):  # new, or deleted and created again
+            cached_id = self.topic_ids.get(topic)
+            # new, or deleted and created again (ints: UUID.__eq__ is Python code)
+            if (topic_id and topic_id.int) != (cached_id and cached_id.int):
                 self._forget_partitions(topic)
                 self.topic_ids.pop(topic, None)
-            self._merge_topic(
-                topic, topic_meta, brokers, snapshot.leader_epochs.get(topic, no_epochs)
-            )
+            self._merge_topic(topic, layout, brokers)
             if topic_id is not None:
                 self.topic_ids[topic] = topic_id
         return changes
@@ -113,11 +125,16 @@ class MetadataCache:
             if node_id in self.brokers and self.brokers[node_id] != b
         )
         removed = frozenset(set(self.brokers) - set(listed)) if complete else frozenset()
+        added = False
         for node_id, broker in listed.items():
             if self.brokers.get(node_id) != broker:
                 self.brokers[node_id] = broker
+                added = True
         for node_id in removed:
             del self.brokers[node_id]
+        if added or removed:  # leaders resolve to other brokers now
+            for state in self._topics.values():
+                state.current = False
         if moved or removed:
             self._repoint(moved, removed)
         return BrokerChanges(removed=removed, moved=moved)
@@ -139,39 +156,45 @@ class MetadataCache:
                 self.coordinators[group] = self.brokers[broker.node_id]
 
     def _merge_topic(
-        self,
-        topic: str,
-        meta: TopicMetadata,
-        brokers: Mapping[int, BrokerMetadata],
-        epochs: Mapping[int, int],
+        self, topic: str, layout: TopicLayout, brokers: Mapping[int, BrokerMetadata]
     ) -> None:
         """Update the topic's partitions in place, keeping those the answer knows less of.
 
-        As the Java client (KIP-320), a partition whose leader epoch in the
-        answer is older than the cached one comes from a broker that has not
-        heard of the new leader yet: the cached leader stays (a recreated
-        topic was forgotten first: its epochs start again).
+        A topic whose partitions, rows and epochs equal the cached ones, and
+        whose leaders nothing changed since they were merged, is left as it
+        is without a look at each partition.  As the Java client (KIP-320), a
+        partition whose leader epoch in the answer is older than the cached
+        one comes from a broker that has not heard of the new leader yet: the
+        cached leader stays (a recreated topic was forgotten first: its epochs
+        start again).
         """
-        self.topic_errors[topic] = meta.topic_error_code
-        partitions = meta.partition_metadata
-        if not partitions:
+        self.topic_errors[topic] = layout.error_code
+        if not layout.partitions:
             self._forget_partitions(topic)
             return
         state = self._topics.get(topic)
-        fresh = state is None or len(state.partitions) != len(partitions)
-        if state is None or fresh or any(p not in partitions for p in state.partitions):
-            state = self._renumbered(topic, state, sorted(partitions))
+        if state is None or state.partitions != layout.partitions:
+            state = self._renumbered(topic, state, layout.partitions)
+        elif (
+            state.current
+            and brokers  # an answer without brokers leaves every partition leaderless
+            and state.rows == layout.rows
+            and state.epochs == layout.epochs
+        ):
+            return
         rows, leaders, cached_epochs, shared = state.rows, state.leaders, state.epochs, self._rows
-        for i, partition in enumerate(state.partitions):
-            part_meta = partitions[partition]
-            epoch = epochs.get(partition, -1)
-            if 0 <= epoch < cached_epochs[i]:
+        current = bool(brokers)
+        for i, (row, epoch) in enumerate(zip(layout.rows, layout.epochs, strict=True)):
+            if epoch < 0:
+                epoch = -1
+            elif epoch < cached_epochs[i]:
+                current = False
                 continue
-            row: Row = part_meta[2:]
             if rows[i] != row:
                 rows[i] = shared.setdefault(row, row)
-            leaders[i] = brokers.get(part_meta.leader)
+            leaders[i] = brokers.get(row[1])
             cached_epochs[i] = epoch
+        state.current = current
 
     def _renumbered(self, topic: str, old: TopicState | None, partitions: list[int]) -> TopicState:
         """A new state for *topic*'s *partitions*, keeping what *old* knew of them."""
@@ -250,6 +273,7 @@ class MetadataCache:
             return False
         self.hinted_epochs[key] = state.epochs[i] = epoch
         state.leaders[i] = self.leader_hints[key] = leader
+        state.current = False
         error, _, replicas, isr = state.rows[i]
         row = (error, leader.node_id, replicas, isr)
         state.rows[i] = self._rows.setdefault(row, row)
@@ -261,6 +285,7 @@ class MetadataCache:
         found = locate(self._topics, key)
         if found is not None:
             found[0].leaders[found[1]] = self.leader_hints.pop(key, None)
+            found[0].current = False
 
     def reset_groups(self, *groups: str) -> None:
         for group in groups:

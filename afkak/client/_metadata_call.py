@@ -5,16 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from afkak.common import BrokerMetadata, PartitionMetadata, TopicMetadata
-from afkak.protocol import ZERO_UUID
+from afkak.common import BrokerMetadata
 from afkak.protocol.messages import MetadataRequest
 
 from ._call import VersionedCall, check_top_level_error
-from ._metadata import MetadataSnapshot
-
-#: What ``PartitionMetadata(...)`` calls through a Python-level ``__new__``: called
-#: directly, a thousand partitions parse in a third of the time.
-_new_tuple = tuple.__new__
+from ._metadata import MetadataSnapshot, TopicLayout
+from ._partition_state import Row
 
 
 class MetadataCall(VersionedCall):
@@ -43,37 +39,37 @@ class MetadataCall(VersionedCall):
         brokers = {b.node_id: BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers}
         topics = {}
         topic_ids = {}
-        epochs = {}
         shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+        share = shared.setdefault
         for t in response.topics:
             name = t.name
             if name is None:
                 continue
-            partitions = {}
+            numbers = []
+            rows: list[Row] = []
+            epochs = []
             for p in t.partitions:
+                numbers.append(p.partition_index)
                 replicas = tuple(p.replica_nodes)
                 isr = tuple(p.isr_nodes)
-                partitions[p.partition_index] = _new_tuple(
-                    PartitionMetadata,
-                    (
-                        name,
-                        p.partition_index,
-                        p.error_code,
-                        p.leader_id,
-                        shared.setdefault(replicas, replicas),
-                        shared.setdefault(isr, isr),
-                    ),
-                )
-            topics[name] = TopicMetadata(name, t.error_code, partitions)
-            leader_epochs = {
-                p.partition_index: p.leader_epoch for p in t.partitions if p.leader_epoch >= 0
-            }
-            if leader_epochs:  # v7+
-                epochs[name] = leader_epochs
-            if t.topic_id != ZERO_UUID:
+                rows.append((p.error_code, p.leader_id, share(replicas, replicas), share(isr, isr)))
+                epochs.append(p.leader_epoch)
+            if numbers != list(range(len(numbers))):  # not Kafka's usual 0, 1, ... n - 1
+                numbers, rows, epochs = _sorted(numbers, rows, epochs)
+            topics[name] = TopicLayout(t.error_code, numbers, rows, epochs)
+            if t.topic_id.int:  # not the zero UUID (no id: before v10)
                 topic_ids[name] = t.topic_id
-        return [
-            MetadataSnapshot(
-                brokers=brokers, topics=topics, topic_ids=topic_ids, leader_epochs=epochs
-            )
-        ]
+        return [MetadataSnapshot(brokers=brokers, topics=topics, topic_ids=topic_ids)]
+
+
+def _sorted(
+    numbers: list[int], rows: list[Row], epochs: list[int]
+) -> tuple[list[int], list[Row], list[int]]:
+    """The partitions in order of their numbers; of one listed twice, the last."""
+    by_number = {n: (row, epoch) for n, row, epoch in zip(numbers, rows, epochs, strict=True)}
+    ordered = sorted(by_number)
+    return (
+        ordered,
+        [by_number[n][0] for n in ordered],
+        [by_number[n][1] for n in ordered],
+    )

@@ -28,7 +28,7 @@ V = TypeVar("V")
 class TopicState:
     """One topic's partitions: ``partitions`` sorted, the other lists aligned with it."""
 
-    __slots__ = ("partitions", "rows", "leaders", "epochs")
+    __slots__ = ("partitions", "rows", "leaders", "epochs", "current")
 
     def __init__(self, partitions: list[int], rows: list[Row]) -> None:
         #: The partition numbers, sorted: the list ``topic_partitions`` shows.
@@ -38,6 +38,9 @@ class TopicState:
         self.leaders: list[BrokerMetadata | None] = [None] * len(partitions)
         #: Each partition's leader epoch (KIP-320; -1: unknown).
         self.epochs = [-1] * len(partitions)
+        #: Whether each leader is still the broker that the last merge found
+        #: for its row (no reset, hint or change of brokers since).
+        self.current = False
 
     def index(self, partition: Any) -> int:
         """Where *partition* is in the lists; -1 if the topic has no such partition."""

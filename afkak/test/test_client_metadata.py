@@ -5,18 +5,17 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-import attrs
 from hypothesis import given, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from afkak.client._metadata import MetadataCache, MetadataSnapshot
+from afkak.client._metadata import MetadataCache, MetadataSnapshot, TopicLayout
 from afkak.client._metadata_call import MetadataCall
+from afkak.client._partition_state import Row
 from afkak.common import (
     BrokerMetadata,
     LeaderNotAvailableError,
     PartitionMetadata,
     TopicAndPartition,
-    TopicMetadata,
     UnknownTopicOrPartitionError,
 )
 from afkak.protocol.messages import MetadataRequest, MetadataResponse
@@ -27,21 +26,26 @@ B3 = BrokerMetadata(3, "h3", 9092)
 TID = UUID(int=7)
 
 
-def topic(name: str, leaders: list[int], error: int = 0, isr_short: bool = False) -> TopicMetadata:
-    parts = {
-        i: PartitionMetadata(name, i, 0, leader, (1, 2), (1,) if isr_short else (1, 2))
-        for i, leader in enumerate(leaders)
-    }
-    return TopicMetadata(name, error, parts)
+def topic(
+    name: str,
+    leaders: list[int],
+    error: int = 0,
+    isr_short: bool = False,
+    epochs: list[int] | None = None,
+) -> tuple[str, TopicLayout]:
+    isr = (1,) if isr_short else (1, 2)
+    rows: list[Row] = [(0, leader, (1, 2), isr) for leader in leaders]
+    layout = TopicLayout(error, list(range(len(leaders))), rows, epochs or [-1] * len(leaders))
+    return name, layout
 
 
 def snapshot(
-    brokers: list[BrokerMetadata], *topics: TopicMetadata, ids: dict[str, UUID] | None = None
+    brokers: list[BrokerMetadata],
+    *topics: tuple[str, TopicLayout],
+    ids: dict[str, UUID] | None = None,
 ) -> MetadataSnapshot:
     return MetadataSnapshot(
-        brokers={b.node_id: b for b in brokers},
-        topics={t.topic: t for t in topics},
-        topic_ids=ids or {},
+        brokers={b.node_id: b for b in brokers}, topics=dict(topics), topic_ids=ids or {}
     )
 
 
@@ -61,7 +65,7 @@ class MetadataCacheTests(SynchronousTestCase):
 
     def test_topic_error_without_partitions(self) -> None:
         cache = MetadataCache()
-        cache.merge(snapshot([B1], TopicMetadata("t", LeaderNotAvailableError.errno, {})))
+        cache.merge(snapshot([B1], ("t", TopicLayout(LeaderNotAvailableError.errno))))
         self.assertEqual(cache.error_for_topic("t"), 5)
         self.assertNotIn("t", cache.topic_partitions)
 
@@ -132,7 +136,7 @@ class MetadataCacheTests(SynchronousTestCase):
         cache.merge(
             snapshot([B1, B2], topic("full", [1, 2]), topic("short", [1, 2], isr_short=True))
         )
-        cache.merge(snapshot([B1, B2], TopicMetadata("empty", 0, {})))
+        cache.merge(snapshot([B1, B2], ("empty", TopicLayout(0))))
         self.assertTrue(cache.topic_fully_replicated("full"))
         self.assertFalse(cache.topic_fully_replicated("short"))
         self.assertFalse(cache.topic_fully_replicated("empty"))
@@ -191,9 +195,8 @@ class InPlaceRefreshTests(SynchronousTestCase):
     def test_changed_leader_epoch_updates(self) -> None:
         cache = MetadataCache()
         key = TopicAndPartition("t", 0)
-        base = snapshot([B1, B2], topic("t", [1]))
-        cache.merge(attrs.evolve(base, leader_epochs={"t": {0: 3}}))
-        cache.merge(attrs.evolve(snapshot([B1, B2], topic("t", [2])), leader_epochs={"t": {0: 4}}))
+        cache.merge(snapshot([B1, B2], topic("t", [1], epochs=[3])))
+        cache.merge(snapshot([B1, B2], topic("t", [2], epochs=[4])))
         self.assertEqual((cache.leader(key), cache.leader_epoch(key)), (B2, 4))
         cache.merge(snapshot([B1, B2], topic("t", [2])))  # no epochs (Metadata v6-)
         self.assertEqual((cache.leader(key), cache.leader_epoch(key)), (B2, -1))
@@ -202,7 +205,7 @@ class InPlaceRefreshTests(SynchronousTestCase):
         cache = MetadataCache()
         cache.merge(snapshot([B1, B2], topic("t", [1, 2]), topic("u", [2, 1])))
         kept = cache._topics["t"]
-        gone = TopicMetadata("u", UnknownTopicOrPartitionError.errno, {})
+        gone = ("u", TopicLayout(UnknownTopicOrPartitionError.errno))
         cache.merge(snapshot([B1, B2], topic("t", [1, 2]), gone))
         self.assertEqual(cache.topic_partitions, {"t": [0, 1]})
         self.assertEqual(
@@ -222,6 +225,14 @@ class InPlaceRefreshTests(SynchronousTestCase):
         self.assertEqual(cache.topics_to_brokers, {TopicAndPartition("t", 0): B2})
         self.assertEqual(cache.topic_ids, {"t": UUID(int=8)})
 
+    def test_recreated_topic_of_as_many_partitions_starts_its_epochs_again(self) -> None:
+        cache = MetadataCache()
+        key = TopicAndPartition("t", 0)
+        cache.merge(snapshot([B1, B2], topic("t", [1], epochs=[5]), ids={"t": TID}))
+        cache.merge(snapshot([B1, B2], topic("t", [2], epochs=[0]), ids={"t": UUID(int=8)}))
+        self.assertEqual((cache.leader(key), cache.leader_epoch(key)), (B2, 0))
+        self.assertEqual(cache.topic_ids, {"t": UUID(int=8)})
+
     def test_refresh_restores_a_forgotten_leader(self) -> None:
         cache = MetadataCache()
         cache.merge(snapshot([B1, B2], topic("t", [1, 2])))
@@ -230,14 +241,41 @@ class InPlaceRefreshTests(SynchronousTestCase):
         cache.merge(snapshot([B1, B2], topic("t", [1, 2])))
         self.assertIs(cache.topics_to_brokers[key], cache.brokers[2])
 
+    def test_brokers_back_after_a_rebootstrap_lead_an_unchanged_topic_again(self) -> None:
+        cache = MetadataCache()
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2])))
+        cache.update_brokers((), complete=True)
+        self.assertIsNone(cache.leader(TopicAndPartition("t", 0)))
+        cache.merge(snapshot([B1, B2], topic("t", [1, 2])))
+        self.assertEqual(cache.leader(TopicAndPartition("t", 0)), B1)
+        self.assertEqual(cache.leader(TopicAndPartition("t", 1)), B2)
+
+    def test_an_answer_naming_the_hinted_leader_gives_the_listed_broker(self) -> None:
+        cache = MetadataCache()
+        key = TopicAndPartition("t", 0)
+        cache.merge(snapshot([B1, B2], topic("t", [1], epochs=[1])))
+        self.assertTrue(cache.hint_leader(key, B3, 2))
+        cache.merge(snapshot([B1, B2], topic("t", [3], epochs=[2])))  # B3 is not listed
+        self.assertIsNone(cache.leader(key))
+
+    def test_a_partition_kept_for_its_newer_epoch_is_merged_again(self) -> None:
+        cache = MetadataCache()
+        key = TopicAndPartition("t", 0)
+        cache.merge(snapshot([B1, B2], topic("t", [1, 1], epochs=[1, 1])))
+        self.assertTrue(cache.hint_leader(key, B3, 5))
+        cache.merge(snapshot([B1, B2], topic("t", [2, 1], epochs=[4, 1])))  # behind the hint
+        self.assertEqual(cache.leader(key), B3)
+        cache.merge(snapshot([B1, B2], topic("t", [3, 1], epochs=[5, 1])))  # B3 is not listed
+        self.assertIsNone(cache.leader(key))
+
     def test_a_hint_is_superseded_by_the_metadata(self) -> None:
         cache = MetadataCache()
-        cache.merge(attrs.evolve(snapshot([B1, B2], topic("t", [1])), leader_epochs={"t": {0: 1}}))
+        cache.merge(snapshot([B1, B2], topic("t", [1], epochs=[1])))
         key = TopicAndPartition("t", 0)
         self.assertTrue(cache.hint_leader(key, B2, 2))
         cache.reset_leader(key)
         self.assertEqual(cache.leader(key), B2)  # the hint survives a reset...
-        cache.merge(attrs.evolve(snapshot([B1, B2], topic("t", [1])), leader_epochs={"t": {0: 3}}))
+        cache.merge(snapshot([B1, B2], topic("t", [1], epochs=[3])))
         self.assertEqual((cache.leader(key), cache.partition_meta[key].leader), (B1, 1))
         cache.reset_leader(key)
         self.assertIsNone(cache.leader(key))  # ...not a refresh
@@ -283,11 +321,8 @@ class MetadataCallTests(SynchronousTestCase):
         call(12)
         [snap] = call.parse(MetadataResponse.decode(response.encode(12), 12))
         self.assertEqual(snap.brokers, {1: B1})
-        self.assertEqual(
-            snap.topics["t"],
-            TopicMetadata("t", 0, {0: PartitionMetadata("t", 0, 0, 1, (1,), (1,))}),
-        )
-        self.assertEqual(snap.topics["gone"], TopicMetadata("gone", 3, {}))
+        self.assertEqual(snap.topics["t"], TopicLayout(0, [0], [(0, 1, (1,), (1,))], [-1]))
+        self.assertEqual(snap.topics["gone"], TopicLayout(3))
         self.assertEqual(snap.topic_ids, {"t": TID})
 
     def test_parse_shares_equal_replica_lists(self) -> None:
@@ -305,9 +340,21 @@ class MetadataCallTests(SynchronousTestCase):
         response = r(topics=[r.MetadataResponseTopic(name=n, partitions=parts) for n in "ab"])
         call = MetadataCall(("a", "b"))
         [snap] = call.parse(MetadataResponse.decode(response.encode(12), 12))
-        metas = [m for t in snap.topics.values() for m in t.partition_metadata.values()]
-        self.assertEqual(len({id(m.replicas) for m in metas} | {id(m.isr) for m in metas}), 1)
-        self.assertEqual(snap.leader_epochs, {"a": {0: 0, 1: 1, 2: 2}, "b": {0: 0, 1: 1, 2: 2}})
+        rows = [row for t in snap.topics.values() for row in t.rows]
+        self.assertEqual(len({id(row[2]) for row in rows} | {id(row[3]) for row in rows}), 1)
+        self.assertEqual([t.epochs for t in snap.topics.values()], [[0, 1, 2], [0, 1, 2]])
+
+    def test_parse_orders_partitions_by_number(self) -> None:
+        r = MetadataResponse
+        parts = [
+            r.MetadataResponsePartition(partition_index=p, leader_id=leader, leader_epoch=p)
+            for p, leader in ((2, 1), (0, 2), (2, 3))
+        ]
+        response = r(topics=[r.MetadataResponseTopic(name="t", partitions=parts)])
+        [snap] = MetadataCall(("t",)).parse(MetadataResponse.decode(response.encode(12), 12))
+        self.assertEqual(
+            snap.topics["t"], TopicLayout(0, [0, 2], [(0, 2, (), ()), (0, 3, (), ())], [0, 2])
+        )
 
     def test_parse_top_level_error(self) -> None:
         call = MetadataCall(())
@@ -324,6 +371,15 @@ _topics = st.dictionaries(
     st.sampled_from(["a", "b", "c"]),
     st.lists(st.integers(-1, 4), max_size=3),
     max_size=3,
+)
+#: A few topic layouts, so that the same one is merged again: ``(name, [(leader, epoch)])``.
+_layouts = st.sampled_from(
+    [
+        (("a", [(1, -1), (2, -1)]),),
+        (("a", [(1, -1), (2, -1)]), ("b", [(9, 1)])),
+        (("a", [(2, -1), (1, -1)]), ("b", [(9, 1), (1, 1)])),
+        (("a", [(1, 0)]), ("b", [(9, 2)])),
+    ]
 )
 
 
@@ -343,3 +399,55 @@ class MetadataCachePropertyTests(SynchronousTestCase):
             for name, partitions in cache.topic_partitions.items():
                 self.assertEqual(partitions, sorted(partitions))
                 self.assertIn(name, cache.topic_errors)
+
+    @given(
+        st.lists(
+            st.one_of(
+                st.tuples(st.just("merge"), st.sampled_from([(1, 2), (1,), (2, 9), ()]), _layouts),
+                st.tuples(st.just("reset"), st.sampled_from("ab"), st.integers(0, 1)),
+                st.tuples(st.just("hint"), st.sampled_from("ab"), st.integers(0, 1)),
+                st.tuples(st.just("rebootstrap")),
+            ),
+            max_size=12,
+        )
+    )
+    def test_a_merge_leaves_the_leaders_it_names(self, steps: list[Any]) -> None:
+        """Whatever happened since (resets, hints, brokers gone and back), a merge
+        leaves each partition it lists led by the listed broker of its row (unless
+        the partition's cached leader epoch is newer), also when the topic is
+        unchanged and no partition is looked at."""
+        cache = MetadataCache()
+        hint = BrokerMetadata(9, "h9-hint", 9092)
+        for step in steps:
+            if step[0] == "merge":
+                _, ids, topics = step
+                brokers = [BrokerMetadata(i, f"h{i}", 9092) for i in ids]
+                listed = {b.node_id: b for b in brokers}
+                keys = [
+                    (TopicAndPartition(name, partition), leader, epoch)
+                    for name, parts in topics
+                    for partition, (leader, epoch) in enumerate(parts)
+                ]
+                before = {key: (cache.leader(key), cache.leader_epoch(key)) for key, _, _ in keys}
+                cache.merge(
+                    snapshot(
+                        brokers,
+                        *(
+                            topic(name, [p[0] for p in parts], epochs=[p[1] for p in parts])
+                            for name, parts in topics
+                        ),
+                    )
+                )
+                for key, leader, epoch in keys:
+                    old_leader, old_epoch = before[key]
+                    if 0 <= epoch < old_epoch:
+                        self.assertEqual(cache.leader(key), old_leader)
+                    else:
+                        self.assertEqual(cache.leader(key), listed.get(leader))
+                        self.assertEqual(cache.partition_meta[key].leader, leader)
+            elif step[0] == "reset":
+                cache.reset_leader(TopicAndPartition(step[1], step[2]))
+            elif step[0] == "hint":
+                cache.hint_leader(TopicAndPartition(step[1], step[2]), hint, 1)
+            else:
+                cache.update_brokers((), complete=True)

@@ -12,15 +12,13 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 
-from afkak.client._metadata import MetadataCache, MetadataSnapshot
+from afkak.client._metadata import MetadataCache, MetadataSnapshot, TopicLayout
 from afkak.common import (
     OFFSET_EARLIEST,
     BrokerMetadata,
     FencedLeaderEpoch,
     LogTruncationError,
-    PartitionMetadata,
     TopicAndPartition,
-    TopicMetadata,
     UnknownLeaderEpoch,
 )
 from afkak.consumer import Consumer
@@ -148,12 +146,8 @@ class TruncationTests(ConsumerTestCase):
 class MetadataEpochTests(ClockTestCase):
     def snapshot(self, leader: int, epoch: int) -> MetadataSnapshot:
         brokers = {n: BrokerMetadata(n, f"b{n}", 9092) for n in (0, 1)}
-        part = PartitionMetadata("t", 0, 0, leader, (0, 1), (0, 1))
-        return MetadataSnapshot(
-            brokers=brokers,
-            topics={"t": TopicMetadata("t", 0, {0: part})},
-            leader_epochs={"t": {0: epoch}},
-        )
+        layout = TopicLayout(0, [0], [(0, leader, (0, 1), (0, 1))], [epoch])
+        return MetadataSnapshot(brokers=brokers, topics={"t": layout})
 
     def test_older_epoch_keeps_the_cached_leader(self) -> None:
         cache = MetadataCache()

@@ -138,6 +138,18 @@ class MalformedInputTests(unittest.TestCase):
         with self.assertRaises(DecodeError):
             ApiVersionsRequest.decode(body[:-1] + b"\x01\x07\x05xy", 3)
 
+    def test_unknown_tags_in_array_elements_are_skipped(self) -> None:
+        """Elements decoded in their array's loop (no call each) skip unknown tags too."""
+        msg = _metadata(12)
+        body = msg.encode(12)
+        # the partition's empty offline replicas and tag section, then the topic's fields
+        end = b"\x02\x00\x00\x00\x01\x01\x00\x80"
+        self.assertEqual(body.count(end), 1)
+        tagged = body.replace(end, b"\x02\x00\x00\x00\x01\x01\x01\x07\x02xy\x80")
+        self.assertEqual(MetadataResponse.decode(tagged, 12), msg)
+        with self.assertRaises(DecodeError):
+            MetadataResponse.decode(tagged.replace(b"\x07\x02xy", b"\x07\x09xy"), 12)
+
     def test_known_tag_overrunning_its_size(self) -> None:
         good = FetchRequest(cluster_id="abc").encode(12)
         self.assertIn(b"\x01\x00\x04\x04abc", good)

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AddOffsetsToTxnRequest(_m.Message):
@@ -56,29 +58,31 @@ def _enc_add_offsets_to_txn_request_v3(a, o):
 
 
 def _dec_add_offsets_to_txn_request_v0(mv, pos):
+    o = _new(AddOffsetsToTxnRequest)
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos, False)
-        f_producer_id, f_producer_epoch = _S_qh.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_string(mv, pos, False)
+        o.producer_id, o.producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
-        f_group_id, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
+    return o, pos
 
 
 def _dec_add_offsets_to_txn_request_v3(mv, pos):
+    o = _new(AddOffsetsToTxnRequest)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
-        f_producer_id, f_producer_epoch = _S_qh.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        o.producer_id, o.producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
+    return o, pos
 
 
 AddOffsetsToTxnRequest._ENCODERS = {

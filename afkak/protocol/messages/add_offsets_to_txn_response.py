@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AddOffsetsToTxnResponse(_m.Message):
@@ -46,17 +48,19 @@ def _enc_add_offsets_to_txn_response_v3(a, o):
 
 
 def _dec_add_offsets_to_txn_response_v0(mv, pos):
+    o = _new(AddOffsetsToTxnResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
+    return o, pos
 
 
 def _dec_add_offsets_to_txn_response_v3(mv, pos):
+    o = _new(AddOffsetsToTxnResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         if mv[pos] == 0:
             pos += 1
@@ -64,7 +68,7 @@ def _dec_add_offsets_to_txn_response_v3(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
+    return o, pos
 
 
 AddOffsetsToTxnResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AddPartitionsToTxnTopic(_m.Struct):
@@ -102,38 +104,6 @@ def _enc_add_partitions_to_txn_topic_v3(a, o):
     a(b"\x00")
 
 
-def _dec_add_partitions_to_txn_topic_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AddPartitionsToTxnTopic(f_name, f_partitions), pos
-
-
-def _dec_add_partitions_to_txn_topic_v3(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AddPartitionsToTxnTopic(f_name, f_partitions), pos
-
-
 def _enc_add_partitions_to_txn_transaction_v4(a, o):
     a(_p.compact_string(o.transactional_id))
     a(_S_qhb.pack(o.producer_id, o.producer_epoch, o.verify_only))
@@ -145,26 +115,41 @@ def _enc_add_partitions_to_txn_transaction_v4(a, o):
 
 
 def _dec_add_partitions_to_txn_transaction_v4(mv, pos):
+    o = _new(AddPartitionsToTxnTransaction)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
-        f_producer_id, f_producer_epoch, f_verify_only = _S_qhZ.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        o.producer_id, o.producer_epoch, o.verify_only = _S_qhZ.unpack_from(mv, pos)
         pos += 11
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_topic_v3(mv, pos)
-            f_topics.append(e)
+            e = _new(AddPartitionsToTxnTopic)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnTransaction(f_transactional_id, f_producer_id, f_producer_epoch, f_verify_only, f_topics), pos
+    return o, pos
 
 
 def _enc_add_partitions_to_txn_request_v0(a, o):
@@ -207,65 +192,98 @@ def _enc_add_partitions_to_txn_request_v4(a, o):
 
 
 def _dec_add_partitions_to_txn_request_v0(mv, pos):
+    o = _new(AddPartitionsToTxnRequest)
     try:
-        f_v3_and_below_transactional_id, pos = _p.read_string(mv, pos, False)
-        f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S_qh.unpack_from(mv, pos)
+        o.v3_and_below_transactional_id, pos = _p.read_string(mv, pos, False)
+        o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_v3_and_below_topics = []
+        o.v3_and_below_topics = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_topic_v0(mv, pos)
-            f_v3_and_below_topics.append(e)
+            e = _new(AddPartitionsToTxnTopic)
+            e.name, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics), pos
+    o.transactions = []
+    return o, pos
 
 
 def _dec_add_partitions_to_txn_request_v3(mv, pos):
+    o = _new(AddPartitionsToTxnRequest)
     try:
-        f_v3_and_below_transactional_id, pos = _p.read_compact_string(mv, pos, False)
-        f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = _S_qh.unpack_from(mv, pos)
+        o.v3_and_below_transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        o.v3_and_below_producer_id, o.v3_and_below_producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_v3_and_below_topics = []
+        o.v3_and_below_topics = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_topic_v3(mv, pos)
-            f_v3_and_below_topics.append(e)
+            e = _new(AddPartitionsToTxnTopic)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics), pos
+    o.transactions = []
+    return o, pos
 
 
 def _dec_add_partitions_to_txn_request_v4(mv, pos):
+    o = _new(AddPartitionsToTxnRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 14)
-        f_transactions = []
+        o.transactions = items = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_transaction_v4(mv, pos)
-            f_transactions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnRequest(f_transactions, '', 0, 0, []), pos
+    o.v3_and_below_transactional_id = ''
+    o.v3_and_below_producer_id = 0
+    o.v3_and_below_producer_epoch = 0
+    o.v3_and_below_topics = []
+    return o, pos
 
 
 AddPartitionsToTxnRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AddPartitionsToTxnPartitionResult(_m.Struct):
@@ -98,28 +100,6 @@ def _enc_add_partitions_to_txn_partition_result_v3(a, o):
     a(_S_ihx.pack(o.partition_index, o.partition_error_code))
 
 
-def _dec_add_partitions_to_txn_partition_result_v0(mv, pos):
-    try:
-        f_partition_index, f_partition_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code), pos
-
-
-def _dec_add_partitions_to_txn_partition_result_v3(mv, pos):
-    try:
-        f_partition_index, f_partition_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code), pos
-
-
 def _enc_add_partitions_to_txn_topic_result_v0(a, o):
     a(_p.string(o.name))
     v = o.results_by_partition
@@ -138,41 +118,51 @@ def _enc_add_partitions_to_txn_topic_result_v3(a, o):
 
 
 def _dec_add_partitions_to_txn_topic_result_v0(mv, pos):
+    o = _new(AddPartitionsToTxnTopicResult)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_results_by_partition = []
+        o.results_by_partition = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_partition_result_v0(mv, pos)
-            f_results_by_partition.append(e)
+            e = _new(AddPartitionsToTxnPartitionResult)
+            e.partition_index, e.partition_error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnTopicResult(f_name, f_results_by_partition), pos
+    return o, pos
 
 
 def _dec_add_partitions_to_txn_topic_result_v3(mv, pos):
+    o = _new(AddPartitionsToTxnTopicResult)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_results_by_partition = []
+        o.results_by_partition = items = []
         for _ in range(n):
-            e, pos = _dec_add_partitions_to_txn_partition_result_v3(mv, pos)
-            f_results_by_partition.append(e)
+            e = _new(AddPartitionsToTxnPartitionResult)
+            e.partition_index, e.partition_error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnTopicResult(f_name, f_results_by_partition), pos
+    return o, pos
 
 
 def _enc_add_partitions_to_txn_result_v4(a, o):
@@ -185,24 +175,25 @@ def _enc_add_partitions_to_txn_result_v4(a, o):
 
 
 def _dec_add_partitions_to_txn_result_v4(mv, pos):
+    o = _new(AddPartitionsToTxnResult)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topic_results = []
+        o.topic_results = items = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_topic_result_v3(mv, pos)
-            f_topic_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnResult(f_transactional_id, f_topic_results), pos
+    return o, pos
 
 
 def _enc_add_partitions_to_txn_response_v0(a, o):
@@ -238,65 +229,73 @@ def _enc_add_partitions_to_txn_response_v4(a, o):
 
 
 def _dec_add_partitions_to_txn_response_v0(mv, pos):
+    o = _new(AddPartitionsToTxnResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_results_by_topic_v3_and_below = []
+        o.results_by_topic_v3_and_below = items = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_topic_result_v0(mv, pos)
-            f_results_by_topic_v3_and_below.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below), pos
+    o.error_code = 0
+    o.results_by_transaction = []
+    return o, pos
 
 
 def _dec_add_partitions_to_txn_response_v3(mv, pos):
+    o = _new(AddPartitionsToTxnResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_results_by_topic_v3_and_below = []
+        o.results_by_topic_v3_and_below = items = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_topic_result_v3(mv, pos)
-            f_results_by_topic_v3_and_below.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below), pos
+    o.error_code = 0
+    o.results_by_transaction = []
+    return o, pos
 
 
 def _dec_add_partitions_to_txn_response_v4(mv, pos):
+    o = _new(AddPartitionsToTxnResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_results_by_transaction = []
+        o.results_by_transaction = items = []
         for _ in range(n):
             e, pos = _dec_add_partitions_to_txn_result_v4(mv, pos)
-            f_results_by_transaction.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, []), pos
+    o.results_by_topic_v3_and_below = []
+    return o, pos
 
 
 AddPartitionsToTxnResponse._ENCODERS = {

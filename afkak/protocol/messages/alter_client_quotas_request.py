@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class EntityData(_m.Struct):
@@ -102,28 +104,6 @@ def _enc_entity_data_v1(a, o):
     a(b"\x00")
 
 
-def _dec_entity_data_v0(mv, pos):
-    try:
-        f_entity_type, pos = _p.read_string(mv, pos, False)
-        f_entity_name, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return EntityData(f_entity_type, f_entity_name), pos
-
-
-def _dec_entity_data_v1(mv, pos):
-    try:
-        f_entity_type, pos = _p.read_compact_string(mv, pos, False)
-        f_entity_name, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return EntityData(f_entity_type, f_entity_name), pos
-
-
 def _enc_op_data_v0(a, o):
     a(_p.string(o.key))
     a(_S_db.pack(o.value, o.remove))
@@ -132,30 +112,6 @@ def _enc_op_data_v0(a, o):
 def _enc_op_data_v1(a, o):
     a(_p.compact_string(o.key))
     a(_S_dbx.pack(o.value, o.remove))
-
-
-def _dec_op_data_v0(mv, pos):
-    try:
-        f_key, pos = _p.read_string(mv, pos, False)
-        f_value, f_remove = _S_dZ.unpack_from(mv, pos)
-        pos += 9
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OpData(f_key, f_value, f_remove), pos
-
-
-def _dec_op_data_v1(mv, pos):
-    try:
-        f_key, pos = _p.read_compact_string(mv, pos, False)
-        f_value, f_remove = _S_dZ.unpack_from(mv, pos)
-        pos += 9
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OpData(f_key, f_value, f_remove), pos
 
 
 def _enc_entry_data_v0(a, o):
@@ -182,57 +138,77 @@ def _enc_entry_data_v1(a, o):
 
 
 def _dec_entry_data_v0(mv, pos):
+    o = _new(EntryData)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_entity = []
+        o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v0(mv, pos)
-            f_entity.append(e)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_string(mv, pos, False)
+            e.entity_name, pos = _p.read_string(mv, pos, True)
+            items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 11)
-        f_ops = []
+        o.ops = items = []
         for _ in range(n):
-            e, pos = _dec_op_data_v0(mv, pos)
-            f_ops.append(e)
+            e = _new(OpData)
+            e.key, pos = _p.read_string(mv, pos, False)
+            e.value, e.remove = _S_dZ.unpack_from(mv, pos)
+            pos += 9
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EntryData(f_entity, f_ops), pos
+    return o, pos
 
 
 def _dec_entry_data_v1(mv, pos):
+    o = _new(EntryData)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_entity = []
+        o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v1(mv, pos)
-            f_entity.append(e)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_compact_string(mv, pos, False)
+            e.entity_name, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_ops = []
+        o.ops = items = []
         for _ in range(n):
-            e, pos = _dec_op_data_v1(mv, pos)
-            f_ops.append(e)
+            e = _new(OpData)
+            e.key, pos = _p.read_compact_string(mv, pos, False)
+            e.value, e.remove = _S_dZ.unpack_from(mv, pos)
+            pos += 9
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EntryData(f_entity, f_ops), pos
+    return o, pos
 
 
 def _enc_alter_client_quotas_request_v0(a, o):
@@ -252,35 +228,37 @@ def _enc_alter_client_quotas_request_v1(a, o):
 
 
 def _dec_alter_client_quotas_request_v0(mv, pos):
+    o = _new(AlterClientQuotasRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_entries = []
+        o.entries = items = []
         for _ in range(n):
             e, pos = _dec_entry_data_v0(mv, pos)
-            f_entries.append(e)
-        f_validate_only = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterClientQuotasRequest(f_entries, f_validate_only), pos
+    return o, pos
 
 
 def _dec_alter_client_quotas_request_v1(mv, pos):
+    o = _new(AlterClientQuotasRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_entries = []
+        o.entries = items = []
         for _ in range(n):
             e, pos = _dec_entry_data_v1(mv, pos)
-            f_entries.append(e)
-        f_validate_only = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -288,7 +266,7 @@ def _dec_alter_client_quotas_request_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterClientQuotasRequest(f_entries, f_validate_only), pos
+    return o, pos
 
 
 AlterClientQuotasRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class EntityData(_m.Struct):
@@ -82,28 +84,6 @@ def _enc_entity_data_v1(a, o):
     a(b"\x00")
 
 
-def _dec_entity_data_v0(mv, pos):
-    try:
-        f_entity_type, pos = _p.read_string(mv, pos, False)
-        f_entity_name, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return EntityData(f_entity_type, f_entity_name), pos
-
-
-def _dec_entity_data_v1(mv, pos):
-    try:
-        f_entity_type, pos = _p.read_compact_string(mv, pos, False)
-        f_entity_name, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return EntityData(f_entity_type, f_entity_name), pos
-
-
 def _enc_entry_data_v0(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.nstring(o.error_message))
@@ -124,45 +104,55 @@ def _enc_entry_data_v1(a, o):
 
 
 def _dec_entry_data_v0(mv, pos):
+    o = _new(EntryData)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
+        o.error_message, pos = _p.read_string(mv, pos, True)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_entity = []
+        o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v0(mv, pos)
-            f_entity.append(e)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_string(mv, pos, False)
+            e.entity_name, pos = _p.read_string(mv, pos, True)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EntryData(f_error_code, f_error_message, f_entity), pos
+    return o, pos
 
 
 def _dec_entry_data_v1(mv, pos):
+    o = _new(EntryData)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_entity = []
+        o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v1(mv, pos)
-            f_entity.append(e)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_compact_string(mv, pos, False)
+            e.entity_name, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EntryData(f_error_code, f_error_message, f_entity), pos
+    return o, pos
 
 
 def _enc_alter_client_quotas_response_v0(a, o):
@@ -183,43 +173,45 @@ def _enc_alter_client_quotas_response_v1(a, o):
 
 
 def _dec_alter_client_quotas_response_v0(mv, pos):
+    o = _new(AlterClientQuotasResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_entries = []
+        o.entries = items = []
         for _ in range(n):
             e, pos = _dec_entry_data_v0(mv, pos)
-            f_entries.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterClientQuotasResponse(f_throttle_time_ms, f_entries), pos
+    return o, pos
 
 
 def _dec_alter_client_quotas_response_v1(mv, pos):
+    o = _new(AlterClientQuotasResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_entries = []
+        o.entries = items = []
         for _ in range(n):
             e, pos = _dec_entry_data_v1(mv, pos)
-            f_entries.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterClientQuotasResponse(f_throttle_time_ms, f_entries), pos
+    return o, pos
 
 
 AlterClientQuotasResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AlterableConfig(_m.Struct):
@@ -84,28 +86,6 @@ def _enc_alterable_config_v2(a, o):
     a(b"\x00")
 
 
-def _dec_alterable_config_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_value, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterableConfig(f_name, f_value), pos
-
-
-def _dec_alterable_config_v2(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_value, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterableConfig(f_name, f_value), pos
-
-
 def _enc_alter_configs_resource_v0(a, o):
     a(_S_b.pack(o.resource_type))
     a(_p.string(o.resource_name))
@@ -126,45 +106,55 @@ def _enc_alter_configs_resource_v2(a, o):
 
 
 def _dec_alter_configs_resource_v0(mv, pos):
+    o = _new(AlterConfigsResource)
     try:
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
+        o.resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos, False)
+        o.resource_name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_configs = []
+        o.configs = items = []
         for _ in range(n):
-            e, pos = _dec_alterable_config_v0(mv, pos)
-            f_configs.append(e)
+            e = _new(AlterableConfig)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.value, pos = _p.read_string(mv, pos, True)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterConfigsResource(f_resource_type, f_resource_name, f_configs), pos
+    return o, pos
 
 
 def _dec_alter_configs_resource_v2(mv, pos):
+    o = _new(AlterConfigsResource)
     try:
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
+        o.resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
+        o.resource_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_configs = []
+        o.configs = items = []
         for _ in range(n):
-            e, pos = _dec_alterable_config_v2(mv, pos)
-            f_configs.append(e)
+            e = _new(AlterableConfig)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.value, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterConfigsResource(f_resource_type, f_resource_name, f_configs), pos
+    return o, pos
 
 
 def _enc_alter_configs_request_v0(a, o):
@@ -184,35 +174,37 @@ def _enc_alter_configs_request_v2(a, o):
 
 
 def _dec_alter_configs_request_v0(mv, pos):
+    o = _new(AlterConfigsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 7)
-        f_resources = []
+        o.resources = items = []
         for _ in range(n):
             e, pos = _dec_alter_configs_resource_v0(mv, pos)
-            f_resources.append(e)
-        f_validate_only = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterConfigsRequest(f_resources, f_validate_only), pos
+    return o, pos
 
 
 def _dec_alter_configs_request_v2(mv, pos):
+    o = _new(AlterConfigsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_resources = []
+        o.resources = items = []
         for _ in range(n):
             e, pos = _dec_alter_configs_resource_v2(mv, pos)
-            f_resources.append(e)
-        f_validate_only = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -220,7 +212,7 @@ def _dec_alter_configs_request_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterConfigsRequest(f_resources, f_validate_only), pos
+    return o, pos
 
 
 AlterConfigsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ReassignablePartition(_m.Struct):
@@ -83,25 +85,6 @@ def _enc_reassignable_partition_v0(a, o):
     a(b"\x00")
 
 
-def _dec_reassignable_partition_v0(mv, pos):
-    try:
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ReassignablePartition(f_partition_index, f_replicas), pos
-
-
 def _enc_reassignable_topic_v0(a, o):
     a(_p.compact_string(o.name))
     v = o.partitions
@@ -112,24 +95,40 @@ def _enc_reassignable_topic_v0(a, o):
 
 
 def _dec_reassignable_topic_v0(mv, pos):
+    o = _new(ReassignableTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_reassignable_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(ReassignablePartition)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            n = mv[pos] - 1
+            if n == 0:
+                e.replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ReassignableTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_alter_partition_reassignments_request_v0(a, o):
@@ -153,47 +152,50 @@ def _enc_alter_partition_reassignments_request_v1(a, o):
 
 
 def _dec_alter_partition_reassignments_request_v0(mv, pos):
+    o = _new(AlterPartitionReassignmentsRequest)
     try:
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_reassignable_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterPartitionReassignmentsRequest(f_timeout_ms, True, f_topics), pos
+    o.allow_replication_factor_change = True
+    return o, pos
 
 
 def _dec_alter_partition_reassignments_request_v1(mv, pos):
+    o = _new(AlterPartitionReassignmentsRequest)
     try:
-        f_timeout_ms, f_allow_replication_factor_change = _S_iZ.unpack_from(mv, pos)
+        o.timeout_ms, o.allow_replication_factor_change = _S_iZ.unpack_from(mv, pos)
         pos += 5
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_reassignable_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterPartitionReassignmentsRequest(f_timeout_ms, f_allow_replication_factor_change, f_topics), pos
+    return o, pos
 
 
 AlterPartitionReassignmentsRequest._ENCODERS = {

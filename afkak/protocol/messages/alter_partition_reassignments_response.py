@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ReassignablePartitionResponse(_m.Struct):
@@ -87,20 +89,6 @@ def _enc_reassignable_partition_response_v0(a, o):
     a(b"\x00")
 
 
-def _dec_reassignable_partition_response_v0(mv, pos):
-    try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ReassignablePartitionResponse(f_partition_index, f_error_code, f_error_message), pos
-
-
 def _enc_reassignable_topic_response_v0(a, o):
     a(_p.compact_string(o.name))
     v = o.partitions
@@ -111,24 +99,32 @@ def _enc_reassignable_topic_response_v0(a, o):
 
 
 def _dec_reassignable_topic_response_v0(mv, pos):
+    o = _new(ReassignableTopicResponse)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_reassignable_partition_response_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(ReassignablePartitionResponse)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ReassignableTopicResponse(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_alter_partition_reassignments_response_v0(a, o):
@@ -152,49 +148,52 @@ def _enc_alter_partition_reassignments_response_v1(a, o):
 
 
 def _dec_alter_partition_reassignments_response_v0(mv, pos):
+    o = _new(AlterPartitionReassignmentsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_reassignable_topic_response_v0(mv, pos)
-            f_responses.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterPartitionReassignmentsResponse(f_throttle_time_ms, True, f_error_code, f_error_message, f_responses), pos
+    o.allow_replication_factor_change = True
+    return o, pos
 
 
 def _dec_alter_partition_reassignments_response_v1(mv, pos):
+    o = _new(AlterPartitionReassignmentsResponse)
     try:
-        f_throttle_time_ms, f_allow_replication_factor_change, f_error_code = _S_iZh.unpack_from(mv, pos)
+        o.throttle_time_ms, o.allow_replication_factor_change, o.error_code = _S_iZh.unpack_from(mv, pos)
         pos += 7
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_reassignable_topic_response_v0(mv, pos)
-            f_responses.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterPartitionReassignmentsResponse(f_throttle_time_ms, f_allow_replication_factor_change, f_error_code, f_error_message, f_responses), pos
+    return o, pos
 
 
 AlterPartitionReassignmentsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AlterReplicaLogDirTopic(_m.Struct):
@@ -78,38 +80,6 @@ def _enc_alter_replica_log_dir_topic_v2(a, o):
     a(b"\x00")
 
 
-def _dec_alter_replica_log_dir_topic_v1(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterReplicaLogDirTopic(f_name, f_partitions), pos
-
-
-def _dec_alter_replica_log_dir_topic_v2(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterReplicaLogDirTopic(f_name, f_partitions), pos
-
-
 def _enc_alter_replica_log_dir_v1(a, o):
     a(_p.string(o.path))
     v = o.topics
@@ -128,41 +98,67 @@ def _enc_alter_replica_log_dir_v2(a, o):
 
 
 def _dec_alter_replica_log_dir_v1(mv, pos):
+    o = _new(AlterReplicaLogDir)
     try:
-        f_path, pos = _p.read_string(mv, pos, False)
+        o.path, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_alter_replica_log_dir_topic_v1(mv, pos)
-            f_topics.append(e)
+            e = _new(AlterReplicaLogDirTopic)
+            e.name, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterReplicaLogDir(f_path, f_topics), pos
+    return o, pos
 
 
 def _dec_alter_replica_log_dir_v2(mv, pos):
+    o = _new(AlterReplicaLogDir)
     try:
-        f_path, pos = _p.read_compact_string(mv, pos, False)
+        o.path, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_alter_replica_log_dir_topic_v2(mv, pos)
-            f_topics.append(e)
+            e = _new(AlterReplicaLogDirTopic)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterReplicaLogDir(f_path, f_topics), pos
+    return o, pos
 
 
 def _enc_alter_replica_log_dirs_request_v1(a, o):
@@ -181,39 +177,41 @@ def _enc_alter_replica_log_dirs_request_v2(a, o):
 
 
 def _dec_alter_replica_log_dirs_request_v1(mv, pos):
+    o = _new(AlterReplicaLogDirsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_dirs = []
+        o.dirs = items = []
         for _ in range(n):
             e, pos = _dec_alter_replica_log_dir_v1(mv, pos)
-            f_dirs.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterReplicaLogDirsRequest(f_dirs), pos
+    return o, pos
 
 
 def _dec_alter_replica_log_dirs_request_v2(mv, pos):
+    o = _new(AlterReplicaLogDirsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_dirs = []
+        o.dirs = items = []
         for _ in range(n):
             e, pos = _dec_alter_replica_log_dir_v2(mv, pos)
-            f_dirs.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterReplicaLogDirsRequest(f_dirs), pos
+    return o, pos
 
 
 AlterReplicaLogDirsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AlterReplicaLogDirPartitionResult(_m.Struct):
@@ -77,28 +79,6 @@ def _enc_alter_replica_log_dir_partition_result_v2(a, o):
     a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
-def _dec_alter_replica_log_dir_partition_result_v1(mv, pos):
-    try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterReplicaLogDirPartitionResult(f_partition_index, f_error_code), pos
-
-
-def _dec_alter_replica_log_dir_partition_result_v2(mv, pos):
-    try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterReplicaLogDirPartitionResult(f_partition_index, f_error_code), pos
-
-
 def _enc_alter_replica_log_dir_topic_result_v1(a, o):
     a(_p.string(o.topic_name))
     v = o.partitions
@@ -117,41 +97,51 @@ def _enc_alter_replica_log_dir_topic_result_v2(a, o):
 
 
 def _dec_alter_replica_log_dir_topic_result_v1(mv, pos):
+    o = _new(AlterReplicaLogDirTopicResult)
     try:
-        f_topic_name, pos = _p.read_string(mv, pos, False)
+        o.topic_name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_alter_replica_log_dir_partition_result_v1(mv, pos)
-            f_partitions.append(e)
+            e = _new(AlterReplicaLogDirPartitionResult)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterReplicaLogDirTopicResult(f_topic_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_alter_replica_log_dir_topic_result_v2(mv, pos):
+    o = _new(AlterReplicaLogDirTopicResult)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_alter_replica_log_dir_partition_result_v2(mv, pos)
-            f_partitions.append(e)
+            e = _new(AlterReplicaLogDirPartitionResult)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterReplicaLogDirTopicResult(f_topic_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_alter_replica_log_dirs_response_v1(a, o):
@@ -172,43 +162,45 @@ def _enc_alter_replica_log_dirs_response_v2(a, o):
 
 
 def _dec_alter_replica_log_dirs_response_v1(mv, pos):
+    o = _new(AlterReplicaLogDirsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_alter_replica_log_dir_topic_result_v1(mv, pos)
-            f_results.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 def _dec_alter_replica_log_dirs_response_v2(mv, pos):
+    o = _new(AlterReplicaLogDirsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_alter_replica_log_dir_topic_result_v2(mv, pos)
-            f_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterReplicaLogDirsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 AlterReplicaLogDirsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AlterShareGroupOffsetsRequestPartition(_m.Struct):
@@ -72,19 +74,6 @@ def _enc_alter_share_group_offsets_request_partition_v0(a, o):
     a(_S_iqx.pack(o.partition_index, o.start_offset))
 
 
-def _dec_alter_share_group_offsets_request_partition_v0(mv, pos):
-    try:
-        f_partition_index, f_start_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterShareGroupOffsetsRequestPartition(f_partition_index, f_start_offset), pos
-
-
 def _enc_alter_share_group_offsets_request_topic_v0(a, o):
     a(_p.compact_string(o.topic_name))
     v = o.partitions
@@ -95,24 +84,31 @@ def _enc_alter_share_group_offsets_request_topic_v0(a, o):
 
 
 def _dec_alter_share_group_offsets_request_topic_v0(mv, pos):
+    o = _new(AlterShareGroupOffsetsRequestTopic)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_alter_share_group_offsets_request_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(AlterShareGroupOffsetsRequestPartition)
+            e.partition_index, e.start_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterShareGroupOffsetsRequestTopic(f_topic_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_alter_share_group_offsets_request_v0(a, o):
@@ -125,24 +121,25 @@ def _enc_alter_share_group_offsets_request_v0(a, o):
 
 
 def _dec_alter_share_group_offsets_request_v0(mv, pos):
+    o = _new(AlterShareGroupOffsetsRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_alter_share_group_offsets_request_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterShareGroupOffsetsRequest(f_group_id, f_topics), pos
+    return o, pos
 
 
 AlterShareGroupOffsetsRequest._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AlterShareGroupOffsetsResponsePartition(_m.Struct):
@@ -86,20 +88,6 @@ def _enc_alter_share_group_offsets_response_partition_v0(a, o):
     a(b"\x00")
 
 
-def _dec_alter_share_group_offsets_response_partition_v0(mv, pos):
-    try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterShareGroupOffsetsResponsePartition(f_partition_index, f_error_code, f_error_message), pos
-
-
 def _enc_alter_share_group_offsets_response_topic_v0(a, o):
     a(_p.compact_string(o.topic_name))
     a(_S_U.pack(o.topic_id.bytes))
@@ -111,27 +99,35 @@ def _enc_alter_share_group_offsets_response_topic_v0(a, o):
 
 
 def _dec_alter_share_group_offsets_response_topic_v0(mv, pos):
+    o = _new(AlterShareGroupOffsetsResponseTopic)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_alter_share_group_offsets_response_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(AlterShareGroupOffsetsResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterShareGroupOffsetsResponseTopic(f_topic_name, f_topic_id, f_partitions), pos
+    return o, pos
 
 
 def _enc_alter_share_group_offsets_response_v0(a, o):
@@ -145,26 +141,27 @@ def _enc_alter_share_group_offsets_response_v0(a, o):
 
 
 def _dec_alter_share_group_offsets_response_v0(mv, pos):
+    o = _new(AlterShareGroupOffsetsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 19)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_alter_share_group_offsets_response_topic_v0(mv, pos)
-            f_responses.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterShareGroupOffsetsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses), pos
+    return o, pos
 
 
 AlterShareGroupOffsetsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ScramCredentialDeletion(_m.Struct):
@@ -83,20 +85,6 @@ def _enc_scram_credential_deletion_v0(a, o):
     a(_S_bx.pack(o.mechanism))
 
 
-def _dec_scram_credential_deletion_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_mechanism = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ScramCredentialDeletion(f_name, f_mechanism), pos
-
-
 def _enc_scram_credential_upsertion_v0(a, o):
     a(_p.compact_string(o.name))
     a(_S_bi.pack(o.mechanism, o.iterations))
@@ -107,22 +95,6 @@ def _enc_scram_credential_upsertion_v0(a, o):
     a(_p.compact_len(len(v)))
     a(v)
     a(b"\x00")
-
-
-def _dec_scram_credential_upsertion_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_mechanism, f_iterations = _S_bi.unpack_from(mv, pos)
-        pos += 5
-        f_salt, pos = _p.read_compact_bytes(mv, pos, False)
-        f_salted_password, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ScramCredentialUpsertion(f_name, f_mechanism, f_iterations, f_salt, f_salted_password), pos
 
 
 def _enc_alter_user_scram_credentials_request_v0(a, o):
@@ -138,32 +110,49 @@ def _enc_alter_user_scram_credentials_request_v0(a, o):
 
 
 def _dec_alter_user_scram_credentials_request_v0(mv, pos):
+    o = _new(AlterUserScramCredentialsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_deletions = []
+        o.deletions = items = []
         for _ in range(n):
-            e, pos = _dec_scram_credential_deletion_v0(mv, pos)
-            f_deletions.append(e)
+            e = _new(ScramCredentialDeletion)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.mechanism = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 9)
-        f_upsertions = []
+        o.upsertions = items = []
         for _ in range(n):
-            e, pos = _dec_scram_credential_upsertion_v0(mv, pos)
-            f_upsertions.append(e)
+            e = _new(ScramCredentialUpsertion)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.mechanism, e.iterations = _S_bi.unpack_from(mv, pos)
+            pos += 5
+            e.salt, pos = _p.read_compact_bytes(mv, pos, False)
+            e.salted_password, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterUserScramCredentialsRequest(f_deletions, f_upsertions), pos
+    return o, pos
 
 
 AlterUserScramCredentialsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AlterUserScramCredentialsResult(_m.Struct):
@@ -63,21 +65,6 @@ def _enc_alter_user_scram_credentials_result_v0(a, o):
     a(b"\x00")
 
 
-def _dec_alter_user_scram_credentials_result_v0(mv, pos):
-    try:
-        f_user, pos = _p.read_compact_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterUserScramCredentialsResult(f_user, f_error_code, f_error_message), pos
-
-
 def _enc_alter_user_scram_credentials_response_v0(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.results
@@ -88,25 +75,34 @@ def _enc_alter_user_scram_credentials_response_v0(a, o):
 
 
 def _dec_alter_user_scram_credentials_response_v0(mv, pos):
+    o = _new(AlterUserScramCredentialsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
-            e, pos = _dec_alter_user_scram_credentials_result_v0(mv, pos)
-            f_results.append(e)
+            e = _new(AlterUserScramCredentialsResult)
+            e.user, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AlterUserScramCredentialsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 AlterUserScramCredentialsResponse._ENCODERS = {

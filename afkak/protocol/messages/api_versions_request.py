@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ApiVersionsRequest(_m.Message):
@@ -46,24 +48,28 @@ def _enc_api_versions_request_v3(a, o):
 
 
 def _dec_api_versions_request_v0(mv, pos):
+    o = _new(ApiVersionsRequest)
     try:
         pass
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ApiVersionsRequest('', ''), pos
+    o.client_software_name = ''
+    o.client_software_version = ''
+    return o, pos
 
 
 def _dec_api_versions_request_v3(mv, pos):
+    o = _new(ApiVersionsRequest)
     try:
-        f_client_software_name, pos = _p.read_compact_string(mv, pos, False)
-        f_client_software_version, pos = _p.read_compact_string(mv, pos, False)
+        o.client_software_name, pos = _p.read_compact_string(mv, pos, False)
+        o.client_software_version, pos = _p.read_compact_string(mv, pos, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
+    return o, pos
 
 
 ApiVersionsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ApiVersion(_m.Struct):
@@ -122,64 +124,14 @@ def _enc_api_version_v3(a, o):
     a(_S_hhhx.pack(o.api_key, o.min_version, o.max_version))
 
 
-def _dec_api_version_v0(mv, pos):
-    try:
-        f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
-
-
-def _dec_api_version_v3(mv, pos):
-    try:
-        f_api_key, f_min_version, f_max_version = _S_hhh.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ApiVersion(f_api_key, f_min_version, f_max_version), pos
-
-
 def _enc_supported_feature_key_v3(a, o):
     a(_p.compact_string(o.name))
     a(_S_hhx.pack(o.min_version, o.max_version))
 
 
-def _dec_supported_feature_key_v3(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_min_version, f_max_version = _S_hh.unpack_from(mv, pos)
-        pos += 4
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return SupportedFeatureKey(f_name, f_min_version, f_max_version), pos
-
-
 def _enc_finalized_feature_key_v3(a, o):
     a(_p.compact_string(o.name))
     a(_S_hhx.pack(o.max_version_level, o.min_version_level))
-
-
-def _dec_finalized_feature_key_v3(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_max_version_level, f_min_version_level = _S_hh.unpack_from(mv, pos)
-        pos += 4
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level), pos
 
 
 def _enc_api_versions_response_v0(a, o):
@@ -233,62 +185,84 @@ def _enc_api_versions_response_v3(a, o):
 
 
 def _dec_api_versions_response_v0(mv, pos):
+    o = _new(ApiVersionsResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_api_keys = []
+        o.api_keys = items = []
         for _ in range(n):
-            e, pos = _dec_api_version_v0(mv, pos)
-            f_api_keys.append(e)
+            e = _new(ApiVersion)
+            e.api_key, e.min_version, e.max_version = _S_hhh.unpack_from(mv, pos)
+            pos += 6
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ApiVersionsResponse(f_error_code, f_api_keys, 0, [], -1, [], False), pos
+    o.throttle_time_ms = 0
+    o.supported_features = []
+    o.finalized_features_epoch = -1
+    o.finalized_features = []
+    o.zk_migration_ready = False
+    return o, pos
 
 
 def _dec_api_versions_response_v1(mv, pos):
+    o = _new(ApiVersionsResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_api_keys = []
+        o.api_keys = items = []
         for _ in range(n):
-            e, pos = _dec_api_version_v0(mv, pos)
-            f_api_keys.append(e)
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+            e = _new(ApiVersion)
+            e.api_key, e.min_version, e.max_version = _S_hhh.unpack_from(mv, pos)
+            pos += 6
+            items.append(e)
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False), pos
+    o.supported_features = []
+    o.finalized_features_epoch = -1
+    o.finalized_features = []
+    o.zk_migration_ready = False
+    return o, pos
 
 
 def _dec_api_versions_response_v3(mv, pos):
+    o = _new(ApiVersionsResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_api_keys = []
+        o.api_keys = items = []
         for _ in range(n):
-            e, pos = _dec_api_version_v3(mv, pos)
-            f_api_keys.append(e)
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+            e = _new(ApiVersion)
+            e.api_key, e.min_version, e.max_version = _S_hhh.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_supported_features = []
-        f_finalized_features_epoch = -1
-        f_finalized_features = []
-        f_zk_migration_ready = False
+        o.supported_features = []
+        o.finalized_features_epoch = -1
+        o.finalized_features = []
+        o.zk_migration_ready = False
         if mv[pos] == 0:
             pos += 1
         else:
@@ -301,13 +275,20 @@ def _dec_api_versions_response_v3(mv, pos):
                         pos += 1
                     else:
                         n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-                    f_supported_features = []
+                    o.supported_features = items = []
                     for _ in range(n):
-                        e, pos = _dec_supported_feature_key_v3(mv, pos)
-                        f_supported_features.append(e)
+                        e = _new(SupportedFeatureKey)
+                        e.name, pos = _p.read_compact_string(mv, pos, False)
+                        e.min_version, e.max_version = _S_hh.unpack_from(mv, pos)
+                        pos += 4
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
+                        items.append(e)
                     _p.check_tag_end(pos, end, 0)
                 elif tag == 1:
-                    f_finalized_features_epoch = _S_q.unpack_from(mv, pos)[0]
+                    o.finalized_features_epoch = _S_q.unpack_from(mv, pos)[0]
                     pos += 8
                     _p.check_tag_end(pos, end, 1)
                 elif tag == 2:
@@ -316,19 +297,26 @@ def _dec_api_versions_response_v3(mv, pos):
                         pos += 1
                     else:
                         n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-                    f_finalized_features = []
+                    o.finalized_features = items = []
                     for _ in range(n):
-                        e, pos = _dec_finalized_feature_key_v3(mv, pos)
-                        f_finalized_features.append(e)
+                        e = _new(FinalizedFeatureKey)
+                        e.name, pos = _p.read_compact_string(mv, pos, False)
+                        e.max_version_level, e.min_version_level = _S_hh.unpack_from(mv, pos)
+                        pos += 4
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
+                        items.append(e)
                     _p.check_tag_end(pos, end, 2)
                 elif tag == 3:
-                    f_zk_migration_ready = _S_Z.unpack_from(mv, pos)[0]
+                    o.zk_migration_ready = _S_Z.unpack_from(mv, pos)[0]
                     pos += 1
                     _p.check_tag_end(pos, end, 3)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready), pos
+    return o, pos
 
 
 ApiVersionsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ConsumerGroupDescribeRequest(_m.Message):
@@ -46,17 +48,18 @@ def _enc_consumer_group_describe_request_v0(a, o):
 
 
 def _dec_consumer_group_describe_request_v0(mv, pos):
+    o = _new(ConsumerGroupDescribeRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_group_ids = []
+        o.group_ids = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_group_ids.append(e)
-        f_include_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.include_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -64,7 +67,7 @@ def _dec_consumer_group_describe_request_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerGroupDescribeRequest(f_group_ids, f_include_authorized_operations), pos
+    return o, pos
 
 
 ConsumerGroupDescribeRequest._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicPartitions(_m.Struct):
@@ -161,27 +163,6 @@ def _enc_topic_partitions_v0(a, o):
     a(b"\x00")
 
 
-def _dec_topic_partitions_v0(mv, pos):
-    try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicPartitions(f_topic_id, f_topic_name, f_partitions), pos
-
-
 def _enc_assignment_v0(a, o):
     v = o.topic_partitions
     a(_p.compact_len(len(v)))
@@ -191,23 +172,41 @@ def _enc_assignment_v0(a, o):
 
 
 def _dec_assignment_v0(mv, pos):
+    o = _new(Assignment)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 19)
-        f_topic_partitions = []
+        o.topic_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partitions_v0(mv, pos)
-            f_topic_partitions.append(e)
+            e = _new(TopicPartitions)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            e.topic_name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return Assignment(f_topic_partitions), pos
+    return o, pos
 
 
 def _enc_member_v0(a, o):
@@ -245,57 +244,60 @@ def _enc_member_v1(a, o):
 
 
 def _dec_member_v0(mv, pos):
+    o = _new(Member)
     try:
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_rack_id, pos = _p.read_compact_string(mv, pos, True)
-        f_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_client_id, pos = _p.read_compact_string(mv, pos, False)
-        f_client_host, pos = _p.read_compact_string(mv, pos, False)
+        o.client_id, pos = _p.read_compact_string(mv, pos, False)
+        o.client_host, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_subscribed_topic_names = []
+        o.subscribed_topic_names = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_subscribed_topic_names.append(e)
-        f_subscribed_topic_regex, pos = _p.read_compact_string(mv, pos, True)
-        f_assignment, pos = _dec_assignment_v0(mv, pos)
-        f_target_assignment, pos = _dec_assignment_v0(mv, pos)
+            items.append(e)
+        o.subscribed_topic_regex, pos = _p.read_compact_string(mv, pos, True)
+        o.assignment, pos = _dec_assignment_v0(mv, pos)
+        o.target_assignment, pos = _dec_assignment_v0(mv, pos)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment, -1), pos
+    o.member_type = -1
+    return o, pos
 
 
 def _dec_member_v1(mv, pos):
+    o = _new(Member)
     try:
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_rack_id, pos = _p.read_compact_string(mv, pos, True)
-        f_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_client_id, pos = _p.read_compact_string(mv, pos, False)
-        f_client_host, pos = _p.read_compact_string(mv, pos, False)
+        o.client_id, pos = _p.read_compact_string(mv, pos, False)
+        o.client_host, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_subscribed_topic_names = []
+        o.subscribed_topic_names = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_subscribed_topic_names.append(e)
-        f_subscribed_topic_regex, pos = _p.read_compact_string(mv, pos, True)
-        f_assignment, pos = _dec_assignment_v0(mv, pos)
-        f_target_assignment, pos = _dec_assignment_v0(mv, pos)
-        f_member_type = _S_b.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.subscribed_topic_regex, pos = _p.read_compact_string(mv, pos, True)
+        o.assignment, pos = _dec_assignment_v0(mv, pos)
+        o.target_assignment, pos = _dec_assignment_v0(mv, pos)
+        o.member_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -303,7 +305,7 @@ def _dec_member_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment, f_member_type), pos
+    return o, pos
 
 
 def _enc_described_group_v0(a, o):
@@ -335,25 +337,26 @@ def _enc_described_group_v1(a, o):
 
 
 def _dec_described_group_v0(mv, pos):
+    o = _new(DescribedGroup)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_state, pos = _p.read_compact_string(mv, pos, False)
-        f_group_epoch, f_assignment_epoch = _S_ii.unpack_from(mv, pos)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_state, pos = _p.read_compact_string(mv, pos, False)
+        o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_assignor_name, pos = _p.read_compact_string(mv, pos, False)
+        o.assignor_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 16)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
             e, pos = _dec_member_v0(mv, pos)
-            f_members.append(e)
-        f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -361,29 +364,30 @@ def _dec_described_group_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations), pos
+    return o, pos
 
 
 def _dec_described_group_v1(mv, pos):
+    o = _new(DescribedGroup)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_state, pos = _p.read_compact_string(mv, pos, False)
-        f_group_epoch, f_assignment_epoch = _S_ii.unpack_from(mv, pos)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_state, pos = _p.read_compact_string(mv, pos, False)
+        o.group_epoch, o.assignment_epoch = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_assignor_name, pos = _p.read_compact_string(mv, pos, False)
+        o.assignor_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 17)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
             e, pos = _dec_member_v1(mv, pos)
-            f_members.append(e)
-        f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -391,7 +395,7 @@ def _dec_described_group_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations), pos
+    return o, pos
 
 
 def _enc_consumer_group_describe_response_v0(a, o):
@@ -413,47 +417,49 @@ def _enc_consumer_group_describe_response_v1(a, o):
 
 
 def _dec_consumer_group_describe_response_v0(mv, pos):
+    o = _new(ConsumerGroupDescribeResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_described_group_v0(mv, pos)
-            f_groups.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerGroupDescribeResponse(f_throttle_time_ms, f_groups), pos
+    return o, pos
 
 
 def _dec_consumer_group_describe_response_v1(mv, pos):
+    o = _new(ConsumerGroupDescribeResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_described_group_v1(mv, pos)
-            f_groups.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerGroupDescribeResponse(f_throttle_time_ms, f_groups), pos
+    return o, pos
 
 
 ConsumerGroupDescribeResponse._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicPartitions(_m.Struct):
@@ -86,26 +88,6 @@ def _enc_topic_partitions_v0(a, o):
     a(b"\x00")
 
 
-def _dec_topic_partitions_v0(mv, pos):
-    try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicPartitions(f_topic_id, f_partitions), pos
-
-
 def _enc_consumer_group_heartbeat_request_v0(a, o):
     if o.subscribed_topic_regex is not None:
         raise _m.AbsentField(o, 'subscribed_topic_regex')
@@ -160,14 +142,15 @@ def _enc_consumer_group_heartbeat_request_v1(a, o):
 
 
 def _dec_consumer_group_heartbeat_request_v0(mv, pos):
+    o = _new(ConsumerGroupHeartbeatRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_rack_id, pos = _p.read_compact_string(mv, pos, True)
-        f_rebalance_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, True)
+        o.rebalance_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -175,43 +158,61 @@ def _dec_consumer_group_heartbeat_request_v0(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 1)
         if n < 0:
-            f_subscribed_topic_names = None
+            o.subscribed_topic_names = None
         else:
-            f_subscribed_topic_names = []
+            o.subscribed_topic_names = items = []
             for _ in range(n):
                 e, pos = _p.read_compact_string(mv, pos, False)
-                f_subscribed_topic_names.append(e)
-        f_server_assignor, pos = _p.read_compact_string(mv, pos, True)
+                items.append(e)
+        o.server_assignor, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 18)
         if n < 0:
-            f_topic_partitions = None
+            o.topic_partitions = None
         else:
-            f_topic_partitions = []
+            o.topic_partitions = items = []
             for _ in range(n):
-                e, pos = _dec_topic_partitions_v0(mv, pos)
-                f_topic_partitions.append(e)
+                e = _new(TopicPartitions)
+                u_topic_id = _S_U.unpack_from(mv, pos)[0]
+                pos += 16
+                e.topic_id = _p.uuid_from(u_topic_id)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partitions = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, None, f_server_assignor, f_topic_partitions), pos
+    o.subscribed_topic_regex = None
+    return o, pos
 
 
 def _dec_consumer_group_heartbeat_request_v1(mv, pos):
+    o = _new(ConsumerGroupHeartbeatRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_rack_id, pos = _p.read_compact_string(mv, pos, True)
-        f_rebalance_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, True)
+        o.rebalance_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -219,33 +220,49 @@ def _dec_consumer_group_heartbeat_request_v1(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 1)
         if n < 0:
-            f_subscribed_topic_names = None
+            o.subscribed_topic_names = None
         else:
-            f_subscribed_topic_names = []
+            o.subscribed_topic_names = items = []
             for _ in range(n):
                 e, pos = _p.read_compact_string(mv, pos, False)
-                f_subscribed_topic_names.append(e)
-        f_subscribed_topic_regex, pos = _p.read_compact_string(mv, pos, True)
-        f_server_assignor, pos = _p.read_compact_string(mv, pos, True)
+                items.append(e)
+        o.subscribed_topic_regex, pos = _p.read_compact_string(mv, pos, True)
+        o.server_assignor, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 18)
         if n < 0:
-            f_topic_partitions = None
+            o.topic_partitions = None
         else:
-            f_topic_partitions = []
+            o.topic_partitions = items = []
             for _ in range(n):
-                e, pos = _dec_topic_partitions_v0(mv, pos)
-                f_topic_partitions.append(e)
+                e = _new(TopicPartitions)
+                u_topic_id = _S_U.unpack_from(mv, pos)[0]
+                pos += 16
+                e.topic_id = _p.uuid_from(u_topic_id)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partitions = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, f_subscribed_topic_regex, f_server_assignor, f_topic_partitions), pos
+    return o, pos
 
 
 ConsumerGroupHeartbeatRequest._ENCODERS = {

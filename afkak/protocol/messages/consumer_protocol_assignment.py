@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicPartition(_m.Struct):
@@ -59,20 +61,6 @@ def _enc_topic_partition_v0(a, o):
     a(_p.array(_A_i, 'i', v))
 
 
-def _dec_topic_partition_v0(mv, pos):
-    try:
-        f_topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicPartition(f_topic, f_partitions), pos
-
-
 def _enc_consumer_protocol_assignment_v0(a, o):
     v = o.assigned_partitions
     a(_p.array_len(len(v)))
@@ -87,20 +75,31 @@ def _enc_consumer_protocol_assignment_v0(a, o):
 
 
 def _dec_consumer_protocol_assignment_v0(mv, pos):
+    o = _new(ConsumerProtocolAssignment)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_assigned_partitions = []
+        o.assigned_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partition_v0(mv, pos)
-            f_assigned_partitions.append(e)
-        f_user_data, pos = _p.read_bytes(mv, pos, True)
+            e = _new(TopicPartition)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
+        o.user_data, pos = _p.read_bytes(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerProtocolAssignment(f_assigned_partitions, f_user_data), pos
+    return o, pos
 
 
 ConsumerProtocolAssignment._ENCODERS = {

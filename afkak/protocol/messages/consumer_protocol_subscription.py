@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicPartition(_m.Struct):
@@ -66,20 +68,6 @@ def _enc_topic_partition_v1(a, o):
     a(_p.string(o.topic))
     v = o.partitions
     a(_p.array(_A_i, 'i', v))
-
-
-def _dec_topic_partition_v1(mv, pos):
-    try:
-        f_topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicPartition(f_topic, f_partitions), pos
 
 
 def _enc_consumer_protocol_subscription_v0(a, o):
@@ -150,103 +138,143 @@ def _enc_consumer_protocol_subscription_v3(a, o):
 
 
 def _dec_consumer_protocol_subscription_v0(mv, pos):
+    o = _new(ConsumerProtocolSubscription)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _p.read_string(mv, pos, False)
-            f_topics.append(e)
-        f_user_data, pos = _p.read_bytes(mv, pos, True)
+            items.append(e)
+        o.user_data, pos = _p.read_bytes(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerProtocolSubscription(f_topics, f_user_data, [], -1, None), pos
+    o.owned_partitions = []
+    o.generation_id = -1
+    o.rack_id = None
+    return o, pos
 
 
 def _dec_consumer_protocol_subscription_v1(mv, pos):
+    o = _new(ConsumerProtocolSubscription)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _p.read_string(mv, pos, False)
-            f_topics.append(e)
-        f_user_data, pos = _p.read_bytes(mv, pos, True)
+            items.append(e)
+        o.user_data, pos = _p.read_bytes(mv, pos, True)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_owned_partitions = []
+        o.owned_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partition_v1(mv, pos)
-            f_owned_partitions.append(e)
+            e = _new(TopicPartition)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, -1, None), pos
+    o.generation_id = -1
+    o.rack_id = None
+    return o, pos
 
 
 def _dec_consumer_protocol_subscription_v2(mv, pos):
+    o = _new(ConsumerProtocolSubscription)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _p.read_string(mv, pos, False)
-            f_topics.append(e)
-        f_user_data, pos = _p.read_bytes(mv, pos, True)
+            items.append(e)
+        o.user_data, pos = _p.read_bytes(mv, pos, True)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_owned_partitions = []
+        o.owned_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partition_v1(mv, pos)
-            f_owned_partitions.append(e)
-        f_generation_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(TopicPartition)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
+        o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, f_generation_id, None), pos
+    o.rack_id = None
+    return o, pos
 
 
 def _dec_consumer_protocol_subscription_v3(mv, pos):
+    o = _new(ConsumerProtocolSubscription)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _p.read_string(mv, pos, False)
-            f_topics.append(e)
-        f_user_data, pos = _p.read_bytes(mv, pos, True)
+            items.append(e)
+        o.user_data, pos = _p.read_bytes(mv, pos, True)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_owned_partitions = []
+        o.owned_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partition_v1(mv, pos)
-            f_owned_partitions.append(e)
-        f_generation_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(TopicPartition)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
+        o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack_id, pos = _p.read_string(mv, pos, True)
+        o.rack_id, pos = _p.read_string(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, f_generation_id, f_rack_id), pos
+    return o, pos
 
 
 ConsumerProtocolSubscription._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AclCreation(_m.Struct):
@@ -85,42 +87,6 @@ def _enc_acl_creation_v2(a, o):
     a(_S_bbx.pack(o.operation, o.permission_type))
 
 
-def _dec_acl_creation_v1(mv, pos):
-    try:
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos, False)
-        f_resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_principal, pos = _p.read_string(mv, pos, False)
-        f_host, pos = _p.read_string(mv, pos, False)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _dec_acl_creation_v2(mv, pos):
-    try:
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
-        f_resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_principal, pos = _p.read_compact_string(mv, pos, False)
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
-
-
 def _enc_create_acls_request_v1(a, o):
     v = o.creations
     a(_p.array_len(len(v)))
@@ -137,39 +103,63 @@ def _enc_create_acls_request_v2(a, o):
 
 
 def _dec_create_acls_request_v1(mv, pos):
+    o = _new(CreateAclsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 10)
-        f_creations = []
+        o.creations = items = []
         for _ in range(n):
-            e, pos = _dec_acl_creation_v1(mv, pos)
-            f_creations.append(e)
+            e = _new(AclCreation)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_string(mv, pos, False)
+            e.resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal, pos = _p.read_string(mv, pos, False)
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreateAclsRequest(f_creations), pos
+    return o, pos
 
 
 def _dec_create_acls_request_v2(mv, pos):
+    o = _new(CreateAclsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_creations = []
+        o.creations = items = []
         for _ in range(n):
-            e, pos = _dec_acl_creation_v2(mv, pos)
-            f_creations.append(e)
+            e = _new(AclCreation)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            e.resource_pattern_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal, pos = _p.read_compact_string(mv, pos, False)
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreateAclsRequest(f_creations), pos
+    return o, pos
 
 
 CreateAclsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class CreatePartitionsAssignment(_m.Struct):
@@ -85,36 +87,6 @@ def _enc_create_partitions_assignment_v2(a, o):
     a(b"\x00")
 
 
-def _dec_create_partitions_assignment_v0(mv, pos):
-    try:
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatePartitionsAssignment(f_broker_ids), pos
-
-
-def _dec_create_partitions_assignment_v2(mv, pos):
-    try:
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatePartitionsAssignment(f_broker_ids), pos
-
-
 def _enc_create_partitions_topic_v0(a, o):
     a(_p.string(o.name))
     a(_S_i.pack(o.count))
@@ -141,9 +113,10 @@ def _enc_create_partitions_topic_v2(a, o):
 
 
 def _dec_create_partitions_topic_v0(mv, pos):
+    o = _new(CreatePartitionsTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_count = _S_i.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.count = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -151,21 +124,31 @@ def _dec_create_partitions_topic_v0(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 4)
         if n < 0:
-            f_assignments = None
+            o.assignments = None
         else:
-            f_assignments = []
+            o.assignments = items = []
             for _ in range(n):
-                e, pos = _dec_create_partitions_assignment_v0(mv, pos)
-                f_assignments.append(e)
+                e = _new(CreatePartitionsAssignment)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.broker_ids = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
+                items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
+    return o, pos
 
 
 def _dec_create_partitions_topic_v2(mv, pos):
+    o = _new(CreatePartitionsTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_count = _S_i.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_compact_string(mv, pos, False)
+        o.count = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -173,19 +156,32 @@ def _dec_create_partitions_topic_v2(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 2)
         if n < 0:
-            f_assignments = None
+            o.assignments = None
         else:
-            f_assignments = []
+            o.assignments = items = []
             for _ in range(n):
-                e, pos = _dec_create_partitions_assignment_v2(mv, pos)
-                f_assignments.append(e)
+                e = _new(CreatePartitionsAssignment)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.broker_ids = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatePartitionsTopic(f_name, f_count, f_assignments), pos
+    return o, pos
 
 
 def _enc_create_partitions_request_v0(a, o):
@@ -205,35 +201,37 @@ def _enc_create_partitions_request_v2(a, o):
 
 
 def _dec_create_partitions_request_v0(mv, pos):
+    o = _new(CreatePartitionsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 10)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_create_partitions_topic_v0(mv, pos)
-            f_topics.append(e)
-        f_timeout_ms, f_validate_only = _S_iZ.unpack_from(mv, pos)
+            items.append(e)
+        o.timeout_ms, o.validate_only = _S_iZ.unpack_from(mv, pos)
         pos += 5
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
+    return o, pos
 
 
 def _dec_create_partitions_request_v2(mv, pos):
+    o = _new(CreatePartitionsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_create_partitions_topic_v2(mv, pos)
-            f_topics.append(e)
-        f_timeout_ms, f_validate_only = _S_iZ.unpack_from(mv, pos)
+            items.append(e)
+        o.timeout_ms, o.validate_only = _S_iZ.unpack_from(mv, pos)
         pos += 5
         if mv[pos] == 0:
             pos += 1
@@ -241,7 +239,7 @@ def _dec_create_partitions_request_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatePartitionsRequest(f_topics, f_timeout_ms, f_validate_only), pos
+    return o, pos
 
 
 CreatePartitionsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class CreatePartitionsTopicResult(_m.Struct):
@@ -69,32 +71,6 @@ def _enc_create_partitions_topic_result_v2(a, o):
     a(b"\x00")
 
 
-def _dec_create_partitions_topic_result_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
-
-
-def _dec_create_partitions_topic_result_v2(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatePartitionsTopicResult(f_name, f_error_code, f_error_message), pos
-
-
 def _enc_create_partitions_response_v0(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.results
@@ -113,43 +89,57 @@ def _enc_create_partitions_response_v2(a, o):
 
 
 def _dec_create_partitions_response_v0(mv, pos):
+    o = _new(CreatePartitionsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
-            e, pos = _dec_create_partitions_topic_result_v0(mv, pos)
-            f_results.append(e)
+            e = _new(CreatePartitionsTopicResult)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_string(mv, pos, True)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 def _dec_create_partitions_response_v2(mv, pos):
+    o = _new(CreatePartitionsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
-            e, pos = _dec_create_partitions_topic_result_v2(mv, pos)
-            f_results.append(e)
+            e = _new(CreatePartitionsTopicResult)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatePartitionsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 CreatePartitionsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class CreatableReplicaAssignment(_m.Struct):
@@ -112,40 +114,6 @@ def _enc_creatable_replica_assignment_v5(a, o):
     a(b"\x00")
 
 
-def _dec_creatable_replica_assignment_v2(mv, pos):
-    try:
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
-
-
-def _dec_creatable_replica_assignment_v5(mv, pos):
-    try:
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatableReplicaAssignment(f_partition_index, f_broker_ids), pos
-
-
 def _enc_creatable_topic_config_v2(a, o):
     a(_p.string(o.name))
     a(_p.nstring(o.value))
@@ -155,28 +123,6 @@ def _enc_creatable_topic_config_v5(a, o):
     a(_p.compact_string(o.name))
     a(_p.compact_nstring(o.value))
     a(b"\x00")
-
-
-def _dec_creatable_topic_config_v2(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_value, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatableTopicConfig(f_name, f_value), pos
-
-
-def _dec_creatable_topic_config_v5(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_value, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatableTopicConfig(f_name, f_value), pos
 
 
 def _enc_creatable_topic_v2(a, o):
@@ -207,63 +153,99 @@ def _enc_creatable_topic_v5(a, o):
 
 
 def _dec_creatable_topic_v2(mv, pos):
+    o = _new(CreatableTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_num_partitions, f_replication_factor = _S_ih.unpack_from(mv, pos)
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.num_partitions, o.replication_factor = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_assignments = []
+        o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_replica_assignment_v2(mv, pos)
-            f_assignments.append(e)
+            e = _new(CreatableReplicaAssignment)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.broker_ids = []
+                pos += 4
+            elif 0 < n < 128:
+                e.broker_ids = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.broker_ids, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_configs = []
+        o.configs = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_topic_config_v2(mv, pos)
-            f_configs.append(e)
+            e = _new(CreatableTopicConfig)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.value, pos = _p.read_string(mv, pos, True)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
+    return o, pos
 
 
 def _dec_creatable_topic_v5(mv, pos):
+    o = _new(CreatableTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_num_partitions, f_replication_factor = _S_ih.unpack_from(mv, pos)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
+        o.num_partitions, o.replication_factor = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_assignments = []
+        o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_replica_assignment_v5(mv, pos)
-            f_assignments.append(e)
+            e = _new(CreatableReplicaAssignment)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            n = mv[pos] - 1
+            if n == 0:
+                e.broker_ids = []
+                pos += 1
+            elif 0 < n < 127:
+                e.broker_ids = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.broker_ids, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_configs = []
+        o.configs = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_topic_config_v5(mv, pos)
-            f_configs.append(e)
+            e = _new(CreatableTopicConfig)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.value, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs), pos
+    return o, pos
 
 
 def _enc_create_topics_request_v2(a, o):
@@ -283,35 +265,37 @@ def _enc_create_topics_request_v5(a, o):
 
 
 def _dec_create_topics_request_v2(mv, pos):
+    o = _new(CreateTopicsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 16)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_v2(mv, pos)
-            f_topics.append(e)
-        f_timeout_ms, f_validate_only = _S_iZ.unpack_from(mv, pos)
+            items.append(e)
+        o.timeout_ms, o.validate_only = _S_iZ.unpack_from(mv, pos)
         pos += 5
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
+    return o, pos
 
 
 def _dec_create_topics_request_v5(mv, pos):
+    o = _new(CreateTopicsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 10)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_v5(mv, pos)
-            f_topics.append(e)
-        f_timeout_ms, f_validate_only = _S_iZ.unpack_from(mv, pos)
+            items.append(e)
+        o.timeout_ms, o.validate_only = _S_iZ.unpack_from(mv, pos)
         pos += 5
         if mv[pos] == 0:
             pos += 1
@@ -319,7 +303,7 @@ def _dec_create_topics_request_v5(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
+    return o, pos
 
 
 CreateTopicsRequest._ENCODERS = {

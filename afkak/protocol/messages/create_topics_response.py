@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class CreatableTopicConfigs(_m.Struct):
@@ -106,21 +108,6 @@ def _enc_creatable_topic_configs_v5(a, o):
     a(_S_bbbx.pack(o.read_only, o.config_source, o.is_sensitive))
 
 
-def _dec_creatable_topic_configs_v5(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_value, pos = _p.read_compact_string(mv, pos, True)
-        f_read_only, f_config_source, f_is_sensitive = _S_ZbZ.unpack_from(mv, pos)
-        pos += 3
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive), pos
-
-
 def _enc_creatable_topic_result_v2(a, o):
     a(_p.string(o.name))
     a(_S_h.pack(o.error_code))
@@ -167,24 +154,14 @@ def _enc_creatable_topic_result_v7(a, o):
     a(_p.tagged_section(t))
 
 
-def _dec_creatable_topic_result_v2(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CreatableTopicResult(f_name, _p.ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []), pos
-
-
 def _dec_creatable_topic_result_v5(mv, pos):
+    o = _new(CreatableTopicResult)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_compact_string(mv, pos, False)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_num_partitions, f_replication_factor = _S_ih.unpack_from(mv, pos)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.num_partitions, o.replication_factor = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -192,13 +169,21 @@ def _dec_creatable_topic_result_v5(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 6)
         if n < 0:
-            f_configs = None
+            o.configs = None
         else:
-            f_configs = []
+            o.configs = items = []
             for _ in range(n):
-                e, pos = _dec_creatable_topic_configs_v5(mv, pos)
-                f_configs.append(e)
-        f_topic_config_error_code = 0
+                e = _new(CreatableTopicConfigs)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                e.value, pos = _p.read_compact_string(mv, pos, True)
+                e.read_only, e.config_source, e.is_sensitive = _S_ZbZ.unpack_from(mv, pos)
+                pos += 3
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
+        o.topic_config_error_code = 0
         if mv[pos] == 0:
             pos += 1
         else:
@@ -206,23 +191,25 @@ def _dec_creatable_topic_result_v5(mv, pos):
             for _ in range(n):
                 tag, pos, end = _p.read_tag(mv, pos)
                 if tag == 0:
-                    f_topic_config_error_code = _S_h.unpack_from(mv, pos)[0]
+                    o.topic_config_error_code = _S_h.unpack_from(mv, pos)[0]
                     pos += 2
                     _p.check_tag_end(pos, end, 0)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatableTopicResult(f_name, _p.ZERO_UUID, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_creatable_topic_result_v7(mv, pos):
+    o = _new(CreatableTopicResult)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_topic_id, f_error_code = _S_Uh.unpack_from(mv, pos)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
+        u_topic_id, o.error_code = _S_Uh.unpack_from(mv, pos)
         pos += 18
-        f_topic_id = _p.uuid_from(f_topic_id)
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_num_partitions, f_replication_factor = _S_ih.unpack_from(mv, pos)
+        o.topic_id = _p.uuid_from(u_topic_id)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.num_partitions, o.replication_factor = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -230,13 +217,21 @@ def _dec_creatable_topic_result_v7(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 6)
         if n < 0:
-            f_configs = None
+            o.configs = None
         else:
-            f_configs = []
+            o.configs = items = []
             for _ in range(n):
-                e, pos = _dec_creatable_topic_configs_v5(mv, pos)
-                f_configs.append(e)
-        f_topic_config_error_code = 0
+                e = _new(CreatableTopicConfigs)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                e.value, pos = _p.read_compact_string(mv, pos, True)
+                e.read_only, e.config_source, e.is_sensitive = _S_ZbZ.unpack_from(mv, pos)
+                pos += 3
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
+        o.topic_config_error_code = 0
         if mv[pos] == 0:
             pos += 1
         else:
@@ -244,13 +239,13 @@ def _dec_creatable_topic_result_v7(mv, pos):
             for _ in range(n):
                 tag, pos, end = _p.read_tag(mv, pos)
                 if tag == 0:
-                    f_topic_config_error_code = _S_h.unpack_from(mv, pos)[0]
+                    o.topic_config_error_code = _S_h.unpack_from(mv, pos)[0]
                     pos += 2
                     _p.check_tag_end(pos, end, 0)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs), pos
+    return o, pos
 
 
 def _enc_create_topics_response_v2(a, o):
@@ -280,65 +275,77 @@ def _enc_create_topics_response_v7(a, o):
 
 
 def _dec_create_topics_response_v2(mv, pos):
+    o = _new(CreateTopicsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_creatable_topic_result_v2(mv, pos)
-            f_topics.append(e)
+            e = _new(CreatableTopicResult)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_string(mv, pos, True)
+            e.topic_id = _p.ZERO_UUID
+            e.topic_config_error_code = 0
+            e.num_partitions = -1
+            e.replication_factor = -1
+            e.configs = []
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 def _dec_create_topics_response_v5(mv, pos):
+    o = _new(CreateTopicsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 12)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_result_v5(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 def _dec_create_topics_response_v7(mv, pos):
+    o = _new(CreateTopicsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 28)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_creatable_topic_result_v7(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 CreateTopicsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeleteAclsFilter(_m.Struct):
@@ -85,42 +87,6 @@ def _enc_delete_acls_filter_v2(a, o):
     a(_S_bbx.pack(o.operation, o.permission_type))
 
 
-def _dec_delete_acls_filter_v1(mv, pos):
-    try:
-        f_resource_type_filter = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_resource_name_filter, pos = _p.read_string(mv, pos, True)
-        f_pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_principal_filter, pos = _p.read_string(mv, pos, True)
-        f_host_filter, pos = _p.read_string(mv, pos, True)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
-
-
-def _dec_delete_acls_filter_v2(mv, pos):
-    try:
-        f_resource_type_filter = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_resource_name_filter, pos = _p.read_compact_string(mv, pos, True)
-        f_pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_principal_filter, pos = _p.read_compact_string(mv, pos, True)
-        f_host_filter, pos = _p.read_compact_string(mv, pos, True)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
-
-
 def _enc_delete_acls_request_v1(a, o):
     v = o.filters
     a(_p.array_len(len(v)))
@@ -137,39 +103,63 @@ def _enc_delete_acls_request_v2(a, o):
 
 
 def _dec_delete_acls_request_v1(mv, pos):
+    o = _new(DeleteAclsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 10)
-        f_filters = []
+        o.filters = items = []
         for _ in range(n):
-            e, pos = _dec_delete_acls_filter_v1(mv, pos)
-            f_filters.append(e)
+            e = _new(DeleteAclsFilter)
+            e.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name_filter, pos = _p.read_string(mv, pos, True)
+            e.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal_filter, pos = _p.read_string(mv, pos, True)
+            e.host_filter, pos = _p.read_string(mv, pos, True)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteAclsRequest(f_filters), pos
+    return o, pos
 
 
 def _dec_delete_acls_request_v2(mv, pos):
+    o = _new(DeleteAclsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_filters = []
+        o.filters = items = []
         for _ in range(n):
-            e, pos = _dec_delete_acls_filter_v2(mv, pos)
-            f_filters.append(e)
+            e = _new(DeleteAclsFilter)
+            e.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name_filter, pos = _p.read_compact_string(mv, pos, True)
+            e.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal_filter, pos = _p.read_compact_string(mv, pos, True)
+            e.host_filter, pos = _p.read_compact_string(mv, pos, True)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteAclsRequest(f_filters), pos
+    return o, pos
 
 
 DeleteAclsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeleteAclsMatchingAcl(_m.Struct):
@@ -117,48 +119,6 @@ def _enc_delete_acls_matching_acl_v2(a, o):
     a(_S_bbx.pack(o.operation, o.permission_type))
 
 
-def _dec_delete_acls_matching_acl_v1(mv, pos):
-    try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos, False)
-        f_pattern_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_principal, pos = _p.read_string(mv, pos, False)
-        f_host, pos = _p.read_string(mv, pos, False)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _dec_delete_acls_matching_acl_v2(mv, pos):
-    try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
-        f_pattern_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_principal, pos = _p.read_compact_string(mv, pos, False)
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type), pos
-
-
 def _enc_delete_acls_filter_result_v1(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.nstring(o.error_message))
@@ -179,45 +139,75 @@ def _enc_delete_acls_filter_result_v2(a, o):
 
 
 def _dec_delete_acls_filter_result_v1(mv, pos):
+    o = _new(DeleteAclsFilterResult)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
+        o.error_message, pos = _p.read_string(mv, pos, True)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 14)
-        f_matching_acls = []
+        o.matching_acls = items = []
         for _ in range(n):
-            e, pos = _dec_delete_acls_matching_acl_v1(mv, pos)
-            f_matching_acls.append(e)
+            e = _new(DeleteAclsMatchingAcl)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_string(mv, pos, True)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_string(mv, pos, False)
+            e.pattern_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal, pos = _p.read_string(mv, pos, False)
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls), pos
+    return o, pos
 
 
 def _dec_delete_acls_filter_result_v2(mv, pos):
+    o = _new(DeleteAclsFilterResult)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_matching_acls = []
+        o.matching_acls = items = []
         for _ in range(n):
-            e, pos = _dec_delete_acls_matching_acl_v2(mv, pos)
-            f_matching_acls.append(e)
+            e = _new(DeleteAclsMatchingAcl)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            e.pattern_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.principal, pos = _p.read_compact_string(mv, pos, False)
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls), pos
+    return o, pos
 
 
 def _enc_delete_acls_response_v1(a, o):
@@ -238,43 +228,45 @@ def _enc_delete_acls_response_v2(a, o):
 
 
 def _dec_delete_acls_response_v1(mv, pos):
+    o = _new(DeleteAclsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_filter_results = []
+        o.filter_results = items = []
         for _ in range(n):
             e, pos = _dec_delete_acls_filter_result_v1(mv, pos)
-            f_filter_results.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteAclsResponse(f_throttle_time_ms, f_filter_results), pos
+    return o, pos
 
 
 def _dec_delete_acls_response_v2(mv, pos):
+    o = _new(DeleteAclsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_filter_results = []
+        o.filter_results = items = []
         for _ in range(n):
             e, pos = _dec_delete_acls_filter_result_v2(mv, pos)
-            f_filter_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteAclsResponse(f_throttle_time_ms, f_filter_results), pos
+    return o, pos
 
 
 DeleteAclsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeleteGroupsRequest(_m.Message):
@@ -49,39 +51,41 @@ def _enc_delete_groups_request_v2(a, o):
 
 
 def _dec_delete_groups_request_v0(mv, pos):
+    o = _new(DeleteGroupsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_groups_names = []
+        o.groups_names = items = []
         for _ in range(n):
             e, pos = _p.read_string(mv, pos, False)
-            f_groups_names.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteGroupsRequest(f_groups_names), pos
+    return o, pos
 
 
 def _dec_delete_groups_request_v2(mv, pos):
+    o = _new(DeleteGroupsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_groups_names = []
+        o.groups_names = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_groups_names.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteGroupsRequest(f_groups_names), pos
+    return o, pos
 
 
 DeleteGroupsRequest._ENCODERS = {

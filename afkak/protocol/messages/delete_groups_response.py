@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeletableGroupResult(_m.Struct):
@@ -64,30 +66,6 @@ def _enc_deletable_group_result_v2(a, o):
     a(_S_hx.pack(o.error_code))
 
 
-def _dec_deletable_group_result_v0(mv, pos):
-    try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeletableGroupResult(f_group_id, f_error_code), pos
-
-
-def _dec_deletable_group_result_v2(mv, pos):
-    try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeletableGroupResult(f_group_id, f_error_code), pos
-
-
 def _enc_delete_groups_response_v0(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.results
@@ -106,43 +84,55 @@ def _enc_delete_groups_response_v2(a, o):
 
 
 def _dec_delete_groups_response_v0(mv, pos):
+    o = _new(DeleteGroupsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_group_result_v0(mv, pos)
-            f_results.append(e)
+            e = _new(DeletableGroupResult)
+            e.group_id, pos = _p.read_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 def _dec_delete_groups_response_v2(mv, pos):
+    o = _new(DeleteGroupsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_group_result_v2(mv, pos)
-            f_results.append(e)
+            e = _new(DeletableGroupResult)
+            e.group_id, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 DeleteGroupsResponse._ENCODERS = {

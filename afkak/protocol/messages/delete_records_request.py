@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeleteRecordsPartition(_m.Struct):
@@ -78,28 +80,6 @@ def _enc_delete_records_partition_v2(a, o):
     a(_S_iqx.pack(o.partition_index, o.offset))
 
 
-def _dec_delete_records_partition_v0(mv, pos):
-    try:
-        f_partition_index, f_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteRecordsPartition(f_partition_index, f_offset), pos
-
-
-def _dec_delete_records_partition_v2(mv, pos):
-    try:
-        f_partition_index, f_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteRecordsPartition(f_partition_index, f_offset), pos
-
-
 def _enc_delete_records_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -118,41 +98,51 @@ def _enc_delete_records_topic_v2(a, o):
 
 
 def _dec_delete_records_topic_v0(mv, pos):
+    o = _new(DeleteRecordsTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_delete_records_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(DeleteRecordsPartition)
+            e.partition_index, e.offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteRecordsTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_delete_records_topic_v2(mv, pos):
+    o = _new(DeleteRecordsTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_delete_records_partition_v2(mv, pos)
-            f_partitions.append(e)
+            e = _new(DeleteRecordsPartition)
+            e.partition_index, e.offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteRecordsTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_delete_records_request_v0(a, o):
@@ -172,35 +162,37 @@ def _enc_delete_records_request_v2(a, o):
 
 
 def _dec_delete_records_request_v0(mv, pos):
+    o = _new(DeleteRecordsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_delete_records_topic_v0(mv, pos)
-            f_topics.append(e)
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
+    return o, pos
 
 
 def _dec_delete_records_request_v2(mv, pos):
+    o = _new(DeleteRecordsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_delete_records_topic_v2(mv, pos)
-            f_topics.append(e)
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -208,7 +200,7 @@ def _dec_delete_records_request_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
+    return o, pos
 
 
 DeleteRecordsRequest._ENCODERS = {

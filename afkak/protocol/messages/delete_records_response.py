@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeleteRecordsPartitionResult(_m.Struct):
@@ -80,28 +82,6 @@ def _enc_delete_records_partition_result_v2(a, o):
     a(_S_iqhx.pack(o.partition_index, o.low_watermark, o.error_code))
 
 
-def _dec_delete_records_partition_result_v0(mv, pos):
-    try:
-        f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(mv, pos)
-        pos += 14
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code), pos
-
-
-def _dec_delete_records_partition_result_v2(mv, pos):
-    try:
-        f_partition_index, f_low_watermark, f_error_code = _S_iqh.unpack_from(mv, pos)
-        pos += 14
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code), pos
-
-
 def _enc_delete_records_topic_result_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -120,41 +100,51 @@ def _enc_delete_records_topic_result_v2(a, o):
 
 
 def _dec_delete_records_topic_result_v0(mv, pos):
+    o = _new(DeleteRecordsTopicResult)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 14)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_delete_records_partition_result_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(DeleteRecordsPartitionResult)
+            e.partition_index, e.low_watermark, e.error_code = _S_iqh.unpack_from(mv, pos)
+            pos += 14
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteRecordsTopicResult(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_delete_records_topic_result_v2(mv, pos):
+    o = _new(DeleteRecordsTopicResult)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 15)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_delete_records_partition_result_v2(mv, pos)
-            f_partitions.append(e)
+            e = _new(DeleteRecordsPartitionResult)
+            e.partition_index, e.low_watermark, e.error_code = _S_iqh.unpack_from(mv, pos)
+            pos += 14
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteRecordsTopicResult(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_delete_records_response_v0(a, o):
@@ -175,43 +165,45 @@ def _enc_delete_records_response_v2(a, o):
 
 
 def _dec_delete_records_response_v0(mv, pos):
+    o = _new(DeleteRecordsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_delete_records_topic_result_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteRecordsResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 def _dec_delete_records_response_v2(mv, pos):
+    o = _new(DeleteRecordsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_delete_records_topic_result_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteRecordsResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 DeleteRecordsResponse._ENCODERS = {

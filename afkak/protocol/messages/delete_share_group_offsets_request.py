@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeleteShareGroupOffsetsRequestTopic(_m.Struct):
@@ -53,18 +55,6 @@ def _enc_delete_share_group_offsets_request_topic_v0(a, o):
     a(b"\x00")
 
 
-def _dec_delete_share_group_offsets_request_topic_v0(mv, pos):
-    try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteShareGroupOffsetsRequestTopic(f_topic_name), pos
-
-
 def _enc_delete_share_group_offsets_request_v0(a, o):
     a(_p.compact_string(o.group_id))
     v = o.topics
@@ -75,24 +65,30 @@ def _enc_delete_share_group_offsets_request_v0(a, o):
 
 
 def _dec_delete_share_group_offsets_request_v0(mv, pos):
+    o = _new(DeleteShareGroupOffsetsRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 2)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_delete_share_group_offsets_request_topic_v0(mv, pos)
-            f_topics.append(e)
+            e = _new(DeleteShareGroupOffsetsRequestTopic)
+            e.topic_name, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteShareGroupOffsetsRequest(f_group_id, f_topics), pos
+    return o, pos
 
 
 DeleteShareGroupOffsetsRequest._ENCODERS = {

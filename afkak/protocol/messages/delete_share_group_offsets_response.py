@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeleteShareGroupOffsetsResponseTopic(_m.Struct):
@@ -73,22 +75,6 @@ def _enc_delete_share_group_offsets_response_topic_v0(a, o):
     a(b"\x00")
 
 
-def _dec_delete_share_group_offsets_response_topic_v0(mv, pos):
-    try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
-        f_topic_id, f_error_code = _S_Uh.unpack_from(mv, pos)
-        pos += 18
-        f_topic_id = _p.uuid_from(f_topic_id)
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteShareGroupOffsetsResponseTopic(f_topic_name, f_topic_id, f_error_code, f_error_message), pos
-
-
 def _enc_delete_share_group_offsets_response_v0(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     a(_p.compact_nstring(o.error_message))
@@ -100,26 +86,36 @@ def _enc_delete_share_group_offsets_response_v0(a, o):
 
 
 def _dec_delete_share_group_offsets_response_v0(mv, pos):
+    o = _new(DeleteShareGroupOffsetsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 21)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_delete_share_group_offsets_response_topic_v0(mv, pos)
-            f_responses.append(e)
+            e = _new(DeleteShareGroupOffsetsResponseTopic)
+            e.topic_name, pos = _p.read_compact_string(mv, pos, False)
+            u_topic_id, e.error_code = _S_Uh.unpack_from(mv, pos)
+            pos += 18
+            e.topic_id = _p.uuid_from(u_topic_id)
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteShareGroupOffsetsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses), pos
+    return o, pos
 
 
 DeleteShareGroupOffsetsResponse._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeleteTopicState(_m.Struct):
@@ -64,21 +66,6 @@ def _enc_delete_topic_state_v6(a, o):
     a(_S_Ux.pack(o.topic_id.bytes))
 
 
-def _dec_delete_topic_state_v6(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, True)
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeleteTopicState(f_name, f_topic_id), pos
-
-
 def _enc_delete_topics_request_v1(a, o):
     if (o.topics is None or len(o.topics) != 0):
         raise _m.AbsentField(o, 'topics')
@@ -108,35 +95,38 @@ def _enc_delete_topics_request_v6(a, o):
 
 
 def _dec_delete_topics_request_v1(mv, pos):
+    o = _new(DeleteTopicsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_topic_names = []
+        o.topic_names = items = []
         for _ in range(n):
             e, pos = _p.read_string(mv, pos, False)
-            f_topic_names.append(e)
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
+    o.topics = []
+    return o, pos
 
 
 def _dec_delete_topics_request_v4(mv, pos):
+    o = _new(DeleteTopicsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_topic_names = []
+        o.topic_names = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_topic_names.append(e)
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -144,21 +134,31 @@ def _dec_delete_topics_request_v4(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
+    o.topics = []
+    return o, pos
 
 
 def _dec_delete_topics_request_v6(mv, pos):
+    o = _new(DeleteTopicsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_delete_topic_state_v6(mv, pos)
-            f_topics.append(e)
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+            e = _new(DeleteTopicState)
+            e.name, pos = _p.read_compact_string(mv, pos, True)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -166,7 +166,8 @@ def _dec_delete_topics_request_v6(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteTopicsRequest(f_topics, [], f_timeout_ms), pos
+    o.topic_names = []
+    return o, pos
 
 
 DeleteTopicsRequest._ENCODERS = {

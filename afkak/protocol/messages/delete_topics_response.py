@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DeletableTopicResult(_m.Struct):
@@ -86,61 +88,6 @@ def _enc_deletable_topic_result_v6(a, o):
     a(b"\x00")
 
 
-def _dec_deletable_topic_result_v1(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeletableTopicResult(f_name, _p.ZERO_UUID, f_error_code, None), pos
-
-
-def _dec_deletable_topic_result_v4(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeletableTopicResult(f_name, _p.ZERO_UUID, f_error_code, None), pos
-
-
-def _dec_deletable_topic_result_v5(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeletableTopicResult(f_name, _p.ZERO_UUID, f_error_code, f_error_message), pos
-
-
-def _dec_deletable_topic_result_v6(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, True)
-        f_topic_id, f_error_code = _S_Uh.unpack_from(mv, pos)
-        pos += 18
-        f_topic_id = _p.uuid_from(f_topic_id)
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message), pos
-
-
 def _enc_delete_topics_response_v1(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.responses
@@ -177,87 +124,123 @@ def _enc_delete_topics_response_v6(a, o):
 
 
 def _dec_delete_topics_response_v1(mv, pos):
+    o = _new(DeleteTopicsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_topic_result_v1(mv, pos)
-            f_responses.append(e)
+            e = _new(DeletableTopicResult)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.topic_id = _p.ZERO_UUID
+            e.error_message = None
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
+    return o, pos
 
 
 def _dec_delete_topics_response_v4(mv, pos):
+    o = _new(DeleteTopicsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_topic_result_v4(mv, pos)
-            f_responses.append(e)
+            e = _new(DeletableTopicResult)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic_id = _p.ZERO_UUID
+            e.error_message = None
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
+    return o, pos
 
 
 def _dec_delete_topics_response_v5(mv, pos):
+    o = _new(DeleteTopicsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_topic_result_v5(mv, pos)
-            f_responses.append(e)
+            e = _new(DeletableTopicResult)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic_id = _p.ZERO_UUID
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
+    return o, pos
 
 
 def _dec_delete_topics_response_v6(mv, pos):
+    o = _new(DeleteTopicsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 21)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_deletable_topic_result_v6(mv, pos)
-            f_responses.append(e)
+            e = _new(DeletableTopicResult)
+            e.name, pos = _p.read_compact_string(mv, pos, True)
+            u_topic_id, e.error_code = _S_Uh.unpack_from(mv, pos)
+            pos += 18
+            e.topic_id = _p.uuid_from(u_topic_id)
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
+    return o, pos
 
 
 DeleteTopicsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeAclsRequest(_m.Message):
@@ -72,31 +74,33 @@ def _enc_describe_acls_request_v2(a, o):
 
 
 def _dec_describe_acls_request_v1(mv, pos):
+    o = _new(DescribeAclsRequest)
     try:
-        f_resource_type_filter = _S_b.unpack_from(mv, pos)[0]
+        o.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name_filter, pos = _p.read_string(mv, pos, True)
-        f_pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
+        o.resource_name_filter, pos = _p.read_string(mv, pos, True)
+        o.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal_filter, pos = _p.read_string(mv, pos, True)
-        f_host_filter, pos = _p.read_string(mv, pos, True)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
+        o.principal_filter, pos = _p.read_string(mv, pos, True)
+        o.host_filter, pos = _p.read_string(mv, pos, True)
+        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
+    return o, pos
 
 
 def _dec_describe_acls_request_v2(mv, pos):
+    o = _new(DescribeAclsRequest)
     try:
-        f_resource_type_filter = _S_b.unpack_from(mv, pos)[0]
+        o.resource_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name_filter, pos = _p.read_compact_string(mv, pos, True)
-        f_pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
+        o.resource_name_filter, pos = _p.read_compact_string(mv, pos, True)
+        o.pattern_type_filter = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_principal_filter, pos = _p.read_compact_string(mv, pos, True)
-        f_host_filter, pos = _p.read_compact_string(mv, pos, True)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
+        o.principal_filter, pos = _p.read_compact_string(mv, pos, True)
+        o.host_filter, pos = _p.read_compact_string(mv, pos, True)
+        o.operation, o.permission_type = _S_bb.unpack_from(mv, pos)
         pos += 2
         if mv[pos] == 0:
             pos += 1
@@ -104,7 +108,7 @@ def _dec_describe_acls_request_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeAclsRequest(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type), pos
+    return o, pos
 
 
 DescribeAclsRequest._ENCODERS = {

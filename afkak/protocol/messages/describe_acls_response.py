@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AclDescription(_m.Struct):
@@ -101,32 +103,6 @@ def _enc_acl_description_v2(a, o):
     a(_S_bbx.pack(o.operation, o.permission_type))
 
 
-def _dec_acl_description_v1(mv, pos):
-    try:
-        f_principal, pos = _p.read_string(mv, pos, False)
-        f_host, pos = _p.read_string(mv, pos, False)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AclDescription(f_principal, f_host, f_operation, f_permission_type), pos
-
-
-def _dec_acl_description_v2(mv, pos):
-    try:
-        f_principal, pos = _p.read_compact_string(mv, pos, False)
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_operation, f_permission_type = _S_bb.unpack_from(mv, pos)
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AclDescription(f_principal, f_host, f_operation, f_permission_type), pos
-
-
 def _enc_describe_acls_resource_v1(a, o):
     a(_S_b.pack(o.resource_type))
     a(_p.string(o.resource_name))
@@ -149,49 +125,63 @@ def _enc_describe_acls_resource_v2(a, o):
 
 
 def _dec_describe_acls_resource_v1(mv, pos):
+    o = _new(DescribeAclsResource)
     try:
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
+        o.resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos, False)
-        f_pattern_type = _S_b.unpack_from(mv, pos)[0]
+        o.resource_name, pos = _p.read_string(mv, pos, False)
+        o.pattern_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_acls = []
+        o.acls = items = []
         for _ in range(n):
-            e, pos = _dec_acl_description_v1(mv, pos)
-            f_acls.append(e)
+            e = _new(AclDescription)
+            e.principal, pos = _p.read_string(mv, pos, False)
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls), pos
+    return o, pos
 
 
 def _dec_describe_acls_resource_v2(mv, pos):
+    o = _new(DescribeAclsResource)
     try:
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
+        o.resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
-        f_pattern_type = _S_b.unpack_from(mv, pos)[0]
+        o.resource_name, pos = _p.read_compact_string(mv, pos, False)
+        o.pattern_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_acls = []
+        o.acls = items = []
         for _ in range(n):
-            e, pos = _dec_acl_description_v2(mv, pos)
-            f_acls.append(e)
+            e = _new(AclDescription)
+            e.principal, pos = _p.read_compact_string(mv, pos, False)
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.operation, e.permission_type = _S_bb.unpack_from(mv, pos)
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls), pos
+    return o, pos
 
 
 def _enc_describe_acls_response_v1(a, o):
@@ -214,45 +204,47 @@ def _enc_describe_acls_response_v2(a, o):
 
 
 def _dec_describe_acls_response_v1(mv, pos):
+    o = _new(DescribeAclsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_string(mv, pos, True)
+        o.error_message, pos = _p.read_string(mv, pos, True)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_resources = []
+        o.resources = items = []
         for _ in range(n):
             e, pos = _dec_describe_acls_resource_v1(mv, pos)
-            f_resources.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources), pos
+    return o, pos
 
 
 def _dec_describe_acls_response_v2(mv, pos):
+    o = _new(DescribeAclsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_resources = []
+        o.resources = items = []
         for _ in range(n):
             e, pos = _dec_describe_acls_resource_v2(mv, pos)
-            f_resources.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeAclsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_resources), pos
+    return o, pos
 
 
 DescribeAclsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ComponentData(_m.Struct):
@@ -71,32 +73,6 @@ def _enc_component_data_v1(a, o):
     a(b"\x00")
 
 
-def _dec_component_data_v0(mv, pos):
-    try:
-        f_entity_type, pos = _p.read_string(mv, pos, False)
-        f_match_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_match, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ComponentData(f_entity_type, f_match_type, f_match), pos
-
-
-def _dec_component_data_v1(mv, pos):
-    try:
-        f_entity_type, pos = _p.read_compact_string(mv, pos, False)
-        f_match_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_match, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ComponentData(f_entity_type, f_match_type, f_match), pos
-
-
 def _enc_describe_client_quotas_request_v0(a, o):
     v = o.components
     a(_p.array_len(len(v)))
@@ -114,35 +90,49 @@ def _enc_describe_client_quotas_request_v1(a, o):
 
 
 def _dec_describe_client_quotas_request_v0(mv, pos):
+    o = _new(DescribeClientQuotasRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 5)
-        f_components = []
+        o.components = items = []
         for _ in range(n):
-            e, pos = _dec_component_data_v0(mv, pos)
-            f_components.append(e)
-        f_strict = _S_Z.unpack_from(mv, pos)[0]
+            e = _new(ComponentData)
+            e.entity_type, pos = _p.read_string(mv, pos, False)
+            e.match_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.match, pos = _p.read_string(mv, pos, True)
+            items.append(e)
+        o.strict = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClientQuotasRequest(f_components, f_strict), pos
+    return o, pos
 
 
 def _dec_describe_client_quotas_request_v1(mv, pos):
+    o = _new(DescribeClientQuotasRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_components = []
+        o.components = items = []
         for _ in range(n):
-            e, pos = _dec_component_data_v1(mv, pos)
-            f_components.append(e)
-        f_strict = _S_Z.unpack_from(mv, pos)[0]
+            e = _new(ComponentData)
+            e.entity_type, pos = _p.read_compact_string(mv, pos, False)
+            e.match_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.match, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.strict = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -150,7 +140,7 @@ def _dec_describe_client_quotas_request_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClientQuotasRequest(f_components, f_strict), pos
+    return o, pos
 
 
 DescribeClientQuotasRequest._ENCODERS = {

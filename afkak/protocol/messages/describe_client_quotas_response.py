@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class EntityData(_m.Struct):
@@ -102,28 +104,6 @@ def _enc_entity_data_v1(a, o):
     a(b"\x00")
 
 
-def _dec_entity_data_v0(mv, pos):
-    try:
-        f_entity_type, pos = _p.read_string(mv, pos, False)
-        f_entity_name, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return EntityData(f_entity_type, f_entity_name), pos
-
-
-def _dec_entity_data_v1(mv, pos):
-    try:
-        f_entity_type, pos = _p.read_compact_string(mv, pos, False)
-        f_entity_name, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return EntityData(f_entity_type, f_entity_name), pos
-
-
 def _enc_value_data_v0(a, o):
     a(_p.string(o.key))
     a(_S_d.pack(o.value))
@@ -132,30 +112,6 @@ def _enc_value_data_v0(a, o):
 def _enc_value_data_v1(a, o):
     a(_p.compact_string(o.key))
     a(_S_dx.pack(o.value))
-
-
-def _dec_value_data_v0(mv, pos):
-    try:
-        f_key, pos = _p.read_string(mv, pos, False)
-        f_value = _S_d.unpack_from(mv, pos)[0]
-        pos += 8
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ValueData(f_key, f_value), pos
-
-
-def _dec_value_data_v1(mv, pos):
-    try:
-        f_key, pos = _p.read_compact_string(mv, pos, False)
-        f_value = _S_d.unpack_from(mv, pos)[0]
-        pos += 8
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ValueData(f_key, f_value), pos
 
 
 def _enc_entry_data_v0(a, o):
@@ -182,57 +138,77 @@ def _enc_entry_data_v1(a, o):
 
 
 def _dec_entry_data_v0(mv, pos):
+    o = _new(EntryData)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_entity = []
+        o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v0(mv, pos)
-            f_entity.append(e)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_string(mv, pos, False)
+            e.entity_name, pos = _p.read_string(mv, pos, True)
+            items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 10)
-        f_values = []
+        o.values = items = []
         for _ in range(n):
-            e, pos = _dec_value_data_v0(mv, pos)
-            f_values.append(e)
+            e = _new(ValueData)
+            e.key, pos = _p.read_string(mv, pos, False)
+            e.value = _S_d.unpack_from(mv, pos)[0]
+            pos += 8
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EntryData(f_entity, f_values), pos
+    return o, pos
 
 
 def _dec_entry_data_v1(mv, pos):
+    o = _new(EntryData)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_entity = []
+        o.entity = items = []
         for _ in range(n):
-            e, pos = _dec_entity_data_v1(mv, pos)
-            f_entity.append(e)
+            e = _new(EntityData)
+            e.entity_type, pos = _p.read_compact_string(mv, pos, False)
+            e.entity_name, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 10)
-        f_values = []
+        o.values = items = []
         for _ in range(n):
-            e, pos = _dec_value_data_v1(mv, pos)
-            f_values.append(e)
+            e = _new(ValueData)
+            e.key, pos = _p.read_compact_string(mv, pos, False)
+            e.value = _S_d.unpack_from(mv, pos)[0]
+            pos += 8
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EntryData(f_entity, f_values), pos
+    return o, pos
 
 
 def _enc_describe_client_quotas_response_v0(a, o):
@@ -261,51 +237,53 @@ def _enc_describe_client_quotas_response_v1(a, o):
 
 
 def _dec_describe_client_quotas_response_v0(mv, pos):
+    o = _new(DescribeClientQuotasResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_string(mv, pos, True)
+        o.error_message, pos = _p.read_string(mv, pos, True)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, True, 8)
         if n < 0:
-            f_entries = None
+            o.entries = None
         else:
-            f_entries = []
+            o.entries = items = []
             for _ in range(n):
                 e, pos = _dec_entry_data_v0(mv, pos)
-                f_entries.append(e)
+                items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries), pos
+    return o, pos
 
 
 def _dec_describe_client_quotas_response_v1(mv, pos):
+    o = _new(DescribeClientQuotasResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
-            f_entries = None
+            o.entries = None
         else:
-            f_entries = []
+            o.entries = items = []
             for _ in range(n):
                 e, pos = _dec_entry_data_v1(mv, pos)
-                f_entries.append(e)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClientQuotasResponse(f_throttle_time_ms, f_error_code, f_error_message, f_entries), pos
+    return o, pos
 
 
 DescribeClientQuotasResponse._ENCODERS = {

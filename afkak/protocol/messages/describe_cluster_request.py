@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeClusterRequest(_m.Message):
@@ -63,8 +65,9 @@ def _enc_describe_cluster_request_v2(a, o):
 
 
 def _dec_describe_cluster_request_v0(mv, pos):
+    o = _new(DescribeClusterRequest)
     try:
-        f_include_cluster_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
+        o.include_cluster_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -72,12 +75,15 @@ def _dec_describe_cluster_request_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClusterRequest(f_include_cluster_authorized_operations, 1, False), pos
+    o.endpoint_type = 1
+    o.include_fenced_brokers = False
+    return o, pos
 
 
 def _dec_describe_cluster_request_v1(mv, pos):
+    o = _new(DescribeClusterRequest)
     try:
-        f_include_cluster_authorized_operations, f_endpoint_type = _S_Zb.unpack_from(mv, pos)
+        o.include_cluster_authorized_operations, o.endpoint_type = _S_Zb.unpack_from(mv, pos)
         pos += 2
         if mv[pos] == 0:
             pos += 1
@@ -85,12 +91,14 @@ def _dec_describe_cluster_request_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, False), pos
+    o.include_fenced_brokers = False
+    return o, pos
 
 
 def _dec_describe_cluster_request_v2(mv, pos):
+    o = _new(DescribeClusterRequest)
     try:
-        f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers = _S_ZbZ.unpack_from(mv, pos)
+        o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers = _S_ZbZ.unpack_from(mv, pos)
         pos += 3
         if mv[pos] == 0:
             pos += 1
@@ -98,7 +106,7 @@ def _dec_describe_cluster_request_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers), pos
+    return o, pos
 
 
 DescribeClusterRequest._ENCODERS = {

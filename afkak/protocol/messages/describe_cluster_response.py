@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeClusterBroker(_m.Struct):
@@ -102,42 +104,6 @@ def _enc_describe_cluster_broker_v2(a, o):
     a(_S_bx.pack(o.is_fenced))
 
 
-def _dec_describe_cluster_broker_v0(mv, pos):
-    try:
-        f_broker_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, False), pos
-
-
-def _dec_describe_cluster_broker_v2(mv, pos):
-    try:
-        f_broker_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_rack, pos = _p.read_compact_string(mv, pos, True)
-        f_is_fenced = _S_Z.unpack_from(mv, pos)[0]
-        pos += 1
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack, f_is_fenced), pos
-
-
 def _enc_describe_cluster_response_v0(a, o):
     if o.endpoint_type != 1:
         raise _m.AbsentField(o, 'endpoint_type')
@@ -179,23 +145,35 @@ def _enc_describe_cluster_response_v2(a, o):
 
 
 def _dec_describe_cluster_response_v0(mv, pos):
+    o = _new(DescribeClusterResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, False)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, False)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_describe_cluster_broker_v0(mv, pos)
-            f_brokers.append(e)
-        f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(DescribeClusterBroker)
+            e.broker_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.is_fenced = False
+            items.append(e)
+        o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -203,29 +181,42 @@ def _dec_describe_cluster_response_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, 1, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
+    o.endpoint_type = 1
+    return o, pos
 
 
 def _dec_describe_cluster_response_v1(mv, pos):
+    o = _new(DescribeClusterResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_endpoint_type = _S_b.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.endpoint_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, False)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, False)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_describe_cluster_broker_v0(mv, pos)
-            f_brokers.append(e)
-        f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(DescribeClusterBroker)
+            e.broker_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.is_fenced = False
+            items.append(e)
+        o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -233,29 +224,42 @@ def _dec_describe_cluster_response_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
+    return o, pos
 
 
 def _dec_describe_cluster_response_v2(mv, pos):
+    o = _new(DescribeClusterResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_endpoint_type = _S_b.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.endpoint_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, False)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, False)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_describe_cluster_broker_v2(mv, pos)
-            f_brokers.append(e)
-        f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(DescribeClusterBroker)
+            e.broker_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            e.is_fenced = _S_Z.unpack_from(mv, pos)[0]
+            pos += 1
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -263,7 +267,7 @@ def _dec_describe_cluster_response_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
+    return o, pos
 
 
 DescribeClusterResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeConfigsResource(_m.Struct):
@@ -89,51 +91,53 @@ def _enc_describe_configs_resource_v4(a, o):
 
 
 def _dec_describe_configs_resource_v1(mv, pos):
+    o = _new(DescribeConfigsResource)
     try:
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
+        o.resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos, False)
+        o.resource_name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, True, 2)
         if n < 0:
-            f_configuration_keys = None
+            o.configuration_keys = None
         else:
-            f_configuration_keys = []
+            o.configuration_keys = items = []
             for _ in range(n):
                 e, pos = _p.read_string(mv, pos, False)
-                f_configuration_keys.append(e)
+                items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
+    return o, pos
 
 
 def _dec_describe_configs_resource_v4(mv, pos):
+    o = _new(DescribeConfigsResource)
     try:
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
+        o.resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
+        o.resource_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 1)
         if n < 0:
-            f_configuration_keys = None
+            o.configuration_keys = None
         else:
-            f_configuration_keys = []
+            o.configuration_keys = items = []
             for _ in range(n):
                 e, pos = _p.read_compact_string(mv, pos, False)
-                f_configuration_keys.append(e)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys), pos
+    return o, pos
 
 
 def _enc_describe_configs_request_v1(a, o):
@@ -163,53 +167,57 @@ def _enc_describe_configs_request_v4(a, o):
 
 
 def _dec_describe_configs_request_v1(mv, pos):
+    o = _new(DescribeConfigsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 7)
-        f_resources = []
+        o.resources = items = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_v1(mv, pos)
-            f_resources.append(e)
-        f_include_synonyms = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.include_synonyms = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsRequest(f_resources, f_include_synonyms, False), pos
+    o.include_documentation = False
+    return o, pos
 
 
 def _dec_describe_configs_request_v3(mv, pos):
+    o = _new(DescribeConfigsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 7)
-        f_resources = []
+        o.resources = items = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_v1(mv, pos)
-            f_resources.append(e)
-        f_include_synonyms, f_include_documentation = _S_ZZ.unpack_from(mv, pos)
+            items.append(e)
+        o.include_synonyms, o.include_documentation = _S_ZZ.unpack_from(mv, pos)
         pos += 2
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation), pos
+    return o, pos
 
 
 def _dec_describe_configs_request_v4(mv, pos):
+    o = _new(DescribeConfigsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_resources = []
+        o.resources = items = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_v4(mv, pos)
-            f_resources.append(e)
-        f_include_synonyms, f_include_documentation = _S_ZZ.unpack_from(mv, pos)
+            items.append(e)
+        o.include_synonyms, o.include_documentation = _S_ZZ.unpack_from(mv, pos)
         pos += 2
         if mv[pos] == 0:
             pos += 1
@@ -217,7 +225,7 @@ def _dec_describe_configs_request_v4(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation), pos
+    return o, pos
 
 
 DescribeConfigsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeConfigsSynonym(_m.Struct):
@@ -132,32 +134,6 @@ def _enc_describe_configs_synonym_v4(a, o):
     a(_S_bx.pack(o.source))
 
 
-def _dec_describe_configs_synonym_v1(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_value, pos = _p.read_string(mv, pos, True)
-        f_source = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
-
-
-def _dec_describe_configs_synonym_v4(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_value, pos = _p.read_compact_string(mv, pos, True)
-        f_source = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeConfigsSynonym(f_name, f_value, f_source), pos
-
-
 def _enc_describe_configs_resource_result_v1(a, o):
     if o.is_default != False:
         raise _m.AbsentField(o, 'is_default')
@@ -200,73 +176,97 @@ def _enc_describe_configs_resource_result_v4(a, o):
 
 
 def _dec_describe_configs_resource_result_v1(mv, pos):
+    o = _new(DescribeConfigsResourceResult)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_value, pos = _p.read_string(mv, pos, True)
-        f_read_only, f_config_source, f_is_sensitive = _S_ZbZ.unpack_from(mv, pos)
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.value, pos = _p.read_string(mv, pos, True)
+        o.read_only, o.config_source, o.is_sensitive = _S_ZbZ.unpack_from(mv, pos)
         pos += 3
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 5)
-        f_synonyms = []
+        o.synonyms = items = []
         for _ in range(n):
-            e, pos = _dec_describe_configs_synonym_v1(mv, pos)
-            f_synonyms.append(e)
+            e = _new(DescribeConfigsSynonym)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.value, pos = _p.read_string(mv, pos, True)
+            e.source = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, 0, ''), pos
+    o.is_default = False
+    o.config_type = 0
+    o.documentation = ''
+    return o, pos
 
 
 def _dec_describe_configs_resource_result_v3(mv, pos):
+    o = _new(DescribeConfigsResourceResult)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_value, pos = _p.read_string(mv, pos, True)
-        f_read_only, f_config_source, f_is_sensitive = _S_ZbZ.unpack_from(mv, pos)
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.value, pos = _p.read_string(mv, pos, True)
+        o.read_only, o.config_source, o.is_sensitive = _S_ZbZ.unpack_from(mv, pos)
         pos += 3
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 5)
-        f_synonyms = []
+        o.synonyms = items = []
         for _ in range(n):
-            e, pos = _dec_describe_configs_synonym_v1(mv, pos)
-            f_synonyms.append(e)
-        f_config_type = _S_b.unpack_from(mv, pos)[0]
+            e = _new(DescribeConfigsSynonym)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.value, pos = _p.read_string(mv, pos, True)
+            e.source = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            items.append(e)
+        o.config_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_documentation, pos = _p.read_string(mv, pos, True)
+        o.documentation, pos = _p.read_string(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, f_config_type, f_documentation), pos
+    o.is_default = False
+    return o, pos
 
 
 def _dec_describe_configs_resource_result_v4(mv, pos):
+    o = _new(DescribeConfigsResourceResult)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_value, pos = _p.read_compact_string(mv, pos, True)
-        f_read_only, f_config_source, f_is_sensitive = _S_ZbZ.unpack_from(mv, pos)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
+        o.value, pos = _p.read_compact_string(mv, pos, True)
+        o.read_only, o.config_source, o.is_sensitive = _S_ZbZ.unpack_from(mv, pos)
         pos += 3
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_synonyms = []
+        o.synonyms = items = []
         for _ in range(n):
-            e, pos = _dec_describe_configs_synonym_v4(mv, pos)
-            f_synonyms.append(e)
-        f_config_type = _S_b.unpack_from(mv, pos)[0]
+            e = _new(DescribeConfigsSynonym)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.value, pos = _p.read_compact_string(mv, pos, True)
+            e.source = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.config_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_documentation, pos = _p.read_compact_string(mv, pos, True)
+        o.documentation, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_config_source, False, f_is_sensitive, f_synonyms, f_config_type, f_documentation), pos
+    o.is_default = False
+    return o, pos
 
 
 def _enc_describe_configs_result_v1(a, o):
@@ -304,73 +304,76 @@ def _enc_describe_configs_result_v4(a, o):
 
 
 def _dec_describe_configs_result_v1(mv, pos):
+    o = _new(DescribeConfigsResult)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_string(mv, pos, True)
+        o.resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos, False)
+        o.resource_name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 11)
-        f_configs = []
+        o.configs = items = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_result_v1(mv, pos)
-            f_configs.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
+    return o, pos
 
 
 def _dec_describe_configs_result_v3(mv, pos):
+    o = _new(DescribeConfigsResult)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_string(mv, pos, True)
+        o.resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos, False)
+        o.resource_name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 14)
-        f_configs = []
+        o.configs = items = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_result_v3(mv, pos)
-            f_configs.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
+    return o, pos
 
 
 def _dec_describe_configs_result_v4(mv, pos):
+    o = _new(DescribeConfigsResult)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.resource_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
+        o.resource_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 9)
-        f_configs = []
+        o.configs = items = []
         for _ in range(n):
             e, pos = _dec_describe_configs_resource_result_v4(mv, pos)
-            f_configs.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs), pos
+    return o, pos
 
 
 def _enc_describe_configs_response_v1(a, o):
@@ -399,61 +402,64 @@ def _enc_describe_configs_response_v4(a, o):
 
 
 def _dec_describe_configs_response_v1(mv, pos):
+    o = _new(DescribeConfigsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 11)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_configs_result_v1(mv, pos)
-            f_results.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 def _dec_describe_configs_response_v3(mv, pos):
+    o = _new(DescribeConfigsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 11)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_configs_result_v3(mv, pos)
-            f_results.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 def _dec_describe_configs_response_v4(mv, pos):
+    o = _new(DescribeConfigsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_configs_result_v4(mv, pos)
-            f_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
+    return o, pos
 
 
 DescribeConfigsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeGroupsRequest(_m.Message):
@@ -65,51 +67,55 @@ def _enc_describe_groups_request_v5(a, o):
 
 
 def _dec_describe_groups_request_v0(mv, pos):
+    o = _new(DescribeGroupsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _p.read_string(mv, pos, False)
-            f_groups.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeGroupsRequest(f_groups, False), pos
+    o.include_authorized_operations = False
+    return o, pos
 
 
 def _dec_describe_groups_request_v3(mv, pos):
+    o = _new(DescribeGroupsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _p.read_string(mv, pos, False)
-            f_groups.append(e)
-        f_include_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.include_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeGroupsRequest(f_groups, f_include_authorized_operations), pos
+    return o, pos
 
 
 def _dec_describe_groups_request_v5(mv, pos):
+    o = _new(DescribeGroupsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_groups.append(e)
-        f_include_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.include_authorized_operations = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -117,7 +123,7 @@ def _dec_describe_groups_request_v5(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeGroupsRequest(f_groups, f_include_authorized_operations), pos
+    return o, pos
 
 
 DescribeGroupsRequest._ENCODERS = {

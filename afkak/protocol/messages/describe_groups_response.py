@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribedGroupMember(_m.Struct):
@@ -138,48 +140,6 @@ def _enc_described_group_member_v5(a, o):
     a(b"\x00")
 
 
-def _dec_described_group_member_v0(mv, pos):
-    try:
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_client_id, pos = _p.read_string(mv, pos, False)
-        f_client_host, pos = _p.read_string(mv, pos, False)
-        f_member_metadata, pos = _p.read_bytes(mv, pos, False)
-        f_member_assignment, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribedGroupMember(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
-
-
-def _dec_described_group_member_v4(mv, pos):
-    try:
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_string(mv, pos, True)
-        f_client_id, pos = _p.read_string(mv, pos, False)
-        f_client_host, pos = _p.read_string(mv, pos, False)
-        f_member_metadata, pos = _p.read_bytes(mv, pos, False)
-        f_member_assignment, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
-
-
-def _dec_described_group_member_v5(mv, pos):
-    try:
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_client_id, pos = _p.read_compact_string(mv, pos, False)
-        f_client_host, pos = _p.read_compact_string(mv, pos, False)
-        f_member_metadata, pos = _p.read_compact_bytes(mv, pos, False)
-        f_member_assignment, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment), pos
-
-
 def _enc_described_group_v0(a, o):
     if o.error_message is not None:
         raise _m.AbsentField(o, 'error_message')
@@ -256,93 +216,129 @@ def _enc_described_group_v6(a, o):
 
 
 def _dec_described_group_v0(mv, pos):
+    o = _new(DescribedGroup)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_group_state, pos = _p.read_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_string(mv, pos, False)
-        f_protocol_data, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.group_state, pos = _p.read_string(mv, pos, False)
+        o.protocol_type, pos = _p.read_string(mv, pos, False)
+        o.protocol_data, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 14)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v0(mv, pos)
-            f_members.append(e)
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.client_id, pos = _p.read_string(mv, pos, False)
+            e.client_host, pos = _p.read_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_bytes(mv, pos, False)
+            e.group_instance_id = None
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648), pos
+    o.error_message = None
+    o.authorized_operations = -2147483648
+    return o, pos
 
 
 def _dec_described_group_v3(mv, pos):
+    o = _new(DescribedGroup)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_group_state, pos = _p.read_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_string(mv, pos, False)
-        f_protocol_data, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.group_state, pos = _p.read_string(mv, pos, False)
+        o.protocol_type, pos = _p.read_string(mv, pos, False)
+        o.protocol_data, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 14)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v0(mv, pos)
-            f_members.append(e)
-        f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.client_id, pos = _p.read_string(mv, pos, False)
+            e.client_host, pos = _p.read_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_bytes(mv, pos, False)
+            e.group_instance_id = None
+            items.append(e)
+        o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
+    o.error_message = None
+    return o, pos
 
 
 def _dec_described_group_v4(mv, pos):
+    o = _new(DescribedGroup)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_group_state, pos = _p.read_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_string(mv, pos, False)
-        f_protocol_data, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.group_state, pos = _p.read_string(mv, pos, False)
+        o.protocol_type, pos = _p.read_string(mv, pos, False)
+        o.protocol_data, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 16)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v4(mv, pos)
-            f_members.append(e)
-        f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_string(mv, pos, True)
+            e.client_id, pos = _p.read_string(mv, pos, False)
+            e.client_host, pos = _p.read_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_bytes(mv, pos, False)
+            items.append(e)
+        o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
+    o.error_message = None
+    return o, pos
 
 
 def _dec_described_group_v5(mv, pos):
+    o = _new(DescribedGroup)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_state, pos = _p.read_compact_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
-        f_protocol_data, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_state, pos = _p.read_compact_string(mv, pos, False)
+        o.protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        o.protocol_data, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v5(mv, pos)
-            f_members.append(e)
-        f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.client_id, pos = _p.read_compact_string(mv, pos, False)
+            e.client_host, pos = _p.read_compact_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -350,28 +346,40 @@ def _dec_described_group_v5(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
+    o.error_message = None
+    return o, pos
 
 
 def _dec_described_group_v6(mv, pos):
+    o = _new(DescribedGroup)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_state, pos = _p.read_compact_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
-        f_protocol_data, pos = _p.read_compact_string(mv, pos, False)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_state, pos = _p.read_compact_string(mv, pos, False)
+        o.protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        o.protocol_data, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_described_group_member_v5(mv, pos)
-            f_members.append(e)
-        f_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(DescribedGroupMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.client_id, pos = _p.read_compact_string(mv, pos, False)
+            e.client_host, pos = _p.read_compact_string(mv, pos, False)
+            e.member_metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            e.member_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -379,7 +387,7 @@ def _dec_described_group_v6(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations), pos
+    return o, pos
 
 
 def _enc_describe_groups_response_v0(a, o):
@@ -432,117 +440,124 @@ def _enc_describe_groups_response_v6(a, o):
 
 
 def _dec_describe_groups_response_v0(mv, pos):
+    o = _new(DescribeGroupsResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 14)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_described_group_v0(mv, pos)
-            f_groups.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeGroupsResponse(0, f_groups), pos
+    o.throttle_time_ms = 0
+    return o, pos
 
 
 def _dec_describe_groups_response_v1(mv, pos):
+    o = _new(DescribeGroupsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 14)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_described_group_v0(mv, pos)
-            f_groups.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
+    return o, pos
 
 
 def _dec_describe_groups_response_v3(mv, pos):
+    o = _new(DescribeGroupsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 18)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_described_group_v3(mv, pos)
-            f_groups.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
+    return o, pos
 
 
 def _dec_describe_groups_response_v4(mv, pos):
+    o = _new(DescribeGroupsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 18)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_described_group_v4(mv, pos)
-            f_groups.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
+    return o, pos
 
 
 def _dec_describe_groups_response_v5(mv, pos):
+    o = _new(DescribeGroupsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 12)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_described_group_v5(mv, pos)
-            f_groups.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
+    return o, pos
 
 
 def _dec_describe_groups_response_v6(mv, pos):
+    o = _new(DescribeGroupsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_described_group_v6(mv, pos)
-            f_groups.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
+    return o, pos
 
 
 DescribeGroupsResponse._ENCODERS = {

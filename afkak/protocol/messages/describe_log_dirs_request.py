@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribableLogDirTopic(_m.Struct):
@@ -63,38 +65,6 @@ def _enc_describable_log_dir_topic_v2(a, o):
     a(b"\x00")
 
 
-def _dec_describable_log_dir_topic_v1(mv, pos):
-    try:
-        f_topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribableLogDirTopic(f_topic, f_partitions), pos
-
-
-def _dec_describable_log_dir_topic_v2(mv, pos):
-    try:
-        f_topic, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribableLogDirTopic(f_topic, f_partitions), pos
-
-
 def _enc_describe_log_dirs_request_v1(a, o):
     v = o.topics
     if v is None:
@@ -117,6 +87,7 @@ def _enc_describe_log_dirs_request_v2(a, o):
 
 
 def _dec_describe_log_dirs_request_v1(mv, pos):
+    o = _new(DescribeLogDirsRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -124,18 +95,29 @@ def _dec_describe_log_dirs_request_v1(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 6)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_describable_log_dir_topic_v1(mv, pos)
-                f_topics.append(e)
+                e = _new(DescribableLogDirTopic)
+                e.topic, pos = _p.read_string(mv, pos, False)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.partitions = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+                items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsRequest(f_topics), pos
+    return o, pos
 
 
 def _dec_describe_log_dirs_request_v2(mv, pos):
+    o = _new(DescribeLogDirsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -143,19 +125,33 @@ def _dec_describe_log_dirs_request_v2(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_describable_log_dir_topic_v2(mv, pos)
-                f_topics.append(e)
+                e = _new(DescribableLogDirTopic)
+                e.topic, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partitions = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsRequest(f_topics), pos
+    return o, pos
 
 
 DescribeLogDirsRequest._ENCODERS = {

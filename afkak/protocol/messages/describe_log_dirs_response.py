@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeLogDirsPartition(_m.Struct):
@@ -120,28 +122,6 @@ def _enc_describe_log_dirs_partition_v2(a, o):
     a(_S_iqqbx.pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))
 
 
-def _dec_describe_log_dirs_partition_v1(mv, pos):
-    try:
-        f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqZ.unpack_from(mv, pos)
-        pos += 21
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
-
-
-def _dec_describe_log_dirs_partition_v2(mv, pos):
-    try:
-        f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = _S_iqqZ.unpack_from(mv, pos)
-        pos += 21
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key), pos
-
-
 def _enc_describe_log_dirs_topic_v1(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -160,41 +140,51 @@ def _enc_describe_log_dirs_topic_v2(a, o):
 
 
 def _dec_describe_log_dirs_topic_v1(mv, pos):
+    o = _new(DescribeLogDirsTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 21)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_log_dirs_partition_v1(mv, pos)
-            f_partitions.append(e)
+            e = _new(DescribeLogDirsPartition)
+            e.partition_index, e.partition_size, e.offset_lag, e.is_future_key = _S_iqqZ.unpack_from(mv, pos)
+            pos += 21
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_describe_log_dirs_topic_v2(mv, pos):
+    o = _new(DescribeLogDirsTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 22)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_log_dirs_partition_v2(mv, pos)
-            f_partitions.append(e)
+            e = _new(DescribeLogDirsPartition)
+            e.partition_index, e.partition_size, e.offset_lag, e.is_future_key = _S_iqqZ.unpack_from(mv, pos)
+            pos += 21
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_describe_log_dirs_result_v1(a, o):
@@ -237,62 +227,71 @@ def _enc_describe_log_dirs_result_v5(a, o):
 
 
 def _dec_describe_log_dirs_result_v1(mv, pos):
+    o = _new(DescribeLogDirsResult)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_log_dir, pos = _p.read_string(mv, pos, False)
+        o.log_dir, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1, False), pos
+    o.total_bytes = -1
+    o.usable_bytes = -1
+    o.is_cordoned = False
+    return o, pos
 
 
 def _dec_describe_log_dirs_result_v2(mv, pos):
+    o = _new(DescribeLogDirsResult)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_log_dir, pos = _p.read_compact_string(mv, pos, False)
+        o.log_dir, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_topic_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1, False), pos
+    o.total_bytes = -1
+    o.usable_bytes = -1
+    o.is_cordoned = False
+    return o, pos
 
 
 def _dec_describe_log_dirs_result_v4(mv, pos):
+    o = _new(DescribeLogDirsResult)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_log_dir, pos = _p.read_compact_string(mv, pos, False)
+        o.log_dir, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_topic_v2(mv, pos)
-            f_topics.append(e)
-        f_total_bytes, f_usable_bytes = _S_qq.unpack_from(mv, pos)
+            items.append(e)
+        o.total_bytes, o.usable_bytes = _S_qq.unpack_from(mv, pos)
         pos += 16
         if mv[pos] == 0:
             pos += 1
@@ -300,24 +299,26 @@ def _dec_describe_log_dirs_result_v4(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, False), pos
+    o.is_cordoned = False
+    return o, pos
 
 
 def _dec_describe_log_dirs_result_v5(mv, pos):
+    o = _new(DescribeLogDirsResult)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_log_dir, pos = _p.read_compact_string(mv, pos, False)
+        o.log_dir, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_topic_v2(mv, pos)
-            f_topics.append(e)
-        f_total_bytes, f_usable_bytes, f_is_cordoned = _S_qqZ.unpack_from(mv, pos)
+            items.append(e)
+        o.total_bytes, o.usable_bytes, o.is_cordoned = _S_qqZ.unpack_from(mv, pos)
         pos += 17
         if mv[pos] == 0:
             pos += 1
@@ -325,7 +326,7 @@ def _dec_describe_log_dirs_result_v5(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, f_is_cordoned), pos
+    return o, pos
 
 
 def _enc_describe_log_dirs_response_v1(a, o):
@@ -373,109 +374,116 @@ def _enc_describe_log_dirs_response_v5(a, o):
 
 
 def _dec_describe_log_dirs_response_v1(mv, pos):
+    o = _new(DescribeLogDirsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v1(mv, pos)
-            f_results.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results), pos
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_describe_log_dirs_response_v2(mv, pos):
+    o = _new(DescribeLogDirsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v2(mv, pos)
-            f_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results), pos
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_describe_log_dirs_response_v3(mv, pos):
+    o = _new(DescribeLogDirsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v2(mv, pos)
-            f_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
+    return o, pos
 
 
 def _dec_describe_log_dirs_response_v4(mv, pos):
+    o = _new(DescribeLogDirsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 21)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v4(mv, pos)
-            f_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
+    return o, pos
 
 
 def _dec_describe_log_dirs_response_v5(mv, pos):
+    o = _new(DescribeLogDirsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 22)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_log_dirs_result_v5(mv, pos)
-            f_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
+    return o, pos
 
 
 DescribeLogDirsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicRequest(_m.Struct):
@@ -56,24 +58,6 @@ def _enc_topic_request_v0(a, o):
     a(b"\x00")
 
 
-def _dec_topic_request_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicRequest(f_name, f_partition_indexes), pos
-
-
 def _enc_describe_producers_request_v0(a, o):
     v = o.topics
     a(_p.compact_len(len(v)))
@@ -83,23 +67,38 @@ def _enc_describe_producers_request_v0(a, o):
 
 
 def _dec_describe_producers_request_v0(mv, pos):
+    o = _new(DescribeProducersRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_topic_request_v0(mv, pos)
-            f_topics.append(e)
+            e = _new(TopicRequest)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partition_indexes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeProducersRequest(f_topics), pos
+    return o, pos
 
 
 DescribeProducersRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ProducerState(_m.Struct):
@@ -107,19 +109,6 @@ def _enc_producer_state_v0(a, o):
     a(_S_qiiqiqx.pack(o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset))
 
 
-def _dec_producer_state_v0(mv, pos):
-    try:
-        f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset = _S_qiiqiq.unpack_from(mv, pos)
-        pos += 36
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ProducerState(f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset), pos
-
-
 def _enc_partition_response_v0(a, o):
     a(_S_ih.pack(o.partition_index, o.error_code))
     a(_p.compact_nstring(o.error_message))
@@ -131,26 +120,33 @@ def _enc_partition_response_v0(a, o):
 
 
 def _dec_partition_response_v0(mv, pos):
+    o = _new(PartitionResponse)
     try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 37)
-        f_active_producers = []
+        o.active_producers = items = []
         for _ in range(n):
-            e, pos = _dec_producer_state_v0(mv, pos)
-            f_active_producers.append(e)
+            e = _new(ProducerState)
+            e.producer_id, e.producer_epoch, e.last_sequence, e.last_timestamp, e.coordinator_epoch, e.current_txn_start_offset = _S_qiiqiq.unpack_from(mv, pos)
+            pos += 36
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionResponse(f_partition_index, f_error_code, f_error_message, f_active_producers), pos
+    return o, pos
 
 
 def _enc_topic_response_v0(a, o):
@@ -163,24 +159,25 @@ def _enc_topic_response_v0(a, o):
 
 
 def _dec_topic_response_v0(mv, pos):
+    o = _new(TopicResponse)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 9)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_response_v0(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicResponse(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_describe_producers_response_v0(a, o):
@@ -193,25 +190,26 @@ def _enc_describe_producers_response_v0(a, o):
 
 
 def _dec_describe_producers_response_v0(mv, pos):
+    o = _new(DescribeProducersResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_topic_response_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeProducersResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 DescribeProducersResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class PartitionData(_m.Struct):
@@ -66,19 +68,6 @@ def _enc_partition_data_v0(a, o):
     a(_S_ix.pack(o.partition_index))
 
 
-def _dec_partition_data_v0(mv, pos):
-    try:
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index), pos
-
-
 def _enc_topic_data_v0(a, o):
     a(_p.compact_string(o.topic_name))
     v = o.partitions
@@ -89,24 +78,31 @@ def _enc_topic_data_v0(a, o):
 
 
 def _dec_topic_data_v0(mv, pos):
+    o = _new(TopicData)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_partition_data_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(PartitionData)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicData(f_topic_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_describe_quorum_request_v0(a, o):
@@ -118,23 +114,24 @@ def _enc_describe_quorum_request_v0(a, o):
 
 
 def _dec_describe_quorum_request_v0(mv, pos):
+    o = _new(DescribeQuorumRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_topic_data_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeQuorumRequest(f_topics), pos
+    return o, pos
 
 
 DescribeQuorumRequest._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ReplicaState(_m.Struct):
@@ -177,46 +179,6 @@ def _enc_replica_state_v2(a, o):
     a(_S_iUqqqx.pack(o.replica_id, o.replica_directory_id.bytes, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))
 
 
-def _dec_replica_state_v0(mv, pos):
-    try:
-        f_replica_id, f_log_end_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ReplicaState(f_replica_id, _p.ZERO_UUID, f_log_end_offset, -1, -1), pos
-
-
-def _dec_replica_state_v1(mv, pos):
-    try:
-        f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_iqqq.unpack_from(mv, pos)
-        pos += 28
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ReplicaState(f_replica_id, _p.ZERO_UUID, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp), pos
-
-
-def _dec_replica_state_v2(mv, pos):
-    try:
-        f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _S_iUqqq.unpack_from(mv, pos)
-        pos += 44
-        f_replica_directory_id = _p.uuid_from(f_replica_directory_id)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ReplicaState(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp), pos
-
-
 def _enc_partition_data_v0(a, o):
     a(_S_ihiiq.pack(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark))
     v = o.current_voters
@@ -259,99 +221,150 @@ def _enc_partition_data_v2(a, o):
 
 
 def _dec_partition_data_v0(mv, pos):
+    o = _new(PartitionData)
     try:
-        f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S_ihiiq.unpack_from(mv, pos)
+        o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _S_ihiiq.unpack_from(mv, pos)
         pos += 22
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
-        f_current_voters = []
+        o.current_voters = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v0(mv, pos)
-            f_current_voters.append(e)
+            e = _new(ReplicaState)
+            e.replica_id, e.log_end_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            e.last_fetch_timestamp = -1
+            e.last_caught_up_timestamp = -1
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
-        f_observers = []
+        o.observers = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v0(mv, pos)
-            f_observers.append(e)
+            e = _new(ReplicaState)
+            e.replica_id, e.log_end_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            e.last_fetch_timestamp = -1
+            e.last_caught_up_timestamp = -1
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers), pos
+    o.error_message = ''
+    return o, pos
 
 
 def _dec_partition_data_v1(mv, pos):
+    o = _new(PartitionData)
     try:
-        f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _S_ihiiq.unpack_from(mv, pos)
+        o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark = _S_ihiiq.unpack_from(mv, pos)
         pos += 22
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 29)
-        f_current_voters = []
+        o.current_voters = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v1(mv, pos)
-            f_current_voters.append(e)
+            e = _new(ReplicaState)
+            e.replica_id, e.log_end_offset, e.last_fetch_timestamp, e.last_caught_up_timestamp = _S_iqqq.unpack_from(mv, pos)
+            pos += 28
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 29)
-        f_observers = []
+        o.observers = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v1(mv, pos)
-            f_observers.append(e)
+            e = _new(ReplicaState)
+            e.replica_id, e.log_end_offset, e.last_fetch_timestamp, e.last_caught_up_timestamp = _S_iqqq.unpack_from(mv, pos)
+            pos += 28
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers), pos
+    o.error_message = ''
+    return o, pos
 
 
 def _dec_partition_data_v2(mv, pos):
+    o = _new(PartitionData)
     try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_leader_id, f_leader_epoch, f_high_watermark = _S_iiq.unpack_from(mv, pos)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.leader_id, o.leader_epoch, o.high_watermark = _S_iiq.unpack_from(mv, pos)
         pos += 16
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 45)
-        f_current_voters = []
+        o.current_voters = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v2(mv, pos)
-            f_current_voters.append(e)
+            e = _new(ReplicaState)
+            e.replica_id, u_replica_directory_id, e.log_end_offset, e.last_fetch_timestamp, e.last_caught_up_timestamp = _S_iUqqq.unpack_from(mv, pos)
+            pos += 44
+            e.replica_directory_id = _p.uuid_from(u_replica_directory_id)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 45)
-        f_observers = []
+        o.observers = items = []
         for _ in range(n):
-            e, pos = _dec_replica_state_v2(mv, pos)
-            f_observers.append(e)
+            e = _new(ReplicaState)
+            e.replica_id, u_replica_directory_id, e.log_end_offset, e.last_fetch_timestamp, e.last_caught_up_timestamp = _S_iUqqq.unpack_from(mv, pos)
+            pos += 44
+            e.replica_directory_id = _p.uuid_from(u_replica_directory_id)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers), pos
+    return o, pos
 
 
 def _enc_topic_data_v0(a, o):
@@ -382,87 +395,75 @@ def _enc_topic_data_v2(a, o):
 
 
 def _dec_topic_data_v0(mv, pos):
+    o = _new(TopicData)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 25)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_data_v0(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicData(f_topic_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_topic_data_v1(mv, pos):
+    o = _new(TopicData)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 25)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_data_v1(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicData(f_topic_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_topic_data_v2(mv, pos):
+    o = _new(TopicData)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_data_v2(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicData(f_topic_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_listener_v2(a, o):
     a(_p.compact_string(o.name))
     a(_p.compact_string(o.host))
     a(_S_Hx.pack(o.port))
-
-
-def _dec_listener_v2(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_H.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return Listener(f_name, f_host, f_port), pos
 
 
 def _enc_node_v2(a, o):
@@ -475,25 +476,34 @@ def _enc_node_v2(a, o):
 
 
 def _dec_node_v2(mv, pos):
+    o = _new(Node)
     try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
+        o.node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_listeners = []
+        o.listeners = items = []
         for _ in range(n):
-            e, pos = _dec_listener_v2(mv, pos)
-            f_listeners.append(e)
+            e = _new(Listener)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_H.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return Node(f_node_id, f_listeners), pos
+    return o, pos
 
 
 def _enc_describe_quorum_response_v0(a, o):
@@ -533,79 +543,86 @@ def _enc_describe_quorum_response_v2(a, o):
 
 
 def _dec_describe_quorum_response_v0(mv, pos):
+    o = _new(DescribeQuorumResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_topic_data_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeQuorumResponse(f_error_code, '', f_topics, []), pos
+    o.error_message = ''
+    o.nodes = []
+    return o, pos
 
 
 def _dec_describe_quorum_response_v1(mv, pos):
+    o = _new(DescribeQuorumResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_topic_data_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeQuorumResponse(f_error_code, '', f_topics, []), pos
+    o.error_message = ''
+    o.nodes = []
+    return o, pos
 
 
 def _dec_describe_quorum_response_v2(mv, pos):
+    o = _new(DescribeQuorumResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_topic_data_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_nodes = []
+        o.nodes = items = []
         for _ in range(n):
             e, pos = _dec_node_v2(mv, pos)
-            f_nodes.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeQuorumResponse(f_error_code, f_error_message, f_topics, f_nodes), pos
+    return o, pos
 
 
 DescribeQuorumResponse._ENCODERS = {

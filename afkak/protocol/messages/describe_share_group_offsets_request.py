@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeShareGroupOffsetsRequestTopic(_m.Struct):
@@ -71,24 +73,6 @@ def _enc_describe_share_group_offsets_request_topic_v0(a, o):
     a(b"\x00")
 
 
-def _dec_describe_share_group_offsets_request_topic_v0(mv, pos):
-    try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsRequestTopic(f_topic_name, f_partitions), pos
-
-
 def _enc_describe_share_group_offsets_request_group_v0(a, o):
     a(_p.compact_string(o.group_id))
     v = o.topics
@@ -102,27 +86,42 @@ def _enc_describe_share_group_offsets_request_group_v0(a, o):
 
 
 def _dec_describe_share_group_offsets_request_group_v0(mv, pos):
+    o = _new(DescribeShareGroupOffsetsRequestGroup)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_describe_share_group_offsets_request_topic_v0(mv, pos)
-                f_topics.append(e)
+                e = _new(DescribeShareGroupOffsetsRequestTopic)
+                e.topic_name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partitions = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsRequestGroup(f_group_id, f_topics), pos
+    return o, pos
 
 
 def _enc_describe_share_group_offsets_request_v0(a, o):
@@ -134,23 +133,24 @@ def _enc_describe_share_group_offsets_request_v0(a, o):
 
 
 def _dec_describe_share_group_offsets_request_v0(mv, pos):
+    o = _new(DescribeShareGroupOffsetsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_describe_share_group_offsets_request_group_v0(mv, pos)
-            f_groups.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsRequest(f_groups), pos
+    return o, pos
 
 
 DescribeShareGroupOffsetsRequest._ENCODERS = {

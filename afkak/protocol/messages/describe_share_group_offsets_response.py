@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeShareGroupOffsetsResponsePartition(_m.Struct):
@@ -119,34 +121,6 @@ def _enc_describe_share_group_offsets_response_partition_v1(a, o):
     a(b"\x00")
 
 
-def _dec_describe_share_group_offsets_response_partition_v0(mv, pos):
-    try:
-        f_partition_index, f_start_offset, f_leader_epoch, f_error_code = _S_iqih.unpack_from(mv, pos)
-        pos += 18
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsResponsePartition(f_partition_index, f_start_offset, f_leader_epoch, -1, f_error_code, f_error_message), pos
-
-
-def _dec_describe_share_group_offsets_response_partition_v1(mv, pos):
-    try:
-        f_partition_index, f_start_offset, f_leader_epoch, f_lag, f_error_code = _S_iqiqh.unpack_from(mv, pos)
-        pos += 26
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsResponsePartition(f_partition_index, f_start_offset, f_leader_epoch, f_lag, f_error_code, f_error_message), pos
-
-
 def _enc_describe_share_group_offsets_response_topic_v0(a, o):
     a(_p.compact_string(o.topic_name))
     a(_S_U.pack(o.topic_id.bytes))
@@ -168,51 +142,68 @@ def _enc_describe_share_group_offsets_response_topic_v1(a, o):
 
 
 def _dec_describe_share_group_offsets_response_topic_v0(mv, pos):
+    o = _new(DescribeShareGroupOffsetsResponseTopic)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_share_group_offsets_response_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(DescribeShareGroupOffsetsResponsePartition)
+            e.partition_index, e.start_offset, e.leader_epoch, e.error_code = _S_iqih.unpack_from(mv, pos)
+            pos += 18
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.lag = -1
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsResponseTopic(f_topic_name, f_topic_id, f_partitions), pos
+    return o, pos
 
 
 def _dec_describe_share_group_offsets_response_topic_v1(mv, pos):
+    o = _new(DescribeShareGroupOffsetsResponseTopic)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 28)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_share_group_offsets_response_partition_v1(mv, pos)
-            f_partitions.append(e)
+            e = _new(DescribeShareGroupOffsetsResponsePartition)
+            e.partition_index, e.start_offset, e.leader_epoch, e.lag, e.error_code = _S_iqiqh.unpack_from(mv, pos)
+            pos += 26
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsResponseTopic(f_topic_name, f_topic_id, f_partitions), pos
+    return o, pos
 
 
 def _enc_describe_share_group_offsets_response_group_v0(a, o):
@@ -238,51 +229,53 @@ def _enc_describe_share_group_offsets_response_group_v1(a, o):
 
 
 def _dec_describe_share_group_offsets_response_group_v0(mv, pos):
+    o = _new(DescribeShareGroupOffsetsResponseGroup)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 19)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_describe_share_group_offsets_response_topic_v0(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsResponseGroup(f_group_id, f_topics, f_error_code, f_error_message), pos
+    return o, pos
 
 
 def _dec_describe_share_group_offsets_response_group_v1(mv, pos):
+    o = _new(DescribeShareGroupOffsetsResponseGroup)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 19)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_describe_share_group_offsets_response_topic_v1(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsResponseGroup(f_group_id, f_topics, f_error_code, f_error_message), pos
+    return o, pos
 
 
 def _enc_describe_share_group_offsets_response_v0(a, o):
@@ -304,47 +297,49 @@ def _enc_describe_share_group_offsets_response_v1(a, o):
 
 
 def _dec_describe_share_group_offsets_response_v0(mv, pos):
+    o = _new(DescribeShareGroupOffsetsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_describe_share_group_offsets_response_group_v0(mv, pos)
-            f_groups.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsResponse(f_throttle_time_ms, f_groups), pos
+    return o, pos
 
 
 def _dec_describe_share_group_offsets_response_v1(mv, pos):
+    o = _new(DescribeShareGroupOffsetsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_describe_share_group_offsets_response_group_v1(mv, pos)
-            f_groups.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeShareGroupOffsetsResponse(f_throttle_time_ms, f_groups), pos
+    return o, pos
 
 
 DescribeShareGroupOffsetsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicRequest(_m.Struct):
@@ -74,27 +76,16 @@ def _enc_topic_request_v0(a, o):
     a(b"\x00")
 
 
-def _dec_topic_request_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicRequest(f_name), pos
-
-
 def _enc_cursor_v0(a, o):
     a(_p.compact_string(o.topic_name))
     a(_S_ix.pack(o.partition_index))
 
 
 def _dec_cursor_v0(mv, pos):
+    o = _new(Cursor)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
+        o.partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -102,7 +93,7 @@ def _dec_cursor_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return Cursor(f_topic_name, f_partition_index), pos
+    return o, pos
 
 
 def _enc_describe_topic_partitions_request_v0(a, o):
@@ -120,30 +111,36 @@ def _enc_describe_topic_partitions_request_v0(a, o):
 
 
 def _dec_describe_topic_partitions_request_v0(mv, pos):
+    o = _new(DescribeTopicPartitionsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 2)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_topic_request_v0(mv, pos)
-            f_topics.append(e)
-        f_response_partition_limit = _S_i.unpack_from(mv, pos)[0]
+            e = _new(TopicRequest)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.response_partition_limit = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if _S_b.unpack_from(mv, pos)[0] < 0:
-            f_cursor = None
+            o.cursor = None
             pos += 1
         else:
-            f_cursor, pos = _dec_cursor_v0(mv, pos + 1)
+            o.cursor, pos = _dec_cursor_v0(mv, pos + 1)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeTopicPartitionsRequest(f_topics, f_response_partition_limit, f_cursor), pos
+    return o, pos
 
 
 DescribeTopicPartitionsRequest._ENCODERS = {

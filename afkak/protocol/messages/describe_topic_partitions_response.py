@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeTopicPartitionsResponsePartition(_m.Struct):
@@ -147,49 +149,6 @@ def _enc_describe_topic_partitions_response_partition_v0(a, o):
     a(b"\x00")
 
 
-def _dec_describe_topic_partitions_response_partition_v0(mv, pos):
-    try:
-        f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(mv, pos)
-        pos += 14
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_eligible_leader_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_eligible_leader_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_last_known_elr = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_last_known_elr, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return DescribeTopicPartitionsResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_eligible_leader_replicas, f_last_known_elr, f_offline_replicas), pos
-
-
 def _enc_describe_topic_partitions_response_topic_v0(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.compact_nstring(o.name))
@@ -202,23 +161,75 @@ def _enc_describe_topic_partitions_response_topic_v0(a, o):
 
 
 def _dec_describe_topic_partitions_response_topic_v0(mv, pos):
+    o = _new(DescribeTopicPartitionsResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_string(mv, pos, True)
-        f_topic_id, f_is_internal = _S_UZ.unpack_from(mv, pos)
+        o.name, pos = _p.read_compact_string(mv, pos, True)
+        u_topic_id, o.is_internal = _S_UZ.unpack_from(mv, pos)
         pos += 17
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_describe_topic_partitions_response_partition_v0(mv, pos)
-            f_partitions.append(e)
-        f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(DescribeTopicPartitionsResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = mv[pos] - 1
+            if n == 0:
+                e.replica_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.isr_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.eligible_leader_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.eligible_leader_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.eligible_leader_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
+            n = mv[pos] - 1
+            if n == 0:
+                e.last_known_elr = []
+                pos += 1
+            elif 0 < n < 127:
+                e.last_known_elr = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.last_known_elr, pos = _p.read_compact_array(mv, pos, 'i', 4, True)
+            n = mv[pos] - 1
+            if n == 0:
+                e.offline_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -226,7 +237,7 @@ def _dec_describe_topic_partitions_response_topic_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeTopicPartitionsResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
+    return o, pos
 
 
 def _enc_cursor_v0(a, o):
@@ -235,9 +246,10 @@ def _enc_cursor_v0(a, o):
 
 
 def _dec_cursor_v0(mv, pos):
+    o = _new(Cursor)
     try:
-        f_topic_name, pos = _p.read_compact_string(mv, pos, False)
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
+        o.topic_name, pos = _p.read_compact_string(mv, pos, False)
+        o.partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -245,7 +257,7 @@ def _dec_cursor_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return Cursor(f_topic_name, f_partition_index), pos
+    return o, pos
 
 
 def _enc_describe_topic_partitions_response_v0(a, o):
@@ -263,30 +275,31 @@ def _enc_describe_topic_partitions_response_v0(a, o):
 
 
 def _dec_describe_topic_partitions_response_v0(mv, pos):
+    o = _new(DescribeTopicPartitionsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_describe_topic_partitions_response_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if _S_b.unpack_from(mv, pos)[0] < 0:
-            f_next_cursor = None
+            o.next_cursor = None
             pos += 1
         else:
-            f_next_cursor, pos = _dec_cursor_v0(mv, pos + 1)
+            o.next_cursor, pos = _dec_cursor_v0(mv, pos + 1)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeTopicPartitionsResponse(f_throttle_time_ms, f_topics, f_next_cursor), pos
+    return o, pos
 
 
 DescribeTopicPartitionsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class DescribeTransactionsRequest(_m.Message):
@@ -41,23 +43,24 @@ def _enc_describe_transactions_request_v0(a, o):
 
 
 def _dec_describe_transactions_request_v0(mv, pos):
+    o = _new(DescribeTransactionsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_transactional_ids = []
+        o.transactional_ids = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_transactional_ids.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeTransactionsRequest(f_transactional_ids), pos
+    return o, pos
 
 
 DescribeTransactionsRequest._ENCODERS = {

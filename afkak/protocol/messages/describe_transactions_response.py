@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicData(_m.Struct):
@@ -95,24 +97,6 @@ def _enc_topic_data_v0(a, o):
     a(b"\x00")
 
 
-def _dec_topic_data_v0(mv, pos):
-    try:
-        f_topic, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicData(f_topic, f_partitions), pos
-
-
 def _enc_transaction_state_v0(a, o):
     a(_S_h.pack(o.error_code))
     a(_p.compact_string(o.transactional_id))
@@ -126,29 +110,44 @@ def _enc_transaction_state_v0(a, o):
 
 
 def _dec_transaction_state_v0(mv, pos):
+    o = _new(TransactionState)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
-        f_transaction_state, pos = _p.read_compact_string(mv, pos, False)
-        f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch = _S_iqqh.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        o.transaction_state, pos = _p.read_compact_string(mv, pos, False)
+        o.transaction_timeout_ms, o.transaction_start_time_ms, o.producer_id, o.producer_epoch = _S_iqqh.unpack_from(mv, pos)
         pos += 22
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_topic_data_v0(mv, pos)
-            f_topics.append(e)
+            e = _new(TopicData)
+            e.topic, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TransactionState(f_error_code, f_transactional_id, f_transaction_state, f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch, f_topics), pos
+    return o, pos
 
 
 def _enc_describe_transactions_response_v0(a, o):
@@ -161,25 +160,26 @@ def _enc_describe_transactions_response_v0(a, o):
 
 
 def _dec_describe_transactions_response_v0(mv, pos):
+    o = _new(DescribeTransactionsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 28)
-        f_transaction_states = []
+        o.transaction_states = items = []
         for _ in range(n):
             e, pos = _dec_transaction_state_v0(mv, pos)
-            f_transaction_states.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeTransactionsResponse(f_throttle_time_ms, f_transaction_states), pos
+    return o, pos
 
 
 DescribeTransactionsResponse._ENCODERS = {

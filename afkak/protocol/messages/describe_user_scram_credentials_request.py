@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class UserName(_m.Struct):
@@ -50,18 +52,6 @@ def _enc_user_name_v0(a, o):
     a(b"\x00")
 
 
-def _dec_user_name_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return UserName(f_name), pos
-
-
 def _enc_describe_user_scram_credentials_request_v0(a, o):
     v = o.users
     if v is None:
@@ -74,6 +64,7 @@ def _enc_describe_user_scram_credentials_request_v0(a, o):
 
 
 def _dec_describe_user_scram_credentials_request_v0(mv, pos):
+    o = _new(DescribeUserScramCredentialsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -81,19 +72,24 @@ def _dec_describe_user_scram_credentials_request_v0(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 2)
         if n < 0:
-            f_users = None
+            o.users = None
         else:
-            f_users = []
+            o.users = items = []
             for _ in range(n):
-                e, pos = _dec_user_name_v0(mv, pos)
-                f_users.append(e)
+                e = _new(UserName)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeUserScramCredentialsRequest(f_users), pos
+    return o, pos
 
 
 DescribeUserScramCredentialsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class CredentialInfo(_m.Struct):
@@ -86,19 +88,6 @@ def _enc_credential_info_v0(a, o):
     a(_S_bix.pack(o.mechanism, o.iterations))
 
 
-def _dec_credential_info_v0(mv, pos):
-    try:
-        f_mechanism, f_iterations = _S_bi.unpack_from(mv, pos)
-        pos += 5
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return CredentialInfo(f_mechanism, f_iterations), pos
-
-
 def _enc_describe_user_scram_credentials_result_v0(a, o):
     a(_p.compact_string(o.user))
     a(_S_h.pack(o.error_code))
@@ -111,27 +100,34 @@ def _enc_describe_user_scram_credentials_result_v0(a, o):
 
 
 def _dec_describe_user_scram_credentials_result_v0(mv, pos):
+    o = _new(DescribeUserScramCredentialsResult)
     try:
-        f_user, pos = _p.read_compact_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.user, pos = _p.read_compact_string(mv, pos, False)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_credential_infos = []
+        o.credential_infos = items = []
         for _ in range(n):
-            e, pos = _dec_credential_info_v0(mv, pos)
-            f_credential_infos.append(e)
+            e = _new(CredentialInfo)
+            e.mechanism, e.iterations = _S_bi.unpack_from(mv, pos)
+            pos += 5
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeUserScramCredentialsResult(f_user, f_error_code, f_error_message, f_credential_infos), pos
+    return o, pos
 
 
 def _enc_describe_user_scram_credentials_response_v0(a, o):
@@ -145,26 +141,27 @@ def _enc_describe_user_scram_credentials_response_v0(a, o):
 
 
 def _dec_describe_user_scram_credentials_response_v0(mv, pos):
+    o = _new(DescribeUserScramCredentialsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
             e, pos = _dec_describe_user_scram_credentials_result_v0(mv, pos)
-            f_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return DescribeUserScramCredentialsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results), pos
+    return o, pos
 
 
 DescribeUserScramCredentialsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicPartitions(_m.Struct):
@@ -71,38 +73,6 @@ def _enc_topic_partitions_v2(a, o):
     a(b"\x00")
 
 
-def _dec_topic_partitions_v0(mv, pos):
-    try:
-        f_topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicPartitions(f_topic, f_partitions), pos
-
-
-def _dec_topic_partitions_v2(mv, pos):
-    try:
-        f_topic, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicPartitions(f_topic, f_partitions), pos
-
-
 def _enc_elect_leaders_request_v0(a, o):
     if o.election_type != 0:
         raise _m.AbsentField(o, 'election_type')
@@ -141,6 +111,7 @@ def _enc_elect_leaders_request_v2(a, o):
 
 
 def _dec_elect_leaders_request_v0(mv, pos):
+    o = _new(ElectLeadersRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -148,22 +119,34 @@ def _dec_elect_leaders_request_v0(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 6)
         if n < 0:
-            f_topic_partitions = None
+            o.topic_partitions = None
         else:
-            f_topic_partitions = []
+            o.topic_partitions = items = []
             for _ in range(n):
-                e, pos = _dec_topic_partitions_v0(mv, pos)
-                f_topic_partitions.append(e)
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+                e = _new(TopicPartitions)
+                e.topic, pos = _p.read_string(mv, pos, False)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.partitions = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+                items.append(e)
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ElectLeadersRequest(0, f_topic_partitions, f_timeout_ms), pos
+    o.election_type = 0
+    return o, pos
 
 
 def _dec_elect_leaders_request_v1(mv, pos):
+    o = _new(ElectLeadersRequest)
     try:
-        f_election_type = _S_b.unpack_from(mv, pos)[0]
+        o.election_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -171,22 +154,33 @@ def _dec_elect_leaders_request_v1(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 6)
         if n < 0:
-            f_topic_partitions = None
+            o.topic_partitions = None
         else:
-            f_topic_partitions = []
+            o.topic_partitions = items = []
             for _ in range(n):
-                e, pos = _dec_topic_partitions_v0(mv, pos)
-                f_topic_partitions.append(e)
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+                e = _new(TopicPartitions)
+                e.topic, pos = _p.read_string(mv, pos, False)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.partitions = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+                items.append(e)
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms), pos
+    return o, pos
 
 
 def _dec_elect_leaders_request_v2(mv, pos):
+    o = _new(ElectLeadersRequest)
     try:
-        f_election_type = _S_b.unpack_from(mv, pos)[0]
+        o.election_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -194,13 +188,27 @@ def _dec_elect_leaders_request_v2(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
-            f_topic_partitions = None
+            o.topic_partitions = None
         else:
-            f_topic_partitions = []
+            o.topic_partitions = items = []
             for _ in range(n):
-                e, pos = _dec_topic_partitions_v2(mv, pos)
-                f_topic_partitions.append(e)
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+                e = _new(TopicPartitions)
+                e.topic, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partitions = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -208,7 +216,7 @@ def _dec_elect_leaders_request_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms), pos
+    return o, pos
 
 
 ElectLeadersRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class PartitionResult(_m.Struct):
@@ -85,30 +87,6 @@ def _enc_partition_result_v2(a, o):
     a(b"\x00")
 
 
-def _dec_partition_result_v0(mv, pos):
-    try:
-        f_partition_id, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        f_error_message, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return PartitionResult(f_partition_id, f_error_code, f_error_message), pos
-
-
-def _dec_partition_result_v2(mv, pos):
-    try:
-        f_partition_id, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return PartitionResult(f_partition_id, f_error_code, f_error_message), pos
-
-
 def _enc_replica_election_result_v0(a, o):
     a(_p.string(o.topic))
     v = o.partition_result
@@ -127,41 +105,53 @@ def _enc_replica_election_result_v2(a, o):
 
 
 def _dec_replica_election_result_v0(mv, pos):
+    o = _new(ReplicaElectionResult)
     try:
-        f_topic, pos = _p.read_string(mv, pos, False)
+        o.topic, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_partition_result = []
+        o.partition_result = items = []
         for _ in range(n):
-            e, pos = _dec_partition_result_v0(mv, pos)
-            f_partition_result.append(e)
+            e = _new(PartitionResult)
+            e.partition_id, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_string(mv, pos, True)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ReplicaElectionResult(f_topic, f_partition_result), pos
+    return o, pos
 
 
 def _dec_replica_election_result_v2(mv, pos):
+    o = _new(ReplicaElectionResult)
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        o.topic, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_partition_result = []
+        o.partition_result = items = []
         for _ in range(n):
-            e, pos = _dec_partition_result_v2(mv, pos)
-            f_partition_result.append(e)
+            e = _new(PartitionResult)
+            e.partition_id, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ReplicaElectionResult(f_topic, f_partition_result), pos
+    return o, pos
 
 
 def _enc_elect_leaders_response_v0(a, o):
@@ -192,61 +182,65 @@ def _enc_elect_leaders_response_v2(a, o):
 
 
 def _dec_elect_leaders_response_v0(mv, pos):
+    o = _new(ElectLeadersResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_replica_election_results = []
+        o.replica_election_results = items = []
         for _ in range(n):
             e, pos = _dec_replica_election_result_v0(mv, pos)
-            f_replica_election_results.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ElectLeadersResponse(f_throttle_time_ms, 0, f_replica_election_results), pos
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_elect_leaders_response_v1(mv, pos):
+    o = _new(ElectLeadersResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_replica_election_results = []
+        o.replica_election_results = items = []
         for _ in range(n):
             e, pos = _dec_replica_election_result_v0(mv, pos)
-            f_replica_election_results.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results), pos
+    return o, pos
 
 
 def _dec_elect_leaders_response_v2(mv, pos):
+    o = _new(ElectLeadersResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_replica_election_results = []
+        o.replica_election_results = items = []
         for _ in range(n):
             e, pos = _dec_replica_election_result_v2(mv, pos)
-            f_replica_election_results.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results), pos
+    return o, pos
 
 
 ElectLeadersResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class EndTxnRequest(_m.Message):
@@ -55,19 +57,21 @@ def _enc_end_txn_request_v3(a, o):
 
 
 def _dec_end_txn_request_v0(mv, pos):
+    o = _new(EndTxnRequest)
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos, False)
-        f_producer_id, f_producer_epoch, f_committed = _S_qhZ.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_string(mv, pos, False)
+        o.producer_id, o.producer_epoch, o.committed = _S_qhZ.unpack_from(mv, pos)
         pos += 11
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
+    return o, pos
 
 
 def _dec_end_txn_request_v3(mv, pos):
+    o = _new(EndTxnRequest)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
-        f_producer_id, f_producer_epoch, f_committed = _S_qhZ.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        o.producer_id, o.producer_epoch, o.committed = _S_qhZ.unpack_from(mv, pos)
         pos += 11
         if mv[pos] == 0:
             pos += 1
@@ -75,7 +79,7 @@ def _dec_end_txn_request_v3(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
+    return o, pos
 
 
 EndTxnRequest._ENCODERS = {

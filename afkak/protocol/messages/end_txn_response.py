@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class EndTxnResponse(_m.Message):
@@ -58,17 +60,21 @@ def _enc_end_txn_response_v5(a, o):
 
 
 def _dec_end_txn_response_v0(mv, pos):
+    o = _new(EndTxnResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
+    o.producer_id = -1
+    o.producer_epoch = -1
+    return o, pos
 
 
 def _dec_end_txn_response_v3(mv, pos):
+    o = _new(EndTxnResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         if mv[pos] == 0:
             pos += 1
@@ -76,12 +82,15 @@ def _dec_end_txn_response_v3(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
+    o.producer_id = -1
+    o.producer_epoch = -1
+    return o, pos
 
 
 def _dec_end_txn_response_v5(mv, pos):
+    o = _new(EndTxnResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_ihqh.unpack_from(mv, pos)
         pos += 16
         if mv[pos] == 0:
             pos += 1
@@ -89,7 +98,7 @@ def _dec_end_txn_response_v5(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
+    return o, pos
 
 
 EndTxnResponse._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ReplicaState(_m.Struct):
@@ -170,8 +172,9 @@ def _enc_replica_state_v15(a, o):
 
 
 def _dec_replica_state_v15(mv, pos):
+    o = _new(ReplicaState)
     try:
-        f_replica_id, f_replica_epoch = _S_iq.unpack_from(mv, pos)
+        o.replica_id, o.replica_epoch = _S_iq.unpack_from(mv, pos)
         pos += 12
         if mv[pos] == 0:
             pos += 1
@@ -179,7 +182,7 @@ def _dec_replica_state_v15(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ReplicaState(f_replica_id, f_replica_epoch), pos
+    return o, pos
 
 
 def _enc_fetch_partition_v4(a, o):
@@ -226,95 +229,6 @@ def _enc_fetch_partition_v18(a, o):
         s.append(_S_q.pack(o.high_watermark))
         t.append(_p.tagged_field(1, b"".join(s)))
     a(_p.tagged_section(t))
-
-
-def _dec_fetch_partition_v4(mv, pos):
-    try:
-        f_partition, f_fetch_offset, f_partition_max_bytes = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return FetchPartition(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes, _p.ZERO_UUID, 9223372036854775807), pos
-
-
-def _dec_fetch_partition_v5(mv, pos):
-    try:
-        f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iqqi.unpack_from(mv, pos)
-        pos += 24
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, _p.ZERO_UUID, 9223372036854775807), pos
-
-
-def _dec_fetch_partition_v9(mv, pos):
-    try:
-        f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _S_iiqqi.unpack_from(mv, pos)
-        pos += 28
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, _p.ZERO_UUID, 9223372036854775807), pos
-
-
-def _dec_fetch_partition_v12(mv, pos):
-    try:
-        f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
-        pos += 32
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, _p.ZERO_UUID, 9223372036854775807), pos
-
-
-def _dec_fetch_partition_v17(mv, pos):
-    try:
-        f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
-        pos += 32
-        f_replica_directory_id = _p.ZERO_UUID
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            n, pos = _p.read_uvarint(mv, pos)
-            for _ in range(n):
-                tag, pos, end = _p.read_tag(mv, pos)
-                if tag == 0:
-                    f_replica_directory_id = _S_U.unpack_from(mv, pos)[0]
-                    pos += 16
-                    f_replica_directory_id = _p.uuid_from(f_replica_directory_id)
-                    _p.check_tag_end(pos, end, 0)
-                pos = end
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, 9223372036854775807), pos
-
-
-def _dec_fetch_partition_v18(mv, pos):
-    try:
-        f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
-        pos += 32
-        f_replica_directory_id = _p.ZERO_UUID
-        f_high_watermark = 9223372036854775807
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            n, pos = _p.read_uvarint(mv, pos)
-            for _ in range(n):
-                tag, pos, end = _p.read_tag(mv, pos)
-                if tag == 0:
-                    f_replica_directory_id = _S_U.unpack_from(mv, pos)[0]
-                    pos += 16
-                    f_replica_directory_id = _p.uuid_from(f_replica_directory_id)
-                    _p.check_tag_end(pos, end, 0)
-                elif tag == 1:
-                    f_high_watermark = _S_q.unpack_from(mv, pos)[0]
-                    pos += 8
-                    _p.check_tag_end(pos, end, 1)
-                pos = end
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, f_high_watermark), pos
 
 
 def _enc_fetch_topic_v4(a, o):
@@ -378,144 +292,228 @@ def _enc_fetch_topic_v18(a, o):
 
 
 def _dec_fetch_topic_v4(mv, pos):
+    o = _new(FetchTopic)
     try:
-        f_topic, pos = _p.read_string(mv, pos, False)
+        o.topic, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 16)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v4(mv, pos)
-            f_partitions.append(e)
+            e = _new(FetchPartition)
+            e.partition, e.fetch_offset, e.partition_max_bytes = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.current_leader_epoch = -1
+            e.last_fetched_epoch = -1
+            e.log_start_offset = -1
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_fetch_topic_v5(mv, pos):
+    o = _new(FetchTopic)
     try:
-        f_topic, pos = _p.read_string(mv, pos, False)
+        o.topic, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 24)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v5(mv, pos)
-            f_partitions.append(e)
+            e = _new(FetchPartition)
+            e.partition, e.fetch_offset, e.log_start_offset, e.partition_max_bytes = _S_iqqi.unpack_from(mv, pos)
+            pos += 24
+            e.current_leader_epoch = -1
+            e.last_fetched_epoch = -1
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_fetch_topic_v9(mv, pos):
+    o = _new(FetchTopic)
     try:
-        f_topic, pos = _p.read_string(mv, pos, False)
+        o.topic, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 28)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v9(mv, pos)
-            f_partitions.append(e)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.log_start_offset, e.partition_max_bytes = _S_iiqqi.unpack_from(mv, pos)
+            pos += 28
+            e.last_fetched_epoch = -1
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_fetch_topic_v12(mv, pos):
+    o = _new(FetchTopic)
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        o.topic, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v12(mv, pos)
-            f_partitions.append(e)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.last_fetched_epoch, e.log_start_offset, e.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
+            pos += 32
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_fetch_topic_v13(mv, pos):
+    o = _new(FetchTopic)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v12(mv, pos)
-            f_partitions.append(e)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.last_fetched_epoch, e.log_start_offset, e.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
+            pos += 32
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchTopic('', f_topic_id, f_partitions), pos
+    o.topic = ''
+    return o, pos
 
 
 def _dec_fetch_topic_v17(mv, pos):
+    o = _new(FetchTopic)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v17(mv, pos)
-            f_partitions.append(e)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.last_fetched_epoch, e.log_start_offset, e.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
+            pos += 32
+            e.replica_directory_id = _p.ZERO_UUID
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                n, pos = _p.read_uvarint(mv, pos)
+                for _ in range(n):
+                    tag, pos, end = _p.read_tag(mv, pos)
+                    if tag == 0:
+                        e.replica_directory_id = _S_U.unpack_from(mv, pos)[0]
+                        pos += 16
+                        e.replica_directory_id = _p.uuid_from(e.replica_directory_id)
+                        _p.check_tag_end(pos, end, 0)
+                    pos = end
+            e.high_watermark = 9223372036854775807
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchTopic('', f_topic_id, f_partitions), pos
+    o.topic = ''
+    return o, pos
 
 
 def _dec_fetch_topic_v18(mv, pos):
+    o = _new(FetchTopic)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_fetch_partition_v18(mv, pos)
-            f_partitions.append(e)
+            e = _new(FetchPartition)
+            e.partition, e.current_leader_epoch, e.fetch_offset, e.last_fetched_epoch, e.log_start_offset, e.partition_max_bytes = _S_iiqiqi.unpack_from(mv, pos)
+            pos += 32
+            e.replica_directory_id = _p.ZERO_UUID
+            e.high_watermark = 9223372036854775807
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                n, pos = _p.read_uvarint(mv, pos)
+                for _ in range(n):
+                    tag, pos, end = _p.read_tag(mv, pos)
+                    if tag == 0:
+                        e.replica_directory_id = _S_U.unpack_from(mv, pos)[0]
+                        pos += 16
+                        e.replica_directory_id = _p.uuid_from(e.replica_directory_id)
+                        _p.check_tag_end(pos, end, 0)
+                    elif tag == 1:
+                        e.high_watermark = _S_q.unpack_from(mv, pos)[0]
+                        pos += 8
+                        _p.check_tag_end(pos, end, 1)
+                    pos = end
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchTopic('', f_topic_id, f_partitions), pos
+    o.topic = ''
+    return o, pos
 
 
 def _enc_forgotten_topic_v7(a, o):
@@ -536,58 +534,6 @@ def _enc_forgotten_topic_v13(a, o):
     v = o.partitions
     a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
-
-
-def _dec_forgotten_topic_v7(mv, pos):
-    try:
-        f_topic, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ForgottenTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
-
-
-def _dec_forgotten_topic_v12(mv, pos):
-    try:
-        f_topic, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ForgottenTopic(f_topic, _p.ZERO_UUID, f_partitions), pos
-
-
-def _dec_forgotten_topic_v13(mv, pos):
-    try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ForgottenTopic('', f_topic_id, f_partitions), pos
 
 
 def _enc_fetch_request_v4(a, o):
@@ -775,147 +721,221 @@ def _enc_fetch_request_v18(a, o):
 
 
 def _dec_fetch_request_v4(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S_iiiib.unpack_from(mv, pos)
+        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S_iiiib.unpack_from(mv, pos)
         pos += 17
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v4(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
+    o.cluster_id = None
+    o.replica_state = ReplicaState()
+    o.session_id = 0
+    o.session_epoch = -1
+    o.forgotten_topics_data = []
+    o.rack_id = ''
+    return o, pos
 
 
 def _dec_fetch_request_v5(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _S_iiiib.unpack_from(mv, pos)
+        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level = _S_iiiib.unpack_from(mv, pos)
         pos += 17
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v5(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
+    o.cluster_id = None
+    o.replica_state = ReplicaState()
+    o.session_id = 0
+    o.session_epoch = -1
+    o.forgotten_topics_data = []
+    o.rack_id = ''
+    return o, pos
 
 
 def _dec_fetch_request_v7(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
+        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v5(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v7(mv, pos)
-            f_forgotten_topics_data.append(e)
+            e = _new(ForgottenTopic)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.topic_id = _p.ZERO_UUID
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
+    o.cluster_id = None
+    o.replica_state = ReplicaState()
+    o.rack_id = ''
+    return o, pos
 
 
 def _dec_fetch_request_v9(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
+        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v9(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v7(mv, pos)
-            f_forgotten_topics_data.append(e)
+            e = _new(ForgottenTopic)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.topic_id = _p.ZERO_UUID
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
+    o.cluster_id = None
+    o.replica_state = ReplicaState()
+    o.rack_id = ''
+    return o, pos
 
 
 def _dec_fetch_request_v11(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
+        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v9(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v7(mv, pos)
-            f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_string(mv, pos, False)
+            e = _new(ForgottenTopic)
+            e.topic, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partitions = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partitions, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.topic_id = _p.ZERO_UUID
+            items.append(e)
+        o.rack_id, pos = _p.read_string(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(None, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
+    o.cluster_id = None
+    o.replica_state = ReplicaState()
+    return o, pos
 
 
 def _dec_fetch_request_v12(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
+        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v12(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v12(mv, pos)
-            f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
-        f_cluster_id = None
+            e = _new(ForgottenTopic)
+            e.topic, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic_id = _p.ZERO_UUID
+            items.append(e)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, False)
+        o.cluster_id = None
         if mv[pos] == 0:
             pos += 1
         else:
@@ -923,38 +943,57 @@ def _dec_fetch_request_v12(mv, pos):
             for _ in range(n):
                 tag, pos, end = _p.read_tag(mv, pos)
                 if tag == 0:
-                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
                     _p.check_tag_end(pos, end, 0)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(f_cluster_id, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
+    o.replica_state = ReplicaState()
+    return o, pos
 
 
 def _dec_fetch_request_v13(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiiibii.unpack_from(mv, pos)
+        o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_iiiibii.unpack_from(mv, pos)
         pos += 25
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v13(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v13(mv, pos)
-            f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
-        f_cluster_id = None
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic = ''
+            items.append(e)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, False)
+        o.cluster_id = None
         if mv[pos] == 0:
             pos += 1
         else:
@@ -962,39 +1001,58 @@ def _dec_fetch_request_v13(mv, pos):
             for _ in range(n):
                 tag, pos, end = _p.read_tag(mv, pos)
                 if tag == 0:
-                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
                     _p.check_tag_end(pos, end, 0)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(f_cluster_id, f_replica_id, ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
+    o.replica_state = ReplicaState()
+    return o, pos
 
 
 def _dec_fetch_request_v15(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(mv, pos)
+        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_iiibii.unpack_from(mv, pos)
         pos += 21
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v13(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v13(mv, pos)
-            f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
-        f_cluster_id = None
-        f_replica_state = ReplicaState()
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic = ''
+            items.append(e)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, False)
+        o.cluster_id = None
+        o.replica_state = ReplicaState()
         if mv[pos] == 0:
             pos += 1
         else:
@@ -1002,42 +1060,61 @@ def _dec_fetch_request_v15(mv, pos):
             for _ in range(n):
                 tag, pos, end = _p.read_tag(mv, pos)
                 if tag == 0:
-                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
                     _p.check_tag_end(pos, end, 0)
                 elif tag == 1:
-                    f_replica_state, pos = _dec_replica_state_v15(mv, pos)
+                    o.replica_state, pos = _dec_replica_state_v15(mv, pos)
                     _p.check_tag_end(pos, end, 1)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
+    o.replica_id = -1
+    return o, pos
 
 
 def _dec_fetch_request_v17(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(mv, pos)
+        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_iiibii.unpack_from(mv, pos)
         pos += 21
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v17(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v13(mv, pos)
-            f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
-        f_cluster_id = None
-        f_replica_state = ReplicaState()
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic = ''
+            items.append(e)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, False)
+        o.cluster_id = None
+        o.replica_state = ReplicaState()
         if mv[pos] == 0:
             pos += 1
         else:
@@ -1045,42 +1122,61 @@ def _dec_fetch_request_v17(mv, pos):
             for _ in range(n):
                 tag, pos, end = _p.read_tag(mv, pos)
                 if tag == 0:
-                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
                     _p.check_tag_end(pos, end, 0)
                 elif tag == 1:
-                    f_replica_state, pos = _dec_replica_state_v15(mv, pos)
+                    o.replica_state, pos = _dec_replica_state_v15(mv, pos)
                     _p.check_tag_end(pos, end, 1)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
+    o.replica_id = -1
+    return o, pos
 
 
 def _dec_fetch_request_v18(mv, pos):
+    o = _new(FetchRequest)
     try:
-        f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _S_iiibii.unpack_from(mv, pos)
+        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S_iiibii.unpack_from(mv, pos)
         pos += 21
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v18(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v13(mv, pos)
-            f_forgotten_topics_data.append(e)
-        f_rack_id, pos = _p.read_compact_string(mv, pos, False)
-        f_cluster_id = None
-        f_replica_state = ReplicaState()
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.topic = ''
+            items.append(e)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, False)
+        o.cluster_id = None
+        o.replica_state = ReplicaState()
         if mv[pos] == 0:
             pos += 1
         else:
@@ -1088,15 +1184,16 @@ def _dec_fetch_request_v18(mv, pos):
             for _ in range(n):
                 tag, pos, end = _p.read_tag(mv, pos)
                 if tag == 0:
-                    f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
+                    o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
                     _p.check_tag_end(pos, end, 0)
                 elif tag == 1:
-                    f_replica_state, pos = _dec_replica_state_v15(mv, pos)
+                    o.replica_state, pos = _dec_replica_state_v15(mv, pos)
                     _p.check_tag_end(pos, end, 1)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
+    o.replica_id = -1
+    return o, pos
 
 
 FetchRequest._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class EpochEndOffset(_m.Struct):
@@ -205,8 +207,9 @@ def _enc_epoch_end_offset_v12(a, o):
 
 
 def _dec_epoch_end_offset_v12(mv, pos):
+    o = _new(EpochEndOffset)
     try:
-        f_epoch, f_end_offset = _S_iq.unpack_from(mv, pos)
+        o.epoch, o.end_offset = _S_iq.unpack_from(mv, pos)
         pos += 12
         if mv[pos] == 0:
             pos += 1
@@ -214,7 +217,7 @@ def _dec_epoch_end_offset_v12(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return EpochEndOffset(f_epoch, f_end_offset), pos
+    return o, pos
 
 
 def _enc_leader_id_and_epoch_v12(a, o):
@@ -222,8 +225,9 @@ def _enc_leader_id_and_epoch_v12(a, o):
 
 
 def _dec_leader_id_and_epoch_v12(mv, pos):
+    o = _new(LeaderIdAndEpoch)
     try:
-        f_leader_id, f_leader_epoch = _S_ii.unpack_from(mv, pos)
+        o.leader_id, o.leader_epoch = _S_ii.unpack_from(mv, pos)
         pos += 8
         if mv[pos] == 0:
             pos += 1
@@ -231,7 +235,7 @@ def _dec_leader_id_and_epoch_v12(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
+    return o, pos
 
 
 def _enc_snapshot_id_v12(a, o):
@@ -239,8 +243,9 @@ def _enc_snapshot_id_v12(a, o):
 
 
 def _dec_snapshot_id_v12(mv, pos):
+    o = _new(SnapshotId)
     try:
-        f_end_offset, f_epoch = _S_qi.unpack_from(mv, pos)
+        o.end_offset, o.epoch = _S_qi.unpack_from(mv, pos)
         pos += 12
         if mv[pos] == 0:
             pos += 1
@@ -248,7 +253,7 @@ def _dec_snapshot_id_v12(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SnapshotId(f_end_offset, f_epoch), pos
+    return o, pos
 
 
 def _enc_aborted_transaction_v4(a, o):
@@ -257,28 +262,6 @@ def _enc_aborted_transaction_v4(a, o):
 
 def _enc_aborted_transaction_v12(a, o):
     a(_S_qqx.pack(o.producer_id, o.first_offset))
-
-
-def _dec_aborted_transaction_v4(mv, pos):
-    try:
-        f_producer_id, f_first_offset = _S_qq.unpack_from(mv, pos)
-        pos += 16
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
-
-
-def _dec_aborted_transaction_v12(mv, pos):
-    try:
-        f_producer_id, f_first_offset = _S_qq.unpack_from(mv, pos)
-        pos += 16
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AbortedTransaction(f_producer_id, f_first_offset), pos
 
 
 def _enc_partition_data_v4(a, o):
@@ -388,8 +371,9 @@ def _enc_partition_data_v12(a, o):
 
 
 def _dec_partition_data_v4(mv, pos):
+    o = _new(PartitionData)
     try:
-        f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset = _S_ihqq.unpack_from(mv, pos)
+        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset = _S_ihqq.unpack_from(mv, pos)
         pos += 22
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -397,21 +381,29 @@ def _dec_partition_data_v4(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 16)
         if n < 0:
-            f_aborted_transactions = None
+            o.aborted_transactions = None
         else:
-            f_aborted_transactions = []
+            o.aborted_transactions = items = []
             for _ in range(n):
-                e, pos = _dec_aborted_transaction_v4(mv, pos)
-                f_aborted_transactions.append(e)
-        f_records, pos = _p.read_records(mv, pos, True)
+                e = _new(AbortedTransaction)
+                e.producer_id, e.first_offset = _S_qq.unpack_from(mv, pos)
+                pos += 16
+                items.append(e)
+        o.records, pos = _p.read_records(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
+    o.log_start_offset = -1
+    o.diverging_epoch = EpochEndOffset()
+    o.current_leader = LeaderIdAndEpoch()
+    o.snapshot_id = SnapshotId()
+    o.preferred_read_replica = -1
+    return o, pos
 
 
 def _dec_partition_data_v5(mv, pos):
+    o = _new(PartitionData)
     try:
-        f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
+        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -419,21 +411,28 @@ def _dec_partition_data_v5(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 16)
         if n < 0:
-            f_aborted_transactions = None
+            o.aborted_transactions = None
         else:
-            f_aborted_transactions = []
+            o.aborted_transactions = items = []
             for _ in range(n):
-                e, pos = _dec_aborted_transaction_v4(mv, pos)
-                f_aborted_transactions.append(e)
-        f_records, pos = _p.read_records(mv, pos, True)
+                e = _new(AbortedTransaction)
+                e.producer_id, e.first_offset = _S_qq.unpack_from(mv, pos)
+                pos += 16
+                items.append(e)
+        o.records, pos = _p.read_records(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, -1, f_records), pos
+    o.diverging_epoch = EpochEndOffset()
+    o.current_leader = LeaderIdAndEpoch()
+    o.snapshot_id = SnapshotId()
+    o.preferred_read_replica = -1
+    return o, pos
 
 
 def _dec_partition_data_v11(mv, pos):
+    o = _new(PartitionData)
     try:
-        f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
+        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -441,23 +440,29 @@ def _dec_partition_data_v11(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 16)
         if n < 0:
-            f_aborted_transactions = None
+            o.aborted_transactions = None
         else:
-            f_aborted_transactions = []
+            o.aborted_transactions = items = []
             for _ in range(n):
-                e, pos = _dec_aborted_transaction_v4(mv, pos)
-                f_aborted_transactions.append(e)
-        f_preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
+                e = _new(AbortedTransaction)
+                e.producer_id, e.first_offset = _S_qq.unpack_from(mv, pos)
+                pos += 16
+                items.append(e)
+        o.preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_records, pos = _p.read_records(mv, pos, True)
+        o.records, pos = _p.read_records(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, EpochEndOffset(), LeaderIdAndEpoch(), SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records), pos
+    o.diverging_epoch = EpochEndOffset()
+    o.current_leader = LeaderIdAndEpoch()
+    o.snapshot_id = SnapshotId()
+    return o, pos
 
 
 def _dec_partition_data_v12(mv, pos):
+    o = _new(PartitionData)
     try:
-        f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
+        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -465,18 +470,24 @@ def _dec_partition_data_v12(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 17)
         if n < 0:
-            f_aborted_transactions = None
+            o.aborted_transactions = None
         else:
-            f_aborted_transactions = []
+            o.aborted_transactions = items = []
             for _ in range(n):
-                e, pos = _dec_aborted_transaction_v12(mv, pos)
-                f_aborted_transactions.append(e)
-        f_preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
+                e = _new(AbortedTransaction)
+                e.producer_id, e.first_offset = _S_qq.unpack_from(mv, pos)
+                pos += 16
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
+        o.preferred_read_replica = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_records, pos = _p.read_compact_records(mv, pos, True)
-        f_diverging_epoch = EpochEndOffset()
-        f_current_leader = LeaderIdAndEpoch()
-        f_snapshot_id = SnapshotId()
+        o.records, pos = _p.read_compact_records(mv, pos, True)
+        o.diverging_epoch = EpochEndOffset()
+        o.current_leader = LeaderIdAndEpoch()
+        o.snapshot_id = SnapshotId()
         if mv[pos] == 0:
             pos += 1
         else:
@@ -484,18 +495,18 @@ def _dec_partition_data_v12(mv, pos):
             for _ in range(n):
                 tag, pos, end = _p.read_tag(mv, pos)
                 if tag == 0:
-                    f_diverging_epoch, pos = _dec_epoch_end_offset_v12(mv, pos)
+                    o.diverging_epoch, pos = _dec_epoch_end_offset_v12(mv, pos)
                     _p.check_tag_end(pos, end, 0)
                 elif tag == 1:
-                    f_current_leader, pos = _dec_leader_id_and_epoch_v12(mv, pos)
+                    o.current_leader, pos = _dec_leader_id_and_epoch_v12(mv, pos)
                     _p.check_tag_end(pos, end, 1)
                 elif tag == 2:
-                    f_snapshot_id, pos = _dec_snapshot_id_v12(mv, pos)
+                    o.snapshot_id, pos = _dec_snapshot_id_v12(mv, pos)
                     _p.check_tag_end(pos, end, 2)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records), pos
+    return o, pos
 
 
 def _enc_fetchable_topic_response_v4(a, o):
@@ -541,98 +552,108 @@ def _enc_fetchable_topic_response_v13(a, o):
 
 
 def _dec_fetchable_topic_response_v4(mv, pos):
+    o = _new(FetchableTopicResponse)
     try:
-        f_topic, pos = _p.read_string(mv, pos, False)
+        o.topic, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 30)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_data_v4(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchableTopicResponse(f_topic, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_fetchable_topic_response_v5(mv, pos):
+    o = _new(FetchableTopicResponse)
     try:
-        f_topic, pos = _p.read_string(mv, pos, False)
+        o.topic, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 38)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_data_v5(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchableTopicResponse(f_topic, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_fetchable_topic_response_v11(mv, pos):
+    o = _new(FetchableTopicResponse)
     try:
-        f_topic, pos = _p.read_string(mv, pos, False)
+        o.topic, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 42)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_data_v11(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchableTopicResponse(f_topic, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_fetchable_topic_response_v12(mv, pos):
+    o = _new(FetchableTopicResponse)
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        o.topic, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 37)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_data_v12(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchableTopicResponse(f_topic, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_fetchable_topic_response_v13(mv, pos):
+    o = _new(FetchableTopicResponse)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 37)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_data_v12(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchableTopicResponse('', f_topic_id, f_partitions), pos
+    o.topic = ''
+    return o, pos
 
 
 def _enc_node_endpoint_v16(a, o):
@@ -641,23 +662,6 @@ def _enc_node_endpoint_v16(a, o):
     a(_S_i.pack(o.port))
     a(_p.compact_nstring(o.rack))
     a(b"\x00")
-
-
-def _dec_node_endpoint_v16(mv, pos):
-    try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _enc_fetch_response_v4(a, o):
@@ -744,135 +748,152 @@ def _enc_fetch_response_v16(a, o):
 
 
 def _dec_fetch_response_v4(mv, pos):
+    o = _new(FetchResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v4(mv, pos)
-            f_responses.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
+    o.error_code = 0
+    o.session_id = 0
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_fetch_response_v5(mv, pos):
+    o = _new(FetchResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v5(mv, pos)
-            f_responses.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
+    o.error_code = 0
+    o.session_id = 0
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_fetch_response_v7(mv, pos):
+    o = _new(FetchResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v5(mv, pos)
-            f_responses.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_fetch_response_v11(mv, pos):
+    o = _new(FetchResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v11(mv, pos)
-            f_responses.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_fetch_response_v12(mv, pos):
+    o = _new(FetchResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v12(mv, pos)
-            f_responses.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_fetch_response_v13(mv, pos):
+    o = _new(FetchResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v13(mv, pos)
-            f_responses.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_fetch_response_v16(mv, pos):
+    o = _new(FetchResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_session_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.session_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_fetchable_topic_response_v13(mv, pos)
-            f_responses.append(e)
-        f_node_endpoints = []
+            items.append(e)
+        o.node_endpoints = []
         if mv[pos] == 0:
             pos += 1
         else:
@@ -885,15 +906,25 @@ def _dec_fetch_response_v16(mv, pos):
                         pos += 1
                     else:
                         n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-                    f_node_endpoints = []
+                    o.node_endpoints = items = []
                     for _ in range(n):
-                        e, pos = _dec_node_endpoint_v16(mv, pos)
-                        f_node_endpoints.append(e)
+                        e = _new(NodeEndpoint)
+                        e.node_id = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.host, pos = _p.read_compact_string(mv, pos, False)
+                        e.port = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.rack, pos = _p.read_compact_string(mv, pos, True)
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
+                        items.append(e)
                     _p.check_tag_end(pos, end, 0)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints), pos
+    return o, pos
 
 
 FetchResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class FindCoordinatorRequest(_m.Message):
@@ -74,27 +76,33 @@ def _enc_find_coordinator_request_v4(a, o):
 
 
 def _dec_find_coordinator_request_v0(mv, pos):
+    o = _new(FindCoordinatorRequest)
     try:
-        f_key, pos = _p.read_string(mv, pos, False)
+        o.key, pos = _p.read_string(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FindCoordinatorRequest(f_key, 0, []), pos
+    o.key_type = 0
+    o.coordinator_keys = []
+    return o, pos
 
 
 def _dec_find_coordinator_request_v1(mv, pos):
+    o = _new(FindCoordinatorRequest)
     try:
-        f_key, pos = _p.read_string(mv, pos, False)
-        f_key_type = _S_b.unpack_from(mv, pos)[0]
+        o.key, pos = _p.read_string(mv, pos, False)
+        o.key_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FindCoordinatorRequest(f_key, f_key_type, []), pos
+    o.coordinator_keys = []
+    return o, pos
 
 
 def _dec_find_coordinator_request_v3(mv, pos):
+    o = _new(FindCoordinatorRequest)
     try:
-        f_key, pos = _p.read_compact_string(mv, pos, False)
-        f_key_type = _S_b.unpack_from(mv, pos)[0]
+        o.key, pos = _p.read_compact_string(mv, pos, False)
+        o.key_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -102,29 +110,32 @@ def _dec_find_coordinator_request_v3(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FindCoordinatorRequest(f_key, f_key_type, []), pos
+    o.coordinator_keys = []
+    return o, pos
 
 
 def _dec_find_coordinator_request_v4(mv, pos):
+    o = _new(FindCoordinatorRequest)
     try:
-        f_key_type = _S_b.unpack_from(mv, pos)[0]
+        o.key_type = _S_b.unpack_from(mv, pos)[0]
         pos += 1
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_coordinator_keys = []
+        o.coordinator_keys = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_coordinator_keys.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FindCoordinatorRequest('', f_key_type, f_coordinator_keys), pos
+    o.key = ''
+    return o, pos
 
 
 FindCoordinatorRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class Coordinator(_m.Struct):
@@ -91,24 +93,6 @@ def _enc_coordinator_v4(a, o):
     a(b"\x00")
 
 
-def _dec_coordinator_v4(mv, pos):
-    try:
-        f_key, pos = _p.read_compact_string(mv, pos, False)
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message), pos
-
-
 def _enc_find_coordinator_response_v0(a, o):
     if (o.coordinators is None or len(o.coordinators) != 0):
         raise _m.AbsentField(o, 'coordinators')
@@ -155,41 +139,48 @@ def _enc_find_coordinator_response_v4(a, o):
 
 
 def _dec_find_coordinator_response_v0(mv, pos):
+    o = _new(FindCoordinatorResponse)
     try:
-        f_error_code, f_node_id = _S_hi.unpack_from(mv, pos)
+        o.error_code, o.node_id = _S_hi.unpack_from(mv, pos)
         pos += 6
-        f_host, pos = _p.read_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
+        o.host, pos = _p.read_string(mv, pos, False)
+        o.port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FindCoordinatorResponse(0, f_error_code, '', f_node_id, f_host, f_port, []), pos
+    o.throttle_time_ms = 0
+    o.error_message = ''
+    o.coordinators = []
+    return o, pos
 
 
 def _dec_find_coordinator_response_v1(mv, pos):
+    o = _new(FindCoordinatorResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_string(mv, pos, True)
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_string(mv, pos, True)
+        o.node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
+        o.host, pos = _p.read_string(mv, pos, False)
+        o.port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, []), pos
+    o.coordinators = []
+    return o, pos
 
 
 def _dec_find_coordinator_response_v3(mv, pos):
+    o = _new(FindCoordinatorResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.node_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
+        o.host, pos = _p.read_compact_string(mv, pos, False)
+        o.port = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -197,29 +188,47 @@ def _dec_find_coordinator_response_v3(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, []), pos
+    o.coordinators = []
+    return o, pos
 
 
 def _dec_find_coordinator_response_v4(mv, pos):
+    o = _new(FindCoordinatorResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 14)
-        f_coordinators = []
+        o.coordinators = items = []
         for _ in range(n):
-            e, pos = _dec_coordinator_v4(mv, pos)
-            f_coordinators.append(e)
+            e = _new(Coordinator)
+            e.key, pos = _p.read_compact_string(mv, pos, False)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FindCoordinatorResponse(f_throttle_time_ms, 0, '', 0, '', 0, f_coordinators), pos
+    o.error_code = 0
+    o.error_message = ''
+    o.node_id = 0
+    o.host = ''
+    o.port = 0
+    return o, pos
 
 
 FindCoordinatorResponse._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class GetTelemetrySubscriptionsRequest(_m.Message):
@@ -40,17 +42,18 @@ def _enc_get_telemetry_subscriptions_request_v0(a, o):
 
 
 def _dec_get_telemetry_subscriptions_request_v0(mv, pos):
+    o = _new(GetTelemetrySubscriptionsRequest)
     try:
-        f_client_instance_id = _S_U.unpack_from(mv, pos)[0]
+        u_client_instance_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_client_instance_id = _p.uuid_from(f_client_instance_id)
+        o.client_instance_id = _p.uuid_from(u_client_instance_id)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return GetTelemetrySubscriptionsRequest(f_client_instance_id), pos
+    return o, pos
 
 
 GetTelemetrySubscriptionsRequest._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class GetTelemetrySubscriptionsResponse(_m.Message):
@@ -74,34 +76,38 @@ def _enc_get_telemetry_subscriptions_response_v0(a, o):
 
 
 def _dec_get_telemetry_subscriptions_response_v0(mv, pos):
+    o = _new(GetTelemetrySubscriptionsResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_client_instance_id, f_subscription_id = _S_ihUi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, u_client_instance_id, o.subscription_id = _S_ihUi.unpack_from(mv, pos)
         pos += 26
-        f_client_instance_id = _p.uuid_from(f_client_instance_id)
+        o.client_instance_id = _p.uuid_from(u_client_instance_id)
         n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_accepted_compression_types = list(_A_b[n].unpack_from(mv, pos + 1))
+        if n == 0:
+            o.accepted_compression_types = []
+            pos += 1
+        elif 0 < n < 127:
+            o.accepted_compression_types = list(_A_b[n].unpack_from(mv, pos + 1))
             pos += 1 + 1 * n
         else:
-            f_accepted_compression_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
-        f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality = _S_iiZ.unpack_from(mv, pos)
+            o.accepted_compression_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
+        o.push_interval_ms, o.telemetry_max_bytes, o.delta_temporality = _S_iiZ.unpack_from(mv, pos)
         pos += 9
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_requested_metrics = []
+        o.requested_metrics = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_requested_metrics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return GetTelemetrySubscriptionsResponse(f_throttle_time_ms, f_error_code, f_client_instance_id, f_subscription_id, f_accepted_compression_types, f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality, f_requested_metrics), pos
+    return o, pos
 
 
 GetTelemetrySubscriptionsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class HeartbeatRequest(_m.Message):
@@ -66,42 +68,46 @@ def _enc_heartbeat_request_v4(a, o):
 
 
 def _dec_heartbeat_request_v0(mv, pos):
+    o = _new(HeartbeatRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_generation_id = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, None), pos
+    o.group_instance_id = None
+    return o, pos
 
 
 def _dec_heartbeat_request_v3(mv, pos):
+    o = _new(HeartbeatRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_generation_id = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+        o.member_id, pos = _p.read_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_string(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id), pos
+    return o, pos
 
 
 def _dec_heartbeat_request_v4(mv, pos):
+    o = _new(HeartbeatRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_generation_id = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id), pos
+    return o, pos
 
 
 HeartbeatRequest._ENCODERS = {

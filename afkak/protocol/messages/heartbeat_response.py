@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class HeartbeatResponse(_m.Message):
@@ -51,26 +53,30 @@ def _enc_heartbeat_response_v4(a, o):
 
 
 def _dec_heartbeat_response_v0(mv, pos):
+    o = _new(HeartbeatResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return HeartbeatResponse(0, f_error_code), pos
+    o.throttle_time_ms = 0
+    return o, pos
 
 
 def _dec_heartbeat_response_v1(mv, pos):
+    o = _new(HeartbeatResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
+    return o, pos
 
 
 def _dec_heartbeat_response_v4(mv, pos):
+    o = _new(HeartbeatResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         if mv[pos] == 0:
             pos += 1
@@ -78,7 +84,7 @@ def _dec_heartbeat_response_v4(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
+    return o, pos
 
 
 HeartbeatResponse._ENCODERS = {

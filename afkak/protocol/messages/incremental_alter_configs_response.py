@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AlterConfigsResourceResponse(_m.Struct):
@@ -75,36 +77,6 @@ def _enc_alter_configs_resource_response_v1(a, o):
     a(b"\x00")
 
 
-def _dec_alter_configs_resource_response_v0(mv, pos):
-    try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_resource_name, pos = _p.read_string(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name), pos
-
-
-def _dec_alter_configs_resource_response_v1(mv, pos):
-    try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name), pos
-
-
 def _enc_incremental_alter_configs_response_v0(a, o):
     a(_S_i.pack(o.throttle_time_ms))
     v = o.responses
@@ -123,43 +95,61 @@ def _enc_incremental_alter_configs_response_v1(a, o):
 
 
 def _dec_incremental_alter_configs_response_v0(mv, pos):
+    o = _new(IncrementalAlterConfigsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 7)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_alter_configs_resource_response_v0(mv, pos)
-            f_responses.append(e)
+            e = _new(AlterConfigsResourceResponse)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_string(mv, pos, True)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_string(mv, pos, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses), pos
+    return o, pos
 
 
 def _dec_incremental_alter_configs_response_v1(mv, pos):
+    o = _new(IncrementalAlterConfigsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
-            e, pos = _dec_alter_configs_resource_response_v1(mv, pos)
-            f_responses.append(e)
+            e = _new(AlterConfigsResourceResponse)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses), pos
+    return o, pos
 
 
 IncrementalAlterConfigsResponse._ENCODERS = {

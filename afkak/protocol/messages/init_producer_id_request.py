@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class InitProducerIdRequest(_m.Message):
@@ -94,19 +96,25 @@ def _enc_init_producer_id_request_v6(a, o):
 
 
 def _dec_init_producer_id_request_v0(mv, pos):
+    o = _new(InitProducerIdRequest)
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos, True)
-        f_transaction_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.transactional_id, pos = _p.read_string(mv, pos, True)
+        o.transaction_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
+    o.producer_id = -1
+    o.producer_epoch = -1
+    o.enable2_pc = False
+    o.keep_prepared_txn = False
+    return o, pos
 
 
 def _dec_init_producer_id_request_v2(mv, pos):
+    o = _new(InitProducerIdRequest)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
-        f_transaction_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, True)
+        o.transaction_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -114,13 +122,18 @@ def _dec_init_producer_id_request_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1, False, False), pos
+    o.producer_id = -1
+    o.producer_epoch = -1
+    o.enable2_pc = False
+    o.keep_prepared_txn = False
+    return o, pos
 
 
 def _dec_init_producer_id_request_v3(mv, pos):
+    o = _new(InitProducerIdRequest)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
-        f_transaction_timeout_ms, f_producer_id, f_producer_epoch = _S_iqh.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, True)
+        o.transaction_timeout_ms, o.producer_id, o.producer_epoch = _S_iqh.unpack_from(mv, pos)
         pos += 14
         if mv[pos] == 0:
             pos += 1
@@ -128,13 +141,16 @@ def _dec_init_producer_id_request_v3(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, False, False), pos
+    o.enable2_pc = False
+    o.keep_prepared_txn = False
+    return o, pos
 
 
 def _dec_init_producer_id_request_v6(mv, pos):
+    o = _new(InitProducerIdRequest)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
-        f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable2_pc, f_keep_prepared_txn = _S_iqhZZ.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, True)
+        o.transaction_timeout_ms, o.producer_id, o.producer_epoch, o.enable2_pc, o.keep_prepared_txn = _S_iqhZZ.unpack_from(mv, pos)
         pos += 16
         if mv[pos] == 0:
             pos += 1
@@ -142,7 +158,7 @@ def _dec_init_producer_id_request_v6(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, f_enable2_pc, f_keep_prepared_txn), pos
+    return o, pos
 
 
 InitProducerIdRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class InitProducerIdResponse(_m.Message):
@@ -72,17 +74,21 @@ def _enc_init_producer_id_response_v6(a, o):
 
 
 def _dec_init_producer_id_response_v0(mv, pos):
+    o = _new(InitProducerIdResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_ihqh.unpack_from(mv, pos)
         pos += 16
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
+    o.ongoing_txn_producer_id = -1
+    o.ongoing_txn_producer_epoch = -1
+    return o, pos
 
 
 def _dec_init_producer_id_response_v2(mv, pos):
+    o = _new(InitProducerIdResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = _S_ihqh.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch = _S_ihqh.unpack_from(mv, pos)
         pos += 16
         if mv[pos] == 0:
             pos += 1
@@ -90,12 +96,15 @@ def _dec_init_producer_id_response_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, -1, -1), pos
+    o.ongoing_txn_producer_id = -1
+    o.ongoing_txn_producer_epoch = -1
+    return o, pos
 
 
 def _dec_init_producer_id_response_v6(mv, pos):
+    o = _new(InitProducerIdResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, f_ongoing_txn_producer_id, f_ongoing_txn_producer_epoch = _S_ihqhqh.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch, o.ongoing_txn_producer_id, o.ongoing_txn_producer_epoch = _S_ihqhqh.unpack_from(mv, pos)
         pos += 26
         if mv[pos] == 0:
             pos += 1
@@ -103,7 +112,7 @@ def _dec_init_producer_id_response_v6(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, f_ongoing_txn_producer_id, f_ongoing_txn_producer_epoch), pos
+    return o, pos
 
 
 InitProducerIdResponse._ENCODERS = {

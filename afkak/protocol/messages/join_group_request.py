@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class JoinGroupRequestProtocol(_m.Struct):
@@ -86,28 +88,6 @@ def _enc_join_group_request_protocol_v6(a, o):
     a(b"\x00")
 
 
-def _dec_join_group_request_protocol_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_metadata, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
-def _dec_join_group_request_protocol_v6(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_metadata, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return JoinGroupRequestProtocol(f_name, f_metadata), pos
-
-
 def _enc_join_group_request_v0(a, o):
     if o.group_instance_id is not None:
         raise _m.AbsentField(o, 'group_instance_id')
@@ -174,120 +154,150 @@ def _enc_join_group_request_v8(a, o):
 
 
 def _dec_join_group_request_v0(mv, pos):
+    o = _new(JoinGroupRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_session_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.session_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
+        o.protocol_type, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_protocols = []
+        o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v0(mv, pos)
-            f_protocols.append(e)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, -1, f_member_id, None, f_protocol_type, f_protocols, None), pos
+    o.rebalance_timeout_ms = -1
+    o.group_instance_id = None
+    o.reason = None
+    return o, pos
 
 
 def _dec_join_group_request_v1(mv, pos):
+    o = _new(JoinGroupRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
+        o.protocol_type, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_protocols = []
+        o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v0(mv, pos)
-            f_protocols.append(e)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
+    o.group_instance_id = None
+    o.reason = None
+    return o, pos
 
 
 def _dec_join_group_request_v5(mv, pos):
+    o = _new(JoinGroupRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_string(mv, pos, True)
-        f_protocol_type, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_string(mv, pos, True)
+        o.protocol_type, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_protocols = []
+        o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v0(mv, pos)
-            f_protocols.append(e)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
+    o.reason = None
+    return o, pos
 
 
 def _dec_join_group_request_v6(mv, pos):
+    o = _new(JoinGroupRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.protocol_type, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_protocols = []
+        o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v6(mv, pos)
-            f_protocols.append(e)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
+    o.reason = None
+    return o, pos
 
 
 def _dec_join_group_request_v8(mv, pos):
+    o = _new(JoinGroupRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_session_timeout_ms, f_rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.session_timeout_ms, o.rebalance_timeout_ms = _S_ii.unpack_from(mv, pos)
         pos += 8
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.protocol_type, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_protocols = []
+        o.protocols = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_request_protocol_v6(mv, pos)
-            f_protocols.append(e)
-        f_reason, pos = _p.read_compact_string(mv, pos, True)
+            e = _new(JoinGroupRequestProtocol)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.reason, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason), pos
+    return o, pos
 
 
 JoinGroupRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class JoinGroupResponseMember(_m.Struct):
@@ -104,39 +106,6 @@ def _enc_join_group_response_member_v6(a, o):
     a(b"\x00")
 
 
-def _dec_join_group_response_member_v0(mv, pos):
-    try:
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_metadata, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return JoinGroupResponseMember(f_member_id, None, f_metadata), pos
-
-
-def _dec_join_group_response_member_v5(mv, pos):
-    try:
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_string(mv, pos, True)
-        f_metadata, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
-
-
-def _dec_join_group_response_member_v6(mv, pos):
-    try:
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_metadata, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata), pos
-
-
 def _enc_join_group_response_v0(a, o):
     if o.skip_assignment != False:
         raise _m.AbsentField(o, 'skip_assignment')
@@ -220,145 +189,191 @@ def _enc_join_group_response_v9(a, o):
 
 
 def _dec_join_group_response_v0(mv, pos):
+    o = _new(JoinGroupResponse)
     try:
-        f_error_code, f_generation_id = _S_hi.unpack_from(mv, pos)
+        o.error_code, o.generation_id = _S_hi.unpack_from(mv, pos)
         pos += 6
-        f_protocol_name, pos = _p.read_string(mv, pos, False)
-        f_leader, pos = _p.read_string(mv, pos, False)
-        f_member_id, pos = _p.read_string(mv, pos, False)
+        o.protocol_name, pos = _p.read_string(mv, pos, False)
+        o.leader, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v0(mv, pos)
-            f_members.append(e)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
+            e.group_instance_id = None
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupResponse(0, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
+    o.throttle_time_ms = 0
+    o.protocol_type = None
+    o.skip_assignment = False
+    return o, pos
 
 
 def _dec_join_group_response_v2(mv, pos):
+    o = _new(JoinGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_name, pos = _p.read_string(mv, pos, False)
-        f_leader, pos = _p.read_string(mv, pos, False)
-        f_member_id, pos = _p.read_string(mv, pos, False)
+        o.protocol_name, pos = _p.read_string(mv, pos, False)
+        o.leader, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v0(mv, pos)
-            f_members.append(e)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
+            e.group_instance_id = None
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
+    o.protocol_type = None
+    o.skip_assignment = False
+    return o, pos
 
 
 def _dec_join_group_response_v5(mv, pos):
+    o = _new(JoinGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_name, pos = _p.read_string(mv, pos, False)
-        f_leader, pos = _p.read_string(mv, pos, False)
-        f_member_id, pos = _p.read_string(mv, pos, False)
+        o.protocol_name, pos = _p.read_string(mv, pos, False)
+        o.leader, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v5(mv, pos)
-            f_members.append(e)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_string(mv, pos, True)
+            e.metadata, pos = _p.read_bytes(mv, pos, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
+    o.protocol_type = None
+    o.skip_assignment = False
+    return o, pos
 
 
 def _dec_join_group_response_v6(mv, pos):
+    o = _new(JoinGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_name, pos = _p.read_compact_string(mv, pos, False)
-        f_leader, pos = _p.read_compact_string(mv, pos, False)
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.protocol_name, pos = _p.read_compact_string(mv, pos, False)
+        o.leader, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v6(mv, pos)
-            f_members.append(e)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
+    o.protocol_type = None
+    o.skip_assignment = False
+    return o, pos
 
 
 def _dec_join_group_response_v7(mv, pos):
+    o = _new(JoinGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, True)
-        f_protocol_name, pos = _p.read_compact_string(mv, pos, True)
-        f_leader, pos = _p.read_compact_string(mv, pos, False)
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.protocol_type, pos = _p.read_compact_string(mv, pos, True)
+        o.protocol_name, pos = _p.read_compact_string(mv, pos, True)
+        o.leader, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v6(mv, pos)
-            f_members.append(e)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members), pos
+    o.skip_assignment = False
+    return o, pos
 
 
 def _dec_join_group_response_v9(mv, pos):
+    o = _new(JoinGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code, f_generation_id = _S_ihi.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code, o.generation_id = _S_ihi.unpack_from(mv, pos)
         pos += 10
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, True)
-        f_protocol_name, pos = _p.read_compact_string(mv, pos, True)
-        f_leader, pos = _p.read_compact_string(mv, pos, False)
-        f_skip_assignment = _S_Z.unpack_from(mv, pos)[0]
+        o.protocol_type, pos = _p.read_compact_string(mv, pos, True)
+        o.protocol_name, pos = _p.read_compact_string(mv, pos, True)
+        o.leader, pos = _p.read_compact_string(mv, pos, False)
+        o.skip_assignment = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_join_group_response_member_v6(mv, pos)
-            f_members.append(e)
+            e = _new(JoinGroupResponseMember)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.metadata, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members), pos
+    return o, pos
 
 
 JoinGroupResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class MemberIdentity(_m.Struct):
@@ -76,42 +78,6 @@ def _enc_member_identity_v5(a, o):
     a(b"\x00")
 
 
-def _dec_member_identity_v3(mv, pos):
-    try:
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MemberIdentity(f_member_id, f_group_instance_id, None), pos
-
-
-def _dec_member_identity_v4(mv, pos):
-    try:
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MemberIdentity(f_member_id, f_group_instance_id, None), pos
-
-
-def _dec_member_identity_v5(mv, pos):
-    try:
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_reason, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MemberIdentity(f_member_id, f_group_instance_id, f_reason), pos
-
-
 def _enc_leave_group_request_v0(a, o):
     if (o.members is None or len(o.members) != 0):
         raise _m.AbsentField(o, 'members')
@@ -152,71 +118,96 @@ def _enc_leave_group_request_v5(a, o):
 
 
 def _dec_leave_group_request_v0(mv, pos):
+    o = _new(LeaveGroupRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_member_id, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaveGroupRequest(f_group_id, f_member_id, []), pos
+    o.members = []
+    return o, pos
 
 
 def _dec_leave_group_request_v3(mv, pos):
+    o = _new(LeaveGroupRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_identity_v3(mv, pos)
-            f_members.append(e)
+            e = _new(MemberIdentity)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_string(mv, pos, True)
+            e.reason = None
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaveGroupRequest(f_group_id, '', f_members), pos
+    o.member_id = ''
+    return o, pos
 
 
 def _dec_leave_group_request_v4(mv, pos):
+    o = _new(LeaveGroupRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_identity_v4(mv, pos)
-            f_members.append(e)
+            e = _new(MemberIdentity)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.reason = None
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaveGroupRequest(f_group_id, '', f_members), pos
+    o.member_id = ''
+    return o, pos
 
 
 def _dec_leave_group_request_v5(mv, pos):
+    o = _new(LeaveGroupRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_identity_v5(mv, pos)
-            f_members.append(e)
+            e = _new(MemberIdentity)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.reason, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaveGroupRequest(f_group_id, '', f_members), pos
+    o.member_id = ''
+    return o, pos
 
 
 LeaveGroupRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class MemberResponse(_m.Struct):
@@ -73,32 +75,6 @@ def _enc_member_response_v4(a, o):
     a(_S_hx.pack(o.error_code))
 
 
-def _dec_member_response_v3(mv, pos):
-    try:
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_string(mv, pos, True)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MemberResponse(f_member_id, f_group_instance_id, f_error_code), pos
-
-
-def _dec_member_response_v4(mv, pos):
-    try:
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MemberResponse(f_member_id, f_group_instance_id, f_error_code), pos
-
-
 def _enc_leave_group_response_v0(a, o):
     if (o.members is None or len(o.members) != 0):
         raise _m.AbsentField(o, 'members')
@@ -129,61 +105,80 @@ def _enc_leave_group_response_v4(a, o):
 
 
 def _dec_leave_group_response_v0(mv, pos):
+    o = _new(LeaveGroupResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaveGroupResponse(0, f_error_code, []), pos
+    o.throttle_time_ms = 0
+    o.members = []
+    return o, pos
 
 
 def _dec_leave_group_response_v1(mv, pos):
+    o = _new(LeaveGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, []), pos
+    o.members = []
+    return o, pos
 
 
 def _dec_leave_group_response_v3(mv, pos):
+    o = _new(LeaveGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_response_v3(mv, pos)
-            f_members.append(e)
+            e = _new(MemberResponse)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
+    return o, pos
 
 
 def _dec_leave_group_response_v4(mv, pos):
+    o = _new(LeaveGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_members = []
+        o.members = items = []
         for _ in range(n):
-            e, pos = _dec_member_response_v4(mv, pos)
-            f_members.append(e)
+            e = _new(MemberResponse)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
+    return o, pos
 
 
 LeaveGroupResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ListConfigResourcesRequest(_m.Message):
@@ -46,6 +48,7 @@ def _enc_list_config_resources_request_v1(a, o):
 
 
 def _dec_list_config_resources_request_v0(mv, pos):
+    o = _new(ListConfigResourcesRequest)
     try:
         if mv[pos] == 0:
             pos += 1
@@ -53,24 +56,29 @@ def _dec_list_config_resources_request_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListConfigResourcesRequest([]), pos
+    o.resource_types = []
+    return o, pos
 
 
 def _dec_list_config_resources_request_v1(mv, pos):
+    o = _new(ListConfigResourcesRequest)
     try:
         n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_resource_types = list(_A_b[n].unpack_from(mv, pos + 1))
+        if n == 0:
+            o.resource_types = []
+            pos += 1
+        elif 0 < n < 127:
+            o.resource_types = list(_A_b[n].unpack_from(mv, pos + 1))
             pos += 1 + 1 * n
         else:
-            f_resource_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
+            o.resource_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListConfigResourcesRequest(f_resource_types), pos
+    return o, pos
 
 
 ListConfigResourcesRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ConfigResource(_m.Struct):
@@ -67,32 +69,6 @@ def _enc_config_resource_v1(a, o):
     a(_S_bx.pack(o.resource_type))
 
 
-def _dec_config_resource_v0(mv, pos):
-    try:
-        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ConfigResource(f_resource_name, 16), pos
-
-
-def _dec_config_resource_v1(mv, pos):
-    try:
-        f_resource_name, pos = _p.read_compact_string(mv, pos, False)
-        f_resource_type = _S_b.unpack_from(mv, pos)[0]
-        pos += 1
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ConfigResource(f_resource_name, f_resource_type), pos
-
-
 def _enc_list_config_resources_response_v0(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     v = o.config_resources
@@ -112,47 +88,62 @@ def _enc_list_config_resources_response_v1(a, o):
 
 
 def _dec_list_config_resources_response_v0(mv, pos):
+    o = _new(ListConfigResourcesResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 2)
-        f_config_resources = []
+        o.config_resources = items = []
         for _ in range(n):
-            e, pos = _dec_config_resource_v0(mv, pos)
-            f_config_resources.append(e)
+            e = _new(ConfigResource)
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.resource_type = 16
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListConfigResourcesResponse(f_throttle_time_ms, f_error_code, f_config_resources), pos
+    return o, pos
 
 
 def _dec_list_config_resources_response_v1(mv, pos):
+    o = _new(ListConfigResourcesResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_config_resources = []
+        o.config_resources = items = []
         for _ in range(n):
-            e, pos = _dec_config_resource_v1(mv, pos)
-            f_config_resources.append(e)
+            e = _new(ConfigResource)
+            e.resource_name, pos = _p.read_compact_string(mv, pos, False)
+            e.resource_type = _S_b.unpack_from(mv, pos)[0]
+            pos += 1
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListConfigResourcesResponse(f_throttle_time_ms, f_error_code, f_config_resources), pos
+    return o, pos
 
 
 ListConfigResourcesResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ListGroupsRequest(_m.Message):
@@ -73,14 +75,18 @@ def _enc_list_groups_request_v5(a, o):
 
 
 def _dec_list_groups_request_v0(mv, pos):
+    o = _new(ListGroupsRequest)
     try:
         pass
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListGroupsRequest([], []), pos
+    o.states_filter = []
+    o.types_filter = []
+    return o, pos
 
 
 def _dec_list_groups_request_v3(mv, pos):
+    o = _new(ListGroupsRequest)
     try:
         if mv[pos] == 0:
             pos += 1
@@ -88,56 +94,61 @@ def _dec_list_groups_request_v3(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListGroupsRequest([], []), pos
+    o.states_filter = []
+    o.types_filter = []
+    return o, pos
 
 
 def _dec_list_groups_request_v4(mv, pos):
+    o = _new(ListGroupsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_states_filter = []
+        o.states_filter = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_states_filter.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListGroupsRequest(f_states_filter, []), pos
+    o.types_filter = []
+    return o, pos
 
 
 def _dec_list_groups_request_v5(mv, pos):
+    o = _new(ListGroupsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_states_filter = []
+        o.states_filter = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_states_filter.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_types_filter = []
+        o.types_filter = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_types_filter.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListGroupsRequest(f_states_filter, f_types_filter), pos
+    return o, pos
 
 
 ListGroupsRequest._ENCODERS = {

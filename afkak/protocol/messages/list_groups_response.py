@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ListedGroup(_m.Struct):
@@ -89,57 +91,6 @@ def _enc_listed_group_v5(a, o):
     a(b"\x00")
 
 
-def _dec_listed_group_v0(mv, pos):
-    try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_string(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListedGroup(f_group_id, f_protocol_type, '', ''), pos
-
-
-def _dec_listed_group_v3(mv, pos):
-    try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListedGroup(f_group_id, f_protocol_type, '', ''), pos
-
-
-def _dec_listed_group_v4(mv, pos):
-    try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
-        f_group_state, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListedGroup(f_group_id, f_protocol_type, f_group_state, ''), pos
-
-
-def _dec_listed_group_v5(mv, pos):
-    try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, False)
-        f_group_state, pos = _p.read_compact_string(mv, pos, False)
-        f_group_type, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type), pos
-
-
 def _enc_list_groups_response_v0(a, o):
     a(_S_h.pack(o.error_code))
     v = o.groups
@@ -184,105 +135,143 @@ def _enc_list_groups_response_v5(a, o):
 
 
 def _dec_list_groups_response_v0(mv, pos):
+    o = _new(ListGroupsResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v0(mv, pos)
-            f_groups.append(e)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_string(mv, pos, False)
+            e.group_state = ''
+            e.group_type = ''
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListGroupsResponse(0, f_error_code, f_groups), pos
+    o.throttle_time_ms = 0
+    return o, pos
 
 
 def _dec_list_groups_response_v1(mv, pos):
+    o = _new(ListGroupsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v0(mv, pos)
-            f_groups.append(e)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_string(mv, pos, False)
+            e.group_state = ''
+            e.group_type = ''
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
+    return o, pos
 
 
 def _dec_list_groups_response_v3(mv, pos):
+    o = _new(ListGroupsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v3(mv, pos)
-            f_groups.append(e)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_compact_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.group_state = ''
+            e.group_type = ''
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
+    return o, pos
 
 
 def _dec_list_groups_response_v4(mv, pos):
+    o = _new(ListGroupsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 4)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v4(mv, pos)
-            f_groups.append(e)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_compact_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_compact_string(mv, pos, False)
+            e.group_state, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.group_type = ''
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
+    return o, pos
 
 
 def _dec_list_groups_response_v5(mv, pos):
+    o = _new(ListGroupsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
-            e, pos = _dec_listed_group_v5(mv, pos)
-            f_groups.append(e)
+            e = _new(ListedGroup)
+            e.group_id, pos = _p.read_compact_string(mv, pos, False)
+            e.protocol_type, pos = _p.read_compact_string(mv, pos, False)
+            e.group_state, pos = _p.read_compact_string(mv, pos, False)
+            e.group_type, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
+    return o, pos
 
 
 ListGroupsResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ListOffsetsPartition(_m.Struct):
@@ -102,37 +104,6 @@ def _enc_list_offsets_partition_v6(a, o):
     a(_S_iiqx.pack(o.partition_index, o.current_leader_epoch, o.timestamp))
 
 
-def _dec_list_offsets_partition_v1(mv, pos):
-    try:
-        f_partition_index, f_timestamp = _S_iq.unpack_from(mv, pos)
-        pos += 12
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1), pos
-
-
-def _dec_list_offsets_partition_v4(mv, pos):
-    try:
-        f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(mv, pos)
-        pos += 16
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
-
-
-def _dec_list_offsets_partition_v6(mv, pos):
-    try:
-        f_partition_index, f_current_leader_epoch, f_timestamp = _S_iiq.unpack_from(mv, pos)
-        pos += 16
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1), pos
-
-
 def _enc_list_offsets_topic_v1(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -159,58 +130,75 @@ def _enc_list_offsets_topic_v6(a, o):
 
 
 def _dec_list_offsets_topic_v1(mv, pos):
+    o = _new(ListOffsetsTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_v1(mv, pos)
-            f_partitions.append(e)
+            e = _new(ListOffsetsPartition)
+            e.partition_index, e.timestamp = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            e.current_leader_epoch = -1
+            e.max_num_offsets = 1
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_list_offsets_topic_v4(mv, pos):
+    o = _new(ListOffsetsTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 16)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_v4(mv, pos)
-            f_partitions.append(e)
+            e = _new(ListOffsetsPartition)
+            e.partition_index, e.current_leader_epoch, e.timestamp = _S_iiq.unpack_from(mv, pos)
+            pos += 16
+            e.max_num_offsets = 1
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_list_offsets_topic_v6(mv, pos):
+    o = _new(ListOffsetsTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 17)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_v6(mv, pos)
-            f_partitions.append(e)
+            e = _new(ListOffsetsPartition)
+            e.partition_index, e.current_leader_epoch, e.timestamp = _S_iiq.unpack_from(mv, pos)
+            pos += 16
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.max_num_offsets = 1
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_list_offsets_request_v1(a, o):
@@ -258,95 +246,105 @@ def _enc_list_offsets_request_v10(a, o):
 
 
 def _dec_list_offsets_request_v1(mv, pos):
+    o = _new(ListOffsetsRequest)
     try:
-        f_replica_id = _S_i.unpack_from(mv, pos)[0]
+        o.replica_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsRequest(f_replica_id, 0, f_topics, 0), pos
+    o.isolation_level = 0
+    o.timeout_ms = 0
+    return o, pos
 
 
 def _dec_list_offsets_request_v2(mv, pos):
+    o = _new(ListOffsetsRequest)
     try:
-        f_replica_id, f_isolation_level = _S_ib.unpack_from(mv, pos)
+        o.replica_id, o.isolation_level = _S_ib.unpack_from(mv, pos)
         pos += 5
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
+    o.timeout_ms = 0
+    return o, pos
 
 
 def _dec_list_offsets_request_v4(mv, pos):
+    o = _new(ListOffsetsRequest)
     try:
-        f_replica_id, f_isolation_level = _S_ib.unpack_from(mv, pos)
+        o.replica_id, o.isolation_level = _S_ib.unpack_from(mv, pos)
         pos += 5
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v4(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
+    o.timeout_ms = 0
+    return o, pos
 
 
 def _dec_list_offsets_request_v6(mv, pos):
+    o = _new(ListOffsetsRequest)
     try:
-        f_replica_id, f_isolation_level = _S_ib.unpack_from(mv, pos)
+        o.replica_id, o.isolation_level = _S_ib.unpack_from(mv, pos)
         pos += 5
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v6(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
+    o.timeout_ms = 0
+    return o, pos
 
 
 def _dec_list_offsets_request_v10(mv, pos):
+    o = _new(ListOffsetsRequest)
     try:
-        f_replica_id, f_isolation_level = _S_ib.unpack_from(mv, pos)
+        o.replica_id, o.isolation_level = _S_ib.unpack_from(mv, pos)
         pos += 5
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_v6(mv, pos)
-            f_topics.append(e)
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -354,7 +352,7 @@ def _dec_list_offsets_request_v10(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms), pos
+    return o, pos
 
 
 ListOffsetsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ListOffsetsPartitionResponse(_m.Struct):
@@ -102,37 +104,6 @@ def _enc_list_offsets_partition_response_v6(a, o):
     a(_S_ihqqix.pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
 
 
-def _dec_list_offsets_partition_response_v1(mv, pos):
-    try:
-        f_partition_index, f_error_code, f_timestamp, f_offset = _S_ihqq.unpack_from(mv, pos)
-        pos += 22
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1), pos
-
-
-def _dec_list_offsets_partition_response_v4(mv, pos):
-    try:
-        f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(mv, pos)
-        pos += 26
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
-
-
-def _dec_list_offsets_partition_response_v6(mv, pos):
-    try:
-        f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = _S_ihqqi.unpack_from(mv, pos)
-        pos += 26
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch), pos
-
-
 def _enc_list_offsets_topic_response_v1(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -159,58 +130,75 @@ def _enc_list_offsets_topic_response_v6(a, o):
 
 
 def _dec_list_offsets_topic_response_v1(mv, pos):
+    o = _new(ListOffsetsTopicResponse)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 22)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_response_v1(mv, pos)
-            f_partitions.append(e)
+            e = _new(ListOffsetsPartitionResponse)
+            e.partition_index, e.error_code, e.timestamp, e.offset = _S_ihqq.unpack_from(mv, pos)
+            pos += 22
+            e.old_style_offsets = []
+            e.leader_epoch = -1
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_list_offsets_topic_response_v4(mv, pos):
+    o = _new(ListOffsetsTopicResponse)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 26)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_response_v4(mv, pos)
-            f_partitions.append(e)
+            e = _new(ListOffsetsPartitionResponse)
+            e.partition_index, e.error_code, e.timestamp, e.offset, e.leader_epoch = _S_ihqqi.unpack_from(mv, pos)
+            pos += 26
+            e.old_style_offsets = []
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_list_offsets_topic_response_v6(mv, pos):
+    o = _new(ListOffsetsTopicResponse)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 27)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_list_offsets_partition_response_v6(mv, pos)
-            f_partitions.append(e)
+            e = _new(ListOffsetsPartitionResponse)
+            e.partition_index, e.error_code, e.timestamp, e.offset, e.leader_epoch = _S_ihqqi.unpack_from(mv, pos)
+            pos += 26
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.old_style_offsets = []
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsTopicResponse(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_list_offsets_response_v1(a, o):
@@ -246,77 +234,82 @@ def _enc_list_offsets_response_v6(a, o):
 
 
 def _dec_list_offsets_response_v1(mv, pos):
+    o = _new(ListOffsetsResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_response_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsResponse(0, f_topics), pos
+    o.throttle_time_ms = 0
+    return o, pos
 
 
 def _dec_list_offsets_response_v2(mv, pos):
+    o = _new(ListOffsetsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_response_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 def _dec_list_offsets_response_v4(mv, pos):
+    o = _new(ListOffsetsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_response_v4(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 def _dec_list_offsets_response_v6(mv, pos):
+    o = _new(ListOffsetsResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_list_offsets_topic_response_v6(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 ListOffsetsResponse._ENCODERS = {

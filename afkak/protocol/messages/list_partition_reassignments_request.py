@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ListPartitionReassignmentsTopics(_m.Struct):
@@ -60,24 +62,6 @@ def _enc_list_partition_reassignments_topics_v0(a, o):
     a(b"\x00")
 
 
-def _dec_list_partition_reassignments_topics_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ListPartitionReassignmentsTopics(f_name, f_partition_indexes), pos
-
-
 def _enc_list_partition_reassignments_request_v0(a, o):
     a(_S_i.pack(o.timeout_ms))
     v = o.topics
@@ -91,8 +75,9 @@ def _enc_list_partition_reassignments_request_v0(a, o):
 
 
 def _dec_list_partition_reassignments_request_v0(mv, pos):
+    o = _new(ListPartitionReassignmentsRequest)
     try:
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -100,19 +85,33 @@ def _dec_list_partition_reassignments_request_v0(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_list_partition_reassignments_topics_v0(mv, pos)
-                f_topics.append(e)
+                e = _new(ListPartitionReassignmentsTopics)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListPartitionReassignmentsRequest(f_timeout_ms, f_topics), pos
+    return o, pos
 
 
 ListPartitionReassignmentsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class OngoingPartitionReassignment(_m.Struct):
@@ -92,37 +94,6 @@ def _enc_ongoing_partition_reassignment_v0(a, o):
     a(b"\x00")
 
 
-def _dec_ongoing_partition_reassignment_v0(mv, pos):
-    try:
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_adding_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_adding_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_removing_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_removing_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OngoingPartitionReassignment(f_partition_index, f_replicas, f_adding_replicas, f_removing_replicas), pos
-
-
 def _enc_ongoing_topic_reassignment_v0(a, o):
     a(_p.compact_string(o.name))
     v = o.partitions
@@ -133,24 +104,58 @@ def _enc_ongoing_topic_reassignment_v0(a, o):
 
 
 def _dec_ongoing_topic_reassignment_v0(mv, pos):
+    o = _new(OngoingTopicReassignment)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_ongoing_partition_reassignment_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(OngoingPartitionReassignment)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            n = mv[pos] - 1
+            if n == 0:
+                e.replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.adding_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.adding_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.adding_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.removing_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.removing_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.removing_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OngoingTopicReassignment(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_list_partition_reassignments_response_v0(a, o):
@@ -164,26 +169,27 @@ def _enc_list_partition_reassignments_response_v0(a, o):
 
 
 def _dec_list_partition_reassignments_response_v0(mv, pos):
+    o = _new(ListPartitionReassignmentsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_ongoing_topic_reassignment_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_topics), pos
+    return o, pos
 
 
 ListPartitionReassignmentsResponse._ENCODERS = {

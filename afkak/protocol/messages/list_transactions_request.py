@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ListTransactionsRequest(_m.Message):
@@ -83,49 +85,59 @@ def _enc_list_transactions_request_v2(a, o):
 
 
 def _dec_list_transactions_request_v0(mv, pos):
+    o = _new(ListTransactionsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_state_filters = []
+        o.state_filters = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_state_filters.append(e)
+            items.append(e)
         n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
+        if n == 0:
+            o.producer_id_filters = []
+            pos += 1
+        elif 0 < n < 127:
+            o.producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
             pos += 1 + 8 * n
         else:
-            f_producer_id_filters, pos = _p.read_compact_array(mv, pos, 'q', 8, False)
+            o.producer_id_filters, pos = _p.read_compact_array(mv, pos, 'q', 8, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListTransactionsRequest(f_state_filters, f_producer_id_filters, -1, None), pos
+    o.duration_filter = -1
+    o.transactional_id_pattern = None
+    return o, pos
 
 
 def _dec_list_transactions_request_v1(mv, pos):
+    o = _new(ListTransactionsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_state_filters = []
+        o.state_filters = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_state_filters.append(e)
+            items.append(e)
         n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
+        if n == 0:
+            o.producer_id_filters = []
+            pos += 1
+        elif 0 < n < 127:
+            o.producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
             pos += 1 + 8 * n
         else:
-            f_producer_id_filters, pos = _p.read_compact_array(mv, pos, 'q', 8, False)
-        f_duration_filter = _S_q.unpack_from(mv, pos)[0]
+            o.producer_id_filters, pos = _p.read_compact_array(mv, pos, 'q', 8, False)
+        o.duration_filter = _S_q.unpack_from(mv, pos)[0]
         pos += 8
         if mv[pos] == 0:
             pos += 1
@@ -133,36 +145,41 @@ def _dec_list_transactions_request_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, None), pos
+    o.transactional_id_pattern = None
+    return o, pos
 
 
 def _dec_list_transactions_request_v2(mv, pos):
+    o = _new(ListTransactionsRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_state_filters = []
+        o.state_filters = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_state_filters.append(e)
+            items.append(e)
         n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
+        if n == 0:
+            o.producer_id_filters = []
+            pos += 1
+        elif 0 < n < 127:
+            o.producer_id_filters = list(_A_q[n].unpack_from(mv, pos + 1))
             pos += 1 + 8 * n
         else:
-            f_producer_id_filters, pos = _p.read_compact_array(mv, pos, 'q', 8, False)
-        f_duration_filter = _S_q.unpack_from(mv, pos)[0]
+            o.producer_id_filters, pos = _p.read_compact_array(mv, pos, 'q', 8, False)
+        o.duration_filter = _S_q.unpack_from(mv, pos)[0]
         pos += 8
-        f_transactional_id_pattern, pos = _p.read_compact_string(mv, pos, True)
+        o.transactional_id_pattern, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, f_transactional_id_pattern), pos
+    return o, pos
 
 
 ListTransactionsRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TransactionState(_m.Struct):
@@ -69,21 +71,6 @@ def _enc_transaction_state_v0(a, o):
     a(b"\x00")
 
 
-def _dec_transaction_state_v0(mv, pos):
-    try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
-        f_producer_id = _S_q.unpack_from(mv, pos)[0]
-        pos += 8
-        f_transaction_state, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TransactionState(f_transactional_id, f_producer_id, f_transaction_state), pos
-
-
 def _enc_list_transactions_response_v0(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     v = o.unknown_state_filters
@@ -98,34 +85,43 @@ def _enc_list_transactions_response_v0(a, o):
 
 
 def _dec_list_transactions_response_v0(mv, pos):
+    o = _new(ListTransactionsResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 1)
-        f_unknown_state_filters = []
+        o.unknown_state_filters = items = []
         for _ in range(n):
             e, pos = _p.read_compact_string(mv, pos, False)
-            f_unknown_state_filters.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_transaction_states = []
+        o.transaction_states = items = []
         for _ in range(n):
-            e, pos = _dec_transaction_state_v0(mv, pos)
-            f_transaction_states.append(e)
+            e = _new(TransactionState)
+            e.transactional_id, pos = _p.read_compact_string(mv, pos, False)
+            e.producer_id = _S_q.unpack_from(mv, pos)[0]
+            pos += 8
+            e.transaction_state, pos = _p.read_compact_string(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ListTransactionsResponse(f_throttle_time_ms, f_error_code, f_unknown_state_filters, f_transaction_states), pos
+    return o, pos
 
 
 ListTransactionsResponse._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class MetadataRequestTopic(_m.Struct):
@@ -80,41 +82,6 @@ def _enc_metadata_request_topic_v10(a, o):
     a(_S_U.pack(o.topic_id.bytes))
     a(_p.compact_nstring(o.name))
     a(b"\x00")
-
-
-def _dec_metadata_request_topic_v0(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataRequestTopic(_p.ZERO_UUID, f_name), pos
-
-
-def _dec_metadata_request_topic_v9(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataRequestTopic(_p.ZERO_UUID, f_name), pos
-
-
-def _dec_metadata_request_topic_v10(mv, pos):
-    try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
-        f_name, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataRequestTopic(f_topic_id, f_name), pos
 
 
 def _enc_metadata_request_v0(a, o):
@@ -208,22 +175,29 @@ def _enc_metadata_request_v11(a, o):
 
 
 def _dec_metadata_request_v0(mv, pos):
+    o = _new(MetadataRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_request_topic_v0(mv, pos)
-            f_topics.append(e)
+            e = _new(MetadataRequestTopic)
+            e.name, pos = _p.read_string(mv, pos, False)
+            e.topic_id = _p.ZERO_UUID
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataRequest(f_topics, True, False, False), pos
+    o.allow_auto_topic_creation = True
+    o.include_cluster_authorized_operations = False
+    o.include_topic_authorized_operations = False
+    return o, pos
 
 
 def _dec_metadata_request_v1(mv, pos):
+    o = _new(MetadataRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -231,18 +205,24 @@ def _dec_metadata_request_v1(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 2)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v0(mv, pos)
-                f_topics.append(e)
+                e = _new(MetadataRequestTopic)
+                e.name, pos = _p.read_string(mv, pos, False)
+                e.topic_id = _p.ZERO_UUID
+                items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataRequest(f_topics, True, False, False), pos
+    o.allow_auto_topic_creation = True
+    o.include_cluster_authorized_operations = False
+    o.include_topic_authorized_operations = False
+    return o, pos
 
 
 def _dec_metadata_request_v4(mv, pos):
+    o = _new(MetadataRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -250,20 +230,25 @@ def _dec_metadata_request_v4(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 2)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v0(mv, pos)
-                f_topics.append(e)
-        f_allow_auto_topic_creation = _S_Z.unpack_from(mv, pos)[0]
+                e = _new(MetadataRequestTopic)
+                e.name, pos = _p.read_string(mv, pos, False)
+                e.topic_id = _p.ZERO_UUID
+                items.append(e)
+        o.allow_auto_topic_creation = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
+    o.include_cluster_authorized_operations = False
+    o.include_topic_authorized_operations = False
+    return o, pos
 
 
 def _dec_metadata_request_v8(mv, pos):
+    o = _new(MetadataRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
@@ -271,20 +256,23 @@ def _dec_metadata_request_v8(mv, pos):
         else:
             n, pos = _p.read_array_len(mv, pos, True, 2)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v0(mv, pos)
-                f_topics.append(e)
-        f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
+                e = _new(MetadataRequestTopic)
+                e.name, pos = _p.read_string(mv, pos, False)
+                e.topic_id = _p.ZERO_UUID
+                items.append(e)
+        o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
         pos += 3
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
+    return o, pos
 
 
 def _dec_metadata_request_v9(mv, pos):
+    o = _new(MetadataRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -292,13 +280,19 @@ def _dec_metadata_request_v9(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 2)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v9(mv, pos)
-                f_topics.append(e)
-        f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
+                e = _new(MetadataRequestTopic)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                e.topic_id = _p.ZERO_UUID
+                items.append(e)
+        o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
         pos += 3
         if mv[pos] == 0:
             pos += 1
@@ -306,10 +300,11 @@ def _dec_metadata_request_v9(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
+    return o, pos
 
 
 def _dec_metadata_request_v10(mv, pos):
+    o = _new(MetadataRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -317,13 +312,21 @@ def _dec_metadata_request_v10(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 18)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v10(mv, pos)
-                f_topics.append(e)
-        f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
+                e = _new(MetadataRequestTopic)
+                u_topic_id = _S_U.unpack_from(mv, pos)[0]
+                pos += 16
+                e.topic_id = _p.uuid_from(u_topic_id)
+                e.name, pos = _p.read_compact_string(mv, pos, True)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
+        o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations = _S_ZZZ.unpack_from(mv, pos)
         pos += 3
         if mv[pos] == 0:
             pos += 1
@@ -331,10 +334,11 @@ def _dec_metadata_request_v10(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
+    return o, pos
 
 
 def _dec_metadata_request_v11(mv, pos):
+    o = _new(MetadataRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -342,13 +346,21 @@ def _dec_metadata_request_v11(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 18)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_metadata_request_topic_v10(mv, pos)
-                f_topics.append(e)
-        f_allow_auto_topic_creation, f_include_topic_authorized_operations = _S_ZZ.unpack_from(mv, pos)
+                e = _new(MetadataRequestTopic)
+                u_topic_id = _S_U.unpack_from(mv, pos)[0]
+                pos += 16
+                e.topic_id = _p.uuid_from(u_topic_id)
+                e.name, pos = _p.read_compact_string(mv, pos, True)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
+        o.allow_auto_topic_creation, o.include_topic_authorized_operations = _S_ZZ.unpack_from(mv, pos)
         pos += 2
         if mv[pos] == 0:
             pos += 1
@@ -356,7 +368,8 @@ def _dec_metadata_request_v11(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
+    o.include_cluster_authorized_operations = False
+    return o, pos
 
 
 MetadataRequest._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class MetadataResponseBroker(_m.Struct):
@@ -162,48 +164,6 @@ def _enc_metadata_response_broker_v9(a, o):
     a(b"\x00")
 
 
-def _dec_metadata_response_broker_v0(mv, pos):
-    try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataResponseBroker(f_node_id, f_host, f_port, None), pos
-
-
-def _dec_metadata_response_broker_v1(mv, pos):
-    try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_rack, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
-def _dec_metadata_response_broker_v9(mv, pos):
-    try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataResponseBroker(f_node_id, f_host, f_port, f_rack), pos
-
-
 def _enc_metadata_response_partition_v0(a, o):
     a(_S_hii.pack(o.error_code, o.partition_index, o.leader_id))
     v = o.replica_nodes
@@ -241,112 +201,6 @@ def _enc_metadata_response_partition_v9(a, o):
     v = o.offline_replicas
     a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
-
-
-def _dec_metadata_response_partition_v0(mv, pos):
-    try:
-        f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(mv, pos)
-        pos += 10
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []), pos
-
-
-def _dec_metadata_response_partition_v5(mv, pos):
-    try:
-        f_error_code, f_partition_index, f_leader_id = _S_hii.unpack_from(mv, pos)
-        pos += 10
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _dec_metadata_response_partition_v7(mv, pos):
-    try:
-        f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(mv, pos)
-        pos += 14
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
-
-
-def _dec_metadata_response_partition_v9(mv, pos):
-    try:
-        f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _S_hiii.unpack_from(mv, pos)
-        pos += 14
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas), pos
 
 
 def _enc_metadata_response_topic_v0(a, o):
@@ -441,127 +295,308 @@ def _enc_metadata_response_topic_v12(a, o):
 
 
 def _dec_metadata_response_topic_v0(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id = _S_hii.unpack_from(mv, pos)
+            pos += 10
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.leader_epoch = -1
+            e.offline_replicas = []
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, False, f_partitions, -2147483648), pos
+    o.topic_id = _p.ZERO_UUID
+    o.is_internal = False
+    o.topic_authorized_operations = -2147483648
+    return o, pos
 
 
 def _dec_metadata_response_topic_v1(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id = _S_hii.unpack_from(mv, pos)
+            pos += 10
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.leader_epoch = -1
+            e.offline_replicas = []
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
+    o.topic_id = _p.ZERO_UUID
+    o.topic_authorized_operations = -2147483648
+    return o, pos
 
 
 def _dec_metadata_response_topic_v5(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 22)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v5(mv, pos)
-            f_partitions.append(e)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id = _S_hii.unpack_from(mv, pos)
+            pos += 10
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.offline_replicas = []
+                pos += 4
+            elif 0 < n < 128:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
+            e.leader_epoch = -1
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
+    o.topic_id = _p.ZERO_UUID
+    o.topic_authorized_operations = -2147483648
+    return o, pos
 
 
 def _dec_metadata_response_topic_v7(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 26)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v7(mv, pos)
-            f_partitions.append(e)
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.offline_replicas = []
+                pos += 4
+            elif 0 < n < 128:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, -2147483648), pos
+    o.topic_id = _p.ZERO_UUID
+    o.topic_authorized_operations = -2147483648
+    return o, pos
 
 
 def _dec_metadata_response_topic_v8(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 26)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v7(mv, pos)
-            f_partitions.append(e)
-        f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.replica_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.isr_nodes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.offline_replicas = []
+                pos += 4
+            elif 0 < n < 128:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
+        o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_metadata_response_topic_v9(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_is_internal = _S_Z.unpack_from(mv, pos)[0]
+        o.name, pos = _p.read_compact_string(mv, pos, False)
+        o.is_internal = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v9(mv, pos)
-            f_partitions.append(e)
-        f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = mv[pos] - 1
+            if n == 0:
+                e.replica_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.isr_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.offline_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -569,27 +604,62 @@ def _dec_metadata_response_topic_v9(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, _p.ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_metadata_response_topic_v10(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        f_topic_id, f_is_internal = _S_UZ.unpack_from(mv, pos)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
+        u_topic_id, o.is_internal = _S_UZ.unpack_from(mv, pos)
         pos += 17
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v9(mv, pos)
-            f_partitions.append(e)
-        f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = mv[pos] - 1
+            if n == 0:
+                e.replica_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.isr_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.offline_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -597,27 +667,61 @@ def _dec_metadata_response_topic_v10(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
+    return o, pos
 
 
 def _dec_metadata_response_topic_v12(mv, pos):
+    o = _new(MetadataResponseTopic)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_name, pos = _p.read_compact_string(mv, pos, True)
-        f_topic_id, f_is_internal = _S_UZ.unpack_from(mv, pos)
+        o.name, pos = _p.read_compact_string(mv, pos, True)
+        u_topic_id, o.is_internal = _S_UZ.unpack_from(mv, pos)
         pos += 17
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_partition_v9(mv, pos)
-            f_partitions.append(e)
-        f_topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponsePartition)
+            e.error_code, e.partition_index, e.leader_id, e.leader_epoch = _S_hiii.unpack_from(mv, pos)
+            pos += 14
+            n = mv[pos] - 1
+            if n == 0:
+                e.replica_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.replica_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.replica_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.isr_nodes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.isr_nodes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.isr_nodes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.offline_replicas = []
+                pos += 1
+            elif 0 < n < 127:
+                e.offline_replicas = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.offline_replicas, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.topic_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -625,7 +729,7 @@ def _dec_metadata_response_topic_v12(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations), pos
+    return o, pos
 
 
 def _enc_metadata_response_v0(a, o):
@@ -815,233 +919,312 @@ def _enc_metadata_response_v13(a, o):
 
 
 def _dec_metadata_response_v0(mv, pos):
+    o = _new(MetadataResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 10)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v0(mv, pos)
-            f_brokers.append(e)
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack = None
+            items.append(e)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(0, f_brokers, None, -1, f_topics, -2147483648, 0), pos
+    o.throttle_time_ms = 0
+    o.cluster_id = None
+    o.controller_id = -1
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v1(mv, pos):
+    o = _new(MetadataResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
+            items.append(e)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(0, f_brokers, None, f_controller_id, f_topics, -2147483648, 0), pos
+    o.throttle_time_ms = 0
+    o.cluster_id = None
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v2(mv, pos):
+    o = _new(MetadataResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.throttle_time_ms = 0
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v3(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v5(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v5(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v7(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 9)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v7(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v8(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v1(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_string(mv, pos, True)
+            items.append(e)
+        o.cluster_id, pos = _p.read_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 13)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v8(mv, pos)
-            f_topics.append(e)
-        f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v9(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 10)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v9(mv, pos)
-            f_topics.append(e)
-        f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -1049,35 +1232,47 @@ def _dec_metadata_response_v9(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v10(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v10(mv, pos)
-            f_topics.append(e)
-        f_cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.cluster_authorized_operations = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -1085,103 +1280,141 @@ def _dec_metadata_response_v10(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, 0), pos
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v11(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v10(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v12(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v12(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, 0), pos
+    o.cluster_authorized_operations = -2147483648
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_metadata_response_v13(mv, pos):
+    o = _new(MetadataResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_brokers = []
+        o.brokers = items = []
         for _ in range(n):
-            e, pos = _dec_metadata_response_broker_v9(mv, pos)
-            f_brokers.append(e)
-        f_cluster_id, pos = _p.read_compact_string(mv, pos, True)
-        f_controller_id = _S_i.unpack_from(mv, pos)[0]
+            e = _new(MetadataResponseBroker)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.cluster_id, pos = _p.read_compact_string(mv, pos, True)
+        o.controller_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 26)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_metadata_response_topic_v12(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         if mv[pos] == 0:
             pos += 1
@@ -1189,7 +1422,8 @@ def _dec_metadata_response_v13(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, f_error_code), pos
+    o.cluster_authorized_operations = -2147483648
+    return o, pos
 
 
 MetadataResponse._ENCODERS = {

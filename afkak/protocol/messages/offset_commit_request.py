@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class OffsetCommitRequestPartition(_m.Struct):
@@ -118,40 +120,6 @@ def _enc_offset_commit_request_partition_v8(a, o):
     a(b"\x00")
 
 
-def _dec_offset_commit_request_partition_v2(mv, pos):
-    try:
-        f_partition_index, f_committed_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        f_committed_metadata, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata), pos
-
-
-def _dec_offset_commit_request_partition_v6(mv, pos):
-    try:
-        f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        f_committed_metadata, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata), pos
-
-
-def _dec_offset_commit_request_partition_v8(mv, pos):
-    try:
-        f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        f_committed_metadata, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata), pos
-
-
 def _enc_offset_commit_request_topic_v2(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -187,81 +155,114 @@ def _enc_offset_commit_request_topic_v10(a, o):
 
 
 def _dec_offset_commit_request_topic_v2(mv, pos):
+    o = _new(OffsetCommitRequestTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 14)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_request_partition_v2(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            e.committed_metadata, pos = _p.read_string(mv, pos, True)
+            e.committed_leader_epoch = -1
+            e.commit_timestamp = -1
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequestTopic(f_name, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_offset_commit_request_topic_v6(mv, pos):
+    o = _new(OffsetCommitRequestTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_request_partition_v6(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_string(mv, pos, True)
+            e.commit_timestamp = -1
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequestTopic(f_name, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_offset_commit_request_topic_v8(mv, pos):
+    o = _new(OffsetCommitRequestTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_request_partition_v8(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.commit_timestamp = -1
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequestTopic(f_name, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_offset_commit_request_topic_v10(mv, pos):
+    o = _new(OffsetCommitRequestTopic)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_request_partition_v8(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.commit_timestamp = -1
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequestTopic('', f_topic_id, f_partitions), pos
+    o.name = ''
+    return o, pos
 
 
 def _enc_offset_commit_request_v2(a, o):
@@ -337,136 +338,150 @@ def _enc_offset_commit_request_v10(a, o):
 
 
 def _dec_offset_commit_request_v2(mv, pos):
+    o = _new(OffsetCommitRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_retention_time_ms = _S_q.unpack_from(mv, pos)[0]
+        o.member_id, pos = _p.read_string(mv, pos, False)
+        o.retention_time_ms = _S_q.unpack_from(mv, pos)[0]
         pos += 8
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, f_retention_time_ms, f_topics), pos
+    o.group_instance_id = None
+    return o, pos
 
 
 def _dec_offset_commit_request_v5(mv, pos):
+    o = _new(OffsetCommitRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics), pos
+    o.group_instance_id = None
+    o.retention_time_ms = -1
+    return o, pos
 
 
 def _dec_offset_commit_request_v6(mv, pos):
+    o = _new(OffsetCommitRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v6(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics), pos
+    o.group_instance_id = None
+    o.retention_time_ms = -1
+    return o, pos
 
 
 def _dec_offset_commit_request_v7(mv, pos):
+    o = _new(OffsetCommitRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+        o.member_id, pos = _p.read_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_string(mv, pos, True)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v6(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
+    o.retention_time_ms = -1
+    return o, pos
 
 
 def _dec_offset_commit_request_v8(mv, pos):
+    o = _new(OffsetCommitRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v8(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
+    o.retention_time_ms = -1
+    return o, pos
 
 
 def _dec_offset_commit_request_v10(mv, pos):
+    o = _new(OffsetCommitRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.generation_id_or_member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_request_topic_v10(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
+    o.retention_time_ms = -1
+    return o, pos
 
 
 OffsetCommitRequest._ENCODERS = {

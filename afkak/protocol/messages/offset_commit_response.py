@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class OffsetCommitResponsePartition(_m.Struct):
@@ -82,28 +84,6 @@ def _enc_offset_commit_response_partition_v8(a, o):
     a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
-def _dec_offset_commit_response_partition_v2(mv, pos):
-    try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
-def _dec_offset_commit_response_partition_v8(mv, pos):
-    try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetCommitResponsePartition(f_partition_index, f_error_code), pos
-
-
 def _enc_offset_commit_response_topic_v2(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -131,64 +111,84 @@ def _enc_offset_commit_response_topic_v10(a, o):
 
 
 def _dec_offset_commit_response_topic_v2(mv, pos):
+    o = _new(OffsetCommitResponseTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_response_partition_v2(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetCommitResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitResponseTopic(f_name, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_offset_commit_response_topic_v8(mv, pos):
+    o = _new(OffsetCommitResponseTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_response_partition_v8(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetCommitResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitResponseTopic(f_name, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_offset_commit_response_topic_v10(mv, pos):
+    o = _new(OffsetCommitResponseTopic)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_commit_response_partition_v8(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetCommitResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitResponseTopic('', f_topic_id, f_partitions), pos
+    o.name = ''
+    return o, pos
 
 
 def _enc_offset_commit_response_v2(a, o):
@@ -225,81 +225,86 @@ def _enc_offset_commit_response_v10(a, o):
 
 
 def _dec_offset_commit_response_v2(mv, pos):
+    o = _new(OffsetCommitResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_topic_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitResponse(0, f_topics), pos
+    o.throttle_time_ms = 0
+    return o, pos
 
 
 def _dec_offset_commit_response_v3(mv, pos):
+    o = _new(OffsetCommitResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_topic_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 def _dec_offset_commit_response_v8(mv, pos):
+    o = _new(OffsetCommitResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_topic_v8(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 def _dec_offset_commit_response_v10(mv, pos):
+    o = _new(OffsetCommitResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_commit_response_topic_v10(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 OffsetCommitResponse._ENCODERS = {

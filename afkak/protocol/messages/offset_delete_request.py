@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class OffsetDeleteRequestPartition(_m.Struct):
@@ -68,15 +70,6 @@ def _enc_offset_delete_request_partition_v0(a, o):
     a(_S_i.pack(o.partition_index))
 
 
-def _dec_offset_delete_request_partition_v0(mv, pos):
-    try:
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetDeleteRequestPartition(f_partition_index), pos
-
-
 def _enc_offset_delete_request_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -86,20 +79,23 @@ def _enc_offset_delete_request_topic_v0(a, o):
 
 
 def _dec_offset_delete_request_topic_v0(mv, pos):
+    o = _new(OffsetDeleteRequestTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 4)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_delete_request_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetDeleteRequestPartition)
+            e.partition_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetDeleteRequestTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_offset_delete_request_v0(a, o):
@@ -111,20 +107,21 @@ def _enc_offset_delete_request_v0(a, o):
 
 
 def _dec_offset_delete_request_v0(mv, pos):
+    o = _new(OffsetDeleteRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_delete_request_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetDeleteRequest(f_group_id, f_topics), pos
+    return o, pos
 
 
 OffsetDeleteRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class OffsetDeleteResponsePartition(_m.Struct):
@@ -76,15 +78,6 @@ def _enc_offset_delete_response_partition_v0(a, o):
     a(_S_ih.pack(o.partition_index, o.error_code))
 
 
-def _dec_offset_delete_response_partition_v0(mv, pos):
-    try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetDeleteResponsePartition(f_partition_index, f_error_code), pos
-
-
 def _enc_offset_delete_response_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -94,20 +87,23 @@ def _enc_offset_delete_response_topic_v0(a, o):
 
 
 def _dec_offset_delete_response_topic_v0(mv, pos):
+    o = _new(OffsetDeleteResponseTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_delete_response_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetDeleteResponsePartition)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetDeleteResponseTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_offset_delete_response_v0(a, o):
@@ -119,21 +115,22 @@ def _enc_offset_delete_response_v0(a, o):
 
 
 def _dec_offset_delete_response_v0(mv, pos):
+    o = _new(OffsetDeleteResponse)
     try:
-        f_error_code, f_throttle_time_ms = _S_hi.unpack_from(mv, pos)
+        o.error_code, o.throttle_time_ms = _S_hi.unpack_from(mv, pos)
         pos += 6
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_delete_response_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetDeleteResponse(f_error_code, f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 OffsetDeleteResponse._ENCODERS = {

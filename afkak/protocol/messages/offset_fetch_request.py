@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class OffsetFetchRequestTopic(_m.Struct):
@@ -115,38 +117,6 @@ def _enc_offset_fetch_request_topic_v6(a, o):
     a(b"\x00")
 
 
-def _dec_offset_fetch_request_topic_v1(mv, pos):
-    try:
-        f_name, pos = _p.read_string(mv, pos, False)
-        n = _S_i.unpack_from(mv, pos)[0]
-        if 0 <= n < 128:
-            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 4))
-            pos += 4 + 4 * n
-        else:
-            f_partition_indexes, pos = _p.read_array(mv, pos, 'i', 4, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
-
-
-def _dec_offset_fetch_request_topic_v6(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetFetchRequestTopic(f_name, f_partition_indexes), pos
-
-
 def _enc_offset_fetch_request_topics_v8(a, o):
     a(_p.compact_string(o.name))
     v = o.partition_indexes
@@ -159,44 +129,6 @@ def _enc_offset_fetch_request_topics_v10(a, o):
     v = o.partition_indexes
     a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
-
-
-def _dec_offset_fetch_request_topics_v8(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetFetchRequestTopics(f_name, _p.ZERO_UUID, f_partition_indexes), pos
-
-
-def _dec_offset_fetch_request_topics_v10(mv, pos):
-    try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetFetchRequestTopics('', f_topic_id, f_partition_indexes), pos
 
 
 def _enc_offset_fetch_request_group_v8(a, o):
@@ -240,34 +172,53 @@ def _enc_offset_fetch_request_group_v10(a, o):
 
 
 def _dec_offset_fetch_request_group_v8(mv, pos):
+    o = _new(OffsetFetchRequestGroup)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topics_v8(mv, pos)
-                f_topics.append(e)
+                e = _new(OffsetFetchRequestTopics)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                e.topic_id = _p.ZERO_UUID
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequestGroup(f_group_id, None, -1, f_topics), pos
+    o.member_id = None
+    o.member_epoch = -1
+    return o, pos
 
 
 def _dec_offset_fetch_request_group_v9(mv, pos):
+    o = _new(OffsetFetchRequestGroup)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_member_id, pos = _p.read_compact_string(mv, pos, True)
-        f_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -275,26 +226,42 @@ def _dec_offset_fetch_request_group_v9(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topics_v8(mv, pos)
-                f_topics.append(e)
+                e = _new(OffsetFetchRequestTopics)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                e.topic_id = _p.ZERO_UUID
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics), pos
+    return o, pos
 
 
 def _dec_offset_fetch_request_group_v10(mv, pos):
+    o = _new(OffsetFetchRequestGroup)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_member_id, pos = _p.read_compact_string(mv, pos, True)
-        f_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
@@ -302,19 +269,36 @@ def _dec_offset_fetch_request_group_v10(mv, pos):
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 18)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topics_v10(mv, pos)
-                f_topics.append(e)
+                e = _new(OffsetFetchRequestTopics)
+                u_topic_id = _S_U.unpack_from(mv, pos)[0]
+                pos += 16
+                e.topic_id = _p.uuid_from(u_topic_id)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                e.name = ''
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics), pos
+    return o, pos
 
 
 def _enc_offset_fetch_request_v1(a, o):
@@ -411,82 +395,140 @@ def _enc_offset_fetch_request_v10(a, o):
 
 
 def _dec_offset_fetch_request_v1(mv, pos):
+    o = _new(OffsetFetchRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_request_topic_v1(mv, pos)
-            f_topics.append(e)
+            e = _new(OffsetFetchRequestTopic)
+            e.name, pos = _p.read_string(mv, pos, False)
+            n = _S_i.unpack_from(mv, pos)[0]
+            if n == 0:
+                e.partition_indexes = []
+                pos += 4
+            elif 0 < n < 128:
+                e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 4))
+                pos += 4 + 4 * n
+            else:
+                e.partition_indexes, pos = _p.read_array(mv, pos, 'i', 4, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
+    o.groups = []
+    o.require_stable = False
+    return o, pos
 
 
 def _dec_offset_fetch_request_v2(mv, pos):
+    o = _new(OffsetFetchRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, True, 6)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topic_v1(mv, pos)
-                f_topics.append(e)
+                e = _new(OffsetFetchRequestTopic)
+                e.name, pos = _p.read_string(mv, pos, False)
+                n = _S_i.unpack_from(mv, pos)[0]
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 4
+                elif 0 < n < 128:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 4))
+                    pos += 4 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_array(mv, pos, 'i', 4, False)
+                items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
+    o.groups = []
+    o.require_stable = False
+    return o, pos
 
 
 def _dec_offset_fetch_request_v6(mv, pos):
+    o = _new(OffsetFetchRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topic_v6(mv, pos)
-                f_topics.append(e)
+                e = _new(OffsetFetchRequestTopic)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
+    o.groups = []
+    o.require_stable = False
+    return o, pos
 
 
 def _dec_offset_fetch_request_v7(mv, pos):
+    o = _new(OffsetFetchRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 3)
         if n < 0:
-            f_topics = None
+            o.topics = None
         else:
-            f_topics = []
+            o.topics = items = []
             for _ in range(n):
-                e, pos = _dec_offset_fetch_request_topic_v6(mv, pos)
-                f_topics.append(e)
-        f_require_stable = _S_Z.unpack_from(mv, pos)[0]
+                e = _new(OffsetFetchRequestTopic)
+                e.name, pos = _p.read_compact_string(mv, pos, False)
+                n = mv[pos] - 1
+                if n == 0:
+                    e.partition_indexes = []
+                    pos += 1
+                elif 0 < n < 127:
+                    e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                    pos += 1 + 4 * n
+                else:
+                    e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+                if mv[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _p.skip_tagged_fields(mv, pos)
+                items.append(e)
+        o.require_stable = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -494,21 +536,23 @@ def _dec_offset_fetch_request_v7(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequest(f_group_id, f_topics, [], f_require_stable), pos
+    o.groups = []
+    return o, pos
 
 
 def _dec_offset_fetch_request_v8(mv, pos):
+    o = _new(OffsetFetchRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_request_group_v8(mv, pos)
-            f_groups.append(e)
-        f_require_stable = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.require_stable = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -516,21 +560,24 @@ def _dec_offset_fetch_request_v8(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
+    o.group_id = ''
+    o.topics = []
+    return o, pos
 
 
 def _dec_offset_fetch_request_v9(mv, pos):
+    o = _new(OffsetFetchRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_request_group_v9(mv, pos)
-            f_groups.append(e)
-        f_require_stable = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.require_stable = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -538,21 +585,24 @@ def _dec_offset_fetch_request_v9(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
+    o.group_id = ''
+    o.topics = []
+    return o, pos
 
 
 def _dec_offset_fetch_request_v10(mv, pos):
+    o = _new(OffsetFetchRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 8)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_request_group_v10(mv, pos)
-            f_groups.append(e)
-        f_require_stable = _S_Z.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.require_stable = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -560,7 +610,9 @@ def _dec_offset_fetch_request_v10(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
+    o.group_id = ''
+    o.topics = []
+    return o, pos
 
 
 OffsetFetchRequest._ENCODERS = {

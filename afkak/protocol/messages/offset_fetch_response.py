@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class OffsetFetchResponsePartition(_m.Struct):
@@ -166,46 +168,6 @@ def _enc_offset_fetch_response_partition_v6(a, o):
     a(_S_hx.pack(o.error_code))
 
 
-def _dec_offset_fetch_response_partition_v1(mv, pos):
-    try:
-        f_partition_index, f_committed_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        f_metadata, pos = _p.read_string(mv, pos, True)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code), pos
-
-
-def _dec_offset_fetch_response_partition_v5(mv, pos):
-    try:
-        f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        f_metadata, pos = _p.read_string(mv, pos, True)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
-
-
-def _dec_offset_fetch_response_partition_v6(mv, pos):
-    try:
-        f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        f_metadata, pos = _p.read_compact_string(mv, pos, True)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
-
-
 def _enc_offset_fetch_response_topic_v1(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -232,80 +194,87 @@ def _enc_offset_fetch_response_topic_v6(a, o):
 
 
 def _dec_offset_fetch_response_topic_v1(mv, pos):
+    o = _new(OffsetFetchResponseTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 16)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partition_v1(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetFetchResponsePartition)
+            e.partition_index, e.committed_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            e.metadata, pos = _p.read_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.committed_leader_epoch = -1
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponseTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_offset_fetch_response_topic_v5(mv, pos):
+    o = _new(OffsetFetchResponseTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 20)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partition_v5(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetFetchResponsePartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.metadata, pos = _p.read_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponseTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_offset_fetch_response_topic_v6(mv, pos):
+    o = _new(OffsetFetchResponseTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partition_v6(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetFetchResponsePartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.metadata, pos = _p.read_compact_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponseTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_offset_fetch_response_partitions_v8(a, o):
     a(_S_iqi.pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
     a(_p.compact_nstring(o.metadata))
     a(_S_hx.pack(o.error_code))
-
-
-def _dec_offset_fetch_response_partitions_v8(mv, pos):
-    try:
-        f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        f_metadata, pos = _p.read_compact_string(mv, pos, True)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code), pos
 
 
 def _enc_offset_fetch_response_topics_v8(a, o):
@@ -327,47 +296,69 @@ def _enc_offset_fetch_response_topics_v10(a, o):
 
 
 def _dec_offset_fetch_response_topics_v8(mv, pos):
+    o = _new(OffsetFetchResponseTopics)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partitions_v8(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetFetchResponsePartitions)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.metadata, pos = _p.read_compact_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponseTopics(f_name, _p.ZERO_UUID, f_partitions), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_offset_fetch_response_topics_v10(mv, pos):
+    o = _new(OffsetFetchResponseTopics)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 20)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_fetch_response_partitions_v8(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetFetchResponsePartitions)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.metadata, pos = _p.read_compact_string(mv, pos, True)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponseTopics('', f_topic_id, f_partitions), pos
+    o.name = ''
+    return o, pos
 
 
 def _enc_offset_fetch_response_group_v8(a, o):
@@ -389,18 +380,19 @@ def _enc_offset_fetch_response_group_v10(a, o):
 
 
 def _dec_offset_fetch_response_group_v8(mv, pos):
+    o = _new(OffsetFetchResponseGroup)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topics_v8(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         if mv[pos] == 0:
             pos += 1
@@ -408,22 +400,23 @@ def _dec_offset_fetch_response_group_v8(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code), pos
+    return o, pos
 
 
 def _dec_offset_fetch_response_group_v10(mv, pos):
+    o = _new(OffsetFetchResponseGroup)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topics_v10(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         if mv[pos] == 0:
             pos += 1
@@ -431,7 +424,7 @@ def _dec_offset_fetch_response_group_v10(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code), pos
+    return o, pos
 
 
 def _enc_offset_fetch_response_v1(a, o):
@@ -509,93 +502,105 @@ def _enc_offset_fetch_response_v10(a, o):
 
 
 def _dec_offset_fetch_response_v1(mv, pos):
+    o = _new(OffsetFetchResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponse(0, f_topics, 0, []), pos
+    o.throttle_time_ms = 0
+    o.error_code = 0
+    o.groups = []
+    return o, pos
 
 
 def _dec_offset_fetch_response_v2(mv, pos):
+    o = _new(OffsetFetchResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v1(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponse(0, f_topics, f_error_code, []), pos
+    o.throttle_time_ms = 0
+    o.groups = []
+    return o, pos
 
 
 def _dec_offset_fetch_response_v3(mv, pos):
+    o = _new(OffsetFetchResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v1(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
+    o.groups = []
+    return o, pos
 
 
 def _dec_offset_fetch_response_v5(mv, pos):
+    o = _new(OffsetFetchResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v5(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
+    o.groups = []
+    return o, pos
 
 
 def _dec_offset_fetch_response_v6(mv, pos):
+    o = _new(OffsetFetchResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_topic_v6(mv, pos)
-            f_topics.append(e)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         if mv[pos] == 0:
             pos += 1
@@ -603,51 +608,58 @@ def _dec_offset_fetch_response_v6(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
+    o.groups = []
+    return o, pos
 
 
 def _dec_offset_fetch_response_v8(mv, pos):
+    o = _new(OffsetFetchResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_group_v8(mv, pos)
-            f_groups.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
+    o.topics = []
+    o.error_code = 0
+    return o, pos
 
 
 def _dec_offset_fetch_response_v10(mv, pos):
+    o = _new(OffsetFetchResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_groups = []
+        o.groups = items = []
         for _ in range(n):
             e, pos = _dec_offset_fetch_response_group_v10(mv, pos)
-            f_groups.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
+    o.topics = []
+    o.error_code = 0
+    return o, pos
 
 
 OffsetFetchResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class OffsetForLeaderPartition(_m.Struct):
@@ -80,28 +82,6 @@ def _enc_offset_for_leader_partition_v4(a, o):
     a(_S_iiix.pack(o.partition, o.current_leader_epoch, o.leader_epoch))
 
 
-def _dec_offset_for_leader_partition_v2(mv, pos):
-    try:
-        f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(mv, pos)
-        pos += 12
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch), pos
-
-
-def _dec_offset_for_leader_partition_v4(mv, pos):
-    try:
-        f_partition, f_current_leader_epoch, f_leader_epoch = _S_iii.unpack_from(mv, pos)
-        pos += 12
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return OffsetForLeaderPartition(f_partition, f_current_leader_epoch, f_leader_epoch), pos
-
-
 def _enc_offset_for_leader_topic_v2(a, o):
     a(_p.string(o.topic))
     v = o.partitions
@@ -120,41 +100,51 @@ def _enc_offset_for_leader_topic_v4(a, o):
 
 
 def _dec_offset_for_leader_topic_v2(mv, pos):
+    o = _new(OffsetForLeaderTopic)
     try:
-        f_topic, pos = _p.read_string(mv, pos, False)
+        o.topic, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 12)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_for_leader_partition_v2(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetForLeaderPartition)
+            e.partition, e.current_leader_epoch, e.leader_epoch = _S_iii.unpack_from(mv, pos)
+            pos += 12
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetForLeaderTopic(f_topic, f_partitions), pos
+    return o, pos
 
 
 def _dec_offset_for_leader_topic_v4(mv, pos):
+    o = _new(OffsetForLeaderTopic)
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        o.topic, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 13)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_offset_for_leader_partition_v4(mv, pos)
-            f_partitions.append(e)
+            e = _new(OffsetForLeaderPartition)
+            e.partition, e.current_leader_epoch, e.leader_epoch = _S_iii.unpack_from(mv, pos)
+            pos += 12
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetForLeaderTopic(f_topic, f_partitions), pos
+    return o, pos
 
 
 def _enc_offset_for_leader_epoch_request_v2(a, o):
@@ -182,59 +172,63 @@ def _enc_offset_for_leader_epoch_request_v4(a, o):
 
 
 def _dec_offset_for_leader_epoch_request_v2(mv, pos):
+    o = _new(OffsetForLeaderEpochRequest)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetForLeaderEpochRequest(-2, f_topics), pos
+    o.replica_id = -2
+    return o, pos
 
 
 def _dec_offset_for_leader_epoch_request_v3(mv, pos):
+    o = _new(OffsetForLeaderEpochRequest)
     try:
-        f_replica_id = _S_i.unpack_from(mv, pos)[0]
+        o.replica_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetForLeaderEpochRequest(f_replica_id, f_topics), pos
+    return o, pos
 
 
 def _dec_offset_for_leader_epoch_request_v4(mv, pos):
+    o = _new(OffsetForLeaderEpochRequest)
     try:
-        f_replica_id = _S_i.unpack_from(mv, pos)[0]
+        o.replica_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_v4(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetForLeaderEpochRequest(f_replica_id, f_topics), pos
+    return o, pos
 
 
 OffsetForLeaderEpochRequest._ENCODERS = {

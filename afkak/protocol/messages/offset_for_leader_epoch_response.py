@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class EpochEndOffset(_m.Struct):
@@ -83,28 +85,6 @@ def _enc_epoch_end_offset_v4(a, o):
     a(_S_hiiqx.pack(o.error_code, o.partition, o.leader_epoch, o.end_offset))
 
 
-def _dec_epoch_end_offset_v2(mv, pos):
-    try:
-        f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(mv, pos)
-        pos += 18
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
-
-
-def _dec_epoch_end_offset_v4(mv, pos):
-    try:
-        f_error_code, f_partition, f_leader_epoch, f_end_offset = _S_hiiq.unpack_from(mv, pos)
-        pos += 18
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return EpochEndOffset(f_error_code, f_partition, f_leader_epoch, f_end_offset), pos
-
-
 def _enc_offset_for_leader_topic_result_v2(a, o):
     a(_p.string(o.topic))
     v = o.partitions
@@ -123,41 +103,51 @@ def _enc_offset_for_leader_topic_result_v4(a, o):
 
 
 def _dec_offset_for_leader_topic_result_v2(mv, pos):
+    o = _new(OffsetForLeaderTopicResult)
     try:
-        f_topic, pos = _p.read_string(mv, pos, False)
+        o.topic, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_epoch_end_offset_v2(mv, pos)
-            f_partitions.append(e)
+            e = _new(EpochEndOffset)
+            e.error_code, e.partition, e.leader_epoch, e.end_offset = _S_hiiq.unpack_from(mv, pos)
+            pos += 18
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
+    return o, pos
 
 
 def _dec_offset_for_leader_topic_result_v4(mv, pos):
+    o = _new(OffsetForLeaderTopicResult)
     try:
-        f_topic, pos = _p.read_compact_string(mv, pos, False)
+        o.topic, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 19)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_epoch_end_offset_v4(mv, pos)
-            f_partitions.append(e)
+            e = _new(EpochEndOffset)
+            e.error_code, e.partition, e.leader_epoch, e.end_offset = _S_hiiq.unpack_from(mv, pos)
+            pos += 18
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetForLeaderTopicResult(f_topic, f_partitions), pos
+    return o, pos
 
 
 def _enc_offset_for_leader_epoch_response_v2(a, o):
@@ -178,43 +168,45 @@ def _enc_offset_for_leader_epoch_response_v4(a, o):
 
 
 def _dec_offset_for_leader_epoch_response_v2(mv, pos):
+    o = _new(OffsetForLeaderEpochResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_result_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 def _dec_offset_for_leader_epoch_response_v4(mv, pos):
+    o = _new(OffsetForLeaderEpochResponse)
     try:
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_offset_for_leader_topic_result_v4(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return OffsetForLeaderEpochResponse(f_throttle_time_ms, f_topics), pos
+    return o, pos
 
 
 OffsetForLeaderEpochResponse._ENCODERS = {

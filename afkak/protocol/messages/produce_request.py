@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class PartitionProduceData(_m.Struct):
@@ -100,30 +102,6 @@ def _enc_partition_produce_data_v9(a, o):
     a(b"\x00")
 
 
-def _dec_partition_produce_data_v3(mv, pos):
-    try:
-        f_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_records, pos = _p.read_bytes(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return PartitionProduceData(f_index, f_records), pos
-
-
-def _dec_partition_produce_data_v9(mv, pos):
-    try:
-        f_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_records, pos = _p.read_compact_bytes(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return PartitionProduceData(f_index, f_records), pos
-
-
 def _enc_topic_produce_data_v3(a, o):
     a(_p.string(o.name))
     v = o.partition_data
@@ -151,64 +129,87 @@ def _enc_topic_produce_data_v13(a, o):
 
 
 def _dec_topic_produce_data_v3(mv, pos):
+    o = _new(TopicProduceData)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 8)
-        f_partition_data = []
+        o.partition_data = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_data_v3(mv, pos)
-            f_partition_data.append(e)
+            e = _new(PartitionProduceData)
+            e.index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.records, pos = _p.read_bytes(mv, pos, True)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicProduceData(f_name, _p.ZERO_UUID, f_partition_data), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_topic_produce_data_v9(mv, pos):
+    o = _new(TopicProduceData)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_partition_data = []
+        o.partition_data = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_data_v9(mv, pos)
-            f_partition_data.append(e)
+            e = _new(PartitionProduceData)
+            e.index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.records, pos = _p.read_compact_bytes(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicProduceData(f_name, _p.ZERO_UUID, f_partition_data), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_topic_produce_data_v13(mv, pos):
+    o = _new(TopicProduceData)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_partition_data = []
+        o.partition_data = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_data_v9(mv, pos)
-            f_partition_data.append(e)
+            e = _new(PartitionProduceData)
+            e.index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.records, pos = _p.read_compact_bytes(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicProduceData('', f_topic_id, f_partition_data), pos
+    o.name = ''
+    return o, pos
 
 
 def _enc_produce_request_v3(a, o):
@@ -241,68 +242,71 @@ def _enc_produce_request_v13(a, o):
 
 
 def _dec_produce_request_v3(mv, pos):
+    o = _new(ProduceRequest)
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos, True)
-        f_acks, f_timeout_ms = _S_hi.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_string(mv, pos, True)
+        o.acks, o.timeout_ms = _S_hi.unpack_from(mv, pos)
         pos += 6
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topic_data = []
+        o.topic_data = items = []
         for _ in range(n):
             e, pos = _dec_topic_produce_data_v3(mv, pos)
-            f_topic_data.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
+    return o, pos
 
 
 def _dec_produce_request_v9(mv, pos):
+    o = _new(ProduceRequest)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
-        f_acks, f_timeout_ms = _S_hi.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, True)
+        o.acks, o.timeout_ms = _S_hi.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topic_data = []
+        o.topic_data = items = []
         for _ in range(n):
             e, pos = _dec_topic_produce_data_v9(mv, pos)
-            f_topic_data.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
+    return o, pos
 
 
 def _dec_produce_request_v13(mv, pos):
+    o = _new(ProduceRequest)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, True)
-        f_acks, f_timeout_ms = _S_hi.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, True)
+        o.acks, o.timeout_ms = _S_hi.unpack_from(mv, pos)
         pos += 6
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topic_data = []
+        o.topic_data = items = []
         for _ in range(n):
             e, pos = _dec_topic_produce_data_v13(mv, pos)
-            f_topic_data.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
+    return o, pos
 
 
 ProduceRequest._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class BatchIndexAndErrorMessage(_m.Struct):
@@ -160,37 +162,14 @@ def _enc_batch_index_and_error_message_v9(a, o):
     a(b"\x00")
 
 
-def _dec_batch_index_and_error_message_v8(mv, pos):
-    try:
-        f_batch_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_batch_index_error_message, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
-
-
-def _dec_batch_index_and_error_message_v9(mv, pos):
-    try:
-        f_batch_index = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_batch_index_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message), pos
-
-
 def _enc_leader_id_and_epoch_v10(a, o):
     a(_S_iix.pack(o.leader_id, o.leader_epoch))
 
 
 def _dec_leader_id_and_epoch_v10(mv, pos):
+    o = _new(LeaderIdAndEpoch)
     try:
-        f_leader_id, f_leader_epoch = _S_ii.unpack_from(mv, pos)
+        o.leader_id, o.leader_epoch = _S_ii.unpack_from(mv, pos)
         pos += 8
         if mv[pos] == 0:
             pos += 1
@@ -198,7 +177,7 @@ def _dec_leader_id_and_epoch_v10(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
+    return o, pos
 
 
 def _enc_partition_produce_response_v3(a, o):
@@ -251,81 +230,85 @@ def _enc_partition_produce_response_v10(a, o):
     a(_p.tagged_section(t))
 
 
-def _dec_partition_produce_response_v3(mv, pos):
-    try:
-        f_index, f_error_code, f_base_offset, f_log_append_time_ms = _S_ihqq.unpack_from(mv, pos)
-        pos += 22
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, LeaderIdAndEpoch()), pos
-
-
-def _dec_partition_produce_response_v5(mv, pos):
-    try:
-        f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
-        pos += 30
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, LeaderIdAndEpoch()), pos
-
-
 def _dec_partition_produce_response_v8(mv, pos):
+    o = _new(PartitionProduceResponse)
     try:
-        f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
+        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_record_errors = []
+        o.record_errors = items = []
         for _ in range(n):
-            e, pos = _dec_batch_index_and_error_message_v8(mv, pos)
-            f_record_errors.append(e)
-        f_error_message, pos = _p.read_string(mv, pos, True)
+            e = _new(BatchIndexAndErrorMessage)
+            e.batch_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.batch_index_error_message, pos = _p.read_string(mv, pos, True)
+            items.append(e)
+        o.error_message, pos = _p.read_string(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, LeaderIdAndEpoch()), pos
+    o.current_leader = LeaderIdAndEpoch()
+    return o, pos
 
 
 def _dec_partition_produce_response_v9(mv, pos):
+    o = _new(PartitionProduceResponse)
     try:
-        f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
+        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_record_errors = []
+        o.record_errors = items = []
         for _ in range(n):
-            e, pos = _dec_batch_index_and_error_message_v9(mv, pos)
-            f_record_errors.append(e)
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+            e = _new(BatchIndexAndErrorMessage)
+            e.batch_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.batch_index_error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, LeaderIdAndEpoch()), pos
+    o.current_leader = LeaderIdAndEpoch()
+    return o, pos
 
 
 def _dec_partition_produce_response_v10(mv, pos):
+    o = _new(PartitionProduceResponse)
     try:
-        f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = _S_ihqqq.unpack_from(mv, pos)
+        o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S_ihqqq.unpack_from(mv, pos)
         pos += 30
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_record_errors = []
+        o.record_errors = items = []
         for _ in range(n):
-            e, pos = _dec_batch_index_and_error_message_v9(mv, pos)
-            f_record_errors.append(e)
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_current_leader = LeaderIdAndEpoch()
+            e = _new(BatchIndexAndErrorMessage)
+            e.batch_index = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.batch_index_error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.current_leader = LeaderIdAndEpoch()
         if mv[pos] == 0:
             pos += 1
         else:
@@ -333,12 +316,12 @@ def _dec_partition_produce_response_v10(mv, pos):
             for _ in range(n):
                 tag, pos, end = _p.read_tag(mv, pos)
                 if tag == 0:
-                    f_current_leader, pos = _dec_leader_id_and_epoch_v10(mv, pos)
+                    o.current_leader, pos = _dec_leader_id_and_epoch_v10(mv, pos)
                     _p.check_tag_end(pos, end, 0)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader), pos
+    return o, pos
 
 
 def _enc_topic_produce_response_v3(a, o):
@@ -393,119 +376,142 @@ def _enc_topic_produce_response_v13(a, o):
 
 
 def _dec_topic_produce_response_v3(mv, pos):
+    o = _new(TopicProduceResponse)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 22)
-        f_partition_responses = []
+        o.partition_responses = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_response_v3(mv, pos)
-            f_partition_responses.append(e)
+            e = _new(PartitionProduceResponse)
+            e.index, e.error_code, e.base_offset, e.log_append_time_ms = _S_ihqq.unpack_from(mv, pos)
+            pos += 22
+            e.log_start_offset = -1
+            e.record_errors = []
+            e.error_message = None
+            e.current_leader = LeaderIdAndEpoch()
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_topic_produce_response_v5(mv, pos):
+    o = _new(TopicProduceResponse)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 30)
-        f_partition_responses = []
+        o.partition_responses = items = []
         for _ in range(n):
-            e, pos = _dec_partition_produce_response_v5(mv, pos)
-            f_partition_responses.append(e)
+            e = _new(PartitionProduceResponse)
+            e.index, e.error_code, e.base_offset, e.log_append_time_ms, e.log_start_offset = _S_ihqqq.unpack_from(mv, pos)
+            pos += 30
+            e.record_errors = []
+            e.error_message = None
+            e.current_leader = LeaderIdAndEpoch()
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_topic_produce_response_v8(mv, pos):
+    o = _new(TopicProduceResponse)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 36)
-        f_partition_responses = []
+        o.partition_responses = items = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v8(mv, pos)
-            f_partition_responses.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_topic_produce_response_v9(mv, pos):
+    o = _new(TopicProduceResponse)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
-        f_partition_responses = []
+        o.partition_responses = items = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v9(mv, pos)
-            f_partition_responses.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_topic_produce_response_v10(mv, pos):
+    o = _new(TopicProduceResponse)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
-        f_partition_responses = []
+        o.partition_responses = items = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v10(mv, pos)
-            f_partition_responses.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicProduceResponse(f_name, _p.ZERO_UUID, f_partition_responses), pos
+    o.topic_id = _p.ZERO_UUID
+    return o, pos
 
 
 def _dec_topic_produce_response_v13(mv, pos):
+    o = _new(TopicProduceResponse)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 33)
-        f_partition_responses = []
+        o.partition_responses = items = []
         for _ in range(n):
             e, pos = _dec_partition_produce_response_v10(mv, pos)
-            f_partition_responses.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TopicProduceResponse('', f_topic_id, f_partition_responses), pos
+    o.name = ''
+    return o, pos
 
 
 def _enc_node_endpoint_v10(a, o):
@@ -514,23 +520,6 @@ def _enc_node_endpoint_v10(a, o):
     a(_S_i.pack(o.port))
     a(_p.compact_nstring(o.rack))
     a(b"\x00")
-
-
-def _dec_node_endpoint_v10(mv, pos):
-    try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _enc_produce_response_v3(a, o):
@@ -608,71 +597,78 @@ def _enc_produce_response_v13(a, o):
 
 
 def _dec_produce_response_v3(mv, pos):
+    o = _new(ProduceResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v3(mv, pos)
-            f_responses.append(e)
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_produce_response_v5(mv, pos):
+    o = _new(ProduceResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v5(mv, pos)
-            f_responses.append(e)
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_produce_response_v8(mv, pos):
+    o = _new(ProduceResponse)
     try:
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v8(mv, pos)
-            f_responses.append(e)
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_produce_response_v9(mv, pos):
+    o = _new(ProduceResponse)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v9(mv, pos)
-            f_responses.append(e)
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -680,23 +676,25 @@ def _dec_produce_response_v9(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
+    o.node_endpoints = []
+    return o, pos
 
 
 def _dec_produce_response_v10(mv, pos):
+    o = _new(ProduceResponse)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v10(mv, pos)
-            f_responses.append(e)
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_node_endpoints = []
+        o.node_endpoints = []
         if mv[pos] == 0:
             pos += 1
         else:
@@ -709,31 +707,42 @@ def _dec_produce_response_v10(mv, pos):
                         pos += 1
                     else:
                         n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-                    f_node_endpoints = []
+                    o.node_endpoints = items = []
                     for _ in range(n):
-                        e, pos = _dec_node_endpoint_v10(mv, pos)
-                        f_node_endpoints.append(e)
+                        e = _new(NodeEndpoint)
+                        e.node_id = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.host, pos = _p.read_compact_string(mv, pos, False)
+                        e.port = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.rack, pos = _p.read_compact_string(mv, pos, True)
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
+                        items.append(e)
                     _p.check_tag_end(pos, end, 0)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
+    return o, pos
 
 
 def _dec_produce_response_v13(mv, pos):
+    o = _new(ProduceResponse)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_topic_produce_response_v13(mv, pos)
-            f_responses.append(e)
-        f_throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
+            items.append(e)
+        o.throttle_time_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_node_endpoints = []
+        o.node_endpoints = []
         if mv[pos] == 0:
             pos += 1
         else:
@@ -746,15 +755,25 @@ def _dec_produce_response_v13(mv, pos):
                         pos += 1
                     else:
                         n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-                    f_node_endpoints = []
+                    o.node_endpoints = items = []
                     for _ in range(n):
-                        e, pos = _dec_node_endpoint_v10(mv, pos)
-                        f_node_endpoints.append(e)
+                        e = _new(NodeEndpoint)
+                        e.node_id = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.host, pos = _p.read_compact_string(mv, pos, False)
+                        e.port = _S_i.unpack_from(mv, pos)[0]
+                        pos += 4
+                        e.rack, pos = _p.read_compact_string(mv, pos, True)
+                        if mv[pos] == 0:
+                            pos += 1
+                        else:
+                            pos = _p.skip_tagged_fields(mv, pos)
+                        items.append(e)
                     _p.check_tag_end(pos, end, 0)
                 pos = end
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ProduceResponse(f_responses, f_throttle_time_ms, f_node_endpoints), pos
+    return o, pos
 
 
 ProduceResponse._ENCODERS = {

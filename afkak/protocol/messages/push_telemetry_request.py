@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class PushTelemetryRequest(_m.Message):
@@ -56,18 +58,19 @@ def _enc_push_telemetry_request_v0(a, o):
 
 
 def _dec_push_telemetry_request_v0(mv, pos):
+    o = _new(PushTelemetryRequest)
     try:
-        f_client_instance_id, f_subscription_id, f_terminating, f_compression_type = _S_UiZb.unpack_from(mv, pos)
+        u_client_instance_id, o.subscription_id, o.terminating, o.compression_type = _S_UiZb.unpack_from(mv, pos)
         pos += 22
-        f_client_instance_id = _p.uuid_from(f_client_instance_id)
-        f_metrics, pos = _p.read_compact_bytes(mv, pos, False)
+        o.client_instance_id = _p.uuid_from(u_client_instance_id)
+        o.metrics, pos = _p.read_compact_bytes(mv, pos, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PushTelemetryRequest(f_client_instance_id, f_subscription_id, f_terminating, f_compression_type, f_metrics), pos
+    return o, pos
 
 
 PushTelemetryRequest._ENCODERS = {

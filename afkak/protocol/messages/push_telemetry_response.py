@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class PushTelemetryResponse(_m.Message):
@@ -42,8 +44,9 @@ def _enc_push_telemetry_response_v0(a, o):
 
 
 def _dec_push_telemetry_response_v0(mv, pos):
+    o = _new(PushTelemetryResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
         if mv[pos] == 0:
             pos += 1
@@ -51,7 +54,7 @@ def _dec_push_telemetry_response_v0(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PushTelemetryResponse(f_throttle_time_ms, f_error_code), pos
+    return o, pos
 
 
 PushTelemetryResponse._ENCODERS = {

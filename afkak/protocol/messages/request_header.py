@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class RequestHeader(_m.Message):
@@ -54,27 +56,29 @@ def _enc_request_header_v2(a, o):
 
 
 def _dec_request_header_v1(mv, pos):
+    o = _new(RequestHeader)
     try:
-        f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(mv, pos)
+        o.request_api_key, o.request_api_version, o.correlation_id = _S_hhi.unpack_from(mv, pos)
         pos += 8
-        f_client_id, pos = _p.read_string(mv, pos, True)
+        o.client_id, pos = _p.read_string(mv, pos, True)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id), pos
+    return o, pos
 
 
 def _dec_request_header_v2(mv, pos):
+    o = _new(RequestHeader)
     try:
-        f_request_api_key, f_request_api_version, f_correlation_id = _S_hhi.unpack_from(mv, pos)
+        o.request_api_key, o.request_api_version, o.correlation_id = _S_hhi.unpack_from(mv, pos)
         pos += 8
-        f_client_id, pos = _p.read_string(mv, pos, True)
+        o.client_id, pos = _p.read_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id), pos
+    return o, pos
 
 
 RequestHeader._ENCODERS = {

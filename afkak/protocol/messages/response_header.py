@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ResponseHeader(_m.Message):
@@ -43,17 +45,19 @@ def _enc_response_header_v1(a, o):
 
 
 def _dec_response_header_v0(mv, pos):
+    o = _new(ResponseHeader)
     try:
-        f_correlation_id = _S_i.unpack_from(mv, pos)[0]
+        o.correlation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ResponseHeader(f_correlation_id), pos
+    return o, pos
 
 
 def _dec_response_header_v1(mv, pos):
+    o = _new(ResponseHeader)
     try:
-        f_correlation_id = _S_i.unpack_from(mv, pos)[0]
+        o.correlation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -61,7 +65,7 @@ def _dec_response_header_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ResponseHeader(f_correlation_id), pos
+    return o, pos
 
 
 ResponseHeader._ENCODERS = {

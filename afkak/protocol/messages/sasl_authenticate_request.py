@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class SaslAuthenticateRequest(_m.Message):
@@ -46,23 +48,25 @@ def _enc_sasl_authenticate_request_v2(a, o):
 
 
 def _dec_sasl_authenticate_request_v0(mv, pos):
+    o = _new(SaslAuthenticateRequest)
     try:
-        f_auth_bytes, pos = _p.read_bytes(mv, pos, False)
+        o.auth_bytes, pos = _p.read_bytes(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SaslAuthenticateRequest(f_auth_bytes), pos
+    return o, pos
 
 
 def _dec_sasl_authenticate_request_v2(mv, pos):
+    o = _new(SaslAuthenticateRequest)
     try:
-        f_auth_bytes, pos = _p.read_compact_bytes(mv, pos, False)
+        o.auth_bytes, pos = _p.read_compact_bytes(mv, pos, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SaslAuthenticateRequest(f_auth_bytes), pos
+    return o, pos
 
 
 SaslAuthenticateRequest._ENCODERS = {

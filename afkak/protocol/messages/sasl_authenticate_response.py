@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class SaslAuthenticateResponse(_m.Message):
@@ -71,36 +73,40 @@ def _enc_sasl_authenticate_response_v2(a, o):
 
 
 def _dec_sasl_authenticate_response_v0(mv, pos):
+    o = _new(SaslAuthenticateResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
-        f_auth_bytes, pos = _p.read_bytes(mv, pos, False)
+        o.error_message, pos = _p.read_string(mv, pos, True)
+        o.auth_bytes, pos = _p.read_bytes(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, 0), pos
+    o.session_lifetime_ms = 0
+    return o, pos
 
 
 def _dec_sasl_authenticate_response_v1(mv, pos):
+    o = _new(SaslAuthenticateResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_string(mv, pos, True)
-        f_auth_bytes, pos = _p.read_bytes(mv, pos, False)
-        f_session_lifetime_ms = _S_q.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_string(mv, pos, True)
+        o.auth_bytes, pos = _p.read_bytes(mv, pos, False)
+        o.session_lifetime_ms = _S_q.unpack_from(mv, pos)[0]
         pos += 8
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms), pos
+    return o, pos
 
 
 def _dec_sasl_authenticate_response_v2(mv, pos):
+    o = _new(SaslAuthenticateResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_auth_bytes, pos = _p.read_compact_bytes(mv, pos, False)
-        f_session_lifetime_ms = _S_q.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.auth_bytes, pos = _p.read_compact_bytes(mv, pos, False)
+        o.session_lifetime_ms = _S_q.unpack_from(mv, pos)[0]
         pos += 8
         if mv[pos] == 0:
             pos += 1
@@ -108,7 +114,7 @@ def _dec_sasl_authenticate_response_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms), pos
+    return o, pos
 
 
 SaslAuthenticateResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class SaslHandshakeRequest(_m.Message):
@@ -37,11 +39,12 @@ def _enc_sasl_handshake_request_v0(a, o):
 
 
 def _dec_sasl_handshake_request_v0(mv, pos):
+    o = _new(SaslHandshakeRequest)
     try:
-        f_mechanism, pos = _p.read_string(mv, pos, False)
+        o.mechanism, pos = _p.read_string(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SaslHandshakeRequest(f_mechanism), pos
+    return o, pos
 
 
 SaslHandshakeRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class SaslHandshakeResponse(_m.Message):
@@ -46,21 +48,22 @@ def _enc_sasl_handshake_response_v0(a, o):
 
 
 def _dec_sasl_handshake_response_v0(mv, pos):
+    o = _new(SaslHandshakeResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 2)
-        f_mechanisms = []
+        o.mechanisms = items = []
         for _ in range(n):
             e, pos = _p.read_string(mv, pos, False)
-            f_mechanisms.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SaslHandshakeResponse(f_error_code, f_mechanisms), pos
+    return o, pos
 
 
 SaslHandshakeResponse._ENCODERS = {

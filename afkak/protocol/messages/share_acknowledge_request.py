@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AcknowledgementBatch(_m.Struct):
@@ -107,25 +109,6 @@ def _enc_acknowledgement_batch_v1(a, o):
     a(b"\x00")
 
 
-def _dec_acknowledgement_batch_v1(mv, pos):
-    try:
-        f_first_offset, f_last_offset = _S_qq.unpack_from(mv, pos)
-        pos += 16
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_acknowledge_types = list(_A_b[n].unpack_from(mv, pos + 1))
-            pos += 1 + 1 * n
-        else:
-            f_acknowledge_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AcknowledgementBatch(f_first_offset, f_last_offset, f_acknowledge_types), pos
-
-
 def _enc_acknowledge_partition_v1(a, o):
     a(_S_i.pack(o.partition_index))
     v = o.acknowledgement_batches
@@ -136,25 +119,41 @@ def _enc_acknowledge_partition_v1(a, o):
 
 
 def _dec_acknowledge_partition_v1(mv, pos):
+    o = _new(AcknowledgePartition)
     try:
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
+        o.partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_acknowledgement_batches = []
+        o.acknowledgement_batches = items = []
         for _ in range(n):
-            e, pos = _dec_acknowledgement_batch_v1(mv, pos)
-            f_acknowledgement_batches.append(e)
+            e = _new(AcknowledgementBatch)
+            e.first_offset, e.last_offset = _S_qq.unpack_from(mv, pos)
+            pos += 16
+            n = mv[pos] - 1
+            if n == 0:
+                e.acknowledge_types = []
+                pos += 1
+            elif 0 < n < 127:
+                e.acknowledge_types = list(_A_b[n].unpack_from(mv, pos + 1))
+                pos += 1 + 1 * n
+            else:
+                e.acknowledge_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AcknowledgePartition(f_partition_index, f_acknowledgement_batches), pos
+    return o, pos
 
 
 def _enc_acknowledge_topic_v1(a, o):
@@ -167,26 +166,27 @@ def _enc_acknowledge_topic_v1(a, o):
 
 
 def _dec_acknowledge_topic_v1(mv, pos):
+    o = _new(AcknowledgeTopic)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_acknowledge_partition_v1(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return AcknowledgeTopic(f_topic_id, f_partitions), pos
+    return o, pos
 
 
 def _enc_share_acknowledge_request_v1(a, o):
@@ -214,51 +214,54 @@ def _enc_share_acknowledge_request_v2(a, o):
 
 
 def _dec_share_acknowledge_request_v1(mv, pos):
+    o = _new(ShareAcknowledgeRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, True)
-        f_member_id, pos = _p.read_compact_string(mv, pos, True)
-        f_share_session_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, True)
+        o.share_session_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_acknowledge_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareAcknowledgeRequest(f_group_id, f_member_id, f_share_session_epoch, False, f_topics), pos
+    o.is_renew_ack = False
+    return o, pos
 
 
 def _dec_share_acknowledge_request_v2(mv, pos):
+    o = _new(ShareAcknowledgeRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, True)
-        f_member_id, pos = _p.read_compact_string(mv, pos, True)
-        f_share_session_epoch, f_is_renew_ack = _S_iZ.unpack_from(mv, pos)
+        o.group_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, True)
+        o.share_session_epoch, o.is_renew_ack = _S_iZ.unpack_from(mv, pos)
         pos += 5
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_acknowledge_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareAcknowledgeRequest(f_group_id, f_member_id, f_share_session_epoch, f_is_renew_ack, f_topics), pos
+    return o, pos
 
 
 ShareAcknowledgeRequest._ENCODERS = {

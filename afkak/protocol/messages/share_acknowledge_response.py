@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class LeaderIdAndEpoch(_m.Struct):
@@ -131,8 +133,9 @@ def _enc_leader_id_and_epoch_v1(a, o):
 
 
 def _dec_leader_id_and_epoch_v1(mv, pos):
+    o = _new(LeaderIdAndEpoch)
     try:
-        f_leader_id, f_leader_epoch = _S_ii.unpack_from(mv, pos)
+        o.leader_id, o.leader_epoch = _S_ii.unpack_from(mv, pos)
         pos += 8
         if mv[pos] == 0:
             pos += 1
@@ -140,7 +143,7 @@ def _dec_leader_id_and_epoch_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
+    return o, pos
 
 
 def _enc_partition_data_v1(a, o):
@@ -148,21 +151,6 @@ def _enc_partition_data_v1(a, o):
     a(_p.compact_nstring(o.error_message))
     _enc_leader_id_and_epoch_v1(a, o.current_leader)
     a(b"\x00")
-
-
-def _dec_partition_data_v1(mv, pos):
-    try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_current_leader, pos = _dec_leader_id_and_epoch_v1(mv, pos)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index, f_error_code, f_error_message, f_current_leader), pos
 
 
 def _enc_share_acknowledge_topic_response_v1(a, o):
@@ -175,26 +163,35 @@ def _enc_share_acknowledge_topic_response_v1(a, o):
 
 
 def _dec_share_acknowledge_topic_response_v1(mv, pos):
+    o = _new(ShareAcknowledgeTopicResponse)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 17)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_partition_data_v1(mv, pos)
-            f_partitions.append(e)
+            e = _new(PartitionData)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            e.current_leader, pos = _dec_leader_id_and_epoch_v1(mv, pos)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareAcknowledgeTopicResponse(f_topic_id, f_partitions), pos
+    return o, pos
 
 
 def _enc_node_endpoint_v1(a, o):
@@ -203,23 +200,6 @@ def _enc_node_endpoint_v1(a, o):
     a(_S_i.pack(o.port))
     a(_p.compact_nstring(o.rack))
     a(b"\x00")
-
-
-def _dec_node_endpoint_v1(mv, pos):
-    try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _enc_share_acknowledge_response_v1(a, o):
@@ -252,69 +232,92 @@ def _enc_share_acknowledge_response_v2(a, o):
 
 
 def _dec_share_acknowledge_response_v1(mv, pos):
+    o = _new(ShareAcknowledgeResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_share_acknowledge_topic_response_v1(mv, pos)
-            f_responses.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_node_endpoints = []
+        o.node_endpoints = items = []
         for _ in range(n):
-            e, pos = _dec_node_endpoint_v1(mv, pos)
-            f_node_endpoints.append(e)
+            e = _new(NodeEndpoint)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareAcknowledgeResponse(f_throttle_time_ms, f_error_code, f_error_message, 0, f_responses, f_node_endpoints), pos
+    o.acquisition_lock_timeout_ms = 0
+    return o, pos
 
 
 def _dec_share_acknowledge_response_v2(mv, pos):
+    o = _new(ShareAcknowledgeResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_acquisition_lock_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.acquisition_lock_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_share_acknowledge_topic_response_v1(mv, pos)
-            f_responses.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_node_endpoints = []
+        o.node_endpoints = items = []
         for _ in range(n):
-            e, pos = _dec_node_endpoint_v1(mv, pos)
-            f_node_endpoints.append(e)
+            e = _new(NodeEndpoint)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareAcknowledgeResponse(f_throttle_time_ms, f_error_code, f_error_message, f_acquisition_lock_timeout_ms, f_responses, f_node_endpoints), pos
+    return o, pos
 
 
 ShareAcknowledgeResponse._ENCODERS = {

@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class AcknowledgementBatch(_m.Struct):
@@ -148,25 +150,6 @@ def _enc_acknowledgement_batch_v1(a, o):
     a(b"\x00")
 
 
-def _dec_acknowledgement_batch_v1(mv, pos):
-    try:
-        f_first_offset, f_last_offset = _S_qq.unpack_from(mv, pos)
-        pos += 16
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_acknowledge_types = list(_A_b[n].unpack_from(mv, pos + 1))
-            pos += 1 + 1 * n
-        else:
-            f_acknowledge_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AcknowledgementBatch(f_first_offset, f_last_offset, f_acknowledge_types), pos
-
-
 def _enc_fetch_partition_v1(a, o):
     if o.partition_max_bytes != 0:
         raise _m.AbsentField(o, 'partition_max_bytes')
@@ -179,25 +162,42 @@ def _enc_fetch_partition_v1(a, o):
 
 
 def _dec_fetch_partition_v1(mv, pos):
+    o = _new(FetchPartition)
     try:
-        f_partition_index = _S_i.unpack_from(mv, pos)[0]
+        o.partition_index = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_acknowledgement_batches = []
+        o.acknowledgement_batches = items = []
         for _ in range(n):
-            e, pos = _dec_acknowledgement_batch_v1(mv, pos)
-            f_acknowledgement_batches.append(e)
+            e = _new(AcknowledgementBatch)
+            e.first_offset, e.last_offset = _S_qq.unpack_from(mv, pos)
+            pos += 16
+            n = mv[pos] - 1
+            if n == 0:
+                e.acknowledge_types = []
+                pos += 1
+            elif 0 < n < 127:
+                e.acknowledge_types = list(_A_b[n].unpack_from(mv, pos + 1))
+                pos += 1 + 1 * n
+            else:
+                e.acknowledge_types, pos = _p.read_compact_array(mv, pos, 'b', 1, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchPartition(f_partition_index, 0, f_acknowledgement_batches), pos
+    o.partition_max_bytes = 0
+    return o, pos
 
 
 def _enc_fetch_topic_v1(a, o):
@@ -210,26 +210,27 @@ def _enc_fetch_topic_v1(a, o):
 
 
 def _dec_fetch_topic_v1(mv, pos):
+    o = _new(FetchTopic)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 6)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_fetch_partition_v1(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return FetchTopic(f_topic_id, f_partitions), pos
+    return o, pos
 
 
 def _enc_forgotten_topic_v1(a, o):
@@ -237,26 +238,6 @@ def _enc_forgotten_topic_v1(a, o):
     v = o.partitions
     a(_p.compact_array(_A_i, 'i', v))
     a(b"\x00")
-
-
-def _dec_forgotten_topic_v1(mv, pos):
-    try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return ForgottenTopic(f_topic_id, f_partitions), pos
 
 
 def _enc_share_fetch_request_v1(a, o):
@@ -292,69 +273,105 @@ def _enc_share_fetch_request_v2(a, o):
 
 
 def _dec_share_fetch_request_v1(mv, pos):
+    o = _new(ShareFetchRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, True)
-        f_member_id, pos = _p.read_compact_string(mv, pos, True)
-        f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_max_records, f_batch_size = _S_iiiiii.unpack_from(mv, pos)
+        o.group_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, True)
+        o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size = _S_iiiiii.unpack_from(mv, pos)
         pos += 24
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v1(mv, pos)
-            f_forgotten_topics_data.append(e)
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareFetchRequest(f_group_id, f_member_id, f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_max_records, f_batch_size, 0, False, f_topics, f_forgotten_topics_data), pos
+    o.share_acquire_mode = 0
+    o.is_renew_ack = False
+    return o, pos
 
 
 def _dec_share_fetch_request_v2(mv, pos):
+    o = _new(ShareFetchRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, True)
-        f_member_id, pos = _p.read_compact_string(mv, pos, True)
-        f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_max_records, f_batch_size, f_share_acquire_mode, f_is_renew_ack = _S_iiiiiibZ.unpack_from(mv, pos)
+        o.group_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, True)
+        o.share_session_epoch, o.max_wait_ms, o.min_bytes, o.max_bytes, o.max_records, o.batch_size, o.share_acquire_mode, o.is_renew_ack = _S_iiiiiibZ.unpack_from(mv, pos)
         pos += 26
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_fetch_topic_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_forgotten_topics_data = []
+        o.forgotten_topics_data = items = []
         for _ in range(n):
-            e, pos = _dec_forgotten_topic_v1(mv, pos)
-            f_forgotten_topics_data.append(e)
+            e = _new(ForgottenTopic)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareFetchRequest(f_group_id, f_member_id, f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_max_records, f_batch_size, f_share_acquire_mode, f_is_renew_ack, f_topics, f_forgotten_topics_data), pos
+    return o, pos
 
 
 ShareFetchRequest._ENCODERS = {

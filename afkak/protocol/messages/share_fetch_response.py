@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class LeaderIdAndEpoch(_m.Struct):
@@ -164,8 +166,9 @@ def _enc_leader_id_and_epoch_v1(a, o):
 
 
 def _dec_leader_id_and_epoch_v1(mv, pos):
+    o = _new(LeaderIdAndEpoch)
     try:
-        f_leader_id, f_leader_epoch = _S_ii.unpack_from(mv, pos)
+        o.leader_id, o.leader_epoch = _S_ii.unpack_from(mv, pos)
         pos += 8
         if mv[pos] == 0:
             pos += 1
@@ -173,24 +176,11 @@ def _dec_leader_id_and_epoch_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
+    return o, pos
 
 
 def _enc_acquired_records_v1(a, o):
     a(_S_qqhx.pack(o.first_offset, o.last_offset, o.delivery_count))
-
-
-def _dec_acquired_records_v1(mv, pos):
-    try:
-        f_first_offset, f_last_offset, f_delivery_count = _S_qqh.unpack_from(mv, pos)
-        pos += 18
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return AcquiredRecords(f_first_offset, f_last_offset, f_delivery_count), pos
 
 
 def _enc_partition_data_v1(a, o):
@@ -210,31 +200,38 @@ def _enc_partition_data_v1(a, o):
 
 
 def _dec_partition_data_v1(mv, pos):
+    o = _new(PartitionData)
     try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.partition_index, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_acknowledge_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.acknowledge_error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_acknowledge_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_current_leader, pos = _dec_leader_id_and_epoch_v1(mv, pos)
-        f_records, pos = _p.read_compact_records(mv, pos, False)
+        o.acknowledge_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.current_leader, pos = _dec_leader_id_and_epoch_v1(mv, pos)
+        o.records, pos = _p.read_compact_records(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 19)
-        f_acquired_records = []
+        o.acquired_records = items = []
         for _ in range(n):
-            e, pos = _dec_acquired_records_v1(mv, pos)
-            f_acquired_records.append(e)
+            e = _new(AcquiredRecords)
+            e.first_offset, e.last_offset, e.delivery_count = _S_qqh.unpack_from(mv, pos)
+            pos += 18
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return PartitionData(f_partition_index, f_error_code, f_error_message, f_acknowledge_error_code, f_acknowledge_error_message, f_current_leader, f_records, f_acquired_records), pos
+    return o, pos
 
 
 def _enc_share_fetchable_topic_response_v1(a, o):
@@ -247,26 +244,27 @@ def _enc_share_fetchable_topic_response_v1(a, o):
 
 
 def _dec_share_fetchable_topic_response_v1(mv, pos):
+    o = _new(ShareFetchableTopicResponse)
     try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
+        u_topic_id = _S_U.unpack_from(mv, pos)[0]
         pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
+        o.topic_id = _p.uuid_from(u_topic_id)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 22)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
             e, pos = _dec_partition_data_v1(mv, pos)
-            f_partitions.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareFetchableTopicResponse(f_topic_id, f_partitions), pos
+    return o, pos
 
 
 def _enc_node_endpoint_v1(a, o):
@@ -275,23 +273,6 @@ def _enc_node_endpoint_v1(a, o):
     a(_S_i.pack(o.port))
     a(_p.compact_nstring(o.rack))
     a(b"\x00")
-
-
-def _dec_node_endpoint_v1(mv, pos):
-    try:
-        f_node_id = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_host, pos = _p.read_compact_string(mv, pos, False)
-        f_port = _S_i.unpack_from(mv, pos)[0]
-        pos += 4
-        f_rack, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return NodeEndpoint(f_node_id, f_host, f_port, f_rack), pos
 
 
 def _enc_share_fetch_response_v1(a, o):
@@ -310,37 +291,48 @@ def _enc_share_fetch_response_v1(a, o):
 
 
 def _dec_share_fetch_response_v1(mv, pos):
+    o = _new(ShareFetchResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_acquisition_lock_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.acquisition_lock_timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_responses = []
+        o.responses = items = []
         for _ in range(n):
             e, pos = _dec_share_fetchable_topic_response_v1(mv, pos)
-            f_responses.append(e)
+            items.append(e)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 11)
-        f_node_endpoints = []
+        o.node_endpoints = items = []
         for _ in range(n):
-            e, pos = _dec_node_endpoint_v1(mv, pos)
-            f_node_endpoints.append(e)
+            e = _new(NodeEndpoint)
+            e.node_id = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.host, pos = _p.read_compact_string(mv, pos, False)
+            e.port = _S_i.unpack_from(mv, pos)[0]
+            pos += 4
+            e.rack, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareFetchResponse(f_throttle_time_ms, f_error_code, f_error_message, f_acquisition_lock_timeout_ms, f_responses, f_node_endpoints), pos
+    return o, pos
 
 
 ShareFetchResponse._ENCODERS = {

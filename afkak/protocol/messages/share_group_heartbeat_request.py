@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class ShareGroupHeartbeatRequest(_m.Message):
@@ -61,31 +63,32 @@ def _enc_share_group_heartbeat_request_v1(a, o):
 
 
 def _dec_share_group_heartbeat_request_v1(mv, pos):
+    o = _new(ShareGroupHeartbeatRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_member_epoch = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.member_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_rack_id, pos = _p.read_compact_string(mv, pos, True)
+        o.rack_id, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, True, 1)
         if n < 0:
-            f_subscribed_topic_names = None
+            o.subscribed_topic_names = None
         else:
-            f_subscribed_topic_names = []
+            o.subscribed_topic_names = items = []
             for _ in range(n):
                 e, pos = _p.read_compact_string(mv, pos, False)
-                f_subscribed_topic_names.append(e)
+                items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_rack_id, f_subscribed_topic_names), pos
+    return o, pos
 
 
 ShareGroupHeartbeatRequest._ENCODERS = {

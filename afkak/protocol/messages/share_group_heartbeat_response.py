@@ -12,6 +12,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TopicPartitions(_m.Struct):
@@ -91,26 +93,6 @@ def _enc_topic_partitions_v1(a, o):
     a(b"\x00")
 
 
-def _dec_topic_partitions_v1(mv, pos):
-    try:
-        f_topic_id = _S_U.unpack_from(mv, pos)[0]
-        pos += 16
-        f_topic_id = _p.uuid_from(f_topic_id)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partitions = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TopicPartitions(f_topic_id, f_partitions), pos
-
-
 def _enc_assignment_v1(a, o):
     v = o.topic_partitions
     a(_p.compact_len(len(v)))
@@ -120,23 +102,40 @@ def _enc_assignment_v1(a, o):
 
 
 def _dec_assignment_v1(mv, pos):
+    o = _new(Assignment)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_topic_partitions = []
+        o.topic_partitions = items = []
         for _ in range(n):
-            e, pos = _dec_topic_partitions_v1(mv, pos)
-            f_topic_partitions.append(e)
+            e = _new(TopicPartitions)
+            u_topic_id = _S_U.unpack_from(mv, pos)[0]
+            pos += 16
+            e.topic_id = _p.uuid_from(u_topic_id)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partitions = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partitions = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partitions, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return Assignment(f_topic_partitions), pos
+    return o, pos
 
 
 def _enc_share_group_heartbeat_response_v1(a, o):
@@ -153,25 +152,26 @@ def _enc_share_group_heartbeat_response_v1(a, o):
 
 
 def _dec_share_group_heartbeat_response_v1(mv, pos):
+    o = _new(ShareGroupHeartbeatResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        f_member_id, pos = _p.read_compact_string(mv, pos, True)
-        f_member_epoch, f_heartbeat_interval_ms = _S_ii.unpack_from(mv, pos)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_epoch, o.heartbeat_interval_ms = _S_ii.unpack_from(mv, pos)
         pos += 8
         if _S_b.unpack_from(mv, pos)[0] < 0:
-            f_assignment = None
+            o.assignment = None
             pos += 1
         else:
-            f_assignment, pos = _dec_assignment_v1(mv, pos + 1)
+            o.assignment, pos = _dec_assignment_v1(mv, pos + 1)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return ShareGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, f_assignment), pos
+    return o, pos
 
 
 ShareGroupHeartbeatResponse._ENCODERS = {

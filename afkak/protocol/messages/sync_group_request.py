@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class SyncGroupRequestAssignment(_m.Struct):
@@ -82,28 +84,6 @@ def _enc_sync_group_request_assignment_v4(a, o):
     a(b"\x00")
 
 
-def _dec_sync_group_request_assignment_v0(mv, pos):
-    try:
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_assignment, pos = _p.read_bytes(mv, pos, False)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
-def _dec_sync_group_request_assignment_v4(mv, pos):
-    try:
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_assignment, pos = _p.read_compact_bytes(mv, pos, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return SyncGroupRequestAssignment(f_member_id, f_assignment), pos
-
-
 def _enc_sync_group_request_v0(a, o):
     if o.group_instance_id is not None:
         raise _m.AbsentField(o, 'group_instance_id')
@@ -154,96 +134,123 @@ def _enc_sync_group_request_v5(a, o):
 
 
 def _dec_sync_group_request_v0(mv, pos):
+    o = _new(SyncGroupRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_generation_id = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos, False)
+        o.member_id, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_assignments = []
+        o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_sync_group_request_assignment_v0(mv, pos)
-            f_assignments.append(e)
+            e = _new(SyncGroupRequestAssignment)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.assignment, pos = _p.read_bytes(mv, pos, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments), pos
+    o.group_instance_id = None
+    o.protocol_type = None
+    o.protocol_name = None
+    return o, pos
 
 
 def _dec_sync_group_request_v3(mv, pos):
+    o = _new(SyncGroupRequest)
     try:
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_generation_id = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_string(mv, pos, True)
+        o.member_id, pos = _p.read_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_string(mv, pos, True)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_assignments = []
+        o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_sync_group_request_assignment_v0(mv, pos)
-            f_assignments.append(e)
+            e = _new(SyncGroupRequestAssignment)
+            e.member_id, pos = _p.read_string(mv, pos, False)
+            e.assignment, pos = _p.read_bytes(mv, pos, False)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
+    o.protocol_type = None
+    o.protocol_name = None
+    return o, pos
 
 
 def _dec_sync_group_request_v4(mv, pos):
+    o = _new(SyncGroupRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_generation_id = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_assignments = []
+        o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_sync_group_request_assignment_v4(mv, pos)
-            f_assignments.append(e)
+            e = _new(SyncGroupRequestAssignment)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.assignment, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
+    o.protocol_type = None
+    o.protocol_name = None
+    return o, pos
 
 
 def _dec_sync_group_request_v5(mv, pos):
+    o = _new(SyncGroupRequest)
     try:
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_generation_id = _S_i.unpack_from(mv, pos)[0]
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.generation_id = _S_i.unpack_from(mv, pos)[0]
         pos += 4
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, True)
-        f_protocol_name, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.protocol_type, pos = _p.read_compact_string(mv, pos, True)
+        o.protocol_name, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_assignments = []
+        o.assignments = items = []
         for _ in range(n):
-            e, pos = _dec_sync_group_request_assignment_v4(mv, pos)
-            f_assignments.append(e)
+            e = _new(SyncGroupRequestAssignment)
+            e.member_id, pos = _p.read_compact_string(mv, pos, False)
+            e.assignment, pos = _p.read_compact_bytes(mv, pos, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments), pos
+    return o, pos
 
 
 SyncGroupRequest._ENCODERS = {

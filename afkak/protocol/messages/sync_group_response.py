@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class SyncGroupResponse(_m.Message):
@@ -79,53 +81,64 @@ def _enc_sync_group_response_v5(a, o):
 
 
 def _dec_sync_group_response_v0(mv, pos):
+    o = _new(SyncGroupResponse)
     try:
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
+        o.error_code = _S_h.unpack_from(mv, pos)[0]
         pos += 2
-        f_assignment, pos = _p.read_bytes(mv, pos, False)
+        o.assignment, pos = _p.read_bytes(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SyncGroupResponse(0, f_error_code, None, None, f_assignment), pos
+    o.throttle_time_ms = 0
+    o.protocol_type = None
+    o.protocol_name = None
+    return o, pos
 
 
 def _dec_sync_group_response_v1(mv, pos):
+    o = _new(SyncGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_assignment, pos = _p.read_bytes(mv, pos, False)
+        o.assignment, pos = _p.read_bytes(mv, pos, False)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
+    o.protocol_type = None
+    o.protocol_name = None
+    return o, pos
 
 
 def _dec_sync_group_response_v4(mv, pos):
+    o = _new(SyncGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+        o.assignment, pos = _p.read_compact_bytes(mv, pos, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
+    o.protocol_type = None
+    o.protocol_name = None
+    return o, pos
 
 
 def _dec_sync_group_response_v5(mv, pos):
+    o = _new(SyncGroupResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_protocol_type, pos = _p.read_compact_string(mv, pos, True)
-        f_protocol_name, pos = _p.read_compact_string(mv, pos, True)
-        f_assignment, pos = _p.read_compact_bytes(mv, pos, False)
+        o.protocol_type, pos = _p.read_compact_string(mv, pos, True)
+        o.protocol_name, pos = _p.read_compact_string(mv, pos, True)
+        o.assignment, pos = _p.read_compact_bytes(mv, pos, False)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment), pos
+    return o, pos
 
 
 SyncGroupResponse._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class TxnOffsetCommitRequestPartition(_m.Struct):
@@ -111,40 +113,6 @@ def _enc_txn_offset_commit_request_partition_v3(a, o):
     a(b"\x00")
 
 
-def _dec_txn_offset_commit_request_partition_v0(mv, pos):
-    try:
-        f_partition_index, f_committed_offset = _S_iq.unpack_from(mv, pos)
-        pos += 12
-        f_committed_metadata, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_committed_metadata), pos
-
-
-def _dec_txn_offset_commit_request_partition_v2(mv, pos):
-    try:
-        f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        f_committed_metadata, pos = _p.read_string(mv, pos, True)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata), pos
-
-
-def _dec_txn_offset_commit_request_partition_v3(mv, pos):
-    try:
-        f_partition_index, f_committed_offset, f_committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
-        pos += 16
-        f_committed_metadata, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata), pos
-
-
 def _enc_txn_offset_commit_request_topic_v0(a, o):
     a(_p.string(o.name))
     v = o.partitions
@@ -171,58 +139,75 @@ def _enc_txn_offset_commit_request_topic_v3(a, o):
 
 
 def _dec_txn_offset_commit_request_topic_v0(mv, pos):
+    o = _new(TxnOffsetCommitRequestTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 14)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_txn_offset_commit_request_partition_v0(mv, pos)
-            f_partitions.append(e)
+            e = _new(TxnOffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset = _S_iq.unpack_from(mv, pos)
+            pos += 12
+            e.committed_metadata, pos = _p.read_string(mv, pos, True)
+            e.committed_leader_epoch = -1
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_txn_offset_commit_request_topic_v2(mv, pos):
+    o = _new(TxnOffsetCommitRequestTopic)
     try:
-        f_name, pos = _p.read_string(mv, pos, False)
+        o.name, pos = _p.read_string(mv, pos, False)
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_txn_offset_commit_request_partition_v2(mv, pos)
-            f_partitions.append(e)
+            e = _new(TxnOffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_string(mv, pos, True)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _dec_txn_offset_commit_request_topic_v3(mv, pos):
+    o = _new(TxnOffsetCommitRequestTopic)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_txn_offset_commit_request_partition_v3(mv, pos)
-            f_partitions.append(e)
+            e = _new(TxnOffsetCommitRequestPartition)
+            e.partition_index, e.committed_offset, e.committed_leader_epoch = _S_iqi.unpack_from(mv, pos)
+            pos += 16
+            e.committed_metadata, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TxnOffsetCommitRequestTopic(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_txn_offset_commit_request_v0(a, o):
@@ -271,69 +256,78 @@ def _enc_txn_offset_commit_request_v3(a, o):
 
 
 def _dec_txn_offset_commit_request_v0(mv, pos):
+    o = _new(TxnOffsetCommitRequest)
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos, False)
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_producer_id, f_producer_epoch = _S_qh.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.producer_id, o.producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_request_topic_v0(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics), pos
+    o.generation_id = -1
+    o.member_id = ''
+    o.group_instance_id = None
+    return o, pos
 
 
 def _dec_txn_offset_commit_request_v2(mv, pos):
+    o = _new(TxnOffsetCommitRequest)
     try:
-        f_transactional_id, pos = _p.read_string(mv, pos, False)
-        f_group_id, pos = _p.read_string(mv, pos, False)
-        f_producer_id, f_producer_epoch = _S_qh.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_string(mv, pos, False)
+        o.group_id, pos = _p.read_string(mv, pos, False)
+        o.producer_id, o.producer_epoch = _S_qh.unpack_from(mv, pos)
         pos += 10
         n = _S_i.unpack_from(mv, pos)[0]
         if 0 <= n < 128:
             pos += 4
         else:
             n, pos = _p.read_array_len(mv, pos, False, 6)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_request_topic_v2(mv, pos)
-            f_topics.append(e)
+            items.append(e)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics), pos
+    o.generation_id = -1
+    o.member_id = ''
+    o.group_instance_id = None
+    return o, pos
 
 
 def _dec_txn_offset_commit_request_v3(mv, pos):
+    o = _new(TxnOffsetCommitRequest)
     try:
-        f_transactional_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_id, pos = _p.read_compact_string(mv, pos, False)
-        f_producer_id, f_producer_epoch, f_generation_id = _S_qhi.unpack_from(mv, pos)
+        o.transactional_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_id, pos = _p.read_compact_string(mv, pos, False)
+        o.producer_id, o.producer_epoch, o.generation_id = _S_qhi.unpack_from(mv, pos)
         pos += 14
-        f_member_id, pos = _p.read_compact_string(mv, pos, False)
-        f_group_instance_id, pos = _p.read_compact_string(mv, pos, True)
+        o.member_id, pos = _p.read_compact_string(mv, pos, False)
+        o.group_instance_id, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_txn_offset_commit_request_topic_v3(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics), pos
+    return o, pos
 
 
 TxnOffsetCommitRequest._ENCODERS = {

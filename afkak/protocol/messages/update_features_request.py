@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class FeatureUpdateKey(_m.Struct):
@@ -80,34 +82,6 @@ def _enc_feature_update_key_v1(a, o):
     a(_S_hbx.pack(o.max_version_level, o.upgrade_type))
 
 
-def _dec_feature_update_key_v0(mv, pos):
-    try:
-        f_feature, pos = _p.read_compact_string(mv, pos, False)
-        f_max_version_level, f_allow_downgrade = _S_hZ.unpack_from(mv, pos)
-        pos += 3
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return FeatureUpdateKey(f_feature, f_max_version_level, f_allow_downgrade, 1), pos
-
-
-def _dec_feature_update_key_v1(mv, pos):
-    try:
-        f_feature, pos = _p.read_compact_string(mv, pos, False)
-        f_max_version_level, f_upgrade_type = _S_hb.unpack_from(mv, pos)
-        pos += 3
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return FeatureUpdateKey(f_feature, f_max_version_level, False, f_upgrade_type), pos
-
-
 def _enc_update_features_request_v0(a, o):
     if o.validate_only != False:
         raise _m.AbsentField(o, 'validate_only')
@@ -129,41 +103,60 @@ def _enc_update_features_request_v1(a, o):
 
 
 def _dec_update_features_request_v0(mv, pos):
+    o = _new(UpdateFeaturesRequest)
     try:
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_feature_updates = []
+        o.feature_updates = items = []
         for _ in range(n):
-            e, pos = _dec_feature_update_key_v0(mv, pos)
-            f_feature_updates.append(e)
+            e = _new(FeatureUpdateKey)
+            e.feature, pos = _p.read_compact_string(mv, pos, False)
+            e.max_version_level, e.allow_downgrade = _S_hZ.unpack_from(mv, pos)
+            pos += 3
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.upgrade_type = 1
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, False), pos
+    o.validate_only = False
+    return o, pos
 
 
 def _dec_update_features_request_v1(mv, pos):
+    o = _new(UpdateFeaturesRequest)
     try:
-        f_timeout_ms = _S_i.unpack_from(mv, pos)[0]
+        o.timeout_ms = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_feature_updates = []
+        o.feature_updates = items = []
         for _ in range(n):
-            e, pos = _dec_feature_update_key_v1(mv, pos)
-            f_feature_updates.append(e)
-        f_validate_only = _S_Z.unpack_from(mv, pos)[0]
+            e = _new(FeatureUpdateKey)
+            e.feature, pos = _p.read_compact_string(mv, pos, False)
+            e.max_version_level, e.upgrade_type = _S_hb.unpack_from(mv, pos)
+            pos += 3
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            e.allow_downgrade = False
+            items.append(e)
+        o.validate_only = _S_Z.unpack_from(mv, pos)[0]
         pos += 1
         if mv[pos] == 0:
             pos += 1
@@ -171,7 +164,7 @@ def _dec_update_features_request_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return UpdateFeaturesRequest(f_timeout_ms, f_feature_updates, f_validate_only), pos
+    return o, pos
 
 
 UpdateFeaturesRequest._ENCODERS = {

@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class UpdatableFeatureResult(_m.Struct):
@@ -69,21 +71,6 @@ def _enc_updatable_feature_result_v0(a, o):
     a(b"\x00")
 
 
-def _dec_updatable_feature_result_v0(mv, pos):
-    try:
-        f_feature, pos = _p.read_compact_string(mv, pos, False)
-        f_error_code = _S_h.unpack_from(mv, pos)[0]
-        pos += 2
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return UpdatableFeatureResult(f_feature, f_error_code, f_error_message), pos
-
-
 def _enc_update_features_response_v0(a, o):
     a(_S_ih.pack(o.throttle_time_ms, o.error_code))
     a(_p.compact_nstring(o.error_message))
@@ -101,40 +88,51 @@ def _enc_update_features_response_v2(a, o):
 
 
 def _dec_update_features_response_v0(mv, pos):
+    o = _new(UpdateFeaturesResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 5)
-        f_results = []
+        o.results = items = []
         for _ in range(n):
-            e, pos = _dec_updatable_feature_result_v0(mv, pos)
-            f_results.append(e)
+            e = _new(UpdatableFeatureResult)
+            e.feature, pos = _p.read_compact_string(mv, pos, False)
+            e.error_code = _S_h.unpack_from(mv, pos)[0]
+            pos += 2
+            e.error_message, pos = _p.read_compact_string(mv, pos, True)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, f_results), pos
+    return o, pos
 
 
 def _dec_update_features_response_v2(mv, pos):
+    o = _new(UpdateFeaturesResponse)
     try:
-        f_throttle_time_ms, f_error_code = _S_ih.unpack_from(mv, pos)
+        o.throttle_time_ms, o.error_code = _S_ih.unpack_from(mv, pos)
         pos += 6
-        f_error_message, pos = _p.read_compact_string(mv, pos, True)
+        o.error_message, pos = _p.read_compact_string(mv, pos, True)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return UpdateFeaturesResponse(f_throttle_time_ms, f_error_code, f_error_message, []), pos
+    o.results = []
+    return o, pos
 
 
 UpdateFeaturesResponse._ENCODERS = {

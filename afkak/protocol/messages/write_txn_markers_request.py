@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class WritableTxnMarkerTopic(_m.Struct):
@@ -89,24 +91,6 @@ def _enc_writable_txn_marker_topic_v1(a, o):
     a(b"\x00")
 
 
-def _dec_writable_txn_marker_topic_v1(mv, pos):
-    try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
-        n = mv[pos] - 1
-        if 0 <= n < 127:
-            f_partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
-            pos += 1 + 4 * n
-        else:
-            f_partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return WritableTxnMarkerTopic(f_name, f_partition_indexes), pos
-
-
 def _enc_writable_txn_marker_v1(a, o):
     a(_S_qhb.pack(o.producer_id, o.producer_epoch, o.transaction_result))
     v = o.topics
@@ -126,19 +110,34 @@ def _enc_writable_txn_marker_v2(a, o):
 
 
 def _dec_writable_txn_marker_v1(mv, pos):
+    o = _new(WritableTxnMarker)
     try:
-        f_producer_id, f_producer_epoch, f_transaction_result = _S_qhZ.unpack_from(mv, pos)
+        o.producer_id, o.producer_epoch, o.transaction_result = _S_qhZ.unpack_from(mv, pos)
         pos += 11
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_writable_txn_marker_topic_v1(mv, pos)
-            f_topics.append(e)
-        f_coordinator_epoch = _S_i.unpack_from(mv, pos)[0]
+            e = _new(WritableTxnMarkerTopic)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partition_indexes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.coordinator_epoch = _S_i.unpack_from(mv, pos)[0]
         pos += 4
         if mv[pos] == 0:
             pos += 1
@@ -146,23 +145,39 @@ def _dec_writable_txn_marker_v1(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, 0), pos
+    o.transaction_version = 0
+    return o, pos
 
 
 def _dec_writable_txn_marker_v2(mv, pos):
+    o = _new(WritableTxnMarker)
     try:
-        f_producer_id, f_producer_epoch, f_transaction_result = _S_qhZ.unpack_from(mv, pos)
+        o.producer_id, o.producer_epoch, o.transaction_result = _S_qhZ.unpack_from(mv, pos)
         pos += 11
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
-            e, pos = _dec_writable_txn_marker_topic_v1(mv, pos)
-            f_topics.append(e)
-        f_coordinator_epoch, f_transaction_version = _S_ib.unpack_from(mv, pos)
+            e = _new(WritableTxnMarkerTopic)
+            e.name, pos = _p.read_compact_string(mv, pos, False)
+            n = mv[pos] - 1
+            if n == 0:
+                e.partition_indexes = []
+                pos += 1
+            elif 0 < n < 127:
+                e.partition_indexes = list(_A_i[n].unpack_from(mv, pos + 1))
+                pos += 1 + 4 * n
+            else:
+                e.partition_indexes, pos = _p.read_compact_array(mv, pos, 'i', 4, False)
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
+        o.coordinator_epoch, o.transaction_version = _S_ib.unpack_from(mv, pos)
         pos += 5
         if mv[pos] == 0:
             pos += 1
@@ -170,7 +185,7 @@ def _dec_writable_txn_marker_v2(mv, pos):
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, f_transaction_version), pos
+    return o, pos
 
 
 def _enc_write_txn_markers_request_v1(a, o):
@@ -190,43 +205,45 @@ def _enc_write_txn_markers_request_v2(a, o):
 
 
 def _dec_write_txn_markers_request_v1(mv, pos):
+    o = _new(WriteTxnMarkersRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 17)
-        f_markers = []
+        o.markers = items = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_v1(mv, pos)
-            f_markers.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return WriteTxnMarkersRequest(f_markers), pos
+    return o, pos
 
 
 def _dec_write_txn_markers_request_v2(mv, pos):
+    o = _new(WriteTxnMarkersRequest)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 18)
-        f_markers = []
+        o.markers = items = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_v2(mv, pos)
-            f_markers.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return WriteTxnMarkersRequest(f_markers), pos
+    return o, pos
 
 
 WriteTxnMarkersRequest._ENCODERS = {

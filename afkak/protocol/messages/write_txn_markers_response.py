@@ -11,6 +11,8 @@ import attrs
 from afkak.protocol import _message as _m
 from afkak.protocol import _primitives as _p
 
+_new = object.__new__
+
 
 @attrs.define
 class WritableTxnMarkerPartitionResult(_m.Struct):
@@ -85,19 +87,6 @@ def _enc_writable_txn_marker_partition_result_v1(a, o):
     a(_S_ihx.pack(o.partition_index, o.error_code))
 
 
-def _dec_writable_txn_marker_partition_result_v1(mv, pos):
-    try:
-        f_partition_index, f_error_code = _S_ih.unpack_from(mv, pos)
-        pos += 6
-        if mv[pos] == 0:
-            pos += 1
-        else:
-            pos = _p.skip_tagged_fields(mv, pos)
-    except (struct.error, IndexError):
-        raise _p.truncated(pos) from None
-    return WritableTxnMarkerPartitionResult(f_partition_index, f_error_code), pos
-
-
 def _enc_writable_txn_marker_topic_result_v1(a, o):
     a(_p.compact_string(o.name))
     v = o.partitions
@@ -108,24 +97,31 @@ def _enc_writable_txn_marker_topic_result_v1(a, o):
 
 
 def _dec_writable_txn_marker_topic_result_v1(mv, pos):
+    o = _new(WritableTxnMarkerTopicResult)
     try:
-        f_name, pos = _p.read_compact_string(mv, pos, False)
+        o.name, pos = _p.read_compact_string(mv, pos, False)
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 7)
-        f_partitions = []
+        o.partitions = items = []
         for _ in range(n):
-            e, pos = _dec_writable_txn_marker_partition_result_v1(mv, pos)
-            f_partitions.append(e)
+            e = _new(WritableTxnMarkerPartitionResult)
+            e.partition_index, e.error_code = _S_ih.unpack_from(mv, pos)
+            pos += 6
+            if mv[pos] == 0:
+                pos += 1
+            else:
+                pos = _p.skip_tagged_fields(mv, pos)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return WritableTxnMarkerTopicResult(f_name, f_partitions), pos
+    return o, pos
 
 
 def _enc_writable_txn_marker_result_v1(a, o):
@@ -138,25 +134,26 @@ def _enc_writable_txn_marker_result_v1(a, o):
 
 
 def _dec_writable_txn_marker_result_v1(mv, pos):
+    o = _new(WritableTxnMarkerResult)
     try:
-        f_producer_id = _S_q.unpack_from(mv, pos)[0]
+        o.producer_id = _S_q.unpack_from(mv, pos)[0]
         pos += 8
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 3)
-        f_topics = []
+        o.topics = items = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_topic_result_v1(mv, pos)
-            f_topics.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return WritableTxnMarkerResult(f_producer_id, f_topics), pos
+    return o, pos
 
 
 def _enc_write_txn_markers_response_v1(a, o):
@@ -168,23 +165,24 @@ def _enc_write_txn_markers_response_v1(a, o):
 
 
 def _dec_write_txn_markers_response_v1(mv, pos):
+    o = _new(WriteTxnMarkersResponse)
     try:
         n = mv[pos] - 1
         if 0 <= n < 127:
             pos += 1
         else:
             n, pos = _p.read_compact_array_len(mv, pos, False, 10)
-        f_markers = []
+        o.markers = items = []
         for _ in range(n):
             e, pos = _dec_writable_txn_marker_result_v1(mv, pos)
-            f_markers.append(e)
+            items.append(e)
         if mv[pos] == 0:
             pos += 1
         else:
             pos = _p.skip_tagged_fields(mv, pos)
     except (struct.error, IndexError):
         raise _p.truncated(pos) from None
-    return WriteTxnMarkersResponse(f_markers), pos
+    return o, pos
 
 
 WriteTxnMarkersResponse._ENCODERS = {
