@@ -40,11 +40,13 @@ starting and importing afkak); medians of ``--runs``.
 With ``--stream`` it compares streaming throughput: per run and format, a
 query through that format (``Trigger.AvailableNow``, ``maxOffsetsPerTrigger``
 ``--per-trigger``) copies the whole topic into a new one through the same
-format, timed from its start to its end; medians of ``--runs``.
+format, timed from its start to its end; medians of ``--runs``.  With
+``--trace`` each afkak query reads through a traced copy of the source and
+prints where its start-up went (see :func:`register_traced_source`).
 
 Run: ``python tools/spark_bench.py [--records N] [--warm K] [--phases]
 [--driver-memory 4g] [--compare [--runs 3] | --cold [--runs 3] | --stream
-[--per-trigger N] [--runs 3] | --quick | --latency S [--runs 3]]``.
+[--per-trigger N] [--runs 3] [--trace] | --quick | --latency S [--runs 3]]``.
 """
 
 from __future__ import annotations
@@ -246,6 +248,79 @@ def floor_read(spark: Any) -> tuple[float, int]:
     started = time.perf_counter()
     [row] = spark.read.format("afkak_bench_floor").load().selectExpr("count(*) as n").collect()
     return time.perf_counter() - started, row.n
+
+
+def register_traced_source(spark: Any, path: str) -> None:
+    """Register ``afkak_traced``: afkak's source, noting in *path* (JSON lines) when the
+    streaming source's runner process started (from /proc), when it had unpickled the
+    source (PySpark's imports, from where the first note says, and afkak.spark's done)
+    and when each stream reader call began and ended.  Defined here, so pickled by value."""
+    from afkak.spark import AfkakDataSource
+    from afkak.spark._source import StreamReader
+
+    def note(what: str, began: float, ended: float | None = None) -> None:
+        with open(path, "a") as f:
+            f.write(json.dumps([os.getpid(), what, began, ended, len(sys.modules)]) + "\n")
+
+    def process_started() -> float:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return time.time() - uptime + ticks / _TICK
+
+    def traced(name: str) -> Callable[..., Any]:
+        call = getattr(StreamReader, name)
+
+        def run(self: Any, *args: Any) -> Any:
+            began = time.time()
+            try:
+                return call(self, *args)
+            finally:
+                note(name, began, time.time())
+
+        return run
+
+    methods = ("prepareForTriggerAvailableNow", "initialOffset", "latestOffset", "partitions")
+    TracedReader = type("TracedReader", (StreamReader,), {m: traced(m) for m in methods})
+
+    class TracedSource(AfkakDataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "afkak_traced"
+
+        def __setstate__(self, state: dict[str, Any]) -> None:
+            note("unpickled", time.time())
+            self.__dict__.update(state)
+
+        def streamReader(self, schema: Any) -> Any:
+            note(
+                f"process started, pyspark from {sys.modules['pyspark'].__file__}",
+                process_started(),
+            )
+            reader = super().streamReader(schema)
+            reader.__class__ = TracedReader
+            return reader
+
+    spark.dataSource.register(TracedSource)
+
+
+def print_startup(path: str, marks: dict[str, float]) -> None:
+    """The runner's first call of each kind (from the process that answered
+    ``initialOffset``) beside the driver's *marks*, in seconds from ``readStream``."""
+    with open(path) as f:
+        noted = [json.loads(line) for line in f]
+    [runner] = {pid for pid, what, *_ in noted if what == "initialOffset"}
+    events = [(at, what) for what, at in marks.items()]
+    seen = set()
+    for pid, what, began, ended, modules in noted:
+        if pid == runner and what not in seen:
+            seen.add(what)
+            took = f", {(ended - began) * 1000:.0f} ms" if ended is not None else ""
+            events.append((began, f"runner: {what} ({modules} modules{took})"))
+    origin = marks["readStream"]
+    for at, what in sorted(events):
+        print(f"    {at - origin:6.3f} s  {what}")
 
 
 def phases(spark: Any, bootstrap: str, topic: str, ends: dict[str, int], rounds: int) -> None:
@@ -452,9 +527,12 @@ def stream_throughput(
 
     sink = f"{topic}-s-{fmt}-{run}"
     broker.create_topic(sink, PARTITIONS)
+    traced = args.trace and fmt == "afkak"
+    if traced:
+        open(args.trace_file, "w").close()
     started, started_wall = time.perf_counter(), time.time()
     query = (
-        spark.readStream.format(fmt)
+        spark.readStream.format("afkak_traced" if traced else fmt)
         .option("kafka.bootstrap.servers", broker.bootstrap)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
@@ -468,6 +546,7 @@ def stream_throughput(
         .trigger(availableNow=True)
         .start()
     )
+    start_returned = time.time()
     query.awaitTermination()
     elapsed = time.perf_counter() - started
     progress = query.recentProgress
@@ -475,6 +554,10 @@ def stream_throughput(
     assert copied == args.records, (fmt, copied)
     first = datetime.fromisoformat(progress[0].timestamp.replace("Z", "+00:00")).timestamp()
     batches = sum(p.durationMs.get("triggerExecution", 0) for p in progress) / 1000.0
+    if traced:
+        print(f"  afkak run {run}, load {os.getloadavg()[0]:.1f}:")
+        marks = {"readStream": started_wall, "start() returned": start_returned}
+        print_startup(args.trace_file, {**marks, "first trigger": first})
     return elapsed, first - started_wall, batches
 
 
@@ -487,6 +570,11 @@ def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], ar
     batches: dict[str, list[float]] = {"afkak": [], "kafka": []}
     for fmt in seconds:  # untimed: JVM classes and Python workers warm
         spark_read(spark, broker.bootstrap, topic, ends, fmt=fmt)
+    if args.trace:
+        import tempfile
+
+        args.trace_file = tempfile.mktemp(prefix="spark-bench-trace-")
+        register_traced_source(spark, args.trace_file)
     for run in range(args.runs):
         for fmt in seconds:
             took, start, summed = stream_throughput(spark, broker, topic, fmt, run, args)
@@ -620,6 +708,11 @@ def main() -> None:
         type=int,
         default=100_000,
         help="--stream: maxOffsetsPerTrigger (default 100,000)",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="--stream: print where each afkak query's start-up went (a traced source)",
     )
     parser.add_argument("--topic", help=argparse.SUPPRESS)
     parser.add_argument("--ends", help=argparse.SUPPRESS)
