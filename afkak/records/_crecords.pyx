@@ -507,9 +507,33 @@ cdef extern from *:
             PyObject_GC_UnTrack(o);
         return 0;
     }
-    static int afkak_track_list(PyObject *o, void *arg) {
-        if (PyList_CheckExact(o) && !PyObject_GC_IsTracked(o))
+    /* A chain entry's tuples (of callables, arguments) and the bound methods in
+       them: hidden with the waiting Deferred holding them, shown again with it. */
+    static int afkak_untrack_entry(PyObject *o, void *arg) {
+        if (PyTuple_CheckExact(o) && PyObject_GC_IsTracked(o)) {
+            PyObject_GC_UnTrack(o);
+            Py_TYPE(o)->tp_traverse(o, afkak_untrack_entry, NULL);
+        } else if (PyMethod_Check(o) && PyObject_GC_IsTracked(o)) {
+            PyObject_GC_UnTrack(o);
+        }
+        return 0;
+    }
+    static int afkak_track_entry(PyObject *o, void *arg) {
+        /* (never the empty tuple: a static singleton the GC does not track) */
+        if (PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) && !PyObject_GC_IsTracked(o)) {
             PyObject_GC_Track(o);
+            Py_TYPE(o)->tp_traverse(o, afkak_track_entry, NULL);
+        } else if (PyMethod_Check(o) && !PyObject_GC_IsTracked(o)) {
+            PyObject_GC_Track(o);
+        }
+        return 0;
+    }
+    static int afkak_track_list(PyObject *o, void *arg) {
+        if (PyList_CheckExact(o)) {
+            if (!PyObject_GC_IsTracked(o))
+                PyObject_GC_Track(o);
+            Py_TYPE(o)->tp_traverse(o, afkak_track_entry, NULL);
+        }
         return 0;
     }
     static void afkak_untrack(PyObject *o) {
@@ -532,8 +556,14 @@ cdef extern from *:
     static int afkak_is_tracked(PyObject *o) {
         return PyObject_GC_IsTracked(o);
     }
+    static void afkak_untrack_last_entry(PyObject *chain) {
+        Py_ssize_t n;
+        if (PyList_CheckExact(chain) && (n = PyList_GET_SIZE(chain)) > 0)
+            afkak_untrack_entry(PyList_GET_ITEM(chain, n - 1), NULL);
+    }
     """
     void afkak_untrack(object o)
+    void afkak_untrack_last_entry(object chain)
     void afkak_track(object o)
     bint afkak_holds_tracked(object o)
     bint afkak_is_tracked(object o)
@@ -921,6 +951,16 @@ cdef inline void _shown_if_holding(d) except *:
         afkak_track(d)
 
 
+cdef inline void _hidden_if_waiting(d) except *:
+    """Hide the entry just added to *d*'s chain from the cyclic GC if *d* waits hidden
+    (a send in its batch, see ``gc_pause``): an application gathering thousands of
+    sends before they are acknowledged gives each a chain entry of three tuples and
+    two bound methods, which would otherwise feed the full collections until the
+    batch settles.  Tracking *d* again (``afkak_track``) shows its entries again."""
+    if not d.called and not afkak_is_tracked(d):
+        afkak_untrack_last_entry(d._callbacks)
+
+
 cdef _run_now(d, callback, tuple args, kwargs):
     """Run *callback* on *d*'s result as Twisted's loop would, the chain being empty."""
     d._chainedTo = None
@@ -990,6 +1030,7 @@ def deferred_add_callbacks(
         _base_add_callbacks(
             self, callback, errback, callbackArgs, callbackKeywords, errbackArgs, errbackKeywords
         )
+        _hidden_if_waiting(self)
     _shown_if_holding(self)
     return self
 
@@ -1000,6 +1041,7 @@ def deferred_add_callback(self, callback, *args, **kwargs):
         _run_now(self, callback, args, kwargs)
     else:
         _base_add_callback(self, callback, *args, **kwargs)
+        _hidden_if_waiting(self)
     _shown_if_holding(self)
     return self
 
@@ -1010,6 +1052,7 @@ def deferred_add_both(self, callback, *args, **kwargs):
         _run_now(self, callback, args, kwargs)
     else:
         _base_add_both(self, callback, *args, **kwargs)
+        _hidden_if_waiting(self)
     _shown_if_holding(self)
     return self
 
@@ -1021,6 +1064,7 @@ def deferred_add_errback(self, errback, *args, **kwargs):
         self._runningCallbacks = False
         return self
     _base_add_errback(self, errback, *args, **kwargs)
+    _hidden_if_waiting(self)
     _shown_if_holding(self)
     return self
 
