@@ -898,6 +898,7 @@ cdef object _base_callback = None
 cdef object _none_kwargs = None  # twisted's _NONE_KWARGS
 cdef object _warn_about = None  # twisted.python.deprecate.warnAboutFunction
 cdef object _continue = None  # twisted's _CONTINUE: a chained Deferred's entry
+cdef object _gathering = None  # DeferredList._cbDeferred: a gathering's entry
 cdef object _ABSENT = object()
 
 _SELF_RETURNED = (
@@ -906,9 +907,13 @@ _SELF_RETURNED = (
 )
 
 
-def bind_deferred(base, failure, list deferred_types, none_kwargs, continue_, warn_about):
-    """Give this module Twisted's Deferred, Failure and the private names it uses."""
-    global _Failure, _deferred_types, _none_kwargs, _warn_about, _continue
+def bind_deferred(
+    base, failure, list deferred_types, none_kwargs, continue_, warn_about, gathering=None
+):
+    """Give this module Twisted's Deferred, Failure and the private names it uses
+    (*gathering*: the function DeferredList adds to each Deferred it gathers)."""
+    global _Failure, _deferred_types, _none_kwargs, _warn_about, _continue, _gathering
+    _gathering = gathering
     global _base_add_callbacks, _base_add_callback, _base_add_errback, _base_add_both
     global _base_callback
     _Failure, _deferred_types, _none_kwargs = failure, deferred_types, none_kwargs
@@ -1023,7 +1028,10 @@ def deferred_add_callbacks(
     if callbackKeywords is _ABSENT:
         callbackKeywords = _none_kwargs
     if type(callbackArgs) is tuple and callbackKeywords is not None and _settled(self):
+        result = self.result
         _run_now(self, callback, callbackArgs, callbackKeywords)
+        if len(callbackArgs) == 2 and getattr(callback, "__func__", None) is _gathering:
+            _hide_pair(_results_of(callback, callbackArgs), result)
     else:
         if errbackKeywords is _ABSENT:
             errbackKeywords = _none_kwargs
@@ -1165,8 +1173,67 @@ def fire_records(
         if type(d) is send_type and not d._callbacks and _fired(d, metadata):
             continue  # still untracked: it holds only untracked objects
         afkak_track(d)
+        gathered = _gathered_at(d)
         if type(d) is not send_type or not _fired(d, metadata):
             d.callback(metadata)
+        if gathered is not None:
+            _hide_pair(gathered, metadata)
+            _hidden_if_bare(d)
+
+
+cdef inline void _hidden_if_bare(d) except *:
+    """Hide *d* from the cyclic GC again once its chain has run and it holds only what
+    the GC does not track (as a send fired without callbacks stays): what
+    ``_shown_if_holding`` undoes."""
+    if (
+        afkak_is_tracked(d)
+        and d.called
+        and not d._callbacks
+        and not d.paused
+        and d._chainedTo is None
+        and d._debugInfo is None
+        and not afkak_holds_tracked(d.result)
+    ):
+        afkak_untrack(d)
+
+
+cdef _gathered_at(d):
+    """``(results, index)`` when *d*'s one callback is a gathering's (``gatherResults``,
+    ``DeferredList``): where the pair it stores for *d* goes; else None."""
+    chain = d._callbacks
+    if _gathering is None or type(chain) is not list or len(chain) != 1:
+        return None
+    entry = chain[0]
+    if type(entry) is not tuple or len(entry) != 2 or type(entry[0]) is not tuple:
+        return None
+    first = entry[0]
+    if len(first) != 3 or getattr(first[0], "__func__", None) is not _gathering:
+        return None
+    args = first[1]
+    if type(args) is not tuple or len(args) != 2:
+        return None
+    return _results_of(first[0], args)
+
+
+cdef tuple _results_of(gathering, tuple args):
+    """``(results, index)``: where a gathering's entry (bound *gathering*, *args*)
+    stores its pair."""
+    return getattr(gathering.__self__, "resultList", None), args[0]
+
+
+cdef void _hide_pair(tuple gathered, metadata) except *:
+    """Untrack the ``(True, metadata)`` pair a gathering stored: the GC keeps a pair
+    of a RecordMetadata tracked (its class could hold anything), and an application
+    gathering thousands of sends holds thousands until the last is acknowledged,
+    each scanned by every full collection meanwhile.  It holds True and an
+    untracked RecordMetadata (a str and ints): no cycle can go through it."""
+    results, index = gathered
+    if type(results) is not list or type(index) is not int or not 0 <= index < len(results):
+        return
+    pair = results[index]
+    if type(pair) is tuple and len(pair) == 2 and pair[1] is metadata and pair[0] is True:
+        if afkak_is_tracked(pair) and not afkak_is_tracked(metadata):
+            PyObject_GC_UnTrack(<void *>pair)
 
 
 # -- murmur2: where Kafka's clients place a keyed record (afkak.partitioner) --
