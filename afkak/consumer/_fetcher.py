@@ -15,7 +15,7 @@ batch grows as documented.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import Any, TypeVar
 
@@ -198,9 +198,9 @@ class PartitionFetcher:
             partial(self._list_offset, time), f"offset lookup for {self.topic}/{self.partition}"
         )
 
-    async def _retried(self, request: Callable[[], Awaitable[T]], what: str) -> T:
+    def _retried(self, request: Callable[[], Awaitable[T]], what: str) -> Coroutine[Any, Any, T]:
         """*request*, retried with the consumer's backoff, forgetting stale metadata."""
-        return await self.retry.run(
+        return self.retry.run(
             self.client.reactor, partial(self._in_topic, request), self._forget, what
         )
 

@@ -54,20 +54,65 @@ Records = dict[TopicAndPartition, list[SourcedMessage]]
 
 
 class _Parked:
-    """One processor call's records waiting for the application, and how many it took."""
+    """One processor call's records waiting for the application, and how many it took.
 
-    __slots__ = ("messages", "taken", "done")
+    Cancelling *done* forgets them (a bound method as the canceller, not a
+    closure: one object less per fetch response and partition for the GC).
+    """
 
-    def __init__(self, messages: list[SourcedMessage], done: Deferred[Any]) -> None:
+    __slots__ = ("messages", "taken", "done", "_parked", "_tp")
+
+    def __init__(
+        self,
+        messages: list[SourcedMessage],
+        parked: dict[TopicAndPartition, _Parked],
+        tp: TopicAndPartition,
+    ) -> None:
         self.messages = messages
         self.taken = 0
-        self.done = done
+        self._parked = parked
+        self._tp = tp
+        self.done: Deferred[Any] = Deferred(self._cancelled)
+
+    def _cancelled(self, _: Deferred[Any]) -> None:
+        if self._parked.get(self._tp) is self:
+            del self._parked[self._tp]
 
     def last_taken(self) -> int:
         """The offset of the last record handed out (one before the first if none)."""
         if self.taken:
             return int(self.messages[self.taken - 1].offset)
         return int(self.messages[0].offset) - 1
+
+
+class _Poll:
+    """A ``getmany`` waiting for records until its timer: its Deferred's canceller,
+    the timer's call and the chain's last callback are its bound methods (a poll
+    made closures and cells, a dozen objects for the GC, thousands a second)."""
+
+    __slots__ = ("pull", "d", "timer")
+
+    def __init__(self, pull: KafkaConsumer) -> None:
+        self.pull = pull
+        self.d: Deferred[Records] = Deferred(self.cancel)
+        self.timer: Any = None
+
+    def cancel(self, d: Deferred[Records]) -> None:
+        self.pull._forget_waiter(d)
+        self._stop_timer()
+
+    def timed_out(self) -> None:
+        if not self.d.called:
+            self.pull._forget_waiter(self.d)
+            self.d.callback({})
+
+    def settled(self, result: Any) -> Any:
+        self._stop_timer()
+        return result
+
+    def _stop_timer(self) -> None:
+        if self.timer is not None and self.timer.active():
+            self.timer.cancel()
 
 
 class _PullGroup(ConsumerGroup):
@@ -269,12 +314,7 @@ class KafkaConsumer:
     def _park(self, consumer: Consumer, messages: list[SourcedMessage]) -> Deferred[Any]:
         """The processor of every partition: keep *messages* until polled."""
         tp = consumer.topic_partition
-
-        def cancelled(_: Deferred[Any]) -> None:
-            if self._parked.get(tp) is parked:
-                del self._parked[tp]
-
-        parked = _Parked(messages, Deferred(cancelled))
+        parked = _Parked(messages, self._parked, tp)
         self._parked[tp] = parked
         if self._waiters:
             self._serve_waiters()
@@ -307,28 +347,10 @@ class KafkaConsumer:
         taken = self._take(limit)
         if taken or timeout_ms == 0:
             return succeed(taken)
-        timer: Any = None
-
-        def cancel(d: Deferred[Records]) -> None:
-            self._forget_waiter(d)
-            if timer is not None and timer.active():
-                timer.cancel()
-
-        d: Deferred[Records] = Deferred(cancel)
-        self._waiters.append((d, limit))
-
-        def timed_out() -> None:
-            if not d.called:
-                self._forget_waiter(d)
-                d.callback({})
-
-        def settled(result: Any) -> Any:
-            if timer is not None and timer.active():
-                timer.cancel()
-            return result
-
-        timer = self.client.reactor.callLater(timeout_ms / 1000.0, timed_out)
-        return d.addBoth(settled)
+        poll = _Poll(self)
+        self._waiters.append((poll.d, limit))
+        poll.timer = self.client.reactor.callLater(timeout_ms / 1000.0, poll.timed_out)
+        return poll.d.addBoth(poll.settled)
 
     def getone(self) -> Deferred[SourcedMessage]:
         """The next record, whenever it comes."""

@@ -98,9 +98,9 @@ class Metrics:
     def remove_sensor(self, name: str, *parents: Sensor) -> None:
         """Forget a sensor (a child of *parents*) and the metrics read from it."""
         sensor = self._sensors.pop(name, None)
-        for parent in parents:
-            if sensor in parent.children:
-                parent.children.remove(sensor)
+        if sensor is not None:
+            for parent in parents:
+                parent.drop_child(sensor)
         for metric in self._owned.pop(name, ()):
             self._metrics.pop(metric, None)
 

@@ -21,6 +21,8 @@ from typing import Protocol
 import attrs
 
 NAN = math.nan
+#: A window before its first record: start, count, sum, max.
+_EMPTY_WINDOW = (-math.inf, 0.0, 0.0, -math.inf)
 
 
 @attrs.frozen
@@ -38,7 +40,11 @@ class Measurable(Protocol):
 class Sensor:
     """Records values into its windows; its children's windows count in its measurements.
 
-    Hot paths record once per request, batch or fetch, never per record.
+    Hot paths record per request, batch or fetch, never per record.  The
+    windows are one flat list of floats and the children a tuple (empty:
+    shared), so that a sensor is two objects for the cyclic GC to scan, not
+    five: a consumer has two sensors per partition, and a process with a
+    thousand partitions' consumers keeps thousands of them.
     """
 
     __slots__ = (
@@ -48,8 +54,7 @@ class Sensor:
         "_window",
         "_samples",
         "_ring",
-        "_sample",
-        "_current",
+        "_at",
         "count",
         "total",
         "last",
@@ -64,53 +69,59 @@ class Sensor:
     ) -> None:
         self.name = name
         #: Sensors whose records this one's measurements include (per node, per topic).
-        self.children: list[Sensor] = []
+        self.children: tuple[Sensor, ...] = ()
         self._seconds = seconds
         self._window = config.window
         self._samples = config.samples
-        # Each window: [start, count, sum, max]; the first starts at the first record.
-        self._sample: list[float] = [-math.inf, 0, 0.0, -math.inf]
-        self._ring = [self._sample]
-        self._current = 0
+        # Window i is _ring[4i:4i + 4]: start, count, sum, max; _at is where the
+        # current one starts.  A window counts once something is recorded in it; the
+        # first starts at the first record.
+        self._ring = list(_EMPTY_WINDOW * config.samples)
+        self._at = 0
         self.count = 0
         self.total = 0.0
         self.last = NAN
         for parent in parents:
-            parent.children.append(self)
+            parent.children += (self,)
 
     def record(self, value: float = 1.0) -> None:
         self.record_at(value, self._seconds())
 
     def record_at(self, value: float, now: float) -> None:
-        sample = self._sample
-        if now >= sample[0] + self._window:
-            sample = self._advance(now)
-        sample[1] += 1
-        sample[2] += value
-        if value > sample[3]:
-            sample[3] = value
+        ring = self._ring
+        at = self._at
+        if now >= ring[at] + self._window:
+            at = self._advance(now)
+        ring[at + 1] += 1
+        ring[at + 2] += value
+        if value > ring[at + 3]:
+            ring[at + 3] = value
         self.count += 1
         self.total += value
         self.last = value
 
-    def _advance(self, now: float) -> list[float]:
-        if self._sample[1] == 0:  # the first record, or an idle window: restart it
-            sample = self._sample
-        else:
-            ring = self._ring
-            self._current = current = (self._current + 1) % self._samples
-            if current >= len(ring):
-                ring.append([now, 0, 0.0, -math.inf])
-            sample = self._sample = ring[current]
-        sample[:] = [now, 0, 0.0, -math.inf]
-        return sample
+    def _advance(self, now: float) -> int:
+        ring = self._ring
+        at = self._at
+        if ring[at + 1]:  # else the first record, or an idle window: restart it
+            at = self._at = (at + 4) % len(ring)
+        ring[at] = now
+        ring[at + 1] = ring[at + 2] = 0.0
+        ring[at + 3] = -math.inf
+        return at
+
+    def drop_child(self, child: Sensor) -> None:
+        self.children = tuple(c for c in self.children if c is not child)
 
     def _live(self, now: float) -> list[list[float]]:
         """The windows young enough to count (Kafka's ``purgeObsoleteSamples``), children's too."""
         live: list[list[float]] = []
         for sensor in (self, *self.children):
             max_age = sensor._samples * sensor._window
-            live.extend(s for s in sensor._ring if s[1] and now - s[0] < max_age)
+            ring = sensor._ring
+            for at in range(0, len(ring), 4):
+                if ring[at + 1] and now - ring[at] < max_age:
+                    live.append(ring[at : at + 4])
         return live
 
     # -- measurements -------------------------------------------------------------

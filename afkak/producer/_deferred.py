@@ -91,6 +91,7 @@ def _bind() -> bool:
         defer._NONE_KWARGS,
         defer._CONTINUE,
         warnAboutFunction,
+        gathering=getattr(defer.DeferredList, "_cbDeferred", None),
     )
     SendDeferred.addCallbacks = compiled.deferred_add_callbacks  # type: ignore[method-assign]
     SendDeferred.addCallback = compiled.deferred_add_callback  # type: ignore[method-assign]

@@ -507,9 +507,33 @@ cdef extern from *:
             PyObject_GC_UnTrack(o);
         return 0;
     }
-    static int afkak_track_list(PyObject *o, void *arg) {
-        if (PyList_CheckExact(o) && !PyObject_GC_IsTracked(o))
+    /* A chain entry's tuples (of callables, arguments) and the bound methods in
+       them: hidden with the waiting Deferred holding them, shown again with it. */
+    static int afkak_untrack_entry(PyObject *o, void *arg) {
+        if (PyTuple_CheckExact(o) && PyObject_GC_IsTracked(o)) {
+            PyObject_GC_UnTrack(o);
+            Py_TYPE(o)->tp_traverse(o, afkak_untrack_entry, NULL);
+        } else if (PyMethod_Check(o) && PyObject_GC_IsTracked(o)) {
+            PyObject_GC_UnTrack(o);
+        }
+        return 0;
+    }
+    static int afkak_track_entry(PyObject *o, void *arg) {
+        /* (never the empty tuple: a static singleton the GC does not track) */
+        if (PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) && !PyObject_GC_IsTracked(o)) {
             PyObject_GC_Track(o);
+            Py_TYPE(o)->tp_traverse(o, afkak_track_entry, NULL);
+        } else if (PyMethod_Check(o) && !PyObject_GC_IsTracked(o)) {
+            PyObject_GC_Track(o);
+        }
+        return 0;
+    }
+    static int afkak_track_list(PyObject *o, void *arg) {
+        if (PyList_CheckExact(o)) {
+            if (!PyObject_GC_IsTracked(o))
+                PyObject_GC_Track(o);
+            Py_TYPE(o)->tp_traverse(o, afkak_track_entry, NULL);
+        }
         return 0;
     }
     static void afkak_untrack(PyObject *o) {
@@ -532,8 +556,14 @@ cdef extern from *:
     static int afkak_is_tracked(PyObject *o) {
         return PyObject_GC_IsTracked(o);
     }
+    static void afkak_untrack_last_entry(PyObject *chain) {
+        Py_ssize_t n;
+        if (PyList_CheckExact(chain) && (n = PyList_GET_SIZE(chain)) > 0)
+            afkak_untrack_entry(PyList_GET_ITEM(chain, n - 1), NULL);
+    }
     """
     void afkak_untrack(object o)
+    void afkak_untrack_last_entry(object chain)
     void afkak_track(object o)
     bint afkak_holds_tracked(object o)
     bint afkak_is_tracked(object o)
@@ -868,6 +898,7 @@ cdef object _base_callback = None
 cdef object _none_kwargs = None  # twisted's _NONE_KWARGS
 cdef object _warn_about = None  # twisted.python.deprecate.warnAboutFunction
 cdef object _continue = None  # twisted's _CONTINUE: a chained Deferred's entry
+cdef object _gathering = None  # DeferredList._cbDeferred: a gathering's entry
 cdef object _ABSENT = object()
 
 _SELF_RETURNED = (
@@ -876,9 +907,13 @@ _SELF_RETURNED = (
 )
 
 
-def bind_deferred(base, failure, list deferred_types, none_kwargs, continue_, warn_about):
-    """Give this module Twisted's Deferred, Failure and the private names it uses."""
-    global _Failure, _deferred_types, _none_kwargs, _warn_about, _continue
+def bind_deferred(
+    base, failure, list deferred_types, none_kwargs, continue_, warn_about, gathering=None
+):
+    """Give this module Twisted's Deferred, Failure and the private names it uses
+    (*gathering*: the function DeferredList adds to each Deferred it gathers)."""
+    global _Failure, _deferred_types, _none_kwargs, _warn_about, _continue, _gathering
+    _gathering = gathering
     global _base_add_callbacks, _base_add_callback, _base_add_errback, _base_add_both
     global _base_callback
     _Failure, _deferred_types, _none_kwargs = failure, deferred_types, none_kwargs
@@ -919,6 +954,16 @@ cdef inline void _shown_if_holding(d) except *:
         or afkak_holds_tracked(d.result)
     ):
         afkak_track(d)
+
+
+cdef inline void _hidden_if_waiting(d) except *:
+    """Hide the entry just added to *d*'s chain from the cyclic GC if *d* waits hidden
+    (a send in its batch, see ``gc_pause``): an application gathering thousands of
+    sends before they are acknowledged gives each a chain entry of three tuples and
+    two bound methods, which would otherwise feed the full collections until the
+    batch settles.  Tracking *d* again (``afkak_track``) shows its entries again."""
+    if not d.called and not afkak_is_tracked(d):
+        afkak_untrack_last_entry(d._callbacks)
 
 
 cdef _run_now(d, callback, tuple args, kwargs):
@@ -983,13 +1028,17 @@ def deferred_add_callbacks(
     if callbackKeywords is _ABSENT:
         callbackKeywords = _none_kwargs
     if type(callbackArgs) is tuple and callbackKeywords is not None and _settled(self):
+        result = self.result
         _run_now(self, callback, callbackArgs, callbackKeywords)
+        if len(callbackArgs) == 2 and getattr(callback, "__func__", None) is _gathering:
+            _hide_pair(_results_of(callback, callbackArgs), result)
     else:
         if errbackKeywords is _ABSENT:
             errbackKeywords = _none_kwargs
         _base_add_callbacks(
             self, callback, errback, callbackArgs, callbackKeywords, errbackArgs, errbackKeywords
         )
+        _hidden_if_waiting(self)
     _shown_if_holding(self)
     return self
 
@@ -1000,6 +1049,7 @@ def deferred_add_callback(self, callback, *args, **kwargs):
         _run_now(self, callback, args, kwargs)
     else:
         _base_add_callback(self, callback, *args, **kwargs)
+        _hidden_if_waiting(self)
     _shown_if_holding(self)
     return self
 
@@ -1010,6 +1060,7 @@ def deferred_add_both(self, callback, *args, **kwargs):
         _run_now(self, callback, args, kwargs)
     else:
         _base_add_both(self, callback, *args, **kwargs)
+        _hidden_if_waiting(self)
     _shown_if_holding(self)
     return self
 
@@ -1021,6 +1072,7 @@ def deferred_add_errback(self, errback, *args, **kwargs):
         self._runningCallbacks = False
         return self
     _base_add_errback(self, errback, *args, **kwargs)
+    _hidden_if_waiting(self)
     _shown_if_holding(self)
     return self
 
@@ -1121,8 +1173,67 @@ def fire_records(
         if type(d) is send_type and not d._callbacks and _fired(d, metadata):
             continue  # still untracked: it holds only untracked objects
         afkak_track(d)
+        gathered = _gathered_at(d)
         if type(d) is not send_type or not _fired(d, metadata):
             d.callback(metadata)
+        if gathered is not None:
+            _hide_pair(gathered, metadata)
+            _hidden_if_bare(d)
+
+
+cdef inline void _hidden_if_bare(d) except *:
+    """Hide *d* from the cyclic GC again once its chain has run and it holds only what
+    the GC does not track (as a send fired without callbacks stays): what
+    ``_shown_if_holding`` undoes."""
+    if (
+        afkak_is_tracked(d)
+        and d.called
+        and not d._callbacks
+        and not d.paused
+        and d._chainedTo is None
+        and d._debugInfo is None
+        and not afkak_holds_tracked(d.result)
+    ):
+        afkak_untrack(d)
+
+
+cdef _gathered_at(d):
+    """``(results, index)`` when *d*'s one callback is a gathering's (``gatherResults``,
+    ``DeferredList``): where the pair it stores for *d* goes; else None."""
+    chain = d._callbacks
+    if _gathering is None or type(chain) is not list or len(chain) != 1:
+        return None
+    entry = chain[0]
+    if type(entry) is not tuple or len(entry) != 2 or type(entry[0]) is not tuple:
+        return None
+    first = entry[0]
+    if len(first) != 3 or getattr(first[0], "__func__", None) is not _gathering:
+        return None
+    args = first[1]
+    if type(args) is not tuple or len(args) != 2:
+        return None
+    return _results_of(first[0], args)
+
+
+cdef tuple _results_of(gathering, tuple args):
+    """``(results, index)``: where a gathering's entry (bound *gathering*, *args*)
+    stores its pair."""
+    return getattr(gathering.__self__, "resultList", None), args[0]
+
+
+cdef void _hide_pair(tuple gathered, metadata) except *:
+    """Untrack the ``(True, metadata)`` pair a gathering stored: the GC keeps a pair
+    of a RecordMetadata tracked (its class could hold anything), and an application
+    gathering thousands of sends holds thousands until the last is acknowledged,
+    each scanned by every full collection meanwhile.  It holds True and an
+    untracked RecordMetadata (a str and ints): no cycle can go through it."""
+    results, index = gathered
+    if type(results) is not list or type(index) is not int or not 0 <= index < len(results):
+        return
+    pair = results[index]
+    if type(pair) is tuple and len(pair) == 2 and pair[1] is metadata and pair[0] is True:
+        if afkak_is_tracked(pair) and not afkak_is_tracked(metadata):
+            PyObject_GC_UnTrack(<void *>pair)
 
 
 # -- murmur2: where Kafka's clients place a keyed record (afkak.partitioner) --

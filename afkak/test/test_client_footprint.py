@@ -1,0 +1,112 @@
+"""What an idle producer and an idle consumer give the cyclic GC to scan (issue 39).
+
+Fifty producers and fifty consumers in one process (``tools/bench_scale.py
+--workloads many``) spent a third of their CPU in the collector: each full
+collection walks every object the clients hold.  These tests count the
+GC-tracked objects reachable from one client (its ``KafkaClient`` and the
+producer or ``KafkaConsumer`` on it), not those of the fake cluster, the
+reactor or what existed before, and pin an upper bound: a change that adds
+objects per client or per partition shows here, deterministically.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable
+from typing import Any
+
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from afkak.client import KafkaClient
+from afkak.group import KafkaConsumer
+from afkak.producer import Producer
+from afkak.testing import FakeKafkaCluster
+
+PARTITIONS = 20  # over two topics
+TOPICS = ("a", "b")
+
+
+def tracked_from(roots: Iterable[Any], existing: set[int], clock: Clock) -> int:
+    """The GC-tracked objects reachable from *roots*, except through objects whose ids
+    are in *existing*, classes, modules, the *clock* and the fake cluster's objects."""
+    seen = set(existing)
+    stack = list(roots)
+    count = 0
+    while stack:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        kind = type(o)
+        if isinstance(o, type) or kind.__name__ == "module" or o is clock:
+            continue
+        if kind.__module__.startswith("afkak.testing"):
+            continue
+        count += gc.is_tracked(o)
+        stack.extend(gc.get_referents(o))
+    return count
+
+
+class IdleClientFootprintTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.cluster = FakeKafkaCluster(brokers=1, reactor=self.clock)
+        for topic in TOPICS:
+            self.cluster.create_topic(topic, partitions=PARTITIONS // 2)
+            for p in range(PARTITIONS // 2):
+                self.cluster.append(topic, p, [b"v"] * 3)
+
+    def client(self) -> KafkaClient:
+        client = KafkaClient(
+            self.cluster.bootstrap_hosts,
+            reactor=self.clock,
+            endpoint_factory=self.cluster.endpoint_factory,
+        )
+        self.addCleanup(client.close)
+        return client
+
+    def consumer(self) -> tuple[KafkaClient, KafkaConsumer]:
+        """A consumer of every partition that has read their records and waits for more."""
+        client = self.client()
+        consumer = KafkaConsumer(client)
+        consumer.assign([(t, p) for t in TOPICS for p in range(PARTITIONS // 2)])
+        seen = 0
+        for _ in range(5):
+            got: list[Any] = []
+            consumer.getmany(timeout_ms=1000).addCallback(got.append)
+            self.clock.advance(1.0)
+            seen += sum(map(len, got[0].values()))
+        self.assertGreaterEqual(seen, 3 * PARTITIONS)
+        self.addCleanup(consumer.close)
+        return client, consumer
+
+    def producer(self) -> tuple[KafkaClient, Producer]:
+        """A producer that has written to every partition, every send acknowledged."""
+        client = self.client()
+        producer = Producer(client)
+        sent = [producer.send(t, b"v", partition=p) for t in TOPICS for p in range(PARTITIONS // 2)]
+        self.clock.advance(1.0)
+        for d in sent:
+            self.successResultOf(d)
+        self.addCleanup(producer.stop)
+        return client, producer
+
+    def footprint(self, make: Any) -> int:
+        make()  # what the first client builds once per process is not the second's
+        gc.collect()
+        existing = gc.get_objects()  # (held: their ids stay theirs)
+        roots = make()
+        gc.collect()
+        return tracked_from(roots, {id(o) for o in existing}, self.clock)
+
+    def test_an_idle_consumer(self) -> None:
+        """About 100 objects per partition: its Consumer, the fetch it waits on, its
+        metrics (2,413 over 20 partitions when each sensor kept five objects and
+        each fetch built its retry policy, 2,114 now)."""
+        self.assertLess(self.footprint(self.consumer), 2_200)
+
+    def test_an_idle_producer(self) -> None:
+        """Its client's connection and producer metrics, its partitions' state (558
+        over 20 partitions when each sensor kept five objects, 499 now)."""
+        self.assertLess(self.footprint(self.producer), 530)
