@@ -11,8 +11,14 @@ loaded machine.  The kinds run interleaved; each figure is the median of
 10,000 (Spark's ``maxRecordsPerBatch``) to a 4-partition topic.  The fake
 broker's share (it decodes every batch) is in ``total`` only.
 
+With ``--kafka`` the same batches go through the Spark writer's own loop
+(``_worker.send_rows``: the producer in the reactor thread, the next batch
+converted meanwhile) to a local Apache Kafka broker, each pass into a new
+4-partition topic: the figures are then this process's CPU (both threads,
+sockets included; the broker's apart) per row, as in a Spark Python worker.
+
 Usage: python tools/bench_spark_write.py [--records N] [--repeat R]
-[--rows unkeyed keyed headers] [--profile KIND]
+[--rows unkeyed keyed headers] [--profile KIND] [--kafka]
 """
 
 from __future__ import annotations
@@ -47,7 +53,8 @@ def arrow_batches(kind: str, records: int) -> list[pa.RecordBatch]:
     batches = []
     for start in range(0, records, PER_BATCH):
         ids = range(start, min(start + PER_BATCH, records))
-        columns: dict[str, pa.Array] = {"value": pa.array([b"x" * 100] * len(ids), pa.binary())}
+        # strings, as spark_bench's rows (``repeat('x', 100)``, ``cast(id as string)``)
+        columns: dict[str, pa.Array] = {"value": pa.array(["x" * 100] * len(ids), pa.string())}
         if kind != "unkeyed":
             columns["key"] = pa.array([str(i) for i in ids], pa.string())
         if kind == "headers":
@@ -96,7 +103,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--rows", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--profile", choices=KINDS, help="cProfile one pass of this kind")
+    parser.add_argument(
+        "--kafka", action="store_true", help="through send_rows to a local Kafka broker instead"
+    )
     args = parser.parse_args()
+    if args.kafka:
+        on_kafka(args)
+        return
     writer = Writer()
     data = {}
     for kind in args.rows:
@@ -118,6 +131,52 @@ def main() -> None:
         print(
             f"{kind:8s} convert {convert:.3f}  send {call:.3f}  total {total:.3f}"
             f"  ({args.records / total:,.0f} rows/s of CPU)"
+        )
+
+
+def on_kafka(args: argparse.Namespace) -> None:
+    """``--kafka``: each kind's passes through ``send_rows`` to a local broker, interleaved."""
+    from afkak.spark import _bridge, _worker
+    from afkak.spark._options import parse_write_options
+    from afkak.test.brokers import shared_broker
+
+    broker = shared_broker("kafka")
+    data = {kind: arrow_batches(kind, args.records) for kind in args.rows}
+    topics = (f"bench-write-{os.getpid()}-{n}" for n in range(1_000_000))
+
+    def send(kind: str) -> tuple[float, float]:
+        """This process's CPU seconds and the seconds of one pass of *kind*."""
+        topic = next(topics)
+        broker.create_topic(topic, 4)
+        opts = parse_write_options({"kafka.bootstrap.servers": broker.bootstrap, "topic": topic})
+        producer = _worker.producer_for(opts)
+        cpu, wall = time.process_time(), time.perf_counter()
+        _worker.send_rows(producer, opts, data[kind])
+        return time.process_time() - cpu, time.perf_counter() - wall
+
+    for kind in args.rows:
+        send(kind)  # the producer, its connections and the workers' code warm
+    if args.profile:
+        main_thread, reactor = cProfile.Profile(), cProfile.Profile()
+        _bridge.call(10, reactor.enable)
+        main_thread.runcall(send, args.profile)
+        _bridge.call(10, reactor.disable)
+        for name, profile in (("converting thread", main_thread), ("reactor thread", reactor)):
+            print(f"-- {name}")
+            pstats.Stats(profile).sort_stats("tottime").print_stats(15)
+        return
+    passes: dict[str, list[tuple[float, float]]] = {kind: [] for kind in args.rows}
+    for _ in range(args.repeat):
+        for kind in args.rows:
+            passes[kind].append(send(kind))
+    print(
+        f"{args.records:,} rows to Kafka, medians of {args.repeat}; load {os.getloadavg()[0]:.1f}"
+    )
+    for kind, runs in passes.items():
+        cpu, wall = (statistics.median(run[i] for run in runs) for i in range(2))
+        print(
+            f"{kind:8s} {cpu / args.records * 1e6:.2f} us/row of CPU"
+            f"  ({', '.join(f'{run[0]:.2f}' for run in runs)} s)  {args.records / wall:,.0f} rows/s"
         )
 
 

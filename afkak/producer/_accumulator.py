@@ -36,6 +36,7 @@ from ._deferred import SendDeferred
 from ._identity import ProducerIdentity
 from ._options import Options
 from ._partition import PartitionState, TopicState
+from ._record_runs import Run, headers_size, record_runs, record_sizes
 from ._split import joined, pieces, split_batch, values_size
 from ._transaction import TransactionManager
 from ._waiters import track_all as _track_all, untrack as _untrack
@@ -244,7 +245,7 @@ class RecordAccumulator:
         if key is not None:
             size += len(key)
         if headers:
-            size += _headers_size(headers)
+            size += headers_size(headers)
         buffered = self._buffered
         if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
             pending = Pending(topic, key, (value,), headers, timestamp, partition, size, ONE)
@@ -349,16 +350,22 @@ class RecordAccumulator:
         Returns one Deferred, firing with None once every record is written
         or failing with the first failure.
         """
-        sizes = _record_sizes(keys, values, headers)
-        size = sum(sizes)
-        buffered = self._buffered
-        pending = Pending(topic, keys, values, headers, timestamps, partitions, size, RECORDS)
-        if route is None or self._blocked or (buffered and buffered + size > self._buffer_memory):
-            return self.accept(pending)
+        if route is None or self._blocked:
+            size = sum(record_sizes(keys, values, headers))
+            return self.accept(
+                Pending(topic, keys, values, headers, timestamps, partitions, size, RECORDS)
+            )
         now = self._seconds()
+        size, largest, runs = record_runs(
+            partitions, keys, values, headers, timestamps, int(now * 1000), self._batch_size
+        )
+        pending = Pending(topic, keys, values, headers, timestamps, partitions, size, RECORDS)
+        buffered = self._buffered
+        if buffered and buffered + size > self._buffer_memory:
+            return self.accept(pending)
         self._outstanding += 1
         self._buffered = buffered + size
-        self._append_records(route, pending, sizes, now)
+        self._append_runs(route, pending, largest, runs, now)
         self._appended()
         return pending.d
 
@@ -418,8 +425,16 @@ class RecordAccumulator:
         """Append *pending* (holding buffer space) at *partition* (None: the sticky one;
         for records, each one's), the delivery timeout counting from its call."""
         if pending.kind == RECORDS:
-            pending.partition = partition
-            self._append_records(route, pending, None, now)
+            _, largest, runs = record_runs(
+                partition,
+                pending.key,
+                pending.values,
+                pending.headers,
+                pending.timestamp,
+                int(now * 1000),
+                self._batch_size,
+            )
+            self._append_runs(route, pending, largest, runs, now)
             return
         if partition is None:
             partition = self._stick(route, pending.size)
@@ -444,46 +459,26 @@ class RecordAccumulator:
             if batch is not None and batch.opened > pending.since:
                 batch.opened = pending.since
 
-    def _append_records(
-        self, route: TopicState, pending: Pending, sizes: list[int] | None, now: float
+    def _append_runs(
+        self, route: TopicState, pending: Pending, largest: int, runs: list[Run], now: float
     ) -> None:
-        """Append records per partition, in runs that fit a batch; *pending.d* fires
-        once each run's batch is written."""
-        keys, values, headers = pending.key, pending.values, pending.headers
-        if sizes is None:
-            sizes = _record_sizes(keys, values, headers)
-        if max(sizes) > self._max_request_size - BATCH_HEADER_SIZE:
+        """Append a ``send_records`` call's *runs* (:func:`~._record_runs.record_runs`;
+        *largest*: its largest record's size); *pending.d* fires once each run's batch
+        is written."""
+        if largest > self._max_request_size - BATCH_HEADER_SIZE:
             error = MessageSizeTooLargeError(
                 f"a record to {route.name} is larger than max_request_size"
                 f" ({self._max_request_size} bytes)"
             )
-            self.refuse(pending.d, sum(sizes), Failure(error))
+            self.refuse(pending.d, pending.size, Failure(error))
             return
-        stamps = pending.timestamp
-        default = int(now * 1000)
-        by_partition: dict[int, list[int]] = {}
-        for i, partition in enumerate(pending.partition):
-            by_partition.setdefault(partition, []).append(i)
-        runs: list[Deferred[Any]] = []
-        for partition, indexes in by_partition.items():
-            for run, run_size in _runs(indexes, sizes, self._batch_size):
-                run_d: Deferred[Any] = Deferred()
-                runs.append(run_d)
-                self._append_run(
-                    route,
-                    partition,
-                    None if keys is None else list(map(keys.__getitem__, run)),
-                    list(map(values.__getitem__, run)),
-                    None if headers is None else list(map(headers.__getitem__, run)),
-                    [default] * len(run)
-                    if stamps is None
-                    else [default if stamps[i] is None else stamps[i] for i in run],
-                    run_size,
-                    now,
-                    run_d,
-                )
-        self._outstanding += len(runs) - 1  # each run settles as one send
-        joined(pending.d, runs)
+        settled: list[Deferred[Any]] = []
+        for partition, keys, values, headers, timestamps, size in runs:
+            run_d: Deferred[Any] = Deferred()
+            settled.append(run_d)
+            self._append_run(route, partition, keys, values, headers, timestamps, size, now, run_d)
+        self._outstanding += len(settled) - 1  # each run settles as one send
+        joined(pending.d, settled)
         pending.d.addCallback(_nothing)
 
     def _append_run(
@@ -984,45 +979,6 @@ def _sequences_current(
 
 def _nothing(result: object) -> None:
     return None
-
-
-def _headers_size(headers: Any) -> int:
-    """The buffer size of a record's *headers*: their names, values and lengths."""
-    size = 0
-    for name, value in headers:
-        size += len(name) + (len(value) if value is not None else 0) + 3
-    return size
-
-
-def _record_sizes(
-    keys: Sequence[Buffer | None] | None,
-    values: Sequence[Buffer | None],
-    headers: Sequence[Any] | None,
-) -> list[int]:
-    """The buffer size of each record of a ``send_records`` call."""
-    sizes = [RECORD_OVERHEAD + (len(v) if v is not None else 0) for v in values]
-    if keys is not None:
-        sizes = [s + (len(k) if k is not None else 0) for s, k in zip(sizes, keys, strict=True)]
-    if headers is not None:
-        sizes = [s + _headers_size(h) for s, h in zip(sizes, headers, strict=True)]
-    return sizes
-
-
-def _runs(indexes: list[int], sizes: list[int], limit: int) -> list[tuple[list[int], int]]:
-    """*indexes* in order, cut into runs of at most *limit* bytes (a larger record
-    alone), each with its size."""
-    runs: list[tuple[list[int], int]] = []
-    run: list[int] = []
-    room = limit
-    for i in indexes:
-        size = sizes[i]
-        if size > room and run:
-            runs.append((run, limit - room))
-            run, room = [], limit
-        run.append(i)
-        room -= size
-    runs.append((run, limit - room))
-    return runs
 
 
 def _held(part: PartitionState) -> bool:

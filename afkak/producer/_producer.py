@@ -502,8 +502,8 @@ class Producer:
         if self._value_serializer is not None:
             serialize = self._value_serializer
             values = [None if v is None else serialize(v) for v in values]
-        for value in values:
-            if type(value) not in _PLAIN:
+        if not _PLAIN.issuperset(map(type, values)):  # a column's types at C speed
+            for value in values:
                 _check_buffer("value", value)
         if keys is None:
             return values, None
@@ -511,8 +511,8 @@ class Producer:
         if self._key_serializer is not None:
             serialize = self._key_serializer
             keys = [None if k is None else serialize(k) for k in keys]
-        for key in keys:
-            if type(key) not in _PLAIN:
+        if not _PLAIN.issuperset(map(type, keys)):
+            for key in keys:
                 _check_buffer("key", key)
         return values, keys
 

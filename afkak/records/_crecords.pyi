@@ -24,6 +24,17 @@ def encode_records(
     base: int,
     headers: Sequence[Sequence[tuple[str, _BytesLike | None]]] | None = None,
 ) -> bytes | None: ...
+def record_runs(
+    partitions: Sequence[int],
+    keys: Sequence[_BytesLike | None] | None,
+    values: Sequence[_BytesLike | None],
+    headers: Sequence[Sequence[tuple[str, _BytesLike | None]]] | None,
+    timestamps: Sequence[int | None] | None,
+    default_timestamp: int,
+    limit: int,
+) -> tuple[
+    int, int, list[tuple[int, list[Any] | None, list[Any], list[Any] | None, list[int], int]]
+]: ...
 def untrack(obj: object) -> None: ...
 def track_all(objs: list[Any]) -> None: ...
 def reachable(objs: list[Any], cls: type, attr: str) -> list[int]: ...

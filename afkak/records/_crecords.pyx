@@ -10,7 +10,9 @@ DecodeError; DecodeError; UnicodeDecodeError).  Input whose numbers leave
 and the caller then runs the reference on that batch.
 
 Also ``murmur2`` and ``key_partitions``: where a keyed record goes (Kafka's
-partitioner, :mod:`afkak.partitioner`), a whole column of keys at a time.
+partitioner, :mod:`afkak.partitioner`), a whole column of keys at a time; and
+``record_runs``: a ``send_records`` call's records per partition, in runs that
+fit a batch (:mod:`afkak.producer._record_runs`).
 
 And ``untrack``, ``track_all`` and ``reachable``, which Python cannot write:
 keeping objects that pile up by the thousand (a producer's waiting sends) off
@@ -38,7 +40,8 @@ from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_SET_ITEM
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -1319,3 +1322,149 @@ def plain_headers(list headers):
             except UnicodeEncodeError:
                 return False
     return True
+
+
+# -- send_records: records per partition, in runs that fit a batch --------------
+
+cdef enum:
+    RECORD_ESTIMATE = 10  # afkak.producer._batch.RECORD_OVERHEAD
+
+
+cdef inline Py_ssize_t _blob_len(object blob) except -1:
+    if blob is None:
+        return 0
+    if type(blob) is bytes:
+        return PyBytes_GET_SIZE(blob)
+    return len(blob)
+
+
+cdef Py_ssize_t _headers_estimate(object record_headers) except -1:
+    """``afkak.producer._record_runs.headers_size``."""
+    cdef Py_ssize_t size = 0
+    if type(record_headers) is tuple and not PyTuple_GET_SIZE(record_headers):
+        return 0
+    for name, value in record_headers:
+        size += len(name) + _blob_len(value) + 3
+    return size
+
+
+cdef list _picked(list items, const Py_ssize_t *rows, Py_ssize_t count):
+    """``[items[i] for i in rows[:count]]``."""
+    cdef list out = PyList_New(count)
+    cdef Py_ssize_t k
+    cdef object item
+    for k in range(count):
+        item = items[rows[k]]
+        Py_INCREF(item)
+        PyList_SET_ITEM(out, k, item)
+    return out
+
+
+cdef tuple _run(object partition, list ks, list vs, list hs, list ts, object default,
+                const Py_ssize_t *rows, Py_ssize_t count, Py_ssize_t size):
+    """One run: ``(partition, keys, values, headers, timestamps, size)``."""
+    cdef list stamps
+    cdef Py_ssize_t k
+    cdef object stamp
+    if ts is None:
+        stamps = [default] * count
+    else:
+        stamps = PyList_New(count)
+        for k in range(count):
+            stamp = ts[rows[k]]
+            if stamp is None:
+                stamp = default
+            Py_INCREF(stamp)
+            PyList_SET_ITEM(stamps, k, stamp)
+    return (
+        partition,
+        None if ks is None else _picked(ks, rows, count),
+        _picked(vs, rows, count),
+        None if hs is None else _picked(hs, rows, count),
+        stamps,
+        size,
+    )
+
+
+cdef inline list _as_list_or_none(object items, Py_ssize_t n, str name):
+    if items is None:
+        return None
+    cdef list out = items if type(items) is list else list(items)
+    if len(out) != n:
+        raise ValueError(f"{name} has {len(out)} items for {n} values")
+    return out
+
+
+def record_runs(object partitions, object keys, object values, object headers,
+                object timestamps, object default_timestamp, Py_ssize_t limit):
+    """``afkak.producer._record_runs._record_runs``, in one pass over the columns: each
+    record's size, its partition's slot (in order of first appearance), the records
+    ordered by slot (stable), then each slot's runs."""
+    cdef list vs = values if type(values) is list else list(values)
+    cdef Py_ssize_t n = len(vs)
+    cdef list ps = _as_list_or_none(partitions, n, "partitions")
+    cdef list ks = _as_list_or_none(keys, n, "keys")
+    cdef list hs = _as_list_or_none(headers, n, "headers")
+    cdef list ts = _as_list_or_none(timestamps, n, "timestamps")
+    if not n:
+        raise ValueError("no records")
+    cdef Py_ssize_t i, j, slot, slots = 0, total = 0, largest = 0, size, room, start, begin
+    cdef dict slot_of_partition = {}
+    cdef list firsts = []
+    cdef list runs = []
+    cdef object found
+    cdef Py_ssize_t *sizes = <Py_ssize_t *>PyMem_Malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *slot_of = <Py_ssize_t *>PyMem_Malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *rows = <Py_ssize_t *>PyMem_Malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t *ends = <Py_ssize_t *>PyMem_Malloc(n * sizeof(Py_ssize_t))
+    try:
+        if sizes == NULL or slot_of == NULL or rows == NULL or ends == NULL:
+            raise MemoryError()
+        for i in range(n):
+            size = RECORD_ESTIMATE + _blob_len(vs[i])
+            if ks is not None:
+                size += _blob_len(ks[i])
+            if hs is not None:
+                size += _headers_estimate(hs[i])
+            sizes[i] = size
+            total += size
+            if size > largest:
+                largest = size
+            partition = ps[i]
+            found = slot_of_partition.get(partition)
+            if found is None:
+                slot_of_partition[partition] = slots
+                firsts.append(partition)
+                ends[slots] = 0
+                slot = slots
+                slots += 1
+            else:
+                slot = found
+            slot_of[i] = slot
+            ends[slot] += 1
+        start = 0
+        for slot in range(slots):  # counts to each slot's first position
+            start, ends[slot] = start + ends[slot], start
+        for i in range(n):  # then to each slot's end
+            rows[ends[slot_of[i]]] = i
+            ends[slot_of[i]] += 1
+        begin = 0
+        for slot in range(slots):
+            partition = firsts[slot]
+            start, room = begin, limit
+            for j in range(begin, ends[slot]):
+                size = sizes[rows[j]]
+                if size > room and j > start:
+                    runs.append(_run(partition, ks, vs, hs, ts, default_timestamp,
+                                     rows + start, j - start, limit - room))
+                    start, room = j, limit
+                room -= size
+            runs.append(_run(partition, ks, vs, hs, ts, default_timestamp,
+                             rows + start, ends[slot] - start, limit - room))
+            begin = ends[slot]
+    finally:
+        PyMem_Free(sizes)
+        PyMem_Free(slot_of)
+        PyMem_Free(rows)
+        PyMem_Free(ends)
+    return total, largest, runs

@@ -204,22 +204,33 @@ def _headers_type(kind: DataType) -> bool:
     ]
 
 
+#: A string column read as the binary column of the same layout (no copy).
+_AS_BINARY = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary()}
+
+
 def _bytes_column(batch: pa.RecordBatch, name: str) -> list[bytes | None] | None:
     if name not in batch.schema.names:
         return None
     column = batch.column(name)
-    if not pa.types.is_binary(column.type):
-        column = column.cast(pa.binary())
+    binary = _AS_BINARY.get(column.type)
+    if binary is not None:
+        column = column.view(binary)
     return column.to_pylist()
 
 
 def _headers_column(column: pa.ListArray) -> list[tuple[tuple[str, bytes | None], ...]]:
     """Each row's headers as ``(key, value)`` pairs (a null list: none), from the
     struct's columns rather than a dict per header."""
-    counts = _compute().list_value_length(column).to_pylist()
+    pc = _compute()
+    lengths = pc.list_value_length(column)
     headers = column.flatten()
     fields = dict(zip((f.name for f in headers.type), headers.flatten(), strict=True))
     pairs = list(zip(fields["key"].to_pylist(), fields["value"].to_pylist(), strict=True))
+    if len(column) and not column.null_count:
+        low, high = (m.as_py() for m in pc.min_max(lengths).values())
+        if low == high:  # as many headers each (one, most often): the tuples at C speed
+            return list(zip(*[iter(pairs)] * low, strict=True)) if low else [()] * len(column)
+    counts = lengths.to_pylist()
     rows: list[tuple[tuple[str, bytes | None], ...]] = []
     start = 0
     for count in counts:

@@ -473,6 +473,46 @@ class SendRecordsTests(ProducerTestCase):
             self.assertEqual(len(self.stored_batches("t", p)), 1)
         self.assertEqual(sorted(self.values(), key=lambda v: int(v[1:])), values)
 
+    def test_each_partition_gets_what_send_gives_it_in_batches_within_the_size(self) -> None:
+        """The records go per partition in runs (compiled when built): each partition
+        holds the records one ``send()`` each would put there, in the same order, and
+        a call larger than ``batch_size`` is cut into batches that fit it."""
+        self.cluster.create_topic("u", partitions=self.partitions)
+        n = 200
+        keys: list[bytes | None] = [None if i % 7 == 3 else b"key-%d" % i for i in range(n)]
+        values: list[bytes | None] = [b"v" * (i % 50) if i % 11 else None for i in range(n)]
+        headers = [(("h", b"%d" % i),) if i % 3 else () for i in range(n)]
+        stamps = [1000 + i if i % 5 else None for i in range(n)]
+        given = [2 if i % 13 == 0 else None for i in range(n)]
+        bulk = self.producer(batch_size=1024, linger_ms=0)
+        self.succeed(bulk.send("t", b"route"))
+        self.succeed(
+            bulk.send_records(
+                "t", values, keys, headers=headers, timestamps=stamps, partitions=given
+            )
+        )
+        one = self.producer(linger_ms=0)
+        self.succeed(one.send("u", b"route"))
+        sent = [
+            one.send("u", v, k, headers=h, timestamp=t, partition=p)
+            for k, v, h, t, p in zip(keys, values, headers, stamps, given, strict=True)
+        ]
+        for d in sent:
+            self.succeed(d)
+
+        def records(topic: str, p: int) -> list[tuple[Any, ...]]:
+            found = [r for r in self.cluster.records(topic, p) if r.value != b"route"]
+            return [(r.key, r.value, r.headers, r.timestamp) for r in found if r.key is not None]
+
+        for p in range(self.partitions):
+            self.assertEqual(records("t", p), records("u", p))
+            batches = self.stored_batches("t", p)
+            self.assertGreater(len(batches), 1)
+            for batch in batches:
+                self.assertLessEqual(batch.size_in_bytes, 1024)
+        got = sorted(v or b"" for v in self.values("t") if v != b"route")
+        self.assertEqual(got, sorted(v or b"" for v in values))
+
     def test_headers_timestamps_partitions_and_unkeyed_records(self) -> None:
         producer = self.producer()
         self.succeed(producer.send("t", b"route"))

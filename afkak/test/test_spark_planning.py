@@ -784,6 +784,14 @@ class RowTests(Case):
         self.assertEqual(out.partitions, [None, 2])
         with self.assertRaises(RowError):
             arrow_to_outgoing(batch, None)
+        strings = pa.RecordBatch.from_pydict(
+            {
+                "value": pa.array(["\u00e9", None, "y"]),
+                "key": pa.array(["k", "l", None], pa.large_string()),
+            }
+        ).slice(1)
+        out = arrow_to_outgoing(strings, "t")  # as UTF-8 bytes, a sliced batch too
+        self.assertEqual((out.values, out.keys), ([None, b"y"], [b"l", None]))
         bare = arrow_to_outgoing(pa.RecordBatch.from_pydict({"value": [b"v"]}), "t")
         self.assertEqual(
             (bare.topics, bare.keys, bare.headers, bare.partitions), (["t"], None, None, None)
@@ -803,6 +811,15 @@ class RowTests(Case):
         expected = [(("a", b"1"),), (), (), (("b", None), ("c", b"3")), (("d", b"4"),)]
         self.assertEqual(arrow_to_outgoing(batch, "t").headers, expected)
         self.assertEqual(arrow_to_outgoing(batch.slice(3), "t").headers, expected[3:])
+        # as many headers each (none, one, two), read a column at a time
+        for width in (0, 1, 2):
+            rows = [[{"key": f"h{j}", "value": b"%d" % i} for j in range(width)] for i in range(4)]
+            batch = pa.RecordBatch.from_pydict(
+                {"value": [b"v"] * 4, "headers": pa.array(rows, kind)}
+            )
+            expected = [tuple((h["key"], h["value"]) for h in row) for row in rows]
+            self.assertEqual(arrow_to_outgoing(batch, "t").headers, expected)
+            self.assertEqual(arrow_to_outgoing(batch.slice(1), "t").headers, expected[1:])
 
     def test_chunks_by_key(self) -> None:
         out = Outgoing(
