@@ -13,12 +13,11 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 from twisted.internet import defer
 from twisted.internet.defer import Deferred, fail
-from twisted.internet.endpoints import HostnameEndpoint
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -41,29 +40,37 @@ from afkak.common import (
     ProduceResponse,
     TopicAndPartition,
 )
-from afkak.connection import BrokerConnection, SaslMechanism, tls_endpoint_factory
+from afkak.connection import BrokerConnection, default_endpoint_factory
 from afkak.metrics import CLIENT, MetricName, Metrics
 from afkak.records.aborted import isolation_level as isolation_level_of
 
 from . import _validate as check
 from ._cluster import RECOVERY_STRATEGIES, Cluster
-from ._commit_calls import OffsetCommitCall, OffsetFetchCall, metadata_text
 from ._fanout import checked, fan_out, finish
-from ._fetch_call import FetchCall
 from ._hosts import format_host_port, parse_hosts
 from ._list_offsets_call import ListOffsetsCall
 from ._pool import ConnectionPool
-from ._produce_call import ProduceCall, encode_records, records_of
-from ._produce_split import DEFAULT_MAX_REQUEST_SIZE, halve, split_records
 from ._roles import CommitResult, FetchResult, OffsetFetchResult, OffsetResult, ProduceResult
 from ._routing import group_by_broker, payload_key
-from ._statistics import start_statistics
-from ._telemetry import TelemetryPusher
+
+# What a client does only if asked is imported where it is asked for (produce, fetch,
+# commits, statistics, telemetry, SASL, TLS): a process that only looks up offsets
+# (a Spark planner, the streaming source's runner) imports the rest alone.
+if TYPE_CHECKING:
+    from afkak.connection import SaslMechanism
+
+    from ._commit_calls import OffsetCommitCall, OffsetFetchCall
+    from ._fetch_call import FetchCall
+    from ._produce_call import ProduceCall
 
 log = Logger()
 T = TypeVar("T")
 
 _ACKS = (-1, 0, 1)
+
+#: Kafka's default ``max.request.size`` (and, give or take the log overhead,
+#: the broker's default ``message.max.bytes``).
+DEFAULT_MAX_REQUEST_SIZE = 1024 * 1024
 
 
 class KafkaClient:
@@ -149,7 +156,7 @@ class KafkaClient:
         disconnect_on_timeout: bool = False,
         correlation_id: int = 0,
         reactor: Any = None,
-        endpoint_factory: Callable[[Any, str, int], Any] = HostnameEndpoint,
+        endpoint_factory: Callable[[Any, str, int], Any] = default_endpoint_factory,
         retry_policy: Callable[[int], float] | None = None,
         metadata_max_age: float | None = DEFAULT_METADATA_MAX_AGE,
         *,
@@ -219,8 +226,11 @@ class KafkaClient:
             self.metrics_registry,
             on_ready=self._connection_ready,
         )
-        self._telemetry = (
-            TelemetryPusher(
+        self._telemetry = None
+        if enable_metrics_push:
+            from ._telemetry import TelemetryPusher
+
+            self._telemetry = TelemetryPusher(
                 reactor,
                 self.metrics_registry,
                 # Fetch connections last: a long-polling Fetch holds what queues behind it.
@@ -229,9 +239,6 @@ class KafkaClient:
                 self.timeout,
                 self.rng,
             )
-            if enable_metrics_push
-            else None
-        )
         #: Seconds between periodic metadata refreshes (None: never).
         self.metadata_max_age = metadata_max_age
         self._cluster = Cluster(
@@ -253,14 +260,18 @@ class KafkaClient:
             )
             / 1000.0,
         )
-        self._statistics = start_statistics(
-            reactor,
-            self.clientId,
-            self._cluster,
-            self.metrics_registry,
-            check.integer("statistics_interval_ms", statistics_interval_ms, 0, check.INT32_MAX),
-            stats_cb,
-        )
+        self._statistics = None
+        if check.integer("statistics_interval_ms", statistics_interval_ms, 0, check.INT32_MAX):
+            from ._statistics import start_statistics
+
+            self._statistics = start_statistics(
+                reactor,
+                self.clientId,
+                self._cluster,
+                self.metrics_registry,
+                statistics_interval_ms,
+                stats_cb,
+            )
         self._pending: set[Deferred[Any]] = set()
         self._closed: Deferred[None] | None = None
         self._shared: dict[Callable[[Any], Any], Any] = {}
@@ -434,6 +445,8 @@ class KafkaClient:
             raise ValueError(f"acks must be one of {_ACKS}, not {acks!r}")
         check.integer("timeout", timeout, 0, check.INT32_MAX)
         check.optional_callable("callback", callback)
+        from ._produce_call import records_of
+
         prepared = [records_of(p.messages) for p in items]
         return self._operation(
             self._produce(items, prepared, acks, timeout, fail_on_error, callback)
@@ -449,6 +462,9 @@ class KafkaClient:
         callback: Callable[[Any], Any] | None,
     ) -> list[Any]:
         """Send the payloads' batches in rounds: a payload's next batch goes once its last is in."""
+        from ._produce_call import ProduceCall, encode_records
+        from ._produce_split import halve
+
         now_ms = int(self.reactor.seconds() * 1000)
         waiting, results = _payload_batches(items, prepared, self.max_request_size)
         while True:
@@ -501,6 +517,8 @@ class KafkaClient:
         (``messages.last_stable_offset``) and aborted transactions' records
         are left out.
         """
+        from ._fetch_call import FetchCall
+
         level = isolation_level_of(isolation_level)
         items = check.payload_list(payloads, FetchRequest)
         for p in items:
@@ -595,6 +613,8 @@ class KafkaClient:
 
         Fires with an :class:`OffsetCommitResponse` per payload.
         """
+        from ._commit_calls import OffsetCommitCall, metadata_text
+
         group = check.group_name(group)
         items = check.payload_list(payloads, OffsetCommitRequest)
         for p in items:
@@ -629,6 +649,8 @@ class KafkaClient:
         that an open transaction staged fail with the retriable
         :class:`UnstableOffsetCommit` instead (KIP-447).
         """
+        from ._commit_calls import OffsetFetchCall
+
         group = check.group_name(group)
         items = check.payload_list(payloads, OffsetFetchRequest)
         check.optional_callable("callback", callback)
@@ -858,9 +880,14 @@ def _fire_and_pass(result: Any, waiter: Deferred[None]) -> Any:
 def _secured(endpoint_factory: Any, tls: Any, sasl: SaslMechanism | None) -> Any:
     """*endpoint_factory* over TLS if *tls* asks for it, *sasl* checked (the client's
     security arguments)."""
-    if sasl is not None and not isinstance(sasl, SaslMechanism):
-        raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
+    if sasl is not None:
+        from afkak.connection import SaslMechanism
+
+        if not isinstance(sasl, SaslMechanism):
+            raise TypeError(f"sasl must be a SaslMechanism (name and start()), not {sasl!r}")
     if tls is not None and tls is not False:
+        from afkak.connection import tls_endpoint_factory
+
         return tls_endpoint_factory(tls, endpoint_factory)
     return endpoint_factory
 
@@ -870,6 +897,8 @@ def _payload_batches(
 ) -> tuple[list[deque[list[Any]]], list[Any]]:
     """Each payload's records cut into batches of at most *limit* bytes, and its result so
     far (a ProduceResponse for a record too large alone, else None until known)."""
+    from ._produce_split import split_records
+
     waiting: list[deque[list[Any]]] = []
     results: list[Any] = []
     for p, (records, _) in zip(items, prepared, strict=True):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.internet.defer import Deferred, DeferredList
@@ -26,15 +26,12 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from afkak.common import BrokerConnectionError, BrokerMetadata, CancelledError
-from afkak.connection import (
-    BrokerConnection,
-    SaslAuthenticator,
-    SaslMechanism,
-    State,
-    TLSHandshakeError,
-)
+from afkak.connection import BrokerConnection, State
 from afkak.connection._interlayer import CONNECTED_STATES
 from afkak.metrics import ConnectionSensors, Metrics
+
+if TYPE_CHECKING:
+    from afkak.connection import SaslMechanism
 
 log = Logger()
 
@@ -73,6 +70,8 @@ class _ConnectFailure:
 
     @classmethod
     def of(cls, reason: Failure) -> _ConnectFailure:
+        from afkak.connection import TLSHandshakeError  # SASL and TLS are imported on use
+
         message = reason.getErrorMessage()
         if reason.check(TLSHandshakeError):
             return cls(HandshakeFailed, message)
@@ -195,6 +194,11 @@ class ConnectionPool:
     def _new(self, host: str, port: int, node_id: int = -1) -> BrokerConnection:
         watch = _ConnectWatch(self._endpoint_factory)
         metrics = self._metrics
+        authenticator = None
+        if self._sasl is not None:
+            from afkak.connection import SaslAuthenticator
+
+            authenticator = SaslAuthenticator(self._sasl, host, port, self._reactor)
         conn = BrokerConnection(
             self._reactor,
             host,
@@ -204,11 +208,7 @@ class ConnectionPool:
             retry_policy=self._retry_policy,
             request_timeout=self._request_timeout,
             on_timeout=self._on_timeout,
-            authenticator=(
-                None
-                if self._sasl is None
-                else SaslAuthenticator(self._sasl, host, port, self._reactor)
-            ),
+            authenticator=authenticator,
             sensors=(None if metrics is None else metrics.shared(ConnectionSensors, node_id)),
             on_ready=self._on_ready,
         )

@@ -18,10 +18,6 @@ from typing import Any
 
 from afkak.records import RECORD_SIZE_BOUND, split_points
 
-#: Kafka's default ``max.request.size`` (and, give or take the log overhead,
-#: the broker's default ``message.max.bytes``).
-DEFAULT_MAX_REQUEST_SIZE = 1024 * 1024
-
 
 def record_bound(message: Any) -> int:
     """An upper bound of the encoded size of *message* (a checked Message tuple) as a record."""

@@ -23,7 +23,6 @@ from functools import partial
 from typing import Any
 
 from twisted.internet.defer import Deferred, fail, maybeDeferred, succeed
-from twisted.internet.endpoints import HostnameEndpoint
 from twisted.internet.interfaces import IDelayedCall, IStreamClientEndpoint
 from twisted.internet.protocol import Factory
 from twisted.logger import Logger
@@ -80,6 +79,9 @@ REAUTHENTICATE_AT = 0.85
 
 
 def default_endpoint_factory(reactor: Any, host: str, port: int) -> IStreamClientEndpoint:
+    """A :class:`HostnameEndpoint` (imported here: its module imports pyOpenSSL)."""
+    from twisted.internet.endpoints import HostnameEndpoint
+
     return HostnameEndpoint(reactor, host, port)
 
 

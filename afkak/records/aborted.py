@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from afkak.records.batch import RecordBatch
 from afkak.records.record import ControlType
+
+if TYPE_CHECKING:
+    from afkak.records.batch import RecordBatch
 
 __all__ = [
     "READ_COMMITTED",

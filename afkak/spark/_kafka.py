@@ -19,7 +19,6 @@ from twisted.internet.defer import Deferred, FirstError, gatherResults
 
 from afkak._retry import RetryPolicy, retry_backoff, retrying
 from afkak.client import KafkaClient
-from afkak.client._interlayer import FetchCall
 from afkak.common import (
     BrokerResponseError,
     FetchRequest,
@@ -143,6 +142,9 @@ async def fetch(
     Retriable partition errors are retried; others (such as
     OFFSET_OUT_OF_RANGE) are returned for the caller to handle.
     """
+    # Imported here: it brings the record reader, which a planner never needs.
+    from afkak.client._interlayer import FetchCall
+
     payload = FetchRequest(tp.topic, tp.partition, offset, max_bytes)
     timeout = client.timeout + max_wait_ms / 1000.0
 

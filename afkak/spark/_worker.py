@@ -23,9 +23,7 @@ from afkak.common import (
     BrokerResponseError,
     TopicAndPartition,
 )
-from afkak.records import Record, RecordBatch, gc_paused, read_batches
 from afkak.records.aborted import committed_batches
-from afkak.records.batch import RecordColumns
 
 from . import _bridge, _kafka
 from ._options import (
@@ -49,6 +47,7 @@ from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
 if TYPE_CHECKING:
     from afkak.producer import Producer
+    from afkak.records import Record, RecordBatch
 
 OFFSET_OUT_OF_RANGE = ErrorCode.OFFSET_OUT_OF_RANGE
 #: Smallest fetch a read asks for, and the bytes per record it assumes until it has seen some.
@@ -221,6 +220,8 @@ def to_arrow(
     reference decoder, records go through :class:`Record` tuples.  Both give
     the same batch.
     """
+    from afkak.records.batch import RecordColumns  # the record codecs are a task's imports
+
     if compiled and RecordColumns is not None:
         rows = sum(min(b.record_count, b.size_in_bytes // 7 + 1) for b in batches)
         size = sum(b.size_in_bytes for b in batches)
@@ -251,6 +252,8 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
     are gone (deleted, or past the log's end) are :exc:`DataLossError`, or
     skipped without ``failOnDataLoss``.
     """
+    from afkak.records import gc_paused, read_batches  # a task's imports, not a planner's
+
     client = client_for(opts.client)
     tp = TopicAndPartition(r.topic, r.partition)
     seen_bytes = seen_records = 0

@@ -8,6 +8,7 @@ takes the three snapshots, one import after the other.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -23,26 +24,75 @@ import afkak
 seen.append(sorted(sys.modules))
 import afkak.connection
 seen.append(sorted(sys.modules))
+import afkak.client
+seen.append(sorted(sys.modules))
 from afkak import KafkaClient, Producer
 seen.append(sorted(sys.modules))
 print(json.dumps(seen))
 """
 
 
+#: Modules a process that only looks up offsets, in plaintext, has no use for.
+_SECURITY = (
+    "OpenSSL",
+    "cryptography",
+    "afkak.connection._gssapi",
+    "afkak.connection._keystores",
+    "afkak.connection._msk_iam",
+    "afkak.connection._oauth_oidc",
+    "afkak.connection._sasl",
+    "afkak.connection._tls",
+)
+_ON_USE = frozenset(
+    {
+        "OpenSSL",
+        "cryptography",
+        "twisted.internet.endpoints",
+        "twisted.internet.ssl",
+        "afkak.client._commit_calls",
+        "afkak.client._fetch_call",
+        "afkak.client._produce_call",
+        "afkak.client._produce_split",
+        "afkak.client._statistics",
+        "afkak.client._telemetry",
+        "afkak.connection._gssapi",
+        "afkak.connection._keystores",
+        "afkak.connection._msk_iam",
+        "afkak.connection._oauth_oidc",
+        "afkak.connection._sasl",
+        "afkak.connection._sasl_mechanisms",
+        "afkak.connection._tls",
+        "afkak.producer",
+        "afkak.records.batch",
+        "afkak.records.builder",
+        "afkak.records.reader",
+    }
+)
+
+
 @cache
 def _loaded() -> tuple[frozenset[str], ...]:
     """The modules a fresh interpreter holds after ``import afkak``, then after
-    ``import afkak.connection``, then after ``from afkak import KafkaClient, Producer``."""
+    ``import afkak.connection``, ``import afkak.client``, and
+    ``from afkak import KafkaClient, Producer``."""
     out = subprocess.run(
         [sys.executable, "-c", _SNAPSHOTS], check=True, capture_output=True, text=True
     ).stdout
     return tuple(frozenset(names) for names in json.loads(out.splitlines()[-1]))
 
 
+def _runner_loads() -> frozenset[str]:
+    """The modules a fresh interpreter holds once it has imported what the streaming
+    source's runner imports before it asks Kafka anything."""
+    script = "import sys, afkak.spark, afkak.spark._worker; print(' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
+    return frozenset(out.stdout.split())
+
+
 class ImportCostTests(unittest.TestCase):
     def test_import_afkak_loads_only_what_is_used(self) -> None:
         """``import afkak`` is cheap; a public name is imported on first use."""
-        package, _, used = _loaded()
+        package, _, _, used = _loaded()
         for heavy in ("afkak.group", "afkak.admin", "afkak.producer", "afkak.client"):
             self.assertNotIn(heavy, package)
         self.assertIn("afkak.producer", used)
@@ -68,6 +118,29 @@ class ImportCostTests(unittest.TestCase):
 
     def test_the_oauth_module_imports_no_http_client(self) -> None:
         self.assertNotIn("twisted.web.client", _loaded()[1])
+
+    def test_the_client_imports_what_a_plaintext_offset_lookup_uses(self) -> None:
+        """``import afkak.client`` leaves produce, fetch, commits, telemetry, statistics,
+        SASL, TLS and Twisted's endpoints (pyOpenSSL) to their first use: a Spark
+        planner or the streaming source's runner only looks up offsets."""
+        client = _loaded()[2]
+        on_use = sorted(client & _ON_USE)
+        self.assertEqual(on_use, [])
+        self.assertIn("afkak.client._list_offsets_call", client)
+        self.assertIn("afkak.connection._connection", client)
+
+    def test_the_spark_runner_imports_no_tls_producer_or_record_reader(self) -> None:
+        """Spark's streaming-source runner connects and asks for Metadata and ListOffsets:
+        it imports neither pyOpenSSL, nor the producer, nor the record reader and builder.
+        (The record batch module comes with ``afkak.partitioner``, for the writer.)"""
+        if importlib.util.find_spec("pyspark") is None:
+            raise unittest.SkipTest("needs the spark extra")
+        runner = _runner_loads()
+        self.assertEqual(sorted(runner & (_ON_USE - {"afkak.records.batch"})), [])
+
+    def test_the_connection_package_leaves_authentication_and_tls_to_their_use(self) -> None:
+        connection = _loaded()[1]
+        self.assertEqual(sorted(m for m in connection if m.startswith(_SECURITY)), [])
 
     def test_the_varint_table_is_encode_zigzag(self) -> None:
         self.assertEqual(len(ENC), TABLE_LIMIT)
