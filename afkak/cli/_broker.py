@@ -13,7 +13,6 @@ import importlib
 import signal
 import socket
 import sys
-import threading
 from typing import Any
 
 from ._output import INTERRUPTED, OK, UNREACHABLE, USAGE
@@ -75,17 +74,22 @@ def broker(args: argparse.Namespace) -> int:
         running.stop()
         sys.stderr.write("afkak: interrupted\n")
         return INTERRUPTED
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    # The signals are waited for, not handled: a handler setting a threading.Event
+    # deadlocks when it interrupts the Event's own wait holding its lock.
+    signals = {signal.SIGINT, signal.SIGTERM}
     try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
         sys.stdout.write(f"{running.bootstrap}\n")
         sys.stdout.flush()
         sys.stderr.write(f"afkak: a broker listens at {running.bootstrap}; Ctrl-C stops it\n")
         sys.stderr.flush()
-        while not stop.wait(3600):
-            pass
+        signal.sigwait(signals)
+    except KeyboardInterrupt:  # Ctrl-C before the signals were blocked
+        pass
     finally:
+        for signum in signals:  # a second Ctrl-C does not cut the broker's stop short
+            signal.signal(signum, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
         running.stop()
     sys.stderr.write("afkak: broker stopped\n")
     return OK
