@@ -96,9 +96,6 @@ class ConnectionSensors(_SensorSet):
         if throttle_ms is not None:
             self._throttle.record_at(throttle_ms, now)
 
-    def throttled(self, ms: int) -> None:
-        self._throttle.record(ms)
-
     def connected(self) -> None:
         self._created.record()
 
