@@ -238,7 +238,7 @@ class Consumer:
             self._committer,
             options.auto_commit_every_n,
             running=lambda: self._state is ConsumerState.RUNNING,
-            fetch=lambda: Deferred.fromCoroutine(self._next_records(self._fetch_offset)),
+            fetch=self._fetch,
             fetched=self._fetched,
             process=self._process,
             finished=self._processor_done,
@@ -506,8 +506,13 @@ class Consumer:
 
     # -- fetching and processing -------------------------------------------------
 
-    async def _next_records(self, offset: int) -> FetchedRecords:
-        return await self._fetcher.next_records(await self._resolve(offset))
+    def _fetch(self) -> Deferred[FetchedRecords]:
+        """The next response from the fetch position (a special one looked up first)."""
+        offset = self._fetch_offset
+        if offset < 0:
+            resolved = Deferred.fromCoroutine(self._resolve(offset))
+            return resolved.addCallback(self._fetcher.next_records)
+        return self._fetcher.next_records(offset)
 
     async def _resolve(self, offset: int) -> int:
         """*offset*, or the offset a special value (committed, earliest, latest) stands for."""
