@@ -214,7 +214,8 @@ class Consumer:
         self.topic = topic
         self.partition = partition
         self.processor = processor
-        self._committer = Committer(client, topic, partition, options, self._fail)
+        fail = self._fail  # one bound method for the three rooms that stop the consumer
+        self._committer = Committer(client, topic, partition, options, fail)
         self._fetcher = PartitionFetcher(client, topic, partition, options)
         self._high_watermark = -1
         self._last_stable_offset = -1
@@ -229,7 +230,7 @@ class Consumer:
         self._ahead = FetchAhead()
         # The response taken for the processor, decoded after a reactor turn.
         self._delivery = Delivery(
-            client.reactor, topic, partition, deserialize, lambda: self._pump.run(), self._fail
+            client.reactor, topic, partition, deserialize, lambda: self._pump.run(), fail
         )
         self._pump = Pump(
             client.reactor,
@@ -242,7 +243,7 @@ class Consumer:
             fetched=self._fetched,
             process=self._process,
             finished=self._processor_done,
-            fail=self._fail,
+            fail=fail,
         )
 
     def metrics(self) -> dict[MetricName, float]:

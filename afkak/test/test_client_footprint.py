@@ -105,8 +105,8 @@ class IdleClientFootprintTests(SynchronousTestCase):
         """About 80 objects per partition: its Consumer, the fetch it waits on, its
         metrics (2,413 over 20 partitions when each sensor kept five objects and
         each fetch built its retry policy, 2,114 when each fetch waited in a chain
-        of coroutines, 1,667 now)."""
-        self.assertLess(self.footprint(self.consumer), 1_750)
+        of coroutines, 1,627 now)."""
+        self.assertLess(self.footprint(self.consumer), 1_700)
 
     def test_an_idle_producer(self) -> None:
         """Its client's connection and producer metrics, its partitions' state (558
