@@ -118,7 +118,7 @@ class PartitionFetcher:
     ) -> FetchedRecords | Deferred[FetchedRecords]:
         """:meth:`next_records`' first attempt answered: as :meth:`_fetch` goes on from
         there; an error goes on in :meth:`_next_records` as any attempt's."""
-        first: Awaitable[FetchedRecords]
+        first: Awaitable[FetchedRecords] | None
         if isinstance(answer, Failure):
             first = fail(answer)
         elif answer[0] and broker is not leader and self.replica.failed():
@@ -130,7 +130,9 @@ class PartitionFetcher:
                 first = fail()
             else:
                 progress = self._progress(fetched, offset)
-                return self.next_records(offset) if progress is None else progress
+                if progress is not None:
+                    return progress
+                first = None  # asked again in the loop: one chained Deferred, however often
         return Deferred.fromCoroutine(self._next_records(offset, first))
 
     async def _next_records(
