@@ -106,6 +106,7 @@ async def retrying(
     deadline: float | None = None,
     on_retry: Callable[[Any], None] | None = None,
     what: str = "request",
+    first: Awaitable[T] | None = None,
 ) -> T:
     """The result of the first ``attempt()`` that succeeds.
 
@@ -117,14 +118,15 @@ async def retrying(
     the result needs another attempt, or None when it is final; once
     attempts or time run out, the last result is returned.  *on_retry* is
     told of each error or result that will be retried (to forget stale
-    metadata, say).  Cancelling the Deferred running this cancels the
-    attempt or the wait.
+    metadata, say).  *first* is the outcome of a first attempt already under
+    way (a caller tried without this loop, and goes on here with its error).
+    Cancelling the Deferred running this cancels the attempt or the wait.
     """
     failures = 0
     while True:
         error: Exception | None = None
         try:
-            result = await attempt()
+            result = await (attempt() if first is None else first)
         except Exception as e:
             if not retriable(e):
                 raise
@@ -135,6 +137,7 @@ async def retrying(
                 return result
             why = why_again
         failures += 1
+        first = None
         delay = None if failures == max_attempts else policy(failures)
         if delay is None or (deadline is not None and reactor.seconds() + delay > deadline):
             if error is not None:

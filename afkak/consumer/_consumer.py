@@ -214,7 +214,8 @@ class Consumer:
         self.topic = topic
         self.partition = partition
         self.processor = processor
-        self._committer = Committer(client, topic, partition, options, self._fail)
+        fail = self._fail  # one bound method for the three rooms that stop the consumer
+        self._committer = Committer(client, topic, partition, options, fail)
         self._fetcher = PartitionFetcher(client, topic, partition, options)
         self._high_watermark = -1
         self._last_stable_offset = -1
@@ -229,7 +230,7 @@ class Consumer:
         self._ahead = FetchAhead()
         # The response taken for the processor, decoded after a reactor turn.
         self._delivery = Delivery(
-            client.reactor, topic, partition, deserialize, lambda: self._pump.run(), self._fail
+            client.reactor, topic, partition, deserialize, lambda: self._pump.run(), fail
         )
         self._pump = Pump(
             client.reactor,
@@ -238,11 +239,11 @@ class Consumer:
             self._committer,
             options.auto_commit_every_n,
             running=lambda: self._state is ConsumerState.RUNNING,
-            fetch=lambda: Deferred.fromCoroutine(self._next_records(self._fetch_offset)),
+            fetch=self._fetch,
             fetched=self._fetched,
             process=self._process,
             finished=self._processor_done,
-            fail=self._fail,
+            fail=fail,
         )
 
     def metrics(self) -> dict[MetricName, float]:
@@ -506,8 +507,13 @@ class Consumer:
 
     # -- fetching and processing -------------------------------------------------
 
-    async def _next_records(self, offset: int) -> FetchedRecords:
-        return await self._fetcher.next_records(await self._resolve(offset))
+    def _fetch(self) -> Deferred[FetchedRecords]:
+        """The next response from the fetch position (a special one looked up first)."""
+        offset = self._fetch_offset
+        if offset < 0:
+            resolved = Deferred.fromCoroutine(self._resolve(offset))
+            return resolved.addCallback(self._fetcher.next_records)
+        return self._fetcher.next_records(offset)
 
     async def _resolve(self, offset: int) -> int:
         """*offset*, or the offset a special value (committed, earliest, latest) stands for."""

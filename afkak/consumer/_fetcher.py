@@ -19,7 +19,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import Any, TypeVar
 
+from twisted.internet.defer import Deferred, fail
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from afkak.client import ConsumerClient
 from afkak.client._interlayer import TOPIC_GONE
@@ -33,7 +35,7 @@ from afkak.common import (
     TopicAndPartition,
 )
 
-from ._broker_fetch import FetchManager
+from ._broker_fetch import FetchManager, PartitionAnswer
 from ._messages import FetchedRecords, read_fetched
 from ._options import Options
 from ._replica_selection import ReadReplica
@@ -79,7 +81,7 @@ class PartitionFetcher:
         self.auto_offset_reset = options.auto_offset_reset
         self.retry: RequestRetries = options.retry.for_leader()
 
-    async def next_records(self, offset: int) -> FetchedRecords:
+    def next_records(self, offset: int) -> Deferred[FetchedRecords]:
         """The next fetch response that moves past *offset*.
 
         Empty responses (the broker waited ``max_wait_ms`` for nothing) are
@@ -89,12 +91,61 @@ class PartitionFetcher:
         below *offset* (KIP-320) carries on from where the logs diverge (as
         the Java client), or, that being unknown, per ``auto_offset_reset``;
         without it, raises :class:`~afkak.common.LogTruncationError`.
+
+        The usual fetch (its leader known, no position to validate) is the
+        broker fetcher's Deferred with this fetcher's methods as callbacks:
+        a partition's long poll holds no coroutines, so many consumers' fetches
+        in flight give the cyclic GC little to promote (issue 39).  Its first
+        failure, and the rare paths (a leader to look up, a position to
+        validate), go on in :meth:`_next_records`, with the same retries.
         """
+        leader = self.client.topics_to_brokers.get(self.key)
+        epoch = self.client.leader_epoch(self.key)
+        if leader is None or self.epochs.must_check(offset, epoch):
+            return Deferred.fromCoroutine(self._next_records(offset))
+        broker = self.replica.broker(leader)
+        return self._fetch_from(broker, offset, epoch).addBoth(
+            self._attempted, offset, epoch, broker, leader
+        )
+
+    def _attempted(
+        self,
+        answer: PartitionAnswer | Failure,
+        offset: int,
+        epoch: int,
+        broker: BrokerMetadata,
+        leader: BrokerMetadata,
+    ) -> FetchedRecords | Deferred[FetchedRecords]:
+        """:meth:`next_records`' first attempt answered: as :meth:`_fetch` goes on from
+        there; an error goes on in :meth:`_next_records` as any attempt's."""
+        first: Awaitable[FetchedRecords] | None
+        if isinstance(answer, Failure):
+            first = fail(answer)
+        elif answer[0] and broker is not leader and self.replica.failed():
+            first = self._from_leader(leader, offset, epoch)
+        else:
+            try:
+                fetched = self._read(answer, offset, epoch, broker)
+            except Exception:
+                first = fail()
+            else:
+                progress = self._progress(fetched, offset)
+                if progress is not None:
+                    return progress
+                first = None  # asked again in the loop: one chained Deferred, however often
+        return Deferred.fromCoroutine(self._next_records(offset, first))
+
+    async def _next_records(
+        self, offset: int, first: Awaitable[FetchedRecords] | None = None
+    ) -> FetchedRecords:
+        """:meth:`next_records` through errors and lookups; *first*: the outcome of its
+        first attempt, already under way (None: attempt)."""
         while True:
             try:
                 fetched = await self._retried(
                     partial(self._fetch, offset),
                     f"fetch of {self.topic}/{self.partition} at offset {offset}",
+                    first,
                 )
             except OffsetOutOfRangeError:
                 if self.auto_offset_reset is None:
@@ -117,10 +168,21 @@ class PartitionFetcher:
                 else:
                     offset = diverged.offset
                 continue
-            if fetched.truncated:
-                self.grow()
-            elif fetched.next_offset > offset:
-                return self._within_buffer(fetched) if self.max_buffer_size else fetched
+            finally:
+                first = None
+            progress = self._progress(fetched, offset)
+            if progress is not None:
+                return progress
+
+    def _progress(self, fetched: FetchedRecords, offset: int) -> FetchedRecords | None:
+        """What *fetched* (at *offset*) gives the consumer; None: fetch again (a batch
+        cut short grows the fetch size first, an answer that does not move past
+        *offset* is asked again)."""
+        if fetched.truncated:
+            self.grow()
+        elif fetched.next_offset > offset:
+            return self._within_buffer(fetched) if self.max_buffer_size else fetched
+        return None
 
     def grow(self) -> None:
         """Grow the fetch size: x16 (up to 1 MiB) below 1 MiB, then x2, up to the maximum.
@@ -164,12 +226,21 @@ class PartitionFetcher:
         if self.epochs.must_check(offset, epoch):
             await self.epochs.check(leader, offset, epoch)
         broker = self.replica.broker(leader)
-        error, data = await self._fetch_from(broker, offset, epoch)
-        if error and broker is not leader and self.replica.failed():
-            # The preferred replica failed (it may lag: even an out-of-range
-            # offset is not reset on its word): the leader is asked instead.
-            broker = leader
-            error, data = await self._fetch_from(leader, offset, epoch)
+        answer = await self._fetch_from(broker, offset, epoch)
+        if answer[0] and broker is not leader and self.replica.failed():
+            return await self._from_leader(leader, offset, epoch)
+        return self._read(answer, offset, epoch, broker)
+
+    async def _from_leader(self, leader: BrokerMetadata, offset: int, epoch: int) -> FetchedRecords:
+        """The preferred replica failed (it may lag: even an out-of-range offset is
+        not reset on its word): the leader is asked instead."""
+        return self._read(await self._fetch_from(leader, offset, epoch), offset, epoch, leader)
+
+    def _read(
+        self, answer: PartitionAnswer, offset: int, epoch: int, broker: BrokerMetadata
+    ) -> FetchedRecords:
+        """The records of *broker*'s *answer* to a fetch at *offset*; raises its error."""
+        error, data = answer
         if error:
             raise BrokerResponseError.from_errno(
                 error, f"fetching {self.topic}/{self.partition} at offset {offset}"
@@ -187,7 +258,9 @@ class PartitionFetcher:
         self.epochs.fetched(fetched, epoch)
         return fetched
 
-    def _fetch_from(self, broker: BrokerMetadata, offset: int, epoch: int) -> Any:
+    def _fetch_from(
+        self, broker: BrokerMetadata, offset: int, epoch: int
+    ) -> Deferred[PartitionAnswer]:
         return self._fetches.fetcher(broker, self.isolation_level, self.rack).fetch(
             broker, self.key, offset, self.buffer_size, self.min_bytes, self.max_wait_ms, epoch
         )
@@ -198,17 +271,27 @@ class PartitionFetcher:
             partial(self._list_offset, time), f"offset lookup for {self.topic}/{self.partition}"
         )
 
-    def _retried(self, request: Callable[[], Awaitable[T]], what: str) -> Coroutine[Any, Any, T]:
-        """*request*, retried with the consumer's backoff, forgetting stale metadata."""
+    def _retried(
+        self,
+        request: Callable[[], Awaitable[T]],
+        what: str,
+        first: Awaitable[T] | None = None,
+    ) -> Coroutine[Any, Any, T]:
+        """*request*, retried with the consumer's backoff, forgetting stale metadata;
+        *first*: the outcome of a first attempt already under way."""
         return self.retry.run(
-            self.client.reactor, partial(self._in_topic, request), self._forget, what
+            self.client.reactor,
+            lambda: self._in_topic(request()),
+            self._forget,
+            what,
+            first=None if first is None else self._in_topic(first),
         )
 
-    async def _in_topic(self, request: Callable[[], Awaitable[T]]) -> T:
-        """*request*; a partition the topic does not have (its metadata lists them all)
+    async def _in_topic(self, attempt: Awaitable[T]) -> T:
+        """*attempt*; a partition the topic does not have (its metadata lists them all)
         fails with ValueError, as ``Producer.send``, rather than be retried forever."""
         try:
-            return await request()
+            return await attempt
         except PartitionUnavailableError:
             partitions = self.client.topic_partitions.get(self.topic)
             if partitions and self.partition not in partitions:

@@ -237,16 +237,13 @@ class Pump:
     def _send_fetch(self) -> None:
         d = self._fetch()
         self.ahead.fetching(d)
-        d.addCallbacks(self._filled, self._fill_failed, callbackArgs=(d,), errbackArgs=(d,))
+        d.addBoth(self._filled, d)  # one callback entry: fewer objects per fetch in flight
 
-    def _filled(self, fetched: FetchedRecords, d: Deferred[FetchedRecords]) -> None:
-        if self.ahead.fill(d, fetched):  # else cancelled by stop(), seek() or pause()
-            self._fetched(fetched)
-            self.run()
-
-    def _fill_failed(self, failure: Failure, d: Deferred[FetchedRecords]) -> None:
-        # Held in place of a response: what was fetched before is processed first.
-        if self.ahead.fill(d, failure):
+    def _filled(self, content: FetchedRecords | Failure, d: Deferred[FetchedRecords]) -> None:
+        # A failure is held in place of a response: what was fetched before is processed first.
+        if self.ahead.fill(d, content):  # else cancelled by stop(), seek() or pause()
+            if not isinstance(content, Failure):
+                self._fetched(content)
             self.run()
         return None
 

@@ -52,12 +52,14 @@ class RequestRetries:
         attempt: Callable[[], Awaitable[T]],
         on_retry: Callable[[BaseException], None] | None = None,
         what: str = "request",
+        first: Awaitable[T] | None = None,
     ) -> Coroutine[Any, Any, T]:
         """The result of the first successful ``attempt()``, retrying retriable errors.
 
         *on_retry* is told of each error that will be retried (e.g. to forget
         stale metadata).  The last error is raised once attempts run out.
-        The delays are afkak's documented ones, without jitter.
+        The delays are afkak's documented ones, without jitter.  *first* is
+        the outcome of a first attempt already under way.
         """
         return retrying(
             reactor,
@@ -66,6 +68,7 @@ class RequestRetries:
             max_attempts=self.max_attempts,
             on_retry=on_retry,
             what=what,
+            first=first,
         )
 
 

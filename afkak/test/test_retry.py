@@ -152,3 +152,20 @@ class RetryingTests(SynchronousTestCase):
         d, _, calls = self.run_loop(outcomes, again=_left)
         self.assertEqual(self.successResultOf(d), [])
         self.assertEqual(calls, [0.0, 1.0, 3.0, 7.0])
+
+    def test_a_first_attempt_under_way_counts_as_the_first(self) -> None:
+        """*first* (a caller's own first attempt) is waited for instead of calling
+        ``attempt()``, and its error counts: the backoff goes on from there."""
+        d, _, calls = self.run_loop(
+            [BrokerConnectionError("x"), "ok"], first=fail(NotLeaderForPartitionError())
+        )
+        self.assertEqual(self.successResultOf(d), "ok")
+        self.assertEqual(calls, [1.0, 3.0])
+        d, _, calls = self.run_loop(["ok"], first=succeed("first"))
+        self.assertEqual(self.successResultOf(d), "first")
+        self.assertEqual(calls, [])
+        d, _, calls = self.run_loop(
+            [NotLeaderForPartitionError()], first=fail(NotLeaderForPartitionError()), max_attempts=2
+        )
+        self.failureResultOf(d, NotLeaderForPartitionError)
+        self.assertEqual(calls, [1.0])
