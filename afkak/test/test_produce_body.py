@@ -6,10 +6,7 @@ producer's requests must be written that way (no message built per request).
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import CodeType, FrameType
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -23,7 +20,7 @@ from afkak.protocol import ZERO_UUID, encode_request
 from afkak.protocol.header import encode_request_body
 from afkak.protocol.messages import ProduceRequest as ProduceMsg
 from afkak.protocol.produce_body import produce_body
-from afkak.test.helpers import UTF8_CHARACTERS
+from afkak.test.helpers import UTF8_CHARACTERS, calls_to
 from afkak.test.test_producer import ProducerTestCase
 
 names = st.text(alphabet="abcxyz-._0123456789", min_size=1, max_size=200)
@@ -99,23 +96,6 @@ class ProduceBodyTests(SynchronousTestCase):
                 call = ProduceCall(shown, -1, 30000, batches, ids, "txn")
                 self.assertEqual(call.encode_body(version), call(version).encode(version))
                 self.assertEqual(call.version, version)  # its answer is read at it
-
-
-@contextmanager
-def calls_to(code: CodeType) -> Iterator[list[None]]:
-    """Counts the calls of the Python function whose code is *code* meanwhile."""
-    calls: list[None] = []
-    previous = sys.getprofile()
-
-    def count(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code is code:
-            calls.append(None)
-
-    sys.setprofile(count)
-    try:
-        yield calls
-    finally:
-        sys.setprofile(previous)
 
 
 class ProducerRequestTests(ProducerTestCase):
