@@ -38,8 +38,12 @@ afkak's consumers also run without the compiled record code
 The "floor" client (issue 39, tools/bench/run_floor.py) sends nothing in the
 produce workload: a Twisted Deferred per record created, fired and gathered,
 beside afkak's gathered ``send()`` row; in the latency workload it writes one
-pre-encoded Produce request and reads its answer in turn, over a blocking
-socket or a bare Twisted protocol (the broker's round trip without a client).
+pre-encoded Produce request and reads its answer in turn over a blocking
+socket (the broker's round trip without a client).  The "twisted-floor"
+client (tools/bench/run_twisted_floor.py) does the same through a minimal
+Twisted protocol on the same reactor as afkak, written as afkak writes
+(straight to the socket) and in Twisted's two usual ways: the floor of
+afkak's awaited send.
 The Java client's latency rows run tools/bench/ProducerLatency.java (send(),
 then Future.get(), in turn).
 
@@ -85,6 +89,7 @@ from bench import (  # noqa: E402
     run_floor,
     run_java,
     run_kafka_python,
+    run_twisted_floor,
 )
 from bench.common import ACKS, BATCH_SIZE, Job, Result, list_length  # noqa: E402
 from bench.report import (  # noqa: E402
@@ -105,6 +110,7 @@ CLIENTS = {
     "kafka-python": run_kafka_python,
     "java": run_java,
     "floor": run_floor,  # a Twisted Deferred per record, no Kafka (issue 39)
+    "twisted-floor": run_twisted_floor,  # the awaited send through a bare Twisted protocol
 }
 #: --broker: what to start when no --bootstrap is given.
 BROKERS = ("tansu", "kafka", "kafka-cluster")

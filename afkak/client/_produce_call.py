@@ -19,6 +19,7 @@ from afkak.message_set import flatten
 from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import ProduceRequest as ProduceMsg
 from afkak.protocol.produce_answer import one_partition_answer, topic_entry
+from afkak.protocol.produce_body import produce_body
 from afkak.records.builder import build_batch
 
 from ._call import TopicIds, VersionedCall, group_by_topic
@@ -128,6 +129,34 @@ class ProduceCall(VersionedCall):
                     ],
                 )
                 for name, group in group_by_topic(self.payloads).items()
+            ],
+        )
+
+    def encode_body(self, version: int) -> bytes:
+        """The request's body at *version*, as ``self(version).encode(version)``, written
+        straight from the batches (no message built)."""
+        self.version = version
+        batches = self.batches
+        payloads = self.payloads
+        if len(payloads) == 1:  # a lone batch: an awaited send's
+            p = payloads[0]
+            groups: Any = ((p.topic, (p,)),)
+        else:
+            groups = group_by_topic(payloads).items()
+        by_id = version >= TOPIC_ID_VERSION
+        ids = self.ids.by_name
+        return produce_body(
+            version,
+            self.transactional_id,
+            self.acks,
+            self.timeout_ms,
+            [
+                (
+                    name,
+                    ids[name] if by_id else ZERO_UUID,
+                    [(p.partition, batches[name, p.partition]) for p in group],
+                )
+                for name, group in groups
             ],
         )
 

@@ -199,6 +199,9 @@ class BrokerConnection:
         self._state = State.IDLE
         self._queue: deque[PendingRequest] = deque()
         self._api_versions: ApiVersionRanges | None = None
+        #: The version chosen by (request class, min_version, max_version) since the
+        #: latest negotiation: a request like the last one (a producer's) asks no more.
+        self._chosen: dict[tuple[Any, int | None, int | None], int] = {}
         #: The finalized feature levels the broker sent in the latest negotiation
         #: (ApiVersions v3+), and their epoch (-1: none yet): as Java's ApiVersions.
         self.finalized_features: Mapping[str, int] = {}
@@ -365,6 +368,7 @@ class BrokerConnection:
 
     def _authenticate(self, api_versions: ApiVersionRanges) -> None:
         self._api_versions = api_versions
+        self._chosen = {}
         if self._authenticator is None:
             self._fire(Event.AUTHENTICATED)
             return
@@ -645,14 +649,17 @@ class BrokerConnection:
 
     def _send(self, protocol: BrokerProtocol, request: PendingRequest) -> None:
         try:
-            version = choose_version(
-                request.request_class,
-                self._api_versions or {},
-                request.min_version,
-                request.max_version,
-                broker=f"{self.host}:{self.port}",
-                reason=request.min_version_reason,
-            )
+            key = (request.request_class, request.min_version, request.max_version)
+            version = self._chosen.get(key)
+            if version is None:
+                version = self._chosen[key] = choose_version(
+                    request.request_class,
+                    self._api_versions or {},
+                    request.min_version,
+                    request.max_version,
+                    broker=f"{self.host}:{self.port}",
+                    reason=request.min_version_reason,
+                )
             size = protocol.send(request, request.message(version))
         except Exception as error:
             request.fail(error)

@@ -23,7 +23,7 @@ from zope.interface import implementer
 from afkak._errors import DecodeError, ProtocolError
 from afkak.connection._request import PendingRequest
 from afkak.connection.framing import FramedProtocol, FrameTooLargeError
-from afkak.protocol.header import encode_request, peek_correlation_id
+from afkak.protocol.header import encode_request, encode_request_body, peek_correlation_id
 
 log = Logger()
 
@@ -99,12 +99,19 @@ class BrokerProtocol(FramedProtocol):
     def send(self, request: PendingRequest, message: Any) -> int:
         """Write ``message`` for ``request`` at ``request.version``; return the bytes written.
 
+        ``message`` is a request message, or its body already encoded (``bytes``).
+
         :raises EncodeError: the message cannot be encoded at that version;
             nothing was written.
         """
         correlation_id = self._correlation_id
         self._correlation_id = (correlation_id + 1) & 0x7FFFFFFF
-        frame = encode_request(message, request.version, correlation_id, self._client_id)
+        if type(message) is bytes:
+            frame = encode_request_body(
+                request.request_class, request.version, correlation_id, self._client_id, message
+            )
+        else:
+            frame = encode_request(message, request.version, correlation_id, self._client_id)
         request.sent = True
         request.correlation_id = correlation_id
         request.frames_before = self.frames_received

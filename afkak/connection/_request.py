@@ -20,6 +20,9 @@ class RequestBuilder(Protocol):
     also read its own answers: ``decode_frame(frame)`` returns the response in
     *frame* (without size prefix) when it has a shape the builder reads faster
     than the generated decoder, else None (then the general decoder reads it).
+    Likewise ``encode_body(version)`` may return the request's body already
+    encoded at *version* (as ``message.encode(version)``), built without the
+    message; then calling the builder is skipped.
     """
 
     request_class: Any
@@ -67,6 +70,7 @@ class PendingRequest:
         "frames_before",
         "sent_at",
         "_decode_frame",
+        "_encode_body",
     )
 
     def __init__(
@@ -85,6 +89,9 @@ class PendingRequest:
         self._message = msg_or_builder
         self._decode_frame: Callable[[bytes], Any] | None = getattr(
             msg_or_builder, "decode_frame", None
+        )
+        self._encode_body: Callable[[int], bytes] | None = getattr(
+            msg_or_builder, "encode_body", None
         )
         self.min_version = min_version
         self.max_version = max_version
@@ -112,11 +119,14 @@ class PendingRequest:
         return getattr(self._message, "min_version_reason", None) if self._builder else None
 
     def message(self, version: int) -> Any:
-        """The message to send at ``version``, built now if a builder was given."""
+        """The message to send at ``version``, built now if a builder was given; or
+        its body already encoded (``bytes``), if the builder encodes its own."""
         self.version = version
         message = self._message
         if not self._builder:
             return message
+        if self._encode_body is not None:
+            return self._encode_body(version)
         built = message(version)
         if type(built) is not self.request_class:
             raise TypeError(

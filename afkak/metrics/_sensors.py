@@ -235,11 +235,11 @@ class ProducerSensors(_SensorSet):
         self._per_request.record_at(records, now)
 
     def answered(self, throttle_ms: int) -> None:
-        self._throttle.record(throttle_ms)
+        self._throttle.record_at(throttle_ms, self._seconds())
 
     def written(self, topic: str, records: int, size: int) -> None:
         """A batch of *records* (*size* bytes) was acknowledged."""
-        sensors = self._topic(topic)
+        sensors = self._topics.get(topic) or self._topic(topic)
         now = self._seconds()
         sensors[0].record_at(records, now)
         sensors[1].record_at(size, now)

@@ -788,8 +788,10 @@ class RecordAccumulator:
         """A batch was settled (its sends fired): free its buffer space, let waiting sends in."""
         self._buffered -= batch.size - BATCH_HEADER_SIZE
         self._outstanding -= len(batch.waiters) + len(batch.record_waiters)
-        self._unblock()
-        self._check_flushed()
+        if self._blocked:  # (checked here: a call saved per awaited send)
+            self._unblock()
+        if self._flush_waiters:
+            self._check_flushed()
 
     def fail(self, batch: ProducerBatch, failure: Failure) -> None:
         """Fail a batch's sends and release it (a transaction cannot commit after it)."""

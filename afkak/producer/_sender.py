@@ -369,8 +369,11 @@ class Sender:
         # Firing a batch's sends (thousands, each making the objects its
         # callbacks make) would set off collections that mostly scan what the
         # application keeps (gathered Deferreds and their results); one at
-        # the end instead (issue 28).
-        with gc_paused():
+        # the end instead (issue 28).  A lone send (an awaited one) fires as is.
+        if len(batch.waiters) + len(batch.record_waiters) > 1:
+            with gc_paused():
+                batch.succeed(base_offset, log_append_time, self._options.batch_send)
+        else:
             batch.succeed(base_offset, log_append_time, self._options.batch_send)
         self._accumulator.release(batch)
 

@@ -8,6 +8,7 @@ Decoding functions take a frame *without* its int32 size prefix.
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "decode_request",
     "decode_response",
     "encode_request",
+    "encode_request_body",
     "encode_response",
     "peek_correlation_id",
     "request_header_version",
@@ -30,6 +32,8 @@ __all__ = [
 
 API_VERSIONS_KEY = 18
 _API_KEY_VERSION = struct.Struct(">hh")
+#: A request frame's size, api key, api version and correlation id.
+_REQUEST_HEAD = struct.Struct(">ihhi")
 
 
 def _flexible(cls: type[Message], version: int) -> bool:
@@ -53,6 +57,28 @@ def encode_request(msg: Message, version: int, correlation_id: int, client_id: s
     header = RequestHeader(msg.API_KEY, version, correlation_id, client_id)
     header_bytes = header.encode(request_header_version(type(msg), version))
     return msg._encode(version, [b"", header_bytes], True)
+
+
+def encode_request_body(
+    cls: type[Message], version: int, correlation_id: int, client_id: str | None, body: bytes
+) -> bytes:
+    """Full request frame for *body*, a ``cls`` message already encoded at *version*
+    (as ``msg.encode(version)``): the same bytes as :func:`encode_request`."""
+    tail = _header_tail(client_id, _flexible(cls, version))
+    return b"".join(
+        (
+            _REQUEST_HEAD.pack(8 + len(tail) + len(body), cls.API_KEY, version, correlation_id),
+            tail,
+            body,
+        )
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _header_tail(client_id: str | None, flexible: bool) -> bytes:
+    """The request header after the correlation id: the client id, and (*flexible*:
+    header v2) its empty tagged fields."""
+    return _p.nstring(client_id) + (b"\x00" if flexible else b"")
 
 
 def encode_response(msg: Message, version: int, correlation_id: int) -> bytes:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import importlib
 import os
 import random
+import sys
 import time
 import unittest
-from collections.abc import Callable
-from types import ModuleType
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import CodeType, FrameType, ModuleType
 from typing import Any
 
 from hypothesis import strategies as st
@@ -177,3 +179,20 @@ def run_reactor_threads(case: Any) -> None:
         pool.stop()
 
     case.addCleanup(stop)
+
+
+@contextmanager
+def calls_to(code: CodeType) -> Iterator[list[None]]:
+    """Counts the calls of the Python function whose code is *code* meanwhile."""
+    calls: list[None] = []
+    previous = sys.getprofile()
+
+    def count(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is code:
+            calls.append(None)
+
+    sys.setprofile(count)
+    try:
+        yield calls
+    finally:
+        sys.setprofile(previous)

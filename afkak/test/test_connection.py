@@ -46,6 +46,7 @@ from afkak.protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from afkak.test.helpers import calls_to
 from afkak.testing._server import KafkaServerFactory
 
 API_VERSIONS = ApiVersionsRequest.API_KEY
@@ -730,6 +731,28 @@ class VersionChoiceTests(ConnectionTestCase):
         self.net.flush()
         self.assertEqual(versions, [12])
         self.assert_answered(d, "v12")
+
+    def test_the_version_is_chosen_once_per_negotiation(self) -> None:
+        """A request like the last one (a producer's, each send) is not matched
+        against the broker's ranges again (issue 39); a new connection's
+        negotiation is, and its choice is used."""
+        connection = self.ready()
+        with calls_to(choose_version.__code__) as calls:
+            for name in "abc":
+                d = connection.request(metadata(name))
+                self.net.flush()
+                self.assert_answered(d, name)
+        self.assertEqual(len(calls), 1)
+        self.broker.versions[METADATA] = (0, 9)
+        connection.disconnect()
+        self.clock.advance(10)
+        self.net.flush()
+        d = connection.request(metadata("d"))
+        self.net.flush()
+        self.assert_answered(d, "d")
+        self.assertEqual(
+            [h.request_api_version for h in self.broker.headers(METADATA)], [12, 12, 12, 9]
+        )
 
     def test_builder_of_the_wrong_class_fails_the_request(self) -> None:
         connection = self.ready()

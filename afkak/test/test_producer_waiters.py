@@ -296,6 +296,20 @@ class WaitingSendsTests(ProducerTestCase):
                 gc.enable()
         self.assertEqual(seen, [False] * 4)
 
+    def test_a_lone_send_fires_without_pausing_the_collector(self) -> None:
+        """An acknowledged batch of one send (an awaited send's) has nothing to pause
+        the collector for: the pause's calls are saved (issue 39)."""
+        producer = self.producer(linger_ms=10)
+        seen: list[bool] = []
+        for send in (
+            lambda: producer.send("t", b"r"),
+            lambda: producer.send_messages("t", None, [b"m"]),
+        ):
+            d = send()
+            d.addCallback(lambda _: seen.append(gc.isenabled()))
+            self.succeed(d)
+        self.assertEqual(seen, [True, True])
+
     def test_dropped_sends_with_callbacks_fire(self) -> None:
         producer = self.producer(linger_ms=10)
         seen: list[Any] = []

@@ -184,8 +184,8 @@ PINNED = {
         encode_subscription PROTOCOL_TYPE Subscription SUBSCRIPTION_VERSION
     """,
     "afkak.protocol.header": """
-        decode_request decode_response encode_request encode_response peek_correlation_id
-        request_header_version response_header_version
+        decode_request decode_response encode_request encode_request_body encode_response
+        peek_correlation_id request_header_version response_header_version
     """,
     "afkak.protocol.messages": """
         API_KEYS AddOffsetsToTxnRequest AddOffsetsToTxnResponse AddPartitionsToTxnRequest
@@ -232,6 +232,9 @@ PINNED = {
     """,
     "afkak.protocol.produce_answer": """
         one_partition_answer topic_entry
+    """,
+    "afkak.protocol.produce_body": """
+        produce_body
     """,
     "afkak.records": """
         BATCH_HEADER_SIZE build_batch build_batches build_control_batch ControlMarker

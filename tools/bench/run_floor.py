@@ -9,12 +9,9 @@ end, the reactor turning every ``--yield-every`` records, under
 
 latency: beside the awaited send, one Produce request (acks=1, one record,
 v9; encoded once by afkak, its correlation id renewed per send) written and
-its answer read in turn, over a blocking socket ("socket") or a bare Twisted
-protocol under ``reactor.run()`` ("Twisted protocol": ``transport.write``,
-sent at the reactor's next iteration, the answer's frame firing a Deferred;
-"written at once": then the transport's ``doWrite``, as afkak's connection
-does).  The first is the broker's and the kernel's round trip as Python sees
-it; the others add Twisted's.
+its answer read in turn over a blocking socket: the broker's and the
+kernel's round trip as Python sees it.  The same through a bare Twisted
+protocol is the "twisted-floor" client (:mod:`bench.run_twisted_floor`).
 """
 
 from __future__ import annotations
@@ -25,20 +22,16 @@ import time
 from typing import Any
 
 from twisted.internet.defer import Deferred, gatherResults
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
-from twisted.internet.protocol import Protocol
 from twisted.internet.task import deferLater
 
-from bench.common import ACKS, Job, Meter, Result, awaited_in_turn, in_turn, payload, under_reactor
+from bench.common import ACKS, Job, Meter, Result, in_turn, payload, under_reactor
 
 GATHERED = "Deferred per record, gathered"
 SOCKET = "socket"
-TWISTED = "Twisted protocol"
-TWISTED_NOW = "Twisted protocol, written at once"
-VARIANTS = {"produce": (GATHERED,), "latency": (SOCKET, TWISTED, TWISTED_NOW)}
+VARIANTS = {"produce": (GATHERED,), "latency": (SOCKET,)}
 #: Produce v9: the last version naming topics (v13 names them by id).
 _PRODUCE_VERSION = 9
-_SIZE = struct.Struct(">i")
+SIZE = struct.Struct(">i")
 
 
 class _Ack:
@@ -55,9 +48,7 @@ class _Ack:
 
 def run(job: Job) -> Result:
     if job.workload == "latency":
-        if job.variant == SOCKET:
-            return _socket_latency(job)
-        return under_reactor(lambda reactor: _twisted_latency(reactor, job))
+        return _socket_latency(job)
     return under_reactor(lambda reactor: _gathered(reactor, job))
 
 
@@ -89,7 +80,7 @@ def _fire(waiting: list[Deferred[Any]], topic: str, first: int) -> None:
         d.callback(_Ack(topic, offset))
 
 
-class _Frames:
+class Frames:
     """One Produce request's frame, with a fresh correlation id each time."""
 
     def __init__(self, job: Job) -> None:
@@ -108,7 +99,7 @@ class _Frames:
 
     def next(self) -> bytes:
         self._id += 1
-        return self._head + _SIZE.pack(self._id) + self._tail
+        return self._head + SIZE.pack(self._id) + self._tail
 
     @staticmethod
     def error_code(answer: bytes) -> int:
@@ -122,73 +113,31 @@ class _Frames:
         return int(partition.error_code)
 
 
-def _check(answer: bytes, job: Job) -> None:
-    error = _Frames.error_code(answer)
+def check(answer: bytes, job: Job) -> None:
+    error = Frames.error_code(answer)
     if error:
         raise RuntimeError(f"{job.topic}: produce answered with error code {error}")
 
 
-def _address(job: Job) -> tuple[str, int]:
+def address(job: Job) -> tuple[str, int]:
     host, port = job.bootstrap.split(",")[0].rsplit(":", 1)
     return host, int(port)
 
 
 def _socket_latency(job: Job) -> Result:
-    frames = _Frames(job)
-    sock = socket.create_connection(_address(job))
+    frames = Frames(job)
+    sock = socket.create_connection(address(job))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def round_trip() -> bytes:
         sock.sendall(frames.next())
         answer = sock.recv(65536)
-        while len(answer) < 4 or len(answer) < 4 + _SIZE.unpack_from(answer)[0]:
+        while len(answer) < 4 or len(answer) < 4 + SIZE.unpack_from(answer)[0]:
             answer += sock.recv(65536)
         return answer
 
-    _check(round_trip(), job)  # warm-up: the topic is there and led
+    check(round_trip(), job)  # warm-up: the topic is there and led
     result = in_turn(job, round_trip)
-    _check(round_trip(), job)
+    check(round_trip(), job)
     sock.close()
-    return result
-
-
-class _RoundTrips(Protocol):
-    """Writes a frame, fires a Deferred when the answer's frame is whole."""
-
-    def __init__(self, at_once: bool) -> None:
-        self._at_once = at_once
-        self._buffer = b""
-        self.answered: Deferred[bytes] | None = None
-        self.tcp: Any = None
-
-    def connectionMade(self) -> None:
-        self.tcp = self.transport  # a TCP transport: setTcpNoDelay, doWrite
-        self.tcp.setTcpNoDelay(True)
-
-    def round_trip(self, frame: bytes) -> Deferred[bytes]:
-        self.answered = Deferred()
-        self.tcp.write(frame)
-        if self._at_once:
-            self.tcp.doWrite()
-        return self.answered
-
-    def dataReceived(self, data: bytes) -> None:
-        buffer = self._buffer = self._buffer + data
-        if len(buffer) >= 4 and len(buffer) >= 4 + _SIZE.unpack_from(buffer)[0]:
-            self._buffer = b""
-            answered, self.answered = self.answered, None
-            assert answered is not None
-            answered.callback(buffer)
-
-
-async def _twisted_latency(reactor: Any, job: Job) -> Result:
-    frames = _Frames(job)
-    host, port = _address(job)
-    protocol = await connectProtocol(
-        TCP4ClientEndpoint(reactor, host, port), _RoundTrips(job.variant == TWISTED_NOW)
-    )
-    _check(await protocol.round_trip(frames.next()), job)  # warm-up
-    result = await awaited_in_turn(job, lambda: protocol.round_trip(frames.next()))
-    _check(await protocol.round_trip(frames.next()), job)
-    protocol.tcp.loseConnection()
     return result
