@@ -7,7 +7,13 @@ from typing import Any
 
 from afkak.common import BrokerMetadata
 from afkak.protocol.messages import MetadataRequest
-from afkak.protocol.metadata_answer import MetadataAnswer, Row, TopicAnswer, read_answer
+from afkak.protocol.metadata_answer import (
+    MetadataAnswer,
+    Row,
+    TopicAnswer,
+    TopicMemo,
+    read_answer,
+)
 
 from ._call import VersionedCall, check_top_level_error
 from ._metadata import MetadataSnapshot, topic_layout
@@ -23,9 +29,11 @@ class MetadataCall(VersionedCall):
 
     request_class = MetadataRequest
 
-    def __init__(self, topics: Sequence[str] | None) -> None:
+    def __init__(self, topics: Sequence[str] | None, memo: TopicMemo | None = None) -> None:
         self.topics = None if topics is None else tuple(topics)
         self.min_version = 1 if topics is None else None
+        #: The client's topics as earlier answers had them (not read again if unchanged).
+        self.memo = memo
 
     def build(self, version: int) -> Any:
         if self.topics is None:
@@ -36,7 +44,7 @@ class MetadataCall(VersionedCall):
     def decode_frame(self, frame: bytes) -> MetadataAnswer | None:
         """The answer in *frame* read without the general decoder when it has the
         usual shape (:func:`~afkak.protocol.metadata_answer.read_answer`); else None."""
-        return read_answer(frame, self.version)
+        return read_answer(frame, self.version, self.memo)
 
     def parse(self, response: Any) -> list[MetadataSnapshot]:
         """The response (generated or a :class:`MetadataAnswer`) as a snapshot."""
@@ -56,9 +64,9 @@ class MetadataCall(VersionedCall):
 
 
 def _answer(response: Any) -> MetadataAnswer:
-    """The generated decoder's *response* as a :class:`MetadataAnswer` (equal replica
-    lists sharing one tuple)."""
-    shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+    """The generated decoder's *response* as a :class:`MetadataAnswer` (equal rows
+    sharing one tuple)."""
+    shared: dict[Row, Row] = {}
     share = shared.setdefault
     topics: list[TopicAnswer] = []
     for t in response.topics:
@@ -67,9 +75,8 @@ def _answer(response: Any) -> MetadataAnswer:
         epochs = []
         for p in t.partitions:
             numbers.append(p.partition_index)
-            replicas = tuple(p.replica_nodes)
-            isr = tuple(p.isr_nodes)
-            rows.append((p.error_code, p.leader_id, share(replicas, replicas), share(isr, isr)))
+            row = (p.error_code, p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes))
+            rows.append(share(row, row))
             epochs.append(p.leader_epoch)
         topics.append((t.error_code, t.name, t.topic_id, numbers, rows, epochs))
     brokers = [(b.node_id, b.host, b.port) for b in response.brokers]

@@ -4,7 +4,7 @@ A refresh of many partitions spent most of its CPU building the generated
 decoder's message per partition, which the client then took apart again.
 :func:`read_answer` reads the flexible versions (9 and later) into the lists
 the client's cache keeps per topic (partition numbers, ``(error, leader,
-replicas, isr)`` rows with equal replica lists sharing one tuple, leader
+replicas, isr)`` rows, equal rows sharing one tuple, leader
 epochs) and the brokers' addresses, directly: a topic whose
 partitions all have the same shape (replica and in-sync counts, no offline
 replicas, no tagged fields: every partition of a healthy topic) is unpacked
@@ -12,13 +12,19 @@ with one ``struct`` call, others partition by partition.  Anything it does not
 read (an older version, tagged fields, a top-level error, a length that does
 not fit, malformed bytes) returns None: the general decoder then reads the
 answer, and reports what is malformed.
+
+A periodic refresh mostly hears again what it heard last time: a
+:class:`TopicMemo` kept between answers holds, per topic, the length and
+digest (BLAKE2b, 128 bits) of its entry's bytes and what they were read as;
+an entry of the same bytes is not read again.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from functools import lru_cache
+from hashlib import blake2b
 from uuid import UUID
 
 import attrs
@@ -31,7 +37,7 @@ from afkak.protocol._primitives import (
     uuid_from,
 )
 
-__all__ = ["MetadataAnswer", "TopicAnswer", "read_answer"]
+__all__ = ["MetadataAnswer", "TopicAnswer", "TopicMemo", "read_answer"]
 
 #: The first version with a flexible (compact, tagged) response.
 FLEXIBLE_VERSION = 9
@@ -66,18 +72,53 @@ class MetadataAnswer:
     error_code: int = 0
 
 
-def read_answer(frame: bytes, version: int) -> MetadataAnswer | None:
+class TopicMemo:
+    """Topic entries of earlier answers, by topic name: ``(length, digest, topic)``.
+
+    Equal digests stand for equal bytes (a collision of 128-bit BLAKE2b is not
+    found by chance or on purpose); equal bytes at one version read the same.
+    """
+
+    __slots__ = ("version", "entries")
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.entries: dict[str, tuple[int, bytes, TopicAnswer]] = {}
+
+    def retain(self, names: Container[str]) -> None:
+        """Forget the topics not in *names* (those the client no longer knows)."""
+        entries = self.entries
+        for name in [n for n in entries if n not in names]:
+            del entries[name]
+
+
+def read_answer(frame: bytes, version: int, memo: TopicMemo | None = None) -> MetadataAnswer | None:
     """The answer in *frame* (without size prefix) at *version*; None when this
-    module does not read it (the general decoder does, and reports malformed bytes)."""
+    module does not read it (the general decoder does, and reports malformed bytes).
+
+    With *memo*, topics whose bytes it holds are not read again, and the topics
+    read are added to it.
+    """
     if version < FLEXIBLE_VERSION:
         return None
+    if memo is None:
+        memo = TopicMemo()
+    elif memo.version != version:
+        memo.entries.clear()
+        memo.version = version
     try:
-        return _read(memoryview(frame), version)
+        return _read(memoryview(frame), version, memo.entries)
     except (struct.error, IndexError, DecodeError):  # malformed
         return None
 
 
-def _read(mv: memoryview, version: int) -> MetadataAnswer | None:
+def _digest(entry: memoryview) -> bytes:
+    return blake2b(entry, digest_size=16).digest()
+
+
+def _read(
+    mv: memoryview, version: int, known: dict[str, tuple[int, bytes, TopicAnswer]]
+) -> MetadataAnswer | None:
     if mv[4]:  # the response header's tagged fields
         return None
     throttle = _INT32.unpack_from(mv, 5)[0]
@@ -96,13 +137,22 @@ def _read(mv: memoryview, version: int) -> MetadataAnswer | None:
     _, pos = read_compact_string(mv, pos, True)  # cluster id
     count, pos = read_compact_array_len(mv, pos + 4, False, 26)  # after the controller id
     topics: list[TopicAnswer] = []
-    shared: dict[tuple[int, ...], tuple[int, ...]] = {}  # equal replica lists: one tuple
+    shared: dict[Row, Row] = {}  # equal rows: one tuple
     share = shared.setdefault
     by_id = version >= 10
     topic_id = ZERO_UUID
+    new = []
     for _ in range(count):
+        start = pos
         error = _INT16.unpack_from(mv, pos)[0]
         name, pos = read_compact_string(mv, pos + 2, version >= 12)
+        if name in known:
+            length, digest, topic = known[name]
+            end = start + length
+            if end <= len(mv) and _digest(mv[start:end]) == digest:
+                topics.append(topic)
+                pos = end
+                continue
         if by_id:
             topic_id = uuid_from(bytes(mv[pos : pos + 16]))
             pos += 16
@@ -116,7 +166,10 @@ def _read(mv: memoryview, version: int) -> MetadataAnswer | None:
         if mv[pos]:
             return None
         pos += 1
-        topics.append((error, name, topic_id, numbers, rows, epochs))
+        topic = (error, name, topic_id, numbers, rows, epochs)
+        topics.append(topic)
+        if name is not None:
+            new.append((name, start, pos, topic))
     if version <= 10:
         pos += 4  # cluster_authorized_operations
     if version >= 13 and _INT16.unpack_from(mv, pos)[0]:
@@ -124,11 +177,13 @@ def _read(mv: memoryview, version: int) -> MetadataAnswer | None:
     pos += 2 if version >= 13 else 0
     if mv[pos] or pos + 1 != len(mv):
         return None
+    for name, start, end, topic in new:
+        known[name] = (end - start, _digest(mv[start:end]), topic)
     return MetadataAnswer(brokers, topics, throttle)
 
 
 _Partitions = tuple[list[int], list[Row], list[int], int]
-_Share = Callable[[tuple[int, ...], tuple[int, ...]], tuple[int, ...]]
+_Share = Callable[[Row, Row], Row]
 
 
 def _same_shape(mv: memoryview, pos: int, n: int, share: _Share) -> _Partitions | None:
@@ -153,10 +208,8 @@ def _same_shape(mv: memoryview, pos: int, n: int, share: _Share) -> _Partitions 
     replicas = list(zip(*map(get, shape.replicas), strict=True))
     isr = list(zip(*map(get, shape.isr), strict=True))
     errors, numbers, leaders, epochs = map(get, shape.fields)
-    rows = list(
-        zip(errors, leaders, map(share, replicas, replicas), map(share, isr, isr), strict=True)
-    )
-    return list(numbers), rows, list(epochs), end
+    rows = list(zip(errors, leaders, replicas, isr, strict=True))
+    return list(numbers), list(map(share, rows, rows)), list(epochs), end
 
 
 class _Shape(struct.Struct):
@@ -212,6 +265,7 @@ def _one_by_one(mv: memoryview, pos: int, n: int, share: _Share) -> _Partitions 
             return None
         pos += 1
         numbers.append(number)
-        rows.append((error, leader, share(replicas, replicas), share(isr, isr)))
+        row = (error, leader, replicas, isr)
+        rows.append(share(row, row))
         epochs.append(epoch)
     return numbers, rows, epochs, pos
