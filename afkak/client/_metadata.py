@@ -14,8 +14,9 @@ import attrs
 
 from afkak._broker_errors import ErrorCode
 from afkak.common import BrokerMetadata, TopicAndPartition
+from afkak.protocol.metadata_answer import Row
 
-from ._partition_state import LeaderView, PartitionMetaView, Row, TopicState, locate
+from ._partition_state import LeaderView, PartitionMetaView, TopicState, locate
 
 UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 

@@ -2,13 +2,13 @@
 
 A refresh of many partitions spent most of its CPU building the generated
 decoder's message per partition, which the client then took apart again.
-:func:`read_answer` reads the flexible versions (9 and later) into the lists
-the client's cache keeps per topic (partition numbers, ``(error, leader,
-replicas, isr)`` rows, equal rows sharing one tuple, leader
-epochs) and the brokers' addresses, directly: a topic whose
-partitions all have the same shape (replica and in-sync counts, no offline
-replicas, no tagged fields: every partition of a healthy topic) is unpacked
-with one ``struct`` call, others partition by partition.  Anything it does not
+:func:`read_answer` reads the flexible versions (9 and later) straight into
+the lists the client's cache keeps per topic (partition numbers, ``(error,
+leader, replicas, isr)`` rows, equal rows sharing one tuple, leader epochs)
+and the brokers' addresses: a topic whose partitions all have one shape
+(replica and in-sync counts, no offline replicas, no tagged fields: every
+partition of a healthy topic) is unpacked by one ``struct`` call, others
+partition by partition.  Anything it does not
 read (an older version, tagged fields, a top-level error, a length that does
 not fit, malformed bytes) returns None: the general decoder then reads the
 answer, and reports what is malformed.

@@ -10,7 +10,6 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client._metadata import MetadataCache, MetadataSnapshot, TopicLayout
 from afkak.client._metadata_call import MetadataCall
-from afkak.client._partition_state import Row
 from afkak.common import (
     BrokerMetadata,
     LeaderNotAvailableError,
@@ -19,6 +18,7 @@ from afkak.common import (
     UnknownTopicOrPartitionError,
 )
 from afkak.protocol.messages import MetadataRequest, MetadataResponse
+from afkak.protocol.metadata_answer import Row
 
 B1 = BrokerMetadata(1, "h1", 9092)
 B2 = BrokerMetadata(2, "h2", 9092)
