@@ -37,7 +37,7 @@ from afkak.protocol._primitives import (
     uuid_from,
 )
 
-__all__ = ["MetadataAnswer", "TopicAnswer", "TopicMemo", "read_answer"]
+__all__ = ["MetadataAnswer", "Row", "TopicAnswer", "TopicMemo", "read_answer"]
 
 #: The first version with a flexible (compact, tagged) response.
 FLEXIBLE_VERSION = 9
