@@ -43,6 +43,7 @@ from afkak.common import (
 )
 from afkak.connection import BrokerConnection, State
 from afkak.protocol.messages import FetchRequest as FetchMessage
+from afkak.protocol.metadata_answer import TopicMemo
 
 from ._coalesce import MetadataCoalescer, SharedResult
 from ._coordinator_call import FindCoordinatorCall
@@ -160,6 +161,8 @@ class Cluster:
         self._refusals: dict[HostPort, _Refusal] = {}
         self.pool = pool
         self.cache = MetadataCache()
+        #: The known topics' entries in earlier Metadata answers: not read again unchanged.
+        self._answered = TopicMemo()
         self.bootstrap_hosts = bootstrap_hosts
         self._max_age = metadata_max_age
         self._refresh_call: IDelayedCall | None = None
@@ -355,7 +358,7 @@ class Cluster:
             self._metadata_failing_since = now
         elif now - self._metadata_failing_since > self._rebootstrap_trigger:
             self.rebootstrap(f"no metadata for {now - self._metadata_failing_since:.0f} s")
-        call = MetadataCall(topics)
+        call = MetadataCall(topics, self._answered)
         response = await self.request_any(call)
         if response.error_code == ErrorCode.REBOOTSTRAP_REQUIRED and self._rebootstrap_enabled:
             self.rebootstrap("the broker answered REBOOTSTRAP_REQUIRED")
@@ -365,6 +368,7 @@ class Cluster:
             return
         self._metadata_failing_since = None
         self._apply(self.cache.merge(snapshot))
+        self._answered.retain(self.cache.topic_errors)
         self._schedule_refresh()
 
     def rebootstrap(self, why: str) -> None:

@@ -14,8 +14,9 @@ import attrs
 
 from afkak._broker_errors import ErrorCode
 from afkak.common import BrokerMetadata, TopicAndPartition
+from afkak.protocol.metadata_answer import Row
 
-from ._partition_state import LeaderView, PartitionMetaView, Row, TopicState, locate
+from ._partition_state import LeaderView, PartitionMetaView, TopicState, locate
 
 UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
@@ -35,6 +36,19 @@ class TopicLayout:
     partitions: list[int] = attrs.field(factory=list)
     rows: list[Row] = attrs.field(factory=list)
     epochs: list[int] = attrs.field(factory=list)
+
+
+def topic_layout(
+    error_code: int, numbers: list[int], rows: list[Row], epochs: list[int]
+) -> TopicLayout:
+    """The :class:`TopicLayout` of partitions listed in any order (of one listed
+    twice, the last)."""
+    if numbers != list(range(len(numbers))):  # not Kafka's usual 0, 1, ... n - 1
+        by_number = {n: (row, epoch) for n, row, epoch in zip(numbers, rows, epochs, strict=True)}
+        numbers = sorted(by_number)
+        rows = [by_number[n][0] for n in numbers]
+        epochs = [by_number[n][1] for n in numbers]
+    return TopicLayout(error_code, numbers, rows, epochs)
 
 
 @attrs.frozen

@@ -7,10 +7,16 @@ from typing import Any
 
 from afkak.common import BrokerMetadata
 from afkak.protocol.messages import MetadataRequest
+from afkak.protocol.metadata_answer import (
+    MetadataAnswer,
+    Row,
+    TopicAnswer,
+    TopicMemo,
+    read_answer,
+)
 
 from ._call import VersionedCall, check_top_level_error
-from ._metadata import MetadataSnapshot, TopicLayout
-from ._partition_state import Row
+from ._metadata import MetadataSnapshot, topic_layout
 
 
 class MetadataCall(VersionedCall):
@@ -23,9 +29,11 @@ class MetadataCall(VersionedCall):
 
     request_class = MetadataRequest
 
-    def __init__(self, topics: Sequence[str] | None) -> None:
+    def __init__(self, topics: Sequence[str] | None, memo: TopicMemo | None = None) -> None:
         self.topics = None if topics is None else tuple(topics)
         self.min_version = 1 if topics is None else None
+        #: The client's topics as earlier answers had them (not read again if unchanged).
+        self.memo = memo
 
     def build(self, version: int) -> Any:
         if self.topics is None:
@@ -33,43 +41,43 @@ class MetadataCall(VersionedCall):
         topic = MetadataRequest.MetadataRequestTopic
         return MetadataRequest(topics=[topic(name=t) for t in self.topics])
 
+    def decode_frame(self, frame: bytes) -> MetadataAnswer | None:
+        """The answer in *frame* read without the general decoder when it has the
+        usual shape (:func:`~afkak.protocol.metadata_answer.read_answer`); else None."""
+        return read_answer(frame, self.version, self.memo)
+
     def parse(self, response: Any) -> list[MetadataSnapshot]:
-        """The response as a snapshot; equal replica lists share one tuple."""
-        check_top_level_error(response.error_code)
-        brokers = {b.node_id: BrokerMetadata(b.node_id, b.host, b.port) for b in response.brokers}
+        """The response (generated or a :class:`MetadataAnswer`) as a snapshot."""
+        if not isinstance(response, MetadataAnswer):
+            check_top_level_error(response.error_code)
+            response = _answer(response)
+        brokers = {b[0]: BrokerMetadata(*b) for b in response.brokers}
         topics = {}
         topic_ids = {}
-        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
-        share = shared.setdefault
-        for t in response.topics:
-            name = t.name
+        for error, name, topic_id, numbers, rows, epochs in response.topics:
             if name is None:
                 continue
-            numbers = []
-            rows: list[Row] = []
-            epochs = []
-            for p in t.partitions:
-                numbers.append(p.partition_index)
-                replicas = tuple(p.replica_nodes)
-                isr = tuple(p.isr_nodes)
-                rows.append((p.error_code, p.leader_id, share(replicas, replicas), share(isr, isr)))
-                epochs.append(p.leader_epoch)
-            if numbers != list(range(len(numbers))):  # not Kafka's usual 0, 1, ... n - 1
-                numbers, rows, epochs = _sorted(numbers, rows, epochs)
-            topics[name] = TopicLayout(t.error_code, numbers, rows, epochs)
-            if t.topic_id.int:  # not the zero UUID (no id: before v10)
-                topic_ids[name] = t.topic_id
+            topics[name] = topic_layout(error, numbers, rows, epochs)
+            if topic_id.int:  # not the zero UUID (no id: before v10)
+                topic_ids[name] = topic_id
         return [MetadataSnapshot(brokers=brokers, topics=topics, topic_ids=topic_ids)]
 
 
-def _sorted(
-    numbers: list[int], rows: list[Row], epochs: list[int]
-) -> tuple[list[int], list[Row], list[int]]:
-    """The partitions in order of their numbers; of one listed twice, the last."""
-    by_number = {n: (row, epoch) for n, row, epoch in zip(numbers, rows, epochs, strict=True)}
-    ordered = sorted(by_number)
-    return (
-        ordered,
-        [by_number[n][0] for n in ordered],
-        [by_number[n][1] for n in ordered],
-    )
+def _answer(response: Any) -> MetadataAnswer:
+    """The generated decoder's *response* as a :class:`MetadataAnswer` (equal rows
+    sharing one tuple)."""
+    shared: dict[Row, Row] = {}
+    share = shared.setdefault
+    topics: list[TopicAnswer] = []
+    for t in response.topics:
+        numbers = []
+        rows: list[Row] = []
+        epochs = []
+        for p in t.partitions:
+            numbers.append(p.partition_index)
+            row = (p.error_code, p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes))
+            rows.append(share(row, row))
+            epochs.append(p.leader_epoch)
+        topics.append((t.error_code, t.name, t.topic_id, numbers, rows, epochs))
+    brokers = [(b.node_id, b.host, b.port) for b in response.brokers]
+    return MetadataAnswer(brokers, topics, response.throttle_time_ms, response.error_code)

@@ -17,10 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from afkak.common import BrokerMetadata, PartitionMetadata, TopicAndPartition
-
-#: ``(error_code, leader, replicas, isr)``: a :class:`PartitionMetadata` less its
-#: topic and partition number.
-Row = tuple[int, int, tuple[int, ...], tuple[int, ...]]
+from afkak.protocol.metadata_answer import Row  # a PartitionMetadata less topic and number
 
 V = TypeVar("V")
 

@@ -267,6 +267,18 @@ class MetadataTests(ClientTestCase):
         self.assertRaises(TypeError, client.reset_topic_metadata, 1)
         self.assertRaises(TypeError, client.reset_consumer_group_metadata, None)
 
+    def test_metadata_answers_are_remembered_for_known_topics_only(self) -> None:
+        """The entries kept to skip reading unchanged topics again are the cache's topics'."""
+        self.cluster.create_topic("t")
+        self.cluster.create_topic("u")
+        client = self.make_client()
+        self.successResultOf(client.load_metadata_for_topics("t", "u"))
+        answered = client._cluster._answered
+        self.assertEqual(sorted(answered.entries), ["t", "u"])
+        client.reset_topic_metadata("t")
+        self.successResultOf(client.load_metadata_for_topics("u"))
+        self.assertEqual(sorted(answered.entries), ["u"])
+
     def test_no_reachable_broker(self) -> None:
         for node in self.cluster.state.brokers:
             self.cluster.refuse_connections(node)

@@ -230,6 +230,9 @@ PINNED = {
         SyncGroupResponse TxnOffsetCommitRequest TxnOffsetCommitResponse UpdateFeaturesRequest
         UpdateFeaturesResponse WriteTxnMarkersRequest WriteTxnMarkersResponse
     """,
+    "afkak.protocol.metadata_answer": """
+        MetadataAnswer read_answer Row TopicAnswer TopicMemo
+    """,
     "afkak.protocol.produce_answer": """
         one_partition_answer topic_entry
     """,
