@@ -39,7 +39,7 @@ from ._options import (
     parse_read_options,
     parse_write_options,
 )
-from ._planning import OffsetRange, from_json, pack_ranges, rate_limit, to_json, too_few
+from ._planning import OffsetRange, from_json, pack_ranges, plan, rate_limit, to_json, too_few
 from ._rows import arrow_schema, check_write_schema, read_schema
 
 if TYPE_CHECKING:
@@ -181,10 +181,23 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[TopicAndPartition, int] | None = None
         self._latest: dict[TopicAndPartition, int] | None = None
         self._initial: dict[str, Any] | None = None
+        #: The runner's lookups over plain sockets (made on first use; never pickled).
+        self._plain: Lookups | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_plain": None}
 
     @property
     def kafka(self) -> Lookups:
-        return self.lookups if self.lookups is not None else _tasks()
+        """The lookups in plaintext without Twisted's reactor (see :mod:`._plain_lookups`),
+        falling back to the client's."""
+        if self.lookups is not None:
+            return self.lookups
+        if self._plain is None:
+            from ._plain_lookups import PlainLookups
+
+            self._plain = PlainLookups(_tasks)
+        return self._plain
 
     def initialOffset(self) -> dict[str, Any]:
         """startingOffsets as offsets, looked up once: Spark asks again for the first
@@ -259,7 +272,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         def earliest(new: list[TopicAndPartition]) -> dict[TopicAndPartition, int]:
             return self.kafka.offsets_at(self.opts.client, new, OFFSET_EARLIEST)
 
-        ranges = _tasks().plan(self.opts, from_json(start), from_json(end), earliest)
+        ranges = plan(self.opts, from_json(start), from_json(end), earliest)
         if self.opts.min_partitions is not None or self.opts.max_records_per_partition is not None:
             return _input_partitions(ranges)
         return [InputPartition(group) for group in pack_ranges(ranges, TASK_RECORDS)]

@@ -9,7 +9,7 @@ fork), driven through :mod:`._bridge`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -19,30 +19,14 @@ from afkak._broker_errors import ErrorCode
 from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_EARLIEST,
-    OFFSET_LATEST,
     BrokerResponseError,
     TopicAndPartition,
 )
 from afkak.records.aborted import committed_batches
 
 from . import _bridge, _kafka
-from ._options import (
-    Bound,
-    ByTimestamp,
-    ClientConfig,
-    OffsetSpec,
-    OptionError,
-    ReadOptions,
-    WriteOptions,
-)
-from ._planning import (
-    DataLossError,
-    OffsetRange,
-    cap_ranges,
-    ranges_between,
-    resolve,
-    split_ranges,
-)
+from ._options import Bound, ClientConfig, ReadOptions, WriteOptions
+from ._planning import DataLossError, Lookup, OffsetRange, plan, resolve_bound
 from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
 if TYPE_CHECKING:
@@ -119,60 +103,21 @@ def offsets_at(
     )
 
 
-def _uses(spec: OffsetSpec, when: int) -> bool:
-    return spec == when if isinstance(spec, int) else when in spec.values()
+def lookup(opts: ReadOptions) -> Lookup:
+    """:func:`offsets_at` for *opts*' partitions (latest and times at its isolation level)."""
+
+    def offsets(tps: Sequence[TopicAndPartition], when: int) -> dict[TopicAndPartition, int]:
+        level = 0 if when == OFFSET_EARLIEST else opts.isolation_level
+        return offsets_at(opts.client, tps, when, level)
+
+    return offsets
 
 
 def resolve_offsets(
     opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
 ) -> dict[TopicAndPartition, int]:
     """*spec* as concrete offsets of *partitions*, looking up only what it needs."""
-    if isinstance(spec, ByTimestamp):
-        return offsets_by_timestamp(opts, spec, partitions, name)
-    earliest = (
-        offsets_at(opts.client, partitions, OFFSET_EARLIEST) if _uses(spec, OFFSET_EARLIEST) else {}
-    )
-    latest = (
-        offsets_at(opts.client, partitions, OFFSET_LATEST, opts.isolation_level)
-        if _uses(spec, OFFSET_LATEST)
-        else {}
-    )
-    return resolve(spec, partitions, earliest, latest, name)
-
-
-def offsets_by_timestamp(
-    opts: ReadOptions, spec: ByTimestamp, partitions: Sequence[TopicAndPartition], name: str
-) -> dict[TopicAndPartition, int]:
-    """Each partition's first offset at or after its time (ListOffsets by timestamp)."""
-    stamps = resolve(spec.timestamps, partitions, {}, {}, name)
-    found: dict[TopicAndPartition, int] = {}
-    for when in set(stamps.values()):
-        tps = [tp for tp, t in stamps.items() if t == when]
-        found.update(offsets_at(opts.client, tps, when, opts.isolation_level))
-    late = sorted(tp for tp, offset in found.items() if offset < 0)
-    if late and spec.strategy == "error":
-        raise OptionError(
-            f"{name}: no record at or after the time in "
-            + ", ".join(f"{tp.topic}/{tp.partition}" for tp in late)
-            + " (startingOffsetsByTimestampStrategy=latest reads from the latest offset)"
-        )
-    found.update(offsets_at(opts.client, late, OFFSET_LATEST, opts.isolation_level))
-    return found
-
-
-def plan(
-    opts: ReadOptions,
-    start: dict[TopicAndPartition, int],
-    end: dict[TopicAndPartition, int],
-    earliest: Callable[[list[TopicAndPartition]], Mapping[TopicAndPartition, int]] | None = None,
-) -> list[OffsetRange]:
-    """The tasks reading from *start* to *end*; new partitions start at their earliest
-    (looked up through *earliest*, by default :func:`offsets_at`)."""
-    if earliest is None:
-        earliest = lambda new: offsets_at(opts.client, new, OFFSET_EARLIEST)  # noqa: E731
-    ranges = ranges_between(start, end, earliest, opts.fail_on_data_loss)
-    # Spark's order: cap each range first, then split further for minPartitions.
-    return split_ranges(cap_ranges(ranges, opts.max_records_per_partition), opts.min_partitions)
+    return resolve_bound(spec, partitions, name, lookup(opts))
 
 
 def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
@@ -180,7 +125,7 @@ def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
     partitions = discover(opts)
     start = resolve_offsets(opts, opts.starting, partitions, "startingOffsets")
     end = resolve_offsets(opts, opts.ending, partitions, "endingOffsets")
-    return plan(opts, start, end)
+    return plan(opts, start, end, lambda new: offsets_at(opts.client, new, OFFSET_EARLIEST))
 
 
 def _batches_between(batches: Iterable[RecordBatch], offset: int, end: int) -> list[RecordBatch]:
