@@ -43,6 +43,10 @@ _MAX_EMPTY_FETCHES = 20
 _clients: dict[ClientConfig, KafkaClient] = {}
 _producers: dict[tuple[ClientConfig, tuple[tuple[str, Any], ...]], Producer] = {}
 _clients_pid: int | None = None
+#: Bytes and records of the last fetches this process made of each topic: the record
+#: size a range's first fetch assumes.  Spark runs a micro-batch's tasks in Python
+#: workers it reuses, so only a worker's first range of a topic guesses it.
+_record_sizes: dict[str, tuple[int, int]] = {}
 
 
 def call_timeout(config: ClientConfig) -> float:
@@ -180,8 +184,9 @@ def to_arrow(
 def fetch_bytes(limit: int, records_left: int, seen_bytes: int = 0, seen_records: int = 0) -> int:
     """Bytes to fetch for the *records_left* of a range: about what they take, up to *limit*.
 
-    The size of a record is what the range's fetches held so far
-    (*seen_bytes* over *seen_records*), else guessed at 1 KiB; never less
+    The size of a record is what fetches held so far (*seen_bytes* over
+    *seen_records*: this range's, after this process's earlier ones of the
+    topic), else guessed at 1 KiB; never less
     than 64 KiB (brokers return a whole batch even when it is larger).  A
     short range (a small micro-batch, say) then does not fetch megabytes it
     will not read.
@@ -201,7 +206,7 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
 
     client = client_for(opts.client)
     tp = TopicAndPartition(r.topic, r.partition)
-    seen_bytes = seen_records = 0
+    seen_bytes, seen_records = _record_sizes.get(r.topic, (0, 0))
 
     limit = min(opts.max_partition_fetch_bytes, opts.fetch_max_bytes)
     backoff = opts.client.retry_policy(client.rng.uniform)
@@ -257,6 +262,7 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
         next_offset = batches[-1].next_offset
         seen_bytes += sum(b.size_in_bytes for b in batches)
         seen_records += next_offset - offset
+        _record_sizes[r.topic] = seen_bytes, seen_records
         if next_offset < r.end:
             pending = start_fetch(next_offset)
         with gc_paused():
