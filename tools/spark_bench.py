@@ -40,7 +40,8 @@ starting and importing afkak); medians of ``--runs``.
 With ``--stream`` it compares streaming throughput: per run and format, a
 query through that format (``Trigger.AvailableNow``, ``maxOffsetsPerTrigger``
 ``--per-trigger``) copies the whole topic into a new one through the same
-format, timed from its start to its end; medians of ``--runs``.  Beside them it
+format, timed from its start to its end, with the CPU seconds of the JVM, its
+Python workers and the broker meanwhile; medians of ``--runs``.  Beside them it
 times the start-up of a Python streaming source that reads no Kafka (see
 :func:`register_empty_stream`), alone and importing Twisted's reactor.  With
 ``--trace`` each afkak query reads through a traced copy of the source and
@@ -591,16 +592,19 @@ def stream_latency(
 
 def stream_throughput(
     spark: Any, broker: Any, topic: str, fmt: str, run: int, args: Any
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, dict[str, float]]:
     """Seconds for a streaming query through *fmt* to copy all of *topic* into a new
     topic through *fmt*, in micro-batches of ``--per-trigger`` records
     (``maxOffsetsPerTrigger``, ``Trigger.AvailableNow``); and of those, the
     start-up (from ``readStream`` through ``load()`` and ``start()`` to the first
     micro-batch's trigger, by Spark's progress timestamp) and the micro-batches'
-    summed ``triggerExecution``."""
+    summed ``triggerExecution``; and the CPU seconds of the JVM, its Python
+    workers and the broker meanwhile."""
     import tempfile
     from datetime import datetime
 
+    jvm = spark.sparkContext._gateway.proc.pid
+    cpu_before = cpu_by_role(jvm)
     sink = f"{topic}-s-{fmt}-{run}"
     broker.create_topic(sink, PARTITIONS)
     traced = args.trace and fmt == "afkak"
@@ -625,6 +629,8 @@ def stream_throughput(
     start_returned = time.time()
     query.awaitTermination()
     elapsed = time.perf_counter() - started
+    cpu_after = cpu_by_role(jvm)
+    cpu = {role: cpu_after[role] - cpu_before[role] for role in cpu_after}
     progress = query.recentProgress
     copied = sum(p.numInputRows for p in progress)
     assert copied == args.records, (fmt, copied)
@@ -634,7 +640,7 @@ def stream_throughput(
         print(f"  afkak run {run}, load {os.getloadavg()[0]:.1f}:")
         marks = {"readStream": started_wall, "start() returned": start_returned}
         print_startup(args.trace_file, {**marks, "first trigger": first})
-    return elapsed, first - started_wall, batches
+    return elapsed, first - started_wall, batches, cpu
 
 
 #: ``--stream``'s diagnostic rows: a Python streaming source with no Kafka and no
@@ -652,6 +658,7 @@ def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], ar
     seconds: dict[str, list[float]] = {"afkak": [], "kafka": []}
     startup: dict[str, list[float]] = {"afkak": [], "kafka": []}
     batches: dict[str, list[float]] = {"afkak": [], "kafka": []}
+    cpu: dict[str, list[dict[str, float]]] = {"afkak": [], "kafka": []}
     for fmt in seconds:  # untimed: JVM classes and Python workers warm
         spark_read(spark, broker.bootstrap, topic, ends, fmt=fmt)
     register_empty_stream(spark)
@@ -665,7 +672,8 @@ def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], ar
         register_traced_source(spark, args.trace_file)
     for run in range(args.runs):
         for fmt in seconds:
-            took, start, summed = stream_throughput(spark, broker, topic, fmt, run, args)
+            took, start, summed, spent = stream_throughput(spark, broker, topic, fmt, run, args)
+            cpu[fmt].append(spent)
             seconds[fmt].append(took)
             startup[fmt].append(start)
             batches[fmt].append(summed)
@@ -679,7 +687,10 @@ def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], ar
             f"{', '.join(f'{s:.2f}' for s in startup[fmt])} s "
             f"(median {statistics.median(startup[fmt]):.2f}); micro-batches summed "
             f"{', '.join(f'{s:.2f}' for s in batches[fmt])} s "
-            f"(median {statistics.median(batches[fmt]):.2f})"
+            f"(median {statistics.median(batches[fmt]):.2f}); CPU s, medians: "
+            + ", ".join(
+                f"{role} {statistics.median(c[role] for c in cpu[fmt]):.2f}" for role in cpu[fmt][0]
+            )
         )
     for name, runs in floors.items():
         print(

@@ -136,7 +136,8 @@ class BatchReader(DataSourceReader):
 
 
 class Lookups(Protocol):
-    """What the stream reader asks of Kafka: :mod:`._worker`, or a fake log in tests."""
+    """What the stream reader asks of Kafka: :mod:`._plain_lookups` (falling back to
+    :mod:`._worker`'s client), or a fake log in tests."""
 
     def discover(self, opts: ReadOptions) -> list[TopicAndPartition]: ...
 
