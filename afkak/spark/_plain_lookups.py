@@ -24,7 +24,7 @@ from afkak.client._call import VersionedCall
 from afkak.client._hosts import parse_hosts
 from afkak.client._list_offsets_call import ListOffsetsCall
 from afkak.client._metadata_call import MetadataCall
-from afkak.common import OFFSET_EARLIEST, OffsetRequest, TopicAndPartition
+from afkak.common import OFFSET_EARLIEST, BrokerResponseError, OffsetRequest, TopicAndPartition
 from afkak.connection._versions import (
     UNSUPPORTED_VERSION,
     choose_version,
@@ -59,6 +59,11 @@ Connect = Callable[[str, int, float], BrokerSocket]
 
 class Unclean(Exception):
     """An answer the client should handle instead (it retries, refreshes leaders)."""
+
+
+#: What sends a lookup to the client: a lost or refused connection, an answer that does
+#: not decode, no common version, a top-level error.
+_UNCLEAN = (Unclean, OSError, DecodeError, NoCommonVersionError, BrokerResponseError)
 
 
 def _connect(host: str, port: int, timeout: float) -> BrokerSocket:
@@ -145,7 +150,7 @@ class PlainLookups:
             return self._fallback().discover(opts)
         try:
             layout = self._metadata(opts.client, None if opts.pattern is not None else opts.topics)
-        except (Unclean, OSError, DecodeError, NoCommonVersionError):
+        except _UNCLEAN:
             self.close()
             return self._fallback().discover(opts)
         if opts.pattern is not None:
@@ -165,7 +170,7 @@ class PlainLookups:
         if config.security.protocol == "PLAINTEXT":
             try:
                 return self._offsets(config, partitions, when, isolation_level)
-            except (Unclean, OSError, DecodeError, NoCommonVersionError):
+            except _UNCLEAN:
                 self.close()
         return self._fallback().offsets_at(config, partitions, when, isolation_level)
 
@@ -206,7 +211,7 @@ class PlainLookups:
         for address in parse_hosts(config.bootstrap):
             try:
                 return self._broker(config, address)
-            except (Unclean, OSError, DecodeError, NoCommonVersionError) as e:
+            except _UNCLEAN as e:
                 error = e
         raise Unclean(f"no bootstrap server answered: {error}")
 
