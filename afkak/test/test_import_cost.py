@@ -83,8 +83,8 @@ def _loaded() -> tuple[frozenset[str], ...]:
 
 def _runner_loads() -> frozenset[str]:
     """The modules a fresh interpreter holds once it has imported what the streaming
-    source's runner imports before it asks Kafka anything."""
-    script = "import sys, afkak.spark, afkak.spark._worker; print(' '.join(sys.modules))"
+    source's runner imports before it asks Kafka anything (in plaintext)."""
+    script = "import sys, afkak.spark, afkak.spark._plain_lookups; print(' '.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
     return frozenset(out.stdout.split())
 
@@ -129,14 +129,15 @@ class ImportCostTests(unittest.TestCase):
         self.assertIn("afkak.client._list_offsets_call", client)
         self.assertIn("afkak.connection._connection", client)
 
-    def test_the_spark_runner_imports_no_tls_producer_or_record_reader(self) -> None:
-        """Spark's streaming-source runner connects and asks for Metadata and ListOffsets:
-        it imports neither pyOpenSSL, nor the producer, nor the record reader and builder.
-        (The record batch module comes with ``afkak.partitioner``, for the writer.)"""
+    def test_the_spark_runner_imports_no_reactor_tls_producer_or_records(self) -> None:
+        """Spark's streaming-source runner connects and asks for Metadata and ListOffsets
+        over plain sockets: it imports neither Twisted's reactor (which imports pyOpenSSL),
+        nor the client's module for tasks, nor the producer, nor the record codecs."""
         if importlib.util.find_spec("pyspark") is None:
             raise unittest.SkipTest("needs the spark extra")
         runner = _runner_loads()
-        self.assertEqual(sorted(runner & (_ON_USE - {"afkak.records.batch"})), [])
+        unused = _ON_USE | {"twisted.internet.reactor", "afkak.spark._worker"}
+        self.assertEqual(sorted(runner & unused), [])
 
     def test_the_connection_package_leaves_authentication_and_tls_to_their_use(self) -> None:
         connection = _loaded()[1]
