@@ -16,16 +16,13 @@ from __future__ import annotations
 import itertools
 import socket
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from afkak._errors import DecodeError, NoCommonVersionError
 from afkak._version import __version__
-from afkak.client._call import VersionedCall
-from afkak.client._hosts import parse_hosts
-from afkak.client._list_offsets_call import ListOffsetsCall
-from afkak.client._metadata_call import MetadataCall
+from afkak.client._interlayer import ListOffsetsCall, MetadataCall, VersionedCall, parse_hosts
 from afkak.common import OFFSET_EARLIEST, BrokerResponseError, OffsetRequest, TopicAndPartition
-from afkak.connection._versions import (
+from afkak.connection._interlayer import (
     UNSUPPORTED_VERSION,
     choose_version,
     decode_api_versions,
@@ -37,12 +34,7 @@ from afkak.protocol.header import decode_response, encode_request
 from afkak.protocol.messages import ApiVersionsRequest
 
 from ._options import Bound, ClientConfig, ReadOptions
-from ._planning import matching, resolve_bound
-
-if TYPE_CHECKING:
-    from afkak.client._metadata import MetadataSnapshot
-
-    from ._source import Lookups
+from ._planning import Lookups, matching, resolve_bound
 
 
 class BrokerSocket(Protocol):
@@ -219,7 +211,6 @@ class PlainLookups:
         self, config: ClientConfig, topics: Sequence[str] | None
     ) -> dict[str, Sequence[int]]:
         """Each topic's partitions; remembers their leaders.  Unclean on any error code."""
-        snapshot: MetadataSnapshot
         [snapshot] = self._any_broker(config).call(MetadataCall(topics))
         layout: dict[str, Sequence[int]] = {}
         for name, topic in snapshot.topics.items():

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 from afkak._errors import ClientError
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
-from ._options import Bound, ByTimestamp, OffsetSpec, OptionError, ReadOptions
+from ._options import Bound, ByTimestamp, ClientConfig, OffsetSpec, OptionError, ReadOptions
 
 Offsets = Mapping[TopicAndPartition, int]
 #: ``lookup(partitions, when)``: their offsets at *when* (-2 earliest, -1 latest, or a time).
@@ -30,6 +30,25 @@ class DataLossError(ClientError):
     Raised only with ``failOnDataLoss`` (the default); otherwise the loss is
     skipped over.
     """
+
+
+class Lookups(Protocol):
+    """What the stream reader asks of Kafka: :mod:`._plain_lookups` (falling back to
+    :mod:`._worker`'s client), or a fake log in tests."""
+
+    def discover(self, opts: ReadOptions) -> list[TopicAndPartition]: ...
+
+    def offsets_at(
+        self,
+        config: ClientConfig,
+        partitions: Sequence[TopicAndPartition],
+        when: int,
+        isolation_level: int = 0,
+    ) -> dict[TopicAndPartition, int]: ...
+
+    def resolve_offsets(
+        self, opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
+    ) -> dict[TopicAndPartition, int]: ...
 
 
 @attrs.frozen

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -31,15 +31,22 @@ from pyspark.sql.types import StructType
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
 from ._options import (
-    Bound,
-    ClientConfig,
     OptionError,
     ReadOptions,
     WriteOptions,
     parse_read_options,
     parse_write_options,
 )
-from ._planning import OffsetRange, from_json, pack_ranges, plan, rate_limit, to_json, too_few
+from ._planning import (
+    Lookups,
+    OffsetRange,
+    from_json,
+    pack_ranges,
+    plan,
+    rate_limit,
+    to_json,
+    too_few,
+)
 from ._rows import arrow_schema, check_write_schema, read_schema
 
 if TYPE_CHECKING:
@@ -133,25 +140,6 @@ class BatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, self.schema, partition)
-
-
-class Lookups(Protocol):
-    """What the stream reader asks of Kafka: :mod:`._plain_lookups` (falling back to
-    :mod:`._worker`'s client), or a fake log in tests."""
-
-    def discover(self, opts: ReadOptions) -> list[TopicAndPartition]: ...
-
-    def offsets_at(
-        self,
-        config: ClientConfig,
-        partitions: Sequence[TopicAndPartition],
-        when: int,
-        isolation_level: int = 0,
-    ) -> dict[TopicAndPartition, int]: ...
-
-    def resolve_offsets(
-        self, opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
-    ) -> dict[TopicAndPartition, int]: ...
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
