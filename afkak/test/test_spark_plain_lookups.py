@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import subprocess
-import sys
 from typing import Any
 
 from twisted.internet.protocol import Factory, Protocol
@@ -187,39 +185,3 @@ class PlainLookupsTests(SynchronousTestCase):
 
 
 SASL = {"kafka.sasl.username": "u", "kafka.sasl.password": "p"}
-
-
-_RUNNER = """
-import sys
-from afkak.spark._options import parse_read_options
-from afkak.spark._plain_lookups import PlainLookups
-from afkak.spark._source import StreamReader
-from afkak.test.test_spark_plain_lookups import ClusterSocket
-from afkak.testing import FakeKafkaCluster
-
-cluster = FakeKafkaCluster(brokers=1)
-cluster.create_topic("t", partitions=2)
-opts = parse_read_options({"kafka.bootstrap.servers": cluster.bootstrap_hosts, "subscribe": "t"},
-                          streaming=True)
-reader = StreamReader(opts, None)
-assert isinstance(reader.kafka, PlainLookups)
-reader._plain = PlainLookups(None, lambda host, port, _: ClusterSocket(cluster, host, port))
-reader.prepareForTriggerAvailableNow()
-start = reader.initialOffset()
-reader.partitions(start, reader.latestOffset(start, reader.getDefaultReadLimit()))
-print(" ".join(sys.modules))
-"""
-
-
-class RunnerImportTests(SynchronousTestCase):
-    def test_the_runner_imports_no_reactor_and_no_tls(self) -> None:
-        """The streaming runner's lookups in plaintext go without Twisted's reactor, which
-        imports pyOpenSSL and ``cryptography``, and without the client's module."""
-        if SKIP:
-            raise SkipTest(SKIP)
-        out = subprocess.run(
-            [sys.executable, "-c", _RUNNER], check=True, capture_output=True, text=True
-        ).stdout
-        loaded = set(out.split())
-        heavy = ["OpenSSL", "cryptography", "twisted.internet.reactor", "afkak.spark._worker"]
-        self.assertEqual([m for m in heavy if m in loaded], [])
