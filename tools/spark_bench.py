@@ -40,7 +40,10 @@ starting and importing afkak); medians of ``--runs``.
 With ``--stream`` it compares streaming throughput: per run and format, a
 query through that format (``Trigger.AvailableNow``, ``maxOffsetsPerTrigger``
 ``--per-trigger``) copies the whole topic into a new one through the same
-format, timed from its start to its end; medians of ``--runs``.  With
+format, timed from its start to its end, with the CPU seconds of the JVM, its
+Python workers and the broker meanwhile; medians of ``--runs``.  Beside them it
+times the start-up of a Python streaming source that reads no Kafka (see
+:func:`register_empty_stream`), alone and importing Twisted's reactor.  With
 ``--trace`` each afkak query reads through a traced copy of the source and
 prints where its start-up went (see :func:`register_traced_source`).
 
@@ -305,6 +308,80 @@ def register_traced_source(spark: Any, path: str) -> None:
     spark.dataSource.register(TracedSource)
 
 
+def register_empty_stream(spark: Any) -> None:
+    """Register ``afkak_bench_empty``: a streaming source with no Kafka and no afkak.
+
+    Its offsets are counters in memory: ten micro-batches of one row each.  Its
+    start-up (``readStream`` to the first trigger) is what any Python streaming
+    source pays Spark: the floor under afkak's.  With the option ``import``, its
+    runner imports that module in ``prepareForTriggerAvailableNow`` (where afkak's
+    runner imports its client): ``twisted.internet.reactor`` measures Twisted's
+    share.  Defined here, so pickled by value."""
+    import importlib
+
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    batches = 10
+
+    class EmptyReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+        def __init__(self, module: str | None) -> None:
+            self.module = module
+
+        def prepareForTriggerAvailableNow(self) -> None:
+            if self.module:
+                importlib.import_module(self.module)
+
+        def initialOffset(self) -> dict[str, int]:
+            return {"n": 0}
+
+        def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+            return {"n": min(start["n"] + 1, batches)}
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(start["n"], end["n"])]
+
+        def read(self, partition: InputPartition) -> Any:
+            yield (b"x",)
+
+    class EmptySource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "afkak_bench_empty"
+
+        def schema(self) -> Any:
+            return StructType([StructField("value", BinaryType())])
+
+        def streamReader(self, schema: Any) -> DataSourceStreamReader:
+            return EmptyReader(self.options.get("import"))
+
+    spark.dataSource.register(EmptySource)
+
+
+def empty_stream_startup(spark: Any, module: str | None) -> float:
+    """Seconds from ``readStream`` to the first trigger of a query over
+    ``afkak_bench_empty`` (importing *module* in its runner) into the noop sink."""
+    import tempfile
+    from datetime import datetime
+
+    started_wall = time.time()
+    reader = spark.readStream.format("afkak_bench_empty")
+    if module:
+        reader = reader.option("import", module)
+    query = (
+        reader.load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", tempfile.mkdtemp(prefix="spark-bench-empty-"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    progress = query.recentProgress
+    first = datetime.fromisoformat(progress[0].timestamp.replace("Z", "+00:00")).timestamp()
+    return first - started_wall
+
+
 def print_startup(path: str, marks: dict[str, float]) -> None:
     """The runner's first call of each kind (from the process that answered
     ``initialOffset``) beside the driver's *marks*, in seconds from ``readStream``."""
@@ -515,16 +592,19 @@ def stream_latency(
 
 def stream_throughput(
     spark: Any, broker: Any, topic: str, fmt: str, run: int, args: Any
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, dict[str, float]]:
     """Seconds for a streaming query through *fmt* to copy all of *topic* into a new
     topic through *fmt*, in micro-batches of ``--per-trigger`` records
     (``maxOffsetsPerTrigger``, ``Trigger.AvailableNow``); and of those, the
     start-up (from ``readStream`` through ``load()`` and ``start()`` to the first
     micro-batch's trigger, by Spark's progress timestamp) and the micro-batches'
-    summed ``triggerExecution``."""
+    summed ``triggerExecution``; and the CPU seconds of the JVM, its Python
+    workers and the broker meanwhile."""
     import tempfile
     from datetime import datetime
 
+    jvm = spark.sparkContext._gateway.proc.pid
+    cpu_before = cpu_by_role(jvm)
     sink = f"{topic}-s-{fmt}-{run}"
     broker.create_topic(sink, PARTITIONS)
     traced = args.trace and fmt == "afkak"
@@ -549,6 +629,8 @@ def stream_throughput(
     start_returned = time.time()
     query.awaitTermination()
     elapsed = time.perf_counter() - started
+    cpu_after = cpu_by_role(jvm)
+    cpu = {role: cpu_after[role] - cpu_before[role] for role in cpu_after}
     progress = query.recentProgress
     copied = sum(p.numInputRows for p in progress)
     assert copied == args.records, (fmt, copied)
@@ -558,7 +640,15 @@ def stream_throughput(
         print(f"  afkak run {run}, load {os.getloadavg()[0]:.1f}:")
         marks = {"readStream": started_wall, "start() returned": start_returned}
         print_startup(args.trace_file, {**marks, "first trigger": first})
-    return elapsed, first - started_wall, batches
+    return elapsed, first - started_wall, batches, cpu
+
+
+#: ``--stream``'s diagnostic rows: a Python streaming source with no Kafka and no
+#: afkak (``afkak_bench_empty``), alone and importing Twisted's reactor.
+EMPTY_STREAMS = {
+    "empty Python source": None,
+    "empty Python source + Twisted's reactor": "twisted.internet.reactor",
+}
 
 
 def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], args: Any) -> None:
@@ -568,8 +658,13 @@ def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], ar
     seconds: dict[str, list[float]] = {"afkak": [], "kafka": []}
     startup: dict[str, list[float]] = {"afkak": [], "kafka": []}
     batches: dict[str, list[float]] = {"afkak": [], "kafka": []}
+    cpu: dict[str, list[dict[str, float]]] = {"afkak": [], "kafka": []}
     for fmt in seconds:  # untimed: JVM classes and Python workers warm
         spark_read(spark, broker.bootstrap, topic, ends, fmt=fmt)
+    register_empty_stream(spark)
+    floors: dict[str, list[float]] = {name: [] for name in EMPTY_STREAMS}
+    for module in EMPTY_STREAMS.values():  # untimed: the noop sink's classes
+        empty_stream_startup(spark, module)
     if args.trace:
         import tempfile
 
@@ -577,10 +672,13 @@ def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], ar
         register_traced_source(spark, args.trace_file)
     for run in range(args.runs):
         for fmt in seconds:
-            took, start, summed = stream_throughput(spark, broker, topic, fmt, run, args)
+            took, start, summed, spent = stream_throughput(spark, broker, topic, fmt, run, args)
+            cpu[fmt].append(spent)
             seconds[fmt].append(took)
             startup[fmt].append(start)
             batches[fmt].append(summed)
+        for name, module in EMPTY_STREAMS.items():
+            floors[name].append(empty_stream_startup(spark, module))
     print(f"load average: {os.getloadavg()}")
     report("streaming copy", seconds, args.records)
     for fmt in seconds:
@@ -589,7 +687,15 @@ def compare_stream(spark: Any, broker: Any, topic: str, ends: dict[str, int], ar
             f"{', '.join(f'{s:.2f}' for s in startup[fmt])} s "
             f"(median {statistics.median(startup[fmt]):.2f}); micro-batches summed "
             f"{', '.join(f'{s:.2f}' for s in batches[fmt])} s "
-            f"(median {statistics.median(batches[fmt]):.2f})"
+            f"(median {statistics.median(batches[fmt]):.2f}); CPU s, medians: "
+            + ", ".join(
+                f"{role} {statistics.median(c[role] for c in cpu[fmt]):.2f}" for role in cpu[fmt][0]
+            )
+        )
+    for name, runs in floors.items():
+        print(
+            f"  {name}: load() and start() to first trigger "
+            f"{', '.join(f'{s:.2f}' for s in runs)} s (median {statistics.median(runs):.2f})"
         )
 
 

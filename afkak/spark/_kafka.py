@@ -10,7 +10,6 @@ leaders in between, and return plain values; Fetch is the client's FetchCall
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -29,6 +28,7 @@ from afkak.common import (
 from afkak.partitioner import DefaultPartitioner
 
 from ._options import ClientConfig
+from ._planning import matching
 from ._rows import Outgoing, by_topic, chunks_by_key
 
 if TYPE_CHECKING:
@@ -97,10 +97,7 @@ async def partitions_matching(client: KafkaClient, pattern: str) -> list[TopicAn
     """Every partition of the topics whose whole name matches *pattern* (Java's
     ``Pattern.matches``, as Spark's ``subscribePattern``), internal ``__`` topics excepted."""
     await client.load_metadata_for_topics()
-    regex = re.compile(pattern)
-    found = client.topic_partitions
-    topics = sorted(t for t in found if not t.startswith("__") and regex.fullmatch(t))
-    return [TopicAndPartition(t, p) for t in topics for p in found[t]]
+    return matching(client.topic_partitions, pattern)
 
 
 async def list_offsets(

@@ -8,17 +8,20 @@ checkpoints.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 import attrs
 
 from afkak._errors import ClientError
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
-from ._options import OffsetSpec, OptionError
+from ._options import Bound, ByTimestamp, ClientConfig, OffsetSpec, OptionError, ReadOptions
 
 Offsets = Mapping[TopicAndPartition, int]
+#: ``lookup(partitions, when)``: their offsets at *when* (-2 earliest, -1 latest, or a time).
+Lookup = Callable[[Sequence[TopicAndPartition], int], Offsets]
 
 
 class DataLossError(ClientError):
@@ -27,6 +30,25 @@ class DataLossError(ClientError):
     Raised only with ``failOnDataLoss`` (the default); otherwise the loss is
     skipped over.
     """
+
+
+class Lookups(Protocol):
+    """What the stream reader asks of Kafka: :mod:`._plain_lookups` (falling back to
+    :mod:`._worker`'s client), or a fake log in tests."""
+
+    def discover(self, opts: ReadOptions) -> list[TopicAndPartition]: ...
+
+    def offsets_at(
+        self,
+        config: ClientConfig,
+        partitions: Sequence[TopicAndPartition],
+        when: int,
+        isolation_level: int = 0,
+    ) -> dict[TopicAndPartition, int]: ...
+
+    def resolve_offsets(
+        self, opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
+    ) -> dict[TopicAndPartition, int]: ...
 
 
 @attrs.frozen
@@ -87,6 +109,63 @@ def resolve(
         tp: lookups[offset][tp] if offset in lookups else offset
         for tp, offset in per_partition.items()
     }
+
+
+def _uses(spec: OffsetSpec, when: int) -> bool:
+    return spec == when if isinstance(spec, int) else when in spec.values()
+
+
+def resolve_bound(
+    spec: Bound, partitions: Sequence[TopicAndPartition], name: str, lookup: Lookup
+) -> dict[TopicAndPartition, int]:
+    """*spec* as concrete offsets of *partitions*, looking up only what it needs."""
+    if isinstance(spec, ByTimestamp):
+        return _by_timestamp(spec, partitions, name, lookup)
+    earliest = lookup(partitions, OFFSET_EARLIEST) if _uses(spec, OFFSET_EARLIEST) else {}
+    latest = lookup(partitions, OFFSET_LATEST) if _uses(spec, OFFSET_LATEST) else {}
+    return resolve(spec, partitions, earliest, latest, name)
+
+
+def _by_timestamp(
+    spec: ByTimestamp, partitions: Sequence[TopicAndPartition], name: str, lookup: Lookup
+) -> dict[TopicAndPartition, int]:
+    """Each partition's first offset at or after its time (ListOffsets by timestamp)."""
+    stamps = resolve(spec.timestamps, partitions, {}, {}, name)
+    found: dict[TopicAndPartition, int] = {}
+    for when in set(stamps.values()):
+        found.update(lookup([tp for tp, t in stamps.items() if t == when], when))
+    late = sorted(tp for tp, offset in found.items() if offset < 0)
+    if late and spec.strategy == "error":
+        raise OptionError(
+            f"{name}: no record at or after the time in "
+            + ", ".join(f"{tp.topic}/{tp.partition}" for tp in late)
+            + " (startingOffsetsByTimestampStrategy=latest reads from the latest offset)"
+        )
+    if late:
+        found.update(lookup(late, OFFSET_LATEST))
+    return found
+
+
+def matching(topics: Mapping[str, Iterable[int]], pattern: str) -> list[TopicAndPartition]:
+    """Every partition of *topics* (``{topic: partitions}``) whose whole name matches
+    *pattern* (Java's ``Pattern.matches``, as Spark's ``subscribePattern``), internal
+    ``__`` topics excepted."""
+    regex = re.compile(pattern)
+    names = sorted(t for t in topics if not t.startswith("__") and regex.fullmatch(t))
+    return [TopicAndPartition(t, p) for t in names for p in topics[t]]
+
+
+def plan(
+    opts: ReadOptions,
+    start: Offsets,
+    end: Offsets,
+    earliest: Callable[[list[TopicAndPartition]], Offsets],
+) -> list[OffsetRange]:
+    """The tasks reading from *start* to *end*; new partitions start at their earliest
+    (looked up through *earliest*)."""
+    ranges = ranges_between(start, end, earliest, opts.fail_on_data_loss)
+    # Spark's order: cap each range first, then split further for minPartitions.
+    return split_ranges(cap_ranges(ranges, opts.max_records_per_partition), opts.min_partitions)
 
 
 def ranges_between(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -31,15 +31,22 @@ from pyspark.sql.types import StructType
 from afkak.common import OFFSET_EARLIEST, OFFSET_LATEST, TopicAndPartition
 
 from ._options import (
-    Bound,
-    ClientConfig,
     OptionError,
     ReadOptions,
     WriteOptions,
     parse_read_options,
     parse_write_options,
 )
-from ._planning import OffsetRange, from_json, pack_ranges, rate_limit, to_json, too_few
+from ._planning import (
+    Lookups,
+    OffsetRange,
+    from_json,
+    pack_ranges,
+    plan,
+    rate_limit,
+    to_json,
+    too_few,
+)
 from ._rows import arrow_schema, check_write_schema, read_schema
 
 if TYPE_CHECKING:
@@ -135,24 +142,6 @@ class BatchReader(DataSourceReader):
         return _read(self.opts, self.schema, partition)
 
 
-class Lookups(Protocol):
-    """What the stream reader asks of Kafka: :mod:`._worker`, or a fake log in tests."""
-
-    def discover(self, opts: ReadOptions) -> list[TopicAndPartition]: ...
-
-    def offsets_at(
-        self,
-        config: ClientConfig,
-        partitions: Sequence[TopicAndPartition],
-        when: int,
-        isolation_level: int = 0,
-    ) -> dict[TopicAndPartition, int]: ...
-
-    def resolve_offsets(
-        self, opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
-    ) -> dict[TopicAndPartition, int]: ...
-
-
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches over offsets ``{"topic": {"partition": offset}}``, checkpointed by Spark.
 
@@ -181,10 +170,23 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[TopicAndPartition, int] | None = None
         self._latest: dict[TopicAndPartition, int] | None = None
         self._initial: dict[str, Any] | None = None
+        #: The runner's lookups over plain sockets (made on first use; never pickled).
+        self._plain: Lookups | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_plain": None}
 
     @property
     def kafka(self) -> Lookups:
-        return self.lookups if self.lookups is not None else _tasks()
+        """The lookups in plaintext without Twisted's reactor (see :mod:`._plain_lookups`),
+        falling back to the client's."""
+        if self.lookups is not None:
+            return self.lookups
+        if self._plain is None:
+            from ._plain_lookups import PlainLookups
+
+            self._plain = PlainLookups(_tasks)
+        return self._plain
 
     def initialOffset(self) -> dict[str, Any]:
         """startingOffsets as offsets, looked up once: Spark asks again for the first
@@ -259,7 +261,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         def earliest(new: list[TopicAndPartition]) -> dict[TopicAndPartition, int]:
             return self.kafka.offsets_at(self.opts.client, new, OFFSET_EARLIEST)
 
-        ranges = _tasks().plan(self.opts, from_json(start), from_json(end), earliest)
+        ranges = plan(self.opts, from_json(start), from_json(end), earliest)
         if self.opts.min_partitions is not None or self.opts.max_records_per_partition is not None:
             return _input_partitions(ranges)
         return [InputPartition(group) for group in pack_ranges(ranges, TASK_RECORDS)]

@@ -9,7 +9,7 @@ fork), driven through :mod:`._bridge`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -19,30 +19,14 @@ from afkak._broker_errors import ErrorCode
 from afkak.client import KafkaClient
 from afkak.common import (
     OFFSET_EARLIEST,
-    OFFSET_LATEST,
     BrokerResponseError,
     TopicAndPartition,
 )
 from afkak.records.aborted import committed_batches
 
 from . import _bridge, _kafka
-from ._options import (
-    Bound,
-    ByTimestamp,
-    ClientConfig,
-    OffsetSpec,
-    OptionError,
-    ReadOptions,
-    WriteOptions,
-)
-from ._planning import (
-    DataLossError,
-    OffsetRange,
-    cap_ranges,
-    ranges_between,
-    resolve,
-    split_ranges,
-)
+from ._options import Bound, ClientConfig, ReadOptions, WriteOptions
+from ._planning import DataLossError, Lookup, OffsetRange, plan, resolve_bound
 from ._rows import arrow_to_outgoing, columns_to_arrow, records_to_arrow
 
 if TYPE_CHECKING:
@@ -59,6 +43,10 @@ _MAX_EMPTY_FETCHES = 20
 _clients: dict[ClientConfig, KafkaClient] = {}
 _producers: dict[tuple[ClientConfig, tuple[tuple[str, Any], ...]], Producer] = {}
 _clients_pid: int | None = None
+#: Bytes and records of the last fetches this process made of each topic: the record
+#: size a range's first fetch assumes.  Spark runs a micro-batch's tasks in Python
+#: workers it reuses, so only a worker's first range of a topic guesses it.
+_record_sizes: dict[str, tuple[int, int]] = {}
 
 
 def call_timeout(config: ClientConfig) -> float:
@@ -119,60 +107,21 @@ def offsets_at(
     )
 
 
-def _uses(spec: OffsetSpec, when: int) -> bool:
-    return spec == when if isinstance(spec, int) else when in spec.values()
+def lookup(opts: ReadOptions) -> Lookup:
+    """:func:`offsets_at` for *opts*' partitions (latest and times at its isolation level)."""
+
+    def offsets(tps: Sequence[TopicAndPartition], when: int) -> dict[TopicAndPartition, int]:
+        level = 0 if when == OFFSET_EARLIEST else opts.isolation_level
+        return offsets_at(opts.client, tps, when, level)
+
+    return offsets
 
 
 def resolve_offsets(
     opts: ReadOptions, spec: Bound, partitions: Sequence[TopicAndPartition], name: str
 ) -> dict[TopicAndPartition, int]:
     """*spec* as concrete offsets of *partitions*, looking up only what it needs."""
-    if isinstance(spec, ByTimestamp):
-        return offsets_by_timestamp(opts, spec, partitions, name)
-    earliest = (
-        offsets_at(opts.client, partitions, OFFSET_EARLIEST) if _uses(spec, OFFSET_EARLIEST) else {}
-    )
-    latest = (
-        offsets_at(opts.client, partitions, OFFSET_LATEST, opts.isolation_level)
-        if _uses(spec, OFFSET_LATEST)
-        else {}
-    )
-    return resolve(spec, partitions, earliest, latest, name)
-
-
-def offsets_by_timestamp(
-    opts: ReadOptions, spec: ByTimestamp, partitions: Sequence[TopicAndPartition], name: str
-) -> dict[TopicAndPartition, int]:
-    """Each partition's first offset at or after its time (ListOffsets by timestamp)."""
-    stamps = resolve(spec.timestamps, partitions, {}, {}, name)
-    found: dict[TopicAndPartition, int] = {}
-    for when in set(stamps.values()):
-        tps = [tp for tp, t in stamps.items() if t == when]
-        found.update(offsets_at(opts.client, tps, when, opts.isolation_level))
-    late = sorted(tp for tp, offset in found.items() if offset < 0)
-    if late and spec.strategy == "error":
-        raise OptionError(
-            f"{name}: no record at or after the time in "
-            + ", ".join(f"{tp.topic}/{tp.partition}" for tp in late)
-            + " (startingOffsetsByTimestampStrategy=latest reads from the latest offset)"
-        )
-    found.update(offsets_at(opts.client, late, OFFSET_LATEST, opts.isolation_level))
-    return found
-
-
-def plan(
-    opts: ReadOptions,
-    start: dict[TopicAndPartition, int],
-    end: dict[TopicAndPartition, int],
-    earliest: Callable[[list[TopicAndPartition]], Mapping[TopicAndPartition, int]] | None = None,
-) -> list[OffsetRange]:
-    """The tasks reading from *start* to *end*; new partitions start at their earliest
-    (looked up through *earliest*, by default :func:`offsets_at`)."""
-    if earliest is None:
-        earliest = lambda new: offsets_at(opts.client, new, OFFSET_EARLIEST)  # noqa: E731
-    ranges = ranges_between(start, end, earliest, opts.fail_on_data_loss)
-    # Spark's order: cap each range first, then split further for minPartitions.
-    return split_ranges(cap_ranges(ranges, opts.max_records_per_partition), opts.min_partitions)
+    return resolve_bound(spec, partitions, name, lookup(opts))
 
 
 def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
@@ -180,7 +129,7 @@ def plan_batch(opts: ReadOptions) -> list[OffsetRange]:
     partitions = discover(opts)
     start = resolve_offsets(opts, opts.starting, partitions, "startingOffsets")
     end = resolve_offsets(opts, opts.ending, partitions, "endingOffsets")
-    return plan(opts, start, end)
+    return plan(opts, start, end, lambda new: offsets_at(opts.client, new, OFFSET_EARLIEST))
 
 
 def _batches_between(batches: Iterable[RecordBatch], offset: int, end: int) -> list[RecordBatch]:
@@ -235,8 +184,9 @@ def to_arrow(
 def fetch_bytes(limit: int, records_left: int, seen_bytes: int = 0, seen_records: int = 0) -> int:
     """Bytes to fetch for the *records_left* of a range: about what they take, up to *limit*.
 
-    The size of a record is what the range's fetches held so far
-    (*seen_bytes* over *seen_records*), else guessed at 1 KiB; never less
+    The size of a record is what fetches held so far (*seen_bytes* over
+    *seen_records*: this range's, after this process's earlier ones of the
+    topic), else guessed at 1 KiB; never less
     than 64 KiB (brokers return a whole batch even when it is larger).  A
     short range (a small micro-batch, say) then does not fetch megabytes it
     will not read.
@@ -256,7 +206,7 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
 
     client = client_for(opts.client)
     tp = TopicAndPartition(r.topic, r.partition)
-    seen_bytes = seen_records = 0
+    seen_bytes, seen_records = _record_sizes.get(r.topic, (0, 0))
 
     limit = min(opts.max_partition_fetch_bytes, opts.fetch_max_bytes)
     backoff = opts.client.retry_policy(client.rng.uniform)
@@ -312,6 +262,7 @@ def read_range(opts: ReadOptions, r: OffsetRange, schema: pa.Schema) -> Iterator
         next_offset = batches[-1].next_offset
         seen_bytes += sum(b.size_in_bytes for b in batches)
         seen_records += next_offset - offset
+        _record_sizes[r.topic] = seen_bytes, seen_records
         if next_offset < r.end:
             pending = start_fetch(next_offset)
         with gc_paused():

@@ -83,10 +83,33 @@ def _loaded() -> tuple[frozenset[str], ...]:
 
 def _runner_loads() -> frozenset[str]:
     """The modules a fresh interpreter holds once it has imported what the streaming
-    source's runner imports before it asks Kafka anything."""
-    script = "import sys, afkak.spark, afkak.spark._worker; print(' '.join(sys.modules))"
+    source's runner imports before it asks Kafka anything (in plaintext)."""
+    script = "import sys, afkak.spark, afkak.spark._plain_lookups; print(' '.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True)
     return frozenset(out.stdout.split())
+
+
+#: The streaming runner's calls, looking up offsets in a fake cluster over its sockets.
+_RUNNER_LOOKUPS = """
+import sys
+from afkak.spark._options import parse_read_options
+from afkak.spark._plain_lookups import PlainLookups
+from afkak.spark._source import StreamReader
+from afkak.test.test_spark_plain_lookups import ClusterSocket
+from afkak.testing import FakeKafkaCluster
+
+cluster = FakeKafkaCluster(brokers=1)
+cluster.create_topic("t", partitions=2)
+opts = parse_read_options({"kafka.bootstrap.servers": cluster.bootstrap_hosts, "subscribe": "t"},
+                          streaming=True)
+reader = StreamReader(opts, None)
+assert isinstance(reader.kafka, PlainLookups)
+reader._plain = PlainLookups(None, lambda host, port, _: ClusterSocket(cluster, host, port))
+reader.prepareForTriggerAvailableNow()
+start = reader.initialOffset()
+reader.partitions(start, reader.latestOffset(start, reader.getDefaultReadLimit()))
+print(" ".join(sys.modules))
+"""
 
 
 class ImportCostTests(unittest.TestCase):
@@ -129,14 +152,29 @@ class ImportCostTests(unittest.TestCase):
         self.assertIn("afkak.client._list_offsets_call", client)
         self.assertIn("afkak.connection._connection", client)
 
-    def test_the_spark_runner_imports_no_tls_producer_or_record_reader(self) -> None:
-        """Spark's streaming-source runner connects and asks for Metadata and ListOffsets:
-        it imports neither pyOpenSSL, nor the producer, nor the record reader and builder.
-        (The record batch module comes with ``afkak.partitioner``, for the writer.)"""
+    def test_the_spark_runner_imports_no_reactor_tls_producer_or_records(self) -> None:
+        """Spark's streaming-source runner connects and asks for Metadata and ListOffsets
+        over plain sockets: it imports neither Twisted's reactor (which imports pyOpenSSL),
+        nor the client's module for tasks, nor the producer, nor the record codecs."""
         if importlib.util.find_spec("pyspark") is None:
             raise unittest.SkipTest("needs the spark extra")
         runner = _runner_loads()
-        self.assertEqual(sorted(runner & (_ON_USE - {"afkak.records.batch"})), [])
+        unused = _ON_USE | {"twisted.internet.reactor", "afkak.spark._worker"}
+        self.assertEqual(sorted(runner & unused), [])
+
+    def test_the_spark_runner_looks_up_offsets_without_the_reactor(self) -> None:
+        """In plaintext the runner's calls (``prepareForTriggerAvailableNow``,
+        ``initialOffset``, ``latestOffset``, ``partitions``) go over plain sockets: no
+        Twisted reactor, which imports pyOpenSSL and ``cryptography``, and no client for
+        tasks (``afkak.spark._worker``), which they imported before."""
+        if importlib.util.find_spec("pyspark") is None:
+            raise unittest.SkipTest("needs the spark extra")
+        out = subprocess.run(
+            [sys.executable, "-c", _RUNNER_LOOKUPS], check=True, capture_output=True, text=True
+        ).stdout
+        loaded = set(out.split())
+        heavy = ["OpenSSL", "cryptography", "twisted.internet.reactor", "afkak.spark._worker"]
+        self.assertEqual([m for m in heavy if m in loaded], [])
 
     def test_the_connection_package_leaves_authentication_and_tls_to_their_use(self) -> None:
         connection = _loaded()[1]
