@@ -273,6 +273,8 @@ class KafkaClient:
                 stats_cb,
             )
         self._pending: set[Deferred[Any]] = set()
+        #: (One bound method for every request's Deferred to leave ``_pending`` by.)
+        self._forget_pending = self._pending.discard
         self._closed: Deferred[None] | None = None
         self._shared: dict[Callable[[Any], Any], Any] = {}
 
@@ -778,9 +780,10 @@ class KafkaClient:
             max_version=max_version,
             expect_response=expect_response,
             timeout=self.timeout if timeout is None else timeout,
+            settled=self._forget_pending,
         )
-        self._pending.add(d)
-        d.addBoth(self._settled, d)
+        if not d.called:
+            self._pending.add(d)
         return d
 
     def leader_epoch(self, key: TopicAndPartition) -> int:

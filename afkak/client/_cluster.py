@@ -185,8 +185,10 @@ class Cluster:
         expect_response: bool = True,
         timeout: float | None = None,
         coordinator: bool = False,
+        settled: Callable[[Deferred[Any]], None] | None = None,
     ) -> Deferred[Any]:
-        """Send *call* (a request message or builder) to *broker*.
+        """Send *call* (a request message or builder) to *broker*; *settled* as
+        :meth:`ConnectionPool.send`'s.
 
         Version bounds default to the call's own ``min_version`` and
         ``max_version`` attributes, which the client's calls have.  Group
@@ -203,7 +205,7 @@ class Cluster:
         conn = self.pool.connection(broker, coordinator=coordinator, fetch=fetch)
         bounds = _bounds(call, min_version, max_version)
         return self.pool.send(
-            conn, call, **bounds, expect_response=expect_response, timeout=timeout
+            conn, call, settled, **bounds, expect_response=expect_response, timeout=timeout
         )
 
     def _broker_unreachable(self, conn: BrokerConnection) -> None:

@@ -84,8 +84,9 @@ class _ConnectFailure:
 
 
 class _ConnectWatch:
-    """One connection's attempts to connect: callbacks to run when the next one
-    fails, and how the last one failed (None once one succeeds).
+    """One connection's attempts to connect: the requests sent through the pool
+    to fail when the next one fails, and how the last one failed (None once one
+    succeeds).
 
     *unreachable*, set by the pool for a known broker's connection, is run when
     an attempt that requests waited for fails, and when a request comes while
@@ -96,7 +97,8 @@ class _ConnectWatch:
 
     def __init__(self, endpoint_factory: EndpointFactory) -> None:
         self._endpoint_factory = endpoint_factory
-        self.callbacks: list[Callable[[], None]] = []
+        #: The pool's requests waiting on this connection (a dict for its order).
+        self.waiting: dict[_PooledRequest, None] = {}
         self.failure: _ConnectFailure | None = None
         self.unreachable: Callable[[], None] | None = None
 
@@ -108,14 +110,59 @@ class _ConnectWatch:
         return protocol
 
     def failed(self, failure: Failure) -> Failure:
-        self.failure = _ConnectFailure.of(failure)
-        callbacks, self.callbacks = self.callbacks, []
-        wanted = bool(callbacks)
-        while callbacks:  # each may unsubscribe itself, or others, from this list
-            callbacks.pop(0)()
-        if wanted and self.unreachable is not None:
+        self.failure = refusal = _ConnectFailure.of(failure)
+        waiting, self.waiting = self.waiting, {}
+        for request in waiting:  # a cancellation's callbacks may send or cancel others
+            request.refuse(refusal)
+        if waiting and self.unreachable is not None:
             self.unreachable()
         return failure
+
+
+class _PooledRequest:
+    """A request sent through :meth:`ConnectionPool.send` until its Deferred fires:
+    failed when its connection's attempt to connect fails, its cancellation then
+    explained.  One small object per request, called as the Deferred's last
+    callback (many clients in one process promoted the closures that did this,
+    and their cells, to the GC's oldest generation)."""
+
+    __slots__ = ("_pool", "_conn", "_watch", "_settled", "deferred", "refused")
+
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        conn: BrokerConnection,
+        watch: _ConnectWatch,
+        settled: Callable[[Deferred[Any]], None] | None,
+    ) -> None:
+        self._pool = pool
+        self._conn = conn
+        self._watch = watch
+        self._settled = settled
+        self.deferred: Deferred[Any] | None = None
+        self.refused: _ConnectFailure | None = None
+
+    def refuse(self, refusal: _ConnectFailure) -> None:
+        """Its connection's attempt to connect failed: cancel it, explained."""
+        if self.refused is None:
+            self.refused = refusal
+        if self.deferred is not None:
+            self.deferred.cancel()
+
+    def __call__(self, result: Any) -> Any:
+        self._watch.waiting.pop(self, None)
+        if self._settled is not None:
+            assert self.deferred is not None
+            self._settled(self.deferred)
+        if isinstance(result, Failure) and result.check(CancelledError):
+            if self.refused is not None:
+                return Failure(self.refused.error())
+            conn = self._conn
+            if conn in self._pool.discarded:
+                return Failure(
+                    BrokerConnectionError(f"{conn.host}:{conn.port} left the cluster or moved")
+                )
+        return result
 
 
 class ConnectionPool:
@@ -226,43 +273,30 @@ class ConnectionPool:
         conns = [*(c for lane in self.lanes() for c in lane.values()), *self._ephemeral]
         return sum(conn.state in CONNECTED_STATES for conn in conns)
 
-    def send(self, conn: BrokerConnection, call: Any, **options: Any) -> Deferred[Any]:
+    def send(
+        self,
+        conn: BrokerConnection,
+        call: Any,
+        settled: Callable[[Deferred[Any]], None] | None = None,
+        **options: Any,
+    ) -> Deferred[Any]:
         """Send *call* on *conn* (*options* of its ``request``), failing with a retriable
         :class:`~afkak.common.BrokerConnectionError` as soon as *conn*'s next attempt
         to connect fails, or when *conn* is discarded, rather than wait for its
         timeout.  Failures are paced by the connection's back-off (the callers'
-        retries grow theirs with each failure)."""
+        retries grow theirs with each failure).  *settled* is called with the
+        Deferred returned when it fires, before its caller's callbacks run (no
+        callback of its own per request)."""
         watch = self._watches[conn]
-        refused: list[_ConnectFailure] = []
-        sent: list[Deferred[Any]] = []
-
-        def connect_failed() -> None:
-            assert watch.failure is not None
-            refused.append(watch.failure)
-            if sent:
-                sent[0].cancel()
-
-        def explain(result: Any) -> Any:
-            if connect_failed in watch.callbacks:
-                watch.callbacks.remove(connect_failed)
-            if isinstance(result, Failure) and result.check(CancelledError):
-                if refused:
-                    return Failure(refused[0].error())
-                if conn in self.discarded:
-                    return Failure(
-                        BrokerConnectionError(f"{conn.host}:{conn.port} left the cluster or moved")
-                    )
-            return result
-
-        watch.callbacks.append(connect_failed)
-        d = conn.request(call, **options)
-        sent.append(d)
-        if refused:  # the attempt failed at once, within request()
+        pooled = _PooledRequest(self, conn, watch, settled)
+        watch.waiting[pooled] = None
+        d = pooled.deferred = conn.request(call, **options)
+        if pooled.refused is not None:  # the attempt failed at once, within request()
             d.cancel()
         elif watch.failure is not None and conn.state is State.BACKING_OFF:
             if watch.unreachable is not None:
                 watch.unreachable()
-        return d.addBoth(explain)
+        return d.addBoth(pooled)
 
     def discard(self, node_id: int) -> None:
         """Close and forget the connections to a broker that left or moved."""

@@ -198,6 +198,7 @@ class BrokerConnection:
 
         self._state = State.IDLE
         self._queue: deque[PendingRequest] = deque()
+        self._cancel_request = self._cancel  # (one bound method for every request)
         self._api_versions: ApiVersionRanges | None = None
         #: The version chosen by (request class, min_version, max_version) since the
         #: latest negotiation: a request like the last one (a producer's) asks no more.
@@ -284,7 +285,7 @@ class BrokerConnection:
         if self._state is State.CLOSED:
             return fail(ClientError(f"{self!r} is closed"))
         request = PendingRequest(
-            msg_or_builder, min_version, max_version, expect_response, self._cancel
+            msg_or_builder, min_version, max_version, expect_response, self._cancel_request
         )
         if timeout is None:
             timeout = self._request_timeout

@@ -61,6 +61,7 @@ class PendingRequest:
         "max_version",
         "expect_response",
         "deferred",
+        "_canceller",
         "timeout",
         "deadline",
         "notify",
@@ -96,9 +97,8 @@ class PendingRequest:
         self.min_version = min_version
         self.max_version = max_version
         self.expect_response = expect_response
-        self.deferred: Deferred[Any] = Deferred(
-            None if canceller is None else (lambda _: canceller(self))
-        )
+        self._canceller = canceller
+        self.deferred: Deferred[Any] = Deferred(None if canceller is None else self)
         self.timeout = math.inf
         self.deadline = math.inf
         self.notify = True
@@ -141,6 +141,13 @@ class PendingRequest:
             if response is not None:
                 return response
         return decode_response(frame, self.request_class.API_KEY, self.version)[1]
+
+    def __call__(self, deferred: Deferred[Any]) -> None:
+        """Its Deferred's canceller: the request itself, rather than a closure and
+        its cells per request (many clients in one process promoted them to the
+        cyclic GC's oldest generation)."""
+        assert self._canceller is not None
+        self._canceller(self)
 
     def succeed(self, result: Any) -> None:
         self.deferred.callback(result)

@@ -51,6 +51,7 @@ from ._options import (
 )
 from ._pump import CallState, GateState, Pump
 from ._states import TABLE, TRANSITIONS, ConsumerEvent, ConsumerState
+from ._turns import client_turns
 from .deserialize import checked, deserializing
 from .positions import (
     OffsetAndMetadata,
@@ -230,7 +231,12 @@ class Consumer:
         self._ahead = FetchAhead()
         # The response taken for the processor, decoded after a reactor turn.
         self._delivery = Delivery(
-            client.reactor, topic, partition, deserialize, lambda: self._pump.run(), fail
+            client.shared(client_turns),
+            topic,
+            partition,
+            deserialize,
+            lambda: self._pump.run(),
+            fail,
         )
         self._pump = Pump(
             client.reactor,

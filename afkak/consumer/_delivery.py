@@ -33,6 +33,7 @@ from afkak._transitions import TransitionTable
 from afkak.common import SourcedMessage
 
 from ._messages import FetchedRecords
+from ._turns import Turns
 from .deserialize import Deserializing
 
 
@@ -77,14 +78,14 @@ class Delivery:
 
     __slots__ = (
         "state",
-        "_reactor",
+        "_turns",
         "_topic",
         "_partition",
         "_deserialize",
         "_ready",
         "_failed",
         "_current",
-        "_turn",
+        "_hops",
         "_preparing",
         "_messages",
         "_next",
@@ -92,7 +93,7 @@ class Delivery:
 
     def __init__(
         self,
-        reactor: Any,
+        turns: Turns,
         topic: str,
         partition: int,
         deserialize: Deserializing | None,
@@ -100,7 +101,7 @@ class Delivery:
         failed: Callable[[Failure], None],
     ) -> None:
         self.state = DeliveryState.IDLE
-        self._reactor = reactor
+        self._turns = turns
         self._topic = topic
         self._partition = partition
         self._deserialize = deserialize
@@ -108,7 +109,8 @@ class Delivery:
         self._failed = failed
         # The response taken, until decoded.
         self._current: FetchedRecords | None = None
-        self._turn: Any = None
+        # The reactor turns to wait before decoding it.
+        self._hops = 0
         # The wait for the deserializers to be ready to decode it.
         self._preparing: Deferred[Any] | None = None
         # Its messages, and where the next block starts.
@@ -124,13 +126,20 @@ class Delivery:
         """Decode *fetched* two reactor turns from now (see above)."""
         self._on(DeliveryEvent.TAKE)
         self._current = fetched
-        self._turn = self._reactor.callLater(0, self._after_a_turn)
+        self._hops = 2
+        self._turns.add(self)
 
-    def _after_a_turn(self) -> None:
-        self._turn = self._reactor.callLater(0, self._decode)
+    def hop(self) -> None:
+        """A reactor turn has come (:class:`~._turns.Turns`)."""
+        if not self._hops:
+            return  # dropped
+        self._hops -= 1
+        if self._hops:
+            self._turns.add(self)
+        else:
+            self._decode()
 
     def _decode(self) -> None:
-        self._turn = None
         fetched = self._current
         if fetched is None:
             return
@@ -201,6 +210,6 @@ class Delivery:
         preparing, self._preparing = self._preparing, None
         if preparing is not None:
             preparing.cancel()
-        turn, self._turn = self._turn, None
-        if turn is not None and turn.active():
-            turn.cancel()
+        if self._hops:
+            self._hops = 0
+            self._turns.discard(self)

@@ -19,9 +19,11 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from afkak.client import KafkaClient
+from afkak.common import TopicAndPartition
 from afkak.consumer import Consumer
 from afkak.group import KafkaConsumer
 from afkak.producer import Producer
+from afkak.protocol.messages import MetadataRequest
 from afkak.testing import FakeKafkaCluster
 
 PARTITIONS = 20  # over two topics
@@ -162,3 +164,44 @@ class FetchInFlightFootprintTests(SynchronousTestCase):
             del before
         self.assertEqual(consumed[0], 4 * self.CONSUMERS)
         self.assertLess(new, 26 * self.CONSUMERS)
+
+
+class RequestInFlightFootprintTests(SynchronousTestCase):
+    """What one request through the client's connection pool holds until answered.
+
+    Fifty producers and fifty consumers in one process promoted the closures
+    :meth:`~afkak.client._pool.ConnectionPool.send` made for each request (its
+    watch callback and explanation of a cancellation, their cells and lists),
+    the client's callback and the connection's canceller to the oldest
+    generation: the next full collection walked them all.
+    """
+
+    REQUESTS = 8
+
+    def test_a_request_in_flight(self) -> None:
+        """Metadata requests the broker holds: the objects each one keeps alive, its
+        Deferred and pending request included (26 when the pool, the client and the
+        connection made closures and callbacks for each, 6 now)."""
+        clock = Clock()
+        cluster = FakeKafkaCluster(brokers=1, reactor=clock)
+        cluster.create_topic("t", partitions=1)
+        client = KafkaClient(
+            cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
+        )
+        self.addCleanup(client.close)
+        leader = self.successResultOf(client.leaders_for([TopicAndPartition("t", 0)]))
+        broker = leader[TopicAndPartition("t", 0)]
+        self.successResultOf(client.send_request_to_broker(broker, MetadataRequest(topics=None)))
+        cluster.delay(MetadataRequest, 1.0)
+        request = MetadataRequest(topics=None)
+        gc.collect()
+        existing = gc.get_objects()
+        waiting = [client.send_request_to_broker(broker, request) for _ in range(self.REQUESTS)]
+        clock.advance(0)
+        new = tracked_from([client, waiting], {id(o) for o in existing}, clock)
+        del existing
+        for _ in range(self.REQUESTS):
+            clock.advance(1.0)
+        for d in waiting:
+            self.assertEqual(self.successResultOf(d).topics[0].name, "t")
+        self.assertLess(new, 7 * self.REQUESTS)

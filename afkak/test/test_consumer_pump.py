@@ -28,6 +28,7 @@ from afkak.consumer._pump import (
     LoopState,
     Pump,
 )
+from afkak.consumer._turns import Turns
 from afkak.records import build_batch
 
 C, CE = CallState, CallEvent
@@ -104,7 +105,9 @@ class PumpTests(SynchronousTestCase):
         self.finished: list[int | None] = []
         self.failures: list[Failure] = []
         self.fetch_offset = 0
-        delivery = Delivery(self.clock, "t", 0, None, lambda: self.pump.run(), self.failures.append)
+        delivery = Delivery(
+            Turns(self.clock), "t", 0, None, lambda: self.pump.run(), self.failures.append
+        )
         self.pump = Pump(
             self.clock,
             FetchAhead(),
