@@ -24,6 +24,7 @@ from afkak.consumer import Consumer
 from afkak.group import KafkaConsumer
 from afkak.producer import Producer
 from afkak.protocol.messages import MetadataRequest
+from afkak.records import gc_pause
 from afkak.testing import FakeKafkaCluster
 
 PARTITIONS = 20  # over two topics
@@ -205,3 +206,51 @@ class RequestInFlightFootprintTests(SynchronousTestCase):
         for d in waiting:
             self.assertEqual(self.successResultOf(d).topics[0].name, "t")
         self.assertLess(new, 7 * self.REQUESTS)
+
+
+class ProduceInFlightFootprintTests(SynchronousTestCase):
+    """What a producer's Produce request holds while the broker has not answered.
+
+    Fifty producers in one process promoted each request's payloads (a
+    ``ProduceRequest`` per batch and their list), its topic-id maps and its
+    batches' lists to the oldest generation: the next full collection walked
+    them all.
+    """
+
+    PARTITIONS = 10
+
+    def in_flight(self, send: Any) -> int:
+        """The objects alive while one request (a batch per partition, each of one
+        send made by *send*) waits for its answer, the broker's share included."""
+        clock = Clock()
+        cluster = FakeKafkaCluster(brokers=1, reactor=clock)
+        cluster.create_topic("t", partitions=self.PARTITIONS)
+        client = KafkaClient(
+            cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
+        )
+        self.addCleanup(client.close)
+        producer = Producer(client, linger_ms=5)
+        self.addCleanup(producer.stop)
+        for _ in range(2):  # metrics, caches and the connection settled
+            sent = [send(producer, p) for p in range(self.PARTITIONS)]
+            clock.advance(1.0)
+            for d in sent:
+                self.successResultOf(d)
+        cluster.delay(0, 1.0)  # Produce
+        gc.collect()
+        before = gc.get_objects()
+        sent = [send(producer, p) for p in range(self.PARTITIONS)]
+        clock.advance(0.01)
+        new = len(created_since(before))
+        del before
+        clock.advance(1.0)
+        for d in sent:
+            self.successResultOf(d)
+        return new
+
+    def test_sends_in_flight(self) -> None:
+        """``send()`` records: 10 batches in one request (201 objects when each batch had a
+        payload built for the request and every request its reverse topic-id map,
+        189 or 190 now; 20 more without the compiled module, whose sends wait tracked)."""
+        new = self.in_flight(lambda producer, p: producer.send("t", b"v", partition=p))
+        self.assertLess(new, 195 if gc_pause.untrack is not None else 215)
