@@ -117,6 +117,20 @@ class IdleClientFootprintTests(SynchronousTestCase):
         self.assertLess(self.footprint(self.producer), 530)
 
 
+def one_broker(
+    test: SynchronousTestCase, partitions: int
+) -> tuple[Clock, FakeKafkaCluster, KafkaClient]:
+    """A Clock, a one-broker fake cluster with topic "t" of *partitions*, a client."""
+    clock = Clock()
+    cluster = FakeKafkaCluster(brokers=1, reactor=clock)
+    cluster.create_topic("t", partitions=partitions)
+    client = KafkaClient(
+        cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
+    )
+    test.addCleanup(client.close)
+    return clock, cluster, client
+
+
 def created_since(before: list[Any]) -> list[Any]:
     """The GC-tracked objects alive now (after a collection) that are not in *before*
     (held meanwhile, so that their ids are not reused)."""
@@ -139,13 +153,7 @@ class FetchInFlightFootprintTests(SynchronousTestCase):
         """A record consumed and the next fetch parked at the (fake) broker: the objects
         that cycle left alive, per consumer, its share of the broker's parked request
         included (46 when each fetch was a chain of five coroutines, 24 now)."""
-        clock = Clock()
-        cluster = FakeKafkaCluster(brokers=1, reactor=clock)
-        cluster.create_topic("t", partitions=self.CONSUMERS)
-        client = KafkaClient(
-            cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
-        )
-        self.addCleanup(client.close)
+        clock, cluster, client = one_broker(self, self.CONSUMERS)
         consumed = [0]
 
         def count(consumer: Consumer, messages: list[Any]) -> None:
@@ -183,13 +191,7 @@ class RequestInFlightFootprintTests(SynchronousTestCase):
         """Metadata requests the broker holds: the objects each one keeps alive, its
         Deferred and pending request included (26 when the pool, the client and the
         connection made closures and callbacks for each, 6 now)."""
-        clock = Clock()
-        cluster = FakeKafkaCluster(brokers=1, reactor=clock)
-        cluster.create_topic("t", partitions=1)
-        client = KafkaClient(
-            cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
-        )
-        self.addCleanup(client.close)
+        clock, cluster, client = one_broker(self, 1)
         leader = self.successResultOf(client.leaders_for([TopicAndPartition("t", 0)]))
         broker = leader[TopicAndPartition("t", 0)]
         self.successResultOf(client.send_request_to_broker(broker, MetadataRequest(topics=None)))
@@ -222,13 +224,7 @@ class ProduceInFlightFootprintTests(SynchronousTestCase):
     def in_flight(self, send: Any) -> int:
         """The objects alive while one request (a batch per partition, each of one
         send made by *send*) waits for its answer, the broker's share included."""
-        clock = Clock()
-        cluster = FakeKafkaCluster(brokers=1, reactor=clock)
-        cluster.create_topic("t", partitions=self.PARTITIONS)
-        client = KafkaClient(
-            cluster.bootstrap_hosts, reactor=clock, endpoint_factory=cluster.endpoint_factory
-        )
-        self.addCleanup(client.close)
+        clock, cluster, client = one_broker(self, self.PARTITIONS)
         producer = Producer(client, linger_ms=5)
         self.addCleanup(producer.stop)
         for _ in range(2):  # metrics, caches and the connection settled
