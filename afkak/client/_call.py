@@ -51,16 +51,28 @@ class TopicIds:
     """Topic ids for the topics of one request, for the versions that use ids.
 
     When any topic's id is unknown, :attr:`cap` limits the request to the last
-    version that still names topics.
+    version that still names topics.  Built per request and held until its
+    response: the reverse map is made only when a response names a topic by id
+    and needs the general decoder (fewer objects for the cyclic GC to scan).
     """
+
+    __slots__ = ("by_name", "_by_id", "complete", "cap")
 
     def __init__(
         self, topics: Iterable[str], known: Mapping[str, UUID], last_name_version: int
     ) -> None:
         self.by_name = {t: known[t] for t in topics if t in known}
-        self.by_id = {i: t for t, i in self.by_name.items()}
+        self._by_id: dict[UUID, str] | None = None
         self.complete = all(t in self.by_name for t in topics)
         self.cap = None if self.complete else last_name_version
+
+    @property
+    def by_id(self) -> dict[UUID, str]:
+        """The topics by id."""
+        by_id = self._by_id
+        if by_id is None:
+            by_id = self._by_id = {i: t for t, i in self.by_name.items()}
+        return by_id
 
     def name_of(self, name_or_id: str | UUID) -> str:
         """The topic a response entry names, by name or (at topic-id versions) by id."""

@@ -11,10 +11,10 @@ id.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
-from afkak.common import ProduceRequest, ProduceResponse
+from afkak.common import ProduceResponse
 from afkak.message_set import flatten
 from afkak.protocol import ZERO_UUID
 from afkak.protocol.messages import ProduceRequest as ProduceMsg
@@ -26,6 +26,18 @@ from ._call import TopicIds, VersionedCall, group_by_topic
 
 TOPIC_ID_VERSION = 13
 _BYTES_OR_NONE = frozenset({bytes, type(None)})
+
+
+class Destination(Protocol):
+    """What a Produce call needs of each payload: its partition (a
+    ``ProduceRequest``, or the producer's batch itself, so that no payload
+    object is built per batch and request)."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
 
 
 def encode_messages(messages: Any, now_ms: int) -> bytes:
@@ -94,7 +106,7 @@ class ProduceCall(VersionedCall):
 
     def __init__(
         self,
-        payloads: Sequence[ProduceRequest],
+        payloads: Sequence[Destination],
         acks: int,
         timeout_ms: int,
         batches: Mapping[tuple[str, int], bytes],

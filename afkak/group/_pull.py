@@ -88,7 +88,13 @@ class _Parked:
 class _Poll:
     """A ``getmany`` waiting for records until its timer: its Deferred's canceller,
     the timer's call and the chain's last callback are its bound methods (a poll
-    made closures and cells, a dozen objects for the GC, thousands a second)."""
+    made closures and cells, a dozen objects for the GC, thousands a second).
+
+    Its timer is the consumer's own when no other poll holds that one: settled
+    early, it leaves it running for the next poll to reset.  A cancelled timer
+    stays in the reactor's queue until its time, so a timer per poll kept
+    hundreds a second alive (fifty consumers polling), for the GC to scan.
+    """
 
     __slots__ = ("pull", "d", "timer")
 
@@ -111,8 +117,11 @@ class _Poll:
         return result
 
     def _stop_timer(self) -> None:
-        if self.timer is not None and self.timer.active():
-            self.timer.cancel()
+        timer, self.timer = self.timer, None
+        if self.pull._timed_poll is self:
+            self.pull._timed_poll = None  # the consumer's timer: left for the next poll
+        elif timer is not None and timer.active():
+            timer.cancel()
 
 
 class _PullGroup(ConsumerGroup):
@@ -213,6 +222,9 @@ class KafkaConsumer:
         self._parked: dict[TopicAndPartition, _Parked] = {}
         self._release_at_poll: list[_Parked] = []
         self._waiters: list[tuple[Deferred[Records], int]] = []
+        # The consumer's poll timer (reset for each poll) and the poll it times.
+        self._poll_timer: Any = None
+        self._timed_poll: _Poll | None = None
         self._last_poll = client.reactor.seconds()
         self._closed = False
 
@@ -349,8 +361,26 @@ class KafkaConsumer:
             return succeed(taken)
         poll = _Poll(self)
         self._waiters.append((poll.d, limit))
-        poll.timer = self.client.reactor.callLater(timeout_ms / 1000.0, poll.timed_out)
+        poll.timer = self._timer_for(poll, timeout_ms / 1000.0)
         return poll.d.addBoth(poll.settled)
+
+    def _timer_for(self, poll: _Poll, seconds: float) -> Any:
+        """A timer for *poll* in *seconds*: the consumer's unless another poll has it."""
+        if self._timed_poll is not None:
+            return self.client.reactor.callLater(seconds, poll.timed_out)
+        timer = self._poll_timer
+        if timer is not None and timer.active():
+            timer.reset(seconds)
+        else:
+            timer = self._poll_timer = self.client.reactor.callLater(seconds, self._poll_timed_out)
+        self._timed_poll = poll
+        return timer
+
+    def _poll_timed_out(self) -> None:
+        poll = self._timed_poll
+        if poll is not None:
+            self._timed_poll = poll.timer = None
+            poll.timed_out()
 
     def getone(self) -> Deferred[SourcedMessage]:
         """The next record, whenever it comes."""
@@ -578,6 +608,8 @@ class KafkaConsumer:
         waiters, self._waiters = self._waiters, []
         for waiter, _ in waiters:
             waiter.callback({})
+        if self._poll_timer is not None and self._poll_timer.active():
+            self._poll_timer.cancel()
         self._release(list(self._parked))
         for parked in self._release_at_poll:
             parked.done.callback(parked.last_taken())

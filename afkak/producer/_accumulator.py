@@ -321,7 +321,7 @@ class RecordAccumulator:
         if batch is None or batch.size + size >= self._fast_limit or batch.headers is not None:
             self._append(route, partition, key, values, (), int(now * 1000), now, d, size, False)
             self._appended()
-        elif batch.plain and key is None and len(values) == 1:
+        elif batch.plain and key is None and len(values) == 1 and batch.waiters:
             # The hottest path (ProducerBatch.add_messages' work, inlined).
             batch.values.append(values[0])
             batch.timestamps.append(int(now * 1000))

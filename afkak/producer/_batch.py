@@ -9,12 +9,13 @@ patched in place.
 Each send waiting on the batch is one entry of ``waiters``
 (``send_messages``: its Deferred; ``firsts`` holds the index of its first
 message, unless it is None because every send so far had one message, so the
-indexes match) or of ``record_waiters`` (``send``: its Deferred, and in
-``record_indexes`` its record's index).  Few objects per message matter: a producer holds many
-thousands of sends, and the garbage collector scans every one it tracks; a
-``send_messages`` Deferred waits untracked and is fired only if anything can
-see it (:mod:`._waiters`).  While ``plain`` (one-value sends without key or
-headers so far), ``send_messages`` appends to the lists itself.
+indexes match; an empty tuple until the first) or of ``record_waiters``
+(``send``: its Deferred, and in ``record_indexes`` its record's index).  Few
+objects per message matter: a producer holds many thousands of sends, and the
+garbage collector scans every one it tracks; a ``send_messages`` Deferred waits
+untracked and is fired only if anything can see it (:mod:`._waiters`).  While
+``plain`` (one-value sends without key or headers so far), ``send_messages``
+appends to the lists itself.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ SEQUENCE_MODULUS = 2**31
 
 
 _new_tuple = tuple.__new__
+#: ``waiters`` of a batch without ``send_messages`` calls (``send()`` ones only):
+#: a list fewer per batch for the cyclic GC.
+_NO_WAITERS: Any = ()
 
 
 class ProducerBatch:
@@ -88,7 +92,7 @@ class ProducerBatch:
         self.keys: list[Buffer | None] | None = None  # None while every key is None
         self.headers: list[Any] | None = None  # None while no record has headers
         self.timestamps: list[int] = []
-        self.waiters: list[Any] = []
+        self.waiters: list[Any] = _NO_WAITERS
         self.firsts: list[int] | None = None
         #: True while every send appended was one value without key or headers by
         #: ``send_messages``: values, timestamps and waiters go in step, and
@@ -207,7 +211,7 @@ class ProducerBatch:
         if d is None:
             return
         waiters = self.waiters
-        if self.firsts is None and first == len(waiters):
+        if self.firsts is None and first == len(waiters) and waiters:
             waiters.append(d)  # add_waiter()'s common case, inlined
         else:
             self.add_waiter(d, first)
@@ -226,6 +230,8 @@ class ProducerBatch:
 
     def add_waiter(self, d: Any, first: int) -> None:
         """Add a ``send_messages`` Deferred whose first message is at index *first*."""
+        if not self.waiters:
+            self.waiters = []
         firsts = self.firsts
         if firsts is None:
             if first == len(self.waiters):
@@ -303,11 +309,11 @@ class ProducerBatch:
         """
         topic, partition = self.topic, self.partition
         waiters = self.waiters
-        if shared or base_offset < 0:
+        if waiters and (shared or base_offset < 0):
             response = _new_tuple(ProduceResponse, (topic, partition, 0, max(base_offset, -1)))
             for i in to_fire(waiters):
                 fire(waiters[i], response)
-        else:
+        elif waiters:
             starts = range(len(waiters)) if self.firsts is None else self.firsts
             # tuple.__new__ skips the named tuple's Python-level constructor.
             for i in to_fire(waiters):
@@ -344,11 +350,13 @@ class ProducerBatch:
     def succeed_unacknowledged(self) -> None:
         """Fire every waiting send of an ``acks=0`` batch: ``None``, or offsets -1."""
         waiters = self.waiters
-        for i in to_fire(waiters):
-            waiters[i].callback(None)
+        if waiters:
+            for i in to_fire(waiters):
+                waiters[i].callback(None)
         if self.record_waiters:
             self._fire_records(-1, -1)
 
     def fail(self, failure: Failure) -> None:
-        fail_all(self.waiters, failure)
+        if self.waiters:
+            fail_all(self.waiters, failure)
         fail_all(self.record_waiters, failure)

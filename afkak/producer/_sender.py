@@ -28,7 +28,6 @@ from afkak._errors import CancelledError, DeliveryTimeoutError
 from afkak._retry import is_retriable
 from afkak.client import ProducerClient
 from afkak.client._interlayer import ProduceCall
-from afkak.common import ProduceRequest
 from afkak.records import gc_paused
 
 from ._accumulator import NEVER as _NEVER, RecordAccumulator
@@ -221,7 +220,7 @@ class Sender:
             encoded[b.topic, b.partition] = b.data
         txn = self.transaction
         call = ProduceCall(
-            [ProduceRequest(b.topic, b.partition, ()) for b in batches],
+            batches,  # each names its partition: no payload per batch
             options.acks,
             options.ack_timeout_ms,
             encoded,

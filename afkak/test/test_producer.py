@@ -1340,7 +1340,7 @@ class BatchTests(SynchronousTestCase):
         cancelled: Deferred[Any] = Deferred()
         cancelled.cancel()
         self.failureResultOf(cancelled)
-        batch.waiters.extend([quiet, listened, cancelled])
+        batch.waiters = [quiet, listened, cancelled]
         batch.encode(CODEC_NONE, -1, -1, -1)
         batch.succeed(7, -1)
         self.assertEqual(seen, [ProduceResponse("t", 4, 0, 8)])

@@ -110,6 +110,39 @@ class GetManyTests(PullTestCase):
         self.advance(0.5)
         self.assertEqual(offsets(self.successResultOf(c.getmany())), {(3, 1)})
 
+    def test_polls_reuse_one_timer(self) -> None:
+        """Polls served before their timeout reset the consumer's one timer: a timer
+        per poll, cancelled, stayed in a real reactor's queue until its time (fifty
+        consumers kept hundreds alive for the GC to scan).  A poll made while another
+        one waits gets its own, and every one still times out on time."""
+        c = self.pull()
+        c.subscribe([TOPIC])
+        self.advance(5)
+        timers: list[str] = []
+        call_later = self.clock.callLater
+
+        def counting(delay: float, f: Any, *args: Any, **kw: Any) -> Any:
+            timers.append(getattr(f, "__name__", ""))
+            return call_later(delay, f, *args, **kw)
+
+        self.clock.callLater = counting  # type: ignore[method-assign]
+        for i in range(5):
+            d = c.getmany(timeout_ms=1000)
+            self.cluster.append(TOPIC, 3, [b"x"])
+            self.advance(0.5)
+            self.assertEqual(offsets(self.successResultOf(d)), {(3, i)})
+        self.assertEqual([t for t in timers if "timed_out" in t], ["_poll_timed_out"])
+        first = c.getmany(timeout_ms=1000)
+        self.clock.advance(0.5)
+        second = c.getmany(timeout_ms=250)
+        self.clock.advance(0.125)
+        self.assertNoResult(second)
+        self.clock.advance(0.25)
+        self.assertEqual(self.successResultOf(second), {})
+        self.assertNoResult(first)
+        self.clock.advance(0.25)
+        self.assertEqual(self.successResultOf(first), {})
+
     def test_getone_and_async_for(self) -> None:
         self.cluster.append(TOPIC, 1, [b"a", b"b", b"c"])
         c = self.pull()
