@@ -32,10 +32,15 @@ from afkak.client import KafkaClient
 def pump(until: Callable[[], bool], timeout: float, what: str, step: float = 0.01) -> float:
     """Run the global reactor until ``until()``; the seconds it took.
 
-    :raises AssertionError: when *timeout* seconds pass first.
+    :raises AssertionError: when *timeout* seconds pass first, or when the global
+        reactor already runs in a thread (``afkak.spark._bridge`` starts one): two
+        threads would iterate it at once and corrupt its file descriptors (run such
+        code in a child process).
     """
     from twisted.internet import reactor
 
+    if reactor.running:  # type: ignore[attr-defined]
+        raise AssertionError(f"{what}: not waited for, the global reactor already runs in a thread")
     start = time.monotonic()
     while not until():
         if time.monotonic() - start > timeout:
