@@ -17,16 +17,7 @@ from typing import Any
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from afkak.test.brokers import shared_broker
-
-try:
-    import pyarrow  # noqa: F401
-    import pyspark  # noqa: F401
-except ImportError as e:
-    if os.environ.get("CI") == "true":
-        raise
-    SKIP: str | None = f"afkak[spark] (pyspark, pyarrow) is not installed: {e}"
-else:
-    SKIP = None
+from afkak.test.spark_processes import SKIP
 
 RECORDS = 30_000
 VALUE = b"x" * 100
