@@ -15,9 +15,13 @@ at two instants taken in the TCP transport (Twisted's
   the broker's work and the loopback, and whatever the client still did
   after the write that delayed its next ``epoll_wait``.
 
-The same split for the "twisted-floor" loop (one Produce request encoded
+Variants (--variants): afkak's producer (``send_messages`` at acks=1, and
+``send()`` as installed); afkak's client without the producer (a record
+batch and a ``ProduceCall`` per send through
+``KafkaClient.send_request_to_broker``: the producer's share is the
+difference); and the "twisted-floor" loop (one Produce request encoded
 once, written straight to the socket by a bare Twisted protocol, its answer
-firing a Deferred: tools/bench/run_twisted_floor.py) shows what Python and
+firing a Deferred: tools/bench/run_twisted_floor.py), what Python and
 Twisted need at least.  With --calls, the Python calls made between the read
 and the write are counted (cProfile enabled only there; the counts do not
 depend on the machine's load, the times do).
@@ -27,7 +31,7 @@ run's median shown.  A broker is started here (one Apache Kafka node, as
 tools/bench_clients.py --broker kafka) unless --bootstrap names one.
 
     python tools/bench_critical_path.py [--sends N] [--runs R] [--calls]
-        [--variants acks1,defaults,floor] [--bootstrap HOST:PORT]
+        [--variants acks1,defaults,client,floor] [--bootstrap HOST:PORT]
 """
 
 from __future__ import annotations
