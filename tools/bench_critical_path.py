@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -127,15 +126,6 @@ class Marks:
         return {k: v / sends for k, v in by.items()}
 
 
-def _median_us(values: list[int]) -> float:
-    return statistics.median(values) / 1000 if values else float("nan")
-
-
-def _percentile_us(values: list[int], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] / 1000 if ordered else float("nan")
-
-
 RoundTrip = tuple[Callable[[], Any], Callable[[], Awaitable[None]]]
 
 
@@ -213,6 +203,9 @@ async def _producer(reactor: Any, bootstrap: str, topic: str, defaults: bool) ->
 async def _round_trips(
     reactor: Any, variant: str, bootstrap: str, topic: str, sends: int, marks: Marks
 ) -> dict[str, Any]:
+    from bench.common import Job, awaited_in_turn
+    from bench.report import percentile
+
     if variant == "floor":
         round_trip, stop = await _floor(reactor, bootstrap, topic)
     elif variant == "client":
@@ -221,24 +214,18 @@ async def _round_trips(
         round_trip, stop = await _producer(reactor, bootstrap, topic, variant == "defaults")
     for _ in range(WARM_UP):
         await round_trip()
-    clock = time.perf_counter_ns
-    latencies = []
-    before = resource.getrusage(resource.RUSAGE_SELF)
     marks.on = True
-    for _ in range(sends):
-        began = clock()
-        await round_trip()
-        latencies.append(clock() - began)
+    result = await awaited_in_turn(
+        Job(variant, variant, "latency", bootstrap, topic, sends, len(PAYLOAD)), round_trip
+    )
     marks.on = False
-    after = resource.getrusage(resource.RUSAGE_SELF)
     await stop()
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return {
-        "p50": _median_us(latencies),
-        "p99": _percentile_us(latencies, 0.99),
-        "read_to_write": _median_us(marks.read_to_write),
-        "write_to_read": _median_us(marks.write_to_read),
-        "cpu": cpu / sends * 1e6,
+        "p50": percentile(result.latencies_ms, 0.5) * 1000,
+        "p99": percentile(result.latencies_ms, 0.99) * 1000,
+        "read_to_write": percentile(marks.read_to_write, 0.5) / 1000,
+        "write_to_read": percentile(marks.write_to_read, 0.5) / 1000,
+        "cpu": result.cpu / sends * 1e6,
         "calls": marks.calls(sends),
     }
 

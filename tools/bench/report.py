@@ -45,7 +45,8 @@ class Row:
     fetch_rate: float | None = None  # Fetch requests per second (consumers that count them)
 
 
-def _percentile(values: Sequence[float], fraction: float) -> float:
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The value at *fraction* of the sorted *values* (0.5: the p50 the tables show)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
@@ -89,8 +90,8 @@ def aggregate(runs: Sequence[Run], stat: str) -> list[Row]:
                 mbps=pick_high([r.bytes / r.wall / 1e6 for r in done]),
                 cpu=pick_low([r.cpu for r in done]),
                 cpu_us=pick_low([r.cpu / r.count * 1e6 for r in done if r.count]),
-                p50=pick_low([_percentile(x, 0.50) for x in lat]) if lat else None,
-                p99=pick_low([_percentile(x, 0.99) for x in lat]) if lat else None,
+                p50=pick_low([percentile(x, 0.50) for x in lat]) if lat else None,
+                p99=pick_low([percentile(x, 0.99) for x in lat]) if lat else None,
                 load=statistics.mean(loads),
                 broker_cpu=pick_low(broker) if broker else None,
                 fetch_rate=pick_low([r.fetches / r.wall for r in done])
