@@ -15,23 +15,35 @@ at two instants taken in the TCP transport (Twisted's
   the broker's work and the loopback, and whatever the client still did
   after the write that delayed its next ``epoll_wait``.
 
-Variants (--variants): afkak's producer (``send_messages`` at acks=1, and
-``send()`` as installed); afkak's client without the producer (a record
-batch and a ``ProduceCall`` per send through
-``KafkaClient.send_request_to_broker``: the producer's share is the
-difference); and the "twisted-floor" loop (one Produce request encoded
-once, written straight to the socket by a bare Twisted protocol, its answer
-firing a Deferred: tools/bench/run_twisted_floor.py), what Python and
-Twisted need at least.  With --calls, the Python calls made between the read
-and the write are counted (cProfile enabled only there; the counts do not
-depend on the machine's load, the times do).
+Variants (--variants), from the most afkak to the least:
+
+* ``acks1``, ``defaults``: afkak's producer (``send_messages`` at acks=1;
+  ``send()`` as installed);
+* ``client``: afkak's client without the producer, a record batch and a
+  ``ProduceCall`` per send through ``KafkaClient.send_request_to_broker``
+  (the producer's share is the difference);
+* ``routing``: the same client sending one Produce body encoded once, its
+  answer not decoded (the ``ProduceCall``'s share, building, encoding and
+  reading a request, is the difference from ``client``);
+* ``connection``: afkak's ``BrokerConnection`` alone (no client, no
+  metrics), that body handed to ``request()`` again and again: the least a
+  path through afkak's connection layer can cost;
+* ``floor``: the "twisted-floor" loop (one Produce request encoded once,
+  written straight to the socket by a bare Twisted protocol, its answer
+  firing a Deferred: tools/bench/run_twisted_floor.py), what Python and
+  Twisted need at least.
+
+With --calls, the Python calls made between the read and the write are
+counted (cProfile enabled only there; the counts do not depend on the
+machine's load, the times do).
 
 Each variant runs in its own process, --runs times in turn, medians of each
 run's median shown.  A broker is started here (one Apache Kafka node, as
 tools/bench_clients.py --broker kafka) unless --bootstrap names one.
 
     python tools/bench_critical_path.py [--sends N] [--runs R] [--calls]
-        [--variants acks1,defaults,client,floor] [--bootstrap HOST:PORT]
+        [--variants acks1,defaults,client,routing,connection,floor]
+        [--bootstrap HOST:PORT]
 """
 
 from __future__ import annotations
@@ -54,6 +66,8 @@ VARIANTS = {
     "acks1": "afkak send_messages, acks=1, no idempotence",
     "defaults": "afkak send(), as installed (idempotent, acks=all)",
     "client": "afkak's client, no producer: a ProduceCall per send",
+    "routing": "afkak's client routing one body, encoded once",
+    "connection": "afkak's connection alone: one body, written again",
     "floor": "twisted-floor: bare protocol, straight to the socket",
 }
 WARM_UP = 200
@@ -170,6 +184,67 @@ async def _client(reactor: Any, bootstrap: str, topic: str) -> RoundTrip:
     return round_trip, client.close
 
 
+class OneBody:
+    """A Produce request whose body is encoded once and whose answer is not read."""
+
+    def __init__(self, call: Any) -> None:
+        self.request_class = call.request_class
+        self.max_version = call.max_version
+        self._call = call
+        self._bodies: dict[int, bytes] = {}
+
+    def __call__(self, version: int) -> Any:
+        return self._call(version)
+
+    def encode_body(self, version: int) -> bytes:
+        body = self._bodies.get(version)
+        if body is None:
+            body = self._bodies[version] = self._call.encode_body(version)
+        return body
+
+    def decode_frame(self, frame: bytes) -> bytes:
+        return frame
+
+
+def _one_body(topic: str, topic_ids: Any) -> OneBody:
+    from afkak.client._produce_call import ProduceCall
+    from afkak.common import ProduceRequest
+    from afkak.records.builder import build_batch
+
+    batches = {(topic, 0): build_batch([PAYLOAD])}
+    return OneBody(ProduceCall([ProduceRequest(topic, 0, None)], 1, 30000, batches, topic_ids))
+
+
+async def _connection(reactor: Any, bootstrap: str, topic: str) -> RoundTrip:
+    """afkak's connection alone (no client, no metrics): one body, written again and again."""
+    from twisted.internet.endpoints import TCP4ClientEndpoint
+
+    from afkak.connection import BrokerConnection
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    connection = BrokerConnection(reactor, host, int(port), endpoint_factory=TCP4ClientEndpoint)
+    request, one_body = connection.request, _one_body(topic, {})  # (no topic ids: v12)
+
+    async def stop() -> None:
+        await connection.close()
+
+    return lambda: request(one_body, min_version=3, max_version=one_body.max_version), stop
+
+
+async def _routing(reactor: Any, bootstrap: str, topic: str) -> RoundTrip:
+    """afkak's client routing one body, encoded once, to the partition's leader."""
+    from twisted.internet.endpoints import TCP4ClientEndpoint
+
+    from afkak.client import KafkaClient
+    from afkak.common import TopicAndPartition
+
+    client = KafkaClient(bootstrap, endpoint_factory=TCP4ClientEndpoint)
+    await client.load_metadata_for_topics(topic)
+    broker = client.topics_to_brokers[TopicAndPartition(topic, 0)]
+    send_request, one_body = client.send_request_to_broker, _one_body(topic, client.topic_ids)
+    return lambda: send_request(broker, one_body, min_version=3), client.close
+
+
 async def _producer(reactor: Any, bootstrap: str, topic: str, defaults: bool) -> RoundTrip:
     """afkak's producer: ``send()`` as installed, or ``send_messages`` at acks=1."""
     from twisted.internet.endpoints import TCP4ClientEndpoint
@@ -210,6 +285,10 @@ async def _round_trips(
         round_trip, stop = await _floor(reactor, bootstrap, topic)
     elif variant == "client":
         round_trip, stop = await _client(reactor, bootstrap, topic)
+    elif variant == "connection":
+        round_trip, stop = await _connection(reactor, bootstrap, topic)
+    elif variant == "routing":
+        round_trip, stop = await _routing(reactor, bootstrap, topic)
     else:
         round_trip, stop = await _producer(reactor, bootstrap, topic, variant == "defaults")
     for _ in range(WARM_UP):
