@@ -162,18 +162,25 @@ async def _floor(reactor: Any, bootstrap: str, topic: str) -> RoundTrip:
     return lambda: protocol.round_trip(frames.next()), stop
 
 
-async def _client(reactor: Any, bootstrap: str, topic: str) -> RoundTrip:
-    """afkak's client without its producer: a batch and a ProduceCall per send."""
+async def _leader(bootstrap: str, topic: str) -> tuple[Any, Any]:
+    """A client that knows *topic*, and its partition 0's leader."""
     from twisted.internet.endpoints import TCP4ClientEndpoint
 
     from afkak.client import KafkaClient
-    from afkak.client._produce_call import ProduceCall
-    from afkak.common import ProduceRequest, TopicAndPartition
-    from afkak.records.builder import build_batch
+    from afkak.common import TopicAndPartition
 
     client = KafkaClient(bootstrap, endpoint_factory=TCP4ClientEndpoint)
     await client.load_metadata_for_topics(topic)
-    broker = client.topics_to_brokers[TopicAndPartition(topic, 0)]
+    return client, client.topics_to_brokers[TopicAndPartition(topic, 0)]
+
+
+async def _client(reactor: Any, bootstrap: str, topic: str) -> RoundTrip:
+    """afkak's client without its producer: a batch and a ProduceCall per send."""
+    from afkak.client._produce_call import ProduceCall
+    from afkak.common import ProduceRequest
+    from afkak.records.builder import build_batch
+
+    client, broker = await _leader(bootstrap, topic)
     payloads = [ProduceRequest(topic, 0, None)]
     ids, send_request, value = client.topic_ids, client.send_request_to_broker, PAYLOAD
 
@@ -233,14 +240,7 @@ async def _connection(reactor: Any, bootstrap: str, topic: str) -> RoundTrip:
 
 async def _routing(reactor: Any, bootstrap: str, topic: str) -> RoundTrip:
     """afkak's client routing one body, encoded once, to the partition's leader."""
-    from twisted.internet.endpoints import TCP4ClientEndpoint
-
-    from afkak.client import KafkaClient
-    from afkak.common import TopicAndPartition
-
-    client = KafkaClient(bootstrap, endpoint_factory=TCP4ClientEndpoint)
-    await client.load_metadata_for_topics(topic)
-    broker = client.topics_to_brokers[TopicAndPartition(topic, 0)]
+    client, broker = await _leader(bootstrap, topic)
     send_request, one_body = client.send_request_to_broker, _one_body(topic, client.topic_ids)
     return lambda: send_request(broker, one_body, min_version=3), client.close
 
